@@ -1,0 +1,45 @@
+/*
+ * protocol.h
+ *	  The pg_infer wire protocol, shared by the extension and infer-worker.
+ *
+ * A message is a ZeroMQ multipart message.  Between a backend's DEALER
+ * socket and the worker's ROUTER socket:
+ *
+ *	  frame 0	   a Pginfer__Header (common/pg_infer.proto), protobuf-c packed
+ *	  frame 1..n   payload: for MSG_RUN_FRAGMENT one frame per row (the raw
+ *				   image bytes); for MSG_RESULT one frame per row (the row's
+ *				   float32 values in host byte order, empty when the row has
+ *				   none)
+ *
+ * (The ROUTER side also sees the peer's routing-id frame first; the worker
+ * strips it on receive and puts it back on send.)
+ *
+ * Every header carries PGINFER_PROTOCOL_VERSION; a receiver that sees
+ * another version answers MSG_ERROR with PGINFER_SQLSTATE_PROTOCOL and never
+ * interprets the rest.  This header is plain C11 and includes nothing from
+ * PostgreSQL, so both sides can use it.
+ */
+#ifndef PGINFER_PROTOCOL_H
+#define PGINFER_PROTOCOL_H
+
+#include "common/pg_infer.pb-c.h"
+
+#define PGINFER_PROTOCOL_VERSION 1
+
+/* Default decoded-image limit: 50 megapixels. */
+#define PGINFER_DEFAULT_MAX_PIXELS (50LL * 1000 * 1000)
+
+/*
+ * SQLSTATEs used in per-row and per-request errors.  They are PostgreSQL's
+ * codes (src/backend/utils/errcodes.txt) so the extension can re-raise them
+ * as they are.
+ */
+#define PGINFER_SQLSTATE_BAD_IMAGE		"22P03"	/* invalid_binary_representation */
+#define PGINFER_SQLSTATE_TOO_LARGE		"54000"	/* program_limit_exceeded */
+#define PGINFER_SQLSTATE_BAD_PARAM		"22023"	/* invalid_parameter_value */
+#define PGINFER_SQLSTATE_NO_MODEL		"58P01"	/* undefined_file */
+#define PGINFER_SQLSTATE_INTERNAL		"XX000"	/* internal_error */
+#define PGINFER_SQLSTATE_PROTOCOL		"08P01"	/* protocol_violation */
+#define PGINFER_SQLSTATE_OUT_OF_MEMORY	"53200"	/* out_of_memory */
+
+#endif							/* PGINFER_PROTOCOL_H */

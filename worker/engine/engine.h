@@ -1,0 +1,127 @@
+/*
+ * engine.h
+ *	  The ONNX executor: public interface used by the worker.
+ *
+ * A model is loaded once (protobuf-c over the official onnx.proto), planned
+ * (topological order, initializers resolved, each node bound to its
+ * operator) and then run any number of times with inputs of any shape the
+ * graph allows (dynamic batch, height, width).  A loaded model is read-only
+ * while it runs, so one model may serve several threads, each with its own
+ * ie_model_run() call.
+ *
+ * Ownership: every function that returns a pointer gives it to the caller,
+ * who frees it with the matching *_destroy(&p) (which also sets p to NULL).
+ * Errors: functions return 0 (or a pointer) on success and -1 (or NULL) on
+ * failure, with a one-line message in the caller's err buffer that names
+ * the model, the node and the operator where it applies.
+ */
+#ifndef IE_ENGINE_H
+#define IE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IE_MAX_DIMS 8
+
+/* Element types: the values of onnx.TensorProto.DataType. */
+typedef enum ie_dtype
+{
+	IE_UNDEFINED = 0,
+	IE_FLOAT = 1,
+	IE_UINT8 = 2,
+	IE_INT8 = 3,
+	IE_UINT16 = 4,
+	IE_INT16 = 5,
+	IE_INT32 = 6,
+	IE_INT64 = 7,
+	IE_STRING = 8,
+	IE_BOOL = 9,
+	IE_FLOAT16 = 10,
+	IE_DOUBLE = 11,
+	IE_UINT32 = 12,
+	IE_UINT64 = 13
+} ie_dtype;
+
+/*
+ * A dense tensor, row-major (C order), dims[0] outermost.  ndim 0 is a
+ * scalar (one element).  data holds numel * ie_dtype_size(dtype) bytes,
+ * 64-byte aligned, owned by the tensor.
+ */
+typedef struct ie_tensor
+{
+	ie_dtype	dtype;
+	int			ndim;
+	int64_t		dims[IE_MAX_DIMS];
+	void	   *data;
+	size_t		nbytes;
+} ie_tensor;
+
+/* Bytes per element of dtype; 0 for types the engine does not hold. */
+size_t		ie_dtype_size(ie_dtype dtype);
+
+/* ONNX name of dtype ("float", "int64", ...), for messages. */
+const char *ie_dtype_name(ie_dtype dtype);
+
+/* Number of elements (product of dims; 1 for a scalar). */
+int64_t		ie_tensor_numel(const ie_tensor *t);
+
+/*
+ * New tensor of the given type and shape with zeroed data.  Returns NULL
+ * when the size overflows or memory runs out.
+ */
+ie_tensor  *ie_tensor_new(ie_dtype dtype, int ndim, const int64_t *dims);
+
+/* Deep copy of t, or NULL when memory runs out. */
+ie_tensor  *ie_tensor_clone(const ie_tensor *t);
+
+/* Frees *t and sets *t to NULL; a NULL *t is fine. */
+void		ie_tensor_destroy(ie_tensor **t);
+
+typedef struct ie_model ie_model;
+
+/*
+ * Loads and plans an ONNX model from a file or from bytes in memory.
+ * Fails (NULL, message in err) on a file that is not a ModelProto, an
+ * opset the engine does not know, an operator or attribute value the
+ * engine does not implement (naming the node), or a graph that is not a
+ * DAG.
+ */
+ie_model   *ie_model_load_file(const char *path, char *err, size_t errlen);
+ie_model   *ie_model_load_bytes(const void *bytes, size_t len,
+								char *err, size_t errlen);
+void		ie_model_destroy(ie_model **model);
+
+/* Graph inputs (initializers excluded) and outputs, in declaration order. */
+int			ie_model_n_inputs(const ie_model *model);
+int			ie_model_n_outputs(const ie_model *model);
+const char *ie_model_input_name(const ie_model *model, int i);
+const char *ie_model_output_name(const ie_model *model, int i);
+
+/*
+ * Declared type and shape of input i; a dynamic dimension is -1.
+ * Returns the rank, or -1 when i is out of range.
+ */
+int			ie_model_input_shape(const ie_model *model, int i, ie_dtype *dtype,
+								 int64_t dims[IE_MAX_DIMS]);
+
+/* Bytes the model's weights take (initializers and Constant outputs). */
+size_t		ie_model_weight_bytes(const ie_model *model);
+
+/*
+ * Runs the model.  inputs[i] feeds graph input i (ie_model_n_inputs of
+ * them, in order); on success outputs[j] receives a new tensor for graph
+ * output j (ie_model_n_outputs of them), owned by the caller.  Checks
+ * input types and ranks against the graph's declarations.  On failure no
+ * output is left allocated.
+ */
+int			ie_model_run(const ie_model *model, const ie_tensor *const *inputs,
+						 ie_tensor **outputs, char *err, size_t errlen);
+
+/*
+ * Threads used by the operators that parallelise (BLAS and the loops
+ * around it).  n <= 0 picks the number of online CPUs.  Process-wide.
+ */
+void		ie_set_threads(int n);
+int			ie_get_threads(void);
+
+#endif							/* IE_ENGINE_H */

@@ -1,0 +1,134 @@
+/*
+ * op.h
+ *	  The operator interface of the ONNX executor (internal to the engine).
+ *
+ * An operator is a function that reads a node's inputs and attributes and
+ * allocates and fills its outputs.  Operators are grouped by concern, one
+ * file each (ops_elementwise.c, ops_shape.c, ops_conv.c, ops_pool.c,
+ * ops_norm.c, ops_matmul.c, ops_resize.c, ops_reduce.c, ...); each file
+ * exports one table of ie_op_def ending with a {NULL} entry, and
+ * op_registry.c lists the tables.  Semantics follow the ONNX operator
+ * specification (onnx/docs/Operators.md) for the opset the model imports;
+ * an attribute value or input type an operator does not implement is an
+ * error naming it, never a silent fallback.
+ *
+ * Threading: operators may run concurrently on different models and
+ * inputs; they must not keep state outside the node context.
+ */
+#ifndef IE_OP_H
+#define IE_OP_H
+
+#include <stdarg.h>
+
+#include "worker/engine/engine.h"
+
+/* Attribute kinds: the values of onnx.AttributeProto.AttributeType. */
+typedef enum ie_attr_type
+{
+	IE_ATTR_UNDEFINED = 0,
+	IE_ATTR_FLOAT = 1,
+	IE_ATTR_INT = 2,
+	IE_ATTR_STRING = 3,
+	IE_ATTR_TENSOR = 4,
+	IE_ATTR_FLOATS = 6,
+	IE_ATTR_INTS = 7,
+	IE_ATTR_STRINGS = 8
+} ie_attr_type;
+
+/* One attribute of a node, decoded at load time (owned by the model). */
+typedef struct ie_attr
+{
+	const char *name;
+	ie_attr_type type;
+	float		f;
+	int64_t		i;
+	const char *s;				/* NUL-terminated copy of the bytes */
+	size_t		s_len;
+	int			n_floats;
+	const float *floats;
+	int			n_ints;
+	const int64_t *ints;
+	const ie_tensor *t;
+} ie_attr;
+
+/*
+ * What an operator sees of one node at run time.
+ *
+ * inputs[i] is NULL where the node omits optional input i (empty name).
+ * The operator sets outputs[j] = ie_tensor_new(...) for each output it
+ * produces (n_outputs of them, omitted ones excepted); on failure it
+ * returns -1 after ie_op_error(), and the executor frees whatever it had
+ * allocated.
+ */
+typedef struct ie_node_ctx
+{
+	const char *op_type;
+	const char *node_name;
+	int			opset;			/* the default-domain opset the model imports */
+	int			n_inputs;
+	const ie_tensor *const *inputs;
+	int			n_outputs;
+	ie_tensor **outputs;
+	int			n_attrs;
+	const ie_attr *attrs;
+	int			n_threads;
+	char	   *err;
+	size_t		errlen;
+} ie_node_ctx;
+
+typedef int (*ie_op_fn) (ie_node_ctx *ctx);
+
+typedef struct ie_op_def
+{
+	const char *op_type;
+	ie_op_fn	fn;
+} ie_op_def;
+
+/* The operator tables, one per ops_*.c file. */
+extern const ie_op_def ie_ops_elementwise[];
+extern const ie_op_def ie_ops_shape[];
+extern const ie_op_def ie_ops_conv[];
+extern const ie_op_def ie_ops_pool[];
+extern const ie_op_def ie_ops_norm[];
+extern const ie_op_def ie_ops_matmul[];
+extern const ie_op_def ie_ops_resize[];
+extern const ie_op_def ie_ops_reduce[];
+
+/* The operator for op_type in the default ONNX domain, or NULL. */
+ie_op_fn	ie_op_lookup(const char *op_type);
+
+/* Attribute look-ups; the default when the node does not set it. */
+const ie_attr *ie_attr_find(const ie_node_ctx *ctx, const char *name);
+int64_t		ie_attr_int(const ie_node_ctx *ctx, const char *name, int64_t dflt);
+float		ie_attr_float(const ie_node_ctx *ctx, const char *name, float dflt);
+const char *ie_attr_string(const ie_node_ctx *ctx, const char *name,
+						   const char *dflt);
+
+/*
+ * The ints of attribute name: returns their count and sets *vals, or
+ * returns -1 (and leaves *vals alone) when the node does not set it.
+ */
+int			ie_attr_ints(const ie_node_ctx *ctx, const char *name,
+						 const int64_t **vals);
+int			ie_attr_floats(const ie_node_ctx *ctx, const char *name,
+						   const float **vals);
+
+/*
+ * Formats "<op_type> node '<name>': <message>" into ctx->err and returns -1,
+ * so an operator can `return ie_op_error(ctx, "...", ...);`.
+ */
+int			ie_op_error(ie_node_ctx *ctx, const char *fmt,...)
+			__attribute__((format(printf, 2, 3)));
+
+/*
+ * Numpy-style multidirectional broadcasting (ONNX "Broadcasting in ONNX"):
+ * the output shape of a and b, into out_dims; returns its rank or -1 when
+ * the shapes do not broadcast.
+ */
+int			ie_broadcast_shape(const ie_tensor *a, const ie_tensor *b,
+							   int64_t out_dims[IE_MAX_DIMS]);
+
+/* An input read as int64 values (int32 or int64 tensors), for shape inputs. */
+int			ie_tensor_get_i64(const ie_tensor *t, int64_t idx, int64_t *out);
+
+#endif							/* IE_OP_H */

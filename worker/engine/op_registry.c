@@ -1,0 +1,146 @@
+/*
+ * op_registry.c
+ *	  Operator look-up by op_type, and the helpers every operator shares:
+ *	  attribute access, error formatting, broadcasting.
+ *
+ * The tables are constant; nothing here keeps state, so it is safe from any
+ * thread.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "worker/engine/op.h"
+
+static const ie_op_def *const op_tables[] = {
+	ie_ops_elementwise,
+	ie_ops_shape,
+	ie_ops_conv,
+	ie_ops_pool,
+	ie_ops_norm,
+	ie_ops_matmul,
+	ie_ops_resize,
+	ie_ops_reduce,
+};
+
+/* The operator implementing op_type (default ONNX domain), or NULL. */
+ie_op_fn
+ie_op_lookup(const char *op_type)
+{
+	for (size_t t = 0; t < sizeof(op_tables) / sizeof(op_tables[0]); t++)
+		for (const ie_op_def *d = op_tables[t]; d->op_type != NULL; d++)
+			if (strcmp(d->op_type, op_type) == 0)
+				return d->fn;
+	return NULL;
+}
+
+/* The node's attribute called name, or NULL. */
+const ie_attr *
+ie_attr_find(const ie_node_ctx *ctx, const char *name)
+{
+	for (int i = 0; i < ctx->n_attrs; i++)
+		if (strcmp(ctx->attrs[i].name, name) == 0)
+			return &ctx->attrs[i];
+	return NULL;
+}
+
+int64_t
+ie_attr_int(const ie_node_ctx *ctx, const char *name, int64_t dflt)
+{
+	const ie_attr *a = ie_attr_find(ctx, name);
+
+	return (a != NULL && a->type == IE_ATTR_INT) ? a->i : dflt;
+}
+
+float
+ie_attr_float(const ie_node_ctx *ctx, const char *name, float dflt)
+{
+	const ie_attr *a = ie_attr_find(ctx, name);
+
+	return (a != NULL && a->type == IE_ATTR_FLOAT) ? a->f : dflt;
+}
+
+const char *
+ie_attr_string(const ie_node_ctx *ctx, const char *name, const char *dflt)
+{
+	const ie_attr *a = ie_attr_find(ctx, name);
+
+	return (a != NULL && a->type == IE_ATTR_STRING) ? a->s : dflt;
+}
+
+int
+ie_attr_ints(const ie_node_ctx *ctx, const char *name, const int64_t **vals)
+{
+	const ie_attr *a = ie_attr_find(ctx, name);
+
+	if (a == NULL || a->type != IE_ATTR_INTS)
+		return -1;
+	*vals = a->ints;
+	return a->n_ints;
+}
+
+int
+ie_attr_floats(const ie_node_ctx *ctx, const char *name, const float **vals)
+{
+	const ie_attr *a = ie_attr_find(ctx, name);
+
+	if (a == NULL || a->type != IE_ATTR_FLOATS)
+		return -1;
+	*vals = a->floats;
+	return a->n_floats;
+}
+
+/* "<op_type> node '<name>': <message>" into ctx->err; returns -1. */
+int
+ie_op_error(ie_node_ctx *ctx, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	n = snprintf(ctx->err, ctx->errlen, "%s node '%s': ", ctx->op_type,
+				 ctx->node_name ? ctx->node_name : "");
+	if (n < 0 || (size_t) n >= ctx->errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err + n, ctx->errlen - n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Output shape of broadcasting a with b; its rank, or -1 if incompatible. */
+int
+ie_broadcast_shape(const ie_tensor *a, const ie_tensor *b,
+				   int64_t out_dims[IE_MAX_DIMS])
+{
+	int			nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+
+	for (int i = 0; i < nd; i++)
+	{
+		int			ia = i - (nd - a->ndim);
+		int			ib = i - (nd - b->ndim);
+		int64_t		da = ia >= 0 ? a->dims[ia] : 1;
+		int64_t		db = ib >= 0 ? b->dims[ib] : 1;
+
+		if (da == db || db == 1)
+			out_dims[i] = da;
+		else if (da == 1)
+			out_dims[i] = db;
+		else
+			return -1;
+	}
+	return nd;
+}
+
+/* Element idx of an int32 or int64 tensor as int64; -1 on another type. */
+int
+ie_tensor_get_i64(const ie_tensor *t, int64_t idx, int64_t *out)
+{
+	if (idx < 0 || idx >= ie_tensor_numel(t))
+		return -1;
+	if (t->dtype == IE_INT64)
+		*out = ((const int64_t *) t->data)[idx];
+	else if (t->dtype == IE_INT32)
+		*out = ((const int32_t *) t->data)[idx];
+	else
+		return -1;
+	return 0;
+}
