@@ -70,8 +70,8 @@ install: all install-extension install-worker
 setup:
 	tools/setup.sh
 
-models: $(BUILD)/venv/.stamp
-	tools/fetch_models.sh $(MODEL_DIR)
+# The models come with the rest of the set-up (they need its Python tools).
+models: setup
 
 check: setup
 	$(MAKE) all

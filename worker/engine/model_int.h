@@ -1,0 +1,72 @@
+/*
+ * model_int.h
+ *	  The planned form of a loaded model, shared by model.c (which builds it)
+ *	  and executor.c (which runs it); internal to the engine and its tests.
+ *
+ * Every tensor name in the graph is a "value" with an index.  A value is
+ * either constant (an initializer or a folded Constant node: consts[v] is
+ * set, owned by the model) or computed at run time (a graph input or a node
+ * output).  Nodes are stored in topological order.  A planned model is
+ * never written after ie_model_load_*() returns, so concurrent runs are
+ * safe.
+ */
+#ifndef IE_MODEL_INT_H
+#define IE_MODEL_INT_H
+
+#include <stdbool.h>
+
+#include "worker/engine/op.h"
+
+struct Onnx__TensorProto;
+
+/* One node of the plan, bound to its operator. */
+typedef struct ie_plan_node
+{
+	char	   *name;			/* node name, or "#<index>" when unnamed */
+	char	   *op_type;
+	ie_op_fn	fn;
+	int			n_inputs;
+	int		   *inputs;			/* value indexes; -1 for an omitted input */
+	int			n_outputs;
+	int		   *outputs;		/* value indexes; -1 for an omitted output */
+	int			n_attrs;
+	ie_attr    *attrs;
+} ie_plan_node;
+
+/* A graph input or output as declared. */
+typedef struct ie_plan_io
+{
+	char	   *name;
+	int			value;			/* value index */
+	ie_dtype	dtype;			/* IE_UNDEFINED when not declared */
+	int			rank;			/* -1 when the shape is not declared */
+	int64_t		dims[IE_MAX_DIMS];	/* -1 for a dynamic dimension */
+} ie_plan_io;
+
+struct ie_model
+{
+	char	   *name;			/* file name (no folder), or "<memory>" */
+	int			opset;			/* default-domain opset */
+	int			n_values;
+	char	  **value_names;
+	ie_tensor **consts;			/* [n_values]; NULL for run-time values */
+	int		   *last_use;		/* [n_values]; last node reading it, or -1 */
+	bool	   *is_output;		/* [n_values]; a graph output */
+	int			n_inputs;
+	ie_plan_io *inputs;
+	int			n_outputs;
+	ie_plan_io *outputs;
+	int			n_nodes;
+	ie_plan_node *nodes;		/* topological order */
+	size_t		weight_bytes;
+};
+
+/*
+ * Converts a TensorProto (raw_data or the typed fields) into a new tensor.
+ * Fails with a message for strings, external data, segments, types the
+ * engine does not hold, and element counts that do not match the dims.
+ */
+int			ie_tensor_from_proto(const struct Onnx__TensorProto *tp,
+								 ie_tensor **out, char *err, size_t errlen);
+
+#endif							/* IE_MODEL_INT_H */
