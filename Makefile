@@ -35,8 +35,10 @@ CHECK_TARGETS :=
 
 all:
 
-include $(sort $(wildcard common/*.mk worker/engine/*.mk worker/*.mk tools/*.mk \
-                           tests/*/*.mk bench/*/*.mk))
+# Order matters: a fragment may use the variables of those before it.
+include $(wildcard common/*.mk) $(wildcard worker/engine/*.mk) \
+        $(wildcard worker/*.mk) $(wildcard tools/*.mk) \
+        $(sort $(wildcard tests/*/*.mk)) $(sort $(wildcard bench/*/*.mk))
 
 all: $(ALL_TARGETS) extension
 
