@@ -3,7 +3,7 @@
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/bin/tests/%,$(UNIT_SRCS))
 
-$(BUILD)/bin/tests/%: $(BUILD)/obj/tests/unit/%.o $(WORKER_LIB) $(ENGINE_LIB)
+$(BUILD)/bin/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/lib/libinferworker.a $(BUILD)/lib/libinferengine.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_OUR) -o $@ $< $(WORKER_LDLIBS)
 

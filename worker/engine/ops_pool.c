@@ -1,9 +1,473 @@
 /*
  * ops_pool.c
- *	  ONNX operators (placeholder table; the operators land with the engine).
+ *	  ONNX pooling operators (float32; MaxPool also int8/uint8):
+ *	  GlobalAveragePool, GlobalMaxPool, AveragePool and MaxPool over 1 to 3
+ *	  spatial axes.
+ *
+ * Windowed pools are computed as 3-D with missing leading spatial axes of
+ * extent 1.  Averages are summed in double.  Output extents follow the
+ * spec: floor (or ceil with ceil_mode) of (in + pads - dil*(k-1) - 1) /
+ * stride + 1, where with ceil_mode a last window that would start in the
+ * end padding is dropped (as onnxruntime and PyTorch do).
+ *
+ * Threading: no state outside the call.
  */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
 #include "worker/engine/op.h"
 
+/* Geometry of one windowed pool, spatial axes padded to 3. */
+typedef struct pool_geom
+{
+	int			nsp;
+	int64_t		in[3];
+	int64_t		out[3];
+	int64_t		k[3];
+	int64_t		stride[3];
+	int64_t		dil[3];
+	int64_t		pad_begin[3];
+	int64_t		pad_end[3];
+} pool_geom;
+
+/*
+ * Checks the input is float (or, with bytes_ok, int8/uint8) and its rank is
+ * within [min_rank, max_rank].
+ */
+static int
+pool_check_input(ie_node_ctx *ctx, int min_rank, int max_rank, int bytes_ok)
+{
+	const ie_tensor *X;
+
+	if (ctx->n_inputs < 1 || ctx->inputs[0] == NULL)
+		return ie_op_error(ctx, "needs input X");
+	X = ctx->inputs[0];
+	if (X->dtype != IE_FLOAT &&
+		!(bytes_ok && (X->dtype == IE_UINT8 || X->dtype == IE_INT8)))
+		return ie_op_error(ctx, "unsupported input type %s (only float)",
+						   ie_dtype_name(X->dtype));
+	if (X->ndim < min_rank || X->ndim > max_rank)
+		return ie_op_error(ctx, "unsupported input rank %d", X->ndim);
+	return 0;
+}
+
+/*
+ * GlobalAveragePool / GlobalMaxPool: X[N, C, ...] -> [N, C, 1, ...], the
+ * mean (in double) or maximum of each channel plane.
+ */
+static int
+global_pool(ie_node_ctx *ctx, int is_max)
+{
+	const ie_tensor *X;
+	int64_t		odims[IE_MAX_DIMS];
+	int64_t		planes,
+				plane = 1;
+	ie_tensor  *Y;
+	const float *xd;
+	float	   *yd;
+
+	if (pool_check_input(ctx, 2, IE_MAX_DIMS, 0) != 0)
+		return -1;
+	X = ctx->inputs[0];
+	odims[0] = X->dims[0];
+	odims[1] = X->dims[1];
+	for (int i = 2; i < X->ndim; i++)
+	{
+		odims[i] = 1;
+		plane *= X->dims[i];
+	}
+	Y = ie_tensor_new(IE_FLOAT, X->ndim, odims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	planes = X->dims[0] * X->dims[1];
+	xd = X->data;
+	yd = Y->data;
+	for (int64_t p = 0; p < planes; p++)
+	{
+		const float *x = xd + p * plane;
+
+		if (is_max)
+		{
+			float		m = -INFINITY;
+
+			for (int64_t i = 0; i < plane; i++)
+				if (x[i] > m)
+					m = x[i];
+			yd[p] = m;
+		}
+		else
+		{
+			double		s = 0;
+
+			for (int64_t i = 0; i < plane; i++)
+				s += x[i];
+			yd[p] = plane > 0 ? (float) (s / plane) : NAN;
+		}
+	}
+	return 0;
+}
+
+/* GlobalAveragePool (opset 1): mean over every spatial axis. */
+static int
+op_global_average_pool(ie_node_ctx *ctx)
+{
+	return global_pool(ctx, 0);
+}
+
+/* GlobalMaxPool (opset 1): maximum over every spatial axis. */
+static int
+op_global_max_pool(ie_node_ctx *ctx)
+{
+	return global_pool(ctx, 1);
+}
+
+/*
+ * Reads kernel_shape (required), strides, dilations, pads, auto_pad and
+ * ceil_mode and computes the output extents of a windowed pool.
+ */
+static int
+pool_geometry(ie_node_ctx *ctx, const ie_tensor *X, pool_geom *g)
+{
+	const int64_t *v;
+	int			n;
+	int			off;
+	const char *auto_pad = ie_attr_string(ctx, "auto_pad", "NOTSET");
+	int64_t		ceil_mode = ie_attr_int(ctx, "ceil_mode", 0);
+
+	g->nsp = X->ndim - 2;
+	off = 3 - g->nsp;
+	for (int i = 0; i < 3; i++)
+	{
+		g->in[i] = g->out[i] = g->k[i] = 1;
+		g->stride[i] = g->dil[i] = 1;
+		g->pad_begin[i] = g->pad_end[i] = 0;
+	}
+	n = ie_attr_ints(ctx, "kernel_shape", &v);
+	if (n != g->nsp)
+		return ie_op_error(ctx, "kernel_shape must have %d values", g->nsp);
+	for (int i = 0; i < n; i++)
+	{
+		if (v[i] < 1)
+			return ie_op_error(ctx, "unsupported kernel extent %lld", (long long) v[i]);
+		g->k[off + i] = v[i];
+	}
+	n = ie_attr_ints(ctx, "strides", &v);
+	if (n >= 0)
+	{
+		if (n != g->nsp)
+			return ie_op_error(ctx, "strides must have %d values", g->nsp);
+		for (int i = 0; i < n; i++)
+		{
+			if (v[i] < 1)
+				return ie_op_error(ctx, "unsupported stride %lld", (long long) v[i]);
+			g->stride[off + i] = v[i];
+		}
+	}
+	n = ie_attr_ints(ctx, "dilations", &v);
+	if (n >= 0)
+	{
+		if (n != g->nsp)
+			return ie_op_error(ctx, "dilations must have %d values", g->nsp);
+		for (int i = 0; i < n; i++)
+		{
+			if (v[i] < 1)
+				return ie_op_error(ctx, "unsupported dilation %lld", (long long) v[i]);
+			g->dil[off + i] = v[i];
+		}
+	}
+	n = ie_attr_ints(ctx, "pads", &v);
+	if (n >= 0)
+	{
+		if (n != 2 * g->nsp)
+			return ie_op_error(ctx, "pads must have %d values", 2 * g->nsp);
+		for (int i = 0; i < g->nsp; i++)
+		{
+			if (v[i] < 0 || v[g->nsp + i] < 0)
+				return ie_op_error(ctx, "unsupported negative pad");
+			g->pad_begin[off + i] = v[i];
+			g->pad_end[off + i] = v[g->nsp + i];
+		}
+	}
+	if (ceil_mode != 0 && ceil_mode != 1)
+		return ie_op_error(ctx, "unsupported ceil_mode %lld", (long long) ceil_mode);
+
+	for (int i = off; i < 3; i++)
+	{
+		int64_t		in = X->dims[2 + i - off];
+		int64_t		ek = g->dil[i] * (g->k[i] - 1) + 1;
+		int64_t		s = g->stride[i];
+
+		g->in[i] = in;
+		if (strcmp(auto_pad, "NOTSET") == 0)
+		{
+			int64_t		span = in + g->pad_begin[i] + g->pad_end[i] - ek;
+
+			if (span < 0)
+				return ie_op_error(ctx, "kernel extent %lld exceeds padded input", (long long) ek);
+			g->out[i] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+			/* a window must start inside the input or the begin padding */
+			if (ceil_mode && (g->out[i] - 1) * s >= in + g->pad_begin[i])
+				g->out[i]--;
+		}
+		else if (strcmp(auto_pad, "VALID") == 0)
+		{
+			g->pad_begin[i] = g->pad_end[i] = 0;
+			if (in < ek)
+				return ie_op_error(ctx, "kernel extent %lld exceeds input", (long long) ek);
+			g->out[i] = (in - ek) / s + 1;
+		}
+		else if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0)
+		{
+			int64_t		total;
+
+			g->out[i] = (in + s - 1) / s;
+			total = (g->out[i] - 1) * s + ek - in;
+			if (total < 0)
+				total = 0;
+			g->pad_begin[i] = auto_pad[5] == 'U' ? total / 2 : total - total / 2;
+			g->pad_end[i] = total - g->pad_begin[i];
+		}
+		else
+			return ie_op_error(ctx, "unsupported auto_pad \"%s\"", auto_pad);
+	}
+	return 0;
+}
+
+/*
+ * The windowed pool itself over planes [N*C, in...]: max (with optional
+ * flat indices, storage_order 0 row-major or 1 column-major) or average
+ * (count_include_pad counts padding cells inside the padded input, never
+ * cells beyond it that ceil_mode adds).
+ */
+static void
+pool_run(const pool_geom *g, const float *xd, float *yd, int64_t *idx,
+		 int64_t planes, int is_max, int count_pad, int storage_order)
+{
+	int64_t		ipix = g->in[0] * g->in[1] * g->in[2];
+	int64_t		opix = g->out[0] * g->out[1] * g->out[2];
+
+	for (int64_t p = 0; p < planes; p++)
+	{
+		const float *x = xd + p * ipix;
+		float	   *y = yd + p * opix;
+
+		for (int64_t oz = 0; oz < g->out[0]; oz++)
+			for (int64_t oy = 0; oy < g->out[1]; oy++)
+				for (int64_t ox = 0; ox < g->out[2]; ox++)
+				{
+					int64_t		z0 = oz * g->stride[0] - g->pad_begin[0];
+					int64_t		y0 = oy * g->stride[1] - g->pad_begin[1];
+					int64_t		x0 = ox * g->stride[2] - g->pad_begin[2];
+					float		mx = -INFINITY;
+					int64_t		arg = -1;
+					double		sum = 0;
+					int64_t		cnt = 0,
+								padcnt = 1;
+
+					if (count_pad)
+					{
+						/* window cells inside the padded extent */
+						for (int a = 0; a < 3; a++)
+						{
+							int64_t		o = a == 0 ? oz : (a == 1 ? oy : ox);
+							int64_t		st = o * g->stride[a] - g->pad_begin[a];
+							int64_t		c = 0;
+
+							for (int64_t k = 0; k < g->k[a]; k++)
+							{
+								int64_t		pos = st + k * g->dil[a];
+
+								if (pos >= -g->pad_begin[a] && pos < g->in[a] + g->pad_end[a])
+									c++;
+							}
+							padcnt *= c;
+						}
+					}
+					for (int64_t kz = 0; kz < g->k[0]; kz++)
+					{
+						int64_t		iz = z0 + kz * g->dil[0];
+
+						if (iz < 0 || iz >= g->in[0])
+							continue;
+						for (int64_t ky = 0; ky < g->k[1]; ky++)
+						{
+							int64_t		iy = y0 + ky * g->dil[1];
+
+							if (iy < 0 || iy >= g->in[1])
+								continue;
+							for (int64_t kx = 0; kx < g->k[2]; kx++)
+							{
+								int64_t		ix = x0 + kx * g->dil[2];
+								int64_t		off;
+
+								if (ix < 0 || ix >= g->in[2])
+									continue;
+								off = (iz * g->in[1] + iy) * g->in[2] + ix;
+								if (is_max)
+								{
+									if (x[off] > mx || arg < 0)
+									{
+										mx = x[off];
+										arg = off;
+									}
+								}
+								else
+								{
+									sum += x[off];
+									cnt++;
+								}
+							}
+						}
+					}
+					int64_t		o = (oz * g->out[1] + oy) * g->out[2] + ox;
+
+					if (is_max)
+					{
+						y[o] = mx;
+						if (idx != NULL)
+						{
+							int64_t		flat = arg;
+
+							if (storage_order == 1 && arg >= 0)
+							{
+								int64_t		az = arg / (g->in[1] * g->in[2]);
+								int64_t		ay = (arg / g->in[2]) % g->in[1];
+								int64_t		ax = arg % g->in[2];
+
+								flat = (ax * g->in[1] + ay) * g->in[0] + az;
+							}
+							idx[p * opix + o] = p * ipix + flat;
+						}
+					}
+					else
+					{
+						int64_t		div = count_pad ? padcnt : cnt;
+
+						y[o] = div > 0 ? (float) (sum / div) : 0.0f;
+					}
+				}
+	}
+}
+
+static int	window_pool(ie_node_ctx *ctx, int is_max);
+
+/*
+ * MaxPool of int8/uint8 input (opset 12): every value is exact in float, so
+ * the input is widened, pooled as float and narrowed back.
+ */
+static int
+byte_max_pool(ie_node_ctx *ctx)
+{
+	const ie_tensor *X = ctx->inputs[0];
+	ie_tensor  *F = ie_tensor_new(IE_FLOAT, X->ndim, X->dims);
+	ie_tensor  *Y;
+	const ie_tensor *fin[1];
+	ie_node_ctx fctx = *ctx;
+	int64_t		n = ie_tensor_numel(X);
+	int			rc;
+
+	if (F == NULL)
+		return ie_op_error(ctx, "out of memory");
+	for (int64_t i = 0; i < n; i++)
+		((float *) F->data)[i] = X->dtype == IE_UINT8 ?
+			(float) ((const uint8_t *) X->data)[i] : (float) ((const int8_t *) X->data)[i];
+	fin[0] = F;
+	fctx.inputs = fin;
+	fctx.n_inputs = 1;
+	rc = window_pool(&fctx, 1);
+	ie_tensor_destroy(&F);
+	if (rc != 0)
+		return -1;
+	/* narrow output 0 back to the input type (Indices stay int64) */
+	F = ctx->outputs[0];
+	Y = ie_tensor_new(X->dtype, F->ndim, F->dims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory");
+	n = ie_tensor_numel(F);
+	for (int64_t i = 0; i < n; i++)
+	{
+		float		v = ((const float *) F->data)[i];
+
+		if (X->dtype == IE_UINT8)
+			((uint8_t *) Y->data)[i] = (uint8_t) v;
+		else
+			((int8_t *) Y->data)[i] = (int8_t) v;
+	}
+	ie_tensor_destroy(&ctx->outputs[0]);
+	ctx->outputs[0] = Y;
+	return 0;
+}
+
+/* AveragePool and MaxPool share the set-up: geometry, output, run. */
+static int
+window_pool(ie_node_ctx *ctx, int is_max)
+{
+	const ie_tensor *X;
+	pool_geom	g;
+	int64_t		odims[IE_MAX_DIMS];
+	int64_t		storage_order = ie_attr_int(ctx, "storage_order", 0);
+	int64_t		count_pad = ie_attr_int(ctx, "count_include_pad", 0);
+	ie_tensor  *Y,
+			   *I = NULL;
+
+	if (pool_check_input(ctx, 3, 5, is_max) != 0)
+		return -1;
+	X = ctx->inputs[0];
+	if (X->dtype != IE_FLOAT)
+		return byte_max_pool(ctx);
+	if (storage_order != 0 && storage_order != 1)
+		return ie_op_error(ctx, "unsupported storage_order %lld", (long long) storage_order);
+	if (count_pad != 0 && count_pad != 1)
+		return ie_op_error(ctx, "unsupported count_include_pad %lld", (long long) count_pad);
+	if (pool_geometry(ctx, X, &g) != 0)
+		return -1;
+	odims[0] = X->dims[0];
+	odims[1] = X->dims[1];
+	for (int i = 0; i < g.nsp; i++)
+		odims[2 + i] = g.out[3 - g.nsp + i];
+	Y = ie_tensor_new(IE_FLOAT, X->ndim, odims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	if (is_max && ctx->n_outputs > 1)
+	{
+		I = ie_tensor_new(IE_INT64, X->ndim, odims);
+		if (I == NULL)
+			return ie_op_error(ctx, "out of memory for the indices");
+		ctx->outputs[1] = I;
+	}
+	pool_run(&g, X->data, Y->data, I ? I->data : NULL, X->dims[0] * X->dims[1],
+			 is_max, (int) count_pad, (int) storage_order);
+	return 0;
+}
+
+/*
+ * AveragePool (opsets 1..19): kernel_shape, strides, pads, auto_pad,
+ * ceil_mode, dilations, count_include_pad.
+ */
+static int
+op_average_pool(ie_node_ctx *ctx)
+{
+	return window_pool(ctx, 0);
+}
+
+/*
+ * MaxPool (opsets 1..12): kernel_shape, strides, pads, auto_pad, ceil_mode,
+ * dilations, storage_order; the optional Indices output holds flat indices
+ * into X.  Float, int8 and uint8 input.
+ */
+static int
+op_max_pool(ie_node_ctx *ctx)
+{
+	return window_pool(ctx, 1);
+}
+
 const ie_op_def ie_ops_pool[] = {
+	{"GlobalAveragePool", op_global_average_pool},
+	{"GlobalMaxPool", op_global_max_pool},
+	{"AveragePool", op_average_pool},
+	{"MaxPool", op_max_pool},
 	{NULL, NULL}
 };

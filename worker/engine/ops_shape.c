@@ -1,9 +1,858 @@
 /*
  * ops_shape.c
- *	  ONNX operators (placeholder table; the operators land with the engine).
+ *	  ONNX operators that move, reshape or retype data without arithmetic:
+ *	  Constant, Concat, Reshape, Transpose, Squeeze, Unsqueeze, Slice, Shape,
+ *	  Cast, Flatten.
+ *
+ * Every shape is computed from the actual inputs at run time.  Attribute
+ * forms of older opsets (Squeeze/Unsqueeze axes before 13, Slice starts/
+ * ends/axes before 10) and input forms of newer ones are both handled, by
+ * ctx->opset.  These operators work on any element type the engine holds
+ * (they copy bytes), except Cast, which lists its types.  Stateless: safe
+ * from any thread.
  */
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "worker/engine/op.h"
 
+/* Output 0 of the node: a new tensor of the given type and shape. */
+static ie_tensor *
+new_output(ie_node_ctx *ctx, ie_dtype dt, int ndim, const int64_t *dims)
+{
+	ie_tensor  *o;
+
+	if (ctx->n_outputs < 1)
+	{
+		ie_op_error(ctx, "expects an output");
+		return NULL;
+	}
+	o = ie_tensor_new(dt, ndim, dims);
+	if (o == NULL)
+	{
+		ie_op_error(ctx, "cannot allocate the output (type %s, rank %d)",
+					ie_dtype_name(dt), ndim);
+		return NULL;
+	}
+	ctx->outputs[0] = o;
+	return o;
+}
+
+/* Input idx, or NULL with an error when the node lacks it. */
+static const ie_tensor *
+need_input(ie_node_ctx *ctx, int idx, const char *what)
+{
+	if (idx >= ctx->n_inputs || ctx->inputs[idx] == NULL)
+	{
+		ie_op_error(ctx, "missing input %d (%s)", idx, what);
+		return NULL;
+	}
+	return ctx->inputs[idx];
+}
+
+/* Normalises a possibly negative axis against rank; -1 when out of range. */
+static int
+norm_axis(int64_t axis, int rank)
+{
+	if (axis < 0)
+		axis += rank;
+	return (axis < 0 || axis >= rank) ? -1 : (int) axis;
+}
+
+/*
+ * Reads a 1-D int64/int32 input (axes, shape, starts...) into vals (at most
+ * max); returns the count, or -1 after an error.
+ */
+static int
+read_ints(ie_node_ctx *ctx, const ie_tensor *t, const char *what,
+		  int64_t *vals, int max)
+{
+	int64_t		n;
+
+	if (t->dtype != IE_INT64 && t->dtype != IE_INT32)
+		return ie_op_error(ctx, "%s must be int64 or int32, got %s", what,
+						   ie_dtype_name(t->dtype));
+	if (t->ndim > 1)
+		return ie_op_error(ctx, "%s must be 1-D, got rank %d", what, t->ndim);
+	n = ie_tensor_numel(t);
+	if (n > max)
+		return ie_op_error(ctx, "%s has %lld values, at most %d are supported", what,
+						   (long long) n, max);
+	for (int64_t i = 0; i < n; i++)
+		ie_tensor_get_i64(t, i, &vals[i]);
+	return (int) n;
+}
+
+/*
+ * Strided gather: fills out (contiguous, ndim dims) with elements of src at
+ * base + sum(i_d * strides[d]) (in elements; strides may be negative).
+ */
+static void
+strided_copy(char *out, const char *src, size_t esize, int ndim,
+			 const int64_t *dims, int64_t base, const int64_t *strides)
+{
+	int64_t		idx[IE_MAX_DIMS] = {0};
+	int64_t		inner,
+				outer = 1,
+				off = base,
+				s;
+
+	if (ndim == 0)
+	{
+		memcpy(out, src + base * esize, esize);
+		return;
+	}
+	inner = dims[ndim - 1];
+	s = strides[ndim - 1];
+	for (int d = 0; d < ndim - 1; d++)
+		outer *= dims[d];
+	if (inner == 0 || outer == 0)
+		return;
+	for (int64_t r = 0; r < outer; r++)
+	{
+		if (s == 1)
+			memcpy(out, src + off * esize, inner * esize);
+		else
+		{
+			switch (esize)
+			{
+#define GATHER(T) \
+				do { const T *p = (const T *) src + off; T *q = (T *) out; \
+					for (int64_t i = 0; i < inner; i++) q[i] = p[i * s]; } while (0)
+				case 1: GATHER(uint8_t); break;
+				case 2: GATHER(uint16_t); break;
+				case 4: GATHER(uint32_t); break;
+				case 8: GATHER(uint64_t); break;
+				default:
+					for (int64_t i = 0; i < inner; i++)
+						memcpy(out + i * esize, src + (off + i * s) * esize, esize);
+#undef GATHER
+			}
+		}
+		out += inner * esize;
+		for (int d = ndim - 2; d >= 0; d--)
+		{
+			idx[d]++;
+			off += strides[d];
+			if (idx[d] < dims[d])
+				break;
+			off -= strides[d] * dims[d];
+			idx[d] = 0;
+		}
+	}
+}
+
+/* A copy of x with a new shape of the same element count. */
+static int
+reshaped_copy(ie_node_ctx *ctx, const ie_tensor *x, int ndim, const int64_t *dims)
+{
+	ie_tensor  *o = new_output(ctx, x->dtype, ndim, dims);
+
+	if (o == NULL)
+		return -1;
+	if (o->nbytes != x->nbytes)
+		return ie_op_error(ctx, "internal error: reshape changes the size");
+	if (x->nbytes > 0)
+		memcpy(o->data, x->data, x->nbytes);
+	return 0;
+}
+
+/*
+ * Constant: the tensor of attribute value, or a scalar/1-D tensor from
+ * value_float(s) / value_int(s).  Strings and sparse values are not held.
+ */
+static int
+op_constant(ie_node_ctx *ctx)
+{
+	const ie_attr *a;
+	ie_tensor  *o;
+	int64_t		n;
+
+	if (ctx->n_outputs < 1)
+		return ie_op_error(ctx, "expects an output");
+	if ((a = ie_attr_find(ctx, "value")) != NULL && a->type == IE_ATTR_TENSOR)
+	{
+		ctx->outputs[0] = ie_tensor_clone(a->t);
+		return ctx->outputs[0] ? 0 : ie_op_error(ctx, "out of memory");
+	}
+	if ((a = ie_attr_find(ctx, "value_float")) != NULL && a->type == IE_ATTR_FLOAT)
+	{
+		if ((o = new_output(ctx, IE_FLOAT, 0, NULL)) == NULL)
+			return -1;
+		((float *) o->data)[0] = a->f;
+		return 0;
+	}
+	if ((a = ie_attr_find(ctx, "value_int")) != NULL && a->type == IE_ATTR_INT)
+	{
+		if ((o = new_output(ctx, IE_INT64, 0, NULL)) == NULL)
+			return -1;
+		((int64_t *) o->data)[0] = a->i;
+		return 0;
+	}
+	if ((a = ie_attr_find(ctx, "value_floats")) != NULL && a->type == IE_ATTR_FLOATS)
+	{
+		n = a->n_floats;
+		if ((o = new_output(ctx, IE_FLOAT, 1, &n)) == NULL)
+			return -1;
+		if (n > 0)
+			memcpy(o->data, a->floats, n * sizeof(float));
+		return 0;
+	}
+	if ((a = ie_attr_find(ctx, "value_ints")) != NULL && a->type == IE_ATTR_INTS)
+	{
+		n = a->n_ints;
+		if ((o = new_output(ctx, IE_INT64, 1, &n)) == NULL)
+			return -1;
+		if (n > 0)
+			memcpy(o->data, a->ints, n * sizeof(int64_t));
+		return 0;
+	}
+	if (ie_attr_find(ctx, "value_string") || ie_attr_find(ctx, "value_strings"))
+		return ie_op_error(ctx, "string constants are not supported");
+	return ie_op_error(ctx, "no supported value attribute (value, value_float(s), "
+					   "value_int(s))");
+}
+
+/* Concat: joins the inputs along attribute axis (negative from opset 11). */
+static int
+op_concat(ie_node_ctx *ctx)
+{
+	const ie_attr *ax = ie_attr_find(ctx, "axis");
+	const ie_tensor *first = NULL;
+	int64_t		dims[IE_MAX_DIMS];
+	int64_t		outer = 1;
+	int			axis,
+				rank;
+	ie_tensor  *o;
+	char	   *dst;
+
+	if (ax == NULL || ax->type != IE_ATTR_INT)
+		return ie_op_error(ctx, "attribute 'axis' is required");
+	for (int i = 0; i < ctx->n_inputs; i++)
+		if (ctx->inputs[i] != NULL)
+		{
+			first = ctx->inputs[i];
+			break;
+		}
+	if (first == NULL)
+		return ie_op_error(ctx, "expects at least one input");
+	rank = first->ndim;
+	if ((axis = norm_axis(ax->i, rank)) < 0)
+		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
+						   (long long) ax->i, rank);
+	for (int d = 0; d < rank; d++)
+		dims[d] = first->dims[d];
+	dims[axis] = 0;
+	for (int i = 0; i < ctx->n_inputs; i++)
+	{
+		const ie_tensor *t = ctx->inputs[i];
+
+		if (t == NULL)
+			continue;
+		if (t->dtype != first->dtype)
+			return ie_op_error(ctx, "input %d has type %s, input 0 has %s", i,
+							   ie_dtype_name(t->dtype), ie_dtype_name(first->dtype));
+		if (t->ndim != rank)
+			return ie_op_error(ctx, "input %d has rank %d, input 0 has rank %d", i,
+							   t->ndim, rank);
+		for (int d = 0; d < rank; d++)
+			if (d != axis && t->dims[d] != first->dims[d])
+				return ie_op_error(ctx, "input %d has dimension %d = %lld, input 0 has %lld",
+								   i, d, (long long) t->dims[d],
+								   (long long) first->dims[d]);
+		dims[axis] += t->dims[axis];
+	}
+	if ((o = new_output(ctx, first->dtype, rank, dims)) == NULL)
+		return -1;
+	for (int d = 0; d < axis; d++)
+		outer *= dims[d];
+	dst = o->data;
+	for (int64_t r = 0; r < outer; r++)
+		for (int i = 0; i < ctx->n_inputs; i++)
+		{
+			const ie_tensor *t = ctx->inputs[i];
+			size_t		block;
+
+			if (t == NULL || outer == 0)
+				continue;
+			block = t->nbytes / (size_t) outer;
+			if (block > 0)
+				memcpy(dst, (const char *) t->data + r * block, block);
+			dst += block;
+		}
+	return 0;
+}
+
+/*
+ * Reshape: shape from input 1; 0 copies the input's dimension (unless
+ * allowzero = 1, opset 14), -1 is inferred from the element count.
+ */
+static int
+op_reshape(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	const ie_tensor *s = need_input(ctx, 1, "shape");
+	int64_t		dims[IE_MAX_DIMS];
+	int64_t		known = 1,
+				total;
+	int			n,
+				infer = -1;
+	bool		allowzero;
+
+	if (x == NULL || s == NULL)
+		return -1;
+	if ((n = read_ints(ctx, s, "shape", dims, IE_MAX_DIMS)) < 0)
+		return -1;
+	allowzero = ie_attr_int(ctx, "allowzero", 0) != 0;
+	total = ie_tensor_numel(x);
+	for (int i = 0; i < n; i++)
+	{
+		if (dims[i] == 0 && !allowzero)
+		{
+			if (i >= x->ndim)
+				return ie_op_error(ctx, "shape[%d] = 0 copies a dimension the input "
+								   "(rank %d) lacks", i, x->ndim);
+			dims[i] = x->dims[i];
+		}
+		if (dims[i] == -1)
+		{
+			if (infer >= 0)
+				return ie_op_error(ctx, "shape has more than one -1");
+			infer = i;
+			continue;
+		}
+		if (dims[i] < 0)
+			return ie_op_error(ctx, "shape[%d] = %lld is invalid", i, (long long) dims[i]);
+		known *= dims[i];
+	}
+	if (infer >= 0)
+	{
+		if (known == 0 || total % known != 0)
+			return ie_op_error(ctx, "cannot infer the -1 dimension: %lld elements, "
+							   "%lld in the other dimensions", (long long) total,
+							   (long long) known);
+		dims[infer] = total / known;
+		known *= dims[infer];
+	}
+	if (known != total)
+		return ie_op_error(ctx, "cannot reshape %lld elements into %lld",
+						   (long long) total, (long long) known);
+	return reshaped_copy(ctx, x, n, dims);
+}
+
+/* Flatten: to 2-D [prod(dims[:axis]), prod(dims[axis:])]; axis default 1. */
+static int
+op_flatten(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "input");
+	int64_t		axis = ie_attr_int(ctx, "axis", 1);
+	int64_t		dims[2] = {1, 1};
+
+	if (x == NULL)
+		return -1;
+	if (axis < 0)
+		axis += x->ndim;
+	if (axis < 0 || axis > x->ndim)
+		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
+						   (long long) ie_attr_int(ctx, "axis", 1), x->ndim);
+	for (int d = 0; d < x->ndim; d++)
+		dims[d < axis ? 0 : 1] *= x->dims[d];
+	return reshaped_copy(ctx, x, 2, dims);
+}
+
+/* Transpose: permutes the axes by attribute perm (default: reversed). */
+static int
+op_transpose(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	const int64_t *perm = NULL;
+	int64_t		p[IE_MAX_DIMS],
+				dims[IE_MAX_DIMS],
+				in_strides[IE_MAX_DIMS],
+				strides[IE_MAX_DIMS];
+	bool		seen[IE_MAX_DIMS] = {false};
+	int			n;
+	ie_tensor  *o;
+
+	if (x == NULL)
+		return -1;
+	n = ie_attr_ints(ctx, "perm", &perm);
+	if (n < 0)
+	{
+		for (int d = 0; d < x->ndim; d++)
+			p[d] = x->ndim - 1 - d;
+	}
+	else
+	{
+		if (n != x->ndim)
+			return ie_op_error(ctx, "perm has %d values, input has rank %d", n, x->ndim);
+		for (int d = 0; d < n; d++)
+		{
+			if (perm[d] < 0 || perm[d] >= n || seen[perm[d]])
+				return ie_op_error(ctx, "perm is not a permutation of 0..%d", n - 1);
+			seen[perm[d]] = true;
+			p[d] = perm[d];
+		}
+	}
+	{
+		int64_t		acc = 1;
+
+		for (int d = x->ndim - 1; d >= 0; d--)
+		{
+			in_strides[d] = acc;
+			acc *= x->dims[d];
+		}
+	}
+	for (int d = 0; d < x->ndim; d++)
+	{
+		dims[d] = x->dims[p[d]];
+		strides[d] = in_strides[p[d]];
+	}
+	if ((o = new_output(ctx, x->dtype, x->ndim, dims)) == NULL)
+		return -1;
+	strided_copy(o->data, x->data, ie_dtype_size(x->dtype), x->ndim, dims, 0, strides);
+	return 0;
+}
+
+/*
+ * The axes of Squeeze/Unsqueeze: attribute before opset 13, input 1 from 13.
+ * Returns the count (0 when absent), or -1 after an error.
+ */
+static int
+read_axes(ie_node_ctx *ctx, int64_t *axes)
+{
+	if (ctx->opset < 13)
+	{
+		const int64_t *a;
+		int			n = ie_attr_ints(ctx, "axes", &a);
+
+		if (n < 0)
+			return 0;
+		if (n > IE_MAX_DIMS)
+			return ie_op_error(ctx, "too many axes (%d)", n);
+		for (int i = 0; i < n; i++)
+			axes[i] = a[i];
+		return n;
+	}
+	if (ctx->n_inputs < 2 || ctx->inputs[1] == NULL)
+		return 0;
+	return read_ints(ctx, ctx->inputs[1], "axes", axes, IE_MAX_DIMS);
+}
+
+/* Squeeze: removes the given size-1 axes, or every size-1 axis by default. */
+static int
+op_squeeze(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	int64_t		axes[IE_MAX_DIMS],
+				dims[IE_MAX_DIMS];
+	bool		drop[IE_MAX_DIMS] = {false};
+	int			n,
+				nd = 0;
+
+	if (x == NULL || (n = read_axes(ctx, axes)) < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+	{
+		int			a = norm_axis(axes[i], x->ndim);
+
+		if (a < 0)
+			return ie_op_error(ctx, "axis %lld is out of range for rank %d",
+							   (long long) axes[i], x->ndim);
+		if (x->dims[a] != 1)
+			return ie_op_error(ctx, "cannot squeeze axis %d of size %lld", a,
+							   (long long) x->dims[a]);
+		drop[a] = true;
+	}
+	for (int d = 0; d < x->ndim; d++)
+	{
+		if (n == 0 && x->dims[d] == 1)
+			continue;
+		if (!drop[d])
+			dims[nd++] = x->dims[d];
+	}
+	return reshaped_copy(ctx, x, nd, dims);
+}
+
+/* Unsqueeze: inserts size-1 axes at the given positions of the output. */
+static int
+op_unsqueeze(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	int64_t		axes[IE_MAX_DIMS],
+				dims[IE_MAX_DIMS];
+	bool		ins[IE_MAX_DIMS] = {false};
+	int			n,
+				out_rank,
+				src = 0;
+
+	if (x == NULL || (n = read_axes(ctx, axes)) < 0)
+		return -1;
+	if (n == 0)
+		return ie_op_error(ctx, "axes are required");
+	out_rank = x->ndim + n;
+	if (out_rank > IE_MAX_DIMS)
+		return ie_op_error(ctx, "output rank %d exceeds the engine's limit of %d",
+						   out_rank, IE_MAX_DIMS);
+	for (int i = 0; i < n; i++)
+	{
+		int			a = norm_axis(axes[i], out_rank);
+
+		if (a < 0 || ins[a])
+			return ie_op_error(ctx, "axis %lld is out of range or repeated (output rank %d)",
+							   (long long) axes[i], out_rank);
+		ins[a] = true;
+	}
+	for (int d = 0; d < out_rank; d++)
+		dims[d] = ins[d] ? 1 : x->dims[src++];
+	return reshaped_copy(ctx, x, out_rank, dims);
+}
+
+/*
+ * Slice: starts/ends/axes as attributes before opset 10, as inputs 1-4
+ * (starts, ends, axes, steps) from 10.  Negative starts/ends count from the
+ * end; both are clamped as ONNX specifies; steps may be negative.
+ */
+static int
+op_slice(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	int64_t		starts[IE_MAX_DIMS],
+				ends[IE_MAX_DIMS],
+				axes[IE_MAX_DIMS],
+				steps[IE_MAX_DIMS];
+	int64_t		st[IE_MAX_DIMS],
+				step[IE_MAX_DIMS],
+				dims[IE_MAX_DIMS],
+				in_strides[IE_MAX_DIMS],
+				strides[IE_MAX_DIMS];
+	bool		seen[IE_MAX_DIMS] = {false};
+	int			n,
+				n_axes = -1,
+				n_steps = -1;
+	int64_t		base = 0,
+				acc = 1;
+	ie_tensor  *o;
+
+	if (x == NULL)
+		return -1;
+	if (ctx->opset < 10)
+	{
+		const int64_t *a;
+		int			ne;
+
+		n = ie_attr_ints(ctx, "starts", &a);
+		if (n < 0 || n > IE_MAX_DIMS)
+			return ie_op_error(ctx, "attribute 'starts' is required (at most %d values)",
+							   IE_MAX_DIMS);
+		memcpy(starts, a, n * sizeof(int64_t));
+		ne = ie_attr_ints(ctx, "ends", &a);
+		if (ne != n)
+			return ie_op_error(ctx, "attribute 'ends' must have as many values as 'starts'");
+		memcpy(ends, a, n * sizeof(int64_t));
+		n_axes = ie_attr_ints(ctx, "axes", &a);
+		if (n_axes > IE_MAX_DIMS)
+			return ie_op_error(ctx, "too many axes");
+		if (n_axes >= 0)
+			memcpy(axes, a, n_axes * sizeof(int64_t));
+	}
+	else
+	{
+		int			ne;
+
+		if (need_input(ctx, 1, "starts") == NULL || need_input(ctx, 2, "ends") == NULL)
+			return -1;
+		if ((n = read_ints(ctx, ctx->inputs[1], "starts", starts, IE_MAX_DIMS)) < 0 ||
+			(ne = read_ints(ctx, ctx->inputs[2], "ends", ends, IE_MAX_DIMS)) < 0)
+			return -1;
+		if (ne != n)
+			return ie_op_error(ctx, "starts has %d values, ends has %d", n, ne);
+		if (ctx->n_inputs > 3 && ctx->inputs[3] != NULL &&
+			(n_axes = read_ints(ctx, ctx->inputs[3], "axes", axes, IE_MAX_DIMS)) < 0)
+			return -1;
+		if (ctx->n_inputs > 4 && ctx->inputs[4] != NULL &&
+			(n_steps = read_ints(ctx, ctx->inputs[4], "steps", steps, IE_MAX_DIMS)) < 0)
+			return -1;
+	}
+	if ((n_axes >= 0 && n_axes != n) || (n_steps >= 0 && n_steps != n))
+		return ie_op_error(ctx, "starts, ends, axes and steps must have the same length");
+
+	for (int d = 0; d < x->ndim; d++)
+	{
+		st[d] = 0;
+		step[d] = 1;
+		dims[d] = x->dims[d];
+	}
+	for (int i = 0; i < n; i++)
+	{
+		int			a = norm_axis(n_axes >= 0 ? axes[i] : i, x->ndim);
+		int64_t		dim,
+					s,
+					e,
+					k = n_steps >= 0 ? steps[i] : 1;
+
+		if (a < 0 || seen[a])
+			return ie_op_error(ctx, "axis %lld is out of range or repeated (rank %d)",
+							   (long long) (n_axes >= 0 ? axes[i] : i), x->ndim);
+		seen[a] = true;
+		if (k == 0)
+			return ie_op_error(ctx, "step 0 is invalid");
+		if (k < -INT64_MAX)
+			k = -INT64_MAX;		/* so that -k cannot overflow */
+		dim = x->dims[a];
+		s = starts[i];
+		e = ends[i];
+		if (s < 0)
+			s = (s < -dim) ? 0 : s + dim;
+		if (e < 0)
+			e = (e < -dim) ? -1 : e + dim;
+		if (k > 0)
+		{
+			s = s < 0 ? 0 : (s > dim ? dim : s);
+			e = e < 0 ? 0 : (e > dim ? dim : e);
+			dims[a] = e > s ? (e - s - 1) / k + 1 : 0;
+		}
+		else
+		{
+			s = s > dim - 1 ? dim - 1 : s;
+			e = e < -1 ? -1 : (e > dim - 1 ? dim - 1 : e);
+			dims[a] = s > e ? (s - e - 1) / (-k) + 1 : 0;
+		}
+		st[a] = s;
+		step[a] = k;
+	}
+	for (int d = x->ndim - 1; d >= 0; d--)
+	{
+		in_strides[d] = acc;
+		acc *= x->dims[d];
+	}
+	for (int d = 0; d < x->ndim; d++)
+	{
+		strides[d] = in_strides[d] * step[d];
+		if (dims[d] > 0)
+			base += st[d] * in_strides[d];
+	}
+	if ((o = new_output(ctx, x->dtype, x->ndim, dims)) == NULL)
+		return -1;
+	if (ie_tensor_numel(o) > 0)
+		strided_copy(o->data, x->data, ie_dtype_size(x->dtype), x->ndim, dims, base,
+					 strides);
+	return 0;
+}
+
+/* Shape: the input's dims as 1-D int64, optionally dims[start:end] (opset 15). */
+static int
+op_shape(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	int64_t		start,
+				end,
+				n;
+	ie_tensor  *o;
+
+	if (x == NULL)
+		return -1;
+	start = ie_attr_int(ctx, "start", 0);
+	end = ie_attr_int(ctx, "end", x->ndim);
+	if (start < 0)
+		start += x->ndim;
+	if (end < 0)
+		end += x->ndim;
+	start = start < 0 ? 0 : (start > x->ndim ? x->ndim : start);
+	end = end < 0 ? 0 : (end > x->ndim ? x->ndim : end);
+	n = end > start ? end - start : 0;
+	if ((o = new_output(ctx, IE_INT64, 1, &n)) == NULL)
+		return -1;
+	for (int64_t i = 0; i < n; i++)
+		((int64_t *) o->data)[i] = x->dims[start + i];
+	return 0;
+}
+
+/* IEEE half (binary16) bits to float. */
+static float
+half_to_float(uint16_t h)
+{
+	int			e = (h >> 10) & 0x1f;
+	int			m = h & 0x3ff;
+	float		v;
+
+	if (e == 0)
+		v = ldexpf((float) m, -24);
+	else if (e == 31)
+		v = m ? NAN : INFINITY;
+	else
+		v = ldexpf((float) (m | 0x400), e - 25);
+	return (h & 0x8000) ? -v : v;
+}
+
+/* Float to IEEE half bits, rounding to nearest even (overflow gives inf). */
+static uint16_t
+float_to_half(float f)
+{
+	uint32_t	u;
+	uint16_t	sign;
+
+	memcpy(&u, &f, sizeof(u));
+	sign = (uint16_t) ((u >> 16) & 0x8000);
+	u &= 0x7fffffff;
+	if (u >= 0x7f800000)		/* inf or NaN */
+		return sign | (u > 0x7f800000 ? 0x7e00 : 0x7c00);
+	if (u >= 0x47800000)		/* >= 65536: too large */
+		return sign | 0x7c00;
+	if (u < 0x38800000)			/* below the smallest normal half: subnormal */
+	{
+		float		a;
+
+		memcpy(&a, &u, sizeof(a));
+		return sign | (uint16_t) nearbyintf(a * 16777216.0f);
+	}
+	/* rebias the exponent (127 -> 15) and round the 13 dropped bits to even */
+	u += 0xc8000fffU + ((u >> 13) & 1);
+	return sign | (uint16_t) (u >> 13);
+}
+
+/* True for the types Cast converts between (besides float16, staged). */
+static bool
+cast_type_ok(ie_dtype t)
+{
+	switch (t)
+	{
+		case IE_FLOAT:
+		case IE_DOUBLE:
+		case IE_INT8:
+		case IE_UINT8:
+		case IE_INT16:
+		case IE_UINT16:
+		case IE_INT32:
+		case IE_UINT32:
+		case IE_INT64:
+		case IE_UINT64:
+		case IE_BOOL:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* Float to integer type T saturating at its limits (NaN gives 0). */
+#define SAT(T, v, MIN, MAX) \
+	((v) != (v) ? (T) 0 : (v) <= (double) (MIN) ? (T) (MIN) : \
+	 (v) >= (double) (MAX) ? (T) (MAX) : (T) (v))
+
+/*
+ * Converts n elements between two Cast types (cast_type_ok): to bool is
+ * x != 0; float to integer truncates and saturates; integers wrap.
+ */
+static void
+convert(const void *src, ie_dtype from, void *dst, ie_dtype to, int64_t n)
+{
+#define LOOP(ST, DT, EXPR) \
+	do { const ST *s_ = src; DT *d_ = dst; \
+		for (int64_t i = 0; i < n; i++) { ST v = s_[i]; d_[i] = (EXPR); } } while (0)
+#define TO_ALL(ST, FSRC) \
+	switch (to) \
+	{ \
+		case IE_FLOAT: LOOP(ST, float, (float) v); break; \
+		case IE_DOUBLE: LOOP(ST, double, (double) v); break; \
+		case IE_BOOL: LOOP(ST, uint8_t, v != 0); break; \
+		case IE_INT8: LOOP(ST, int8_t, FSRC ? SAT(int8_t, (double) v, INT8_MIN, INT8_MAX) : (int8_t) v); break; \
+		case IE_UINT8: LOOP(ST, uint8_t, FSRC ? SAT(uint8_t, (double) v, 0, UINT8_MAX) : (uint8_t) v); break; \
+		case IE_INT16: LOOP(ST, int16_t, FSRC ? SAT(int16_t, (double) v, INT16_MIN, INT16_MAX) : (int16_t) v); break; \
+		case IE_UINT16: LOOP(ST, uint16_t, FSRC ? SAT(uint16_t, (double) v, 0, UINT16_MAX) : (uint16_t) v); break; \
+		case IE_INT32: LOOP(ST, int32_t, FSRC ? SAT(int32_t, (double) v, INT32_MIN, INT32_MAX) : (int32_t) v); break; \
+		case IE_UINT32: LOOP(ST, uint32_t, FSRC ? SAT(uint32_t, (double) v, 0, UINT32_MAX) : (uint32_t) v); break; \
+		case IE_INT64: LOOP(ST, int64_t, FSRC ? SAT(int64_t, (double) v, INT64_MIN, INT64_MAX) : (int64_t) v); break; \
+		case IE_UINT64: LOOP(ST, uint64_t, FSRC ? SAT(uint64_t, (double) v, 0, UINT64_MAX) : (uint64_t) v); break; \
+		default: break; \
+	}
+	switch (from)
+	{
+		case IE_FLOAT: TO_ALL(float, 1); break;
+		case IE_DOUBLE: TO_ALL(double, 1); break;
+		case IE_BOOL: TO_ALL(uint8_t, 0); break;
+		case IE_INT8: TO_ALL(int8_t, 0); break;
+		case IE_UINT8: TO_ALL(uint8_t, 0); break;
+		case IE_INT16: TO_ALL(int16_t, 0); break;
+		case IE_UINT16: TO_ALL(uint16_t, 0); break;
+		case IE_INT32: TO_ALL(int32_t, 0); break;
+		case IE_UINT32: TO_ALL(uint32_t, 0); break;
+		case IE_INT64: TO_ALL(int64_t, 0); break;
+		case IE_UINT64: TO_ALL(uint64_t, 0); break;
+		default: break;
+	}
+#undef TO_ALL
+#undef LOOP
+}
+
+/*
+ * Cast: converts to attribute 'to' among float, double, float16, bool and
+ * the 8- to 64-bit integer types; float16 goes through float.  Strings and
+ * bfloat16 are errors.
+ */
+static int
+op_cast(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "input");
+	const ie_attr *a = ie_attr_find(ctx, "to");
+	ie_dtype	to;
+	ie_tensor  *o,
+			   *tmp = NULL;
+	int64_t		n;
+
+	if (x == NULL)
+		return -1;
+	if (a == NULL || a->type != IE_ATTR_INT)
+		return ie_op_error(ctx, "attribute 'to' is required");
+	to = (ie_dtype) a->i;
+	if (!cast_type_ok(to) && to != IE_FLOAT16)
+		return ie_op_error(ctx, "cast to %s (%lld) is not supported",
+						   a->i == 16 ? "bfloat16" : ie_dtype_name(to), (long long) a->i);
+	if (!cast_type_ok(x->dtype) && x->dtype != IE_FLOAT16)
+		return ie_op_error(ctx, "cast from %s is not supported", ie_dtype_name(x->dtype));
+	if ((o = new_output(ctx, to, x->ndim, x->dims)) == NULL)
+		return -1;
+	n = ie_tensor_numel(x);
+	if (x->dtype == to)
+	{
+		if (x->nbytes > 0)
+			memcpy(o->data, x->data, x->nbytes);
+		return 0;
+	}
+	if (x->dtype == IE_FLOAT16 || to == IE_FLOAT16)
+	{
+		tmp = ie_tensor_new(IE_FLOAT, x->ndim, x->dims);
+		if (tmp == NULL)
+			return ie_op_error(ctx, "out of memory");
+		if (x->dtype == IE_FLOAT16)
+			for (int64_t i = 0; i < n; i++)
+				((float *) tmp->data)[i] = half_to_float(((const uint16_t *) x->data)[i]);
+		else
+			convert(x->data, x->dtype, tmp->data, IE_FLOAT, n);
+		if (to == IE_FLOAT16)
+			for (int64_t i = 0; i < n; i++)
+				((uint16_t *) o->data)[i] = float_to_half(((const float *) tmp->data)[i]);
+		else
+			convert(tmp->data, IE_FLOAT, o->data, to, n);
+		ie_tensor_destroy(&tmp);
+		return 0;
+	}
+	convert(x->data, x->dtype, o->data, to, n);
+	return 0;
+}
+
 const ie_op_def ie_ops_shape[] = {
+	{"Constant", op_constant},
+	{"Concat", op_concat},
+	{"Reshape", op_reshape},
+	{"Flatten", op_flatten},
+	{"Transpose", op_transpose},
+	{"Squeeze", op_squeeze},
+	{"Unsqueeze", op_unsqueeze},
+	{"Slice", op_slice},
+	{"Shape", op_shape},
+	{"Cast", op_cast},
 	{NULL, NULL}
 };

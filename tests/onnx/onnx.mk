@@ -1,0 +1,29 @@
+# tests/onnx/: the ONNX conformance runner and the real-model checks.
+#
+# check-onnx runs ONNX's node tests (those whose operators the engine
+# implements) against tests/onnx/known_failures.txt; check-models builds
+# test folders for the OCR models (tools/make_model_tests.py, reference
+# outputs from ONNX Runtime) and requires a relative L2 error <= 1e-4.
+#
+# The engine library is named by path: this fragment is included before
+# worker/engine/engine.mk, so $(ENGINE_LIB) is not set yet here.
+ONNX_CONFORMANCE := $(BUILD)/bin/onnx-conformance
+ONNX_NODE_DIR    ?= /usr/include/onnx/backend/test/data/node
+ONNX_MODEL_TESTS ?= $(BUILD)/model-tests
+
+$(ONNX_CONFORMANCE): $(BUILD)/obj/tests/onnx/conformance.o $(BUILD)/lib/libinferengine.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_OUR) -o $@ $< $(BUILD)/lib/libinferengine.a $(ENGINE_LDLIBS)
+
+ALL_TARGETS   += $(ONNX_CONFORMANCE)
+CHECK_TARGETS += check-onnx check-models
+
+.PHONY: check-onnx check-models
+check-onnx: $(ONNX_CONFORMANCE)
+	$(ONNX_CONFORMANCE) --node-dir $(ONNX_NODE_DIR) --known tests/onnx/known_failures.txt
+
+check-models: $(ONNX_CONFORMANCE)
+	$(PYTHON) tools/make_model_tests.py --models $(MODEL_DIR) \
+		--images $(SHARED)/data/ocr --also $(SHARED)/models --out $(ONNX_MODEL_TESTS)
+	$(ONNX_CONFORMANCE) --dir $(ONNX_MODEL_TESTS) --metric rel-l2 --tol 1e-4 \
+		--name onnx-models --threads 2

@@ -1,0 +1,739 @@
+/*
+ * test_engine.c
+ *	  Unit test of the ONNX executor's core (worker/engine/model.c,
+ *	  executor.c, ops_elementwise.c, ops_shape.c): small models built here
+ *	  with protobuf-c, loaded from memory, run, and their outputs and error
+ *	  messages checked.
+ *
+ * Prints "test_engine: N passed, M failed" and exits non-zero on failure.
+ * Single-threaded.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/onnx.pb-c.h"
+#include "worker/engine/engine.h"
+
+static int	n_pass,
+			n_fail;
+
+#define CHECK(cond, ...) \
+	do { \
+		if (cond) n_pass++; \
+		else { n_fail++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__); printf("\n"); } \
+	} while (0)
+
+/* ---- a tiny arena for the protobuf structs a test model is built from ---- */
+
+static void *arena[4096];
+static int	n_arena;
+
+/* Zeroed memory that lives until arena_reset(). */
+static void *
+alloc(size_t n)
+{
+	void	   *p = calloc(1, n ? n : 1);
+
+	if (p == NULL || n_arena == (int) (sizeof(arena) / sizeof(arena[0])))
+	{
+		fprintf(stderr, "test_engine: out of memory\n");
+		exit(2);
+	}
+	arena[n_arena++] = p;
+	return p;
+}
+
+/* Frees everything alloc() handed out. */
+static void
+arena_reset(void)
+{
+	while (n_arena > 0)
+		free(arena[--n_arena]);
+}
+
+/* A copy of s in the arena. */
+static char *
+str(const char *s)
+{
+	char	   *p = alloc(strlen(s) + 1);
+
+	strcpy(p, s);
+	return p;
+}
+
+/* Splits "a,b,,c" into an array of names (empty names kept). */
+static size_t
+split(const char *list, char ***out)
+{
+	size_t		n = 0;
+	const char *p = list;
+
+	if (list[0] == '\0')
+	{
+		*out = NULL;
+		return 0;
+	}
+	for (const char *q = list; *q; q++)
+		n += *q == ',';
+	n++;
+	*out = alloc(n * sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+	{
+		const char *e = strchr(p, ',');
+		size_t		len = e ? (size_t) (e - p) : strlen(p);
+		char	   *s = alloc(len + 1);
+
+		memcpy(s, p, len);
+		(*out)[i] = s;
+		p = e ? e + 1 : p + len;
+	}
+	return n;
+}
+
+/* A tensor-typed graph input/output; a dim of -1 becomes a named dim. */
+static Onnx__ValueInfoProto *
+value_info(const char *name, int elem, int rank, const int64_t *dims)
+{
+	Onnx__ValueInfoProto *vi = alloc(sizeof(*vi));
+	Onnx__TypeProto *tp = alloc(sizeof(*tp));
+	Onnx__TypeProto__Tensor *tt = alloc(sizeof(*tt));
+	Onnx__TensorShapeProto *sh = alloc(sizeof(*sh));
+
+	onnx__value_info_proto__init(vi);
+	onnx__type_proto__init(tp);
+	onnx__type_proto__tensor__init(tt);
+	onnx__tensor_shape_proto__init(sh);
+	vi->name = str(name);
+	vi->type = tp;
+	tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	tp->tensor_type = tt;
+	tt->has_elem_type = 1;
+	tt->elem_type = elem;
+	tt->shape = sh;
+	sh->n_dim = rank;
+	sh->dim = alloc(rank * sizeof(*sh->dim));
+	for (int d = 0; d < rank; d++)
+	{
+		Onnx__TensorShapeProto__Dimension *dim = alloc(sizeof(*dim));
+
+		onnx__tensor_shape_proto__dimension__init(dim);
+		if (dims[d] >= 0)
+		{
+			dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			dim->dim_value = dims[d];
+		}
+		else
+		{
+			dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			dim->dim_param = str("N");
+		}
+		sh->dim[d] = dim;
+	}
+	return vi;
+}
+
+/* A float tensor: in raw_data when raw, else in float_data. */
+static Onnx__TensorProto *
+tensor_f(const char *name, int rank, const int64_t *dims, const float *vals,
+		 int n, bool raw)
+{
+	Onnx__TensorProto *t = alloc(sizeof(*t));
+
+	onnx__tensor_proto__init(t);
+	t->name = str(name);
+	t->has_data_type = 1;
+	t->data_type = IE_FLOAT;
+	t->n_dims = rank;
+	t->dims = alloc(rank * sizeof(int64_t));
+	memcpy(t->dims, dims, rank * sizeof(int64_t));
+	if (raw)
+	{
+		t->has_raw_data = 1;
+		t->raw_data.len = n * sizeof(float);
+		t->raw_data.data = alloc(n * sizeof(float));
+		memcpy(t->raw_data.data, vals, n * sizeof(float));
+	}
+	else
+	{
+		t->n_float_data = n;
+		t->float_data = alloc(n * sizeof(float));
+		memcpy(t->float_data, vals, n * sizeof(float));
+	}
+	return t;
+}
+
+/* A 1-D int64 tensor in int64_data. */
+static Onnx__TensorProto *
+tensor_i64(const char *name, const int64_t *vals, int n)
+{
+	Onnx__TensorProto *t = alloc(sizeof(*t));
+	int64_t		d = n;
+
+	onnx__tensor_proto__init(t);
+	t->name = str(name);
+	t->has_data_type = 1;
+	t->data_type = IE_INT64;
+	t->n_dims = 1;
+	t->dims = alloc(sizeof(int64_t));
+	t->dims[0] = d;
+	t->n_int64_data = n;
+	t->int64_data = alloc(n * sizeof(int64_t));
+	memcpy(t->int64_data, vals, n * sizeof(int64_t));
+	return t;
+}
+
+/* A node; inputs and outputs as comma-separated names. */
+static Onnx__NodeProto *
+node(const char *op, const char *name, const char *ins, const char *outs)
+{
+	Onnx__NodeProto *n = alloc(sizeof(*n));
+
+	onnx__node_proto__init(n);
+	n->op_type = str(op);
+	n->name = str(name);
+	n->n_input = split(ins, &n->input);
+	n->n_output = split(outs, &n->output);
+	n->attribute = alloc(8 * sizeof(*n->attribute));
+	return n;
+}
+
+/* Adds an attribute to n and returns it for the caller to fill. */
+static Onnx__AttributeProto *
+attr(Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType type)
+{
+	Onnx__AttributeProto *a = alloc(sizeof(*a));
+
+	onnx__attribute_proto__init(a);
+	a->name = str(name);
+	a->has_type = 1;
+	a->type = type;
+	n->attribute[n->n_attribute++] = a;
+	return a;
+}
+
+typedef struct graph_spec
+{
+	int			opset;
+	int			n_nodes;
+	Onnx__NodeProto *nodes[8];
+	int			n_inits;
+	Onnx__TensorProto *inits[4];
+	int			n_inputs;
+	Onnx__ValueInfoProto *inputs[4];
+	int			n_outputs;
+	Onnx__ValueInfoProto *outputs[4];
+} graph_spec;
+
+/* Serialises the graph as a ModelProto; the caller frees the bytes. */
+static void *
+pack(const graph_spec *g, size_t *len)
+{
+	Onnx__ModelProto m;
+	Onnx__GraphProto gp;
+	Onnx__OperatorSetIdProto os;
+	Onnx__OperatorSetIdProto *osp[1] = {&os};
+	void	   *buf;
+
+	onnx__model_proto__init(&m);
+	onnx__graph_proto__init(&gp);
+	onnx__operator_set_id_proto__init(&os);
+	os.domain = str("");
+	os.has_version = 1;
+	os.version = g->opset;
+	m.has_ir_version = 1;
+	m.ir_version = 8;
+	m.n_opset_import = 1;
+	m.opset_import = osp;
+	m.graph = &gp;
+	gp.name = str("test");
+	gp.n_node = g->n_nodes;
+	gp.node = (Onnx__NodeProto **) g->nodes;
+	gp.n_initializer = g->n_inits;
+	gp.initializer = (Onnx__TensorProto **) g->inits;
+	gp.n_input = g->n_inputs;
+	gp.input = (Onnx__ValueInfoProto **) g->inputs;
+	gp.n_output = g->n_outputs;
+	gp.output = (Onnx__ValueInfoProto **) g->outputs;
+	*len = onnx__model_proto__get_packed_size(&m);
+	buf = malloc(*len);
+	onnx__model_proto__pack(&m, buf);
+	return buf;
+}
+
+/* Loads the graph from memory (NULL with err on failure). */
+static ie_model *
+load(const graph_spec *g, char *err, size_t errlen)
+{
+	size_t		len;
+	void	   *buf = pack(g, &len);
+	ie_model   *m = ie_model_load_bytes(buf, len, err, errlen);
+
+	free(buf);
+	return m;
+}
+
+/* A float tensor with the given shape and values. */
+static ie_tensor *
+make_f(int rank, const int64_t *dims, const float *vals)
+{
+	ie_tensor  *t = ie_tensor_new(IE_FLOAT, rank, dims);
+
+	memcpy(t->data, vals, t->nbytes);
+	return t;
+}
+
+/* Add(X, B) -> Relu -> Y, B an initializer: values, info, errors. */
+static void
+test_add_relu(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[2] = {-1, 3},
+				bd[1] = {3},
+				got[IE_MAX_DIMS];
+	float		b[3] = {1, -2, 0.5f};
+	float		x[6] = {-3, 1, 2, 0.5f, 4, -1};
+	float		want[6] = {0, 0, 2.5f, 1.5f, 2, 0};
+	char		err[512];
+	ie_model   *m;
+	ie_tensor  *in,
+			   *out[1] = {NULL};
+	ie_dtype	dt;
+	int			rank;
+
+	g.opset = 13;
+	g.nodes[g.n_nodes++] = node("Add", "add_0", "X,B", "S");
+	g.nodes[g.n_nodes++] = node("Relu", "relu_0", "S", "Y");
+	g.inits[g.n_inits++] = tensor_f("B", 1, bd, b, 3, false);
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+	m = load(&g, err, sizeof(err));
+	CHECK(m != NULL, "load Add+Relu: %s", err);
+	if (m == NULL)
+		return;
+	CHECK(ie_model_n_inputs(m) == 1, "inputs: %d", ie_model_n_inputs(m));
+	CHECK(ie_model_n_outputs(m) == 1, "outputs: %d", ie_model_n_outputs(m));
+	CHECK(strcmp(ie_model_input_name(m, 0), "X") == 0, "input name");
+	CHECK(strcmp(ie_model_output_name(m, 0), "Y") == 0, "output name");
+	CHECK(ie_model_input_name(m, 1) == NULL, "input 1 is out of range");
+	rank = ie_model_input_shape(m, 0, &dt, got);
+	CHECK(rank == 2 && dt == IE_FLOAT && got[0] == -1 && got[1] == 3,
+		  "input shape rank %d dims %lld %lld", rank, (long long) got[0], (long long) got[1]);
+	CHECK(ie_model_input_shape(m, 5, &dt, got) == -1, "input 5 out of range");
+	CHECK(ie_model_weight_bytes(m) == 12, "weight bytes %zu", ie_model_weight_bytes(m));
+
+	in = make_f(2, (int64_t[]) {2, 3}, x);
+	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0,
+		  "run: %s", err);
+	if (out[0] != NULL)
+	{
+		CHECK(out[0]->ndim == 2 && out[0]->dims[0] == 2 && out[0]->dims[1] == 3,
+			  "output shape");
+		CHECK(memcmp(out[0]->data, want, sizeof(want)) == 0, "Add+Relu values");
+		ie_tensor_destroy(&out[0]);
+		CHECK(out[0] == NULL, "destroy nulls the pointer");
+	}
+	ie_tensor_destroy(&in);
+
+	/* a second batch size through the same model */
+	in = make_f(2, (int64_t[]) {1, 3}, x);
+	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0 &&
+		  out[0]->dims[0] == 1 && ((float *) out[0]->data)[2] == 2.5f,
+		  "run with batch 1: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&in);
+
+	/* wrong rank */
+	in = make_f(1, (int64_t[]) {3}, x);
+	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == -1 &&
+		  out[0] == NULL && strstr(err, "input 'X' must have rank 2") != NULL,
+		  "wrong rank message: %s", err);
+	ie_tensor_destroy(&in);
+
+	/* wrong fixed dimension */
+	in = make_f(2, (int64_t[]) {3, 2}, x);
+	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "must have shape [-1, 3], got [3, 2]") != NULL,
+		  "wrong dim message: %s", err);
+	ie_tensor_destroy(&in);
+
+	/* wrong type */
+	in = ie_tensor_new(IE_INT64, 2, (int64_t[]) {2, 3});
+	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "input 'X' must be float, got int64") != NULL,
+		  "wrong type message: %s", err);
+	ie_tensor_destroy(&in);
+	ie_model_destroy(&m);
+	CHECK(m == NULL, "model destroy nulls the pointer");
+	arena_reset();
+}
+
+/* Load-time failures: unknown op, bad opset, dangling input, cycle, files. */
+static void
+test_load_errors(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[1] = {4};
+	char		err[512];
+	ie_model   *m;
+
+	g.opset = 12;
+	g.nodes[g.n_nodes++] = node("Relu", "relu_0", "X", "A");
+	g.nodes[g.n_nodes++] = node("LSTM", "lstm_0", "A", "Y");
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 1, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 1, xd);
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strcmp(err, "model '<memory>': unsupported operator 'LSTM' "
+							  "(node 'lstm_0')") == 0, "unknown op: %s", err);
+	ie_model_destroy(&m);
+
+	g.nodes[1] = node("Relu", "relu_1", "A", "Y");
+	g.opset = 99;
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "opset 99 is not supported") != NULL,
+		  "opset message: %s", err);
+
+	g.opset = 12;
+	g.nodes[1] = node("Relu", "relu_1", "Nowhere", "Y");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "Relu node 'relu_1': input 'Nowhere' is not produced") != NULL,
+		  "dangling input: %s", err);
+
+	/* A = Relu(Y), Y = Relu(A): a cycle */
+	g.nodes[0] = node("Relu", "relu_0", "Y", "A");
+	g.nodes[1] = node("Relu", "relu_1", "A", "Y");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "cycle") != NULL, "cycle: %s", err);
+
+	/* output name nothing produces */
+	g.nodes[0] = node("Relu", "relu_0", "X", "A");
+	g.nodes[1] = node("Relu", "relu_1", "A", "Z");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "graph output 'Y' is not produced") != NULL,
+		  "missing output: %s", err);
+
+	m = ie_model_load_file("../shared/data/ocr/manifest.tsv", err, sizeof(err));
+	if (m == NULL && strstr(err, "cannot open") != NULL)
+		m = ie_model_load_file("/work/shared/data/ocr/manifest.tsv", err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "model 'manifest.tsv': not an ONNX model") != NULL,
+		  "text file: %s", err);
+	ie_model_destroy(&m);
+
+	m = ie_model_load_file("/nonexistent/x.onnx", err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "model 'x.onnx': cannot open") != NULL,
+		  "missing file: %s", err);
+
+	m = ie_model_load_bytes("\x08\x07garbage", 9, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "not an ONNX model") != NULL, "garbage bytes: %s", err);
+	arena_reset();
+}
+
+/*
+ * Constant folding and dynamic shapes: Y = Reshape(X * C, [0, -1]) with C a
+ * Constant node (raw_data), run on two input shapes.
+ */
+static void
+test_constant_reshape(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[3] = {-1, 2, -1},
+				yd[2] = {-1, -1},
+				shape[2] = {0, -1},
+				one = 1;
+	float		c = 2.0f;
+	char		err[512];
+	ie_model   *m;
+	Onnx__NodeProto *cn;
+	Onnx__AttributeProto *a;
+	float		x[24];
+
+	for (int i = 0; i < 24; i++)
+		x[i] = (float) i;
+	g.opset = 11;
+	cn = node("Constant", "const_0", "", "C");
+	a = attr(cn, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	a->t = tensor_f("", 1, &one, &c, 1, true);
+	g.nodes[g.n_nodes++] = cn;
+	g.nodes[g.n_nodes++] = node("Mul", "mul_0", "X,C", "P");
+	g.nodes[g.n_nodes++] = node("Reshape", "reshape_0", "P,S", "Y");
+	g.inits[g.n_inits++] = tensor_i64("S", shape, 2);
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 3, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, yd);
+	m = load(&g, err, sizeof(err));
+	CHECK(m != NULL, "load Constant+Mul+Reshape: %s", err);
+	if (m == NULL)
+		return;
+	CHECK(ie_model_weight_bytes(m) == 16 + 4, "weights: %zu", ie_model_weight_bytes(m));
+	for (int trial = 0; trial < 2; trial++)
+	{
+		int64_t		dims[3] = {trial ? 3 : 1, 2, trial ? 4 : 12};
+		ie_tensor  *in = make_f(3, dims, x);
+		ie_tensor  *out[1] = {NULL};
+
+		CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0,
+			  "run: %s", err);
+		if (out[0] != NULL)
+		{
+			CHECK(out[0]->ndim == 2 && out[0]->dims[0] == dims[0] &&
+				  out[0]->dims[1] == 24 / dims[0], "reshape dims %lld x %lld",
+				  (long long) out[0]->dims[0], (long long) out[0]->dims[1]);
+			CHECK(((float *) out[0]->data)[23] == 46.0f && ((float *) out[0]->data)[5] == 10.0f,
+				  "Mul by folded constant");
+		}
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&in);
+	}
+	ie_model_destroy(&m);
+	arena_reset();
+}
+
+/* Per-channel broadcasting, Clip in both forms, run-time operator errors. */
+static void
+test_broadcast_clip(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[4] = {1, 2, 2, 2},
+				bd[4] = {1, 2, 1, 1},
+				sd[1] = {-1};
+	float		b[2] = {10, 20};
+	float		x[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	char		err[512];
+	ie_model   *m;
+	ie_tensor  *ins[2],
+			   *out[1] = {NULL};
+	Onnx__NodeProto *clip;
+	Onnx__AttributeProto *a;
+
+	/* opset 9: Clip with attributes */
+	g.opset = 9;
+	g.nodes[g.n_nodes++] = node("Add", "add_0", "X,B", "S");
+	clip = node("Clip", "clip_0", "S", "Y");
+	a = attr(clip, "min", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+	a->has_f = 1;
+	a->f = 11.0f;
+	a = attr(clip, "max", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+	a->has_f = 1;
+	a->f = 23.0f;
+	g.nodes[g.n_nodes++] = clip;
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 4, xd);
+	g.inputs[g.n_inputs++] = value_info("B", IE_FLOAT, 4, bd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 4, xd);
+	m = load(&g, err, sizeof(err));
+	CHECK(m != NULL, "load Add+Clip: %s", err);
+	if (m != NULL)
+	{
+		float		want[8] = {11, 11, 12, 13, 23, 23, 23, 23};
+
+		ins[0] = make_f(4, xd, x);
+		ins[1] = make_f(4, bd, b);
+		CHECK(ie_model_run(m, (const ie_tensor *const *) ins, out, err, sizeof(err)) == 0 &&
+			  memcmp(out[0]->data, want, sizeof(want)) == 0, "channel add + clip: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&ins[1]);
+		ie_model_destroy(&m);
+		ie_tensor_destroy(&ins[0]);
+	}
+
+	/* opset 11: Clip bounds as inputs; a broadcast error names the node */
+	g = (graph_spec) {0};
+	g.opset = 11;
+	g.nodes[g.n_nodes++] = node("Sub", "sub_0", "X,B", "S");
+	g.nodes[g.n_nodes++] = node("Clip", "clip_1", "S,,Hi", "Y");
+	g.inits[g.n_inits++] = tensor_f("Hi", 0, NULL, (float[]) {2.5f}, 1, true);
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 1, sd);
+	g.inputs[g.n_inputs++] = value_info("B", IE_FLOAT, 1, sd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 1, sd);
+	m = load(&g, err, sizeof(err));
+	CHECK(m != NULL, "load Sub+Clip-11: %s", err);
+	if (m != NULL)
+	{
+		float		want[4] = {0.5f, 1.5f, 2.5f, 2.5f};
+
+		ins[0] = make_f(1, (int64_t[]) {4}, x);
+		ins[1] = make_f(1, (int64_t[]) {1}, (float[]) {-0.5f});
+		CHECK(ie_model_run(m, (const ie_tensor *const *) ins, out, err, sizeof(err)) == 0 &&
+			  memcmp(out[0]->data, want, sizeof(want)) == 0, "sub + clip-11: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&ins[1]);
+		ins[1] = make_f(1, (int64_t[]) {3}, x);
+		CHECK(ie_model_run(m, (const ie_tensor *const *) ins, out, err, sizeof(err)) == -1 &&
+			  out[0] == NULL &&
+			  strstr(err, "Sub node 'sub_0': shapes [4] and [3] do not broadcast") != NULL,
+			  "broadcast error: %s", err);
+		ie_tensor_destroy(&ins[1]);
+		ie_tensor_destroy(&ins[0]);
+		ie_model_destroy(&m);
+	}
+	arena_reset();
+}
+
+/* Shape ops on a dynamic input: Transpose, Slice (input form), Concat. */
+static void
+test_shape_ops(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[2] = {-1, -1};
+	int64_t		starts[1] = {1},
+				ends[1] = {INT64_MAX},
+				axes[1] = {1};
+	char		err[512];
+	ie_model   *m;
+	ie_tensor  *in,
+			   *out[2] = {NULL, NULL};
+	Onnx__AttributeProto *a;
+	Onnx__NodeProto *cat;
+	float		x[6] = {1, 2, 3, 4, 5, 6};
+
+	g.opset = 13;
+	g.nodes[g.n_nodes++] = node("Transpose", "t_0", "X", "T");
+	g.nodes[g.n_nodes++] = node("Slice", "s_0", "T,St,En,Ax", "S");
+	cat = node("Concat", "c_0", "S,S", "Y");
+	a = attr(cat, "axis", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	a->has_i = 1;
+	a->i = -1;
+	g.nodes[g.n_nodes++] = cat;
+	g.nodes[g.n_nodes++] = node("Shape", "shape_0", "Y", "Sh");
+	g.inits[g.n_inits++] = tensor_i64("St", starts, 1);
+	g.inits[g.n_inits++] = tensor_i64("En", ends, 1);
+	g.inits[g.n_inits++] = tensor_i64("Ax", axes, 1);
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+	g.outputs[g.n_outputs++] = value_info("Sh", IE_INT64, 1, xd);
+	m = load(&g, err, sizeof(err));
+	CHECK(m != NULL, "load shape ops: %s", err);
+	if (m == NULL)
+		return;
+	/* X = [[1,2,3],[4,5,6]] -> T = [[1,4],[2,5],[3,6]] -> S = [[4],[5],[6]] */
+	in = make_f(2, (int64_t[]) {2, 3}, x);
+	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0,
+		  "run shape ops: %s", err);
+	if (out[0] != NULL && out[1] != NULL)
+	{
+		float		want[6] = {4, 4, 5, 5, 6, 6};
+		const int64_t *sh = out[1]->data;
+
+		CHECK(out[0]->dims[0] == 3 && out[0]->dims[1] == 2 &&
+			  memcmp(out[0]->data, want, sizeof(want)) == 0, "transpose/slice/concat");
+		CHECK(out[1]->dtype == IE_INT64 && out[1]->dims[0] == 2 && sh[0] == 3 && sh[1] == 2,
+			  "shape output");
+	}
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&out[1]);
+	ie_tensor_destroy(&in);
+	ie_model_destroy(&m);
+	arena_reset();
+}
+
+/* What one thread of test_concurrent_runs checks. */
+typedef struct run_job
+{
+	const ie_model *m;
+	int			bad;
+	float		scale;
+} run_job;
+
+/* Runs the model 200 times with its own inputs and counts wrong outputs. */
+static void *
+run_many(void *arg)
+{
+	run_job    *job = arg;
+	char		err[256];
+
+	for (int it = 0; it < 200; it++)
+	{
+		int64_t		dims[2] = {1 + it % 5, 3};
+		ie_tensor  *in = ie_tensor_new(IE_FLOAT, 2, dims);
+		ie_tensor  *out[1] = {NULL};
+
+		for (int64_t i = 0; i < dims[0] * 3; i++)
+			((float *) in->data)[i] = job->scale * (float) i;
+		if (ie_model_run(job->m, (const ie_tensor *const *) &in, out, err, sizeof(err)) != 0)
+			job->bad++;
+		else
+		{
+			/* Y = relu(X + [1, -2, 0.5]) */
+			for (int64_t i = 0; i < dims[0] * 3; i++)
+			{
+				float		b = (i % 3 == 0) ? 1.0f : (i % 3 == 1) ? -2.0f : 0.5f;
+				float		want = fmaxf(0.0f, job->scale * (float) i + b);
+
+				if (((float *) out[0]->data)[i] != want)
+				{
+					job->bad++;
+					break;
+				}
+			}
+		}
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&in);
+	}
+	return NULL;
+}
+
+/* One loaded model run from four threads at once, each with its own shapes. */
+static void
+test_concurrent_runs(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[2] = {-1, 3},
+				bd[1] = {3};
+	float		b[3] = {1, -2, 0.5f};
+	char		err[512];
+	ie_model   *m;
+	pthread_t	th[4];
+	run_job		jobs[4];
+
+	g.opset = 13;
+	g.nodes[g.n_nodes++] = node("Add", "add_0", "X,B", "S");
+	g.nodes[g.n_nodes++] = node("Relu", "relu_0", "S", "Y");
+	g.inits[g.n_inits++] = tensor_f("B", 1, bd, b, 3, false);
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+	m = load(&g, err, sizeof(err));
+	arena_reset();
+	CHECK(m != NULL, "load: %s", err);
+	if (m == NULL)
+		return;
+	for (int t = 0; t < 4; t++)
+	{
+		jobs[t] = (run_job) {m, 0, t % 2 ? 1.5f : -0.75f};
+		pthread_create(&th[t], NULL, run_many, &jobs[t]);
+	}
+	for (int t = 0; t < 4; t++)
+	{
+		pthread_join(th[t], NULL);
+		CHECK(jobs[t].bad == 0, "thread %d: %d wrong runs", t, jobs[t].bad);
+	}
+	ie_model_destroy(&m);
+}
+
+/* ie_set_threads / ie_get_threads. */
+static void
+test_threads(void)
+{
+	ie_set_threads(2);
+	CHECK(ie_get_threads() == 2, "threads %d", ie_get_threads());
+	ie_set_threads(0);
+	CHECK(ie_get_threads() >= 1, "threads default %d", ie_get_threads());
+	ie_set_threads(1);
+}
+
+/* Runs every test and prints the summary line. */
+int
+main(void)
+{
+	test_add_relu();
+	test_load_errors();
+	test_constant_reshape();
+	test_broadcast_clip();
+	test_shape_ops();
+	test_concurrent_runs();
+	test_threads();
+	printf("test_engine: %d passed, %d failed\n", n_pass, n_fail);
+	return n_fail > 0 ? 1 : 0;
+}

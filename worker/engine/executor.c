@@ -1,0 +1,290 @@
+/*
+ * executor.c
+ *	  Running a planned model: feeds the inputs, runs the nodes in plan
+ *	  order, frees each intermediate tensor after its last reader, and hands
+ *	  the graph outputs to the caller.  Also the process-wide thread count.
+ *
+ * Threading: ie_model_run() keeps all run state on its own stack and heap
+ * and only reads the model, so several threads may run one model at once.
+ * The thread count is one process-wide atomic; OpenBLAS's own setting is
+ * process-wide as well.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "worker/engine/model_int.h"
+
+/* From OpenBLAS (declared here: the cblas.h on the include path may be netlib's). */
+extern void openblas_set_num_threads(int num_threads);
+
+static atomic_int ie_threads;	/* 0 until set: online CPUs */
+
+/* Online CPUs, at least 1. */
+static int
+online_cpus(void)
+{
+	long		n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (int) n : 1;
+}
+
+/* Sets the threads operators and OpenBLAS use; n <= 0 means online CPUs. */
+void
+ie_set_threads(int n)
+{
+	if (n <= 0)
+		n = online_cpus();
+	atomic_store(&ie_threads, n);
+	openblas_set_num_threads(n);
+}
+
+/* The thread count in force (online CPUs until ie_set_threads is called). */
+int
+ie_get_threads(void)
+{
+	int			n = atomic_load(&ie_threads);
+
+	return n > 0 ? n : online_cpus();
+}
+
+/* Formats "model '<name>': <message>" into err; returns -1. */
+static int
+run_error(const ie_model *m, char *err, size_t errlen, const char *fmt,...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+run_error(const ie_model *m, char *err, size_t errlen, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	n = snprintf(err, errlen, "model '%s': ", m->name);
+	if (n < 0 || (size_t) n >= errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Formats a shape as "[1, 3, -1]" into buf, for messages. */
+static const char *
+shape_str(char *buf, size_t len, int ndim, const int64_t *dims)
+{
+	size_t		n = 0;
+
+	n += snprintf(buf + n, len - n, "[");
+	for (int d = 0; d < ndim && n < len; d++)
+		n += snprintf(buf + n, len - n, d ? ", %lld" : "%lld", (long long) dims[d]);
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+	return buf;
+}
+
+/* Checks input i against its declaration: type, rank and fixed dims. */
+static int
+check_input(const ie_model *m, int i, const ie_tensor *t, char *err, size_t errlen)
+{
+	const ie_plan_io *io = &m->inputs[i];
+	char		want[128],
+				got[128];
+
+	if (t == NULL)
+		return run_error(m, err, errlen, "input '%s' is missing", io->name);
+	if (t->ndim < 0 || t->ndim > IE_MAX_DIMS || ie_dtype_size(t->dtype) == 0)
+		return run_error(m, err, errlen, "input '%s' has an invalid tensor (type %s, rank %d)",
+						 io->name, ie_dtype_name(t->dtype), t->ndim);
+	if (io->dtype != IE_UNDEFINED && t->dtype != io->dtype)
+		return run_error(m, err, errlen, "input '%s' must be %s, got %s", io->name,
+						 ie_dtype_name(io->dtype), ie_dtype_name(t->dtype));
+	if (io->rank < 0)
+		return 0;
+	if (t->ndim != io->rank)
+		return run_error(m, err, errlen, "input '%s' must have rank %d %s, got rank %d %s",
+						 io->name, io->rank,
+						 shape_str(want, sizeof(want), io->rank, io->dims), t->ndim,
+						 shape_str(got, sizeof(got), t->ndim, t->dims));
+	for (int d = 0; d < io->rank; d++)
+		if (io->dims[d] >= 0 && t->dims[d] != io->dims[d])
+			return run_error(m, err, errlen, "input '%s' must have shape %s, got %s",
+							 io->name, shape_str(want, sizeof(want), io->rank, io->dims),
+							 shape_str(got, sizeof(got), t->ndim, t->dims));
+	return 0;
+}
+
+/* Runs the model; see engine.h for the contract. */
+int
+ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
+			 ie_tensor **outputs, char *err, size_t errlen)
+{
+	ie_tensor **owned = NULL;	/* tensors this run allocated, by value */
+	const ie_tensor **view = NULL;	/* every value's tensor, by value */
+	const ie_tensor **ins = NULL;
+	ie_tensor **outs = NULL;
+	int			max_in = 1,
+				max_out = 1;
+	char		operr[1024];
+
+	if (errlen > 0)
+		err[0] = '\0';
+	for (int j = 0; j < m->n_outputs; j++)
+		outputs[j] = NULL;
+	for (int k = 0; k < m->n_nodes; k++)
+	{
+		if (m->nodes[k].n_inputs > max_in)
+			max_in = m->nodes[k].n_inputs;
+		if (m->nodes[k].n_outputs > max_out)
+			max_out = m->nodes[k].n_outputs;
+	}
+	owned = calloc(m->n_values ? m->n_values : 1, sizeof(*owned));
+	view = calloc(m->n_values ? m->n_values : 1, sizeof(*view));
+	ins = calloc(max_in, sizeof(*ins));
+	outs = calloc(max_out, sizeof(*outs));
+	if (owned == NULL || view == NULL || ins == NULL || outs == NULL)
+	{
+		run_error(m, err, errlen, "out of memory");
+		goto fail;
+	}
+	for (int v = 0; v < m->n_values; v++)
+		view[v] = m->consts[v];
+	for (int i = 0; i < m->n_inputs; i++)
+	{
+		if (check_input(m, i, inputs[i], err, errlen) != 0)
+			goto fail;
+		view[m->inputs[i].value] = inputs[i];
+	}
+
+	for (int k = 0; k < m->n_nodes; k++)
+	{
+		const ie_plan_node *pn = &m->nodes[k];
+		ie_node_ctx ctx;
+
+		for (int i = 0; i < pn->n_inputs; i++)
+		{
+			int			v = pn->inputs[i];
+
+			ins[i] = v >= 0 ? view[v] : NULL;
+			if (v >= 0 && ins[i] == NULL)
+			{
+				run_error(m, err, errlen, "%s node '%s': input '%s' was not produced",
+						  pn->op_type, pn->name, m->value_names[v]);
+				goto fail;
+			}
+		}
+		for (int j = 0; j < pn->n_outputs; j++)
+			outs[j] = NULL;
+		memset(&ctx, 0, sizeof(ctx));
+		ctx.op_type = pn->op_type;
+		ctx.node_name = pn->name;
+		ctx.opset = m->opset;
+		ctx.n_inputs = pn->n_inputs;
+		ctx.inputs = ins;
+		ctx.n_outputs = pn->n_outputs;
+		ctx.outputs = outs;
+		ctx.n_attrs = pn->n_attrs;
+		ctx.attrs = pn->attrs;
+		ctx.n_threads = ie_get_threads();
+		ctx.err = operr;
+		ctx.errlen = sizeof(operr);
+		operr[0] = '\0';
+		if (pn->fn(&ctx) != 0)
+		{
+			for (int j = 0; j < pn->n_outputs; j++)
+				ie_tensor_destroy(&outs[j]);
+			if (operr[0] == '\0')
+				snprintf(operr, sizeof(operr), "%s node '%s': failed", pn->op_type,
+						 pn->name);
+			run_error(m, err, errlen, "%s", operr);
+			goto fail;
+		}
+		for (int j = 0; j < pn->n_outputs; j++)
+		{
+			int			v = pn->outputs[j];
+
+			if (v < 0)
+				ie_tensor_destroy(&outs[j]);
+			else
+			{
+				owned[v] = outs[j];
+				view[v] = outs[j];
+				outs[j] = NULL;
+			}
+		}
+		/* free what no later node reads */
+		for (int i = 0; i < pn->n_inputs; i++)
+		{
+			int			v = pn->inputs[i];
+
+			if (v >= 0 && m->last_use[v] == k && !m->is_output[v] && owned[v] != NULL)
+			{
+				ie_tensor_destroy(&owned[v]);
+				view[v] = NULL;
+			}
+		}
+		for (int j = 0; j < pn->n_outputs; j++)
+		{
+			int			v = pn->outputs[j];
+
+			if (v >= 0 && m->last_use[v] < 0 && !m->is_output[v])
+			{
+				ie_tensor_destroy(&owned[v]);
+				view[v] = NULL;
+			}
+		}
+	}
+
+	/* hand over the outputs: move what this run made, copy the rest */
+	for (int j = 0; j < m->n_outputs; j++)
+	{
+		int			v = m->outputs[j].value;
+
+		if (view[v] != NULL && m->outputs[j].dtype != IE_UNDEFINED &&
+			view[v]->dtype != m->outputs[j].dtype)
+		{
+			run_error(m, err, errlen, "output '%s' is declared %s but the graph made %s",
+					  m->outputs[j].name, ie_dtype_name(m->outputs[j].dtype),
+					  ie_dtype_name(view[v]->dtype));
+			goto fail;
+		}
+		if (owned[v] != NULL)
+		{
+			outputs[j] = owned[v];
+			owned[v] = NULL;
+		}
+		else if (view[v] != NULL)
+		{
+			outputs[j] = ie_tensor_clone(view[v]);
+			if (outputs[j] == NULL)
+			{
+				run_error(m, err, errlen, "out of memory copying output '%s'",
+						  m->outputs[j].name);
+				goto fail;
+			}
+		}
+		else
+		{
+			run_error(m, err, errlen, "output '%s' was not produced", m->outputs[j].name);
+			goto fail;
+		}
+	}
+	free(owned);
+	free(view);
+	free(ins);
+	free(outs);
+	return 0;
+
+fail:
+	if (owned != NULL)
+		for (int v = 0; v < m->n_values; v++)
+			ie_tensor_destroy(&owned[v]);
+	for (int j = 0; j < m->n_outputs; j++)
+		ie_tensor_destroy(&outputs[j]);
+	free(owned);
+	free(view);
+	free(ins);
+	free(outs);
+	return -1;
+}
