@@ -533,6 +533,7 @@ op_conv(ie_node_ctx *ctx)
 			   *wd,
 			   *bd;
 	float	   *yd;
+	float		beta;
 
 	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
 		return ie_op_error(ctx, "needs inputs X and W");
@@ -628,6 +629,19 @@ op_conv(ie_node_ctx *ctx)
 		return 0;
 	}
 
+	/* the bias goes in first; sgemm then accumulates onto it (beta 1) */
+	if (bd != NULL)
+		for (int64_t n = 0; n < g.n; n++)
+			for (int64_t m = 0; m < g.m; m++)
+			{
+				float	   *p = yd + (n * g.m + m) * opix;
+				float		bv = bd[m];
+
+				for (int64_t i = 0; i < opix; i++)
+					p[i] = bv;
+			}
+	beta = bd != NULL ? 1.0f : 0.0f;
+
 	if (K == 1 && g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 &&
 		g.pad_begin[0] + g.pad_begin[1] + g.pad_begin[2] +
 		g.pad_end[0] + g.pad_end[1] + g.pad_end[2] == 0)
@@ -638,7 +652,7 @@ op_conv(ie_node_ctx *ctx)
 				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
 							(int) mg, (int) opix, (int) cg, 1.0f,
 							wd + gi * mg * cg, (int) cg,
-							xd + (n * g.c + gi * cg) * ipix, (int) ipix, 0.0f,
+							xd + (n * g.c + gi * cg) * ipix, (int) ipix, beta,
 							yd + (n * g.m + gi * mg) * opix, (int) opix);
 	}
 	else
@@ -665,21 +679,11 @@ op_conv(ie_node_ctx *ctx)
 					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
 								(int) mg, (int) nc, (int) (cg * K), 1.0f,
 								wd + gi * mg * cg * K, (int) (cg * K),
-								col, (int) nc, 0.0f,
+								col, (int) nc, beta,
 								yd + (n * g.m + gi * mg) * opix + r0 * ow, (int) opix);
 				}
 		free(col);
 	}
-	if (bd != NULL)
-		for (int64_t n = 0; n < g.n; n++)
-			for (int64_t m = 0; m < g.m; m++)
-			{
-				float	   *p = yd + (n * g.m + m) * opix;
-				float		bv = bd[m];
-
-				for (int64_t i = 0; i < opix; i++)
-					p[i] += bv;
-			}
 	return 0;
 }
 

@@ -160,19 +160,14 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 			naxes++;
 		}
 	}
-	if (naxes == 0)
-	{
-		if (noop)
-		{
-			Y = ie_tensor_clone(X);
-			if (Y == NULL)
-				return ie_op_error(ctx, "out of memory for the output");
-			ctx->outputs[0] = Y;
-			return 0;
-		}
+	/*
+	 * No axes: reduce everything, or with noop_with_empty_axes nothing, which
+	 * still applies the per-element part (square, abs, log, ...) as
+	 * onnxruntime and the ONNX reference do.
+	 */
+	if (naxes == 0 && !noop)
 		for (int i = 0; i < X->ndim; i++)
 			reduced[i] = 1;
-	}
 
 	for (int i = 0; i < X->ndim; i++)
 	{
