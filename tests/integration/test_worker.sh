@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# test_worker.sh: process-level test of infer-worker.
+#
+# Starts a real infer-worker bound to a free port of 127.0.0.1 with
+# --model-dir $MODEL_DIR (build/models), drives it
+# with worker-client, and checks: ping/pong; a protocol version mismatch,
+# a malformed header and a wrong frame count each get MSG_ERROR 08P01; OCR
+# of p05_street_sign.jpg reads "Baker"; every file in data/ocr/bad/ gives a
+# per-row error and the worker still answers a ping; a batch of 3 rows with
+# a bad middle row keeps rows 1 and 3 right and in order; an unknown model
+# file gives MSG_ERROR naming it; unsafe paths and wrong SHA-256 digests
+# are refused; a cancel gets no reply; predict/classify with the OCR
+# direction classifier as a plain image model; a second worker on the same
+# endpoint fails to start; SIGTERM and SIGINT make an idle worker exit 0
+# within 2 s, and SIGTERM abandons a long batch (MSG_ERROR 57P01) and exits
+# 0 within 3 s.
+#
+# Prints "worker: N passed, M failed"; exits 1 on any failure.  Every
+# worker it starts is killed by pid on exit.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+WORKER=${WORKER:-$BUILD/bin/infer-worker}
+CLIENT=${CLIENT:-$BUILD/bin/tests/worker-client}
+MODEL_DIR=${MODEL_DIR:-$BUILD/models}
+SHARED=${SHARED:-../shared}
+DATA=$SHARED/data/ocr
+OCR_TIMEOUT_MS=${OCR_TIMEOUT_MS:-120000}
+
+passed=0
+failed=0
+tmp=$(mktemp -d)
+pids=()
+
+cleanup() {
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# pass NAME / fail NAME [OUTPUT]
+pass() {
+	passed=$((passed + 1))
+	echo "ok   - $1"
+}
+fail() {
+	failed=$((failed + 1))
+	echo "FAIL - $1"
+	[ $# -gt 1 ] && printf '       %s\n' "$2" | head -c 2000
+}
+
+# check NAME OUTPUT REGEX...: passes when OUTPUT matches every (extended) REGEX.
+check() {
+	local name=$1 out=$2
+	shift 2
+	for re in "$@"; do
+		if ! grep -Eq -- "$re" <<<"$out"; then
+			fail "$name (no match for /$re/)" "$out"
+			return
+		fi
+	done
+	pass "$name"
+}
+
+# free_port: prints a TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+	if command -v python3 >/dev/null; then
+		python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+		return
+	fi
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+}
+
+# start_worker LOG [EXTRA ARGS...]: starts a worker on a free port of
+# 127.0.0.1 and waits until it answers a ping; sets WPID and EP.
+start_worker() {
+	local log=$1
+	shift
+	EP=tcp://127.0.0.1:$(free_port)
+	"$WORKER" --listen "$EP" --model-dir "$MODEL_DIR" "$@" 2>"$log" &
+	WPID=$!
+	pids+=("$WPID")
+	for _ in $(seq 50); do
+		if "$CLIENT" --endpoint "$EP" --timeout-ms 200 ping | grep -q '^PONG '; then
+			return 0
+		fi
+		kill -0 "$WPID" 2>/dev/null || break
+	done
+	echo "worker did not start:"
+	cat "$log"
+	return 1
+}
+
+# stop_worker SIGNAL [TENTHS]: sends SIGNAL to $WPID and waits up to TENTHS
+# tenths of a second (default 20); sets STOPPED to "exit=N" or "alive".
+# (Not in a subshell: wait needs the child.)
+stop_worker() {
+	kill -"$1" "$WPID"
+	STOPPED=alive
+	for _ in $(seq "${2:-20}"); do
+		if ! kill -0 "$WPID" 2>/dev/null; then
+			wait "$WPID"
+			STOPPED="exit=$?"
+			return
+		fi
+		sleep 0.1
+	done
+}
+
+for f in "$WORKER" "$CLIENT"; do
+	if [ ! -x "$f" ]; then
+		echo "missing $f (make it first)"
+		echo "worker: 0 passed, 1 failed"
+		exit 1
+	fi
+done
+
+# --- command line ---------------------------------------------------------
+out=$("$WORKER" --help 2>&1)
+rc=$?
+check "--help exits 0 and explains every flag" "$out rc=$rc" 'rc=0' '--listen ENDPOINT' \
+	'--model-dir DIR' '--threads N' '--max-pixels N' '--log-level LEVEL' 'SIGTERM'
+out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --log-level loud 2>&1)
+check "a bad --log-level is refused (exit 2)" "$out rc=$?" 'rc=2' 'debug, info, warn or error'
+out=$("$WORKER" --listen 'tcp://127.0.0.1:*' --model-dir /nonexistent/models 2>&1)
+check "a missing --model-dir is refused (exit 1)" "$out rc=$?" 'rc=1' '/nonexistent/models'
+
+# --- one worker for the protocol checks -----------------------------------
+if ! start_worker "$tmp/worker.log" --threads 2 --log-level info; then
+	fail "worker starts"
+	echo "worker: $passed passed, $failed failed"
+	exit 1
+fi
+C=("$CLIENT" --endpoint "$EP")
+check "log lines have an ISO timestamp and a level" "$(head -1 "$tmp/worker.log")" \
+	'^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z infer-worker\[[0-9]+\] INFO listening on '"$EP"
+
+check "ping gets pong" "$("${C[@]}" ping)" '^PONG worker_id=[^ ]+:[0-9]+ served=0 '
+
+out=$("${C[@]}" --version 99 ping)
+check "version mismatch gets MSG_ERROR 08P01 naming both versions" "$out" \
+	'^ERROR sqlstate=08P01' 'version 99' 'speaks version 1'
+check "malformed header gets MSG_ERROR" "$("${C[@]}" garbage)" \
+	'^ERROR sqlstate=08P01 message=malformed'
+check "wrong frame count gets MSG_ERROR" "$("${C[@]}" frames 3)" \
+	'^ERROR sqlstate=08P01 message=.*3 payload frames, expected 1'
+check "zero payload frames for one row gets MSG_ERROR" "$("${C[@]}" frames 0)" \
+	'^ERROR sqlstate=08P01 message=.*0 payload frames, expected 1'
+
+out=$("${C[@]}" --timeout-ms 300 cancel)
+check "cancel of an unknown request is a no-op (no reply)" "$out rc=$?" '^NOREPLY' 'rc=0'
+
+# --- models ---------------------------------------------------------------
+out=$("${C[@]}" load no_such_model.onnx)
+check "unknown model file gets MSG_ERROR 58P01 naming it" "$out" \
+	'^ERROR sqlstate=58P01 message=.*"no_such_model.onnx"' 'hint=.*model directory'
+out=$("${C[@]}" --ocr-models no_such_det.onnx,ch_ppocr_mobile_v2.0_cls_infer.onnx,ch_PP-OCRv4_rec_infer.onnx,ppocr_keys_v1.txt \
+	ocr "$DATA/p05_street_sign.jpg")
+check "OCR with an unknown detector file gets MSG_ERROR naming it" "$out" \
+	'^ERROR sqlstate=58P01 message=.*"no_such_det.onnx"'
+check "a '..' model path is refused" "$("${C[@]}" load ../models/ppocr_keys_v1.txt)" \
+	'^ERROR sqlstate=22023 message=.*"\.\."'
+check "an absolute model path is refused" "$("${C[@]}" load /etc/passwd)" \
+	'^ERROR sqlstate=22023 message=.*absolute'
+cls=ch_ppocr_mobile_v2.0_cls_infer.onnx
+sum=$(sha256sum "$MODEL_DIR/$cls" | awk '{print $1}')
+check "load with a wrong SHA-256 is refused" \
+	"$("${C[@]}" load $cls 0000000000000000000000000000000000000000000000000000000000000000)" \
+	'^ERROR sqlstate=22023 message=.*SHA-256'
+out=$("${C[@]}" load $cls "$sum")
+if grep -q 'unsupported operator' <<<"$out"; then
+	fail "load with the right SHA-256 (the engine cannot load $cls yet)" "$out"
+else
+	check "load with the right SHA-256 gets PONG listing the model" "$out" "^PONG .*resident=.*$cls"
+	check "unload gets PONG without the model" "$("${C[@]}" unload $cls)" '^PONG ' \
+		'resident= request_id'
+fi
+
+# --- an image model (the OCR direction classifier as a plain model) -------
+# Its declared input is [N, 3, 48, 192]; its output two softmax scores.
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" predict $cls "$DATA/p05_street_sign.jpg" \
+	"$DATA/bad/corrupt_middle.jpg" "$DATA/p04_slide_results.png")
+check "predict over 3 rows with a bad middle row: values for rows 1 and 3, in order" "$out" \
+	'^RESULT rows=3 frames=3' \
+	'^ROW 0 id=100 ok=1 n_values=2 frame_bytes=8 values=0?\.[0-9]' \
+	'^ROW 1 id=101 ok=0 sqlstate=22P03 message=[^|]+ \| detail=[^|]+ \| hint=.+' \
+	'^ROW 2 id=102 ok=1 n_values=2 frame_bytes=8 values='
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" classify $cls 0,180 "$DATA/p04_slide_results.png" \
+	"$DATA/bad/zero_bytes.jpg")
+check "classify gives the top label; an empty row fails alone" "$out" \
+	'^ROW 0 id=100 ok=1 n_values=0 frame_bytes=0 text=0$' '^ROW 1 id=101 ok=0 sqlstate=22P03'
+check "classify with fewer labels than scores gets MSG_ERROR" \
+	"$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" classify $cls only_one "$DATA/p04_slide_results.png")" \
+	'^ERROR sqlstate=22023 message=.*2 scores but has 1 labels'
+
+# --- OCR ------------------------------------------------------------------
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" ocr "$DATA/p05_street_sign.jpg")
+check "OCR of p05_street_sign.jpg reads Baker" "$out" '^RESULT rows=1 frames=1' \
+	'^ROW 0 id=100 ok=1 .*text=.*Baker'
+
+nocls=ch_PP-OCRv4_det_infer.onnx,none,ch_PP-OCRv4_rec_infer.onnx
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --ocr-models $nocls,ppocr_keys_v1.txt \
+	ocr "$DATA/p05_street_sign.jpg")
+check "OCR without the direction classifier reads Baker" "$out" '^ROW 0 id=100 ok=1 .*text=.*Baker'
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --ocr-models $nocls,no_such_keys.txt \
+	ocr "$DATA/p05_street_sign.jpg")
+check "OCR with an unknown dictionary gets MSG_ERROR naming it" "$out" \
+	'^ERROR sqlstate=58P01 message=.*"no_such_keys.txt"'
+
+for f in "$DATA"/bad/*; do
+	case "$f" in *.tsv) continue ;; esac
+	name=$(basename "$f")
+	want=22P03
+	[ "$name" = huge_dimensions.png ] && want=54000
+	out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" ocr "$f")
+	check "bad/$name gives a per-row error $want" "$out" '^RESULT rows=1' \
+		"^ROW 0 id=100 ok=0 sqlstate=$want message=[^|]+"
+	check "worker answers a ping after bad/$name" "$("${C[@]}" ping)" '^PONG '
+done
+
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" ocr "$DATA/p05_street_sign.jpg" \
+	"$DATA/bad/corrupt_middle.jpg" "$DATA/p04_slide_results.png")
+check "batch of 3 with a bad middle row: rows 1 and 3 right, in order" "$out" \
+	'^RESULT rows=3 frames=3' \
+	'^ROW 0 id=100 ok=1 .*text=.*Baker' \
+	'^ROW 1 id=101 ok=0 sqlstate=22P03' \
+	'^ROW 2 id=102 ok=1 .*text=.*Results'
+
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" detect "$DATA/p05_street_sign.jpg")
+check "detect_text returns boxes as JSON" "$out" '^ROW 0 id=100 ok=1 .*json=\[\{"box":\[\['
+
+out=$("${C[@]}" ping)
+check "pong counts the requests served and lists resident models" "$out" \
+	'^PONG .*served=[1-9]' 'resident=.*ch_PP-OCRv4_det_infer.onnx'
+
+# --- shutdown -------------------------------------------------------------
+other_log=$tmp/second.log
+"$WORKER" --listen "$EP" --model-dir "$MODEL_DIR" 2>"$other_log" &
+opid=$!
+pids+=("$opid")
+wait "$opid"
+rc=$?
+check "a second worker on the same endpoint fails to start" "$(cat "$other_log") rc=$rc" \
+	'rc=1' 'could not bind'
+
+stop_worker TERM
+check "SIGTERM: exit 0 within 2 s" "$STOPPED" '^exit=0$'
+check "SIGTERM: 'shutting down' logged" "$(cat "$tmp/worker.log")" 'INFO shutting down'
+
+if start_worker "$tmp/worker2.log" --log-level warn; then
+	stop_worker INT
+	check "SIGINT: exit 0 within 2 s" "$STOPPED" '^exit=0$'
+	check "--log-level warn hides INFO lines" "$(cat "$tmp/worker2.log")x" '^x$'
+else
+	fail "second worker starts"
+fi
+
+# SIGTERM in the middle of a long batch: the batch is abandoned between
+# rows with MSG_ERROR 57P01 and the worker still exits 0 promptly.
+if start_worker "$tmp/worker3.log"; then
+	batch=()
+	for _ in $(seq 30); do batch+=("$DATA/p05_street_sign.jpg"); done
+	"$CLIENT" --endpoint "$EP" --timeout-ms 20000 ocr "${batch[@]}" >"$tmp/busy.out" &
+	cpid=$!
+	pids+=("$cpid")
+	for _ in $(seq 100); do
+		grep -q 'loaded dictionary' "$tmp/worker3.log" && break
+		sleep 0.1
+	done
+	sleep 0.5
+	stop_worker TERM 30
+	wait "$cpid"
+	check "SIGTERM during a 30-row batch: exit 0 within 3 s" "$STOPPED" '^exit=0$'
+	check "SIGTERM during a batch: the batch gets MSG_ERROR 57P01" "$(cat "$tmp/busy.out")" \
+		'^ERROR sqlstate=57P01 message=.*shutting down'
+else
+	fail "third worker starts"
+fi
+
+echo "worker: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,1095 @@
+/*
+ * test_protocol.c
+ *	  Unit tests of infer-worker's protocol handling, without a socket:
+ *	  pack/unpack of every message kind, the header checks (version, parts,
+ *	  frame counts), server_handle() dispatch, model path safety, SHA-256,
+ *	  the model cache, and fragment_run() over a tiny real ONNX model
+ *	  (GlobalAveragePool, built here with onnx.pb-c) and PNGs written here
+ *	  with libpng.
+ *
+ * Prints "test_protocol: N passed, M failed"; exits 1 on any failure.
+ * Threading: single-threaded.
+ */
+#include <math.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/protocol.h"
+#include "onnx/onnx.pb-c.h"
+#include "worker/fragment.h"
+#include "worker/log.h"
+#include "worker/model_cache.h"
+#include "worker/server.h"
+
+static int	n_passed = 0;
+static int	n_failed = 0;
+
+#define CHECK(cond) \
+	do { \
+		if (cond) \
+			n_passed++; \
+		else \
+		{ \
+			n_failed++; \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+		} \
+	} while (0)
+
+#define CHECK_STR(got, want) \
+	do { \
+		const char *g_ = (got), *w_ = (want); \
+		if (g_ != NULL && strcmp(g_, w_) == 0) \
+			n_passed++; \
+		else \
+		{ \
+			n_failed++; \
+			fprintf(stderr, "FAIL %s:%d: %s is \"%s\", expected \"%s\"\n", \
+					__FILE__, __LINE__, #got, g_ ? g_ : "(null)", w_); \
+		} \
+	} while (0)
+
+#define CHECK_CONTAINS(hay, needle) \
+	do { \
+		const char *h_ = (hay), *n_ = (needle); \
+		if (h_ != NULL && strstr(h_, n_) != NULL) \
+			n_passed++; \
+		else \
+		{ \
+			n_failed++; \
+			fprintf(stderr, "FAIL %s:%d: \"%s\" does not contain \"%s\"\n", \
+					__FILE__, __LINE__, h_ ? h_ : "(null)", n_); \
+		} \
+	} while (0)
+
+#define CHECK_NEAR(got, want, tol) \
+	do { \
+		double g_ = (got), w_ = (want); \
+		if (fabs(g_ - w_) <= (tol)) \
+			n_passed++; \
+		else \
+		{ \
+			n_failed++; \
+			fprintf(stderr, "FAIL %s:%d: %s is %.6f, expected %.6f\n", \
+					__FILE__, __LINE__, #got, g_, w_); \
+		} \
+	} while (0)
+
+static char tmpdir[64];
+
+/* Packs h into a new buffer (*len bytes). */
+static uint8_t *
+pack(const Pginfer__Header *h, size_t *len)
+{
+	uint8_t    *buf = malloc(pginfer__header__get_packed_size(h) + 1);
+
+	*len = pginfer__header__pack(h, buf);
+	return buf;
+}
+
+/* Packs and unpacks h; the copy must be freed with free_unpacked. */
+static Pginfer__Header *
+round_trip(const Pginfer__Header *h)
+{
+	size_t		len;
+	uint8_t    *buf = pack(h, &len);
+	Pginfer__Header *out = pginfer__header__unpack(NULL, len, buf);
+
+	free(buf);
+	return out;
+}
+
+/* Every message kind survives pack/unpack with its fields. */
+static void
+test_round_trips(void)
+{
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
+	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelSpec m0 = PGINFER__MODEL_SPEC__INIT,
+				m1 = PGINFER__MODEL_SPEC__INIT;
+	Pginfer__ModelSpec *ms[2] = {&m0, &m1};
+	Pginfer__Result res = PGINFER__RESULT__INIT;
+	Pginfer__RowResult r0 = PGINFER__ROW_RESULT__INIT,
+				r1 = PGINFER__ROW_RESULT__INIT;
+	Pginfer__RowResult *rs[2] = {&r0, &r1};
+	Pginfer__ModelRequest mr = PGINFER__MODEL_REQUEST__INIT;
+	Pginfer__WorkerState st = PGINFER__WORKER_STATE__INIT;
+	char	   *resident[2] = {"a.onnx", "b/c.onnx"};
+	uint64_t	ids[3] = {5, 1ULL << 40, 7};
+	float		mean[3] = {0.485f, 0.456f, 0.406f};
+	char	   *labels[2] = {"cat", "dog"};
+	uint8_t		digest[32];
+	Pginfer__Header *u;
+	size_t		len;
+	uint8_t    *buf;
+
+	/* MSG_RUN_FRAGMENT */
+	m0.file = "det.onnx";
+	m1.file = "rec.onnx";
+	m1.labels_file = "keys.txt";
+	m1.n_mean = 3;
+	m1.mean = mean;
+	m1.n_labels = 2;
+	m1.labels = labels;
+	m1.input_height = 48;
+	memset(digest, 0xab, sizeof(digest));
+	m1.sha256.data = digest;
+	m1.sha256.len = 32;
+	frag.kind = PGINFER__FRAGMENT_KIND__FRAG_OCR;
+	frag.n_models = 2;
+	frag.models = ms;
+	run.fragment = &frag;
+	run.n_row_ids = 3;
+	run.row_ids = ids;
+	run.max_pixels = 1234;
+	h.version = PGINFER_PROTOCOL_VERSION;
+	h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
+	h.request_id = 99;
+	h.run = &run;
+	u = round_trip(&h);
+	CHECK(u != NULL);
+	if (u != NULL)
+	{
+		CHECK(u->version == PGINFER_PROTOCOL_VERSION);
+		CHECK(u->kind == PGINFER__MSG_KIND__MSG_RUN_FRAGMENT);
+		CHECK(u->request_id == 99);
+		CHECK(u->run != NULL && u->run->n_row_ids == 3 &&
+			  u->run->row_ids[1] == (1ULL << 40) && u->run->max_pixels == 1234);
+		CHECK(u->run->fragment->kind == PGINFER__FRAGMENT_KIND__FRAG_OCR);
+		CHECK(u->run->fragment->n_models == 2);
+		CHECK_STR(u->run->fragment->models[1]->labels_file, "keys.txt");
+		CHECK(u->run->fragment->models[1]->n_mean == 3 &&
+			  u->run->fragment->models[1]->mean[2] == 0.406f);
+		CHECK_STR(u->run->fragment->models[1]->labels[1], "dog");
+		CHECK(u->run->fragment->models[1]->sha256.len == 32 &&
+			  u->run->fragment->models[1]->sha256.data[31] == 0xab);
+		CHECK(u->run->fragment->models[1]->input_height == 48);
+		pginfer__header__free_unpacked(u, NULL);
+	}
+
+	/* MSG_RESULT */
+	r0.row_id = 5;
+	r0.ok = 1;
+	r0.text = "Baker Street\nNW1";
+	r1.row_id = 7;
+	r1.ok = 0;
+	r1.sqlstate = PGINFER_SQLSTATE_BAD_IMAGE;
+	r1.message = "invalid image: truncated";
+	r1.hint = "h";
+	res.n_rows = 2;
+	res.rows = rs;
+	res.compute_ms = 12.5;
+	h.kind = PGINFER__MSG_KIND__MSG_RESULT;
+	h.run = NULL;
+	h.result = &res;
+	u = round_trip(&h);
+	CHECK(u != NULL && u->result != NULL && u->result->n_rows == 2);
+	if (u != NULL && u->result != NULL && u->result->n_rows == 2)
+	{
+		CHECK(u->result->rows[0]->ok && u->result->rows[0]->row_id == 5);
+		CHECK_STR(u->result->rows[0]->text, "Baker Street\nNW1");
+		CHECK(!u->result->rows[1]->ok && u->result->rows[1]->row_id == 7);
+		CHECK_STR(u->result->rows[1]->sqlstate, "22P03");
+		CHECK(u->result->compute_ms == 12.5);
+	}
+	if (u != NULL)
+		pginfer__header__free_unpacked(u, NULL);
+
+	/* MSG_ERROR, through server_pack_error() */
+	buf = server_pack_error(42, PGINFER_SQLSTATE_NO_MODEL, "no such model",
+							"the detail", NULL, &len);
+	u = buf ? pginfer__header__unpack(NULL, len, buf) : NULL;
+	CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error != NULL);
+	if (u != NULL && u->error != NULL)
+	{
+		CHECK(u->request_id == 42 && u->version == PGINFER_PROTOCOL_VERSION);
+		CHECK_STR(u->error->sqlstate, "58P01");
+		CHECK_STR(u->error->message, "no such model");
+		CHECK_STR(u->error->detail, "the detail");
+		CHECK_STR(u->error->hint, "");
+	}
+	if (u != NULL)
+		pginfer__header__free_unpacked(u, NULL);
+	free(buf);
+
+	/* MSG_LOAD_MODEL, MSG_UNLOAD_MODEL */
+	mr.model = &m1;
+	h.result = NULL;
+	for (int k = 0; k < 2; k++)
+	{
+		h.kind = k == 0 ? PGINFER__MSG_KIND__MSG_LOAD_MODEL : PGINFER__MSG_KIND__MSG_UNLOAD_MODEL;
+		h.model = &mr;
+		u = round_trip(&h);
+		CHECK(u != NULL && u->kind == h.kind && u->model && u->model->model);
+		if (u != NULL && u->model && u->model->model)
+			CHECK_STR(u->model->model->file, "rec.onnx");
+		if (u != NULL)
+			pginfer__header__free_unpacked(u, NULL);
+	}
+
+	/* MSG_PONG / MSG_STATE with a WorkerState */
+	st.worker_id = "host:1";
+	st.queue_length = 3;
+	st.n_resident_models = 2;
+	st.resident_models = resident;
+	st.requests_served = 17;
+	st.device = "cpu";
+	h.model = NULL;
+	h.state = &st;
+	for (int k = 0; k < 2; k++)
+	{
+		h.kind = k == 0 ? PGINFER__MSG_KIND__MSG_PONG : PGINFER__MSG_KIND__MSG_STATE;
+		u = round_trip(&h);
+		CHECK(u != NULL && u->kind == h.kind && u->state != NULL);
+		if (u != NULL && u->state != NULL)
+		{
+			CHECK(u->state->queue_length == 3 && u->state->requests_served == 17);
+			CHECK(u->state->n_resident_models == 2);
+			CHECK_STR(u->state->resident_models[1], "b/c.onnx");
+		}
+		if (u != NULL)
+			pginfer__header__free_unpacked(u, NULL);
+	}
+
+	/* MSG_PING, MSG_CANCEL: header only */
+	h.state = NULL;
+	h.kind = PGINFER__MSG_KIND__MSG_CANCEL;
+	h.request_id = 77;
+	u = round_trip(&h);
+	CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_CANCEL && u->request_id == 77 &&
+		  u->run == NULL && u->result == NULL);
+	if (u != NULL)
+		pginfer__header__free_unpacked(u, NULL);
+}
+
+/* server_check_header: version, parts, payload frame counts. */
+static void
+test_check_header(void)
+{
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
+	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelRequest mr = PGINFER__MODEL_REQUEST__INIT;
+	uint64_t	ids[2] = {1, 2};
+	const char *sqlstate = NULL;
+	char		err[256];
+
+	h.version = PGINFER_PROTOCOL_VERSION;
+	h.kind = PGINFER__MSG_KIND__MSG_PING;
+	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
+	CHECK(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_STR(sqlstate, PGINFER_SQLSTATE_PROTOCOL);
+	CHECK_CONTAINS(err, "1 payload frames, expected 0");
+
+	/* Version mismatch names both versions. */
+	h.version = PGINFER_PROTOCOL_VERSION + 6;
+	sqlstate = NULL;
+	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_STR(sqlstate, "08P01");
+	CHECK_CONTAINS(err, "version 7");
+	CHECK_CONTAINS(err, "speaks version 1");
+	h.version = 0;
+	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_CONTAINS(err, "version 0");
+	h.version = PGINFER_PROTOCOL_VERSION;
+
+	/* RUN_FRAGMENT: one payload frame per row id. */
+	h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
+	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_CONTAINS(err, "without a fragment");
+	run.fragment = &frag;
+	run.n_row_ids = 2;
+	run.row_ids = ids;
+	h.run = &run;
+	CHECK(server_check_header(&h, 2, &sqlstate, err, sizeof(err)) == 0);
+	CHECK(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_CONTAINS(err, "1 payload frames, expected 2");
+	CHECK(server_check_header(&h, 3, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_CONTAINS(err, "3 payload frames, expected 2");
+	h.run = NULL;
+
+	/* LOAD/UNLOAD need a model and no payload. */
+	h.kind = PGINFER__MSG_KIND__MSG_LOAD_MODEL;
+	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_CONTAINS(err, "without a model");
+	h.model = &mr;
+	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	{
+		Pginfer__ModelSpec m = PGINFER__MODEL_SPEC__INIT;
+
+		mr.model = &m;
+		CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
+		CHECK(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
+		mr.model = NULL;
+	}
+	h.model = NULL;
+
+	/* Kinds a worker only sends are refused. */
+	h.kind = PGINFER__MSG_KIND__MSG_RESULT;
+	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_CONTAINS(err, "does not accept MSG_RESULT");
+	h.kind = PGINFER__MSG_KIND__MSG_UNKNOWN;
+	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	h.kind = (Pginfer__MsgKind) 77;
+	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+}
+
+/* Model file names: relative, no ".." components. */
+static void
+test_path_check(void)
+{
+	char		err[256];
+	const char *good[] = {"a.onnx", "sub/a.onnx", "..a/b.onnx", "a..b", "...", "./a.onnx", "a//b"};
+	const char *bad[] = {"", "/etc/passwd", "..", "../a.onnx", "a/../../b",
+	"a/..", "a/../b", "//x", "sub/../../../etc/shadow"};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECK(model_path_check(good[i], err, sizeof(err)) == 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	{
+		CHECK(model_path_check(bad[i], err, sizeof(err)) == -1);
+		if (bad[i][0] != '\0')
+			CHECK_CONTAINS(err, bad[i]);
+	}
+	CHECK(model_path_check(NULL, err, sizeof(err)) == -1);
+	model_path_check("/x", err, sizeof(err));
+	CHECK_CONTAINS(err, "absolute");
+	model_path_check("a/../b", err, sizeof(err));
+	CHECK_CONTAINS(err, "\"..\"");
+}
+
+/* Hex of a 32-byte digest. */
+static void
+hex32(const uint8_t d[32], char out[65])
+{
+	for (int i = 0; i < 32; i++)
+		sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+/* SHA-256 against the FIPS 180-4 examples (and padding edge lengths). */
+static void
+test_sha256(void)
+{
+	uint8_t		d[32];
+	char		hex[65];
+	char	   *million = malloc(1000000);
+
+	if (million == NULL)
+	{
+		CHECK(million != NULL);
+		return;
+	}
+	model_sha256("abc", 3, d);
+	hex32(d, hex);
+	CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	model_sha256("", 0, d);
+	hex32(d, hex);
+	CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	model_sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, d);
+	hex32(d, hex);
+	CHECK_STR(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	memset(million, 'a', 1000000);
+	model_sha256(million, 1000000, d);
+	hex32(d, hex);
+	CHECK_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	/* 64 bytes: a whole block, then padding in a block of its own. */
+	model_sha256(million, 64, d);
+	hex32(d, hex);
+	CHECK_STR(hex, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+	free(million);
+}
+
+/*
+ * Writes a tiny ONNX model to path: x float[1,3,h,w] -> GlobalAveragePool
+ * -> y float[1,3,1,1], so its output is the per-channel mean of its input.
+ */
+static int
+write_gap_model(const char *path)
+{
+	Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
+	Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+	Onnx__OperatorSetIdProto *osp[1] = {&os};
+	Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+	Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
+	Onnx__NodeProto *nodes[1] = {&node};
+	Onnx__ValueInfoProto vin = ONNX__VALUE_INFO_PROTO__INIT,
+				vout = ONNX__VALUE_INFO_PROTO__INIT;
+	Onnx__ValueInfoProto *ins[1] = {&vin},
+			   *outs[1] = {&vout};
+	Onnx__TypeProto tin = ONNX__TYPE_PROTO__INIT,
+				tout = ONNX__TYPE_PROTO__INIT;
+	Onnx__TypeProto__Tensor ttin = ONNX__TYPE_PROTO__TENSOR__INIT,
+				ttout = ONNX__TYPE_PROTO__TENSOR__INIT;
+	Onnx__TensorShapeProto shin = ONNX__TENSOR_SHAPE_PROTO__INIT;
+	Onnx__TensorShapeProto__Dimension dims[4];
+	Onnx__TensorShapeProto__Dimension *dimp[4];
+	char	   *in_names[1] = {"x"},
+			   *out_names[1] = {"y"};
+	uint8_t    *buf;
+	size_t		len;
+	FILE	   *f;
+
+	for (int i = 0; i < 4; i++)
+	{
+		Onnx__TensorShapeProto__Dimension init = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+
+		dims[i] = init;
+		dimp[i] = &dims[i];
+	}
+	dims[0].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+	dims[0].dim_value = 1;
+	dims[1].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+	dims[1].dim_value = 3;
+	dims[2].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+	dims[2].dim_param = "h";
+	dims[3].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+	dims[3].dim_param = "w";
+	shin.n_dim = 4;
+	shin.dim = dimp;
+	ttin.has_elem_type = 1;
+	ttin.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	ttin.shape = &shin;
+	tin.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	tin.tensor_type = &ttin;
+	vin.name = "x";
+	vin.type = &tin;
+	ttout.has_elem_type = 1;
+	ttout.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	tout.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	tout.tensor_type = &ttout;
+	vout.name = "y";
+	vout.type = &tout;
+	node.op_type = "GlobalAveragePool";
+	node.name = "gap";
+	node.n_input = 1;
+	node.input = in_names;
+	node.n_output = 1;
+	node.output = out_names;
+	g.name = "gap";
+	g.n_node = 1;
+	g.node = nodes;
+	g.n_input = 1;
+	g.input = ins;
+	g.n_output = 1;
+	g.output = outs;
+	os.domain = "";
+	os.has_version = 1;
+	os.version = 13;
+	mp.has_ir_version = 1;
+	mp.ir_version = 7;
+	mp.n_opset_import = 1;
+	mp.opset_import = osp;
+	mp.graph = &g;
+
+	len = onnx__model_proto__get_packed_size(&mp);
+	buf = malloc(len);
+	onnx__model_proto__pack(&mp, buf);
+	f = fopen(path, "wb");
+	if (f == NULL || fwrite(buf, 1, len, f) != len)
+	{
+		free(buf);
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	free(buf);
+	return 0;
+}
+
+/* PNG bytes (malloc'd) of a w x h RGB image; every pixel is rgb[y % 2]. */
+static void *
+make_png(int w, int h, const uint8_t rgb[2][3], size_t *len)
+{
+	png_image img;
+	uint8_t    *px = malloc((size_t) w * h * 3);
+	png_alloc_size_t size = 0;
+	void	   *out = NULL;
+
+	*len = 0;
+	if (px == NULL)
+		return NULL;
+	for (int y = 0; y < h; y++)
+		for (int x = 0; x < w; x++)
+			memcpy(px + 3 * (y * w + x), rgb[y % 2], 3);
+	memset(&img, 0, sizeof(img));
+	img.version = PNG_IMAGE_VERSION;
+	img.width = (png_uint_32) w;
+	img.height = (png_uint_32) h;
+	img.format = PNG_FORMAT_RGB;
+	if (png_image_write_to_memory(&img, NULL, &size, 0, px, 0, NULL) && size > 0)
+	{
+		out = malloc(size);
+		if (!png_image_write_to_memory(&img, out, &size, 0, px, 0, NULL))
+		{
+			free(out);
+			out = NULL;
+		}
+	}
+	free(px);
+	*len = size;
+	return out;
+}
+
+/* The model cache: missing files, unsafe paths, digests, unload. */
+static void
+test_model_cache(void)
+{
+	char		err[512];
+	const char *sqlstate = NULL;
+	model_cache *mc;
+	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
+	uint8_t		digest[32];
+	const ie_model *m1,
+			   *m2;
+
+	mc = model_cache_new("/nonexistent/models", err, sizeof(err));
+	CHECK(mc == NULL);
+	CHECK_CONTAINS(err, "/nonexistent/models");
+
+	mc = model_cache_new(tmpdir, err, sizeof(err));
+	CHECK(mc != NULL);
+	if (mc == NULL)
+		return;
+
+	spec.file = "nope.onnx";
+	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_STR(sqlstate, PGINFER_SQLSTATE_NO_MODEL);
+	CHECK_CONTAINS(err, "\"nope.onnx\" not found");
+
+	spec.file = "../gap.onnx";
+	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_STR(sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
+	CHECK_CONTAINS(err, "..");
+
+	spec.file = "sub";			/* a directory */
+	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_CONTAINS(err, "not a regular file");
+
+	spec.file = "junk.onnx";	/* not a ModelProto */
+	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_STR(sqlstate, PGINFER_SQLSTATE_INTERNAL);
+	CHECK_CONTAINS(err, "could not load model file \"junk.onnx\"");
+	CHECK(model_cache_count(mc) == 0);
+
+	/* A wrong digest is refused; the right one loads. */
+	spec.file = "gap.onnx";
+	memset(digest, 0, sizeof(digest));
+	spec.sha256.data = digest;
+	spec.sha256.len = 32;
+	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_STR(sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
+	CHECK_CONTAINS(err, "SHA-256");
+	{
+		char		path[128];
+		FILE	   *f;
+		uint8_t    *bytes = malloc(1 << 16);
+		size_t		n;
+
+		snprintf(path, sizeof(path), "%s/gap.onnx", tmpdir);
+		f = fopen(path, "rb");
+		n = f ? fread(bytes, 1, 1 << 16, f) : 0;
+		if (f)
+			fclose(f);
+		model_sha256(bytes, n, digest);
+		free(bytes);
+	}
+	m1 = model_cache_get(mc, &spec, &sqlstate, err, sizeof(err));
+	CHECK(m1 != NULL);
+	if (m1 == NULL)
+		fprintf(stderr, "  (%s)\n", err);
+	spec.sha256.len = 0;
+	m2 = model_cache_get(mc, &spec, &sqlstate, err, sizeof(err));
+	CHECK(m1 != NULL && m2 == m1);	/* loaded once, kept */
+	CHECK(model_cache_count(mc) == 1);
+	CHECK_STR(model_cache_file(mc, 0), "gap.onnx");
+	CHECK(model_cache_file(mc, 1) == NULL);
+	CHECK(model_cache_unload(mc, "gap.onnx") == 1);
+	CHECK(model_cache_unload(mc, "gap.onnx") == 0);
+	CHECK(model_cache_count(mc) == 0);
+
+	{
+		const char *const *dict;
+		int			dict_len;
+
+		CHECK(model_cache_get_dict(mc, "missing.txt", &dict, &dict_len,
+								   &sqlstate, err, sizeof(err)) == -1);
+		CHECK_STR(sqlstate, PGINFER_SQLSTATE_NO_MODEL);
+		CHECK(model_cache_get_dict(mc, "/etc/passwd", &dict, &dict_len,
+								   &sqlstate, err, sizeof(err)) == -1);
+		CHECK_STR(sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
+	}
+	model_cache_destroy(&mc);
+	CHECK(mc == NULL);
+}
+
+/* Builds a RunFragment header of kind k over model "gap.onnx". */
+static void
+fill_run(Pginfer__Header *h, Pginfer__RunFragment *run, Pginfer__Fragment *frag,
+		 Pginfer__ModelSpec *spec, Pginfer__ModelSpec **specp,
+		 Pginfer__FragmentKind k, uint64_t *ids, int n)
+{
+	frag->kind = k;
+	frag->n_models = 1;
+	specp[0] = spec;
+	frag->models = specp;
+	run->fragment = frag;
+	run->n_row_ids = (size_t) n;
+	run->row_ids = ids;
+	h->version = PGINFER_PROTOCOL_VERSION;
+	h->kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
+	h->request_id = 31;
+	h->run = run;
+}
+
+/*
+ * server_handle() end to end without a socket: ping, version mismatch,
+ * garbage, cancel, unknown model, and PREDICT/CLASSIFY over the tiny
+ * model with a bad row in the middle.
+ */
+static void
+test_server_handle(void)
+{
+	server_opts opts = {NULL, tmpdir, 0};
+	char		err[512];
+	server	   *s = server_new(&opts, err, sizeof(err));
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__Header *u;
+	server_reply *r = NULL;
+	uint8_t    *buf;
+	size_t		len;
+
+	CHECK(s != NULL);
+	if (s == NULL)
+		return;
+	CHECK(server_endpoint(s) == NULL);
+
+	/* PING -> PONG with a state. */
+	h.version = PGINFER_PROTOCOL_VERSION;
+	h.kind = PGINFER__MSG_KIND__MSG_PING;
+	h.request_id = 11;
+	buf = pack(&h, &len);
+	CHECK(server_handle(s, buf, len, NULL, NULL, 0, &r) == 0 && r != NULL);
+	free(buf);
+	u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+	CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_PONG && u->request_id == 11 &&
+		  u->state != NULL && r->n_frames == 0);
+	if (u != NULL && u->state != NULL)
+	{
+		CHECK_STR(u->state->device, "cpu");
+		CHECK(u->state->n_resident_models == 0);
+		CHECK(strchr(u->state->worker_id, ':') != NULL);
+	}
+	if (u)
+		pginfer__header__free_unpacked(u, NULL);
+	server_reply_destroy(&r);
+	CHECK(r == NULL);
+
+	/* Version mismatch -> MSG_ERROR 08P01 naming both versions. */
+	h.version = 3;
+	buf = pack(&h, &len);
+	server_handle(s, buf, len, NULL, NULL, 0, &r);
+	free(buf);
+	u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+	CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error != NULL);
+	if (u != NULL && u->error != NULL)
+	{
+		CHECK_STR(u->error->sqlstate, "08P01");
+		CHECK_CONTAINS(u->error->message, "version 3");
+		CHECK_CONTAINS(u->error->message, "version 1");
+		CHECK(u->request_id == 11);
+		CHECK(u->version == PGINFER_PROTOCOL_VERSION);
+	}
+	if (u)
+		pginfer__header__free_unpacked(u, NULL);
+	server_reply_destroy(&r);
+	h.version = PGINFER_PROTOCOL_VERSION;
+
+	/* A header that does not unpack -> MSG_ERROR, request id 0. */
+	{
+		static const uint8_t bad[] = {0x0a, 0xc8, 0x01, 'x'};
+
+		server_handle(s, bad, sizeof(bad), NULL, NULL, 0, &r);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
+		if (u && u->error)
+		{
+			CHECK_STR(u->error->sqlstate, "08P01");
+			CHECK_CONTAINS(u->error->message, "malformed");
+		}
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+	}
+
+	/* CANCEL -> no reply. */
+	h.kind = PGINFER__MSG_KIND__MSG_CANCEL;
+	buf = pack(&h, &len);
+	CHECK(server_handle(s, buf, len, NULL, NULL, 0, &r) == 0 && r == NULL);
+	free(buf);
+
+	/* Run fragments over the tiny model. */
+	{
+		Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
+		Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+		Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
+		Pginfer__ModelSpec *specp[1];
+		uint64_t	ids[3] = {501, 502, 503};
+		static const uint8_t colours_a[2][3] = {{255, 0, 0}, {0, 0, 255}};
+		static const uint8_t colours_b[2][3] = {{0, 51, 255}, {0, 51, 255}};
+		size_t		la,
+					lb;
+		void	   *pa = make_png(4, 2, colours_a, &la);
+		void	   *pb = make_png(5, 3, colours_b, &lb);
+		static const char junk[] = "GIF89a not really";
+		const void *rows[3] = {pa, junk, pb};
+		size_t		lens[3] = {la, sizeof(junk) - 1, lb};
+		float		mean[3] = {0.5f, 0.5f, 0.5f};
+		float		stdv[1] = {0.5f};
+		char	   *labels[3] = {"red", "green", "blue"};
+
+		CHECK(pa != NULL && pb != NULL);
+
+		/* Unknown model file -> MSG_ERROR naming the file. */
+		spec.file = "missing_model.onnx";
+		fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 3);
+		buf = pack(&h, &len);
+		server_handle(s, buf, len, rows, lens, 3, &r);
+		free(buf);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		CHECK(u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
+		if (u && u->error)
+		{
+			CHECK_STR(u->error->sqlstate, "58P01");
+			CHECK_CONTAINS(u->error->message, "missing_model.onnx");
+			CHECK_CONTAINS(u->error->hint, tmpdir);
+		}
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+
+		/* PREDICT: per-channel means; the bad middle row fails alone. */
+		spec.file = "gap.onnx";
+		spec.n_mean = 3;
+		spec.mean = mean;
+		spec.n_std = 1;
+		spec.std = stdv;
+		buf = pack(&h, &len);
+		server_handle(s, buf, len, rows, lens, 3, &r);
+		free(buf);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		CHECK(u && u->kind == PGINFER__MSG_KIND__MSG_RESULT && u->result &&
+			  u->result->n_rows == 3 && r->n_frames == 3);
+		if (u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error)
+			fprintf(stderr, "  (error %s)\n", u->error->message);
+		if (u && u->result && u->result->n_rows == 3 && r->n_frames == 3)
+		{
+			Pginfer__RowResult **rr = u->result->rows;
+
+			CHECK(rr[0]->row_id == 501 && rr[1]->row_id == 502 && rr[2]->row_id == 503);
+			CHECK(rr[0]->ok && rr[0]->n_values == 3 && r->frame_len[0] == 12);
+			CHECK(!rr[1]->ok && r->frame_len[1] == 0 && rr[1]->n_values == 0);
+			CHECK_STR(rr[1]->sqlstate, "22P03");
+			CHECK(rr[1]->message[0] != '\0' && rr[1]->hint[0] != '\0');
+			CHECK(rr[2]->ok && rr[2]->n_values == 3 && r->frame_len[2] == 12);
+			if (r->frame_len[0] == 12 && r->frame_len[2] == 12)
+			{
+				const float *v0 = r->frames[0],
+						   *v2 = r->frames[2];
+
+				/* Half red, half blue rows: R mean 0.5 -> 0, G 0 -> -1, B 0.5 -> 0. */
+				CHECK_NEAR(v0[0], 0.0, 1e-5);
+				CHECK_NEAR(v0[1], -1.0, 1e-5);
+				CHECK_NEAR(v0[2], 0.0, 1e-5);
+				/* (0, 51, 255): (v/255 - 0.5) / 0.5 = -1, -0.6, 1. */
+				CHECK_NEAR(v2[0], -1.0, 1e-5);
+				CHECK_NEAR(v2[1], -0.6, 1e-5);
+				CHECK_NEAR(v2[2], 1.0, 1e-5);
+			}
+		}
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+
+		/* Pixel limit from the request: 4x2 = 8 pixels > 7 -> 54000. */
+		run.max_pixels = 7;
+		buf = pack(&h, &len);
+		server_handle(s, buf, len, rows, lens, 3, &r);
+		free(buf);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		CHECK(u && u->result && u->result->n_rows == 3);
+		if (u && u->result && u->result->n_rows == 3)
+		{
+			CHECK(!u->result->rows[0]->ok);
+			CHECK_STR(u->result->rows[0]->sqlstate, "54000");
+			CHECK(!u->result->rows[2]->ok);
+			CHECK_STR(u->result->rows[2]->sqlstate, "54000");
+		}
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+		run.max_pixels = 0;
+
+		/* CLASSIFY with a stretch to 3x3: labels[argmax]; empty frames. */
+		frag.kind = PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY;
+		spec.input_height = 3;
+		spec.input_width = 3;
+		spec.n_labels = 3;
+		spec.labels = labels;
+		buf = pack(&h, &len);
+		server_handle(s, buf, len, rows, lens, 3, &r);
+		free(buf);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		CHECK(u && u->result && u->result->n_rows == 3);
+		if (u && u->result && u->result->n_rows == 3)
+		{
+			CHECK(u->result->rows[2]->ok);
+			CHECK_STR(u->result->rows[2]->text, "blue");
+			CHECK(!u->result->rows[1]->ok);
+			CHECK(r->frame_len[0] == 0 && r->frame_len[2] == 0);
+		}
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+
+		/* Too few labels for the output -> MSG_ERROR 22023. */
+		spec.n_labels = 2;
+		buf = pack(&h, &len);
+		server_handle(s, buf, len, rows, lens, 3, &r);
+		free(buf);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		CHECK(u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
+		if (u && u->error)
+		{
+			CHECK_STR(u->error->sqlstate, "22023");
+			CHECK_CONTAINS(u->error->message, "3 scores but has 2 labels");
+		}
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+
+		/* Unsupported preprocessing is a request error. */
+		spec.n_labels = 3;
+		spec.resize_mode = "keep_ratio_pad";
+		buf = pack(&h, &len);
+		server_handle(s, buf, len, rows, lens, 3, &r);
+		free(buf);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		CHECK(u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
+		if (u && u->error)
+			CHECK_CONTAINS(u->error->message, "keep_ratio_pad");
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+
+		/* The model stayed loaded: a PING lists it. */
+		h.kind = PGINFER__MSG_KIND__MSG_PING;
+		h.run = NULL;
+		buf = pack(&h, &len);
+		server_handle(s, buf, len, NULL, NULL, 0, &r);
+		free(buf);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		CHECK(u && u->state && u->state->n_resident_models == 1 &&
+			  u->state->requests_served == 3);
+		if (u && u->state && u->state->n_resident_models == 1)
+			CHECK_STR(u->state->resident_models[0], "gap.onnx");
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+
+		free(pa);
+		free(pb);
+	}
+	server_destroy(&s);
+	CHECK(s == NULL);
+}
+
+/*
+ * Malformed headers never crash the dispatch: every prefix of a valid
+ * RUN_FRAGMENT header, and random bytes, get a reply that unpacks (for
+ * the prefixes: MSG_ERROR, as none is a complete request with its rows).
+ */
+static void
+test_malformed_headers(void)
+{
+	server_opts opts = {NULL, tmpdir, 0};
+	char		err[512];
+	server	   *s = server_new(&opts, err, sizeof(err));
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
+	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
+	Pginfer__ModelSpec *specp[1];
+	uint64_t	ids[2] = {1, 2};
+	uint8_t    *buf;
+	size_t		len;
+	int			bad_prefix = 0,
+				bad_random = 0;
+	unsigned	seed = 12345;
+
+	CHECK(s != NULL);
+	if (s == NULL)
+		return;
+	spec.file = "gap.onnx";
+	fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 2);
+	buf = pack(&h, &len);
+	for (size_t cut = 0; cut < len; cut++)
+	{
+		server_reply *r = NULL;
+		Pginfer__Header *u;
+
+		server_handle(s, buf, cut, NULL, NULL, 0, &r);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		if (u == NULL || u->kind != PGINFER__MSG_KIND__MSG_ERROR || u->error == NULL)
+			bad_prefix++;
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+	}
+	CHECK(len > 20 && bad_prefix == 0);
+	free(buf);
+
+	for (int k = 0; k < 3000; k++)
+	{
+		uint8_t		junk[64];
+		size_t		n = (size_t) (rand_r(&seed) % 64);
+		server_reply *r = NULL;
+		Pginfer__Header *u;
+
+		for (size_t i = 0; i < n; i++)
+			junk[i] = (uint8_t) rand_r(&seed);
+		server_handle(s, junk, n, NULL, NULL, 0, &r);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		if (u == NULL)
+			bad_random++;
+		else
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+	}
+	CHECK(bad_random == 0);
+	server_destroy(&s);
+}
+
+/* fragment_run() directly: row ids echoed, a stop between rows abandons. */
+static void
+test_fragment_run(void)
+{
+	char		err[512];
+	const char *sqlstate = NULL;
+	model_cache *mc = model_cache_new(tmpdir, err, sizeof(err));
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
+	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
+	Pginfer__ModelSpec *specp[1];
+	uint64_t	ids[2] = {9, 8};
+	static const uint8_t grey[2][3] = {{102, 102, 102}, {102, 102, 102}};
+	size_t		len;
+	void	   *png = make_png(3, 3, grey, &len);
+	const void *rows[2] = {png, png};
+	size_t		lens[2] = {len, len};
+	fragment_result *r = NULL;
+	volatile sig_atomic_t stop = 0;
+
+	CHECK(mc != NULL && png != NULL);
+	if (mc == NULL || png == NULL)
+		goto done;
+	spec.file = "gap.onnx";
+	fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 2);
+	CHECK(fragment_run(mc, &run, rows, lens, 2, 0, &stop, &r, &sqlstate, err, sizeof(err)) == 0);
+	CHECK(r != NULL && r->n_rows == 2);
+	if (r != NULL && r->n_rows == 2)
+	{
+		CHECK(r->rows[0].row_id == 9 && r->rows[1].row_id == 8);
+		CHECK(r->rows[1].ok && r->n_values[1] == 3 && r->values[1] != NULL);
+		/* Defaults mean 0, std 1: 102 / 255 = 0.4. */
+		if (r->values[1] != NULL)
+			CHECK_NEAR(r->values[1][2], 0.4, 1e-5);
+		CHECK(r->compute_ms >= 0.0);
+	}
+	fragment_result_destroy(&r);
+	CHECK(r == NULL);
+
+	/* Fewer row frames than row ids is refused. */
+	CHECK(fragment_run(mc, &run, rows, lens, 1, 0, NULL, &r, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_STR(sqlstate, PGINFER_SQLSTATE_PROTOCOL);
+
+	stop = 1;
+	CHECK(fragment_run(mc, &run, rows, lens, 2, 0, &stop, &r, &sqlstate, err, sizeof(err)) == -1);
+	CHECK(r == NULL);
+	CHECK_STR(sqlstate, FRAGMENT_SQLSTATE_SHUTDOWN);
+	CHECK_CONTAINS(err, "shutting down");
+
+done:
+	free(png);
+	model_cache_destroy(&mc);
+}
+
+/* Log level names. */
+static void
+test_log_levels(void)
+{
+	log_level	l = LOG_LEVEL_ERROR;
+
+	CHECK(log_parse_level("debug", &l) == 0 && l == LOG_LEVEL_DEBUG);
+	CHECK(log_parse_level("WARN", &l) == 0 && l == LOG_LEVEL_WARN);
+	CHECK(log_parse_level("error", &l) == 0 && l == LOG_LEVEL_ERROR);
+	CHECK(log_parse_level("loud", &l) == -1 && l == LOG_LEVEL_ERROR);
+	CHECK_STR(log_level_name(LOG_LEVEL_INFO), "INFO");
+	CHECK(fragment_max_pixels(0, 100) == 100);
+	CHECK(fragment_max_pixels(50, 100) == 50);
+	CHECK(fragment_max_pixels(500, 100) == 100);
+	CHECK(fragment_max_pixels(0, 0) == PGINFER_DEFAULT_MAX_PIXELS);
+}
+
+/* Writes the test files into a temporary directory, runs every test, cleans up. */
+int
+main(void)
+{
+	char		path[128];
+	FILE	   *f;
+
+	log_set_level(LOG_LEVEL_ERROR);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_protocol.XXXXXX");
+	if (mkdtemp(tmpdir) == NULL)
+	{
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/gap.onnx", tmpdir);
+	CHECK(write_gap_model(path) == 0);
+	snprintf(path, sizeof(path), "%s/junk.onnx", tmpdir);
+	f = fopen(path, "w");
+	if (f)
+	{
+		fputs("this is not an onnx model\n", f);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/sub", tmpdir);
+	mkdir(path, 0700);
+
+	test_round_trips();
+	test_check_header();
+	test_path_check();
+	test_sha256();
+	test_log_levels();
+	test_model_cache();
+	test_server_handle();
+	test_malformed_headers();
+	test_fragment_run();
+
+	snprintf(path, sizeof(path), "%s/gap.onnx", tmpdir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/junk.onnx", tmpdir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/sub", tmpdir);
+	rmdir(path);
+	rmdir(tmpdir);
+
+	printf("test_protocol: %d passed, %d failed\n", n_passed, n_failed);
+	return n_failed > 0 ? 1 : 0;
+}

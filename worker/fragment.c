@@ -1,0 +1,642 @@
+/*
+ * fragment.c
+ *	  Runs one RunFragment over its rows: decode, the fragment's pipeline,
+ *	  one RowResult per row (see fragment.h for the kinds).
+ *
+ * fragment_run() first resolves everything the rows share (models from the
+ * cache, dictionary, preprocessing parameters) in prepare(); only then does
+ * it touch the rows, so a request that cannot run fails before any work.
+ * Row-level failures are written into the row and the loop goes on.
+ *
+ * Threading: one call at a time per model_cache.
+ */
+#include "worker/fragment.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "common/protocol.h"
+#include "worker/image.h"
+#include "worker/log.h"
+#include "worker/ocr.h"
+#include "worker/preprocess.h"
+
+/* What prepare() resolves once per request. */
+typedef struct frag_plan
+{
+	Pginfer__FragmentKind kind;
+	/* FRAG_OCR, FRAG_DETECT_TEXT */
+	ocr_models ocr;
+	ocr_params params;
+	/* FRAG_PREDICT, FRAG_CLASSIFY */
+	const Pginfer__ModelSpec *spec;
+	const ie_model *model;
+	int			in_h;			/* 0: the image's own height */
+	int			in_w;
+	float		mean[3];
+	float		std[3];
+	int			bgr;
+} frag_plan;
+
+/* Name of a fragment kind, for messages. */
+const char *
+fragment_kind_name(Pginfer__FragmentKind kind)
+{
+	switch (kind)
+	{
+		case PGINFER__FRAGMENT_KIND__FRAG_OCR:
+			return "ocr";
+		case PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT:
+			return "detect_text";
+		case PGINFER__FRAGMENT_KIND__FRAG_PREDICT:
+			return "predict";
+		case PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY:
+			return "classify";
+		default:
+			return "unknown";
+	}
+}
+
+/* The request's limit when set and not above the worker's, else the worker's. */
+int64_t
+fragment_max_pixels(int64_t requested, int64_t worker_limit)
+{
+	if (worker_limit <= 0)
+		worker_limit = PGINFER_DEFAULT_MAX_PIXELS;
+	if (requested > 0 && requested < worker_limit)
+		return requested;
+	return worker_limit;
+}
+
+/* A result of n_rows rows, each initialised (ok = false, empty strings). */
+fragment_result *
+fragment_result_new(int n_rows)
+{
+	fragment_result *r = NULL;
+	size_t		n = n_rows > 0 ? (size_t) n_rows : 1;
+
+	if (n_rows < 0)
+		return NULL;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		goto fail;
+	r->n_rows = n_rows;
+	r->rows = calloc(n, sizeof(*r->rows));
+	r->row_ptrs = calloc(n, sizeof(*r->row_ptrs));
+	r->values = calloc(n, sizeof(*r->values));
+	r->n_values = calloc(n, sizeof(*r->n_values));
+	if (r->rows == NULL || r->row_ptrs == NULL || r->values == NULL ||
+		r->n_values == NULL)
+		goto fail;
+	for (int i = 0; i < n_rows; i++)
+	{
+		Pginfer__RowResult init = PGINFER__ROW_RESULT__INIT;
+
+		r->rows[i] = init;
+		r->row_ptrs[i] = &r->rows[i];
+	}
+	return r;
+
+fail:
+	fragment_result_destroy(&r);
+	return NULL;
+}
+
+/* Frees a string field unless it is protobuf-c's shared empty string. */
+static void
+free_field(char **s)
+{
+	if (*s != NULL && *s != (char *) protobuf_c_empty_string)
+		free(*s);
+	*s = (char *) protobuf_c_empty_string;
+}
+
+/* Frees *rp, its strings and its value arrays; sets *rp to NULL. */
+void
+fragment_result_destroy(fragment_result **rp)
+{
+	fragment_result *r;
+
+	if (rp == NULL || *rp == NULL)
+		return;
+	r = *rp;
+	for (int i = 0; r->rows != NULL && i < r->n_rows; i++)
+	{
+		free_field(&r->rows[i].sqlstate);
+		free_field(&r->rows[i].message);
+		free_field(&r->rows[i].detail);
+		free_field(&r->rows[i].hint);
+		free_field(&r->rows[i].text);
+		free_field(&r->rows[i].json);
+		if (r->values != NULL)
+			free(r->values[i]);
+	}
+	free(r->rows);
+	free(r->row_ptrs);
+	free(r->values);
+	free(r->n_values);
+	free(r);
+	*rp = NULL;
+}
+
+/* strdup that falls back to the empty string when memory runs out. */
+static char *
+dup_field(const char *s)
+{
+	char	   *d;
+
+	if (s == NULL || s[0] == '\0')
+		return (char *) protobuf_c_empty_string;
+	d = strdup(s);
+	return d != NULL ? d : (char *) protobuf_c_empty_string;
+}
+
+/* Marks row i failed with the given error fields. */
+static void
+row_error(fragment_result *r, int i, const char *sqlstate, const char *message,
+		  const char *detail, const char *hint)
+{
+	Pginfer__RowResult *row = &r->rows[i];
+
+	row->ok = 0;
+	free_field(&row->sqlstate);
+	free_field(&row->message);
+	free_field(&row->detail);
+	free_field(&row->hint);
+	row->sqlstate = dup_field(sqlstate);
+	row->message = dup_field(message);
+	row->detail = dup_field(detail);
+	row->hint = dup_field(hint);
+}
+
+/* Milliseconds since an arbitrary point, monotonic. */
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+/*
+ * Reads a per-channel parameter (mean or std): none gives def, one value
+ * is used for all three channels, three are taken as they are.
+ */
+static int
+channel_param(const float *v, size_t n, float def, float out[3],
+			  const char *what, const char *model, char *err, size_t errlen)
+{
+	if (n == 0)
+		out[0] = out[1] = out[2] = def;
+	else if (n == 1)
+		out[0] = out[1] = out[2] = v[0];
+	else if (n == 3)
+		memcpy(out, v, 3 * sizeof(float));
+	else
+	{
+		snprintf(err, errlen, "model \"%s\" has %zu %s values, expected 1 or 3",
+				 model, n, what);
+		return -1;
+	}
+	return 0;
+}
+
+/* Resolves the OCR models and dictionary (FRAG_OCR, FRAG_DETECT_TEXT). */
+static int
+prepare_ocr(model_cache *mc, const Pginfer__Fragment *frag, frag_plan *p,
+			const char **sqlstate, char *err, size_t errlen)
+{
+	int			need = frag->kind == PGINFER__FRAGMENT_KIND__FRAG_OCR ? 3 : 1;
+	const Pginfer__ModelSpec *rec;
+
+	ocr_params_default(&p->params);
+	if (frag->n_models < (size_t) need)
+	{
+		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+		snprintf(err, errlen, "%s fragment has %zu models, expected %d (%s)",
+				 fragment_kind_name(frag->kind), frag->n_models, need,
+				 need == 3 ? "detector, classifier, recognizer" : "detector");
+		return -1;
+	}
+	p->ocr.det = model_cache_get(mc, frag->models[0], sqlstate, err, errlen);
+	if (p->ocr.det == NULL)
+		return -1;
+	if (frag->kind == PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT)
+		return 0;
+
+	/* The classifier is optional: an empty file name skips the stage. */
+	if (frag->models[1]->file[0] != '\0')
+	{
+		p->ocr.cls = model_cache_get(mc, frag->models[1], sqlstate, err, errlen);
+		if (p->ocr.cls == NULL)
+			return -1;
+	}
+	else
+		p->params.use_cls = 0;
+
+	rec = frag->models[2];
+	p->ocr.rec = model_cache_get(mc, rec, sqlstate, err, errlen);
+	if (p->ocr.rec == NULL)
+		return -1;
+	if (rec->labels_file[0] == '\0')
+	{
+		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+		snprintf(err, errlen, "recognizer model \"%s\" has no labels_file (its dictionary)",
+				 rec->file);
+		return -1;
+	}
+	return model_cache_get_dict(mc, rec->labels_file, &p->ocr.dict,
+								&p->ocr.dict_len, sqlstate, err, errlen);
+}
+
+/* Resolves the model and preprocessing of FRAG_PREDICT / FRAG_CLASSIFY. */
+static int
+prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
+					frag_plan *p, const char **sqlstate, char *err,
+					size_t errlen)
+{
+	const Pginfer__ModelSpec *spec;
+	int64_t		dims[IE_MAX_DIMS];
+	ie_dtype	dtype = IE_UNDEFINED;
+	int			rank;
+
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (frag->n_models < 1)
+	{
+		snprintf(err, errlen, "%s fragment has no model",
+				 fragment_kind_name(frag->kind));
+		return -1;
+	}
+	spec = p->spec = frag->models[0];
+	if (spec->resize_mode[0] != '\0' && strcmp(spec->resize_mode, "stretch") != 0)
+	{
+		snprintf(err, errlen,
+				 "resize_mode \"%s\" of model \"%s\" is not supported by this worker; use \"stretch\"",
+				 spec->resize_mode, spec->file);
+		return -1;
+	}
+	if (spec->color_order[0] == '\0' || strcasecmp(spec->color_order, "RGB") == 0)
+		p->bgr = 0;
+	else if (strcasecmp(spec->color_order, "BGR") == 0)
+		p->bgr = 1;
+	else
+	{
+		snprintf(err, errlen, "color_order \"%s\" of model \"%s\" is neither \"RGB\" nor \"BGR\"",
+				 spec->color_order, spec->file);
+		return -1;
+	}
+	if (channel_param(spec->mean, spec->n_mean, 0.0f, p->mean, "mean",
+					  spec->file, err, errlen) != 0 ||
+		channel_param(spec->std, spec->n_std, 1.0f, p->std, "std",
+					  spec->file, err, errlen) != 0)
+		return -1;
+	for (int c = 0; c < 3; c++)
+	{
+		if (!(fabsf(p->std[c]) > 0.0f))
+		{
+			snprintf(err, errlen, "std of model \"%s\" has a zero value", spec->file);
+			return -1;
+		}
+	}
+	if (spec->input_height < 0 || spec->input_width < 0)
+	{
+		snprintf(err, errlen, "model \"%s\" has a negative input size %dx%d",
+				 spec->file, spec->input_width, spec->input_height);
+		return -1;
+	}
+	if (frag->kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY && spec->n_labels == 0)
+	{
+		snprintf(err, errlen, "classify model \"%s\" has no labels", spec->file);
+		return -1;
+	}
+
+	p->model = model_cache_get(mc, spec, sqlstate, err, errlen);
+	if (p->model == NULL)
+		return -1;
+
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (ie_model_n_inputs(p->model) != 1)
+	{
+		snprintf(err, errlen, "model \"%s\" has %d inputs; an image model needs exactly 1",
+				 spec->file, ie_model_n_inputs(p->model));
+		return -1;
+	}
+	rank = ie_model_input_shape(p->model, 0, &dtype, dims);
+	if (rank != 4 || dtype != IE_FLOAT || (dims[1] != 3 && dims[1] >= 0))
+	{
+		snprintf(err, errlen,
+				 "input \"%s\" of model \"%s\" is not a float NCHW image with 3 channels",
+				 ie_model_input_name(p->model, 0), spec->file);
+		return -1;
+	}
+	/* Size: the spec's, else the model's declared one, else the image's. */
+	p->in_h = spec->input_height > 0 ? spec->input_height :
+		(dims[2] > 0 && dims[2] <= 65536 ? (int) dims[2] : 0);
+	p->in_w = spec->input_width > 0 ? spec->input_width :
+		(dims[3] > 0 && dims[3] <= 65536 ? (int) dims[3] : 0);
+	return 0;
+}
+
+/* Resolves what every row of the request shares; -1 with sqlstate/err. */
+static int
+prepare(model_cache *mc, const Pginfer__RunFragment *run, frag_plan *p,
+		const char **sqlstate, char *err, size_t errlen)
+{
+	const Pginfer__Fragment *frag = run->fragment;
+
+	memset(p, 0, sizeof(*p));
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (frag == NULL)
+	{
+		snprintf(err, errlen, "run-fragment request has no fragment");
+		return -1;
+	}
+	p->kind = frag->kind;
+	switch (frag->kind)
+	{
+		case PGINFER__FRAGMENT_KIND__FRAG_OCR:
+		case PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT:
+			return prepare_ocr(mc, frag, p, sqlstate, err, errlen);
+		case PGINFER__FRAGMENT_KIND__FRAG_PREDICT:
+		case PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY:
+			return prepare_image_model(mc, frag, p, sqlstate, err, errlen);
+		default:
+			snprintf(err, errlen, "unknown fragment kind %d", (int) frag->kind);
+			return -1;
+	}
+}
+
+/*
+ * Runs the image model on one decoded image: resize (stretch), normalise
+ * into a 1x3xHxW float tensor, run, copy the first output's floats into
+ * *values (malloc'd, *n_values of them).  -1 with err on a model error.
+ */
+static int
+run_image_model(const frag_plan *p, const image_rgb *img, float **values,
+				size_t *n_values, char *err, size_t errlen)
+{
+	image_rgb  *resized = NULL;
+	const image_rgb *src = img;
+	ie_tensor  *input = NULL;
+	ie_tensor **outputs = NULL;
+	int			n_out = ie_model_n_outputs(p->model);
+	int			h = p->in_h > 0 ? p->in_h : img->height;
+	int			w = p->in_w > 0 ? p->in_w : img->width;
+	int64_t		dims[4] = {1, 3, h, w};
+	char		lerr[512];
+	int			rc = -1;
+
+	*values = NULL;
+	*n_values = 0;
+	if (h != img->height || w != img->width)
+	{
+		resized = pre_resize(img, w, h);
+		if (resized == NULL)
+		{
+			snprintf(err, errlen, "out of memory resizing to %dx%d", w, h);
+			goto fail;
+		}
+		src = resized;
+	}
+	input = ie_tensor_new(IE_FLOAT, 4, dims);
+	outputs = calloc(n_out > 0 ? (size_t) n_out : 1, sizeof(*outputs));
+	if (input == NULL || outputs == NULL)
+	{
+		snprintf(err, errlen, "out of memory for a %dx%d input", w, h);
+		goto fail;
+	}
+	pre_normalize_chw(src, p->mean, p->std, p->bgr, input->data, h, w, 0.0f);
+	if (ie_model_run(p->model, (const ie_tensor *const *) &input, outputs,
+					 lerr, sizeof(lerr)) != 0)
+	{
+		snprintf(err, errlen, "model \"%s\" failed: %s", p->spec->file, lerr);
+		goto fail;
+	}
+	if (n_out < 1 || outputs[0] == NULL || outputs[0]->dtype != IE_FLOAT)
+	{
+		snprintf(err, errlen, "first output of model \"%s\" is not float (it is %s)",
+				 p->spec->file,
+				 n_out >= 1 && outputs[0] ? ie_dtype_name(outputs[0]->dtype) : "missing");
+		goto fail;
+	}
+	{
+		int64_t		numel = ie_tensor_numel(outputs[0]);
+
+		if (numel < 0 || numel > (int64_t) UINT32_MAX)
+		{
+			snprintf(err, errlen, "first output of model \"%s\" has %lld values, too many for one row",
+					 p->spec->file, (long long) numel);
+			goto fail;
+		}
+		*values = malloc(numel > 0 ? (size_t) numel * sizeof(float) : 1);
+		if (*values == NULL)
+		{
+			snprintf(err, errlen, "out of memory for %lld output values", (long long) numel);
+			goto fail;
+		}
+		memcpy(*values, outputs[0]->data, (size_t) numel * sizeof(float));
+		*n_values = (size_t) numel;
+	}
+	rc = 0;
+
+fail:
+	for (int j = 0; outputs != NULL && j < n_out; j++)
+		ie_tensor_destroy(&outputs[j]);
+	free(outputs);
+	ie_tensor_destroy(&input);
+	image_destroy(&resized);
+	return rc;
+}
+
+/* Index of the largest of v[0..n) (the first on ties); n >= 1. */
+static size_t
+argmax(const float *v, size_t n)
+{
+	size_t		best = 0;
+
+	for (size_t i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+/*
+ * Fills row i of r from a decoded image.  Returns 0 (also when the row
+ * itself failed: that is recorded in the row), or -1 with sqlstate/err
+ * when the request as a whole cannot go on.
+ */
+static int
+run_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i,
+		const char **sqlstate, char *err, size_t errlen)
+{
+	Pginfer__RowResult *row = &r->rows[i];
+	char		lerr[512];
+
+	switch (p->kind)
+	{
+		case PGINFER__FRAGMENT_KIND__FRAG_OCR:
+		case PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT:
+			{
+				int			detect_only = p->kind == PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT;
+				ocr_result *res = NULL;
+				char	   *s;
+
+				if (ocr_run(&p->ocr, &p->params, img, detect_only, &res,
+							lerr, sizeof(lerr)) != 0)
+				{
+					row_error(r, i, PGINFER_SQLSTATE_INTERNAL, "text recognition failed",
+							  lerr, NULL);
+					return 0;
+				}
+				s = detect_only ? ocr_result_json(res) : ocr_result_text(res);
+				ocr_result_destroy(&res);
+				if (s == NULL)
+				{
+					row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY, "out of memory",
+							  "Formatting the row's result failed.", NULL);
+					return 0;
+				}
+				if (detect_only)
+					row->json = s;
+				else
+					row->text = s;
+				row->ok = 1;
+				return 0;
+			}
+		case PGINFER__FRAGMENT_KIND__FRAG_PREDICT:
+		case PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY:
+			{
+				float	   *v = NULL;
+				size_t		n = 0;
+
+				if (run_image_model(p, img, &v, &n, err, errlen) != 0)
+				{
+					*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+					return -1;
+				}
+				if (p->kind == PGINFER__FRAGMENT_KIND__FRAG_PREDICT)
+				{
+					r->values[i] = v;
+					r->n_values[i] = n;
+					row->n_values = (uint32_t) n;
+					row->ok = 1;
+					return 0;
+				}
+				if (n == 0 || n > p->spec->n_labels)
+				{
+					*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+					snprintf(err, errlen, "classify model \"%s\" gives %zu scores but has %zu labels",
+							 p->spec->file, n, p->spec->n_labels);
+					free(v);
+					return -1;
+				}
+				row->text = dup_field(p->spec->labels[argmax(v, n)]);
+				free(v);
+				row->ok = 1;
+				return 0;
+			}
+		default:
+			*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+			snprintf(err, errlen, "unknown fragment kind %d", (int) p->kind);
+			return -1;
+	}
+}
+
+/* Records a decoding failure of row i with the SQLSTATE its status calls for. */
+static void
+row_decode_error(fragment_result *r, int i, image_status st, const char *derr,
+				 int64_t max_pixels)
+{
+	char		msg[160];
+
+	if (st == IMAGE_ERR_TOO_LARGE)
+	{
+		snprintf(msg, sizeof(msg), "image is larger than the limit of %lld pixels",
+				 (long long) max_pixels);
+		row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, derr,
+				  "Downscale the image, or raise the worker's --max-pixels.");
+	}
+	else if (st == IMAGE_ERR_NOMEM)
+		row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY,
+				  "out of memory decoding image", derr, NULL);
+	else
+	{
+		snprintf(msg, sizeof(msg), "invalid image: %s", image_status_name(st));
+		row_error(r, i, PGINFER_SQLSTATE_BAD_IMAGE, msg, derr,
+				  "The value must be the complete bytes of a JPEG or PNG file.");
+	}
+}
+
+/* Runs run over its rows into *out; see fragment.h. */
+int
+fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
+			 const void *const *rows, const size_t *rows_len, int n_rows,
+			 int64_t max_pixels, volatile sig_atomic_t *stop,
+			 fragment_result **out,
+			 const char **sqlstate, char *err, size_t errlen)
+{
+	fragment_result *r = NULL;
+	frag_plan	plan;
+	int64_t		limit = fragment_max_pixels(run->max_pixels, max_pixels);
+	double		t0 = now_ms();
+
+	*out = NULL;
+	*sqlstate = PGINFER_SQLSTATE_PROTOCOL;
+	if (n_rows < 0 || (size_t) n_rows != run->n_row_ids)
+	{
+		snprintf(err, errlen, "request has %zu row ids but %d row frames",
+				 run->n_row_ids, n_rows);
+		goto fail;
+	}
+	if (prepare(mc, run, &plan, sqlstate, err, errlen) != 0)
+		goto fail;
+	r = fragment_result_new(n_rows);
+	if (r == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory for %d rows", n_rows);
+		goto fail;
+	}
+
+	for (int i = 0; i < n_rows; i++)
+	{
+		image_rgb  *img = NULL;
+		image_status st;
+		char		derr[512] = "";
+		int			rc;
+
+		if (stop != NULL && *stop)
+		{
+			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
+			snprintf(err, errlen, "the worker is shutting down; %d of %d rows were not run",
+					 n_rows - i, n_rows);
+			goto fail;
+		}
+		r->rows[i].row_id = run->row_ids[i];
+		st = image_decode(rows[i], rows_len[i], limit, &img, derr, sizeof(derr));
+		if (st != IMAGE_OK)
+		{
+			log_debug("row %llu: %s: %s", (unsigned long long) run->row_ids[i],
+					  image_status_name(st), derr);
+			row_decode_error(r, i, st, derr, limit);
+			image_destroy(&img);
+			continue;
+		}
+		rc = run_row(&plan, img, r, i, sqlstate, err, errlen);
+		image_destroy(&img);
+		if (rc != 0)
+			goto fail;
+	}
+	r->compute_ms = now_ms() - t0;
+	*out = r;
+	return 0;
+
+fail:
+	fragment_result_destroy(&r);
+	return -1;
+}

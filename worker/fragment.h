@@ -1,0 +1,82 @@
+/*
+ * fragment.h
+ *	  Running one RunFragment (common/pg_infer.proto) over its rows.
+ *
+ * The caller hands over the request's header part (a Pginfer__RunFragment)
+ * and one payload per row (the raw image bytes, borrowed); fragment_run()
+ * decodes each row, runs the fragment's models and fills a fragment_result:
+ * one RowResult per row, in request order, echoing row_ids, plus for
+ * FRAG_PREDICT the row's float32 values.
+ *
+ *	  FRAG_OCR			models[0] detector, [1] classifier (file "" for none),
+ *						[2] recogniser whose labels_file is the dictionary;
+ *						text = the lines joined by '\n'
+ *	  FRAG_DETECT_TEXT	models[0] detector; json = the boxes
+ *	  FRAG_PREDICT		models[0] an image model with one NCHW float input;
+ *						values = its first output, n_values of them
+ *	  FRAG_CLASSIFY		as PREDICT, then text = labels[argmax]
+ *
+ * A row that cannot be decoded (22P03), is over the pixel limit (54000) or
+ * fails inside a pipeline stage gets ok = false with sqlstate, message,
+ * detail and hint; the other rows go on.  What is wrong with the request
+ * itself (unknown fragment kind, missing or unloadable model, unsupported
+ * preprocessing, labels shorter than the output) fails the whole call.
+ *
+ * Threading: one call at a time per model_cache (the cache is not locked).
+ */
+#ifndef INFER_FRAGMENT_H
+#define INFER_FRAGMENT_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/pg_infer.pb-c.h"
+#include "worker/model_cache.h"
+
+/*
+ * admin_shutdown: a request abandoned because the worker is stopping.
+ * (Belongs in common/protocol.h as PGINFER_SQLSTATE_SHUTDOWN.)
+ */
+#define FRAGMENT_SQLSTATE_SHUTDOWN "57P01"
+
+typedef struct fragment_result
+{
+	int			n_rows;
+	Pginfer__RowResult *rows;	/* n_rows; strings owned by the result */
+	Pginfer__RowResult **row_ptrs;	/* &rows[i], for Pginfer__Result */
+	float	  **values;			/* n_rows; malloc'd floats or NULL */
+	size_t	   *n_values;		/* n_rows */
+	double		compute_ms;		/* wall time of the whole fragment */
+} fragment_result;
+
+/* A result of n_rows empty rows (ok = false until filled), or NULL. */
+fragment_result *fragment_result_new(int n_rows);
+
+/*
+ * Frees *r with its strings and value arrays (values[i] that the caller
+ * set to NULL after taking them are skipped); sets *r to NULL.
+ */
+void		fragment_result_destroy(fragment_result **r);
+
+/*
+ * Runs run over n_rows payloads rows[i] of rows_len[i] bytes (n_rows must
+ * equal run->n_row_ids).  max_pixels is the worker's limit: a request's
+ * own max_pixels is used when it is set and not larger.  Returns 0 and
+ * *out, or -1 with *sqlstate and a message in err when the request as a
+ * whole cannot run.  When stop (may be NULL) becomes non-zero between two
+ * rows, the request is abandoned with FRAGMENT_SQLSTATE_SHUTDOWN.
+ */
+int			fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
+						 const void *const *rows, const size_t *rows_len,
+						 int n_rows, int64_t max_pixels,
+						 volatile sig_atomic_t *stop, fragment_result **out,
+						 const char **sqlstate, char *err, size_t errlen);
+
+/* The effective pixel limit for a request (see fragment_run). */
+int64_t		fragment_max_pixels(int64_t requested, int64_t worker_limit);
+
+/* Name of a fragment kind ("ocr", "detect_text", ...), for messages. */
+const char *fragment_kind_name(Pginfer__FragmentKind kind);
+
+#endif							/* INFER_FRAGMENT_H */

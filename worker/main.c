@@ -1,0 +1,213 @@
+/*
+ * main.c
+ *	  infer-worker: the pg_infer inference daemon.
+ *
+ *	  infer-worker --listen tcp://127.0.0.1:5555 --model-dir DIR
+ *				   [--threads N] [--max-pixels N]
+ *				   [--log-level debug|info|warn|error]
+ *
+ * Parses the command line, sets up logging and the engine's thread count,
+ * starts the server (worker/server.c) and serves until SIGTERM or SIGINT,
+ * then closes its sockets and exits with status 0.
+ *
+ * Threading: the signal handlers only set a sig_atomic_t flag; the server
+ * loop polls with a timeout and checks it.  SIGTERM and SIGINT are blocked
+ * while the ZeroMQ context (and its I/O threads) is created, so those
+ * threads inherit a mask that keeps the signals for the main thread.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/protocol.h"
+#include "worker/engine/engine.h"
+#include "worker/log.h"
+#include "worker/server.h"
+
+/* How often the loop looks at the stop flag when nothing arrives (ms). */
+#define POLL_MS 100
+
+static volatile sig_atomic_t stop_requested = 0;
+static volatile sig_atomic_t stop_signal = 0;
+
+/* SIGTERM/SIGINT handler: records the request to stop, nothing else. */
+static void
+on_stop_signal(int signo)
+{
+	stop_signal = signo;
+	stop_requested = 1;
+}
+
+/* Prints the usage text to f. */
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+			"Usage: infer-worker --listen ENDPOINT --model-dir DIR [options]\n"
+			"\n"
+			"Serves pg_infer inference requests (ML fragments from PostgreSQL\n"
+			"backends) over ZeroMQ.\n"
+			"\n"
+			"  --listen ENDPOINT   ZeroMQ endpoint for the ROUTER socket to bind, e.g.\n"
+			"                      tcp://127.0.0.1:5555 (tcp://127.0.0.1:* picks a\n"
+			"                      free port; the bound endpoint is logged)\n"
+			"  --model-dir DIR     directory holding the ONNX model files and label\n"
+			"                      files; a request names files relative to it and\n"
+			"                      can never read outside it\n"
+			"  --threads N         threads the engine uses inside one model run\n"
+			"                      (BLAS and its loops); 0 = one per CPU (default 0)\n"
+			"  --max-pixels N      largest decoded image, width * height; a bigger\n"
+			"                      image fails its row with SQLSTATE 54000; a request\n"
+			"                      may ask for less (default %lld)\n"
+			"  --log-level LEVEL   debug, info, warn or error (default info); logs go\n"
+			"                      to stderr with ISO 8601 UTC timestamps\n"
+			"  --help              show this text and exit\n"
+			"\n"
+			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).\n",
+			(long long) PGINFER_DEFAULT_MAX_PIXELS);
+}
+
+/* Parses a whole decimal integer in [lo, hi]; -1 when it is not one. */
+static int
+parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+	char	   *end;
+	long long	v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Installs on_stop_signal for SIGTERM and SIGINT (no SA_RESTART). */
+static void
+install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Parses the flags, runs the server until a stop signal; 0 on a clean stop. */
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"listen", required_argument, NULL, 'l'},
+		{"model-dir", required_argument, NULL, 'm'},
+		{"threads", required_argument, NULL, 't'},
+		{"max-pixels", required_argument, NULL, 'p'},
+		{"log-level", required_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	server_opts opts = {NULL, NULL, PGINFER_DEFAULT_MAX_PIXELS};
+	long long	threads = 0;
+	long long	v;
+	log_level	level = LOG_LEVEL_INFO;
+	server	   *srv = NULL;
+	sigset_t	block,
+				old;
+	char		err[1024];
+	int			c;
+	int			status = 1;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'l':
+				opts.endpoint = optarg;
+				break;
+			case 'm':
+				opts.model_dir = optarg;
+				break;
+			case 't':
+				if (parse_int(optarg, 0, 1024, &threads) != 0)
+				{
+					fprintf(stderr, "infer-worker: --threads must be an integer from 0 to 1024, not \"%s\"\n", optarg);
+					return 2;
+				}
+				break;
+			case 'p':
+				if (parse_int(optarg, 1, LLONG_MAX, &v) != 0)
+				{
+					fprintf(stderr, "infer-worker: --max-pixels must be a positive integer, not \"%s\"\n", optarg);
+					return 2;
+				}
+				opts.max_pixels = v;
+				break;
+			case 'v':
+				if (log_parse_level(optarg, &level) != 0)
+				{
+					fprintf(stderr, "infer-worker: --log-level must be debug, info, warn or error, not \"%s\"\n", optarg);
+					return 2;
+				}
+				break;
+			case 'h':
+				usage(stdout);
+				return 0;
+			default:
+				usage(stderr);
+				return 2;
+		}
+	}
+	if (optind < argc)
+	{
+		fprintf(stderr, "infer-worker: unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (opts.endpoint == NULL || opts.model_dir == NULL)
+	{
+		fprintf(stderr, "infer-worker: --listen and --model-dir are required\n");
+		usage(stderr);
+		return 2;
+	}
+
+	log_set_level(level);
+	ie_set_threads((int) threads);
+	install_signals();
+
+	/* ZeroMQ's I/O threads inherit this mask: signals stay with us. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	srv = server_new(&opts, err, sizeof(err));
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (srv == NULL)
+	{
+		log_error("could not start: %s", err);
+		goto done;
+	}
+	log_info("listening on %s (model dir \"%s\", %d engine threads, max %lld pixels)",
+			 server_endpoint(srv), opts.model_dir, ie_get_threads(),
+			 (long long) opts.max_pixels);
+
+	if (server_run(srv, &stop_requested, POLL_MS, err, sizeof(err)) != 0)
+	{
+		log_error("server failed: %s", err);
+		goto done;
+	}
+	log_info("shutting down (%s)", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+	status = 0;
+
+done:
+	server_destroy(&srv);
+	if (status == 0)
+		log_info("stopped");
+	return status;
+}
