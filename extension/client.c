@@ -1,0 +1,580 @@
+/*-------------------------------------------------------------------------
+ *
+ * client.c
+ *	  The ZeroMQ client: sends a request to an infer-worker and waits for
+ *	  its reply without blocking interrupts.
+ *
+ * Each backend has its own ZeroMQ context, created at its first request
+ * (never in the postmaster, so no ZeroMQ state crosses fork()), and one
+ * DEALER socket per worker endpoint, kept open for the backend's life.
+ * ZeroMQ starts its I/O threads when the first socket is created; all
+ * signals are blocked in that window so that PostgreSQL's signals keep
+ * going to the main thread only.  The I/O threads never call PostgreSQL
+ * code; everything in this file runs in the main thread.
+ *
+ * Waiting uses a WaitEventSet per socket (the process latch, postmaster
+ * death, the socket's ZMQ_FD and its monitor's).  A ZMQ_FD is
+ * edge-triggered: it only says "ZMQ_EVENTS may have changed", so every
+ * wait re-reads ZMQ_EVENTS first and sleeps only when the wanted event is
+ * absent.  Query cancel, statement_timeout and
+ * infer.timeout end a wait; a request already sent is then cancelled with
+ * MSG_CANCEL, and its late reply is dropped by request_id when it comes.
+ *
+ * Sockets set ZMQ_IMMEDIATE: a request is queued only on a live
+ * connection, so an unreachable worker is an error after infer.timeout
+ * (SQLSTATE 08006) and never leaves stale requests queued behind it.  A
+ * connected worker that does not answer in time is SQLSTATE 57014, the
+ * code statement_timeout uses.  Each socket has a ZeroMQ monitor (an
+ * inproc PAIR socket) whose connect/disconnect events the wait watches
+ * too, so a worker that goes away while it holds a request is an error
+ * at once (08006), not after infer.timeout.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_infer.h"
+
+#include <signal.h>
+#include <pthread.h>
+#include <zmq.h>
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+/* One DEALER socket, connected to one worker endpoint. */
+typedef struct InferSocket
+{
+	struct InferSocket *next;
+	char	   *endpoint;		/* in TopMemoryContext */
+	void	   *sock;
+	void	   *monitor;		/* PAIR socket receiving sock's events */
+	uint64		disconnects;	/* ZMQ_EVENT_DISCONNECTED events seen */
+	WaitEventSet *waitset;		/* latch, postmaster death, both ZMQ_FDs */
+} InferSocket;
+
+/* The outcome of client_wait(). */
+typedef enum ClientWait
+{
+	CLIENT_READY,				/* the wanted event is there */
+	CLIENT_TIMEOUT,				/* the deadline passed */
+	CLIENT_DISCONNECTED			/* the worker went away */
+} ClientWait;
+
+static void *client_context = NULL;
+static InferSocket *client_sockets = NULL;
+static uint64 client_request_counter = 0;
+static int	client_monitor_counter = 0;
+
+/*
+ * Load-time check: the linked libzmq must be 4.x or later (ZMQ_IMMEDIATE,
+ * zmq_msg_more).  Creates nothing.
+ */
+void
+InferClientInit(void)
+{
+	int			major,
+				minor,
+				patch;
+
+	zmq_version(&major, &minor, &patch);
+	if (major < 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("pg_infer needs libzmq 4 or later, found %d.%d.%d",
+						major, minor, patch)));
+}
+
+/*
+ * Returns a request id unique in this backend's life: the pid in the high
+ * half (handy in worker logs), a counter in the low half.
+ */
+uint64
+InferClientNextRequestId(void)
+{
+	return ((uint64) MyProcPid << 32) | (uint32) ++client_request_counter;
+}
+
+/*
+ * on_proc_exit callback: closes every socket without lingering and ends
+ * the context, so the I/O threads stop before the process exits.
+ */
+static void
+client_shutdown(int code, Datum arg)
+{
+	while (client_sockets != NULL)
+	{
+		InferSocket *s = client_sockets;
+
+		client_sockets = s->next;
+		zmq_close(s->sock);
+		zmq_close(s->monitor);
+	}
+	if (client_context != NULL)
+		zmq_ctx_term(client_context);
+	client_context = NULL;
+}
+
+/*
+ * Returns the cached socket for worker's endpoint, creating the context
+ * (first time) and the socket on demand.  Bad endpoint: ERROR 22023.
+ */
+static InferSocket *
+client_socket(const InferWorker *worker)
+{
+	InferSocket *s;
+	void	   *sock;
+	void	   *monitor = NULL;
+	char		monitor_addr[64];
+	int			zero = 0;
+	int			one = 1;
+	int			fd;
+	int			monitor_fd;
+	size_t		fdlen = sizeof(fd);
+	int			err = 0;
+
+	for (s = client_sockets; s != NULL; s = s->next)
+		if (strcmp(s->endpoint, worker->endpoint) == 0)
+			return s;
+
+	if (client_context == NULL)
+	{
+		sigset_t	all,
+					old;
+
+		/*
+		 * The context and first socket start ZeroMQ's threads, which inherit
+		 * this signal mask: block everything so they never take a signal
+		 * meant for the backend.  No ereport until the mask is restored.
+		 */
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		client_context = zmq_ctx_new();
+		if (client_context != NULL)
+		{
+			zmq_ctx_set(client_context, ZMQ_BLOCKY, 0);
+			sock = zmq_socket(client_context, ZMQ_DEALER);
+			if (sock == NULL)
+				err = zmq_errno();
+		}
+		else
+		{
+			err = zmq_errno();
+			sock = NULL;
+		}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+		if (client_context == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("could not create ZeroMQ context: %s",
+							zmq_strerror(err))));
+		on_proc_exit(client_shutdown, (Datum) 0);
+	}
+	else
+	{
+		sock = zmq_socket(client_context, ZMQ_DEALER);
+		if (sock == NULL)
+			err = zmq_errno();
+	}
+	if (sock == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not create ZeroMQ socket for inference worker \"%s\": %s",
+						worker->name, zmq_strerror(err))));
+
+	/*
+	 * The monitor goes first, so that it sees the first connection too.
+	 * Events to a monitor without a peer are lost, hence its PAIR peer is
+	 * connected before the DEALER connects.
+	 */
+	snprintf(monitor_addr, sizeof(monitor_addr), "inproc://pg_infer-monitor-%d",
+			 ++client_monitor_counter);
+	if (zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof(zero)) != 0 ||
+		zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof(one)) != 0 ||
+		zmq_getsockopt(sock, ZMQ_FD, &fd, &fdlen) != 0 ||
+		zmq_socket_monitor(sock, monitor_addr,
+						   ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0 ||
+		(monitor = zmq_socket(client_context, ZMQ_PAIR)) == NULL ||
+		zmq_setsockopt(monitor, ZMQ_LINGER, &zero, sizeof(zero)) != 0 ||
+		zmq_connect(monitor, monitor_addr) != 0 ||
+		zmq_getsockopt(monitor, ZMQ_FD, &monitor_fd, &fdlen) != 0)
+	{
+		err = zmq_errno();
+		if (monitor != NULL)
+			zmq_close(monitor);
+		zmq_close(sock);
+		elog(ERROR, "could not set up ZeroMQ socket: %s", zmq_strerror(err));
+	}
+	if (zmq_connect(sock, worker->endpoint) != 0)
+	{
+		err = zmq_errno();
+		zmq_close(monitor);
+		zmq_close(sock);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid endpoint \"%s\" for inference worker \"%s\": %s",
+						worker->endpoint, worker->name, zmq_strerror(err)),
+				 errhint("Drop the worker with infer.drop_worker() and add it again with an endpoint like tcp://host:port.")));
+	}
+
+	s = MemoryContextAllocZero(TopMemoryContext, sizeof(InferSocket));
+	s->endpoint = MemoryContextStrdup(TopMemoryContext, worker->endpoint);
+	s->sock = sock;
+	s->monitor = monitor;
+	s->waitset = CreateWaitEventSet(TopMemoryContext, 4);
+	AddWaitEventToSet(s->waitset, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(s->waitset, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET,
+					  NULL, NULL);
+	AddWaitEventToSet(s->waitset, WL_SOCKET_READABLE, fd, NULL, NULL);
+	AddWaitEventToSet(s->waitset, WL_SOCKET_READABLE, monitor_fd, NULL, NULL);
+	s->next = client_sockets;
+	client_sockets = s;
+	return s;
+}
+
+/*
+ * Reads the socket's pending monitor events and counts disconnections.
+ * An event is two frames: 6 bytes (uint16 event, uint32 value) and the
+ * endpoint.
+ */
+static void
+client_read_monitor(InferSocket *s)
+{
+	for (;;)
+	{
+		zmq_msg_t	msg;
+		bool		first = true;
+		bool		more = true;
+
+		zmq_msg_init(&msg);
+		if (zmq_msg_recv(&msg, s->monitor, ZMQ_DONTWAIT) < 0)
+		{
+			zmq_msg_close(&msg);
+			return;
+		}
+		while (more)
+		{
+			if (first && zmq_msg_size(&msg) >= sizeof(uint16_t))
+			{
+				uint16_t	event;
+
+				memcpy(&event, zmq_msg_data(&msg), sizeof(event));
+				if (event == ZMQ_EVENT_DISCONNECTED)
+					s->disconnects++;
+			}
+			first = false;
+			more = zmq_msg_more(&msg);
+			zmq_msg_close(&msg);
+			if (more)
+			{
+				zmq_msg_init(&msg);
+				if (zmq_msg_recv(&msg, s->monitor, ZMQ_DONTWAIT) < 0)
+				{
+					zmq_msg_close(&msg);
+					return;
+				}
+			}
+		}
+	}
+}
+
+/*
+ * Tells the worker to drop request_id.  Best effort and never raises an
+ * error: it runs while an error is being thrown.
+ */
+static void
+client_send_cancel(InferSocket *s, uint64 request_id)
+{
+	Pginfer__Header hdr = PGINFER__HEADER__INIT;
+	uint8_t		buf[64];
+
+	hdr.version = PGINFER_PROTOCOL_VERSION;
+	hdr.kind = PGINFER__MSG_KIND__MSG_CANCEL;
+	hdr.request_id = request_id;
+	if (pginfer__header__get_packed_size(&hdr) <= sizeof(buf))
+		(void) zmq_send(s->sock, buf, pginfer__header__pack(&hdr, buf),
+						ZMQ_DONTWAIT);
+}
+
+/*
+ * Processes pending interrupts; when one throws (cancel, statement
+ * timeout, termination) and a request is in flight (sent_id != 0), first
+ * tells the worker to drop it.
+ */
+static void
+client_check_interrupts(InferSocket *s, uint64 sent_id)
+{
+	PG_TRY();
+	{
+		CHECK_FOR_INTERRUPTS();
+	}
+	PG_CATCH();
+	{
+		if (sent_id != 0)
+			client_send_cancel(s, sent_id);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Waits until the socket's ZMQ_EVENTS has `want` (ZMQ_POLLIN/POLLOUT) or
+ * the deadline passes; with sent_id != 0 (a request in flight), also ends
+ * when the worker disconnects after the request was sent, which was when
+ * s->disconnects was disconnects_at_send.  Lets interrupts through (see
+ * client_check_interrupts).
+ */
+static ClientWait
+client_wait(InferSocket *s, int want, TimestampTz deadline, uint64 sent_id,
+			uint64 disconnects_at_send)
+{
+	for (;;)
+	{
+		int			events;
+		size_t		len = sizeof(events);
+		long		remaining;
+		WaitEvent	event;
+
+		if (zmq_getsockopt(s->sock, ZMQ_EVENTS, &events, &len) != 0)
+			elog(ERROR, "could not read ZMQ_EVENTS: %s",
+				 zmq_strerror(zmq_errno()));
+		if (events & want)
+			return CLIENT_READY;
+
+		/* a reply already received wins over a disconnection */
+		client_read_monitor(s);
+		if (sent_id != 0 && s->disconnects != disconnects_at_send)
+			return CLIENT_DISCONNECTED;
+
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+													deadline);
+		if (remaining <= 0)
+			return CLIENT_TIMEOUT;
+		if (WaitEventSetWait(s->waitset, remaining, &event, 1,
+							 PG_WAIT_EXTENSION) == 1 &&
+			(event.events & WL_LATCH_SET))
+		{
+			ResetLatch(MyLatch);
+			client_check_interrupts(s, sent_id);
+		}
+	}
+}
+
+/* protobuf-c allocator over palloc in the context given as its data. */
+static void *
+client_pb_alloc(void *data, size_t size)
+{
+	return MemoryContextAllocExtended((MemoryContext) data, Max(size, 1),
+									  MCXT_ALLOC_NO_OOM);
+}
+
+static void
+client_pb_free(void *data, void *ptr)
+{
+	if (ptr != NULL)
+		pfree(ptr);
+}
+
+/*
+ * Receives one whole multipart message without waiting and copies its
+ * frames into the current memory context.  Returns NULL when none is
+ * ready.  The message is always read to its last frame, even when copying
+ * fails, so the socket never holds half a message; errors are raised only
+ * after that.
+ */
+static InferReply *
+client_recv(InferSocket *s)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	  **frames = NULL;
+	size_t	   *lens = NULL;
+	int			nframes = 0;
+	int			capacity = 0;
+	bool		oom = false;
+	bool		more = true;
+	InferReply *reply;
+	ProtobufCAllocator allocator;
+
+	while (more)
+	{
+		zmq_msg_t	msg;
+		size_t		size;
+
+		zmq_msg_init(&msg);
+		if (zmq_msg_recv(&msg, s->sock, ZMQ_DONTWAIT) < 0)
+		{
+			int			err = zmq_errno();
+
+			zmq_msg_close(&msg);
+			if (err == EAGAIN && nframes == 0)
+				return NULL;
+			if (err == EINTR)
+				continue;
+			elog(ERROR, "could not receive from ZeroMQ socket: %s",
+				 zmq_strerror(err));
+		}
+		more = zmq_msg_more(&msg);
+		size = zmq_msg_size(&msg);
+
+		if (!oom && nframes == capacity)
+		{
+			int			newcap = Max(4, capacity * 2);
+			char	  **nf = MemoryContextAllocExtended(cxt, sizeof(char *) * newcap,
+														MCXT_ALLOC_NO_OOM);
+			size_t	   *nl = MemoryContextAllocExtended(cxt, sizeof(size_t) * newcap,
+														MCXT_ALLOC_NO_OOM);
+
+			if (nf == NULL || nl == NULL)
+				oom = true;
+			else
+			{
+				if (nframes > 0)
+				{
+					memcpy(nf, frames, sizeof(char *) * nframes);
+					memcpy(nl, lens, sizeof(size_t) * nframes);
+				}
+				frames = nf;
+				lens = nl;
+				capacity = newcap;
+			}
+		}
+		if (!oom)
+		{
+			/* Copy before zmq_msg_close releases ZeroMQ's buffer. */
+			frames[nframes] = MemoryContextAllocExtended(cxt, Max(size, 1),
+														 MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+			if (frames[nframes] == NULL)
+				oom = true;
+			else
+			{
+				memcpy(frames[nframes], zmq_msg_data(&msg), size);
+				lens[nframes] = size;
+				nframes++;
+			}
+		}
+		zmq_msg_close(&msg);
+	}
+	if (oom)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory while receiving an inference reply")));
+
+	reply = palloc0(sizeof(InferReply));
+	allocator.alloc = client_pb_alloc;
+	allocator.free = client_pb_free;
+	allocator.allocator_data = cxt;
+	reply->header = pginfer__header__unpack(&allocator, lens[0],
+											(const uint8_t *) frames[0]);
+	reply->nframes = nframes - 1;
+	reply->frames = frames + 1;
+	reply->frame_lens = lens + 1;
+	return reply;
+}
+
+/*
+ * Sends request (its version and request_id already set) with one payload
+ * frame to worker and waits up to timeout_ms for the reply with the same
+ * request_id.  Returns the reply, copied into the current memory context.
+ * Errors: 08006 when no connection could be made in time, 57014 when the
+ * worker did not answer in time, 08P01 on a reply that cannot be parsed
+ * or has another protocol version.
+ */
+InferReply *
+InferClientCall(const InferWorker *worker, Pginfer__Header *request,
+				const void *payload, size_t payload_len, int timeout_ms)
+{
+	InferSocket *s = client_socket(worker);
+	TimestampTz deadline;
+	size_t		len;
+	uint8_t    *buf;
+	uint64		disconnects_at_send;
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+
+	len = pginfer__header__get_packed_size(request);
+	buf = palloc(Max(len, 1));
+	pginfer__header__pack(request, buf);
+
+	/* With ZMQ_IMMEDIATE, POLLOUT means a live connection to the worker. */
+	if (client_wait(s, ZMQ_POLLOUT, deadline, 0, 0) != CLIENT_READY)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not connect to inference worker \"%s\" at %s",
+						worker->name, worker->endpoint),
+				 errdetail("No connection was made within %d ms (infer.timeout): the worker is unreachable.",
+						   timeout_ms),
+				 errhint("Check that infer-worker is running and listening on %s, or remove it with infer.drop_worker().",
+						 worker->endpoint)));
+
+	/*
+	 * zmq_send copies: the payload lives in memory that an error may free
+	 * before ZeroMQ's I/O thread gets to it.  Once the first frame is
+	 * accepted, ZeroMQ accepts the rest of the message.  Disconnections
+	 * before this point concern earlier requests.
+	 */
+	client_read_monitor(s);
+	disconnects_at_send = s->disconnects;
+	if (zmq_send(s->sock, buf, len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+		zmq_send(s->sock, payload, payload_len, ZMQ_DONTWAIT) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not send request to inference worker \"%s\" at %s: %s",
+						worker->name, worker->endpoint,
+						zmq_strerror(zmq_errno()))));
+	pfree(buf);
+
+	for (;;)
+	{
+		InferReply *reply;
+
+		switch (client_wait(s, ZMQ_POLLIN, deadline, request->request_id,
+							disconnects_at_send))
+		{
+			case CLIENT_READY:
+				break;
+			case CLIENT_TIMEOUT:
+				client_send_cancel(s, request->request_id);
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("inference worker \"%s\" at %s did not answer within %d ms",
+								worker->name, worker->endpoint, timeout_ms),
+						 errdetail("The worker is busy or stuck; the request was cancelled."),
+						 errhint("Raise infer.timeout, add workers with infer.add_worker(), or check the worker's log.")));
+				break;
+			case CLIENT_DISCONNECTED:
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("lost the connection to inference worker \"%s\" at %s while it held the request",
+								worker->name, worker->endpoint),
+						 errdetail("The worker closed the connection or exited before it answered."),
+						 errhint("Check the worker's log; the statement can be run again once it is back.")));
+				break;
+		}
+		reply = client_recv(s);
+		if (reply == NULL)
+			continue;
+		if (reply->header == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("could not parse the reply of inference worker \"%s\" at %s",
+							worker->name, worker->endpoint)));
+		if (reply->header->version != PGINFER_PROTOCOL_VERSION)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("inference worker \"%s\" at %s speaks protocol version %u, this extension version %d",
+							worker->name, worker->endpoint,
+							reply->header->version, PGINFER_PROTOCOL_VERSION),
+					 errhint("Install infer-worker and pg_infer from the same release.")));
+		if (reply->header->request_id != request->request_id)
+		{
+			/* the late answer to a request cancelled earlier */
+			elog(DEBUG1, "pg_infer: dropping reply to request " UINT64_FORMAT " from %s",
+				 reply->header->request_id, worker->endpoint);
+			continue;
+		}
+		return reply;
+	}
+}

@@ -1,0 +1,90 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.c
+ *	  The infer.* settings of the per-row functions.
+ *
+ * All are PGC_USERSET: a session may change them, and SET LOCAL in a
+ * transaction works.  The variables are read only by the backend's main
+ * thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_infer.h"
+
+#include <limits.h>
+
+#include "utils/guc.h"
+
+int			infer_timeout_ms = 30000;
+int			infer_on_error = INFER_ON_ERROR_ERROR;
+int			infer_max_pixels = (int) PGINFER_DEFAULT_MAX_PIXELS;
+char	   *infer_ocr_detector = NULL;
+char	   *infer_ocr_classifier = NULL;
+char	   *infer_ocr_recognizer = NULL;
+
+static const struct config_enum_entry on_error_options[] = {
+	{"error", INFER_ON_ERROR_ERROR, false},
+	{"null", INFER_ON_ERROR_NULL, false},
+	{NULL, 0, false}
+};
+
+/*
+ * Defines every infer.* setting of this file.  Called once from _PG_init.
+ */
+void
+InferGucInit(void)
+{
+	DefineCustomIntVariable("infer.timeout",
+							"Time an inference call waits for its worker.",
+							"Covers connecting to the worker and waiting for "
+							"its reply; on expiry the call fails and the "
+							"worker is told to drop the request.",
+							&infer_timeout_ms,
+							30000, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("infer.on_error",
+							 "What a row's inference error does: error or null.",
+							 "With null, a row the worker rejects (bad image, "
+							 "image too large, ...) gives NULL and a WARNING; "
+							 "an unreachable worker still raises an ERROR.",
+							 &infer_on_error,
+							 INFER_ON_ERROR_ERROR, on_error_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("infer.max_pixels",
+							"Largest decoded image, in pixels, a worker accepts.",
+							"0 leaves the limit to the worker.",
+							&infer_max_pixels,
+							(int) PGINFER_DEFAULT_MAX_PIXELS, 0, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("infer.ocr_detector",
+							   "Registered model infer.ocr uses to find text.",
+							   NULL,
+							   &infer_ocr_detector,
+							   "ppocr_det",
+							   PGC_USERSET, 0,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("infer.ocr_classifier",
+							   "Registered model infer.ocr uses to turn "
+							   "upside-down text lines; empty for none.",
+							   NULL,
+							   &infer_ocr_classifier,
+							   "ppocr_cls",
+							   PGC_USERSET, 0,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("infer.ocr_recognizer",
+							   "Registered model infer.ocr uses to read text "
+							   "lines.",
+							   NULL,
+							   &infer_ocr_recognizer,
+							   "ppocr_rec",
+							   PGC_USERSET, 0,
+							   NULL, NULL, NULL);
+}

@@ -1,0 +1,307 @@
+/*
+ * pg_infer--0.1.sql
+ *	  Schema infer: the worker and model registries, their admin functions
+ *	  and views, and the inference functions (extension/functions.c).
+ *
+ * The registries are configuration tables: pg_dump keeps the rows users
+ * add (the OCR models this script registers are left out of the dump, as
+ * the script recreates them).
+ */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION pg_infer" to load this file. \quit
+
+-- ---------------------------------------------------------------------
+-- Registries (internal: change them through the functions below)
+-- ---------------------------------------------------------------------
+
+CREATE TABLE infer.worker_registry (
+	name		text PRIMARY KEY,
+	endpoint	text NOT NULL UNIQUE,
+	added		timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE infer.model_registry (
+	name		text PRIMARY KEY,
+	file		text NOT NULL,
+	task		text NOT NULL CHECK (task IN ('classify', 'detect_text',
+							'recognize_text', 'embed_text', 'embed_image', 'raw')),
+	input_height int NOT NULL DEFAULT 0,
+	input_width	int NOT NULL DEFAULT 0,
+	mean		real[],
+	std			real[],
+	color_order	text NOT NULL DEFAULT 'RGB',
+	resize_mode	text NOT NULL DEFAULT 'stretch',
+	labels		text[],
+	labels_file	text,
+	version		text NOT NULL DEFAULT '1',
+	created		timestamptz NOT NULL DEFAULT now()
+);
+
+SELECT pg_catalog.pg_extension_config_dump('infer.worker_registry', '');
+SELECT pg_catalog.pg_extension_config_dump('infer.model_registry',
+	$$WHERE name NOT IN ('ppocr_det', 'ppocr_cls', 'ppocr_rec')$$);
+
+-- ---------------------------------------------------------------------
+-- Workers
+-- ---------------------------------------------------------------------
+
+-- Registers an infer-worker by name and ZeroMQ endpoint (its --listen
+-- address: tcp://host:port or ipc://path).
+CREATE FUNCTION infer.add_worker(name text, endpoint text)
+RETURNS void
+LANGUAGE plpgsql STRICT VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	other	text;
+	port	int;
+BEGIN
+	IF add_worker.name = '' THEN
+		RAISE EXCEPTION 'inference worker name must not be empty'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF add_worker.endpoint ~ '^tcp://([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$' THEN
+		port := substring(add_worker.endpoint from ':([0-9]+)$')::int;
+	END IF;
+	IF NOT (coalesce(port BETWEEN 1 AND 65535, false)
+			OR add_worker.endpoint ~ '^ipc://.+$') THEN
+		RAISE EXCEPTION 'invalid endpoint "%" for inference worker "%"',
+			add_worker.endpoint, add_worker.name
+			USING ERRCODE = 'invalid_parameter_value',
+				DETAIL = 'An endpoint is tcp://host:port (port 1 to 65535) or ipc://path.',
+				HINT = 'Give the address infer-worker listens on (its --listen option), for example tcp://127.0.0.1:5555.';
+	END IF;
+	IF EXISTS (SELECT 1 FROM infer.worker_registry w
+			   WHERE w.name = add_worker.name) THEN
+		RAISE EXCEPTION 'inference worker "%" already exists', add_worker.name
+			USING ERRCODE = 'duplicate_object',
+				HINT = format('Remove it first with infer.drop_worker(%L), or choose another name.',
+							  add_worker.name);
+	END IF;
+	SELECT w.name INTO other FROM infer.worker_registry w
+	 WHERE w.endpoint = add_worker.endpoint;
+	IF FOUND THEN
+		RAISE EXCEPTION 'endpoint "%" is already registered as inference worker "%"',
+			add_worker.endpoint, other
+			USING ERRCODE = 'duplicate_object',
+				HINT = format('Remove it first with infer.drop_worker(%L).', other);
+	END IF;
+	INSERT INTO infer.worker_registry (name, endpoint)
+		VALUES (add_worker.name, add_worker.endpoint);
+END
+$$;
+
+-- Unregisters a worker.  Backends that have a connection to it close it
+-- only when they exit; they stop sending it work at once.
+CREATE FUNCTION infer.drop_worker(name text)
+RETURNS void
+LANGUAGE plpgsql STRICT VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	known	text;
+BEGIN
+	DELETE FROM infer.worker_registry w WHERE w.name = drop_worker.name;
+	IF NOT FOUND THEN
+		SELECT string_agg(format('%I', w.name), ', ' ORDER BY w.name)
+		  INTO known FROM infer.worker_registry w;
+		RAISE EXCEPTION 'inference worker "%" does not exist', drop_worker.name
+			USING ERRCODE = 'undefined_object',
+				HINT = CASE WHEN known IS NULL
+						THEN 'No inference worker is registered; see infer.workers.'
+						ELSE format('Registered workers: %s (see infer.workers).', known)
+						END;
+	END IF;
+END
+$$;
+
+CREATE VIEW infer.workers AS
+	SELECT name, endpoint, added FROM infer.worker_registry;
+
+-- ---------------------------------------------------------------------
+-- Models
+-- ---------------------------------------------------------------------
+
+-- Registers a model: its ONNX file (relative to the workers' --model-dir),
+-- task, preprocessing, labels and version.
+CREATE FUNCTION infer.create_model(
+	name text,
+	file text,
+	task text,
+	input_height int DEFAULT 0,
+	input_width int DEFAULT 0,
+	mean real[] DEFAULT NULL,
+	std real[] DEFAULT NULL,
+	color_order text DEFAULT 'RGB',
+	resize_mode text DEFAULT 'stretch',
+	labels text[] DEFAULT NULL,
+	labels_file text DEFAULT NULL,
+	version text DEFAULT '1')
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	tasks	text[] := ARRAY['classify', 'detect_text', 'recognize_text',
+							'embed_text', 'embed_image', 'raw'];
+	f		text;
+BEGIN
+	IF create_model.name IS NULL OR create_model.name = '' THEN
+		RAISE EXCEPTION 'model name must not be empty'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF create_model.file IS NULL OR create_model.file = '' THEN
+		RAISE EXCEPTION 'model "%" needs a file', create_model.name
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give the ONNX file name relative to the workers'' --model-dir.';
+	END IF;
+	FOREACH f IN ARRAY ARRAY[create_model.file, create_model.labels_file] LOOP
+		IF f LIKE '/%' OR f ~ '(^|/)\.\.(/|$)' THEN
+			RAISE EXCEPTION 'file "%" of model "%" is outside the model directory',
+				f, create_model.name
+				USING ERRCODE = 'invalid_parameter_value',
+					HINT = 'Give file names relative to the workers'' --model-dir, without "..".';
+		END IF;
+	END LOOP;
+	IF create_model.task IS NULL OR NOT create_model.task = ANY (tasks) THEN
+		RAISE EXCEPTION 'invalid task "%" for model "%"',
+			create_model.task, create_model.name
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'The task is one of ' || array_to_string(tasks, ', ') || '.';
+	END IF;
+	IF create_model.input_height IS NULL OR create_model.input_width IS NULL
+	   OR create_model.input_height < 0 OR create_model.input_width < 0 THEN
+		RAISE EXCEPTION 'invalid input size %x% for model "%"',
+			create_model.input_height, create_model.input_width,
+			create_model.name
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give a height and width in pixels, or 0 to keep the image''s size.';
+	END IF;
+	IF coalesce(create_model.color_order, '') NOT IN ('RGB', 'BGR') THEN
+		RAISE EXCEPTION 'invalid color order "%" for model "%"',
+			create_model.color_order, create_model.name
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'The color order is RGB or BGR.';
+	END IF;
+	IF coalesce(create_model.resize_mode, '') NOT IN
+	   ('stretch', 'keep_ratio_pad', 'limit_min_side') THEN
+		RAISE EXCEPTION 'invalid resize mode "%" for model "%"',
+			create_model.resize_mode, create_model.name
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'The resize mode is stretch, keep_ratio_pad or limit_min_side.';
+	END IF;
+	IF coalesce(cardinality(create_model.mean), 1) NOT IN (1, 3)
+	   OR coalesce(cardinality(create_model.std), 1) NOT IN (1, 3)
+	   OR array_position(create_model.mean, NULL) IS NOT NULL
+	   OR array_position(create_model.std, NULL) IS NOT NULL
+	   OR 0 = ANY (create_model.std) THEN
+		RAISE EXCEPTION 'invalid mean or std for model "%"', create_model.name
+			USING ERRCODE = 'invalid_parameter_value',
+				DETAIL = 'mean and std hold 1 value (all channels) or 3 (one per channel), none NULL, and std no zero.',
+				HINT = 'Values apply to pixel/255, for example mean => ''{0.5,0.5,0.5}'', std => ''{0.5,0.5,0.5}''.';
+	END IF;
+	IF EXISTS (SELECT 1 FROM infer.model_registry m
+			   WHERE m.name = create_model.name) THEN
+		RAISE EXCEPTION 'model "%" already exists', create_model.name
+			USING ERRCODE = 'duplicate_object',
+				HINT = format('Drop it first with infer.drop_model(%L), or choose another name.',
+							  create_model.name);
+	END IF;
+	INSERT INTO infer.model_registry (name, file, task, input_height,
+		input_width, mean, std, color_order, resize_mode, labels,
+		labels_file, version)
+	VALUES (create_model.name, create_model.file, create_model.task,
+		create_model.input_height, create_model.input_width,
+		create_model.mean, create_model.std, create_model.color_order,
+		create_model.resize_mode, create_model.labels,
+		create_model.labels_file, coalesce(create_model.version, '1'));
+END
+$$;
+
+-- Unregisters a model.
+CREATE FUNCTION infer.drop_model(name text)
+RETURNS void
+LANGUAGE plpgsql STRICT VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	DELETE FROM infer.model_registry m WHERE m.name = drop_model.name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'model "%" does not exist', drop_model.name
+			USING ERRCODE = 'undefined_object',
+				HINT = 'See infer.models for the registered models.';
+	END IF;
+END
+$$;
+
+CREATE VIEW infer.models AS
+	SELECT name, file, task, input_height, input_width, mean, std,
+		   color_order, resize_mode, labels, labels_file, version, created
+	  FROM infer.model_registry;
+
+-- The PaddleOCR PP-OCR models infer.ocr uses by default (settings
+-- infer.ocr_detector, infer.ocr_classifier, infer.ocr_recognizer).
+-- Preprocessing as PaddleOCR/RapidOCR: pixels/255 normalised with mean
+-- 0.5 and std 0.5; the OCR pipeline sizes detector and recognizer inputs
+-- itself.
+SELECT infer.create_model('ppocr_det', 'ch_PP-OCRv4_det_infer.onnx',
+	'detect_text', mean => '{0.5,0.5,0.5}', std => '{0.5,0.5,0.5}');
+SELECT infer.create_model('ppocr_cls', 'ch_ppocr_mobile_v2.0_cls_infer.onnx',
+	'classify', input_height => 48, input_width => 192,
+	mean => '{0.5,0.5,0.5}', std => '{0.5,0.5,0.5}', labels => '{0,180}');
+SELECT infer.create_model('ppocr_rec', 'ch_PP-OCRv4_rec_infer.onnx',
+	'recognize_text', mean => '{0.5,0.5,0.5}', std => '{0.5,0.5,0.5}',
+	labels_file => 'ppocr_keys_v1.txt');
+
+-- ---------------------------------------------------------------------
+-- Inference (one row per call; each call goes to a worker)
+--
+-- VOLATILE: each call asks a remote worker, whose models can change, and
+-- the planner must not run one while planning (it may evaluate STABLE
+-- functions with constant arguments to estimate selectivity).
+-- PARALLEL RESTRICTED: the calls read the registries and keep sockets in
+-- the leader.  COST 10000: cheap quals run first.
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION infer.ocr(img bytea)
+RETURNS text
+AS 'MODULE_PATHNAME', 'infer_ocr'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED COST 10000;
+COMMENT ON FUNCTION infer.ocr(bytea) IS
+	'text lines of an image (PNG, JPEG), in reading order, joined by newlines';
+
+CREATE FUNCTION infer.detect_text(img bytea)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'infer_detect_text'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED COST 10000;
+COMMENT ON FUNCTION infer.detect_text(bytea) IS
+	'text boxes of an image with their scores, as a JSON array';
+
+CREATE FUNCTION infer.predict(model text, img bytea)
+RETURNS real[]
+AS 'MODULE_PATHNAME', 'infer_predict'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED COST 10000;
+COMMENT ON FUNCTION infer.predict(text, bytea) IS
+	'first output of a registered image model, flattened';
+
+CREATE FUNCTION infer.classify(model text, img bytea)
+RETURNS text
+AS 'MODULE_PATHNAME', 'infer_classify'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED COST 10000;
+COMMENT ON FUNCTION infer.classify(text, bytea) IS
+	'label of the top class of a registered classify model';
+
+-- ---------------------------------------------------------------------
+-- Privileges: everyone may run inference and read the registries; only
+-- the extension's owner (a superuser) changes them.
+-- ---------------------------------------------------------------------
+
+GRANT USAGE ON SCHEMA infer TO PUBLIC;
+GRANT SELECT ON infer.worker_registry, infer.model_registry,
+	infer.workers, infer.models TO PUBLIC;
+REVOKE EXECUTE ON FUNCTION infer.add_worker(text, text),
+	infer.drop_worker(text),
+	infer.create_model(text, text, text, int, int, real[], real[], text,
+					   text, text[], text, text),
+	infer.drop_model(text) FROM PUBLIC;

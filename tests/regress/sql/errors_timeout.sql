@@ -1,0 +1,58 @@
+-- errors_timeout: a call that outlives statement_timeout or infer.timeout
+-- is cancelled (the worker is told with MSG_CANCEL), and its late reply
+-- never answers a later call.  Uses p08_doc_on_desk.jpg (1600x1000, many
+-- lines), whose OCR takes far more than 100 ms on a CPU worker.
+\set sqlstate '\\echo SQLSTATE :LAST_ERROR_SQLSTATE'
+\set SHOW_CONTEXT never
+SELECT infer.add_worker('regress', current_setting('regress.worker_endpoint'));
+
+CREATE TEMP TABLE img (name text NOT NULL, data bytea NOT NULL);
+INSERT INTO img
+SELECT f, pg_read_binary_file(current_setting('regress.data_dir') || '/' || f)
+  FROM unnest(ARRAY['p08_doc_on_desk.jpg']) AS f;
+INSERT INTO img
+SELECT f, pg_read_binary_file(current_setting('regress.test_data_dir') || '/' || f)
+  FROM unnest(ARRAY['line_upright.png', 'line_rot180.png']) AS f;
+
+-- statement_timeout ends the wait
+SET statement_timeout = 100;
+SELECT infer.ocr(data) FROM img WHERE name = 'p08_doc_on_desk.jpg';
+:sqlstate
+RESET statement_timeout;
+
+-- the next calls get their own answers, not the late OCR text
+SELECT name, infer.classify('ppocr_cls', data) AS label
+  FROM img WHERE name LIKE 'line%' ORDER BY name;
+
+-- infer.timeout: the worker is connected but does not answer in time.
+-- The message names the worker's endpoint, shown as <endpoint>.
+CREATE FUNCTION pg_temp.try(q text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	st text; msg text; det text; hint text;
+BEGIN
+	EXECUTE q;
+	RAISE NOTICE 'no error';
+EXCEPTION WHEN OTHERS OR query_canceled THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+		det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+	RAISE NOTICE E'SQLSTATE %: %\nDETAIL: %\nHINT: %', st,
+		replace(msg, current_setting('regress.worker_endpoint'), '<endpoint>'),
+		det, hint;
+END
+$$;
+SET infer.timeout = 100;
+SELECT pg_temp.try($$SELECT infer.ocr(data) FROM img
+					  WHERE name = 'p08_doc_on_desk.jpg'$$);
+-- infer.on_error = null does not turn a timeout into NULL
+SET infer.on_error = 'null';
+SELECT pg_temp.try($$SELECT infer.detect_text(data) FROM img
+					  WHERE name = 'p08_doc_on_desk.jpg'$$);
+RESET infer.on_error;
+RESET infer.timeout;
+
+SELECT name, infer.classify('ppocr_cls', data) AS label
+  FROM img WHERE name LIKE 'line%' ORDER BY name;
+SELECT position('imagemagick' IN lower(infer.ocr(data))) > 0 AS found
+  FROM img WHERE name = 'p08_doc_on_desk.jpg';
+
+SELECT infer.drop_worker('regress');
