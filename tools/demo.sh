@@ -15,14 +15,14 @@ done
 # shellcheck source=tools/testenv.sh
 . "$top/tools/testenv.sh"
 trap testenv_stop EXIT
-TESTENV_LOG_DIR=$top/build/demo-tmp
-testenv_start_cluster "$top/build/demo-tmp"
-testenv_start_worker
-echo "demo: PostgreSQL on 127.0.0.1:$PGPORT, infer-worker at ${TESTENV_WORKERS[0]}" >&2
+tmp=$top/build/demo-tmp
+testenv_start_cluster "$tmp"
+testenv_start_worker "$tmp/worker.log"
+echo "demo: PostgreSQL on 127.0.0.1:$PGPORT, infer-worker at $TESTENV_ENDPOINT (logs in $tmp)" >&2
 
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION pg_infer;
-SELECT infer.add_worker('demo', '${TESTENV_WORKERS[0]}');
+SELECT infer.add_worker('demo', '$TESTENV_ENDPOINT');
 $(python3 "$top/tools/demo_load.py" "$@")
 SQL
 SECONDS=0

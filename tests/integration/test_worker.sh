@@ -64,25 +64,15 @@ check() {
 	pass "$name"
 }
 
-# free_port: prints a TCP port on 127.0.0.1 that nothing listens on now.
-free_port() {
-	if command -v python3 >/dev/null; then
-		python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-		return
-	fi
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-}
+# shellcheck source=tools/testenv.sh
+. tools/testenv.sh
 
 # start_worker LOG [EXTRA ARGS...]: starts a worker on a free port of
 # 127.0.0.1 and waits until it answers a ping; sets WPID and EP.
 start_worker() {
 	local log=$1
 	shift
-	EP=tcp://127.0.0.1:$(free_port)
+	EP=tcp://127.0.0.1:$(testenv_free_port)
 	"$WORKER" --listen "$EP" --model-dir "$MODEL_DIR" "$@" 2>"$log" &
 	WPID=$!
 	pids+=("$WPID")
