@@ -36,14 +36,21 @@ def cer(hyp, ref):
     return levenshtein(hyp, ref) / len(ref)
 
 
-def read_manifest(path):
-    """{file: text} from a manifest.tsv (columns file, kind, text)."""
-    truth = {}
+def manifest_rows(path):
+    """[(file, text)] of a manifest.tsv (columns file, kind, text; lines of
+    text joined by a literal backslash-n, returned with real newlines)."""
+    rows = []
     with open(path, encoding="utf-8") as f:
         header = f.readline().rstrip("\n").split("\t")
         col = header.index("text")
         for line in f:
             fields = line.rstrip("\n").split("\t")
             if fields and fields[0]:
-                truth[fields[0]] = fields[col] if len(fields) > col else ""
-    return truth
+                text = fields[col] if len(fields) > col else ""
+                rows.append((fields[0], text.replace("\\n", "\n")))
+    return rows
+
+
+def read_manifest(path):
+    """{file: text} of a manifest.tsv, as manifest_rows gives them."""
+    return dict(manifest_rows(path))

@@ -23,5 +23,5 @@ for folder in sys.argv[1:]:
         text = truth.get(name)
         print("INSERT INTO demo_images VALUES (%s, pg_read_binary_file(%s), %s, %s);" % (
             quote(name), quote(os.path.join(folder, name)),
-            quote(text.replace("\\n", "\n")) if text is not None else "NULL",
+            quote(text) if text is not None else "NULL",
             "true" if text is not None else "false"))

@@ -1,0 +1,504 @@
+/*
+ * ocr.c
+ *	  The OCR fragment's pipeline (detect -> classify -> recognise) on one
+ *	  image, its dictionary, and its text and JSON renderings.
+ *
+ * Beyond the stages listed in ocr.h, ocr_run() does what RapidOCR 1.4.4's
+ * RapidOCR.__call__ (main.py, config.yaml "Global") does around them, so
+ * that the same image gives the same text:
+ *	- an image whose longer side exceeds 2000 pixels is first resized so
+ *	  that side is 2000, and one whose shorter side is under 30 is resized
+ *	  so that side is 30 (both rounding the sides to multiples of 32, as
+ *	  utils/process_img.py; the second resize's ratios replace the first's);
+ *	- an image at most 30 pixels high or more than 8 times wider than high
+ *	  gets black bands above and below (height max(w / 8, 30) * 2 in all);
+ *	- the crops are cut from that resized and banded image; the boxes are
+ *	  mapped back to the input image's pixels and clipped to it;
+ *	- lines whose recognition score is under text_score are dropped.
+ * The pixels stay RGB throughout; the tensors are built in B, G, R plane
+ * order because that is what RapidOCR feeds the models.
+ *
+ * Threading: ocr_run() keeps no state; the models are only read.
+ */
+#include "worker/ocr.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/ocr_geometry.h"
+#include "worker/preprocess.h"
+
+#define MAX_SIDE_LEN		2000
+#define MIN_SIDE_LEN		30
+#define MIN_HEIGHT			30
+#define WIDTH_HEIGHT_RATIO	8
+
+/* RapidOCR 1.4.4 config.yaml values. */
+void
+ocr_params_default(ocr_params *p)
+{
+	p->limit_side_len = 736;
+	p->det_thresh = 0.3f;
+	p->box_thresh = 0.5f;
+	p->unclip_ratio = 1.6f;
+	p->max_candidates = 1000;
+	p->cls_thresh = 0.9f;
+	p->text_score = 0.5f;
+	p->use_cls = 1;
+}
+
+/* Appends a copy of s to the list, growing it; -1 when memory runs out. */
+static int
+dict_push(char ***d, int *n, int *cap, const char *s, size_t len)
+{
+	char	   *c;
+
+	if (*n == *cap)
+	{
+		int			nc = *cap ? *cap * 2 : 1024;
+		char	  **nd = realloc(*d, sizeof(char *) * (size_t) nc);
+
+		if (nd == NULL)
+			return -1;
+		*d = nd;
+		*cap = nc;
+	}
+	c = malloc(len + 1);
+	if (c == NULL)
+		return -1;
+	memcpy(c, s, len);
+	c[len] = '\0';
+	(*d)[(*n)++] = c;
+	return 0;
+}
+
+/* Blank, the file's lines, space: RapidOCR's CTCLabelDecode character list. */
+int
+ocr_dict_load(const char *path, char ***dict, char *err, size_t errlen)
+{
+	FILE	   *f = fopen(path, "rb");
+	char	  **d = NULL;
+	int			n = 0,
+				cap = 0;
+	char	   *line = NULL;
+	size_t		lcap = 0;
+	ssize_t		len;
+
+	*dict = NULL;
+	if (f == NULL)
+	{
+		snprintf(err, errlen, "cannot open dictionary \"%s\": %s", path,
+				 strerror(errno));
+		return -1;
+	}
+	if (dict_push(&d, &n, &cap, "", 0) < 0)
+		goto nomem;
+	while ((len = getline(&line, &lcap, f)) >= 0)
+	{
+		/* strip one "\n" or "\r\n", as RapidOCR's read_character_file */
+		if (len > 0 && line[len - 1] == '\n')
+		{
+			len--;
+			if (len > 0 && line[len - 1] == '\r')
+				len--;
+		}
+		if (dict_push(&d, &n, &cap, line, (size_t) len) < 0)
+			goto nomem;
+	}
+	if (ferror(f))
+	{
+		snprintf(err, errlen, "cannot read dictionary \"%s\": %s", path,
+				 strerror(errno));
+		goto fail;
+	}
+	if (n == 1)
+	{
+		snprintf(err, errlen, "dictionary \"%s\" is empty", path);
+		goto fail;
+	}
+	if (dict_push(&d, &n, &cap, " ", 1) < 0)
+		goto nomem;
+	free(line);
+	fclose(f);
+	*dict = d;
+	return n;
+
+nomem:
+	snprintf(err, errlen, "out of memory reading dictionary \"%s\"", path);
+fail:
+	free(line);
+	fclose(f);
+	ocr_dict_free(&d, n);
+	return -1;
+}
+
+/* Frees the entries and the list; sets *dict to NULL. */
+void
+ocr_dict_free(char ***dict, int dict_len)
+{
+	if (*dict == NULL)
+		return;
+	for (int i = 0; i < dict_len; i++)
+		free((*dict)[i]);
+	free(*dict);
+	*dict = NULL;
+}
+
+/*
+ * utils/process_img.py: scale by ratio, sides rounded to multiples of 32
+ * (half to even, as Python's round); NULL when a side rounds to 0 or
+ * memory runs out.
+ */
+static image_rgb *
+resize_side(const image_rgb *img, double ratio, float *ratio_h,
+			float *ratio_w)
+{
+	int			rh = (int) (img->height * ratio);
+	int			rw = (int) (img->width * ratio);
+
+	rh = (int) rint(rh / 32.0) * 32;
+	rw = (int) rint(rw / 32.0) * 32;
+	if (rh <= 0 || rw <= 0)
+		return NULL;
+	*ratio_h = (float) ((double) img->height / rh);
+	*ratio_w = (float) ((double) img->width / rw);
+	return pre_resize(img, rw, rh);
+}
+
+/* Black bands of pad rows above and below img. */
+static image_rgb *
+letterbox(const image_rgb *img, int pad)
+{
+	image_rgb  *o = image_new(img->width, img->height + 2 * pad);
+
+	if (o == NULL)
+		return NULL;
+	memcpy(o->pixels + (size_t) pad * img->width * 3, img->pixels,
+		   (size_t) img->width * img->height * 3);
+	return o;
+}
+
+/* The fragment: size limits, bands, detect, crop, classify, recognise, filter. */
+int
+ocr_run(const ocr_models *models, const ocr_params *params,
+		const image_rgb *img, int detect_only, ocr_result **out,
+		char *err, size_t errlen)
+{
+	image_rgb  *work = NULL;	/* the resized / banded image, when made */
+	const image_rgb *cur = img;
+	float		ratio_h = 1,
+				ratio_w = 1;
+	int			top = 0;
+	ocr_det_box *boxes = NULL;
+	int			nb = 0;
+	image_rgb **crops = NULL;
+	int		   *rotated = NULL;
+	char	  **texts = NULL;
+	float	   *scores = NULL;
+	ocr_result *res = NULL;
+
+	*out = NULL;
+	if (img->width < 1 || img->height < 1)
+	{
+		snprintf(err, errlen, "OCR: empty image (%dx%d)", img->width, img->height);
+		return -1;
+	}
+
+	/* RapidOCR.preprocess: max_side_len, then min_side_len */
+	if ((cur->width > cur->height ? cur->width : cur->height) > MAX_SIDE_LEN)
+	{
+		double		r = cur->height > cur->width ?
+			(double) MAX_SIDE_LEN / cur->height : (double) MAX_SIDE_LEN / cur->width;
+		image_rgb  *t = resize_side(cur, r, &ratio_h, &ratio_w);
+
+		if (t == NULL)
+		{
+			snprintf(err, errlen, "OCR: cannot resize a %dx%d image to a "
+					 "%d-pixel long side", cur->width, cur->height, MAX_SIDE_LEN);
+			goto fail;
+		}
+		image_destroy(&work);
+		work = t;
+		cur = work;
+	}
+	if ((cur->width < cur->height ? cur->width : cur->height) < MIN_SIDE_LEN)
+	{
+		double		r = cur->height < cur->width ?
+			(double) MIN_SIDE_LEN / cur->height : (double) MIN_SIDE_LEN / cur->width;
+		image_rgb  *t = resize_side(cur, r, &ratio_h, &ratio_w);
+
+		if (t == NULL)
+		{
+			snprintf(err, errlen, "OCR: cannot resize a %dx%d image to a "
+					 "%d-pixel short side", cur->width, cur->height, MIN_SIDE_LEN);
+			goto fail;
+		}
+		image_destroy(&work);
+		work = t;
+		cur = work;
+	}
+
+	/* maybe_add_letterbox */
+	if (cur->height <= MIN_HEIGHT ||
+		(double) cur->width / cur->height > WIDTH_HEIGHT_RATIO)
+	{
+		int			nh = (int) ((double) cur->width / WIDTH_HEIGHT_RATIO);
+		image_rgb  *t;
+
+		if (nh < MIN_HEIGHT)
+			nh = MIN_HEIGHT;
+		nh *= 2;
+		top = abs(nh - cur->height) / 2;
+		t = letterbox(cur, top);
+		if (t == NULL)
+			goto nomem;
+		image_destroy(&work);
+		work = t;
+		cur = work;
+	}
+
+	nb = ocr_detect(models->det, params, cur, &boxes, err, errlen);
+	if (nb < 0)
+		goto fail;
+
+	res = calloc(1, sizeof(ocr_result));
+	if (res == NULL)
+		goto nomem;
+	if (nb > 0)
+	{
+		crops = calloc((size_t) nb, sizeof(image_rgb *));
+		rotated = calloc((size_t) nb, sizeof(int));
+		texts = calloc((size_t) nb, sizeof(char *));
+		scores = calloc((size_t) nb, sizeof(float));
+		res->lines = calloc((size_t) nb, sizeof(ocr_line));
+		if (!crops || !rotated || !texts || !scores || !res->lines)
+			goto nomem;
+	}
+	if (!detect_only && nb > 0)
+	{
+		for (int i = 0; i < nb; i++)
+		{
+			crops[i] = geo_crop_box(cur, (const float (*)[2]) boxes[i].pts);
+			if (crops[i] == NULL)
+				goto nomem;
+		}
+		if (params->use_cls && models->cls != NULL &&
+			ocr_classify(models->cls, crops, nb, params->cls_thresh, rotated,
+						 err, errlen) < 0)
+			goto fail;
+		if (ocr_recognize(models->rec, models->dict, models->dict_len, crops, nb,
+						  texts, scores, err, errlen) < 0)
+			goto fail;
+	}
+	for (int i = 0; i < nb; i++)
+	{
+		ocr_line   *l = &res->lines[res->n_lines];
+
+		if (!detect_only && scores[i] < params->text_score)
+			continue;
+		/* _get_origin_points: undo the band and the resize, clip */
+		for (int k = 0; k < 4; k++)
+		{
+			float		x = boxes[i].pts[k][0] * ratio_w;
+			float		y = (boxes[i].pts[k][1] - (float) top) * ratio_h;
+
+			x = x < 0 ? 0 : (x > (float) img->width ? (float) img->width : x);
+			y = y < 0 ? 0 : (y > (float) img->height ? (float) img->height : y);
+			l->box[k][0] = x;
+			l->box[k][1] = y;
+		}
+		l->box_score = boxes[i].score;
+		l->rotated = rotated[i];
+		l->text_score = scores[i];
+		if (detect_only)
+		{
+			l->text = strdup("");
+			if (l->text == NULL)
+				goto nomem;
+		}
+		else
+		{
+			l->text = texts[i];
+			texts[i] = NULL;
+		}
+		res->n_lines++;
+	}
+	goto done;
+
+nomem:
+	snprintf(err, errlen, "OCR: out of memory on a %dx%d image", img->width,
+			 img->height);
+fail:
+	ocr_result_destroy(&res);
+done:
+	for (int i = 0; i < nb; i++)
+	{
+		if (crops)
+			image_destroy(&crops[i]);
+		if (texts)
+			free(texts[i]);
+	}
+	free(crops);
+	free(rotated);
+	free(texts);
+	free(scores);
+	free(boxes);
+	image_destroy(&work);
+	*out = res;
+	return res ? 0 : -1;
+}
+
+/* Lines joined by newlines; malloc'd, NULL when memory runs out. */
+char *
+ocr_result_text(const ocr_result *r)
+{
+	size_t		len = 1;
+	char	   *s,
+			   *p;
+
+	for (int i = 0; i < r->n_lines; i++)
+		len += strlen(r->lines[i].text) + 1;
+	s = malloc(len);
+	if (s == NULL)
+		return NULL;
+	p = s;
+	for (int i = 0; i < r->n_lines; i++)
+	{
+		size_t		l = strlen(r->lines[i].text);
+
+		if (i > 0)
+			*p++ = '\n';
+		memcpy(p, r->lines[i].text, l);
+		p += l;
+	}
+	*p = '\0';
+	return s;
+}
+
+/* Growable string for the JSON writer. */
+typedef struct sbuf
+{
+	char	   *s;
+	size_t		len;
+	size_t		cap;
+	int			oom;
+} sbuf;
+
+/* Appends n bytes, keeping a terminating NUL; sets oom on failure. */
+static void
+sb_put(sbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap)
+	{
+		size_t		nc = b->cap ? b->cap : 256;
+		char	   *ns;
+
+		while (b->len + n + 1 > nc)
+			nc *= 2;
+		ns = realloc(b->s, nc);
+		if (ns == NULL)
+		{
+			b->oom = 1;
+			return;
+		}
+		b->s = ns;
+		b->cap = nc;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+/* Appends one number formatted by fmt. */
+static void
+sb_printf_num(sbuf *b, const char *fmt, double v)
+{
+	char		t[64];
+	int			n = snprintf(t, sizeof(t), fmt, v);
+
+	sb_put(b, t, (size_t) n);
+}
+
+/* JSON string literal: quotes, backslashes and control bytes escaped. */
+static void
+sb_json_str(sbuf *b, const char *s)
+{
+	sb_put(b, "\"", 1);
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+
+		if (c == '"' || c == '\\')
+		{
+			char		e[2] = {'\\', (char) c};
+
+			sb_put(b, e, 2);
+		}
+		else if (c < 0x20)
+		{
+			char		e[8];
+
+			snprintf(e, sizeof(e), "\\u%04x", c);
+			sb_put(b, e, 6);
+		}
+		else
+			sb_put(b, s, 1);
+	}
+	sb_put(b, "\"", 1);
+}
+
+/*
+ * "score" is the recognition score; for detection-only results (empty
+ * text) it is the detector's box score.
+ */
+char *
+ocr_result_json(const ocr_result *r)
+{
+	sbuf		b = {0};
+
+	sb_put(&b, "[", 1);
+	for (int i = 0; i < r->n_lines; i++)
+	{
+		const ocr_line *l = &r->lines[i];
+
+		if (i > 0)
+			sb_put(&b, ",", 1);
+		sb_put(&b, "{\"box\":[", 8);
+		for (int k = 0; k < 4; k++)
+		{
+			if (k > 0)
+				sb_put(&b, ",", 1);
+			sb_printf_num(&b, "[%.6g,", l->box[k][0]);
+			sb_printf_num(&b, "%.6g]", l->box[k][1]);
+		}
+		sb_printf_num(&b, "],\"score\":%.6g,\"text\":",
+					  l->text[0] ? l->text_score : l->box_score);
+		sb_json_str(&b, l->text);
+		sb_put(&b, "}", 1);
+	}
+	sb_put(&b, "]", 1);
+	if (b.oom)
+	{
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
+
+/* Frees the lines' texts, the lines and the result; sets *r to NULL. */
+void
+ocr_result_destroy(ocr_result **r)
+{
+	if (*r == NULL)
+		return;
+	for (int i = 0; i < (*r)->n_lines; i++)
+		free((*r)->lines[i].text);
+	free((*r)->lines);
+	free(*r);
+	*r = NULL;
+}

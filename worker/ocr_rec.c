@@ -1,0 +1,309 @@
+/*
+ * ocr_rec.c
+ *	  Direction classification and text recognition of cropped lines, as
+ *	  RapidOCR 1.4.4 runs them (ch_ppocr_cls/text_cls.py,
+ *	  ch_ppocr_rec/text_recognize.py and utils.py):
+ *	- crops are taken in order of width / height, in batches of 6;
+ *	- classifier input 3x48x192: resize to height 48 keeping the ratio
+ *	  (width ceil(48 * w / h), at most 192), zero padding on the right;
+ *	- recogniser input 3x48xW with W = int(48 * max(320/48, the batch's
+ *	  largest w/h)), same resize rule and padding;
+ *	- both normalise (x / 255 - 0.5) / 0.5 over planes in B, G, R order
+ *	  (RapidOCR feeds OpenCV's BGR arrays).
+ *
+ * Threading: pure functions; the models are only read.
+ */
+#include "worker/ocr_geometry.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/preprocess.h"
+
+#define BATCH		6
+#define REC_H		48
+#define REC_W		320
+#define CLS_W		192
+
+typedef struct ratio_idx
+{
+	double		ratio;
+	int			idx;
+} ratio_idx;
+
+/* Stable order of crops by width / height (merge of an insertion sort). */
+static void
+order_by_ratio(image_rgb *const *crops, int n, ratio_idx *o)
+{
+	for (int i = 0; i < n; i++)
+	{
+		o[i].ratio = (double) crops[i]->width / (double) crops[i]->height;
+		o[i].idx = i;
+	}
+	for (int i = 1; i < n; i++)
+	{
+		ratio_idx	t = o[i];
+		int			j = i - 1;
+
+		while (j >= 0 && o[j].ratio > t.ratio)
+		{
+			o[j + 1] = o[j];
+			j--;
+		}
+		o[j + 1] = t;
+	}
+}
+
+/*
+ * Writes crop resized to height REC_H (width ceil(REC_H * ratio), at most
+ * max_w) and normalised into out (3 x REC_H x max_w, zero-padded).
+ */
+static int
+resize_norm(const image_rgb *crop, int max_w, float *out)
+{
+	static const float mean[3] = {0.5f, 0.5f, 0.5f};
+	static const float stdv[3] = {0.5f, 0.5f, 0.5f};
+	double		ratio = (double) crop->width / (double) crop->height;
+	int			rw;
+	image_rgb  *rs;
+
+	if (ceil(REC_H * ratio) > max_w)
+		rw = max_w;
+	else
+		rw = (int) ceil(REC_H * ratio);
+	if (rw < 1)
+		rw = 1;
+	rs = pre_resize(crop, rw, REC_H);
+	if (rs == NULL)
+		return -1;
+	pre_normalize_chw(rs, mean, stdv, 1, out, REC_H, max_w, 0);
+	image_destroy(&rs);
+	return 0;
+}
+
+/* TextClassifier: batches of 6 by ratio, 3x48x192 inputs, turn "180" crops. */
+int
+ocr_classify(const ie_model *cls, image_rgb **crops, int n, float thresh,
+			 int *rotated, char *err, size_t errlen)
+{
+	ratio_idx  *o = NULL;
+	ie_tensor  *in = NULL;
+	ie_tensor  *outs[1] = {NULL};
+
+	for (int i = 0; i < n; i++)
+		rotated[i] = 0;
+	if (n <= 0)
+		return 0;
+	o = malloc(sizeof(ratio_idx) * (size_t) n);
+	if (o == NULL)
+		goto nomem;
+	order_by_ratio(crops, n, o);
+	for (int b = 0; b < n; b += BATCH)
+	{
+		int			m = n - b < BATCH ? n - b : BATCH;
+		int64_t		dims[4] = {m, 3, REC_H, CLS_W};
+		const ie_tensor *ins[1];
+		const float *pr;
+
+		in = ie_tensor_new(IE_FLOAT, 4, dims);
+		if (in == NULL)
+			goto nomem;
+		for (int k = 0; k < m; k++)
+			if (resize_norm(crops[o[b + k].idx], CLS_W,
+							(float *) in->data + (size_t) k * 3 * REC_H * CLS_W) < 0)
+				goto nomem;
+		ins[0] = in;
+		if (ie_model_run(cls, ins, outs, err, errlen) < 0)
+			goto fail;
+		if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 2 ||
+			outs[0]->dims[0] != m || outs[0]->dims[1] < 2)
+		{
+			snprintf(err, errlen, "direction classifier: unexpected output "
+					 "(rank %d, want %dx2 float)", outs[0]->ndim, m);
+			goto fail;
+		}
+		pr = outs[0]->data;
+		for (int k = 0; k < m; k++)
+		{
+			const float *row = pr + (size_t) k * outs[0]->dims[1];
+			int			best = 0;
+
+			for (int c = 1; c < outs[0]->dims[1]; c++)
+				if (row[c] > row[best])
+					best = c;
+			/* label_list ['0', '180'] */
+			if (best == 1 && row[best] > thresh)
+			{
+				int			i = o[b + k].idx;
+				image_rgb  *r = pre_rotate180(crops[i]);
+
+				if (r == NULL)
+					goto nomem;
+				image_destroy(&crops[i]);
+				crops[i] = r;
+				rotated[i] = 1;
+			}
+		}
+		ie_tensor_destroy(&in);
+		ie_tensor_destroy(&outs[0]);
+	}
+	free(o);
+	return 0;
+
+nomem:
+	snprintf(err, errlen, "direction classifier: out of memory");
+fail:
+	free(o);
+	ie_tensor_destroy(&in);
+	ie_tensor_destroy(&outs[0]);
+	return -1;
+}
+
+/* CTCLabelDecode with is_remove_duplicate: argmax, merge repeats, drop blank. */
+char *
+ocr_ctc_decode(const float *probs, int T, int C, const char *const *dict,
+			   int dict_len, float *score)
+{
+	size_t		cap = 64,
+				len = 0;
+	char	   *s = malloc(cap);
+	int			prev = -1;
+	double		sum = 0;
+	int			kept = 0;
+
+	if (s == NULL)
+		return NULL;
+	s[0] = '\0';
+	for (int t = 0; t < T; t++)
+	{
+		const float *row = probs + (size_t) t * C;
+		int			best = 0;
+
+		for (int c = 1; c < C; c++)
+			if (row[c] > row[best])
+				best = c;
+		if (best != 0 && best != prev)
+		{
+			const char *ch = best < dict_len ? dict[best] : "";
+			size_t		l = strlen(ch);
+
+			if (len + l + 1 > cap)
+			{
+				char	   *ns;
+
+				while (len + l + 1 > cap)
+					cap *= 2;
+				ns = realloc(s, cap);
+				if (ns == NULL)
+				{
+					free(s);
+					return NULL;
+				}
+				s = ns;
+			}
+			memcpy(s + len, ch, l + 1);
+			len += l;
+			sum += row[best];
+			kept++;
+		}
+		prev = best;
+	}
+	*score = kept ? (float) (sum / kept) : 0.f;
+	return s;
+}
+
+/* TextRecognizer: batches of 6 by ratio, width from the batch's widest ratio. */
+int
+ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
+			  image_rgb *const *crops, int n, char **texts, float *scores,
+			  char *err, size_t errlen)
+{
+	ratio_idx  *o = NULL;
+	ie_tensor  *in = NULL;
+	ie_tensor  *outs[1] = {NULL};
+
+	for (int i = 0; i < n; i++)
+	{
+		texts[i] = NULL;
+		scores[i] = 0;
+	}
+	if (n <= 0)
+		return 0;
+	o = malloc(sizeof(ratio_idx) * (size_t) n);
+	if (o == NULL)
+		goto nomem;
+	order_by_ratio(crops, n, o);
+	for (int b = 0; b < n; b += BATCH)
+	{
+		int			m = n - b < BATCH ? n - b : BATCH;
+		double		max_ratio = (double) REC_W / REC_H;
+		int			bw;
+		int64_t		dims[4];
+		const ie_tensor *ins[1];
+		int			T,
+					C;
+
+		for (int k = 0; k < m; k++)
+			if (o[b + k].ratio > max_ratio)
+				max_ratio = o[b + k].ratio;
+		bw = (int) (REC_H * max_ratio);
+		dims[0] = m;
+		dims[1] = 3;
+		dims[2] = REC_H;
+		dims[3] = bw;
+		in = ie_tensor_new(IE_FLOAT, 4, dims);
+		if (in == NULL)
+			goto nomem;
+		for (int k = 0; k < m; k++)
+			if (resize_norm(crops[o[b + k].idx], bw,
+							(float *) in->data + (size_t) k * 3 * REC_H * bw) < 0)
+				goto nomem;
+		ins[0] = in;
+		if (ie_model_run(rec, ins, outs, err, errlen) < 0)
+			goto fail;
+		if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 3 ||
+			outs[0]->dims[0] != m)
+		{
+			snprintf(err, errlen, "text recogniser: unexpected output (rank %d, "
+					 "want %dxTxC float)", outs[0]->ndim, m);
+			goto fail;
+		}
+		T = (int) outs[0]->dims[1];
+		C = (int) outs[0]->dims[2];
+		if (C != dict_len)
+		{
+			snprintf(err, errlen, "text recogniser: %d classes but the dictionary "
+					 "has %d entries (blank and space included)", C, dict_len);
+			goto fail;
+		}
+		for (int k = 0; k < m; k++)
+		{
+			int			i = o[b + k].idx;
+
+			texts[i] = ocr_ctc_decode((const float *) outs[0]->data +
+									  (size_t) k * T * C, T, C, dict, dict_len,
+									  &scores[i]);
+			if (texts[i] == NULL)
+				goto nomem;
+		}
+		ie_tensor_destroy(&in);
+		ie_tensor_destroy(&outs[0]);
+	}
+	free(o);
+	return 0;
+
+nomem:
+	snprintf(err, errlen, "text recogniser: out of memory");
+fail:
+	for (int i = 0; i < n; i++)
+	{
+		free(texts[i]);
+		texts[i] = NULL;
+	}
+	free(o);
+	ie_tensor_destroy(&in);
+	ie_tensor_destroy(&outs[0]);
+	return -1;
+}
