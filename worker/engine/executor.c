@@ -115,6 +115,27 @@ check_input(const ie_model *m, int i, const ie_tensor *t, char *err, size_t errl
 	return 0;
 }
 
+/* Fills ctx for one node; see model_int.h. */
+void
+ie_node_ctx_init(ie_node_ctx *ctx, const ie_model *m, const ie_plan_node *pn,
+				 const ie_tensor **ins, ie_tensor **outs, int n_threads,
+				 char *err, size_t errlen)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->op_type = pn->op_type;
+	ctx->node_name = pn->name;
+	ctx->opset = m->opset;
+	ctx->n_inputs = pn->n_inputs;
+	ctx->inputs = ins;
+	ctx->n_outputs = pn->n_outputs;
+	ctx->outputs = outs;
+	ctx->n_attrs = pn->n_attrs;
+	ctx->attrs = pn->attrs;
+	ctx->n_threads = n_threads;
+	ctx->err = err;
+	ctx->errlen = errlen;
+}
+
 /* Runs the model; see engine.h for the contract. */
 int
 ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
@@ -176,19 +197,8 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 		}
 		for (int j = 0; j < pn->n_outputs; j++)
 			outs[j] = NULL;
-		memset(&ctx, 0, sizeof(ctx));
-		ctx.op_type = pn->op_type;
-		ctx.node_name = pn->name;
-		ctx.opset = m->opset;
-		ctx.n_inputs = pn->n_inputs;
-		ctx.inputs = ins;
-		ctx.n_outputs = pn->n_outputs;
-		ctx.outputs = outs;
-		ctx.n_attrs = pn->n_attrs;
-		ctx.attrs = pn->attrs;
-		ctx.n_threads = ie_get_threads();
-		ctx.err = operr;
-		ctx.errlen = sizeof(operr);
+		ie_node_ctx_init(&ctx, m, pn, ins, outs, ie_get_threads(),
+						 operr, sizeof(operr));
 		operr[0] = '\0';
 		if (pn->fn(&ctx) != 0)
 		{

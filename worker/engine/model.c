@@ -487,19 +487,8 @@ fold_node(loader *ld, ie_plan_node *pn)
 		ins[i] = pn->inputs[i] >= 0 ? m->consts[pn->inputs[i]] : NULL;
 	for (int j = 0; j < pn->n_outputs; j++)
 		outs[j] = NULL;
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.op_type = pn->op_type;
-	ctx.node_name = pn->name;
-	ctx.opset = m->opset;
-	ctx.n_inputs = pn->n_inputs;
-	ctx.inputs = ins;
-	ctx.n_outputs = pn->n_outputs;
-	ctx.outputs = outs;
-	ctx.n_attrs = pn->n_attrs;
-	ctx.attrs = pn->attrs;
-	ctx.n_threads = 1;
-	ctx.err = operr;
-	ctx.errlen = sizeof(operr);
+	ie_node_ctx_init(&ctx, m, pn, ins, outs, 1,
+					 operr, sizeof(operr));
 	operr[0] = '\0';
 	if (pn->fn(&ctx) != 0)
 	{

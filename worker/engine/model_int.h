@@ -69,4 +69,14 @@ struct ie_model
 int			ie_tensor_from_proto(const struct Onnx__TensorProto *tp,
 								 ie_tensor **out, char *err, size_t errlen);
 
+/*
+ * Fills ctx for running node pn of model m: inputs ins and outputs outs
+ * (arrays of pn->n_inputs and pn->n_outputs), n_threads, and the error
+ * buffer.  Defined in executor.c; model.c uses it to fold constants.
+ */
+void		ie_node_ctx_init(ie_node_ctx *ctx, const ie_model *m,
+							 const ie_plan_node *pn, const ie_tensor **ins,
+							 ie_tensor **outs, int n_threads,
+							 char *err, size_t errlen);
+
 #endif							/* IE_MODEL_INT_H */
