@@ -36,6 +36,7 @@
 #include "onnx/onnx.pb-c.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/model_int.h"
+#include "worker/engine/op.h"
 
 #define NODE_TEST_DIR "/usr/include/onnx/backend/test/data/node"
 #define MSG_MAX 2048
@@ -299,19 +300,6 @@ elem_f(const ie_tensor *t, int64_t i)
 	}
 }
 
-/* Formats a shape for messages. */
-static const char *
-shape_str(char *buf, size_t len, const ie_tensor *t)
-{
-	size_t		n = snprintf(buf, len, "[");
-
-	for (int d = 0; d < t->ndim && n < len; d++)
-		n += snprintf(buf + n, len - n, d ? ",%lld" : "%lld", (long long) t->dims[d]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
-	return buf;
-}
-
 /*
  * Compares output `name` (ours) with the reference; 0 when they match under
  * the metric, else -1 with the reason.  *score gets the rel-l2 error.
@@ -337,7 +325,8 @@ compare(const options *opt, const char *name, const ie_tensor *got,
 		memcmp(got->dims, want->dims, want->ndim * sizeof(int64_t)) != 0)
 	{
 		snprintf(msg, len, "output '%s': shape %s, expected %s", name,
-				 shape_str(s1, sizeof(s1), got), shape_str(s2, sizeof(s2), want));
+				 ie_shape_str(s1, sizeof(s1), got->ndim, got->dims),
+				 ie_shape_str(s2, sizeof(s2), want->ndim, want->dims));
 		return -1;
 	}
 	if (!is_float)

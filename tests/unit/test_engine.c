@@ -10,24 +10,14 @@
  */
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "onnx/onnx.pb-c.h"
+#include "tests/unit/testutil.h"
 #include "worker/engine/engine.h"
-
-static int	n_pass,
-			n_fail;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) n_pass++; \
-		else { n_fail++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); printf("\n"); } \
-	} while (0)
 
 /* ---- a tiny arena for the protobuf structs a test model is built from ---- */
 
@@ -278,14 +268,22 @@ load(const graph_spec *g, char *err, size_t errlen)
 	return m;
 }
 
-/* A float tensor with the given shape and values. */
-static ie_tensor *
-make_f(int rank, const int64_t *dims, const float *vals)
+/*
+ * Builds into g (zeroed) and loads the opset-13 graph Y = Relu(X + B): X
+ * and Y float of shape xd[2], B a float initializer of shape bd[1] holding
+ * b[3].  NULL with err set when loading fails.
+ */
+static ie_model *
+load_add_relu(graph_spec *g, const int64_t *xd, const int64_t *bd,
+			  const float *b, char *err, size_t errlen)
 {
-	ie_tensor  *t = ie_tensor_new(IE_FLOAT, rank, dims);
-
-	memcpy(t->data, vals, t->nbytes);
-	return t;
+	g->opset = 13;
+	g->nodes[g->n_nodes++] = node("Add", "add_0", "X,B", "S");
+	g->nodes[g->n_nodes++] = node("Relu", "relu_0", "S", "Y");
+	g->inits[g->n_inits++] = tensor_f("B", 1, bd, b, 3, false);
+	g->inputs[g->n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+	g->outputs[g->n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+	return load(g, err, errlen);
 }
 
 /* Add(X, B) -> Relu -> Y, B an initializer: values, info, errors. */
@@ -306,13 +304,7 @@ test_add_relu(void)
 	ie_dtype	dt;
 	int			rank;
 
-	g.opset = 13;
-	g.nodes[g.n_nodes++] = node("Add", "add_0", "X,B", "S");
-	g.nodes[g.n_nodes++] = node("Relu", "relu_0", "S", "Y");
-	g.inits[g.n_inits++] = tensor_f("B", 1, bd, b, 3, false);
-	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
-	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
-	m = load(&g, err, sizeof(err));
+	m = load_add_relu(&g, xd, bd, b, err, sizeof(err));
 	CHECK(m != NULL, "load Add+Relu: %s", err);
 	if (m == NULL)
 		return;
@@ -327,7 +319,7 @@ test_add_relu(void)
 	CHECK(ie_model_input_shape(m, 5, &dt, got) == -1, "input 5 out of range");
 	CHECK(ie_model_weight_bytes(m) == 12, "weight bytes %zu", ie_model_weight_bytes(m));
 
-	in = make_f(2, (int64_t[]) {2, 3}, x);
+	in = tu_float_tensor(2, (int64_t[]) {2, 3}, x);
 	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0,
 		  "run: %s", err);
 	if (out[0] != NULL)
@@ -341,7 +333,7 @@ test_add_relu(void)
 	ie_tensor_destroy(&in);
 
 	/* a second batch size through the same model */
-	in = make_f(2, (int64_t[]) {1, 3}, x);
+	in = tu_float_tensor(2, (int64_t[]) {1, 3}, x);
 	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0 &&
 		  out[0]->dims[0] == 1 && ((float *) out[0]->data)[2] == 2.5f,
 		  "run with batch 1: %s", err);
@@ -349,14 +341,14 @@ test_add_relu(void)
 	ie_tensor_destroy(&in);
 
 	/* wrong rank */
-	in = make_f(1, (int64_t[]) {3}, x);
+	in = tu_float_tensor(1, (int64_t[]) {3}, x);
 	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == -1 &&
 		  out[0] == NULL && strstr(err, "input 'X' must have rank 2") != NULL,
 		  "wrong rank message: %s", err);
 	ie_tensor_destroy(&in);
 
 	/* wrong fixed dimension */
-	in = make_f(2, (int64_t[]) {3, 2}, x);
+	in = tu_float_tensor(2, (int64_t[]) {3, 2}, x);
 	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == -1 &&
 		  strstr(err, "must have shape [-1, 3], got [3, 2]") != NULL,
 		  "wrong dim message: %s", err);
@@ -472,7 +464,7 @@ test_constant_reshape(void)
 	for (int trial = 0; trial < 2; trial++)
 	{
 		int64_t		dims[3] = {trial ? 3 : 1, 2, trial ? 4 : 12};
-		ie_tensor  *in = make_f(3, dims, x);
+		ie_tensor  *in = tu_float_tensor(3, dims, x);
 		ie_tensor  *out[1] = {NULL};
 
 		CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0,
@@ -529,8 +521,8 @@ test_broadcast_clip(void)
 	{
 		float		want[8] = {11, 11, 12, 13, 23, 23, 23, 23};
 
-		ins[0] = make_f(4, xd, x);
-		ins[1] = make_f(4, bd, b);
+		ins[0] = tu_float_tensor(4, xd, x);
+		ins[1] = tu_float_tensor(4, bd, b);
 		CHECK(ie_model_run(m, (const ie_tensor *const *) ins, out, err, sizeof(err)) == 0 &&
 			  memcmp(out[0]->data, want, sizeof(want)) == 0, "channel add + clip: %s", err);
 		ie_tensor_destroy(&out[0]);
@@ -554,13 +546,13 @@ test_broadcast_clip(void)
 	{
 		float		want[4] = {0.5f, 1.5f, 2.5f, 2.5f};
 
-		ins[0] = make_f(1, (int64_t[]) {4}, x);
-		ins[1] = make_f(1, (int64_t[]) {1}, (float[]) {-0.5f});
+		ins[0] = tu_float_tensor(1, (int64_t[]) {4}, x);
+		ins[1] = tu_float_tensor(1, (int64_t[]) {1}, (float[]) {-0.5f});
 		CHECK(ie_model_run(m, (const ie_tensor *const *) ins, out, err, sizeof(err)) == 0 &&
 			  memcmp(out[0]->data, want, sizeof(want)) == 0, "sub + clip-11: %s", err);
 		ie_tensor_destroy(&out[0]);
 		ie_tensor_destroy(&ins[1]);
-		ins[1] = make_f(1, (int64_t[]) {3}, x);
+		ins[1] = tu_float_tensor(1, (int64_t[]) {3}, x);
 		CHECK(ie_model_run(m, (const ie_tensor *const *) ins, out, err, sizeof(err)) == -1 &&
 			  out[0] == NULL &&
 			  strstr(err, "Sub node 'sub_0': shapes [4] and [3] do not broadcast") != NULL,
@@ -609,7 +601,7 @@ test_shape_ops(void)
 	if (m == NULL)
 		return;
 	/* X = [[1,2,3],[4,5,6]] -> T = [[1,4],[2,5],[3,6]] -> S = [[4],[5],[6]] */
-	in = make_f(2, (int64_t[]) {2, 3}, x);
+	in = tu_float_tensor(2, (int64_t[]) {2, 3}, x);
 	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0,
 		  "run shape ops: %s", err);
 	if (out[0] != NULL && out[1] != NULL)
@@ -688,13 +680,7 @@ test_concurrent_runs(void)
 	pthread_t	th[4];
 	run_job		jobs[4];
 
-	g.opset = 13;
-	g.nodes[g.n_nodes++] = node("Add", "add_0", "X,B", "S");
-	g.nodes[g.n_nodes++] = node("Relu", "relu_0", "S", "Y");
-	g.inits[g.n_inits++] = tensor_f("B", 1, bd, b, 3, false);
-	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
-	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
-	m = load(&g, err, sizeof(err));
+	m = load_add_relu(&g, xd, bd, b, err, sizeof(err));
 	arena_reset();
 	CHECK(m != NULL, "load: %s", err);
 	if (m == NULL)
@@ -734,6 +720,5 @@ main(void)
 	test_shape_ops();
 	test_concurrent_runs();
 	test_threads();
-	printf("test_engine: %d passed, %d failed\n", n_pass, n_fail);
-	return n_fail > 0 ? 1 : 0;
+	return tu_report("test_engine");
 }

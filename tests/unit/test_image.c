@@ -13,7 +13,6 @@
 
 #include <pthread.h>
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,34 +23,10 @@
 #include <jpeglib.h>
 #include <png.h>
 
+#include "tests/unit/testutil.h"
+
 #define MAX_PIXELS 100000000
 #define TOLERANCE 2
-
-static int	passed;
-static int	failed;
-
-/* Counts one check; prints what failed. */
-static void
-check(bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
-check(bool ok, const char *fmt, ...)
-{
-	va_list		ap;
-
-	if (ok)
-	{
-		passed++;
-		return;
-	}
-	failed++;
-	fputs("FAIL: ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	fputc('\n', stdout);
-}
 
 typedef struct sample
 {
@@ -127,30 +102,6 @@ static const expected_image expected[] = {
 	{"ocr-real/scenetext06.jpg", 640, 480, 4, {{0, 0, {125, 171, 220}}, {639, 0, {155, 142, 108}}, {0, 479, {51, 56, 52}}, {320, 240, {189, 183, 131}}}},
 };
 
-/* Reads a whole file into a malloc'ed buffer; NULL when it cannot. */
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	uint8_t    *buf = NULL;
-	long		n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
-	{
-		buf = malloc((size_t) n + 1);
-		if (buf != NULL && fread(buf, 1, (size_t) n, f) != (size_t) n)
-		{
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t) n;
-	}
-	fclose(f);
-	return buf;
-}
-
 /* Path of a file under the shared data folder. */
 static void
 data_path(char *out, size_t outlen, const char *rel)
@@ -170,7 +121,7 @@ decode_file(const char *rel, int64_t max_pixels, image_rgb **img, char *err, siz
 	image_status st;
 
 	data_path(path, sizeof(path), rel);
-	buf = read_file(path, &len);
+	buf = tu_read_file(path, &len);
 	if (buf == NULL)
 	{
 		snprintf(err, errlen, "cannot read %.200s", path);
@@ -209,10 +160,10 @@ test_reference_images(void)
 		image_status st = decode_file(e->file, MAX_PIXELS, &img, err, sizeof(err));
 		int			k;
 
-		check(st == IMAGE_OK && img != NULL, "%s: decode: %s", e->file, err);
+		CHECK(st == IMAGE_OK && img != NULL, "%s: decode: %s", e->file, err);
 		if (st != IMAGE_OK || img == NULL)
 			continue;
-		check(img->width == e->width && img->height == e->height,
+		CHECK(img->width == e->width && img->height == e->height,
 			  "%s: size %dx%d, expected %dx%d", e->file, img->width, img->height,
 			  e->width, e->height);
 		if (img->width == e->width && img->height == e->height)
@@ -221,13 +172,13 @@ test_reference_images(void)
 				const sample *s = &e->s[k];
 				const uint8_t *p = img->pixels + ((size_t) s->y * img->width + s->x) * 3;
 
-				check(pixel_near(img, s->x, s->y, s->rgb, TOLERANCE),
+				CHECK(pixel_near(img, s->x, s->y, s->rgb, TOLERANCE),
 					  "%s: pixel (%d,%d) = (%d,%d,%d), expected (%d,%d,%d)",
 					  e->file, s->x, s->y, p[0], p[1], p[2],
 					  s->rgb[0], s->rgb[1], s->rgb[2]);
 			}
 		image_destroy(&img);
-		check(img == NULL, "image_destroy sets the pointer to NULL");
+		CHECK(img == NULL, "image_destroy sets the pointer to NULL");
 	}
 }
 
@@ -255,11 +206,11 @@ test_bad_inputs(void)
 		char		err[256] = "";
 		image_status st = decode_file(bad[i].file, MAX_PIXELS, &img, err, sizeof(err));
 
-		check(st == bad[i].st, "%s: status %d (%s), expected %d (%s): %s",
+		CHECK(st == bad[i].st, "%s: status %d (%s), expected %d (%s): %s",
 			  bad[i].file, (int) st, image_status_name(st), (int) bad[i].st,
 			  image_status_name(bad[i].st), err);
-		check(img == NULL, "%s: no image on error", bad[i].file);
-		check(strstr(err, bad[i].in_message) != NULL,
+		CHECK(img == NULL, "%s: no image on error", bad[i].file);
+		CHECK(strstr(err, bad[i].in_message) != NULL,
 			  "%s: message \"%s\" lacks \"%s\"", bad[i].file, err, bad[i].in_message);
 		if (st == IMAGE_OK)
 			image_destroy(&img);
@@ -282,16 +233,16 @@ test_pixel_limit(void)
 
 	/* p01_web_docs.png is 900x400, p05_street_sign.jpg 900x560 */
 	st = decode_file("ocr/p01_web_docs.png", 900 * 400 - 1, &img, err, sizeof(err));
-	check(st == IMAGE_ERR_TOO_LARGE && img == NULL, "PNG one pixel over the limit: %s", err);
-	check(strstr(err, "900x400") != NULL && strstr(err, "359999") != NULL,
+	CHECK(st == IMAGE_ERR_TOO_LARGE && img == NULL, "PNG one pixel over the limit: %s", err);
+	CHECK(strstr(err, "900x400") != NULL && strstr(err, "359999") != NULL,
 		  "limit message names size and limit: %s", err);
 	st = decode_file("ocr/p01_web_docs.png", 900 * 400, &img, err, sizeof(err));
-	check(st == IMAGE_OK, "PNG exactly at the limit: %s", err);
+	CHECK(st == IMAGE_OK, "PNG exactly at the limit: %s", err);
 	image_destroy(&img);
 	st = decode_file("ocr/p05_street_sign.jpg", 900 * 560 - 1, &img, err, sizeof(err));
-	check(st == IMAGE_ERR_TOO_LARGE && img == NULL, "JPEG one pixel over the limit: %s", err);
+	CHECK(st == IMAGE_ERR_TOO_LARGE && img == NULL, "JPEG one pixel over the limit: %s", err);
 	st = decode_file("ocr/p05_street_sign.jpg", 900 * 560, &img, err, sizeof(err));
-	check(st == IMAGE_OK, "JPEG exactly at the limit: %s", err);
+	CHECK(st == IMAGE_OK, "JPEG exactly at the limit: %s", err);
 	image_destroy(&img);
 
 	getrusage(RUSAGE_SELF, &before);
@@ -302,10 +253,10 @@ test_pixel_limit(void)
 	ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 	/* with no pixel limit the built-in bound (3 * pixels <= INT_MAX) still
 	 * refuses it, before allocating */
-	check(st == IMAGE_ERR_TOO_LARGE, "huge PNG without a limit: %s", err);
-	check(after.ru_maxrss - before.ru_maxrss < 64 * 1024,
+	CHECK(st == IMAGE_ERR_TOO_LARGE, "huge PNG without a limit: %s", err);
+	CHECK(after.ru_maxrss - before.ru_maxrss < 64 * 1024,
 		  "huge PNG raised peak memory by %ld kB", after.ru_maxrss - before.ru_maxrss);
-	check(ms < 1000.0, "huge PNG took %.1f ms", ms);
+	CHECK(ms < 1000.0, "huge PNG took %.1f ms", ms);
 	image_destroy(&img);
 }
 
@@ -443,10 +394,10 @@ test_exif_orientations(void)
 		int			bx,
 					by;
 
-		check(st == IMAGE_OK, "orientation %d: decode: %s", o, err);
+		CHECK(st == IMAGE_OK, "orientation %d: decode: %s", o, err);
 		if (st == IMAGE_OK)
 		{
-			check(img->width == (swap ? 32 : 48) && img->height == (swap ? 48 : 32),
+			CHECK(img->width == (swap ? 32 : 48) && img->height == (swap ? 48 : 32),
 				  "orientation %d: size %dx%d", o, img->width, img->height);
 			for (by = 0; by < 2 && img->width == (swap ? 32 : 48); by++)
 				for (bx = 0; bx < 3; bx++)
@@ -470,7 +421,7 @@ test_exif_orientations(void)
 						dy = c == 2 ? sx : 47 - sx;
 					}
 					block_colour(bx, by, rgb);
-					check(pixel_near(img, dx, dy, rgb, 12),
+					CHECK(pixel_near(img, dx, dy, rgb, 12),
 						  "orientation %d: block (%d,%d) not at (%d,%d)", o, bx, by, dx, dy);
 				}
 		}
@@ -488,12 +439,12 @@ test_gray_jpeg(void)
 	char		err[256] = "";
 	image_status st = image_decode(jpg.data, jpg.len, MAX_PIXELS, &img, err, sizeof(err));
 
-	check(st == IMAGE_OK, "gray JPEG: %s", err);
+	CHECK(st == IMAGE_OK, "gray JPEG: %s", err);
 	if (st == IMAGE_OK)
 	{
 		const uint8_t *p = img->pixels + (8 * 48 + 24) * 3;	/* block (1,0): 200 */
 
-		check(p[0] == p[1] && p[1] == p[2] && abs(p[0] - 200) <= 3,
+		CHECK(p[0] == p[1] && p[1] == p[2] && abs(p[0] - 200) <= 3,
 			  "gray JPEG pixel (%d,%d,%d), expected about 200", p[0], p[1], p[2]);
 	}
 	image_destroy(&img);
@@ -556,10 +507,10 @@ decode_ok(const char *what, membuf *b, int width, int height)
 	char		err[256] = "";
 	image_status st = image_decode(b->data, b->len, MAX_PIXELS, &img, err, sizeof(err));
 
-	check(st == IMAGE_OK, "%s: %s", what, err);
+	CHECK(st == IMAGE_OK, "%s: %s", what, err);
 	if (st != IMAGE_OK)
 		return NULL;
-	check(img->width == width && img->height == height, "%s: size %dx%d", what,
+	CHECK(img->width == width && img->height == height, "%s: size %dx%d", what,
 		  img->width, img->height);
 	if (img->width != width || img->height != height)
 		image_destroy(&img);
@@ -572,10 +523,92 @@ check_pixel(const char *what, const image_rgb *img, int x, int y, int r, int g, 
 {
 	const uint8_t *p = img->pixels + ((size_t) y * img->width + x) * 3;
 
-	check(p[0] == r && p[1] == g && p[2] == bl,
+	CHECK(p[0] == r && p[1] == g && p[2] == bl,
 		  "%s: pixel (%d,%d) = (%d,%d,%d), expected (%d,%d,%d)", what, x, y,
 		  p[0], p[1], p[2], r, g, bl);
 }
+
+/* A one-row PNG layout and the pixels it must decode to. */
+typedef struct png_case
+{
+	const char *name;
+	int			width;
+	int			depth;
+	int			color;
+	const uint8_t *row;
+	size_t		rowbytes;
+	const png_color *palette;
+	int			npalette;
+	const uint8_t *trns;
+	int			ntrns;
+	int			npix;
+	struct
+	{
+		const char *what;
+		int			x;
+		int			rgb[3];
+	}			pix[5];
+} png_case;
+
+/* 16-bit RGBA: (65535, 32768, 0, a=32768), (1000, 60000, 30000, a=65535), (x, x, x, a=0) */
+static const uint8_t png_rgba16[] = {
+	0xff, 0xff, 0x80, 0x00, 0x00, 0x00, 0x80, 0x00,
+	0x03, 0xe8, 0xea, 0x60, 0x75, 0x30, 0xff, 0xff,
+	0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0x00, 0x00,
+};
+static const uint8_t png_gray16[] = {0x81, 0x00, 0x00, 0x81, 0xfe, 0x00};
+static const uint8_t png_gray_alpha[] = {100, 128, 0, 0, 7, 255};
+static const uint8_t png_gray1[] = {0xa0, 0x40};	/* 1010 0000 01.. */
+static const png_color png_pal[3] = {{10, 20, 30}, {200, 0, 100}, {0, 0, 0}};
+static const uint8_t png_pal_trns[3] = {255, 128, 0};
+static const uint8_t png_pal4[] = {0x01, 0x20};	/* indexes 0, 1, 2, 0 */
+
+static const png_case png_cases[] = {
+	/*
+	 * 16-bit RGBA: compositing in 16 bits, one rounding at the end.
+	 * G: (32768*32768 + 65535*32767) / 65535^2 * 255 = 191.25 -> 191;
+	 * B: 65535*32767 / 65535^2 * 255 = 127.498 -> 127; opaque: 1000 -> 3.89
+	 * -> 4, 60000 -> 233.46 -> 233, 30000 -> 116.73 -> 117
+	 */
+	{"16-bit RGBA", 3, 16, PNG_COLOR_TYPE_RGB_ALPHA, png_rgba16, sizeof(png_rgba16),
+		NULL, 0, NULL, 0, 3,
+		{{"16-bit RGBA over white", 0, {255, 191, 127}},
+		 {"16-bit RGBA opaque", 1, {4, 233, 117}},
+		 {"16-bit RGBA transparent", 2, {255, 255, 255}}}},
+	/*
+	 * 16-bit gray: rounding v * 255 / 65535, not truncation (v >> 8):
+	 * 0x8100 -> 128.498 -> 128 (>> 8: 129), 0x0081 -> 1 (0), 0xfe00 -> 253 (254)
+	 */
+	{"16-bit gray", 3, 16, PNG_COLOR_TYPE_GRAY, png_gray16, sizeof(png_gray16),
+		NULL, 0, NULL, 0, 3,
+		{{"16-bit gray 0x8100", 0, {128, 128, 128}},
+		 {"16-bit gray 0x0081", 1, {1, 1, 1}},
+		 {"16-bit gray 0xfe00", 2, {253, 253, 253}}}},
+	/* 8-bit gray+alpha: (100, a=128) -> (100*128 + 255*127 + 127) / 255 = 177 */
+	{"gray+alpha", 3, 8, PNG_COLOR_TYPE_GRAY_ALPHA, png_gray_alpha, sizeof(png_gray_alpha),
+		NULL, 0, NULL, 0, 3,
+		{{"gray+alpha half", 0, {177, 177, 177}},
+		 {"gray+alpha transparent black", 1, {255, 255, 255}},
+		 {"gray+alpha opaque", 2, {7, 7, 7}}}},
+	/* 1-bit gray: 0 -> 0, 1 -> 255; 10 pixels in 2 bytes */
+	{"1-bit gray", 10, 1, PNG_COLOR_TYPE_GRAY, png_gray1, sizeof(png_gray1),
+		NULL, 0, NULL, 0, 5,
+		{{"1-bit gray 1", 0, {255, 255, 255}},
+		 {"1-bit gray 0", 1, {0, 0, 0}},
+		 {"1-bit gray 1 (3rd)", 2, {255, 255, 255}},
+		 {"1-bit gray 1 (10th)", 9, {255, 255, 255}},
+		 {"1-bit gray 0 (9th)", 8, {0, 0, 0}}}},
+	/*
+	 * 4-bit palette with tRNS: entry 1 half transparent, entry 2
+	 * transparent; 200*128+255*127 = 57985 (+127) / 255 = 227; 0 -> 127;
+	 * 100 -> 177
+	 */
+	{"palette+tRNS", 4, 4, PNG_COLOR_TYPE_PALETTE, png_pal4, sizeof(png_pal4),
+		png_pal, 3, png_pal_trns, 3, 3,
+		{{"palette opaque", 0, {10, 20, 30}},
+		 {"palette half", 1, {227, 127, 177}},
+		 {"palette transparent", 2, {255, 255, 255}}}},
+};
 
 /* PNG layouts the sets lack, with values worked out by hand. */
 static void
@@ -584,93 +617,17 @@ test_synthetic_pngs(void)
 	image_rgb  *img;
 	membuf		b;
 
-	/* 16-bit RGBA: compositing in 16 bits, one rounding at the end */
+	for (size_t i = 0; i < sizeof(png_cases) / sizeof(png_cases[0]); i++)
 	{
-		/* (65535, 32768, 0, a=32768), (1000, 60000, 30000, a=65535), (x, x, x, a=0) */
-		static const uint8_t row[] = {
-			0xff, 0xff, 0x80, 0x00, 0x00, 0x00, 0x80, 0x00,
-			0x03, 0xe8, 0xea, 0x60, 0x75, 0x30, 0xff, 0xff,
-			0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0x00, 0x00,
-		};
+		const png_case *c = &png_cases[i];
 
-		b = make_png(3, 1, 16, PNG_COLOR_TYPE_RGB_ALPHA, false, row, sizeof(row),
-					 NULL, 0, NULL, 0);
-		img = decode_ok("16-bit RGBA", &b, 3, 1);
+		b = make_png(c->width, 1, c->depth, c->color, false, c->row, c->rowbytes,
+					 c->palette, c->npalette, c->trns, c->ntrns);
+		img = decode_ok(c->name, &b, c->width, 1);
 		if (img != NULL)
-		{
-			/* G: (32768*32768 + 65535*32767) / 65535^2 * 255 = 191.25 -> 191;
-			 * B: 65535*32767 / 65535^2 * 255 = 127.498 -> 127 */
-			check_pixel("16-bit RGBA over white", img, 0, 0, 255, 191, 127);
-			/* opaque: 1000 -> 3.89 -> 4, 60000 -> 233.46 -> 233, 30000 -> 116.73 -> 117 */
-			check_pixel("16-bit RGBA opaque", img, 1, 0, 4, 233, 117);
-			check_pixel("16-bit RGBA transparent", img, 2, 0, 255, 255, 255);
-		}
-		image_destroy(&img);
-		free(b.data);
-	}
-	/* 16-bit gray: rounding v * 255 / 65535, not truncation (v >> 8):
-	 * 0x8100 -> 128.498 -> 128 (>> 8: 129), 0x0081 -> 1 (0), 0xfe00 -> 253 (254) */
-	{
-		static const uint8_t row[] = {0x81, 0x00, 0x00, 0x81, 0xfe, 0x00};
-
-		b = make_png(3, 1, 16, PNG_COLOR_TYPE_GRAY, false, row, sizeof(row), NULL, 0, NULL, 0);
-		img = decode_ok("16-bit gray", &b, 3, 1);
-		if (img != NULL)
-		{
-			check_pixel("16-bit gray 0x8100", img, 0, 0, 128, 128, 128);
-			check_pixel("16-bit gray 0x0081", img, 1, 0, 1, 1, 1);
-			check_pixel("16-bit gray 0xfe00", img, 2, 0, 253, 253, 253);
-		}
-		image_destroy(&img);
-		free(b.data);
-	}
-	/* 8-bit gray+alpha: (100, a=128) -> (100*128 + 255*127 + 127) / 255 = 177 */
-	{
-		static const uint8_t row[] = {100, 128, 0, 0, 7, 255};
-
-		b = make_png(3, 1, 8, PNG_COLOR_TYPE_GRAY_ALPHA, false, row, sizeof(row), NULL, 0, NULL, 0);
-		img = decode_ok("gray+alpha", &b, 3, 1);
-		if (img != NULL)
-		{
-			check_pixel("gray+alpha half", img, 0, 0, 177, 177, 177);
-			check_pixel("gray+alpha transparent black", img, 1, 0, 255, 255, 255);
-			check_pixel("gray+alpha opaque", img, 2, 0, 7, 7, 7);
-		}
-		image_destroy(&img);
-		free(b.data);
-	}
-	/* 1-bit gray: 0 -> 0, 1 -> 255; 10 pixels in 2 bytes */
-	{
-		static const uint8_t row[] = {0xa0, 0x40};	/* 1010 0000 01.. */
-
-		b = make_png(10, 1, 1, PNG_COLOR_TYPE_GRAY, false, row, sizeof(row), NULL, 0, NULL, 0);
-		img = decode_ok("1-bit gray", &b, 10, 1);
-		if (img != NULL)
-		{
-			check_pixel("1-bit gray 1", img, 0, 0, 255, 255, 255);
-			check_pixel("1-bit gray 0", img, 1, 0, 0, 0, 0);
-			check_pixel("1-bit gray 1 (3rd)", img, 2, 0, 255, 255, 255);
-			check_pixel("1-bit gray 1 (10th)", img, 9, 0, 255, 255, 255);
-			check_pixel("1-bit gray 0 (9th)", img, 8, 0, 0, 0, 0);
-		}
-		image_destroy(&img);
-		free(b.data);
-	}
-	/* 4-bit palette with tRNS: entry 1 half transparent, entry 2 transparent */
-	{
-		static const png_color pal[3] = {{10, 20, 30}, {200, 0, 100}, {0, 0, 0}};
-		static const uint8_t trns[3] = {255, 128, 0};
-		static const uint8_t row[] = {0x01, 0x20};	/* indexes 0, 1, 2, 0 */
-
-		b = make_png(4, 1, 4, PNG_COLOR_TYPE_PALETTE, false, row, sizeof(row), pal, 3, trns, 3);
-		img = decode_ok("palette+tRNS", &b, 4, 1);
-		if (img != NULL)
-		{
-			check_pixel("palette opaque", img, 0, 0, 10, 20, 30);
-			/* 200*128+255*127 = 57985 (+127) / 255 = 227; 0 -> 127; 100 -> 177 */
-			check_pixel("palette half", img, 1, 0, 227, 127, 177);
-			check_pixel("palette transparent", img, 2, 0, 255, 255, 255);
-		}
+			for (int k = 0; k < c->npix; k++)
+				check_pixel(c->pix[k].what, img, c->pix[k].x, 0, c->pix[k].rgb[0],
+							c->pix[k].rgb[1], c->pix[k].rgb[2]);
 		image_destroy(&img);
 		free(b.data);
 	}
@@ -692,7 +649,7 @@ test_synthetic_pngs(void)
 		img = decode_ok("interlaced RGB", &b, 11, 9);
 		if (img != NULL)
 			same = memcmp(img->pixels, rows, sizeof(rows)) == 0;
-		check(img != NULL && same, "interlaced RGB: pixels differ");
+		CHECK(img != NULL && same, "interlaced RGB: pixels differ");
 		image_destroy(&img);
 
 		/* the same PNG cut short, and with a damaged IDAT */
@@ -703,7 +660,7 @@ test_synthetic_pngs(void)
 						i;
 
 			st = image_decode(b.data, b.len - 30, MAX_PIXELS, &img, err, sizeof(err));
-			check(st == IMAGE_ERR_TRUNCATED && img == NULL, "truncated PNG: %s (%s)",
+			CHECK(st == IMAGE_ERR_TRUNCATED && img == NULL, "truncated PNG: %s (%s)",
 				  image_status_name(st), err);
 			for (i = 8; i + 4 < b.len; i++)
 				if (memcmp(b.data + i, "IDAT", 4) == 0)
@@ -711,12 +668,12 @@ test_synthetic_pngs(void)
 					idat = i;
 					break;
 				}
-			check(idat > 0, "IDAT found");
+			CHECK(idat > 0, "IDAT found");
 			b.data[idat + 10] ^= 0x55;
 			st = image_decode(b.data, b.len, MAX_PIXELS, &img, err, sizeof(err));
-			check(st == IMAGE_ERR_CORRUPT && img == NULL, "damaged PNG: %s (%s)",
+			CHECK(st == IMAGE_ERR_CORRUPT && img == NULL, "damaged PNG: %s (%s)",
 				  image_status_name(st), err);
-			check(strstr(err, "CRC") != NULL || strstr(err, "corrupt") != NULL,
+			CHECK(strstr(err, "CRC") != NULL || strstr(err, "corrupt") != NULL,
 				  "damaged PNG message: %s", err);
 		}
 		free(b.data);
@@ -748,7 +705,7 @@ test_format_messages(void)
 		image_status st = image_decode(cases[i].bytes, cases[i].len, MAX_PIXELS,
 									   &img, err, sizeof(err));
 
-		check(st == IMAGE_ERR_FORMAT && img == NULL && strstr(err, cases[i].in_message),
+		CHECK(st == IMAGE_ERR_FORMAT && img == NULL && strstr(err, cases[i].in_message),
 			  "format case %zu: %s: %s", i, image_status_name(st), err);
 	}
 	/* err may be NULL, and a tiny buffer is truncated, not overrun */
@@ -756,21 +713,21 @@ test_format_messages(void)
 		image_rgb  *img = NULL;
 		char		tiny[8];
 
-		check(image_decode("", 0, MAX_PIXELS, &img, NULL, 0) == IMAGE_ERR_FORMAT,
+		CHECK(image_decode("", 0, MAX_PIXELS, &img, NULL, 0) == IMAGE_ERR_FORMAT,
 			  "NULL err buffer");
-		check(image_decode("", 0, MAX_PIXELS, &img, tiny, sizeof(tiny)) == IMAGE_ERR_FORMAT &&
+		CHECK(image_decode("", 0, MAX_PIXELS, &img, tiny, sizeof(tiny)) == IMAGE_ERR_FORMAT &&
 			  strlen(tiny) == sizeof(tiny) - 1, "tiny err buffer");
 	}
-	check(strcmp(image_status_name(IMAGE_ERR_TRUNCATED), "truncated") == 0 &&
+	CHECK(strcmp(image_status_name(IMAGE_ERR_TRUNCATED), "truncated") == 0 &&
 		  strcmp(image_status_name(IMAGE_OK), "ok") == 0, "status names");
 	{
 		image_rgb  *img = image_new(5, 3);
 
-		check(img != NULL && img->width == 5 && img->height == 3 && img->pixels[44] == 0,
+		CHECK(img != NULL && img->width == 5 && img->height == 3 && img->pixels[44] == 0,
 			  "image_new zeroed 5x3");
 		image_destroy(&img);
 		image_destroy(&img);	/* NULL is fine */
-		check(image_new(0, 3) == NULL && image_new(3, -1) == NULL, "image_new rejects bad sizes");
+		CHECK(image_new(0, 3) == NULL && image_new(3, -1) == NULL, "image_new rejects bad sizes");
 	}
 }
 
@@ -829,8 +786,8 @@ test_threads(void)
 		char		path[1024];
 
 		data_path(path, sizeof(path), files[i]);
-		bufs[i] = read_file(path, &solo[i].len);
-		check(bufs[i] != NULL, "read %s", path);
+		bufs[i] = tu_read_file(path, &solo[i].len);
+		CHECK(bufs[i] != NULL, "read %s", path);
 		if (bufs[i] == NULL)
 			return;
 		solo[i].data = bufs[i];
@@ -845,7 +802,7 @@ test_threads(void)
 	for (i = 0; i < 4; i++)
 	{
 		pthread_join(th[i], NULL);
-		check(par[i].sum == solo[i].sum, "%s: threaded decode differs", files[i]);
+		CHECK(par[i].sum == solo[i].sum, "%s: threaded decode differs", files[i]);
 		free(bufs[i]);
 	}
 }
@@ -862,6 +819,5 @@ main(void)
 	test_synthetic_pngs();
 	test_format_messages();
 	test_threads();
-	printf("test_image: %d passed, %d failed\n", passed, failed);
-	return failed == 0 ? 0 : 1;
+	return tu_report("test_image");
 }

@@ -13,25 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/unit/testutil.h"
 #include "worker/ocr.h"
 #include "worker/ocr_geometry.h"
 #include "worker/preprocess.h"
-
-static int	n_pass,
-			n_fail;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			n_pass++; \
-		else \
-		{ \
-			n_fail++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
 
 /* Expected outputs from cv2.resize / cv2.warpPerspective on synth(). */
 static const uint8_t rs_up[429] = {0,53,106,11,64,117,31,84,137,51,104,157,71,124,177,91,144,197,111,164,217,131,184,237,151,204,237,171,224,119,191,204,41,210,86,61,222,19,72,17,69,122,28,81,134,48,101,154,69,122,157,89,142,152,110,141,169,130,137,190,125,157,210,124,178,214,145,198,122,165,186,62,186,94,82,197,41,94,58,111,164,70,123,176,92,145,198,113,166,157,135,188,91,157,134,100,178,68,121,112,90,143,59,112,158,80,133,129,102,141,115,124,112,137,136,96,149,99,152,182,112,158,195,135,168,218,149,188,151,159,211,49,180,126,54,203,23,76,101,46,99,16,69,121,39,92,131,62,111,145,85,122,167,98,128,181,141,193,107,154,164,121,178,113,145,149,116,124,98,140,85,111,110,101,135,72,125,97,96,149,67,120,162,91,144,111,115,146,81,139,96,105,153,66,119,182,235,32,196,171,46,222,58,72,149,44,97,36,69,122,42,95,148,67,120,173,92,145,198,118,171,204,143,196,91,168,182,18,194,69,44,208,5,58,107,160,73,122,132,88,148,83,115,121,89,141,73,115,168,88,142,141,115,168,105,142,132,131,159,105,147,123,131,98,105,136,71,131,88,98,146,60,113,32,85,115,48,94,130,75,109,158,94,133,186,110,161,214,136,189,134,163,216,36,191,119,64,201,39,90,103,67,106,42,91,124,69,106,152,85,115,168,50,103,156,66,119,144,96,149,123,124,142,137,153,120,166,139,142,120,118,171,61,147,113,90,164,66,120,105,95,148,71,124,163,100,153,142,117,170,130,91,144,197,108,162,150,139,192,68,169,141,65,199,59,96,133,73,104,50,103,110,80,108,140,107,117,170,112,147,200,125,177,198,155,208,116,172,225,69,108,161,214,126,178,153,156,209,45,187,141,37,217,34,67,130,45,98,23,76,129,54,107,160,84,137,190,115,168,221,146,199,212,176,229,105,194,247,44};
@@ -212,6 +197,27 @@ same_points(const geo_pt *a, int n, const int (*b)[2], int m)
 	return 1;
 }
 
+/*
+ * The unclip distance RapidOCR computes for a 4-point box (DBPostProcess
+ * unclip, unclip_ratio 1.6): shoelace area * 1.6 / perimeter.
+ */
+static double
+unclip_distance(const geo_pt *b)
+{
+	double		a = 0,
+				l = 0;
+
+	for (int i = 0; i < 4; i++)
+	{
+		geo_pt		p = b[i],
+					q = b[(i + 1) % 4];
+
+		a += (double) p.x * q.y - (double) q.x * p.y;
+		l += hypot((double) q.x - p.x, (double) q.y - p.y);
+	}
+	return fabs(a) / 2 * 1.6 / l;
+}
+
 static void
 test_unclip(void)
 {
@@ -228,42 +234,11 @@ test_unclip(void)
 	geo_pt		box[4];
 	float		ss;
 	int			n;
-	/* distances as RapidOCR computes them for these boxes */
-	double		d1 = 809.54 * 1.6 / 121.223;
 
-	{
-		double		a = 0,
-					l = 0;
-
-		for (int i = 0; i < 4; i++)
-		{
-			geo_pt		p = b1[i],
-						q = b1[(i + 1) % 4];
-
-			a += (double) p.x * q.y - (double) q.x * p.y;
-			l += hypot((double) q.x - p.x, (double) q.y - p.y);
-		}
-		d1 = fabs(a) / 2 * 1.6 / l;
-	}
-	geo_offset_round(b1, d1, &o, &n);
+	geo_offset_round(b1, unclip_distance(b1), &o, &n);
 	CHECK(same_points(o, n, e1, 20), "unclip rect: %d points", n);
 	free(o);
-	{
-		double		a = 0,
-					l = 0,
-					d;
-
-		for (int i = 0; i < 4; i++)
-		{
-			geo_pt		p = b2[i],
-						q = b2[(i + 1) % 4];
-
-			a += (double) p.x * q.y - (double) q.x * p.y;
-			l += hypot((double) q.x - p.x, (double) q.y - p.y);
-		}
-		d = fabs(a) / 2 * 1.6 / l;
-		geo_offset_round(b2, d, &o, &n);
-	}
+	geo_offset_round(b2, unclip_distance(b2), &o, &n);
 	CHECK(same_points(o, n, e2, 16), "unclip quad: %d points", n);
 	/* get_mini_boxes of that: [[-3.5645616,-4.0222397],[47.954094,2.939743],...], 25.310482 */
 	geo_mini_box(o, n, GEO_START_AFTER_TOP_RIGHT, box, &ss);
@@ -565,6 +540,5 @@ main(void)
 	test_db_postprocess();
 	test_ctc();
 	test_dict_and_output();
-	printf("test_ocr: %d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return tu_report("test_ocr");
 }

@@ -21,23 +21,8 @@
 #include <string.h>
 
 #include "onnx/onnx.pb-c.h"
+#include "tests/unit/testutil.h"
 #include "worker/engine/op.h"
-
-static int	n_passed;
-static int	n_failed;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			n_passed++; \
-		else \
-		{ \
-			n_failed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
 
 /* Node tests whose operator must refuse them with an error. */
 static const char *const expect_error[] = {
@@ -63,16 +48,6 @@ rand_tensor(int ndim, const int64_t *dims)
 
 	for (int64_t i = 0; i < ie_tensor_numel(t); i++)
 		d[i] = frand();
-	return t;
-}
-
-/* A float tensor from values. */
-static ie_tensor *
-float_tensor(int ndim, const int64_t *dims, const float *vals)
-{
-	ie_tensor  *t = ie_tensor_new(IE_FLOAT, ndim, dims);
-
-	memcpy(t->data, vals, t->nbytes);
 	return t;
 }
 
@@ -339,8 +314,8 @@ test_matmul(void)
 					md[2] = {3, 2};
 		float		v[3] = {1, 2, 3},
 					m[6] = {1, 2, 3, 4, 5, 6};
-		ie_tensor  *V = float_tensor(1, vd, v),
-				   *Mt = float_tensor(2, md, m);
+		ie_tensor  *V = tu_float_tensor(1, vd, v),
+				   *Mt = tu_float_tensor(2, md, m);
 		const ie_tensor *in2[2] = {V, Mt};
 
 		rc = run_op("MatMul", 13, 2, in2, 0, NULL, 1, out, err, sizeof(err));
@@ -359,7 +334,7 @@ test_softmax(void)
 {
 	int64_t		d[3] = {1, 2, 2};
 	float		v[4] = {0, 1, 2, 3};
-	ie_tensor  *X = float_tensor(3, d, v);
+	ie_tensor  *X = tu_float_tensor(3, d, v);
 	const ie_tensor *in[1] = {X};
 	ie_attr		a[1] = {attr_int("axis", 1)};
 	ie_tensor  *out[1];
@@ -389,8 +364,8 @@ test_resize_det(void)
 				sd[1] = {4};
 	float		v[6] = {1, 2, 3, 4, 5, 6},
 				s[4] = {1, 1, 2, 2};
-	ie_tensor  *X = float_tensor(4, d, v),
-			   *S = float_tensor(1, sd, s);
+	ie_tensor  *X = tu_float_tensor(4, d, v),
+			   *S = tu_float_tensor(1, sd, s);
 	const ie_tensor *in[3] = {X, NULL, S};
 	ie_attr		a[3] = {
 		attr_str("coordinate_transformation_mode", "asymmetric"),
@@ -424,7 +399,7 @@ test_rec_shapes(void)
 		int64_t		k[2] = {3, 2},
 					st[2] = {3, 2},
 					pads[4] = {0, 0, 0, 0};
-		ie_tensor  *X = float_tensor(4, d, v);
+		ie_tensor  *X = tu_float_tensor(4, d, v);
 		const ie_tensor *in[1] = {X};
 		ie_attr		a[4] = {
 			attr_ints("kernel_shape", 2, k), attr_ints("strides", 2, st),
@@ -445,7 +420,7 @@ test_rec_shapes(void)
 		int64_t		d[3] = {1, 2, 3};
 		float		v[6] = {1, 2, 6, -1, 0, 4};
 		int64_t		ax[1] = {-1};
-		ie_tensor  *X = float_tensor(3, d, v);
+		ie_tensor  *X = tu_float_tensor(3, d, v);
 		const ie_tensor *in[1] = {X};
 		ie_attr		a[1] = {attr_ints("axes", 1, ax)};
 		float	   *y;
@@ -465,9 +440,9 @@ test_rec_shapes(void)
 		float		av[6] = {1, 2, 3, 4, 5, 6},
 					bv[6] = {1, 0, 0, 0, 1, 1},
 					cv[2] = {10, 20};
-		ie_tensor  *A = float_tensor(2, ad, av),
-				   *B = float_tensor(2, bd, bv),
-				   *C = float_tensor(1, cd, cv);
+		ie_tensor  *A = tu_float_tensor(2, ad, av),
+				   *B = tu_float_tensor(2, bd, bv),
+				   *C = tu_float_tensor(1, cd, cv);
 		const ie_tensor *in[3] = {A, B, C};
 		ie_attr		a[2] = {attr_int("transB", 1), {.name = "alpha", .type = IE_ATTR_FLOAT, .f = 2.0f}};
 		float	   *y;
@@ -494,7 +469,7 @@ test_errors(void)
 				sd[1] = {4};
 	float		s[4] = {1, 1, 2, 2};
 	ie_tensor  *X = rand_tensor(4, d),
-			   *S = float_tensor(1, sd, s);
+			   *S = tu_float_tensor(1, sd, s);
 	const ie_tensor *rin[3] = {X, NULL, S};
 	const ie_tensor *pin[1] = {X};
 	ie_attr		aa[1] = {attr_int("antialias", 1)};
@@ -540,36 +515,12 @@ test_errors(void)
 
 /* ---- ONNX node tests ---- */
 
-/* Reads a whole file; NULL if it cannot. */
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	uint8_t    *buf = NULL;
-	long		n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
-	{
-		buf = malloc(n + 1);
-		if (buf != NULL && fread(buf, 1, n, f) != (size_t) n)
-		{
-			free(buf);
-			buf = NULL;
-		}
-		*len = n;
-	}
-	fclose(f);
-	return buf;
-}
-
 /* A TensorProto file as an ie_tensor (float, double, int32/64, uint8, bool). */
 static ie_tensor *
 load_tensor(const char *path)
 {
 	size_t		len;
-	uint8_t    *buf = read_file(path, &len);
+	uint8_t    *buf = tu_read_file(path, &len);
 	Onnx__TensorProto *tp;
 	ie_tensor  *t = NULL;
 	int64_t		n;
@@ -651,7 +602,7 @@ run_node_test(const char *root, const char *name, int verbose)
 	char		why[1024] = "";
 
 	snprintf(path, sizeof(path), "%s/%s/model.onnx", root, name);
-	buf = read_file(path, &len);
+	buf = tu_read_file(path, &len);
 	if (buf == NULL)
 		return 0;
 	mp = onnx__model_proto__unpack(NULL, len, buf);
@@ -801,13 +752,7 @@ run_node_test(const char *root, const char *name, int verbose)
 		}
 	}
 report:
-	if (ok)
-		n_passed++;
-	else
-	{
-		n_failed++;
-		printf("FAIL node test %s (%s, opset %d): %s\n", name, node->op_type, opset, why);
-	}
+	CHECK(ok, "node test %s (%s, opset %d): %s", name, node->op_type, opset, why);
 	if (verbose && ok)
 		printf("ok   node test %s%s\n", name, want_error ? " (refused as expected)" : "");
 	for (int i = 0; i < 16; i++)
@@ -858,6 +803,5 @@ main(int argc, char **argv)
 	test_rec_shapes();
 	test_errors();
 	test_node_tests(verbose);
-	printf("test_ops: %d passed, %d failed\n", n_passed, n_failed);
-	return n_failed == 0 ? 0 : 1;
+	return tu_report("test_ops");
 }

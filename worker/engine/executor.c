@@ -70,20 +70,6 @@ run_error(const ie_model *m, char *err, size_t errlen, const char *fmt,...)
 	return -1;
 }
 
-/* Formats a shape as "[1, 3, -1]" into buf, for messages. */
-static const char *
-shape_str(char *buf, size_t len, int ndim, const int64_t *dims)
-{
-	size_t		n = 0;
-
-	n += snprintf(buf + n, len - n, "[");
-	for (int d = 0; d < ndim && n < len; d++)
-		n += snprintf(buf + n, len - n, d ? ", %lld" : "%lld", (long long) dims[d]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
-	return buf;
-}
-
 /* Checks input i against its declaration: type, rank and fixed dims. */
 static int
 check_input(const ie_model *m, int i, const ie_tensor *t, char *err, size_t errlen)
@@ -105,13 +91,13 @@ check_input(const ie_model *m, int i, const ie_tensor *t, char *err, size_t errl
 	if (t->ndim != io->rank)
 		return run_error(m, err, errlen, "input '%s' must have rank %d %s, got rank %d %s",
 						 io->name, io->rank,
-						 shape_str(want, sizeof(want), io->rank, io->dims), t->ndim,
-						 shape_str(got, sizeof(got), t->ndim, t->dims));
+						 ie_shape_str(want, sizeof(want), io->rank, io->dims), t->ndim,
+						 ie_shape_str(got, sizeof(got), t->ndim, t->dims));
 	for (int d = 0; d < io->rank; d++)
 		if (io->dims[d] >= 0 && t->dims[d] != io->dims[d])
 			return run_error(m, err, errlen, "input '%s' must have shape %s, got %s",
-							 io->name, shape_str(want, sizeof(want), io->rank, io->dims),
-							 shape_str(got, sizeof(got), t->ndim, t->dims));
+							 io->name, ie_shape_str(want, sizeof(want), io->rank, io->dims),
+							 ie_shape_str(got, sizeof(got), t->ndim, t->dims));
 	return 0;
 }
 

@@ -131,4 +131,10 @@ int			ie_broadcast_shape(const ie_tensor *a, const ie_tensor *b,
 /* An input read as int64 values (int32 or int64 tensors), for shape inputs. */
 int			ie_tensor_get_i64(const ie_tensor *t, int64_t idx, int64_t *out);
 
+/*
+ * Formats dims as "[d0, d1, ...]" into buf (len bytes, truncated) for
+ * messages; returns buf.  Defined in ops_elementwise.c.
+ */
+const char *ie_shape_str(char *buf, size_t len, int ndim, const int64_t *dims);
+
 #endif							/* IE_OP_H */

@@ -144,3 +144,19 @@ ie_tensor_get_i64(const ie_tensor *t, int64_t idx, int64_t *out)
 		return -1;
 	return 0;
 }
+
+/*
+ * Formats dims as "[d0, d1, ...]" into buf (len bytes, truncated) for
+ * messages; returns buf.  Declared in op.h.
+ */
+const char *
+ie_shape_str(char *buf, size_t len, int ndim, const int64_t *dims)
+{
+	size_t		n = snprintf(buf, len, "[");
+
+	for (int d = 0; d < ndim && n < len; d++)
+		n += snprintf(buf + n, len - n, d ? ", %lld" : "%lld", (long long) dims[d]);
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+	return buf;
+}

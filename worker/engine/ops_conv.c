@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/engine/op.h"
+#include "worker/engine/spatial.h"
 
 /* Most threads a depthwise convolution is split over. */
 #define DW_MAX_THREADS 64
@@ -30,21 +30,14 @@
 /* Upper bound on the floats of one im2col band (16 MiB). */
 #define CONV_COL_BUDGET (4 * 1024 * 1024)
 
-/* Geometry of one convolution, spatial axes padded to 3 (depth, h, w). */
+/* Geometry of one convolution: channels plus the shared window geometry. */
 typedef struct conv_geom
 {
 	int64_t		n;				/* batch */
 	int64_t		c;				/* input channels */
 	int64_t		m;				/* output channels */
 	int64_t		group;
-	int			nsp;			/* spatial rank of the node, 1..3 */
-	int64_t		in[3];
-	int64_t		out[3];
-	int64_t		k[3];
-	int64_t		stride[3];
-	int64_t		dil[3];
-	int64_t		pad_begin[3];
-	int64_t		pad_end[3];
+	ie_spatial	sp;				/* spatial axes padded to 3 (depth, h, w) */
 	int64_t		out_pad[3];		/* ConvTranspose output_padding */
 } conv_geom;
 
@@ -54,69 +47,14 @@ typedef struct conv_geom
  * The kernel extents come from the weights (wdims, spatial part).
  */
 static int
-conv_read_attrs(ie_node_ctx *ctx, conv_geom *g, const int64_t *wdims)
+conv_read_attrs(ie_node_ctx *ctx, conv_geom *g, int nsp, const int64_t *wdims)
 {
-	const int64_t *v;
-	int			n;
-	int			off = 3 - g->nsp;
-
+	ie_spatial_init(&g->sp, nsp);
 	for (int i = 0; i < 3; i++)
-	{
-		g->in[i] = g->out[i] = g->k[i] = 1;
-		g->stride[i] = g->dil[i] = 1;
-		g->pad_begin[i] = g->pad_end[i] = g->out_pad[i] = 0;
-	}
-	for (int i = 0; i < g->nsp; i++)
-		g->k[off + i] = wdims[i];
-	n = ie_attr_ints(ctx, "kernel_shape", &v);
-	if (n >= 0)
-	{
-		if (n != g->nsp)
-			return ie_op_error(ctx, "kernel_shape has %d values for %d spatial axes",
-							   n, g->nsp);
-		for (int i = 0; i < n; i++)
-			if (v[i] != g->k[off + i])
-				return ie_op_error(ctx, "kernel_shape %lld disagrees with the weights (%lld)",
-								   (long long) v[i], (long long) g->k[off + i]);
-	}
-	n = ie_attr_ints(ctx, "strides", &v);
-	if (n >= 0)
-	{
-		if (n != g->nsp)
-			return ie_op_error(ctx, "strides has %d values for %d spatial axes", n, g->nsp);
-		for (int i = 0; i < n; i++)
-		{
-			if (v[i] < 1)
-				return ie_op_error(ctx, "unsupported stride %lld", (long long) v[i]);
-			g->stride[off + i] = v[i];
-		}
-	}
-	n = ie_attr_ints(ctx, "dilations", &v);
-	if (n >= 0)
-	{
-		if (n != g->nsp)
-			return ie_op_error(ctx, "dilations has %d values for %d spatial axes", n, g->nsp);
-		for (int i = 0; i < n; i++)
-		{
-			if (v[i] < 1)
-				return ie_op_error(ctx, "unsupported dilation %lld", (long long) v[i]);
-			g->dil[off + i] = v[i];
-		}
-	}
-	n = ie_attr_ints(ctx, "pads", &v);
-	if (n >= 0)
-	{
-		if (n != 2 * g->nsp)
-			return ie_op_error(ctx, "pads has %d values for %d spatial axes", n, g->nsp);
-		for (int i = 0; i < g->nsp; i++)
-		{
-			if (v[i] < 0 || v[g->nsp + i] < 0)
-				return ie_op_error(ctx, "unsupported negative pad");
-			g->pad_begin[off + i] = v[i];
-			g->pad_end[off + i] = v[g->nsp + i];
-		}
-	}
-	return 0;
+		g->out_pad[i] = 0;
+	if (ie_spatial_read_kernel(ctx, &g->sp, wdims) != 0)
+		return -1;
+	return ie_spatial_read_attrs(ctx, &g->sp);
 }
 
 /* Checks that input i is a float tensor; what names it in the error. */
@@ -132,12 +70,58 @@ conv_check_float(ie_node_ctx *ctx, int i, const char *what)
 }
 
 /*
+ * The inputs of Conv and ConvTranspose: X and W float of equal rank 3..5
+ * (1 to 3 spatial axes), the optional bias B float or NULL.
+ */
+static int
+conv_inputs(ie_node_ctx *ctx, const ie_tensor **X, const ie_tensor **W,
+			const ie_tensor **B)
+{
+	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
+		return ie_op_error(ctx, "needs inputs X and W");
+	*X = ctx->inputs[0];
+	*W = ctx->inputs[1];
+	*B = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
+	if (conv_check_float(ctx, 0, "input") || conv_check_float(ctx, 1, "weight") ||
+		(*B != NULL && conv_check_float(ctx, 2, "bias")))
+		return -1;
+	if ((*X)->ndim < 3 || (*X)->ndim > 5)
+		return ie_op_error(ctx, "unsupported input rank %d (1 to 3 spatial axes)",
+						   (*X)->ndim);
+	if ((*W)->ndim != (*X)->ndim)
+		return ie_op_error(ctx, "weight rank %d differs from input rank %d",
+						   (*W)->ndim, (*X)->ndim);
+	return 0;
+}
+
+/*
+ * Allocates output 0, [n, m, out...] float, and sets ctx->outputs[0]; NULL
+ * after ie_op_error when memory runs out.
+ */
+static ie_tensor *
+conv_output(ie_node_ctx *ctx, const conv_geom *g)
+{
+	int64_t		odims[IE_MAX_DIMS];
+	ie_tensor  *Y;
+
+	ie_spatial_out_dims(&g->sp, g->n, g->m, odims);
+	Y = ie_tensor_new(IE_FLOAT, g->sp.nsp + 2, odims);
+	if (Y == NULL)
+	{
+		ie_op_error(ctx, "out of memory for the output");
+		return NULL;
+	}
+	ctx->outputs[0] = Y;
+	return Y;
+}
+
+/*
  * im2col for output rows [r0, r1) of one image's channel group: col is
  * [cg*K, (r1-r0)*ow], row (c, kz, ky, kx), column (oz, oy, ox) flattened
  * with oz, oy merged into the row index r.  Padding reads as zero.
  */
 static void
-conv_im2col(const conv_geom *g, const float *x, int64_t cg, int64_t r0,
+conv_im2col(const ie_spatial *g, const float *x, int64_t cg, int64_t r0,
 			int64_t r1, float *col)
 {
 	int64_t		ow = g->out[2];
@@ -324,7 +308,7 @@ floor_div(int64_t a, int64_t b)
  * Returns -1 when memory runs out.
  */
 static int
-conv_depthwise_plane(const conv_geom *g, const float *x, const float *w,
+conv_depthwise_plane(const ie_spatial *g, const float *x, const float *w,
 					 const float *b, int64_t mult, float *y)
 {
 	int64_t		K = g->k[0] * g->k[1] * g->k[2];
@@ -452,7 +436,7 @@ dw_worker(void *arg)
 		int64_t		n = p / g->group;
 		int64_t		gi = p % g->group;
 
-		if (conv_depthwise_plane(g, j->x + (n * g->c + gi) * j->ipix,
+		if (conv_depthwise_plane(&g->sp, j->x + (n * g->c + gi) * j->ipix,
 								 j->w + gi * j->mult * j->K,
 								 j->b ? j->b + gi * j->mult : NULL, j->mult,
 								 j->y + (n * g->m + gi * j->mult) * j->opix) != 0)
@@ -511,7 +495,8 @@ dw_run_parallel(dw_job *job, int nthreads)
 /*
  * Conv (opsets 1, 11): Y[N, M, out...] = W[M, C/group, k...] * X[N, C, in...]
  * + B[M].  auto_pad NOTSET/VALID/SAME_UPPER/SAME_LOWER, pads, strides,
- * dilations, group; output extent floor((in + pads - dil*(k-1) - 1)/stride) + 1.
+ * dilations, group; output extent floor((in + pads - dil*(k-1) - 1)/stride) + 1
+ * (spatial.c).
  */
 static int
 op_conv(ie_node_ctx *ctx)
@@ -520,8 +505,6 @@ op_conv(ie_node_ctx *ctx)
 			   *W,
 			   *B;
 	conv_geom	g;
-	const char *auto_pad;
-	int64_t		odims[IE_MAX_DIMS];
 	int64_t		cg,
 				mg,
 				K,
@@ -535,19 +518,8 @@ op_conv(ie_node_ctx *ctx)
 	float	   *yd;
 	float		beta;
 
-	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
-		return ie_op_error(ctx, "needs inputs X and W");
-	X = ctx->inputs[0];
-	W = ctx->inputs[1];
-	B = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
-	if (conv_check_float(ctx, 0, "input") || conv_check_float(ctx, 1, "weight") ||
-		(B != NULL && conv_check_float(ctx, 2, "bias")))
+	if (conv_inputs(ctx, &X, &W, &B) != 0)
 		return -1;
-	if (X->ndim < 3 || X->ndim > 5)
-		return ie_op_error(ctx, "unsupported input rank %d (1 to 3 spatial axes)", X->ndim);
-	if (W->ndim != X->ndim)
-		return ie_op_error(ctx, "weight rank %d differs from input rank %d", W->ndim, X->ndim);
-	g.nsp = X->ndim - 2;
 	g.n = X->dims[0];
 	g.c = X->dims[1];
 	g.m = W->dims[0];
@@ -560,57 +532,24 @@ op_conv(ie_node_ctx *ctx)
 						   (long long) W->dims[1], (long long) (g.c / g.group));
 	if (B != NULL && (B->ndim != 1 || B->dims[0] != g.m))
 		return ie_op_error(ctx, "bias must have shape [%lld]", (long long) g.m);
-	if (conv_read_attrs(ctx, &g, W->dims + 2) != 0)
+	if (conv_read_attrs(ctx, &g, X->ndim - 2, W->dims + 2) != 0)
 		return -1;
 
-	auto_pad = ie_attr_string(ctx, "auto_pad", "NOTSET");
-	for (int i = 3 - g.nsp; i < 3; i++)
-	{
-		int64_t		in = X->dims[2 + i - (3 - g.nsp)];
-		int64_t		ek = g.dil[i] * (g.k[i] - 1) + 1;
+	if (ie_spatial_output(ctx, &g.sp, X->dims + 2,
+						  ie_attr_string(ctx, "auto_pad", "NOTSET"), 0) != 0)
+		return -1;
 
-		g.in[i] = in;
-		if (strcmp(auto_pad, "NOTSET") == 0)
-			;
-		else if (strcmp(auto_pad, "VALID") == 0)
-			g.pad_begin[i] = g.pad_end[i] = 0;
-		else if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0)
-		{
-			int64_t		out = (in + g.stride[i] - 1) / g.stride[i];
-			int64_t		total = (out - 1) * g.stride[i] + ek - in;
-
-			if (total < 0)
-				total = 0;
-			if (auto_pad[5] == 'U')
-				g.pad_begin[i] = total / 2;
-			else
-				g.pad_begin[i] = total - total / 2;
-			g.pad_end[i] = total - g.pad_begin[i];
-		}
-		else
-			return ie_op_error(ctx, "unsupported auto_pad \"%s\"", auto_pad);
-		if (in + g.pad_begin[i] + g.pad_end[i] < ek)
-			return ie_op_error(ctx, "kernel extent %lld exceeds padded input %lld",
-							   (long long) ek, (long long) (in + g.pad_begin[i] + g.pad_end[i]));
-		g.out[i] = (in + g.pad_begin[i] + g.pad_end[i] - ek) / g.stride[i] + 1;
-	}
-
-	odims[0] = g.n;
-	odims[1] = g.m;
-	for (int i = 0; i < g.nsp; i++)
-		odims[2 + i] = g.out[3 - g.nsp + i];
-	Y = ie_tensor_new(IE_FLOAT, X->ndim, odims);
+	Y = conv_output(ctx, &g);
 	if (Y == NULL)
-		return ie_op_error(ctx, "out of memory for the output");
-	ctx->outputs[0] = Y;
+		return -1;
 	if (ie_tensor_numel(Y) == 0)
 		return 0;
 
 	cg = g.c / g.group;
 	mg = g.m / g.group;
-	K = g.k[0] * g.k[1] * g.k[2];
-	opix = g.out[0] * g.out[1] * g.out[2];
-	ipix = g.in[0] * g.in[1] * g.in[2];
+	K = g.sp.k[0] * g.sp.k[1] * g.sp.k[2];
+	opix = g.sp.out[0] * g.sp.out[1] * g.sp.out[2];
+	ipix = g.sp.in[0] * g.sp.in[1] * g.sp.in[2];
 	xd = X->data;
 	wd = W->data;
 	bd = B ? B->data : NULL;
@@ -642,9 +581,9 @@ op_conv(ie_node_ctx *ctx)
 			}
 	beta = bd != NULL ? 1.0f : 0.0f;
 
-	if (K == 1 && g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 &&
-		g.pad_begin[0] + g.pad_begin[1] + g.pad_begin[2] +
-		g.pad_end[0] + g.pad_end[1] + g.pad_end[2] == 0)
+	if (K == 1 && g.sp.stride[0] == 1 && g.sp.stride[1] == 1 && g.sp.stride[2] == 1 &&
+		g.sp.pad_begin[0] + g.sp.pad_begin[1] + g.sp.pad_begin[2] +
+		g.sp.pad_end[0] + g.sp.pad_end[1] + g.sp.pad_end[2] == 0)
 	{
 		/* pointwise: Y_g = W_g [mg, cg] x X_g [cg, pix] */
 		for (int64_t n = 0; n < g.n; n++)
@@ -657,8 +596,8 @@ op_conv(ie_node_ctx *ctx)
 	}
 	else
 	{
-		int64_t		rows = g.out[0] * g.out[1];
-		int64_t		ow = g.out[2];
+		int64_t		rows = g.sp.out[0] * g.sp.out[1];
+		int64_t		ow = g.sp.out[2];
 		int64_t		band = CONV_COL_BUDGET / (cg * K * ow);
 
 		if (band < 1)
@@ -675,7 +614,7 @@ op_conv(ie_node_ctx *ctx)
 					int64_t		r1 = r0 + band < rows ? r0 + band : rows;
 					int64_t		nc = (r1 - r0) * ow;
 
-					conv_im2col(&g, xd + (n * g.c + gi * cg) * ipix, cg, r0, r1, col);
+					conv_im2col(&g.sp, xd + (n * g.c + gi * cg) * ipix, cg, r0, r1, col);
 					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
 								(int) mg, (int) nc, (int) (cg * K), 1.0f,
 								wd + gi * mg * cg * K, (int) (cg * K),
@@ -692,7 +631,7 @@ op_conv(ie_node_ctx *ctx)
  * column an input pixel) into y [mg, out...], adding overlapping taps.
  */
 static void
-convt_col2im(const conv_geom *g, const float *col, int64_t mg, float *y)
+convt_col2im(const ie_spatial *g, const float *col, int64_t mg, float *y)
 {
 	int64_t		ipix = g->in[0] * g->in[1] * g->in[2];
 	int64_t		opix = g->out[0] * g->out[1] * g->out[2];
@@ -750,7 +689,6 @@ op_conv_transpose(ie_node_ctx *ctx)
 	int			n_oshape,
 				n;
 	const int64_t *oshape = NULL;
-	int64_t		odims[IE_MAX_DIMS];
 	int64_t		cg,
 				mg,
 				K,
@@ -763,19 +701,8 @@ op_conv_transpose(ie_node_ctx *ctx)
 			   *bd;
 	float	   *yd;
 
-	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
-		return ie_op_error(ctx, "needs inputs X and W");
-	X = ctx->inputs[0];
-	W = ctx->inputs[1];
-	B = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
-	if (conv_check_float(ctx, 0, "input") || conv_check_float(ctx, 1, "weight") ||
-		(B != NULL && conv_check_float(ctx, 2, "bias")))
+	if (conv_inputs(ctx, &X, &W, &B) != 0)
 		return -1;
-	if (X->ndim < 3 || X->ndim > 5)
-		return ie_op_error(ctx, "unsupported input rank %d (1 to 3 spatial axes)", X->ndim);
-	if (W->ndim != X->ndim)
-		return ie_op_error(ctx, "weight rank %d differs from input rank %d", W->ndim, X->ndim);
-	g.nsp = X->ndim - 2;
 	g.n = X->dims[0];
 	g.c = X->dims[1];
 	g.group = ie_attr_int(ctx, "group", 1);
@@ -788,83 +715,69 @@ op_conv_transpose(ie_node_ctx *ctx)
 	g.m = W->dims[1] * g.group;
 	if (B != NULL && (B->ndim != 1 || B->dims[0] != g.m))
 		return ie_op_error(ctx, "bias must have shape [%lld]", (long long) g.m);
-	if (conv_read_attrs(ctx, &g, W->dims + 2) != 0)
+	if (conv_read_attrs(ctx, &g, X->ndim - 2, W->dims + 2) != 0)
 		return -1;
 	n = ie_attr_ints(ctx, "output_padding", &v);
 	if (n >= 0)
 	{
-		if (n != g.nsp)
+		if (n != g.sp.nsp)
 			return ie_op_error(ctx, "output_padding has %d values for %d spatial axes",
-							   n, g.nsp);
+							   n, g.sp.nsp);
 		for (int i = 0; i < n; i++)
-			g.out_pad[3 - g.nsp + i] = v[i];
+			g.out_pad[3 - g.sp.nsp + i] = v[i];
 	}
 	n_oshape = ie_attr_ints(ctx, "output_shape", &oshape);
 	if (n_oshape >= 0)
 	{
 		/* output_shape may or may not include N and C */
-		if (n_oshape == g.nsp + 2)
+		if (n_oshape == g.sp.nsp + 2)
 			oshape += 2;
-		else if (n_oshape != g.nsp)
+		else if (n_oshape != g.sp.nsp)
 			return ie_op_error(ctx, "output_shape has %d values for %d spatial axes",
-							   n_oshape, g.nsp);
+							   n_oshape, g.sp.nsp);
 	}
 	auto_pad = ie_attr_string(ctx, "auto_pad", "NOTSET");
-	if (strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0 &&
-		strcmp(auto_pad, "SAME_UPPER") != 0 && strcmp(auto_pad, "SAME_LOWER") != 0)
-		return ie_op_error(ctx, "unsupported auto_pad \"%s\"", auto_pad);
+	if (ie_spatial_check_auto_pad(ctx, auto_pad) != 0)
+		return -1;
 
-	for (int i = 3 - g.nsp; i < 3; i++)
+	for (int i = 3 - g.sp.nsp; i < 3; i++)
 	{
-		int			a = i - (3 - g.nsp);
+		int			a = i - (3 - g.sp.nsp);
 		int64_t		in = X->dims[2 + a];
-		int64_t		ek = g.dil[i] * (g.k[i] - 1) + 1;
-		int64_t		full = g.stride[i] * (in - 1) + g.out_pad[i] + ek;
+		int64_t		ek = g.sp.dil[i] * (g.sp.k[i] - 1) + 1;
+		int64_t		full = g.sp.stride[i] * (in - 1) + g.out_pad[i] + ek;
 
-		g.in[i] = in;
+		g.sp.in[i] = in;
 		if (strcmp(auto_pad, "VALID") == 0)
-			g.pad_begin[i] = g.pad_end[i] = 0;
+			g.sp.pad_begin[i] = g.sp.pad_end[i] = 0;
 		if (oshape != NULL || auto_pad[0] == 'S')
 		{
-			int64_t		want = oshape != NULL ? oshape[a] : in * g.stride[i];
+			int64_t		want = oshape != NULL ? oshape[a] : in * g.sp.stride[i];
 			int64_t		total = full - want;
 
 			if (total < 0)
 				total = 0;	/* extra output beyond the taps stays zero + bias */
-			if (strcmp(auto_pad, "SAME_UPPER") == 0)
-			{
-				g.pad_begin[i] = total / 2;
-				g.pad_end[i] = total - total / 2;
-			}
-			else
-			{
-				g.pad_begin[i] = total - total / 2;
-				g.pad_end[i] = total / 2;
-			}
-			g.out[i] = want;
+			ie_spatial_split_pad(total, strcmp(auto_pad, "SAME_UPPER") == 0,
+								 &g.sp.pad_begin[i], &g.sp.pad_end[i]);
+			g.sp.out[i] = want;
 		}
 		else
-			g.out[i] = full - g.pad_begin[i] - g.pad_end[i];
-		if (g.out[i] < 1)
-			return ie_op_error(ctx, "output extent %lld is not positive", (long long) g.out[i]);
+			g.sp.out[i] = full - g.sp.pad_begin[i] - g.sp.pad_end[i];
+		if (g.sp.out[i] < 1)
+			return ie_op_error(ctx, "output extent %lld is not positive", (long long) g.sp.out[i]);
 	}
 
-	odims[0] = g.n;
-	odims[1] = g.m;
-	for (int i = 0; i < g.nsp; i++)
-		odims[2 + i] = g.out[3 - g.nsp + i];
-	Y = ie_tensor_new(IE_FLOAT, X->ndim, odims);
+	Y = conv_output(ctx, &g);
 	if (Y == NULL)
-		return ie_op_error(ctx, "out of memory for the output");
-	ctx->outputs[0] = Y;
+		return -1;
 	if (ie_tensor_numel(Y) == 0 || ie_tensor_numel(X) == 0)
 		goto bias;
 
 	cg = g.c / g.group;
 	mg = g.m / g.group;
-	K = g.k[0] * g.k[1] * g.k[2];
-	opix = g.out[0] * g.out[1] * g.out[2];
-	ipix = g.in[0] * g.in[1] * g.in[2];
+	K = g.sp.k[0] * g.sp.k[1] * g.sp.k[2];
+	opix = g.sp.out[0] * g.sp.out[1] * g.sp.out[2];
+	ipix = g.sp.in[0] * g.sp.in[1] * g.sp.in[2];
 	xd = X->data;
 	wd = W->data;
 	yd = Y->data;
@@ -880,14 +793,14 @@ op_conv_transpose(ie_node_ctx *ctx)
 						wd + gi * cg * mg * K, (int) (mg * K),
 						xd + (n * g.c + gi * cg) * ipix, (int) ipix, 0.0f,
 						col, (int) ipix);
-			convt_col2im(&g, col, mg, yd + (n * g.m + gi * mg) * opix);
+			convt_col2im(&g.sp, col, mg, yd + (n * g.m + gi * mg) * opix);
 		}
 	free(col);
 bias:
 	bd = B ? B->data : NULL;
 	if (bd != NULL)
 	{
-		opix = g.out[0] * g.out[1] * g.out[2];
+		opix = g.sp.out[0] * g.sp.out[1] * g.sp.out[2];
 		yd = Y->data;
 		for (int64_t n = 0; n < g.n; n++)
 			for (int64_t m = 0; m < g.m; m++)

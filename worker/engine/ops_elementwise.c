@@ -166,30 +166,27 @@ ROW_KERNEL(add_##SUF, T, (T) ((UT) x + (UT) y)) \
 ROW_KERNEL(sub_##SUF, T, (T) ((UT) x - (UT) y)) \
 ROW_KERNEL(mul_##SUF, T, (T) ((UT) x * (UT) y))
 
-/* Integer division truncates; x / 0 gives 0 and MIN / -1 wraps, never a trap. */
-#define SIGNED_DIV(SUF, T, UT) \
+/*
+ * Integer division truncates; x / 0 gives 0 and MIN / -1 wraps, never a
+ * trap.  SIGNED_KERNELS / UNSIGNED_KERNELS: all four kernels of one type.
+ */
+#define SIGNED_KERNELS(SUF, T, UT) \
+INT_KERNELS(SUF, T, UT) \
 ROW_KERNEL(div_##SUF, T, (T) (y == 0 ? 0 : y == -1 ? (T) (0 - (UT) x) : x / y))
-#define UNSIGNED_DIV(SUF, T) \
+#define UNSIGNED_KERNELS(SUF, T) \
+INT_KERNELS(SUF, T, T) \
 ROW_KERNEL(div_##SUF, T, (T) (y == 0 ? 0 : x / y))
 
 FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f64, double)
-INT_KERNELS(i8, int8_t, uint8_t)
-INT_KERNELS(u8, uint8_t, uint8_t)
-INT_KERNELS(i16, int16_t, uint16_t)
-INT_KERNELS(u16, uint16_t, uint16_t)
-INT_KERNELS(i32, int32_t, uint32_t)
-INT_KERNELS(u32, uint32_t, uint32_t)
-INT_KERNELS(i64, int64_t, uint64_t)
-INT_KERNELS(u64, uint64_t, uint64_t)
-SIGNED_DIV(i8, int8_t, uint8_t)
-SIGNED_DIV(i16, int16_t, uint16_t)
-SIGNED_DIV(i32, int32_t, uint32_t)
-SIGNED_DIV(i64, int64_t, uint64_t)
-UNSIGNED_DIV(u8, uint8_t)
-UNSIGNED_DIV(u16, uint16_t)
-UNSIGNED_DIV(u32, uint32_t)
-UNSIGNED_DIV(u64, uint64_t)
+SIGNED_KERNELS(i8, int8_t, uint8_t)
+UNSIGNED_KERNELS(u8, uint8_t)
+SIGNED_KERNELS(i16, int16_t, uint16_t)
+UNSIGNED_KERNELS(u16, uint16_t)
+SIGNED_KERNELS(i32, int32_t, uint32_t)
+UNSIGNED_KERNELS(u32, uint32_t)
+SIGNED_KERNELS(i64, int64_t, uint64_t)
+UNSIGNED_KERNELS(u64, uint64_t)
 
 ROW_KERNEL(pow_f32, float, powf(x, y))
 ROW_KERNEL(pow_f64, double, pow(x, y))
@@ -237,17 +234,27 @@ two_inputs(ie_node_ctx *ctx)
 	return 0;
 }
 
-/* Formats a shape for messages. */
-static const char *
-fmt_shape(char *buf, size_t len, const ie_tensor *t)
+/*
+ * Plans out = a (op) b (see plan_broadcast) and allocates out in a's type;
+ * errors name the two shapes when they do not broadcast.
+ */
+static int
+broadcast_output(ie_node_ctx *ctx, const ie_tensor *a, const ie_tensor *b,
+				 bcast_plan *p, ie_tensor **out)
 {
-	size_t		n = snprintf(buf, len, "[");
+	int64_t		dims[IE_MAX_DIMS];
+	int			nd;
+	char		s1[128],
+				s2[128];
 
-	for (int d = 0; d < t->ndim && n < len; d++)
-		n += snprintf(buf + n, len - n, d ? ", %lld" : "%lld", (long long) t->dims[d]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
-	return buf;
+	if (plan_broadcast(a, b, &nd, dims, p) != 0)
+		return ie_op_error(ctx, "shapes %s and %s do not broadcast",
+						   ie_shape_str(s1, sizeof(s1), a->ndim, a->dims),
+						   ie_shape_str(s2, sizeof(s2), b->ndim, b->dims));
+	*out = ie_tensor_new(a->dtype, nd, dims);
+	if (*out == NULL)
+		return ie_op_error(ctx, "out of memory");
+	return 0;
 }
 
 /* out = a (op) b with broadcasting; a and b of one type. */
@@ -256,13 +263,9 @@ binary_op(ie_node_ctx *ctx, enum binop op)
 {
 	const ie_tensor *a,
 			   *b;
-	int64_t		dims[IE_MAX_DIMS];
-	int			nd;
 	bcast_plan	p;
 	row_fn		fn;
 	ie_tensor  *o;
-	char		s1[128],
-				s2[128];
 
 	if (two_inputs(ctx) != 0)
 		return -1;
@@ -277,12 +280,8 @@ binary_op(ie_node_ctx *ctx, enum binop op)
 	fn = binary_kernel(op, a->dtype);
 	if (fn == NULL)
 		return ie_op_error(ctx, "element type %s is not supported", ie_dtype_name(a->dtype));
-	if (plan_broadcast(a, b, &nd, dims, &p) != 0)
-		return ie_op_error(ctx, "shapes %s and %s do not broadcast",
-						   fmt_shape(s1, sizeof(s1), a), fmt_shape(s2, sizeof(s2), b));
-	o = ie_tensor_new(a->dtype, nd, dims);
-	if (o == NULL)
-		return ie_op_error(ctx, "out of memory");
+	if (broadcast_output(ctx, a, b, &p, &o) != 0)
+		return -1;
 	run_rows(&p, a->data, b->data, o->data, ie_dtype_size(a->dtype), fn);
 	ctx->outputs[0] = o;
 	return 0;
@@ -352,12 +351,8 @@ op_pow(ie_node_ctx *ctx)
 {
 	const ie_tensor *a,
 			   *b;
-	int64_t		dims[IE_MAX_DIMS];
-	int			nd;
 	bcast_plan	p;
 	ie_tensor  *o;
-	char		s1[128],
-				s2[128];
 
 	if (two_inputs(ctx) != 0)
 		return -1;
@@ -366,12 +361,8 @@ op_pow(ie_node_ctx *ctx)
 	if (!pow_type_ok(a->dtype) || !pow_type_ok(b->dtype))
 		return ie_op_error(ctx, "element types %s ** %s are not supported",
 						   ie_dtype_name(a->dtype), ie_dtype_name(b->dtype));
-	if (plan_broadcast(a, b, &nd, dims, &p) != 0)
-		return ie_op_error(ctx, "shapes %s and %s do not broadcast",
-						   fmt_shape(s1, sizeof(s1), a), fmt_shape(s2, sizeof(s2), b));
-	o = ie_tensor_new(a->dtype, nd, dims);
-	if (o == NULL)
-		return ie_op_error(ctx, "out of memory");
+	if (broadcast_output(ctx, a, b, &p, &o) != 0)
+		return -1;
 	ctx->outputs[0] = o;
 	if (a->dtype == IE_FLOAT && b->dtype == IE_FLOAT)
 	{
@@ -408,7 +399,7 @@ op_pow(ie_node_ctx *ctx)
 		/* mixed or integer types: element by element in double */
 		ie_tensor  *da = ie_tensor_new(IE_DOUBLE, a->ndim, a->dims);
 		ie_tensor  *db = ie_tensor_new(IE_DOUBLE, b->ndim, b->dims);
-		ie_tensor  *dout = ie_tensor_new(IE_DOUBLE, nd, dims);
+		ie_tensor  *dout = ie_tensor_new(IE_DOUBLE, o->ndim, o->dims);
 		int64_t		n;
 		bool		int_out = a->dtype != IE_FLOAT && a->dtype != IE_DOUBLE;
 

@@ -5,31 +5,15 @@
  *	  spatial axes.
  *
  * Windowed pools are computed as 3-D with missing leading spatial axes of
- * extent 1.  Averages are summed in double.  Output extents follow the
- * spec: floor (or ceil with ceil_mode) of (in + pads - dil*(k-1) - 1) /
- * stride + 1, where with ceil_mode a last window that would start in the
- * end padding is dropped (as onnxruntime and PyTorch do).
+ * extent 1 (geometry and output extents in spatial.c, shared with Conv).
+ * Averages are summed in double.
  *
  * Threading: no state outside the call.
  */
 #include <float.h>
 #include <math.h>
-#include <string.h>
 
-#include "worker/engine/op.h"
-
-/* Geometry of one windowed pool, spatial axes padded to 3. */
-typedef struct pool_geom
-{
-	int			nsp;
-	int64_t		in[3];
-	int64_t		out[3];
-	int64_t		k[3];
-	int64_t		stride[3];
-	int64_t		dil[3];
-	int64_t		pad_begin[3];
-	int64_t		pad_end[3];
-} pool_geom;
+#include "worker/engine/spatial.h"
 
 /*
  * Checks the input is float (or, with bytes_ok, int8/uint8) and its rank is
@@ -125,114 +109,21 @@ op_global_max_pool(ie_node_ctx *ctx)
 
 /*
  * Reads kernel_shape (required), strides, dilations, pads, auto_pad and
- * ceil_mode and computes the output extents of a windowed pool.
+ * ceil_mode and computes the output extents of a windowed pool (spatial.c).
  */
 static int
-pool_geometry(ie_node_ctx *ctx, const ie_tensor *X, pool_geom *g)
+pool_geometry(ie_node_ctx *ctx, const ie_tensor *X, ie_spatial *g)
 {
-	const int64_t *v;
-	int			n;
-	int			off;
 	const char *auto_pad = ie_attr_string(ctx, "auto_pad", "NOTSET");
 	int64_t		ceil_mode = ie_attr_int(ctx, "ceil_mode", 0);
 
-	g->nsp = X->ndim - 2;
-	off = 3 - g->nsp;
-	for (int i = 0; i < 3; i++)
-	{
-		g->in[i] = g->out[i] = g->k[i] = 1;
-		g->stride[i] = g->dil[i] = 1;
-		g->pad_begin[i] = g->pad_end[i] = 0;
-	}
-	n = ie_attr_ints(ctx, "kernel_shape", &v);
-	if (n != g->nsp)
-		return ie_op_error(ctx, "kernel_shape must have %d values", g->nsp);
-	for (int i = 0; i < n; i++)
-	{
-		if (v[i] < 1)
-			return ie_op_error(ctx, "unsupported kernel extent %lld", (long long) v[i]);
-		g->k[off + i] = v[i];
-	}
-	n = ie_attr_ints(ctx, "strides", &v);
-	if (n >= 0)
-	{
-		if (n != g->nsp)
-			return ie_op_error(ctx, "strides must have %d values", g->nsp);
-		for (int i = 0; i < n; i++)
-		{
-			if (v[i] < 1)
-				return ie_op_error(ctx, "unsupported stride %lld", (long long) v[i]);
-			g->stride[off + i] = v[i];
-		}
-	}
-	n = ie_attr_ints(ctx, "dilations", &v);
-	if (n >= 0)
-	{
-		if (n != g->nsp)
-			return ie_op_error(ctx, "dilations must have %d values", g->nsp);
-		for (int i = 0; i < n; i++)
-		{
-			if (v[i] < 1)
-				return ie_op_error(ctx, "unsupported dilation %lld", (long long) v[i]);
-			g->dil[off + i] = v[i];
-		}
-	}
-	n = ie_attr_ints(ctx, "pads", &v);
-	if (n >= 0)
-	{
-		if (n != 2 * g->nsp)
-			return ie_op_error(ctx, "pads must have %d values", 2 * g->nsp);
-		for (int i = 0; i < g->nsp; i++)
-		{
-			if (v[i] < 0 || v[g->nsp + i] < 0)
-				return ie_op_error(ctx, "unsupported negative pad");
-			g->pad_begin[off + i] = v[i];
-			g->pad_end[off + i] = v[g->nsp + i];
-		}
-	}
+	ie_spatial_init(g, X->ndim - 2);
+	if (ie_spatial_read_kernel(ctx, g, NULL) != 0 ||
+		ie_spatial_read_attrs(ctx, g) != 0)
+		return -1;
 	if (ceil_mode != 0 && ceil_mode != 1)
 		return ie_op_error(ctx, "unsupported ceil_mode %lld", (long long) ceil_mode);
-
-	for (int i = off; i < 3; i++)
-	{
-		int64_t		in = X->dims[2 + i - off];
-		int64_t		ek = g->dil[i] * (g->k[i] - 1) + 1;
-		int64_t		s = g->stride[i];
-
-		g->in[i] = in;
-		if (strcmp(auto_pad, "NOTSET") == 0)
-		{
-			int64_t		span = in + g->pad_begin[i] + g->pad_end[i] - ek;
-
-			if (span < 0)
-				return ie_op_error(ctx, "kernel extent %lld exceeds padded input", (long long) ek);
-			g->out[i] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-			/* a window must start inside the input or the begin padding */
-			if (ceil_mode && (g->out[i] - 1) * s >= in + g->pad_begin[i])
-				g->out[i]--;
-		}
-		else if (strcmp(auto_pad, "VALID") == 0)
-		{
-			g->pad_begin[i] = g->pad_end[i] = 0;
-			if (in < ek)
-				return ie_op_error(ctx, "kernel extent %lld exceeds input", (long long) ek);
-			g->out[i] = (in - ek) / s + 1;
-		}
-		else if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0)
-		{
-			int64_t		total;
-
-			g->out[i] = (in + s - 1) / s;
-			total = (g->out[i] - 1) * s + ek - in;
-			if (total < 0)
-				total = 0;
-			g->pad_begin[i] = auto_pad[5] == 'U' ? total / 2 : total - total / 2;
-			g->pad_end[i] = total - g->pad_begin[i];
-		}
-		else
-			return ie_op_error(ctx, "unsupported auto_pad \"%s\"", auto_pad);
-	}
-	return 0;
+	return ie_spatial_output(ctx, g, X->dims + 2, auto_pad, (int) ceil_mode);
 }
 
 /*
@@ -242,7 +133,7 @@ pool_geometry(ie_node_ctx *ctx, const ie_tensor *X, pool_geom *g)
  * cells beyond it that ceil_mode adds).
  */
 static void
-pool_run(const pool_geom *g, const float *xd, float *yd, int64_t *idx,
+pool_run(const ie_spatial *g, const float *xd, float *yd, int64_t *idx,
 		 int64_t planes, int is_max, int count_pad, int storage_order)
 {
 	int64_t		ipix = g->in[0] * g->in[1] * g->in[2];
@@ -405,7 +296,7 @@ static int
 window_pool(ie_node_ctx *ctx, int is_max)
 {
 	const ie_tensor *X;
-	pool_geom	g;
+	ie_spatial	g;
 	int64_t		odims[IE_MAX_DIMS];
 	int64_t		storage_order = ie_attr_int(ctx, "storage_order", 0);
 	int64_t		count_pad = ie_attr_int(ctx, "count_include_pad", 0);
@@ -423,10 +314,7 @@ window_pool(ie_node_ctx *ctx, int is_max)
 		return ie_op_error(ctx, "unsupported count_include_pad %lld", (long long) count_pad);
 	if (pool_geometry(ctx, X, &g) != 0)
 		return -1;
-	odims[0] = X->dims[0];
-	odims[1] = X->dims[1];
-	for (int i = 0; i < g.nsp; i++)
-		odims[2 + i] = g.out[3 - g.nsp + i];
+	ie_spatial_out_dims(&g, X->dims[0], X->dims[1], odims);
 	Y = ie_tensor_new(IE_FLOAT, X->ndim, odims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");

@@ -91,6 +91,26 @@ reduce_final(reduce_kind kind, double acc, int64_t count)
 }
 
 /*
+ * Steps the odometer idx over axes [0, last] of X by one (the last axis
+ * fastest) and returns the output offset ooff moved along by ostride.
+ */
+static inline int64_t
+reduce_advance(const ie_tensor *X, int last, int64_t *idx,
+			   const int64_t *ostride, int64_t ooff)
+{
+	for (int d = last; d >= 0; d--)
+	{
+		idx[d]++;
+		ooff += ostride[d];
+		if (idx[d] < X->dims[d])
+			break;
+		ooff -= ostride[d] * idx[d];
+		idx[d] = 0;
+	}
+	return ooff;
+}
+
+/*
  * The shared reduction: X reduced over the chosen axes into Y.  Walks X
  * in order with an odometer, tracking the output offset, so any set of
  * axes costs one pass.
@@ -219,15 +239,7 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 			for (int64_t j = 0; j < len; j++)
 				a = reduce_step(kind, a, dbl ? xdd[i + j] : xd[i + j]);
 			acc[ooff] = a;
-			for (int d = X->ndim - 2; d >= 0; d--)
-			{
-				idx[d]++;
-				ooff += ostride[d];
-				if (idx[d] < X->dims[d])
-					break;
-				ooff -= ostride[d] * idx[d];
-				idx[d] = 0;
-			}
+			ooff = reduce_advance(X, X->ndim - 2, idx, ostride, ooff);
 		}
 	}
 	else
@@ -235,15 +247,7 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 		for (int64_t i = 0; i < inumel; i++)
 		{
 			acc[ooff] = reduce_step(kind, acc[ooff], dbl ? xdd[i] : xd[i]);
-			for (int d = X->ndim - 1; d >= 0; d--)
-			{
-				idx[d]++;
-				ooff += ostride[d];
-				if (idx[d] < X->dims[d])
-					break;
-				ooff -= ostride[d] * idx[d];
-				idx[d] = 0;
-			}
+			ooff = reduce_advance(X, X->ndim - 1, idx, ostride, ooff);
 		}
 	}
 	for (int64_t i = 0; i < onumel; i++)
@@ -259,66 +263,28 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 	return 0;
 }
 
-/* One wrapper per operator: the kind, and the opset that made axes an input. */
-static int
-op_reduce_mean(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_MEAN, 18);
+/*
+ * One operator per kind: REDUCE_OP(fn, kind, axes_input_opset) defines
+ * fn(ctx) as reduce_common with the kind and the opset that made axes an
+ * input.
+ */
+#define REDUCE_OP(fn, kind, axes_input_opset) \
+static int \
+fn(ie_node_ctx *ctx) \
+{ \
+	return reduce_common(ctx, kind, axes_input_opset); \
 }
 
-static int
-op_reduce_sum(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_SUM, 13);
-}
-
-static int
-op_reduce_max(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_MAX, 18);
-}
-
-static int
-op_reduce_min(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_MIN, 18);
-}
-
-static int
-op_reduce_prod(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_PROD, 18);
-}
-
-static int
-op_reduce_sum_square(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_SUM_SQUARE, 18);
-}
-
-static int
-op_reduce_l1(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_L1, 18);
-}
-
-static int
-op_reduce_l2(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_L2, 18);
-}
-
-static int
-op_reduce_log_sum(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_LOG_SUM, 18);
-}
-
-static int
-op_reduce_log_sum_exp(ie_node_ctx *ctx)
-{
-	return reduce_common(ctx, RED_LOG_SUM_EXP, 18);
-}
+REDUCE_OP(op_reduce_mean, RED_MEAN, 18)
+REDUCE_OP(op_reduce_sum, RED_SUM, 13)
+REDUCE_OP(op_reduce_max, RED_MAX, 18)
+REDUCE_OP(op_reduce_min, RED_MIN, 18)
+REDUCE_OP(op_reduce_prod, RED_PROD, 18)
+REDUCE_OP(op_reduce_sum_square, RED_SUM_SQUARE, 18)
+REDUCE_OP(op_reduce_l1, RED_L1, 18)
+REDUCE_OP(op_reduce_l2, RED_L2, 18)
+REDUCE_OP(op_reduce_log_sum, RED_LOG_SUM, 18)
+REDUCE_OP(op_reduce_log_sum_exp, RED_LOG_SUM_EXP, 18)
 
 const ie_op_def ie_ops_reduce[] = {
 	{"ReduceMean", op_reduce_mean},

@@ -1,0 +1,75 @@
+/*
+ * spatial.h
+ *	  Window geometry shared by the convolution and pooling operators
+ *	  (ops_conv.c, ops_pool.c); internal to the engine.
+ *
+ * A windowed operator over 1 to 3 spatial axes is handled as 3-D: the
+ * node's nsp axes fill the last nsp of the 3 slots and the leading ones
+ * have extent 1, stride 1, dilation 1 and no padding.  spatial.c reads the
+ * attributes every windowed operator shares (kernel_shape, strides,
+ * dilations, pads, auto_pad) and computes output extents by the formulas
+ * of the ONNX operator specification (Conv, ConvTranspose, AveragePool,
+ * MaxPool sections of onnx/docs/Operators.md).
+ *
+ * Threading: pure functions of their arguments.
+ */
+#ifndef IE_SPATIAL_H
+#define IE_SPATIAL_H
+
+#include "worker/engine/op.h"
+
+/* Geometry of one windowed operator, spatial axes padded to 3 (d, h, w). */
+typedef struct ie_spatial
+{
+	int			nsp;			/* spatial rank of the node, 1..3 */
+	int64_t		in[3];
+	int64_t		out[3];
+	int64_t		k[3];
+	int64_t		stride[3];
+	int64_t		dil[3];
+	int64_t		pad_begin[3];
+	int64_t		pad_end[3];
+} ie_spatial;
+
+/* Sets nsp and every slot to extent 1, stride 1, dilation 1, no padding. */
+void		ie_spatial_init(ie_spatial *s, int nsp);
+
+/*
+ * Reads kernel_shape into s->k.  With wdims (the spatial dims of Conv
+ * weights) the kernel comes from the weights and the attribute, optional,
+ * must agree; without, the attribute is required and each extent >= 1.
+ */
+int			ie_spatial_read_kernel(ie_node_ctx *ctx, ie_spatial *s,
+								   const int64_t *wdims);
+
+/*
+ * Reads strides and dilations (each >= 1) and pads (>= 0, all begins then
+ * all ends), checking each has one value per spatial axis (two for pads).
+ */
+int			ie_spatial_read_attrs(ie_node_ctx *ctx, ie_spatial *s);
+
+/* 0 when auto_pad is NOTSET, VALID, SAME_UPPER or SAME_LOWER, else an error. */
+int			ie_spatial_check_auto_pad(ie_node_ctx *ctx, const char *auto_pad);
+
+/*
+ * Splits a total padding between the two ends of an axis: the odd cell goes
+ * at the end with upper (SAME_UPPER), at the beginning otherwise.
+ */
+void		ie_spatial_split_pad(int64_t total, int upper, int64_t *begin,
+								 int64_t *end);
+
+/*
+ * Sets s->in from in_dims (the node's nsp spatial extents) and computes
+ * s->out and, for VALID/SAME_*, the pads: the Conv/pool formulas, ceil_mode
+ * (0 or 1) only for pools.  Errors name an unsupported auto_pad or a kernel
+ * larger than the padded input.
+ */
+int			ie_spatial_output(ie_node_ctx *ctx, ie_spatial *s,
+							  const int64_t *in_dims, const char *auto_pad,
+							  int ceil_mode);
+
+/* odims = [n, c, out...] for the node's nsp spatial axes. */
+void		ie_spatial_out_dims(const ie_spatial *s, int64_t n, int64_t c,
+								int64_t odims[IE_MAX_DIMS]);
+
+#endif							/* IE_SPATIAL_H */
