@@ -29,6 +29,18 @@
  * too, so a worker that goes away while it holds a request is an error
  * at once (08006), not after infer.timeout.
  *
+ * Several requests may be in flight on one socket (InferBatch keeps up to
+ * infer.max_inflight batches out, and a cursor may leave some there
+ * between FETCHes while other statements send their own).  Every request
+ * sent is an InferRequest, kept in client_pending until its reply arrives
+ * or it is forgotten; whoever reads a socket hands each reply to its
+ * request, so no reply is lost to another waiter.  A request lives in the
+ * memory context that was current when it was sent (its owner) and its
+ * reply is received into a child context of the owner; a reset callback
+ * on the owner unlinks the request and sends MSG_CANCEL when it is still
+ * unanswered, so an error, a rescan or the end of a batch can never leave
+ * a dangling request behind.  Replies nobody waits for are dropped.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_infer.h"
@@ -37,6 +49,7 @@
 #include <pthread.h>
 #include <zmq.h>
 
+#include "lib/ilist.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -55,6 +68,22 @@ typedef struct InferSocket
 	WaitEventSet *waitset;		/* latch, postmaster death, both ZMQ_FDs */
 } InferSocket;
 
+/* A request sent and not yet forgotten (see the banner). */
+struct InferRequest
+{
+	dlist_node	node;			/* in client_pending while linked */
+	bool		linked;			/* unanswered and not cancelled */
+	InferSocket *socket;
+	InferWorker worker;			/* copied into the owner's context */
+	uint64		request_id;
+	uint64		disconnects_at_send;	/* socket's count when sent */
+	TimestampTz deadline;
+	int			timeout_ms;
+	MemoryContext owner;		/* the reply's context is a child of it */
+	InferReply *reply;			/* NULL until it arrives */
+	MemoryContextCallback forget;	/* on the owner's reset or deletion */
+};
+
 /* The outcome of client_wait(). */
 typedef enum ClientWait
 {
@@ -67,6 +96,7 @@ static void *client_context = NULL;
 static InferSocket *client_sockets = NULL;
 static uint64 client_request_counter = 0;
 static int	client_monitor_counter = 0;
+static dlist_head client_pending = DLIST_STATIC_INIT(client_pending);
 
 /*
  * Load-time check: the linked libzmq must be 4.x or later (ZMQ_IMMEDIATE,
@@ -104,6 +134,14 @@ InferClientNextRequestId(void)
 static void
 client_shutdown(int code, Datum arg)
 {
+	/* requests still pending are dropped with their sockets, unsent */
+	while (!dlist_is_empty(&client_pending))
+	{
+		InferRequest *req = dlist_container(InferRequest, node,
+											dlist_pop_head_node(&client_pending));
+
+		req->linked = false;
+	}
 	while (client_sockets != NULL)
 	{
 		InferSocket *s = client_sockets;
@@ -300,12 +338,33 @@ client_send_cancel(InferSocket *s, uint64 request_id)
 }
 
 /*
- * Processes pending interrupts; when one throws (cancel, statement
- * timeout, termination) and a request is in flight (sent_id != 0), first
- * tells the worker to drop it.
+ * Forgets req: unlinks it and, as it is still unanswered, tells its worker
+ * to drop it.  Never raises an error.  Idempotent.
  */
 static void
-client_check_interrupts(InferSocket *s, uint64 sent_id)
+client_cancel(InferRequest *req)
+{
+	if (!req->linked)
+		return;
+	client_send_cancel(req->socket, req->request_id);
+	dlist_delete(&req->node);
+	req->linked = false;
+}
+
+/* Memory context reset callback of a request's owner: see client_cancel. */
+static void
+client_forget(void *arg)
+{
+	client_cancel((InferRequest *) arg);
+}
+
+/*
+ * Processes pending interrupts; when one throws (cancel, statement
+ * timeout, termination) and req (may be NULL) is in flight, first tells
+ * the worker to drop it.
+ */
+static void
+client_check_interrupts(InferRequest *req)
 {
 	PG_TRY();
 	{
@@ -313,40 +372,47 @@ client_check_interrupts(InferSocket *s, uint64 sent_id)
 	}
 	PG_CATCH();
 	{
-		if (sent_id != 0)
-			client_send_cancel(s, sent_id);
+		if (req != NULL)
+			client_cancel(req);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 }
 
 /*
+ * Returns whether the socket's ZMQ_EVENTS has `want` now.
+ */
+static bool
+client_has_event(InferSocket *s, int want)
+{
+	int			events;
+	size_t		len = sizeof(events);
+
+	if (zmq_getsockopt(s->sock, ZMQ_EVENTS, &events, &len) != 0)
+		elog(ERROR, "could not read ZMQ_EVENTS: %s", zmq_strerror(zmq_errno()));
+	return (events & want) != 0;
+}
+
+/*
  * Waits until the socket's ZMQ_EVENTS has `want` (ZMQ_POLLIN/POLLOUT) or
- * the deadline passes; with sent_id != 0 (a request in flight), also ends
- * when the worker disconnects after the request was sent, which was when
- * s->disconnects was disconnects_at_send.  Lets interrupts through (see
- * client_check_interrupts).
+ * the deadline passes; with req != NULL (a request in flight), also ends
+ * when the worker disconnects after req was sent.  Lets interrupts
+ * through (see client_check_interrupts).
  */
 static ClientWait
-client_wait(InferSocket *s, int want, TimestampTz deadline, uint64 sent_id,
-			uint64 disconnects_at_send)
+client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req)
 {
 	for (;;)
 	{
-		int			events;
-		size_t		len = sizeof(events);
 		long		remaining;
 		WaitEvent	event;
 
-		if (zmq_getsockopt(s->sock, ZMQ_EVENTS, &events, &len) != 0)
-			elog(ERROR, "could not read ZMQ_EVENTS: %s",
-				 zmq_strerror(zmq_errno()));
-		if (events & want)
+		if (client_has_event(s, want))
 			return CLIENT_READY;
 
 		/* a reply already received wins over a disconnection */
 		client_read_monitor(s);
-		if (sent_id != 0 && s->disconnects != disconnects_at_send)
+		if (req != NULL && s->disconnects != req->disconnects_at_send)
 			return CLIENT_DISCONNECTED;
 
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
@@ -358,7 +424,7 @@ client_wait(InferSocket *s, int want, TimestampTz deadline, uint64 sent_id,
 			(event.events & WL_LATCH_SET))
 		{
 			ResetLatch(MyLatch);
-			client_check_interrupts(s, sent_id);
+			client_check_interrupts(req);
 		}
 	}
 }
@@ -474,32 +540,106 @@ client_recv(InferSocket *s)
 	return reply;
 }
 
+
 /*
- * Sends request (its version and request_id already set) with one payload
- * frame to worker and waits up to timeout_ms for the reply with the same
- * request_id.  Returns the reply, copied into the current memory context.
- * Errors: 08006 when no connection could be made in time, 57014 when the
- * worker did not answer in time, 08P01 on a reply that cannot be parsed
- * or has another protocol version.
+ * Reads every whole message waiting on s and hands each reply to its
+ * pending request (its context becomes a child of the request's owner);
+ * replies to requests nobody waits for any more are dropped.  A reply that
+ * cannot be parsed or has another protocol version raises 08P01, naming
+ * worker (the one whose request the caller waits for).
  */
-InferReply *
-InferClientCall(const InferWorker *worker, Pginfer__Header *request,
-				const void *payload, size_t payload_len, int timeout_ms)
+static void
+client_dispatch(InferSocket *s, const InferWorker *worker)
+{
+	while (client_has_event(s, ZMQ_POLLIN))
+	{
+		MemoryContext cxt;
+		MemoryContext oldcxt;
+		InferReply *reply;
+		dlist_iter	iter;
+		InferRequest *req = NULL;
+
+		cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_infer reply",
+									ALLOCSET_SMALL_SIZES);
+		oldcxt = MemoryContextSwitchTo(cxt);
+		reply = client_recv(s);
+		MemoryContextSwitchTo(oldcxt);
+		if (reply == NULL)
+		{
+			MemoryContextDelete(cxt);
+			return;
+		}
+		if (reply->header == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("could not parse the reply of inference worker \"%s\" at %s",
+							worker->name, worker->endpoint)));
+		if (reply->header->version != PGINFER_PROTOCOL_VERSION)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("inference worker \"%s\" at %s speaks protocol version %u, this extension version %d",
+							worker->name, worker->endpoint,
+							reply->header->version, PGINFER_PROTOCOL_VERSION),
+					 errhint("Install infer-worker and pg_infer from the same release.")));
+
+		dlist_foreach(iter, &client_pending)
+		{
+			InferRequest *r = dlist_container(InferRequest, node, iter.cur);
+
+			if (r->socket == s && r->request_id == reply->header->request_id)
+			{
+				req = r;
+				break;
+			}
+		}
+		if (req == NULL)
+		{
+			/* the late answer to a request cancelled earlier */
+			elog(DEBUG1, "pg_infer: dropping reply to request " UINT64_FORMAT " from %s",
+				 reply->header->request_id, s->endpoint);
+			MemoryContextDelete(cxt);
+			continue;
+		}
+		MemoryContextSetParent(cxt, req->owner);
+		req->reply = reply;
+		dlist_delete(&req->node);
+		req->linked = false;
+	}
+}
+
+/*
+ * Sends request (its version and request_id already set) to worker with
+ * npayloads payload frames and returns the pending request, allocated in
+ * the current memory context (its owner; see the banner); the reply
+ * (InferClientWait) is due within timeout_ms of now.  Errors: 08006 when
+ * no connection could be made in time.
+ */
+InferRequest *
+InferClientSend(const InferWorker *worker, Pginfer__Header *request,
+				int npayloads, const void *const *payloads,
+				const size_t *payload_lens, int timeout_ms)
 {
 	InferSocket *s = client_socket(worker);
-	TimestampTz deadline;
+	InferRequest *req;
 	size_t		len;
 	uint8_t    *buf;
-	uint64		disconnects_at_send;
 
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	req = palloc0(sizeof(InferRequest));
+	req->socket = s;
+	req->worker.name = pstrdup(worker->name);
+	req->worker.endpoint = pstrdup(worker->endpoint);
+	req->request_id = request->request_id;
+	req->timeout_ms = timeout_ms;
+	req->owner = CurrentMemoryContext;
+	req->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												timeout_ms);
 
 	len = pginfer__header__get_packed_size(request);
 	buf = palloc(Max(len, 1));
 	pginfer__header__pack(request, buf);
 
 	/* With ZMQ_IMMEDIATE, POLLOUT means a live connection to the worker. */
-	if (client_wait(s, ZMQ_POLLOUT, deadline, 0, 0) != CLIENT_READY)
+	if (client_wait(s, ZMQ_POLLOUT, req->deadline, NULL) != CLIENT_READY)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not connect to inference worker \"%s\" at %s",
@@ -516,31 +656,58 @@ InferClientCall(const InferWorker *worker, Pginfer__Header *request,
 	 * before this point concern earlier requests.
 	 */
 	client_read_monitor(s);
-	disconnects_at_send = s->disconnects;
-	if (zmq_send(s->sock, buf, len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-		zmq_send(s->sock, payload, payload_len, ZMQ_DONTWAIT) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not send request to inference worker \"%s\" at %s: %s",
-						worker->name, worker->endpoint,
-						zmq_strerror(zmq_errno()))));
+	req->disconnects_at_send = s->disconnects;
+	if (zmq_send(s->sock, buf, len,
+				 (npayloads > 0 ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0)
+		goto send_failed;
+	for (int i = 0; i < npayloads; i++)
+		if (zmq_send(s->sock, payloads[i], payload_lens[i],
+					 (i + 1 < npayloads ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0)
+			goto send_failed;
 	pfree(buf);
 
-	for (;;)
-	{
-		InferReply *reply;
+	dlist_push_tail(&client_pending, &req->node);
+	req->linked = true;
+	req->forget.func = client_forget;
+	req->forget.arg = req;
+	MemoryContextRegisterResetCallback(req->owner, &req->forget);
+	return req;
 
-		switch (client_wait(s, ZMQ_POLLIN, deadline, request->request_id,
-							disconnects_at_send))
+send_failed:
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("could not send request to inference worker \"%s\" at %s: %s",
+					worker->name, worker->endpoint,
+					zmq_strerror(zmq_errno()))));
+	return NULL;				/* keep the compiler quiet */
+}
+
+/*
+ * Waits for req's reply (until the deadline set at send) and returns it;
+ * it lives in a child context of req's owner.  Replies to other requests
+ * read meanwhile go to those.  Errors: 57014 when the worker did not
+ * answer in time (the request is then cancelled), 08006 when it went
+ * away while it held the request, 08P01 on a reply that cannot be parsed
+ * or has another protocol version.
+ */
+InferReply *
+InferClientWait(InferRequest *req)
+{
+	while (req->reply == NULL)
+	{
+		if (!req->linked)
+			elog(ERROR, "pg_infer: waiting for a cancelled request");
+		switch (client_wait(req->socket, ZMQ_POLLIN, req->deadline, req))
 		{
 			case CLIENT_READY:
 				break;
 			case CLIENT_TIMEOUT:
-				client_send_cancel(s, request->request_id);
+				client_cancel(req);
 				ereport(ERROR,
 						(errcode(ERRCODE_QUERY_CANCELED),
 						 errmsg("inference worker \"%s\" at %s did not answer within %d ms",
-								worker->name, worker->endpoint, timeout_ms),
+								req->worker.name, req->worker.endpoint,
+								req->timeout_ms),
 						 errdetail("The worker is busy or stuck; the request was cancelled."),
 						 errhint("Raise infer.timeout, add workers with infer.add_worker(), or check the worker's log.")));
 				break;
@@ -548,33 +715,12 @@ InferClientCall(const InferWorker *worker, Pginfer__Header *request,
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("lost the connection to inference worker \"%s\" at %s while it held the request",
-								worker->name, worker->endpoint),
+								req->worker.name, req->worker.endpoint),
 						 errdetail("The worker closed the connection or exited before it answered."),
 						 errhint("Check the worker's log; the statement can be run again once it is back.")));
 				break;
 		}
-		reply = client_recv(s);
-		if (reply == NULL)
-			continue;
-		if (reply->header == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("could not parse the reply of inference worker \"%s\" at %s",
-							worker->name, worker->endpoint)));
-		if (reply->header->version != PGINFER_PROTOCOL_VERSION)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("inference worker \"%s\" at %s speaks protocol version %u, this extension version %d",
-							worker->name, worker->endpoint,
-							reply->header->version, PGINFER_PROTOCOL_VERSION),
-					 errhint("Install infer-worker and pg_infer from the same release.")));
-		if (reply->header->request_id != request->request_id)
-		{
-			/* the late answer to a request cancelled earlier */
-			elog(DEBUG1, "pg_infer: dropping reply to request " UINT64_FORMAT " from %s",
-				 reply->header->request_id, worker->endpoint);
-			continue;
-		}
-		return reply;
+		client_dispatch(req->socket, &req->worker);
 	}
+	return req->reply;
 }

@@ -2,13 +2,19 @@
  *
  * functions.c
  *	  The SQL-callable inference functions, one row per call: infer.ocr,
- *	  infer.detect_text, infer.predict and infer.classify.
+ *	  infer.detect_text, infer.predict and infer.classify; and the
+ *	  request/reply code they share with InferBatch (inferbatch.c), which
+ *	  sends the same fragments over many rows at once.
  *
- * Each call reads its models from the registry, picks a worker, sends one
- * MSG_RUN_FRAGMENT row and turns the reply into a datum.  Everything a
- * call allocates lives in a memory context of its own, deleted when the
- * call returns; only the result datum is built in the caller's context.
- * (An error frees the call's context with the executor's memory.)
+ * A fragment (InferFragment) is set up once from the registry
+ * (InferFragmentInit), sent to a worker with any number of rows
+ * (InferFragmentSend), and its reply is checked and mapped back to the
+ * rows (InferFragmentCollect); each row's answer becomes a datum
+ * (InferRowDatum) or, when the worker rejected it, an ERROR or a WARNING
+ * (InferRowReportError).  A per-row call keeps everything it allocates in
+ * a memory context of its own, deleted when it returns; only the result
+ * datum is built in the caller's context.  (An error frees the call's
+ * context with the executor's memory.)
  *
  *-------------------------------------------------------------------------
  */
@@ -27,48 +33,53 @@ PG_FUNCTION_INFO_V1(infer_detect_text);
 PG_FUNCTION_INFO_V1(infer_predict);
 PG_FUNCTION_INFO_V1(infer_classify);
 
-/* The row id of the single row a call sends. */
+/* The row id of the single row a per-row call sends. */
 #define INFER_ROW_ID 1
 
-/* One call in progress: what its error context line names. */
-typedef struct InferCall
+/* SQL name of an ML function. */
+const char *
+InferFunctionName(InferFunction fn)
 {
-	const char *funcname;		/* "infer.ocr", ... */
-	Pginfer__ModelSpec **models;
-	int			nmodels;		/* models with an empty file are skipped */
-	InferWorker *worker;		/* NULL until picked */
-	MemoryContext cxt;			/* the call's own context */
-	MemoryContext oldcxt;		/* the caller's */
-} InferCall;
-
-/* The answer to one row: the worker's RowResult and its payload frame. */
-typedef struct InferRow
-{
-	Pginfer__RowResult *result;
-	const char *payload;
-	size_t		payload_len;
-} InferRow;
-
-/*
- * Opens a call: creates its memory context (a child of the caller's) and
- * switches to it.
- */
-static void
-call_begin(InferCall *call, const char *funcname)
-{
-	memset(call, 0, sizeof(*call));
-	call->funcname = funcname;
-	call->cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_infer call",
-									  ALLOCSET_DEFAULT_SIZES);
-	call->oldcxt = MemoryContextSwitchTo(call->cxt);
+	switch (fn)
+	{
+		case INFER_FN_OCR:
+			return "infer.ocr";
+		case INFER_FN_DETECT_TEXT:
+			return "infer.detect_text";
+		case INFER_FN_PREDICT:
+			return "infer.predict";
+		case INFER_FN_CLASSIFY:
+			return "infer.classify";
+		case INFER_FN_NONE:
+			break;
+	}
+	return "?";
 }
 
-/* Closes a call: back to the caller's context, the call's memory freed. */
-static void
-call_end(InferCall *call)
+/*
+ * Returns "infer.ocr: models \"a\", \"b\"" for frag, in the current
+ * memory context (models with an empty file are left out).
+ */
+char *
+InferFragmentDescribe(const InferFragment *frag)
 {
-	MemoryContextSwitchTo(call->oldcxt);
-	MemoryContextDelete(call->cxt);
+	StringInfoData buf;
+	StringInfoData names;
+	int			n = 0;
+
+	initStringInfo(&names);
+	for (int i = 0; i < frag->nmodels; i++)
+	{
+		if (frag->models[i]->file[0] == '\0')
+			continue;
+		appendStringInfo(&names, "%s\"%s\"", n++ > 0 ? ", " : "",
+						 frag->models[i]->name);
+	}
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s: model%s %s", frag->funcname,
+					 n > 1 ? "s" : "", names.data);
+	pfree(names.data);
+	return buf.data;
 }
 
 /*
@@ -76,30 +87,35 @@ call_end(InferCall *call)
  * so an error from the worker or the connection says where it came from.
  */
 static void
-call_error_context(void *arg)
+fragment_error_context(void *arg)
 {
-	InferCall  *call = (InferCall *) arg;
-	StringInfoData buf;
-	StringInfoData names;
-	int			n = 0;
+	InferFragment *frag = (InferFragment *) arg;
+	char	   *what = InferFragmentDescribe(frag);
 
-	initStringInfo(&names);
-	for (int i = 0; i < call->nmodels; i++)
-	{
-		if (call->models[i]->file[0] == '\0')
-			continue;
-		appendStringInfo(&names, "%s\"%s\"", n++ > 0 ? ", " : "",
-						 call->models[i]->name);
-	}
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "%s: model%s %s", call->funcname,
-					 n > 1 ? "s" : "", names.data);
-	if (call->worker != NULL)
-		appendStringInfo(&buf, " on inference worker \"%s\" at %s",
-						 call->worker->name, call->worker->endpoint);
-	errcontext("%s", buf.data);
-	pfree(names.data);
-	pfree(buf.data);
+	if (frag->worker != NULL)
+		errcontext("%s on inference worker \"%s\" at %s", what,
+				   frag->worker->name, frag->worker->endpoint);
+	else
+		errcontext("%s", what);
+	pfree(what);
+}
+
+/* Pushes frag's error context (see fragment_error_context). */
+void
+InferFragmentPushContext(InferFragment *frag)
+{
+	frag->errcallback.callback = fragment_error_context;
+	frag->errcallback.arg = frag;
+	frag->errcallback.previous = error_context_stack;
+	error_context_stack = &frag->errcallback;
+}
+
+/* Pops frag's error context; it must be the innermost one. */
+void
+InferFragmentPopContext(InferFragment *frag)
+{
+	Assert(error_context_stack == &frag->errcallback);
+	error_context_stack = frag->errcallback.previous;
 }
 
 /*
@@ -107,16 +123,96 @@ call_error_context(void *arg)
  * stage `role` ("detector", ...).  ERROR 42809 (wrong_object_type).
  */
 static void
-check_task(const InferCall *call, const Pginfer__ModelSpec *model,
+check_task(const InferFragment *frag, const Pginfer__ModelSpec *model,
 		   const char *task, const char *role)
 {
 	if (strcmp(model->task, task) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("model \"%s\" has task \"%s\", but %s needs a %s with task \"%s\"",
-						model->name, model->task, call->funcname, role, task),
+						model->name, model->task, frag->funcname, role, task),
 				 errhint("Choose a model whose task is %s; see infer.models.",
 						 task)));
+}
+
+/*
+ * Sets up frag for fn: reads its models from the registry (model names the
+ * model of infer.predict and infer.classify; infer.ocr and
+ * infer.detect_text take theirs from the infer.ocr_* settings) into the
+ * current memory context and checks their tasks.  For OCR, an empty
+ * infer.ocr_classifier skips direction classification: the fragment then
+ * carries a model with an empty file in stage 1.  Errors: 42704 (unknown
+ * model), 42809 (wrong task).
+ */
+void
+InferFragmentInit(InferFragment *frag, InferFunction fn, const char *model)
+{
+	memset(frag, 0, sizeof(*frag));
+	frag->fn = fn;
+	frag->funcname = InferFunctionName(fn);
+
+	switch (fn)
+	{
+		case INFER_FN_OCR:
+			{
+				bool		use_cls = infer_ocr_classifier != NULL &&
+					infer_ocr_classifier[0] != '\0';
+				const char *names[3] = {infer_ocr_detector,
+				infer_ocr_classifier, infer_ocr_recognizer};
+				const char *gucs[3] = {"infer.ocr_detector",
+					"infer.ocr_classifier", "infer.ocr_recognizer"};
+
+				frag->kind = PGINFER__FRAGMENT_KIND__FRAG_OCR;
+				if (use_cls)
+					frag->models = InferCatalogGetModels(names, gucs, 3);
+				else
+				{
+					const char *dr_names[2] = {names[0], names[2]};
+					const char *dr_gucs[2] = {gucs[0], gucs[2]};
+					Pginfer__ModelSpec **dr = InferCatalogGetModels(dr_names,
+																	dr_gucs, 2);
+
+					frag->models = palloc(sizeof(Pginfer__ModelSpec *) * 3);
+					frag->models[0] = dr[0];
+					frag->models[1] = palloc(sizeof(Pginfer__ModelSpec));
+					pginfer__model_spec__init(frag->models[1]);
+					frag->models[2] = dr[1];
+				}
+				frag->nmodels = 3;
+				check_task(frag, frag->models[0], "detect_text", "detector");
+				if (use_cls)
+					check_task(frag, frag->models[1], "classify", "classifier");
+				check_task(frag, frag->models[2], "recognize_text", "recognizer");
+				break;
+			}
+		case INFER_FN_DETECT_TEXT:
+			{
+				const char *names[1] = {infer_ocr_detector};
+				const char *gucs[1] = {"infer.ocr_detector"};
+
+				frag->kind = PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT;
+				frag->models = InferCatalogGetModels(names, gucs, 1);
+				frag->nmodels = 1;
+				check_task(frag, frag->models[0], "detect_text", "detector");
+				break;
+			}
+		case INFER_FN_PREDICT:
+		case INFER_FN_CLASSIFY:
+			{
+				const char *names[1] = {model};
+
+				frag->kind = fn == INFER_FN_PREDICT ?
+					PGINFER__FRAGMENT_KIND__FRAG_PREDICT :
+					PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY;
+				frag->models = InferCatalogGetModels(names, NULL, 1);
+				frag->nmodels = 1;
+				if (fn == INFER_FN_CLASSIFY)
+					check_task(frag, frag->models[0], "classify", "model");
+				break;
+			}
+		case INFER_FN_NONE:
+			elog(ERROR, "pg_infer: no ML function");
+	}
 }
 
 /*
@@ -152,46 +248,72 @@ report_worker_error(int elevel, const char *sqlstate, const char *message,
 }
 
 /*
- * Runs the fragment `kind` over call->models on one image: picks a worker,
- * sends the row, waits for the reply.  Returns the row's answer, or false
- * when the worker rejected the row and infer.on_error = null (a WARNING
- * has then been raised).  Whole-request and transport errors always
- * raise an ERROR.
+ * Picks the worker of frag's next request (round-robin, in the current
+ * memory context); call it before pushing frag's error context, as "no
+ * worker" concerns no worker and no model.  Errors: those of
+ * InferCatalogPickWorker.
  */
-static bool
-call_run(InferCall *call, Pginfer__FragmentKind kind, bytea *img,
-		 InferRow *row)
+void
+InferFragmentPickWorker(InferFragment *frag)
+{
+	frag->worker = InferCatalogPickWorker();
+}
+
+/*
+ * Sends frag over nrows rows (payloads[i], payload_lens[i] bytes, with
+ * row_ids[i]) to frag->worker (see InferFragmentPickWorker); the request
+ * and, later, its reply belong to the current memory context.
+ * *bytes_sent (may be NULL) gets the payload bytes sent.  Errors: those
+ * of InferClientSend.
+ */
+InferRequest *
+InferFragmentSend(InferFragment *frag, int nrows, const uint64 *row_ids,
+				  const void *const *payloads, const size_t *payload_lens,
+				  size_t *bytes_sent)
 {
 	Pginfer__Header request = PGINFER__HEADER__INIT;
 	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
 	Pginfer__Fragment fragment = PGINFER__FRAGMENT__INIT;
-	uint64_t	row_id = INFER_ROW_ID;
-	ErrorContextCallback errcallback;
-	InferReply *reply;
-	Pginfer__Result *result;
-	bool		found = false;
+	InferRequest *req;
 
-	call->worker = InferCatalogPickWorker();
-
-	fragment.kind = kind;
-	fragment.n_models = call->nmodels;
-	fragment.models = call->models;
+	Assert(frag->worker != NULL);
+	fragment.kind = frag->kind;
+	fragment.n_models = frag->nmodels;
+	fragment.models = frag->models;
 	run.fragment = &fragment;
-	run.n_row_ids = 1;
-	run.row_ids = &row_id;
+	run.n_row_ids = nrows;
+	run.row_ids = (uint64_t *) row_ids;
 	run.max_pixels = infer_max_pixels;
 	request.version = PGINFER_PROTOCOL_VERSION;
 	request.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
 	request.request_id = InferClientNextRequestId();
 	request.run = &run;
 
-	errcallback.callback = call_error_context;
-	errcallback.arg = call;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
+	req = InferClientSend(frag->worker, &request, nrows, payloads,
+						  payload_lens, infer_timeout_ms);
+	if (bytes_sent != NULL)
+	{
+		*bytes_sent = 0;
+		for (int i = 0; i < nrows; i++)
+			*bytes_sent += payload_lens[i];
+	}
+	return req;
+}
 
-	reply = InferClientCall(call->worker, &request, VARDATA_ANY(img),
-							VARSIZE_ANY_EXHDR(img), infer_timeout_ms);
+/*
+ * Checks reply, the answer to frag's request over nrows rows with
+ * row_ids, and fills rows[i] with row i's answer (pointing into the
+ * reply).  A whole-request error (MSG_ERROR) is raised with the worker's
+ * SQLSTATE; a reply that is no result or lacks a row is 08P01.  Rows the
+ * worker rejected are left with result->ok false (see
+ * InferRowReportError).
+ */
+void
+InferFragmentCollect(InferFragment *frag, InferReply *reply, int nrows,
+					 const uint64 *row_ids, InferRow *rows)
+{
+	Pginfer__Result *result;
+	size_t		next = 0;
 
 	if (reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR)
 	{
@@ -206,93 +328,164 @@ call_run(InferCall *call, Pginfer__FragmentKind kind, bytea *img,
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("inference worker \"%s\" at %s answered with message kind %d instead of a result",
-						call->worker->name, call->worker->endpoint,
+						frag->worker->name, frag->worker->endpoint,
 						(int) reply->header->kind)));
 
 	result = reply->header->result;
-	for (size_t i = 0; i < result->n_rows; i++)
+	for (int r = 0; r < nrows; r++)
 	{
-		if (result->rows[i]->row_id != INFER_ROW_ID)
-			continue;
-		row->result = result->rows[i];
-		/* payload frames follow the result rows, one per row */
-		if (i < (size_t) reply->nframes)
+		bool		found = false;
+
+		/* rows come back in order; search from where the last one was */
+		for (size_t k = 0; k < result->n_rows && !found; k++)
 		{
-			row->payload = reply->frames[i];
-			row->payload_len = reply->frame_lens[i];
+			size_t		i = (next + k) % result->n_rows;
+
+			if (result->rows[i]->row_id != row_ids[r])
+				continue;
+			memset(&rows[r], 0, sizeof(InferRow));
+			rows[r].result = result->rows[i];
+			/* payload frames follow the result rows, one per row */
+			if (i < (size_t) reply->nframes)
+			{
+				rows[r].payload = reply->frames[i];
+				rows[r].payload_len = reply->frame_lens[i];
+			}
+			next = i + 1;
+			found = true;
 		}
-		found = true;
-		break;
+		if (!found)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("inference worker \"%s\" at %s sent no result for row " UINT64_FORMAT " of %d",
+							frag->worker->name, frag->worker->endpoint,
+							row_ids[r], nrows)));
 	}
-	if (!found)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("inference worker \"%s\" at %s sent no result for the row",
-						call->worker->name, call->worker->endpoint)));
+}
 
-	if (!row->result->ok)
-		report_worker_error(infer_on_error == INFER_ON_ERROR_NULL ?
-							WARNING : ERROR,
-							row->result->sqlstate, row->result->message,
-							row->result->detail, row->result->hint);
+/*
+ * Raises the error the worker reported for row (result->ok false) at
+ * elevel (ERROR, or WARNING with infer.on_error = null).
+ */
+void
+InferRowReportError(const InferRow *row, int elevel)
+{
+	report_worker_error(elevel, row->result->sqlstate, row->result->message,
+						row->result->detail, row->result->hint);
+}
 
-	error_context_stack = errcallback.previous;
-	return row->result->ok;
+/*
+ * Builds the SQL value of row's answer (result->ok) for frag's function in
+ * the current memory context: text (ocr, classify), jsonb (detect_text)
+ * or real[] (predict).  A reply without the value is 08P01.
+ */
+Datum
+InferRowDatum(const InferFragment *frag, const InferRow *row)
+{
+	switch (frag->fn)
+	{
+		case INFER_FN_OCR:
+		case INFER_FN_CLASSIFY:
+			return PointerGetDatum(cstring_to_text(row->result->text));
+		case INFER_FN_DETECT_TEXT:
+			if (row->result->json == NULL || row->result->json[0] == '\0')
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("inference worker \"%s\" at %s sent no JSON for infer.detect_text",
+								frag->worker->name, frag->worker->endpoint)));
+			return DirectFunctionCall1(jsonb_in,
+									   CStringGetDatum(row->result->json));
+		case INFER_FN_PREDICT:
+			{
+				uint32		n = row->result->n_values;
+				Datum	   *elems;
+
+				if (row->payload_len != (size_t) n * sizeof(float))
+					ereport(ERROR,
+							(errcode(ERRCODE_PROTOCOL_VIOLATION),
+							 errmsg("inference worker \"%s\" at %s sent %zu bytes for %u values",
+									frag->worker->name, frag->worker->endpoint,
+									row->payload_len, n)));
+				elems = palloc(sizeof(Datum) * Max(n, 1));
+				for (uint32 i = 0; i < n; i++)
+				{
+					float		v;
+
+					/* frames carry no alignment promise */
+					memcpy(&v, row->payload + i * sizeof(float), sizeof(float));
+					elems[i] = Float4GetDatum(v);
+				}
+				return PointerGetDatum(construct_array(elems, n, FLOAT4OID,
+													   sizeof(float4), true,
+													   TYPALIGN_INT));
+			}
+		case INFER_FN_NONE:
+			break;
+	}
+	elog(ERROR, "pg_infer: no ML function");
+	return (Datum) 0;
+}
+
+/*
+ * Runs fn (with model for predict/classify) on one image, one request per
+ * call, and returns its value built in the caller's context; *isnull is
+ * set when the worker rejected the image and infer.on_error = null (a
+ * WARNING has then been raised).  Everything else is allocated in a
+ * context of the call's own, deleted before returning.
+ */
+static Datum
+run_one(InferFunction fn, const char *model, bytea *img, bool *isnull)
+{
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+	InferFragment frag;
+	InferRow	row;
+	uint64		row_id = INFER_ROW_ID;
+	const void *payload = VARDATA_ANY(img);
+	size_t		payload_len = VARSIZE_ANY_EXHDR(img);
+	InferRequest *req;
+	Datum		out = (Datum) 0;
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_infer call",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+
+	InferFragmentInit(&frag, fn, model);
+	InferFragmentPickWorker(&frag);
+	InferFragmentPushContext(&frag);
+
+	req = InferFragmentSend(&frag, 1, &row_id, &payload, &payload_len, NULL);
+	InferFragmentCollect(&frag, InferClientWait(req), 1, &row_id, &row);
+	*isnull = !row.result->ok;
+	if (*isnull)
+		InferRowReportError(&row, infer_on_error == INFER_ON_ERROR_NULL ?
+							WARNING : ERROR);
+	else
+	{
+		MemoryContextSwitchTo(oldcxt);
+		out = InferRowDatum(&frag, &row);
+	}
+	InferFragmentPopContext(&frag);
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	return out;
 }
 
 /*
  * infer.ocr(img bytea) returns text: the text lines of an image, in
  * reading order, joined by newlines ('' when there is no text).  Models
- * from infer.ocr_detector, infer.ocr_classifier and infer.ocr_recognizer;
- * an empty infer.ocr_classifier skips direction classification (the
- * fragment then carries a model with an empty file in stage 1).
+ * from infer.ocr_detector, infer.ocr_classifier and infer.ocr_recognizer.
  */
 Datum
 infer_ocr(PG_FUNCTION_ARGS)
 {
-	bytea	   *img = PG_GETARG_BYTEA_PP(0);
-	bool		use_cls = infer_ocr_classifier != NULL &&
-		infer_ocr_classifier[0] != '\0';
-	const char *names[3] = {infer_ocr_detector, infer_ocr_classifier,
-	infer_ocr_recognizer};
-	const char *gucs[3] = {"infer.ocr_detector", "infer.ocr_classifier",
-	"infer.ocr_recognizer"};
-	InferCall	call;
-	InferRow	row = {0};
-	text	   *out = NULL;
+	bool		isnull;
+	Datum		out = run_one(INFER_FN_OCR, NULL, PG_GETARG_BYTEA_PP(0), &isnull);
 
-	call_begin(&call, "infer.ocr");
-	if (use_cls)
-		call.models = InferCatalogGetModels(names, gucs, 3);
-	else
-	{
-		const char *dr_names[2] = {names[0], names[2]};
-		const char *dr_gucs[2] = {gucs[0], gucs[2]};
-		Pginfer__ModelSpec **dr = InferCatalogGetModels(dr_names, dr_gucs, 2);
-
-		/* the fragment's stage 1 is then a model with an empty file */
-		call.models = palloc(sizeof(Pginfer__ModelSpec *) * 3);
-		call.models[0] = dr[0];
-		call.models[1] = palloc(sizeof(Pginfer__ModelSpec));
-		pginfer__model_spec__init(call.models[1]);
-		call.models[2] = dr[1];
-	}
-	call.nmodels = 3;
-	check_task(&call, call.models[0], "detect_text", "detector");
-	if (use_cls)
-		check_task(&call, call.models[1], "classify", "classifier");
-	check_task(&call, call.models[2], "recognize_text", "recognizer");
-
-	if (call_run(&call, PGINFER__FRAGMENT_KIND__FRAG_OCR, img, &row))
-	{
-		MemoryContextSwitchTo(call.oldcxt);
-		out = cstring_to_text(row.result->text);
-	}
-	call_end(&call);
-
-	if (out == NULL)
+	if (isnull)
 		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(out);
+	PG_RETURN_DATUM(out);
 }
 
 /*
@@ -302,33 +495,11 @@ infer_ocr(PG_FUNCTION_ARGS)
 Datum
 infer_detect_text(PG_FUNCTION_ARGS)
 {
-	bytea	   *img = PG_GETARG_BYTEA_PP(0);
-	const char *names[1] = {infer_ocr_detector};
-	const char *gucs[1] = {"infer.ocr_detector"};
-	InferCall	call;
-	InferRow	row = {0};
-	Datum		out = (Datum) 0;
-	bool		ok;
+	bool		isnull;
+	Datum		out = run_one(INFER_FN_DETECT_TEXT, NULL, PG_GETARG_BYTEA_PP(0),
+							  &isnull);
 
-	call_begin(&call, "infer.detect_text");
-	call.models = InferCatalogGetModels(names, gucs, 1);
-	call.nmodels = 1;
-	check_task(&call, call.models[0], "detect_text", "detector");
-
-	ok = call_run(&call, PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT, img, &row);
-	if (ok)
-	{
-		if (row.result->json == NULL || row.result->json[0] == '\0')
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("inference worker \"%s\" at %s sent no JSON for infer.detect_text",
-							call.worker->name, call.worker->endpoint)));
-		MemoryContextSwitchTo(call.oldcxt);
-		out = DirectFunctionCall1(jsonb_in, CStringGetDatum(row.result->json));
-	}
-	call_end(&call);
-
-	if (!ok)
+	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(out);
 }
@@ -341,45 +512,13 @@ Datum
 infer_predict(PG_FUNCTION_ARGS)
 {
 	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	bytea	   *img = PG_GETARG_BYTEA_PP(1);
-	const char *names[1] = {model};
-	InferCall	call;
-	InferRow	row = {0};
-	ArrayType  *out = NULL;
+	bool		isnull;
+	Datum		out = run_one(INFER_FN_PREDICT, model, PG_GETARG_BYTEA_PP(1),
+							  &isnull);
 
-	call_begin(&call, "infer.predict");
-	call.models = InferCatalogGetModels(names, NULL, 1);
-	call.nmodels = 1;
-
-	if (call_run(&call, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, img, &row))
-	{
-		uint32		n = row.result->n_values;
-		Datum	   *elems;
-
-		if (row.payload_len != (size_t) n * sizeof(float))
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("inference worker \"%s\" at %s sent %zu bytes for %u values",
-							call.worker->name, call.worker->endpoint,
-							row.payload_len, n)));
-		elems = palloc(sizeof(Datum) * Max(n, 1));
-		for (uint32 i = 0; i < n; i++)
-		{
-			float		v;
-
-			/* frames carry no alignment promise */
-			memcpy(&v, row.payload + i * sizeof(float), sizeof(float));
-			elems[i] = Float4GetDatum(v);
-		}
-		MemoryContextSwitchTo(call.oldcxt);
-		out = construct_array(elems, n, FLOAT4OID, sizeof(float4),
-							  true, TYPALIGN_INT);
-	}
-	call_end(&call);
-
-	if (out == NULL)
+	if (isnull)
 		PG_RETURN_NULL();
-	PG_RETURN_ARRAYTYPE_P(out);
+	PG_RETURN_DATUM(out);
 }
 
 /*
@@ -390,25 +529,11 @@ Datum
 infer_classify(PG_FUNCTION_ARGS)
 {
 	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	bytea	   *img = PG_GETARG_BYTEA_PP(1);
-	const char *names[1] = {model};
-	InferCall	call;
-	InferRow	row = {0};
-	text	   *out = NULL;
+	bool		isnull;
+	Datum		out = run_one(INFER_FN_CLASSIFY, model, PG_GETARG_BYTEA_PP(1),
+							  &isnull);
 
-	call_begin(&call, "infer.classify");
-	call.models = InferCatalogGetModels(names, NULL, 1);
-	call.nmodels = 1;
-	check_task(&call, call.models[0], "classify", "model");
-
-	if (call_run(&call, PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY, img, &row))
-	{
-		MemoryContextSwitchTo(call.oldcxt);
-		out = cstring_to_text(row.result->text);
-	}
-	call_end(&call);
-
-	if (out == NULL)
+	if (isnull)
 		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(out);
+	PG_RETURN_DATUM(out);
 }

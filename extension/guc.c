@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * guc.c
- *	  The infer.* settings of the per-row functions.
+ *	  The infer.* settings: those of the per-row functions and those of
+ *	  batched execution (InferBatch).
  *
  * All are PGC_USERSET: a session may change them, and SET LOCAL in a
  * transaction works.  The variables are read only by the backend's main
@@ -15,6 +16,10 @@
 
 #include "utils/guc.h"
 
+bool		infer_enable_batching = true;
+int			infer_batch_size = 64;
+int			infer_batch_bytes = 16 * 1024 * 1024;
+int			infer_max_inflight = 4;
 int			infer_timeout_ms = 30000;
 int			infer_on_error = INFER_ON_ERROR_ERROR;
 int			infer_max_pixels = (int) PGINFER_DEFAULT_MAX_PIXELS;
@@ -42,6 +47,48 @@ InferGucInit(void)
 							&infer_timeout_ms,
 							30000, 1, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("infer.enable_batching",
+							 "Enables the planner's use of InferBatch nodes.",
+							 "When on, ML calls in the target list and WHERE "
+							 "clause of scans and joins are sent to the "
+							 "workers in batches; off gives one request per "
+							 "row.  Takes effect at planning.",
+							 &infer_enable_batching,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("infer.batch_size",
+							"Most rows an InferBatch node sends in one request.",
+							"The first batches of a scan are smaller (1, 2, "
+							"4, ...) so that a LIMIT does not wait for a "
+							"full batch.",
+							&infer_batch_size,
+							64, 1, 65536,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("infer.batch_bytes",
+							"Most input bytes an InferBatch node sends in one "
+							"request.",
+							"A batch ends at infer.batch_size rows or at this "
+							"many bytes of input, whichever comes first; a "
+							"single larger row still goes alone.",
+							&infer_batch_bytes,
+							16 * 1024 * 1024, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("infer.max_inflight",
+							"Most batches an InferBatch node keeps at the "
+							"workers at once.",
+							"Batches go round-robin over the registered "
+							"workers; rows come back in input order.",
+							&infer_max_inflight,
+							4, 1, 1024,
+							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("infer.on_error",

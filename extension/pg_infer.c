@@ -21,14 +21,17 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 /*
- * Module load: the settings, then the ZeroMQ client's load-time checks.
- * The catalog and the SQL functions keep no state that needs setting up.
+ * Module load: the settings, the ZeroMQ client's load-time checks, the
+ * InferBatch custom scan and the planner hook that places it.  The
+ * catalog and the SQL functions keep no state that needs setting up.
  */
 void
 _PG_init(void)
 {
 	InferGucInit();
 	InferClientInit();
+	InferBatchInit();
+	InferPlannerInit();
 
 	MarkGUCPrefixReserved("infer");
 }

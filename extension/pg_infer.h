@@ -16,6 +16,8 @@
 
 #include "postgres.h"
 
+#include "nodes/extensible.h"
+
 #include "common/protocol.h"
 
 /* ----------
@@ -30,6 +32,10 @@ typedef enum InferOnError
 	INFER_ON_ERROR_NULL			/* a row's error gives NULL and a WARNING */
 } InferOnError;
 
+extern bool infer_enable_batching;
+extern int	infer_batch_size;
+extern int	infer_batch_bytes;
+extern int	infer_max_inflight;
 extern int	infer_timeout_ms;
 extern int	infer_on_error;
 extern int	infer_max_pixels;
@@ -74,18 +80,105 @@ typedef struct InferReply
 	size_t	   *frame_lens;
 } InferReply;
 
+/* A request in flight; its memory and reply belong to the context current
+ * at InferClientSend (see client.c). */
+typedef struct InferRequest InferRequest;
+
 extern void InferClientInit(void);
 extern uint64 InferClientNextRequestId(void);
-extern InferReply *InferClientCall(const InferWorker *worker,
-								   Pginfer__Header *request,
-								   const void *payload, size_t payload_len,
-								   int timeout_ms);
+extern InferRequest *InferClientSend(const InferWorker *worker,
+									 Pginfer__Header *request,
+									 int npayloads,
+									 const void *const *payloads,
+									 const size_t *payload_lens,
+									 int timeout_ms);
+extern InferReply *InferClientWait(InferRequest *req);
 
 /* ----------
  * functions.c: the SQL-callable functions (infer.ocr, infer.predict, ...)
+ * and the request/reply code they share with InferBatch: one fragment
+ * over any number of rows
  * ----------
  */
 
-/* (nothing exported: the functions are reached through fmgr) */
+/* The ML functions, as the planner recognises them. */
+typedef enum InferFunction
+{
+	INFER_FN_NONE = 0,
+	INFER_FN_OCR,				/* infer.ocr(bytea) */
+	INFER_FN_DETECT_TEXT,		/* infer.detect_text(bytea) */
+	INFER_FN_PREDICT,			/* infer.predict(text, bytea) */
+	INFER_FN_CLASSIFY			/* infer.classify(text, bytea) */
+} InferFunction;
+
+/* One fragment to run: the function, its models, the worker of the
+ * request being made (for messages). */
+typedef struct InferFragment
+{
+	InferFunction fn;
+	const char *funcname;		/* "infer.ocr", ... */
+	Pginfer__FragmentKind kind;
+	Pginfer__ModelSpec **models;
+	int			nmodels;		/* models with an empty file are skipped */
+	InferWorker *worker;		/* NULL until a request is sent */
+	ErrorContextCallback errcallback;	/* see InferFragmentPushContext */
+} InferFragment;
+
+/* The answer to one row: the worker's RowResult and its payload frame. */
+typedef struct InferRow
+{
+	Pginfer__RowResult *result;
+	const char *payload;
+	size_t		payload_len;
+} InferRow;
+
+extern const char *InferFunctionName(InferFunction fn);
+extern void InferFragmentInit(InferFragment *frag, InferFunction fn,
+							  const char *model);
+extern void InferFragmentPushContext(InferFragment *frag);
+extern void InferFragmentPopContext(InferFragment *frag);
+extern char *InferFragmentDescribe(const InferFragment *frag);
+extern void InferFragmentPickWorker(InferFragment *frag);
+extern InferRequest *InferFragmentSend(InferFragment *frag, int nrows,
+									   const uint64 *row_ids,
+									   const void *const *payloads,
+									   const size_t *payload_lens,
+									   size_t *bytes_sent);
+extern void InferFragmentCollect(InferFragment *frag, InferReply *reply,
+								 int nrows, const uint64 *row_ids,
+								 InferRow *rows);
+extern void InferRowReportError(const InferRow *row, int elevel);
+extern Datum InferRowDatum(const InferFragment *frag, const InferRow *row);
+
+/* ----------
+ * ../planner/planner.c: the planner hook that puts InferBatch nodes in
+ * plans
+ * ----------
+ */
+
+extern void InferPlannerInit(void);
+extern InferFunction InferPlannerFunction(Oid funcid);
+
+/* ----------
+ * inferbatch.c: the InferBatch custom scan (batched, pipelined ML calls)
+ * ----------
+ */
+
+/* custom_private of an InferBatch CustomScan, a List indexed by these */
+typedef enum InferBatchPrivate
+{
+	INFERBATCH_PRIVATE_NCHILD = 0,	/* Integer: child columns passed on */
+	INFERBATCH_PRIVATE_NCALLS,	/* Integer: ML calls (head of custom_exprs) */
+	INFERBATCH_PRIVATE_COUNT
+} InferBatchPrivate;
+
+/*
+ * custom_exprs of an InferBatch: the NCALLS ML calls (FuncExprs whose
+ * arguments are Vars of the child's output, OUTER_VAR), then the count
+ * and offset of the LIMIT right above, or NULL (no row bound).
+ * custom_scan_tlist: the child's columns (OUTER_VAR Vars) then the calls.
+ */
+extern const CustomScanMethods *InferBatchMethods(void);
+extern void InferBatchInit(void);
 
 #endif							/* PG_INFER_H */

@@ -88,6 +88,8 @@ testenv_start_cluster() {
 		echo "unix_socket_directories = '$dir'"
 		echo "fsync = off"
 		echo "max_connections = 20"
+		# the planner hook is active from a session's first query
+		echo "session_preload_libraries = 'pg_infer'"
 		[ -n "$TESTENV_EXTRA_CONF" ] && echo "$TESTENV_EXTRA_CONF"
 	} >>"$dir/data/postgresql.conf"
 	"${testenv_as_pg[@]}" "$TESTENV_PG_BIN/postgres" -D "$dir/data" >"$dir/postgres.log" 2>&1 &

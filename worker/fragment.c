@@ -8,6 +8,11 @@
  * it touch the rows, so a request that cannot run fails before any work.
  * Row-level failures are written into the row and the loop goes on.
  *
+ * FRAG_PREDICT / FRAG_CLASSIFY rows are batched by input shape in
+ * run_image_rows(): each decoded row is resized and normalised straight
+ * into the pending N x 3 x h x w tensor of its shape, which runs when it
+ * holds max_batch rows (or too many bytes wait, or the rows are done).
+ *
  * Threading: one call at a time per model_cache.
  */
 #include "worker/fragment.h"
@@ -371,182 +376,6 @@ prepare(model_cache *mc, const Pginfer__RunFragment *run, frag_plan *p,
 	}
 }
 
-/*
- * Runs the image model on one decoded image: resize (stretch), normalise
- * into a 1x3xHxW float tensor, run, copy the first output's floats into
- * *values (malloc'd, *n_values of them).  -1 with err on a model error.
- */
-static int
-run_image_model(const frag_plan *p, const image_rgb *img, float **values,
-				size_t *n_values, char *err, size_t errlen)
-{
-	image_rgb  *resized = NULL;
-	const image_rgb *src = img;
-	ie_tensor  *input = NULL;
-	ie_tensor **outputs = NULL;
-	int			n_out = ie_model_n_outputs(p->model);
-	int			h = p->in_h > 0 ? p->in_h : img->height;
-	int			w = p->in_w > 0 ? p->in_w : img->width;
-	int64_t		dims[4] = {1, 3, h, w};
-	char		lerr[512];
-	int			rc = -1;
-
-	*values = NULL;
-	*n_values = 0;
-	if (h != img->height || w != img->width)
-	{
-		resized = pre_resize(img, w, h);
-		if (resized == NULL)
-		{
-			snprintf(err, errlen, "out of memory resizing to %dx%d", w, h);
-			goto fail;
-		}
-		src = resized;
-	}
-	input = ie_tensor_new(IE_FLOAT, 4, dims);
-	outputs = calloc(n_out > 0 ? (size_t) n_out : 1, sizeof(*outputs));
-	if (input == NULL || outputs == NULL)
-	{
-		snprintf(err, errlen, "out of memory for a %dx%d input", w, h);
-		goto fail;
-	}
-	pre_normalize_chw(src, p->mean, p->std, p->bgr, input->data, h, w, 0.0f);
-	if (ie_model_run(p->model, (const ie_tensor *const *) &input, outputs,
-					 lerr, sizeof(lerr)) != 0)
-	{
-		snprintf(err, errlen, "model \"%s\" failed: %s", p->spec->file, lerr);
-		goto fail;
-	}
-	if (n_out < 1 || outputs[0] == NULL || outputs[0]->dtype != IE_FLOAT)
-	{
-		snprintf(err, errlen, "first output of model \"%s\" is not float (it is %s)",
-				 p->spec->file,
-				 n_out >= 1 && outputs[0] ? ie_dtype_name(outputs[0]->dtype) : "missing");
-		goto fail;
-	}
-	{
-		int64_t		numel = ie_tensor_numel(outputs[0]);
-
-		if (numel < 0 || numel > (int64_t) UINT32_MAX)
-		{
-			snprintf(err, errlen, "first output of model \"%s\" has %lld values, too many for one row",
-					 p->spec->file, (long long) numel);
-			goto fail;
-		}
-		*values = malloc(numel > 0 ? (size_t) numel * sizeof(float) : 1);
-		if (*values == NULL)
-		{
-			snprintf(err, errlen, "out of memory for %lld output values", (long long) numel);
-			goto fail;
-		}
-		memcpy(*values, outputs[0]->data, (size_t) numel * sizeof(float));
-		*n_values = (size_t) numel;
-	}
-	rc = 0;
-
-fail:
-	for (int j = 0; outputs != NULL && j < n_out; j++)
-		ie_tensor_destroy(&outputs[j]);
-	free(outputs);
-	ie_tensor_destroy(&input);
-	image_destroy(&resized);
-	return rc;
-}
-
-/* Index of the largest of v[0..n) (the first on ties); n >= 1. */
-static size_t
-argmax(const float *v, size_t n)
-{
-	size_t		best = 0;
-
-	for (size_t i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
-/*
- * Fills row i of r from a decoded image.  Returns 0 (also when the row
- * itself failed: that is recorded in the row), or -1 with sqlstate/err
- * when the request as a whole cannot go on.
- */
-static int
-run_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i,
-		const char **sqlstate, char *err, size_t errlen)
-{
-	Pginfer__RowResult *row = &r->rows[i];
-	char		lerr[512];
-
-	switch (p->kind)
-	{
-		case PGINFER__FRAGMENT_KIND__FRAG_OCR:
-		case PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT:
-			{
-				int			detect_only = p->kind == PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT;
-				ocr_result *res = NULL;
-				char	   *s;
-
-				if (ocr_run(&p->ocr, &p->params, img, detect_only, &res,
-							lerr, sizeof(lerr)) != 0)
-				{
-					row_error(r, i, PGINFER_SQLSTATE_INTERNAL, "text recognition failed",
-							  lerr, NULL);
-					return 0;
-				}
-				s = detect_only ? ocr_result_json(res) : ocr_result_text(res);
-				ocr_result_destroy(&res);
-				if (s == NULL)
-				{
-					row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY, "out of memory",
-							  "Formatting the row's result failed.", NULL);
-					return 0;
-				}
-				if (detect_only)
-					row->json = s;
-				else
-					row->text = s;
-				row->ok = 1;
-				return 0;
-			}
-		case PGINFER__FRAGMENT_KIND__FRAG_PREDICT:
-		case PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY:
-			{
-				float	   *v = NULL;
-				size_t		n = 0;
-
-				if (run_image_model(p, img, &v, &n, err, errlen) != 0)
-				{
-					*sqlstate = PGINFER_SQLSTATE_INTERNAL;
-					return -1;
-				}
-				if (p->kind == PGINFER__FRAGMENT_KIND__FRAG_PREDICT)
-				{
-					r->values[i] = v;
-					r->n_values[i] = n;
-					row->n_values = (uint32_t) n;
-					row->ok = 1;
-					return 0;
-				}
-				if (n == 0 || n > p->spec->n_labels)
-				{
-					*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
-					snprintf(err, errlen, "classify model \"%s\" gives %zu scores but has %zu labels",
-							 p->spec->file, n, p->spec->n_labels);
-					free(v);
-					return -1;
-				}
-				row->text = dup_field(p->spec->labels[argmax(v, n)]);
-				free(v);
-				row->ok = 1;
-				return 0;
-			}
-		default:
-			*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
-			snprintf(err, errlen, "unknown fragment kind %d", (int) p->kind);
-			return -1;
-	}
-}
-
 /* Records a decoding failure of row i with the SQLSTATE its status calls for. */
 static void
 row_decode_error(fragment_result *r, int i, image_status st, const char *derr,
@@ -572,11 +401,416 @@ row_decode_error(fragment_result *r, int i, image_status st, const char *derr,
 	}
 }
 
+/*
+ * Rows of FRAG_PREDICT / FRAG_CLASSIFY waiting for their model run: the
+ * preprocessed inputs of rows that share one input shape, packed into one
+ * N x 3 x h x w tensor (capacity grows by doubling up to the batch cap).
+ */
+typedef struct pending_batch
+{
+	int			h;
+	int			w;
+	int			count;
+	int			cap;			/* rows the tensor has room for */
+	ie_tensor  *input;			/* cap x 3 x h x w */
+	int		   *row;			/* count row indices into the result */
+} pending_batch;
+
+/* Largest preprocessed input (bytes) held for batching before a flush. */
+#define FRAGMENT_PENDING_BYTES ((size_t) 256 << 20)
+
+/* Floats of one row's preprocessed input. */
+static size_t
+plane_floats(const pending_batch *b)
+{
+	return (size_t) 3 * (size_t) b->h * (size_t) b->w;
+}
+
+/* Frees a pending batch's tensor and row list, leaving it empty. */
+static void
+pending_clear(pending_batch *b)
+{
+	ie_tensor_destroy(&b->input);
+	free(b->row);
+	b->row = NULL;
+	b->count = b->cap = 0;
+}
+
+/*
+ * Makes room in b for one more row (up to max rows): grows the tensor by
+ * doubling, keeping the rows already in it.  -1 when memory runs out.
+ */
+static int
+pending_reserve(pending_batch *b, int max)
+{
+	int			cap;
+	int64_t		dims[4];
+	ie_tensor  *t;
+	int		   *row;
+
+	if (b->count < b->cap)
+		return 0;
+	cap = b->cap > 0 ? b->cap * 2 : 1;
+	if (cap > max)
+		cap = max;
+	dims[0] = cap;
+	dims[1] = 3;
+	dims[2] = b->h;
+	dims[3] = b->w;
+	t = ie_tensor_new(IE_FLOAT, 4, dims);
+	row = realloc(b->row, (size_t) cap * sizeof(int));
+	if (row != NULL)
+		b->row = row;
+	if (t == NULL || row == NULL)
+	{
+		ie_tensor_destroy(&t);
+		return -1;
+	}
+	if (b->input != NULL)
+		memcpy(t->data, b->input->data, (size_t) b->count * plane_floats(b) * sizeof(float));
+	ie_tensor_destroy(&b->input);
+	b->input = t;
+	b->cap = cap;
+	return 0;
+}
+
+/* Index of the largest of v[0..n) (the first on ties); n >= 1. */
+static size_t
+argmax(const float *v, size_t n)
+{
+	size_t		best = 0;
+
+	for (size_t i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+/*
+ * Stores one row's model output v[0..n) (copied) as row i's answer:
+ * the values for FRAG_PREDICT, labels[argmax] for FRAG_CLASSIFY.
+ * -1 with sqlstate/err when the request as a whole cannot go on.
+ */
+static int
+store_row_output(const frag_plan *p, fragment_result *r, int i, const float *v,
+				 size_t n, const char **sqlstate, char *err, size_t errlen)
+{
+	Pginfer__RowResult *row = &r->rows[i];
+
+	if (n > (size_t) UINT32_MAX)
+	{
+		*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+		snprintf(err, errlen, "first output of model \"%s\" has %zu values, too many for one row",
+				 p->spec->file, n);
+		return -1;
+	}
+	if (p->kind == PGINFER__FRAGMENT_KIND__FRAG_PREDICT)
+	{
+		r->values[i] = malloc(n > 0 ? n * sizeof(float) : 1);
+		if (r->values[i] == NULL)
+		{
+			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+			snprintf(err, errlen, "out of memory for %zu output values", n);
+			return -1;
+		}
+		memcpy(r->values[i], v, n * sizeof(float));
+		r->n_values[i] = n;
+		row->n_values = (uint32_t) n;
+		row->ok = 1;
+		return 0;
+	}
+	if (n == 0 || n > p->spec->n_labels)
+	{
+		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+		snprintf(err, errlen, "classify model \"%s\" gives %zu scores but has %zu labels",
+				 p->spec->file, n, p->spec->n_labels);
+		return -1;
+	}
+	row->text = dup_field(p->spec->labels[argmax(v, n)]);
+	row->ok = 1;
+	return 0;
+}
+
+/*
+ * One ie_model_run over input (n rows); *out gets the first output, which
+ * must be float.  -1 with sqlstate/err on a model error.
+ */
+static int
+model_call(const frag_plan *p, const ie_tensor *input, ie_tensor **out,
+		   fragment_result *r, const char **sqlstate, char *err, size_t errlen)
+{
+	int			n_out = ie_model_n_outputs(p->model);
+	ie_tensor **outputs = calloc(n_out > 0 ? (size_t) n_out : 1, sizeof(*outputs));
+	char		lerr[512];
+	int			rc = -1;
+
+	*out = NULL;
+	*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+	if (outputs == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	r->model_runs++;
+	if (ie_model_run(p->model, &input, outputs, lerr, sizeof(lerr)) != 0)
+	{
+		snprintf(err, errlen, "model \"%s\" failed: %s", p->spec->file, lerr);
+		goto done;
+	}
+	if (n_out < 1 || outputs[0] == NULL || outputs[0]->dtype != IE_FLOAT)
+	{
+		snprintf(err, errlen, "first output of model \"%s\" is not float (it is %s)",
+				 p->spec->file,
+				 n_out >= 1 && outputs[0] ? ie_dtype_name(outputs[0]->dtype) : "missing");
+		goto done;
+	}
+	*out = outputs[0];
+	outputs[0] = NULL;
+	rc = 0;
+
+done:
+	for (int j = 0; j < n_out; j++)
+		ie_tensor_destroy(&outputs[j]);
+	free(outputs);
+	return rc;
+}
+
+/*
+ * Runs the rows of b as one N-row tensor and splits the first output back
+ * per row (row k gets numel / N values starting at k * numel / N).  When
+ * the output does not keep the batch in its first dimension, each row is
+ * run again alone.  Empties b.  -1 with sqlstate/err on a request error.
+ */
+static int
+flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
+			const char **sqlstate, char *err, size_t errlen)
+{
+	ie_tensor  *out = NULL,
+			   *one = NULL;
+	size_t		plane = plane_floats(b);
+	int			rc = -1;
+
+	if (b->count == 0)
+		return 0;
+	/* The tensor may have room for more rows than it holds: say how many. */
+	b->input->dims[0] = b->count;
+	if (model_call(p, b->input, &out, r, sqlstate, err, errlen) != 0)
+		goto done;
+	if (b->count == 1 ||
+		(out->ndim >= 1 && out->dims[0] == b->count))
+	{
+		size_t		per = (size_t) ie_tensor_numel(out) / (size_t) b->count;
+
+		for (int k = 0; k < b->count; k++)
+			if (store_row_output(p, r, b->row[k], (const float *) out->data + (size_t) k * per,
+								 per, sqlstate, err, errlen) != 0)
+				goto done;
+		rc = 0;
+		goto done;
+	}
+
+	/* Not batch-major: one row at a time, each copied into a tensor of its own. */
+	log_debug("model \"%s\": output of a %d-row batch has shape [%lld,...]; running rows alone",
+			  p->spec->file, b->count, out->ndim >= 1 ? (long long) out->dims[0] : -1LL);
+	for (int k = 0; k < b->count; k++)
+	{
+		int64_t		dims[4] = {1, 3, b->h, b->w};
+
+		ie_tensor_destroy(&one);
+		ie_tensor_destroy(&out);
+		one = ie_tensor_new(IE_FLOAT, 4, dims);
+		if (one == NULL)
+		{
+			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+			snprintf(err, errlen, "out of memory for a %dx%d input", b->w, b->h);
+			goto done;
+		}
+		memcpy(one->data, (const float *) b->input->data + (size_t) k * plane,
+			   plane * sizeof(float));
+		if (model_call(p, one, &out, r, sqlstate, err, errlen) != 0 ||
+			store_row_output(p, r, b->row[k], out->data, (size_t) ie_tensor_numel(out),
+							 sqlstate, err, errlen) != 0)
+			goto done;
+	}
+	rc = 0;
+
+done:
+	ie_tensor_destroy(&one);
+	ie_tensor_destroy(&out);
+	pending_clear(b);
+	return rc;
+}
+
+/*
+ * FRAG_PREDICT / FRAG_CLASSIFY over every row: decode, resize (stretch),
+ * normalise each row into the pending batch of its input shape, and run a
+ * batch when it holds max_batch rows, when the pending inputs pass
+ * FRAGMENT_PENDING_BYTES, and at the end.  Rows that fail to decode get
+ * their error and stay out of every batch.  -1 with sqlstate/err when the
+ * request as a whole fails (also on a stop between rows).
+ */
+static int
+run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
+			   const void *const *rows, const size_t *rows_len, int n_rows,
+			   int64_t limit, int max_batch, volatile sig_atomic_t *stop,
+			   fragment_result *r, const char **sqlstate, char *err,
+			   size_t errlen)
+{
+	pending_batch *batches = NULL;
+	int			n_batches = 0;
+	size_t		pending_bytes = 0;
+	int64_t		dims[IE_MAX_DIMS];
+	ie_dtype	dtype;
+	int			rc = -1;
+
+	/* A model whose batch dimension is fixed runs one row at a time. */
+	if (ie_model_input_shape(p->model, 0, &dtype, dims) >= 1 && dims[0] >= 0)
+		max_batch = 1;
+	if (max_batch < 1)
+		max_batch = 1;
+	batches = calloc(n_rows > 0 ? (size_t) n_rows : 1, sizeof(*batches));
+	if (batches == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory for %d rows", n_rows);
+		return -1;
+	}
+
+	for (int i = 0; i < n_rows; i++)
+	{
+		image_rgb  *img = NULL,
+				   *resized = NULL;
+		const image_rgb *src;
+		pending_batch *b = NULL;
+		image_status st;
+		char		derr[512] = "";
+		int			h,
+					w;
+
+		if (stop != NULL && *stop)
+		{
+			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
+			snprintf(err, errlen, "the worker is shutting down; %d of %d rows were not run",
+					 n_rows - i, n_rows);
+			goto done;
+		}
+		r->rows[i].row_id = run->row_ids[i];
+		st = image_decode(rows[i], rows_len[i], limit, &img, derr, sizeof(derr));
+		if (st != IMAGE_OK)
+		{
+			log_debug("row %llu: %s: %s", (unsigned long long) run->row_ids[i],
+					  image_status_name(st), derr);
+			row_decode_error(r, i, st, derr, limit);
+			image_destroy(&img);
+			continue;
+		}
+		h = p->in_h > 0 ? p->in_h : img->height;
+		w = p->in_w > 0 ? p->in_w : img->width;
+		src = img;
+		if (h != img->height || w != img->width)
+		{
+			resized = pre_resize(img, w, h);
+			if (resized == NULL)
+			{
+				image_destroy(&img);
+				*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+				snprintf(err, errlen, "out of memory resizing to %dx%d", w, h);
+				goto done;
+			}
+			src = resized;
+		}
+		for (int k = 0; k < n_batches; k++)
+			if (batches[k].h == h && batches[k].w == w)
+				b = &batches[k];
+		if (b == NULL)
+		{
+			b = &batches[n_batches++];
+			b->h = h;
+			b->w = w;
+		}
+		if (pending_reserve(b, max_batch) != 0)
+		{
+			image_destroy(&resized);
+			image_destroy(&img);
+			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+			snprintf(err, errlen, "out of memory for a batch of %dx%d inputs", w, h);
+			goto done;
+		}
+		pre_normalize_chw(src, p->mean, p->std, p->bgr,
+						  (float *) b->input->data + (size_t) b->count * plane_floats(b),
+						  h, w, 0.0f);
+		b->row[b->count++] = i;
+		pending_bytes += plane_floats(b) * sizeof(float);
+		image_destroy(&resized);
+		image_destroy(&img);
+
+		if (b->count == max_batch)
+		{
+			pending_bytes -= (size_t) b->count * plane_floats(b) * sizeof(float);
+			if (flush_batch(p, b, r, sqlstate, err, errlen) != 0)
+				goto done;
+		}
+		if (pending_bytes > FRAGMENT_PENDING_BYTES)
+		{
+			for (int k = 0; k < n_batches; k++)
+				if (flush_batch(p, &batches[k], r, sqlstate, err, errlen) != 0)
+					goto done;
+			pending_bytes = 0;
+		}
+	}
+	for (int k = 0; k < n_batches; k++)
+		if (flush_batch(p, &batches[k], r, sqlstate, err, errlen) != 0)
+			goto done;
+	rc = 0;
+
+done:
+	for (int k = 0; k < n_batches; k++)
+		pending_clear(&batches[k]);
+	free(batches);
+	return rc;
+}
+
+/*
+ * Fills row i of r from a decoded image by the OCR pipeline (FRAG_OCR,
+ * FRAG_DETECT_TEXT), each image on its own.  A failure is recorded in the
+ * row; returns 0.
+ */
+static int
+run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
+{
+	Pginfer__RowResult *row = &r->rows[i];
+	int			detect_only = p->kind == PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT;
+	ocr_result *res = NULL;
+	char		lerr[512];
+	char	   *s;
+
+	if (ocr_run(&p->ocr, &p->params, img, detect_only, &res, lerr, sizeof(lerr)) != 0)
+	{
+		row_error(r, i, PGINFER_SQLSTATE_INTERNAL, "text recognition failed", lerr, NULL);
+		return 0;
+	}
+	s = detect_only ? ocr_result_json(res) : ocr_result_text(res);
+	ocr_result_destroy(&res);
+	if (s == NULL)
+	{
+		row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY, "out of memory",
+				  "Formatting the row's result failed.", NULL);
+		return 0;
+	}
+	if (detect_only)
+		row->json = s;
+	else
+		row->text = s;
+	row->ok = 1;
+	return 0;
+}
+
 /* Runs run over its rows into *out; see fragment.h. */
 int
 fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 			 const void *const *rows, const size_t *rows_len, int n_rows,
-			 int64_t max_pixels, volatile sig_atomic_t *stop,
+			 int64_t max_pixels, int max_batch, volatile sig_atomic_t *stop,
 			 fragment_result **out,
 			 const char **sqlstate, char *err, size_t errlen)
 {
@@ -603,12 +837,23 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 		goto fail;
 	}
 
+	if (plan.kind == PGINFER__FRAGMENT_KIND__FRAG_PREDICT ||
+		plan.kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY)
+	{
+		if (run_image_rows(&plan, run, rows, rows_len, n_rows, limit,
+						   max_batch, stop, r, sqlstate, err, errlen) != 0)
+			goto fail;
+		r->compute_ms = now_ms() - t0;
+		*out = r;
+		return 0;
+	}
+
+	/* OCR: every image through the whole pipeline on its own. */
 	for (int i = 0; i < n_rows; i++)
 	{
 		image_rgb  *img = NULL;
 		image_status st;
 		char		derr[512] = "";
-		int			rc;
 
 		if (stop != NULL && *stop)
 		{
@@ -627,10 +872,8 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 			image_destroy(&img);
 			continue;
 		}
-		rc = run_row(&plan, img, r, i, sqlstate, err, errlen);
+		run_ocr_row(&plan, img, r, i);
 		image_destroy(&img);
-		if (rc != 0)
-			goto fail;
 	}
 	r->compute_ms = now_ms() - t0;
 	*out = r;

@@ -16,6 +16,16 @@
  *						values = its first output, n_values of them
  *	  FRAG_CLASSIFY		as PREDICT, then text = labels[argmax]
  *
+ * FRAG_PREDICT and FRAG_CLASSIFY run batched: the rows whose preprocessed
+ * input has the same shape (all of them, for a model with a fixed input
+ * size) go through the model as one N-row tensor, at most max_batch rows
+ * a call, and the first output is split back per row; a row's answer is
+ * the one it gets alone (tests/integration/test_worker.sh compares them).
+ * A model that declares a fixed batch dimension runs one row a call.
+ * FRAG_OCR and FRAG_DETECT_TEXT run each image through the whole pipeline
+ * on its own (detector inputs differ in size; the recogniser's batches
+ * within an image keep their composition, so the text is the same).
+ *
  * A row that cannot be decoded (22P03), is over the pixel limit (54000) or
  * fails inside a pipeline stage gets ok = false with sqlstate, message,
  * detail and hint; the other rows go on.  What is wrong with the request
@@ -48,6 +58,7 @@ typedef struct fragment_result
 	float	  **values;			/* n_rows; malloc'd floats or NULL */
 	size_t	   *n_values;		/* n_rows */
 	double		compute_ms;		/* wall time of the whole fragment */
+	int			model_runs;		/* ie_model_run calls (PREDICT, CLASSIFY) */
 } fragment_result;
 
 /* A result of n_rows empty rows (ok = false until filled), or NULL. */
@@ -62,14 +73,15 @@ void		fragment_result_destroy(fragment_result **r);
 /*
  * Runs run over n_rows payloads rows[i] of rows_len[i] bytes (n_rows must
  * equal run->n_row_ids).  max_pixels is the worker's limit: a request's
- * own max_pixels is used when it is set and not larger.  Returns 0 and
+ * own max_pixels is used when it is set and not larger.  max_batch (>= 1)
+ * caps the rows of one model call.  Returns 0 and
  * *out, or -1 with *sqlstate and a message in err when the request as a
  * whole cannot run.  When stop (may be NULL) becomes non-zero between two
  * rows, the request is abandoned with FRAGMENT_SQLSTATE_SHUTDOWN.
  */
 int			fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 						 const void *const *rows, const size_t *rows_len,
-						 int n_rows, int64_t max_pixels,
+						 int n_rows, int64_t max_pixels, int max_batch,
 						 volatile sig_atomic_t *stop, fragment_result **out,
 						 const char **sqlstate, char *err, size_t errlen);
 

@@ -3,12 +3,21 @@
  *	  infer-worker: the pg_infer inference daemon.
  *
  *	  infer-worker --listen tcp://127.0.0.1:5555 --model-dir DIR
- *				   [--threads N] [--max-pixels N]
+ *				   [--threads N] [--max-pixels N] [--max-batch N]
+ *				   [--max-queue-delay-us N]
  *				   [--log-level debug|info|warn|error]
  *
- * Parses the command line, sets up logging and the engine's thread count,
- * starts the server (worker/server.c) and serves until SIGTERM or SIGINT,
- * then closes its sockets and exits with status 0.
+ * Parses the command line, sets up logging, the engine's thread count and
+ * the allocator, starts the server (worker/server.c) and serves until
+ * SIGTERM or SIGINT, then closes its sockets and exits with status 0.
+ *
+ * The allocator: glibc serves blocks over M_MMAP_THRESHOLD with mmap and
+ * gives freed memory back above M_TRIM_THRESHOLD, so every big tensor of
+ * every model run would come as fresh zero-filled pages (page faults
+ * dominate the detector's large activations).  Raising both keeps that
+ * memory in the heap for the next run: 15 detections on one thread took
+ * 1.49 million page faults and 2.5 s of system time without, 15 thousand
+ * and 0.02 s with (user time unchanged, about 6 s).
  *
  * Threading: the signal handlers only set a sig_atomic_t flag; the server
  * loop polls with a timeout and checks it.  SIGTERM and SIGINT are blocked
@@ -18,6 +27,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,12 +73,21 @@ usage(FILE *f)
 			"  --max-pixels N      largest decoded image, width * height; a bigger\n"
 			"                      image fails its row with SQLSTATE 54000; a request\n"
 			"                      may ask for less (default %lld)\n"
+			"  --max-batch N       most rows in one merged batch and in one model call\n"
+			"                      (predict/classify run rows of one input shape as\n"
+			"                      one tensor); requests of the same fragment from\n"
+			"                      several backends are merged up to N rows (default %d)\n"
+			"  --max-queue-delay-us N\n"
+			"                      how long a request may wait for others of the same\n"
+			"                      fragment to merge with, in microseconds; 0 runs each\n"
+			"                      group as soon as it is read (default %d)\n"
 			"  --log-level LEVEL   debug, info, warn or error (default info); logs go\n"
 			"                      to stderr with ISO 8601 UTC timestamps\n"
 			"  --help              show this text and exit\n"
 			"\n"
 			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).\n",
-			(long long) PGINFER_DEFAULT_MAX_PIXELS);
+			(long long) PGINFER_DEFAULT_MAX_PIXELS, SERVER_DEFAULT_MAX_BATCH,
+			SERVER_DEFAULT_QUEUE_DELAY_US);
 }
 
 /* Parses a whole decimal integer in [lo, hi]; -1 when it is not one. */
@@ -109,11 +128,14 @@ main(int argc, char **argv)
 		{"model-dir", required_argument, NULL, 'm'},
 		{"threads", required_argument, NULL, 't'},
 		{"max-pixels", required_argument, NULL, 'p'},
+		{"max-batch", required_argument, NULL, 'b'},
+		{"max-queue-delay-us", required_argument, NULL, 'd'},
 		{"log-level", required_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
-	server_opts opts = {NULL, NULL, PGINFER_DEFAULT_MAX_PIXELS};
+	server_opts opts = {NULL, NULL, PGINFER_DEFAULT_MAX_PIXELS,
+	SERVER_DEFAULT_MAX_BATCH, SERVER_DEFAULT_QUEUE_DELAY_US};
 	long long	threads = 0;
 	long long	v;
 	log_level	level = LOG_LEVEL_INFO;
@@ -149,6 +171,22 @@ main(int argc, char **argv)
 				}
 				opts.max_pixels = v;
 				break;
+			case 'b':
+				if (parse_int(optarg, 1, 65536, &v) != 0)
+				{
+					fprintf(stderr, "infer-worker: --max-batch must be an integer from 1 to 65536, not \"%s\"\n", optarg);
+					return 2;
+				}
+				opts.max_batch = (int) v;
+				break;
+			case 'd':
+				if (parse_int(optarg, 0, 10000000, &v) != 0)
+				{
+					fprintf(stderr, "infer-worker: --max-queue-delay-us must be an integer from 0 to 10000000, not \"%s\"\n", optarg);
+					return 2;
+				}
+				opts.max_queue_delay_us = v;
+				break;
 			case 'v':
 				if (log_parse_level(optarg, &level) != 0)
 				{
@@ -178,6 +216,8 @@ main(int argc, char **argv)
 	}
 
 	log_set_level(level);
+	mallopt(M_MMAP_THRESHOLD, 256 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	ie_set_threads((int) threads);
 	install_signals();
 
@@ -193,9 +233,10 @@ main(int argc, char **argv)
 		log_error("could not start: %s", err);
 		goto done;
 	}
-	log_info("listening on %s (model dir \"%s\", %d engine threads, max %lld pixels)",
+	log_info("listening on %s (model dir \"%s\", %d engine threads, max %lld pixels, max batch %d rows, queue delay %lld us)",
 			 server_endpoint(srv), opts.model_dir, ie_get_threads(),
-			 (long long) opts.max_pixels);
+			 (long long) opts.max_pixels, opts.max_batch,
+			 (long long) opts.max_queue_delay_us);
 
 	if (server_run(srv, &stop_requested, POLL_MS, err, sizeof(err)) != 0)
 	{

@@ -2,12 +2,14 @@
  * server.c
  *	  The infer-worker request loop and dispatch (see server.h).
  *
- * server_run() polls the ROUTER socket with a timeout so that a stop flag
- * set by a signal handler is seen promptly, reads one multipart message,
- * hands its header and payload frames to server_handle(), and sends the
- * reply back to the same routing id.  Payload frames are read in place
- * (no copy); reply buffers are given to ZeroMQ with zmq_msg_init_data(),
- * which frees them once sent.
+ * server_run() polls the ROUTER socket with a timeout (poll_ms, or less
+ * when a queued group becomes ready sooner) so that a stop flag set by a
+ * signal handler is seen promptly, drains every message that is ready,
+ * answers the quick ones through server_handle() and queues run-fragment
+ * requests, with their ZeroMQ parts, in the batcher; then it runs at most
+ * one ready group (server_run_group) and goes back to the socket.  Payload
+ * frames are read in place (no copy), also while queued; reply buffers are
+ * given to ZeroMQ with zmq_msg_init_data(), which frees them once sent.
  *
  * Threading: single-threaded (see server.h).
  */
@@ -22,6 +24,7 @@
 #include <zmq.h>
 
 #include "common/protocol.h"
+#include "worker/batcher.h"
 #include "worker/fragment.h"
 #include "worker/log.h"
 #include "worker/model_cache.h"
@@ -36,8 +39,39 @@ struct server
 	int64_t		max_pixels;
 	char		worker_id[128];
 	uint64_t	requests_served;	/* MSG_RUN_FRAGMENT requests answered */
+	uint64_t	batches_run;	/* fragment runs (groups of requests) */
+	uint64_t	rows_run;		/* rows in them */
+	uint64_t	merged_batches; /* runs that merged several requests */
+	uint64_t	model_runs;		/* model calls of PREDICT/CLASSIFY */
+	double		ms_per_row[8];	/* recent compute ms per row, by fragment kind */
+	int			max_batch;
+	batcher    *queue;			/* queued run-fragment requests */
 	volatile sig_atomic_t *stop;	/* server_run's stop flag, or NULL */
 };
+
+/* A queued run-fragment request: its ZeroMQ parts and unpacked header. */
+typedef struct queued_request
+{
+	zmq_msg_t  *parts;			/* [routing id][header][rows...] */
+	int			n_parts;
+	Pginfer__Header *header;
+} queued_request;
+
+/* Frees a queued_request (the batcher's free_data). */
+static void
+queued_request_free(void *data)
+{
+	queued_request *q = data;
+
+	if (q == NULL)
+		return;
+	for (int i = 0; i < q->n_parts; i++)
+		zmq_msg_close(&q->parts[i]);
+	free(q->parts);
+	if (q->header != NULL)
+		pginfer__header__free_unpacked(q->header, NULL);
+	free(q);
+}
 
 /* Name of a message kind, for messages and logs. */
 const char *
@@ -66,6 +100,14 @@ server_new(const server_opts *opts, char *err, size_t errlen)
 		goto fail;
 	}
 	s->max_pixels = opts->max_pixels > 0 ? opts->max_pixels : PGINFER_DEFAULT_MAX_PIXELS;
+	s->max_batch = opts->max_batch > 0 ? opts->max_batch : SERVER_DEFAULT_MAX_BATCH;
+	s->queue = batcher_new(s->max_batch, opts->max_queue_delay_us >= 0 ?
+						   opts->max_queue_delay_us : SERVER_DEFAULT_QUEUE_DELAY_US);
+	if (s->queue == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	s->model_dir = strdup(opts->model_dir != NULL ? opts->model_dir : "");
 	if (s->model_dir == NULL)
 	{
@@ -129,10 +171,13 @@ server_destroy(server **sp)
 	if (sp == NULL || *sp == NULL)
 		return;
 	s = *sp;
+	/* Queued requests hold ZeroMQ messages: close them before the context. */
+	batcher_destroy(&s->queue);
 	if (s->sock != NULL)
 		zmq_close(s->sock);
 	if (s->ctx != NULL)
 		zmq_ctx_term(s->ctx);
+	batcher_destroy(&s->queue);
 	model_cache_destroy(&s->cache);
 	free(s->endpoint);
 	free(s->model_dir);
@@ -289,6 +334,33 @@ error_reply(uint64_t request_id, const char *sqlstate, const char *message,
 	return reply_with_header(buf, len);
 }
 
+/* Slot of ms_per_row for a fragment kind. */
+static int
+kind_slot(Pginfer__FragmentKind kind)
+{
+	return kind >= 0 && kind < 8 ? (int) kind : 0;
+}
+
+/*
+ * Estimated milliseconds of queued work: each queued request's rows times
+ * the recent compute time per row of its fragment kind (0 for a kind not
+ * run yet).
+ */
+static double
+backlog_ms(const server *s)
+{
+	double		ms = 0;
+
+	for (int i = 0; i < batcher_length(s->queue); i++)
+	{
+		const batch_item *it = batcher_item(s->queue, i);
+		const queued_request *q = it->data;
+
+		ms += it->n_rows * s->ms_per_row[kind_slot(q->header->run->fragment->kind)];
+	}
+	return ms;
+}
+
 /* MSG_PONG reply carrying the worker's state. */
 static server_reply *
 pong_reply(server *s, uint64_t request_id)
@@ -305,13 +377,17 @@ pong_reply(server *s, uint64_t request_id)
 	for (int i = 0; i < n; i++)
 		names[i] = (char *) model_cache_file(s->cache, i);
 	st.worker_id = s->worker_id;
-	st.queue_length = 0;
-	st.backlog_ms = 0;
+	st.queue_length = (uint32_t) batcher_length(s->queue);
+	st.backlog_ms = backlog_ms(s);
 	st.n_resident_models = (size_t) n;
 	st.resident_models = names;
 	st.host_memory_used = rss_bytes();
 	st.device = "cpu";
 	st.requests_served = s->requests_served;
+	st.batches_run = s->batches_run;
+	st.rows_run = s->rows_run;
+	st.merged_batches = s->merged_batches;
+	st.model_runs = s->model_runs;
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = PGINFER__MSG_KIND__MSG_PONG;
 	h.request_id = request_id;
@@ -336,30 +412,19 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 }
 
 /*
- * Runs a MSG_RUN_FRAGMENT request and builds MSG_RESULT: the header, then
- * one frame per row (the row's float32 values, handed over without a copy;
- * empty for rows without values).
+ * MSG_RESULT for one request: rows [off, off + n) of fr, with their value
+ * arrays handed over (taken out of fr) as the reply's frames.  NULL when
+ * memory runs out.
  */
 static server_reply *
-run_reply(server *s, const Pginfer__Header *req, const void *const *frames,
-		  const size_t *frame_len, int n_frames)
+result_reply(const Pginfer__Header *req, fragment_result *fr, int off, int n)
 {
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	Pginfer__Result res = PGINFER__RESULT__INIT;
-	fragment_result *fr = NULL;
 	server_reply *r = NULL;
-	const char *sqlstate = PGINFER_SQLSTATE_INTERNAL;
-	char		err[1024],
-				hint[512];
-	int			n_ok = 0;
 
-	if (fragment_run(s->cache, req->run, frames, frame_len, n_frames,
-					 s->max_pixels, s->stop, &fr, &sqlstate, err, sizeof(err)) != 0)
-		return error_reply(req->request_id, sqlstate, err,
-						   hint_for(s, sqlstate, hint, sizeof(hint)));
-
-	res.n_rows = (size_t) fr->n_rows;
-	res.rows = fr->row_ptrs;
+	res.n_rows = (size_t) n;
+	res.rows = fr->row_ptrs + off;
 	res.compute_ms = fr->compute_ms;
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = PGINFER__MSG_KIND__MSG_RESULT;
@@ -369,32 +434,161 @@ run_reply(server *s, const Pginfer__Header *req, const void *const *frames,
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		goto fail;
-	r->n_frames = fr->n_rows;
-	r->frames = calloc(fr->n_rows > 0 ? (size_t) fr->n_rows : 1, sizeof(void *));
-	r->frame_len = calloc(fr->n_rows > 0 ? (size_t) fr->n_rows : 1, sizeof(size_t));
+	r->n_frames = n;
+	r->frames = calloc(n > 0 ? (size_t) n : 1, sizeof(void *));
+	r->frame_len = calloc(n > 0 ? (size_t) n : 1, sizeof(size_t));
 	r->header = pack_header(&h, &r->header_len);
 	if (r->frames == NULL || r->frame_len == NULL || r->header == NULL)
 		goto fail;
-	for (int i = 0; i < fr->n_rows; i++)
+	for (int i = 0; i < n; i++)
 	{
 		/* Hand the values over: the reply frees them (or ZeroMQ does). */
-		r->frames[i] = fr->values[i];
-		r->frame_len[i] = fr->n_values[i] * sizeof(float);
-		fr->values[i] = NULL;
-		n_ok += fr->rows[i].ok ? 1 : 0;
+		r->frames[i] = fr->values[off + i];
+		r->frame_len[i] = fr->n_values[off + i] * sizeof(float);
+		fr->values[off + i] = NULL;
 	}
-	s->requests_served++;
-	log_info("request %llu: %s over %d rows (%d ok, %d failed) in %.1f ms",
-			 (unsigned long long) req->request_id,
-			 fragment_kind_name(req->run->fragment->kind), fr->n_rows, n_ok,
-			 fr->n_rows - n_ok, fr->compute_ms);
-	fragment_result_destroy(&fr);
 	return r;
 
 fail:
-	fragment_result_destroy(&fr);
 	server_reply_destroy(&r);
 	return NULL;
+}
+
+/* The group key of a run-fragment request; see server.h. */
+uint8_t *
+server_group_key(const Pginfer__RunFragment *run, size_t *len)
+{
+	size_t		n = run->fragment != NULL ?
+		pginfer__fragment__get_packed_size(run->fragment) : 0;
+	uint8_t    *key = malloc(n + sizeof(int64_t));
+	int64_t		mp = run->max_pixels;
+
+	if (key == NULL)
+		return NULL;
+	if (run->fragment != NULL)
+		n = pginfer__fragment__pack(run->fragment, key);
+	memcpy(key + n, &mp, sizeof(mp));
+	*len = n + sizeof(mp);
+	return key;
+}
+
+/* Runs n requests as one fragment run and splits the result; see server.h. */
+int
+server_run_group(server *s, const Pginfer__Header *const *reqs,
+				 const void *const *const *frames,
+				 const size_t *const *frame_len, int n,
+				 server_reply **replies)
+{
+	Pginfer__RunFragment merged;
+	fragment_result *fr = NULL;
+	const char *sqlstate = PGINFER_SQLSTATE_INTERNAL;
+	char		err[1024],
+				hint[512];
+	uint64_t   *ids = NULL;
+	const void **rows = NULL;
+	size_t	   *lens = NULL;
+	int			total = 0,
+				off = 0,
+				rc = 0;
+
+	for (int k = 0; k < n; k++)
+	{
+		replies[k] = NULL;
+		total += (int) reqs[k]->run->n_row_ids;
+	}
+	ids = calloc(total > 0 ? (size_t) total : 1, sizeof(*ids));
+	rows = calloc(total > 0 ? (size_t) total : 1, sizeof(*rows));
+	lens = calloc(total > 0 ? (size_t) total : 1, sizeof(*lens));
+	if (ids == NULL || rows == NULL || lens == NULL)
+	{
+		sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, sizeof(err), "out of memory for a batch of %d rows", total);
+		goto request_error;
+	}
+	for (int k = 0; k < n; k++)
+	{
+		const Pginfer__RunFragment *run = reqs[k]->run;
+
+		for (size_t i = 0; i < run->n_row_ids; i++, off++)
+		{
+			ids[off] = run->row_ids[i];
+			rows[off] = frames[k][i];
+			lens[off] = frame_len[k][i];
+		}
+	}
+	/* The members share fragment and pixel limit: the first one speaks for all. */
+	merged = *reqs[0]->run;
+	merged.n_row_ids = (size_t) total;
+	merged.row_ids = ids;
+	if (fragment_run(s->cache, &merged, rows, lens, total, s->max_pixels,
+					 s->max_batch, s->stop, &fr, &sqlstate, err, sizeof(err)) != 0)
+		goto request_error;
+
+	s->batches_run++;
+	s->rows_run += (uint64_t) total;
+	if (total > 0)
+	{
+		/* Moving average of the cost of a row, for the backlog estimate. */
+		double	   *avg = &s->ms_per_row[kind_slot(reqs[0]->run->fragment->kind)];
+		double		per = fr->compute_ms / total;
+
+		*avg = *avg > 0 ? 0.8 * *avg + 0.2 * per : per;
+	}
+	s->model_runs += (uint64_t) fr->model_runs;
+	if (n > 1)
+	{
+		s->merged_batches++;
+		log_info("merged %d requests (%d rows) into one %s run of %.1f ms (%d model calls)",
+				 n, total, fragment_kind_name(reqs[0]->run->fragment->kind),
+				 fr->compute_ms, fr->model_runs);
+	}
+	off = 0;
+	for (int k = 0; k < n; k++)
+	{
+		int			nk = (int) reqs[k]->run->n_row_ids;
+		int			n_ok = 0;
+
+		for (int i = 0; i < nk; i++)
+			n_ok += fr->rows[off + i].ok ? 1 : 0;
+		replies[k] = result_reply(reqs[k], fr, off, nk);
+		if (replies[k] == NULL)
+			rc = -1;
+		else
+			s->requests_served++;
+		log_info("request %llu: %s over %d rows (%d ok, %d failed) in %.1f ms",
+				 (unsigned long long) reqs[k]->request_id,
+				 fragment_kind_name(reqs[k]->run->fragment->kind), nk, n_ok,
+				 nk - n_ok, fr->compute_ms);
+		off += nk;
+	}
+	goto done;
+
+request_error:
+	for (int k = 0; k < n; k++)
+	{
+		replies[k] = error_reply(reqs[k]->request_id, sqlstate, err,
+								 hint_for(s, sqlstate, hint, sizeof(hint)));
+		if (replies[k] == NULL)
+			rc = -1;
+	}
+
+done:
+	fragment_result_destroy(&fr);
+	free(ids);
+	free(rows);
+	free(lens);
+	return rc;
+}
+
+/* MSG_RUN_FRAGMENT without queueing: a group of one. */
+static server_reply *
+run_reply(server *s, const Pginfer__Header *req, const void *const *frames,
+		  const size_t *frame_len)
+{
+	server_reply *r = NULL;
+
+	server_run_group(s, &req, &frames, &frame_len, 1, &r);
+	return r;
 }
 
 /* MSG_LOAD_MODEL / MSG_UNLOAD_MODEL: PONG on success, ERROR otherwise. */
@@ -467,15 +661,15 @@ server_handle(server *s, const void *header, size_t header_len,
 			r = pong_reply(s, req->request_id);
 			break;
 		case PGINFER__MSG_KIND__MSG_RUN_FRAGMENT:
-			r = run_reply(s, req, frames, frame_len, n_frames);
+			r = run_reply(s, req, frames, frame_len);
 			break;
 		case PGINFER__MSG_KIND__MSG_LOAD_MODEL:
 		case PGINFER__MSG_KIND__MSG_UNLOAD_MODEL:
 			r = model_reply(s, req);
 			break;
 		case PGINFER__MSG_KIND__MSG_CANCEL:
-			/* Requests run one at a time: the one named is done or unknown. */
-			log_info("request %llu: cancel ignored (no request of that id is running)",
+			/* Without a socket nothing is queued: the one named is done or unknown. */
+			log_info("request %llu: cancel ignored (no request of that id is queued)",
 					 (unsigned long long) req->request_id);
 			pginfer__header__free_unpacked(req, NULL);
 			return 0;
@@ -682,6 +876,200 @@ done:
 	free(len);
 }
 
+/*
+ * Looks at a received message (parts[0] is the routing id): a run-fragment
+ * request with a good header is moved into the queue (*parts[0..n) are
+ * then closed and empty), a cancel drops the queued request it names, and
+ * everything else is answered at once by serve_message().
+ */
+static void
+dispatch_message(server *s, zmq_msg_t *parts, int n)
+{
+	Pginfer__Header *req = NULL;
+	queued_request *q = NULL;
+	batch_item *it = NULL;
+	uint8_t    *key = NULL;
+	size_t		key_len = 0;
+	const char *sqlstate;
+	char		err[512];
+
+	if (n >= 2)
+		req = pginfer__header__unpack(NULL, zmq_msg_size(&parts[1]), zmq_msg_data(&parts[1]));
+	if (req == NULL || server_check_header(req, n - 2, &sqlstate, err, sizeof(err)) != 0)
+		goto serve_now;
+	if (req->kind == PGINFER__MSG_KIND__MSG_CANCEL)
+	{
+		int			removed = batcher_cancel(s->queue, zmq_msg_data(&parts[0]),
+											 zmq_msg_size(&parts[0]), req->request_id);
+
+		log_info("request %llu: cancel %s", (unsigned long long) req->request_id,
+				 removed > 0 ? "dropped the queued request" :
+				 "ignored (no request of that id is queued)");
+		pginfer__header__free_unpacked(req, NULL);
+		return;
+	}
+	if (req->kind != PGINFER__MSG_KIND__MSG_RUN_FRAGMENT)
+		goto serve_now;
+
+	key = server_group_key(req->run, &key_len);
+	q = calloc(1, sizeof(*q));
+	if (q != NULL)
+		q->parts = malloc((size_t) n * sizeof(zmq_msg_t));
+	if (key == NULL || q == NULL || q->parts == NULL)
+		goto serve_now;
+	for (int i = 0; i < n; i++)
+	{
+		zmq_msg_init(&q->parts[i]);
+		zmq_msg_move(&q->parts[i], &parts[i]);
+	}
+	q->n_parts = n;
+	q->header = req;
+	it = batch_item_new(key, key_len, (int) req->run->n_row_ids, batcher_now_us(),
+						zmq_msg_data(&q->parts[0]), zmq_msg_size(&q->parts[0]),
+						req->request_id, q, queued_request_free);
+	if (it == NULL || batcher_add(s->queue, it) != 0)
+	{
+		/* Out of memory queueing: the peer gets no reply (as for a lost message). */
+		if (it != NULL)
+			batch_item_destroy(&it);	/* frees q and req with it */
+		else
+			queued_request_free(q);
+		log_error("out of memory queueing a request: dropped it");
+		free(key);
+		return;
+	}
+	log_debug("request %llu: queued %zu rows (%d requests, %d rows waiting)",
+			  (unsigned long long) req->request_id, req->run->n_row_ids,
+			  batcher_length(s->queue), batcher_rows(s->queue));
+	free(key);
+	return;
+
+serve_now:
+	if (q != NULL)
+	{
+		free(q->parts);
+		free(q);
+	}
+	free(key);
+	if (req != NULL)
+		pginfer__header__free_unpacked(req, NULL);
+	serve_message(s, parts, n);
+}
+
+/*
+ * Runs one group of queued requests (items[0..n), taken from the queue)
+ * and sends each its reply; frees the items.  With shutdown set, every
+ * request is answered with MSG_ERROR 57P01 instead.
+ */
+static void
+run_queued(server *s, batch_item **items, int n, int shutdown)
+{
+	const Pginfer__Header **reqs = calloc((size_t) n, sizeof(*reqs));
+	const void *const **frames = calloc((size_t) n, sizeof(*frames));
+	const size_t **lens = calloc((size_t) n, sizeof(*lens));
+	server_reply **replies = calloc((size_t) n, sizeof(*replies));
+	const void **data = NULL;
+	size_t	   *len = NULL;
+	int			total = 0;
+
+	if (reqs == NULL || frames == NULL || lens == NULL || replies == NULL)
+	{
+		log_error("out of memory running %d requests: dropped them", n);
+		goto done;
+	}
+	for (int k = 0; k < n; k++)
+		total += ((queued_request *) items[k]->data)->n_parts - 2;
+	data = calloc(total > 0 ? (size_t) total : 1, sizeof(*data));
+	len = calloc(total > 0 ? (size_t) total : 1, sizeof(*len));
+	if (data == NULL || len == NULL)
+	{
+		log_error("out of memory running %d requests: dropped them", n);
+		goto done;
+	}
+	total = 0;
+	for (int k = 0; k < n; k++)
+	{
+		queued_request *q = items[k]->data;
+
+		reqs[k] = q->header;
+		frames[k] = &data[total];
+		lens[k] = &len[total];
+		for (int i = 2; i < q->n_parts; i++, total++)
+		{
+			data[total] = zmq_msg_data(&q->parts[i]);
+			len[total] = zmq_msg_size(&q->parts[i]);
+		}
+	}
+	if (shutdown)
+	{
+		for (int k = 0; k < n; k++)
+			replies[k] = error_reply(reqs[k]->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
+									 "the worker is shutting down; the request was not run",
+									 NULL);
+	}
+	else
+	{
+		if (n > 1)
+			log_debug("running %d queued requests as one batch", n);
+		if (server_run_group(s, reqs, frames, lens, n, replies) != 0)
+			log_error("out of memory building a reply");
+	}
+	for (int k = 0; k < n; k++)
+	{
+		queued_request *q = items[k]->data;
+
+		if (replies[k] != NULL && send_reply(s, &q->parts[0], replies[k]) != 0)
+			log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
+		server_reply_destroy(&replies[k]);
+	}
+
+done:
+	for (int k = 0; k < n; k++)
+		batch_item_destroy(&items[k]);
+	free(items);
+	free(reqs);
+	free(frames);
+	free(lens);
+	free(replies);
+	free(data);
+	free(len);
+}
+
+/*
+ * Reads every message ready on the socket (at most max of them) and
+ * dispatches each.  Returns 0, or -1 with err when the socket fails.
+ */
+static int
+drain_socket(server *s, zmq_msg_t **parts, int *cap, int max,
+			 char *err, size_t errlen)
+{
+	for (int m = 0; m < max; m++)
+	{
+		int			n = 0;
+
+		zmq_msg_init(&(*parts)[0]);
+		if (zmq_msg_recv(&(*parts)[0], s->sock, ZMQ_DONTWAIT) < 0)
+		{
+			zmq_msg_close(&(*parts)[0]);
+			if (zmq_errno() == EAGAIN || zmq_errno() == EINTR)
+				return 0;
+			snprintf(err, errlen, "zmq_msg_recv failed: %s", zmq_strerror(zmq_errno()));
+			return -1;
+		}
+		if (recv_parts(s, parts, cap, &n) != 0)
+			log_warn("dropped a request of %d or more frames: %s", n,
+					 zmq_strerror(zmq_errno()));
+		else
+			dispatch_message(s, *parts, n);
+		for (int i = 0; i < n; i++)
+			zmq_msg_close(&(*parts)[i]);
+	}
+	return 0;
+}
+
+/* Messages read from the socket between two group runs, at most. */
+#define DRAIN_MAX 1024
+
 /* Serves until *stop is set; see server.h. */
 int
 server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
@@ -689,6 +1077,8 @@ server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 {
 	int			cap = 16;
 	zmq_msg_t  *parts = malloc((size_t) cap * sizeof(zmq_msg_t));
+	batch_item **items;
+	int			n_items;
 	int			rc = -1;
 
 	if (parts == NULL)
@@ -700,9 +1090,14 @@ server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 	while (!*stop)
 	{
 		zmq_pollitem_t item = {s->sock, 0, ZMQ_POLLIN, 0};
+		int64_t		wait_us = batcher_wait_us(s->queue, batcher_now_us());
+		int			timeout = poll_ms;
 		int			n;
 
-		n = zmq_poll(&item, 1, poll_ms);
+		/* Wake up when the oldest queued group has waited long enough. */
+		if (wait_us >= 0 && wait_us < (int64_t) poll_ms * 1000)
+			timeout = (int) ((wait_us + 999) / 1000);
+		n = zmq_poll(&item, 1, timeout);
 		if (n < 0)
 		{
 			if (zmq_errno() == EINTR)
@@ -710,29 +1105,24 @@ server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 			snprintf(err, errlen, "zmq_poll failed: %s", zmq_strerror(zmq_errno()));
 			goto fail;
 		}
-		if (n == 0 || !(item.revents & ZMQ_POLLIN))
-			continue;
-
-		zmq_msg_init(&parts[0]);
-		if (zmq_msg_recv(&parts[0], s->sock, ZMQ_DONTWAIT) < 0)
-		{
-			zmq_msg_close(&parts[0]);
-			if (zmq_errno() == EAGAIN || zmq_errno() == EINTR)
-				continue;
-			snprintf(err, errlen, "zmq_msg_recv failed: %s", zmq_strerror(zmq_errno()));
+		if (n > 0 && (item.revents & ZMQ_POLLIN) &&
+			drain_socket(s, &parts, &cap, DRAIN_MAX, err, errlen) != 0)
 			goto fail;
-		}
-		if (recv_parts(s, &parts, &cap, &n) != 0)
-			log_warn("dropped a request of %d or more frames: %s", n,
-					 zmq_strerror(zmq_errno()));
-		else
-			serve_message(s, parts, n);
-		for (int i = 0; i < n; i++)
-			zmq_msg_close(&parts[i]);
+		if (*stop)
+			break;
+		/* One group at a time, so the socket is read between groups. */
+		n = batcher_next(s->queue, batcher_now_us(), 0, &items, &n_items);
+		if (n > 0)
+			run_queued(s, items, n_items, 0);
+		else if (n < 0)
+			log_error("out of memory taking a group from the queue");
 	}
 	rc = 0;
 
 fail:
+	/* What is still queued will not run: say so to each peer. */
+	while (batcher_next(s->queue, batcher_now_us(), 1, &items, &n_items) > 0)
+		run_queued(s, items, n_items, 1);
 	s->stop = NULL;
 	free(parts);
 	return rc;

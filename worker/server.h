@@ -13,12 +13,29 @@
  *	  MSG_RUN_FRAGMENT		  -> MSG_RESULT (+ one frame per row) or MSG_ERROR
  *	  MSG_LOAD_MODEL		  -> MSG_PONG, or MSG_ERROR naming the file
  *	  MSG_UNLOAD_MODEL		  -> MSG_PONG (unloading what is not loaded is fine)
- *	  MSG_CANCEL			  -> no reply: requests run one at a time, so the
- *								 one named has finished or is unknown
+ *	  MSG_CANCEL			  -> no reply; a queued request of that peer and
+ *								 id is dropped and gets no result
  *	  anything else			  -> MSG_ERROR (PGINFER_SQLSTATE_PROTOCOL)
  *
- * server_handle() is the whole dispatch without a socket (the unit tests
- * call it directly); server_run() wraps it around the ROUTER socket.
+ * Dynamic batching (server_run): the loop drains every message that is
+ * ready, answers PING, CANCEL, LOAD/UNLOAD and bad requests at once, and
+ * queues RUN_FRAGMENT requests in the batcher (worker/batcher.h), keyed by
+ * their packed Fragment (kind, every model spec) and pixel limit.  Requests
+ * of one key, from any peers, are merged into one fragment run of up to
+ * max_batch rows once the group is full or its oldest request has waited
+ * max_queue_delay_us; each request then gets its own MSG_RESULT with its
+ * own rows in order, sent to its own peer.  One group runs at a time, and
+ * between two groups the loop reads the socket again, so a PING waits at
+ * most for the group that is running.  On a stop, queued requests are
+ * answered with MSG_ERROR 57P01.  The PONG's WorkerState counts queued
+ * requests (queue_length), estimates their work (backlog_ms: rows times a
+ * moving average of ms per row of their fragment kind) and counts runs
+ * (batches_run, rows_run, merged_batches, model_runs).
+ *
+ * server_handle() is the dispatch of one message without a socket and
+ * without queueing (the unit tests call it directly); server_run_group()
+ * is the merged run of several requests; server_run() wraps both around
+ * the ROUTER socket.
  *
  * Threading: single-threaded.  One thread creates, runs and destroys a
  * server; the engine may use more threads inside a model run.
@@ -37,7 +54,12 @@ typedef struct server_opts
 	const char *endpoint;		/* ZeroMQ endpoint to bind; NULL: no socket */
 	const char *model_dir;		/* --model-dir */
 	int64_t		max_pixels;		/* --max-pixels; <= 0: the default */
+	int			max_batch;		/* --max-batch rows; <= 0: the default (64) */
+	int64_t		max_queue_delay_us; /* --max-queue-delay-us; < 0: 2000 */
 } server_opts;
+
+#define SERVER_DEFAULT_MAX_BATCH 64
+#define SERVER_DEFAULT_QUEUE_DELAY_US 2000
 
 typedef struct server server;
 
@@ -83,6 +105,27 @@ int			server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 int			server_handle(server *s, const void *header, size_t header_len,
 						  const void *const *frames, const size_t *frame_len,
 						  int n_frames, server_reply **out);
+
+/*
+ * Runs n MSG_RUN_FRAGMENT requests (headers that passed
+ * server_check_header, all with the same fragment and pixel limit) as one
+ * fragment run over their rows in order; request k's payload frames are
+ * frames[k][0..reqs[k]->run->n_row_ids).  Sets replies[k] to request k's
+ * MSG_RESULT (its own rows, in order) or, when the run fails as a whole,
+ * to a MSG_ERROR for each.  Returns 0, or -1 when memory runs out for a
+ * reply (that replies[k] is NULL).
+ */
+int			server_run_group(server *s, const Pginfer__Header *const *reqs,
+							 const void *const *const *frames,
+							 const size_t *const *frame_len, int n,
+							 server_reply **replies);
+
+/*
+ * The group key of a run-fragment request: its packed Fragment followed
+ * by its max_pixels (8 bytes), malloc'd (*len bytes); NULL when memory
+ * runs out.  Two requests may share a run exactly when their keys match.
+ */
+uint8_t    *server_group_key(const Pginfer__RunFragment *run, size_t *len);
 
 /* Frees *r and the buffers it still owns; sets *r to NULL. */
 void		server_reply_destroy(server_reply **r);

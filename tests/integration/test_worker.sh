@@ -10,10 +10,17 @@
 # a bad middle row keeps rows 1 and 3 right and in order; an unknown model
 # file gives MSG_ERROR naming it; unsafe paths and wrong SHA-256 digests
 # are refused; a cancel gets no reply; predict/classify with the OCR
-# direction classifier as a plain image model; a second worker on the same
-# endpoint fails to start; SIGTERM and SIGINT make an idle worker exit 0
-# within 2 s, and SIGTERM abandons a long batch (MSG_ERROR 57P01) and exits
-# 0 within 3 s.
+# direction classifier as a plain image model; batched predict/classify:
+# a row's floats inside batches of mixed image sizes with a bad row are
+# bit-for-bit those it gets alone, in one model call per input shape, at
+# most --max-batch rows a call; OCR and detect_text of 3 images in one
+# request equal each image alone; dynamic batching: two clients sending at
+# once get their own rows and the PONG counts one merged batch, a PING is
+# answered while a request waits in the queue, a cancel drops a queued
+# request, and SIGTERM answers queued requests with 57P01; a second worker
+# on the same endpoint fails to start; SIGTERM and SIGINT make an idle
+# worker exit 0 within 2 s, and SIGTERM abandons a long batch (MSG_ERROR
+# 57P01) and exits 0 within 3 s.
 #
 # Prints "worker: N passed, M failed"; exits 1 on any failure.  Every
 # worker it starts is killed by pid on exit.
@@ -115,7 +122,10 @@ done
 out=$("$WORKER" --help 2>&1)
 rc=$?
 check "--help exits 0 and explains every flag" "$out rc=$rc" 'rc=0' '--listen ENDPOINT' \
-	'--model-dir DIR' '--threads N' '--max-pixels N' '--log-level LEVEL' 'SIGTERM'
+	'--model-dir DIR' '--threads N' '--max-pixels N' '--log-level LEVEL' 'SIGTERM' \
+	'--max-batch N' '--max-queue-delay-us N'
+out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --max-batch 0 2>&1)
+check "--max-batch 0 is refused (exit 2)" "$out rc=$?" 'rc=2' 'max-batch must be an integer from 1'
 out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --log-level loud 2>&1)
 check "a bad --log-level is refused (exit 2)" "$out rc=$?" 'rc=2' 'debug, info, warn or error'
 out=$("$WORKER" --listen 'tcp://127.0.0.1:*' --model-dir /nonexistent/models 2>&1)
@@ -189,6 +199,42 @@ check "classify with fewer labels than scores gets MSG_ERROR" \
 	"$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" classify $cls only_one "$DATA/p04_slide_results.png")" \
 	'^ERROR sqlstate=22023 message=.*2 scores but has 1 labels'
 
+# --- batched predict/classify --------------------------------------------
+# values FILE-OUTPUT ROW: the "values=" of ROW i in a worker-client output.
+values() {
+	sed -n "s/^ROW $2 id=[0-9]* ok=1 .*values=\([^ ]*\) .*/\1/p" <<<"$1"
+}
+# counter NAME PONG-LINE: a counter of the PONG line.
+counter() {
+	sed -n "s/.* $1=\([0-9]*\) .*/\1/p" <<<"$2"
+}
+A=$DATA/p05_street_sign.jpg   # 620 rows high; the others differ in size
+B=$DATA/p01_web_docs.png
+Cimg=$DATA/p22_kjv_page.png
+BAD=$DATA/bad/corrupt_middle.jpg
+P=("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --all-values)
+for size in 48x192 0x0; do
+	alone=$("${P[@]}" --input-size $size predict $cls "$A")
+	va=$(values "$alone" 0)
+	before=$("${C[@]}" ping)
+	out=$("${P[@]}" --input-size $size predict $cls "$B" "$A" "$BAD" "$Cimg" "$A")
+	after=$("${C[@]}" ping)
+	runs=$(($(counter model_runs "$after") - $(counter model_runs "$before")))
+	if [ $size = 48x192 ]; then want_runs=1; else want_runs=3; fi
+	if [ -n "$va" ] && [ "$(values "$out" 1)" = "$va" ] && [ "$(values "$out" 4)" = "$va" ] &&
+		grep -q '^ROW 2 id=102 ok=0 sqlstate=22P03' <<<"$out" &&
+		[ -n "$(values "$out" 0)" ] && [ -n "$(values "$out" 3)" ] && [ "$runs" = $want_runs ]; then
+		pass "predict input $size: a row batched with other sizes and a bad row equals it alone ($va), $runs model calls"
+	else
+		fail "predict input $size: batched rows equal the row alone ($va), $want_runs model calls (got $runs)" "$out"
+	fi
+done
+alone=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --input-size 48x192 classify $cls 0,180 "$B")
+label=$(sed -n 's/^ROW 0 id=100 ok=1 .*text=//p' <<<"$alone")
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --input-size 48x192 classify $cls 0,180 "$A" "$B" "$BAD" "$B")
+check "classify in a batch gives each row its label alone ($label)" "$out" \
+	"^ROW 1 id=101 ok=1 .*text=$label\$" "^ROW 3 id=103 ok=1 .*text=$label\$" '^ROW 2 id=102 ok=0 sqlstate=22P03'
+
 # --- OCR ------------------------------------------------------------------
 out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" ocr "$DATA/p05_street_sign.jpg")
 check "OCR of p05_street_sign.jpg reads Baker" "$out" '^RESULT rows=1 frames=1' \
@@ -222,12 +268,107 @@ check "batch of 3 with a bad middle row: rows 1 and 3 right, in order" "$out" \
 	'^ROW 1 id=101 ok=0 sqlstate=22P03' \
 	'^ROW 2 id=102 ok=1 .*text=.*Results'
 
+# Several images in one request: each as it reads alone, exactly.
+three=("$DATA/p05_street_sign.jpg" "$DATA/p04_slide_results.png" "$DATA/p11_order_ticket.png")
+for cmd in ocr detect; do
+	want=""
+	for f in "${three[@]}"; do
+		want+=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" $cmd "$f" | sed -n 's/^ROW 0 id=100 //p')$'\n'
+	done
+	got=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" $cmd "${three[@]}" | sed -n 's/^ROW [0-9] id=10[0-9] //p')$'\n'
+	if [ "$got" = "$want" ] && [ "$(grep -c '^ok=1 ' <<<"$got")" = 3 ]; then
+		pass "$cmd of 3 images in one request equals each image alone"
+	else
+		fail "$cmd of 3 images in one request equals each image alone" "got: $got want: $want"
+	fi
+done
+
 out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" detect "$DATA/p05_street_sign.jpg")
 check "detect_text returns boxes as JSON" "$out" '^ROW 0 id=100 ok=1 .*json=\[\{"box":\[\['
 
 out=$("${C[@]}" ping)
 check "pong counts the requests served and lists resident models" "$out" \
 	'^PONG .*served=[1-9]' 'resident=.*ch_PP-OCRv4_det_infer.onnx'
+
+# --- dynamic batching across clients -------------------------------------
+# A worker that lets a request wait up to 1 s for others, 4 rows a batch.
+EP1=$EP
+WPID1=$WPID
+if start_worker "$tmp/dyn.log" --threads 2 --log-level debug --max-batch 4 \
+	--max-queue-delay-us 1000000; then
+	D=("$CLIENT" --endpoint "$EP" --timeout-ms "$OCR_TIMEOUT_MS" --all-values --input-size 48x192)
+	vb=$(values "$("${P[@]}" --input-size 48x192 predict $cls "$B")" 0)
+	vc=$(values "$("${P[@]}" --input-size 48x192 predict $cls "$Cimg")" 0)
+	va=$(values "$("${P[@]}" --input-size 48x192 predict $cls "$A")" 0)
+	# Round 1 makes both clients active peers; in round 2 the first request
+	# to arrive waits for the other client, which is active, and they merge.
+	before=$("$CLIENT" --endpoint "$EP" ping)
+	out=$("${D[@]}" --rounds 2 predict $cls "$A" "$B" + "$Cimg")
+	after=$("$CLIENT" --endpoint "$EP" ping)
+	c0=$(sed -n '/^CLIENT 0/,/^CLIENT 1/p' <<<"$out")
+	c1=$(sed -n '/^CLIENT 1/,$p' <<<"$out")
+	check "two clients at once: client 0 gets its 2 rows, in order" "$c0" \
+		'^RESULT rows=2 frames=2 request_id=7$' "^ROW 0 id=100 ok=1 .*values=$va " \
+		"^ROW 1 id=101 ok=1 .*values=$vb "
+	check "two clients at once: client 1 gets its own row" "$c1" \
+		'^RESULT rows=1 frames=1 request_id=8$' "^ROW 0 id=1100 ok=1 .*values=$vc "
+	merged=$(($(counter merged "$after") - $(counter merged "$before")))
+	batches=$(($(counter batches "$after") - $(counter batches "$before")))
+	runs=$(($(counter model_runs "$after") - $(counter model_runs "$before")))
+	# Round 1 ran as 1 merged or 2 separate batches; round 2 as 1 merged.
+	check "two clients at once ran as one merged batch of 3 rows, one model call" \
+		"merged=$merged batches=$batches model_runs=$runs" \
+		'^(merged=1 batches=3 model_runs=3|merged=2 batches=2 model_runs=2)$'
+	check "the log says the requests were merged" "$(cat "$tmp/dyn.log")" \
+		'INFO merged 2 requests \(3 rows\) into one predict run'
+
+	before=$after
+	"${D[@]}" predict $cls "$A" "$A" "$A" "$A" "$A" "$A" >"$tmp/six.out"
+	after=$("$CLIENT" --endpoint "$EP" ping)
+	runs=$(($(counter model_runs "$after") - $(counter model_runs "$before")))
+	check "--max-batch 4: 6 rows of one request take 2 model calls, all equal" \
+		"runs=$runs $(grep -c "values=$va " "$tmp/six.out")" '^runs=2 6$'
+
+	# A request waits in the queue for an active peer (up to 1 s) while a
+	# PING is answered at once.
+	Q=(--rounds 2 --solo-last-round)
+	QC=(predict $cls "$A" + "$A")
+	"${D[@]}" "${Q[@]}" "${QC[@]}" >"$tmp/queued.out" &
+	qpid=$!
+	pids+=("$qpid")
+	sleep 0.3
+	check "a PING is answered while a request is queued, with a backlog estimate" \
+		"$("$CLIENT" --endpoint "$EP" --timeout-ms 300 ping)" \
+		'^PONG .* queue=[1-9] backlog_ms=([1-9]|0\.[0-9]*[1-9])'
+	wait "$qpid"
+	check "the queued request then gets its answer" "$(cat "$tmp/queued.out")" \
+		"^ROW 0 id=100 ok=1 .*values=$va "
+
+	before=$("$CLIENT" --endpoint "$EP" ping)
+	out=$("${D[@]}" "${Q[@]}" --timeout-ms 1500 --cancel "${QC[@]}" 2>&1)
+	rc=$?
+	after=$("$CLIENT" --endpoint "$EP" ping)
+	check "a cancel drops a queued request: no result" "$out rc=$rc" '^NOREPLY' 'rc=0'
+	# Round 1 ran 2 rows; the cancelled third never runs.
+	check "a cancelled request is never run" \
+		"$(($(counter rows "$after") - $(counter rows "$before"))) $(counter queue "$after")" '^2 0$'
+	check "the log says the cancel dropped it" "$(cat "$tmp/dyn.log")" \
+		'cancel dropped the queued request'
+
+	# Round 1 is over within about 1 s; round 2's request then waits 1 s.
+	"${D[@]}" "${Q[@]}" "${QC[@]}" >"$tmp/shut.out" &
+	qpid=$!
+	pids+=("$qpid")
+	sleep 1.5
+	stop_worker TERM
+	wait "$qpid"
+	check "SIGTERM with a queued request: it gets MSG_ERROR 57P01, exit 0" \
+		"$STOPPED $(tr '\n' ' ' <"$tmp/shut.out")" '^exit=0 CLIENT 0 ERROR sqlstate=57P01 message=.*not run'
+else
+	fail "dynamic batching worker starts"
+fi
+EP=$EP1
+WPID=$WPID1
 
 # --- shutdown -------------------------------------------------------------
 other_log=$tmp/second.log

@@ -5,10 +5,26 @@
  *	  socket and prints the reply as lines a shell test can grep.
  *
  *	  worker-client --endpoint EP [--timeout-ms N] [--version N]
- *					[--ocr-models DET,CLS,REC,DICT] COMMAND [ARGS...]
+ *					[--ocr-models DET,CLS,REC,DICT] [--input-size HxW]
+ *					[--all-values] [--cancel] [--rounds N [--solo-last-round]]
+ *					COMMAND [ARGS...]
  *
  * --ocr-models names the OCR fragment's files (relative to the worker's
  * --model-dir; CLS "none" runs without the direction classifier).
+ * --input-size sets the model's input size for predict/classify (0x0:
+ * the image's own).  --all-values prints every value of a row, as %.9g
+ * (which reads back to the same float).  --cancel sends a MSG_CANCEL of
+ * the request right after it (so no reply is expected).
+ *
+ * A "+" among the FILEs of ocr, detect, predict and classify splits them
+ * into several clients: each part goes from its own DEALER socket (its own
+ * peer), all are sent before any reply is read, and each reply is printed
+ * after a line "CLIENT k".  Client k uses request id 7 + k and row ids
+ * 100 + 1000 k, 101 + 1000 k, ...  --rounds N does that N times over the
+ * same sockets and prints the last round's replies only (earlier rounds
+ * make the clients' peers known to the worker's batcher as active);
+ * with --solo-last-round only client 0 sends in the last round, so its
+ * request waits in the queue for the others (up to the queue delay).
  *
  *	  ping							 MSG_PING
  *	  ocr FILE...					 FRAG_OCR over the files, one row each
@@ -23,7 +39,8 @@
  *									 payload frames
  *
  * Output, one item a line:
- *	  PONG worker_id=W served=N resident=A,B
+ *	  PONG worker_id=W served=N batches=B rows=R merged=M model_runs=K
+ *		   queue=Q backlog_ms=X resident=A,B	(WorkerState's counters)
  *	  ERROR sqlstate=S message=M | detail=D | hint=H
  *	  RESULT rows=N frames=F request_id=R
  *	  ROW i id=ID ok=1 n_values=K frame_bytes=B text=T	(newlines as \n)
@@ -31,7 +48,7 @@
  *	  NOREPLY						 (no reply within the timeout)
  * Exit status: 0 a reply (of any kind) arrived (for cancel: none did), 3
  * none did within the timeout, 2 usage or I/O error.  Row ids are 100,
- * 101, ... in argument order; the request id is 7.
+ * 101, ... in argument order; the request id is 7 (see "+" above).
  *
  * Threading: single-threaded.
  */
@@ -44,6 +61,8 @@
 #include "common/protocol.h"
 
 #define ROW_ID_BASE 100
+#define MAX_FRAMES 1024
+#define MAX_CLIENTS 16
 
 typedef struct client_opts
 {
@@ -54,6 +73,10 @@ typedef struct client_opts
 	const char *cls;
 	const char *rec;
 	const char *dict;
+	int			all_values;
+	int			cancel;
+	int			rounds;
+	int			solo_last_round;
 } client_opts;
 
 /* Reads a whole file into a malloc'd buffer; NULL with a message on error. */
@@ -131,7 +154,7 @@ done:
  * none did within the timeout, 2 on a socket error.
  */
 static int
-print_reply(void *sock, int timeout_ms)
+print_reply(void *sock, int timeout_ms, int all_values)
 {
 	zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
 	zmq_msg_t	parts[1024];
@@ -167,9 +190,16 @@ print_reply(void *sock, int timeout_ms)
 	switch (h->kind)
 	{
 		case PGINFER__MSG_KIND__MSG_PONG:
-			printf("PONG worker_id=%s served=%llu resident=",
-				   h->state ? h->state->worker_id : "?",
+			printf("PONG worker_id=%s served=%llu", h->state ? h->state->worker_id : "?",
 				   h->state ? (unsigned long long) h->state->requests_served : 0ULL);
+			if (h->state)
+				printf(" batches=%llu rows=%llu merged=%llu model_runs=%llu queue=%u backlog_ms=%.3f",
+					   (unsigned long long) h->state->batches_run,
+					   (unsigned long long) h->state->rows_run,
+					   (unsigned long long) h->state->merged_batches,
+					   (unsigned long long) h->state->model_runs,
+					   h->state->queue_length, h->state->backlog_ms);
+			printf(" resident=");
 			for (size_t i = 0; h->state && i < h->state->n_resident_models; i++)
 				printf("%s%s", i ? "," : "", h->state->resident_models[i]);
 			printf(" request_id=%llu\n", (unsigned long long) h->request_id);
@@ -205,8 +235,8 @@ print_reply(void *sock, int timeout_ms)
 						const float *v = zmq_msg_data(&parts[i + 1]);
 
 						printf(" values=");
-						for (uint32_t k = 0; k < r->n_values && k < 8; k++)
-							printf("%s%.6g", k ? "," : "", v[k]);
+						for (uint32_t k = 0; k < r->n_values && (all_values || k < 8); k++)
+							printf(all_values ? "%s%.9g" : "%s%.6g", k ? "," : "", v[k]);
 					}
 					printf(" text=");
 					print_escaped(r->text);
@@ -243,16 +273,43 @@ done:
 	return rc;
 }
 
+/* Reads and drops one reply; 0, or -1 when none came within the timeout. */
+static int
+skip_reply(void *sock, int timeout_ms)
+{
+	zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
+	int			more = 1;
+
+	if (zmq_poll(&item, 1, timeout_ms) <= 0)
+		return -1;
+	while (more)
+	{
+		zmq_msg_t	m;
+
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, sock, 0) < 0)
+		{
+			zmq_msg_close(&m);
+			return -1;
+		}
+		more = zmq_msg_more(&m);
+		zmq_msg_close(&m);
+	}
+	return 0;
+}
+
 /* Prints the usage text. */
 static void
 usage(void)
 {
 	fprintf(stderr,
 			"usage: worker-client --endpoint EP [--timeout-ms N] [--version N]\n"
-			"         [--ocr-models DET,CLS,REC,DICT] COMMAND [ARGS...]\n"
+			"         [--ocr-models DET,CLS,REC,DICT] [--input-size HxW] [--all-values]\n"
+			"         [--cancel] [--rounds N [--solo-last-round]] COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | load MODEL [SHA256HEX] |\n"
-			"          unload MODEL | cancel | garbage | frames N\n");
+			"          unload MODEL | cancel | garbage | frames N\n"
+			"(\"+\" among FILEs: send the parts from separate clients at once)\n");
 }
 
 /* Fills a ModelSpec's file (and labels_file) fields. */
@@ -296,13 +353,35 @@ parse_hex32(const char *hex, uint8_t out[32])
 	return 0;
 }
 
+/* Opens a DEALER socket connected to endpoint; NULL with a message on error. */
+static void *
+open_client(void *ctx, const char *endpoint)
+{
+	void	   *sock = zmq_socket(ctx, ZMQ_DEALER);
+	int			linger = 0;
+
+	if (sock == NULL)
+	{
+		fprintf(stderr, "worker-client: zmq: %s\n", zmq_strerror(errno));
+		return NULL;
+	}
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	if (zmq_connect(sock, endpoint) != 0)
+	{
+		fprintf(stderr, "worker-client: connect %s: %s\n", endpoint, zmq_strerror(errno));
+		zmq_close(sock);
+		return NULL;
+	}
+	return sock;
+}
+
 /* Builds the request named by the command line, sends it, prints the reply. */
 int
 main(int argc, char **argv)
 {
 	client_opts o = {NULL, 5000, PGINFER_PROTOCOL_VERSION,
-	"ch_PP-OCRv4_det_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx",
-	"ch_PP-OCRv4_rec_infer.onnx", "ppocr_keys_v1.txt"};
+		"ch_PP-OCRv4_det_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx",
+	"ch_PP-OCRv4_rec_infer.onnx", "ppocr_keys_v1.txt", 0, 0, 1, 0};
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
 	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
@@ -311,21 +390,40 @@ main(int argc, char **argv)
 	Pginfer__ModelSpec *spec_ptrs[3] = {&specs[0], &specs[1], &specs[2]};
 	char	   *labels[256];
 	uint8_t		digest[32];
-	uint64_t	row_ids[256];
-	void	   *frames[256] = {NULL};
-	size_t		lens[256] = {0};
+	static uint64_t row_ids[MAX_FRAMES];
+	static void *frames[MAX_FRAMES];
+	static size_t lens[MAX_FRAMES];
 	int			n_frames = 0;
+	int			client_start[MAX_CLIENTS + 1] = {0};
+	int			n_clients = 1;
+	int			in_h = 0,
+				in_w = 0;
 	char		ocr_buf[1024];
 	void	   *ctx = NULL,
-			   *sock = NULL;
-	int			linger = 0;
+			   *socks[MAX_CLIENTS] = {NULL};
 	int			rc = 2;
 	int			i = 1;
 	const char *cmd;
 	int			expect_reply = 1;
+	int			owns_frames = 1;
 
 	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++)
 	{
+		if (strcmp(argv[i], "--all-values") == 0)
+		{
+			o.all_values = 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--cancel") == 0)
+		{
+			o.cancel = 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--solo-last-round") == 0)
+		{
+			o.solo_last_round = 1;
+			continue;
+		}
 		if (i + 1 >= argc)
 			break;
 		if (strcmp(argv[i], "--endpoint") == 0)
@@ -334,6 +432,23 @@ main(int argc, char **argv)
 			o.timeout_ms = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--version") == 0)
 			o.version = (unsigned) strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--rounds") == 0)
+		{
+			o.rounds = atoi(argv[++i]);
+			if (o.rounds < 1)
+			{
+				usage();
+				return 2;
+			}
+		}
+		else if (strcmp(argv[i], "--input-size") == 0)
+		{
+			if (sscanf(argv[++i], "%dx%d", &in_h, &in_w) != 2 || in_h < 0 || in_w < 0)
+			{
+				usage();
+				return 2;
+			}
+		}
 		else if (strcmp(argv[i], "--ocr-models") == 0)
 		{
 			char	   *p[4] = {NULL, NULL, NULL, NULL};
@@ -403,8 +518,9 @@ main(int argc, char **argv)
 			usage();
 			return 2;
 		}
+		owns_frames = 0;
 		n_frames = atoi(argv[i]);
-		if (n_frames < 0 || n_frames > 256)
+		if (n_frames < 0 || n_frames > MAX_FRAMES)
 			n_frames = 0;
 		for (int k = 0; k < n_frames; k++)
 		{
@@ -421,6 +537,7 @@ main(int argc, char **argv)
 		run.row_ids = row_ids;
 		h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
 		h.run = &run;
+		client_start[1] = 1;
 	}
 	else if (strcmp(cmd, "ocr") == 0 || strcmp(cmd, "detect") == 0 ||
 			 strcmp(cmd, "predict") == 0 || strcmp(cmd, "classify") == 0)
@@ -450,6 +567,8 @@ main(int argc, char **argv)
 			frag.kind = cmd[0] == 'p' ? PGINFER__FRAGMENT_KIND__FRAG_PREDICT :
 				PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY;
 			spec_file(&specs[0], argv[i++], NULL);
+			specs[0].input_height = in_h;
+			specs[0].input_width = in_w;
 			frag.n_models = 1;
 			if (frag.kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY)
 			{
@@ -463,12 +582,25 @@ main(int argc, char **argv)
 			}
 		}
 		frag.models = spec_ptrs;
-		for (; i < argc && n_frames < 256; i++, n_frames++)
+		for (; i < argc && n_frames < MAX_FRAMES; i++)
 		{
+			if (strcmp(argv[i], "+") == 0)
+			{
+				if (n_clients == MAX_CLIENTS)
+				{
+					fprintf(stderr, "worker-client: at most %d clients\n", MAX_CLIENTS);
+					goto done;
+				}
+				client_start[n_clients++] = n_frames;
+				continue;
+			}
 			frames[n_frames] = read_file(argv[i], &lens[n_frames]);
 			if (frames[n_frames] == NULL)
 				goto done;
-			row_ids[n_frames] = ROW_ID_BASE + (uint64_t) n_frames;
+			row_ids[n_frames] = ROW_ID_BASE +
+				1000 * (uint64_t) (n_clients - 1) +
+				(uint64_t) (n_frames - client_start[n_clients - 1]);
+			n_frames++;
 		}
 		run.fragment = &frag;
 		run.n_row_ids = (size_t) n_frames;
@@ -480,47 +612,97 @@ main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+	client_start[n_clients] = n_frames;
 
 	ctx = zmq_ctx_new();
-	sock = ctx ? zmq_socket(ctx, ZMQ_DEALER) : NULL;
-	if (sock == NULL)
+	if (ctx == NULL)
 	{
 		fprintf(stderr, "worker-client: zmq: %s\n", zmq_strerror(errno));
 		goto done;
 	}
-	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
-	if (zmq_connect(sock, o.endpoint) != 0)
-	{
-		fprintf(stderr, "worker-client: connect %s: %s\n", o.endpoint, zmq_strerror(errno));
-		goto done;
-	}
-	if (strcmp(cmd, "garbage") == 0)
-	{
-		/* Field 1 as a length-delimited field of 200 bytes, only 3 present. */
-		static const uint8_t bad[] = {0x0a, 0xc8, 0x01, 'x', 'y', 'z'};
-
-		if (zmq_send(sock, bad, sizeof(bad), 0) < 0)
+	for (int c = 0; c < n_clients; c++)
+		if ((socks[c] = open_client(ctx, o.endpoint)) == NULL)
 			goto done;
-	}
-	else if (send_request(sock, &h, frames, lens, n_frames) != 0)
+	for (int round = 1; round <= o.rounds; round++)
 	{
-		fprintf(stderr, "worker-client: send: %s\n", zmq_strerror(errno));
-		goto done;
-	}
-	if (expect_reply)
-		rc = print_reply(sock, o.timeout_ms);
-	else
-	{
-		/* Give the message time to leave before the socket closes. */
-		rc = print_reply(sock, o.timeout_ms) == 3 ? 0 : 2;
+		int			last = round == o.rounds;
+		int			senders = last && o.solo_last_round ? 1 : n_clients;
+
+		if (strcmp(cmd, "garbage") == 0)
+		{
+			/* Field 1 as a length-delimited field of 200 bytes, only 3 present. */
+			static const uint8_t bad[] = {0x0a, 0xc8, 0x01, 'x', 'y', 'z'};
+
+			if (zmq_send(socks[0], bad, sizeof(bad), 0) < 0)
+				goto done;
+			senders = 1;
+		}
+		else
+		{
+			/* Every client sends before any reply is read. */
+			for (int c = 0; c < senders; c++)
+			{
+				int			first = client_start[c];
+				int			n = client_start[c + 1] - first;
+
+				h.request_id = 7 + (uint64_t) c;
+				if (h.run != NULL && strcmp(cmd, "frames") != 0)
+				{
+					run.n_row_ids = (size_t) n;
+					run.row_ids = &row_ids[first];
+				}
+				if (send_request(socks[c], &h, &frames[first], &lens[first],
+								 strcmp(cmd, "frames") == 0 ? n_frames : n) != 0)
+				{
+					fprintf(stderr, "worker-client: send: %s\n", zmq_strerror(errno));
+					goto done;
+				}
+				if (o.cancel && last)
+				{
+					Pginfer__Header ch = PGINFER__HEADER__INIT;
+
+					ch.version = o.version;
+					ch.kind = PGINFER__MSG_KIND__MSG_CANCEL;
+					ch.request_id = h.request_id;
+					if (send_request(socks[c], &ch, NULL, NULL, 0) != 0)
+						goto done;
+				}
+			}
+		}
+		if (!last)
+		{
+			/* Earlier rounds only make the peers known to the worker. */
+			for (int c = 0; c < senders; c++)
+				if (skip_reply(socks[c], o.timeout_ms) != 0)
+				{
+					printf("NOREPLY in round %d\n", round);
+					rc = 3;
+					goto done;
+				}
+			continue;
+		}
+		rc = 0;
+		for (int c = 0; c < senders; c++)
+		{
+			int			r;
+
+			if (n_clients > 1)
+				printf("CLIENT %d\n", c);
+			r = print_reply(socks[c], o.timeout_ms, o.all_values);
+			if (!expect_reply || o.cancel)
+				r = r == 3 ? 0 : 2;	/* no reply expected */
+			if (r != 0)
+				rc = r;
+		}
 	}
 
 done:
-	if (strcmp(cmd, "frames") != 0)
+	if (owns_frames)
 		for (int k = 0; k < n_frames; k++)
 			free(frames[k]);
-	if (sock != NULL)
-		zmq_close(sock);
+	for (int c = 0; c < n_clients; c++)
+		if (socks[c] != NULL)
+			zmq_close(socks[c]);
 	if (ctx != NULL)
 		zmq_ctx_term(ctx);
 	return rc;

@@ -3,9 +3,11 @@
  *	  Unit tests of infer-worker's protocol handling, without a socket:
  *	  pack/unpack of every message kind, the header checks (version, parts,
  *	  frame counts), server_handle() dispatch, model path safety, SHA-256,
- *	  the model cache, and fragment_run() over a tiny real ONNX model
- *	  (GlobalAveragePool, built here with onnx.pb-c) and PNGs written here
- *	  with libpng.
+ *	  the model cache, fragment_run() over a tiny real ONNX model
+ *	  (GlobalAveragePool, built here with onnx.pb-c, with a fixed and with
+ *	  a dynamic batch dimension) and PNGs written here with libpng, batched
+ *	  model calls (values equal to the row alone, bit for bit), and
+ *	  server_run_group() merging requests with its counters and group keys.
  *
  * Prints "test_protocol: N passed, M failed"; exits 1 on any failure.
  * Threading: single-threaded.
@@ -406,16 +408,25 @@ test_sha256(void)
 /*
  * Writes a tiny ONNX model to path: x float[1,3,h,w] -> GlobalAveragePool
  * -> y float[1,3,1,1], so its output is the per-channel mean of its input.
+ * With dyn_batch the batch dimension is dynamic: x float[n,3,h,w]; with
+ * dyn_batch 2 a ReduceMean over axis 0 (keepdims 0) follows, so the output
+ * [3,1,1] does not keep the batch in its first dimension.
  */
 static int
-write_gap_model(const char *path)
+write_gap_model(const char *path, int dyn_batch)
 {
 	Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
 	Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT;
 	Onnx__OperatorSetIdProto *osp[1] = {&os};
 	Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-	Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
-	Onnx__NodeProto *nodes[1] = {&node};
+	Onnx__NodeProto node = ONNX__NODE_PROTO__INIT,
+				reduce = ONNX__NODE_PROTO__INIT;
+	Onnx__NodeProto *nodes[2] = {&node, &reduce};
+	Onnx__AttributeProto axes = ONNX__ATTRIBUTE_PROTO__INIT,
+				keep = ONNX__ATTRIBUTE_PROTO__INIT;
+	Onnx__AttributeProto *attrs[2] = {&axes, &keep};
+	int64_t		axis0[1] = {0};
+	char	   *mid_names[1] = {"g"};
 	Onnx__ValueInfoProto vin = ONNX__VALUE_INFO_PROTO__INIT,
 				vout = ONNX__VALUE_INFO_PROTO__INIT;
 	Onnx__ValueInfoProto *ins[1] = {&vin},
@@ -440,8 +451,16 @@ write_gap_model(const char *path)
 		dims[i] = init;
 		dimp[i] = &dims[i];
 	}
-	dims[0].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-	dims[0].dim_value = 1;
+	if (dyn_batch)
+	{
+		dims[0].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+		dims[0].dim_param = "n";
+	}
+	else
+	{
+		dims[0].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+		dims[0].dim_value = 1;
+	}
 	dims[1].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
 	dims[1].dim_value = 3;
 	dims[2].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
@@ -472,6 +491,29 @@ write_gap_model(const char *path)
 	g.name = "gap";
 	g.n_node = 1;
 	g.node = nodes;
+	if (dyn_batch == 2)
+	{
+		node.output = mid_names;
+		axes.name = "axes";
+		axes.has_type = 1;
+		axes.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+		axes.n_ints = 1;
+		axes.ints = axis0;
+		keep.name = "keepdims";
+		keep.has_type = 1;
+		keep.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+		keep.has_i = 1;
+		keep.i = 0;
+		reduce.op_type = "ReduceMean";
+		reduce.name = "mean_over_batch";
+		reduce.n_input = 1;
+		reduce.input = mid_names;
+		reduce.n_output = 1;
+		reduce.output = out_names;
+		reduce.n_attribute = 2;
+		reduce.attribute = attrs;
+		g.n_node = 2;
+	}
 	g.n_input = 1;
 	g.input = ins;
 	g.n_output = 1;
@@ -654,7 +696,7 @@ fill_run(Pginfer__Header *h, Pginfer__RunFragment *run, Pginfer__Fragment *frag,
 static void
 test_server_handle(void)
 {
-	server_opts opts = {NULL, tmpdir, 0};
+	server_opts opts = {NULL, tmpdir, 0, 0, -1};
 	char		err[512];
 	server	   *s = server_new(&opts, err, sizeof(err));
 	Pginfer__Header h = PGINFER__HEADER__INIT;
@@ -916,7 +958,7 @@ test_server_handle(void)
 static void
 test_malformed_headers(void)
 {
-	server_opts opts = {NULL, tmpdir, 0};
+	server_opts opts = {NULL, tmpdir, 0, 0, -1};
 	char		err[512];
 	server	   *s = server_new(&opts, err, sizeof(err));
 	Pginfer__Header h = PGINFER__HEADER__INIT;
@@ -1000,7 +1042,7 @@ test_fragment_run(void)
 		goto done;
 	spec.file = "gap.onnx";
 	fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 2);
-	CHECK(fragment_run(mc, &run, rows, lens, 2, 0, &stop, &r, &sqlstate, err, sizeof(err)) == 0);
+	CHECK(fragment_run(mc, &run, rows, lens, 2, 0, 64, &stop, &r, &sqlstate, err, sizeof(err)) == 0);
 	CHECK(r != NULL && r->n_rows == 2);
 	if (r != NULL && r->n_rows == 2)
 	{
@@ -1015,11 +1057,11 @@ test_fragment_run(void)
 	CHECK(r == NULL);
 
 	/* Fewer row frames than row ids is refused. */
-	CHECK(fragment_run(mc, &run, rows, lens, 1, 0, NULL, &r, &sqlstate, err, sizeof(err)) == -1);
+	CHECK(fragment_run(mc, &run, rows, lens, 1, 0, 64, NULL, &r, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_STR(sqlstate, PGINFER_SQLSTATE_PROTOCOL);
 
 	stop = 1;
-	CHECK(fragment_run(mc, &run, rows, lens, 2, 0, &stop, &r, &sqlstate, err, sizeof(err)) == -1);
+	CHECK(fragment_run(mc, &run, rows, lens, 2, 0, 64, &stop, &r, &sqlstate, err, sizeof(err)) == -1);
 	CHECK(r == NULL);
 	CHECK_STR(sqlstate, FRAGMENT_SQLSTATE_SHUTDOWN);
 	CHECK_CONTAINS(err, "shutting down");
@@ -1027,6 +1069,298 @@ test_fragment_run(void)
 done:
 	free(png);
 	model_cache_destroy(&mc);
+}
+
+/*
+ * Runs fragment_run over rows and returns the result (NULL on a request
+ * error, with err printed).
+ */
+static fragment_result *
+run_rows(model_cache *mc, Pginfer__RunFragment *run, const void **rows,
+		 const size_t *lens, int n, int max_batch)
+{
+	fragment_result *r = NULL;
+	const char *sqlstate = NULL;
+	char		err[512];
+
+	if (fragment_run(mc, run, rows, lens, n, 0, max_batch, NULL, &r,
+					 &sqlstate, err, sizeof(err)) != 0)
+		fprintf(stderr, "  (fragment_run: %s %s)\n", sqlstate, err);
+	return r;
+}
+
+/*
+ * Batched PREDICT: rows of one input shape run as one tensor (model_runs
+ * counts the calls), a row's values in any batch equal its values alone
+ * bit for bit, bad rows stay out, max_batch caps a call, a model with a
+ * fixed batch dimension runs one row a call.
+ */
+static void
+test_batched_run(void)
+{
+	char		err[512];
+	model_cache *mc = model_cache_new(tmpdir, err, sizeof(err));
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
+	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
+	Pginfer__ModelSpec *specp[1];
+	uint64_t	ids[6] = {1, 2, 3, 4, 5, 6};
+	static const uint8_t ca[2][3] = {{255, 0, 0}, {0, 0, 255}};
+	static const uint8_t cb[2][3] = {{10, 200, 30}, {90, 0, 7}};
+	static const char junk[] = "\x89PNG but not really";
+	size_t		la,
+				lb;
+	void	   *pa = make_png(4, 2, ca, &la);
+	void	   *pb = make_png(7, 5, cb, &lb);
+	fragment_result *alone = NULL,
+			   *r = NULL;
+
+	CHECK(mc != NULL && pa != NULL && pb != NULL);
+	if (mc == NULL || pa == NULL || pb == NULL)
+		goto done;
+	spec.file = "gapn.onnx";
+	spec.input_height = 3;
+	spec.input_width = 3;
+	fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 1);
+
+	/* A alone. */
+	{
+		const void *rows[1] = {pa};
+		size_t		lens[1] = {la};
+
+		alone = run_rows(mc, &run, rows, lens, 1, 64);
+		CHECK(alone != NULL && alone->rows[0].ok && alone->n_values[0] == 3 &&
+			  alone->model_runs == 1);
+	}
+	/* B, A, bad, A, B, A: five good rows of one shape, one call. */
+	{
+		const void *rows[6] = {pb, pa, junk, pa, pb, pa};
+		size_t		lens[6] = {lb, la, sizeof(junk) - 1, la, lb, la};
+
+		run.n_row_ids = 6;
+		r = run_rows(mc, &run, rows, lens, 6, 64);
+		CHECK(r != NULL && r->n_rows == 6 && r->model_runs == 1);
+		if (r != NULL && alone != NULL && alone->values[0] != NULL && r->n_rows == 6)
+		{
+			CHECK(!r->rows[2].ok && r->values[2] == NULL);
+			CHECK_STR(r->rows[2].sqlstate, "22P03");
+			for (int i = 0; i < 6; i++)
+				CHECK(r->rows[i].row_id == ids[i]);
+			for (int i = 1; i < 6; i += 2)
+				CHECK(r->rows[i].ok && r->n_values[i] == 3 &&
+					  memcmp(r->values[i], alone->values[0], 3 * sizeof(float)) == 0);
+			CHECK(r->rows[0].ok && r->values[0] != NULL &&
+				  memcmp(r->values[0], r->values[4], 3 * sizeof(float)) == 0 &&
+				  memcmp(r->values[0], alone->values[0], 3 * sizeof(float)) != 0);
+		}
+		fragment_result_destroy(&r);
+
+		/* max_batch 2: five rows take three calls, same values. */
+		r = run_rows(mc, &run, rows, lens, 6, 2);
+		CHECK(r != NULL && r->model_runs == 3);
+		if (r != NULL && alone != NULL && alone->values[0] != NULL)
+			CHECK(r->values[5] != NULL &&
+				  memcmp(r->values[5], alone->values[0], 3 * sizeof(float)) == 0);
+		fragment_result_destroy(&r);
+
+		/* Own sizes (no input size): one call per shape, A's values exact. */
+		spec.input_height = spec.input_width = 0;
+		r = run_rows(mc, &run, rows, lens, 6, 64);
+		CHECK(r != NULL && r->model_runs == 2);
+		if (r != NULL)
+		{
+			/* A's own size: R mean 0.5, G 0, B 0.5 (pixel / 255, mean 0, std 1). */
+			CHECK(r->values[1] != NULL && r->values[3] != NULL &&
+				  memcmp(r->values[1], r->values[3], 3 * sizeof(float)) == 0);
+			if (r->values[1] != NULL)
+			{
+				CHECK_NEAR(r->values[1][0], 0.5, 1e-6);
+				CHECK_NEAR(r->values[1][1], 0.0, 1e-6);
+				CHECK_NEAR(r->values[1][2], 0.5, 1e-6);
+			}
+		}
+		fragment_result_destroy(&r);
+
+		/*
+		 * An output that does not keep the batch first (ReduceMean over
+		 * it): the 5-row call is redone row by row, 1 + 5 calls, and each
+		 * row still gets its own values.
+		 */
+		spec.file = "gapr.onnx";
+		spec.input_height = spec.input_width = 3;
+		r = run_rows(mc, &run, rows, lens, 6, 64);
+		CHECK(r != NULL && r->model_runs == 6);
+		if (r != NULL && alone != NULL && alone->values[0] != NULL)
+		{
+			CHECK(r->rows[1].ok && r->n_values[1] == 3 &&
+				  memcmp(r->values[1], alone->values[0], 3 * sizeof(float)) == 0);
+			CHECK(r->rows[4].ok && r->values[4] != NULL &&
+				  memcmp(r->values[4], r->values[0], 3 * sizeof(float)) == 0);
+		}
+		fragment_result_destroy(&r);
+		spec.input_height = spec.input_width = 0;
+
+		/* A fixed batch dimension of 1: one call per good row. */
+		spec.file = "gap.onnx";
+		r = run_rows(mc, &run, rows, lens, 6, 64);
+		CHECK(r != NULL && r->model_runs == 5);
+		if (r != NULL)
+			CHECK(r->rows[5].ok && r->values[5] != NULL && r->values[5][0] > 0.49f);
+		fragment_result_destroy(&r);
+	}
+
+done:
+	fragment_result_destroy(&alone);
+	free(pa);
+	free(pb);
+	model_cache_destroy(&mc);
+}
+
+/*
+ * server_run_group(): two requests of one fragment run as one batch; each
+ * reply carries its own request id, rows and frames; group keys tell
+ * fragments apart; a request error answers every member.
+ */
+static void
+test_run_group(void)
+{
+	server_opts opts = {NULL, tmpdir, 0, 64, 0};
+	char		err[512];
+	server	   *s = server_new(&opts, err, sizeof(err));
+	Pginfer__Header h1 = PGINFER__HEADER__INIT,
+				h2 = PGINFER__HEADER__INIT;
+	Pginfer__RunFragment run1 = PGINFER__RUN_FRAGMENT__INIT,
+				run2 = PGINFER__RUN_FRAGMENT__INIT;
+	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
+	Pginfer__ModelSpec *specp[1];
+	uint64_t	ids1[2] = {10, 11},
+				ids2[1] = {20};
+	static const uint8_t grey[2][3] = {{51, 102, 153}, {51, 102, 153}};
+	static const char junk[] = "nope";
+	size_t		len;
+	void	   *png = make_png(2, 2, grey, &len);
+	const void *f1[2] = {png, junk};
+	const void *f2[1] = {png};
+	size_t		l1[2] = {len, 4},
+				l2[1] = {len};
+	const Pginfer__Header *reqs[2] = {&h1, &h2};
+	const void *const *frames[2] = {f1, f2};
+	const size_t *lens[2] = {l1, l2};
+	server_reply *replies[2] = {NULL, NULL};
+	uint8_t    *k1,
+			   *k2;
+	size_t		kl1,
+				kl2;
+
+	CHECK(s != NULL && png != NULL);
+	if (s == NULL || png == NULL)
+		goto done;
+	spec.file = "gapn.onnx";
+	fill_run(&h1, &run1, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids1, 2);
+	fill_run(&h2, &run2, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids2, 1);
+	h2.request_id = 32;
+
+	/* Same fragment, same limit: same key; another limit or label: another. */
+	k1 = server_group_key(&run1, &kl1);
+	k2 = server_group_key(&run2, &kl2);
+	CHECK(k1 != NULL && k2 != NULL && kl1 == kl2 && memcmp(k1, k2, kl1) == 0);
+	free(k2);
+	run2.max_pixels = 1000;
+	k2 = server_group_key(&run2, &kl2);
+	CHECK(k2 != NULL && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
+	free(k2);
+	run2.max_pixels = 0;
+	{
+		Pginfer__Fragment frag2 = frag;
+		Pginfer__ModelSpec spec2 = spec;
+		Pginfer__ModelSpec *spec2p[1] = {&spec2};
+		char	   *labels[1] = {"x"};
+
+		spec2.n_labels = 1;
+		spec2.labels = labels;
+		frag2.models = spec2p;
+		run2.fragment = &frag2;
+		k2 = server_group_key(&run2, &kl2);
+		CHECK(k2 != NULL && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
+		free(k2);
+		run2.fragment = &frag;
+	}
+	free(k1);
+
+	CHECK(server_run_group(s, reqs, frames, lens, 2, replies) == 0);
+	for (int k = 0; k < 2; k++)
+	{
+		Pginfer__Header *u = replies[k] ?
+			pginfer__header__unpack(NULL, replies[k]->header_len, replies[k]->header) : NULL;
+		size_t		want = k == 0 ? 2 : 1;
+
+		CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_RESULT && u->result &&
+			  u->result->n_rows == want && replies[k]->n_frames == (int) want);
+		if (u != NULL && u->result && u->result->n_rows == want)
+		{
+			CHECK(u->request_id == (k == 0 ? 31u : 32u));
+			CHECK(u->result->rows[0]->row_id == (k == 0 ? 10u : 20u));
+			CHECK(u->result->rows[0]->ok && replies[k]->frame_len[0] == 12);
+			if (replies[k]->frame_len[0] == 12)
+				CHECK_NEAR(((float *) replies[k]->frames[0])[2], 0.6, 1e-6);
+			if (k == 0)
+			{
+				CHECK(u->result->rows[1]->row_id == 11 && !u->result->rows[1]->ok);
+				CHECK(replies[0]->frame_len[1] == 0);
+			}
+		}
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&replies[k]);
+	}
+
+	/* A request error (unknown model) answers both with MSG_ERROR. */
+	spec.file = "gone.onnx";
+	CHECK(server_run_group(s, reqs, frames, lens, 2, replies) == 0);
+	for (int k = 0; k < 2; k++)
+	{
+		Pginfer__Header *u = replies[k] ?
+			pginfer__header__unpack(NULL, replies[k]->header_len, replies[k]->header) : NULL;
+
+		CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error &&
+			  u->request_id == (k == 0 ? 31u : 32u));
+		if (u && u->error)
+			CHECK_STR(u->error->sqlstate, "58P01");
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&replies[k]);
+	}
+
+	/* The counters: one merged batch of 3 rows, one model call. */
+	{
+		Pginfer__Header ph = PGINFER__HEADER__INIT;
+		Pginfer__Header *u;
+		server_reply *r = NULL;
+		uint8_t    *buf;
+		size_t		blen;
+
+		ph.version = PGINFER_PROTOCOL_VERSION;
+		ph.kind = PGINFER__MSG_KIND__MSG_PING;
+		buf = pack(&ph, &blen);
+		server_handle(s, buf, blen, NULL, NULL, 0, &r);
+		free(buf);
+		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
+		CHECK(u && u->state);
+		if (u && u->state)
+			CHECK(u->state->batches_run == 1 && u->state->merged_batches == 1 &&
+				  u->state->rows_run == 3 && u->state->model_runs == 1 &&
+				  u->state->requests_served == 2 && u->state->queue_length == 0 &&
+				  u->state->backlog_ms == 0.0);
+		if (u)
+			pginfer__header__free_unpacked(u, NULL);
+		server_reply_destroy(&r);
+	}
+
+done:
+	free(png);
+	server_destroy(&s);
 }
 
 /* Log level names. */
@@ -1061,7 +1395,11 @@ main(void)
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/gap.onnx", tmpdir);
-	CHECK(write_gap_model(path) == 0);
+	CHECK(write_gap_model(path, 0) == 0);
+	snprintf(path, sizeof(path), "%s/gapn.onnx", tmpdir);
+	CHECK(write_gap_model(path, 1) == 0);
+	snprintf(path, sizeof(path), "%s/gapr.onnx", tmpdir);
+	CHECK(write_gap_model(path, 2) == 0);
 	snprintf(path, sizeof(path), "%s/junk.onnx", tmpdir);
 	f = fopen(path, "w");
 	if (f)
@@ -1081,10 +1419,16 @@ main(void)
 	test_server_handle();
 	test_malformed_headers();
 	test_fragment_run();
+	test_batched_run();
+	test_run_group();
 
 	snprintf(path, sizeof(path), "%s/gap.onnx", tmpdir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/junk.onnx", tmpdir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/gapn.onnx", tmpdir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/gapr.onnx", tmpdir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/sub", tmpdir);
 	rmdir(path);

@@ -1,0 +1,415 @@
+/*
+ * bench_client.c
+ *	  Load generator for bench/batching: drives one infer-worker directly
+ *	  over ZeroMQ, the way backends do, and reports rows per second.
+ *
+ *	  batching-client --endpoint EP --fragment classify|ocr --rows N
+ *					  [--batch B] [--inflight K] [--clients C]
+ *					  [--timeout-ms T] FILE...
+ *
+ * The FILEs are read once and used in turn until N rows are made.  Each
+ * of C clients (its own DEALER socket, i.e. its own peer to the worker)
+ * takes the next B rows as one MSG_RUN_FRAGMENT and keeps up to K such
+ * requests in flight; all clients run in this one thread, polled together.
+ * classify uses the PP-OCR direction classifier as the extension registers
+ * it (ppocr_cls: 48x192, mean/std 0.5, labels 0,180); ocr uses the PP-OCR
+ * detector, classifier and recogniser.
+ *
+ * Prints one line:
+ *	  rows=N ok=N failed=F seconds=S rows_per_s=R requests=Q digest=H
+ * where digest is a hash of every row's answer in row order (equal digests:
+ * equal answers).  Exit status 0 when every row was answered, 1 otherwise,
+ * 2 on usage errors.
+ *
+ * Threading: single-threaded.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "common/protocol.h"
+
+#define MAX_CLIENTS 64
+#define MAX_FILES 4096
+
+typedef struct bench_opts
+{
+	const char *endpoint;
+	int			ocr;
+	int			rows;
+	int			batch;
+	int			inflight;
+	int			clients;
+	int			timeout_ms;
+} bench_opts;
+
+/* Reads a whole file into a malloc'd buffer; NULL with a message on error. */
+static void *
+read_file(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	void	   *buf = NULL;
+	long		n;
+
+	if (f == NULL)
+	{
+		fprintf(stderr, "batching-client: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+		goto fail;
+	buf = malloc(n > 0 ? (size_t) n : 1);
+	if (buf == NULL || fread(buf, 1, (size_t) n, f) != (size_t) n)
+		goto fail;
+	fclose(f);
+	*len = (size_t) n;
+	return buf;
+
+fail:
+	fprintf(stderr, "batching-client: could not read %s\n", path);
+	free(buf);
+	fclose(f);
+	return NULL;
+}
+
+/* Seconds since an arbitrary point, monotonic. */
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* FNV-1a over len bytes, continuing from h. */
+static uint64_t
+fnv(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+	{
+		h ^= b[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/*
+ * Sends rows [first, first + n) as one request with request_id = first.
+ * Row i carries file i % n_files and row id i.
+ */
+static int
+send_rows(void *sock, const Pginfer__Fragment *frag, int first, int n,
+		  void *const *files, const size_t *file_len, int n_files)
+{
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
+	uint64_t   *ids = malloc((size_t) n * sizeof(*ids));
+	uint8_t    *hb = NULL;
+	size_t		hl;
+	int			rc = -1;
+
+	if (ids == NULL)
+		return -1;
+	for (int i = 0; i < n; i++)
+		ids[i] = (uint64_t) (first + i);
+	run.fragment = (Pginfer__Fragment *) frag;
+	run.n_row_ids = (size_t) n;
+	run.row_ids = ids;
+	h.version = PGINFER_PROTOCOL_VERSION;
+	h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
+	h.request_id = (uint64_t) first;
+	h.run = &run;
+	hl = pginfer__header__get_packed_size(&h);
+	hb = malloc(hl > 0 ? hl : 1);
+	if (hb == NULL)
+		goto done;
+	pginfer__header__pack(&h, hb);
+	if (zmq_send(sock, hb, hl, n > 0 ? ZMQ_SNDMORE : 0) < 0)
+		goto done;
+	for (int i = 0; i < n; i++)
+	{
+		int			f = (first + i) % n_files;
+
+		if (zmq_send(sock, files[f], file_len[f], i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
+			goto done;
+	}
+	rc = 0;
+
+done:
+	free(hb);
+	free(ids);
+	return rc;
+}
+
+/*
+ * Reads one reply from sock and records its rows in answers (one hash
+ * per row id) and the ok/failed counts.  Returns 0, or -1 when the reply
+ * is not a result.
+ */
+static int
+read_reply(void *sock, uint64_t *answers, int n_rows, int *ok, int *failed)
+{
+	zmq_msg_t	m;
+	Pginfer__Header *h = NULL;
+	int			more,
+				rc = -1;
+
+	zmq_msg_init(&m);
+	if (zmq_msg_recv(&m, sock, 0) < 0)
+	{
+		zmq_msg_close(&m);
+		return -1;
+	}
+	h = pginfer__header__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+	more = zmq_msg_more(&m);
+	zmq_msg_close(&m);
+	if (h != NULL && h->kind == PGINFER__MSG_KIND__MSG_RESULT && h->result != NULL)
+	{
+		for (size_t i = 0; i < h->result->n_rows; i++)
+		{
+			const Pginfer__RowResult *r = h->result->rows[i];
+			uint64_t	a = 14695981039346656037ULL;
+
+			if (r->ok)
+			{
+				(*ok)++;
+				a = fnv(a, r->text, strlen(r->text));
+			}
+			else
+			{
+				(*failed)++;
+				a = fnv(a, r->sqlstate, strlen(r->sqlstate));
+			}
+			if (r->row_id < (uint64_t) n_rows)
+				answers[r->row_id] = a;
+		}
+		rc = 0;
+	}
+	else if (h != NULL && h->kind == PGINFER__MSG_KIND__MSG_ERROR && h->error != NULL)
+		fprintf(stderr, "batching-client: request %llu: error %s: %s\n",
+				(unsigned long long) h->request_id, h->error->sqlstate, h->error->message);
+	/* Payload frames (values) are not needed. */
+	while (more)
+	{
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, sock, 0) < 0)
+		{
+			zmq_msg_close(&m);
+			break;
+		}
+		more = zmq_msg_more(&m);
+		zmq_msg_close(&m);
+	}
+	if (h != NULL)
+		pginfer__header__free_unpacked(h, NULL);
+	return rc;
+}
+
+/* Prints the usage text. */
+static void
+usage(void)
+{
+	fprintf(stderr,
+			"usage: batching-client --endpoint EP --fragment classify|ocr --rows N\n"
+			"         [--batch B] [--inflight K] [--clients C] [--timeout-ms T] FILE...\n");
+}
+
+/* Parses the command line, drives the worker, prints the line. */
+int
+main(int argc, char **argv)
+{
+	bench_opts	o = {NULL, 0, 0, 1, 1, 1, 600000};
+	static void *files[MAX_FILES];
+	static size_t file_len[MAX_FILES];
+	int			n_files = 0;
+	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelSpec specs[3];
+	Pginfer__ModelSpec *spec_ptrs[3] = {&specs[0], &specs[1], &specs[2]};
+	float		half[3] = {0.5f, 0.5f, 0.5f};
+	char	   *labels[2] = {"0", "180"};
+	void	   *ctx = NULL;
+	void	   *socks[MAX_CLIENTS] = {NULL};
+	int			in_flight[MAX_CLIENTS] = {0};
+	uint64_t   *answers = NULL;
+	int			next_row = 0,
+				done_rows = 0,
+				ok = 0,
+				failed = 0,
+				requests = 0,
+				rc = 2,
+				i;
+	double		t0,
+				t1;
+	uint64_t	digest = 14695981039346656037ULL;
+
+	for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i++)
+	{
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (v == NULL)
+		{
+			usage();
+			return 2;
+		}
+		if (strcmp(argv[i], "--endpoint") == 0)
+			o.endpoint = v;
+		else if (strcmp(argv[i], "--fragment") == 0)
+			o.ocr = strcmp(v, "ocr") == 0;
+		else if (strcmp(argv[i], "--rows") == 0)
+			o.rows = atoi(v);
+		else if (strcmp(argv[i], "--batch") == 0)
+			o.batch = atoi(v);
+		else if (strcmp(argv[i], "--inflight") == 0)
+			o.inflight = atoi(v);
+		else if (strcmp(argv[i], "--clients") == 0)
+			o.clients = atoi(v);
+		else if (strcmp(argv[i], "--timeout-ms") == 0)
+			o.timeout_ms = atoi(v);
+		else
+		{
+			usage();
+			return 2;
+		}
+		i++;
+	}
+	if (o.endpoint == NULL || o.rows < 1 || o.batch < 1 || o.inflight < 1 ||
+		o.clients < 1 || o.clients > MAX_CLIENTS || i >= argc)
+	{
+		usage();
+		return 2;
+	}
+	for (; i < argc && n_files < MAX_FILES; i++)
+	{
+		files[n_files] = read_file(argv[i], &file_len[n_files]);
+		if (files[n_files] == NULL)
+			goto done;
+		n_files++;
+	}
+
+	for (int k = 0; k < 3; k++)
+	{
+		Pginfer__ModelSpec init = PGINFER__MODEL_SPEC__INIT;
+
+		specs[k] = init;
+		specs[k].n_mean = specs[k].n_std = 3;
+		specs[k].mean = specs[k].std = half;
+	}
+	specs[0].name = "ppocr_det";
+	specs[0].file = "ch_PP-OCRv4_det_infer.onnx";
+	specs[1].name = "ppocr_cls";
+	specs[1].file = "ch_ppocr_mobile_v2.0_cls_infer.onnx";
+	specs[1].input_height = 48;
+	specs[1].input_width = 192;
+	specs[1].n_labels = 2;
+	specs[1].labels = labels;
+	specs[2].name = "ppocr_rec";
+	specs[2].file = "ch_PP-OCRv4_rec_infer.onnx";
+	specs[2].labels_file = "ppocr_keys_v1.txt";
+	if (o.ocr)
+	{
+		frag.kind = PGINFER__FRAGMENT_KIND__FRAG_OCR;
+		frag.n_models = 3;
+		frag.models = spec_ptrs;
+	}
+	else
+	{
+		frag.kind = PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY;
+		frag.n_models = 1;
+		frag.models = &spec_ptrs[1];
+	}
+
+	answers = calloc((size_t) o.rows, sizeof(*answers));
+	ctx = zmq_ctx_new();
+	if (answers == NULL || ctx == NULL)
+		goto done;
+	for (int c = 0; c < o.clients; c++)
+	{
+		int			linger = 0;
+
+		socks[c] = zmq_socket(ctx, ZMQ_DEALER);
+		if (socks[c] == NULL)
+			goto done;
+		zmq_setsockopt(socks[c], ZMQ_LINGER, &linger, sizeof(linger));
+		if (zmq_connect(socks[c], o.endpoint) != 0)
+		{
+			fprintf(stderr, "batching-client: connect %s: %s\n", o.endpoint,
+					zmq_strerror(errno));
+			goto done;
+		}
+	}
+
+	rc = 1;
+	t0 = now_s();
+	while (done_rows < o.rows)
+	{
+		zmq_pollitem_t items[MAX_CLIENTS];
+		int			n;
+
+		/* Top every client up to its in-flight limit. */
+		for (int c = 0; c < o.clients; c++)
+		{
+			while (in_flight[c] < o.inflight && next_row < o.rows)
+			{
+				int			n_send = o.rows - next_row < o.batch ? o.rows - next_row : o.batch;
+
+				if (send_rows(socks[c], &frag, next_row, n_send, files, file_len, n_files) != 0)
+				{
+					fprintf(stderr, "batching-client: send: %s\n", zmq_strerror(errno));
+					goto done;
+				}
+				next_row += n_send;
+				in_flight[c]++;
+				requests++;
+			}
+		}
+		for (int c = 0; c < o.clients; c++)
+		{
+			items[c].socket = socks[c];
+			items[c].fd = 0;
+			items[c].events = ZMQ_POLLIN;
+			items[c].revents = 0;
+		}
+		n = zmq_poll(items, o.clients, o.timeout_ms);
+		if (n <= 0)
+		{
+			fprintf(stderr, "batching-client: no reply within %d ms (%d of %d rows answered)\n",
+					o.timeout_ms, done_rows, o.rows);
+			goto done;
+		}
+		for (int c = 0; c < o.clients; c++)
+		{
+			int			before = ok + failed;
+
+			if (!(items[c].revents & ZMQ_POLLIN))
+				continue;
+			if (read_reply(socks[c], answers, o.rows, &ok, &failed) != 0)
+				goto done;
+			in_flight[c]--;
+			done_rows += ok + failed - before;
+		}
+	}
+	t1 = now_s();
+	for (int r = 0; r < o.rows; r++)
+		digest = fnv(digest, &answers[r], sizeof(answers[r]));
+	printf("rows=%d ok=%d failed=%d seconds=%.3f rows_per_s=%.2f requests=%d digest=%016llx\n",
+		   o.rows, ok, failed, t1 - t0, (double) o.rows / (t1 - t0), requests,
+		   (unsigned long long) digest);
+	rc = 0;
+
+done:
+	for (int c = 0; c < o.clients; c++)
+		if (socks[c] != NULL)
+			zmq_close(socks[c]);
+	if (ctx != NULL)
+		zmq_ctx_term(ctx);
+	for (int k = 0; k < n_files; k++)
+		free(files[k]);
+	free(answers);
+	return rc;
+}

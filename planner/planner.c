@@ -1,0 +1,818 @@
+/*-------------------------------------------------------------------------
+ *
+ * planner.c
+ *	  The planner hook that batches pg_infer's ML calls: it finds calls to
+ *	  infer.ocr, infer.detect_text, infer.predict and infer.classify in a
+ *	  finished plan and puts an InferBatch custom scan (inferbatch.c) above
+ *	  the scan or join node that evaluates them.
+ *
+ * The rewrite works on the plan after set_plan_references, node by node,
+ * bottom-up, over the main plan and every subplan (SubPlans, CTEs).  For a
+ * scan, join or projecting Result node P whose target list or quals hold
+ * ML calls:
+ *
+ *	- P's quals are split at the first one that holds an ML call: the ones
+ *	  before stay in P (cheap quals first, as the planner ordered them by
+ *	  cost), the rest move up to the InferBatch node C;
+ *	- the calls that would run for every row reaching C ("unconditional":
+ *	  in the first moved qual, or in the target list when no qual moved;
+ *	  not under CASE, COALESCE, AND, OR, ...) and whose model argument is
+ *	  a constant or a query parameter become C's batched calls;
+ *	- P's target list becomes the Vars that C needs (P passes them up as
+ *	  plain columns); C's scan tuple (custom_scan_tlist) is those columns
+ *	  followed by one column per batched call; C's target list and quals
+ *	  are P's, with Vars and batched calls replaced by INDEX_VAR references
+ *	  to that scan tuple, so the parent sees the same columns as before.
+ *	  Calls left unbatched stay in C's expressions and run per row.
+ *	- with a LIMIT right above and no qual in C, C gets the LIMIT's count
+ *	  and offset, so it never reads more rows from P than the LIMIT needs.
+ *	- when C has quals, the calls of its target list (which run only for
+ *	  the rows that pass) are batched by a second InferBatch node above C
+ *	  (batch_after_filter).
+ *
+ * C keeps P as its lefttree (so that EXPLAIN resolves OUTER_VAR through
+ * it); custom_private holds Integers only and the calls live in
+ * custom_exprs, so the plan survives copyObject and nodeToString.
+ * Statements other than SELECT and INSERT, those with data-modifying
+ * CTEs, and those with row marks (FOR UPDATE), all of which may run
+ * EvalPlanQual rechecks that the custom scan cannot serve, are left
+ * alone, as are nodes under a Gather (InferBatch runs in the leader only).
+ *
+ * The ML functions are recognised by OID, looked up once per backend and
+ * looked up again only when pg_proc changes (a syscache callback), and
+ * only when they belong to extension pg_infer.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "extension/pg_infer.h"
+
+#include "catalog/dependency.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/planner.h"
+#include "parser/parse_func.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
+
+static planner_hook_type prev_planner_hook = NULL;
+
+/* OIDs of the ML functions, indexed by InferFunction; see the banner. */
+static bool ml_valid = false;
+static Oid	ml_oids[INFER_FN_CLASSIFY + 1];
+
+/* State of one statement's rewrite. */
+typedef struct RewriteState
+{
+	int			next_node_id;	/* plan_node_id for the next new node */
+	int			gather_depth;	/* Gather nodes above the current node */
+} RewriteState;
+
+/* What collect_calls looks for and finds. */
+typedef struct CollectContext
+{
+	List	   *calls;			/* batchable FuncExprs, distinct (equal()) */
+	bool		conditional;	/* below a node that may skip its children */
+} CollectContext;
+
+/* What the mutators replace. */
+typedef struct MapContext
+{
+	List	   *vars;			/* child columns, in order */
+	List	   *calls;			/* batched calls, in order (NULL: none) */
+	Index		varno;			/* INDEX_VAR or OUTER_VAR */
+} MapContext;
+
+static int	list_index_of(List *list, Node *node);
+static Plan *rewrite_plan(RewriteState *rs, Plan *plan, Limit *limit);
+static Plan *batch_node(RewriteState *rs, Plan *plan, Limit *limit);
+
+/* syscache callback: pg_proc changed, look the OIDs up again */
+static void
+ml_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	ml_valid = false;
+}
+
+/*
+ * Looks up the ML functions' OIDs (InvalidOid for those that do not exist
+ * or do not belong to extension pg_infer).  Needs a transaction.
+ */
+static void
+ml_lookup(void)
+{
+	static const struct
+	{
+		InferFunction fn;
+		const char *name;
+		int			nargs;
+		Oid			args[2];
+	}			sigs[] = {
+		{INFER_FN_OCR, "ocr", 1, {BYTEAOID}},
+		{INFER_FN_DETECT_TEXT, "detect_text", 1, {BYTEAOID}},
+		{INFER_FN_PREDICT, "predict", 2, {TEXTOID, BYTEAOID}},
+		{INFER_FN_CLASSIFY, "classify", 2, {TEXTOID, BYTEAOID}},
+	};
+	Oid			ext;
+
+	/* an invalidation during the look-up makes the next call look again */
+	ml_valid = true;
+	memset(ml_oids, 0, sizeof(ml_oids));
+	ext = get_extension_oid("pg_infer", true);
+	if (!OidIsValid(ext))
+		return;
+	for (size_t i = 0; i < lengthof(sigs); i++)
+	{
+		List	   *name = list_make2(makeString("infer"),
+									  makeString((char *) sigs[i].name));
+		Oid			f = LookupFuncName(name, sigs[i].nargs, sigs[i].args, true);
+
+		if (OidIsValid(f) && getExtensionOfObject(ProcedureRelationId, f) == ext)
+			ml_oids[sigs[i].fn] = f;
+		list_free_deep(name);
+	}
+}
+
+/*
+ * Returns which ML function funcid is, INFER_FN_NONE for any other
+ * function.  Needs a transaction.
+ */
+InferFunction
+InferPlannerFunction(Oid funcid)
+{
+	if (!ml_valid)
+		ml_lookup();
+	for (int fn = INFER_FN_OCR; fn <= INFER_FN_CLASSIFY; fn++)
+		if (OidIsValid(ml_oids[fn]) && ml_oids[fn] == funcid)
+			return (InferFunction) fn;
+	return INFER_FN_NONE;
+}
+
+/* Whether node is a call of an ML function. */
+static bool
+is_ml_call(Node *node)
+{
+	return node != NULL && IsA(node, FuncExpr) &&
+		InferPlannerFunction(((FuncExpr *) node)->funcid) != INFER_FN_NONE;
+}
+
+/* expression_tree_walker callback: is there an ML call in the tree? */
+static bool
+contains_ml_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (is_ml_call(node))
+		return true;
+	return expression_tree_walker(node, contains_ml_walker, context);
+}
+
+static bool
+contains_ml(Node *node)
+{
+	return contains_ml_walker(node, NULL);
+}
+
+/*
+ * Whether the ML call can be batched: its model argument (predict,
+ * classify) is a constant or a query parameter, so one fragment serves
+ * every row, and its image argument holds no ML call and no subplan.
+ */
+static bool
+call_is_batchable(FuncExpr *call)
+{
+	InferFunction fn = InferPlannerFunction(call->funcid);
+	Node	   *img;
+
+	if (fn == INFER_FN_PREDICT || fn == INFER_FN_CLASSIFY)
+	{
+		Node	   *model = linitial(call->args);
+
+		if (list_length(call->args) != 2)
+			return false;
+		if (!IsA(model, Const) &&
+			!(IsA(model, Param) && ((Param *) model)->paramkind == PARAM_EXTERN))
+			return false;
+		img = lsecond(call->args);
+	}
+	else
+	{
+		if (list_length(call->args) != 1)
+			return false;
+		img = linitial(call->args);
+	}
+	return !contains_ml(img) && !contain_subplans(img);
+}
+
+/*
+ * Whether the executor evaluates every child of node whenever it
+ * evaluates node.  Nodes not listed (CASE, COALESCE, AND, OR, row
+ * comparisons, subscripts, subplans, ...) may skip some.
+ */
+static bool
+evaluates_all_children(Node *node)
+{
+	switch (nodeTag(node))
+	{
+		case T_List:
+		case T_TargetEntry:
+		case T_FuncExpr:
+		case T_OpExpr:
+		case T_DistinctExpr:
+		case T_NullIfExpr:
+		case T_ScalarArrayOpExpr:
+		case T_RelabelType:
+		case T_CoerceViaIO:
+		case T_ConvertRowtypeExpr:
+		case T_CollateExpr:
+		case T_NullTest:
+		case T_BooleanTest:
+		case T_CoerceToDomain:
+		case T_ArrayExpr:
+		case T_RowExpr:
+		case T_FieldSelect:
+		case T_MinMaxExpr:
+			return true;
+		case T_BoolExpr:
+			return ((BoolExpr *) node)->boolop == NOT_EXPR;
+		default:
+			return false;
+	}
+}
+
+/*
+ * expression_tree_walker callback: adds to context->calls the batchable
+ * ML calls that run whenever the tree is evaluated.
+ */
+static bool
+collect_calls_walker(Node *node, CollectContext *context)
+{
+	bool		saved;
+	bool		result;
+
+	if (node == NULL)
+		return false;
+	if (is_ml_call(node))
+	{
+		if (!context->conditional && call_is_batchable((FuncExpr *) node) &&
+			!list_member(context->calls, node))
+			context->calls = lappend(context->calls, node);
+		return false;
+	}
+	saved = context->conditional;
+	if (IsA(node, SubscriptingRef))
+	{
+		SubscriptingRef *sbs = (SubscriptingRef *) node;
+
+		/* the container always runs first; a NULL skips the subscripts */
+		if (collect_calls_walker((Node *) sbs->refexpr, context))
+			return true;
+		context->conditional = true;
+		result = collect_calls_walker((Node *) sbs->refupperindexpr, context) ||
+			collect_calls_walker((Node *) sbs->reflowerindexpr, context) ||
+			collect_calls_walker((Node *) sbs->refassgnexpr, context);
+		context->conditional = saved;
+		return result;
+	}
+	if (!evaluates_all_children(node))
+		context->conditional = true;
+	result = expression_tree_walker(node, collect_calls_walker, context);
+	context->conditional = saved;
+	return result;
+}
+
+/* expression_tree_walker callback: adds every distinct Var to *vars. */
+static bool
+collect_vars_walker(Node *node, List **vars)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		if (!list_member(*vars, node))
+			*vars = lappend(*vars, node);
+		return false;
+	}
+	return expression_tree_walker(node, collect_vars_walker, vars);
+}
+
+/*
+ * expression_tree_mutator callback: replaces each batched call by a Var of
+ * its column in C's scan tuple, and each Var by a Var of its child column
+ * (attribute numbers from 1, varno context->varno).
+ */
+static Node *
+map_mutator(Node *node, MapContext *context)
+{
+	int			pos;
+
+	if (node == NULL)
+		return NULL;
+	if (context->calls != NIL && is_ml_call(node) &&
+		(pos = list_index_of(context->calls, node)) >= 0)
+	{
+		FuncExpr   *call = (FuncExpr *) node;
+
+		return (Node *) makeVar(INDEX_VAR,
+								list_length(context->vars) + pos + 1,
+								call->funcresulttype, -1, call->funccollid, 0);
+	}
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		pos = list_index_of(context->vars, node);
+		if (pos < 0)
+			elog(ERROR, "pg_infer: Var %d/%d missing from the InferBatch child",
+				 var->varno, var->varattno);
+		return (Node *) makeVar(context->varno, pos + 1, var->vartype,
+								var->vartypmod, var->varcollid, 0);
+	}
+	return expression_tree_mutator(node, map_mutator, context);
+}
+
+/* list_member_ptr-like index of the first element equal() to node, or -1 */
+static int
+list_index_of(List *list, Node *node)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (equal(lfirst(lc), node))
+			return foreach_current_index(lc);
+	return -1;
+}
+
+#if defined(USE_ASSERT_CHECKING) || defined(PG_INFER_CHECK_PLANS)
+/*
+ * Returns nodeToString(node) without its ":location N" fields, which
+ * stringToNode reads back as -1.
+ */
+static char *
+node_text(const void *node)
+{
+	char	   *text = nodeToString(node);
+	char	   *out = palloc(strlen(text) + 1);
+	char	   *o = out;
+
+	for (const char *p = text; *p;)
+	{
+		if (strncmp(p, " :location ", 11) == 0)
+		{
+			p += 11;
+			if (*p == '-')
+				p++;
+			while (*p >= '0' && *p <= '9')
+				p++;
+			continue;
+		}
+		*o++ = *p++;
+	}
+	*o = '\0';
+	pfree(text);
+	return out;
+}
+#endif
+
+/*
+ * In assert-enabled builds (or with -DPG_INFER_CHECK_PLANS), checks that
+ * the node survives copyObject and nodeToString/stringToNode, as Citus
+ * does for its plans: all three print the same.  (equal() does not
+ * compare plan nodes.)
+ */
+static void
+check_round_trip(CustomScan *cscan)
+{
+#if defined(USE_ASSERT_CHECKING) || defined(PG_INFER_CHECK_PLANS)
+	char	   *text = node_text(cscan);
+	char	   *copied = node_text(copyObject(cscan));
+	char	   *reread = node_text(stringToNode(nodeToString(cscan)));
+
+	if (strcmp(text, copied) != 0 || strcmp(text, reread) != 0)
+		elog(ERROR, "pg_infer: InferBatch plan does not survive copyObject or nodeToString/stringToNode");
+	elog(DEBUG1, "pg_infer: InferBatch plan round trip ok");
+	pfree(text);
+	pfree(copied);
+	pfree(reread);
+#endif
+}
+
+/*
+ * Builds the InferBatch node for plan (a scan, join or projecting Result
+ * node), changing plan into C's child; returns plan itself when nothing
+ * in it can be batched.  limit: the Limit node right above, or NULL.
+ */
+static Plan *
+batch_node(RewriteState *rs, Plan *plan, Limit *limit)
+{
+	List	   *keep = NIL;
+	List	   *moved = NIL;
+	CollectContext cc = {NIL, false};
+	MapContext	mc;
+	List	   *vars = NIL;
+	List	   *child_tlist = NIL;
+	List	   *scan_tlist = NIL;
+	List	   *exprs = NIL;
+	CustomScan *cscan;
+	ListCell   *lc;
+	int			attno;
+
+	if (!contains_ml((Node *) plan->targetlist) &&
+		!contains_ml((Node *) plan->qual))
+		return plan;
+
+	/* quals before the first one with an ML call stay in the child */
+	foreach(lc, plan->qual)
+	{
+		if (moved == NIL && !contains_ml(lfirst(lc)))
+			keep = lappend(keep, lfirst(lc));
+		else
+			moved = lappend(moved, lfirst(lc));
+	}
+
+	/*
+	 * The first moved qual runs for every row that reaches C; the other
+	 * quals and the target list only for rows that passed it.
+	 */
+	if (moved != NIL)
+		(void) collect_calls_walker(linitial(moved), &cc);
+	else
+		(void) collect_calls_walker((Node *) plan->targetlist, &cc);
+	if (cc.calls == NIL)
+		return plan;
+
+	(void) collect_vars_walker((Node *) plan->targetlist, &vars);
+	(void) collect_vars_walker((Node *) moved, &vars);
+
+	/* the child passes the Vars up as plain columns */
+	attno = 0;
+	foreach(lc, vars)
+	{
+		attno++;
+		child_tlist = lappend(child_tlist,
+							  makeTargetEntry(copyObject(lfirst(lc)), attno,
+											  NULL, false));
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) makeVar(OUTER_VAR, attno,
+															  exprType(lfirst(lc)),
+															  exprTypmod(lfirst(lc)),
+															  exprCollation(lfirst(lc)),
+															  0),
+											 attno, NULL, false));
+	}
+
+	/* the calls, with their arguments over the child's columns */
+	mc.vars = vars;
+	mc.calls = NIL;
+	mc.varno = OUTER_VAR;
+	foreach(lc, cc.calls)
+	{
+		Node	   *call = map_mutator(lfirst(lc), &mc);
+
+		attno++;
+		exprs = lappend(exprs, call);
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) copyObject(call), attno,
+											 NULL, false));
+	}
+	if (limit != NULL && moved == NIL &&
+		limit->limitOption == LIMIT_OPTION_COUNT && limit->limitCount != NULL)
+	{
+		exprs = lappend(exprs, copyObject(limit->limitCount));
+		exprs = lappend(exprs, copyObject(limit->limitOffset));
+	}
+	else
+	{
+		exprs = lappend(exprs, NULL);
+		exprs = lappend(exprs, NULL);
+	}
+
+	cscan = makeNode(CustomScan);
+	mc.calls = cc.calls;
+	mc.varno = INDEX_VAR;
+	cscan->scan.plan.targetlist = (List *) map_mutator((Node *) plan->targetlist,
+													   &mc);
+	cscan->scan.plan.qual = (List *) map_mutator((Node *) moved, &mc);
+	cscan->scan.plan.startup_cost = plan->startup_cost;
+	cscan->scan.plan.total_cost = plan->total_cost;
+	cscan->scan.plan.plan_rows = plan->plan_rows;
+	cscan->scan.plan.plan_width = plan->plan_width;
+	cscan->scan.plan.parallel_aware = false;
+	cscan->scan.plan.parallel_safe = false;
+	cscan->scan.plan.async_capable = false;
+	cscan->scan.plan.plan_node_id = rs->next_node_id++;
+	cscan->scan.plan.initPlan = plan->initPlan;
+	cscan->scan.plan.extParam = bms_copy(plan->extParam);
+	cscan->scan.plan.allParam = bms_copy(plan->allParam);
+	cscan->scan.plan.lefttree = plan;
+	cscan->scan.scanrelid = 0;
+	cscan->flags = 0;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = exprs;
+	cscan->custom_private = list_make2(makeInteger(list_length(vars)),
+									   makeInteger(list_length(cc.calls)));
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_relids = NULL;
+	cscan->methods = InferBatchMethods();
+
+	plan->targetlist = child_tlist;
+	plan->qual = keep;
+	plan->initPlan = NIL;
+	check_round_trip(cscan);
+	return (Plan *) cscan;
+}
+
+/*
+ * For an InferBatch node c1 with quals: batches the ML calls of its
+ * target list, which run only for the rows that pass the quals, in a
+ * second InferBatch node above it.  c1 then returns the columns that
+ * target list needs; the new node computes the target list.  Returns the
+ * new node, or c1 when its target list has nothing to batch.
+ */
+static Plan *
+batch_after_filter(RewriteState *rs, CustomScan *c1, Limit *limit)
+{
+	CollectContext cc = {NIL, false};
+	List	   *vars = NIL;
+	MapContext	mc;
+	Result	   *proj;
+	Plan	   *c2;
+	List	   *c1_tlist = NIL;
+	List	   *old_tlist = c1->scan.plan.targetlist;
+	ListCell   *lc;
+
+	(void) collect_calls_walker((Node *) old_tlist, &cc);
+	if (cc.calls == NIL)
+		return (Plan *) c1;
+
+	/*
+	 * A projecting Result over c1 computes c1's target list over the
+	 * columns c1 then returns (its INDEX_VAR Vars, passed up in order);
+	 * batch_node splits that Result, and c1 takes the Result's place.
+	 */
+	(void) collect_vars_walker((Node *) old_tlist, &vars);
+	mc.vars = vars;
+	mc.calls = NIL;
+	mc.varno = OUTER_VAR;
+	proj = makeNode(Result);
+	proj->plan.targetlist = (List *) map_mutator((Node *) old_tlist, &mc);
+	proj->plan.startup_cost = c1->scan.plan.startup_cost;
+	proj->plan.total_cost = c1->scan.plan.total_cost;
+	proj->plan.plan_rows = c1->scan.plan.plan_rows;
+	proj->plan.plan_width = c1->scan.plan.plan_width;
+	proj->plan.plan_node_id = rs->next_node_id++;
+	proj->plan.extParam = bms_copy(c1->scan.plan.extParam);
+	proj->plan.allParam = bms_copy(c1->scan.plan.allParam);
+	proj->plan.lefttree = (Plan *) c1;
+
+	c2 = batch_node(rs, (Plan *) proj, limit);
+	if (c2 == (Plan *) proj)
+	{
+		/* cannot happen (cc found a call), but leave c1 as it was */
+		return (Plan *) c1;
+	}
+
+	/* proj now returns plain OUTER_VAR Vars of c1's output: fold it */
+	foreach(lc, proj->plan.targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *var = (Var *) tle->expr;
+
+		Assert(IsA(var, Var) && var->varno == OUTER_VAR);
+		c1_tlist = lappend(c1_tlist,
+						   makeTargetEntry(copyObject(list_nth(vars, var->varattno - 1)),
+										   tle->resno, NULL, false));
+	}
+	c1->scan.plan.targetlist = c1_tlist;
+	c2->lefttree = (Plan *) c1;
+	return c2;
+}
+
+/* Whether plan is a node batch_node knows how to split. */
+static bool
+can_batch(Plan *plan)
+{
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+		case T_SubqueryScan:
+		case T_FunctionScan:
+		case T_ValuesScan:
+		case T_CteScan:
+		case T_NamedTuplestoreScan:
+		case T_NestLoop:
+		case T_MergeJoin:
+		case T_HashJoin:
+			return true;
+		case T_Result:
+			return plan->lefttree != NULL;
+		default:
+			return false;
+	}
+}
+
+/* Rewrites each plan of list in place (see rewrite_plan). */
+static void
+rewrite_list(RewriteState *rs, List *plans)
+{
+	ListCell   *lc;
+
+	foreach(lc, plans)
+		lfirst(lc) = rewrite_plan(rs, lfirst(lc), NULL);
+}
+
+/*
+ * Rewrites the tree under plan bottom-up and returns what replaces plan
+ * (plan itself, or an InferBatch node above it).  limit: the Limit node
+ * right above plan, or NULL.
+ */
+static Plan *
+rewrite_plan(RewriteState *rs, Plan *plan, Limit *limit)
+{
+	bool		gather;
+
+	if (plan == NULL)
+		return NULL;
+	check_stack_depth();
+
+	/* nothing under a Gather: InferBatch runs in the leader only */
+	gather = IsA(plan, Gather) || IsA(plan, GatherMerge);
+	rs->gather_depth += gather ? 1 : 0;
+	plan->lefttree = rewrite_plan(rs, plan->lefttree,
+								  IsA(plan, Limit) ? (Limit *) plan : NULL);
+	plan->righttree = rewrite_plan(rs, plan->righttree, NULL);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			rewrite_list(rs, ((Append *) plan)->appendplans);
+			break;
+		case T_MergeAppend:
+			rewrite_list(rs, ((MergeAppend *) plan)->mergeplans);
+			break;
+		case T_SubqueryScan:
+			((SubqueryScan *) plan)->subplan =
+				rewrite_plan(rs, ((SubqueryScan *) plan)->subplan, NULL);
+			break;
+		case T_CustomScan:
+			rewrite_list(rs, ((CustomScan *) plan)->custom_plans);
+			break;
+		default:
+			break;
+	}
+	rs->gather_depth -= gather ? 1 : 0;
+	if (can_batch(plan) && rs->gather_depth == 0 && !plan->parallel_aware)
+	{
+		Plan	   *batched = batch_node(rs, plan, limit);
+
+		if (batched != plan && batched->qual != NIL)
+			batched = batch_after_filter(rs, (CustomScan *) batched, limit);
+		return batched;
+	}
+	return plan;
+}
+
+/* Returns the largest plan_node_id in the tree under plan. */
+static int
+max_node_id(Plan *plan)
+{
+	int			max;
+	List	   *more = NIL;
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return 0;
+	max = Max(plan->plan_node_id,
+			  Max(max_node_id(plan->lefttree), max_node_id(plan->righttree)));
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			more = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			more = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			more = ((BitmapAnd *) plan)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			more = ((BitmapOr *) plan)->bitmapplans;
+			break;
+		case T_SubqueryScan:
+			max = Max(max, max_node_id(((SubqueryScan *) plan)->subplan));
+			break;
+		case T_CustomScan:
+			more = ((CustomScan *) plan)->custom_plans;
+			break;
+		default:
+			break;
+	}
+	foreach(lc, more)
+		max = Max(max, max_node_id(lfirst(lc)));
+	return max;
+}
+
+/*
+ * Puts a Material node above plan (for a SCROLL cursor, which needs
+ * backward scans that InferBatch cannot do), with a target list of
+ * OUTER_VAR references as set_plan_references would have made.
+ */
+static Plan *
+materialize_top(RewriteState *rs, Plan *plan)
+{
+	Material   *mat = makeNode(Material);
+	ListCell   *lc;
+
+	foreach(lc, plan->targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+		TargetEntry *copy = flatCopyTargetEntry(tle);
+
+		copy->expr = (Expr *) makeVar(OUTER_VAR, tle->resno,
+									  exprType((Node *) tle->expr),
+									  exprTypmod((Node *) tle->expr),
+									  exprCollation((Node *) tle->expr), 0);
+		mat->plan.targetlist = lappend(mat->plan.targetlist, copy);
+	}
+	mat->plan.startup_cost = plan->startup_cost;
+	mat->plan.total_cost = plan->total_cost;
+	mat->plan.plan_rows = plan->plan_rows;
+	mat->plan.plan_width = plan->plan_width;
+	mat->plan.parallel_safe = false;
+	mat->plan.plan_node_id = rs->next_node_id++;
+	mat->plan.extParam = bms_copy(plan->extParam);
+	mat->plan.allParam = bms_copy(plan->allParam);
+	mat->plan.lefttree = plan;
+	return (Plan *) mat;
+}
+
+/*
+ * planner_hook: plans with the previous hook (or the standard planner),
+ * then rewrites the plan as the banner says when infer.enable_batching is
+ * on and the extension is installed in this database.
+ */
+static PlannedStmt *
+infer_planner(Query *parse, const char *query_string, int cursorOptions,
+			  ParamListInfo boundParams)
+{
+	PlannedStmt *stmt;
+	RewriteState rs;
+	ListCell   *lc;
+
+	if (prev_planner_hook)
+		stmt = prev_planner_hook(parse, query_string, cursorOptions,
+								 boundParams);
+	else
+		stmt = standard_planner(parse, query_string, cursorOptions,
+								boundParams);
+
+	if (!infer_enable_batching ||
+		(stmt->commandType != CMD_SELECT && stmt->commandType != CMD_INSERT) ||
+		stmt->hasModifyingCTE || stmt->rowMarks != NIL)
+		return stmt;
+	if (!ml_valid)
+		ml_lookup();
+	if (!OidIsValid(ml_oids[INFER_FN_OCR]) &&
+		!OidIsValid(ml_oids[INFER_FN_DETECT_TEXT]) &&
+		!OidIsValid(ml_oids[INFER_FN_PREDICT]) &&
+		!OidIsValid(ml_oids[INFER_FN_CLASSIFY]))
+		return stmt;
+
+	rs.gather_depth = 0;
+	rs.next_node_id = max_node_id(stmt->planTree);
+	foreach(lc, stmt->subplans)
+		rs.next_node_id = Max(rs.next_node_id, max_node_id(lfirst(lc)));
+	rs.next_node_id++;
+
+	stmt->planTree = rewrite_plan(&rs, stmt->planTree, NULL);
+	foreach(lc, stmt->subplans)
+		lfirst(lc) = rewrite_plan(&rs, lfirst(lc), NULL);
+
+	if ((cursorOptions & CURSOR_OPT_SCROLL) &&
+		!ExecSupportsBackwardScan(stmt->planTree))
+		stmt->planTree = materialize_top(&rs, stmt->planTree);
+	return stmt;
+}
+
+/*
+ * Installs the planner hook (chaining the previous one) and the pg_proc
+ * invalidation callback.  Called once from _PG_init.
+ */
+void
+InferPlannerInit(void)
+{
+	prev_planner_hook = planner_hook;
+	planner_hook = infer_planner;
+	CacheRegisterSyscacheCallback(PROCOID, ml_invalidate, (Datum) 0);
+}

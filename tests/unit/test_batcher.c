@@ -1,0 +1,244 @@
+/*
+ * test_batcher.c
+ *	  Unit tests of the dynamic batcher's queue (worker/batcher.c): which
+ *	  requests form a group, when a group is ready (full, every active
+ *	  peer in it, waited its delay, forced), fairness between keys, cancels by peer and request id, and
+ *	  that every item's data is freed exactly once.
+ *
+ * Prints "test_batcher: N passed, M failed"; exits 1 on any failure.
+ * Threading: single-threaded.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/batcher.h"
+
+static int	n_passed = 0;
+static int	n_failed = 0;
+static int	n_freed = 0;
+
+#define CHECK(cond) \
+	do { \
+		if (cond) \
+			n_passed++; \
+		else \
+		{ \
+			n_failed++; \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+		} \
+	} while (0)
+
+/* free_data of the test items: counts the calls. */
+static void
+count_free(void *data)
+{
+	n_freed++;
+	free(data);
+}
+
+/* Queues a request of key (a string), rows, arrival time, peer and id. */
+static void
+add(batcher *b, const char *key, int rows, int64_t at, const char *peer, uint64_t id)
+{
+	int		   *tag = malloc(sizeof(int));
+	batch_item *it;
+
+	*tag = (int) id;
+	it = batch_item_new(key, strlen(key), rows, at, peer, strlen(peer), id, tag, count_free);
+	CHECK(it != NULL);
+	CHECK(batcher_add(b, it) == 0);
+}
+
+/*
+ * Takes the next group at now (force as given) and checks its request ids
+ * against want[0..n_want) (n_want 0: no group is ready).  Frees it.
+ */
+static void
+expect_group(batcher *b, int64_t now, int force, const uint64_t *want, int n_want)
+{
+	batch_item **items = NULL;
+	int			n = -1;
+	int			rc = batcher_next(b, now, force, &items, &n);
+
+	if (n_want == 0)
+	{
+		CHECK(rc == 0 && items == NULL && n == 0);
+		return;
+	}
+	CHECK(rc == 1 && n == n_want);
+	for (int i = 0; rc == 1 && i < n && i < n_want; i++)
+		CHECK(items[i]->request_id == want[i]);
+	for (int i = 0; rc == 1 && i < n; i++)
+		batch_item_destroy(&items[i]);
+	free(items);
+}
+
+/*
+ * Groups: same key merges in arrival order up to max_batch rows; a group
+ * waits for a peer that is active for its key but not in it, up to the
+ * delay.
+ */
+static void
+test_grouping(void)
+{
+	batcher    *b = batcher_new(4, 1000);
+
+	CHECK(b != NULL);
+	CHECK(batcher_length(b) == 0 && batcher_wait_us(b, 0) == -1);
+	/* p3 is the only peer so far: its request goes at once. */
+	add(b, "cls", 1, 0, "p3", 9);
+	CHECK(batcher_wait_us(b, 0) == 0);
+	expect_group(b, 0, 0, (const uint64_t[]) {9}, 1);
+
+	add(b, "cls", 1, 100, "p1", 1);
+	add(b, "det", 1, 150, "p1", 2);
+	add(b, "cls", 2, 200, "p2", 3);
+
+	/* det goes (p1 is its only peer); cls waits: 3 rows < 4, p3 absent. */
+	CHECK(batcher_wait_us(b, 500) == 0);
+	expect_group(b, 500, 0, (const uint64_t[]) {2}, 1);
+	expect_group(b, 500, 0, NULL, 0);
+	CHECK(batcher_wait_us(b, 500) == 600);	/* cls's oldest: 100 + 1000 - 500 */
+	CHECK(batcher_length(b) == 2 && batcher_rows(b) == 3);
+	CHECK(batcher_item(b, 0) != NULL && batcher_item(b, 0)->request_id == 1 &&
+		  batcher_item(b, 1)->request_id == 3 && batcher_item(b, 2) == NULL &&
+		  batcher_item(b, -1) == NULL);
+
+	/* p3's next request fills the group to 4 rows: ready at once. */
+	add(b, "cls", 1, 300, "p3", 4);
+	CHECK(batcher_wait_us(b, 500) == 0);
+	expect_group(b, 500, 0, (const uint64_t[]) {1, 3, 4}, 3);
+	CHECK(batcher_length(b) == 0);
+
+	/* p1 alone again, p2 and p3 active: waits for the delay. */
+	add(b, "cls", 1, 600, "p1", 5);
+	expect_group(b, 1599, 0, NULL, 0);
+	expect_group(b, 1600, 0, (const uint64_t[]) {5}, 1);
+	batcher_destroy(&b);
+	CHECK(b == NULL);
+}
+
+/*
+ * Active peers: a lone backend never waits; once every active peer of the
+ * key has a request in the group it goes without waiting out the delay;
+ * a peer silent for BATCHER_ACTIVE_US no longer counts.
+ */
+static void
+test_active_peers(void)
+{
+	batcher    *b = batcher_new(64, 2000);
+
+	for (int k = 0; k < 3; k++)
+	{
+		add(b, "k", 1, 10 * k, "solo", (uint64_t) k);
+		expect_group(b, 10 * k, 0, (const uint64_t[]) {(uint64_t) k}, 1);
+	}
+	/* A second backend: its first request waits for solo, who is active. */
+	add(b, "k", 1, 100, "other", 10);
+	expect_group(b, 100, 0, NULL, 0);
+	CHECK(batcher_wait_us(b, 100) == 2000);
+	add(b, "j", 1, 101, "solo", 11);	/* another key does not count */
+	expect_group(b, 102, 0, (const uint64_t[]) {11}, 1);
+	expect_group(b, 102, 0, NULL, 0);
+	add(b, "k", 1, 150, "solo", 12);	/* now both are in: go */
+	CHECK(batcher_wait_us(b, 150) == 0);
+	expect_group(b, 150, 0, (const uint64_t[]) {10, 12}, 2);
+
+	/* solo silent for longer than BATCHER_ACTIVE_US: other goes alone at once. */
+	add(b, "k", 1, 150 + BATCHER_ACTIVE_US + 1, "other", 13);
+	expect_group(b, 150 + BATCHER_ACTIVE_US + 1, 0, (const uint64_t[]) {13}, 1);
+	batcher_destroy(&b);
+}
+
+/* A request that does not fit ends its group; one bigger than max_batch goes alone. */
+static void
+test_full_and_oversize(void)
+{
+	batcher    *b = batcher_new(4, 1000);
+
+	add(b, "k", 3, 0, "a", 1);
+	add(b, "k", 2, 10, "b", 2);	/* 3 + 2 > 4: group 1 is full */
+	add(b, "k", 1, 20, "c", 3);
+	expect_group(b, 30, 0, (const uint64_t[]) {1}, 1);
+	/* Now 2 + 1 = 3 rows, peer a absent: waits for request 2's delay. */
+	expect_group(b, 30, 0, NULL, 0);
+	expect_group(b, 1010, 0, (const uint64_t[]) {2, 3}, 2);
+
+	add(b, "k", 9, 1020, "a", 4);	/* more than max_batch: alone, at once */
+	add(b, "k", 1, 1020, "a", 5);
+	expect_group(b, 1021, 0, (const uint64_t[]) {4}, 1);
+	expect_group(b, 1021, 0, NULL, 0);	/* b and c are active */
+	expect_group(b, 1021, 1, (const uint64_t[]) {5}, 1);	/* forced */
+	batcher_destroy(&b);
+}
+
+/* Among ready groups, the one whose oldest request came first runs first. */
+static void
+test_fairness(void)
+{
+	batcher    *b = batcher_new(2, 100);
+
+	add(b, "x", 1, 0, "z", 7);	/* makes z an active peer of x */
+	expect_group(b, 0, 0, (const uint64_t[]) {7}, 1);
+	add(b, "x", 1, 1, "a", 1);	/* waits for z */
+	add(b, "y", 1, 5, "a", 2);
+	add(b, "y", 1, 6, "b", 3);	/* y is full (2 rows), x is not ready */
+	expect_group(b, 10, 0, (const uint64_t[]) {2, 3}, 2);
+	add(b, "y", 2, 20, "c", 4);	/* full again, but x has waited its delay */
+	expect_group(b, 101, 0, (const uint64_t[]) {1}, 1);
+	expect_group(b, 101, 0, (const uint64_t[]) {4}, 1);
+	/* A zero delay makes every group ready at once. */
+	batcher_destroy(&b);
+	b = batcher_new(64, 0);
+	add(b, "x", 1, 50, "a", 6);
+	add(b, "x", 1, 50, "b", 8);
+	expect_group(b, 50, 0, (const uint64_t[]) {6, 8}, 2);
+	batcher_destroy(&b);
+}
+
+/* Cancels name the peer and the request id; others stay. */
+static void
+test_cancel(void)
+{
+	batcher    *b = batcher_new(8, 1000);
+	int			freed_before = n_freed;
+
+	add(b, "k", 1, 0, "peer-a", 7);
+	add(b, "k", 1, 0, "peer-b", 7);
+	add(b, "k", 1, 0, "peer-a", 8);
+	CHECK(batcher_cancel(b, "peer-a", 6, 7) == 1);
+	CHECK(n_freed == freed_before + 1);
+	CHECK(batcher_cancel(b, "peer-a", 6, 7) == 0);
+	CHECK(batcher_cancel(b, "peer-c", 6, 8) == 0);
+	CHECK(batcher_cancel(b, "peer-", 5, 8) == 0);
+	CHECK(batcher_length(b) == 2);
+	expect_group(b, 0, 1, (const uint64_t[]) {7, 8}, 2);
+	CHECK(batcher_length(b) == 0);
+
+	/* Destroying a queue frees what is still in it. */
+	freed_before = n_freed;
+	add(b, "k", 1, 0, "p", 1);
+	add(b, "j", 1, 0, "p", 2);
+	batcher_destroy(&b);
+	CHECK(n_freed == freed_before + 2);
+}
+
+/* Runs every test. */
+int
+main(void)
+{
+	int			added;
+
+	test_grouping();
+	test_active_peers();
+	test_full_and_oversize();
+	test_fairness();
+	test_cancel();
+	/* Every item added was freed exactly once. */
+	added = 6 + 7 + 5 + 7 + 5;
+	CHECK(n_freed == added);
+
+	printf("test_batcher: %d passed, %d failed\n", n_passed, n_failed);
+	return n_failed > 0 ? 1 : 0;
+}
