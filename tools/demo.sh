@@ -26,6 +26,6 @@ SELECT infer.add_worker('demo', '$TESTENV_ENDPOINT');
 $(python3 "$top/tools/demo_load.py" "$@")
 SQL
 SECONDS=0
-psql -X -q -v ON_ERROR_STOP=1 -c "\\copy (SELECT name, infer.ocr(img), truth, has_truth FROM demo_images ORDER BY name) TO STDOUT WITH (FORMAT csv)" |
-	python3 "$top/tools/demo_report.py"
-echo "demo: $(psql -X -At -c 'SELECT count(*) FROM demo_images') images in $SECONDS s" >&2
+psql -X -q -v ON_ERROR_STOP=1 -c "\\copy (SELECT name, infer.ocr(img), truth, has_truth FROM demo_images ORDER BY name) TO '$tmp/ocr.csv' WITH (FORMAT csv)"
+echo "demo: $(psql -X -At -c 'SELECT count(*) FROM demo_images') images read in $SECONDS s" >&2
+python3 "$top/tools/demo_report.py" <"$tmp/ocr.csv"
