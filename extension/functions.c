@@ -119,6 +119,26 @@ InferFragmentPopContext(InferFragment *frag)
 }
 
 /*
+ * Refuses, for infer.predict, a model whose task needs a pipeline or an
+ * input that is not one image tensor (detect_text, recognize_text,
+ * embed_text): 42809 with a hint naming the function to use instead.
+ */
+static void
+check_predict_task(const InferFragment *frag, const Pginfer__ModelSpec *model)
+{
+	static const char *const image_tasks[] = {"classify", "raw", "embed_image"};
+
+	for (size_t i = 0; i < lengthof(image_tasks); i++)
+		if (strcmp(model->task, image_tasks[i]) == 0)
+			return;
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("model \"%s\" has task \"%s\", but %s needs an image model (task classify, raw or embed_image)",
+					model->name, model->task, frag->funcname),
+			 errhint("Use infer.ocr() or infer.detect_text() for the OCR models, or register the model with task raw.")));
+}
+
+/*
  * Refuses a model whose registered task is not `task`, for the function's
  * stage `role` ("detector", ...).  ERROR 42809 (wrong_object_type).
  */
@@ -208,6 +228,8 @@ InferFragmentInit(InferFragment *frag, InferFunction fn, const char *model)
 				frag->nmodels = 1;
 				if (fn == INFER_FN_CLASSIFY)
 					check_task(frag, frag->models[0], "classify", "model");
+				else
+					check_predict_task(frag, frag->models[0]);
 				break;
 			}
 		case INFER_FN_NONE:

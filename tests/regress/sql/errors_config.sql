@@ -24,6 +24,8 @@ RESET infer.ocr_detector;
 -- a model registered for another task
 SELECT infer.classify('ppocr_det', '\x00');
 :sqlstate
+SELECT infer.predict('ppocr_rec', '\x00');
+:sqlstate
 SET infer.ocr_recognizer = 'ppocr_cls';
 SELECT infer.ocr('\x00');
 :sqlstate
