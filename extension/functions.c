@@ -23,6 +23,7 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -254,6 +255,25 @@ sqlstate_from_worker(const char *s)
 }
 
 /*
+ * A string from a worker (UTF-8 by protocol) in the database's encoding,
+ * palloc'd or s itself.  Text with bytes that are not valid UTF-8 raises
+ * 22021 (character_not_in_repertoire) when strict, and is replaced by a
+ * placeholder otherwise (for messages, which must not fail themselves).
+ */
+static char *
+from_worker(const char *s, bool strict)
+{
+	int			len;
+
+	if (s == NULL)
+		return NULL;
+	len = strlen(s);
+	if (!strict && !pg_verify_mbstr(PG_UTF8, s, len, true))
+		return pstrdup("(text from the worker is not valid UTF-8)");
+	return pg_any_to_server(s, len, PG_UTF8);
+}
+
+/*
  * Raises an error the worker reported (per row or for the whole request)
  * at elevel, keeping its SQLSTATE, message, detail and hint.
  */
@@ -263,10 +283,12 @@ report_worker_error(int elevel, const char *sqlstate, const char *message,
 {
 	ereport(elevel,
 			(errcode(sqlstate_from_worker(sqlstate)),
-			 errmsg_internal("%s", message && message[0] ? message :
+			 errmsg_internal("%s", message && message[0] ?
+							 from_worker(message, false) :
 							 "inference failed without a message"),
-			 detail && detail[0] ? errdetail_internal("%s", detail) : 0,
-			 hint && hint[0] ? errhint("%s", hint) : 0));
+			 detail && detail[0] ?
+			 errdetail_internal("%s", from_worker(detail, false)) : 0,
+			 hint && hint[0] ? errhint("%s", from_worker(hint, false)) : 0));
 }
 
 /*
@@ -408,7 +430,8 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 	{
 		case INFER_FN_OCR:
 		case INFER_FN_CLASSIFY:
-			return PointerGetDatum(cstring_to_text(row->result->text));
+			return PointerGetDatum(cstring_to_text(from_worker(row->result->text,
+															   true)));
 		case INFER_FN_DETECT_TEXT:
 			if (row->result->json == NULL || row->result->json[0] == '\0')
 				ereport(ERROR,
@@ -416,7 +439,8 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 						 errmsg("inference worker \"%s\" at %s sent no JSON for infer.detect_text",
 								frag->worker->name, frag->worker->endpoint)));
 			return DirectFunctionCall1(jsonb_in,
-									   CStringGetDatum(row->result->json));
+									   CStringGetDatum(from_worker(row->result->json,
+																   true)));
 		case INFER_FN_PREDICT:
 			{
 				uint32		n = row->result->n_values;
