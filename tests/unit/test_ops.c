@@ -220,6 +220,79 @@ conv_case(const char *label, int64_t N, int64_t C, int64_t H, int64_t W,
 	ie_tensor_destroy(&B);
 }
 
+/*
+ * Conv over a batch of N = 1..7 images (square stride s, pad p, bias):
+ * each image's output inside the batch equals that image run alone within
+ * 1e-5 relative, and the batch equals the naive reference.  Covers the
+ * path that packs small images side by side into one sgemm as well as the
+ * per-image ones.
+ */
+static void
+conv_batch_case(const char *label, int64_t C, int64_t H, int64_t W, int64_t M,
+				int64_t k, int64_t group, int64_t s, int64_t p)
+{
+	for (int64_t N = 1; N <= 7; N++)
+	{
+		int64_t		xd[4] = {N, C, H, W};
+		int64_t		wd[4] = {M, C / group, k, k};
+		int64_t		bd[1] = {M};
+		int64_t		strides[2] = {s, s};
+		int64_t		pads[4] = {p, p, p, p};
+		int64_t		dil[2] = {1, 1};
+		ie_tensor  *X = rand_tensor(4, xd);
+		ie_tensor  *Wt = rand_tensor(4, wd);
+		ie_tensor  *B = rand_tensor(1, bd);
+		const ie_tensor *in[3] = {X, Wt, B};
+		ie_attr		attrs[4] = {
+			attr_ints("strides", 2, strides), attr_ints("pads", 4, pads),
+			attr_ints("dilations", 2, dil), attr_int("group", group)
+		};
+		ie_tensor  *out[1];
+		char		err[256];
+		int			rc = run_op("Conv", 11, 3, in, 4, attrs, 1, out, err, sizeof(err));
+
+		CHECK(rc == 0, "conv batch %s N=%lld: %s", label, (long long) N, err);
+		if (rc == 0)
+		{
+			ie_tensor  *R = ie_tensor_new(IE_FLOAT, 4, out[0]->dims);
+			int64_t		iimg = C * H * W;
+			int64_t		oimg = ie_tensor_numel(out[0]) / N;
+			double		worst;
+			int			alone_ok = 1;
+			double		alone_worst = 0;
+
+			ref_conv2d(X, Wt, B->data, group, strides, pads, dil, R);
+			CHECK(close_to(out[0]->data, R->data, ie_tensor_numel(R), 1e-4, 1e-4, &worst),
+				  "conv batch %s N=%lld: against the reference, max abs diff %g",
+				  label, (long long) N, worst);
+			for (int64_t n = 0; n < N; n++)
+			{
+				int64_t		d1[4] = {1, C, H, W};
+				ie_tensor  *X1 = ie_tensor_new(IE_FLOAT, 4, d1);
+				const ie_tensor *in1[3] = {X1, Wt, B};
+				ie_tensor  *o1[1];
+
+				memcpy(X1->data, (float *) X->data + n * iimg, iimg * sizeof(float));
+				if (run_op("Conv", 11, 3, in1, 4, attrs, 1, o1, err, sizeof(err)) != 0 ||
+					!close_to((float *) out[0]->data + n * oimg, o1[0]->data, oimg,
+							  1e-5, 1e-6, &worst))
+					alone_ok = 0;
+				if (worst > alone_worst)
+					alone_worst = worst;
+				ie_tensor_destroy(&o1[0]);
+				ie_tensor_destroy(&X1);
+			}
+			CHECK(alone_ok, "conv batch %s N=%lld: each image equals it alone (max abs diff %g)",
+				  label, (long long) N, alone_worst);
+			ie_tensor_destroy(&R);
+		}
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&Wt);
+		ie_tensor_destroy(&B);
+	}
+}
+
 /* Conv: every code path (pointwise, im2col banded, depthwise, grouped). */
 static void
 test_conv(void)
@@ -239,6 +312,18 @@ test_conv(void)
 	conv_case("grouped 1x1", 1, 12, 10, 11, 6, 1, 1, 3, 1, 1, 0, 0, 1, 1, 1);
 	/* wide enough that im2col runs in several bands */
 	conv_case("banded", 1, 64, 40, 300, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+
+	/* batches: 1x1 spatial (SE blocks), small and large images */
+	conv_batch_case("1x1 on 1x1", 24, 1, 1, 10, 1, 1, 1, 0);
+	conv_batch_case("1x1 on 3x12", 16, 3, 12, 40, 1, 1, 1, 0);
+	conv_batch_case("1x1 grouped on 2x5", 12, 2, 5, 6, 1, 3, 1, 0);
+	conv_batch_case("3x3 on 5x7", 8, 5, 7, 12, 3, 1, 1, 1);
+	conv_batch_case("3x3 s2 on 6x9", 6, 6, 9, 5, 3, 1, 2, 1);
+	conv_batch_case("1x1 on 12x40", 8, 12, 40, 16, 1, 1, 1, 0);
+	conv_batch_case("3x3 on 12x40", 4, 12, 40, 6, 3, 1, 1, 1);
+	conv_batch_case("depthwise 5x5 on 3x23", 8, 3, 23, 8, 5, 8, 1, 2);
+	conv_batch_case("depthwise 3x3 on 2x13", 5, 2, 13, 5, 3, 5, 1, 1);
+	conv_batch_case("depthwise 5x5 on 4x96", 4, 4, 96, 4, 5, 4, 1, 2);
 
 	/* errors name what is wrong */
 	{

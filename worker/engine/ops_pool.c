@@ -12,6 +12,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "worker/engine/spatial.h"
 
@@ -83,11 +84,24 @@ global_pool(ie_node_ctx *ctx, int is_max)
 		}
 		else
 		{
-			double		s = 0;
+			/* four partial sums so the adds overlap (double: the order
+			 * changes nothing a float result can show but the last ulp) */
+			double		s0 = 0,
+						s1 = 0,
+						s2 = 0,
+						s3 = 0;
+			int64_t		i = 0;
 
-			for (int64_t i = 0; i < plane; i++)
-				s += x[i];
-			yd[p] = plane > 0 ? (float) (s / plane) : NAN;
+			for (; i + 4 <= plane; i += 4)
+			{
+				s0 += x[i];
+				s1 += x[i + 1];
+				s2 += x[i + 2];
+				s3 += x[i + 3];
+			}
+			for (; i < plane; i++)
+				s0 += x[i];
+			yd[p] = plane > 0 ? (float) (((s0 + s1) + (s2 + s3)) / plane) : NAN;
 		}
 	}
 	return 0;
@@ -127,6 +141,67 @@ pool_geometry(ie_node_ctx *ctx, const ie_tensor *X, ie_spatial *g)
 }
 
 /*
+ * MaxPool without Indices: for each output, the maximum over the window
+ * cells inside the input (the first such cell, then any larger one, as
+ * pool_run does), the in-range input positions [lo, hi) of each axis found
+ * once per output coordinate (span holds 2*(out[0]+out[1]+out[2])).
+ */
+static void
+max_pool_fast(const ie_spatial *g, const float *xd, float *yd, int64_t planes,
+			  int64_t *span)
+{
+	int64_t		ipix = g->in[0] * g->in[1] * g->in[2];
+	int64_t		opix = g->out[0] * g->out[1] * g->out[2];
+	int64_t    *sp[3];
+
+	sp[0] = span;
+	sp[1] = sp[0] + 2 * g->out[0];
+	sp[2] = sp[1] + 2 * g->out[1];
+	for (int a = 0; a < 3; a++)
+		for (int64_t o = 0; o < g->out[a]; o++)
+		{
+			int64_t		st = o * g->stride[a] - g->pad_begin[a];
+			int64_t		lo = st >= 0 ? 0 : (-st + g->dil[a] - 1) / g->dil[a];
+			int64_t		hi = g->in[a] - st <= 0 ? 0 :
+				(g->in[a] - st + g->dil[a] - 1) / g->dil[a];
+
+			if (hi > g->k[a])
+				hi = g->k[a];
+			if (hi < lo)
+				hi = lo;
+			sp[a][2 * o] = st + lo * g->dil[a];
+			sp[a][2 * o + 1] = st + hi * g->dil[a];
+		}
+	for (int64_t p = 0; p < planes; p++)
+	{
+		const float *x = xd + p * ipix;
+		float	   *y = yd + p * opix;
+
+		for (int64_t oz = 0; oz < g->out[0]; oz++)
+			for (int64_t oy = 0; oy < g->out[1]; oy++)
+				for (int64_t ox = 0; ox < g->out[2]; ox++)
+				{
+					float		mx = -INFINITY;
+					int			first = 1;
+
+					for (int64_t iz = sp[0][2 * oz]; iz < sp[0][2 * oz + 1]; iz += g->dil[0])
+						for (int64_t iy = sp[1][2 * oy]; iy < sp[1][2 * oy + 1]; iy += g->dil[1])
+						{
+							const float *r = x + (iz * g->in[1] + iy) * g->in[2];
+
+							for (int64_t ix = sp[2][2 * ox]; ix < sp[2][2 * ox + 1]; ix += g->dil[2])
+								if (first || r[ix] > mx)
+								{
+									mx = r[ix];
+									first = 0;
+								}
+						}
+					*y++ = mx;
+				}
+	}
+}
+
+/*
  * The windowed pool itself over planes [N*C, in...]: max (with optional
  * flat indices, storage_order 0 row-major or 1 column-major) or average
  * (count_include_pad counts padding cells inside the padded input, never
@@ -138,6 +213,19 @@ pool_run(const ie_spatial *g, const float *xd, float *yd, int64_t *idx,
 {
 	int64_t		ipix = g->in[0] * g->in[1] * g->in[2];
 	int64_t		opix = g->out[0] * g->out[1] * g->out[2];
+
+	if (is_max && idx == NULL)
+	{
+		int64_t    *span = malloc(sizeof(int64_t) * 2 * (g->out[0] + g->out[1] + g->out[2]));
+
+		if (span != NULL)
+		{
+			max_pool_fast(g, xd, yd, planes, span);
+			free(span);
+			return;
+		}
+		/* no memory for the spans: the general loop below does it */
+	}
 
 	for (int64_t p = 0; p < planes; p++)
 	{
