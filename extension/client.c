@@ -27,7 +27,13 @@
  * code statement_timeout uses.  Each socket has a ZeroMQ monitor (an
  * inproc PAIR socket) whose connect/disconnect events the wait watches
  * too, so a worker that goes away while it holds a request is an error
- * at once (08006), not after infer.timeout.
+ * at once (08006), not after infer.timeout.  That includes a worker that
+ * drops the connection because a frame of the request was larger than its
+ * --max-message-bytes (ZMQ_MAXMSGSIZE): the request fails with 08006.
+ *
+ * A MSG_ERROR whose request_id is 0 (the worker could not parse the
+ * header, so it cannot know the id) answers the oldest request pending on
+ * that socket; see client_dispatch().
  *
  * Several requests may be in flight on one socket (InferBatch keeps up to
  * infer.max_inflight batches out, and a cursor may leave some there
@@ -244,7 +250,14 @@ client_socket(const InferWorker *worker)
 		if (monitor != NULL)
 			zmq_close(monitor);
 		zmq_close(sock);
-		elog(ERROR, "could not set up ZeroMQ socket: %s", zmq_strerror(err));
+		/* EMFILE and ENOMEM can happen: a user-visible, coded error. */
+		ereport(ERROR,
+				(errcode(err == EMFILE || err == ENFILE ?
+						 ERRCODE_CONFIGURATION_LIMIT_EXCEEDED :
+						 err == ENOMEM ? ERRCODE_OUT_OF_MEMORY :
+						 ERRCODE_CONNECTION_EXCEPTION),
+				 errmsg("could not set up a ZeroMQ socket for inference worker \"%s\": %s",
+						worker->name, zmq_strerror(err))));
 	}
 	if (zmq_connect(sock, worker->endpoint) != 0)
 	{
@@ -388,6 +401,7 @@ client_has_event(InferSocket *s, int want)
 	int			events;
 	size_t		len = sizeof(events);
 
+	/* Can't happen: fails only on a closed socket or terminated context. */
 	if (zmq_getsockopt(s->sock, ZMQ_EVENTS, &events, &len) != 0)
 		elog(ERROR, "could not read ZMQ_EVENTS: %s", zmq_strerror(zmq_errno()));
 	return (events & want) != 0;
@@ -479,8 +493,11 @@ client_recv(InferSocket *s)
 				return NULL;
 			if (err == EINTR)
 				continue;
-			elog(ERROR, "could not receive from ZeroMQ socket: %s",
-				 zmq_strerror(err));
+			ereport(ERROR,
+					(errcode(err == ENOMEM ? ERRCODE_OUT_OF_MEMORY :
+							 ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not receive from inference worker at %s: %s",
+							s->endpoint, zmq_strerror(err))));
 		}
 		more = zmq_msg_more(&msg);
 		size = zmq_msg_size(&msg);
@@ -582,11 +599,23 @@ client_dispatch(InferSocket *s, const InferWorker *worker)
 							reply->header->version, PGINFER_PROTOCOL_VERSION),
 					 errhint("Install infer-worker and pg_infer from the same release.")));
 
+		/*
+		 * A MSG_ERROR with request_id 0 comes from a worker that could not
+		 * parse the request's header, so it cannot name the request.  It is
+		 * taken as the answer to the oldest request pending on this socket
+		 * (client_pending is in send order, and a worker answers such an
+		 * error at once, before anything it queued): that request fails
+		 * with the worker's error instead of waiting for infer.timeout.
+		 * Later requests on the socket keep waiting for their own replies.
+		 */
 		dlist_foreach(iter, &client_pending)
 		{
 			InferRequest *r = dlist_container(InferRequest, node, iter.cur);
 
-			if (r->socket == s && r->request_id == reply->header->request_id)
+			if (r->socket == s &&
+				(r->request_id == reply->header->request_id ||
+				 (reply->header->request_id == 0 &&
+				  reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR)))
 			{
 				req = r;
 				break;
@@ -695,6 +724,7 @@ InferClientWait(InferRequest *req)
 {
 	while (req->reply == NULL)
 	{
+		/* Can't happen: callers never wait on a request they cancelled. */
 		if (!req->linked)
 			elog(ERROR, "pg_infer: waiting for a cancelled request");
 		switch (client_wait(req->socket, ZMQ_POLLIN, req->deadline, req))

@@ -12,6 +12,8 @@
 #ifndef INFER_LOG_H
 #define INFER_LOG_H
 
+#include <stddef.h>
+
 typedef enum log_level
 {
 	LOG_LEVEL_DEBUG = 0,
@@ -35,7 +37,20 @@ int			log_parse_level(const char *name, log_level *level);
 /* Upper-case name of level ("DEBUG", "INFO", "WARN", "ERROR"). */
 const char *log_level_name(log_level level);
 
-/* Writes one line at level when level is enabled; a trailing '\n' is added. */
+/*
+ * Copies s into out (outlen bytes, always NUL-terminated) with control
+ * characters escaped ("\n", "\r", "\t", others and DEL as "\xHH"), a
+ * backslash doubled, and each byte that is not part of well-formed UTF-8
+ * written as "\xHH"; cut (never inside an escape) when out is too small.
+ * Returns out.  log_msg() applies it to every message, so strings from
+ * requests may be logged as they are.
+ */
+char	   *log_escape(const char *s, char *out, size_t outlen);
+
+/*
+ * Writes one line at level when level is enabled; a trailing '\n' is added.
+ * The message goes through log_escape(), so it is always one line.
+ */
 void		log_msg(log_level level, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));
 

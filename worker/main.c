@@ -4,7 +4,7 @@
  *
  *	  infer-worker --listen tcp://127.0.0.1:5555 --model-dir DIR
  *				   [--threads N] [--max-pixels N] [--max-batch N]
- *				   [--max-queue-delay-us N]
+ *				   [--max-queue-delay-us N] [--max-message-bytes N]
  *				   [--log-level debug|info|warn|error]
  *
  * Parses the command line, sets up logging, the engine's thread count and
@@ -81,13 +81,21 @@ usage(FILE *f)
 			"                      how long a request may wait for others of the same\n"
 			"                      fragment to merge with, in microseconds; 0 runs each\n"
 			"                      group as soon as it is read (default %d)\n"
+			"  --max-message-bytes N\n"
+			"                      largest single frame (one image, one header) a\n"
+			"                      request may carry, in bytes; a peer that sends a\n"
+			"                      larger one is disconnected by ZeroMQ without a\n"
+			"                      reply (the backend reports SQLSTATE 08006).  A\n"
+			"                      request may also carry at most %d rows\n"
+			"                      (default %lld = 256 MiB)\n"
 			"  --log-level LEVEL   debug, info, warn or error (default info); logs go\n"
 			"                      to stderr with ISO 8601 UTC timestamps\n"
 			"  --help              show this text and exit\n"
 			"\n"
 			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).\n",
 			(long long) PGINFER_DEFAULT_MAX_PIXELS, SERVER_DEFAULT_MAX_BATCH,
-			SERVER_DEFAULT_QUEUE_DELAY_US);
+			SERVER_DEFAULT_QUEUE_DELAY_US, SERVER_MAX_ROWS,
+			(long long) SERVER_DEFAULT_MAX_MESSAGE_BYTES);
 }
 
 /* Parses a whole decimal integer in [lo, hi]; -1 when it is not one. */
@@ -130,12 +138,14 @@ main(int argc, char **argv)
 		{"max-pixels", required_argument, NULL, 'p'},
 		{"max-batch", required_argument, NULL, 'b'},
 		{"max-queue-delay-us", required_argument, NULL, 'd'},
+		{"max-message-bytes", required_argument, NULL, 'M'},
 		{"log-level", required_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
 	server_opts opts = {NULL, NULL, PGINFER_DEFAULT_MAX_PIXELS,
 	SERVER_DEFAULT_MAX_BATCH, SERVER_DEFAULT_QUEUE_DELAY_US};
+	long long	max_message_bytes = SERVER_DEFAULT_MAX_MESSAGE_BYTES;
 	long long	threads = 0;
 	long long	v;
 	log_level	level = LOG_LEVEL_INFO;
@@ -187,6 +197,13 @@ main(int argc, char **argv)
 				}
 				opts.max_queue_delay_us = v;
 				break;
+			case 'M':
+				if (parse_int(optarg, 1024, LLONG_MAX, &max_message_bytes) != 0)
+				{
+					fprintf(stderr, "infer-worker: --max-message-bytes must be an integer of at least 1024, not \"%s\"\n", optarg);
+					return 2;
+				}
+				break;
 			case 'v':
 				if (log_parse_level(optarg, &level) != 0)
 				{
@@ -226,17 +243,18 @@ main(int argc, char **argv)
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	srv = server_new(&opts, err, sizeof(err));
+	srv = server_new_limited(&opts, (int64_t) max_message_bytes, err, sizeof(err));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (srv == NULL)
 	{
 		log_error("could not start: %s", err);
 		goto done;
 	}
-	log_info("listening on %s (model dir \"%s\", %d engine threads, max %lld pixels, max batch %d rows, queue delay %lld us)",
+	log_info("listening on %s (model dir \"%s\", %d engine threads, max %lld pixels, max batch %d rows, queue delay %lld us, max message %lld bytes)",
 			 server_endpoint(srv), opts.model_dir, ie_get_threads(),
 			 (long long) opts.max_pixels, opts.max_batch,
-			 (long long) opts.max_queue_delay_us);
+			 (long long) opts.max_queue_delay_us,
+			 max_message_bytes);
 
 	if (server_run(srv, &stop_requested, POLL_MS, err, sizeof(err)) != 0)
 	{

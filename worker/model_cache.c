@@ -3,10 +3,13 @@
  *	  Loading models and OCR dictionaries from --model-dir and keeping them.
  *
  * Two singly linked lists, one of models and one of dictionaries, each
- * keyed by the path relative to the model directory exactly as the request
- * spelled it.  A model file is read whole into memory, hashed (SHA-256,
- * kept to check later requests that carry a digest) and handed to the
- * engine with ie_model_load_bytes().
+ * keyed by the path relative to the model directory in normal form
+ * (normalise_path: "." components and repeated slashes dropped), so that
+ * "x.onnx", "./x.onnx" and ".//x.onnx" name one entry.  Only regular files
+ * of at most MODEL_MAX_FILE_BYTES are read (a FIFO would block the
+ * worker).  A model file is read whole into memory, hashed (SHA-256, kept
+ * to check later requests that carry a digest) and handed to the engine
+ * with ie_model_load_bytes().
  *
  * Threading: one thread owns a cache (see model_cache.h).
  */
@@ -159,6 +162,52 @@ model_path_check(const char *rel, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The normal form of a relative path that passed model_path_check(): its
+ * components other than "" and "." joined by single slashes ("./a//./b"
+ * -> "a/b").  Returns a new string, or NULL with err (out of memory, or a
+ * path such as "./" that names no file: *sqlstate _BAD_PARAM).
+ */
+static char *
+normalise_path(const char *rel, const char **sqlstate, char *err, size_t errlen)
+{
+	char	   *out = malloc(strlen(rel) + 1);
+	size_t		o = 0;
+	const char *p = rel;
+
+	if (out == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	while (*p != '\0')
+	{
+		size_t		n = strcspn(p, "/");
+
+		if (n > 0 && !(n == 1 && p[0] == '.'))
+		{
+			if (o > 0)
+				out[o++] = '/';
+			memcpy(out + o, p, n);
+			o += n;
+		}
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	out[o] = '\0';
+	if (o == 0)
+	{
+		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+		snprintf(err, errlen, "model file \"%s\" names no file inside the model directory",
+				 rel);
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 /* "dir/rel" into a new string, or NULL when memory runs out. */
 static char *
 join_path(const char *dir, const char *rel)
@@ -193,7 +242,19 @@ read_model_file(const model_cache *mc, const char *rel, size_t *len,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* stat first: opening a FIFO or a device could block or have effects. */
+	if (stat(path, &st) != 0)
+	{
+		if (errno == ENOENT || errno == ENOTDIR)
+			*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
+		snprintf(err, errlen, "model file \"%s\" not found in model directory \"%s\": %s",
+				 rel, mc->dir, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode))
+		goto not_regular;
+	/* O_NONBLOCK: should a FIFO replace the file after the stat, open returns. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 	{
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -203,10 +264,12 @@ read_model_file(const model_cache *mc, const char *rel, size_t *len,
 		goto fail;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		goto not_regular;
+	if ((uint64_t) st.st_size > MODEL_MAX_FILE_BYTES)
 	{
-		*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
-		snprintf(err, errlen, "model file \"%s\" in model directory \"%s\" is not a regular file",
-				 rel, mc->dir);
+		*sqlstate = PGINFER_SQLSTATE_TOO_LARGE;
+		snprintf(err, errlen, "model file \"%s\" has %lld bytes, more than the %llu a model may have",
+				 rel, (long long) st.st_size, (unsigned long long) MODEL_MAX_FILE_BYTES);
 		goto fail;
 	}
 	buf = malloc(st.st_size > 0 ? (size_t) st.st_size : 1);
@@ -236,6 +299,10 @@ read_model_file(const model_cache *mc, const char *rel, size_t *len,
 	*len = got;
 	return buf;
 
+not_regular:
+	*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
+	snprintf(err, errlen, "model file \"%s\" in model directory \"%s\" is not a regular file",
+			 rel, mc->dir);
 fail:
 	if (fd >= 0)
 		close(fd);
@@ -293,6 +360,7 @@ model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
 	cache_entry *e = NULL;
 	uint8_t    *bytes = NULL;
 	size_t		len = 0;
+	char	   *key = NULL;
 	char		lerr[512];
 
 	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
@@ -303,27 +371,33 @@ model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
 	}
 	if (model_path_check(spec->file, err, errlen) != 0)
 		goto fail;
+	key = normalise_path(spec->file, sqlstate, err, errlen);
+	if (key == NULL)
+		goto fail;
 
 	for (e = mc->models; e != NULL; e = e->next)
 	{
-		if (strcmp(e->file, spec->file) == 0)
+		if (strcmp(e->file, key) == 0)
 		{
+			free(key);
 			if (check_digest(spec, e->sha256, sqlstate, err, errlen) != 0)
 				return NULL;
 			return e->model;
 		}
 	}
 
-	bytes = read_model_file(mc, spec->file, &len, sqlstate, err, errlen);
+	bytes = read_model_file(mc, key, &len, sqlstate, err, errlen);
 	if (bytes == NULL)
 		goto fail;
 	e = calloc(1, sizeof(*e));
-	if (e == NULL || (e->file = strdup(spec->file)) == NULL)
+	if (e == NULL)
 	{
 		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	e->file = key;
+	key = NULL;
 	model_sha256(bytes, len, e->sha256);
 	if (check_digest(spec, e->sha256, sqlstate, err, errlen) != 0)
 		goto fail;
@@ -344,6 +418,7 @@ model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
 	return e->model;
 
 fail:
+	free(key);
 	free(bytes);
 	entry_free(e);
 	return NULL;
@@ -357,29 +432,36 @@ model_cache_get_dict(model_cache *mc, const char *labels_file,
 {
 	cache_entry *e = NULL;
 	char	   *path = NULL;
+	char	   *key = NULL;
 	char		lerr[512];
 	struct stat st;
 
 	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
 	if (model_path_check(labels_file, err, errlen) != 0)
 		goto fail;
+	key = normalise_path(labels_file, sqlstate, err, errlen);
+	if (key == NULL)
+		goto fail;
 	for (e = mc->dicts; e != NULL; e = e->next)
 	{
-		if (strcmp(e->file, labels_file) == 0)
+		if (strcmp(e->file, key) == 0)
 		{
+			free(key);
 			*dict = (const char *const *) e->dict;
 			*dict_len = e->dict_len;
 			return 0;
 		}
 	}
-	path = join_path(mc->dir, labels_file);
+	path = join_path(mc->dir, key);
 	e = calloc(1, sizeof(*e));
-	if (path == NULL || e == NULL || (e->file = strdup(labels_file)) == NULL)
+	if (path == NULL || e == NULL)
 	{
 		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	e->file = key;
+	key = NULL;
 	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 	{
 		*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
@@ -406,6 +488,7 @@ model_cache_get_dict(model_cache *mc, const char *labels_file,
 	return 0;
 
 fail:
+	free(key);
 	free(path);
 	entry_free(e);
 	return -1;
@@ -429,23 +512,33 @@ list_remove(cache_entry **list, const char *file)
 	return 0;
 }
 
-/* Drops the model and dictionary named file; 1 when something went. */
+/*
+ * Drops the model and dictionary named file (any spelling of the path
+ * that normalises to the same key); 1 when something went.
+ */
 int
 model_cache_unload(model_cache *mc, const char *file)
 {
 	int			found = 0;
+	const char *sqlstate;
+	char		err[256];
+	char	   *key;
 
-	if (file == NULL)
+	if (file == NULL || model_path_check(file, err, sizeof(err)) != 0)
 		return 0;
-	if (list_remove(&mc->models, file))
+	key = normalise_path(file, &sqlstate, err, sizeof(err));
+	if (key == NULL)
+		return 0;
+	if (list_remove(&mc->models, key))
 	{
 		mc->n_models--;
 		found = 1;
 	}
-	if (list_remove(&mc->dicts, file))
+	if (list_remove(&mc->dicts, key))
 		found = 1;
 	if (found)
-		log_info("unloaded \"%s\"", file);
+		log_info("unloaded \"%s\"", key);
+	free(key);
 	return found;
 }
 

@@ -8,7 +8,13 @@
  * model until it is unloaded.  OCR dictionaries (ModelSpec.labels_file)
  * are kept the same way, loaded with ocr_dict_load().  Paths that are
  * absolute or contain a ".." component are refused before any file is
- * opened, so a request can never read outside --model-dir.
+ * opened, so a request can never read outside --model-dir.  The cache is
+ * keyed by the path in normal form ("." components and repeated slashes
+ * dropped), so "./x.onnx", ".//x.onnx" and "x.onnx" share one entry and
+ * unloading any spelling drops it.  Only regular files are opened (a FIFO
+ * or device is refused with PGINFER_SQLSTATE_NO_MODEL before open), and a
+ * model file over MODEL_MAX_FILE_BYTES is refused (PGINFER_SQLSTATE_TOO_LARGE)
+ * before it is read.
  *
  * This version keeps everything loaded until unloaded (a plain list;
  * eviction by LRU comes later).
@@ -27,6 +33,9 @@
 #include "worker/engine/engine.h"
 
 typedef struct model_cache model_cache;
+
+/* Most bytes a model file may have: the engine's limit (protobuf's 2 GiB). */
+#define MODEL_MAX_FILE_BYTES ((uint64_t) 2 << 30)
 
 /*
  * New empty cache over model_dir (which must be a readable directory).
@@ -48,7 +57,8 @@ int			model_path_check(const char *rel, char *err, size_t errlen);
  * The loaded model for spec->file, loading it on first use.  When
  * spec->sha256 is set (32 bytes) the file's SHA-256 must match it.  On
  * failure returns NULL, sets *sqlstate (PGINFER_SQLSTATE_NO_MODEL for a
- * missing file, _BAD_PARAM for an unsafe path or a wrong digest,
+ * missing file or one that is not a regular file, _TOO_LARGE for one over
+ * MODEL_MAX_FILE_BYTES, _BAD_PARAM for an unsafe path or a wrong digest,
  * _INTERNAL for a file the engine cannot load) and puts a message naming
  * the file in err.
  */

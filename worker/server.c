@@ -83,15 +83,24 @@ server_kind_name(Pginfer__MsgKind kind)
 	return v != NULL ? v->name : "MSG_(unknown kind)";
 }
 
-/* New server; see server.h. */
+/* New server with the default frame limit; see server.h. */
 server *
 server_new(const server_opts *opts, char *err, size_t errlen)
+{
+	return server_new_limited(opts, 0, err, errlen);
+}
+
+/* New server; see server.h. */
+server *
+server_new_limited(const server_opts *opts, int64_t max_message_bytes,
+				   char *err, size_t errlen)
 {
 	server	   *s = NULL;
 	char		host[64] = "localhost";
 	char		last[256];
 	size_t		last_len = sizeof(last);
 	int			linger = 200;	/* ms */
+	int64_t		max_msg;
 
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
@@ -141,6 +150,14 @@ server_new(const server_opts *opts, char *err, size_t errlen)
 	}
 	/* A last reply gets a moment to leave; more must not hold up a stop. */
 	zmq_setsockopt(s->sock, ZMQ_LINGER, &linger, sizeof(linger));
+	/* A larger frame makes libzmq drop that peer's connection unread. */
+	max_msg = max_message_bytes > 0 ? max_message_bytes :
+		SERVER_DEFAULT_MAX_MESSAGE_BYTES;
+	if (zmq_setsockopt(s->sock, ZMQ_MAXMSGSIZE, &max_msg, sizeof(max_msg)) != 0)
+	{
+		snprintf(err, errlen, "could not set ZMQ_MAXMSGSIZE: %s", zmq_strerror(errno));
+		goto fail;
+	}
 	if (zmq_bind(s->sock, opts->endpoint) != 0)
 	{
 		snprintf(err, errlen, "could not bind to \"%s\": %s", opts->endpoint,
@@ -219,10 +236,11 @@ server_check_header(const Pginfer__Header *h, int n_payload,
 						 server_kind_name(h->kind));
 				return -1;
 			}
-			if (h->run->n_row_ids > (size_t) 1 << 24)
+			if (h->run->n_row_ids > SERVER_MAX_ROWS)
 			{
-				snprintf(err, errlen, "%s request with %zu rows, more than one request may carry",
-						 server_kind_name(h->kind), h->run->n_row_ids);
+				*sqlstate = PGINFER_SQLSTATE_TOO_LARGE;
+				snprintf(err, errlen, "%s request with %zu rows, more than the %d one request may carry",
+						 server_kind_name(h->kind), h->run->n_row_ids, SERVER_MAX_ROWS);
 				return -1;
 			}
 			want = (int) h->run->n_row_ids;
@@ -777,27 +795,38 @@ send_reply(server *s, zmq_msg_t *id, server_reply *r)
 }
 
 /*
+ * Most parts of one message kept in memory: routing id, header and
+ * SERVER_MAX_ROWS + 1 payload frames (one more than allowed, so that the
+ * frame count check still sees too many).
+ */
+#define RECV_MAX_PARTS (SERVER_MAX_ROWS + 3)
+
+/*
  * Reads the rest of a multipart message whose first part (the routing id)
  * is in parts[0], growing *parts as needed; *n gets the number of parts
- * held.  Returns 0, or -1 when a part could not be kept (the rest of the
- * message is then read and dropped, so the next read starts a message).
+ * held (at most RECV_MAX_PARTS) and *dropped the number read past that
+ * and closed at once.  Returns 0, or -1 when a part could not be kept (the
+ * rest of the message is then read and dropped, so the next read starts a
+ * message).
  */
 static int
-recv_parts(server *s, zmq_msg_t **parts, int *cap, int *n)
+recv_parts(server *s, zmq_msg_t **parts, int *cap, int *n, int64_t *dropped)
 {
 	int			more = zmq_msg_more(&(*parts)[0]);
 
 	*n = 1;
-	while (more)
+	*dropped = 0;
+	while (more && *n < RECV_MAX_PARTS)
 	{
 		if (*n == *cap)
 		{
-			zmq_msg_t  *p = realloc(*parts, (size_t) *cap * 2 * sizeof(zmq_msg_t));
+			int			ncap = *cap * 2 < RECV_MAX_PARTS ? *cap * 2 : RECV_MAX_PARTS;
+			zmq_msg_t  *p = realloc(*parts, (size_t) ncap * sizeof(zmq_msg_t));
 
 			if (p == NULL)
 				goto drain;
 			*parts = p;
-			*cap *= 2;
+			*cap = ncap;
 		}
 		zmq_msg_init(&(*parts)[*n]);
 		while (zmq_msg_recv(&(*parts)[*n], s->sock, 0) < 0)
@@ -810,6 +839,23 @@ recv_parts(server *s, zmq_msg_t **parts, int *cap, int *n)
 		}
 		more = zmq_msg_more(&(*parts)[*n]);
 		(*n)++;
+	}
+	/* Past the limit: read to the end of the message, keep nothing. */
+	while (more)
+	{
+		zmq_msg_t	m;
+
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, s->sock, 0) < 0)
+		{
+			zmq_msg_close(&m);
+			if (zmq_errno() == EINTR)
+				continue;
+			return -1;
+		}
+		more = zmq_msg_more(&m);
+		zmq_msg_close(&m);
+		(*dropped)++;
 	}
 	return 0;
 
@@ -828,6 +874,35 @@ drain:
 		zmq_msg_close(&m);
 	}
 	return -1;
+}
+
+/*
+ * Answers a message whose payload frames went past RECV_MAX_PARTS
+ * (parts[0] the routing id, parts[1] the header, n_payload frames in all)
+ * with MSG_ERROR 54000, under the request's id when its header unpacks.
+ */
+static void
+refuse_too_many(server *s, zmq_msg_t *parts, int64_t n_payload)
+{
+	Pginfer__Header *req;
+	uint64_t	id = 0;
+	char		msg[256];
+	server_reply *r;
+
+	req = pginfer__header__unpack(NULL, zmq_msg_size(&parts[1]), zmq_msg_data(&parts[1]));
+	if (req != NULL)
+	{
+		id = req->request_id;
+		pginfer__header__free_unpacked(req, NULL);
+	}
+	snprintf(msg, sizeof(msg),
+			 "request has %lld payload frames, more than the %d rows one request may carry",
+			 (long long) n_payload, SERVER_MAX_ROWS);
+	r = error_reply(id, PGINFER_SQLSTATE_TOO_LARGE, msg,
+					"Send the rows in several requests.");
+	if (r != NULL && send_reply(s, &parts[0], r) != 0)
+		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
+	server_reply_destroy(&r);
 }
 
 /* Answers one received message (parts[0] is the routing id). */
@@ -1046,6 +1121,7 @@ drain_socket(server *s, zmq_msg_t **parts, int *cap, int max,
 	for (int m = 0; m < max; m++)
 	{
 		int			n = 0;
+		int64_t		dropped = 0;
 
 		zmq_msg_init(&(*parts)[0]);
 		if (zmq_msg_recv(&(*parts)[0], s->sock, ZMQ_DONTWAIT) < 0)
@@ -1056,9 +1132,11 @@ drain_socket(server *s, zmq_msg_t **parts, int *cap, int max,
 			snprintf(err, errlen, "zmq_msg_recv failed: %s", zmq_strerror(zmq_errno()));
 			return -1;
 		}
-		if (recv_parts(s, parts, cap, &n) != 0)
+		if (recv_parts(s, parts, cap, &n, &dropped) != 0)
 			log_warn("dropped a request of %d or more frames: %s", n,
 					 zmq_strerror(zmq_errno()));
+		else if (dropped > 0)
+			refuse_too_many(s, *parts, (int64_t) n - 2 + dropped);
 		else
 			dispatch_message(s, *parts, n);
 		for (int i = 0; i < n; i++)

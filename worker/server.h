@@ -17,6 +17,13 @@
  *								 id is dropped and gets no result
  *	  anything else			  -> MSG_ERROR (PGINFER_SQLSTATE_PROTOCOL)
  *
+ * Limits on what a request may make the worker hold (server_run): a frame
+ * larger than max_message_bytes makes libzmq drop the peer's connection
+ * (ZMQ_MAXMSGSIZE; the peer gets no reply, and a DEALER reconnects); a
+ * request with more than SERVER_MAX_ROWS payload frames, or a header
+ * naming more rows, is answered with MSG_ERROR 54000, and its frames past
+ * SERVER_MAX_ROWS + 1 are read and dropped without being kept.
+ *
  * Dynamic batching (server_run): the loop drains every message that is
  * ready, answers PING, CANCEL, LOAD/UNLOAD and bad requests at once, and
  * queues RUN_FRAGMENT requests in the batcher (worker/batcher.h), keyed by
@@ -60,6 +67,9 @@ typedef struct server_opts
 
 #define SERVER_DEFAULT_MAX_BATCH 64
 #define SERVER_DEFAULT_QUEUE_DELAY_US 2000
+#define SERVER_DEFAULT_MAX_MESSAGE_BYTES ((int64_t) 256 << 20)	/* 256 MiB */
+/* Most rows (payload frames) one MSG_RUN_FRAGMENT request may carry. */
+#define SERVER_MAX_ROWS 65536
 
 typedef struct server server;
 
@@ -79,6 +89,15 @@ typedef struct server_reply
  * failure (bad model directory, endpoint that cannot be bound).
  */
 server	   *server_new(const server_opts *opts, char *err, size_t errlen);
+
+/*
+ * server_new() with the socket's largest frame set to max_message_bytes
+ * (--max-message-bytes, ZMQ_MAXMSGSIZE; <= 0: the default).  A separate
+ * entry point rather than a server_opts field so that existing positional
+ * initializers of server_opts stay complete.
+ */
+server	   *server_new_limited(const server_opts *opts, int64_t max_message_bytes,
+							   char *err, size_t errlen);
 
 /* Closes the socket and context and frees everything; sets *s to NULL. */
 void		server_destroy(server **s);
@@ -133,8 +152,9 @@ void		server_reply_destroy(server_reply **r);
 /*
  * Checks an unpacked request header: protocol version, a part for its
  * kind (run, model), and n_payload payload frames as the kind needs
- * (run: one per row id; the others: none).  Returns 0, or -1 with
- * *sqlstate and a message in err.
+ * (run: one per row id, at most SERVER_MAX_ROWS; the others: none).
+ * Returns 0, or -1 with *sqlstate (PGINFER_SQLSTATE_TOO_LARGE for too
+ * many rows, _PROTOCOL otherwise) and a message in err.
  */
 int			server_check_header(const Pginfer__Header *h, int n_payload,
 								const char **sqlstate, char *err, size_t errlen);

@@ -20,7 +20,12 @@
 # request, and SIGTERM answers queued requests with 57P01; a second worker
 # on the same endpoint fails to start; SIGTERM and SIGINT make an idle
 # worker exit 0 within 2 s, and SIGTERM abandons a long batch (MSG_ERROR
-# 57P01) and exits 0 within 3 s.
+# 57P01) and exits 0 within 3 s.  Limits: a request with too many rows or
+# payload frames gets 54000 (and the worker's peak RSS stays small), a
+# frame over --max-message-bytes gets the connection dropped; "./" spellings
+# of a model path load one copy; a FIFO or directory in the model dir is
+# refused with 58P01; control characters from requests are escaped in the
+# log; after each the worker still answers a ping.
 #
 # Prints "worker: N passed, M failed"; exits 1 on any failure.  Every
 # worker it starts is killed by pid on exit.
@@ -123,7 +128,7 @@ out=$("$WORKER" --help 2>&1)
 rc=$?
 check "--help exits 0 and explains every flag" "$out rc=$rc" 'rc=0' '--listen ENDPOINT' \
 	'--model-dir DIR' '--threads N' '--max-pixels N' '--log-level LEVEL' 'SIGTERM' \
-	'--max-batch N' '--max-queue-delay-us N'
+	'--max-batch N' '--max-queue-delay-us N' '--max-message-bytes N' '65536 rows'
 out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --max-batch 0 2>&1)
 check "--max-batch 0 is refused (exit 2)" "$out rc=$?" 'rc=2' 'max-batch must be an integer from 1'
 out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --log-level loud 2>&1)
@@ -412,6 +417,87 @@ if start_worker "$tmp/worker3.log"; then
 		'^ERROR sqlstate=57P01 message=.*shutting down'
 else
 	fail "third worker starts"
+fi
+
+# --- request limits, model paths, odd files, log escaping -----------------
+# A worker with --max-message-bytes 1 MiB (a header of 70000 row ids is
+# about 210 kB) over a model dir of its own: a
+# link to the classifier, a FIFO and a directory.
+mdir=$tmp/mdir
+mkdir -p "$mdir/subdir"
+ln -s "$(cd "$MODEL_DIR" && pwd)/$cls" "$mdir/cls.onnx"
+mkfifo "$mdir/fifo.onnx"
+out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$mdir" --max-message-bytes 10 2>&1)
+check "--max-message-bytes 10 is refused (exit 2)" "$out rc=$?" 'rc=2' 'max-message-bytes must be'
+if start_worker "$tmp/worker4.log" --model-dir "$mdir" --max-message-bytes 1048576; then
+	C4=("$CLIENT" --endpoint "$EP")
+	check "the bound worker logs its message limit" "$(cat "$tmp/worker4.log")" \
+		'max message 1048576 bytes'
+	# 1 row id, 200000 empty frames: at most 65537 frames are kept, then 54000.
+	out=$("${C4[@]}" --timeout-ms 20000 bulk 1 200000 0)
+	check "1 row with 200000 empty frames gets MSG_ERROR 54000 naming the limit" "$out" \
+		'^ERROR sqlstate=54000 message=request has 200000 payload frames, more than the 65536 rows'
+	check "... and the worker still answers a ping" "$("${C4[@]}" ping)" '^PONG '
+	rss=$(awk '/VmHWM/ {print $2}' "/proc/$WPID/status")
+	if [ "${rss:-0}" -lt 150000 ]; then
+		pass "... and its peak RSS stays small (${rss} kB)"
+	else
+		fail "... and its peak RSS stays small" "VmHWM ${rss} kB"
+	fi
+	check "a header naming 70000 rows gets MSG_ERROR 54000" "$("${C4[@]}" bulk 70000 0 0)" \
+		'^ERROR sqlstate=54000 message=.*70000 rows, more than the 65536'
+	check "65537 empty rows (one over the limit) get MSG_ERROR 54000" \
+		"$("${C4[@]}" --timeout-ms 20000 bulk 65537 65537 0)" \
+		'^ERROR sqlstate=54000 message=.*65537 rows, more than the 65536'
+	# (This model dir has no detector: a request that passes the limits
+	# gets as far as loading it.)
+	check "65536 empty rows (the limit) pass the limits" \
+		"$("${C4[@]}" --timeout-ms 20000 bulk 65536 65536 0)" \
+		'^ERROR sqlstate=58P01 message=.*"ch_PP-OCRv4_det_infer.onnx"'
+	check "a frame under --max-message-bytes is read" "$("${C4[@]}" bulk 1 1 60000)" \
+		'^ERROR sqlstate=58P01 message=.*"ch_PP-OCRv4_det_infer.onnx"'
+	out=$("${C4[@]}" --timeout-ms 1500 bulk 1 1 2000000)
+	check "a frame over --max-message-bytes: ZeroMQ drops the connection, no reply" \
+		"$out rc=$?" '^NOREPLY' 'rc=3'
+	check "... and the worker still answers a ping" "$("${C4[@]}" ping)" '^PONG '
+
+	# One model, several spellings of its path: one copy, unloaded by any.
+	for f in cls.onnx ./cls.onnx .//cls.onnx ././cls.onnx; do
+		"${C4[@]}" --timeout-ms 20000 load "$f" >"$tmp/load.out"
+	done
+	out=$("${C4[@]}" ping)
+	check "cls.onnx, ./cls.onnx, .//cls.onnx and ././cls.onnx load one copy" \
+		"$out $(grep -c 'loaded model' "$tmp/worker4.log") loads" \
+		'resident=cls\.onnx request_id' ' 1 loads$'
+	check "unloading .//./cls.onnx drops it" "$("${C4[@]}" unload .//./cls.onnx)" \
+		'^PONG .*resident= request_id'
+	check "a path of only '.' components is refused" "$("${C4[@]}" load ././/)" \
+		'^ERROR sqlstate=22023 message=.*names no file'
+
+	# A FIFO or a directory is not read (a FIFO would block the worker).
+	out=$("${C4[@]}" --timeout-ms 3000 load fifo.onnx)
+	check "a FIFO in the model dir is refused with 58P01 naming it" "$out" \
+		'^ERROR sqlstate=58P01 message=model file "fifo.onnx" .*not a regular file'
+	check "a directory in the model dir is refused with 58P01" "$("${C4[@]}" load subdir)" \
+		'^ERROR sqlstate=58P01 message=model file "subdir" .*not a regular file'
+	check "... and the worker still answers a ping" "$("${C4[@]}" ping)" '^PONG '
+
+	# A newline in a file name cannot forge a log line.
+	"${C4[@]}" load $'evil\n2026-01-01T00:00:00.000Z infer-worker[1] INFO forged.onnx' >/dev/null
+	"${C4[@]}" load $'bad\xff\x1b[31m.onnx' >/dev/null
+	log4=$(cat "$tmp/worker4.log")
+	if grep -q '^2026-01-01T00:00:00.000Z infer-worker\[1\] INFO forged' <<<"$log4" ||
+		grep -q $'\x1b' <<<"$log4"; then
+		fail "control characters from requests are escaped in the log" "$log4"
+	else
+		check "control characters from requests are escaped in the log" "$log4" \
+			'"evil\\n2026-01-01T00:00:00\.000Z infer-worker\[1\] INFO forged\.onnx"' \
+			'"bad\\xff\\x1b\[31m\.onnx"'
+	fi
+	stop_worker TERM
+	check "the limits worker exits 0 on SIGTERM" "$STOPPED" '^exit=0$'
+else
+	fail "limits worker starts"
 fi
 
 echo "worker: $passed passed, $failed failed"

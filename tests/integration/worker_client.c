@@ -37,6 +37,10 @@
  *	  garbage						 a header frame that is not a Header
  *	  frames N						 MSG_RUN_FRAGMENT with one row id and N
  *									 payload frames
+ *	  bulk ROWS N BYTES				 MSG_RUN_FRAGMENT whose header names ROWS
+ *									 row ids, followed by N payload frames
+ *									 of BYTES zero bytes each (N and BYTES
+ *									 may be large: the limits tests)
  *
  * Output, one item a line:
  *	  PONG worker_id=W served=N batches=B rows=R merged=M model_runs=K
@@ -141,6 +145,30 @@ send_request(void *sock, const Pginfer__Header *h, void *const *frames,
 		goto done;
 	for (int i = 0; i < n; i++)
 		if (zmq_send(sock, frames[i], lens[i], i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
+			goto done;
+	rc = 0;
+
+done:
+	free(hb);
+	return rc;
+}
+
+/* Sends header h followed by n frames, each the same len bytes of buf. */
+static int
+send_bulk(void *sock, const Pginfer__Header *h, long long n, const void *buf,
+		  size_t len)
+{
+	size_t		hl = pginfer__header__get_packed_size(h);
+	uint8_t    *hb = malloc(hl > 0 ? hl : 1);
+	int			rc = -1;
+
+	if (hb == NULL)
+		return -1;
+	pginfer__header__pack(h, hb);
+	if (zmq_send(sock, hb, hl, n > 0 ? ZMQ_SNDMORE : 0) < 0)
+		goto done;
+	for (long long i = 0; i < n; i++)
+		if (zmq_send(sock, buf, len, i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
 			goto done;
 	rc = 0;
 
@@ -308,7 +336,8 @@ usage(void)
 			"         [--cancel] [--rounds N [--solo-last-round]] COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | load MODEL [SHA256HEX] |\n"
-			"          unload MODEL | cancel | garbage | frames N\n"
+			"          unload MODEL | cancel | garbage | frames N |\n"
+			"          bulk ROWS N BYTES\n"
 			"(\"+\" among FILEs: send the parts from separate clients at once)\n");
 }
 
@@ -398,6 +427,11 @@ main(int argc, char **argv)
 	int			n_clients = 1;
 	int			in_h = 0,
 				in_w = 0;
+	long long	bulk_rows = 0,
+				bulk_n = 0,
+				bulk_bytes = 0;
+	uint64_t   *bulk_ids = NULL;
+	uint8_t    *bulk_buf = NULL;
 	char		ocr_buf[1024];
 	void	   *ctx = NULL,
 			   *socks[MAX_CLIENTS] = {NULL};
@@ -607,6 +641,42 @@ main(int argc, char **argv)
 		run.row_ids = row_ids;
 		h.run = &run;
 	}
+	else if (strcmp(cmd, "bulk") == 0)
+	{
+		if (i + 3 > argc)
+		{
+			usage();
+			return 2;
+		}
+		bulk_rows = strtoll(argv[i], NULL, 10);
+		bulk_n = strtoll(argv[i + 1], NULL, 10);
+		bulk_bytes = strtoll(argv[i + 2], NULL, 10);
+		if (bulk_rows < 0 || bulk_n < 0 || bulk_bytes < 0)
+		{
+			usage();
+			return 2;
+		}
+		bulk_ids = calloc(bulk_rows > 0 ? (size_t) bulk_rows : 1, sizeof(uint64_t));
+		bulk_buf = calloc(bulk_bytes > 0 ? (size_t) bulk_bytes : 1, 1);
+		if (bulk_ids == NULL || bulk_buf == NULL)
+		{
+			fprintf(stderr, "worker-client: out of memory\n");
+			free(bulk_ids);
+			free(bulk_buf);
+			return 2;
+		}
+		for (long long k = 0; k < bulk_rows; k++)
+			bulk_ids[k] = ROW_ID_BASE + (uint64_t) k;
+		spec_file(&specs[0], o.det, NULL);
+		frag.kind = PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT;
+		frag.n_models = 1;
+		frag.models = spec_ptrs;
+		run.fragment = &frag;
+		run.n_row_ids = (size_t) bulk_rows;
+		run.row_ids = bulk_ids;
+		h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
+		h.run = &run;
+	}
 	else if (strcmp(cmd, "garbage") != 0)
 	{
 		usage();
@@ -635,6 +705,16 @@ main(int argc, char **argv)
 
 			if (zmq_send(socks[0], bad, sizeof(bad), 0) < 0)
 				goto done;
+			senders = 1;
+		}
+		else if (bulk_buf != NULL)
+		{
+			h.request_id = 7;
+			if (send_bulk(socks[0], &h, bulk_n, bulk_buf, (size_t) bulk_bytes) != 0)
+			{
+				fprintf(stderr, "worker-client: send: %s\n", zmq_strerror(errno));
+				goto done;
+			}
 			senders = 1;
 		}
 		else
@@ -697,6 +777,8 @@ main(int argc, char **argv)
 	}
 
 done:
+	free(bulk_ids);
+	free(bulk_buf);
 	if (owns_frames)
 		for (int k = 0; k < n_frames; k++)
 			free(frames[k]);

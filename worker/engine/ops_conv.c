@@ -7,8 +7,10 @@
  * convolution multiplies the weights by the input directly; any other
  * kernel goes through an im2col buffer built for a band of output rows at a
  * time (so the buffer stays a few MiB even on 736x1088 detection inputs).
- * Images of fewer than CONV_BATCH_PIX output pixels go several at a time,
- * their columns side by side in one sgemm per group.
+ * Each image of a batch gets its own sgemm calls, so a row's result does not
+ * depend on the rows batched with it (packing several images' columns into
+ * one product makes OpenBLAS choose other kernels, and results then drift
+ * by ~1e-6 relative with the batch's composition).
  * Depthwise convolutions (one input channel per group) use a direct loop
  * instead.  ConvTranspose is sgemm (weights transposed times input) followed
  * by col2im.  Every problem is handled as 3-D, with missing leading spatial
@@ -523,97 +525,6 @@ dw_run_parallel(dw_job *job, int nthreads)
 }
 
 /*
- * Output pixels per image below which Conv packs several images' columns
- * side by side into one sgemm.  Kept small: on the PP-OCR classifier
- * (96-wide late layers) packing up to 1024 pixels gained nothing
- * measurable, and OpenBLAS then picks other kernels for the wider product,
- * so a row's result in a batch drifts from the row alone by ~1e-6
- * relative; at 1x1 spatial (SE blocks) the sums stay bit-identical.
- */
-#define CONV_BATCH_PIX 64
-
-/*
- * Conv of images [n0, n0 + nb) with one sgemm per group over their columns
- * side by side: B = [cg*K, nb*opix] (im2col of each image, or for a
- * pointwise kernel its input planes), C = [mg, nb*opix] starting from the
- * bias, then scattered into Y [N, M, opix].  With nb == 1 the sgemm reads
- * X and writes Y in place where it can, so one image alone and the same
- * image inside a batch go through the same sums.  col holds cg*K*nb*opix
- * floats, out mg*nb*opix.
- */
-static void
-conv_gemm_images(const conv_geom *g, int pointwise, const float *xd,
-				 const float *wd, const float *bd, float *yd, int64_t n0,
-				 int64_t nb, float *col, float *out)
-{
-	int64_t		cg = g->c / g->group;
-	int64_t		mg = g->m / g->group;
-	int64_t		K = g->sp.k[0] * g->sp.k[1] * g->sp.k[2];
-	int64_t		opix = g->sp.out[0] * g->sp.out[1] * g->sp.out[2];
-	int64_t		ipix = g->sp.in[0] * g->sp.in[1] * g->sp.in[2];
-	int64_t		rows = g->sp.out[0] * g->sp.out[1];
-	int64_t		ld = nb * opix;
-
-	for (int64_t gi = 0; gi < g->group; gi++)
-	{
-		const float *b;
-		int64_t		ldb;
-		float	   *c;
-		int64_t		ldc;
-
-		if (pointwise && nb == 1)
-		{
-			b = xd + (n0 * g->c + gi * cg) * ipix;
-			ldb = ipix;
-		}
-		else
-		{
-			for (int64_t j = 0; j < nb; j++)
-			{
-				const float *x = xd + ((n0 + j) * g->c + gi * cg) * ipix;
-
-				if (pointwise)
-					for (int64_t ci = 0; ci < cg; ci++)
-						memcpy(col + ci * ld + j * opix, x + ci * ipix,
-							   (size_t) opix * sizeof(float));
-				else
-					conv_im2col(&g->sp, x, cg, 0, rows, col + j * opix, ld);
-			}
-			b = col;
-			ldb = ld;
-		}
-		if (nb == 1)
-		{
-			c = yd + (n0 * g->m + gi * mg) * opix;
-			ldc = opix;
-		}
-		else
-		{
-			c = out;
-			ldc = ld;
-		}
-		if (bd != NULL)
-			for (int64_t m = 0; m < mg; m++)
-			{
-				float	   *p = c + m * ldc;
-				float		bv = bd[gi * mg + m];
-
-				for (int64_t i = 0; i < ld; i++)
-					p[i] = bv;
-			}
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-					(int) mg, (int) ld, (int) (cg * K), 1.0f,
-					wd + gi * mg * cg * K, (int) (cg * K),
-					b, (int) ldb, bd != NULL ? 1.0f : 0.0f, c, (int) ldc);
-		if (nb > 1)
-			for (int64_t j = 0; j < nb; j++)
-				for (int64_t m = 0; m < mg; m++)
-					memcpy(yd + ((n0 + j) * g->m + gi * mg + m) * opix,
-						   out + m * ld + j * opix, (size_t) opix * sizeof(float));
-	}
-}
-
-/*
  * Conv (opsets 1, 11): Y[N, M, out...] = W[M, C/group, k...] * X[N, C, in...]
  * + B[M].  auto_pad NOTSET/VALID/SAME_UPPER/SAME_LOWER, pads, strides,
  * dilations, group; output extent floor((in + pads - dil*(k-1) - 1)/stride) + 1
@@ -694,31 +605,6 @@ op_conv(ie_node_ctx *ctx)
 		g.sp.stride[2] == 1 &&
 		g.sp.pad_begin[0] + g.sp.pad_begin[1] + g.sp.pad_begin[2] +
 		g.sp.pad_end[0] + g.sp.pad_end[1] + g.sp.pad_end[2] == 0;
-	if (opix < CONV_BATCH_PIX && cg * K * opix <= CONV_COL_BUDGET &&
-		mg * opix <= CONV_COL_BUDGET)
-	{
-		/* small images: several at a time in one sgemm per group */
-		int64_t		nbmax = CONV_COL_BUDGET / ((cg * K > mg ? cg * K : mg) * opix);
-		float	   *out;
-
-		if (nbmax > g.n)
-			nbmax = g.n;
-		col = malloc((size_t) (cg * K * nbmax * opix) * sizeof(float));
-		out = malloc((size_t) (mg * nbmax * opix) * sizeof(float));
-		if (col == NULL || out == NULL)
-		{
-			free(col);
-			free(out);
-			return ie_op_error(ctx, "out of memory for the im2col buffer");
-		}
-		for (int64_t n0 = 0; n0 < g.n; n0 += nbmax)
-			conv_gemm_images(&g, pointwise, xd, wd, bd, yd, n0,
-							 g.n - n0 < nbmax ? g.n - n0 : nbmax, col, out);
-		free(col);
-		free(out);
-		return 0;
-	}
-
 	/* the bias goes in first; sgemm then accumulates onto it (beta 1) */
 	if (bd != NULL)
 		for (int64_t n = 0; n < g.n; n++)
