@@ -12,6 +12,9 @@
  * run_image_rows(): each decoded row is resized and normalised straight
  * into the pending N x 3 x h x w tensor of its shape, which runs when it
  * holds max_batch rows (or too many bytes wait, or the rows are done).
+ * When a row's input shape is its image's own (input size 0), a batch whose
+ * run fails is rerun row by row, so that only the rows the model cannot
+ * take (say, smaller than a pooling kernel) fail, each with 22023.
  *
  * Threading: one call at a time per model_cache.
  */
@@ -314,6 +317,14 @@ prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
 				 spec->file, spec->input_width, spec->input_height);
 		return -1;
 	}
+	if (spec->input_height > FRAGMENT_MAX_INPUT_SIDE ||
+		spec->input_width > FRAGMENT_MAX_INPUT_SIDE)
+	{
+		snprintf(err, errlen, "input size %dx%d of model \"%s\" exceeds this worker's "
+				 "limit of %d pixels a side", spec->input_width, spec->input_height,
+				 spec->file, FRAGMENT_MAX_INPUT_SIDE);
+		return -1;
+	}
 	if (frag->kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY && spec->n_labels == 0)
 	{
 		snprintf(err, errlen, "classify model \"%s\" has no labels", spec->file);
@@ -533,7 +544,9 @@ store_row_output(const frag_plan *p, fragment_result *r, int i, const float *v,
 
 /*
  * One ie_model_run over input (n rows); *out gets the first output, which
- * must be float.  -1 with sqlstate/err on a model error.
+ * must be float.  1 with sqlstate and the engine's message in err when the
+ * run itself fails (53200 when the engine ran out of memory, else XX000),
+ * -1 with sqlstate/err on any other error.
  */
 static int
 model_call(const frag_plan *p, const ie_tensor *input, ie_tensor **out,
@@ -555,7 +568,11 @@ model_call(const frag_plan *p, const ie_tensor *input, ie_tensor **out,
 	r->model_runs++;
 	if (ie_model_run(p->model, &input, outputs, lerr, sizeof(lerr)) != 0)
 	{
-		snprintf(err, errlen, "model \"%s\" failed: %s", p->spec->file, lerr);
+		/* the engine has no error codes; its allocation failures say this */
+		if (strstr(lerr, "out of memory") != NULL)
+			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "%s", lerr);
+		rc = 1;
 		goto done;
 	}
 	if (n_out < 1 || outputs[0] == NULL || outputs[0]->dtype != IE_FLOAT)
@@ -577,10 +594,49 @@ done:
 }
 
 /*
+ * A failed model run (model_call returned 1, err holds the engine's
+ * message) of row i alone.  When the input shape came from the row's own
+ * image the row gets the error (22023 "image too small for model", or
+ * 53200) and 0 is returned; otherwise the request fails: -1 with
+ * sqlstate/err naming the model.
+ */
+static int
+row_run_failed(const frag_plan *p, fragment_result *r, int i,
+			   const char **sqlstate, char *err, size_t errlen)
+{
+	char		msg[768];
+
+	if (p->in_h > 0 && p->in_w > 0)
+	{
+		snprintf(msg, sizeof(msg), "%s", err);
+		snprintf(err, errlen, "model \"%s\" failed: %s", p->spec->file, msg);
+		return -1;
+	}
+	if (strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) == 0)
+	{
+		snprintf(msg, sizeof(msg), "out of memory running model \"%s\"", p->spec->file);
+		row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY, msg, err, NULL);
+	}
+	else
+	{
+		snprintf(msg, sizeof(msg), "image too small for model \"%s\": %s",
+				 p->spec->file, err);
+		row_error(r, i, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
+				  "Give the model an input size, or pass a larger image.");
+	}
+	*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+	err[0] = '\0';
+	return 0;
+}
+
+/*
  * Runs the rows of b as one N-row tensor and splits the first output back
  * per row (row k gets numel / N values starting at k * numel / N).  When
- * the output does not keep the batch in its first dimension, each row is
- * run again alone.  Empties b.  -1 with sqlstate/err on a request error.
+ * the output does not keep the batch in its first dimension, or the
+ * batched run fails where a row may be at fault (input size from the
+ * image, or out of memory), each row is run again alone and a row whose
+ * run fails gets its own error (row_run_failed).  Empties b.  -1 with
+ * sqlstate/err on a request error.
  */
 static int
 flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
@@ -590,15 +646,32 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 			   *one = NULL;
 	size_t		plane = plane_floats(b);
 	int			rc = -1;
+	int			c;
 
 	if (b->count == 0)
 		return 0;
 	/* The tensor may have room for more rows than it holds: say how many. */
 	b->input->dims[0] = b->count;
-	if (model_call(p, b->input, &out, r, sqlstate, err, errlen) != 0)
+	c = model_call(p, b->input, &out, r, sqlstate, err, errlen);
+	if (c < 0)
 		goto done;
-	if (b->count == 1 ||
-		(out->ndim >= 1 && out->dims[0] == b->count))
+	if (c > 0)
+	{
+		int			oom = strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) == 0;
+
+		if (b->count == 1 || !(oom || p->in_h == 0 || p->in_w == 0))
+		{
+			if (row_run_failed(p, r, b->row[0], sqlstate, err, errlen) != 0)
+				goto done;
+			/* one row, or a shape not from the image (already -1 above) */
+			rc = 0;
+			goto done;
+		}
+		log_debug("model \"%s\": a %d-row batch of %dx%d inputs failed (%s); running rows alone",
+				  p->spec->file, b->count, b->w, b->h, err);
+	}
+	else if (b->count == 1 ||
+			 (out->ndim >= 1 && out->dims[0] == b->count))
 	{
 		size_t		per = (size_t) ie_tensor_numel(out) / (size_t) b->count;
 
@@ -609,10 +682,11 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		rc = 0;
 		goto done;
 	}
+	else
+		log_debug("model \"%s\": output of a %d-row batch has shape [%lld,...]; running rows alone",
+				  p->spec->file, b->count, out->ndim >= 1 ? (long long) out->dims[0] : -1LL);
 
-	/* Not batch-major: one row at a time, each copied into a tensor of its own. */
-	log_debug("model \"%s\": output of a %d-row batch has shape [%lld,...]; running rows alone",
-			  p->spec->file, b->count, out->ndim >= 1 ? (long long) out->dims[0] : -1LL);
+	/* One row at a time, each copied into a tensor of its own. */
 	for (int k = 0; k < b->count; k++)
 	{
 		int64_t		dims[4] = {1, 3, b->h, b->w};
@@ -628,8 +702,16 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		}
 		memcpy(one->data, (const float *) b->input->data + (size_t) k * plane,
 			   plane * sizeof(float));
-		if (model_call(p, one, &out, r, sqlstate, err, errlen) != 0 ||
-			store_row_output(p, r, b->row[k], out->data, (size_t) ie_tensor_numel(out),
+		c = model_call(p, one, &out, r, sqlstate, err, errlen);
+		if (c < 0)
+			goto done;
+		if (c > 0)
+		{
+			if (row_run_failed(p, r, b->row[k], sqlstate, err, errlen) != 0)
+				goto done;
+			continue;
+		}
+		if (store_row_output(p, r, b->row[k], out->data, (size_t) ie_tensor_numel(out),
 							 sqlstate, err, errlen) != 0)
 			goto done;
 	}
@@ -707,6 +789,18 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 		}
 		h = p->in_h > 0 ? p->in_h : img->height;
 		w = p->in_w > 0 ? p->in_w : img->width;
+		if (h > FRAGMENT_MAX_INPUT_SIDE || w > FRAGMENT_MAX_INPUT_SIDE)
+		{
+			char		msg[256];
+
+			snprintf(msg, sizeof(msg), "image too large for model \"%s\": a %dx%d input "
+					 "exceeds this worker's limit of %d pixels a side",
+					 p->spec->file, w, h, FRAGMENT_MAX_INPUT_SIDE);
+			row_error(r, i, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
+					  "Give the model an input size, or downscale the image.");
+			image_destroy(&img);
+			continue;
+		}
 		src = img;
 		if (h != img->height || w != img->width)
 		{
@@ -787,7 +881,9 @@ run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
 
 	if (ocr_run(&p->ocr, &p->params, img, detect_only, &res, lerr, sizeof(lerr)) != 0)
 	{
-		row_error(r, i, PGINFER_SQLSTATE_INTERNAL, "text recognition failed", lerr, NULL);
+		row_error(r, i, strstr(lerr, "out of memory") != NULL ?
+				  PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL,
+				  "text recognition failed", lerr, NULL);
 		return 0;
 	}
 	s = detect_only ? ocr_result_json(res) : ocr_result_text(res);

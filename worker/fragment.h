@@ -50,6 +50,14 @@
  */
 #define FRAGMENT_SQLSTATE_SHUTDOWN "57P01"
 
+/*
+ * Largest side of a PREDICT / CLASSIFY model input: a larger input size in
+ * the model spec fails the request (22023); with input size 0 (the image's
+ * own size) a larger image fails its row (22023).  8192 x 8192 x 3 floats
+ * is 768 MiB.
+ */
+#define FRAGMENT_MAX_INPUT_SIDE 8192
+
 typedef struct fragment_result
 {
 	int			n_rows;
@@ -78,6 +86,9 @@ void		fragment_result_destroy(fragment_result **r);
  * *out, or -1 with *sqlstate and a message in err when the request as a
  * whole cannot run.  When stop (may be NULL) becomes non-zero between two
  * rows, the request is abandoned with FRAGMENT_SQLSTATE_SHUTDOWN.
+ * Rows that fail on their own (decoding; with input size 0 a model run
+ * that fails on the image's size: 22023, or 53200 out of memory) get a
+ * row error and the other rows are still answered.
  */
 int			fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 						 const void *const *rows, const size_t *rows_len,

@@ -15,6 +15,12 @@
  *	- the crops are cut from that resized and banded image; the boxes are
  *	  mapped back to the input image's pixels and clipped to it;
  *	- lines whose recognition score is under text_score are dropped.
+ * Beyond RapidOCR, so that a thin image cannot grow without bound: an image
+ * with a side under MIN_TEXT_SIDE pixels, or one whose short side rounds to
+ * 0 in a resize, has no text (an empty result, not an error); after the
+ * short-side resize the long side is brought back to 2000 pixels; and
+ * ocr_detect() caps its input (OCR_DET_MAX_SIDE, OCR_DET_MAX_PIXELS).
+ * None of these changes an image RapidOCR handles within those sizes.
  * The pixels stay RGB throughout; the tensors are built in B, G, R plane
  * order because that is what RapidOCR feeds the models.
  *
@@ -23,6 +29,7 @@
 #include "worker/ocr.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +42,8 @@
 #define MIN_SIDE_LEN		30
 #define MIN_HEIGHT			30
 #define WIDTH_HEIGHT_RATIO	8
+/* Not RapidOCR's: an image with a side under this holds no readable text. */
+#define MIN_TEXT_SIDE		4
 
 /* RapidOCR 1.4.4 config.yaml values. */
 void
@@ -149,23 +158,29 @@ ocr_dict_free(char ***dict, int dict_len)
 
 /*
  * utils/process_img.py: scale by ratio, sides rounded to multiples of 32
- * (half to even, as Python's round); NULL when a side rounds to 0 or
- * memory runs out.
+ * (half to even, as Python's round).  Returns 0 with *out, 1 when a side
+ * rounds to 0 (the image is too thin to hold text), -1 when memory runs out.
  */
-static image_rgb *
+static int
 resize_side(const image_rgb *img, double ratio, float *ratio_h,
-			float *ratio_w)
+			float *ratio_w, image_rgb **out)
 {
-	int			rh = (int) (img->height * ratio);
-	int			rw = (int) (img->width * ratio);
+	double		dh = img->height * ratio;
+	double		dw = img->width * ratio;
+	int			rh,
+				rw;
 
-	rh = (int) rint(rh / 32.0) * 32;
-	rw = (int) rint(rw / 32.0) * 32;
+	*out = NULL;
+	if (!(dh < INT_MAX && dw < INT_MAX))
+		return -1;
+	rh = (int) rint((int) dh / 32.0) * 32;
+	rw = (int) rint((int) dw / 32.0) * 32;
 	if (rh <= 0 || rw <= 0)
-		return NULL;
+		return 1;
 	*ratio_h = (float) ((double) img->height / rh);
 	*ratio_w = (float) ((double) img->width / rw);
-	return pre_resize(img, rw, rh);
+	*out = pre_resize(img, rw, rh);
+	return *out != NULL ? 0 : -1;
 }
 
 /* Black bands of pad rows above and below img. */
@@ -207,16 +222,23 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 		return -1;
 	}
 
+	/* Too thin for a text line in any direction: no text (not RapidOCR's). */
+	if ((img->width < img->height ? img->width : img->height) < MIN_TEXT_SIDE)
+		goto detected;
+
 	/* RapidOCR.preprocess: max_side_len, then min_side_len */
 	if ((cur->width > cur->height ? cur->width : cur->height) > MAX_SIDE_LEN)
 	{
 		double		r = cur->height > cur->width ?
 			(double) MAX_SIDE_LEN / cur->height : (double) MAX_SIDE_LEN / cur->width;
-		image_rgb  *t = resize_side(cur, r, &ratio_h, &ratio_w);
+		image_rgb  *t;
+		int			rc = resize_side(cur, r, &ratio_h, &ratio_w, &t);
 
-		if (t == NULL)
+		if (rc > 0)
+			goto detected;
+		if (rc < 0)
 		{
-			snprintf(err, errlen, "OCR: cannot resize a %dx%d image to a "
+			snprintf(err, errlen, "OCR: out of memory resizing a %dx%d image to a "
 					 "%d-pixel long side", cur->width, cur->height, MAX_SIDE_LEN);
 			goto fail;
 		}
@@ -228,14 +250,46 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 	{
 		double		r = cur->height < cur->width ?
 			(double) MIN_SIDE_LEN / cur->height : (double) MIN_SIDE_LEN / cur->width;
-		image_rgb  *t = resize_side(cur, r, &ratio_h, &ratio_w);
+		image_rgb  *t;
+		int			rc = resize_side(cur, r, &ratio_h, &ratio_w, &t);
 
-		if (t == NULL)
+		if (rc > 0)
+			goto detected;
+		if (rc < 0)
 		{
-			snprintf(err, errlen, "OCR: cannot resize a %dx%d image to a "
+			snprintf(err, errlen, "OCR: out of memory resizing a %dx%d image to a "
 					 "%d-pixel short side", cur->width, cur->height, MIN_SIDE_LEN);
 			goto fail;
 		}
+		image_destroy(&work);
+		work = t;
+		cur = work;
+	}
+
+	/*
+	 * Not RapidOCR's: raising the short side may have pushed the long side
+	 * past max_side_len again (aspect ratio over 2000 / 30); bring it back,
+	 * composing the ratios so boxes still map to the previous step's input.
+	 */
+	if ((cur->width > cur->height ? cur->width : cur->height) > MAX_SIDE_LEN)
+	{
+		double		r = cur->height > cur->width ?
+			(double) MAX_SIDE_LEN / cur->height : (double) MAX_SIDE_LEN / cur->width;
+		float		ch = 1,
+					cw = 1;
+		image_rgb  *t;
+		int			rc = resize_side(cur, r, &ch, &cw, &t);
+
+		if (rc > 0)
+			goto detected;
+		if (rc < 0)
+		{
+			snprintf(err, errlen, "OCR: out of memory resizing a %dx%d image to a "
+					 "%d-pixel long side", cur->width, cur->height, MAX_SIDE_LEN);
+			goto fail;
+		}
+		ratio_h *= ch;
+		ratio_w *= cw;
 		image_destroy(&work);
 		work = t;
 		cur = work;
@@ -264,6 +318,7 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 	if (nb < 0)
 		goto fail;
 
+detected:
 	res = calloc(1, sizeof(ocr_result));
 	if (res == NULL)
 		goto nomem;

@@ -3,7 +3,9 @@
  *	  Text detection: DB (Differentiable Binarization) pre- and
  *	  post-processing around the PP-OCR detector, step for step as
  *	  RapidOCR 1.4.4 does it (ch_ppocr_det/text_detect.py, utils.py and
- *	  main.py's sorted_boxes).
+ *	  main.py's sorted_boxes), except that the detector input is capped
+ *	  (OCR_DET_MAX_SIDE, OCR_DET_MAX_PIXELS) so a thin image cannot grow
+ *	  without bound.
  *
  * Threading: pure functions; the model is only read.
  */
@@ -242,7 +244,33 @@ round_even(double v)
 	return (int) rint(v);
 }
 
-/* DetPreProcess (limit_type "min"), the detector, DB post-processing. */
+/* DetPreProcess.resize (limit_type "min") with the caps; see ocr_geometry.h. */
+void
+ocr_det_input_size(int h, int w, int limit_side_len, int *rh, int *rw)
+{
+	double		ratio = 1.0;
+	double		sh,
+				sw,
+				s;
+
+	if ((h < w ? h : w) < limit_side_len)
+		ratio = h < w ? (double) limit_side_len / h : (double) limit_side_len / w;
+	sh = (int) (h * ratio);
+	sw = (int) (w * ratio);
+	*rh = round_even(sh / 32.0) * 32;
+	*rw = round_even(sw / 32.0) * 32;
+	if (*rh <= OCR_DET_MAX_SIDE && *rw <= OCR_DET_MAX_SIDE &&
+		(double) *rh * *rw <= OCR_DET_MAX_PIXELS)
+		return;
+	/* over a cap: scale the unrounded size into the caps, round down */
+	s = OCR_DET_MAX_SIDE / (sh > sw ? sh : sw);
+	if (sqrt(OCR_DET_MAX_PIXELS / (sh * sw)) < s)
+		s = sqrt(OCR_DET_MAX_PIXELS / (sh * sw));
+	*rh = (int) (sh * s) / 32 * 32;
+	*rw = (int) (sw * s) / 32 * 32;
+}
+
+/* DetPreProcess (limit_type "min", capped), the detector, DB post-processing. */
 int
 ocr_detect(const ie_model *det, const ocr_params *p, const image_rgb *img,
 		   ocr_det_box **out, char *err, size_t errlen)
@@ -251,7 +279,6 @@ ocr_detect(const ie_model *det, const ocr_params *p, const image_rgb *img,
 	static const float stdv[3] = {0.5f, 0.5f, 0.5f};
 	int			h = img->height,
 				w = img->width;
-	double		ratio = 1.0;
 	int			rh,
 				rw;
 	image_rgb  *rs = NULL;
@@ -262,13 +289,7 @@ ocr_detect(const ie_model *det, const ocr_params *p, const image_rgb *img,
 	int			n;
 
 	*out = NULL;
-	/* DetPreProcess.resize with limit_type "min" */
-	if ((h < w ? h : w) < p->limit_side_len)
-		ratio = h < w ? (double) p->limit_side_len / h : (double) p->limit_side_len / w;
-	rh = (int) (h * ratio);
-	rw = (int) (w * ratio);
-	rh = round_even(rh / 32.0) * 32;
-	rw = round_even(rw / 32.0) * 32;
+	ocr_det_input_size(h, w, p->limit_side_len, &rh, &rw);
 	if (rh <= 0 || rw <= 0)
 		return 0;
 	rs = pre_resize(img, rw, rh);

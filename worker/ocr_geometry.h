@@ -182,8 +182,24 @@ int			ocr_db_postprocess(const float *prob, int w, int h, int dest_w,
 							   ocr_det_box **out, char *err, size_t errlen);
 
 /*
- * ocr_det.c: the detector on img: resize (limit_side_len, multiples of 32),
- * normalise (BGR planes, mean 0.5, std 0.5), run, post-process.  Returns
+ * Caps on the detector input (not RapidOCR's): after the limit_side_len
+ * resize neither side may pass OCR_DET_MAX_SIDE nor the area
+ * OCR_DET_MAX_PIXELS (54 MB of float input).  RapidOCR's own sizes for
+ * images up to 2000 pixels a side within aspect 1:5 stay under both.
+ */
+#define OCR_DET_MAX_SIDE	4000
+#define OCR_DET_MAX_PIXELS	4500000
+
+/*
+ * ocr_det.c: the detector input size for an h x w image: short side raised
+ * to limit_side_len, sides rounded to multiples of 32, then scaled down
+ * (rounding down) to the caps above.  A side may come out 0: no text.
+ */
+void		ocr_det_input_size(int h, int w, int limit_side_len, int *rh,
+							   int *rw);
+
+/*
+ * ocr_det.c: the detector on img: resize (ocr_det_input_size), normalise (BGR planes, mean 0.5, std 0.5), run, post-process.  Returns
  * the count of boxes, or -1 with a message in err.
  */
 int			ocr_detect(const ie_model *det, const ocr_params *p,

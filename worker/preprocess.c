@@ -16,6 +16,7 @@
  */
 #include "worker/preprocess.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,15 +61,15 @@ static void
 hresize_row(const image_rgb *src, int sy, const int *xofs,
 			const int16_t (*xa)[2], int dw, int *buf)
 {
-	const uint8_t *row = src->pixels + (size_t) sy * src->width * 3;
+	const uint8_t *row = src->pixels + (size_t) sy * (size_t) src->width * 3;
 
 	for (int dx = 0; dx < dw; dx++)
 	{
-		int			s0 = xofs[dx] * 3;
-		int			s1 = (xofs[dx] + 1 < src->width ? xofs[dx] + 1 : xofs[dx]) * 3;
+		size_t		s0 = (size_t) xofs[dx] * 3;
+		size_t		s1 = (size_t) (xofs[dx] + 1 < src->width ? xofs[dx] + 1 : xofs[dx]) * 3;
 
 		for (int c = 0; c < 3; c++)
-			buf[dx * 3 + c] = row[s0 + c] * xa[dx][0] + row[s1 + c] * xa[dx][1];
+			buf[(size_t) dx * 3 + c] = row[s0 + c] * xa[dx][0] + row[s1 + c] * xa[dx][1];
 	}
 }
 
@@ -96,26 +97,29 @@ pre_resize(const image_rgb *src, int width, int height)
 			   *b1 = NULL;
 	int16_t		(*xa)[2] = NULL;
 	int16_t		(*ya)[2] = NULL;
-	int			n = width * 3;
+	size_t		n;
 	int			cached0 = -1,
 				cached1 = -1;
 
-	if (width < 1 || height < 1 || src->width < 1 || src->height < 1)
+	/* image_new checks width * height * 3 against SIZE_MAX; a row must index as int */
+	if (width < 1 || height < 1 || src->width < 1 || src->height < 1 ||
+		width > INT_MAX / 3)
 		return NULL;
+	n = (size_t) width * 3;
 	dst = image_new(width, height);
 	if (dst == NULL)
 		return NULL;
 	if (width == src->width && height == src->height)
 	{
-		memcpy(dst->pixels, src->pixels, (size_t) width * height * 3);
+		memcpy(dst->pixels, src->pixels, (size_t) width * (size_t) height * 3);
 		return dst;
 	}
 	xofs = malloc(sizeof(int) * (size_t) width);
 	yofs = malloc(sizeof(int) * (size_t) height);
 	xa = malloc(sizeof(*xa) * (size_t) width);
 	ya = malloc(sizeof(*ya) * (size_t) height);
-	b0 = malloc(sizeof(int) * (size_t) n);
-	b1 = malloc(sizeof(int) * (size_t) n);
+	b0 = malloc(sizeof(int) * n);
+	b1 = malloc(sizeof(int) * n);
 	if (!xofs || !yofs || !xa || !ya || !b0 || !b1)
 		goto fail;
 	linear_tab(src->width, width, 1, xofs, xa);
@@ -149,7 +153,7 @@ pre_resize(const image_rgb *src, int width, int height)
 			hresize_row(src, sy1, xofs, xa, width, b1);
 			cached1 = sy1;
 		}
-		for (int x = 0; x < n; x++)
+		for (size_t x = 0; x < n; x++)
 		{
 			int			v = (((b0[x] >> 4) * w0) >> 16) + (((b1[x] >> 4) * w1) >> 16);
 
@@ -195,25 +199,25 @@ pre_normalize_chw(const image_rgb *img, const float mean[3],
 				  const float std[3], int bgr, float *out, int out_h,
 				  int out_w, float pad)
 {
-	size_t		plane = (size_t) out_h * out_w;
+	size_t		plane = (size_t) out_h * (size_t) out_w;
 
 	for (int c = 0; c < 3; c++)
 	{
 		int			src_c = bgr ? 2 - c : c;
-		float	   *p = out + c * plane;
+		float	   *p = out + (size_t) c * plane;
 
 		for (int y = 0; y < out_h; y++)
 		{
-			float	   *row = p + (size_t) y * out_w;
+			float	   *row = p + (size_t) y * (size_t) out_w;
 			int			x = 0;
 
 			if (y < img->height)
 			{
-				const uint8_t *s = img->pixels + (size_t) y * img->width * 3 + src_c;
+				const uint8_t *s = img->pixels + (size_t) y * (size_t) img->width * 3 + src_c;
 				int			w = img->width < out_w ? img->width : out_w;
 
 				for (; x < w; x++)
-					row[x] = ((float) s[x * 3] / 255.f - mean[c]) / std[c];
+					row[x] = ((float) s[(size_t) x * 3] / 255.f - mean[c]) / std[c];
 			}
 			for (; x < out_w; x++)
 				row[x] = pad;

@@ -5,10 +5,16 @@
  *	  RapidOCR 1.4.4 in build/venv (the expected arrays below were printed
  *	  by those libraries for the same synthetic inputs).
  *
+ * test_thin_images runs the real models (build/models, or $PGINFER_MODEL_DIR)
+ * on degenerate and very thin white images: each must answer quickly, with
+ * no lines, and with a bounded detector input.
+ *
  * Prints "test_ocr: N passed, M failed"; exits 1 when any check fails.
  */
 #include <math.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -527,6 +533,140 @@ test_dict_and_output(void)
 	free(s);
 }
 
+/* Seconds on the monotonic clock. */
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The detector input caps: RapidOCR's sizes kept, thin images bounded. */
+static void
+test_det_input_size(void)
+{
+	static const int cases[][4] = {
+		/* h, w -> rh, rw */
+		{160, 728, 736, 3360},	/* p27_banner_palette: RapidOCR's size kept */
+		{1000, 1600, 992, 1600},
+		{2000, 2000, 1984, 1984},
+		{500, 2000, 736, 2944},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		int			rh,
+					rw;
+
+		ocr_det_input_size(cases[i][0], cases[i][1], 736, &rh, &rw);
+		CHECK(rh == cases[i][2] && rw == cases[i][3], "det size of %dx%d: %dx%d",
+			  cases[i][1], cases[i][0], rw, rh);
+	}
+	/* a 32x2000 band would be 736x46000: capped, multiples of 32 */
+	{
+		int			rh,
+					rw;
+
+		ocr_det_input_size(2000, 32, 736, &rh, &rw);
+		CHECK(rh <= OCR_DET_MAX_SIDE && rw <= OCR_DET_MAX_SIDE &&
+			  (double) rh * rw <= OCR_DET_MAX_PIXELS && rh % 32 == 0 && rw % 32 == 0 &&
+			  rh >= 3968 && rw == 64, "det size of 32x2000: %dx%d", rw, rh);
+		ocr_det_input_size(4000, 4000, 736, &rh, &rw);
+		CHECK((double) rh * rw <= OCR_DET_MAX_PIXELS && rh == rw && rh >= 2080,
+			  "det size of 4000x4000: %dx%d", rw, rh);
+	}
+}
+
+/* Loads one model of dir into *m; CHECKs that it loaded. */
+static void
+load_model(const char *dir, const char *file, ie_model **m)
+{
+	char		path[1024];
+	char		err[512] = "";
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	*m = ie_model_load_file(path, err, sizeof(err));
+	CHECK(*m != NULL, "cannot load %s: %s", path, err);
+}
+
+/*
+ * White images too thin to hold text (the reviewer's cases) and thin ones
+ * that once grew to gigabytes: success, no lines, under 2 s each, and a
+ * peak RSS well under what a 736x1380000 detector input needs.
+ */
+static void
+test_thin_images(void)
+{
+	static const int sizes[][2] = {
+		/* width, height */
+		{1, 2000}, {2000, 1}, {3, 200}, {1, 30}, {5000, 1}, {1, 5000}, {1, 1},
+		{4, 2000}, {2000, 4}, {8, 1500}, {20, 2000}, {40, 2000},
+		{3000, 5}, {60000, 4},
+	};
+	const char *dir = getenv("PGINFER_MODEL_DIR");
+	ie_model   *det = NULL,
+			   *cls = NULL,
+			   *rec = NULL;
+	char	  **dict = NULL;
+	int			dict_len;
+	char		path[1024];
+	char		err[512] = "";
+	ocr_models	m;
+	ocr_params	p;
+	struct rusage ru;
+
+	if (dir == NULL)
+		dir = "build/models";
+	load_model(dir, "ch_PP-OCRv4_det_infer.onnx", &det);
+	load_model(dir, "ch_ppocr_mobile_v2.0_cls_infer.onnx", &cls);
+	load_model(dir, "ch_PP-OCRv4_rec_infer.onnx", &rec);
+	snprintf(path, sizeof(path), "%s/ppocr_keys_v1.txt", dir);
+	dict_len = ocr_dict_load(path, &dict, err, sizeof(err));
+	CHECK(dict_len > 0, "cannot load %s: %s", path, err);
+	if (det == NULL || cls == NULL || rec == NULL || dict_len <= 0)
+		goto done;
+	m.det = det;
+	m.cls = cls;
+	m.rec = rec;
+	m.dict = (const char *const *) dict;
+	m.dict_len = dict_len;
+	ocr_params_default(&p);
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+	{
+		image_rgb  *img = image_new(sizes[i][0], sizes[i][1]);
+		ocr_result *res = NULL;
+		double		t0,
+					dt;
+		int			rc;
+
+		CHECK(img != NULL, "white %dx%d: no image", sizes[i][0], sizes[i][1]);
+		if (img == NULL)
+			continue;
+		memset(img->pixels, 255, (size_t) img->width * img->height * 3);
+		t0 = now_s();
+		rc = ocr_run(&m, &p, img, 0, &res, err, sizeof(err));
+		dt = now_s() - t0;
+		CHECK(rc == 0 && res != NULL && res->n_lines == 0,
+			  "white %dx%d: rc %d, %d lines, %s", sizes[i][0], sizes[i][1], rc,
+			  res ? res->n_lines : -1, rc ? err : "");
+		CHECK(dt < 2.0, "white %dx%d took %.2f s", sizes[i][0], sizes[i][1], dt);
+		ocr_result_destroy(&res);
+		image_destroy(&img);
+	}
+	/* ru_maxrss is in KiB; the models and one capped input fit in 1 GiB */
+	getrusage(RUSAGE_SELF, &ru);
+	CHECK(ru.ru_maxrss < 1024L * 1024, "peak RSS %ld KiB", ru.ru_maxrss);
+
+done:
+	ocr_dict_free(&dict, dict_len > 0 ? dict_len : 0);
+	ie_model_destroy(&det);
+	ie_model_destroy(&cls);
+	ie_model_destroy(&rec);
+}
+
 int
 main(void)
 {
@@ -540,5 +680,7 @@ main(void)
 	test_db_postprocess();
 	test_ctc();
 	test_dict_and_output();
+	test_det_input_size();
+	test_thin_images();
 	return tu_report("test_ocr");
 }

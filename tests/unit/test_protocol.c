@@ -410,7 +410,9 @@ test_sha256(void)
  * -> y float[1,3,1,1], so its output is the per-channel mean of its input.
  * With dyn_batch the batch dimension is dynamic: x float[n,3,h,w]; with
  * dyn_batch 2 a ReduceMean over axis 0 (keepdims 0) follows, so the output
- * [3,1,1] does not keep the batch in its first dimension.
+ * [3,1,1] does not keep the batch in its first dimension; with dyn_batch 3
+ * a MaxPool with a 3x3 kernel (no padding) comes first, so an input with a
+ * side under 3 fails to run.
  */
 static int
 write_gap_model(const char *path, int dyn_batch)
@@ -426,6 +428,7 @@ write_gap_model(const char *path, int dyn_batch)
 				keep = ONNX__ATTRIBUTE_PROTO__INIT;
 	Onnx__AttributeProto *attrs[2] = {&axes, &keep};
 	int64_t		axis0[1] = {0};
+	int64_t		kernel[2] = {3, 3};
 	char	   *mid_names[1] = {"g"};
 	Onnx__ValueInfoProto vin = ONNX__VALUE_INFO_PROTO__INIT,
 				vout = ONNX__VALUE_INFO_PROTO__INIT;
@@ -512,6 +515,27 @@ write_gap_model(const char *path, int dyn_batch)
 		reduce.output = out_names;
 		reduce.n_attribute = 2;
 		reduce.attribute = attrs;
+		g.n_node = 2;
+	}
+	if (dyn_batch == 3)
+	{
+		/* x -> MaxPool -> g -> GlobalAveragePool -> y */
+		axes.name = "kernel_shape";
+		axes.has_type = 1;
+		axes.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+		axes.n_ints = 2;
+		axes.ints = kernel;
+		reduce.op_type = "MaxPool";
+		reduce.name = "pool3";
+		reduce.n_input = 1;
+		reduce.input = in_names;
+		reduce.n_output = 1;
+		reduce.output = mid_names;
+		reduce.n_attribute = 1;
+		reduce.attribute = attrs;
+		node.input = mid_names;
+		nodes[0] = &reduce;
+		nodes[1] = &node;
 		g.n_node = 2;
 	}
 	g.n_input = 1;
@@ -1218,6 +1242,126 @@ done:
 }
 
 /*
+ * Per-row model failures and input size caps: with input size 0 a row
+ * whose own size the model cannot take (2x3 into a 3x3 MaxPool) fails
+ * alone with 22023, batched or not, the others are answered; an input size
+ * over FRAGMENT_MAX_INPUT_SIDE fails the request with 22023; with input
+ * size 0 an image wider than that fails its row.
+ */
+static void
+test_row_model_errors(void)
+{
+	char		err[512];
+	const char *sqlstate = NULL;
+	model_cache *mc = model_cache_new(tmpdir, err, sizeof(err));
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
+	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
+	Pginfer__ModelSpec *specp[1];
+	uint64_t	ids[4] = {1, 2, 3, 4};
+	static const uint8_t grey[2][3] = {{51, 102, 153}, {51, 102, 153}};
+	size_t		lg,
+				ls,
+				lw;
+	void	   *pg = make_png(4, 4, grey, &lg);
+	void	   *ps = make_png(2, 3, grey, &ls);
+	void	   *pw = make_png(FRAGMENT_MAX_INPUT_SIDE + 1, 1, grey, &lw);
+	fragment_result *r = NULL;
+
+	CHECK(mc != NULL && pg != NULL && ps != NULL && pw != NULL);
+	if (mc == NULL || pg == NULL || ps == NULL || pw == NULL)
+		goto done;
+	spec.file = "mpn.onnx";
+	fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 3);
+
+	/* good, too small, good: the middle row fails alone */
+	{
+		const void *rows[3] = {pg, ps, pg};
+		size_t		lens[3] = {lg, ls, lg};
+
+		r = run_rows(mc, &run, rows, lens, 3, 64);
+		CHECK(r != NULL && r->n_rows == 3);
+		if (r != NULL && r->n_rows == 3)
+		{
+			CHECK(r->rows[0].ok && r->rows[2].ok && r->n_values[0] == 3 &&
+				  r->values[0] != NULL && r->values[2] != NULL);
+			/* grey everywhere: the max-pooled mean is the grey, 51 / 255 */
+			if (r->values[0] != NULL)
+				CHECK_NEAR(r->values[0][0], 0.2, 1e-6);
+			CHECK(!r->rows[1].ok && r->values[1] == NULL);
+			CHECK_STR(r->rows[1].sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
+			CHECK_CONTAINS(r->rows[1].message, "image too small for model \"mpn.onnx\"");
+			CHECK_CONTAINS(r->rows[1].message, "MaxPool");
+			CHECK(r->rows[1].row_id == 2);
+		}
+		fragment_result_destroy(&r);
+	}
+	/* two too-small rows batched: the batch fails, each row alone fails */
+	{
+		const void *rows[4] = {ps, pg, ps, pg};
+		size_t		lens[4] = {ls, lg, ls, lg};
+
+		run.n_row_ids = 4;
+		r = run_rows(mc, &run, rows, lens, 4, 64);
+		CHECK(r != NULL && r->n_rows == 4);
+		if (r != NULL && r->n_rows == 4)
+		{
+			/* 4x4 batch 1 call; 2x3 batch 1 call + 2 alone */
+			CHECK(r->model_runs == 4);
+			CHECK(!r->rows[0].ok && !r->rows[2].ok && r->rows[1].ok && r->rows[3].ok);
+			CHECK_STR(r->rows[0].sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
+			CHECK_STR(r->rows[2].sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
+		}
+		fragment_result_destroy(&r);
+	}
+	/* an image wider than the cap, with input size 0: its row fails */
+	{
+		const void *rows[2] = {pw, pg};
+		size_t		lens[2] = {lw, lg};
+
+		run.n_row_ids = 2;
+		spec.file = "gapn.onnx";
+		r = run_rows(mc, &run, rows, lens, 2, 64);
+		CHECK(r != NULL && r->n_rows == 2);
+		if (r != NULL && r->n_rows == 2)
+		{
+			CHECK(!r->rows[0].ok && r->rows[1].ok && r->model_runs == 1);
+			CHECK_STR(r->rows[0].sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
+			CHECK_CONTAINS(r->rows[0].message, "8193x1");
+		}
+		fragment_result_destroy(&r);
+	}
+	/* an input size over the cap fails the request */
+	{
+		const void *rows[1] = {pg};
+		size_t		lens[1] = {lg};
+
+		run.n_row_ids = 1;
+		spec.input_height = 4;
+		spec.input_width = FRAGMENT_MAX_INPUT_SIDE + 1;
+		CHECK(fragment_run(mc, &run, rows, lens, 1, 0, 64, NULL, &r, &sqlstate,
+						   err, sizeof(err)) == -1 && r == NULL);
+		CHECK_STR(sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
+		CHECK_CONTAINS(err, "8193x4");
+		/* with a fixed input size a model failure is the request's */
+		spec.file = "mpn.onnx";
+		spec.input_height = 2;
+		spec.input_width = 2;
+		CHECK(fragment_run(mc, &run, rows, lens, 1, 0, 64, NULL, &r, &sqlstate,
+						   err, sizeof(err)) == -1 && r == NULL);
+		CHECK_STR(sqlstate, PGINFER_SQLSTATE_INTERNAL);
+		CHECK_CONTAINS(err, "model \"mpn.onnx\" failed");
+	}
+
+done:
+	free(pg);
+	free(ps);
+	free(pw);
+	model_cache_destroy(&mc);
+}
+
+/*
  * server_run_group(): two requests of one fragment run as one batch; each
  * reply carries its own request id, rows and frames; group keys tell
  * fragments apart; a request error answers every member.
@@ -1400,6 +1544,8 @@ main(void)
 	CHECK(write_gap_model(path, 1) == 0);
 	snprintf(path, sizeof(path), "%s/gapr.onnx", tmpdir);
 	CHECK(write_gap_model(path, 2) == 0);
+	snprintf(path, sizeof(path), "%s/mpn.onnx", tmpdir);
+	CHECK(write_gap_model(path, 3) == 0);
 	snprintf(path, sizeof(path), "%s/junk.onnx", tmpdir);
 	f = fopen(path, "w");
 	if (f)
@@ -1420,6 +1566,7 @@ main(void)
 	test_malformed_headers();
 	test_fragment_run();
 	test_batched_run();
+	test_row_model_errors();
 	test_run_group();
 
 	snprintf(path, sizeof(path), "%s/gap.onnx", tmpdir);
@@ -1429,6 +1576,8 @@ main(void)
 	snprintf(path, sizeof(path), "%s/gapn.onnx", tmpdir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/gapr.onnx", tmpdir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/mpn.onnx", tmpdir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/sub", tmpdir);
 	rmdir(path);
