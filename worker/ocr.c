@@ -183,6 +183,33 @@ resize_side(const image_rgb *img, double ratio, float *ratio_h,
 	return *out != NULL ? 0 : -1;
 }
 
+/*
+ * Scales *cur by r through resize_side (its ratios into *ratio_h, *ratio_w)
+ * and makes the result *work and *cur, freeing the old *work.  Returns 0,
+ * 1 when a side rounds to 0 (nothing changed), or -1 out of memory with err
+ * naming the target, a len-pixel side (side: "long" or "short").
+ */
+static int
+rescale(image_rgb **work, const image_rgb **cur, double r, float *ratio_h,
+		float *ratio_w, int len, const char *side, char *err, size_t errlen)
+{
+	image_rgb  *t;
+	int			rc = resize_side(*cur, r, ratio_h, ratio_w, &t);
+
+	if (rc < 0)
+	{
+		snprintf(err, errlen, "OCR: out of memory resizing a %dx%d image to a "
+				 "%d-pixel %s side", (*cur)->width, (*cur)->height, len, side);
+		return -1;
+	}
+	if (rc > 0)
+		return 1;
+	image_destroy(work);
+	*work = t;
+	*cur = t;
+	return 0;
+}
+
 /* Black bands of pad rows above and below img. */
 static image_rgb *
 letterbox(const image_rgb *img, int pad)
@@ -231,39 +258,25 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 	{
 		double		r = cur->height > cur->width ?
 			(double) MAX_SIDE_LEN / cur->height : (double) MAX_SIDE_LEN / cur->width;
-		image_rgb  *t;
-		int			rc = resize_side(cur, r, &ratio_h, &ratio_w, &t);
+		int			rc = rescale(&work, &cur, r, &ratio_h, &ratio_w, MAX_SIDE_LEN, "long",
+							 err, errlen);
 
 		if (rc > 0)
 			goto detected;
 		if (rc < 0)
-		{
-			snprintf(err, errlen, "OCR: out of memory resizing a %dx%d image to a "
-					 "%d-pixel long side", cur->width, cur->height, MAX_SIDE_LEN);
 			goto fail;
-		}
-		image_destroy(&work);
-		work = t;
-		cur = work;
 	}
 	if ((cur->width < cur->height ? cur->width : cur->height) < MIN_SIDE_LEN)
 	{
 		double		r = cur->height < cur->width ?
 			(double) MIN_SIDE_LEN / cur->height : (double) MIN_SIDE_LEN / cur->width;
-		image_rgb  *t;
-		int			rc = resize_side(cur, r, &ratio_h, &ratio_w, &t);
+		int			rc = rescale(&work, &cur, r, &ratio_h, &ratio_w, MIN_SIDE_LEN, "short",
+							 err, errlen);
 
 		if (rc > 0)
 			goto detected;
 		if (rc < 0)
-		{
-			snprintf(err, errlen, "OCR: out of memory resizing a %dx%d image to a "
-					 "%d-pixel short side", cur->width, cur->height, MIN_SIDE_LEN);
 			goto fail;
-		}
-		image_destroy(&work);
-		work = t;
-		cur = work;
 	}
 
 	/*
@@ -277,22 +290,15 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 			(double) MAX_SIDE_LEN / cur->height : (double) MAX_SIDE_LEN / cur->width;
 		float		ch = 1,
 					cw = 1;
-		image_rgb  *t;
-		int			rc = resize_side(cur, r, &ch, &cw, &t);
+		int			rc = rescale(&work, &cur, r, &ch, &cw, MAX_SIDE_LEN, "long",
+							 err, errlen);
 
 		if (rc > 0)
 			goto detected;
 		if (rc < 0)
-		{
-			snprintf(err, errlen, "OCR: out of memory resizing a %dx%d image to a "
-					 "%d-pixel long side", cur->width, cur->height, MAX_SIDE_LEN);
 			goto fail;
-		}
 		ratio_h *= ch;
 		ratio_w *= cw;
-		image_destroy(&work);
-		work = t;
-		cur = work;
 	}
 
 	/* maybe_add_letterbox */

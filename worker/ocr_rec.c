@@ -33,10 +33,17 @@ typedef struct ratio_idx
 	int			idx;
 } ratio_idx;
 
-/* Stable order of crops by width / height (merge of an insertion sort). */
-static void
-order_by_ratio(image_rgb *const *crops, int n, ratio_idx *o)
+/*
+ * A new array (free() it) of the n crops' indexes and width / height in a
+ * stable order by that ratio (an insertion sort); NULL when out of memory.
+ */
+static ratio_idx *
+order_by_ratio(image_rgb *const *crops, int n)
 {
+	ratio_idx  *o = malloc(sizeof(ratio_idx) * (size_t) n);
+
+	if (o == NULL)
+		return NULL;
 	for (int i = 0; i < n; i++)
 	{
 		o[i].ratio = (double) crops[i]->width / (double) crops[i]->height;
@@ -54,6 +61,7 @@ order_by_ratio(image_rgb *const *crops, int n, ratio_idx *o)
 		}
 		o[j + 1] = t;
 	}
+	return o;
 }
 
 /*
@@ -83,6 +91,28 @@ resize_norm(const image_rgb *crop, int max_w, float *out)
 	return 0;
 }
 
+/*
+ * A new m x 3 x REC_H x w float tensor of the crops o[0..m) name, each
+ * resized and normalised by resize_norm; NULL when out of memory.
+ */
+static ie_tensor *
+batch_input(image_rgb *const *crops, const ratio_idx *o, int m, int w)
+{
+	int64_t		dims[4] = {m, 3, REC_H, w};
+	ie_tensor  *in = ie_tensor_new(IE_FLOAT, 4, dims);
+
+	if (in == NULL)
+		return NULL;
+	for (int k = 0; k < m; k++)
+		if (resize_norm(crops[o[k].idx], w,
+						(float *) in->data + (size_t) k * 3 * REC_H * w) < 0)
+		{
+			ie_tensor_destroy(&in);
+			return NULL;
+		}
+	return in;
+}
+
 /* TextClassifier: batches of 6 by ratio, 3x48x192 inputs, turn "180" crops. */
 int
 ocr_classify(const ie_model *cls, image_rgb **crops, int n, float thresh,
@@ -96,24 +126,18 @@ ocr_classify(const ie_model *cls, image_rgb **crops, int n, float thresh,
 		rotated[i] = 0;
 	if (n <= 0)
 		return 0;
-	o = malloc(sizeof(ratio_idx) * (size_t) n);
+	o = order_by_ratio(crops, n);
 	if (o == NULL)
 		goto nomem;
-	order_by_ratio(crops, n, o);
 	for (int b = 0; b < n; b += BATCH)
 	{
 		int			m = n - b < BATCH ? n - b : BATCH;
-		int64_t		dims[4] = {m, 3, REC_H, CLS_W};
 		const ie_tensor *ins[1];
 		const float *pr;
 
-		in = ie_tensor_new(IE_FLOAT, 4, dims);
+		in = batch_input(crops, o + b, m, CLS_W);
 		if (in == NULL)
 			goto nomem;
-		for (int k = 0; k < m; k++)
-			if (resize_norm(crops[o[b + k].idx], CLS_W,
-							(float *) in->data + (size_t) k * 3 * REC_H * CLS_W) < 0)
-				goto nomem;
 		ins[0] = in;
 		if (ie_model_run(cls, ins, outs, err, errlen) < 0)
 			goto fail;
@@ -231,16 +255,14 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 	}
 	if (n <= 0)
 		return 0;
-	o = malloc(sizeof(ratio_idx) * (size_t) n);
+	o = order_by_ratio(crops, n);
 	if (o == NULL)
 		goto nomem;
-	order_by_ratio(crops, n, o);
 	for (int b = 0; b < n; b += BATCH)
 	{
 		int			m = n - b < BATCH ? n - b : BATCH;
 		double		max_ratio = (double) REC_W / REC_H;
 		int			bw;
-		int64_t		dims[4];
 		const ie_tensor *ins[1];
 		int			T,
 					C;
@@ -249,17 +271,9 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 			if (o[b + k].ratio > max_ratio)
 				max_ratio = o[b + k].ratio;
 		bw = (int) (REC_H * max_ratio);
-		dims[0] = m;
-		dims[1] = 3;
-		dims[2] = REC_H;
-		dims[3] = bw;
-		in = ie_tensor_new(IE_FLOAT, 4, dims);
+		in = batch_input(crops, o + b, m, bw);
 		if (in == NULL)
 			goto nomem;
-		for (int k = 0; k < m; k++)
-			if (resize_norm(crops[o[b + k].idx], bw,
-							(float *) in->data + (size_t) k * 3 * REC_H * bw) < 0)
-				goto nomem;
 		ins[0] = in;
 		if (ie_model_run(rec, ins, outs, err, errlen) < 0)
 			goto fail;

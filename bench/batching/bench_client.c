@@ -31,6 +31,7 @@
 #include <zmq.h>
 
 #include "common/protocol.h"
+#include "tests/integration/client_util.h"
 
 #define MAX_CLIENTS 64
 #define MAX_FILES 4096
@@ -45,35 +46,6 @@ typedef struct bench_opts
 	int			clients;
 	int			timeout_ms;
 } bench_opts;
-
-/* Reads a whole file into a malloc'd buffer; NULL with a message on error. */
-static void *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	void	   *buf = NULL;
-	long		n;
-
-	if (f == NULL)
-	{
-		fprintf(stderr, "batching-client: %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
-		goto fail;
-	buf = malloc(n > 0 ? (size_t) n : 1);
-	if (buf == NULL || fread(buf, 1, (size_t) n, f) != (size_t) n)
-		goto fail;
-	fclose(f);
-	*len = (size_t) n;
-	return buf;
-
-fail:
-	fprintf(stderr, "batching-client: could not read %s\n", path);
-	free(buf);
-	fclose(f);
-	return NULL;
-}
 
 /* Seconds since an arbitrary point, monotonic. */
 static double
@@ -110,8 +82,6 @@ send_rows(void *sock, const Pginfer__Fragment *frag, int first, int n,
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
 	uint64_t   *ids = malloc((size_t) n * sizeof(*ids));
-	uint8_t    *hb = NULL;
-	size_t		hl;
 	int			rc = -1;
 
 	if (ids == NULL)
@@ -125,12 +95,7 @@ send_rows(void *sock, const Pginfer__Fragment *frag, int first, int n,
 	h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
 	h.request_id = (uint64_t) first;
 	h.run = &run;
-	hl = pginfer__header__get_packed_size(&h);
-	hb = malloc(hl > 0 ? hl : 1);
-	if (hb == NULL)
-		goto done;
-	pginfer__header__pack(&h, hb);
-	if (zmq_send(sock, hb, hl, n > 0 ? ZMQ_SNDMORE : 0) < 0)
+	if (client_send_header(sock, &h, n > 0) != 0)
 		goto done;
 	for (int i = 0; i < n; i++)
 	{
@@ -142,7 +107,6 @@ send_rows(void *sock, const Pginfer__Fragment *frag, int first, int n,
 	rc = 0;
 
 done:
-	free(hb);
 	free(ids);
 	return rc;
 }
@@ -286,7 +250,7 @@ main(int argc, char **argv)
 	}
 	for (; i < argc && n_files < MAX_FILES; i++)
 	{
-		files[n_files] = read_file(argv[i], &file_len[n_files]);
+		files[n_files] = client_read_file("batching-client", argv[i], &file_len[n_files]);
 		if (files[n_files] == NULL)
 			goto done;
 		n_files++;

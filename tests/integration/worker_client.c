@@ -63,6 +63,7 @@
 #include <zmq.h>
 
 #include "common/protocol.h"
+#include "tests/integration/client_util.h"
 
 #define ROW_ID_BASE 100
 #define MAX_FRAMES 1024
@@ -82,35 +83,6 @@ typedef struct client_opts
 	int			rounds;
 	int			solo_last_round;
 } client_opts;
-
-/* Reads a whole file into a malloc'd buffer; NULL with a message on error. */
-static void *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	void	   *buf = NULL;
-	long		n;
-
-	if (f == NULL)
-	{
-		fprintf(stderr, "worker-client: %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
-		goto fail;
-	buf = malloc(n > 0 ? (size_t) n : 1);
-	if (buf == NULL || fread(buf, 1, (size_t) n, f) != (size_t) n)
-		goto fail;
-	fclose(f);
-	*len = (size_t) n;
-	return buf;
-
-fail:
-	fprintf(stderr, "worker-client: could not read %s\n", path);
-	free(buf);
-	fclose(f);
-	return NULL;
-}
 
 /* Prints s with newlines, tabs and backslashes escaped, so one item is one line. */
 static void
@@ -134,23 +106,12 @@ static int
 send_request(void *sock, const Pginfer__Header *h, void *const *frames,
 			 const size_t *lens, int n)
 {
-	size_t		hl = pginfer__header__get_packed_size(h);
-	uint8_t    *hb = malloc(hl > 0 ? hl : 1);
-	int			rc = -1;
-
-	if (hb == NULL)
+	if (client_send_header(sock, h, n > 0) != 0)
 		return -1;
-	pginfer__header__pack(h, hb);
-	if (zmq_send(sock, hb, hl, n > 0 ? ZMQ_SNDMORE : 0) < 0)
-		goto done;
 	for (int i = 0; i < n; i++)
 		if (zmq_send(sock, frames[i], lens[i], i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
-			goto done;
-	rc = 0;
-
-done:
-	free(hb);
-	return rc;
+			return -1;
+	return 0;
 }
 
 /* Sends header h followed by n frames, each the same len bytes of buf. */
@@ -158,23 +119,12 @@ static int
 send_bulk(void *sock, const Pginfer__Header *h, long long n, const void *buf,
 		  size_t len)
 {
-	size_t		hl = pginfer__header__get_packed_size(h);
-	uint8_t    *hb = malloc(hl > 0 ? hl : 1);
-	int			rc = -1;
-
-	if (hb == NULL)
+	if (client_send_header(sock, h, n > 0) != 0)
 		return -1;
-	pginfer__header__pack(h, hb);
-	if (zmq_send(sock, hb, hl, n > 0 ? ZMQ_SNDMORE : 0) < 0)
-		goto done;
 	for (long long i = 0; i < n; i++)
 		if (zmq_send(sock, buf, len, i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
-			goto done;
-	rc = 0;
-
-done:
-	free(hb);
-	return rc;
+			return -1;
+	return 0;
 }
 
 /*
@@ -628,7 +578,7 @@ main(int argc, char **argv)
 				client_start[n_clients++] = n_frames;
 				continue;
 			}
-			frames[n_frames] = read_file(argv[i], &lens[n_frames]);
+			frames[n_frames] = client_read_file("worker-client", argv[i], &lens[n_frames]);
 			if (frames[n_frames] == NULL)
 				goto done;
 			row_ids[n_frames] = ROW_ID_BASE +

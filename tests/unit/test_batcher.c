@@ -13,21 +13,9 @@
 #include <string.h>
 
 #include "worker/batcher.h"
+#include "tests/unit/testutil.h"
 
-static int	n_passed = 0;
-static int	n_failed = 0;
 static int	n_freed = 0;
-
-#define CHECK(cond) \
-	do { \
-		if (cond) \
-			n_passed++; \
-		else \
-		{ \
-			n_failed++; \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-		} \
-	} while (0)
 
 /* free_data of the test items: counts the calls. */
 static void
@@ -46,8 +34,8 @@ add(batcher *b, const char *key, int rows, int64_t at, const char *peer, uint64_
 
 	*tag = (int) id;
 	it = batch_item_new(key, strlen(key), rows, at, peer, strlen(peer), id, tag, count_free);
-	CHECK(it != NULL);
-	CHECK(batcher_add(b, it) == 0);
+	CHECK_EXPR(it != NULL);
+	CHECK_EXPR(batcher_add(b, it) == 0);
 }
 
 /*
@@ -63,12 +51,12 @@ expect_group(batcher *b, int64_t now, int force, const uint64_t *want, int n_wan
 
 	if (n_want == 0)
 	{
-		CHECK(rc == 0 && items == NULL && n == 0);
+		CHECK_EXPR(rc == 0 && items == NULL && n == 0);
 		return;
 	}
-	CHECK(rc == 1 && n == n_want);
+	CHECK_EXPR(rc == 1 && n == n_want);
 	for (int i = 0; rc == 1 && i < n && i < n_want; i++)
-		CHECK(items[i]->request_id == want[i]);
+		CHECK_EXPR(items[i]->request_id == want[i]);
 	for (int i = 0; rc == 1 && i < n; i++)
 		batch_item_destroy(&items[i]);
 	free(items);
@@ -84,11 +72,11 @@ test_grouping(void)
 {
 	batcher    *b = batcher_new(4, 1000);
 
-	CHECK(b != NULL);
-	CHECK(batcher_length(b) == 0 && batcher_wait_us(b, 0) == -1);
+	CHECK_EXPR(b != NULL);
+	CHECK_EXPR(batcher_length(b) == 0 && batcher_wait_us(b, 0) == -1);
 	/* p3 is the only peer so far: its request goes at once. */
 	add(b, "cls", 1, 0, "p3", 9);
-	CHECK(batcher_wait_us(b, 0) == 0);
+	CHECK_EXPR(batcher_wait_us(b, 0) == 0);
 	expect_group(b, 0, 0, (const uint64_t[]) {9}, 1);
 
 	add(b, "cls", 1, 100, "p1", 1);
@@ -96,27 +84,27 @@ test_grouping(void)
 	add(b, "cls", 2, 200, "p2", 3);
 
 	/* det goes (p1 is its only peer); cls waits: 3 rows < 4, p3 absent. */
-	CHECK(batcher_wait_us(b, 500) == 0);
+	CHECK_EXPR(batcher_wait_us(b, 500) == 0);
 	expect_group(b, 500, 0, (const uint64_t[]) {2}, 1);
 	expect_group(b, 500, 0, NULL, 0);
-	CHECK(batcher_wait_us(b, 500) == 600);	/* cls's oldest: 100 + 1000 - 500 */
-	CHECK(batcher_length(b) == 2 && batcher_rows(b) == 3);
-	CHECK(batcher_item(b, 0) != NULL && batcher_item(b, 0)->request_id == 1 &&
+	CHECK_EXPR(batcher_wait_us(b, 500) == 600);	/* cls's oldest: 100 + 1000 - 500 */
+	CHECK_EXPR(batcher_length(b) == 2 && batcher_rows(b) == 3);
+	CHECK_EXPR(batcher_item(b, 0) != NULL && batcher_item(b, 0)->request_id == 1 &&
 		  batcher_item(b, 1)->request_id == 3 && batcher_item(b, 2) == NULL &&
 		  batcher_item(b, -1) == NULL);
 
 	/* p3's next request fills the group to 4 rows: ready at once. */
 	add(b, "cls", 1, 300, "p3", 4);
-	CHECK(batcher_wait_us(b, 500) == 0);
+	CHECK_EXPR(batcher_wait_us(b, 500) == 0);
 	expect_group(b, 500, 0, (const uint64_t[]) {1, 3, 4}, 3);
-	CHECK(batcher_length(b) == 0);
+	CHECK_EXPR(batcher_length(b) == 0);
 
 	/* p1 alone again, p2 and p3 active: waits for the delay. */
 	add(b, "cls", 1, 600, "p1", 5);
 	expect_group(b, 1599, 0, NULL, 0);
 	expect_group(b, 1600, 0, (const uint64_t[]) {5}, 1);
 	batcher_destroy(&b);
-	CHECK(b == NULL);
+	CHECK_EXPR(b == NULL);
 }
 
 /*
@@ -137,12 +125,12 @@ test_active_peers(void)
 	/* A second backend: its first request waits for solo, who is active. */
 	add(b, "k", 1, 100, "other", 10);
 	expect_group(b, 100, 0, NULL, 0);
-	CHECK(batcher_wait_us(b, 100) == 2000);
+	CHECK_EXPR(batcher_wait_us(b, 100) == 2000);
 	add(b, "j", 1, 101, "solo", 11);	/* another key does not count */
 	expect_group(b, 102, 0, (const uint64_t[]) {11}, 1);
 	expect_group(b, 102, 0, NULL, 0);
 	add(b, "k", 1, 150, "solo", 12);	/* now both are in: go */
-	CHECK(batcher_wait_us(b, 150) == 0);
+	CHECK_EXPR(batcher_wait_us(b, 150) == 0);
 	expect_group(b, 150, 0, (const uint64_t[]) {10, 12}, 2);
 
 	/* solo silent for longer than BATCHER_ACTIVE_US: other goes alone at once. */
@@ -207,21 +195,21 @@ test_cancel(void)
 	add(b, "k", 1, 0, "peer-a", 7);
 	add(b, "k", 1, 0, "peer-b", 7);
 	add(b, "k", 1, 0, "peer-a", 8);
-	CHECK(batcher_cancel(b, "peer-a", 6, 7) == 1);
-	CHECK(n_freed == freed_before + 1);
-	CHECK(batcher_cancel(b, "peer-a", 6, 7) == 0);
-	CHECK(batcher_cancel(b, "peer-c", 6, 8) == 0);
-	CHECK(batcher_cancel(b, "peer-", 5, 8) == 0);
-	CHECK(batcher_length(b) == 2);
+	CHECK_EXPR(batcher_cancel(b, "peer-a", 6, 7) == 1);
+	CHECK_EXPR(n_freed == freed_before + 1);
+	CHECK_EXPR(batcher_cancel(b, "peer-a", 6, 7) == 0);
+	CHECK_EXPR(batcher_cancel(b, "peer-c", 6, 8) == 0);
+	CHECK_EXPR(batcher_cancel(b, "peer-", 5, 8) == 0);
+	CHECK_EXPR(batcher_length(b) == 2);
 	expect_group(b, 0, 1, (const uint64_t[]) {7, 8}, 2);
-	CHECK(batcher_length(b) == 0);
+	CHECK_EXPR(batcher_length(b) == 0);
 
 	/* Destroying a queue frees what is still in it. */
 	freed_before = n_freed;
 	add(b, "k", 1, 0, "p", 1);
 	add(b, "j", 1, 0, "p", 2);
 	batcher_destroy(&b);
-	CHECK(n_freed == freed_before + 2);
+	CHECK_EXPR(n_freed == freed_before + 2);
 }
 
 /* Runs every test. */
@@ -237,8 +225,7 @@ main(void)
 	test_cancel();
 	/* Every item added was freed exactly once. */
 	added = 6 + 7 + 5 + 7 + 5;
-	CHECK(n_freed == added);
+	CHECK_EXPR(n_freed == added);
 
-	printf("test_batcher: %d passed, %d failed\n", n_passed, n_failed);
-	return n_failed > 0 ? 1 : 0;
+	return tu_report("test_batcher");
 }

@@ -26,58 +26,27 @@
 #include "worker/log.h"
 #include "worker/model_cache.h"
 #include "worker/server.h"
-
-static int	n_passed = 0;
-static int	n_failed = 0;
-
-#define CHECK(cond) \
-	do { \
-		if (cond) \
-			n_passed++; \
-		else \
-		{ \
-			n_failed++; \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-		} \
-	} while (0)
+#include "tests/unit/testutil.h"
 
 #define CHECK_STR(got, want) \
 	do { \
 		const char *g_ = (got), *w_ = (want); \
-		if (g_ != NULL && strcmp(g_, w_) == 0) \
-			n_passed++; \
-		else \
-		{ \
-			n_failed++; \
-			fprintf(stderr, "FAIL %s:%d: %s is \"%s\", expected \"%s\"\n", \
-					__FILE__, __LINE__, #got, g_ ? g_ : "(null)", w_); \
-		} \
+		CHECK_ERR(g_ != NULL && strcmp(g_, w_) == 0, \
+				  "%s is \"%s\", expected \"%s\"", #got, g_ ? g_ : "(null)", w_); \
 	} while (0)
 
 #define CHECK_CONTAINS(hay, needle) \
 	do { \
 		const char *h_ = (hay), *n_ = (needle); \
-		if (h_ != NULL && strstr(h_, n_) != NULL) \
-			n_passed++; \
-		else \
-		{ \
-			n_failed++; \
-			fprintf(stderr, "FAIL %s:%d: \"%s\" does not contain \"%s\"\n", \
-					__FILE__, __LINE__, h_ ? h_ : "(null)", n_); \
-		} \
+		CHECK_ERR(h_ != NULL && strstr(h_, n_) != NULL, \
+				  "\"%s\" does not contain \"%s\"", h_ ? h_ : "(null)", n_); \
 	} while (0)
 
 #define CHECK_NEAR(got, want, tol) \
 	do { \
 		double g_ = (got), w_ = (want); \
-		if (fabs(g_ - w_) <= (tol)) \
-			n_passed++; \
-		else \
-		{ \
-			n_failed++; \
-			fprintf(stderr, "FAIL %s:%d: %s is %.6f, expected %.6f\n", \
-					__FILE__, __LINE__, #got, g_, w_); \
-		} \
+		CHECK_ERR(fabs(g_ - w_) <= (tol), \
+				  "%s is %.6f, expected %.6f", #got, g_, w_); \
 	} while (0)
 
 static char tmpdir[64];
@@ -153,23 +122,23 @@ test_round_trips(void)
 	h.request_id = 99;
 	h.run = &run;
 	u = round_trip(&h);
-	CHECK(u != NULL);
+	CHECK_EXPR(u != NULL);
 	if (u != NULL)
 	{
-		CHECK(u->version == PGINFER_PROTOCOL_VERSION);
-		CHECK(u->kind == PGINFER__MSG_KIND__MSG_RUN_FRAGMENT);
-		CHECK(u->request_id == 99);
-		CHECK(u->run != NULL && u->run->n_row_ids == 3 &&
+		CHECK_EXPR(u->version == PGINFER_PROTOCOL_VERSION);
+		CHECK_EXPR(u->kind == PGINFER__MSG_KIND__MSG_RUN_FRAGMENT);
+		CHECK_EXPR(u->request_id == 99);
+		CHECK_EXPR(u->run != NULL && u->run->n_row_ids == 3 &&
 			  u->run->row_ids[1] == (1ULL << 40) && u->run->max_pixels == 1234);
-		CHECK(u->run->fragment->kind == PGINFER__FRAGMENT_KIND__FRAG_OCR);
-		CHECK(u->run->fragment->n_models == 2);
+		CHECK_EXPR(u->run->fragment->kind == PGINFER__FRAGMENT_KIND__FRAG_OCR);
+		CHECK_EXPR(u->run->fragment->n_models == 2);
 		CHECK_STR(u->run->fragment->models[1]->labels_file, "keys.txt");
-		CHECK(u->run->fragment->models[1]->n_mean == 3 &&
+		CHECK_EXPR(u->run->fragment->models[1]->n_mean == 3 &&
 			  u->run->fragment->models[1]->mean[2] == 0.406f);
 		CHECK_STR(u->run->fragment->models[1]->labels[1], "dog");
-		CHECK(u->run->fragment->models[1]->sha256.len == 32 &&
+		CHECK_EXPR(u->run->fragment->models[1]->sha256.len == 32 &&
 			  u->run->fragment->models[1]->sha256.data[31] == 0xab);
-		CHECK(u->run->fragment->models[1]->input_height == 48);
+		CHECK_EXPR(u->run->fragment->models[1]->input_height == 48);
 		pginfer__header__free_unpacked(u, NULL);
 	}
 
@@ -189,14 +158,14 @@ test_round_trips(void)
 	h.run = NULL;
 	h.result = &res;
 	u = round_trip(&h);
-	CHECK(u != NULL && u->result != NULL && u->result->n_rows == 2);
+	CHECK_EXPR(u != NULL && u->result != NULL && u->result->n_rows == 2);
 	if (u != NULL && u->result != NULL && u->result->n_rows == 2)
 	{
-		CHECK(u->result->rows[0]->ok && u->result->rows[0]->row_id == 5);
+		CHECK_EXPR(u->result->rows[0]->ok && u->result->rows[0]->row_id == 5);
 		CHECK_STR(u->result->rows[0]->text, "Baker Street\nNW1");
-		CHECK(!u->result->rows[1]->ok && u->result->rows[1]->row_id == 7);
+		CHECK_EXPR(!u->result->rows[1]->ok && u->result->rows[1]->row_id == 7);
 		CHECK_STR(u->result->rows[1]->sqlstate, "22P03");
-		CHECK(u->result->compute_ms == 12.5);
+		CHECK_EXPR(u->result->compute_ms == 12.5);
 	}
 	if (u != NULL)
 		pginfer__header__free_unpacked(u, NULL);
@@ -205,10 +174,10 @@ test_round_trips(void)
 	buf = server_pack_error(42, PGINFER_SQLSTATE_NO_MODEL, "no such model",
 							"the detail", NULL, &len);
 	u = buf ? pginfer__header__unpack(NULL, len, buf) : NULL;
-	CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error != NULL);
+	CHECK_EXPR(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error != NULL);
 	if (u != NULL && u->error != NULL)
 	{
-		CHECK(u->request_id == 42 && u->version == PGINFER_PROTOCOL_VERSION);
+		CHECK_EXPR(u->request_id == 42 && u->version == PGINFER_PROTOCOL_VERSION);
 		CHECK_STR(u->error->sqlstate, "58P01");
 		CHECK_STR(u->error->message, "no such model");
 		CHECK_STR(u->error->detail, "the detail");
@@ -226,7 +195,7 @@ test_round_trips(void)
 		h.kind = k == 0 ? PGINFER__MSG_KIND__MSG_LOAD_MODEL : PGINFER__MSG_KIND__MSG_UNLOAD_MODEL;
 		h.model = &mr;
 		u = round_trip(&h);
-		CHECK(u != NULL && u->kind == h.kind && u->model && u->model->model);
+		CHECK_EXPR(u != NULL && u->kind == h.kind && u->model && u->model->model);
 		if (u != NULL && u->model && u->model->model)
 			CHECK_STR(u->model->model->file, "rec.onnx");
 		if (u != NULL)
@@ -246,11 +215,11 @@ test_round_trips(void)
 	{
 		h.kind = k == 0 ? PGINFER__MSG_KIND__MSG_PONG : PGINFER__MSG_KIND__MSG_STATE;
 		u = round_trip(&h);
-		CHECK(u != NULL && u->kind == h.kind && u->state != NULL);
+		CHECK_EXPR(u != NULL && u->kind == h.kind && u->state != NULL);
 		if (u != NULL && u->state != NULL)
 		{
-			CHECK(u->state->queue_length == 3 && u->state->requests_served == 17);
-			CHECK(u->state->n_resident_models == 2);
+			CHECK_EXPR(u->state->queue_length == 3 && u->state->requests_served == 17);
+			CHECK_EXPR(u->state->n_resident_models == 2);
 			CHECK_STR(u->state->resident_models[1], "b/c.onnx");
 		}
 		if (u != NULL)
@@ -262,7 +231,7 @@ test_round_trips(void)
 	h.kind = PGINFER__MSG_KIND__MSG_CANCEL;
 	h.request_id = 77;
 	u = round_trip(&h);
-	CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_CANCEL && u->request_id == 77 &&
+	CHECK_EXPR(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_CANCEL && u->request_id == 77 &&
 		  u->run == NULL && u->result == NULL);
 	if (u != NULL)
 		pginfer__header__free_unpacked(u, NULL);
@@ -282,62 +251,62 @@ test_check_header(void)
 
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = PGINFER__MSG_KIND__MSG_PING;
-	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
-	CHECK(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
+	CHECK_EXPR(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_STR(sqlstate, PGINFER_SQLSTATE_PROTOCOL);
 	CHECK_CONTAINS(err, "1 payload frames, expected 0");
 
 	/* Version mismatch names both versions. */
 	h.version = PGINFER_PROTOCOL_VERSION + 6;
 	sqlstate = NULL;
-	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_STR(sqlstate, "08P01");
 	CHECK_CONTAINS(err, "version 7");
 	CHECK_CONTAINS(err, "speaks version 1");
 	h.version = 0;
-	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "version 0");
 	h.version = PGINFER_PROTOCOL_VERSION;
 
 	/* RUN_FRAGMENT: one payload frame per row id. */
 	h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
-	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "without a fragment");
 	run.fragment = &frag;
 	run.n_row_ids = 2;
 	run.row_ids = ids;
 	h.run = &run;
-	CHECK(server_check_header(&h, 2, &sqlstate, err, sizeof(err)) == 0);
-	CHECK(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 2, &sqlstate, err, sizeof(err)) == 0);
+	CHECK_EXPR(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "1 payload frames, expected 2");
-	CHECK(server_check_header(&h, 3, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 3, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "3 payload frames, expected 2");
 	h.run = NULL;
 
 	/* LOAD/UNLOAD need a model and no payload. */
 	h.kind = PGINFER__MSG_KIND__MSG_LOAD_MODEL;
-	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "without a model");
 	h.model = &mr;
-	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	{
 		Pginfer__ModelSpec m = PGINFER__MODEL_SPEC__INIT;
 
 		mr.model = &m;
-		CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
-		CHECK(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
+		CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
+		CHECK_EXPR(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
 		mr.model = NULL;
 	}
 	h.model = NULL;
 
 	/* Kinds a worker only sends are refused. */
 	h.kind = PGINFER__MSG_KIND__MSG_RESULT;
-	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "does not accept MSG_RESULT");
 	h.kind = PGINFER__MSG_KIND__MSG_UNKNOWN;
-	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	h.kind = (Pginfer__MsgKind) 77;
-	CHECK(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 }
 
 /* Model file names: relative, no ".." components. */
@@ -350,14 +319,14 @@ test_path_check(void)
 	"a/..", "a/../b", "//x", "sub/../../../etc/shadow"};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		CHECK(model_path_check(good[i], err, sizeof(err)) == 0);
+		CHECK_EXPR(model_path_check(good[i], err, sizeof(err)) == 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 	{
-		CHECK(model_path_check(bad[i], err, sizeof(err)) == -1);
+		CHECK_EXPR(model_path_check(bad[i], err, sizeof(err)) == -1);
 		if (bad[i][0] != '\0')
 			CHECK_CONTAINS(err, bad[i]);
 	}
-	CHECK(model_path_check(NULL, err, sizeof(err)) == -1);
+	CHECK_EXPR(model_path_check(NULL, err, sizeof(err)) == -1);
 	model_path_check("/x", err, sizeof(err));
 	CHECK_CONTAINS(err, "absolute");
 	model_path_check("a/../b", err, sizeof(err));
@@ -382,7 +351,7 @@ test_sha256(void)
 
 	if (million == NULL)
 	{
-		CHECK(million != NULL);
+		CHECK_EXPR(million != NULL);
 		return;
 	}
 	model_sha256("abc", 3, d);
@@ -614,40 +583,40 @@ test_model_cache(void)
 			   *m2;
 
 	mc = model_cache_new("/nonexistent/models", err, sizeof(err));
-	CHECK(mc == NULL);
+	CHECK_EXPR(mc == NULL);
 	CHECK_CONTAINS(err, "/nonexistent/models");
 
 	mc = model_cache_new(tmpdir, err, sizeof(err));
-	CHECK(mc != NULL);
+	CHECK_EXPR(mc != NULL);
 	if (mc == NULL)
 		return;
 
 	spec.file = "nope.onnx";
-	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_EXPR(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
 	CHECK_STR(sqlstate, PGINFER_SQLSTATE_NO_MODEL);
 	CHECK_CONTAINS(err, "\"nope.onnx\" not found");
 
 	spec.file = "../gap.onnx";
-	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_EXPR(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
 	CHECK_STR(sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
 	CHECK_CONTAINS(err, "..");
 
 	spec.file = "sub";			/* a directory */
-	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_EXPR(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
 	CHECK_CONTAINS(err, "not a regular file");
 
 	spec.file = "junk.onnx";	/* not a ModelProto */
-	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_EXPR(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
 	CHECK_STR(sqlstate, PGINFER_SQLSTATE_INTERNAL);
 	CHECK_CONTAINS(err, "could not load model file \"junk.onnx\"");
-	CHECK(model_cache_count(mc) == 0);
+	CHECK_EXPR(model_cache_count(mc) == 0);
 
 	/* A wrong digest is refused; the right one loads. */
 	spec.file = "gap.onnx";
 	memset(digest, 0, sizeof(digest));
 	spec.sha256.data = digest;
 	spec.sha256.len = 32;
-	CHECK(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
+	CHECK_EXPR(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
 	CHECK_STR(sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
 	CHECK_CONTAINS(err, "SHA-256");
 	{
@@ -665,32 +634,32 @@ test_model_cache(void)
 		free(bytes);
 	}
 	m1 = model_cache_get(mc, &spec, &sqlstate, err, sizeof(err));
-	CHECK(m1 != NULL);
+	CHECK_EXPR(m1 != NULL);
 	if (m1 == NULL)
 		fprintf(stderr, "  (%s)\n", err);
 	spec.sha256.len = 0;
 	m2 = model_cache_get(mc, &spec, &sqlstate, err, sizeof(err));
-	CHECK(m1 != NULL && m2 == m1);	/* loaded once, kept */
-	CHECK(model_cache_count(mc) == 1);
+	CHECK_EXPR(m1 != NULL && m2 == m1);	/* loaded once, kept */
+	CHECK_EXPR(model_cache_count(mc) == 1);
 	CHECK_STR(model_cache_file(mc, 0), "gap.onnx");
-	CHECK(model_cache_file(mc, 1) == NULL);
-	CHECK(model_cache_unload(mc, "gap.onnx") == 1);
-	CHECK(model_cache_unload(mc, "gap.onnx") == 0);
-	CHECK(model_cache_count(mc) == 0);
+	CHECK_EXPR(model_cache_file(mc, 1) == NULL);
+	CHECK_EXPR(model_cache_unload(mc, "gap.onnx") == 1);
+	CHECK_EXPR(model_cache_unload(mc, "gap.onnx") == 0);
+	CHECK_EXPR(model_cache_count(mc) == 0);
 
 	{
 		const char *const *dict;
 		int			dict_len;
 
-		CHECK(model_cache_get_dict(mc, "missing.txt", &dict, &dict_len,
+		CHECK_EXPR(model_cache_get_dict(mc, "missing.txt", &dict, &dict_len,
 								   &sqlstate, err, sizeof(err)) == -1);
 		CHECK_STR(sqlstate, PGINFER_SQLSTATE_NO_MODEL);
-		CHECK(model_cache_get_dict(mc, "/etc/passwd", &dict, &dict_len,
+		CHECK_EXPR(model_cache_get_dict(mc, "/etc/passwd", &dict, &dict_len,
 								   &sqlstate, err, sizeof(err)) == -1);
 		CHECK_STR(sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
 	}
 	model_cache_destroy(&mc);
-	CHECK(mc == NULL);
+	CHECK_EXPR(mc == NULL);
 }
 
 /* Builds a RunFragment header of kind k over model "gap.onnx". */
@@ -712,6 +681,33 @@ fill_run(Pginfer__Header *h, Pginfer__RunFragment *run, Pginfer__Fragment *frag,
 	h->run = run;
 }
 
+/* A RunFragment request over one model, its parts kept together. */
+typedef struct run_req
+{
+	Pginfer__Header h;
+	Pginfer__RunFragment run;
+	Pginfer__Fragment frag;
+	Pginfer__ModelSpec spec;
+	Pginfer__ModelSpec *specp[1];
+} run_req;
+
+/* Builds q as fill_run does, of kind k over model file and the n row ids. */
+static void
+req_init(run_req *q, const char *file, Pginfer__FragmentKind k, uint64_t *ids, int n)
+{
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
+	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
+
+	q->h = h;
+	q->run = run;
+	q->frag = frag;
+	q->spec = spec;
+	q->spec.file = (char *) file;
+	fill_run(&q->h, &q->run, &q->frag, &q->spec, q->specp, k, ids, n);
+}
+
 /*
  * server_handle() end to end without a socket: ping, version mismatch,
  * garbage, cancel, unknown model, and PREDICT/CLASSIFY over the tiny
@@ -729,31 +725,31 @@ test_server_handle(void)
 	uint8_t    *buf;
 	size_t		len;
 
-	CHECK(s != NULL);
+	CHECK_EXPR(s != NULL);
 	if (s == NULL)
 		return;
-	CHECK(server_endpoint(s) == NULL);
+	CHECK_EXPR(server_endpoint(s) == NULL);
 
 	/* PING -> PONG with a state. */
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = PGINFER__MSG_KIND__MSG_PING;
 	h.request_id = 11;
 	buf = pack(&h, &len);
-	CHECK(server_handle(s, buf, len, NULL, NULL, 0, &r) == 0 && r != NULL);
+	CHECK_EXPR(server_handle(s, buf, len, NULL, NULL, 0, &r) == 0 && r != NULL);
 	free(buf);
 	u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-	CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_PONG && u->request_id == 11 &&
+	CHECK_EXPR(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_PONG && u->request_id == 11 &&
 		  u->state != NULL && r->n_frames == 0);
 	if (u != NULL && u->state != NULL)
 	{
 		CHECK_STR(u->state->device, "cpu");
-		CHECK(u->state->n_resident_models == 0);
-		CHECK(strchr(u->state->worker_id, ':') != NULL);
+		CHECK_EXPR(u->state->n_resident_models == 0);
+		CHECK_EXPR(strchr(u->state->worker_id, ':') != NULL);
 	}
 	if (u)
 		pginfer__header__free_unpacked(u, NULL);
 	server_reply_destroy(&r);
-	CHECK(r == NULL);
+	CHECK_EXPR(r == NULL);
 
 	/* Version mismatch -> MSG_ERROR 08P01 naming both versions. */
 	h.version = 3;
@@ -761,14 +757,14 @@ test_server_handle(void)
 	server_handle(s, buf, len, NULL, NULL, 0, &r);
 	free(buf);
 	u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-	CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error != NULL);
+	CHECK_EXPR(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error != NULL);
 	if (u != NULL && u->error != NULL)
 	{
 		CHECK_STR(u->error->sqlstate, "08P01");
 		CHECK_CONTAINS(u->error->message, "version 3");
 		CHECK_CONTAINS(u->error->message, "version 1");
-		CHECK(u->request_id == 11);
-		CHECK(u->version == PGINFER_PROTOCOL_VERSION);
+		CHECK_EXPR(u->request_id == 11);
+		CHECK_EXPR(u->version == PGINFER_PROTOCOL_VERSION);
 	}
 	if (u)
 		pginfer__header__free_unpacked(u, NULL);
@@ -781,7 +777,7 @@ test_server_handle(void)
 
 		server_handle(s, bad, sizeof(bad), NULL, NULL, 0, &r);
 		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-		CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
+		CHECK_EXPR(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
 		if (u && u->error)
 		{
 			CHECK_STR(u->error->sqlstate, "08P01");
@@ -795,7 +791,7 @@ test_server_handle(void)
 	/* CANCEL -> no reply. */
 	h.kind = PGINFER__MSG_KIND__MSG_CANCEL;
 	buf = pack(&h, &len);
-	CHECK(server_handle(s, buf, len, NULL, NULL, 0, &r) == 0 && r == NULL);
+	CHECK_EXPR(server_handle(s, buf, len, NULL, NULL, 0, &r) == 0 && r == NULL);
 	free(buf);
 
 	/* Run fragments over the tiny model. */
@@ -818,7 +814,7 @@ test_server_handle(void)
 		float		stdv[1] = {0.5f};
 		char	   *labels[3] = {"red", "green", "blue"};
 
-		CHECK(pa != NULL && pb != NULL);
+		CHECK_EXPR(pa != NULL && pb != NULL);
 
 		/* Unknown model file -> MSG_ERROR naming the file. */
 		spec.file = "missing_model.onnx";
@@ -827,7 +823,7 @@ test_server_handle(void)
 		server_handle(s, buf, len, rows, lens, 3, &r);
 		free(buf);
 		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-		CHECK(u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
+		CHECK_EXPR(u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
 		if (u && u->error)
 		{
 			CHECK_STR(u->error->sqlstate, "58P01");
@@ -848,7 +844,7 @@ test_server_handle(void)
 		server_handle(s, buf, len, rows, lens, 3, &r);
 		free(buf);
 		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-		CHECK(u && u->kind == PGINFER__MSG_KIND__MSG_RESULT && u->result &&
+		CHECK_EXPR(u && u->kind == PGINFER__MSG_KIND__MSG_RESULT && u->result &&
 			  u->result->n_rows == 3 && r->n_frames == 3);
 		if (u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error)
 			fprintf(stderr, "  (error %s)\n", u->error->message);
@@ -856,12 +852,12 @@ test_server_handle(void)
 		{
 			Pginfer__RowResult **rr = u->result->rows;
 
-			CHECK(rr[0]->row_id == 501 && rr[1]->row_id == 502 && rr[2]->row_id == 503);
-			CHECK(rr[0]->ok && rr[0]->n_values == 3 && r->frame_len[0] == 12);
-			CHECK(!rr[1]->ok && r->frame_len[1] == 0 && rr[1]->n_values == 0);
+			CHECK_EXPR(rr[0]->row_id == 501 && rr[1]->row_id == 502 && rr[2]->row_id == 503);
+			CHECK_EXPR(rr[0]->ok && rr[0]->n_values == 3 && r->frame_len[0] == 12);
+			CHECK_EXPR(!rr[1]->ok && r->frame_len[1] == 0 && rr[1]->n_values == 0);
 			CHECK_STR(rr[1]->sqlstate, "22P03");
-			CHECK(rr[1]->message[0] != '\0' && rr[1]->hint[0] != '\0');
-			CHECK(rr[2]->ok && rr[2]->n_values == 3 && r->frame_len[2] == 12);
+			CHECK_EXPR(rr[1]->message[0] != '\0' && rr[1]->hint[0] != '\0');
+			CHECK_EXPR(rr[2]->ok && rr[2]->n_values == 3 && r->frame_len[2] == 12);
 			if (r->frame_len[0] == 12 && r->frame_len[2] == 12)
 			{
 				const float *v0 = r->frames[0],
@@ -887,12 +883,12 @@ test_server_handle(void)
 		server_handle(s, buf, len, rows, lens, 3, &r);
 		free(buf);
 		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-		CHECK(u && u->result && u->result->n_rows == 3);
+		CHECK_EXPR(u && u->result && u->result->n_rows == 3);
 		if (u && u->result && u->result->n_rows == 3)
 		{
-			CHECK(!u->result->rows[0]->ok);
+			CHECK_EXPR(!u->result->rows[0]->ok);
 			CHECK_STR(u->result->rows[0]->sqlstate, "54000");
-			CHECK(!u->result->rows[2]->ok);
+			CHECK_EXPR(!u->result->rows[2]->ok);
 			CHECK_STR(u->result->rows[2]->sqlstate, "54000");
 		}
 		if (u)
@@ -910,13 +906,13 @@ test_server_handle(void)
 		server_handle(s, buf, len, rows, lens, 3, &r);
 		free(buf);
 		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-		CHECK(u && u->result && u->result->n_rows == 3);
+		CHECK_EXPR(u && u->result && u->result->n_rows == 3);
 		if (u && u->result && u->result->n_rows == 3)
 		{
-			CHECK(u->result->rows[2]->ok);
+			CHECK_EXPR(u->result->rows[2]->ok);
 			CHECK_STR(u->result->rows[2]->text, "blue");
-			CHECK(!u->result->rows[1]->ok);
-			CHECK(r->frame_len[0] == 0 && r->frame_len[2] == 0);
+			CHECK_EXPR(!u->result->rows[1]->ok);
+			CHECK_EXPR(r->frame_len[0] == 0 && r->frame_len[2] == 0);
 		}
 		if (u)
 			pginfer__header__free_unpacked(u, NULL);
@@ -928,7 +924,7 @@ test_server_handle(void)
 		server_handle(s, buf, len, rows, lens, 3, &r);
 		free(buf);
 		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-		CHECK(u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
+		CHECK_EXPR(u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
 		if (u && u->error)
 		{
 			CHECK_STR(u->error->sqlstate, "22023");
@@ -945,7 +941,7 @@ test_server_handle(void)
 		server_handle(s, buf, len, rows, lens, 3, &r);
 		free(buf);
 		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-		CHECK(u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
+		CHECK_EXPR(u && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error);
 		if (u && u->error)
 			CHECK_CONTAINS(u->error->message, "keep_ratio_pad");
 		if (u)
@@ -959,7 +955,7 @@ test_server_handle(void)
 		server_handle(s, buf, len, NULL, NULL, 0, &r);
 		free(buf);
 		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-		CHECK(u && u->state && u->state->n_resident_models == 1 &&
+		CHECK_EXPR(u && u->state && u->state->n_resident_models == 1 &&
 			  u->state->requests_served == 3);
 		if (u && u->state && u->state->n_resident_models == 1)
 			CHECK_STR(u->state->resident_models[0], "gap.onnx");
@@ -971,7 +967,7 @@ test_server_handle(void)
 		free(pb);
 	}
 	server_destroy(&s);
-	CHECK(s == NULL);
+	CHECK_EXPR(s == NULL);
 }
 
 /*
@@ -985,11 +981,7 @@ test_malformed_headers(void)
 	server_opts opts = {NULL, tmpdir, 0, 0, -1};
 	char		err[512];
 	server	   *s = server_new(&opts, err, sizeof(err));
-	Pginfer__Header h = PGINFER__HEADER__INIT;
-	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
-	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
-	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
-	Pginfer__ModelSpec *specp[1];
+	run_req		q;
 	uint64_t	ids[2] = {1, 2};
 	uint8_t    *buf;
 	size_t		len;
@@ -997,12 +989,11 @@ test_malformed_headers(void)
 				bad_random = 0;
 	unsigned	seed = 12345;
 
-	CHECK(s != NULL);
+	CHECK_EXPR(s != NULL);
 	if (s == NULL)
 		return;
-	spec.file = "gap.onnx";
-	fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 2);
-	buf = pack(&h, &len);
+	req_init(&q, "gap.onnx", PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 2);
+	buf = pack(&q.h, &len);
 	for (size_t cut = 0; cut < len; cut++)
 	{
 		server_reply *r = NULL;
@@ -1016,7 +1007,7 @@ test_malformed_headers(void)
 			pginfer__header__free_unpacked(u, NULL);
 		server_reply_destroy(&r);
 	}
-	CHECK(len > 20 && bad_prefix == 0);
+	CHECK_EXPR(len > 20 && bad_prefix == 0);
 	free(buf);
 
 	for (int k = 0; k < 3000; k++)
@@ -1036,7 +1027,7 @@ test_malformed_headers(void)
 			pginfer__header__free_unpacked(u, NULL);
 		server_reply_destroy(&r);
 	}
-	CHECK(bad_random == 0);
+	CHECK_EXPR(bad_random == 0);
 	server_destroy(&s);
 }
 
@@ -1047,11 +1038,7 @@ test_fragment_run(void)
 	char		err[512];
 	const char *sqlstate = NULL;
 	model_cache *mc = model_cache_new(tmpdir, err, sizeof(err));
-	Pginfer__Header h = PGINFER__HEADER__INIT;
-	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
-	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
-	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
-	Pginfer__ModelSpec *specp[1];
+	run_req		q;
 	uint64_t	ids[2] = {9, 8};
 	static const uint8_t grey[2][3] = {{102, 102, 102}, {102, 102, 102}};
 	size_t		len;
@@ -1061,32 +1048,31 @@ test_fragment_run(void)
 	fragment_result *r = NULL;
 	volatile sig_atomic_t stop = 0;
 
-	CHECK(mc != NULL && png != NULL);
+	CHECK_EXPR(mc != NULL && png != NULL);
 	if (mc == NULL || png == NULL)
 		goto done;
-	spec.file = "gap.onnx";
-	fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 2);
-	CHECK(fragment_run(mc, &run, rows, lens, 2, 0, 64, &stop, &r, &sqlstate, err, sizeof(err)) == 0);
-	CHECK(r != NULL && r->n_rows == 2);
+	req_init(&q, "gap.onnx", PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 2);
+	CHECK_EXPR(fragment_run(mc, &q.run, rows, lens, 2, 0, 64, &stop, &r, &sqlstate, err, sizeof(err)) == 0);
+	CHECK_EXPR(r != NULL && r->n_rows == 2);
 	if (r != NULL && r->n_rows == 2)
 	{
-		CHECK(r->rows[0].row_id == 9 && r->rows[1].row_id == 8);
-		CHECK(r->rows[1].ok && r->n_values[1] == 3 && r->values[1] != NULL);
+		CHECK_EXPR(r->rows[0].row_id == 9 && r->rows[1].row_id == 8);
+		CHECK_EXPR(r->rows[1].ok && r->n_values[1] == 3 && r->values[1] != NULL);
 		/* Defaults mean 0, std 1: 102 / 255 = 0.4. */
 		if (r->values[1] != NULL)
 			CHECK_NEAR(r->values[1][2], 0.4, 1e-5);
-		CHECK(r->compute_ms >= 0.0);
+		CHECK_EXPR(r->compute_ms >= 0.0);
 	}
 	fragment_result_destroy(&r);
-	CHECK(r == NULL);
+	CHECK_EXPR(r == NULL);
 
 	/* Fewer row frames than row ids is refused. */
-	CHECK(fragment_run(mc, &run, rows, lens, 1, 0, 64, NULL, &r, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(fragment_run(mc, &q.run, rows, lens, 1, 0, 64, NULL, &r, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_STR(sqlstate, PGINFER_SQLSTATE_PROTOCOL);
 
 	stop = 1;
-	CHECK(fragment_run(mc, &run, rows, lens, 2, 0, 64, &stop, &r, &sqlstate, err, sizeof(err)) == -1);
-	CHECK(r == NULL);
+	CHECK_EXPR(fragment_run(mc, &q.run, rows, lens, 2, 0, 64, &stop, &r, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(r == NULL);
 	CHECK_STR(sqlstate, FRAGMENT_SQLSTATE_SHUTDOWN);
 	CHECK_CONTAINS(err, "shutting down");
 
@@ -1124,11 +1110,7 @@ test_batched_run(void)
 {
 	char		err[512];
 	model_cache *mc = model_cache_new(tmpdir, err, sizeof(err));
-	Pginfer__Header h = PGINFER__HEADER__INIT;
-	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
-	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
-	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
-	Pginfer__ModelSpec *specp[1];
+	run_req		q;
 	uint64_t	ids[6] = {1, 2, 3, 4, 5, 6};
 	static const uint8_t ca[2][3] = {{255, 0, 0}, {0, 0, 255}};
 	static const uint8_t cb[2][3] = {{10, 200, 30}, {90, 0, 7}};
@@ -1140,21 +1122,20 @@ test_batched_run(void)
 	fragment_result *alone = NULL,
 			   *r = NULL;
 
-	CHECK(mc != NULL && pa != NULL && pb != NULL);
+	CHECK_EXPR(mc != NULL && pa != NULL && pb != NULL);
 	if (mc == NULL || pa == NULL || pb == NULL)
 		goto done;
-	spec.file = "gapn.onnx";
-	spec.input_height = 3;
-	spec.input_width = 3;
-	fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 1);
+	req_init(&q, "gapn.onnx", PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 1);
+	q.spec.input_height = 3;
+	q.spec.input_width = 3;
 
 	/* A alone. */
 	{
 		const void *rows[1] = {pa};
 		size_t		lens[1] = {la};
 
-		alone = run_rows(mc, &run, rows, lens, 1, 64);
-		CHECK(alone != NULL && alone->rows[0].ok && alone->n_values[0] == 3 &&
+		alone = run_rows(mc, &q.run, rows, lens, 1, 64);
+		CHECK_EXPR(alone != NULL && alone->rows[0].ok && alone->n_values[0] == 3 &&
 			  alone->model_runs == 1);
 	}
 	/* B, A, bad, A, B, A: five good rows of one shape, one call. */
@@ -1162,40 +1143,40 @@ test_batched_run(void)
 		const void *rows[6] = {pb, pa, junk, pa, pb, pa};
 		size_t		lens[6] = {lb, la, sizeof(junk) - 1, la, lb, la};
 
-		run.n_row_ids = 6;
-		r = run_rows(mc, &run, rows, lens, 6, 64);
-		CHECK(r != NULL && r->n_rows == 6 && r->model_runs == 1);
+		q.run.n_row_ids = 6;
+		r = run_rows(mc, &q.run, rows, lens, 6, 64);
+		CHECK_EXPR(r != NULL && r->n_rows == 6 && r->model_runs == 1);
 		if (r != NULL && alone != NULL && alone->values[0] != NULL && r->n_rows == 6)
 		{
-			CHECK(!r->rows[2].ok && r->values[2] == NULL);
+			CHECK_EXPR(!r->rows[2].ok && r->values[2] == NULL);
 			CHECK_STR(r->rows[2].sqlstate, "22P03");
 			for (int i = 0; i < 6; i++)
-				CHECK(r->rows[i].row_id == ids[i]);
+				CHECK_EXPR(r->rows[i].row_id == ids[i]);
 			for (int i = 1; i < 6; i += 2)
-				CHECK(r->rows[i].ok && r->n_values[i] == 3 &&
+				CHECK_EXPR(r->rows[i].ok && r->n_values[i] == 3 &&
 					  memcmp(r->values[i], alone->values[0], 3 * sizeof(float)) == 0);
-			CHECK(r->rows[0].ok && r->values[0] != NULL &&
+			CHECK_EXPR(r->rows[0].ok && r->values[0] != NULL &&
 				  memcmp(r->values[0], r->values[4], 3 * sizeof(float)) == 0 &&
 				  memcmp(r->values[0], alone->values[0], 3 * sizeof(float)) != 0);
 		}
 		fragment_result_destroy(&r);
 
 		/* max_batch 2: five rows take three calls, same values. */
-		r = run_rows(mc, &run, rows, lens, 6, 2);
-		CHECK(r != NULL && r->model_runs == 3);
+		r = run_rows(mc, &q.run, rows, lens, 6, 2);
+		CHECK_EXPR(r != NULL && r->model_runs == 3);
 		if (r != NULL && alone != NULL && alone->values[0] != NULL)
-			CHECK(r->values[5] != NULL &&
+			CHECK_EXPR(r->values[5] != NULL &&
 				  memcmp(r->values[5], alone->values[0], 3 * sizeof(float)) == 0);
 		fragment_result_destroy(&r);
 
 		/* Own sizes (no input size): one call per shape, A's values exact. */
-		spec.input_height = spec.input_width = 0;
-		r = run_rows(mc, &run, rows, lens, 6, 64);
-		CHECK(r != NULL && r->model_runs == 2);
+		q.spec.input_height = q.spec.input_width = 0;
+		r = run_rows(mc, &q.run, rows, lens, 6, 64);
+		CHECK_EXPR(r != NULL && r->model_runs == 2);
 		if (r != NULL)
 		{
 			/* A's own size: R mean 0.5, G 0, B 0.5 (pixel / 255, mean 0, std 1). */
-			CHECK(r->values[1] != NULL && r->values[3] != NULL &&
+			CHECK_EXPR(r->values[1] != NULL && r->values[3] != NULL &&
 				  memcmp(r->values[1], r->values[3], 3 * sizeof(float)) == 0);
 			if (r->values[1] != NULL)
 			{
@@ -1211,26 +1192,26 @@ test_batched_run(void)
 		 * it): the 5-row call is redone row by row, 1 + 5 calls, and each
 		 * row still gets its own values.
 		 */
-		spec.file = "gapr.onnx";
-		spec.input_height = spec.input_width = 3;
-		r = run_rows(mc, &run, rows, lens, 6, 64);
-		CHECK(r != NULL && r->model_runs == 6);
+		q.spec.file = "gapr.onnx";
+		q.spec.input_height = q.spec.input_width = 3;
+		r = run_rows(mc, &q.run, rows, lens, 6, 64);
+		CHECK_EXPR(r != NULL && r->model_runs == 6);
 		if (r != NULL && alone != NULL && alone->values[0] != NULL)
 		{
-			CHECK(r->rows[1].ok && r->n_values[1] == 3 &&
+			CHECK_EXPR(r->rows[1].ok && r->n_values[1] == 3 &&
 				  memcmp(r->values[1], alone->values[0], 3 * sizeof(float)) == 0);
-			CHECK(r->rows[4].ok && r->values[4] != NULL &&
+			CHECK_EXPR(r->rows[4].ok && r->values[4] != NULL &&
 				  memcmp(r->values[4], r->values[0], 3 * sizeof(float)) == 0);
 		}
 		fragment_result_destroy(&r);
-		spec.input_height = spec.input_width = 0;
+		q.spec.input_height = q.spec.input_width = 0;
 
 		/* A fixed batch dimension of 1: one call per good row. */
-		spec.file = "gap.onnx";
-		r = run_rows(mc, &run, rows, lens, 6, 64);
-		CHECK(r != NULL && r->model_runs == 5);
+		q.spec.file = "gap.onnx";
+		r = run_rows(mc, &q.run, rows, lens, 6, 64);
+		CHECK_EXPR(r != NULL && r->model_runs == 5);
 		if (r != NULL)
-			CHECK(r->rows[5].ok && r->values[5] != NULL && r->values[5][0] > 0.49f);
+			CHECK_EXPR(r->rows[5].ok && r->values[5] != NULL && r->values[5][0] > 0.49f);
 		fragment_result_destroy(&r);
 	}
 
@@ -1254,11 +1235,7 @@ test_row_model_errors(void)
 	char		err[512];
 	const char *sqlstate = NULL;
 	model_cache *mc = model_cache_new(tmpdir, err, sizeof(err));
-	Pginfer__Header h = PGINFER__HEADER__INIT;
-	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
-	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
-	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
-	Pginfer__ModelSpec *specp[1];
+	run_req		q;
 	uint64_t	ids[4] = {1, 2, 3, 4};
 	static const uint8_t grey[2][3] = {{51, 102, 153}, {51, 102, 153}};
 	size_t		lg,
@@ -1269,31 +1246,30 @@ test_row_model_errors(void)
 	void	   *pw = make_png(FRAGMENT_MAX_INPUT_SIDE + 1, 1, grey, &lw);
 	fragment_result *r = NULL;
 
-	CHECK(mc != NULL && pg != NULL && ps != NULL && pw != NULL);
+	CHECK_EXPR(mc != NULL && pg != NULL && ps != NULL && pw != NULL);
 	if (mc == NULL || pg == NULL || ps == NULL || pw == NULL)
 		goto done;
-	spec.file = "mpn.onnx";
-	fill_run(&h, &run, &frag, &spec, specp, PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 3);
+	req_init(&q, "mpn.onnx", PGINFER__FRAGMENT_KIND__FRAG_PREDICT, ids, 3);
 
 	/* good, too small, good: the middle row fails alone */
 	{
 		const void *rows[3] = {pg, ps, pg};
 		size_t		lens[3] = {lg, ls, lg};
 
-		r = run_rows(mc, &run, rows, lens, 3, 64);
-		CHECK(r != NULL && r->n_rows == 3);
+		r = run_rows(mc, &q.run, rows, lens, 3, 64);
+		CHECK_EXPR(r != NULL && r->n_rows == 3);
 		if (r != NULL && r->n_rows == 3)
 		{
-			CHECK(r->rows[0].ok && r->rows[2].ok && r->n_values[0] == 3 &&
+			CHECK_EXPR(r->rows[0].ok && r->rows[2].ok && r->n_values[0] == 3 &&
 				  r->values[0] != NULL && r->values[2] != NULL);
 			/* grey everywhere: the max-pooled mean is the grey, 51 / 255 */
 			if (r->values[0] != NULL)
 				CHECK_NEAR(r->values[0][0], 0.2, 1e-6);
-			CHECK(!r->rows[1].ok && r->values[1] == NULL);
+			CHECK_EXPR(!r->rows[1].ok && r->values[1] == NULL);
 			CHECK_STR(r->rows[1].sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
 			CHECK_CONTAINS(r->rows[1].message, "image too small for model \"mpn.onnx\"");
 			CHECK_CONTAINS(r->rows[1].message, "MaxPool");
-			CHECK(r->rows[1].row_id == 2);
+			CHECK_EXPR(r->rows[1].row_id == 2);
 		}
 		fragment_result_destroy(&r);
 	}
@@ -1302,14 +1278,14 @@ test_row_model_errors(void)
 		const void *rows[4] = {ps, pg, ps, pg};
 		size_t		lens[4] = {ls, lg, ls, lg};
 
-		run.n_row_ids = 4;
-		r = run_rows(mc, &run, rows, lens, 4, 64);
-		CHECK(r != NULL && r->n_rows == 4);
+		q.run.n_row_ids = 4;
+		r = run_rows(mc, &q.run, rows, lens, 4, 64);
+		CHECK_EXPR(r != NULL && r->n_rows == 4);
 		if (r != NULL && r->n_rows == 4)
 		{
 			/* 4x4 batch 1 call; 2x3 batch 1 call + 2 alone */
-			CHECK(r->model_runs == 4);
-			CHECK(!r->rows[0].ok && !r->rows[2].ok && r->rows[1].ok && r->rows[3].ok);
+			CHECK_EXPR(r->model_runs == 4);
+			CHECK_EXPR(!r->rows[0].ok && !r->rows[2].ok && r->rows[1].ok && r->rows[3].ok);
 			CHECK_STR(r->rows[0].sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
 			CHECK_STR(r->rows[2].sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
 		}
@@ -1320,13 +1296,13 @@ test_row_model_errors(void)
 		const void *rows[2] = {pw, pg};
 		size_t		lens[2] = {lw, lg};
 
-		run.n_row_ids = 2;
-		spec.file = "gapn.onnx";
-		r = run_rows(mc, &run, rows, lens, 2, 64);
-		CHECK(r != NULL && r->n_rows == 2);
+		q.run.n_row_ids = 2;
+		q.spec.file = "gapn.onnx";
+		r = run_rows(mc, &q.run, rows, lens, 2, 64);
+		CHECK_EXPR(r != NULL && r->n_rows == 2);
 		if (r != NULL && r->n_rows == 2)
 		{
-			CHECK(!r->rows[0].ok && r->rows[1].ok && r->model_runs == 1);
+			CHECK_EXPR(!r->rows[0].ok && r->rows[1].ok && r->model_runs == 1);
 			CHECK_STR(r->rows[0].sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
 			CHECK_CONTAINS(r->rows[0].message, "8193x1");
 		}
@@ -1337,18 +1313,18 @@ test_row_model_errors(void)
 		const void *rows[1] = {pg};
 		size_t		lens[1] = {lg};
 
-		run.n_row_ids = 1;
-		spec.input_height = 4;
-		spec.input_width = FRAGMENT_MAX_INPUT_SIDE + 1;
-		CHECK(fragment_run(mc, &run, rows, lens, 1, 0, 64, NULL, &r, &sqlstate,
+		q.run.n_row_ids = 1;
+		q.spec.input_height = 4;
+		q.spec.input_width = FRAGMENT_MAX_INPUT_SIDE + 1;
+		CHECK_EXPR(fragment_run(mc, &q.run, rows, lens, 1, 0, 64, NULL, &r, &sqlstate,
 						   err, sizeof(err)) == -1 && r == NULL);
 		CHECK_STR(sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
 		CHECK_CONTAINS(err, "8193x4");
 		/* with a fixed input size a model failure is the request's */
-		spec.file = "mpn.onnx";
-		spec.input_height = 2;
-		spec.input_width = 2;
-		CHECK(fragment_run(mc, &run, rows, lens, 1, 0, 64, NULL, &r, &sqlstate,
+		q.spec.file = "mpn.onnx";
+		q.spec.input_height = 2;
+		q.spec.input_width = 2;
+		CHECK_EXPR(fragment_run(mc, &q.run, rows, lens, 1, 0, 64, NULL, &r, &sqlstate,
 						   err, sizeof(err)) == -1 && r == NULL);
 		CHECK_STR(sqlstate, PGINFER_SQLSTATE_INTERNAL);
 		CHECK_CONTAINS(err, "model \"mpn.onnx\" failed");
@@ -1398,7 +1374,7 @@ test_run_group(void)
 	size_t		kl1,
 				kl2;
 
-	CHECK(s != NULL && png != NULL);
+	CHECK_EXPR(s != NULL && png != NULL);
 	if (s == NULL || png == NULL)
 		goto done;
 	spec.file = "gapn.onnx";
@@ -1409,11 +1385,11 @@ test_run_group(void)
 	/* Same fragment, same limit: same key; another limit or label: another. */
 	k1 = server_group_key(&run1, &kl1);
 	k2 = server_group_key(&run2, &kl2);
-	CHECK(k1 != NULL && k2 != NULL && kl1 == kl2 && memcmp(k1, k2, kl1) == 0);
+	CHECK_EXPR(k1 != NULL && k2 != NULL && kl1 == kl2 && memcmp(k1, k2, kl1) == 0);
 	free(k2);
 	run2.max_pixels = 1000;
 	k2 = server_group_key(&run2, &kl2);
-	CHECK(k2 != NULL && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
+	CHECK_EXPR(k2 != NULL && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
 	free(k2);
 	run2.max_pixels = 0;
 	{
@@ -1427,32 +1403,32 @@ test_run_group(void)
 		frag2.models = spec2p;
 		run2.fragment = &frag2;
 		k2 = server_group_key(&run2, &kl2);
-		CHECK(k2 != NULL && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
+		CHECK_EXPR(k2 != NULL && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
 		free(k2);
 		run2.fragment = &frag;
 	}
 	free(k1);
 
-	CHECK(server_run_group(s, reqs, frames, lens, 2, replies) == 0);
+	CHECK_EXPR(server_run_group(s, reqs, frames, lens, 2, replies) == 0);
 	for (int k = 0; k < 2; k++)
 	{
 		Pginfer__Header *u = replies[k] ?
 			pginfer__header__unpack(NULL, replies[k]->header_len, replies[k]->header) : NULL;
 		size_t		want = k == 0 ? 2 : 1;
 
-		CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_RESULT && u->result &&
+		CHECK_EXPR(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_RESULT && u->result &&
 			  u->result->n_rows == want && replies[k]->n_frames == (int) want);
 		if (u != NULL && u->result && u->result->n_rows == want)
 		{
-			CHECK(u->request_id == (k == 0 ? 31u : 32u));
-			CHECK(u->result->rows[0]->row_id == (k == 0 ? 10u : 20u));
-			CHECK(u->result->rows[0]->ok && replies[k]->frame_len[0] == 12);
+			CHECK_EXPR(u->request_id == (k == 0 ? 31u : 32u));
+			CHECK_EXPR(u->result->rows[0]->row_id == (k == 0 ? 10u : 20u));
+			CHECK_EXPR(u->result->rows[0]->ok && replies[k]->frame_len[0] == 12);
 			if (replies[k]->frame_len[0] == 12)
 				CHECK_NEAR(((float *) replies[k]->frames[0])[2], 0.6, 1e-6);
 			if (k == 0)
 			{
-				CHECK(u->result->rows[1]->row_id == 11 && !u->result->rows[1]->ok);
-				CHECK(replies[0]->frame_len[1] == 0);
+				CHECK_EXPR(u->result->rows[1]->row_id == 11 && !u->result->rows[1]->ok);
+				CHECK_EXPR(replies[0]->frame_len[1] == 0);
 			}
 		}
 		if (u)
@@ -1462,13 +1438,13 @@ test_run_group(void)
 
 	/* A request error (unknown model) answers both with MSG_ERROR. */
 	spec.file = "gone.onnx";
-	CHECK(server_run_group(s, reqs, frames, lens, 2, replies) == 0);
+	CHECK_EXPR(server_run_group(s, reqs, frames, lens, 2, replies) == 0);
 	for (int k = 0; k < 2; k++)
 	{
 		Pginfer__Header *u = replies[k] ?
 			pginfer__header__unpack(NULL, replies[k]->header_len, replies[k]->header) : NULL;
 
-		CHECK(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error &&
+		CHECK_EXPR(u != NULL && u->kind == PGINFER__MSG_KIND__MSG_ERROR && u->error &&
 			  u->request_id == (k == 0 ? 31u : 32u));
 		if (u && u->error)
 			CHECK_STR(u->error->sqlstate, "58P01");
@@ -1491,9 +1467,9 @@ test_run_group(void)
 		server_handle(s, buf, blen, NULL, NULL, 0, &r);
 		free(buf);
 		u = r ? pginfer__header__unpack(NULL, r->header_len, r->header) : NULL;
-		CHECK(u && u->state);
+		CHECK_EXPR(u && u->state);
 		if (u && u->state)
-			CHECK(u->state->batches_run == 1 && u->state->merged_batches == 1 &&
+			CHECK_EXPR(u->state->batches_run == 1 && u->state->merged_batches == 1 &&
 				  u->state->rows_run == 3 && u->state->model_runs == 1 &&
 				  u->state->requests_served == 2 && u->state->queue_length == 0 &&
 				  u->state->backlog_ms == 0.0);
@@ -1513,15 +1489,15 @@ test_log_levels(void)
 {
 	log_level	l = LOG_LEVEL_ERROR;
 
-	CHECK(log_parse_level("debug", &l) == 0 && l == LOG_LEVEL_DEBUG);
-	CHECK(log_parse_level("WARN", &l) == 0 && l == LOG_LEVEL_WARN);
-	CHECK(log_parse_level("error", &l) == 0 && l == LOG_LEVEL_ERROR);
-	CHECK(log_parse_level("loud", &l) == -1 && l == LOG_LEVEL_ERROR);
+	CHECK_EXPR(log_parse_level("debug", &l) == 0 && l == LOG_LEVEL_DEBUG);
+	CHECK_EXPR(log_parse_level("WARN", &l) == 0 && l == LOG_LEVEL_WARN);
+	CHECK_EXPR(log_parse_level("error", &l) == 0 && l == LOG_LEVEL_ERROR);
+	CHECK_EXPR(log_parse_level("loud", &l) == -1 && l == LOG_LEVEL_ERROR);
 	CHECK_STR(log_level_name(LOG_LEVEL_INFO), "INFO");
-	CHECK(fragment_max_pixels(0, 100) == 100);
-	CHECK(fragment_max_pixels(50, 100) == 50);
-	CHECK(fragment_max_pixels(500, 100) == 100);
-	CHECK(fragment_max_pixels(0, 0) == PGINFER_DEFAULT_MAX_PIXELS);
+	CHECK_EXPR(fragment_max_pixels(0, 100) == 100);
+	CHECK_EXPR(fragment_max_pixels(50, 100) == 50);
+	CHECK_EXPR(fragment_max_pixels(500, 100) == 100);
+	CHECK_EXPR(fragment_max_pixels(0, 0) == PGINFER_DEFAULT_MAX_PIXELS);
 }
 
 /* Writes the test files into a temporary directory, runs every test, cleans up. */
@@ -1539,13 +1515,13 @@ main(void)
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/gap.onnx", tmpdir);
-	CHECK(write_gap_model(path, 0) == 0);
+	CHECK_EXPR(write_gap_model(path, 0) == 0);
 	snprintf(path, sizeof(path), "%s/gapn.onnx", tmpdir);
-	CHECK(write_gap_model(path, 1) == 0);
+	CHECK_EXPR(write_gap_model(path, 1) == 0);
 	snprintf(path, sizeof(path), "%s/gapr.onnx", tmpdir);
-	CHECK(write_gap_model(path, 2) == 0);
+	CHECK_EXPR(write_gap_model(path, 2) == 0);
 	snprintf(path, sizeof(path), "%s/mpn.onnx", tmpdir);
-	CHECK(write_gap_model(path, 3) == 0);
+	CHECK_EXPR(write_gap_model(path, 3) == 0);
 	snprintf(path, sizeof(path), "%s/junk.onnx", tmpdir);
 	f = fopen(path, "w");
 	if (f)
@@ -1583,6 +1559,5 @@ main(void)
 	rmdir(path);
 	rmdir(tmpdir);
 
-	printf("test_protocol: %d passed, %d failed\n", n_passed, n_failed);
-	return n_failed > 0 ? 1 : 0;
+	return tu_report("test_protocol");
 }

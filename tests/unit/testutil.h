@@ -40,6 +40,26 @@ static int	tu_failed;
 	} while (0)
 
 /*
+ * Counts one assertion like CHECK, but prints its failure to stderr:
+ * "FAIL file:line: " and the printf-style message that follows.
+ */
+#define CHECK_ERR(cond, ...) \
+	do { \
+		if (cond) \
+			tu_passed++; \
+		else \
+		{ \
+			tu_failed++; \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__); \
+			fprintf(stderr, "\n"); \
+		} \
+	} while (0)
+
+/* Counts one assertion; a failure prints "FAIL file:line: cond" to stderr. */
+#define CHECK_EXPR(cond) CHECK_ERR(cond, "%s", #cond)
+
+/*
  * Reads a whole file into a malloc'ed buffer (one spare byte at the end)
  * and sets *len; NULL when it cannot be opened or read.
  */
