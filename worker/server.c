@@ -426,6 +426,8 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 				 s->model_dir);
 		return buf;
 	}
+	if (strcmp(sqlstate, FRAGMENT_SQLSTATE_SHUTDOWN) == 0)
+		return "Run the query again once the worker is back, or register another worker with infer.add_worker().";
 	return NULL;
 }
 
@@ -1080,7 +1082,8 @@ run_queued(server *s, batch_item **items, int n, int shutdown)
 		for (int k = 0; k < n; k++)
 			replies[k] = error_reply(reqs[k]->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
 									 "the worker is shutting down; the request was not run",
-									 NULL);
+									 hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN,
+											  NULL, 0));
 	}
 	else
 	{

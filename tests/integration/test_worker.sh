@@ -368,7 +368,8 @@ if start_worker "$tmp/dyn.log" --threads 2 --log-level debug --max-batch 4 \
 	stop_worker TERM
 	wait "$qpid"
 	check "SIGTERM with a queued request: it gets MSG_ERROR 57P01, exit 0" \
-		"$STOPPED $(tr '\n' ' ' <"$tmp/shut.out")" '^exit=0 CLIENT 0 ERROR sqlstate=57P01 message=.*not run'
+		"$STOPPED $(tr '\n' ' ' <"$tmp/shut.out")" '^exit=0 CLIENT 0 ERROR sqlstate=57P01 message=.*not run' \
+		'hint=Run the query again'
 else
 	fail "dynamic batching worker starts"
 fi
@@ -414,7 +415,7 @@ if start_worker "$tmp/worker3.log"; then
 	wait "$cpid"
 	check "SIGTERM during a 30-row batch: exit 0 within 3 s" "$STOPPED" '^exit=0$'
 	check "SIGTERM during a batch: the batch gets MSG_ERROR 57P01" "$(cat "$tmp/busy.out")" \
-		'^ERROR sqlstate=57P01 message=.*shutting down'
+		'^ERROR sqlstate=57P01 message=.*shutting down' 'hint=Run the query again'
 else
 	fail "third worker starts"
 fi
