@@ -551,20 +551,29 @@ infer_detect_text(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The body of the (model text, img bytea) functions: runs fn with the
+ * model named by argument 0 on the image of argument 1.
+ */
+static Datum
+run_model_call(InferFunction fn, FunctionCallInfo fcinfo)
+{
+	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		isnull;
+	Datum		out = run_one(fn, model, PG_GETARG_BYTEA_PP(1), &isnull);
+
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(out);
+}
+
+/*
  * infer.predict(model text, img bytea) returns real[]: the model's first
  * output for the image, flattened, as float32 values.
  */
 Datum
 infer_predict(PG_FUNCTION_ARGS)
 {
-	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	bool		isnull;
-	Datum		out = run_one(INFER_FN_PREDICT, model, PG_GETARG_BYTEA_PP(1),
-							  &isnull);
-
-	if (isnull)
-		PG_RETURN_NULL();
-	PG_RETURN_DATUM(out);
+	return run_model_call(INFER_FN_PREDICT, fcinfo);
 }
 
 /*
@@ -574,12 +583,5 @@ infer_predict(PG_FUNCTION_ARGS)
 Datum
 infer_classify(PG_FUNCTION_ARGS)
 {
-	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	bool		isnull;
-	Datum		out = run_one(INFER_FN_CLASSIFY, model, PG_GETARG_BYTEA_PP(1),
-							  &isnull);
-
-	if (isnull)
-		PG_RETURN_NULL();
-	PG_RETURN_DATUM(out);
+	return run_model_call(INFER_FN_CLASSIFY, fcinfo);
 }
