@@ -3,13 +3,16 @@
 # check-onnx runs ONNX's node tests (those whose operators the engine
 # implements) against tests/onnx/known_failures.txt; check-models builds
 # test folders for the OCR models (tools/make_model_tests.py, reference
-# outputs from ONNX Runtime) and requires a relative L2 error <= 1e-4.
+# outputs from ONNX Runtime) and requires a relative L2 error <= 1e-4; it
+# does the same for the text encoder build/models/minilm/model.onnx
+# (tests/onnx/make_text_tests.py: token ids with padding) once it exists.
 #
 # The engine library is named by path: this fragment is included before
 # worker/engine/engine.mk, so $(ENGINE_LIB) is not set yet here.
 ONNX_CONFORMANCE := $(BUILD)/bin/onnx-conformance
 ONNX_NODE_DIR    ?= /usr/include/onnx/backend/test/data/node
 ONNX_MODEL_TESTS ?= $(BUILD)/model-tests
+TEXT_MODEL_TESTS ?= $(BUILD)/text-model-tests
 
 $(ONNX_CONFORMANCE): $(BUILD)/obj/tests/onnx/conformance.o $(BUILD)/lib/libinferengine.a
 	@mkdir -p $(dir $@)
@@ -27,3 +30,13 @@ check-models: $(ONNX_CONFORMANCE)
 		--images $(SHARED)/data/ocr --also $(SHARED)/models --out $(ONNX_MODEL_TESTS)
 	$(ONNX_CONFORMANCE) --dir $(ONNX_MODEL_TESTS) --metric rel-l2 --tol 1e-4 \
 		--name onnx-models --threads 2
+	rm -rf $(TEXT_MODEL_TESTS)
+	$(PYTHON) tests/onnx/make_text_tests.py --out $(TEXT_MODEL_TESTS) \
+		$(MODEL_DIR)/minilm/model.onnx:minilm
+	@if [ -n "$$(ls -A $(TEXT_MODEL_TESTS))" ]; then \
+		echo "$(ONNX_CONFORMANCE) --dir $(TEXT_MODEL_TESTS) --metric rel-l2 --tol 1e-4 --name text-models --threads 2"; \
+		$(ONNX_CONFORMANCE) --dir $(TEXT_MODEL_TESTS) --metric rel-l2 --tol 1e-4 \
+			--name text-models --threads 2; \
+	else \
+		echo "text-models: no $(MODEL_DIR)/minilm/model.onnx yet, skipped"; \
+	fi

@@ -1,12 +1,13 @@
 /*
  * test_engine.c
  *	  Unit test of the ONNX executor's core (worker/engine/model.c,
- *	  executor.c, ops_elementwise.c, ops_shape.c): small models built here
- *	  with protobuf-c, loaded from memory, run, and their outputs and error
- *	  messages checked.
+ *	  executor.c, ops_elementwise.c, ops_shape.c) and of its performance
+ *	  machinery (fusion.c, pool.c, the tensor buffer cache in tensor.c):
+ *	  small models built here with protobuf-c, loaded from memory, run, and
+ *	  their outputs and error messages checked.
  *
  * Prints "test_engine: N passed, M failed" and exits non-zero on failure.
- * Single-threaded.
+ * Single-threaded, except where a test starts threads itself.
  */
 #include <math.h>
 #include <pthread.h>
@@ -18,6 +19,10 @@
 #include "onnx/onnx.pb-c.h"
 #include "tests/unit/testutil.h"
 #include "worker/engine/engine.h"
+#include "worker/engine/fusion.h"
+#include "worker/engine/gemm_direct.h"
+#include "worker/engine/model_int.h"
+#include "worker/engine/pool.h"
 
 /* ---- a tiny arena for the protobuf structs a test model is built from ---- */
 
@@ -211,9 +216,9 @@ typedef struct graph_spec
 {
 	int			opset;
 	int			n_nodes;
-	Onnx__NodeProto *nodes[8];
+	Onnx__NodeProto *nodes[16];
 	int			n_inits;
-	Onnx__TensorProto *inits[4];
+	Onnx__TensorProto *inits[12];
 	int			n_inputs;
 	Onnx__ValueInfoProto *inputs[4];
 	int			n_outputs;
@@ -709,6 +714,645 @@ test_threads(void)
 	ie_set_threads(1);
 }
 
+
+/* ---- fusion, pool, buffer cache ---- */
+
+/* An INTS attribute of n. */
+static void
+attr_ints(Onnx__NodeProto *n, const char *name, const int64_t *v, int k)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+
+	a->n_ints = k;
+	a->ints = alloc(k * sizeof(int64_t));
+	memcpy(a->ints, v, k * sizeof(int64_t));
+}
+
+/* A float constant of the given shape holding vals (n of them). */
+static Onnx__TensorProto *
+init_f(const char *name, int rank, const int64_t *dims, const float *vals, int n)
+{
+	return tensor_f(name, rank, dims, vals, n, true);
+}
+
+/* Deterministic pseudo-random floats in [-1, 1). */
+static float
+frand(unsigned *state)
+{
+	*state = *state * 1664525u + 1013904223u;
+	return (float) ((*state >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+#define FC_CIN 2
+#define FC_COUT 4
+#define FC_H 5
+#define FC_W 7
+
+static float fc_w[FC_COUT * FC_CIN * 9];
+static float fc_b[FC_COUT];
+
+/*
+ * Loads the opset-13 graph: S = Conv(X, W, B) 3x3 pad 1; T = S * 1.5;
+ * U = T + P (P per channel, [C, 1, 1]); then hard-swish as PaddleOCR
+ * exports it: V = U + 3, C = Clip(V, 0, 6), M = U * C, Y = M / 6.  With
+ * extra_out, U is a graph output too (so it must not be fused away).
+ * fuse selects IE_FUSION.  NULL with err set on failure.
+ */
+static ie_model *
+load_conv_chain(bool fuse, bool extra_out, char *err, size_t errlen)
+{
+	graph_spec	g = {0};
+	int64_t		xd[4] = {-1, FC_CIN, FC_H, FC_W},
+				yd[4] = {-1, FC_COUT, FC_H, FC_W},
+				wd[4] = {FC_COUT, FC_CIN, 3, 3},
+				bd[1] = {FC_COUT},
+				pd[3] = {FC_COUT, 1, 1},
+				one[1] = {1},
+				pads[4] = {1, 1, 1, 1};
+	float		p[FC_COUT] = {0.25f, -0.5f, 1.0f, 0.0f};
+	float		k15 = 1.5f,
+				k3 = 3.0f,
+				k0 = 0.0f,
+				k6 = 6.0f;
+	Onnx__NodeProto *conv;
+	ie_model   *m;
+
+	g.opset = 13;
+	conv = node("Conv", "conv", "X,W,B", "S");
+	attr_ints(conv, "pads", pads, 4);
+	g.nodes[g.n_nodes++] = conv;
+	g.nodes[g.n_nodes++] = node("Mul", "mul", "S,K15", "T");
+	g.nodes[g.n_nodes++] = node("Add", "addp", "T,P", "U");
+	g.nodes[g.n_nodes++] = node("Add", "add3", "U,K3", "V");
+	g.nodes[g.n_nodes++] = node("Clip", "clip", "V,K0,K6", "C");
+	g.nodes[g.n_nodes++] = node("Mul", "hsw", "U,C", "M");
+	g.nodes[g.n_nodes++] = node("Div", "div6", "M,K6", "Y");
+	g.inits[g.n_inits++] = init_f("W", 4, wd, fc_w, FC_COUT * FC_CIN * 9);
+	g.inits[g.n_inits++] = init_f("B", 1, bd, fc_b, FC_COUT);
+	g.inits[g.n_inits++] = init_f("P", 3, pd, p, FC_COUT);
+	g.inits[g.n_inits++] = init_f("K15", 1, one, &k15, 1);
+	g.inits[g.n_inits++] = init_f("K3", 0, one, &k3, 1);
+	g.inits[g.n_inits++] = init_f("K0", 0, one, &k0, 1);
+	g.inits[g.n_inits++] = init_f("K6", 0, one, &k6, 1);
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 4, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 4, yd);
+	if (extra_out)
+		g.outputs[g.n_outputs++] = value_info("U", IE_FLOAT, 4, yd);
+	setenv("IE_FUSION", fuse ? "1" : "0", 1);
+	m = load(&g, err, errlen);
+	unsetenv("IE_FUSION");
+	arena_reset();
+	return m;
+}
+
+/* The chain of load_conv_chain computed directly in double, image n. */
+static double
+conv_chain_ref(const float *x, int64_t n, int64_t co, int64_t oy, int64_t ox)
+{
+	static const double p[FC_COUT] = {0.25, -0.5, 1.0, 0.0};
+	double		s = fc_b[co],
+				u,
+				c;
+
+	for (int ci = 0; ci < FC_CIN; ci++)
+		for (int ky = 0; ky < 3; ky++)
+			for (int kx = 0; kx < 3; kx++)
+			{
+				int64_t		iy = oy + ky - 1,
+							ix = ox + kx - 1;
+
+				if (iy < 0 || iy >= FC_H || ix < 0 || ix >= FC_W)
+					continue;
+				s += (double) fc_w[((co * FC_CIN + ci) * 3 + ky) * 3 + kx] *
+					x[((n * FC_CIN + ci) * FC_H + iy) * FC_W + ix];
+			}
+	u = s * 1.5 + p[co];
+	c = fmin(fmax(u + 3.0, 0.0), 6.0);
+	return u * c / 6.0;
+}
+
+/* Runs m on x [n, FC_CIN, FC_H, FC_W]; returns output 0 (caller frees). */
+static ie_tensor *
+run_chain(const ie_model *m, const float *x, int64_t n, ie_tensor **extra)
+{
+	int64_t		xd[4] = {n, FC_CIN, FC_H, FC_W};
+	ie_tensor  *in = ie_tensor_new(IE_FLOAT, 4, xd);
+	ie_tensor  *out[2] = {NULL, NULL};
+	char		err[512];
+
+	memcpy(in->data, x, in->nbytes);
+	if (ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) != 0)
+		CHECK(false, "run: %s", err);
+	ie_tensor_destroy(&in);
+	if (extra != NULL)
+		*extra = out[1];
+	else
+		ie_tensor_destroy(&out[1]);
+	return out[0];
+}
+
+/*
+ * Conv + scale + per-channel shift + hard-swish fuse into one node whose
+ * outputs match the unfused graph and a direct computation; a row's
+ * output is bit-identical alone and inside a batch, at 1 and 2 threads.
+ */
+static void
+test_conv_fusion(void)
+{
+	char		err[512];
+	unsigned	seed = 7;
+	float		x[3 * FC_CIN * FC_H * FC_W];
+	int64_t		per = FC_COUT * FC_H * FC_W;
+	ie_model   *fused,
+			   *plain;
+	ie_tensor  *yf,
+			   *yp;
+	double		maxdiff = 0,
+				maxref = 0;
+
+	for (size_t i = 0; i < sizeof(fc_w) / sizeof(fc_w[0]); i++)
+		fc_w[i] = frand(&seed);
+	for (int i = 0; i < FC_COUT; i++)
+		fc_b[i] = frand(&seed);
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		x[i] = 2.0f * frand(&seed);
+	fused = load_conv_chain(true, false, err, sizeof(err));
+	CHECK(fused != NULL, "load fused: %s", err);
+	plain = load_conv_chain(false, false, err, sizeof(err));
+	CHECK(plain != NULL, "load plain: %s", err);
+	if (fused == NULL || plain == NULL)
+		goto out;
+	CHECK(fused->n_nodes == 1 && fused->nodes[0].epilogue != NULL &&
+		  ie_epilogue_n_steps(fused->nodes[0].epilogue) == 6,
+		  "fused plan has %d nodes, %d steps", fused->n_nodes,
+		  ie_epilogue_n_steps(fused->nodes[0].epilogue));
+	CHECK(plain->n_nodes == 7, "unfused plan has %d nodes", plain->n_nodes);
+
+	ie_set_threads(1);
+	yf = run_chain(fused, x, 3, NULL);
+	yp = run_chain(plain, x, 3, NULL);
+	if (yf != NULL && yp != NULL)
+	{
+		const float *f = yf->data,
+				   *p = yp->data;
+
+		for (int64_t i = 0; i < 3 * per; i++)
+		{
+			int64_t		n = i / per,
+						co = i / (FC_H * FC_W) % FC_COUT,
+						oy = i / FC_W % FC_H,
+						ox = i % FC_W;
+			double		r = conv_chain_ref(x, n, co, oy, ox);
+
+			if (fabs(f[i] - p[i]) > maxdiff)
+				maxdiff = fabs(f[i] - p[i]);
+			if (fabs(f[i] - r) > maxref)
+				maxref = fabs(f[i] - r);
+		}
+		CHECK(maxdiff < 1e-5, "fused vs unfused differ by %g", maxdiff);
+		CHECK(maxref < 1e-4, "fused vs direct computation differ by %g", maxref);
+	}
+
+	/* row 1 alone, and inside batches of 3, at 1 and 2 threads */
+	for (int t = 1; t <= 2; t++)
+	{
+		ie_tensor  *alone,
+				   *batch;
+
+		ie_set_threads(t);
+		alone = run_chain(fused, x + FC_CIN * FC_H * FC_W, 1, NULL);
+		batch = run_chain(fused, x, 3, NULL);
+		CHECK(alone != NULL && batch != NULL &&
+			  memcmp(alone->data, (float *) batch->data + per, per * sizeof(float)) == 0 &&
+			  memcmp(alone->data, (float *) yf->data + per, per * sizeof(float)) == 0,
+			  "row 1 differs alone / in a batch at %d threads", t);
+		ie_tensor_destroy(&alone);
+		ie_tensor_destroy(&batch);
+	}
+	ie_set_threads(1);
+	ie_tensor_destroy(&yf);
+	ie_tensor_destroy(&yp);
+out:
+	ie_model_destroy(&fused);
+	ie_model_destroy(&plain);
+}
+
+/* A value read outside the chain (here a graph output) stops the fusion there. */
+static void
+test_fusion_escape(void)
+{
+	char		err[512];
+	float		x[FC_CIN * FC_H * FC_W];
+	unsigned	seed = 11;
+	ie_model   *fused,
+			   *plain;
+	ie_tensor  *yf,
+			   *uf = NULL,
+			   *yp,
+			   *up = NULL;
+
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		x[i] = frand(&seed);
+	fused = load_conv_chain(true, true, err, sizeof(err));
+	plain = load_conv_chain(false, true, err, sizeof(err));
+	CHECK(fused != NULL && plain != NULL, "load: %s", err);
+	if (fused == NULL || plain == NULL)
+		goto out;
+	/* Conv absorbs Mul and Add (U), and the hard-swish stays separate */
+	CHECK(fused->n_nodes == 5 && fused->nodes[0].epilogue != NULL &&
+		  ie_epilogue_n_steps(fused->nodes[0].epilogue) == 2,
+		  "plan has %d nodes", fused->n_nodes);
+	yf = run_chain(fused, x, 1, &uf);
+	yp = run_chain(plain, x, 1, &up);
+	if (yf && yp && uf && up)
+	{
+		double		d = 0;
+
+		for (int64_t i = 0; i < FC_COUT * FC_H * FC_W; i++)
+		{
+			d = fmax(d, fabs(((float *) yf->data)[i] - ((float *) yp->data)[i]));
+			d = fmax(d, fabs(((float *) uf->data)[i] - ((float *) up->data)[i]));
+		}
+		CHECK(d < 1e-5, "outputs differ by %g", d);
+	}
+	else
+		CHECK(false, "missing outputs");
+	ie_tensor_destroy(&yf);
+	ie_tensor_destroy(&uf);
+	ie_tensor_destroy(&yp);
+	ie_tensor_destroy(&up);
+out:
+	ie_model_destroy(&fused);
+	ie_model_destroy(&plain);
+}
+
+/* Conv -> BatchNormalization -> Relu fuses, within 1e-5 of the unfused graph. */
+static void
+test_conv_bn_fusion(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[4] = {1, FC_CIN, FC_H, FC_W},
+				yd[4] = {1, FC_COUT, FC_H, FC_W},
+				wd[4] = {FC_COUT, FC_CIN, 1, 1},
+				cd[1] = {FC_COUT};
+	float		w[FC_COUT * FC_CIN],
+				sc[FC_COUT] = {1.5f, 0.5f, -2.0f, 1.0f},
+				bi[FC_COUT] = {0.1f, -0.2f, 0.3f, 0.0f},
+				mean[FC_COUT] = {0.5f, -0.5f, 0.0f, 2.0f},
+				var[FC_COUT] = {1.0f, 4.0f, 0.25f, 2.0f},
+				x[FC_CIN * FC_H * FC_W];
+	unsigned	seed = 3;
+	char		err[512];
+	ie_model   *m[2];
+	ie_tensor  *y[2];
+
+	for (int i = 0; i < FC_COUT * FC_CIN; i++)
+		w[i] = frand(&seed);
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		x[i] = frand(&seed);
+	for (int f = 0; f < 2; f++)
+	{
+		memset(&g, 0, sizeof(g));
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Conv", "conv", "X,W", "S");
+		g.nodes[g.n_nodes++] = node("BatchNormalization", "bn", "S,SC,BI,ME,VA", "T");
+		g.nodes[g.n_nodes++] = node("Relu", "relu", "T", "Y");
+		g.inits[g.n_inits++] = init_f("W", 4, wd, w, FC_COUT * FC_CIN);
+		g.inits[g.n_inits++] = init_f("SC", 1, cd, sc, FC_COUT);
+		g.inits[g.n_inits++] = init_f("BI", 1, cd, bi, FC_COUT);
+		g.inits[g.n_inits++] = init_f("ME", 1, cd, mean, FC_COUT);
+		g.inits[g.n_inits++] = init_f("VA", 1, cd, var, FC_COUT);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 4, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 4, yd);
+		setenv("IE_FUSION", f ? "1" : "0", 1);
+		m[f] = load(&g, err, sizeof(err));
+		unsetenv("IE_FUSION");
+		arena_reset();
+		CHECK(m[f] != NULL, "load: %s", err);
+		if (m[f] == NULL)
+			return;
+		{
+			ie_tensor  *in = ie_tensor_new(IE_FLOAT, 4, xd);
+			ie_tensor  *out[1] = {NULL};
+
+			memcpy(in->data, x, in->nbytes);
+			CHECK(ie_model_run(m[f], (const ie_tensor *const *) &in, out, err,
+							   sizeof(err)) == 0, "run: %s", err);
+			y[f] = out[0];
+			ie_tensor_destroy(&in);
+		}
+	}
+	CHECK(m[1]->n_nodes == 1 && m[0]->n_nodes == 3, "plans have %d and %d nodes",
+		  m[1]->n_nodes, m[0]->n_nodes);
+	if (y[0] != NULL && y[1] != NULL)
+	{
+		double		d = 0;
+
+		for (int64_t i = 0; i < FC_COUT * FC_H * FC_W; i++)
+			d = fmax(d, fabs(((float *) y[0]->data)[i] - ((float *) y[1]->data)[i]));
+		CHECK(d < 1e-5, "BN fused vs unfused differ by %g", d);
+	}
+	ie_tensor_destroy(&y[0]);
+	ie_tensor_destroy(&y[1]);
+	ie_model_destroy(&m[0]);
+	ie_model_destroy(&m[1]);
+}
+
+/* ie_parallel_for: each task once, on at most the threads asked for. */
+typedef struct pf_state
+{
+	int			hits[1000];
+	int			max_worker;
+} pf_state;
+
+static void
+pf_task(void *arg, int64_t t, int worker)
+{
+	pf_state   *s = arg;
+
+	__atomic_add_fetch(&s->hits[t], 1, __ATOMIC_RELAXED);
+	if (worker > __atomic_load_n(&s->max_worker, __ATOMIC_RELAXED))
+		__atomic_store_n(&s->max_worker, worker, __ATOMIC_RELAXED);
+}
+
+/* Callers from several threads at once: each region still runs every task once. */
+static void *
+pf_caller(void *arg)
+{
+	int		   *bad = arg;
+
+	for (int r = 0; r < 200; r++)
+	{
+		pf_state	s;
+
+		memset(&s, 0, sizeof(s));
+		ie_parallel_for(3, 1000, pf_task, &s);
+		for (int t = 0; t < 1000; t++)
+			if (s.hits[t] != 1)
+			{
+				(*bad)++;
+				break;
+			}
+	}
+	return NULL;
+}
+
+static void
+test_pool(void)
+{
+	pf_state	s;
+	pthread_t	th[3];
+	int			bad[3] = {0, 0, 0};
+	int			ok = 1;
+
+	for (int r = 0; r < 50; r++)
+	{
+		memset(&s, 0, sizeof(s));
+		ie_parallel_for(4, 1000, pf_task, &s);
+		for (int t = 0; t < 1000; t++)
+			ok &= s.hits[t] == 1;
+		ok &= s.max_worker < 4;
+	}
+	CHECK(ok, "parallel_for ran a task twice, skipped one or used too many threads");
+	memset(&s, 0, sizeof(s));
+	ie_parallel_for(1, 10, pf_task, &s);
+	CHECK(s.max_worker == 0 && s.hits[9] == 1, "one thread: worker %d", s.max_worker);
+	for (int t = 0; t < 3; t++)
+		pthread_create(&th[t], NULL, pf_caller, &bad[t]);
+	for (int t = 0; t < 3; t++)
+	{
+		pthread_join(th[t], NULL);
+		CHECK(bad[t] == 0, "concurrent caller %d: %d bad regions", t, bad[t]);
+	}
+}
+
+/* Freed tensor buffers are reused, come back zeroed from ie_tensor_new, and clear. */
+static void
+test_tensor_cache(void)
+{
+	int64_t		d[1] = {300000};
+	ie_tensor  *t = ie_tensor_new(IE_FLOAT, 1, d);
+	void	   *first;
+	size_t		before;
+	bool		zero = true;
+
+	ie_tensor_cache_clear();
+	CHECK(t != NULL && ie_tensor_cache_bytes() == 0, "cache not empty");
+	if (t == NULL)
+		return;
+	memset(t->data, 0xab, t->nbytes);
+	first = t->data;
+	ie_tensor_destroy(&t);
+	before = ie_tensor_cache_bytes();
+	CHECK(before >= 300000 * sizeof(float), "cache holds %zu bytes", before);
+	t = ie_tensor_new(IE_FLOAT, 1, d);
+	CHECK(t != NULL && t->data == first, "buffer not reused");
+	for (int64_t i = 0; t != NULL && i < d[0]; i++)
+		zero &= ((float *) t->data)[i] == 0.0f;
+	CHECK(zero, "reused buffer not zeroed");
+	CHECK(ie_tensor_cache_bytes() == 0, "cache still holds %zu bytes", ie_tensor_cache_bytes());
+	ie_tensor_destroy(&t);
+	ie_tensor_cache_clear();
+	CHECK(ie_tensor_cache_bytes() == 0, "clear left %zu bytes", ie_tensor_cache_bytes());
+}
+
+/*
+ * The direct kernel: products match a double-precision reference, and a
+ * column's result is bit-identical whatever the number of columns and the
+ * column's position (what lets batches keep each row's bits).
+ */
+static void
+test_gemm_direct(void)
+{
+	enum
+	{
+		M = 13, K = 37, N = 75
+	};
+	static float a[M * K],
+				b[K * N],
+				c[M * N],
+				c2[M * N];
+	float	   *ap;
+	unsigned	seed = 5;
+	double		maxerr = 0;
+	bool		same = true;
+
+	if (!ie_gd_available())
+	{
+		printf("test_engine: skipping the direct kernel (no AVX-512 here; it is not used)\n");
+		return;
+	}
+	for (int i = 0; i < M * K; i++)
+		a[i] = frand(&seed);
+	for (int i = 0; i < K * N; i++)
+		b[i] = frand(&seed);
+	ap = malloc(ie_gd_packed_size(M, K) * sizeof(float));
+	ie_gd_pack_a(a, K, M, K, ap);
+	ie_gd_gemm(ap, M, K, b, N, N, c, N);
+	for (int m = 0; m < M; m++)
+		for (int j = 0; j < N; j++)
+		{
+			double		r = 0;
+
+			for (int k = 0; k < K; k++)
+				r += (double) a[m * K + k] * b[k * N + j];
+			maxerr = fmax(maxerr, fabs(r - c[m * N + j]));
+		}
+	CHECK(maxerr < 1e-4, "direct kernel off by %g", maxerr);
+	/* columns 7..7+w computed alone, for several widths w */
+	for (int w = 1; w <= N - 7; w += 11)
+	{
+		memset(c2, 0, sizeof(c2));
+		ie_gd_gemm(ap, M, K, b + 7, N, w, c2 + 7, N);
+		for (int m = 0; m < M; m++)
+		{
+			same &= memcmp(c2 + m * N + 7, c + m * N + 7, w * sizeof(float)) == 0;
+			/* nothing written past the w columns */
+			same &= 7 + w >= N || c2[m * N + 7 + w] == 0.0f;
+		}
+	}
+	CHECK(same, "a column's bits depend on the product's width");
+	free(ap);
+}
+
+/* ConvTranspose 2x2 stride 2 (the non-overlapping fast path) against a direct sum. */
+static void
+test_conv_transpose_disjoint(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[4] = {2, 3, 4, 5},
+				yd[4] = {2, 2, 8, 10},
+				wd[4] = {3, 2, 2, 2},
+				bd[1] = {2},
+				strides[2] = {2, 2};
+	float		w[3 * 2 * 4],
+				b[2] = {0.5f, -1.0f},
+				x[2 * 3 * 4 * 5];
+	unsigned	seed = 9;
+	char		err[512];
+	Onnx__NodeProto *n;
+	ie_model   *m;
+	ie_tensor  *in,
+			   *out[1] = {NULL};
+	double		maxerr = 0;
+
+	for (int i = 0; i < 24; i++)
+		w[i] = frand(&seed);
+	for (int i = 0; i < 120; i++)
+		x[i] = frand(&seed);
+	g.opset = 13;
+	n = node("ConvTranspose", "ct", "X,W,B", "Y");
+	attr_ints(n, "strides", strides, 2);
+	g.nodes[g.n_nodes++] = n;
+	g.inits[g.n_inits++] = init_f("W", 4, wd, w, 24);
+	g.inits[g.n_inits++] = init_f("B", 1, bd, b, 2);
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 4, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 4, yd);
+	m = load(&g, err, sizeof(err));
+	arena_reset();
+	CHECK(m != NULL, "load: %s", err);
+	if (m == NULL)
+		return;
+	in = ie_tensor_new(IE_FLOAT, 4, xd);
+	memcpy(in->data, x, sizeof(x));
+	CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0,
+		  "run: %s", err);
+	if (out[0] != NULL)
+	{
+		CHECK(out[0]->dims[2] == 8 && out[0]->dims[3] == 10, "shape [%lld, %lld]",
+			  (long long) out[0]->dims[2], (long long) out[0]->dims[3]);
+		for (int nn = 0; nn < 2; nn++)
+			for (int mo = 0; mo < 2; mo++)
+				for (int oy = 0; oy < 8; oy++)
+					for (int ox = 0; ox < 10; ox++)
+					{
+						double		r = b[mo];
+
+						for (int c = 0; c < 3; c++)
+							r += (double) w[((c * 2 + mo) * 2 + oy % 2) * 2 + ox % 2] *
+								x[((nn * 3 + c) * 4 + oy / 2) * 5 + ox / 2];
+						maxerr = fmax(maxerr, fabs(r - ((float *) out[0]->data)[((nn * 2 + mo) * 8 + oy) * 10 + ox]));
+					}
+		CHECK(maxerr < 1e-5, "ConvTranspose off by %g", maxerr);
+	}
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&in);
+	ie_model_destroy(&m);
+}
+
+/* MatMul -> Add(bias[N]) -> Relu fuses, and gives the unfused graph's bits. */
+static void
+test_matmul_fusion(void)
+{
+	enum
+	{
+		R = 2, M = 5, K = 7, N = 11
+	};
+	int64_t		xd[3] = {R, M, K},
+				yd[3] = {R, M, N},
+				wd[2] = {K, N},
+				bd[1] = {N};
+	float		w[K * N],
+				bias[N],
+				x[R * M * K];
+	unsigned	seed = 21;
+	char		err[512];
+	ie_model   *m[2] = {NULL, NULL};
+	ie_tensor  *y[2] = {NULL, NULL};
+
+	for (int i = 0; i < K * N; i++)
+		w[i] = frand(&seed);
+	for (int i = 0; i < N; i++)
+		bias[i] = frand(&seed);
+	for (int i = 0; i < R * M * K; i++)
+		x[i] = frand(&seed);
+	for (int f = 0; f < 2; f++)
+	{
+		graph_spec	g = {0};
+		ie_tensor  *in;
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("MatMul", "mm", "X,W", "P");
+		g.nodes[g.n_nodes++] = node("Add", "bias", "BI,P", "Q");
+		g.nodes[g.n_nodes++] = node("Relu", "relu", "Q", "Y");
+		g.inits[g.n_inits++] = init_f("W", 2, wd, w, K * N);
+		g.inits[g.n_inits++] = init_f("BI", 1, bd, bias, N);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 3, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 3, yd);
+		setenv("IE_FUSION", f ? "1" : "0", 1);
+		m[f] = load(&g, err, sizeof(err));
+		unsetenv("IE_FUSION");
+		arena_reset();
+		CHECK(m[f] != NULL, "load: %s", err);
+		if (m[f] == NULL)
+			goto out;
+		in = ie_tensor_new(IE_FLOAT, 3, xd);
+		memcpy(in->data, x, sizeof(x));
+		CHECK(ie_model_run(m[f], (const ie_tensor *const *) &in, &y[f], err,
+						   sizeof(err)) == 0, "run: %s", err);
+		ie_tensor_destroy(&in);
+	}
+	CHECK(m[1]->n_nodes == 1 && m[1]->nodes[0].epilogue != NULL && m[0]->n_nodes == 3,
+		  "plans have %d and %d nodes", m[1]->n_nodes, m[0]->n_nodes);
+	CHECK(y[0] != NULL && y[1] != NULL && memcmp(y[0]->data, y[1]->data, sizeof(float) * R * M * N) == 0,
+		  "fused MatMul differs from the unfused graph");
+	if (y[1] != NULL)
+	{
+		double		r = bias[3];
+
+		for (int k = 0; k < K; k++)
+			r += (double) x[(1 * M + 2) * K + k] * w[k * N + 3];
+		CHECK(fabs(fmax(r, 0.0) - ((float *) y[1]->data)[(1 * M + 2) * N + 3]) < 1e-5,
+			  "y[1][2][3] is %g, want %g", ((float *) y[1]->data)[(1 * M + 2) * N + 3], fmax(r, 0.0));
+	}
+out:
+	for (int f = 0; f < 2; f++)
+	{
+		ie_tensor_destroy(&y[f]);
+		ie_model_destroy(&m[f]);
+	}
+}
+
 /* Runs every test and prints the summary line. */
 int
 main(void)
@@ -720,5 +1364,13 @@ main(void)
 	test_shape_ops();
 	test_concurrent_runs();
 	test_threads();
+	test_conv_fusion();
+	test_fusion_escape();
+	test_conv_bn_fusion();
+	test_pool();
+	test_tensor_cache();
+	test_gemm_direct();
+	test_conv_transpose_disjoint();
+	test_matmul_fusion();
 	return tu_report("test_engine");
 }

@@ -1,7 +1,9 @@
 /*
  * test_ops.c
  *	  Unit tests of the compute operators (ops_conv.c, ops_matmul.c,
- *	  ops_norm.c, ops_pool.c, ops_resize.c, ops_reduce.c).
+ *	  ops_norm.c, ops_pool.c, ops_resize.c, ops_reduce.c) and of the
+ *	  operators BERT-class text models add (ops_gather.c, LayerNormalization,
+ *	  Where, comparisons, Expand, Tile, Range, ConstantOfShape, ...).
  *
  * Two kinds of checks: hand-built node contexts compared against naive
  * reference loops written here (depthwise, grouped, strided, dilated,
@@ -15,6 +17,7 @@
  * Prints "test_ops: N passed, M failed"; exits non-zero on any failure.
  */
 #include <dirent.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,6 +601,737 @@ test_errors(void)
 	ie_tensor_destroy(&S);
 }
 
+/* ---- BERT-class operators: edge cases the node tests miss ---- */
+
+/* A tensor of dtype dt and shape dims[ndim] holding vals (raw bytes). */
+static ie_tensor *
+typed_tensor(ie_dtype dt, int ndim, const int64_t *dims, const void *vals)
+{
+	ie_tensor  *t = ie_tensor_new(dt, ndim, dims);
+
+	if (t->nbytes > 0)
+		memcpy(t->data, vals, t->nbytes);
+	return t;
+}
+
+/* True when t has rank nd and dims d. */
+static int
+shape_is(const ie_tensor *t, int nd, const int64_t *d)
+{
+	return t != NULL && t->ndim == nd &&
+		(nd == 0 || memcmp(t->dims, d, nd * sizeof(int64_t)) == 0);
+}
+
+/*
+ * Where, comparisons and Sum over shapes that broadcast in every
+ * direction, against loops over the output index written here.
+ */
+static void
+test_broadcast_ops(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dc[3] = {2, 1, 3},
+				dx[3] = {1, 4, 1},
+				dy[1] = {1},
+				dwant[3] = {2, 4, 3};
+	uint8_t		cv[6] = {1, 0, 1, 0, 0, 1};
+	float		xv[4] = {10, 20, 30, 40},
+				yv[1] = {-1};
+	ie_tensor  *C = typed_tensor(IE_BOOL, 3, dc, cv),
+			   *X = tu_float_tensor(3, dx, xv),
+			   *Y = tu_float_tensor(1, dy, yv);
+	const ie_tensor *win[3] = {C, X, Y};
+	int			ok;
+
+	CHECK(run_op("Where", 16, 3, win, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  shape_is(out[0], 3, dwant), "where broadcast: %s", err);
+	ok = out[0] != NULL;
+	for (int i = 0; ok && i < 2; i++)
+		for (int j = 0; j < 4; j++)
+			for (int k = 0; k < 3; k++)
+			{
+				float		want = cv[i * 3 + k] ? xv[j] : yv[0];
+
+				if (((float *) out[0]->data)[(i * 4 + j) * 3 + k] != want)
+					ok = 0;
+			}
+	CHECK(ok, "where broadcast values");
+	ie_tensor_destroy(&out[0]);
+
+	/* X and Y bigger than the condition, int64 */
+	{
+		int64_t		d1[1] = {1},
+					d23[2] = {2, 3},
+					dcol[2] = {2, 1};
+		uint8_t		c1[1] = {0};
+		int64_t		a[6] = {1, 2, 3, 4, 5, 6},
+					b[2] = {-7, -8};
+		ie_tensor  *C1 = typed_tensor(IE_BOOL, 1, d1, c1),
+				   *A = typed_tensor(IE_INT64, 2, d23, a),
+				   *B = typed_tensor(IE_INT64, 2, dcol, b);
+		const ie_tensor *in2[3] = {C1, A, B};
+		const int64_t want[6] = {-7, -7, -7, -8, -8, -8};
+
+		CHECK(run_op("Where", 16, 3, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, d23) && out[0]->dtype == IE_INT64 &&
+			  memcmp(out[0]->data, want, sizeof(want)) == 0,
+			  "where int64 scalar condition: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&C1);
+		ie_tensor_destroy(&A);
+		ie_tensor_destroy(&B);
+	}
+
+	/* Less on [3,1] vs [4] int64 gives bool [3,4] */
+	{
+		int64_t		d31[2] = {3, 1},
+					d4[1] = {4},
+					d34[2] = {3, 4};
+		int64_t		a[3] = {0, 2, 5},
+					b[4] = {-1, 1, 2, 9};
+		ie_tensor  *A = typed_tensor(IE_INT64, 2, d31, a),
+				   *B = typed_tensor(IE_INT64, 1, d4, b);
+		const ie_tensor *in2[2] = {A, B};
+
+		CHECK(run_op("Less", 13, 2, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, d34) && out[0]->dtype == IE_BOOL,
+			  "less broadcast: %s", err);
+		ok = out[0] != NULL;
+		for (int i = 0; ok && i < 3; i++)
+			for (int j = 0; j < 4; j++)
+				if (((uint8_t *) out[0]->data)[i * 4 + j] != (a[i] < b[j]))
+					ok = 0;
+		CHECK(ok, "less broadcast values");
+		ie_tensor_destroy(&out[0]);
+		/* mixed types are refused */
+		{
+			ie_tensor  *F = rand_tensor(1, d4);
+			const ie_tensor *mix[2] = {A, F};
+
+			CHECK(run_op("Equal", 13, 2, mix, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+				  strstr(err, "differ") != NULL, "equal mixed types: %s", err);
+			ie_tensor_destroy(&out[0]);
+			ie_tensor_destroy(&F);
+		}
+		ie_tensor_destroy(&A);
+		ie_tensor_destroy(&B);
+	}
+
+	/* Sum of three inputs broadcasting to [2,3]; Mean divides by 3 */
+	{
+		int64_t		d23[2] = {2, 3},
+					d3[1] = {3},
+					d21[2] = {2, 1};
+		float		a[6] = {1, 2, 3, 4, 5, 6},
+					b[3] = {10, 20, 30},
+					c[2] = {100, 200};
+		ie_tensor  *A = tu_float_tensor(2, d23, a),
+				   *B = tu_float_tensor(1, d3, b),
+				   *Cc = tu_float_tensor(2, d21, c);
+		const ie_tensor *in3[3] = {B, Cc, A};
+
+		CHECK(run_op("Sum", 13, 3, in3, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, d23), "sum broadcast: %s", err);
+		ok = out[0] != NULL;
+		for (int i = 0; ok && i < 2; i++)
+			for (int j = 0; j < 3; j++)
+				if (((float *) out[0]->data)[i * 3 + j] != a[i * 3 + j] + b[j] + c[i])
+					ok = 0;
+		CHECK(ok, "sum broadcast values");
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("Mean", 13, 3, in3, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  fabsf(((float *) out[0]->data)[5] - (6 + 30 + 200) / 3.0f) < 1e-4f,
+			  "mean broadcast: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&A);
+		ie_tensor_destroy(&B);
+		ie_tensor_destroy(&Cc);
+	}
+
+	/* shapes that do not broadcast name both shapes */
+	{
+		int64_t		d2[1] = {2},
+					d3[1] = {3};
+		ie_tensor  *A = rand_tensor(1, d2),
+				   *B = rand_tensor(1, d3);
+		const ie_tensor *in2[2] = {A, B};
+
+		CHECK(run_op("Greater", 13, 2, in2, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "[2] and [3]") != NULL, "greater bad shapes: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&A);
+		ie_tensor_destroy(&B);
+	}
+	ie_tensor_destroy(&C);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&Y);
+}
+
+/* Min/Max propagate NaN; Neg wraps INT_MIN; Abs of int8; Not; Xor. */
+static void
+test_unary_and_minmax(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d3[1] = {3};
+	float		a[3] = {1, NAN, -2},
+				b[3] = {0, 5, NAN};
+	ie_tensor  *A = tu_float_tensor(1, d3, a),
+			   *B = tu_float_tensor(1, d3, b);
+	const ie_tensor *in2[2] = {A, B};
+
+	CHECK(run_op("Max", 13, 2, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ((float *) out[0]->data)[0] == 1 && isnan(((float *) out[0]->data)[1]) &&
+		  isnan(((float *) out[0]->data)[2]), "max nan: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("Min", 13, 2, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ((float *) out[0]->data)[0] == 0 && isnan(((float *) out[0]->data)[1]),
+		  "min nan: %s", err);
+	ie_tensor_destroy(&out[0]);
+	{
+		int32_t		v[3] = {INT32_MIN, -5, 7};
+		int8_t		v8[3] = {-128, -3, 4};
+		ie_tensor  *I = typed_tensor(IE_INT32, 1, d3, v),
+				   *I8 = typed_tensor(IE_INT8, 1, d3, v8);
+		const ie_tensor *in1[1] = {I};
+		const ie_tensor *in8[1] = {I8};
+
+		CHECK(run_op("Neg", 13, 1, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  ((int32_t *) out[0]->data)[0] == INT32_MIN &&
+			  ((int32_t *) out[0]->data)[1] == 5 && ((int32_t *) out[0]->data)[2] == -7,
+			  "neg int32: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("Abs", 13, 1, in8, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  ((int8_t *) out[0]->data)[0] == -128 && ((int8_t *) out[0]->data)[1] == 3 &&
+			  ((int8_t *) out[0]->data)[2] == 4, "abs int8: %s", err);
+		ie_tensor_destroy(&out[0]);
+		/* Exp of an integer tensor is refused with the type's name */
+		CHECK(run_op("Exp", 13, 1, in1, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "int32") != NULL, "exp int32: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&I);
+		ie_tensor_destroy(&I8);
+	}
+	{
+		uint8_t		p[3] = {1, 0, 1},
+					q[3] = {1, 1, 0};
+		ie_tensor  *P = typed_tensor(IE_BOOL, 1, d3, p),
+				   *Q = typed_tensor(IE_BOOL, 1, d3, q);
+		const ie_tensor *pq[2] = {P, Q};
+		const ie_tensor *fp[2] = {A, A};
+
+		CHECK(run_op("Xor", 7, 2, pq, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  ((uint8_t *) out[0]->data)[0] == 0 && ((uint8_t *) out[0]->data)[1] == 1 &&
+			  ((uint8_t *) out[0]->data)[2] == 1, "xor: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("Not", 1, 1, pq, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  ((uint8_t *) out[0]->data)[0] == 0 && ((uint8_t *) out[0]->data)[1] == 1,
+			  "not: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("And", 7, 2, fp, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "float") != NULL, "and of floats: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&P);
+		ie_tensor_destroy(&Q);
+	}
+	ie_tensor_destroy(&A);
+	ie_tensor_destroy(&B);
+}
+
+/* Gather and GatherElements: negative indices, bad indices, empty indices. */
+static void
+test_gather(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d32[2] = {3, 2},
+				d2[1] = {2},
+				d0[1] = {0},
+				d02[2] = {0, 2},
+				d22[2] = {2, 2};
+	float		x[6] = {0, 1, 10, 11, 20, 21};
+	ie_tensor  *X = tu_float_tensor(2, d32, x);
+	int64_t		neg[2] = {-1, 0},
+				bad[2] = {0, 3};
+	int32_t		neg32[2] = {-2, 1};
+	ie_tensor  *N = typed_tensor(IE_INT64, 1, d2, neg),
+			   *N32 = typed_tensor(IE_INT32, 1, d2, neg32),
+			   *Bd = typed_tensor(IE_INT64, 1, d2, bad),
+			   *E = ie_tensor_new(IE_INT64, 1, d0);
+	ie_attr		ax1[1] = {attr_int("axis", 1)};
+	ie_attr		axbad[1] = {attr_int("axis", 2)};
+
+	{
+		const ie_tensor *in[2] = {X, N};
+		const float want[4] = {20, 21, 0, 1};
+
+		CHECK(run_op("Gather", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, d22) && memcmp(out[0]->data, want, sizeof(want)) == 0,
+			  "gather negative indices: %s", err);
+		ie_tensor_destroy(&out[0]);
+	}
+	{
+		/* axis 1 with int32 indices -2 and 1: columns 0 and 1 */
+		const ie_tensor *in[2] = {X, N32};
+
+		CHECK(run_op("Gather", 13, 2, in, 1, ax1, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, d32) && memcmp(out[0]->data, x, sizeof(x)) == 0,
+			  "gather axis 1 int32: %s", err);
+		ie_tensor_destroy(&out[0]);
+	}
+	{
+		const ie_tensor *in[2] = {X, Bd};
+
+		CHECK(run_op("Gather", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "index 3") != NULL && strstr(err, "out of range") != NULL,
+			  "gather out-of-range index: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("Gather", 13, 2, in, 1, axbad, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "axis 2") != NULL, "gather bad axis: %s", err);
+		ie_tensor_destroy(&out[0]);
+	}
+	{
+		const ie_tensor *in[2] = {X, E};
+
+		CHECK(run_op("Gather", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, d02), "gather empty indices: %s", err);
+		ie_tensor_destroy(&out[0]);
+	}
+	{
+		/* scalar index: rank drops by one */
+		int64_t		one = 1;
+		ie_tensor  *S = typed_tensor(IE_INT64, 0, NULL, &one);
+		const ie_tensor *in[2] = {X, S};
+
+		CHECK(run_op("Gather", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 1, d2) && ((float *) out[0]->data)[0] == 10 &&
+			  ((float *) out[0]->data)[1] == 11, "gather scalar index: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&S);
+	}
+	{
+		/* GatherElements along axis 1, a negative index and a bad one */
+		int64_t		ge[6] = {1, -2, -1, 0, 0, 1},
+					gbad[6] = {0, 0, 2, 0, 0, 0};
+		ie_tensor  *G = typed_tensor(IE_INT64, 2, d32, ge),
+				   *Gb = typed_tensor(IE_INT64, 2, d32, gbad);
+		const ie_tensor *in[2] = {X, G};
+		const ie_tensor *inb[2] = {X, Gb};
+		const float want[6] = {1, 0, 11, 10, 20, 21};
+
+		CHECK(run_op("GatherElements", 13, 2, in, 1, ax1, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, d32) && memcmp(out[0]->data, want, sizeof(want)) == 0,
+			  "gather_elements axis 1: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("GatherElements", 13, 2, inb, 1, ax1, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "index 2") != NULL, "gather_elements out of range: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&G);
+		ie_tensor_destroy(&Gb);
+	}
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&N);
+	ie_tensor_destroy(&N32);
+	ie_tensor_destroy(&Bd);
+	ie_tensor_destroy(&E);
+}
+
+/* GatherND with batch_dims 1 and a negative index; IsInf's attributes. */
+static void
+test_gather_nd_isinf(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dx[3] = {2, 3, 2},
+				di[3] = {2, 2, 1},
+				dw[3] = {2, 2, 2};
+	float		x[12] = {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15};
+	int64_t		iv[4] = {2, -3, 1, -1};
+	ie_tensor  *X = tu_float_tensor(3, dx, x),
+			   *I = typed_tensor(IE_INT64, 3, di, iv);
+	const ie_tensor *in[2] = {X, I};
+	ie_attr		b1[1] = {attr_int("batch_dims", 1)};
+	/* batch 0 picks rows 2 and 0, batch 1 rows 1 and 2 */
+	const float want[8] = {4, 5, 0, 1, 12, 13, 14, 15};
+
+	CHECK(run_op("GatherND", 13, 2, in, 1, b1, 1, out, err, sizeof(err)) == 0 &&
+		  shape_is(out[0], 3, dw) && memcmp(out[0]->data, want, sizeof(want)) == 0,
+		  "gather_nd batch_dims 1: %s", err);
+	ie_tensor_destroy(&out[0]);
+	((int64_t *) I->data)[3] = 3;
+	CHECK(run_op("GatherND", 13, 2, in, 1, b1, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "index 3") != NULL, "gather_nd out of range: %s", err);
+	ie_tensor_destroy(&out[0]);
+	{
+		int64_t		d4[1] = {4};
+		float		v[4] = {INFINITY, -INFINITY, NAN, 1};
+		ie_tensor  *V = tu_float_tensor(1, d4, v);
+		const ie_tensor *vin[1] = {V};
+		ie_attr		noneg[1] = {attr_int("detect_negative", 0)};
+		const uint8_t want_inf[4] = {1, 0, 0, 0},
+					want_nan[4] = {0, 0, 1, 0};
+
+		CHECK(run_op("IsInf", 10, 1, vin, 1, noneg, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_BOOL && memcmp(out[0]->data, want_inf, 4) == 0,
+			  "isinf detect_negative 0: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("IsNaN", 13, 1, vin, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  memcmp(out[0]->data, want_nan, 4) == 0, "isnan: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&V);
+	}
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&I);
+}
+
+/* Range (negative delta, empty, delta 0), ConstantOfShape, Expand, Tile. */
+static void
+test_generators(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+
+	{
+		int64_t		v[3] = {10, 4, -3};
+		ie_tensor  *T[3];
+		const ie_tensor *in[3];
+		int64_t		d2[1] = {2};
+
+		for (int i = 0; i < 3; i++)
+			in[i] = T[i] = typed_tensor(IE_INT64, 0, NULL, &v[i]);
+		CHECK(run_op("Range", 11, 3, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 1, d2) && ((int64_t *) out[0]->data)[0] == 10 &&
+			  ((int64_t *) out[0]->data)[1] == 7, "range int64 negative delta: %s", err);
+		ie_tensor_destroy(&out[0]);
+		/* limit on the wrong side of start: empty */
+		((int64_t *) T[1]->data)[0] = 20;
+		CHECK(run_op("Range", 11, 3, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->ndim == 1 && out[0]->dims[0] == 0, "range empty: %s", err);
+		ie_tensor_destroy(&out[0]);
+		((int64_t *) T[2]->data)[0] = 0;
+		CHECK(run_op("Range", 11, 3, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "delta") != NULL, "range delta 0: %s", err);
+		ie_tensor_destroy(&out[0]);
+		for (int i = 0; i < 3; i++)
+			ie_tensor_destroy(&T[i]);
+	}
+	{
+		float		v[3] = {1, -1, -0.5f};
+		ie_tensor  *T[3];
+		const ie_tensor *in[3];
+		const float want[4] = {1, 0.5f, 0, -0.5f};
+
+		for (int i = 0; i < 3; i++)
+			in[i] = T[i] = tu_float_tensor(0, NULL, &v[i]);
+		CHECK(run_op("Range", 11, 3, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->ndim == 1 && out[0]->dims[0] == 4 &&
+			  memcmp(out[0]->data, want, sizeof(want)) == 0,
+			  "range float negative delta: %s", err);
+		ie_tensor_destroy(&out[0]);
+		for (int i = 0; i < 3; i++)
+			ie_tensor_destroy(&T[i]);
+	}
+	{
+		/* ConstantOfShape: int64 value 7 into [2, 0] (empty) and [3] */
+		int64_t		sv[2] = {2, 0},
+					d2[1] = {2},
+					seven = 7,
+					d1[1] = {1};
+		ie_tensor  *S = typed_tensor(IE_INT64, 1, d2, sv),
+				   *V = typed_tensor(IE_INT64, 1, d1, &seven);
+		ie_attr		va = {.name = "value", .type = IE_ATTR_TENSOR, .t = V};
+		const ie_tensor *in[1] = {S};
+
+		CHECK(run_op("ConstantOfShape", 9, 1, in, 1, &va, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, sv) && out[0]->dtype == IE_INT64,
+			  "constant_of_shape empty: %s", err);
+		ie_tensor_destroy(&out[0]);
+		((int64_t *) S->data)[1] = 3;
+		CHECK(run_op("ConstantOfShape", 9, 1, in, 1, &va, 1, out, err, sizeof(err)) == 0 &&
+			  ie_tensor_numel(out[0]) == 6 && ((int64_t *) out[0]->data)[5] == 7,
+			  "constant_of_shape fill: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&S);
+		ie_tensor_destroy(&V);
+	}
+	{
+		/* Expand [2,3,1] by shape [4]: [2,3,4]; by [1,1,1,1]: [1,2,3,1] */
+		int64_t		dx[3] = {2, 3, 1},
+					s1[1] = {1},
+					s4[4] = {1, 1, 1, 1},
+					d1[1] = {4},
+					d4[1] = {4},
+					w1[3] = {2, 3, 4},
+					w4[4] = {1, 2, 3, 1};
+		ie_tensor  *X = rand_tensor(3, dx),
+				   *S1 = typed_tensor(IE_INT64, 1, s1, d1),
+				   *S4 = typed_tensor(IE_INT64, 1, d4, s4);
+		const ie_tensor *in1[2] = {X, S1};
+		const ie_tensor *in4[2] = {X, S4};
+		int			ok;
+
+		CHECK(run_op("Expand", 13, 2, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 3, w1), "expand to [4]: %s", err);
+		ok = out[0] != NULL;
+		for (int i = 0; ok && i < 24; i++)
+			if (((float *) out[0]->data)[i] != ((float *) X->data)[i / 4])
+				ok = 0;
+		CHECK(ok, "expand values");
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("Expand", 13, 2, in4, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 4, w4) && memcmp(out[0]->data, X->data, X->nbytes) == 0,
+			  "expand rank up: %s", err);
+		ie_tensor_destroy(&out[0]);
+		{
+			/* [2,3,1] against [4,1]: 3 and 4 conflict */
+			int64_t		d2[1] = {2},
+						bad[2] = {4, 1};
+			ie_tensor  *Sb = typed_tensor(IE_INT64, 1, d2, bad);
+			const ie_tensor *inb[2] = {X, Sb};
+
+			CHECK(run_op("Expand", 13, 2, inb, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+				  strstr(err, "does not broadcast") != NULL, "expand bad shape: %s", err);
+			ie_tensor_destroy(&out[0]);
+			ie_tensor_destroy(&Sb);
+		}
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&S1);
+		ie_tensor_destroy(&S4);
+	}
+	{
+		/* Tile [2,1,3] by [2,3,1] against a loop; repeats 0 gives empty */
+		int64_t		dx[3] = {2, 1, 3},
+					d3[1] = {3},
+					rep[3] = {2, 3, 1},
+					w[3] = {4, 3, 3};
+		ie_tensor  *X = rand_tensor(3, dx),
+				   *R = typed_tensor(IE_INT64, 1, d3, rep);
+		const ie_tensor *in[2] = {X, R};
+		int			ok;
+
+		CHECK(run_op("Tile", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 3, w), "tile: %s", err);
+		ok = out[0] != NULL;
+		for (int i = 0; ok && i < 4; i++)
+			for (int j = 0; j < 3; j++)
+				for (int k = 0; k < 3; k++)
+					if (((float *) out[0]->data)[(i * 3 + j) * 3 + k] !=
+						((float *) X->data)[(i % 2) * 3 + k])
+						ok = 0;
+		CHECK(ok, "tile values");
+		ie_tensor_destroy(&out[0]);
+		((int64_t *) R->data)[1] = 0;
+		CHECK(run_op("Tile", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  ie_tensor_numel(out[0]) == 0 && out[0]->dims[1] == 0, "tile by 0: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&R);
+	}
+	{
+		/* Where with an empty dim gives an empty output */
+		int64_t		d0[2] = {0, 3};
+		ie_tensor  *C = ie_tensor_new(IE_BOOL, 2, d0),
+				   *A = rand_tensor(2, d0);
+		const ie_tensor *in[3] = {C, A, A};
+
+		CHECK(run_op("Where", 16, 3, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, d0), "where empty: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&C);
+		ie_tensor_destroy(&A);
+	}
+}
+
+/*
+ * LayerNormalization against a double reference, on rows with a large
+ * common offset (1e4 + small noise), where a one-pass float variance
+ * (E[x^2] - E[x]^2) would lose every digit; Scale broadcast from [1].
+ */
+static void
+test_layernorm(void)
+{
+	char		err[256];
+	ie_tensor  *out[3];
+	int64_t		dx[3] = {2, 3, 64},
+				dsc[1] = {64},
+				dst[3] = {2, 3, 1},
+				d1[1] = {1};
+	ie_tensor  *X = rand_tensor(3, dx),
+			   *S = rand_tensor(1, dsc),
+			   *B = rand_tensor(1, dsc);
+	float	   *x = X->data;
+	double		worst = 0,
+				worst_stat = 0;
+	ie_attr		ep[1] = {{.name = "epsilon", .type = IE_ATTR_FLOAT, .f = 1e-3f}};
+	const ie_tensor *in[3] = {X, S, B};
+
+	for (int i = 0; i < 6 * 64; i++)
+		x[i] = 1e4f + x[i] * 0.01f;
+	CHECK(run_op("LayerNormalization", 17, 3, in, 1, ep, 3, out, err, sizeof(err)) == 0 &&
+		  shape_is(out[0], 3, dx) && shape_is(out[1], 3, dst) && shape_is(out[2], 3, dst),
+		  "layernorm: %s", err);
+	for (int r = 0; out[0] != NULL && r < 6; r++)
+	{
+		double		m = 0,
+					v = 0,
+					inv;
+
+		for (int j = 0; j < 64; j++)
+			m += x[r * 64 + j];
+		m /= 64;
+		for (int j = 0; j < 64; j++)
+			v += (x[r * 64 + j] - m) * (x[r * 64 + j] - m);
+		inv = 1 / sqrt(v / 64 + (double) 1e-3f);
+		for (int j = 0; j < 64; j++)
+		{
+			double		want = (x[r * 64 + j] - m) * inv * ((float *) S->data)[j] +
+				((float *) B->data)[j];
+			double		d = fabs(((float *) out[0]->data)[r * 64 + j] - want);
+
+			worst = d > worst ? d : worst;
+		}
+		worst_stat = fmax(worst_stat, fabs(((float *) out[1]->data)[r] - m) / m);
+		worst_stat = fmax(worst_stat, fabs(((float *) out[2]->data)[r] - inv) / inv);
+	}
+	CHECK(worst < 1e-5 && worst_stat < 1e-6, "layernorm values: max abs diff %g, stats %g",
+		  worst, worst_stat);
+	for (int i = 0; i < 3; i++)
+		ie_tensor_destroy(&out[i]);
+	{
+		/* Scale [1] broadcast, no B, axis 1: normalise [3, 64] blocks */
+		float		one = 2.0f;
+		ie_tensor  *S1 = tu_float_tensor(1, d1, &one);
+		const ie_tensor *in2[2] = {X, S1};
+		ie_attr		a1[1] = {attr_int("axis", 1)};
+		double		worst_m = 0,
+					worst_v = 0;
+
+		CHECK(run_op("LayerNormalization", 17, 2, in2, 1, a1, 1, out, err, sizeof(err)) == 0,
+			  "layernorm scale [1]: %s", err);
+		/*
+		 * each [3, 64] block comes out with mean 0 and variance
+		 * 4 v / (v + eps), v the block's variance, eps the default 1e-5
+		 */
+		for (int b = 0; out[0] != NULL && b < 2; b++)
+		{
+			const float *xb = x + b * 192,
+					   *yb = (const float *) out[0]->data + b * 192;
+			double		m = 0,
+						v = 0,
+						ym = 0,
+						yv = 0;
+
+			for (int j = 0; j < 192; j++)
+			{
+				m += xb[j];
+				ym += yb[j];
+			}
+			m /= 192;
+			ym /= 192;
+			for (int j = 0; j < 192; j++)
+			{
+				v += (xb[j] - m) * (xb[j] - m);
+				yv += (yb[j] - ym) * (yb[j] - ym);
+			}
+			v /= 192;
+			yv /= 192;
+			worst_m = fmax(worst_m, fabs(ym));
+			worst_v = fmax(worst_v, fabs(yv - 4 * v / (v + (double) 1e-5f)));
+		}
+		CHECK(worst_m < 1e-4 && worst_v < 1e-3,
+			  "layernorm scale [1]: |mean| %g, variance off by %g", worst_m, worst_v);
+		ie_tensor_destroy(&out[0]);
+		/* Scale of the wrong length is refused naming it */
+		{
+			int64_t		d5[1] = {5};
+			ie_tensor  *S5 = rand_tensor(1, d5);
+			const ie_tensor *in5[2] = {X, S5};
+
+			CHECK(run_op("LayerNormalization", 17, 2, in5, 0, NULL, 1, out, err,
+						 sizeof(err)) == -1 && strstr(err, "Scale") != NULL,
+				  "layernorm bad scale: %s", err);
+			ie_tensor_destroy(&out[0]);
+			ie_tensor_destroy(&S5);
+		}
+		ie_tensor_destroy(&S1);
+	}
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&S);
+	ie_tensor_destroy(&B);
+}
+
+/*
+ * Softmax over attention-style rows: masked scores (-inf, -FLT_MAX, a
+ * score 90 below the maximum) come out exactly 0, the rest as a double
+ * reference; a row of 7 (not a multiple of the vector width) too.
+ */
+static void
+test_softmax_masked(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d[2] = {2, 7};
+	float		v[14] = {1, 2, -INFINITY, 3, -FLT_MAX, 0.5f, -87.5f,
+		0, 0, 0, 0, 0, 0, 0};
+	ie_tensor  *X = tu_float_tensor(2, d, v);
+	const ie_tensor *in[1] = {X};
+	double		sum = 0,
+				worst = 0;
+	const float *y;
+
+	CHECK(run_op("Softmax", 13, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0,
+		  "softmax masked: %s", err);
+	if (out[0] == NULL)
+		goto done;
+	y = out[0]->data;
+	CHECK(y[2] == 0 && y[4] == 0 && y[6] == 0, "softmax masked zeros: %g %g %g",
+		  y[2], y[4], y[6]);
+	for (int k = 0; k < 7; k++)
+		if (k != 2 && k != 4 && k != 6)
+			sum += exp(v[k] - 3.0);
+	for (int k = 0; k < 7; k++)
+		if (k != 2 && k != 4 && k != 6)
+			worst = fmax(worst, fabs(y[k] - exp(v[k] - 3.0) / sum));
+	for (int k = 7; k < 14; k++)
+		worst = fmax(worst, fabs(y[k] - 1.0 / 7));
+	CHECK(worst < 1e-7, "softmax masked values: max abs diff %g", worst);
+	ie_tensor_destroy(&out[0]);
+done:
+	ie_tensor_destroy(&X);
+}
+
+/* Cast to and from bool: x != 0 gives 1, bool to float gives 0 or 1. */
+static void
+test_cast_bool(void)
+{
+	char		err[256];
+	ie_tensor  *out[1],
+			   *back[1];
+	int64_t		d4[1] = {4};
+	float		v[4] = {0, -0.0f, 0.5f, -3};
+	ie_tensor  *X = tu_float_tensor(1, d4, v);
+	const ie_tensor *in[1] = {X};
+	ie_attr		tb[1] = {attr_int("to", IE_BOOL)};
+	ie_attr		ti[1] = {attr_int("to", IE_INT64)};
+
+	CHECK(run_op("Cast", 13, 1, in, 1, tb, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->dtype == IE_BOOL && ((uint8_t *) out[0]->data)[0] == 0 &&
+		  ((uint8_t *) out[0]->data)[1] == 0 && ((uint8_t *) out[0]->data)[2] == 1 &&
+		  ((uint8_t *) out[0]->data)[3] == 1, "cast float to bool: %s", err);
+	if (out[0] != NULL)
+	{
+		const ie_tensor *bin[1] = {out[0]};
+
+		CHECK(run_op("Cast", 13, 1, bin, 1, ti, 1, back, err, sizeof(err)) == 0 &&
+			  back[0]->dtype == IE_INT64 && ((int64_t *) back[0]->data)[0] == 0 &&
+			  ((int64_t *) back[0]->data)[3] == 1, "cast bool to int64: %s", err);
+		ie_tensor_destroy(&back[0]);
+	}
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&X);
+}
+
 /* ---- ONNX node tests ---- */
 
 /* A TensorProto file as an ie_tensor (float, double, int32/64, uint8, bool). */
@@ -651,7 +1385,9 @@ owned_op(const char *op)
 		"Softmax", "LogSoftmax", "GlobalAveragePool", "GlobalMaxPool",
 		"AveragePool", "MaxPool", "Resize", "Upsample", "ReduceMean",
 		"ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
-		"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", NULL
+		"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+		"LayerNormalization", "Gather", "GatherElements", "Where", "Expand",
+		"Tile", "Range", "Min", "Max", "Sum", "Mean", "GatherND", "Size", NULL
 	};
 
 	for (int i = 0; ops[i]; i++)
@@ -887,6 +1623,14 @@ main(int argc, char **argv)
 	test_resize_det();
 	test_rec_shapes();
 	test_errors();
+	test_broadcast_ops();
+	test_unary_and_minmax();
+	test_gather();
+	test_gather_nd_isinf();
+	test_generators();
+	test_layernorm();
+	test_softmax_masked();
+	test_cast_bool();
 	test_node_tests(verbose);
 	return tu_report("test_ops");
 }

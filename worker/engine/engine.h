@@ -54,6 +54,8 @@ typedef struct ie_tensor
 	int64_t		dims[IE_MAX_DIMS];
 	void	   *data;
 	size_t		nbytes;
+	size_t		cap;			/* bytes of data's buffer when it came from
+								 * the engine's buffer cache; 0 otherwise */
 } ie_tensor;
 
 /* Bytes per element of dtype; 0 for types the engine does not hold. */
@@ -70,6 +72,20 @@ int64_t		ie_tensor_numel(const ie_tensor *t);
  * when the size overflows or memory runs out.
  */
 ie_tensor  *ie_tensor_new(ie_dtype dtype, int ndim, const int64_t *dims);
+
+/*
+ * Like ie_tensor_new but the data is not zeroed: for operators that write
+ * every element.
+ */
+ie_tensor  *ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims);
+
+/*
+ * Tensor data of 16 KiB and more is recycled through a process-wide cache
+ * of freed buffers (at most 512 MiB).  ie_tensor_cache_clear() frees what
+ * it holds; ie_tensor_cache_bytes() says how much that is.
+ */
+void		ie_tensor_cache_clear(void);
+size_t		ie_tensor_cache_bytes(void);
 
 /* Deep copy of t, or NULL when memory runs out. */
 ie_tensor  *ie_tensor_clone(const ie_tensor *t);
@@ -118,8 +134,11 @@ int			ie_model_run(const ie_model *model, const ie_tensor *const *inputs,
 						 ie_tensor **outputs, char *err, size_t errlen);
 
 /*
- * Threads used by the operators that parallelise (BLAS and the loops
- * around it).  n <= 0 picks the number of online CPUs.  Process-wide.
+ * Threads one model run may use: the operators that parallelise split
+ * their work over the engine's persistent thread pool (the caller's thread
+ * included), and OpenBLAS is set to run serially inside each task.  n <= 0
+ * picks the number of online CPUs.  Process-wide.  Results do not depend
+ * on n: work is split the same way whatever the thread count.
  */
 void		ie_set_threads(int n);
 int			ie_get_threads(void);

@@ -6,11 +6,13 @@
  *
  * Threading: ie_model_run() keeps all run state on its own stack and heap
  * and only reads the model, so several threads may run one model at once.
- * The thread count is one process-wide atomic; OpenBLAS's own setting is
- * process-wide as well.
+ * The thread count is one process-wide atomic; operators split their work
+ * over the engine's pool (pool.h) and keep OpenBLAS serial.  IE_PROFILE in
+ * the environment makes every run print each node's time to stderr.
  */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,7 +40,9 @@ ie_set_threads(int n)
 	if (n <= 0)
 		n = online_cpus();
 	atomic_store(&ie_threads, n);
-	openblas_set_num_threads(n);
+	/* the operators split their work over the engine's own pool (pool.c)
+	 * and call OpenBLAS from each thread: OpenBLAS itself stays serial */
+	openblas_set_num_threads(1);
 }
 
 /* The thread count in force (online CPUs until ie_set_threads is called). */
@@ -48,6 +52,27 @@ ie_get_threads(void)
 	int			n = atomic_load(&ie_threads);
 
 	return n > 0 ? n : online_cpus();
+}
+
+/* Whether IE_PROFILE is set: each run then prints its time per node to stderr. */
+static bool
+profile_on(void)
+{
+	static int	on = -1;
+
+	if (on < 0)
+		on = getenv("IE_PROFILE") != NULL;
+	return on;
+}
+
+/* Monotonic seconds, for the profile. */
+static double
+prof_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Formats "model '<name>': <message>" into err; returns -1. */
@@ -120,6 +145,7 @@ ie_node_ctx_init(ie_node_ctx *ctx, const ie_model *m, const ie_plan_node *pn,
 	ctx->n_threads = n_threads;
 	ctx->err = err;
 	ctx->errlen = errlen;
+	ctx->epilogue = pn->epilogue;
 }
 
 /* Runs the model; see engine.h for the contract. */
@@ -168,6 +194,8 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 	{
 		const ie_plan_node *pn = &m->nodes[k];
 		ie_node_ctx ctx;
+		double		t0;
+		int			rc;
 
 		for (int i = 0; i < pn->n_inputs; i++)
 		{
@@ -186,7 +214,12 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 		ie_node_ctx_init(&ctx, m, pn, ins, outs, ie_get_threads(),
 						 operr, sizeof(operr));
 		operr[0] = '\0';
-		if (pn->fn(&ctx) != 0)
+		t0 = profile_on() ? prof_now() : 0.0;
+		rc = pn->fn(&ctx);
+		if (profile_on())
+			fprintf(stderr, "ie_profile %s %s%s %.3f ms\n", pn->op_type, pn->name,
+					pn->epilogue ? " (fused)" : "", (prof_now() - t0) * 1000.0);
+		if (rc != 0)
 		{
 			for (int j = 0; j < pn->n_outputs; j++)
 				ie_tensor_destroy(&outs[j]);

@@ -7,8 +7,10 @@
  * fields), decodes attributes into ie_attr, binds every node to its
  * operator (an unknown operator fails the load, naming the node), orders
  * the nodes topologically, folds Constant nodes and nodes whose inputs are
- * all constant into constant values, and records the declared inputs and
- * outputs.  Nothing here keeps global state; a loaded model is read-only.
+ * all constant into constant values, records the declared inputs and
+ * outputs, and fuses element-wise chains into the Conv or MatMul before
+ * them (fusion.h).  Nothing here keeps global state; a loaded model is
+ * read-only.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "onnx/onnx.pb-c.h"
+#include "worker/engine/fusion.h"
 #include "worker/engine/model_int.h"
 
 /* The default-domain opsets whose operator versions the engine knows. */
@@ -414,10 +417,11 @@ decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 	return 0;
 }
 
-/* Frees one plan node's contents. */
-static void
-free_plan_node(ie_plan_node *pn)
+/* Frees one plan node's contents, its epilogue included. */
+void
+ie_plan_node_free(ie_plan_node *pn)
 {
+	ie_epilogue_destroy(&pn->epilogue);
 	free(pn->name);
 	free(pn->op_type);
 	free(pn->inputs);
@@ -536,7 +540,7 @@ ie_model_destroy(ie_model **mp)
 		free(m->outputs[i].name);
 	free(m->outputs);
 	for (int k = 0; k < m->n_nodes; k++)
-		free_plan_node(&m->nodes[k]);
+		ie_plan_node_free(&m->nodes[k]);
 	free(m->nodes);
 	free(m->name);
 	free(m);
@@ -685,7 +689,7 @@ plan_nodes(loader *ld, ie_plan_node *bound, int n)
 				if (pn->outputs[j] >= 0)
 					ready[pn->outputs[j]] = true;
 			if (pn == &bound[k])
-				free_plan_node(pn);
+				ie_plan_node_free(pn);
 		}
 		if (!progress)
 		{
@@ -881,17 +885,21 @@ load_model(const void *bytes, size_t len, const char *name, char *err, size_t er
 		load_error(&ld, "out of memory");
 		goto fail;
 	}
+	for (int j = 0; j < ld.m->n_outputs; j++)
+		ld.m->is_output[ld.m->outputs[j].value] = true;
+	/* IE_FUSION=0 in the environment turns fusion off (for measurements) */
+	if ((getenv("IE_FUSION") == NULL || strcmp(getenv("IE_FUSION"), "0") != 0) &&
+		ie_fuse_plan(ld.m, err, errlen) != 0)
+		goto fail;
 	for (int v = 0; v < ld.m->n_values; v++)
 		ld.m->last_use[v] = -1;
 	for (int k = 0; k < ld.m->n_nodes; k++)
 		for (int i = 0; i < ld.m->nodes[k].n_inputs; i++)
 			if (ld.m->nodes[k].inputs[i] >= 0)
 				ld.m->last_use[ld.m->nodes[k].inputs[i]] = k;
-	for (int j = 0; j < ld.m->n_outputs; j++)
-		ld.m->is_output[ld.m->outputs[j].value] = true;
 
 	for (int k = 0; k < n_bound; k++)
-		free_plan_node(&bound[k]);
+		ie_plan_node_free(&bound[k]);
 	free(bound);
 	free(ld.map.keys);
 	free(ld.map.vals);
@@ -900,7 +908,7 @@ load_model(const void *bytes, size_t len, const char *name, char *err, size_t er
 
 fail:
 	for (int k = 0; k < n_bound; k++)
-		free_plan_node(&bound[k]);
+		ie_plan_node_free(&bound[k]);
 	free(bound);
 	free(ld.map.keys);
 	free(ld.map.vals);

@@ -31,6 +31,8 @@ typedef struct ie_plan_node
 	int		   *outputs;		/* value indexes; -1 for an omitted output */
 	int			n_attrs;
 	ie_attr    *attrs;
+	struct ie_epilogue *epilogue;	/* element-wise nodes fused into this one
+									 * (fusion.h), or NULL */
 } ie_plan_node;
 
 /* A graph input or output as declared. */
@@ -68,6 +70,9 @@ struct ie_model
  */
 int			ie_tensor_from_proto(const struct Onnx__TensorProto *tp,
 								 ie_tensor **out, char *err, size_t errlen);
+
+/* Frees one plan node's contents (model.c). */
+void		ie_plan_node_free(ie_plan_node *pn);
 
 /*
  * Fills ctx for running node pn of model m: inputs ins and outputs outs

@@ -74,6 +74,8 @@ typedef struct ie_node_ctx
 	int			n_threads;
 	char	   *err;
 	size_t		errlen;
+	/* element-wise nodes fused into this Conv (fusion.h), or NULL */
+	const struct ie_epilogue *epilogue;
 } ie_node_ctx;
 
 typedef int (*ie_op_fn) (ie_node_ctx *ctx);
@@ -93,6 +95,7 @@ extern const ie_op_def ie_ops_norm[];
 extern const ie_op_def ie_ops_matmul[];
 extern const ie_op_def ie_ops_resize[];
 extern const ie_op_def ie_ops_reduce[];
+extern const ie_op_def ie_ops_gather[];
 
 /* The operator for op_type in the default ONNX domain, or NULL. */
 ie_op_fn	ie_op_lookup(const char *op_type);

@@ -20,6 +20,7 @@ static const ie_op_def *const op_tables[] = {
 	ie_ops_matmul,
 	ie_ops_resize,
 	ie_ops_reduce,
+	ie_ops_gather,
 };
 
 /* The operator implementing op_type (default ONNX domain), or NULL. */

@@ -3,36 +3,40 @@
  *	  ONNX convolution operators: Conv and ConvTranspose (float32, 1 to 3
  *	  spatial dimensions).
  *
- * Conv lowers each group to one OpenBLAS sgemm: a 1x1, stride-1, unpadded
- * convolution multiplies the weights by the input directly; any other
- * kernel goes through an im2col buffer built for a band of output rows at a
- * time (so the buffer stays a few MiB even on 736x1088 detection inputs).
- * Each image of a batch gets its own sgemm calls, so a row's result does not
- * depend on the rows batched with it (packing several images' columns into
- * one product makes OpenBLAS choose other kernels, and results then drift
- * by ~1e-6 relative with the batch's composition).
+ * Conv lowers each group to OpenBLAS sgemm: a 1x1, stride-1, unpadded
+ * convolution multiplies the weights by the input directly, in blocks of
+ * output columns; any other kernel goes through an im2col buffer built for
+ * a band of output rows at a time (at most CONV_COL_BUDGET floats).  Each
+ * image of a batch gets its own sgemm calls, and the blocks and bands
+ * depend only on the layer's geometry, so a row's result does not depend
+ * on the rows batched with it or on the thread count (packing several
+ * images' columns into one product makes OpenBLAS choose other kernels,
+ * and results then drift by ~1e-6 relative with the batch's composition).
  * Depthwise convolutions (one input channel per group) use a direct loop
- * instead.  ConvTranspose is sgemm (weights transposed times input) followed
- * by col2im.  Every problem is handled as 3-D, with missing leading spatial
+ * instead.  Element-wise nodes fused into the Conv at load (fusion.h) run
+ * on each block as soon as it is computed, while it is in cache.
+ * ConvTranspose is sgemm (weights transposed times input) followed by
+ * col2im.  Every problem is handled as 3-D, with missing leading spatial
  * dimensions of extent 1.
  *
- * Threading: no state outside the call; OpenBLAS uses its own threads, and
- * depthwise convolutions split their channels over ctx->n_threads threads
- * started for the call.  Scratch buffers are allocated per call and freed
- * before returning.
+ * Threading: no state outside the call.  The (image, group, block) tasks
+ * and the depthwise planes run on the engine's pool (pool.h) over
+ * ctx->n_threads threads, each calling OpenBLAS serially; scratch (im2col
+ * bands, padded planes) is per thread (ie_thread_scratch).
  */
 #include <cblas.h>
-#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/engine/fusion.h"
+#include "worker/engine/gemm_direct.h"
+#include "worker/engine/pool.h"
 #include "worker/engine/spatial.h"
 
-/* Most threads a depthwise convolution is split over. */
-#define DW_MAX_THREADS 64
-
-/* Upper bound on the floats of one im2col band (16 MiB). */
-#define CONV_COL_BUDGET (4 * 1024 * 1024)
+/* Upper bound on the floats of one im2col band (2 MiB: stays in L2/L3). */
+#define CONV_COL_BUDGET (512 * 1024)
 
 /* Geometry of one convolution: channels plus the shared window geometry. */
 typedef struct conv_geom
@@ -99,17 +103,18 @@ conv_inputs(ie_node_ctx *ctx, const ie_tensor **X, const ie_tensor **W,
 }
 
 /*
- * Allocates output 0, [n, m, out...] float, and sets ctx->outputs[0]; NULL
- * after ie_op_error when memory runs out.
+ * Allocates output 0, [n, m, out...] float, zeroed when zero is set, and
+ * sets ctx->outputs[0]; NULL after ie_op_error when memory runs out.
  */
 static ie_tensor *
-conv_output(ie_node_ctx *ctx, const conv_geom *g)
+conv_output(ie_node_ctx *ctx, const conv_geom *g, int zero)
 {
 	int64_t		odims[IE_MAX_DIMS];
 	ie_tensor  *Y;
 
 	ie_spatial_out_dims(&g->sp, g->n, g->m, odims);
-	Y = ie_tensor_new(IE_FLOAT, g->sp.nsp + 2, odims);
+	Y = zero ? ie_tensor_new(IE_FLOAT, g->sp.nsp + 2, odims) :
+		ie_tensor_new_uninit(IE_FLOAT, g->sp.nsp + 2, odims);
 	if (Y == NULL)
 	{
 		ie_op_error(ctx, "out of memory for the output");
@@ -331,6 +336,157 @@ floor_div(int64_t a, int64_t b)
 	return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define DW_AVX512 1
+
+/*
+ * One output row of the padded depthwise path with AVX-512: dst[ox] =
+ * bias + sum_t w[t] * base[off[t] + ox] for ox in [0, ow), 32 outputs per
+ * step in two vectors (fused multiply-adds, taps in order), the last ones
+ * under a lane mask.  Every output is computed the same way wherever it
+ * sits in the row.
+ */
+__attribute__((target("avx512f"))) static void
+dw_row_avx512(float *dst, const float *base, const int64_t *off, const float *w,
+			  int ntap, float bias, int64_t ow)
+{
+	for (int64_t ox = 0; ox < ow; ox += 32)
+	{
+		int64_t		left = ow - ox;
+		__mmask16	m0 = left >= 16 ? 0xffff : (__mmask16) ((1u << left) - 1);
+		__mmask16	m1 = left >= 32 ? 0xffff : left <= 16 ? 0 :
+			(__mmask16) ((1u << (left - 16)) - 1);
+		__m512		a0 = _mm512_set1_ps(bias),
+					a1 = a0;
+
+		for (int t = 0; t < ntap; t++)
+		{
+			const float *p = base + off[t] + ox;
+			__m512		wt = _mm512_set1_ps(w[t]);
+
+			a0 = _mm512_fmadd_ps(wt, _mm512_maskz_loadu_ps(m0, p), a0);
+			a1 = _mm512_fmadd_ps(wt, _mm512_maskz_loadu_ps(m1, p + 16), a1);
+		}
+		_mm512_mask_storeu_ps(dst + ox, m0, a0);
+		_mm512_mask_storeu_ps(dst + ox + 16, m1, a1);
+	}
+}
+
+/* Whether the AVX-512 row kernel may run here (checked once). */
+static bool
+dw_have_avx512(void)
+{
+	static int	cached = -1;
+
+	if (cached < 0)
+		cached = __builtin_cpu_supports("avx512f") ? 1 : 0;
+	return cached == 1;
+}
+#endif
+
+/*
+ * The common depthwise case, 2-D with column stride 1 (any row stride): the
+ * plane is copied into a
+ * zero-bordered buffer (this thread's scratch) so that every tap of every
+ * output is in range, and each output row is one pass of the vector kernel
+ * with the same tap list.  Out-of-range taps add w * 0, so results equal
+ * the general path's.  Returns -1 when memory runs out.
+ */
+static int
+dw_plane_padded(const ie_spatial *g, const float *x, const float *w,
+				const float *b, int64_t mult, float *y, int avx2)
+{
+	int64_t		kh = g->k[1],
+				kw = g->k[2];
+	int64_t		pt = g->pad_begin[1],
+				pl = g->pad_begin[2];
+	int64_t		ih = g->in[1],
+				iw = g->in[2];
+	int64_t		oh = g->out[1],
+				ow = g->out[2];
+	int64_t		sy = g->stride[1];
+	int64_t		ph = (oh - 1) * sy + (kh - 1) * g->dil[1] + 1;	/* rows read */
+	int64_t		pw = (ow - 1) + (kw - 1) * g->dil[2] + 1;	/* columns read */
+	int			ntap = (int) (kh * kw);
+	const float *row[64];
+	int64_t		xoff[64];
+	float	   *pad;
+
+	if (ntap > 64)
+		return 1;				/* not handled here: the caller goes on */
+	pad = ie_thread_scratch((size_t) (ph * pw) * sizeof(float));
+	if (pad == NULL)
+		return -1;
+	for (int64_t r = 0; r < ph; r++)
+	{
+		int64_t		iy = r - pt;
+		float	   *dst = pad + r * pw;
+		int64_t		lo = pl,	/* dst columns [lo, hi) come from the input */
+					hi = pl + iw < pw ? pl + iw : pw;
+
+		if (iy < 0 || iy >= ih || hi <= lo)
+		{
+			memset(dst, 0, pw * sizeof(float));
+			continue;
+		}
+		if (lo > 0)
+			memset(dst, 0, lo * sizeof(float));
+		memcpy(dst + lo, x + iy * iw, (hi - lo) * sizeof(float));
+		if (hi < pw)
+			memset(dst + hi, 0, (pw - hi) * sizeof(float));
+	}
+#ifdef DW_AVX512
+	if (dw_have_avx512())
+	{
+		int			t = 0;
+
+		for (int64_t ky = 0; ky < kh; ky++)
+			for (int64_t kx = 0; kx < kw; kx++, t++)
+				xoff[t] = ky * g->dil[1] * pw + kx * g->dil[2];
+		for (int64_t mm = 0; mm < mult; mm++)
+			for (int64_t oy = 0; oy < oh; oy++)
+				dw_row_avx512(y + (mm * oh + oy) * ow, pad + oy * sy * pw, xoff,
+							  w + mm * ntap, ntap, b ? b[mm] : 0.0f, ow);
+		return 0;
+	}
+#endif
+	for (int64_t mm = 0; mm < mult; mm++)
+	{
+		const float *wk = w + mm * ntap;
+		float		bias = b ? b[mm] : 0.0f;
+
+		for (int64_t oy = 0; oy < oh; oy++)
+		{
+			float	   *dst = y + (mm * oh + oy) * ow;
+			int64_t		ox;
+			int			t = 0;
+
+			for (int64_t ky = 0; ky < kh; ky++)
+				for (int64_t kx = 0; kx < kw; kx++, t++)
+				{
+					row[t] = pad + (oy * sy + ky * g->dil[1]) * pw;
+					xoff[t] = kx * g->dil[2];
+				}
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+			if (avx2)
+				ox = dw_interior_avx2(dst, row, wk, xoff, ntap, bias, 0, ow);
+			else
+#endif
+				ox = dw_interior_base(dst, row, wk, xoff, ntap, bias, 0, ow);
+			for (; ox < ow; ox++)
+			{
+				float		acc = bias;
+
+				for (t = 0; t < ntap; t++)
+					acc += wk[t] * row[t][ox + xoff[t]];
+				dst[ox] = acc;
+			}
+		}
+	}
+	return 0;
+}
+
 /*
  * Depthwise convolution of one input plane x into the output planes of its
  * mult output channels (weights w [mult, 1, K], bias b or NULL): for each
@@ -349,22 +505,32 @@ conv_depthwise_plane(const ie_spatial *g, const float *x, const float *w,
 	int64_t		sx = g->stride[2];
 	int64_t		nrows = g->in[0] * g->in[1];
 	int64_t		pw = (g->in[2] + sx - 1) / sx;
-	const float **row = malloc(sizeof(float *) * K);
-	const float **irow = malloc(sizeof(float *) * K);
-	float	   *wt = malloc(sizeof(float) * K);
-	int64_t    *xoff = malloc(sizeof(int64_t) * K);
-	int64_t    *ixoff = malloc(sizeof(int64_t) * K);
+	const float **row = NULL;
+	const float **irow = NULL;
+	float	   *wt = NULL;
+	int64_t    *xoff = NULL;
+	int64_t    *ixoff = NULL;
 	float	   *phase = NULL;
 	int			avx2 = dw_have_avx2();
 	int			rc = -1;
 
+	if (g->k[0] == 1 && g->in[0] == 1 && sx == 1 &&
+		(rc = dw_plane_padded(g, x, w, b, mult, y, avx2)) <= 0)
+		return rc;
+	rc = -1;
+	row = malloc(sizeof(float *) * K);
+	irow = malloc(sizeof(float *) * K);
+	wt = malloc(sizeof(float) * K);
+	xoff = malloc(sizeof(int64_t) * K);
+	ixoff = malloc(sizeof(int64_t) * K);
 	if (row == NULL || irow == NULL || wt == NULL || xoff == NULL || ixoff == NULL)
 		goto done;
 	if (sx > 1)
 	{
-		phase = calloc((size_t) (sx * nrows * pw), sizeof(float));
+		phase = ie_thread_scratch((size_t) (sx * nrows * pw) * sizeof(float));
 		if (phase == NULL)
 			goto done;
+		memset(phase, 0, (size_t) (sx * nrows * pw) * sizeof(float));
 		for (int64_t p = 0; p < sx; p++)
 			for (int64_t r = 0; r < nrows; r++)
 			{
@@ -435,11 +601,10 @@ done:
 	free(wt);
 	free(xoff);
 	free(ixoff);
-	free(phase);
 	return rc;
 }
 
-/* One depthwise convolution split over threads by (image, channel). */
+/* One depthwise convolution, one task per (image, channel group) plane. */
 typedef struct dw_job
 {
 	const conv_geom *g;
@@ -447,81 +612,182 @@ typedef struct dw_job
 	const float *w;
 	const float *b;
 	float	   *y;
+	const ie_epilogue *ep;
 	int64_t		mult;			/* output channels per input channel */
 	int64_t		K;
 	int64_t		ipix;
 	int64_t		opix;
-	int64_t		begin;			/* this worker's planes: [begin, end) */
-	int64_t		end;
-	int			failed;
+	atomic_int	failed;
 } dw_job;
 
-/* Thread body: the planes [begin, end) of n * group. */
-static void *
-dw_worker(void *arg)
+/* Task p of a dw_job: plane p of n * group, then its epilogue. */
+static void
+dw_task(void *arg, int64_t p, int worker)
 {
 	dw_job	   *j = arg;
 	const conv_geom *g = j->g;
+	int64_t		n = p / g->group;
+	int64_t		gi = p % g->group;
+	float	   *y = j->y + (n * g->m + gi * j->mult) * j->opix;
 
-	for (int64_t p = j->begin; p < j->end; p++)
+	(void) worker;
+	if (conv_depthwise_plane(&g->sp, j->x + (n * g->c + gi) * j->ipix,
+							 j->w + gi * j->mult * j->K,
+							 j->b ? j->b + gi * j->mult : NULL, j->mult, y) != 0)
 	{
-		int64_t		n = p / g->group;
-		int64_t		gi = p % g->group;
-
-		if (conv_depthwise_plane(&g->sp, j->x + (n * g->c + gi) * j->ipix,
-								 j->w + gi * j->mult * j->K,
-								 j->b ? j->b + gi * j->mult : NULL, j->mult,
-								 j->y + (n * g->m + gi * j->mult) * j->opix) != 0)
-		{
-			j->failed = 1;
-			break;
-		}
+		atomic_store(&j->failed, 1);
+		return;
 	}
-	return NULL;
+	if (j->ep != NULL)
+		for (int64_t mm = 0; mm < j->mult; mm++)
+			ie_epilogue_apply(j->ep, y + mm * j->opix, gi * j->mult + mm, j->opix, 0.0f);
 }
 
 /*
- * Runs a depthwise convolution on up to nthreads threads (the caller's
- * thread included), splitting the planes evenly; small problems stay on
- * one thread.  Returns -1 when a worker ran out of memory.
+ * One sgemm-lowered convolution, split into tasks (image, group, chunk):
+ * a chunk is a block of output columns (pointwise) or a band of output
+ * rows (im2col).  Chunks depend only on the layer's geometry, never on the
+ * batch or the thread count, so a row's result is the same in any batch.
+ */
+typedef struct gemm_job
+{
+	const conv_geom *g;
+	const float *x;
+	const float *w;
+	const float *b;
+	float	   *y;
+	const ie_epilogue *ep;
+	const float *ap;			/* packed weights for gemm_direct.h, or NULL */
+	int64_t		ap_group;		/* floats of ap per group */
+	int64_t		cg,
+				mg,
+				K,
+				ipix,
+				opix;
+	int			pointwise;
+	int64_t		chunk;			/* columns or rows per chunk */
+	int64_t		n_chunks;
+	atomic_int	failed;
+} gemm_job;
+
+/*
+ * Task t of a gemm_job: fills the chunk's output with the bias, adds the
+ * product of the weights and the input (or its im2col band, built in this
+ * thread's scratch buffer), then runs the epilogue on it while it is hot.
+ */
+static void
+gemm_task(void *arg, int64_t t, int worker)
+{
+	gemm_job   *j = arg;
+	const conv_geom *g = j->g;
+	int64_t		chunk = t % j->n_chunks;
+	int64_t		gi = t / j->n_chunks % g->group;
+	int64_t		n = t / j->n_chunks / g->group;
+	const float *x = j->x + (n * g->c + gi * j->cg) * j->ipix;
+	const float *w = j->w + gi * j->mg * j->cg * j->K;
+	float	   *y = j->y + (n * g->m + gi * j->mg) * j->opix;
+	int64_t		c0,
+				nc;
+	const float *bmat;
+	int64_t		ldb;
+
+	(void) worker;
+	if (j->pointwise)
+	{
+		c0 = chunk * j->chunk;
+		nc = j->opix - c0 < j->chunk ? j->opix - c0 : j->chunk;
+		bmat = x + c0;
+		ldb = j->ipix;
+	}
+	else
+	{
+		int64_t		ow = g->sp.out[2];
+		int64_t		rows = g->sp.out[0] * g->sp.out[1];
+		int64_t		r0 = chunk * j->chunk;
+		int64_t		r1 = r0 + j->chunk < rows ? r0 + j->chunk : rows;
+		float	   *col;
+
+		c0 = r0 * ow;
+		nc = (r1 - r0) * ow;
+		col = ie_thread_scratch((size_t) (j->cg * j->K * nc) * sizeof(float));
+		if (col == NULL)
+		{
+			atomic_store(&j->failed, 1);
+			return;
+		}
+		conv_im2col(&g->sp, x, j->cg, r0, r1, col, nc);
+		bmat = col;
+		ldb = nc;
+	}
+	if (j->ap != NULL)
+	{
+		/* the direct kernel writes the product; the bias is added after */
+		ie_gd_gemm(j->ap + gi * j->ap_group, j->mg, j->cg * j->K, bmat, ldb, nc,
+				   y + c0, j->opix);
+		for (int64_t m = 0; m < j->mg; m++)
+		{
+			float		bv = j->b != NULL ? j->b[gi * j->mg + m] : 0.0f;
+
+			if (j->ep != NULL)
+				ie_epilogue_apply(j->ep, y + m * j->opix + c0, gi * j->mg + m, nc, bv);
+			else if (bv != 0.0f)
+				for (int64_t i = 0; i < nc; i++)
+					y[m * j->opix + c0 + i] += bv;
+		}
+		return;
+	}
+	/* without an epilogue the bias goes in first and sgemm adds onto it;
+	 * with one, the epilogue adds it in its pass over the product */
+	if (j->b != NULL && j->ep == NULL)
+		for (int64_t m = 0; m < j->mg; m++)
+		{
+			float	   *p = y + m * j->opix + c0;
+			float		bv = j->b[gi * j->mg + m];
+
+			for (int64_t i = 0; i < nc; i++)
+				p[i] = bv;
+		}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+				(int) j->mg, (int) nc, (int) (j->cg * j->K), 1.0f,
+				w, (int) (j->cg * j->K), bmat, (int) ldb,
+				j->b != NULL && j->ep == NULL ? 1.0f : 0.0f, y + c0, (int) j->opix);
+	if (j->ep != NULL)
+		for (int64_t m = 0; m < j->mg; m++)
+			ie_epilogue_apply(j->ep, y + m * j->opix + c0, gi * j->mg + m, nc,
+							  j->b != NULL ? j->b[gi * j->mg + m] : 0.0f);
+}
+
+/*
+ * Threads worth using for job: all of n_threads unless the layer is too
+ * small to pay for the hand-off (~64K multiply-adds per thread).
  */
 static int
-dw_run_parallel(dw_job *job, int nthreads)
+gemm_threads(int n_threads, const gemm_job *j)
 {
-	int64_t		planes = job->g->n * job->g->group;
-	dw_job		jobs[DW_MAX_THREADS];
-	pthread_t	tid[DW_MAX_THREADS];
-	int			started[DW_MAX_THREADS] = {0};
-	int			nt = nthreads;
-	int			failed = 0;
+	int64_t		work = j->g->n * j->g->m * j->opix * j->cg * j->K;
 
-	/* below ~64K outputs per thread, thread start-up is not worth it */
-	if ((int64_t) nt * 65536 > planes * job->mult * job->opix)
-		nt = (int) (planes * job->mult * job->opix / 65536);
-	if (nt > DW_MAX_THREADS)
-		nt = DW_MAX_THREADS;
-	if (nt > planes)
-		nt = (int) planes;
-	if (nt < 1)
-		nt = 1;
-	for (int t = 0; t < nt; t++)
+	if (work < (int64_t) 65536 * n_threads)
+		return work / 65536 > 1 ? (int) (work / 65536) : 1;
+	return n_threads;
+}
+
+/*
+ * Whether 1x1 convolutions use the direct AVX-512 kernel (gemm_direct.h)
+ * rather than OpenBLAS: when the CPU has it, unless IE_DIRECT_GEMM=0 in the
+ * environment (for measurements).
+ */
+static bool
+direct_gemm_on(void)
+{
+	static int	on = -1;
+
+	if (on < 0)
 	{
-		jobs[t] = *job;
-		jobs[t].begin = planes * t / nt;
-		jobs[t].end = planes * (t + 1) / nt;
+		const char *e = getenv("IE_DIRECT_GEMM");
+
+		on = ie_gd_available() && (e == NULL || strcmp(e, "0") != 0);
 	}
-	for (int t = 1; t < nt; t++)
-		started[t] = pthread_create(&tid[t], NULL, dw_worker, &jobs[t]) == 0;
-	for (int t = 1; t < nt; t++)
-		if (!started[t])
-			dw_worker(&jobs[t]);	/* could not start: do it here */
-	dw_worker(&jobs[0]);
-	for (int t = 1; t < nt; t++)
-		if (started[t])
-			pthread_join(tid[t], NULL);
-	for (int t = 0; t < nt; t++)
-		failed |= jobs[t].failed;
-	return failed ? -1 : 0;
+	return on == 1;
 }
 
 /*
@@ -542,14 +808,13 @@ op_conv(ie_node_ctx *ctx)
 				K,
 				opix,
 				ipix;
-	float	   *col = NULL;
 	ie_tensor  *Y = NULL;
 	const float *xd,
 			   *wd,
 			   *bd;
 	float	   *yd;
-	float		beta;
 	int			pointwise;
+	ie_tensor  *packed = NULL;
 
 	if (conv_inputs(ctx, &X, &W, &B) != 0)
 		return -1;
@@ -572,7 +837,7 @@ op_conv(ie_node_ctx *ctx)
 						  ie_attr_string(ctx, "auto_pad", "NOTSET"), 0) != 0)
 		return -1;
 
-	Y = conv_output(ctx, &g);
+	Y = conv_output(ctx, &g, 0);
 	if (Y == NULL)
 		return -1;
 	if (ie_tensor_numel(Y) == 0)
@@ -592,11 +857,17 @@ op_conv(ie_node_ctx *ctx)
 	{
 		/* depthwise: each input channel feeds mg output channels */
 		dw_job		job = {
-			.g = &g, .x = xd, .w = wd, .b = bd, .y = yd, .mult = mg, .K = K,
-			.ipix = ipix, .opix = opix, .failed = 0
+			.g = &g, .x = xd, .w = wd, .b = bd, .y = yd, .ep = ctx->epilogue,
+			.mult = mg, .K = K, .ipix = ipix, .opix = opix, .failed = 0
 		};
+		int64_t		planes = g.n * g.group;
+		int			nt = ctx->n_threads;
 
-		if (dw_run_parallel(&job, ctx->n_threads) != 0)
+		/* below ~32K outputs per thread, the hand-off is not worth it */
+		if ((int64_t) nt * 32768 > planes * mg * opix)
+			nt = (int) (planes * mg * opix / 32768);
+		ie_parallel_for(nt, planes, dw_task, &job);
+		if (job.failed)
 			return ie_op_error(ctx, "out of memory for the depthwise taps");
 		return 0;
 	}
@@ -605,58 +876,56 @@ op_conv(ie_node_ctx *ctx)
 		g.sp.stride[2] == 1 &&
 		g.sp.pad_begin[0] + g.sp.pad_begin[1] + g.sp.pad_begin[2] +
 		g.sp.pad_end[0] + g.sp.pad_end[1] + g.sp.pad_end[2] == 0;
-	/* the bias goes in first; sgemm then accumulates onto it (beta 1) */
-	if (bd != NULL)
-		for (int64_t n = 0; n < g.n; n++)
-			for (int64_t m = 0; m < g.m; m++)
-			{
-				float	   *p = yd + (n * g.m + m) * opix;
-				float		bv = bd[m];
-
-				for (int64_t i = 0; i < opix; i++)
-					p[i] = bv;
-			}
-	beta = bd != NULL ? 1.0f : 0.0f;
-
-	if (pointwise)
 	{
-		/* pointwise: Y_g = W_g [mg, cg] x X_g [cg, pix] */
-		for (int64_t n = 0; n < g.n; n++)
+		gemm_job	job = {
+			.g = &g, .x = xd, .w = wd, .b = bd, .y = yd, .ep = ctx->epilogue,
+			.cg = cg, .mg = mg, .K = K, .ipix = ipix, .opix = opix,
+			.pointwise = pointwise, .failed = 0
+		};
+		int64_t		units;
+
+		if (pointwise)
+		{
+			/* column blocks of ~256 KiB of output, a multiple of 64 columns
+			 * and at least 512 (measured: narrower blocks cost OpenBLAS
+			 * more in packing than they gain in cache) */
+			job.chunk = (65536 / (mg > 0 ? mg : 1) + 63) / 64 * 64;
+			if (job.chunk < 512)
+				job.chunk = 512;
+			units = opix;
+		}
+		else
+		{
+			int64_t		ow = g.sp.out[2];
+
+			/* bands of output rows whose im2col fits CONV_COL_BUDGET */
+			job.chunk = CONV_COL_BUDGET / (cg * K * ow);
+			if (job.chunk < 1)
+				job.chunk = 1;
+			units = g.sp.out[0] * g.sp.out[1];
+		}
+		if (job.chunk > units)
+			job.chunk = units;
+		job.n_chunks = (units + job.chunk - 1) / job.chunk;
+		if (direct_gemm_on())
+		{
+			int64_t		pd[1];
+
+			job.ap_group = ie_gd_packed_size(mg, cg * K);
+			pd[0] = job.ap_group * g.group;
+			packed = ie_tensor_new_uninit(IE_FLOAT, 1, pd);
+			if (packed == NULL)
+				return ie_op_error(ctx, "out of memory for the packed weights");
 			for (int64_t gi = 0; gi < g.group; gi++)
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-							(int) mg, (int) opix, (int) cg, 1.0f,
-							wd + gi * mg * cg, (int) cg,
-							xd + (n * g.c + gi * cg) * ipix, (int) ipix, beta,
-							yd + (n * g.m + gi * mg) * opix, (int) opix);
-	}
-	else
-	{
-		int64_t		rows = g.sp.out[0] * g.sp.out[1];
-		int64_t		ow = g.sp.out[2];
-		int64_t		band = CONV_COL_BUDGET / (cg * K * ow);
-
-		if (band < 1)
-			band = 1;
-		if (band > rows)
-			band = rows;
-		col = malloc((size_t) (cg * K * band * ow) * sizeof(float));
-		if (col == NULL)
+				ie_gd_pack_a(wd + gi * mg * cg * K, cg * K, mg, cg * K,
+							 (float *) packed->data + gi * job.ap_group);
+			job.ap = packed->data;
+		}
+		ie_parallel_for(gemm_threads(ctx->n_threads, &job),
+						g.n * g.group * job.n_chunks, gemm_task, &job);
+		ie_tensor_destroy(&packed);
+		if (job.failed)
 			return ie_op_error(ctx, "out of memory for the im2col buffer");
-		for (int64_t n = 0; n < g.n; n++)
-			for (int64_t gi = 0; gi < g.group; gi++)
-				for (int64_t r0 = 0; r0 < rows; r0 += band)
-				{
-					int64_t		r1 = r0 + band < rows ? r0 + band : rows;
-					int64_t		nc = (r1 - r0) * ow;
-
-					conv_im2col(&g.sp, xd + (n * g.c + gi * cg) * ipix, cg, r0, r1, col, nc);
-					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-								(int) mg, (int) nc, (int) (cg * K), 1.0f,
-								wd + gi * mg * cg * K, (int) (cg * K),
-								col, (int) nc, beta,
-								yd + (n * g.m + gi * mg) * opix + r0 * ow, (int) opix);
-				}
-		free(col);
 	}
 	return 0;
 }
@@ -704,6 +973,106 @@ convt_col2im(const ie_spatial *g, const float *col, int64_t mg, float *y)
 						}
 					}
 				}
+}
+
+/*
+ * ConvTranspose whose taps never overlap (2-D, stride equal to the kernel,
+ * no padding or dilation, output exactly in * stride): each output pixel is
+ * one tap of one input pixel, so per tap (ky, kx) the product
+ * W_tap^T [mg, cg] x X [cg, pixels] lands on a strided grid of the output.
+ * Tasks are (image, group, tap, band of input rows).
+ */
+typedef struct ct_job
+{
+	const conv_geom *g;
+	const float *x;
+	const float *w;
+	const float *b;
+	float	   *y;
+	int64_t		cg,
+				mg,
+				rows,			/* input rows per band */
+				n_bands;
+	atomic_int	failed;
+} ct_job;
+
+/* Task t of a ct_job. */
+static void
+ct_task(void *arg, int64_t t, int worker)
+{
+	ct_job	   *j = arg;
+	const conv_geom *g = j->g;
+	int64_t		kh = g->sp.k[1],
+				kw = g->sp.k[2],
+				K = kh * kw;
+	int64_t		ih = g->sp.in[1],
+				iw = g->sp.in[2],
+				ow = g->sp.out[2];
+	int64_t		band = t % j->n_bands;
+	int64_t		tap = t / j->n_bands % K;
+	int64_t		gi = t / j->n_bands / K % g->group;
+	int64_t		n = t / j->n_bands / K / g->group;
+	int64_t		r0 = band * j->rows;
+	int64_t		r1 = r0 + j->rows < ih ? r0 + j->rows : ih;
+	int64_t		nc = (r1 - r0) * iw;
+	int64_t		ky = tap / kw,
+				kx = tap % kw;
+	int64_t		apn = ie_gd_packed_size(j->mg, j->cg);
+	float	   *a,
+			   *ap,
+			   *tmp;
+	const float *x = j->x + (n * g->c + gi * j->cg) * ih * iw + r0 * iw;
+
+	(void) worker;
+	a = ie_thread_scratch((size_t) (j->mg * j->cg + apn + j->mg * nc) * sizeof(float));
+	if (a == NULL)
+	{
+		atomic_store(&j->failed, 1);
+		return;
+	}
+	ap = a + j->mg * j->cg;
+	tmp = ap + apn;
+	/* A_tap[m][c] = W[gi*cg + c][m][ky][kx] */
+	for (int64_t m = 0; m < j->mg; m++)
+		for (int64_t c = 0; c < j->cg; c++)
+			a[m * j->cg + c] = j->w[((gi * j->cg + c) * j->mg + m) * K + tap];
+	if (ie_gd_available())
+	{
+		ie_gd_pack_a(a, j->cg, j->mg, j->cg, ap);
+		ie_gd_gemm(ap, j->mg, j->cg, x, ih * iw, nc, tmp, nc);
+	}
+	else
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+					(int) j->mg, (int) nc, (int) j->cg, 1.0f, a, (int) j->cg,
+					x, (int) (ih * iw), 0.0f, tmp, (int) nc);
+	for (int64_t m = 0; m < j->mg; m++)
+	{
+		float		bv = j->b != NULL ? j->b[gi * j->mg + m] : 0.0f;
+		float	   *yp = j->y + (n * g->m + gi * j->mg + m) * g->sp.out[1] * ow;
+
+		for (int64_t iy = r0; iy < r1; iy++)
+		{
+			const float *src = tmp + m * nc + (iy - r0) * iw;
+			float	   *dst = yp + (iy * kh + ky) * ow + kx;
+
+			for (int64_t ix = 0; ix < iw; ix++)
+				dst[ix * kw] = src[ix] + bv;
+		}
+	}
+}
+
+/* Whether ConvTranspose geometry g has non-overlapping taps (see ct_job). */
+static bool
+convt_disjoint(const conv_geom *g)
+{
+	const ie_spatial *sp = &g->sp;
+
+	return sp->k[0] == 1 && sp->in[0] == 1 && sp->out[0] == 1 &&
+		sp->stride[1] == sp->k[1] && sp->stride[2] == sp->k[2] &&
+		sp->dil[1] == 1 && sp->dil[2] == 1 &&
+		sp->pad_begin[1] == 0 && sp->pad_begin[2] == 0 &&
+		sp->out[1] == sp->in[1] * sp->k[1] && sp->out[2] == sp->in[2] * sp->k[2] &&
+		sp->k[1] * sp->k[2] <= 64;
 }
 
 /*
@@ -802,7 +1171,27 @@ op_conv_transpose(ie_node_ctx *ctx)
 			return ie_op_error(ctx, "output extent %lld is not positive", (long long) g.sp.out[i]);
 	}
 
-	Y = conv_output(ctx, &g);
+	if (convt_disjoint(&g) && ie_tensor_numel(X) > 0)
+	{
+		ct_job		job = {
+			.g = &g, .x = X->data, .w = W->data, .b = B ? B->data : NULL,
+			.cg = g.c / g.group, .mg = g.m / g.group, .failed = 0
+		};
+		int64_t		taps = g.sp.k[1] * g.sp.k[2];
+
+		Y = conv_output(ctx, &g, 0);
+		if (Y == NULL)
+			return -1;
+		job.y = Y->data;
+		/* bands of about 4096 input pixels */
+		job.rows = (4096 + g.sp.in[2] - 1) / g.sp.in[2];
+		job.n_bands = (g.sp.in[1] + job.rows - 1) / job.rows;
+		ie_parallel_for(ctx->n_threads, g.n * g.group * taps * job.n_bands, ct_task, &job);
+		if (job.failed)
+			return ie_op_error(ctx, "out of memory for the transposed product");
+		return 0;
+	}
+	Y = conv_output(ctx, &g, 1);
 	if (Y == NULL)
 		return -1;
 	if (ie_tensor_numel(Y) == 0 || ie_tensor_numel(X) == 0)

@@ -1,14 +1,20 @@
 /*
  * ops_elementwise.c
- *	  Elementwise ONNX operators: Add, Sub, Mul, Div, Pow (multidirectional
- *	  broadcasting) and Sqrt, Relu, Sigmoid, HardSigmoid, Clip, Identity.
+ *	  Elementwise ONNX operators.  Binary with multidirectional broadcasting:
+ *	  Add, Sub, Mul, Div, Pow; comparisons Equal, Less, LessOrEqual, Greater,
+ *	  GreaterOrEqual (bool output); logical And, Or, Xor.  Variadic with
+ *	  broadcasting: Min, Max, Sum, Mean.  Ternary: Where.  Unary: Sqrt, Relu,
+ *	  Sigmoid, HardSigmoid, Clip, Identity, Exp, Log, Tanh, Erf, Reciprocal,
+ *	  Floor, Ceil, Neg, Abs, Not, IsNaN, IsInf.
  *
  * Binary operators collapse the broadcast shapes into as few dimensions as
  * possible and call one typed row kernel per innermost row, so same-shape,
  * scalar and per-channel cases run as plain vectorisable loops without a
  * call per element.  Types: float and double everywhere; the integer types
- * where the ONNX operator allows them.  Anything else is an error naming
- * the type.  Stateless: safe from any thread.
+ * where the ONNX operator allows them; bool for Equal, the logical
+ * operators and Where's condition; float16 for Min, Max and the
+ * comparisons (ordered on the bits, no conversion).  Anything else is an
+ * error naming the type.  Stateless: safe from any thread.
  */
 #include <float.h>
 #include <math.h>
@@ -28,6 +34,82 @@
 #else
 #define EW_VECTORISE
 #endif
+
+/*
+ * exp, log, tanh and erf of float run four lanes at a time through glibc's
+ * vector math library (libmvec, x86-64, glibc 2.35+; at most 4 ulp from the
+ * correctly rounded result, documented in the glibc manual), reached
+ * through libm's linker script.  The tail is padded to a full vector, so
+ * every element takes the same code whatever its position in the tensor,
+ * and a row's result never depends on the batch around it.  Elsewhere the
+ * scalar C library functions are used.
+ */
+#if defined(__x86_64__) && defined(__GLIBC__) && \
+	(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#define EW_LIBMVEC 1
+#include <emmintrin.h>
+extern __m128 _ZGVbN4v_expf(__m128);
+extern __m128 _ZGVbN4v_logf(__m128);
+extern __m128 _ZGVbN4v_tanhf(__m128);
+extern __m128 _ZGVbN4v_erff(__m128);
+#endif
+
+/* The float functions with a vector path (see vmath_f32). */
+enum vmath
+{
+	VM_EXP,
+	VM_LOG,
+	VM_TANH,
+	VM_ERF,
+	VM_SIGMOID					/* 1 / (1 + exp(-x)) */
+};
+
+#ifdef EW_LIBMVEC
+/* Four lanes of function f. */
+static inline __m128
+vmath_lanes(enum vmath f, __m128 v)
+{
+	const __m128 one = _mm_set1_ps(1.0f);
+
+	switch (f)
+	{
+		case VM_EXP: return _ZGVbN4v_expf(v);
+		case VM_LOG: return _ZGVbN4v_logf(v);
+		case VM_TANH: return _ZGVbN4v_tanhf(v);
+		case VM_ERF: return _ZGVbN4v_erff(v);
+		default:
+			return _mm_div_ps(one, _mm_add_ps(one, _ZGVbN4v_expf(_mm_sub_ps(_mm_setzero_ps(), v))));
+	}
+}
+#endif
+
+/* y[i] = f(x[i]) for n floats (x == y allowed). */
+static void
+vmath_f32(enum vmath f, const float *x, float *y, int64_t n)
+{
+#ifdef EW_LIBMVEC
+	int64_t		i = 0;
+
+	for (; i + 4 <= n; i += 4)
+		_mm_storeu_ps(y + i, vmath_lanes(f, _mm_loadu_ps(x + i)));
+	if (i < n)
+	{
+		float		buf[4] = {0, 0, 0, 0};
+
+		memcpy(buf, x + i, (size_t) (n - i) * sizeof(float));
+		_mm_storeu_ps(buf, vmath_lanes(f, _mm_loadu_ps(buf)));
+		memcpy(y + i, buf, (size_t) (n - i) * sizeof(float));
+	}
+#else
+	for (int64_t i = 0; i < n; i++)
+	{
+		float		v = x[i];
+
+		y[i] = f == VM_EXP ? expf(v) : f == VM_LOG ? logf(v) : f == VM_TANH ? tanhf(v) :
+			f == VM_ERF ? erff(v) : 1.0f / (1.0f + expf(-v));
+	}
+#endif
+}
 
 /* A row kernel: o[i] = f(a[i*sa], b[i*sb]) for i < n, with sa, sb in {0, 1}. */
 typedef void (*row_fn) (const void *a, int64_t sa, const void *b, int64_t sb,
@@ -94,10 +176,13 @@ plan_broadcast(const ie_tensor *a, const ie_tensor *b, int *out_nd,
 	return 0;
 }
 
-/* Runs kernel fn over the plan, one call per innermost row. */
+/*
+ * Runs kernel fn over the plan, one call per innermost row; ea, eb and eo
+ * are the element sizes of a, b and the output (comparisons write bool).
+ */
 static void
-run_rows(const bcast_plan *p, const char *a, const char *b, char *o,
-		 size_t esize, row_fn fn)
+run_rows(const bcast_plan *p, const char *a, size_t ea, const char *b, size_t eb,
+		 char *o, size_t eo, row_fn fn)
 {
 	int64_t		idx[IE_MAX_DIMS] = {0};
 	int64_t		inner,
@@ -118,8 +203,8 @@ run_rows(const bcast_plan *p, const char *a, const char *b, char *o,
 		return;
 	for (int64_t r = 0; r < outer; r++)
 	{
-		fn(a + offa * esize, p->sa[nd - 1], b + offb * esize, p->sb[nd - 1],
-		   o + r * inner * esize, inner);
+		fn(a + offa * ea, p->sa[nd - 1], b + offb * eb, p->sb[nd - 1],
+		   o + r * inner * eo, inner);
 		for (int d = nd - 2; d >= 0; d--)
 		{
 			idx[d]++;
@@ -135,16 +220,17 @@ run_rows(const bcast_plan *p, const char *a, const char *b, char *o,
 }
 
 /*
- * Defines a row kernel NAME over element type T computing EXPR from x and
- * y; the four stride cases are separate loops so each one vectorises.
+ * Defines a row kernel NAME reading elements of type T and writing type TO,
+ * computing EXPR from x and y; the four stride cases are separate loops so
+ * each one vectorises.  ROW_KERNEL: output in the input type.
  */
-#define ROW_KERNEL(NAME, T, EXPR) \
+#define ROW_KERNEL2(NAME, T, TO, EXPR) \
 EW_VECTORISE static void \
 NAME(const void *va, int64_t sa, const void *vb, int64_t sb, void *vo, int64_t n) \
 { \
 	const T    *a = va; \
 	const T    *b = vb; \
-	T		   *o = vo; \
+	TO		   *o = vo; \
 	if (sa && sb) \
 		for (int64_t i = 0; i < n; i++) { T x = a[i], y = b[i]; o[i] = (EXPR); } \
 	else if (sa) \
@@ -160,10 +246,11 @@ NAME(const void *va, int64_t sa, const void *vb, int64_t sb, void *vo, int64_t n
 	else \
 	{ \
 		T x = a[0], y = b[0]; \
-		T r = (EXPR); \
+		TO r = (EXPR); \
 		for (int64_t i = 0; i < n; i++) o[i] = r; \
 	} \
 }
+#define ROW_KERNEL(NAME, T, EXPR) ROW_KERNEL2(NAME, T, T, EXPR)
 
 /* Float kernels, then integer kernels that wrap (unsigned arithmetic). */
 #define FLOAT_KERNELS(SUF, T) \
@@ -202,36 +289,128 @@ UNSIGNED_KERNELS(u64, uint64_t)
 ROW_KERNEL(pow_f32, float, powf(x, y))
 ROW_KERNEL(pow_f64, double, pow(x, y))
 
+/*
+ * Min and Max: a NaN operand gives NaN (as numpy's minimum/maximum and
+ * onnxruntime); for integers the NaN tests fold away.
+ */
+#define MINMAX_KERNELS(SUF, T) \
+ROW_KERNEL(min_##SUF, T, (x <= y || x != x) ? x : y) \
+ROW_KERNEL(max_##SUF, T, (x >= y || x != x) ? x : y)
+
+/* Comparisons write bool (one byte, 0 or 1); any comparison with NaN is false. */
+#define CMP_KERNELS(SUF, T) \
+ROW_KERNEL2(eq_##SUF, T, uint8_t, x == y) \
+ROW_KERNEL2(lt_##SUF, T, uint8_t, x < y) \
+ROW_KERNEL2(le_##SUF, T, uint8_t, x <= y) \
+ROW_KERNEL2(gt_##SUF, T, uint8_t, x > y) \
+ROW_KERNEL2(ge_##SUF, T, uint8_t, x >= y)
+
+#define ORDER_KERNELS(SUF, T) MINMAX_KERNELS(SUF, T) CMP_KERNELS(SUF, T)
+
+ORDER_KERNELS(f32, float)
+ORDER_KERNELS(f64, double)
+ORDER_KERNELS(i8, int8_t)
+ORDER_KERNELS(u8, uint8_t)
+ORDER_KERNELS(i16, int16_t)
+ORDER_KERNELS(u16, uint16_t)
+ORDER_KERNELS(i32, int32_t)
+ORDER_KERNELS(u32, uint32_t)
+ORDER_KERNELS(i64, int64_t)
+ORDER_KERNELS(u64, uint64_t)
+
+/*
+ * float16 (IEEE binary16 bits) is ordered without converting: a NaN has
+ * all exponent bits and a non-zero mantissa; otherwise the bits map to a
+ * signed key (sign-magnitude to two's complement, so -0 == +0).
+ */
+static inline int
+h16_nan(uint16_t h)
+{
+	return (h & 0x7fff) > 0x7c00;
+}
+
+static inline int32_t
+h16_key(uint16_t h)
+{
+	return (h & 0x8000) ? -(int32_t) (h & 0x7fff) : (int32_t) h;
+}
+
+#define H16_CMP(OP) (!h16_nan(x) && !h16_nan(y) && h16_key(x) OP h16_key(y))
+ROW_KERNEL(min_f16, uint16_t, h16_nan(x) || (!h16_nan(y) && h16_key(x) <= h16_key(y)) ? x : y)
+ROW_KERNEL(max_f16, uint16_t, h16_nan(x) || (!h16_nan(y) && h16_key(x) >= h16_key(y)) ? x : y)
+ROW_KERNEL2(eq_f16, uint16_t, uint8_t, H16_CMP(==))
+ROW_KERNEL2(lt_f16, uint16_t, uint8_t, H16_CMP(<))
+ROW_KERNEL2(le_f16, uint16_t, uint8_t, H16_CMP(<=))
+ROW_KERNEL2(gt_f16, uint16_t, uint8_t, H16_CMP(>))
+ROW_KERNEL2(ge_f16, uint16_t, uint8_t, H16_CMP(>=))
+#undef H16_CMP
+
+/* bool: Equal and the logical operators (any non-zero byte is true). */
+ROW_KERNEL(eq_b, uint8_t, (x != 0) == (y != 0))
+ROW_KERNEL(and_b, uint8_t, (x != 0) & (y != 0))
+ROW_KERNEL(or_b, uint8_t, (x != 0) | (y != 0))
+ROW_KERNEL(xor_b, uint8_t, (x != 0) ^ (y != 0))
+
 enum binop
 {
 	OP_ADD,
 	OP_SUB,
 	OP_MUL,
-	OP_DIV
+	OP_DIV,
+	OP_MIN,
+	OP_MAX,
+	OP_EQ,
+	OP_LT,
+	OP_LE,
+	OP_GT,
+	OP_GE,
+	OP_AND,
+	OP_OR,
+	OP_XOR,
+	N_BINOPS
 };
+
+/* The kernels of one operator for the ten numeric types. */
+#define NUMERIC(PRE) \
+	[IE_FLOAT] = PRE##_f32, [IE_DOUBLE] = PRE##_f64, \
+	[IE_INT8] = PRE##_i8, [IE_UINT8] = PRE##_u8, \
+	[IE_INT16] = PRE##_i16, [IE_UINT16] = PRE##_u16, \
+	[IE_INT32] = PRE##_i32, [IE_UINT32] = PRE##_u32, \
+	[IE_INT64] = PRE##_i64, [IE_UINT64] = PRE##_u64
+
+/* kernels[op][dtype]: NULL where the engine does not implement the pair. */
+static const row_fn kernels[N_BINOPS][IE_UINT64 + 1] = {
+	[OP_ADD] = {NUMERIC(add)},
+	[OP_SUB] = {NUMERIC(sub)},
+	[OP_MUL] = {NUMERIC(mul)},
+	[OP_DIV] = {NUMERIC(div)},
+	[OP_MIN] = {NUMERIC(min), [IE_FLOAT16] = min_f16},
+	[OP_MAX] = {NUMERIC(max), [IE_FLOAT16] = max_f16},
+	[OP_EQ] = {NUMERIC(eq), [IE_FLOAT16] = eq_f16, [IE_BOOL] = eq_b},
+	[OP_LT] = {NUMERIC(lt), [IE_FLOAT16] = lt_f16},
+	[OP_LE] = {NUMERIC(le), [IE_FLOAT16] = le_f16},
+	[OP_GT] = {NUMERIC(gt), [IE_FLOAT16] = gt_f16},
+	[OP_GE] = {NUMERIC(ge), [IE_FLOAT16] = ge_f16},
+	[OP_AND] = {[IE_BOOL] = and_b},
+	[OP_OR] = {[IE_BOOL] = or_b},
+	[OP_XOR] = {[IE_BOOL] = xor_b},
+};
+#undef NUMERIC
 
 /* The kernel for op on dtype, or NULL when the type is not supported. */
 static row_fn
 binary_kernel(enum binop op, ie_dtype dt)
 {
-#define PICK(SUF) \
-	return op == OP_ADD ? add_##SUF : op == OP_SUB ? sub_##SUF : \
-		op == OP_MUL ? mul_##SUF : div_##SUF
-	switch (dt)
-	{
-		case IE_FLOAT: PICK(f32);
-		case IE_DOUBLE: PICK(f64);
-		case IE_INT8: PICK(i8);
-		case IE_UINT8: PICK(u8);
-		case IE_INT16: PICK(i16);
-		case IE_UINT16: PICK(u16);
-		case IE_INT32: PICK(i32);
-		case IE_UINT32: PICK(u32);
-		case IE_INT64: PICK(i64);
-		case IE_UINT64: PICK(u64);
-		default: return NULL;
-	}
-#undef PICK
+	if ((int) dt < 0 || (int) dt > IE_UINT64)
+		return NULL;
+	return kernels[op][dt];
+}
+
+/* Comparisons write bool; the other binary operators the inputs' type. */
+static ie_dtype
+binary_out_type(enum binop op, ie_dtype in)
+{
+	return (op >= OP_EQ && op <= OP_GE) ? IE_BOOL : in;
 }
 
 /* Checks the two inputs of a binary operator are present. */
@@ -246,12 +425,12 @@ two_inputs(ie_node_ctx *ctx)
 }
 
 /*
- * Plans out = a (op) b (see plan_broadcast) and allocates out in a's type;
+ * Plans out = a (op) b (see plan_broadcast) and allocates out of type dt;
  * errors name the two shapes when they do not broadcast.
  */
 static int
 broadcast_output(ie_node_ctx *ctx, const ie_tensor *a, const ie_tensor *b,
-				 bcast_plan *p, ie_tensor **out)
+				 ie_dtype dt, bcast_plan *p, ie_tensor **out)
 {
 	int64_t		dims[IE_MAX_DIMS];
 	int			nd;
@@ -262,46 +441,120 @@ broadcast_output(ie_node_ctx *ctx, const ie_tensor *a, const ie_tensor *b,
 		return ie_op_error(ctx, "shapes %s and %s do not broadcast",
 						   ie_shape_str(s1, sizeof(s1), a->ndim, a->dims),
 						   ie_shape_str(s2, sizeof(s2), b->ndim, b->dims));
-	*out = ie_tensor_new(a->dtype, nd, dims);
+	*out = ie_tensor_new(dt, nd, dims);
 	if (*out == NULL)
 		return ie_op_error(ctx, "out of memory");
 	return 0;
 }
 
-/* out = a (op) b with broadcasting; a and b of one type. */
+/*
+ * *out = a (op) b with broadcasting, a new tensor; a and b of one type,
+ * which op implements (else an error naming the type).
+ */
 static int
-binary_op(ie_node_ctx *ctx, enum binop op)
+binary_apply(ie_node_ctx *ctx, enum binop op, const ie_tensor *a,
+			 const ie_tensor *b, ie_tensor **out)
 {
-	const ie_tensor *a,
-			   *b;
 	bcast_plan	p;
 	row_fn		fn;
-	ie_tensor  *o;
+	ie_dtype	odt = binary_out_type(op, a->dtype);
+	size_t		es = ie_dtype_size(a->dtype);
 
-	if (two_inputs(ctx) != 0)
-		return -1;
-	if (ctx->opset < 7 && ie_attr_int(ctx, "broadcast", 0) != 0)
-		return ie_op_error(ctx, "legacy broadcasting (attribute 'broadcast', opset < 7) "
-						   "is not supported");
-	a = ctx->inputs[0];
-	b = ctx->inputs[1];
+	*out = NULL;
 	if (a->dtype != b->dtype)
 		return ie_op_error(ctx, "input types differ (%s and %s)",
 						   ie_dtype_name(a->dtype), ie_dtype_name(b->dtype));
 	fn = binary_kernel(op, a->dtype);
 	if (fn == NULL)
 		return ie_op_error(ctx, "element type %s is not supported", ie_dtype_name(a->dtype));
-	if (broadcast_output(ctx, a, b, &p, &o) != 0)
+	if (broadcast_output(ctx, a, b, odt, &p, out) != 0)
 		return -1;
-	run_rows(&p, a->data, b->data, o->data, ie_dtype_size(a->dtype), fn);
-	ctx->outputs[0] = o;
+	run_rows(&p, a->data, es, b->data, es, (*out)->data, ie_dtype_size(odt), fn);
 	return 0;
+}
+
+/* out = a (op) b for a two-input node (arithmetic, comparison, logic). */
+static int
+binary_op(ie_node_ctx *ctx, enum binop op)
+{
+	if (two_inputs(ctx) != 0)
+		return -1;
+	if (ctx->opset < 7 && ie_attr_int(ctx, "broadcast", 0) != 0)
+		return ie_op_error(ctx, "legacy broadcasting (attribute 'broadcast', opset < 7) "
+						   "is not supported");
+	return binary_apply(ctx, op, ctx->inputs[0], ctx->inputs[1], &ctx->outputs[0]);
 }
 
 static int op_add(ie_node_ctx *ctx) { return binary_op(ctx, OP_ADD); }
 static int op_sub(ie_node_ctx *ctx) { return binary_op(ctx, OP_SUB); }
 static int op_mul(ie_node_ctx *ctx) { return binary_op(ctx, OP_MUL); }
 static int op_div(ie_node_ctx *ctx) { return binary_op(ctx, OP_DIV); }
+static int op_equal(ie_node_ctx *ctx) { return binary_op(ctx, OP_EQ); }
+static int op_less(ie_node_ctx *ctx) { return binary_op(ctx, OP_LT); }
+static int op_less_equal(ie_node_ctx *ctx) { return binary_op(ctx, OP_LE); }
+static int op_greater(ie_node_ctx *ctx) { return binary_op(ctx, OP_GT); }
+static int op_greater_equal(ie_node_ctx *ctx) { return binary_op(ctx, OP_GE); }
+static int op_and(ie_node_ctx *ctx) { return binary_op(ctx, OP_AND); }
+static int op_or(ie_node_ctx *ctx) { return binary_op(ctx, OP_OR); }
+static int op_xor(ie_node_ctx *ctx) { return binary_op(ctx, OP_XOR); }
+
+/*
+ * Min, Max, Sum and Mean over one or more inputs with multidirectional
+ * broadcasting (opset 8+; earlier opsets required equal shapes, which
+ * broadcast trivially): folds the inputs left to right.  Mean divides the
+ * sum by the input count (float and double).
+ */
+static int
+variadic_op(ie_node_ctx *ctx, enum binop op, bool mean)
+{
+	ie_tensor  *acc = NULL;
+	int			n = ctx->n_inputs;
+
+	if (n < 1 || ctx->n_outputs < 1)
+		return ie_op_error(ctx, "expects at least 1 input and 1 output");
+	for (int i = 0; i < n; i++)
+		if (ctx->inputs[i] == NULL)
+			return ie_op_error(ctx, "input %d is missing", i);
+	if (binary_kernel(op, ctx->inputs[0]->dtype) == NULL ||
+		(mean && ctx->inputs[0]->dtype != IE_FLOAT && ctx->inputs[0]->dtype != IE_DOUBLE))
+		return ie_op_error(ctx, "element type %s is not supported",
+						   ie_dtype_name(ctx->inputs[0]->dtype));
+	if (n == 1)
+	{
+		ctx->outputs[0] = ie_tensor_clone(ctx->inputs[0]);
+		return ctx->outputs[0] ? 0 : ie_op_error(ctx, "out of memory");
+	}
+	for (int i = 1; i < n; i++)
+	{
+		ie_tensor  *next;
+
+		if (binary_apply(ctx, op, acc ? acc : ctx->inputs[0], ctx->inputs[i], &next) != 0)
+		{
+			ie_tensor_destroy(&acc);
+			return -1;
+		}
+		ie_tensor_destroy(&acc);
+		acc = next;
+	}
+	if (mean)
+	{
+		int64_t		m = ie_tensor_numel(acc);
+
+		if (acc->dtype == IE_FLOAT)
+			for (int64_t i = 0; i < m; i++)
+				((float *) acc->data)[i] /= (float) n;
+		else
+			for (int64_t i = 0; i < m; i++)
+				((double *) acc->data)[i] /= (double) n;
+	}
+	ctx->outputs[0] = acc;
+	return 0;
+}
+
+static int op_min(ie_node_ctx *ctx) { return variadic_op(ctx, OP_MIN, false); }
+static int op_max(ie_node_ctx *ctx) { return variadic_op(ctx, OP_MAX, false); }
+static int op_sum(ie_node_ctx *ctx) { return variadic_op(ctx, OP_ADD, false); }
+static int op_mean(ie_node_ctx *ctx) { return variadic_op(ctx, OP_ADD, true); }
 
 /* Element i of a numeric tensor as double; types checked by the caller. */
 static double
@@ -372,7 +625,7 @@ op_pow(ie_node_ctx *ctx)
 	if (!pow_type_ok(a->dtype) || !pow_type_ok(b->dtype))
 		return ie_op_error(ctx, "element types %s ** %s are not supported",
 						   ie_dtype_name(a->dtype), ie_dtype_name(b->dtype));
-	if (broadcast_output(ctx, a, b, &p, &o) != 0)
+	if (broadcast_output(ctx, a, b, a->dtype, &p, &o) != 0)
 		return -1;
 	ctx->outputs[0] = o;
 	if (a->dtype == IE_FLOAT && b->dtype == IE_FLOAT)
@@ -397,12 +650,14 @@ op_pow(ie_node_ctx *ctx)
 				return 0;
 			}
 		}
-		run_rows(&p, a->data, b->data, o->data, sizeof(float), pow_f32);
+		run_rows(&p, a->data, sizeof(float), b->data, sizeof(float), o->data,
+				 sizeof(float), pow_f32);
 		return 0;
 	}
 	if (a->dtype == IE_DOUBLE && b->dtype == IE_DOUBLE)
 	{
-		run_rows(&p, a->data, b->data, o->data, sizeof(double), pow_f64);
+		run_rows(&p, a->data, sizeof(double), b->data, sizeof(double), o->data,
+				 sizeof(double), pow_f64);
 		return 0;
 	}
 	else
@@ -425,7 +680,8 @@ op_pow(ie_node_ctx *ctx)
 			((double *) da->data)[i] = get_f64(a, i);
 		for (int64_t i = 0; i < ie_tensor_numel(b); i++)
 			((double *) db->data)[i] = get_f64(b, i);
-		run_rows(&p, da->data, db->data, dout->data, sizeof(double), pow_f64);
+		run_rows(&p, da->data, sizeof(double), db->data, sizeof(double), dout->data,
+				 sizeof(double), pow_f64);
 		n = ie_tensor_numel(o);
 		for (int64_t i = 0; i < n; i++)
 		{
@@ -501,11 +757,47 @@ op_sqrt(ie_node_ctx *ctx)
 	UNARY_FLOAT(ctx, sqrtf(x), sqrt(x));
 }
 
+/*
+ * The float/double unary functions of enum vmath: float through
+ * vmath_f32, double through the C library.
+ */
+static int
+unary_math(ie_node_ctx *ctx, enum vmath f)
+{
+	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+	ie_tensor  *o;
+	int64_t		n;
+
+	if (x == NULL)
+		return ie_op_error(ctx, "expects 1 input");
+	if (x->dtype != IE_FLOAT && x->dtype != IE_DOUBLE)
+		return bad_type(ctx);
+	if ((o = unary_out(ctx, x->dtype)) == NULL)
+		return -1;
+	n = ie_tensor_numel(o);
+	if (x->dtype == IE_FLOAT)
+		vmath_f32(f, x->data, o->data, n);
+	else
+	{
+		const double *xs = x->data;
+		double	   *ys = o->data;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		v = xs[i];
+
+			ys[i] = f == VM_EXP ? exp(v) : f == VM_LOG ? log(v) : f == VM_TANH ? tanh(v) :
+				f == VM_ERF ? erf(v) : 1.0 / (1.0 + exp(-v));
+		}
+	}
+	return 0;
+}
+
 /* Sigmoid: y = 1 / (1 + exp(-x)). */
 static int
 op_sigmoid(ie_node_ctx *ctx)
 {
-	UNARY_FLOAT(ctx, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)));
+	return unary_math(ctx, VM_SIGMOID);
 }
 
 /* HardSigmoid: y = max(0, min(1, alpha * x + beta)); alpha 0.2, beta 0.5. */
@@ -649,6 +941,356 @@ op_clip(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* Exp: y = e ** x. */
+static int
+op_exp(ie_node_ctx *ctx)
+{
+	return unary_math(ctx, VM_EXP);
+}
+
+/* Log: natural logarithm (-inf at 0, NaN below, as IEEE). */
+static int
+op_log(ie_node_ctx *ctx)
+{
+	return unary_math(ctx, VM_LOG);
+}
+
+/* Tanh: hyperbolic tangent. */
+static int
+op_tanh(ie_node_ctx *ctx)
+{
+	return unary_math(ctx, VM_TANH);
+}
+
+/* Erf: the error function (C99 erf; GELU's building block). */
+static int
+op_erf(ie_node_ctx *ctx)
+{
+	return unary_math(ctx, VM_ERF);
+}
+
+/* Reciprocal: y = 1 / x (inf at 0, as IEEE). */
+EW_VECTORISE static int
+op_reciprocal(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, 1.0f / x, 1.0 / x);
+}
+
+/* Floor: largest integer not above x. */
+EW_VECTORISE static int
+op_floor(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, floorf(x), floor(x));
+}
+
+/* Ceil: smallest integer not below x. */
+EW_VECTORISE static int
+op_ceil(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, ceilf(x), ceil(x));
+}
+
+/*
+ * Neg (float, double, signed integers) and Abs (also unsigned, where it is
+ * the identity).  Integer negation wraps (-INT_MIN == INT_MIN), as two's
+ * complement hardware and onnxruntime do.
+ */
+EW_VECTORISE static int
+sign_op(ie_node_ctx *ctx, bool abs_op)
+{
+	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+	ie_tensor  *o;
+	int64_t		n;
+
+	if (x == NULL)
+		return ie_op_error(ctx, "expects 1 input");
+	switch (x->dtype)
+	{
+		case IE_FLOAT:
+		case IE_DOUBLE:
+		case IE_INT8:
+		case IE_INT16:
+		case IE_INT32:
+		case IE_INT64:
+			break;
+		case IE_UINT8:
+		case IE_UINT16:
+		case IE_UINT32:
+		case IE_UINT64:
+			if (abs_op)
+				break;
+			/* FALLTHROUGH */
+		default:
+			return bad_type(ctx);
+	}
+	if ((o = unary_out(ctx, x->dtype)) == NULL)
+		return -1;
+	n = ie_tensor_numel(o);
+	if (x->dtype == IE_UINT8 || x->dtype == IE_UINT16 || x->dtype == IE_UINT32 ||
+		x->dtype == IE_UINT64)
+	{
+		/* Abs of an unsigned type (Neg refused them above) */
+		if (x->nbytes > 0)
+			memcpy(o->data, x->data, x->nbytes);
+		return 0;
+	}
+#define NEG_LOOP(T, UT) \
+	do { const T *xs = x->data; T *ys = o->data; \
+		for (int64_t i = 0; i < n; i++) ys[i] = (T) (0 - (UT) xs[i]); } while (0)
+#define ABS_LOOP(T, UT) \
+	do { const T *xs = x->data; T *ys = o->data; \
+		for (int64_t i = 0; i < n; i++) ys[i] = xs[i] < 0 ? (T) (0 - (UT) xs[i]) : xs[i]; } while (0)
+	switch (x->dtype)
+	{
+		case IE_FLOAT:
+			{
+				const float *xs = x->data;
+				float	   *ys = o->data;
+
+				for (int64_t i = 0; i < n; i++)
+					ys[i] = abs_op ? fabsf(xs[i]) : -xs[i];
+				break;
+			}
+		case IE_DOUBLE:
+			{
+				const double *xs = x->data;
+				double	   *ys = o->data;
+
+				for (int64_t i = 0; i < n; i++)
+					ys[i] = abs_op ? fabs(xs[i]) : -xs[i];
+				break;
+			}
+		case IE_INT8: if (abs_op) ABS_LOOP(int8_t, uint8_t); else NEG_LOOP(int8_t, uint8_t); break;
+		case IE_INT16: if (abs_op) ABS_LOOP(int16_t, uint16_t); else NEG_LOOP(int16_t, uint16_t); break;
+		case IE_INT32: if (abs_op) ABS_LOOP(int32_t, uint32_t); else NEG_LOOP(int32_t, uint32_t); break;
+		case IE_INT64: if (abs_op) ABS_LOOP(int64_t, uint64_t); else NEG_LOOP(int64_t, uint64_t); break;
+		default: break;
+	}
+#undef NEG_LOOP
+#undef ABS_LOOP
+	return 0;
+}
+
+static int op_neg(ie_node_ctx *ctx) { return sign_op(ctx, false); }
+static int op_abs(ie_node_ctx *ctx) { return sign_op(ctx, true); }
+
+/* Not: logical negation of a bool tensor. */
+EW_VECTORISE static int
+op_not(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+	ie_tensor  *o;
+	const uint8_t *xs;
+	uint8_t    *ys;
+	int64_t		n;
+
+	if (x == NULL)
+		return ie_op_error(ctx, "expects 1 input");
+	if (x->dtype != IE_BOOL)
+		return bad_type(ctx);
+	if ((o = unary_out(ctx, IE_BOOL)) == NULL)
+		return -1;
+	n = ie_tensor_numel(o);
+	xs = x->data;
+	ys = o->data;
+	for (int64_t i = 0; i < n; i++)
+		ys[i] = xs[i] == 0;
+	return 0;
+}
+
+/*
+ * IsNaN (opsets 9, 13) and IsInf (opset 10; attributes detect_negative and
+ * detect_positive, default 1): bool of the same shape; float and double.
+ */
+EW_VECTORISE static int
+classify_op(ie_node_ctx *ctx, bool inf)
+{
+	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+	bool		neg = ie_attr_int(ctx, "detect_negative", 1) != 0;
+	bool		pos = ie_attr_int(ctx, "detect_positive", 1) != 0;
+	ie_tensor  *o;
+	uint8_t    *ys;
+	int64_t		n;
+
+	if (x == NULL)
+		return ie_op_error(ctx, "expects 1 input");
+	if (x->dtype != IE_FLOAT && x->dtype != IE_DOUBLE)
+		return bad_type(ctx);
+	if ((o = unary_out(ctx, IE_BOOL)) == NULL)
+		return -1;
+	n = ie_tensor_numel(o);
+	ys = o->data;
+	if (!inf && x->dtype == IE_FLOAT)
+	{
+		const float *xs = x->data;
+
+		for (int64_t i = 0; i < n; i++)
+			ys[i] = xs[i] != xs[i];
+		return 0;
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		v = x->dtype == IE_FLOAT ? ((const float *) x->data)[i] :
+			((const double *) x->data)[i];
+
+		ys[i] = inf ? (isinf(v) && (v > 0 ? pos : neg)) : isnan(v) != 0;
+	}
+	return 0;
+}
+
+static int op_isnan(ie_node_ctx *ctx) { return classify_op(ctx, false); }
+static int op_isinf(ie_node_ctx *ctx) { return classify_op(ctx, true); }
+
+/*
+ * Where's inner row: o[i] = c[i*sc] ? x[i*sx] : y[i*sy] for elements of
+ * type T, strides in {0, 1}.
+ */
+#define WHERE_ROW(NAME, T) \
+EW_VECTORISE static void \
+NAME(const uint8_t *c, int64_t sc, const void *vx, int64_t sx, const void *vy, \
+	 int64_t sy, void *vo, int64_t n) \
+{ \
+	const T    *x = vx; \
+	const T    *y = vy; \
+	T		   *o = vo; \
+	if (sc && sx && sy) \
+		for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : y[i]; \
+	else \
+		for (int64_t i = 0; i < n; i++) o[i] = c[i * sc] ? x[i * sx] : y[i * sy]; \
+}
+
+WHERE_ROW(where_1, uint8_t)
+WHERE_ROW(where_2, uint16_t)
+WHERE_ROW(where_4, uint32_t)
+WHERE_ROW(where_8, uint64_t)
+
+/*
+ * Where (opset 9, 16): out = condition ? X : Y elementwise, the three
+ * inputs broadcast together; condition is bool, X and Y of one type (any
+ * type the engine holds).
+ */
+static int
+op_where(ie_node_ctx *ctx)
+{
+	const ie_tensor *in[3];
+	ie_tensor	xy = {0};
+	int64_t		dims[IE_MAX_DIMS],
+				st[3][IE_MAX_DIMS],
+				pd[IE_MAX_DIMS],
+				ps[3][IE_MAX_DIMS],
+				idx[IE_MAX_DIMS] = {0},
+				off[3] = {0, 0, 0};
+	int			nd,
+				pn = 0;
+	size_t		es;
+	ie_tensor  *o;
+	char	   *dst;
+	int64_t		inner,
+				outer = 1;
+	char		s1[128],
+				s2[128],
+				s3[128];
+
+	if (ctx->n_inputs != 3 || ctx->n_outputs < 1)
+		return ie_op_error(ctx, "expects 3 inputs and 1 output");
+	for (int i = 0; i < 3; i++)
+		if ((in[i] = ctx->inputs[i]) == NULL)
+			return ie_op_error(ctx, "input %d is missing", i);
+	if (in[0]->dtype != IE_BOOL)
+		return ie_op_error(ctx, "condition must be bool, got %s", ie_dtype_name(in[0]->dtype));
+	if (in[1]->dtype != in[2]->dtype)
+		return ie_op_error(ctx, "X and Y types differ (%s and %s)",
+						   ie_dtype_name(in[1]->dtype), ie_dtype_name(in[2]->dtype));
+	es = ie_dtype_size(in[1]->dtype);
+	if (es != 1 && es != 2 && es != 4 && es != 8)
+		return bad_type(ctx);
+	xy.ndim = ie_broadcast_shape(in[1], in[2], xy.dims);
+	nd = xy.ndim < 0 ? -1 : ie_broadcast_shape(in[0], &xy, dims);
+	if (nd < 0)
+		return ie_op_error(ctx, "shapes %s, %s and %s do not broadcast",
+						   ie_shape_str(s1, sizeof(s1), in[0]->ndim, in[0]->dims),
+						   ie_shape_str(s2, sizeof(s2), in[1]->ndim, in[1]->dims),
+						   ie_shape_str(s3, sizeof(s3), in[2]->ndim, in[2]->dims));
+	/* per-input strides over the output's dims, 0 where broadcast */
+	for (int k = 0; k < 3; k++)
+	{
+		int64_t		acc = 1;
+
+		for (int i = nd - 1; i >= 0; i--)
+		{
+			int			ii = i - (nd - in[k]->ndim);
+			int64_t		d = ii >= 0 ? in[k]->dims[ii] : 1;
+
+			st[k][i] = d == 1 ? 0 : acc;
+			acc *= d;
+		}
+	}
+	/* collapse dims where every input stays contiguous (see plan_broadcast) */
+	for (int i = 0; i < nd; i++)
+	{
+		bool		merge = pn > 0;
+
+		if (dims[i] == 1)
+			continue;
+		for (int k = 0; k < 3 && merge; k++)
+			merge = ps[k][pn - 1] == st[k][i] * dims[i];
+		if (merge)
+		{
+			pd[pn - 1] *= dims[i];
+			for (int k = 0; k < 3; k++)
+				ps[k][pn - 1] = st[k][i];
+			continue;
+		}
+		pd[pn] = dims[i];
+		for (int k = 0; k < 3; k++)
+			ps[k][pn] = st[k][i];
+		pn++;
+	}
+	if ((o = ie_tensor_new(in[1]->dtype, nd, dims)) == NULL)
+		return ie_op_error(ctx, "out of memory");
+	ctx->outputs[0] = o;
+	if (ie_tensor_numel(o) == 0)
+		return 0;
+	if (pn == 0)
+	{
+		pd[0] = 1;
+		for (int k = 0; k < 3; k++)
+			ps[k][0] = 0;
+		pn = 1;
+	}
+	inner = pd[pn - 1];
+	for (int d = 0; d < pn - 1; d++)
+		outer *= pd[d];
+	dst = o->data;
+	for (int64_t r = 0; r < outer; r++)
+	{
+		const uint8_t *c = (const uint8_t *) in[0]->data + off[0];
+		const char *x = (const char *) in[1]->data + off[1] * es;
+		const char *y = (const char *) in[2]->data + off[2] * es;
+
+		switch (es)
+		{
+			case 1: where_1(c, ps[0][pn - 1], x, ps[1][pn - 1], y, ps[2][pn - 1], dst, inner); break;
+			case 2: where_2(c, ps[0][pn - 1], x, ps[1][pn - 1], y, ps[2][pn - 1], dst, inner); break;
+			case 4: where_4(c, ps[0][pn - 1], x, ps[1][pn - 1], y, ps[2][pn - 1], dst, inner); break;
+			default: where_8(c, ps[0][pn - 1], x, ps[1][pn - 1], y, ps[2][pn - 1], dst, inner); break;
+		}
+		dst += inner * es;
+		for (int d = pn - 2; d >= 0; d--)
+		{
+			idx[d]++;
+			for (int k = 0; k < 3; k++)
+				off[k] += ps[k][d];
+			if (idx[d] < pd[d])
+				break;
+			for (int k = 0; k < 3; k++)
+				off[k] -= ps[k][d] * pd[d];
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}
+
 const ie_op_def ie_ops_elementwise[] = {
 	{"Add", op_add},
 	{"Sub", op_sub},
@@ -661,5 +1303,30 @@ const ie_op_def ie_ops_elementwise[] = {
 	{"HardSigmoid", op_hardsigmoid},
 	{"Identity", op_identity},
 	{"Clip", op_clip},
+	{"Exp", op_exp},
+	{"Log", op_log},
+	{"Tanh", op_tanh},
+	{"Erf", op_erf},
+	{"Reciprocal", op_reciprocal},
+	{"Floor", op_floor},
+	{"Ceil", op_ceil},
+	{"Neg", op_neg},
+	{"Abs", op_abs},
+	{"Not", op_not},
+	{"IsNaN", op_isnan},
+	{"IsInf", op_isinf},
+	{"Equal", op_equal},
+	{"Less", op_less},
+	{"LessOrEqual", op_less_equal},
+	{"Greater", op_greater},
+	{"GreaterOrEqual", op_greater_equal},
+	{"And", op_and},
+	{"Or", op_or},
+	{"Xor", op_xor},
+	{"Min", op_min},
+	{"Max", op_max},
+	{"Sum", op_sum},
+	{"Mean", op_mean},
+	{"Where", op_where},
 	{NULL, NULL}
 };

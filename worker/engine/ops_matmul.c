@@ -3,12 +3,113 @@
  *	  ONNX matrix products: MatMul (numpy matmul semantics, with batch
  *	  broadcasting) and Gemm (float32), both on OpenBLAS sgemm.
  *
- * Threading: no state outside the call; OpenBLAS uses its own threads.
+ * MatMul uses the direct AVX-512 kernel (gemm_direct.h) where the CPU has
+ * it, each matrix of A packed once per call, in tasks of MM_ROWS rows by
+ * MM_COLS columns; elsewhere OpenBLAS sgemm in tasks of MM_ROWS rows.  With
+ * the direct kernel an element's result depends only on its row and
+ * column, never on the batch or the thread count.  Element-wise nodes
+ * fused into a MatMul at load (fusion.h: its bias Add, for one) run on
+ * each block of rows as soon as it is computed.
+ *
+ * Threading: no state outside the call.  OpenBLAS runs serial (see
+ * ie_set_threads); the tasks run on the engine's pool (pool.h).
  */
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "worker/engine/op.h"
+#include "worker/engine/fusion.h"
+#include "worker/engine/gemm_direct.h"
+#include "worker/engine/pool.h"
+
+/* Rows of one MatMul task (OpenBLAS packs B once per task; a multiple of
+ * IE_GD_MR for the direct kernel), and columns of one direct-kernel task. */
+#define MM_ROWS 384
+#define MM_COLS 256
+
+/* A batch of products y_i[M, N] = a_i[M, K] x b_i[K, N], as tasks. */
+typedef struct mm_job
+{
+	const float *a,
+			   *b;
+	float	   *y;
+	const int64_t *aoff,
+			   *boff;			/* per product: matrix index into a and b */
+	const float *ap;			/* a packed for gemm_direct.h, or NULL */
+	const ie_epilogue *ep;		/* fused element-wise nodes (fusion.h), or NULL */
+	int64_t		apsz;			/* floats of ap per matrix of a */
+	int64_t		M,
+				K,
+				N,
+				row_blocks,
+				col_blocks;
+} mm_job;
+
+/* Task t: rows [r0, r0 + MM_ROWS) of product t / row_blocks. */
+static void
+mm_task(void *arg, int64_t t, int worker)
+{
+	mm_job	   *j = arg;
+	int64_t		cb = t % j->col_blocks;
+	int64_t		bi = t / j->col_blocks / j->row_blocks;
+	int64_t		r0 = t / j->col_blocks % j->row_blocks * MM_ROWS;
+	int64_t		rows = j->M - r0 < MM_ROWS ? j->M - r0 : MM_ROWS;
+
+	(void) worker;
+	if (j->ap != NULL)
+	{
+		int64_t		c0 = cb * MM_COLS;
+		int64_t		nc = j->N - c0 < MM_COLS ? j->N - c0 : MM_COLS;
+
+		ie_gd_gemm(j->ap + j->aoff[bi] * j->apsz + r0 * j->K, rows, j->K,
+				   j->b + j->boff[bi] * j->K * j->N + c0, j->N, nc,
+				   j->y + (bi * j->M + r0) * j->N + c0, j->N);
+		if (j->ep != NULL)
+			for (int64_t r = 0; r < rows; r++)
+				ie_epilogue_apply_row(j->ep, j->y + (bi * j->M + r0 + r) * j->N + c0, c0, nc);
+		return;
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+				(int) rows, (int) j->N, (int) j->K, 1.0f,
+				j->a + (j->aoff[bi] * j->M + r0) * j->K, (int) j->K,
+				j->b + j->boff[bi] * j->K * j->N, (int) j->N, 0.0f,
+				j->y + (bi * j->M + r0) * j->N, (int) j->N);
+	if (j->ep != NULL)
+		for (int64_t r = 0; r < rows; r++)
+			ie_epilogue_apply_row(j->ep, j->y + (bi * j->M + r0 + r) * j->N, 0, j->N);
+}
+
+/* Whether MatMul uses the direct kernel (unless IE_DIRECT_GEMM=0). */
+static bool
+matmul_direct_on(void)
+{
+	static int	on = -1;
+
+	if (on < 0)
+	{
+		const char *e = getenv("IE_DIRECT_GEMM");
+
+		on = e == NULL || strcmp(e, "0") != 0;
+	}
+	return on == 1;
+}
+
+/* Runs the products of j on up to n_threads threads (small ones serially). */
+static void
+mm_run(mm_job *j, int64_t nbatch, int n_threads)
+{
+	int64_t		tasks;
+	int64_t		work;
+
+	j->row_blocks = (j->M + MM_ROWS - 1) / MM_ROWS;
+	j->col_blocks = j->ap != NULL ? (j->N + MM_COLS - 1) / MM_COLS : 1;
+	tasks = nbatch * j->row_blocks * j->col_blocks;
+	work = nbatch * j->M * j->N * j->K;
+	if (work < (int64_t) 262144 * n_threads)
+		n_threads = (int) (work / 262144 > 1 ? work / 262144 : 1);
+	ie_parallel_for(n_threads, tasks, mm_task, j);
+}
 
 /*
  * MatMul (opsets 1, 9, 13): A[..., M, K] x B[..., K, N] -> [..., M, N] with
@@ -34,6 +135,7 @@ op_matmul(ie_node_ctx *ctx)
 				nbatch = 1,
 				bbatch = 1;
 	ie_tensor  *Y;
+	ie_tensor  *packed = NULL;
 	const float *ad,
 			   *bd;
 	float	   *yd;
@@ -95,7 +197,9 @@ op_matmul(ie_node_ctx *ctx)
 		odims[ond++] = M;
 	if (B->ndim > 1)
 		odims[ond++] = N;
-	Y = ie_tensor_new(IE_FLOAT, ond, odims);
+	/* every element is written below, except for K == 0: zeros */
+	Y = K == 0 ? ie_tensor_new(IE_FLOAT, ond, odims) :
+		ie_tensor_new_uninit(IE_FLOAT, ond, odims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
@@ -105,48 +209,84 @@ op_matmul(ie_node_ctx *ctx)
 	bd = B->data;
 	yd = Y->data;
 	if (K == 0)
-		return 0;				/* an empty sum: zeros */
-
-	if (bbatch == 1 && ie_tensor_numel(A) == nbatch * M * K)
 	{
-		/* B is one matrix and A holds the full batch: fold batch into M */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-					(int) (nbatch * M), (int) N, (int) K, 1.0f, ad, (int) K,
-					bd, (int) N, 0.0f, yd, (int) N);
+		/* an empty sum: zeros, through the fused nodes if any */
+		if (ctx->epilogue != NULL)
+			for (int64_t r = 0; r < ie_tensor_numel(Y) / N; r++)
+				ie_epilogue_apply_row(ctx->epilogue, yd + r * N, 0, N);
 		return 0;
 	}
-	for (int64_t bi = 0; bi < nbatch; bi++)
+
 	{
-		/* offsets of this batch entry in A and B, with broadcasting */
-		int64_t		rem = bi,
-					aoff = 0,
-					boff = 0,
-					astride = 1,
-					bstride = 1;
+		int64_t    *offs = malloc(2 * nbatch * sizeof(int64_t));
+		mm_job		job = {.a = ad, .b = bd, .y = yd, .ep = ctx->epilogue, .M = M, .K = K, .N = N};
 
-		for (int i = nb - 1; i >= 0; i--)
+		if (offs == NULL)
+			return ie_op_error(ctx, "out of memory");
+		for (int64_t bi = 0; bi < nbatch; bi++)
 		{
-			int			ia = i - (nb - (ar - 2));
-			int			ib = i - (nb - (br - 2));
-			int64_t		idx = rem % odims[i];
+			/* offsets of this batch entry in A and B, with broadcasting */
+			int64_t		rem = bi,
+						aoff = 0,
+						boff = 0,
+						astride = 1,
+						bstride = 1;
 
-			rem /= odims[i];
-			if (ia >= 0)
+			for (int i = nb - 1; i >= 0; i--)
 			{
-				if (adims[ia] != 1)
-					aoff += idx * astride;
-				astride *= adims[ia];
+				int			ia = i - (nb - (ar - 2));
+				int			ib = i - (nb - (br - 2));
+				int64_t		idx = rem % odims[i];
+
+				rem /= odims[i];
+				if (ia >= 0)
+				{
+					if (adims[ia] != 1)
+						aoff += idx * astride;
+					astride *= adims[ia];
+				}
+				if (ib >= 0)
+				{
+					if (bdims[ib] != 1)
+						boff += idx * bstride;
+					bstride *= bdims[ib];
+				}
 			}
-			if (ib >= 0)
-			{
-				if (bdims[ib] != 1)
-					boff += idx * bstride;
-				bstride *= bdims[ib];
-			}
+			offs[bi] = aoff;
+			offs[nbatch + bi] = boff;
 		}
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-					(int) M, (int) N, (int) K, 1.0f, ad + aoff * M * K, (int) K,
-					bd + boff * K * N, (int) N, 0.0f, yd + bi * M * N, (int) N);
+		job.aoff = offs;
+		job.boff = offs + nbatch;
+		if (bbatch == 1 && ie_tensor_numel(A) == nbatch * M * K)
+		{
+			/* one B and A holding the whole batch: fold the batch into M,
+			 * so OpenBLAS packs B once per MM_ROWS rows, not per entry */
+			job.M = nbatch * M;
+			offs[0] = offs[nbatch] = 0;
+			nbatch = 1;
+		}
+		if (ie_gd_available() && matmul_direct_on())
+		{
+			/* pack every matrix of A once (the direct kernel's layout) */
+			int64_t		n_amat = ie_tensor_numel(A) / (job.M * K);
+			int64_t		pd[1];
+
+			job.apsz = ie_gd_packed_size(job.M, K);
+			pd[0] = job.apsz * n_amat;
+			packed = ie_tensor_new_uninit(IE_FLOAT, 1, pd);
+			if (packed == NULL)
+			{
+				free(offs);
+				return ie_op_error(ctx, "out of memory for the packed matrix");
+			}
+			for (int64_t i = 0; i < n_amat; i++)
+				ie_gd_pack_a(ad + i * job.M * K, K, job.M, K,
+							 (float *) packed->data + i * job.apsz);
+			job.ap = packed->data;
+		}
+		mm_run(&job, nbatch, ctx->n_threads);
+		ie_tensor_destroy(&packed);
+		free(offs);
 	}
 	return 0;
 }

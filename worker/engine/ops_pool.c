@@ -12,6 +12,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "worker/engine/spatial.h"
@@ -141,6 +142,48 @@ pool_geometry(ie_node_ctx *ctx, const ie_tensor *X, ie_spatial *g)
 }
 
 /*
+ * The common 2x2, stride-2, unpadded 2-D MaxPool whose windows all lie
+ * inside the input: out[y][x] = max of the 4 cells, taken in the order
+ * max_pool_fast takes them (the first cell, then any larger one), in a
+ * loop the compiler vectorises.  Returns false (nothing done) for any
+ * other geometry.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize")))
+#endif
+static bool
+max_pool_2x2(const ie_spatial *g, const float *xd, float *yd, int64_t planes)
+{
+	int64_t		ih = g->in[1],
+				iw = g->in[2],
+				oh = g->out[1],
+				ow = g->out[2];
+
+	if (g->in[0] != 1 || g->k[0] != 1 || g->k[1] != 2 || g->k[2] != 2 ||
+		g->stride[1] != 2 || g->stride[2] != 2 || g->dil[1] != 1 || g->dil[2] != 1 ||
+		g->pad_begin[1] != 0 || g->pad_begin[2] != 0 || 2 * oh > ih || 2 * ow > iw)
+		return false;
+	for (int64_t p = 0; p < planes; p++)
+		for (int64_t oy = 0; oy < oh; oy++)
+		{
+			const float *r0 = xd + (p * ih + 2 * oy) * iw;
+			const float *r1 = r0 + iw;
+			float	   *y = yd + (p * oh + oy) * ow;
+
+			for (int64_t ox = 0; ox < ow; ox++)
+			{
+				float		m = r0[2 * ox];
+
+				m = r0[2 * ox + 1] > m ? r0[2 * ox + 1] : m;
+				m = r1[2 * ox] > m ? r1[2 * ox] : m;
+				m = r1[2 * ox + 1] > m ? r1[2 * ox + 1] : m;
+				y[ox] = m;
+			}
+		}
+	return true;
+}
+
+/*
  * MaxPool without Indices: for each output, the maximum over the window
  * cells inside the input (the first such cell, then any larger one, as
  * pool_run does), the in-range input positions [lo, hi) of each axis found
@@ -214,6 +257,8 @@ pool_run(const ie_spatial *g, const float *xd, float *yd, int64_t *idx,
 	int64_t		ipix = g->in[0] * g->in[1] * g->in[2];
 	int64_t		opix = g->out[0] * g->out[1] * g->out[2];
 
+	if (is_max && idx == NULL && max_pool_2x2(g, xd, yd, planes))
+		return;
 	if (is_max && idx == NULL)
 	{
 		int64_t    *span = malloc(sizeof(int64_t) * 2 * (g->out[0] + g->out[1] + g->out[2]));

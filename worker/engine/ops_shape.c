@@ -1,8 +1,9 @@
 /*
  * ops_shape.c
- *	  ONNX operators that move, reshape or retype data without arithmetic:
- *	  Constant, Concat, Reshape, Transpose, Squeeze, Unsqueeze, Slice, Shape,
- *	  Cast, Flatten.
+ *	  ONNX operators that move, reshape, replicate, retype or make data
+ *	  without arithmetic on it: Constant, Concat, Reshape, Transpose,
+ *	  Squeeze, Unsqueeze, Slice, Shape, Size, Cast, Flatten, Expand, Tile,
+ *	  ConstantOfShape, Range.
  *
  * Every shape is computed from the actual inputs at run time.  Attribute
  * forms of older opsets (Squeeze/Unsqueeze axes before 13, Slice starts/
@@ -671,6 +672,21 @@ op_shape(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* Size: the input's element count as an int64 scalar. */
+static int
+op_size(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	ie_tensor  *o;
+
+	if (x == NULL)
+		return -1;
+	if ((o = new_output(ctx, IE_INT64, 0, NULL)) == NULL)
+		return -1;
+	((int64_t *) o->data)[0] = ie_tensor_numel(x);
+	return 0;
+}
+
 /* IEEE half (binary16) bits to float. */
 static float
 half_to_float(uint16_t h)
@@ -843,6 +859,269 @@ op_cast(ie_node_ctx *ctx)
 	return 0;
 }
 
+/*
+ * Expand (opset 8, 13): broadcasts the input to input 1's shape with
+ * multidirectional broadcasting, so the output has the larger rank and,
+ * per dim, the larger of the two sizes (either may be 1).
+ */
+static int
+op_expand(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "input");
+	const ie_tensor *s = need_input(ctx, 1, "shape");
+	ie_tensor	shape = {0};
+	int64_t		dims[IE_MAX_DIMS],
+				strides[IE_MAX_DIMS],
+				acc = 1;
+	int			nd;
+	ie_tensor  *o;
+	char		s1[128],
+				s2[128];
+
+	if (x == NULL || s == NULL)
+		return -1;
+	if ((shape.ndim = read_ints(ctx, s, "shape", shape.dims, IE_MAX_DIMS)) < 0)
+		return -1;
+	for (int i = 0; i < shape.ndim; i++)
+		if (shape.dims[i] < 0)
+			return ie_op_error(ctx, "shape[%d] = %lld is negative", i,
+							   (long long) shape.dims[i]);
+	if ((nd = ie_broadcast_shape(x, &shape, dims)) < 0)
+		return ie_op_error(ctx, "input shape %s does not broadcast to %s",
+						   ie_shape_str(s1, sizeof(s1), x->ndim, x->dims),
+						   ie_shape_str(s2, sizeof(s2), shape.ndim, shape.dims));
+	for (int i = nd - 1; i >= 0; i--)
+	{
+		int			xi = i - (nd - x->ndim);
+		int64_t		d = xi >= 0 ? x->dims[xi] : 1;
+
+		strides[i] = d == 1 ? 0 : acc;
+		acc *= d;
+	}
+	if ((o = new_output(ctx, x->dtype, nd, dims)) == NULL)
+		return -1;
+	if (ie_tensor_numel(o) > 0)
+		strided_copy(o->data, x->data, ie_dtype_size(x->dtype), nd, dims, 0, strides);
+	return 0;
+}
+
+/*
+ * Tile (opset 6, 13): repeats the input repeats[d] times along each dim d;
+ * repeats is a 1-D int64 input with one non-negative value per dim.
+ */
+static int
+op_tile(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "input");
+	const ie_tensor *r = need_input(ctx, 1, "repeats");
+	int64_t		rep[IE_MAX_DIMS],
+				dims[IE_MAX_DIMS],
+				in_strides[IE_MAX_DIMS],
+				idx[IE_MAX_DIMS] = {0},
+				acc = 1,
+				outer = 1,
+				in_off = 0;
+	int			n,
+				nd;
+	size_t		es;
+	ie_tensor  *o;
+	char	   *dst;
+
+	if (x == NULL || r == NULL)
+		return -1;
+	if (ctx->opset < 6)
+		return ie_op_error(ctx, "the opset 1 form (inputs tiles and axis) is not supported");
+	if ((n = read_ints(ctx, r, "repeats", rep, IE_MAX_DIMS)) < 0)
+		return -1;
+	nd = x->ndim;
+	if (n != nd)
+		return ie_op_error(ctx, "repeats has %d values, input has rank %d", n, nd);
+	for (int d = nd - 1; d >= 0; d--)
+	{
+		if (rep[d] < 0)
+			return ie_op_error(ctx, "repeats[%d] = %lld is negative", d, (long long) rep[d]);
+		dims[d] = x->dims[d] * rep[d];
+		in_strides[d] = acc;
+		acc *= x->dims[d];
+	}
+	if ((o = new_output(ctx, x->dtype, nd, dims)) == NULL)
+		return -1;
+	if (ie_tensor_numel(o) == 0)
+		return 0;
+	es = ie_dtype_size(x->dtype);
+	if (nd == 0)
+	{
+		memcpy(o->data, x->data, es);
+		return 0;
+	}
+	/* one output row (last dim) at a time: the input row repeated */
+	for (int d = 0; d < nd - 1; d++)
+		outer *= dims[d];
+	dst = o->data;
+	for (int64_t row = 0; row < outer; row++)
+	{
+		size_t		len = (size_t) x->dims[nd - 1] * es;
+
+		for (int64_t k = 0; k < rep[nd - 1]; k++)
+		{
+			memcpy(dst, (const char *) x->data + in_off * es, len);
+			dst += len;
+		}
+		/* odometer over the output's outer dims; input index = idx % dim */
+		for (int d = nd - 2; d >= 0; d--)
+		{
+			idx[d]++;
+			if (idx[d] % x->dims[d] == 0)
+				in_off -= (x->dims[d] - 1) * in_strides[d];
+			else
+				in_off += in_strides[d];
+			if (idx[d] < dims[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * ConstantOfShape (opset 9+): a tensor of input 0's shape (1-D int64, an
+ * empty shape gives a scalar) filled with attribute value's one element
+ * (default float 0), in value's type.
+ */
+static int
+op_constant_of_shape(ie_node_ctx *ctx)
+{
+	const ie_tensor *s = need_input(ctx, 0, "input");
+	const ie_attr *v = ie_attr_find(ctx, "value");
+	int64_t		dims[IE_MAX_DIMS],
+				n;
+	int			nd;
+	ie_dtype	dt = IE_FLOAT;
+	size_t		es;
+	ie_tensor  *o;
+
+	if (s == NULL)
+		return -1;
+	if ((nd = read_ints(ctx, s, "shape", dims, IE_MAX_DIMS)) < 0)
+		return -1;
+	for (int i = 0; i < nd; i++)
+		if (dims[i] < 0)
+			return ie_op_error(ctx, "shape[%d] = %lld is negative", i, (long long) dims[i]);
+	if (v != NULL)
+	{
+		if (v->type != IE_ATTR_TENSOR || v->t == NULL || ie_tensor_numel(v->t) != 1)
+			return ie_op_error(ctx, "attribute 'value' must be a one-element tensor");
+		dt = v->t->dtype;
+	}
+	if ((o = new_output(ctx, dt, nd, dims)) == NULL)
+		return -1;
+	if (v == NULL)
+		return 0;				/* float zeros */
+	es = ie_dtype_size(dt);
+	n = ie_tensor_numel(o);
+	for (int64_t i = 0; i < n; i++)
+		memcpy((char *) o->data + i * es, v->t->data, es);
+	return 0;
+}
+
+/*
+ * Range (opset 11): the 1-D sequence start, start + delta, ... up to but
+ * excluding limit; max(ceil((limit - start) / delta), 0) elements.  The
+ * three inputs are scalars of one type: float, double, int16, int32,
+ * int64.  delta 0 is an error.
+ */
+static int
+op_range(ie_node_ctx *ctx)
+{
+	const ie_tensor *in[3];
+	static const char *const names[3] = {"start", "limit", "delta"};
+	double		v[3];
+	int64_t		n;
+	ie_dtype	dt;
+	ie_tensor  *o;
+
+	for (int i = 0; i < 3; i++)
+	{
+		if ((in[i] = need_input(ctx, i, names[i])) == NULL)
+			return -1;
+		if (ie_tensor_numel(in[i]) != 1)
+			return ie_op_error(ctx, "%s must be a scalar", names[i]);
+		if (in[i]->dtype != in[0]->dtype)
+			return ie_op_error(ctx, "%s has type %s, start has %s", names[i],
+							   ie_dtype_name(in[i]->dtype), ie_dtype_name(in[0]->dtype));
+	}
+	dt = in[0]->dtype;
+	if (dt == IE_INT16 || dt == IE_INT32 || dt == IE_INT64)
+	{
+		int64_t		iv[3];
+
+		for (int i = 0; i < 3; i++)
+			iv[i] = dt == IE_INT16 ? ((const int16_t *) in[i]->data)[0] :
+				dt == IE_INT32 ? ((const int32_t *) in[i]->data)[0] :
+				((const int64_t *) in[i]->data)[0];
+		if (iv[2] == 0)
+			return ie_op_error(ctx, "delta must not be 0");
+		/* ceil division, in unsigned 64-bit so no difference overflows */
+		{
+			uint64_t	span = 0,
+						step = iv[2] > 0 ? (uint64_t) iv[2] : (uint64_t) 0 - (uint64_t) iv[2],
+						cnt;
+
+			if (iv[2] > 0 && iv[1] > iv[0])
+				span = (uint64_t) iv[1] - (uint64_t) iv[0];
+			else if (iv[2] < 0 && iv[0] > iv[1])
+				span = (uint64_t) iv[0] - (uint64_t) iv[1];
+			cnt = span == 0 ? 0 : (span - 1) / step + 1;
+			if (cnt > (uint64_t) INT32_MAX)
+				return ie_op_error(ctx, "the range from %lld to %lld by %lld has too many "
+								   "elements", (long long) iv[0], (long long) iv[1],
+								   (long long) iv[2]);
+			n = (int64_t) cnt;
+		}
+		if ((o = new_output(ctx, dt, 1, &n)) == NULL)
+			return -1;
+		for (int64_t i = 0; i < n; i++)
+		{
+			int64_t		x = (int64_t) ((uint64_t) iv[0] + (uint64_t) i * (uint64_t) iv[2]);
+
+			if (dt == IE_INT16)
+				((int16_t *) o->data)[i] = (int16_t) x;
+			else if (dt == IE_INT32)
+				((int32_t *) o->data)[i] = (int32_t) x;
+			else
+				((int64_t *) o->data)[i] = x;
+		}
+		return 0;
+	}
+	if (dt != IE_FLOAT && dt != IE_DOUBLE)
+		return ie_op_error(ctx, "element type %s is not supported", ie_dtype_name(dt));
+	for (int i = 0; i < 3; i++)
+		v[i] = dt == IE_FLOAT ? ((const float *) in[i]->data)[0] :
+			((const double *) in[i]->data)[0];
+	if (v[2] == 0 || isnan(v[2]))
+		return ie_op_error(ctx, "delta must be a non-zero number");
+	{
+		/* limit - start in the inputs' type, as the spec's pseudocode */
+		double		span = dt == IE_FLOAT ? (double) ((float) v[1] - (float) v[0]) : v[1] - v[0];
+		double		cnt = ceil(span / v[2]);
+
+		if (isnan(cnt) || cnt > (double) INT32_MAX)
+			return ie_op_error(ctx, "the range from %g to %g by %g has too many elements",
+							   v[0], v[1], v[2]);
+		n = cnt > 0 ? (int64_t) cnt : 0;
+	}
+	if ((o = new_output(ctx, dt, 1, &n)) == NULL)
+		return -1;
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (dt == IE_FLOAT)
+			((float *) o->data)[i] = (float) ((float) v[0] + (float) i * (float) v[2]);
+		else
+			((double *) o->data)[i] = v[0] + (double) i * v[2];
+	}
+	return 0;
+}
+
 const ie_op_def ie_ops_shape[] = {
 	{"Constant", op_constant},
 	{"Concat", op_concat},
@@ -853,6 +1132,11 @@ const ie_op_def ie_ops_shape[] = {
 	{"Unsqueeze", op_unsqueeze},
 	{"Slice", op_slice},
 	{"Shape", op_shape},
+	{"Size", op_size},
 	{"Cast", op_cast},
+	{"Expand", op_expand},
+	{"Tile", op_tile},
+	{"ConstantOfShape", op_constant_of_shape},
+	{"Range", op_range},
 	{NULL, NULL}
 };

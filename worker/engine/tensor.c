@@ -2,15 +2,146 @@
  * tensor.c
  *	  Dense tensors: allocation, copies and element-type facts.
  *
- * Tensors are plain heap objects with one owner; nothing here is shared
- * between threads.
+ * Tensors are plain heap objects with one owner.  Their data buffers of
+ * 16 KiB and more come from a process-wide cache of freed buffers, by size
+ * class, so that running a model again does not map, fault in and unmap
+ * the same pages for every intermediate tensor (at batch 64 that cost more
+ * than the arithmetic).  The cache holds at most IE_CACHE_MAX_BYTES; a
+ * buffer that does not fit is freed.
+ *
+ * Threading: the cache is shared by all threads under one mutex, held only
+ * to push or pop a pointer.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "worker/engine/engine.h"
 
 #define IE_ALIGN 64
+
+/* Buffers smaller than this go straight to malloc (its bins are quick). */
+#define IE_CACHE_MIN_BYTES ((size_t) 16 * 1024)
+/* Most bytes the cache keeps, and most buffers per size class. */
+#define IE_CACHE_MAX_BYTES ((size_t) 512 * 1024 * 1024)
+#define IE_CACHE_PER_CLASS 32
+/* Size classes: 4 per power of two (<= 25% waste), up to 2^47 bytes. */
+#define IE_CACHE_CLASSES (4 * 48)
+
+typedef struct buf_class
+{
+	int			n;
+	void	   *bufs[IE_CACHE_PER_CLASS];
+} buf_class;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static buf_class cache[IE_CACHE_CLASSES];
+static size_t cache_bytes;
+
+/*
+ * The size class of a request of n bytes (n >= IE_CACHE_MIN_BYTES), and
+ * its capacity in *cap: the smallest (4 + j) * 2^(k-2) >= n, j in 0..3.
+ */
+static int
+size_class(size_t n, size_t *cap)
+{
+	int			k = 63 - __builtin_clzll((unsigned long long) n);	/* 2^k <= n */
+	size_t		step = (size_t) 1 << (k - 2);
+	size_t		j = (n - ((size_t) 1 << k) + step - 1) / step;	/* 0..4 */
+
+	if (j == 4)
+	{
+		k++;
+		j = 0;
+		step <<= 1;
+	}
+	*cap = ((size_t) 1 << k) + j * step;
+	return k * 4 + (int) j;
+}
+
+/*
+ * A 64-byte aligned buffer of at least n bytes, not zeroed; *cap receives
+ * its capacity (0 for a plain allocation the cache will not take back).
+ */
+static void *
+buf_get(size_t n, size_t *cap)
+{
+	void	   *p = NULL;
+	int			c;
+
+	if (n < IE_CACHE_MIN_BYTES)
+	{
+		*cap = 0;
+		/* aligned_alloc wants a multiple of the alignment, and never size 0 */
+		return aligned_alloc(IE_ALIGN, (n + IE_ALIGN - 1) / IE_ALIGN * IE_ALIGN + IE_ALIGN);
+	}
+	c = size_class(n, cap);
+	if (c >= IE_CACHE_CLASSES)
+		return NULL;
+	pthread_mutex_lock(&cache_lock);
+	if (cache[c].n > 0)
+	{
+		p = cache[c].bufs[--cache[c].n];
+		cache_bytes -= *cap;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	if (p == NULL)
+		p = aligned_alloc(IE_ALIGN, *cap);
+	return p;
+}
+
+/* Returns buffer p of capacity cap (0: not cached) to the cache or frees it. */
+static void
+buf_put(void *p, size_t cap)
+{
+	size_t		cap2;
+	int			c;
+
+	if (p == NULL)
+		return;
+	if (cap < IE_CACHE_MIN_BYTES)
+	{
+		free(p);
+		return;
+	}
+	c = size_class(cap, &cap2);
+	pthread_mutex_lock(&cache_lock);
+	if (cap2 == cap && c < IE_CACHE_CLASSES && cache[c].n < IE_CACHE_PER_CLASS &&
+		cache_bytes + cap <= IE_CACHE_MAX_BYTES)
+	{
+		cache[c].bufs[cache[c].n++] = p;
+		cache_bytes += cap;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	free(p);
+}
+
+/* Frees every cached buffer (for tests and memory pressure). */
+void
+ie_tensor_cache_clear(void)
+{
+	pthread_mutex_lock(&cache_lock);
+	for (int c = 0; c < IE_CACHE_CLASSES; c++)
+	{
+		while (cache[c].n > 0)
+			free(cache[c].bufs[--cache[c].n]);
+	}
+	cache_bytes = 0;
+	pthread_mutex_unlock(&cache_lock);
+}
+
+/* Bytes the buffer cache holds now. */
+size_t
+ie_tensor_cache_bytes(void)
+{
+	size_t		n;
+
+	pthread_mutex_lock(&cache_lock);
+	n = cache_bytes;
+	pthread_mutex_unlock(&cache_lock);
+	return n;
+}
 
 /* Bytes per element; 0 for types the engine does not hold (string). */
 size_t
@@ -73,9 +204,12 @@ ie_tensor_numel(const ie_tensor *t)
 	return n;
 }
 
-/* Zeroed tensor of the given type and shape; NULL on overflow or no memory. */
+/*
+ * Tensor of the given type and shape whose data is not initialised; NULL on
+ * overflow or no memory.
+ */
 ie_tensor *
-ie_tensor_new(ie_dtype dtype, int ndim, const int64_t *dims)
+ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims)
 {
 	ie_tensor  *t;
 	size_t		esize = ie_dtype_size(dtype);
@@ -89,6 +223,8 @@ ie_tensor_new(ie_dtype dtype, int ndim, const int64_t *dims)
 			return NULL;
 		n *= (size_t) dims[i];
 	}
+	if (n * esize > SIZE_MAX / 2)
+		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
@@ -97,14 +233,23 @@ ie_tensor_new(ie_dtype dtype, int ndim, const int64_t *dims)
 	for (int i = 0; i < ndim; i++)
 		t->dims[i] = dims[i];
 	t->nbytes = n * esize;
-	/* aligned_alloc wants a multiple of the alignment, and never size 0 */
-	t->data = aligned_alloc(IE_ALIGN, (t->nbytes + IE_ALIGN - 1) / IE_ALIGN * IE_ALIGN + IE_ALIGN);
+	t->data = buf_get(t->nbytes, &t->cap);
 	if (t->data == NULL)
 	{
 		free(t);
 		return NULL;
 	}
-	memset(t->data, 0, t->nbytes);
+	return t;
+}
+
+/* Zeroed tensor of the given type and shape; NULL on overflow or no memory. */
+ie_tensor *
+ie_tensor_new(ie_dtype dtype, int ndim, const int64_t *dims)
+{
+	ie_tensor  *t = ie_tensor_new_uninit(dtype, ndim, dims);
+
+	if (t != NULL)
+		memset(t->data, 0, t->nbytes);
 	return t;
 }
 
@@ -112,20 +257,23 @@ ie_tensor_new(ie_dtype dtype, int ndim, const int64_t *dims)
 ie_tensor *
 ie_tensor_clone(const ie_tensor *src)
 {
-	ie_tensor  *t = ie_tensor_new(src->dtype, src->ndim, src->dims);
+	ie_tensor  *t = ie_tensor_new_uninit(src->dtype, src->ndim, src->dims);
 
 	if (t != NULL && src->nbytes > 0)
 		memcpy(t->data, src->data, src->nbytes);
 	return t;
 }
 
-/* Frees *t and nulls the caller's pointer. */
+/*
+ * Frees *t and nulls the caller's pointer; a buffer from the cache goes
+ * back to it (a tensor built by hand has cap 0 and its data is freed).
+ */
 void
 ie_tensor_destroy(ie_tensor **t)
 {
 	if (t == NULL || *t == NULL)
 		return;
-	free((*t)->data);
+	buf_put((*t)->data, (*t)->cap);
 	free(*t);
 	*t = NULL;
 }

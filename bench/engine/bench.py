@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""bench/engine/bench.py: our ONNX engine against ONNX Runtime, same tensors.
+
+For each case (model, input shape) and thread count (1 and 2) it writes the
+input tensors as raw files, times ONNX Runtime in this process
+(intra_op_num_threads=n, inter_op_num_threads=1, sequential execution) and
+our engine with engine-bench-run (bench_run.c, a C program over
+libinferengine.a that calls ie_set_threads(n)), each the median of --runs
+runs after two warm-up runs, the better of --rounds interleaved rounds
+(ours, ORT, ours, ORT) against bursts of load on a shared machine.  Prints
+a table, our cls ms/row at N=1,4,16,64 (1 thread), the OpenBLAS kernel
+family our runs used, and one final line:
+  RESULT: max_ratio_vs_ort=X.XX worst=<case>@<n>t <case>@<n>t=<ratio> ...
+
+Options: --only a,b (case names), --runs N, --rounds N, --threads 1,2.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BLAS_CORE = set()   # OpenBLAS kernel families our runs reported
+
+
+def det_photo_input(path):
+    """A photo resized as RapidOCR 1.4.4 does for detection: the short side
+    to limit_side_len 736 (limit_type min), both sides rounded to a multiple
+    of 32, BGR, (x/255 - 0.5)/0.5, NCHW."""
+    import cv2
+    img = cv2.imread(path, cv2.IMREAD_COLOR)
+    h, w = img.shape[:2]
+    ratio = 736.0 / min(h, w) if min(h, w) < 736 else 1.0
+    rh = max(int(round(h * ratio / 32) * 32), 32)
+    rw = max(int(round(w * ratio / 32) * 32), 32)
+    img = cv2.resize(img, (rw, rh)).astype(np.float32)
+    img = (img / 255.0 - 0.5) / 0.5
+    return img.transpose(2, 0, 1)[None].copy()
+
+
+def cases(args):
+    """(name, model path, {input name: array}) per case; a string instead of
+    the dict means the case is skipped, for that reason."""
+    rng = np.random.default_rng(1234)
+    md = args.models
+    out = []
+    det = os.path.join(md, "ch_PP-OCRv4_det_infer.onnx")
+    out.append(("det960", det, {"x": rng.uniform(-1, 1, (1, 3, 960, 960)).astype(np.float32)}))
+    photo = os.path.join(args.shared, "data/ocr-real/scenetext01.jpg")
+    x = det_photo_input(photo)
+    out.append(("det_photo%dx%d" % (x.shape[2], x.shape[3]), det, {"x": x}))
+    out.append(("rec8", os.path.join(md, "ch_PP-OCRv4_rec_infer.onnx"),
+                {"x": rng.uniform(-1, 1, (8, 3, 48, 320)).astype(np.float32)}))
+    out.append(("cls8", os.path.join(md, "ch_ppocr_mobile_v2.0_cls_infer.onnx"),
+                {"x": rng.uniform(-1, 1, (8, 3, 48, 192)).astype(np.float32)}))
+    mini = os.path.join(md, "minilm/model.onnx")
+    if not os.path.exists(mini):
+        out.append(("minilm32x128", mini, "skipped: %s does not exist" % mini))
+    else:
+        sess = ort.InferenceSession(mini, providers=["CPUExecutionProvider"])
+        feeds = {}
+        for i in sess.get_inputs():
+            if "mask" in i.name:
+                v = np.ones((32, 128), np.int64)
+                v[:, 100:] = 0
+            elif "type" in i.name:
+                v = np.zeros((32, 128), np.int64)
+            else:
+                v = rng.integers(1000, 20000, (32, 128)).astype(np.int64)
+                v[:, 0] = 101
+            feeds[i.name] = v
+        out.append(("minilm32x128", mini, feeds))
+    return out
+
+
+def ort_ms(model, feeds, threads, runs):
+    """Median ms of ONNX Runtime on feeds, after two warm-up runs."""
+    import time
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    feeds = {n: feeds[n] for n in names}
+    for _ in range(2):
+        sess.run(None, feeds)
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        ts.append((time.perf_counter() - t0) * 1000.0)
+    return float(np.median(ts))
+
+
+def write_inputs(tmp, name, model, feeds):
+    """Writes feeds as raw files in the model's input order; returns the
+    FILE:DTYPE:SHAPE specs for engine-bench-run."""
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    specs = []
+    for i in sess.get_inputs():
+        a = np.ascontiguousarray(feeds[i.name])
+        path = os.path.join(tmp, "%s_%s.raw" % (name, i.name.replace("/", "_")))
+        a.tofile(path)
+        dt = {np.dtype(np.float32): "float", np.dtype(np.int64): "int64"}[a.dtype]
+        specs.append("%s:%s:%s" % (path, dt, "x".join(str(d) for d in a.shape)))
+    return specs
+
+
+def ours_ms(runner, model, specs, threads, runs):
+    """Median ms of our engine, or a string saying why it failed."""
+    # Our engine keeps OpenBLAS serial and runs its own thread pool, but
+    # OpenBLAS starts its threads at load and they poll for work for a while:
+    # in a short-lived benchmark that polling would take a core from ours.
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    p = subprocess.run([runner, model, str(threads), str(runs)] + specs,
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        return "failed: " + (p.stderr.strip().splitlines() or ["rc %d" % p.returncode])[-1]
+    for tok in p.stdout.split():
+        if tok.startswith("blas_core="):
+            BLAS_CORE.add(tok.split("=")[1])
+        if tok.startswith("median_ms="):
+            return float(tok.split("=")[1])
+    return "failed: no median in output"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runner", required=True)
+    ap.add_argument("--models", default="build/models")
+    ap.add_argument("--shared", default="../shared")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--no-rows", action="store_true")
+    args = ap.parse_args()
+    threads = [int(t) for t in args.threads.split(",")]
+    only = [o for o in args.only.split(",") if o]
+
+    rows = []
+    ratios = []
+    with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
+        print("%-20s %7s %10s %10s %8s" % ("model", "threads", "ours_ms", "ort_ms", "ratio"))
+        for name, model, feeds in cases(args):
+            if only and not any(name.startswith(o) for o in only):
+                continue
+            if isinstance(feeds, str):
+                print("%-20s %s" % (name, feeds))
+                continue
+            specs = write_inputs(tmp, name, model, feeds)
+            for n in threads:
+                # --rounds interleaved rounds (ours, ORT, ours, ORT, ...);
+                # each side keeps its best median, so a burst of load from
+                # other processes on a shared machine hits both alike
+                ours, theirs = None, None
+                for _ in range(args.rounds):
+                    o = ours_ms(args.runner, model, specs, n, args.runs)
+                    if isinstance(o, str):
+                        ours = o
+                        break
+                    ours = o if ours is None else min(ours, o)
+                    t = ort_ms(model, feeds, n, args.runs)
+                    theirs = t if theirs is None else min(theirs, t)
+                if isinstance(ours, str):
+                    print("%-20s %7d skipped: our engine %s" % (name, n, ours))
+                    break
+                r = ours / theirs
+                ratios.append((r, "%s@%dt" % (name, n)))
+                print("%-20s %7d %10.2f %10.2f %8.2f" % (name, n, ours, theirs, r), flush=True)
+
+        if not args.no_rows and (not only or "cls" in only):
+            cls = os.path.join(args.models, "ch_ppocr_mobile_v2.0_cls_infer.onnx")
+            x = np.random.default_rng(99).uniform(-1, 1, (64, 3, 48, 192)).astype(np.float32)
+            path = os.path.join(tmp, "cls64.raw")
+            x.tofile(path)
+            line = []
+            for n in (1, 4, 16, 64):
+                got = [ours_ms(args.runner, cls, ["%s:float:%dx3x48x192" % (path, n)], 1,
+                               max(args.runs, 10)) for _ in range(args.rounds)]
+                nums = [v for v in got if not isinstance(v, str)]
+                ms = min(nums) if nums else got[0]
+                line.append("N=%d %s" % (n, "%.3f" % (ms / n) if not isinstance(ms, str) else ms))
+            print("cls ms/row (ours, 1 thread): " + "  ".join(line))
+
+    print("OpenBLAS kernels: %s (OPENBLAS_CORETYPE=%s)" % (
+        ",".join(sorted(BLAS_CORE)) or "?", os.environ.get("OPENBLAS_CORETYPE", "<unset>")))
+    if ratios:
+        worst = max(ratios)
+        print("RESULT: max_ratio_vs_ort=%.2f worst=%s %s" % (
+            worst[0], worst[1], " ".join("%s=%.2f" % (c, r) for r, c in ratios)))
+    else:
+        print("RESULT: max_ratio_vs_ort=nan worst=none (nothing ran)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+/*
+ * gemm_direct.c
+ *	  The direct matrix-product kernel of gemm_direct.h: a 6x32 register
+ *	  tile of AVX-512 vectors, B read in place (no packing), C written in
+ *	  place, the last columns under a lane mask.
+ *
+ * For each block of 6 rows of A (packed, k-major, so its 6 values for one k
+ * are adjacent) and each panel of 32 columns, 12 vectors hold the sums;
+ * each k loads 32 values of B's row k and broadcasts 6 of A.  There is no
+ * blocking over k (see gemm_direct.h for why).
+ *
+ * Threading: pure functions.
+ */
+#include "worker/engine/gemm_direct.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define IE_GD_X86 1
+#endif
+
+/* Whether this CPU has AVX-512F (checked once). */
+bool
+ie_gd_available(void)
+{
+#ifdef IE_GD_X86
+	static int	cached = -1;
+
+	if (cached < 0)
+		cached = __builtin_cpu_supports("avx512f") ? 1 : 0;
+	return cached == 1;
+#else
+	return false;
+#endif
+}
+
+/* Floats of the packed form of an [M, K] matrix. */
+int64_t
+ie_gd_packed_size(int64_t M, int64_t K)
+{
+	return (M + IE_GD_MR - 1) / IE_GD_MR * IE_GD_MR * K;
+}
+
+/* Packs A k-major in blocks of IE_GD_MR rows (missing rows zero). */
+void
+ie_gd_pack_a(const float *a, int64_t lda, int64_t M, int64_t K, float *ap)
+{
+	for (int64_t m0 = 0; m0 < M; m0 += IE_GD_MR)
+	{
+		for (int64_t k = 0; k < K; k++)
+			for (int r = 0; r < IE_GD_MR; r++)
+				ap[k * IE_GD_MR + r] = m0 + r < M ? a[(m0 + r) * lda + k] : 0.0f;
+		ap += IE_GD_MR * K;
+	}
+}
+
+#ifdef IE_GD_X86
+/*
+ * One 6-row block times columns [0, n) of b (n <= 32; lanes past n are
+ * masked off in loads and stores); rows >= mr are not stored.
+ */
+__attribute__((target("avx512f"))) static void
+tile(const float *ap, int64_t K, const float *b, int64_t ldb, int n,
+	 float *c, int64_t ldc, int mr)
+{
+	__mmask16	m0 = n >= 16 ? 0xffff : (__mmask16) ((1u << n) - 1);
+	__mmask16	m1 = n >= 32 ? 0xffff : n <= 16 ? 0 : (__mmask16) ((1u << (n - 16)) - 1);
+	__m512		c00 = _mm512_setzero_ps(),
+				c01 = c00,
+				c10 = c00,
+				c11 = c00,
+				c20 = c00,
+				c21 = c00,
+				c30 = c00,
+				c31 = c00,
+				c40 = c00,
+				c41 = c00,
+				c50 = c00,
+				c51 = c00;
+
+	for (int64_t k = 0; k < K; k++)
+	{
+		__m512		b0 = _mm512_maskz_loadu_ps(m0, b);
+		__m512		b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+		__m512		a;
+
+		a = _mm512_set1_ps(ap[0]);
+		c00 = _mm512_fmadd_ps(a, b0, c00);
+		c01 = _mm512_fmadd_ps(a, b1, c01);
+		a = _mm512_set1_ps(ap[1]);
+		c10 = _mm512_fmadd_ps(a, b0, c10);
+		c11 = _mm512_fmadd_ps(a, b1, c11);
+		a = _mm512_set1_ps(ap[2]);
+		c20 = _mm512_fmadd_ps(a, b0, c20);
+		c21 = _mm512_fmadd_ps(a, b1, c21);
+		a = _mm512_set1_ps(ap[3]);
+		c30 = _mm512_fmadd_ps(a, b0, c30);
+		c31 = _mm512_fmadd_ps(a, b1, c31);
+		a = _mm512_set1_ps(ap[4]);
+		c40 = _mm512_fmadd_ps(a, b0, c40);
+		c41 = _mm512_fmadd_ps(a, b1, c41);
+		a = _mm512_set1_ps(ap[5]);
+		c50 = _mm512_fmadd_ps(a, b0, c50);
+		c51 = _mm512_fmadd_ps(a, b1, c51);
+		ap += IE_GD_MR;
+		b += ldb;
+	}
+#define ST(r, lo, hi) \
+	if (mr > r) \
+	{ \
+		_mm512_mask_storeu_ps(c + r * ldc, m0, lo); \
+		_mm512_mask_storeu_ps(c + r * ldc + 16, m1, hi); \
+	}
+	ST(0, c00, c01);
+	ST(1, c10, c11);
+	ST(2, c20, c21);
+	ST(3, c30, c31);
+	ST(4, c40, c41);
+	ST(5, c50, c51);
+#undef ST
+}
+#endif
+
+/* C = A x B over n columns; see gemm_direct.h. */
+void
+ie_gd_gemm(const float *ap, int64_t M, int64_t K, const float *b, int64_t ldb,
+		   int64_t n, float *c, int64_t ldc)
+{
+#ifdef IE_GD_X86
+	for (int64_t m0 = 0; m0 < M; m0 += IE_GD_MR)
+	{
+		int			mr = M - m0 < IE_GD_MR ? (int) (M - m0) : IE_GD_MR;
+
+		for (int64_t j = 0; j < n; j += 32)
+			tile(ap, K, b + j, ldb, n - j < 32 ? (int) (n - j) : 32,
+				 c + m0 * ldc + j, ldc, mr);
+		ap += IE_GD_MR * K;
+	}
+#else
+	(void) ap;
+	(void) M;
+	(void) K;
+	(void) b;
+	(void) ldb;
+	(void) n;
+	(void) c;
+	(void) ldc;
+#endif
+}

@@ -1,0 +1,324 @@
+/*
+ * ops_gather.c
+ *	  ONNX operators that select elements by index: Gather, GatherElements
+ *	  and GatherND.
+ *
+ * Indices are int32 or int64; a negative index counts from the end of its
+ * axis (opset 11+, accepted at every opset), and an index outside
+ * [-size, size - 1] is an error naming the index, its position and the
+ * axis, never a read out of bounds.  Data may be any type the engine holds
+ * (elements are copied as bytes).  Stateless: safe from any thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/engine/op.h"
+
+/* Input idx, or NULL with an error when the node lacks it. */
+static const ie_tensor *
+need_input(ie_node_ctx *ctx, int idx, const char *what)
+{
+	if (idx >= ctx->n_inputs || ctx->inputs[idx] == NULL)
+	{
+		ie_op_error(ctx, "missing input %d (%s)", idx, what);
+		return NULL;
+	}
+	return ctx->inputs[idx];
+}
+
+/*
+ * Attribute axis (default 0) normalised against rank; -1 after an error
+ * when it is out of range.
+ */
+static int
+read_axis(ie_node_ctx *ctx, int rank)
+{
+	int64_t		axis = ie_attr_int(ctx, "axis", 0);
+
+	if (axis < -rank || axis >= rank)
+		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
+						   (long long) axis, rank);
+	return (int) (axis < 0 ? axis + rank : axis);
+}
+
+/*
+ * Index i of the int32/int64 tensor ind, checked against an axis of size
+ * dim and made non-negative into *out; -1 after an error.
+ */
+static int
+read_index(ie_node_ctx *ctx, const ie_tensor *ind, int64_t i, int axis,
+		   int64_t dim, int64_t *out)
+{
+	int64_t		v = ind->dtype == IE_INT64 ? ((const int64_t *) ind->data)[i] :
+		((const int32_t *) ind->data)[i];
+
+	if (v < -dim || v >= dim)
+		return ie_op_error(ctx, "index %lld (at position %lld) is out of range "
+						   "[%lld, %lld] for axis %d", (long long) v, (long long) i,
+						   (long long) -dim, (long long) (dim - 1), axis);
+	*out = v < 0 ? v + dim : v;
+	return 0;
+}
+
+/* Checks the indices input is int32 or int64. */
+static int
+check_indices(ie_node_ctx *ctx, const ie_tensor *ind)
+{
+	if (ind->dtype != IE_INT64 && ind->dtype != IE_INT32)
+		return ie_op_error(ctx, "indices must be int64 or int32, got %s",
+						   ie_dtype_name(ind->dtype));
+	return 0;
+}
+
+/*
+ * Gather (opsets 1, 11, 13): out = data indexed along axis by indices;
+ * out shape = data.shape[:axis] + indices.shape + data.shape[axis+1:].
+ * Each selected slice is one contiguous block, so this is a memcpy per
+ * (outer, index) pair (an embedding look-up is one row per token).
+ */
+static int
+op_gather(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	const ie_tensor *ind = need_input(ctx, 1, "indices");
+	int64_t		dims[IE_MAX_DIMS],
+				outer = 1,
+				inner = 1,
+				n_idx,
+				dim;
+	int			axis,
+				nd = 0;
+	int64_t    *idx = NULL;
+	size_t		es,
+				block;
+	ie_tensor  *o;
+	char	   *dst;
+
+	if (x == NULL || ind == NULL || check_indices(ctx, ind) != 0)
+		return -1;
+	if (x->ndim == 0)
+		return ie_op_error(ctx, "data must have rank 1 or more");
+	if ((axis = read_axis(ctx, x->ndim)) < 0)
+		return -1;
+	if (x->ndim - 1 + ind->ndim > IE_MAX_DIMS)
+		return ie_op_error(ctx, "output rank %d exceeds the engine's limit of %d",
+						   x->ndim - 1 + ind->ndim, IE_MAX_DIMS);
+	for (int d = 0; d < axis; d++)
+	{
+		dims[nd++] = x->dims[d];
+		outer *= x->dims[d];
+	}
+	for (int d = 0; d < ind->ndim; d++)
+		dims[nd++] = ind->dims[d];
+	for (int d = axis + 1; d < x->ndim; d++)
+	{
+		dims[nd++] = x->dims[d];
+		inner *= x->dims[d];
+	}
+	dim = x->dims[axis];
+	n_idx = ie_tensor_numel(ind);
+	idx = malloc(sizeof(int64_t) * (n_idx > 0 ? n_idx : 1));
+	if (idx == NULL)
+		return ie_op_error(ctx, "out of memory");
+	for (int64_t i = 0; i < n_idx; i++)
+		if (read_index(ctx, ind, i, axis, dim, &idx[i]) != 0)
+			goto fail;
+	o = ie_tensor_new(x->dtype, nd, dims);
+	if (o == NULL)
+	{
+		ie_op_error(ctx, "out of memory for the output");
+		goto fail;
+	}
+	ctx->outputs[0] = o;
+	es = ie_dtype_size(x->dtype);
+	block = (size_t) inner * es;
+	dst = o->data;
+	if (block > 0)
+		for (int64_t r = 0; r < outer; r++)
+		{
+			const char *src = (const char *) x->data + (size_t) (r * dim) * block;
+
+			for (int64_t i = 0; i < n_idx; i++)
+			{
+				memcpy(dst, src + (size_t) idx[i] * block, block);
+				dst += block;
+			}
+		}
+	free(idx);
+	return 0;
+fail:
+	free(idx);
+	return -1;
+}
+
+/*
+ * GatherElements (opsets 11, 13): out has the shape of indices (same rank
+ * as data, each dim at most data's except along axis);
+ * out[i0, .., ia, ..] = data[i0, .., indices[i0, .., ia, ..], ..].
+ */
+static int
+op_gather_elements(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	const ie_tensor *ind = need_input(ctx, 1, "indices");
+	int64_t		xstride[IE_MAX_DIMS],
+				pos[IE_MAX_DIMS] = {0},
+				acc = 1,
+				n,
+				base = 0;
+	int			axis,
+				nd;
+	size_t		es;
+	ie_tensor  *o;
+	char		s1[128],
+				s2[128];
+
+	if (x == NULL || ind == NULL || check_indices(ctx, ind) != 0)
+		return -1;
+	nd = x->ndim;
+	if (nd == 0)
+		return ie_op_error(ctx, "data must have rank 1 or more");
+	if ((axis = read_axis(ctx, nd)) < 0)
+		return -1;
+	if (ind->ndim != nd)
+		return ie_op_error(ctx, "indices have rank %d, data has rank %d", ind->ndim, nd);
+	for (int d = 0; d < nd; d++)
+		if (d != axis && ind->dims[d] > x->dims[d])
+			return ie_op_error(ctx, "indices shape %s exceeds data shape %s on axis %d",
+							   ie_shape_str(s1, sizeof(s1), ind->ndim, ind->dims),
+							   ie_shape_str(s2, sizeof(s2), nd, x->dims), d);
+	for (int d = nd - 1; d >= 0; d--)
+	{
+		xstride[d] = acc;
+		acc *= x->dims[d];
+	}
+	if ((o = ie_tensor_new(x->dtype, nd, ind->dims)) == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = o;
+	n = ie_tensor_numel(o);
+	es = ie_dtype_size(x->dtype);
+	/* base: data offset of pos with the axis coordinate left out */
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		k;
+
+		if (read_index(ctx, ind, i, axis, x->dims[axis], &k) != 0)
+			return -1;
+		memcpy((char *) o->data + i * es,
+			   (const char *) x->data + (base + k * xstride[axis]) * es, es);
+		for (int d = nd - 1; d >= 0; d--)
+		{
+			pos[d]++;
+			if (d != axis)
+				base += xstride[d];
+			if (pos[d] < ind->dims[d])
+				break;
+			if (d != axis)
+				base -= xstride[d] * pos[d];
+			pos[d] = 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * GatherND (opsets 11, 12, 13): with b = batch_dims, data [B..., D...] and
+ * indices [B..., M..., k] (the first b dims shared), each k-tuple of
+ * indices picks the slice data[batch, i1, .., ik] of shape
+ * data.shape[b+k:]; out shape = data.shape[:b] + indices.shape[b:-1] +
+ * data.shape[b+k:].
+ */
+static int
+op_gather_nd(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	const ie_tensor *ind = need_input(ctx, 1, "indices");
+	int64_t		b = ie_attr_int(ctx, "batch_dims", 0);
+	int64_t		dims[IE_MAX_DIMS],
+				xstride[IE_MAX_DIMS],
+				acc = 1,
+				n_batch = 1,
+				n_tuples = 1,
+				slice = 1,
+				k;
+	int			nd = 0;
+	size_t		es,
+				block;
+	ie_tensor  *o;
+	char	   *dst;
+
+	if (x == NULL || ind == NULL || check_indices(ctx, ind) != 0)
+		return -1;
+	if (ind->ndim < 1 || x->ndim < 1)
+		return ie_op_error(ctx, "data and indices must have rank 1 or more");
+	k = ind->dims[ind->ndim - 1];
+	if (b < 0 || b >= ind->ndim || b >= x->ndim)
+		return ie_op_error(ctx, "batch_dims %lld is out of range", (long long) b);
+	if (k < 1 || k > x->ndim - b)
+		return ie_op_error(ctx, "the last indices dim (%lld) must be in [1, %lld]",
+						   (long long) k, (long long) (x->ndim - b));
+	for (int d = 0; d < b; d++)
+		if (ind->dims[d] != x->dims[d])
+			return ie_op_error(ctx, "batch dim %d differs: data %lld, indices %lld", d,
+							   (long long) x->dims[d], (long long) ind->dims[d]);
+	if (b + (ind->ndim - 1 - b) + (x->ndim - b - k) > IE_MAX_DIMS)
+		return ie_op_error(ctx, "output rank exceeds the engine's limit of %d", IE_MAX_DIMS);
+	for (int d = 0; d < b; d++)
+	{
+		dims[nd++] = x->dims[d];
+		n_batch *= x->dims[d];
+	}
+	for (int d = (int) b; d < ind->ndim - 1; d++)
+	{
+		dims[nd++] = ind->dims[d];
+		n_tuples *= ind->dims[d];
+	}
+	for (int d = (int) (b + k); d < x->ndim; d++)
+	{
+		dims[nd++] = x->dims[d];
+		slice *= x->dims[d];
+	}
+	for (int d = x->ndim - 1; d >= 0; d--)
+	{
+		xstride[d] = acc;
+		acc *= x->dims[d];
+	}
+	if ((o = ie_tensor_new(x->dtype, nd, dims)) == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = o;
+	es = ie_dtype_size(x->dtype);
+	block = (size_t) slice * es;
+	dst = o->data;
+	for (int64_t bi = 0; bi < n_batch; bi++)
+	{
+		/* data offset of batch bi: its first b coordinates */
+		int64_t		base = b > 0 ? bi * xstride[b - 1] : 0;
+
+		for (int64_t t = 0; t < n_tuples; t++)
+		{
+			int64_t		off = base,
+						pos = (bi * n_tuples + t) * k;
+
+			for (int64_t j = 0; j < k; j++)
+			{
+				int64_t		v;
+
+				if (read_index(ctx, ind, pos + j, (int) (b + j), x->dims[b + j], &v) != 0)
+					return -1;
+				off += v * xstride[b + j];
+			}
+			if (block > 0)
+				memcpy(dst, (const char *) x->data + (size_t) off * es, block);
+			dst += block;
+		}
+	}
+	return 0;
+}
+
+const ie_op_def ie_ops_gather[] = {
+	{"Gather", op_gather},
+	{"GatherElements", op_gather_elements},
+	{"GatherND", op_gather_nd},
+	{NULL, NULL}
+};
