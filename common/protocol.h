@@ -7,7 +7,8 @@
  *
  *	  frame 0	   a Pginfer__Header (common/pg_infer.proto), protobuf-c packed
  *	  frame 1..n   payload: for MSG_RUN_FRAGMENT one frame per row (the raw
- *				   image bytes); for MSG_RESULT one frame per row (the row's
+ *				   image bytes; for FRAG_EMBED_TEXT the text in UTF-8, no
+ *				   terminating zero); for MSG_RESULT one frame per RowResult (the row's
  *				   float32 values in host byte order, empty when the row has
  *				   none)
  *
@@ -41,5 +42,6 @@
 #define PGINFER_SQLSTATE_INTERNAL		"XX000"	/* internal_error */
 #define PGINFER_SQLSTATE_PROTOCOL		"08P01"	/* protocol_violation */
 #define PGINFER_SQLSTATE_OUT_OF_MEMORY	"53200"	/* out_of_memory */
+#define PGINFER_SQLSTATE_BAD_TEXT		"22021"	/* character_not_in_repertoire */
 
 #endif							/* PGINFER_PROTOCOL_H */

@@ -214,8 +214,10 @@ InferCatalogGetModels(const char *const *names, const char *const *gucs,
 		int			rc;
 
 		args[0] = CStringGetTextDatum(names[i]);
+		/* read-only: no command counter increment, so it also runs in a
+		 * parallel query's leader and workers */
 		rc = SPI_execute_plan(saved_plan(&model_plan, model_query, 1, argtypes),
-							  args, NULL, false, 1);
+							  args, NULL, true, 1);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "SPI_execute_plan failed: %s",
 				 SPI_result_code_string(rc));
@@ -250,7 +252,7 @@ InferCatalogPickWorker(void)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	rc = SPI_execute_plan(saved_plan(&worker_plan, worker_query, 0, NULL),
-						  NULL, NULL, false, 0);
+						  NULL, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)

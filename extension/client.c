@@ -7,6 +7,9 @@
  * Each backend has its own ZeroMQ context, created at its first request
  * (never in the postmaster, so no ZeroMQ state crosses fork()), and one
  * DEALER socket per worker endpoint, kept open for the backend's life.
+ * The same holds for each parallel worker of a parallel query: a process
+ * of its own, started from the postmaster, that creates its own context
+ * at its first request and closes it when it exits.
  * ZeroMQ starts its I/O threads when the first socket is created; all
  * signals are blocked in that window so that PostgreSQL's signals keep
  * going to the main thread only.  The I/O threads never call PostgreSQL
@@ -134,12 +137,23 @@ InferClientNextRequestId(void)
 }
 
 /*
- * on_proc_exit callback: closes every socket without lingering and ends
- * the context, so the I/O threads stop before the process exits.
+ * How long, at exit, a socket may still flush the MSG_CANCELs just queued
+ * (a parallel worker stopped by its leader, a backend terminated while it
+ * waited).  Only messages on a live connection are queued (ZMQ_IMMEDIATE),
+ * so an exit waits this long only when a worker is slow to read them.
+ */
+#define CLIENT_EXIT_LINGER_MS 100
+
+/*
+ * on_proc_exit callback: closes every socket, letting queued cancels go
+ * out for at most CLIENT_EXIT_LINGER_MS, and ends the context, so the I/O
+ * threads stop before the process exits.
  */
 static void
 client_shutdown(int code, Datum arg)
 {
+	int			linger = CLIENT_EXIT_LINGER_MS;
+
 	/* requests still pending are dropped with their sockets, unsent */
 	while (!dlist_is_empty(&client_pending))
 	{
@@ -153,6 +167,7 @@ client_shutdown(int code, Datum arg)
 		InferSocket *s = client_sockets;
 
 		client_sockets = s->next;
+		(void) zmq_setsockopt(s->sock, ZMQ_LINGER, &linger, sizeof(linger));
 		zmq_close(s->sock);
 		zmq_close(s->monitor);
 	}

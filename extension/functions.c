@@ -2,7 +2,8 @@
  *
  * functions.c
  *	  The SQL-callable inference functions, one row per call: infer.ocr,
- *	  infer.detect_text, infer.predict and infer.classify; and the
+ *	  infer.detect_text, infer.predict, infer.classify and infer.embed;
+ *	  infer.similarity (cosine of two real[]); and the
  *	  request/reply code they share with InferBatch (inferbatch.c), which
  *	  sends the same fragments over many rows at once.
  *
@@ -16,14 +17,24 @@
  * datum is built in the caller's context.  (An error frees the call's
  * context with the executor's memory.)
  *
+ * Text for infer.embed goes to the worker in UTF-8 (InferTextPayload
+ * converts it from the database encoding).  A text the worker truncated
+ * to the model's max_seq_length gives a NOTICE, once per statement
+ * (embed_datum); with infer.text_truncate off the worker refuses it
+ * instead (54000).
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_infer.h"
 
+#include <math.h>
+
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -33,6 +44,8 @@ PG_FUNCTION_INFO_V1(infer_ocr);
 PG_FUNCTION_INFO_V1(infer_detect_text);
 PG_FUNCTION_INFO_V1(infer_predict);
 PG_FUNCTION_INFO_V1(infer_classify);
+PG_FUNCTION_INFO_V1(infer_embed);
+PG_FUNCTION_INFO_V1(infer_similarity);
 
 /* The row id of the single row a per-row call sends. */
 #define INFER_ROW_ID 1
@@ -51,6 +64,8 @@ InferFunctionName(InferFunction fn)
 			return "infer.predict";
 		case INFER_FN_CLASSIFY:
 			return "infer.classify";
+		case INFER_FN_EMBED:
+			return "infer.embed";
 		case INFER_FN_NONE:
 			break;
 	}
@@ -59,7 +74,8 @@ InferFunctionName(InferFunction fn)
 
 /*
  * Returns "infer.ocr: models \"a\", \"b\"" for frag, in the current
- * memory context (models with an empty file are left out).
+ * memory context (models with an empty file are left out); a chained
+ * fragment adds " over " and the stage before it.
  */
 char *
 InferFragmentDescribe(const InferFragment *frag)
@@ -79,6 +95,13 @@ InferFragmentDescribe(const InferFragment *frag)
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "%s: model%s %s", frag->funcname,
 					 n > 1 ? "s" : "", names.data);
+	if (frag->prev != NULL)
+	{
+		char	   *prev = InferFragmentDescribe(frag->prev);
+
+		appendStringInfo(&buf, " over %s", prev);
+		pfree(prev);
+	}
 	pfree(names.data);
 	return buf.data;
 }
@@ -233,6 +256,16 @@ InferFragmentInit(InferFragment *frag, InferFunction fn, const char *model)
 					check_predict_task(frag, frag->models[0]);
 				break;
 			}
+		case INFER_FN_EMBED:
+			{
+				const char *names[1] = {model};
+
+				frag->kind = PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT;
+				frag->models = InferCatalogGetModels(names, NULL, 1);
+				frag->nmodels = 1;
+				check_task(frag, frag->models[0], "embed_text", "model");
+				break;
+			}
 		case INFER_FN_NONE:
 			elog(ERROR, "pg_infer: no ML function");
 	}
@@ -304,6 +337,48 @@ InferFragmentPickWorker(InferFragment *frag)
 }
 
 /*
+ * Sets up, in the current memory context, the stage that frag's input
+ * comes from: fn with model (see InferFragmentInit), whose result for
+ * each row frag takes instead of the row's payload.  Returns the new
+ * stage (chain more stages from it).  Errors: those of InferFragmentInit.
+ */
+InferFragment *
+InferFragmentChain(InferFragment *frag, InferFunction fn, const char *model)
+{
+	InferFragment *prev = palloc(sizeof(InferFragment));
+
+	InferFragmentInit(prev, fn, model);
+	frag->prev = prev;
+	return prev;
+}
+
+/*
+ * The Fragment message of frag, in the current memory context: for a
+ * chain, the first stage's, with the later stages as its next.
+ */
+static Pginfer__Fragment *
+fragment_message(const InferFragment *frag)
+{
+	Pginfer__Fragment *next = NULL;
+
+	for (const InferFragment *f = frag; f != NULL; f = f->prev)
+	{
+		Pginfer__Fragment *m = palloc(sizeof(Pginfer__Fragment));
+
+		pginfer__fragment__init(m);
+		m->kind = f->kind;
+		m->n_models = f->nmodels;
+		m->models = f->models;
+		/* only text fragments carry it, so image requests still merge */
+		m->truncate_text = f->kind == PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT &&
+			infer_text_truncate;
+		m->next = next;
+		next = m;
+	}
+	return next;
+}
+
+/*
  * Sends frag over nrows rows (payloads[i], payload_lens[i] bytes, with
  * row_ids[i]) to frag->worker (see InferFragmentPickWorker); the request
  * and, later, its reply belong to the current memory context.
@@ -315,16 +390,34 @@ InferFragmentSend(InferFragment *frag, int nrows, const uint64 *row_ids,
 				  const void *const *payloads, const size_t *payload_lens,
 				  size_t *bytes_sent)
 {
+	return InferFragmentSendMany(&frag, 1, nrows, row_ids, payloads,
+								 payload_lens, bytes_sent);
+}
+
+/*
+ * Sends nfrags fragments over the same nrows rows in one request (the
+ * rows travel once; the worker answers each fragment's rows, see
+ * InferFragmentCollectOf) to frags[0]->worker.  As InferFragmentSend
+ * otherwise.
+ */
+InferRequest *
+InferFragmentSendMany(InferFragment **frags, int nfrags, int nrows,
+					  const uint64 *row_ids, const void *const *payloads,
+					  const size_t *payload_lens, size_t *bytes_sent)
+{
 	Pginfer__Header request = PGINFER__HEADER__INIT;
 	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
-	Pginfer__Fragment fragment = PGINFER__FRAGMENT__INIT;
 	InferRequest *req;
 
-	Assert(frag->worker != NULL);
-	fragment.kind = frag->kind;
-	fragment.n_models = frag->nmodels;
-	fragment.models = frag->models;
-	run.fragment = &fragment;
+	Assert(nfrags >= 1 && frags[0]->worker != NULL);
+	run.fragment = fragment_message(frags[0]);
+	if (nfrags > 1)
+	{
+		run.n_more_fragments = nfrags - 1;
+		run.more_fragments = palloc(sizeof(Pginfer__Fragment *) * (nfrags - 1));
+		for (int f = 1; f < nfrags; f++)
+			run.more_fragments[f - 1] = fragment_message(frags[f]);
+	}
 	run.n_row_ids = nrows;
 	run.row_ids = (uint64_t *) row_ids;
 	run.max_pixels = infer_max_pixels;
@@ -333,7 +426,7 @@ InferFragmentSend(InferFragment *frag, int nrows, const uint64 *row_ids,
 	request.request_id = InferClientNextRequestId();
 	request.run = &run;
 
-	req = InferClientSend(frag->worker, &request, nrows, payloads,
+	req = InferClientSend(frags[0]->worker, &request, nrows, payloads,
 						  payload_lens, infer_timeout_ms);
 	if (bytes_sent != NULL)
 	{
@@ -355,6 +448,18 @@ InferFragmentSend(InferFragment *frag, int nrows, const uint64 *row_ids,
 void
 InferFragmentCollect(InferFragment *frag, InferReply *reply, int nrows,
 					 const uint64 *row_ids, InferRow *rows)
+{
+	InferFragmentCollectOf(frag, reply, 0, nrows, row_ids, rows);
+}
+
+/*
+ * InferFragmentCollect for fragment number `fragment` of a request that
+ * carried several (InferFragmentSendMany: 0 is the first): only the
+ * reply's rows of that fragment count.
+ */
+void
+InferFragmentCollectOf(InferFragment *frag, InferReply *reply, int fragment,
+					   int nrows, const uint64 *row_ids, InferRow *rows)
 {
 	Pginfer__Result *result;
 	size_t		next = 0;
@@ -385,7 +490,8 @@ InferFragmentCollect(InferFragment *frag, InferReply *reply, int nrows,
 		{
 			size_t		i = (next + k) % result->n_rows;
 
-			if (result->rows[i]->row_id != row_ids[r])
+			if (result->rows[i]->row_id != row_ids[r] ||
+				result->rows[i]->fragment != (uint32) fragment)
 				continue;
 			memset(&rows[r], 0, sizeof(InferRow));
 			rows[r].result = result->rows[i];
@@ -403,7 +509,10 @@ InferFragmentCollect(InferFragment *frag, InferReply *reply, int nrows,
 					(errcode(ERRCODE_PROTOCOL_VIOLATION),
 					 errmsg("inference worker \"%s\" at %s sent no result for row " UINT64_FORMAT " of %d",
 							frag->worker->name, frag->worker->endpoint,
-							row_ids[r], nrows)));
+							row_ids[r], nrows),
+					 fragment > 0 ?
+					 errdetail("The row of fragment %d of the request is missing.",
+							   fragment) : 0));
 	}
 }
 
@@ -419,9 +528,83 @@ InferRowReportError(const InferRow *row, int elevel)
 }
 
 /*
+ * The float32 values of row's payload frame (result->n_values of them) as
+ * a real[] in the current memory context; a frame of another size is
+ * 08P01.
+ */
+static Datum
+values_datum(const InferFragment *frag, const InferRow *row)
+{
+	uint32		n = row->result->n_values;
+	Datum	   *elems;
+
+	if (row->payload_len != (size_t) n * sizeof(float))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("inference worker \"%s\" at %s sent %zu bytes for %u values",
+						frag->worker->name, frag->worker->endpoint,
+						row->payload_len, n)));
+	elems = palloc(sizeof(Datum) * Max(n, 1));
+	for (uint32 i = 0; i < n; i++)
+	{
+		float		v;
+
+		/* frames carry no alignment promise */
+		memcpy(&v, row->payload + i * sizeof(float), sizeof(float));
+		elems[i] = Float4GetDatum(v);
+	}
+	return PointerGetDatum(construct_array(elems, n, FLOAT4OID, sizeof(float4),
+										   true, TYPALIGN_INT));
+}
+
+/*
+ * Raises a NOTICE that row's text was truncated (result->truncated), at
+ * most once per statement: the statement is known by its transaction's
+ * local id and its start time.
+ */
+static void
+note_truncated(const InferFragment *frag, const InferRow *row)
+{
+	static LocalTransactionId noticed_lxid = InvalidLocalTransactionId;
+	static TimestampTz noticed_stmt = 0;
+	TimestampTz stmt = GetCurrentStatementStartTimestamp();
+
+	if (!row->result->truncated)
+		return;
+	if (noticed_lxid == MyProc->lxid && noticed_stmt == stmt)
+		return;
+	noticed_lxid = MyProc->lxid;
+	noticed_stmt = stmt;
+	ereport(NOTICE,
+			(errmsg("text truncated to the first %u tokens for model \"%s\"",
+					row->result->n_tokens, frag->models[0]->name),
+			 errdetail("The model takes at most %u tokens; later truncations in this statement give no notice.",
+					   row->result->n_tokens),
+			 errhint("Set infer.text_truncate to off to get an error instead.")));
+}
+
+/*
+ * The real[] of an infer.embed row's answer (result->ok), in the current
+ * memory context, with the truncation NOTICE (note_truncated).  An answer
+ * without values is 08P01.
+ */
+static Datum
+embed_datum(const InferFragment *frag, const InferRow *row)
+{
+	if (row->result->n_values == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("inference worker \"%s\" at %s sent no values for %s",
+						frag->worker->name, frag->worker->endpoint,
+						frag->funcname)));
+	note_truncated(frag, row);
+	return values_datum(frag, row);
+}
+
+/*
  * Builds the SQL value of row's answer (result->ok) for frag's function in
  * the current memory context: text (ocr, classify), jsonb (detect_text)
- * or real[] (predict).  A reply without the value is 08P01.
+ * or real[] (predict, embed).  A reply without the value is 08P01.
  */
 Datum
 InferRowDatum(const InferFragment *frag, const InferRow *row)
@@ -442,29 +625,9 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 									   CStringGetDatum(from_worker(row->result->json,
 																   true)));
 		case INFER_FN_PREDICT:
-			{
-				uint32		n = row->result->n_values;
-				Datum	   *elems;
-
-				if (row->payload_len != (size_t) n * sizeof(float))
-					ereport(ERROR,
-							(errcode(ERRCODE_PROTOCOL_VIOLATION),
-							 errmsg("inference worker \"%s\" at %s sent %zu bytes for %u values",
-									frag->worker->name, frag->worker->endpoint,
-									row->payload_len, n)));
-				elems = palloc(sizeof(Datum) * Max(n, 1));
-				for (uint32 i = 0; i < n; i++)
-				{
-					float		v;
-
-					/* frames carry no alignment promise */
-					memcpy(&v, row->payload + i * sizeof(float), sizeof(float));
-					elems[i] = Float4GetDatum(v);
-				}
-				return PointerGetDatum(construct_array(elems, n, FLOAT4OID,
-													   sizeof(float4), true,
-													   TYPALIGN_INT));
-			}
+			return values_datum(frag, row);
+		case INFER_FN_EMBED:
+			return embed_datum(frag, row);
 		case INFER_FN_NONE:
 			break;
 	}
@@ -473,22 +636,22 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 }
 
 /*
- * Runs fn (with model for predict/classify) on one image, one request per
- * call, and returns its value built in the caller's context; *isnull is
- * set when the worker rejected the image and infer.on_error = null (a
- * WARNING has then been raised).  Everything else is allocated in a
+ * Runs fn (with model for predict/classify/embed) on one input (image
+ * bytes; UTF-8 text for embed), one request per call, and returns its
+ * value built in the caller's context; *isnull is set when the worker
+ * rejected the input and infer.on_error = null (a WARNING has then been
+ * raised).  Everything else is allocated in a
  * context of the call's own, deleted before returning.
  */
 static Datum
-run_one(InferFunction fn, const char *model, bytea *img, bool *isnull)
+run_one(InferFunction fn, const char *model, const void *payload,
+		size_t payload_len, bool *isnull)
 {
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 	InferFragment frag;
 	InferRow	row;
 	uint64		row_id = INFER_ROW_ID;
-	const void *payload = VARDATA_ANY(img);
-	size_t		payload_len = VARSIZE_ANY_EXHDR(img);
 	InferRequest *req;
 	Datum		out = (Datum) 0;
 
@@ -518,6 +681,14 @@ run_one(InferFunction fn, const char *model, bytea *img, bool *isnull)
 	return out;
 }
 
+/* run_one on the bytes of an image. */
+static Datum
+run_image(InferFunction fn, const char *model, bytea *img, bool *isnull)
+{
+	return run_one(fn, model, VARDATA_ANY(img), VARSIZE_ANY_EXHDR(img),
+				   isnull);
+}
+
 /*
  * infer.ocr(img bytea) returns text: the text lines of an image, in
  * reading order, joined by newlines ('' when there is no text).  Models
@@ -527,7 +698,7 @@ Datum
 infer_ocr(PG_FUNCTION_ARGS)
 {
 	bool		isnull;
-	Datum		out = run_one(INFER_FN_OCR, NULL, PG_GETARG_BYTEA_PP(0), &isnull);
+	Datum		out = run_image(INFER_FN_OCR, NULL, PG_GETARG_BYTEA_PP(0), &isnull);
 
 	if (isnull)
 		PG_RETURN_NULL();
@@ -542,7 +713,7 @@ Datum
 infer_detect_text(PG_FUNCTION_ARGS)
 {
 	bool		isnull;
-	Datum		out = run_one(INFER_FN_DETECT_TEXT, NULL, PG_GETARG_BYTEA_PP(0),
+	Datum		out = run_image(INFER_FN_DETECT_TEXT, NULL, PG_GETARG_BYTEA_PP(0),
 							  &isnull);
 
 	if (isnull)
@@ -559,7 +730,7 @@ run_model_call(InferFunction fn, FunctionCallInfo fcinfo)
 {
 	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	bool		isnull;
-	Datum		out = run_one(fn, model, PG_GETARG_BYTEA_PP(1), &isnull);
+	Datum		out = run_image(fn, model, PG_GETARG_BYTEA_PP(1), &isnull);
 
 	if (isnull)
 		PG_RETURN_NULL();
@@ -584,4 +755,121 @@ Datum
 infer_classify(PG_FUNCTION_ARGS)
 {
 	return run_model_call(INFER_FN_CLASSIFY, fcinfo);
+}
+
+/*
+ * The bytes of input in UTF-8 (the wire's encoding for text), and their
+ * number in *len: input's own bytes when the database encoding is UTF-8,
+ * else a palloc'd conversion (characters UTF-8 cannot represent, or bytes
+ * invalid in an SQL_ASCII database, raise PostgreSQL's conversion error).
+ */
+const char *
+InferTextPayload(text *input, size_t *len)
+{
+	const char *s = VARDATA_ANY(input);
+	int			n = VARSIZE_ANY_EXHDR(input);
+	char	   *u = pg_server_to_any(s, n, PG_UTF8);
+
+	/* a converted string is NUL-terminated, and text holds no NUL */
+	*len = u == s ? (size_t) n : strlen(u);
+	return u;
+}
+
+/*
+ * infer.embed(model text, input text) returns real[]: the sentence
+ * embedding of input by the registered embed_text model, one request per
+ * call (run_one), or batched by InferBatch.  NULL with a WARNING
+ * when the worker rejects the text and infer.on_error = null.
+ */
+Datum
+infer_embed(PG_FUNCTION_ARGS)
+{
+	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	size_t		len;
+	const char *utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len);
+	bool		isnull;
+	Datum		out = run_one(INFER_FN_EMBED, model, utf8, len, &isnull);
+
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(out);
+}
+
+/*
+ * The elements of a real[] argument of infer.similarity (argname "a" or
+ * "b") and their number: a vector has one dimension (or none: empty) and
+ * no NULL elements (22004); anything else is 22000.
+ */
+static const float4 *
+vector_arg(ArrayType *v, const char *argname, int *n)
+{
+	if (ARR_NDIM(v) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("argument %s of infer.similarity has %d dimensions, a vector has one",
+						argname, ARR_NDIM(v))));
+	if (array_contains_nulls(v))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument %s of infer.similarity contains NULL elements",
+						argname),
+				 errhint("Compare complete embeddings, for example as infer.embed() returns them.")));
+	*n = ArrayGetNItems(ARR_NDIM(v), ARR_DIMS(v));
+	return (const float4 *) ARR_DATA_PTR(v);
+}
+
+/*
+ * infer.similarity(a real[], b real[]) returns real: the cosine of the
+ * angle between a and b, a.b / (|a| |b|), summed in double and kept in
+ * [-1, 1].  Vectors of different lengths, empty or zero vectors and
+ * vectors whose sums are not finite (NaN, infinity) raise 22000; NULL
+ * elements raise 22004.
+ */
+Datum
+infer_similarity(PG_FUNCTION_ARGS)
+{
+	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *b = PG_GETARG_ARRAYTYPE_P(1);
+	int			na,
+				nb;
+	const float4 *x = vector_arg(a, "a", &na);
+	const float4 *y = vector_arg(b, "b", &nb);
+	double		dot = 0,
+				xx = 0,
+				yy = 0,
+				cosine;
+
+	if (na != nb)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("infer.similarity of vectors of different lengths %d and %d",
+						na, nb),
+				 errhint("Compare embeddings made by the same model.")));
+	if (na == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("infer.similarity of empty vectors")));
+	for (int i = 0; i < na; i++)
+	{
+		dot += (double) x[i] * y[i];
+		xx += (double) x[i] * x[i];
+		yy += (double) y[i] * y[i];
+	}
+	if (!isfinite(dot) || !isfinite(xx) || !isfinite(yy))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("infer.similarity of vectors with NaN or infinite elements")));
+	if (xx == 0 || yy == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("infer.similarity of a zero vector is undefined"),
+				 errdetail("Vector %s has only zero elements.", xx == 0 ? "a" : "b")));
+	cosine = dot / (sqrt(xx) * sqrt(yy));
+	if (cosine > 1)
+		cosine = 1;
+	if (cosine < -1)
+		cosine = -1;
+	PG_FREE_IF_COPY(a, 0);
+	PG_FREE_IF_COPY(b, 1);
+	PG_RETURN_FLOAT4((float4) cosine);
 }

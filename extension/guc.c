@@ -26,6 +26,7 @@ int			infer_max_pixels = (int) PGINFER_DEFAULT_MAX_PIXELS;
 char	   *infer_ocr_detector = NULL;
 char	   *infer_ocr_classifier = NULL;
 char	   *infer_ocr_recognizer = NULL;
+bool		infer_text_truncate = true;
 
 static const struct config_enum_entry on_error_options[] = {
 	{"error", INFER_ON_ERROR_ERROR, false},
@@ -134,4 +135,15 @@ InferGucInit(void)
 							   "ppocr_rec",
 							   PGC_USERSET, 0,
 							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("infer.text_truncate",
+							 "Cuts texts longer than a text model takes.",
+							 "When on, infer.embed embeds the first tokens of "
+							 "a longer text (as many as the model takes) and "
+							 "raises a NOTICE once per statement; when off, "
+							 "such a text raises an error.",
+							 &infer_text_truncate,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 }

@@ -13,18 +13,31 @@
  * Execution: a ring of infer.max_inflight batch slots, each with its own
  * memory context, reset when its rows have all been returned (which also
  * forgets its requests, see client.c).  A slot is filled with rows from
- * the child (copied as minimal tuples, with each call's image argument
+ * the child (copied as minimal tuples, with each group's input argument
  * copied out) until infer.batch_size rows or infer.batch_bytes bytes.  So
  * that a LIMIT above pays for few rows, the batches of a scan hold 1, 2,
  * 4, ... rows, the rows read ahead never outnumber the rows already
  * returned, and a LIMIT right above (its count and offset are in
- * custom_exprs) caps the rows read.  Each call of the slot is one
- * MSG_RUN_FRAGMENT request, to the next worker in round-robin order.  The
+ * custom_exprs) caps the rows read.  The calls whose input expressions
+ * are equal() form a group (see BatchCall), and each group of the slot is
+ * one MSG_RUN_FRAGMENT request that carries the input once and a fragment
+ * per call (a chained call's fragment has its stages), to the next worker
+ * in round-robin order.  The
  * oldest slot is waited for (latch + socket, so cancel and
  * statement_timeout work, and a cancel goes to the worker) and its rows
  * are returned in order; a row the worker rejected raises its ERROR, or
  * with infer.on_error = null a WARNING and NULL, when that row is
  * returned, so the rows before it come out as they would one by one.
+ *
+ * Parallel query: under a Gather, each process that runs the partial plan
+ * (the parallel workers, and the leader when it participates) has its own
+ * InferBatch state and batches the rows its child gives it.  The planner
+ * marks such a node parallel aware (planner.c) only so that it gets
+ * dynamic shared memory: one BatchStats per parallel worker, which the
+ * worker's counters point into.  The leader copies them out when the
+ * segment is detached (after the workers have finished) and EXPLAIN
+ * ANALYZE shows the sums, and the batches of each process.  A memory
+ * context callback cancels the copy when the node's memory goes first.
  *
  * Everything runs in the backend's main thread.
  *
@@ -32,28 +45,88 @@
  */
 #include "pg_infer.h"
 
+#include "access/parallel.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
 #include "portability/instr_time.h"
+#include "storage/dsm.h"
+#include "storage/shm_toc.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-/* One batched ML call of the node. */
+/* Inference workers with their own counters in BatchStats; more share one. */
+#define INFERBATCH_STATS_WORKERS 8
+
+/* Requests sent to one inference worker (EXPLAIN ANALYZE). */
+typedef struct BatchWorkerCount
+{
+	char		name[NAMEDATALEN];	/* worker name, cut to fit; "" for others */
+	int64		requests;
+	int64		rows;
+} BatchWorkerCount;
+
+/*
+ * One process's EXPLAIN ANALYZE counters, fixed-size so that it can live
+ * in dynamic shared memory (see the banner).
+ */
+typedef struct BatchStats
+{
+	int64		nbatches;		/* batches filled and sent */
+	int64		nrows;			/* rows in them */
+	int64		bytes;			/* image bytes sent */
+	double		wait_ms;		/* waiting for replies */
+	double		compute_ms;		/* the workers' compute, as they report it */
+	int			nworkers;		/* entries of workers[] in use */
+	BatchWorkerCount workers[INFERBATCH_STATS_WORKERS + 1]; /* last: others */
+} BatchStats;
+
+/* The shared memory of a parallel-aware node: one BatchStats per worker. */
+typedef struct BatchShared
+{
+	int			nworkers;
+	BatchStats	stats[FLEXIBLE_ARRAY_MEMBER];
+} BatchShared;
+
+/* Most stages of one chained call (see BatchCall). */
+#define INFERBATCH_MAX_STAGES 4
+
+/*
+ * One batched ML call of the node.  A chained call (the planner's nested
+ * calls, infer.embed('minilm', infer.ocr(img))) has several stages, the
+ * outermost first: stage 0 is the call itself, stage k + 1 the call that
+ * is stage k's input argument; the innermost stage's argument is the
+ * input sent.  The calls whose input expressions are equal() form a
+ * group whose first member (the leader) sends one request for all of
+ * them, carrying the input once.
+ */
 typedef struct BatchCall
 {
-	InferFunction fn;
-	ExprState  *img;			/* the image argument, over the child's row */
-	ExprState  *model_expr;		/* predict/classify: a Const or Param */
-	bool		all_null;		/* the model name is NULL: every result is */
-	char	   *model;			/* predict/classify: the model's name */
+	InferFunction fn;			/* stage 0's function */
+	int			nstages;
+	InferFunction stage_fn[INFERBATCH_MAX_STAGES];
+	ExprState  *stage_model_expr[INFERBATCH_MAX_STAGES];	/* Const or Param,
+															 * or NULL */
+	char	   *stage_model[INFERBATCH_MAX_STAGES];
+	Node	   *input;			/* the innermost argument (plan expression) */
+	ExprState  *img;			/* it, over the child's row: an image; text
+								 * when the innermost stage is embed */
+	bool		text_input;		/* the innermost stage is infer.embed */
+	bool		all_null;		/* a model name is NULL: every result is */
+	int			leader;			/* the call whose request carries this one */
+	int			fragno;			/* this call's fragment in that request */
+	int			nmembers;		/* leader: calls in the group (itself too) */
+	int		   *members;		/* leader: their indexes, in fragment order */
 	bool		ready;			/* frag set up */
 	InferFragment frag;			/* set up at the first row sent, in scan_cxt */
 } BatchCall;
 
-/* One call's request within a batch. */
+/*
+ * One call's part of a batch.  The request fields (rows sent and the
+ * request) are the group leader's; the members read the leader's.
+ */
 typedef struct BatchPart
 {
 	int			nsent;			/* rows sent (non-NULL images) */
@@ -77,7 +150,8 @@ typedef struct BatchSlot
 	int			next;			/* next row to return */
 	bool		received;		/* answers collected */
 	MinimalTuple *tuples;		/* the child's rows */
-	const void ***imgs;			/* [call][row] image bytes, NULL for NULL */
+	const void ***imgs;			/* [call][row] input bytes (group leaders
+								 * only), NULL for NULL */
 	size_t	  **img_lens;
 	BatchPart  *parts;			/* per call */
 } BatchSlot;
@@ -107,10 +181,13 @@ typedef struct InferBatchState
 	bool		child_done;
 
 	/* EXPLAIN ANALYZE */
-	int64		nbatches;
-	int64		nrows_sent;
-	int64		bytes_sent;
-	double		wait_ms;
+	BatchStats	local;			/* this process's counters, unless shared */
+	BatchStats *stats;			/* &local, or a parallel worker's slot */
+	dsm_segment *seg;			/* leader: the segment of shared, attached */
+	BatchShared *shared;		/* leader: the workers' counters, or NULL */
+	BatchStats *worker_stats;	/* leader: copied from shared at detach */
+	int			nworker_stats;
+	MemoryContextCallback forget_shared;	/* see the banner */
 } InferBatchState;
 
 static Node *infer_batch_create(CustomScan *cscan);
@@ -120,6 +197,15 @@ static void infer_batch_end(CustomScanState *node);
 static void infer_batch_rescan(CustomScanState *node);
 static void infer_batch_explain(CustomScanState *node, List *ancestors,
 								ExplainState *es);
+static Size infer_batch_estimate_dsm(CustomScanState *node,
+									 ParallelContext *pcxt);
+static void infer_batch_init_dsm(CustomScanState *node, ParallelContext *pcxt,
+								 void *coordinate);
+static void infer_batch_reinit_dsm(CustomScanState *node,
+								   ParallelContext *pcxt, void *coordinate);
+static void infer_batch_init_worker(CustomScanState *node, shm_toc *toc,
+									void *coordinate);
+static void stats_add(BatchStats *a, const BatchStats *b);
 
 static const CustomScanMethods scan_methods = {
 	.CustomName = "InferBatch",
@@ -132,6 +218,10 @@ static const CustomExecMethods exec_methods = {
 	.ExecCustomScan = infer_batch_exec,
 	.EndCustomScan = infer_batch_end,
 	.ReScanCustomScan = infer_batch_rescan,
+	.EstimateDSMCustomScan = infer_batch_estimate_dsm,
+	.InitializeDSMCustomScan = infer_batch_init_dsm,
+	.ReInitializeDSMCustomScan = infer_batch_reinit_dsm,
+	.InitializeWorkerCustomScan = infer_batch_init_worker,
 	.ExplainCustomScan = infer_batch_explain,
 };
 
@@ -160,6 +250,7 @@ infer_batch_create(CustomScan *cscan)
 
 	NodeSetTag(st, T_CustomScanState);
 	st->css.methods = &exec_methods;
+	st->stats = &st->local;
 	return (Node *) st;
 }
 
@@ -191,20 +282,45 @@ infer_batch_begin(CustomScanState *node, EState *estate, int eflags)
 		BatchCall  *bc = &st->calls[i];
 
 		bc->fn = InferPlannerFunction(call->funcid);
-		switch (bc->fn)
+		for (;;)
 		{
-			case INFER_FN_OCR:
-			case INFER_FN_DETECT_TEXT:
-				bc->img = ExecInitExpr(linitial(call->args), &node->ss.ps);
-				break;
-			case INFER_FN_PREDICT:
-			case INFER_FN_CLASSIFY:
-				bc->model_expr = ExecInitExpr(linitial(call->args), &node->ss.ps);
-				bc->img = ExecInitExpr(lsecond(call->args), &node->ss.ps);
-				break;
-			case INFER_FN_NONE:
-				elog(ERROR, "pg_infer: function %u of an InferBatch node is no ML function",
-					 call->funcid);
+			InferFunction fn = InferPlannerFunction(call->funcid);
+			Node	   *arg;
+			int			k = bc->nstages;
+
+			if (k >= INFERBATCH_MAX_STAGES)
+				elog(ERROR, "pg_infer: InferBatch call %d has more than %d stages",
+					 i, INFERBATCH_MAX_STAGES);
+			bc->stage_fn[k] = fn;
+			bc->nstages++;
+			switch (fn)
+			{
+				case INFER_FN_OCR:
+				case INFER_FN_DETECT_TEXT:
+					arg = linitial(call->args);
+					break;
+				case INFER_FN_PREDICT:
+				case INFER_FN_CLASSIFY:
+				case INFER_FN_EMBED:
+					bc->stage_model_expr[k] = ExecInitExpr(linitial(call->args),
+														   &node->ss.ps);
+					arg = lsecond(call->args);
+					break;
+				default:
+					elog(ERROR, "pg_infer: function %u of an InferBatch node is no ML function",
+						 call->funcid);
+			}
+			/* an ML call as the argument is the stage before (a chain) */
+			if (IsA(arg, FuncExpr) &&
+				InferPlannerFunction(((FuncExpr *) arg)->funcid) != INFER_FN_NONE)
+			{
+				call = (FuncExpr *) arg;
+				continue;
+			}
+			bc->input = arg;
+			bc->text_input = fn == INFER_FN_EMBED;
+			bc->img = ExecInitExpr((Expr *) arg, &node->ss.ps);
+			break;
 		}
 	}
 	st->limit_count = ExecInitExpr(list_nth(exprs, st->ncalls), &node->ss.ps);
@@ -237,6 +353,46 @@ eval_limit(InferBatchState *st, ExprState *expr)
 	return Max(DatumGetInt64(d), 0);
 }
 
+/* Whether calls a and b send the same input (see BatchCall). */
+static bool
+same_input(const BatchCall *a, const BatchCall *b)
+{
+	return a->text_input == b->text_input && equal(a->input, b->input);
+}
+
+/*
+ * Groups the calls that send something (model names not NULL) by their
+ * input expression (equal()): each group's first call is its leader,
+ * which sends one request carrying the input once and a fragment per
+ * member (see BatchCall).
+ */
+static void
+group_calls(InferBatchState *st)
+{
+	for (int i = 0; i < st->ncalls; i++)
+	{
+		BatchCall  *bc = &st->calls[i];
+
+		bc->leader = i;
+		bc->fragno = 0;
+		bc->nmembers = 0;
+		bc->members = palloc(sizeof(int) * st->ncalls);
+		if (bc->all_null)
+			continue;
+		for (int j = 0; j < i; j++)
+		{
+			BatchCall  *lc = &st->calls[j];
+
+			if (lc->all_null || lc->leader != j || !same_input(lc, bc))
+				continue;
+			bc->leader = j;
+			break;
+		}
+		st->calls[bc->leader].members[st->calls[bc->leader].nmembers] = i;
+		bc->fragno = st->calls[bc->leader].nmembers++;
+	}
+}
+
 /*
  * Evaluates the calls' model names and sets up the ring (once per
  * execution); then this scan's state: ramp-up from 1 row, the row bound
@@ -255,22 +411,26 @@ start_scan(InferBatchState *st)
 		{
 			BatchCall  *bc = &st->calls[i];
 
-			if (bc->model_expr != NULL)
+			for (int k = 0; k < bc->nstages; k++)
 			{
 				bool		isnull;
-				Datum		d = ExecEvalExprSwitchContext(bc->model_expr,
-														  st->css.ss.ps.ps_ExprContext,
-														  &isnull);
+				Datum		d;
 
+				if (bc->stage_model_expr[k] == NULL)
+					continue;
+				d = ExecEvalExprSwitchContext(bc->stage_model_expr[k],
+											  st->css.ss.ps.ps_ExprContext,
+											  &isnull);
 				if (isnull)
 				{
 					/* the functions are STRICT */
 					bc->all_null = true;
 					continue;
 				}
-				bc->model = TextDatumGetCString(d);
+				bc->stage_model[k] = TextDatumGetCString(d);
 			}
 		}
+		group_calls(st);
 		st->ring_size = infer_max_inflight;
 		st->ring = palloc0(sizeof(BatchSlot) * st->ring_size);
 		for (int i = 0; i < st->ring_size; i++)
@@ -313,8 +473,51 @@ slot_clear(BatchSlot *slot)
 }
 
 /*
+ * Counts a request of nrows rows and bytes image bytes sent to worker in
+ * stats (see BatchStats): per worker name, the workers after the first
+ * INFERBATCH_STATS_WORKERS together.
+ */
+static void
+count_request(BatchStats *stats, const InferWorker *worker, int nrows,
+			  size_t bytes)
+{
+	BatchWorkerCount *wc = NULL;
+
+	stats->bytes += bytes;
+	for (int i = 0; i < stats->nworkers && wc == NULL; i++)
+		if (strncmp(stats->workers[i].name, worker->name, NAMEDATALEN - 1) == 0)
+			wc = &stats->workers[i];
+	if (wc == NULL && stats->nworkers < INFERBATCH_STATS_WORKERS)
+	{
+		wc = &stats->workers[stats->nworkers++];
+		strlcpy(wc->name, worker->name, NAMEDATALEN);
+	}
+	if (wc == NULL)
+		wc = &stats->workers[INFERBATCH_STATS_WORKERS];
+	wc->requests++;
+	wc->rows += nrows;
+}
+
+/*
+ * Sets up bc's fragment, and for a chained call the stages before it,
+ * from the registry in the scan's memory (see InferFragmentInit).
+ */
+static void
+setup_fragment(InferBatchState *st, BatchCall *bc)
+{
+	MemoryContext cxt = MemoryContextSwitchTo(st->scan_cxt);
+	InferFragment *f = &bc->frag;
+
+	InferFragmentInit(f, bc->stage_fn[0], bc->stage_model[0]);
+	for (int k = 1; k < bc->nstages; k++)
+		f = InferFragmentChain(f, bc->stage_fn[k], bc->stage_model[k]);
+	bc->ready = true;
+	MemoryContextSwitchTo(cxt);
+}
+
+/*
  * Fills the next free slot with rows of the child and sends one request
- * per call.  Returns false (and sets child_done) when the child had no
+ * per group of calls (one input, a fragment per call of the group).  Returns false (and sets child_done) when the child had no
  * more rows (or the bound was reached) before the first row.
  */
 static bool
@@ -366,22 +569,33 @@ fill_and_send(InferBatchState *st)
 			BatchCall  *bc = &st->calls[c];
 			bool		isnull;
 			Datum		d;
-			bytea	   *img;
+			const char *data;
 			size_t		len;
 			char	   *copy;
 
-			if (bc->all_null)
+			/* a group's input is evaluated and kept once, by its leader */
+			if (bc->all_null || bc->leader != c)
 				continue;
 			d = ExecEvalExprSwitchContext(bc->img, econtext, &isnull);
 			if (isnull)
 				continue;
-			/* detoast in per-row memory: only the bytes are kept */
+			/*
+			 * detoast (and convert text to UTF-8) in per-row memory: only
+			 * the bytes are kept
+			 */
 			MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-			img = DatumGetByteaPP(d);
+			if (bc->text_input)
+				data = InferTextPayload(DatumGetTextPP(d), &len);
+			else
+			{
+				bytea	   *img = DatumGetByteaPP(d);
+
+				data = VARDATA_ANY(img);
+				len = VARSIZE_ANY_EXHDR(img);
+			}
 			MemoryContextSwitchTo(slot->cxt);
-			len = VARSIZE_ANY_EXHDR(img);
 			copy = palloc(Max(len, 1));
-			memcpy(copy, VARDATA_ANY(img), len);
+			memcpy(copy, data, len);
 			slot->imgs[c][r] = copy;
 			slot->img_lens[c][r] = len;
 			bytes += len;
@@ -400,20 +614,29 @@ fill_and_send(InferBatchState *st)
 	slot->parts = palloc0(sizeof(BatchPart) * Max(st->ncalls, 1));
 	for (int c = 0; c < st->ncalls; c++)
 	{
-		BatchCall  *bc = &st->calls[c];
 		BatchPart  *part = &slot->parts[c];
-		size_t		sent = 0;
 
 		part->values = palloc0(sizeof(Datum) * slot->nrows);
 		part->isnull = palloc(sizeof(bool) * slot->nrows);
 		part->failed = palloc0(sizeof(InferRow *) * slot->nrows);
+		for (int r = 0; r < slot->nrows; r++)
+			part->isnull[r] = true;
+	}
+	for (int c = 0; c < st->ncalls; c++)
+	{
+		BatchCall  *bc = &st->calls[c];
+		BatchPart  *part = &slot->parts[c];
+		InferFragment **frags;
+		size_t		sent = 0;
+
+		if (bc->all_null || bc->leader != c)
+			continue;
 		part->row_of = palloc(sizeof(int) * slot->nrows);
 		part->row_ids = palloc(sizeof(uint64) * slot->nrows);
 		part->payloads = palloc(sizeof(void *) * slot->nrows);
 		part->lens = palloc(sizeof(size_t) * slot->nrows);
 		for (int r = 0; r < slot->nrows; r++)
 		{
-			part->isnull[r] = true;
 			if (slot->imgs[c][r] == NULL)
 				continue;
 			part->row_of[part->nsent] = r;
@@ -424,26 +647,28 @@ fill_and_send(InferBatchState *st)
 		}
 		if (part->nsent == 0)
 			continue;
-		if (!bc->ready)
+		frags = palloc(sizeof(InferFragment *) * bc->nmembers);
+		for (int m = 0; m < bc->nmembers; m++)
 		{
-			MemoryContext cxt = MemoryContextSwitchTo(st->scan_cxt);
+			BatchCall  *mc = &st->calls[bc->members[m]];
 
-			InferFragmentInit(&bc->frag, bc->fn, bc->model);
-			bc->ready = true;
-			MemoryContextSwitchTo(cxt);
+			if (!mc->ready)
+				setup_fragment(st, mc);
+			frags[m] = &mc->frag;
 		}
 		InferFragmentPickWorker(&bc->frag);
 		InferFragmentPushContext(&bc->frag);
-		part->req = InferFragmentSend(&bc->frag, part->nsent, part->row_ids,
-									  part->payloads, part->lens, &sent);
+		part->req = InferFragmentSendMany(frags, bc->nmembers, part->nsent,
+										  part->row_ids, part->payloads,
+										  part->lens, &sent);
 		InferFragmentPopContext(&bc->frag);
 		part->worker = bc->frag.worker;
-		st->bytes_sent += sent;
+		count_request(st->stats, part->worker, part->nsent, sent);
 	}
 	MemoryContextSwitchTo(oldcxt);
 
-	st->nbatches++;
-	st->nrows_sent += slot->nrows;
+	st->stats->nbatches++;
+	st->stats->nrows += slot->nrows;
 	st->ninflight++;
 	return true;
 }
@@ -466,7 +691,7 @@ receive(InferBatchState *st, BatchSlot *slot)
 		instr_time	start;
 		instr_time	waited;
 
-		if (part->req == NULL)
+		if (bc->leader != c || part->req == NULL)
 			continue;
 		bc->frag.worker = part->worker;
 		InferFragmentPushContext(&bc->frag);
@@ -474,24 +699,36 @@ receive(InferBatchState *st, BatchSlot *slot)
 		reply = InferClientWait(part->req);
 		INSTR_TIME_SET_CURRENT(waited);
 		INSTR_TIME_SUBTRACT(waited, start);
-		st->wait_ms += INSTR_TIME_GET_MILLISEC(waited);
-
-		part->rows = palloc(sizeof(InferRow) * part->nsent);
-		InferFragmentCollect(&bc->frag, reply, part->nsent, part->row_ids,
-							 part->rows);
-		for (int i = 0; i < part->nsent; i++)
-		{
-			int			r = part->row_of[i];
-
-			if (part->rows[i].result->ok)
-			{
-				part->values[r] = InferRowDatum(&bc->frag, &part->rows[i]);
-				part->isnull[r] = false;
-			}
-			else
-				part->failed[r] = &part->rows[i];
-		}
+		st->stats->wait_ms += INSTR_TIME_GET_MILLISEC(waited);
+		if (reply->header->result != NULL)
+			st->stats->compute_ms += reply->header->result->compute_ms;
 		InferFragmentPopContext(&bc->frag);
+
+		for (int m = 0; m < bc->nmembers; m++)
+		{
+			BatchCall  *mc = &st->calls[bc->members[m]];
+			BatchPart  *mp = &slot->parts[bc->members[m]];
+
+			mp->worker = part->worker;
+			mp->rows = palloc(sizeof(InferRow) * part->nsent);
+			mc->frag.worker = part->worker;
+			InferFragmentPushContext(&mc->frag);
+			InferFragmentCollectOf(&mc->frag, reply, mc->fragno, part->nsent,
+								   part->row_ids, mp->rows);
+			for (int i = 0; i < part->nsent; i++)
+			{
+				int			r = part->row_of[i];
+
+				if (mp->rows[i].result->ok)
+				{
+					mp->values[r] = InferRowDatum(&mc->frag, &mp->rows[i]);
+					mp->isnull[r] = false;
+				}
+				else
+					mp->failed[r] = &mp->rows[i];
+			}
+			InferFragmentPopContext(&mc->frag);
+		}
 	}
 	MemoryContextSwitchTo(oldcxt);
 	slot->received = true;
@@ -635,7 +872,8 @@ infer_batch_rescan(CustomScanState *node)
 /*
  * Appends "infer.classify(ppocr_cls)" for call c to buf: the function and
  * its model (a parameter as $n; infer.ocr and infer.detect_text name the
- * models of the infer.ocr_* settings).
+ * models of the infer.ocr_* settings); a chained call is shown as
+ * "infer.embed(minilm) <- infer.ocr(...)", the stage that runs first last.
  */
 static void
 describe_call(InferBatchState *st, FuncExpr *call, StringInfo buf)
@@ -656,6 +894,7 @@ describe_call(InferBatchState *st, FuncExpr *call, StringInfo buf)
 			break;
 		case INFER_FN_PREDICT:
 		case INFER_FN_CLASSIFY:
+		case INFER_FN_EMBED:
 			{
 				Node	   *model = linitial(call->args);
 
@@ -672,12 +911,198 @@ describe_call(InferBatchState *st, FuncExpr *call, StringInfo buf)
 			break;
 	}
 	appendStringInfoChar(buf, ')');
+
+	/* a chained call: " <- " and the stage before, which runs first */
+	if (list_length(call->args) == 2 && IsA(lsecond(call->args), FuncExpr) &&
+		InferPlannerFunction(((FuncExpr *) lsecond(call->args))->funcid) != INFER_FN_NONE)
+	{
+		appendStringInfoString(buf, " <- ");
+		describe_call(st, (FuncExpr *) lsecond(call->args), buf);
+	}
+}
+
+/*
+ * on_dsm_detach callback of the leader: adds the parallel workers'
+ * counters to worker_stats (in the node's memory) before the segment goes
+ * away; the workers are done by then.  A rescanned Gather may detach
+ * several segments in turn.
+ */
+static void
+shared_detach(dsm_segment *seg, Datum arg)
+{
+	InferBatchState *st = (InferBatchState *) DatumGetPointer(arg);
+	int			n;
+
+	if (st->shared == NULL)
+		return;
+	n = st->shared->nworkers;
+	if (st->worker_stats == NULL)
+		st->worker_stats = MemoryContextAllocZero(GetMemoryChunkContext(st),
+												  sizeof(BatchStats) * Max(n, 1));
+	else if (n > st->nworker_stats)
+	{
+		st->worker_stats = repalloc(st->worker_stats, sizeof(BatchStats) * n);
+		memset(&st->worker_stats[st->nworker_stats], 0,
+			   sizeof(BatchStats) * (n - st->nworker_stats));
+	}
+	st->nworker_stats = Max(st->nworker_stats, n);
+	for (int w = 0; w < n; w++)
+		stats_add(&st->worker_stats[w], &st->shared->stats[w]);
+	st->shared = NULL;
+	st->seg = NULL;
+}
+
+/*
+ * Memory context callback: the node's memory goes before the segment (an
+ * error, or the end of the node before the Gather's): no copy then.
+ */
+static void
+shared_forget(void *arg)
+{
+	InferBatchState *st = (InferBatchState *) arg;
+
+	if (st->seg != NULL)
+		cancel_on_dsm_detach(st->seg, shared_detach, PointerGetDatum(st));
+	st->seg = NULL;
+	st->shared = NULL;
+}
+
+/* EstimateDSMCustomScan: one BatchStats per parallel worker. */
+static Size
+infer_batch_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return add_size(offsetof(BatchShared, stats),
+					mul_size(sizeof(BatchStats), Max(pcxt->nworkers, 1)));
+}
+
+/*
+ * InitializeDSMCustomScan (leader): zeroes the workers' counters and
+ * arranges for their copy when the segment is detached.
+ */
+static void
+infer_batch_init_dsm(CustomScanState *node, ParallelContext *pcxt,
+					 void *coordinate)
+{
+	InferBatchState *st = (InferBatchState *) node;
+	BatchShared *shared = (BatchShared *) coordinate;
+
+	memset(shared, 0, infer_batch_estimate_dsm(node, pcxt));
+	shared->nworkers = pcxt->nworkers;
+	/* without a segment (no workers) there is nothing to copy */
+	if (pcxt->seg == NULL || st->shared != NULL)
+		return;
+	st->shared = shared;
+	st->seg = pcxt->seg;
+	on_dsm_detach(pcxt->seg, shared_detach, PointerGetDatum(st));
+	if (st->forget_shared.func == NULL)
+	{
+		st->forget_shared.func = shared_forget;
+		st->forget_shared.arg = st;
+		MemoryContextRegisterResetCallback(st->scan_cxt, &st->forget_shared);
+	}
+}
+
+/*
+ * ReInitializeDSMCustomScan (a rescan of the Gather): the counters keep
+ * adding up, as the leader's own do over rescans.
+ */
+static void
+infer_batch_reinit_dsm(CustomScanState *node, ParallelContext *pcxt,
+					   void *coordinate)
+{
+}
+
+/* InitializeWorkerCustomScan: this parallel worker counts in its slot. */
+static void
+infer_batch_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	InferBatchState *st = (InferBatchState *) node;
+	BatchShared *shared = (BatchShared *) coordinate;
+
+	if (ParallelWorkerNumber >= 0 && ParallelWorkerNumber < shared->nworkers)
+		st->stats = &shared->stats[ParallelWorkerNumber];
+}
+
+/* Adds the counters of b to a. */
+static void
+stats_add(BatchStats *a, const BatchStats *b)
+{
+	a->nbatches += b->nbatches;
+	a->nrows += b->nrows;
+	a->bytes += b->bytes;
+	a->wait_ms += b->wait_ms;
+	a->compute_ms += b->compute_ms;
+	for (int i = 0; i <= INFERBATCH_STATS_WORKERS; i++)
+	{
+		const BatchWorkerCount *wb = &b->workers[i];
+		BatchWorkerCount *wa = NULL;
+
+		if (wb->requests == 0)
+			continue;
+		if (i == INFERBATCH_STATS_WORKERS)
+			wa = &a->workers[INFERBATCH_STATS_WORKERS];
+		for (int j = 0; j < a->nworkers && wa == NULL; j++)
+			if (strcmp(a->workers[j].name, wb->name) == 0)
+				wa = &a->workers[j];
+		if (wa == NULL && a->nworkers < INFERBATCH_STATS_WORKERS)
+		{
+			wa = &a->workers[a->nworkers++];
+			strlcpy(wa->name, wb->name, NAMEDATALEN);
+		}
+		if (wa == NULL)
+			wa = &a->workers[INFERBATCH_STATS_WORKERS];
+		wa->requests += wb->requests;
+		wa->rows += wb->rows;
+	}
+}
+
+/*
+ * EXPLAIN's "Shared Input" line, when calls share their input (see
+ * BatchCall): for each group of more than one call, its functions joined
+ * by " + ", the groups by "; ".  The groups are those of the plan: the
+ * calls whose input expressions are equal() (a call whose model name
+ * turns out NULL at run time sends nothing).
+ */
+static void
+explain_shared_input(InferBatchState *st, CustomScan *cscan, ExplainState *es)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < st->ncalls; i++)
+	{
+		int			n = 0;
+
+		/* i leads its group when no earlier call has the same input */
+		for (int j = 0; j < i && n == 0; j++)
+			if (same_input(&st->calls[j], &st->calls[i]))
+				n = -1;
+		if (n < 0)
+			continue;
+		for (int j = i; j < st->ncalls; j++)
+			if (same_input(&st->calls[j], &st->calls[i]))
+				n++;
+		if (n < 2)
+			continue;
+		appendStringInfoString(&buf, buf.len > 0 ? "; " : "");
+		n = 0;
+		for (int j = i; j < st->ncalls; j++)
+			if (same_input(&st->calls[j], &st->calls[i]))
+				appendStringInfo(&buf, "%s%s", n++ > 0 ? " + " : "",
+								 InferFunctionName(st->calls[j].fn));
+	}
+	if (buf.len > 0)
+		ExplainPropertyText("Shared Input", buf.data, es);
+	pfree(buf.data);
 }
 
 /*
  * ExplainCustomScan: the fragments, batch size and in-flight limit; with
- * ANALYZE, the batches sent, their rows and mean size, the time spent
- * waiting for replies and the bytes sent.
+ * ANALYZE, summed over the processes of a parallel query: the batches
+ * sent, their rows and mean size, the requests and rows each inference
+ * worker got, the time spent waiting for replies, the workers' compute
+ * time and the bytes sent; and, in a parallel query, the batches of each
+ * process.
  */
 static void
 infer_batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
@@ -685,6 +1110,7 @@ infer_batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	InferBatchState *st = (InferBatchState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	StringInfoData buf;
+	BatchStats	total;
 
 	initStringInfo(&buf);
 	for (int i = 0; i < st->ncalls; i++)
@@ -695,20 +1121,53 @@ infer_batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 					  &buf);
 	}
 	ExplainPropertyText("Fragments", buf.data, es);
+	explain_shared_input(st, cscan, es);
 	ExplainPropertyInteger("Batch Size", NULL, infer_batch_size, es);
 	ExplainPropertyInteger("Max In Flight", NULL, infer_max_inflight, es);
 	if (st->limit_count != NULL)
 		ExplainPropertyText("Row Bound", "LIMIT", es);
-	if (es->analyze)
+	if (!es->analyze)
 	{
-		ExplainPropertyInteger("Batches", NULL, st->nbatches, es);
-		ExplainPropertyInteger("Rows Sent", NULL, st->nrows_sent, es);
-		ExplainPropertyFloat("Mean Batch Size", NULL,
-							 st->nbatches > 0 ?
-							 (double) st->nrows_sent / st->nbatches : 0.0,
-							 1, es);
-		ExplainPropertyFloat("Reply Wait", "ms", st->wait_ms, 3, es);
-		ExplainPropertyInteger("Bytes Sent", "bytes", st->bytes_sent, es);
+		pfree(buf.data);
+		return;
+	}
+
+	/* the leader's own counters, plus its parallel workers' */
+	total = st->local;
+	for (int w = 0; w < st->nworker_stats; w++)
+		stats_add(&total, &st->worker_stats[w]);
+
+	ExplainPropertyInteger("Batches", NULL, total.nbatches, es);
+	ExplainPropertyInteger("Rows Sent", NULL, total.nrows, es);
+	ExplainPropertyFloat("Mean Batch Size", NULL,
+						 total.nbatches > 0 ?
+						 (double) total.nrows / total.nbatches : 0.0,
+						 1, es);
+	resetStringInfo(&buf);
+	for (int i = 0; i <= INFERBATCH_STATS_WORKERS; i++)
+	{
+		BatchWorkerCount *wc = &total.workers[i];
+
+		if (wc->requests == 0)
+			continue;
+		appendStringInfo(&buf, "%s%s: " INT64_FORMAT " requests, " INT64_FORMAT " rows",
+						 buf.len > 0 ? "; " : "",
+						 i < INFERBATCH_STATS_WORKERS ? wc->name : "others",
+						 wc->requests, wc->rows);
+	}
+	ExplainPropertyText("Inference Workers", buf.len > 0 ? buf.data : "none",
+						es);
+	ExplainPropertyFloat("Reply Wait", "ms", total.wait_ms, 3, es);
+	ExplainPropertyFloat("Worker Compute", "ms", total.compute_ms, 3, es);
+	ExplainPropertyInteger("Bytes Sent", "bytes", total.bytes, es);
+	if (st->worker_stats != NULL)
+	{
+		resetStringInfo(&buf);
+		appendStringInfo(&buf, "leader " INT64_FORMAT, st->local.nbatches);
+		for (int w = 0; w < st->nworker_stats; w++)
+			appendStringInfo(&buf, ", worker %d " INT64_FORMAT, w,
+							 st->worker_stats[w].nbatches);
+		ExplainPropertyText("Batches per Process", buf.data, es);
 	}
 	pfree(buf.data);
 }

@@ -42,6 +42,7 @@ extern int	infer_max_pixels;
 extern char *infer_ocr_detector;
 extern char *infer_ocr_classifier;
 extern char *infer_ocr_recognizer;
+extern bool infer_text_truncate;
 
 extern void InferGucInit(void);
 
@@ -108,13 +109,20 @@ typedef enum InferFunction
 	INFER_FN_OCR,				/* infer.ocr(bytea) */
 	INFER_FN_DETECT_TEXT,		/* infer.detect_text(bytea) */
 	INFER_FN_PREDICT,			/* infer.predict(text, bytea) */
-	INFER_FN_CLASSIFY			/* infer.classify(text, bytea) */
+	INFER_FN_CLASSIFY,			/* infer.classify(text, bytea) */
+	INFER_FN_EMBED				/* infer.embed(text, text) */
 } InferFunction;
 
-/* One fragment to run: the function, its models, the worker of the
- * request being made (for messages). */
+/*
+ * One fragment to run: the function, its models, the worker of the
+ * request being made (for messages).  A chained fragment (prev set) takes
+ * each row's result of prev as its input instead of the row's payload:
+ * infer.embed('minilm', infer.ocr(img)) is the embed fragment with the
+ * ocr fragment as prev, sent as one Fragment with a next stage.
+ */
 typedef struct InferFragment
 {
+	struct InferFragment *prev; /* the stage before, or NULL */
 	InferFunction fn;
 	const char *funcname;		/* "infer.ocr", ... */
 	Pginfer__FragmentKind kind;
@@ -139,16 +147,28 @@ extern void InferFragmentPushContext(InferFragment *frag);
 extern void InferFragmentPopContext(InferFragment *frag);
 extern char *InferFragmentDescribe(const InferFragment *frag);
 extern void InferFragmentPickWorker(InferFragment *frag);
+extern InferFragment *InferFragmentChain(InferFragment *frag,
+										 InferFunction fn,
+										 const char *model);
 extern InferRequest *InferFragmentSend(InferFragment *frag, int nrows,
 									   const uint64 *row_ids,
 									   const void *const *payloads,
 									   const size_t *payload_lens,
 									   size_t *bytes_sent);
+extern InferRequest *InferFragmentSendMany(InferFragment **frags, int nfrags,
+										   int nrows, const uint64 *row_ids,
+										   const void *const *payloads,
+										   const size_t *payload_lens,
+										   size_t *bytes_sent);
 extern void InferFragmentCollect(InferFragment *frag, InferReply *reply,
 								 int nrows, const uint64 *row_ids,
 								 InferRow *rows);
+extern void InferFragmentCollectOf(InferFragment *frag, InferReply *reply,
+								   int fragment, int nrows,
+								   const uint64 *row_ids, InferRow *rows);
 extern void InferRowReportError(const InferRow *row, int elevel);
 extern Datum InferRowDatum(const InferFragment *frag, const InferRow *row);
+extern const char *InferTextPayload(text *input, size_t *len);
 
 /* ----------
  * ../planner/planner.c: the planner hook that puts InferBatch nodes in
@@ -174,7 +194,9 @@ typedef enum InferBatchPrivate
 
 /*
  * custom_exprs of an InferBatch: the NCALLS ML calls (FuncExprs whose
- * arguments are Vars of the child's output, OUTER_VAR), then the count
+ * arguments are Vars of the child's output, OUTER_VAR; a chained call,
+ * infer.embed('minilm', infer.ocr(img)), has the inner call as its input
+ * argument and runs as one fragment with a following stage), then the count
  * and offset of the LIMIT right above, or NULL (no row bound).
  * custom_scan_tlist: the child's columns (OUTER_VAR Vars) then the calls.
  */

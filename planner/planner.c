@@ -28,7 +28,19 @@
  *	  and offset, so it never reads more rows from P than the LIMIT needs.
  *	- when C has quals, the calls of its target list (which run only for
  *	  the rows that pass) are batched by a second InferBatch node above C
- *	  (batch_after_filter).
+ *	  (batch_after_filter);
+ *	- a nested call infer.embed('minilm', infer.ocr(img)) (infer.embed
+ *	  with a fixed model over infer.ocr or infer.classify, see
+ *	  call_is_chain) is ONE batched call: the worker runs it as one
+ *	  fragment with a following stage, so the image goes out once and the
+ *	  vector comes back, the text staying on the worker.  When the inner
+ *	  call is also needed on its own (SELECT infer.ocr(img),
+ *	  infer.embed('minilm', infer.ocr(img))), both are batched calls of C
+ *	  with the same input, sent in one request (see inferbatch.c), and the
+ *	  worker runs the OCR once for both.  Other nested calls are batched
+ *	  in two steps: the inner call by C, the outer one, whose argument is
+ *	  then a column of C, by a node above C; and so on while calls are
+ *	  left.
  *
  * C keeps P as its lefttree (so that EXPLAIN resolves OUTER_VAR through
  * it); custom_private holds Integers only and the calls live in
@@ -36,7 +48,29 @@
  * Statements other than SELECT and INSERT, those with data-modifying
  * CTEs, and those with row marks (FOR UPDATE), all of which may run
  * EvalPlanQual rechecks that the custom scan cannot serve, are left
- * alone, as are nodes under a Gather (InferBatch runs in the leader only).
+ * alone.
+ *
+ * Parallel query: the ML functions are PARALLEL SAFE, so PostgreSQL puts
+ * them in the partial plan under a Gather or Gather Merge, which every
+ * parallel worker (and the leader, when it participates) runs over its
+ * own share of the rows.  The rewrite treats nodes there like any other,
+ * parallel-aware scans and joins included (C only reads what P returns,
+ * so how P shares its relation between processes does not matter), and C
+ * is parallel safe when P was.  A C under a Gather is marked parallel
+ * aware: not to divide rows (P does that) but to get the dynamic shared
+ * memory in which each parallel worker leaves its EXPLAIN ANALYZE
+ * counters for the leader (inferbatch.c).  Each process batches its own
+ * rows with its own ZeroMQ sockets (client.c).
+ *
+ * JIT: PostgreSQL decides whether to JIT-compile a plan's expressions from
+ * its total cost, and an ML function's COST (10000 per call) makes nearly
+ * every query with ML calls over a few dozen rows pass jit_above_cost,
+ * although JIT cannot speed the calls up: it only adds its compile time
+ * (tens to hundreds of ms per statement) and LLVM's memory to the
+ * backend.  After the rewrite, the decision is made again from the cost
+ * without the calls that InferBatch nodes of the main plan tree make
+ * (their COST times cpu_operator_cost times the rows reaching the node);
+ * calls left per row, and those in subplans, still count.
  *
  * The ML functions are recognised by OID, looked up once per backend and
  * looked up again only when pg_proc changes (a syscache callback), and
@@ -51,10 +85,13 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/executor.h"
+#include "jit/jit.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
 #include "parser/parse_func.h"
@@ -65,13 +102,14 @@ static planner_hook_type prev_planner_hook = NULL;
 
 /* OIDs of the ML functions, indexed by InferFunction; see the banner. */
 static bool ml_valid = false;
-static Oid	ml_oids[INFER_FN_CLASSIFY + 1];
+static Oid	ml_oids[INFER_FN_EMBED + 1];
 
 /* State of one statement's rewrite. */
 typedef struct RewriteState
 {
 	int			next_node_id;	/* plan_node_id for the next new node */
-	int			gather_depth;	/* Gather nodes above the current node */
+	int			gather_depth;	/* Gather (Merge) nodes above this node */
+	double		batched_cost;	/* planner cost of the calls batched */
 } RewriteState;
 
 /* What collect_calls looks for and finds. */
@@ -90,6 +128,7 @@ typedef struct MapContext
 } MapContext;
 
 static int	list_index_of(List *list, Node *node);
+static bool model_arg_is_fixed(FuncExpr *call);
 static Plan *rewrite_plan(RewriteState *rs, Plan *plan, Limit *limit);
 static Plan *batch_node(RewriteState *rs, Plan *plan, Limit *limit);
 
@@ -118,6 +157,7 @@ ml_lookup(void)
 		{INFER_FN_DETECT_TEXT, "detect_text", 1, {BYTEAOID}},
 		{INFER_FN_PREDICT, "predict", 2, {TEXTOID, BYTEAOID}},
 		{INFER_FN_CLASSIFY, "classify", 2, {TEXTOID, BYTEAOID}},
+		{INFER_FN_EMBED, "embed", 2, {TEXTOID, TEXTOID}},
 	};
 	Oid			ext;
 
@@ -148,7 +188,7 @@ InferPlannerFunction(Oid funcid)
 {
 	if (!ml_valid)
 		ml_lookup();
-	for (int fn = INFER_FN_OCR; fn <= INFER_FN_CLASSIFY; fn++)
+	for (int fn = INFER_FN_OCR; fn <= INFER_FN_EMBED; fn++)
 		if (OidIsValid(ml_oids[fn]) && ml_oids[fn] == funcid)
 			return (InferFunction) fn;
 	return INFER_FN_NONE;
@@ -190,14 +230,9 @@ call_is_batchable(FuncExpr *call)
 	InferFunction fn = InferPlannerFunction(call->funcid);
 	Node	   *img;
 
-	if (fn == INFER_FN_PREDICT || fn == INFER_FN_CLASSIFY)
+	if (fn == INFER_FN_PREDICT || fn == INFER_FN_CLASSIFY || fn == INFER_FN_EMBED)
 	{
-		Node	   *model = linitial(call->args);
-
-		if (list_length(call->args) != 2)
-			return false;
-		if (!IsA(model, Const) &&
-			!(IsA(model, Param) && ((Param *) model)->paramkind == PARAM_EXTERN))
+		if (list_length(call->args) != 2 || !model_arg_is_fixed(call))
 			return false;
 		img = lsecond(call->args);
 	}
@@ -208,6 +243,51 @@ call_is_batchable(FuncExpr *call)
 		img = linitial(call->args);
 	}
 	return !contains_ml(img) && !contain_subplans(img);
+}
+
+/*
+ * Whether an ML call's model argument (predict, classify, embed) is a
+ * constant or a query parameter, so that one fragment serves every row.
+ */
+static bool
+model_arg_is_fixed(FuncExpr *call)
+{
+	Node	   *model = linitial(call->args);
+
+	return IsA(model, Const) ||
+		(IsA(model, Param) && ((Param *) model)->paramkind == PARAM_EXTERN);
+}
+
+/*
+ * Whether call is a chain the worker runs as one fragment with a
+ * following stage: infer.embed with a fixed model over a text-valued ML
+ * call (infer.ocr, infer.classify) that is itself batchable or a chain,
+ * in a database whose encoding is UTF-8 or SQL_ASCII, where the text
+ * reaches infer.embed with the same bytes as through the backend
+ * (elsewhere a per-row call converts it twice and may fail).
+ */
+static bool
+call_is_chain(FuncExpr *call)
+{
+	InferFunction fn = InferPlannerFunction(call->funcid);
+	FuncExpr   *inner;
+	InferFunction ifn;
+
+	if (fn != INFER_FN_EMBED || list_length(call->args) != 2 ||
+		!model_arg_is_fixed(call))
+		return false;
+	if (!IsA(lsecond(call->args), FuncExpr))
+		return false;
+	inner = (FuncExpr *) lsecond(call->args);
+	ifn = InferPlannerFunction(inner->funcid);
+	if (ifn != INFER_FN_OCR && ifn != INFER_FN_CLASSIFY)
+		return false;
+	if (inner->funcresulttype != TEXTOID)
+		return false;
+	if (GetDatabaseEncoding() != PG_UTF8 &&
+		GetDatabaseEncoding() != PG_SQL_ASCII)
+		return false;
+	return call_is_batchable(inner) || call_is_chain(inner);
 }
 
 /*
@@ -260,8 +340,18 @@ collect_calls_walker(Node *node, CollectContext *context)
 		return false;
 	if (is_ml_call(node))
 	{
-		if (!context->conditional && call_is_batchable((FuncExpr *) node) &&
-			!list_member(context->calls, node))
+		if (!call_is_batchable((FuncExpr *) node) &&
+			!call_is_chain((FuncExpr *) node))
+		{
+			/*
+			 * Its arguments run whenever it runs: an ML call among them (a
+			 * nested call) is batched here, and the outer call by the next
+			 * node up (see rewrite_plan).
+			 */
+			return expression_tree_walker(node, collect_calls_walker,
+										  (void *) context);
+		}
+		if (!context->conditional && !list_member(context->calls, node))
 			context->calls = lappend(context->calls, node);
 		return false;
 	}
@@ -347,6 +437,64 @@ list_index_of(List *list, Node *node)
 		if (equal(lfirst(lc), node))
 			return foreach_current_index(lc);
 	return -1;
+}
+
+/*
+ * The planner's cost of one evaluation of an ML call: the function's
+ * COST (pg_proc.procost) in units of cpu_operator_cost, as
+ * add_function_cost counts it; its arguments are not counted.
+ */
+static double
+call_cost(FuncExpr *call)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(call->funcid));
+	double		cost = 0.0;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		cost = ((Form_pg_proc) GETSTRUCT(tuple))->procost * cpu_operator_cost;
+		ReleaseSysCache(tuple);
+	}
+	return cost;
+}
+
+/* call_cost of a batched call and of the stages chained under it. */
+static double
+chain_cost(FuncExpr *call)
+{
+	double		cost = call_cost(call);
+
+	if (list_length(call->args) == 2 && is_ml_call(lsecond(call->args)))
+		cost += chain_cost((FuncExpr *) lsecond(call->args));
+	return cost;
+}
+
+/*
+ * Makes standard_planner's JIT decision for stmt again, from its total
+ * cost less ml_cost (the batched calls' cost, see the banner).  Only ever
+ * turns JIT off or down, never on.
+ */
+static void
+redo_jit_decision(PlannedStmt *stmt, double ml_cost)
+{
+	double		cost = stmt->planTree->total_cost - ml_cost;
+	int			flags = PGJIT_NONE;
+
+	if (!(stmt->jitFlags & PGJIT_PERFORM) || ml_cost <= 0.0)
+		return;
+	if (jit_above_cost >= 0 && cost > jit_above_cost)
+	{
+		flags |= PGJIT_PERFORM;
+		if (jit_optimize_above_cost >= 0 && cost > jit_optimize_above_cost)
+			flags |= PGJIT_OPT3;
+		if (jit_inline_above_cost >= 0 && cost > jit_inline_above_cost)
+			flags |= PGJIT_INLINE;
+		if (jit_expressions)
+			flags |= PGJIT_EXPR;
+		if (jit_tuple_deforming)
+			flags |= PGJIT_DEFORM;
+	}
+	stmt->jitFlags &= flags;
 }
 
 #if defined(USE_ASSERT_CHECKING) || defined(PG_INFER_CHECK_PLANS)
@@ -493,6 +641,9 @@ batch_node(RewriteState *rs, Plan *plan, Limit *limit)
 		exprs = lappend(exprs, NULL);
 	}
 
+	foreach(lc, cc.calls)
+		rs->batched_cost += chain_cost(lfirst(lc)) * plan->plan_rows;
+
 	cscan = makeNode(CustomScan);
 	mc.calls = cc.calls;
 	mc.varno = INDEX_VAR;
@@ -503,8 +654,9 @@ batch_node(RewriteState *rs, Plan *plan, Limit *limit)
 	cscan->scan.plan.total_cost = plan->total_cost;
 	cscan->scan.plan.plan_rows = plan->plan_rows;
 	cscan->scan.plan.plan_width = plan->plan_width;
-	cscan->scan.plan.parallel_aware = false;
-	cscan->scan.plan.parallel_safe = false;
+	/* parallel aware for the shared counters only: see the banner */
+	cscan->scan.plan.parallel_aware = rs->gather_depth > 0;
+	cscan->scan.plan.parallel_safe = plan->parallel_safe;
 	cscan->scan.plan.async_capable = false;
 	cscan->scan.plan.plan_node_id = rs->next_node_id++;
 	cscan->scan.plan.initPlan = plan->initPlan;
@@ -566,6 +718,7 @@ batch_after_filter(RewriteState *rs, CustomScan *c1, Limit *limit)
 	proj->plan.total_cost = c1->scan.plan.total_cost;
 	proj->plan.plan_rows = c1->scan.plan.plan_rows;
 	proj->plan.plan_width = c1->scan.plan.plan_width;
+	proj->plan.parallel_safe = c1->scan.plan.parallel_safe;
 	proj->plan.plan_node_id = rs->next_node_id++;
 	proj->plan.extParam = bms_copy(c1->scan.plan.extParam);
 	proj->plan.allParam = bms_copy(c1->scan.plan.allParam);
@@ -647,7 +800,7 @@ rewrite_plan(RewriteState *rs, Plan *plan, Limit *limit)
 		return NULL;
 	check_stack_depth();
 
-	/* nothing under a Gather: InferBatch runs in the leader only */
+	/* the nodes under a Gather run in every process of the parallel query */
 	gather = IsA(plan, Gather) || IsA(plan, GatherMerge);
 	rs->gather_depth += gather ? 1 : 0;
 	plan->lefttree = rewrite_plan(rs, plan->lefttree,
@@ -672,12 +825,24 @@ rewrite_plan(RewriteState *rs, Plan *plan, Limit *limit)
 			break;
 	}
 	rs->gather_depth -= gather ? 1 : 0;
-	if (can_batch(plan) && rs->gather_depth == 0 && !plan->parallel_aware)
+	if (can_batch(plan))
 	{
 		Plan	   *batched = batch_node(rs, plan, limit);
 
-		if (batched != plan && batched->qual != NIL)
-			batched = batch_after_filter(rs, (CustomScan *) batched, limit);
+		/*
+		 * The calls left in the target list of the node just made (those
+		 * after its quals, and calls over a nested call's result) go to
+		 * another node above it, until none is left.
+		 */
+		while (batched != plan)
+		{
+			Plan	   *above = batch_after_filter(rs, (CustomScan *) batched,
+												   limit);
+
+			if (above == batched)
+				break;
+			batched = above;
+		}
 		return batched;
 	}
 	return plan;
@@ -786,16 +951,19 @@ infer_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (!OidIsValid(ml_oids[INFER_FN_OCR]) &&
 		!OidIsValid(ml_oids[INFER_FN_DETECT_TEXT]) &&
 		!OidIsValid(ml_oids[INFER_FN_PREDICT]) &&
-		!OidIsValid(ml_oids[INFER_FN_CLASSIFY]))
+		!OidIsValid(ml_oids[INFER_FN_CLASSIFY]) &&
+		!OidIsValid(ml_oids[INFER_FN_EMBED]))
 		return stmt;
 
 	rs.gather_depth = 0;
+	rs.batched_cost = 0.0;
 	rs.next_node_id = max_node_id(stmt->planTree);
 	foreach(lc, stmt->subplans)
 		rs.next_node_id = Max(rs.next_node_id, max_node_id(lfirst(lc)));
 	rs.next_node_id++;
 
 	stmt->planTree = rewrite_plan(&rs, stmt->planTree, NULL);
+	redo_jit_decision(stmt, rs.batched_cost);
 	foreach(lc, stmt->subplans)
 		lfirst(lc) = rewrite_plan(&rs, lfirst(lc), NULL);
 

@@ -260,35 +260,36 @@ SELECT infer.create_model('ppocr_rec', 'ch_PP-OCRv4_rec_infer.onnx',
 -- VOLATILE: each call asks a remote worker, whose models can change, and
 -- the planner must not run one while planning (it may evaluate STABLE
 -- functions with constant arguments to estimate selectivity).
--- PARALLEL RESTRICTED: the calls read the registries and keep sockets in
--- the leader.  COST 10000: cheap quals run first.
+-- PARALLEL SAFE: a parallel worker reads the registries itself and opens
+-- its own ZeroMQ sockets (each process batches the rows it reads; see
+-- docs/sql.md).  COST 10000: cheap quals run first.
 -- ---------------------------------------------------------------------
 
 CREATE FUNCTION infer.ocr(img bytea)
 RETURNS text
 AS 'MODULE_PATHNAME', 'infer_ocr'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED COST 10000;
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE COST 10000;
 COMMENT ON FUNCTION infer.ocr(bytea) IS
 	'text lines of an image (PNG, JPEG), in reading order, joined by newlines';
 
 CREATE FUNCTION infer.detect_text(img bytea)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'infer_detect_text'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED COST 10000;
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE COST 10000;
 COMMENT ON FUNCTION infer.detect_text(bytea) IS
 	'text boxes of an image with their scores, as a JSON array';
 
 CREATE FUNCTION infer.predict(model text, img bytea)
 RETURNS real[]
 AS 'MODULE_PATHNAME', 'infer_predict'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED COST 10000;
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE COST 10000;
 COMMENT ON FUNCTION infer.predict(text, bytea) IS
 	'first output of a registered image model, flattened';
 
 CREATE FUNCTION infer.classify(model text, img bytea)
 RETURNS text
 AS 'MODULE_PATHNAME', 'infer_classify'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED COST 10000;
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE COST 10000;
 COMMENT ON FUNCTION infer.classify(text, bytea) IS
 	'label of the top class of a registered classify model';
 
@@ -305,3 +306,34 @@ REVOKE EXECUTE ON FUNCTION infer.add_worker(text, text),
 	infer.create_model(text, text, text, int, int, real[], real[], text,
 					   text, text[], text, text),
 	infer.drop_model(text) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------
+-- Text models: sentence embeddings and their similarity
+--
+-- infer.embed sends its text to a worker in UTF-8 (converted from the
+-- database encoding); a text longer than the model takes is cut, with a
+-- NOTICE once per statement, or refused when infer.text_truncate is off.
+-- VOLATILE and COST 10000 as the functions above.  infer.similarity is
+-- plain arithmetic: IMMUTABLE.
+-- ---------------------------------------------------------------------
+
+-- all-MiniLM-L6-v2 (sentence-transformers, 384 dimensions), which `make
+-- models` exports into the models' minilm/ folder with its vocab.txt and
+-- a model.json (max_seq_length, lower-casing, mean pooling, normalised).
+SELECT infer.create_model('minilm', 'minilm/model.onnx', 'embed_text');
+SELECT pg_catalog.pg_extension_config_dump('infer.model_registry',
+	$$WHERE name NOT IN ('ppocr_det', 'ppocr_cls', 'ppocr_rec', 'minilm')$$);
+
+CREATE FUNCTION infer.embed(model text, input text)
+RETURNS real[]
+AS 'MODULE_PATHNAME', 'infer_embed'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE COST 10000;
+COMMENT ON FUNCTION infer.embed(text, text) IS
+	'sentence embedding of a text by a registered embed_text model';
+
+CREATE FUNCTION infer.similarity(a real[], b real[])
+RETURNS real
+AS 'MODULE_PATHNAME', 'infer_similarity'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION infer.similarity(real[], real[]) IS
+	'cosine similarity of two vectors of the same length';

@@ -4,8 +4,11 @@
 # files of each DIR into a table, runs
 #     SELECT name, infer.ocr(img) FROM demo_images
 # and prints name, character error rate against the folder's manifest.tsv
-# (where there is one) and the recognised text, then the mean CER.  Stops
-# what it started, also on failure.
+# (where there is one) and the recognised text, then the mean CER.  Before
+# that report, tools/demo_search.sh runs semantic search in SQL (infer.embed,
+# infer.similarity) over paragraphs of the PostgreSQL manual and over the
+# OCR output, and prints the top hits; the mean CER stays the last line.
+# Stops what it started, also on failure.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 [ "$#" -gt 0 ] || set -- "$top/../shared/data/ocr" "$top/build/real-images"
@@ -28,4 +31,5 @@ SQL
 SECONDS=0
 psql -X -q -v ON_ERROR_STOP=1 -c "\\copy (SELECT name, infer.ocr(img), truth, has_truth FROM demo_images ORDER BY name) TO '$tmp/ocr.csv' WITH (FORMAT csv)"
 echo "demo: $(psql -X -At -c 'SELECT count(*) FROM demo_images') images read in $SECONDS s" >&2
+"$top/tools/demo_search.sh" "$tmp/ocr.csv"
 python3 "$top/tools/demo_report.py" <"$tmp/ocr.csv"

@@ -3,7 +3,8 @@
 # demonstrate pg_infer.  Idempotent: each step checks before it acts.
 #   1. Debian packages (PostgreSQL 15 server and server-dev, ZeroMQ,
 #      protobuf-c, ONNX's proto and node tests, OpenBLAS, libjpeg-turbo,
-#      libpng, libexif, and the packages that carry the real demo images);
+#      libpng, libexif, the packages that carry the real demo images, and
+#      PostgreSQL's manual, the text corpus of the semantic-search demo);
 #   2. the Python tools (ONNX Runtime, RapidOCR) in build/venv;
 #   3. the models (tools/fetch_models.sh) in build/models;
 #   4. the real demo images in build/real-images, with their ground truth.
@@ -17,7 +18,7 @@ packages=(
 	libzmq3-dev protobuf-c-compiler libprotobuf-c-dev
 	libonnx-dev libonnx-testdata
 	libopenblas-dev libjpeg62-turbo-dev libpng-dev libexif-dev
-	opencv-doc python3-skimage
+	opencv-doc python3-skimage postgresql-doc-15
 )
 
 missing=()

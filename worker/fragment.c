@@ -32,6 +32,7 @@
 #include "worker/log.h"
 #include "worker/ocr.h"
 #include "worker/preprocess.h"
+#include "worker/text.h"
 
 /* What prepare() resolves once per request. */
 typedef struct frag_plan
@@ -64,6 +65,8 @@ fragment_kind_name(Pginfer__FragmentKind kind)
 			return "predict";
 		case PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY:
 			return "classify";
+		case PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT:
+			return "embed_text";
 		default:
 			return "unknown";
 	}
@@ -93,6 +96,7 @@ fragment_result_new(int n_rows)
 	if (r == NULL)
 		goto fail;
 	r->n_rows = n_rows;
+	r->n_fragments = 1;
 	r->rows = calloc(n, sizeof(*r->rows));
 	r->row_ptrs = calloc(n, sizeof(*r->row_ptrs));
 	r->values = calloc(n, sizeof(*r->values));
@@ -163,10 +167,10 @@ dup_field(const char *s)
 	return d != NULL ? d : (char *) protobuf_c_empty_string;
 }
 
-/* Marks row i failed with the given error fields. */
-static void
-row_error(fragment_result *r, int i, const char *sqlstate, const char *message,
-		  const char *detail, const char *hint)
+/* Marks row i failed with the given error fields; see fragment.h. */
+void
+fragment_row_error(fragment_result *r, int i, const char *sqlstate,
+				   const char *message, const char *detail, const char *hint)
 {
 	Pginfer__RowResult *row = &r->rows[i];
 
@@ -381,6 +385,8 @@ prepare(model_cache *mc, const Pginfer__RunFragment *run, frag_plan *p,
 		case PGINFER__FRAGMENT_KIND__FRAG_PREDICT:
 		case PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY:
 			return prepare_image_model(mc, frag, p, sqlstate, err, errlen);
+		case PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT:
+			return 0;			/* text_run() resolves its own model */
 		default:
 			snprintf(err, errlen, "unknown fragment kind %d", (int) frag->kind);
 			return -1;
@@ -398,17 +404,17 @@ row_decode_error(fragment_result *r, int i, image_status st, const char *derr,
 	{
 		snprintf(msg, sizeof(msg), "image is larger than the limit of %lld pixels",
 				 (long long) max_pixels);
-		row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, derr,
-				  "Downscale the image, or raise the worker's --max-pixels.");
+		fragment_row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, derr,
+						   "Downscale the image, or raise the worker's --max-pixels.");
 	}
 	else if (st == IMAGE_ERR_NOMEM)
-		row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY,
-				  "out of memory decoding image", derr, NULL);
+		fragment_row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY,
+						   "out of memory decoding image", derr, NULL);
 	else
 	{
 		snprintf(msg, sizeof(msg), "invalid image: %s", image_status_name(st));
-		row_error(r, i, PGINFER_SQLSTATE_BAD_IMAGE, msg, derr,
-				  "The value must be the complete bytes of a JPEG or PNG file.");
+		fragment_row_error(r, i, PGINFER_SQLSTATE_BAD_IMAGE, msg, derr,
+						   "The value must be the complete bytes of a JPEG or PNG file.");
 	}
 }
 
@@ -624,14 +630,14 @@ row_run_failed(const frag_plan *p, fragment_result *r, int i,
 	if (strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) == 0)
 	{
 		snprintf(msg, sizeof(msg), "out of memory running model \"%s\"", p->spec->file);
-		row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY, msg, err, NULL);
+		fragment_row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY, msg, err, NULL);
 	}
 	else
 	{
 		snprintf(msg, sizeof(msg), "image too small for model \"%s\": %s",
 				 p->spec->file, err);
-		row_error(r, i, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
-				  "Give the model an input size, or pass a larger image.");
+		fragment_row_error(r, i, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
+						   "Give the model an input size, or pass a larger image.");
 	}
 	*sqlstate = PGINFER_SQLSTATE_INTERNAL;
 	err[0] = '\0';
@@ -808,8 +814,8 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 			snprintf(msg, sizeof(msg), "image too large for model \"%s\": a %dx%d input "
 					 "exceeds this worker's limit of %d pixels a side",
 					 p->spec->file, w, h, FRAGMENT_MAX_INPUT_SIDE);
-			row_error(r, i, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
-					  "Give the model an input size, or downscale the image.");
+			fragment_row_error(r, i, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
+							   "Give the model an input size, or downscale the image.");
 			image_destroy(&img);
 			continue;
 		}
@@ -893,17 +899,17 @@ run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
 
 	if (ocr_run(&p->ocr, &p->params, img, detect_only, &res, lerr, sizeof(lerr)) != 0)
 	{
-		row_error(r, i, strstr(lerr, "out of memory") != NULL ?
-				  PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL,
-				  "text recognition failed", lerr, NULL);
+		fragment_row_error(r, i, strstr(lerr, "out of memory") != NULL ?
+						   PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL,
+						   "text recognition failed", lerr, NULL);
 		return 0;
 	}
 	s = detect_only ? ocr_result_json(res) : ocr_result_text(res);
 	ocr_result_destroy(&res);
 	if (s == NULL)
 	{
-		row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY, "out of memory",
-				  "Formatting the row's result failed.", NULL);
+		fragment_row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY, "out of memory",
+						   "Formatting the row's result failed.", NULL);
 		return 0;
 	}
 	if (detect_only)
@@ -914,13 +920,17 @@ run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
 	return 0;
 }
 
-/* Runs run over its rows into *out; see fragment.h. */
-int
-fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
-			 const void *const *rows, const size_t *rows_len, int n_rows,
-			 int64_t max_pixels, int max_batch, volatile sig_atomic_t *stop,
-			 fragment_result **out,
-			 const char **sqlstate, char *err, size_t errlen)
+/*
+ * Runs run->fragment as one stage (its next is not looked at) over n_rows
+ * payloads into *out: one RowResult per row, in request order.  As
+ * fragment_run otherwise.
+ */
+static int
+run_stage(model_cache *mc, const Pginfer__RunFragment *run,
+		  const void *const *rows, const size_t *rows_len, int n_rows,
+		  int64_t max_pixels, int max_batch, volatile sig_atomic_t *stop,
+		  fragment_result **out,
+		  const char **sqlstate, char *err, size_t errlen)
 {
 	fragment_result *r = NULL;
 	frag_plan	plan;
@@ -943,6 +953,16 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
 		snprintf(err, errlen, "out of memory for %d rows", n_rows);
 		goto fail;
+	}
+
+	if (plan.kind == PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT)
+	{
+		if (text_run(mc, run, rows, rows_len, n_rows, max_batch, stop, r,
+					 sqlstate, err, errlen) != 0)
+			goto fail;
+		r->compute_ms = now_ms() - t0;
+		*out = r;
+		return 0;
 	}
 
 	if (plan.kind == PGINFER__FRAGMENT_KIND__FRAG_PREDICT ||
@@ -990,4 +1010,295 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 fail:
 	fragment_result_destroy(&r);
 	return -1;
+}
+
+/* Whether a fragment of kind `next` can take each row's result of `kind`. */
+static int
+stage_can_follow(Pginfer__FragmentKind kind, Pginfer__FragmentKind next)
+{
+	int			gives_text = kind == PGINFER__FRAGMENT_KIND__FRAG_OCR ||
+		kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY;
+
+	return gives_text && next == PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT;
+}
+
+/*
+ * Moves row j of src (its fields and values) into row i of dst, freeing
+ * what row i held; row j of src is left empty.
+ */
+static void
+move_row(fragment_result *dst, int i, fragment_result *src, int j)
+{
+	Pginfer__RowResult init = PGINFER__ROW_RESULT__INIT;
+	Pginfer__RowResult *d = &dst->rows[i];
+
+	free_field(&d->sqlstate);
+	free_field(&d->message);
+	free_field(&d->detail);
+	free_field(&d->hint);
+	free_field(&d->text);
+	free_field(&d->json);
+	free(dst->values[i]);
+	*d = src->rows[j];
+	dst->values[i] = src->values[j];
+	dst->n_values[i] = src->n_values[j];
+	src->rows[j] = init;
+	src->values[j] = NULL;
+	src->n_values[j] = 0;
+}
+
+/*
+ * Copies row j of src into row i of dst (which is empty), strings and
+ * values duplicated; -1 when memory runs out.
+ */
+static int
+copy_row(fragment_result *dst, int i, const fragment_result *src, int j)
+{
+	const Pginfer__RowResult *s = &src->rows[j];
+	Pginfer__RowResult *d = &dst->rows[i];
+
+	*d = *s;
+	d->sqlstate = dup_field(s->sqlstate);
+	d->message = dup_field(s->message);
+	d->detail = dup_field(s->detail);
+	d->hint = dup_field(s->hint);
+	d->text = dup_field(s->text);
+	d->json = dup_field(s->json);
+	dst->n_values[i] = src->n_values[j];
+	if (src->values[j] != NULL)
+	{
+		dst->values[i] = malloc(src->n_values[j] * sizeof(float) + 1);
+		if (dst->values[i] == NULL)
+			return -1;
+		memcpy(dst->values[i], src->values[j], src->n_values[j] * sizeof(float));
+	}
+	/* dup_field gives "" for a string it cannot copy */
+	if ((s->text[0] != '\0' && d->text[0] == '\0') ||
+		(s->json[0] != '\0' && d->json[0] == '\0'))
+		return -1;
+	return 0;
+}
+
+/*
+ * Runs the stages after the first of frag (frag->next, ...) over r, the
+ * first stage's result over rows with row_ids: each stage takes the text
+ * of the rows that are ok and replaces them with its own answer; rows
+ * that failed keep their error.  -1 with sqlstate/err when a stage fails
+ * as a whole or cannot follow the one before (22023).
+ */
+static int
+run_next_stages(model_cache *mc, const Pginfer__RunFragment *run,
+				const Pginfer__Fragment *frag, fragment_result *r,
+				int64_t max_pixels, int max_batch, volatile sig_atomic_t *stop,
+				const char **sqlstate, char *err, size_t errlen)
+{
+	int			n = r->n_rows;
+	int		   *idx = calloc(n > 0 ? (size_t) n : 1, sizeof(int));
+	uint64_t   *ids = calloc(n > 0 ? (size_t) n : 1, sizeof(uint64_t));
+	const void **texts = calloc(n > 0 ? (size_t) n : 1, sizeof(void *));
+	size_t	   *lens = calloc(n > 0 ? (size_t) n : 1, sizeof(size_t));
+	fragment_result *r2 = NULL;
+	int			rc = -1;
+
+	if (idx == NULL || ids == NULL || texts == NULL || lens == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory for a %d-row chain", n);
+		goto done;
+	}
+	for (const Pginfer__Fragment *prev = frag, *next = frag->next; next != NULL;
+		 prev = next, next = next->next)
+	{
+		Pginfer__RunFragment stage = *run;
+		int			m = 0;
+
+		if (!stage_can_follow(prev->kind, next->kind))
+		{
+			*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+			snprintf(err, errlen, "stage %s cannot follow stage %s in a chained fragment",
+					 fragment_kind_name(next->kind), fragment_kind_name(prev->kind));
+			goto done;
+		}
+		for (int i = 0; i < n; i++)
+		{
+			if (!r->rows[i].ok)
+				continue;
+			idx[m] = i;
+			ids[m] = r->rows[i].row_id;
+			texts[m] = r->rows[i].text;
+			lens[m] = strlen(r->rows[i].text);
+			m++;
+		}
+		stage.fragment = (Pginfer__Fragment *) next;
+		stage.n_row_ids = (size_t) m;
+		stage.row_ids = ids;
+		stage.n_more_fragments = 0;
+		if (run_stage(mc, &stage, texts, lens, m, max_pixels, max_batch, stop,
+					  &r2, sqlstate, err, errlen) != 0)
+			goto done;
+		for (int j = 0; j < m; j++)
+			move_row(r, idx[j], r2, j);
+		r->model_runs += r2->model_runs;
+		fragment_result_destroy(&r2);
+	}
+	rc = 0;
+
+done:
+	fragment_result_destroy(&r2);
+	free(idx);
+	free(ids);
+	free(texts);
+	free(lens);
+	return rc;
+}
+
+/*
+ * The fragment f of run: 0 is run->fragment, i > 0 more_fragments[i - 1].
+ */
+static const Pginfer__Fragment *
+nth_fragment(const Pginfer__RunFragment *run, size_t f)
+{
+	return f == 0 ? run->fragment : run->more_fragments[f - 1];
+}
+
+/*
+ * Whether fragment a, a single stage, is the first stage of b: equal
+ * packed bytes once b's next is left out.
+ */
+static int
+same_first_stage(const Pginfer__Fragment *a, const Pginfer__Fragment *b)
+{
+	Pginfer__Fragment b1 = *b;
+	size_t		la,
+				lb;
+	uint8_t    *pa,
+			   *pb;
+	int			same = 0;
+
+	if (a->next != NULL)
+		return 0;
+	b1.next = NULL;
+	la = pginfer__fragment__get_packed_size(a);
+	lb = pginfer__fragment__get_packed_size(&b1);
+	if (la != lb)
+		return 0;
+	pa = malloc(la + 1);
+	pb = malloc(lb + 1);
+	if (pa != NULL && pb != NULL)
+	{
+		pginfer__fragment__pack(a, pa);
+		pginfer__fragment__pack(&b1, pb);
+		same = memcmp(pa, pb, la) == 0;
+	}
+	free(pa);
+	free(pb);
+	return same;
+}
+
+/* Runs run over its rows into *out; see fragment.h. */
+int
+fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
+			 const void *const *rows, const size_t *rows_len, int n_rows,
+			 int64_t max_pixels, int max_batch, volatile sig_atomic_t *stop,
+			 fragment_result **out,
+			 const char **sqlstate, char *err, size_t errlen)
+{
+	size_t		nf = 1 + run->n_more_fragments;
+	fragment_result **parts = NULL;
+	fragment_result *r = NULL;
+	double		t0 = now_ms();
+	int			rc = -1;
+
+	*out = NULL;
+	*sqlstate = PGINFER_SQLSTATE_PROTOCOL;
+	if (run->fragment == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+		snprintf(err, errlen, "run-fragment request has no fragment");
+		return -1;
+	}
+	if (n_rows < 0 || (size_t) n_rows != run->n_row_ids)
+	{
+		snprintf(err, errlen, "request has %zu row ids but %d row frames",
+				 run->n_row_ids, n_rows);
+		return -1;
+	}
+	for (size_t f = 1; f < nf; f++)
+		if (nth_fragment(run, f) == NULL)
+		{
+			snprintf(err, errlen, "fragment %zu of the request is empty", f);
+			return -1;
+		}
+	parts = calloc(nf, sizeof(*parts));
+	if (parts == NULL)
+		goto oom;
+
+	for (size_t f = 0; f < nf; f++)
+	{
+		const Pginfer__Fragment *frag = nth_fragment(run, f);
+		Pginfer__RunFragment one = *run;
+		size_t		g;
+
+		one.fragment = (Pginfer__Fragment *) frag;
+		one.n_more_fragments = 0;
+		/* a chain whose first stage is an earlier fragment starts from its rows */
+		for (g = 0; g < f; g++)
+			if (frag->next != NULL && same_first_stage(nth_fragment(run, g), frag))
+				break;
+		if (g < f)
+		{
+			parts[f] = fragment_result_new(n_rows);
+			if (parts[f] == NULL)
+				goto oom;
+			for (int i = 0; i < n_rows; i++)
+				if (copy_row(parts[f], i, parts[g], i) != 0)
+					goto oom;
+			log_debug("fragment %zu: first stage taken from fragment %zu", f, g);
+		}
+		else if (run_stage(mc, &one, rows, rows_len, n_rows, max_pixels,
+						   max_batch, stop, &parts[f], sqlstate, err, errlen) != 0)
+			goto done;
+		if (frag->next != NULL &&
+			run_next_stages(mc, &one, frag, parts[f], max_pixels, max_batch,
+							stop, sqlstate, err, errlen) != 0)
+			goto done;
+	}
+
+	if (nf == 1)
+	{
+		r = parts[0];
+		parts[0] = NULL;
+	}
+	else
+	{
+		/* fragment-major: the rows of fragment 0, then of fragment 1, ... */
+		r = fragment_result_new(n_rows * (int) nf);
+		if (r == NULL)
+			goto oom;
+		for (size_t f = 0; f < nf; f++)
+		{
+			for (int i = 0; i < n_rows; i++)
+			{
+				move_row(r, (int) f * n_rows + i, parts[f], i);
+				r->rows[(int) f * n_rows + i].fragment = (uint32_t) f;
+			}
+			r->model_runs += parts[f]->model_runs;
+		}
+	}
+	r->n_fragments = (int) nf;
+	r->compute_ms = now_ms() - t0;
+	*out = r;
+	r = NULL;
+	rc = 0;
+	goto done;
+
+oom:
+	*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+	snprintf(err, errlen, "out of memory for %d rows of %zu fragments", n_rows, nf);
+done:
+	for (size_t f = 0; parts != NULL && f < nf; f++)
+		fragment_result_destroy(&parts[f]);
+	free(parts);
+	fragment_result_destroy(&r);
+	return rc;
 }

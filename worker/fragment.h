@@ -15,6 +15,9 @@
  *	  FRAG_PREDICT		models[0] an image model with one NCHW float input;
  *						values = its first output, n_values of them
  *	  FRAG_CLASSIFY		as PREDICT, then text = labels[argmax]
+ *	  FRAG_EMBED_TEXT	models[0] a text model (worker/text.h); rows are
+ *						UTF-8 text; values = the row's embedding,
+ *						truncated / n_tokens set
  *
  * FRAG_PREDICT and FRAG_CLASSIFY run batched: the rows whose preprocessed
  * input has the same shape (all of them, for a model with a fixed input
@@ -25,6 +28,17 @@
  * FRAG_OCR and FRAG_DETECT_TEXT run each image through the whole pipeline
  * on its own (detector inputs differ in size; the recogniser's batches
  * within an image keep their composition, so the text is the same).
+ *
+ * Chains and shared input: a Fragment with `next` runs its first stage
+ * over the rows, then each following stage over the text results of the
+ * rows still ok (FRAG_OCR or FRAG_CLASSIFY text into FRAG_EMBED_TEXT;
+ * another pair fails the request with 22023); a row keeps the first
+ * error it met, and the row's answer is the last stage's.  A request with
+ * more_fragments runs each fragment over the same rows and its result
+ * holds n_fragments blocks of rows, fragment-major, each RowResult with
+ * its fragment index; a chain whose first stage equals an earlier
+ * single-stage fragment of the request starts from that fragment's rows
+ * instead of running the stage again.
  *
  * A row that cannot be decoded (22P03), is over the pixel limit (54000) or
  * fails inside a pipeline stage gets ok = false with sqlstate, message,
@@ -67,9 +81,11 @@ typedef struct fragment_result
 	size_t	   *n_values;		/* n_rows */
 	double		compute_ms;		/* wall time of the whole fragment */
 	int			model_runs;		/* ie_model_run calls (PREDICT, CLASSIFY) */
+	int			n_fragments;	/* fragments of the request (rows are
+								 * n_fragments blocks of the request's rows) */
 } fragment_result;
 
-/* A result of n_rows empty rows (ok = false until filled), or NULL. */
+/* A result of n_rows empty rows (ok = false until filled; one fragment), or NULL. */
 fragment_result *fragment_result_new(int n_rows);
 
 /*
@@ -80,7 +96,8 @@ void		fragment_result_destroy(fragment_result **r);
 
 /*
  * Runs run over n_rows payloads rows[i] of rows_len[i] bytes (n_rows must
- * equal run->n_row_ids).  max_pixels is the worker's limit: a request's
+ * equal run->n_row_ids): its fragment (with its chained stages) and its
+ * more_fragments, giving n_rows * (*out)->n_fragments rows (see above).  max_pixels is the worker's limit: a request's
  * own max_pixels is used when it is set and not larger.  max_batch (>= 1)
  * caps the rows of one model call.  Returns 0 and
  * *out, or -1 with *sqlstate and a message in err when the request as a
@@ -95,6 +112,14 @@ int			fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 						 int n_rows, int64_t max_pixels, int max_batch,
 						 volatile sig_atomic_t *stop, fragment_result **out,
 						 const char **sqlstate, char *err, size_t errlen);
+
+/*
+ * Marks row i of r failed with these fields (copied; NULL for none),
+ * replacing what the row held.
+ */
+void		fragment_row_error(fragment_result *r, int i, const char *sqlstate,
+							   const char *message, const char *detail,
+							   const char *hint);
 
 /* The effective pixel limit for a request (see fragment_run). */
 int64_t		fragment_max_pixels(int64_t requested, int64_t worker_limit);

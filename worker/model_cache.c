@@ -34,6 +34,8 @@ typedef struct cache_entry
 	uint8_t		sha256[32];		/* models list only */
 	char	  **dict;			/* dictionaries list only */
 	int			dict_len;
+	void	   *aux;			/* models list only: the caller's data */
+	void		(*aux_free) (void *aux);
 	struct cache_entry *next;
 } cache_entry;
 
@@ -90,6 +92,8 @@ entry_free(cache_entry *e)
 {
 	if (e == NULL)
 		return;
+	if (e->aux != NULL && e->aux_free != NULL)
+		e->aux_free(e->aux);
 	ie_model_destroy(&e->model);
 	if (e->dict != NULL)
 		ocr_dict_free(&e->dict, e->dict_len);
@@ -540,6 +544,59 @@ model_cache_unload(model_cache *mc, const char *file)
 		log_info("unloaded \"%s\"", key);
 	free(key);
 	return found;
+}
+
+/* The models-list entry of file (any spelling), or NULL. */
+static cache_entry *
+find_model_entry(model_cache *mc, const char *file)
+{
+	const char *sqlstate;
+	char		err[256];
+	char	   *key;
+	cache_entry *e;
+
+	if (file == NULL || model_path_check(file, err, sizeof(err)) != 0)
+		return NULL;
+	key = normalise_path(file, &sqlstate, err, sizeof(err));
+	if (key == NULL)
+		return NULL;
+	for (e = mc->models; e != NULL; e = e->next)
+		if (strcmp(e->file, key) == 0)
+			break;
+	free(key);
+	return e;
+}
+
+/* The caller's data attached to the loaded model of file, or NULL. */
+void *
+model_cache_get_aux(model_cache *mc, const char *file)
+{
+	cache_entry *e = find_model_entry(mc, file);
+
+	return e != NULL ? e->aux : NULL;
+}
+
+/* Attaches aux to the loaded model of file; -1 when it is not loaded. */
+int
+model_cache_set_aux(model_cache *mc, const char *file, void *aux,
+					void (*aux_free) (void *aux))
+{
+	cache_entry *e = find_model_entry(mc, file);
+
+	if (e == NULL)
+		return -1;
+	if (e->aux != NULL && e->aux_free != NULL && e->aux != aux)
+		e->aux_free(e->aux);
+	e->aux = aux;
+	e->aux_free = aux_free;
+	return 0;
+}
+
+/* The model directory. */
+const char *
+model_cache_dir(const model_cache *mc)
+{
+	return mc->dir;
 }
 
 /* Number of loaded models. */

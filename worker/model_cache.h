@@ -16,6 +16,10 @@
  * model file over MODEL_MAX_FILE_BYTES is refused (PGINFER_SQLSTATE_TOO_LARGE)
  * before it is read.
  *
+ * A caller may attach data of its own to a loaded model (the text
+ * fragment keeps a model's tokenizer and settings there): it is freed
+ * with the model, so unloading a model drops whatever was read beside it.
+ *
  * This version keeps everything loaded until unloaded (a plain list;
  * eviction by LRU comes later).
  *
@@ -80,6 +84,24 @@ int			model_cache_get_dict(model_cache *mc, const char *labels_file,
  * name was loaded.
  */
 int			model_cache_unload(model_cache *mc, const char *file);
+
+/*
+ * The data attached to the loaded model of file (any spelling of the
+ * path), or NULL when none is attached or no such model is loaded.
+ */
+void	   *model_cache_get_aux(model_cache *mc, const char *file);
+
+/*
+ * Attaches aux to the loaded model of file; it is freed with aux_free
+ * (may be NULL) when the model is unloaded or the cache destroyed, and
+ * data attached before is freed now.  Returns 0, or -1 when no such
+ * model is loaded (aux is then not taken).
+ */
+int			model_cache_set_aux(model_cache *mc, const char *file, void *aux,
+								void (*aux_free) (void *aux));
+
+/* The model directory the cache reads from. */
+const char *model_cache_dir(const model_cache *mc);
 
 /* Number of loaded models, and the file name of the i-th (0-based). */
 int			model_cache_count(const model_cache *mc);

@@ -432,19 +432,30 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 }
 
 /*
- * MSG_RESULT for one request: rows [off, off + n) of fr, with their value
- * arrays handed over (taken out of fr) as the reply's frames.  NULL when
- * memory runs out.
+ * MSG_RESULT for one request: rows [off, off + n) of each of fr's
+ * fragments (fr holds fr->n_fragments blocks of total rows), with their
+ * value arrays handed over (taken out of fr) as the reply's frames.  NULL
+ * when memory runs out.
  */
 static server_reply *
-result_reply(const Pginfer__Header *req, fragment_result *fr, int off, int n)
+result_reply(const Pginfer__Header *req, fragment_result *fr, int total,
+			 int off, int n)
 {
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	Pginfer__Result res = PGINFER__RESULT__INIT;
 	server_reply *r = NULL;
+	Pginfer__RowResult **ptrs = NULL;
+	int			nf = fr->n_fragments > 0 ? fr->n_fragments : 1;
+	int			m = n * nf;
 
-	res.n_rows = (size_t) n;
-	res.rows = fr->row_ptrs + off;
+	ptrs = calloc(m > 0 ? (size_t) m : 1, sizeof(*ptrs));
+	if (ptrs == NULL)
+		goto fail;
+	for (int f = 0; f < nf; f++)
+		for (int i = 0; i < n; i++)
+			ptrs[f * n + i] = fr->row_ptrs[f * total + off + i];
+	res.n_rows = (size_t) m;
+	res.rows = ptrs;
 	res.compute_ms = fr->compute_ms;
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = PGINFER__MSG_KIND__MSG_RESULT;
@@ -454,41 +465,68 @@ result_reply(const Pginfer__Header *req, fragment_result *fr, int off, int n)
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		goto fail;
-	r->n_frames = n;
-	r->frames = calloc(n > 0 ? (size_t) n : 1, sizeof(void *));
-	r->frame_len = calloc(n > 0 ? (size_t) n : 1, sizeof(size_t));
+	r->n_frames = m;
+	r->frames = calloc(m > 0 ? (size_t) m : 1, sizeof(void *));
+	r->frame_len = calloc(m > 0 ? (size_t) m : 1, sizeof(size_t));
 	r->header = pack_header(&h, &r->header_len);
 	if (r->frames == NULL || r->frame_len == NULL || r->header == NULL)
 		goto fail;
-	for (int i = 0; i < n; i++)
-	{
-		/* Hand the values over: the reply frees them (or ZeroMQ does). */
-		r->frames[i] = fr->values[off + i];
-		r->frame_len[i] = fr->n_values[off + i] * sizeof(float);
-		fr->values[off + i] = NULL;
-	}
+	for (int f = 0; f < nf; f++)
+		for (int i = 0; i < n; i++)
+		{
+			int			k = f * total + off + i;
+
+			/* Hand the values over: the reply frees them (or ZeroMQ does). */
+			r->frames[f * n + i] = fr->values[k];
+			r->frame_len[f * n + i] = fr->n_values[k] * sizeof(float);
+			fr->values[k] = NULL;
+		}
+	free(ptrs);
 	return r;
 
 fail:
+	free(ptrs);
 	server_reply_destroy(&r);
 	return NULL;
 }
 
-/* The group key of a run-fragment request; see server.h. */
+/*
+ * The group key of a run-fragment request; see server.h.  With
+ * more_fragments, each of them follows, packed, with its length before
+ * it (so that no two lists of fragments give the same bytes).
+ */
 uint8_t *
 server_group_key(const Pginfer__RunFragment *run, size_t *len)
 {
 	size_t		n = run->fragment != NULL ?
 		pginfer__fragment__get_packed_size(run->fragment) : 0;
-	uint8_t    *key = malloc(n + sizeof(int64_t));
+	size_t		total = n + sizeof(int64_t);
+	uint8_t    *key;
 	int64_t		mp = run->max_pixels;
 
+	for (size_t f = 0; f < run->n_more_fragments; f++)
+		if (run->more_fragments[f] != NULL)
+			total += sizeof(uint64_t) +
+				pginfer__fragment__get_packed_size(run->more_fragments[f]);
+	key = malloc(total);
 	if (key == NULL)
 		return NULL;
 	if (run->fragment != NULL)
 		n = pginfer__fragment__pack(run->fragment, key);
 	memcpy(key + n, &mp, sizeof(mp));
-	*len = n + sizeof(mp);
+	n += sizeof(mp);
+	for (size_t f = 0; f < run->n_more_fragments; f++)
+	{
+		uint64_t	flen;
+
+		if (run->more_fragments[f] == NULL)
+			continue;
+		flen = pginfer__fragment__get_packed_size(run->more_fragments[f]);
+		memcpy(key + n, &flen, sizeof(flen));
+		n += sizeof(flen);
+		n += pginfer__fragment__pack(run->more_fragments[f], key + n);
+	}
+	*len = n;
 	return key;
 }
 
@@ -570,7 +608,7 @@ server_run_group(server *s, const Pginfer__Header *const *reqs,
 
 		for (int i = 0; i < nk; i++)
 			n_ok += fr->rows[off + i].ok ? 1 : 0;
-		replies[k] = result_reply(reqs[k], fr, off, nk);
+		replies[k] = result_reply(reqs[k], fr, total, off, nk);
 		if (replies[k] == NULL)
 			rc = -1;
 		else

@@ -140,9 +140,10 @@ int			server_run_group(server *s, const Pginfer__Header *const *reqs,
 							 server_reply **replies);
 
 /*
- * The group key of a run-fragment request: its packed Fragment followed
- * by its max_pixels (8 bytes), malloc'd (*len bytes); NULL when memory
- * runs out.  Two requests may share a run exactly when their keys match.
+ * The group key of a run-fragment request: its packed Fragment, then its
+ * max_pixels (8 bytes), then each of more_fragments packed, each with its
+ * length (8 bytes) in front; malloc'd (*len bytes); NULL when memory runs
+ * out.  Two requests may share a run exactly when their keys match.
  */
 uint8_t    *server_group_key(const Pginfer__RunFragment *run, size_t *len);
 

@@ -14,7 +14,10 @@
 # a row's floats inside batches of mixed image sizes with a bad row are
 # bit-for-bit those it gets alone, in one model call per input shape, at
 # most --max-batch rows a call; OCR and detect_text of 3 images in one
-# request equal each image alone; dynamic batching: two clients sending at
+# request equal each image alone; OCR chained into the text embedding
+# gives each row the vector of its OCR text alone (a bad row keeps its
+# error), and OCR with OCR -> embed or detect_text share one request;
+# dynamic batching: two clients sending at
 # once get their own rows and the PONG counts one merged batch, a PING is
 # answered while a request waits in the queue, a cancel drops a queued
 # request, and SIGTERM answers queued requests with 57P01; a second worker
@@ -291,6 +294,51 @@ done
 out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" detect "$DATA/p05_street_sign.jpg")
 check "detect_text returns boxes as JSON" "$out" '^ROW 0 id=100 ok=1 .*json=\[\{"box":\[\['
 
+# --- chained fragments and shared input (RunFragment.more_fragments) -----
+if [ -f "$MODEL_DIR/minilm/model.onnx" ]; then
+	chain=("$DATA/p05_street_sign.jpg" "$DATA/bad/corrupt_middle.jpg" "$DATA/p35_blank_page.png")
+	out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --all-values \
+		--embed minilm/model.onnx ocr "${chain[@]}")
+	check "OCR chained into embed: a vector per row, the bad row keeps its OCR error" "$out" \
+		'^RESULT rows=3 frames=3' '^ROW 0 id=100 ok=1 n_values=384 frame_bytes=1536 ' \
+		'^ROW 1 id=101 ok=0 sqlstate=22P03' '^ROW 2 id=102 ok=1 n_values=384 frame_bytes=1536 '
+	# each vector is that of the row's OCR text embedded alone ('' for the blank page)
+	text=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" ocr "${chain[0]}" |
+		sed -n 's/^ROW 0 id=100 ok=1 .* text=//p')
+	printf '%b' "$text" >"$tmp/ocr.txt"
+	: >"$tmp/empty.txt"
+	want=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --all-values embed minilm/model.onnx \
+		"$tmp/ocr.txt" "$tmp/empty.txt" | sed -n 's/^ROW [01] id=10[01] ok=1 .* values=\([^ ]*\) .*/\1/p')
+	got=$(sed -n 's/^ROW [02] id=10[02] ok=1 .* values=\([^ ]*\) .*/\1/p' <<<"$out")
+	if [ -n "$text" ] && [ "$(wc -l <<<"$got")" = 2 ] && [ "$got" = "$want" ]; then
+		pass "chained vectors equal the OCR text embedded alone, bit for bit"
+	else
+		fail "chained vectors equal the OCR text embedded alone, bit for bit" \
+			"text: $text got: $got want: $want"
+	fi
+	# OCR and OCR -> embed in one request: the text and the same vectors
+	out2=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --all-values \
+		--also-chain minilm/model.onnx ocr "${chain[@]}")
+	got2=$(sed -n 's/^ROW [35] id=10[02] ok=1 .* values=\([^ ]*\) .* fragment=1$/\1/p' <<<"$out2")
+	check "OCR plus OCR -> embed share one request: rows of both fragments" "$out2" \
+		'^RESULT rows=6 frames=6' '^ROW 0 id=100 ok=1 .*text=.*Baker' \
+		'^ROW 1 id=101 ok=0 sqlstate=22P03' '^ROW 4 id=101 ok=0 sqlstate=22P03 .* fragment=1$'
+	if [ "$got2" = "$want" ]; then
+		pass "the shared request's vectors equal the chain's"
+	else
+		fail "the shared request's vectors equal the chain's" "got: $got2 want: $want"
+	fi
+else
+	echo "skip - chained fragments: $MODEL_DIR/minilm/model.onnx is missing (make models)"
+fi
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --also detect ocr "$DATA/p05_street_sign.jpg")
+check "OCR and detect_text over one image in one request" "$out" '^RESULT rows=2 frames=2' \
+	'^ROW 0 id=100 ok=1 .*text=.*Baker' '^ROW 1 id=100 ok=1 .*json=\[\{"box":.* fragment=1$'
+out=$("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --embed ch_PP-OCRv4_det_infer.onnx \
+	detect "$DATA/p05_street_sign.jpg")
+check "a stage that cannot take the one before fails the request (22023)" "$out" \
+	'^ERROR sqlstate=22023 message=stage embed_text cannot follow stage detect_text'
+
 out=$("${C[@]}" ping)
 check "pong counts the requests served and lists resident models" "$out" \
 	'^PONG .*served=[1-9]' 'resident=.*ch_PP-OCRv4_det_infer.onnx'
@@ -333,6 +381,29 @@ if start_worker "$tmp/dyn.log" --threads 2 --log-level debug --max-batch 4 \
 	runs=$(($(counter model_runs "$after") - $(counter model_runs "$before")))
 	check "--max-batch 4: 6 rows of one request take 2 model calls, all equal" \
 		"runs=$runs $(grep -c "values=$va " "$tmp/six.out")" '^runs=2 6$'
+
+	# Requests with two fragments over the same rows merge too, and each
+	# client gets the rows of both fragments that are its own.
+	out=$("$CLIENT" --endpoint "$EP" --timeout-ms "$OCR_TIMEOUT_MS" --rounds 2 --also detect \
+		ocr "$DATA/p19_footer_small.png" "$DATA/bad/zero_bytes.jpg" + "$DATA/p28_ci_status_palette.png")
+	c0=$(sed -n '/^CLIENT 0/,/^CLIENT 1/p' <<<"$out")
+	c1=$(sed -n '/^CLIENT 1/,$p' <<<"$out")
+	check "two clients with OCR + detect_text: client 0 gets its rows of both" "$c0" \
+		'^RESULT rows=4 frames=4 request_id=7$' '^ROW 0 id=100 ok=1 .*text=' \
+		'^ROW 1 id=101 ok=0 sqlstate=22P03' '^ROW 2 id=100 ok=1 .*json=\[.* fragment=1$' \
+		'^ROW 3 id=101 ok=0 sqlstate=22P03 .* fragment=1$'
+	check "two clients with OCR + detect_text: client 1 gets its own rows" "$c1" \
+		'^RESULT rows=2 frames=2 request_id=8$' '^ROW 0 id=1100 ok=1 .*text=' \
+		'^ROW 1 id=1100 ok=1 .*json=\[.* fragment=1$'
+	check "the log says the two-fragment requests were merged" "$(cat "$tmp/dyn.log")" \
+		'INFO merged 2 requests \(3 rows\) into one ocr run'
+	if [ -f "$MODEL_DIR/minilm/model.onnx" ]; then
+		"$CLIENT" --endpoint "$EP" --timeout-ms "$OCR_TIMEOUT_MS" --also-chain minilm/model.onnx \
+			ocr "$DATA/p19_footer_small.png" >"$tmp/reuse.out"
+		check "OCR and OCR -> embed in one request run the OCR once" \
+			"$(cat "$tmp/reuse.out" "$tmp/dyn.log")" '^ROW 1 id=100 ok=1 n_values=384 .* fragment=1$' \
+			'fragment 1: first stage taken from fragment 0'
+	fi
 
 	# A request waits in the queue for an active peer (up to 1 s) while a
 	# PING is answered at once.

@@ -31,6 +31,7 @@
  *	  detect FILE...				 FRAG_DETECT_TEXT
  *	  predict MODEL FILE...			 FRAG_PREDICT with MODEL (relative path)
  *	  classify MODEL L1,L2,.. FILE.. FRAG_CLASSIFY with those labels
+ *	  embed MODEL FILE...		 FRAG_EMBED_TEXT over the files' text
  *	  load MODEL [SHA256HEX]		 MSG_LOAD_MODEL
  *	  unload MODEL					 MSG_UNLOAD_MODEL
  *	  cancel						 MSG_CANCEL (expects no reply)
@@ -82,6 +83,9 @@ typedef struct client_opts
 	int			cancel;
 	int			rounds;
 	int			solo_last_round;
+	const char *embed;			/* --embed: a FRAG_EMBED_TEXT next stage */
+	const char *also;			/* --also: "ocr" or "detect", a second fragment */
+	const char *also_chain;		/* --also-chain: OCR -> embed as a second */
 } client_opts;
 
 /* Prints s with newlines, tabs and backslashes escaped, so one item is one line. */
@@ -233,6 +237,8 @@ print_reply(void *sock, int timeout_ms, int all_values)
 					printf(" | hint=");
 					print_escaped(r->hint);
 				}
+				if (r->fragment > 0)
+					printf(" fragment=%u", r->fragment);
 				printf("\n");
 			}
 			break;
@@ -283,9 +289,12 @@ usage(void)
 	fprintf(stderr,
 			"usage: worker-client --endpoint EP [--timeout-ms N] [--version N]\n"
 			"         [--ocr-models DET,CLS,REC,DICT] [--input-size HxW] [--all-values]\n"
-			"         [--cancel] [--rounds N [--solo-last-round]] COMMAND [ARGS...]\n"
+			"         [--cancel] [--rounds N [--solo-last-round]]\n"
+			"         [--embed MODEL] [--also ocr|detect] [--also-chain MODEL]\n"
+			"         COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
-			"          classify MODEL LABELS FILE... | load MODEL [SHA256HEX] |\n"
+			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
+			"          load MODEL [SHA256HEX] |\n"
 			"          unload MODEL | cancel | garbage | frames N |\n"
 			"          bulk ROWS N BYTES\n"
 			"(\"+\" among FILEs: send the parts from separate clients at once)\n");
@@ -360,7 +369,15 @@ main(int argc, char **argv)
 {
 	client_opts o = {NULL, 5000, PGINFER_PROTOCOL_VERSION,
 		"ch_PP-OCRv4_det_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx",
-	"ch_PP-OCRv4_rec_infer.onnx", "ppocr_keys_v1.txt", 0, 0, 1, 0};
+	"ch_PP-OCRv4_rec_infer.onnx", "ppocr_keys_v1.txt", 0, 0, 1, 0, NULL, NULL, NULL};
+	Pginfer__Fragment also_next = PGINFER__FRAGMENT__INIT;
+	Pginfer__ModelSpec also_next_spec;
+	Pginfer__ModelSpec *also_next_spec_ptrs[1] = {&also_next_spec};
+	Pginfer__Fragment next = PGINFER__FRAGMENT__INIT;
+	Pginfer__Fragment also = PGINFER__FRAGMENT__INIT;
+	Pginfer__Fragment *also_ptrs[1] = {&also};
+	Pginfer__ModelSpec next_spec;
+	Pginfer__ModelSpec *next_spec_ptrs[1] = {&next_spec};
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	Pginfer__RunFragment run = PGINFER__RUN_FRAGMENT__INIT;
 	Pginfer__Fragment frag = PGINFER__FRAGMENT__INIT;
@@ -412,6 +429,15 @@ main(int argc, char **argv)
 			break;
 		if (strcmp(argv[i], "--endpoint") == 0)
 			o.endpoint = argv[++i];
+		else if (strcmp(argv[i], "--embed") == 0)
+			o.embed = argv[++i];
+		else if (strcmp(argv[i], "--also") == 0)
+			o.also = argv[++i];
+		else if (strcmp(argv[i], "--also-chain") == 0)
+		{
+			o.also_chain = argv[++i];
+			o.also = "ocr";
+		}
 		else if (strcmp(argv[i], "--timeout-ms") == 0)
 			o.timeout_ms = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--version") == 0)
@@ -524,7 +550,8 @@ main(int argc, char **argv)
 		client_start[1] = 1;
 	}
 	else if (strcmp(cmd, "ocr") == 0 || strcmp(cmd, "detect") == 0 ||
-			 strcmp(cmd, "predict") == 0 || strcmp(cmd, "classify") == 0)
+			 strcmp(cmd, "predict") == 0 || strcmp(cmd, "classify") == 0 ||
+			 strcmp(cmd, "embed") == 0)
 	{
 		h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
 		if (cmd[0] == 'o')
@@ -534,6 +561,18 @@ main(int argc, char **argv)
 			spec_file(&specs[1], o.cls, NULL);
 			spec_file(&specs[2], o.rec, o.dict);
 			frag.n_models = 3;
+		}
+		else if (cmd[0] == 'e')
+		{
+			if (i >= argc)
+			{
+				usage();
+				return 2;
+			}
+			frag.kind = PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT;
+			frag.truncate_text = 1;
+			spec_file(&specs[0], argv[i++], NULL);
+			frag.n_models = 1;
 		}
 		else if (cmd[0] == 'd')
 		{
@@ -585,6 +624,43 @@ main(int argc, char **argv)
 				1000 * (uint64_t) (n_clients - 1) +
 				(uint64_t) (n_frames - client_start[n_clients - 1]);
 			n_frames++;
+		}
+		if (o.embed != NULL)
+		{
+			spec_file(&next_spec, o.embed, NULL);
+			next.kind = PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT;
+			next.n_models = 1;
+			next.models = next_spec_ptrs;
+			next.truncate_text = 1;
+			frag.next = &next;
+		}
+		if (o.also != NULL && cmd[0] != 'o' && cmd[0] != 'd')
+		{
+			usage();
+			goto done;
+		}
+		if (o.also != NULL)
+		{
+			/* the same models as frag's OCR (specs[0..2]) */
+			spec_file(&specs[0], o.det, NULL);
+			spec_file(&specs[1], o.cls, NULL);
+			spec_file(&specs[2], o.rec, o.dict);
+			also.kind = strcmp(o.also, "ocr") == 0 ?
+				PGINFER__FRAGMENT_KIND__FRAG_OCR :
+				PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT;
+			also.n_models = also.kind == PGINFER__FRAGMENT_KIND__FRAG_OCR ? 3 : 1;
+			also.models = spec_ptrs;
+			if (o.also_chain != NULL)
+			{
+				spec_file(&also_next_spec, o.also_chain, NULL);
+				also_next.kind = PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT;
+				also_next.n_models = 1;
+				also_next.models = also_next_spec_ptrs;
+				also_next.truncate_text = 1;
+				also.next = &also_next;
+			}
+			run.n_more_fragments = 1;
+			run.more_fragments = also_ptrs;
 		}
 		run.fragment = &frag;
 		run.n_row_ids = (size_t) n_frames;

@@ -14,6 +14,7 @@
 #       regress.worker_endpoint   the worker's tcp:// endpoint
 #       regress.data_dir          absolute path of the OCR test images
 #       regress.test_data_dir     absolute path of tests/regress/data
+#       regress.worker_log        the worker's log file (its stderr)
 #   - create database pg_infer_regress with the extension, then run
 #     pg_regress --use-existing on it (results in tests/regress/results,
 #     differences in tests/regress/regression.diffs);
@@ -55,7 +56,8 @@ worker_port=$(testenv_free_port)
 endpoint="tcp://127.0.0.1:$worker_port"
 TESTENV_EXTRA_CONF="regress.worker_endpoint = '$endpoint'
 regress.data_dir = '$DATA_DIR'
-regress.test_data_dir = '$REGRESS_DIR/data'"
+regress.test_data_dir = '$REGRESS_DIR/data'
+regress.worker_log = '$TMP/worker.log'"
 if ! testenv_start_cluster "$TMP"; then
 	echo "regress: 0 passed, ${#tests[@]} failed"
 	exit 1

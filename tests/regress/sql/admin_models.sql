@@ -69,7 +69,7 @@ SELECT infer.drop_model('m_cls');
 SELECT infer.drop_model('m_one');
 SELECT name FROM infer.models ORDER BY name;
 
--- the inference functions: STRICT, VOLATILE, PARALLEL RESTRICTED, COST 10000
+-- the inference functions: STRICT, VOLATILE, PARALLEL SAFE, COST 10000
 SELECT p.oid::regprocedure AS function, p.prorettype::regtype AS returns,
        p.proisstrict AS strict, p.provolatile AS volatile,
        p.proparallel AS parallel, p.procost AS cost

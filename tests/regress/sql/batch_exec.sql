@@ -13,14 +13,14 @@ SELECT i, pg_read_binary_file(current_setting('regress.test_data_dir') || '/' ||
   FROM generate_series(1, 200) AS i;
 ANALYZE img;
 
--- EXPLAIN ANALYZE of q with the time spent waiting blanked out
+-- EXPLAIN ANALYZE of q with the times (waiting, worker compute) blanked out
 CREATE FUNCTION pg_temp.explain(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
 BEGIN
 	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q
 	LOOP
-		RETURN NEXT regexp_replace(line, 'Reply Wait: [0-9.]+ ms', 'Reply Wait: N ms');
+		RETURN NEXT regexp_replace(line, '(Reply Wait|Worker Compute): [0-9.]+ ms', '\1: N ms');
 	END LOOP;
 END
 $$;

@@ -158,4 +158,32 @@ CREATE TEMP VIEW v AS SELECT id, infer.classify('ppocr_cls', data) AS label FROM
 EXPLAIN (COSTS OFF) SELECT * FROM v WHERE id < 5;
 SELECT * FROM v WHERE id < 5;
 
+-- JIT: the batched calls' COST does not count towards jit_above_cost (JIT
+-- cannot make them faster); a per-row plan keeps PostgreSQL's decision,
+-- and the rest of a batched plan's cost still counts.  (Where the server
+-- has no JIT, pg_jit_available() is false and so is every plan's JIT.)
+CREATE FUNCTION pg_temp.jit_used(q text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS ON, TIMING OFF, SUMMARY OFF) ' || q
+	LOOP
+		IF line ~ '^JIT:' THEN
+			RETURN true;
+		END IF;
+	END LOOP;
+	RETURN false;
+END
+$$;
+SET jit_above_cost = 1000;
+SELECT pg_temp.jit_used($$SELECT id, infer.classify('ppocr_cls', data) FROM img$$) AS batched_jit;
+SET infer.enable_batching = off;
+SELECT pg_temp.jit_used($$SELECT id, infer.classify('ppocr_cls', data) FROM img$$) =
+	   pg_jit_available() AS per_row_jit_if_available;
+RESET infer.enable_batching;
+SET jit_above_cost = 0;
+SELECT pg_temp.jit_used($$SELECT id, infer.classify('ppocr_cls', data) FROM img$$) =
+	   pg_jit_available() AS batched_jit_at_cost_0;
+RESET jit_above_cost;
+
 SELECT infer.drop_worker('regress');

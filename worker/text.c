@@ -1,0 +1,889 @@
+/*
+ * text.c
+ *	  The text-embedding fragment (FRAG_EMBED_TEXT); see text.h.
+ *
+ * text_run() resolves the model and what lives beside it (text_model,
+ * kept in the model_cache), tokenizes every row (a row that fails gets its
+ * error and stays out of every batch), sorts the rows by token count and
+ * runs them in padded batches; each row's vector is pooled from its own
+ * tokens only, so padding changes nothing but the arithmetic of the
+ * model's operators on the batch.
+ *
+ * Threading: one call at a time per model_cache.
+ */
+#include "worker/text.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/protocol.h"
+#include "worker/log.h"
+
+#include "worker/tokenizer.h"
+
+/* What a text model needs beyond its ONNX file (kept with the model). */
+typedef struct text_model
+{
+	text_config cfg;
+	tokenizer  *tok;
+	int			in_ids;			/* input index of input_ids */
+	int			in_mask;		/* of attention_mask, or -1 */
+	int			in_type;		/* of token_type_ids, or -1 */
+	int			out;			/* output index of the token embeddings */
+} text_model;
+
+/* One row's tokens, while the rows wait for their batch. */
+typedef struct text_row
+{
+	int			index;			/* row in the request */
+	int			n;				/* ids */
+	int64_t    *ids;
+} text_row;
+
+/* ---- model.json ---- */
+
+/* A cursor over JSON text. */
+typedef struct json_scan
+{
+	const char *p;
+	const char *end;
+} json_scan;
+
+/* Skips white space. */
+static void
+js_ws(json_scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' ||
+							 *s->p == '\r'))
+		s->p++;
+}
+
+/*
+ * Reads a JSON string at the cursor into out (outlen bytes, truncated,
+ * escapes decoded; \u escapes outside ASCII become '?').  0, or -1 when
+ * the cursor holds no complete string.
+ */
+static int
+js_string(json_scan *s, char *out, size_t outlen)
+{
+	size_t		o = 0;
+
+	js_ws(s);
+	if (s->p >= s->end || *s->p != '"')
+		return -1;
+	s->p++;
+	while (s->p < s->end && *s->p != '"')
+	{
+		char		c = *s->p++;
+
+		if (c == '\\')
+		{
+			if (s->p >= s->end)
+				return -1;
+			c = *s->p++;
+			switch (c)
+			{
+				case 'n':
+					c = '\n';
+					break;
+				case 't':
+					c = '\t';
+					break;
+				case 'r':
+					c = '\r';
+					break;
+				case 'b':
+					c = '\b';
+					break;
+				case 'f':
+					c = '\f';
+					break;
+				case 'u':
+					{
+						unsigned	v = 0;
+
+						if (s->end - s->p < 4)
+							return -1;
+						for (int k = 0; k < 4; k++)
+						{
+							char		h = *s->p++;
+
+							v <<= 4;
+							if (h >= '0' && h <= '9')
+								v |= (unsigned) (h - '0');
+							else if (h >= 'a' && h <= 'f')
+								v |= (unsigned) (h - 'a' + 10);
+							else if (h >= 'A' && h <= 'F')
+								v |= (unsigned) (h - 'A' + 10);
+							else
+								return -1;
+						}
+						c = v > 0 && v < 0x80 ? (char) v : '?';
+						break;
+					}
+				default:
+					break;		/* \" \\ \/ stand for themselves */
+			}
+		}
+		if (o + 1 < outlen)
+			out[o++] = c;
+	}
+	if (s->p >= s->end)
+		return -1;
+	s->p++;
+	if (outlen > 0)
+		out[o] = '\0';
+	return 0;
+}
+
+/* Skips one JSON value of any kind (nesting counted); -1 when malformed. */
+static int
+js_skip(json_scan *s)
+{
+	int			depth = 0;
+
+	js_ws(s);
+	do
+	{
+		char		tmp[2];
+
+		js_ws(s);
+		if (s->p >= s->end)
+			return -1;
+		if (*s->p == '"')
+		{
+			if (js_string(s, tmp, sizeof(tmp)) != 0)
+				return -1;
+		}
+		else if (*s->p == '{' || *s->p == '[')
+		{
+			depth++;
+			s->p++;
+		}
+		else if (*s->p == '}' || *s->p == ']')
+		{
+			if (depth == 0)
+				return -1;
+			depth--;
+			s->p++;
+		}
+		else if (*s->p == ',' || *s->p == ':')
+		{
+			if (depth == 0)
+				return -1;
+			s->p++;
+		}
+		else
+		{
+			const char *start = s->p;
+
+			/* a number, true, false or null */
+			while (s->p < s->end && strchr(",:]} \t\r\n", *s->p) == NULL)
+				s->p++;
+			if (s->p == start)
+				return -1;
+		}
+	} while (depth > 0);
+	return 0;
+}
+
+/* Reads true or false; -1 on anything else. */
+static int
+js_bool(json_scan *s, int *out)
+{
+	js_ws(s);
+	if (s->end - s->p >= 4 && strncmp(s->p, "true", 4) == 0)
+	{
+		s->p += 4;
+		*out = 1;
+		return 0;
+	}
+	if (s->end - s->p >= 5 && strncmp(s->p, "false", 5) == 0)
+	{
+		s->p += 5;
+		*out = 0;
+		return 0;
+	}
+	return -1;
+}
+
+/* Reads an integer (no fraction, no exponent); -1 on anything else. */
+static int
+js_int(json_scan *s, long *out)
+{
+	char		buf[32];
+	size_t		n = 0;
+	char	   *endp;
+
+	js_ws(s);
+	while (s->p < s->end && n + 1 < sizeof(buf) &&
+		   ((*s->p >= '0' && *s->p <= '9') || (n == 0 && *s->p == '-')))
+		buf[n++] = *s->p++;
+	buf[n] = '\0';
+	if (n == 0 || (s->p < s->end && strchr(".eE", *s->p) != NULL))
+		return -1;
+	errno = 0;
+	*out = strtol(buf, &endp, 10);
+	return errno == 0 && *endp == '\0' ? 0 : -1;
+}
+
+/* Parses model.json; see text.h. */
+int
+text_config_parse(const char *json, size_t len, text_config *cfg,
+				  char *err, size_t errlen)
+{
+	json_scan	s = {json, json + len};
+	bool		have_len = false;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->lowercase = 1;
+	cfg->pooling = TEXT_POOL_MEAN;
+	cfg->normalize = 0;
+	snprintf(cfg->vocab, sizeof(cfg->vocab), "vocab.txt");
+
+	js_ws(&s);
+	if (s.p >= s.end || *s.p != '{')
+	{
+		snprintf(err, errlen, "not a JSON object");
+		return -1;
+	}
+	s.p++;
+	js_ws(&s);
+	if (s.p < s.end && *s.p == '}')
+		s.p++;
+	else
+	{
+		for (;;)
+		{
+			char		key[64];
+			char		val[256];
+			int			rc = 0;
+
+			if (js_string(&s, key, sizeof(key)) != 0)
+			{
+				snprintf(err, errlen, "malformed JSON: a key was expected at byte %zu",
+						 (size_t) (s.p - json));
+				return -1;
+			}
+			js_ws(&s);
+			if (s.p >= s.end || *s.p != ':')
+			{
+				snprintf(err, errlen, "malformed JSON: ':' was expected after \"%s\"", key);
+				return -1;
+			}
+			s.p++;
+			if (strcmp(key, "max_seq_length") == 0)
+			{
+				long		v = 0;
+
+				rc = js_int(&s, &v);
+				if (rc == 0 && (v < 3 || v > TEXT_MAX_SEQ_LENGTH))
+				{
+					snprintf(err, errlen, "max_seq_length %ld is outside 3 .. %d",
+							 v, TEXT_MAX_SEQ_LENGTH);
+					return -1;
+				}
+				cfg->max_seq_length = (int) v;
+				have_len = rc == 0;
+			}
+			else if (strcmp(key, "do_lower_case") == 0)
+				rc = js_bool(&s, &cfg->lowercase);
+			else if (strcmp(key, "normalize") == 0)
+				rc = js_bool(&s, &cfg->normalize);
+			else if (strcmp(key, "pooling") == 0)
+			{
+				rc = js_string(&s, val, sizeof(val));
+				if (rc == 0 && strcmp(val, "mean") == 0)
+					cfg->pooling = TEXT_POOL_MEAN;
+				else if (rc == 0 && strcmp(val, "cls") == 0)
+					cfg->pooling = TEXT_POOL_CLS;
+				else if (rc == 0)
+				{
+					snprintf(err, errlen, "pooling \"%s\" is not supported (use \"mean\" or \"cls\")",
+							 val);
+					return -1;
+				}
+			}
+			else if (strcmp(key, "vocab") == 0)
+			{
+				rc = js_string(&s, cfg->vocab, sizeof(cfg->vocab));
+				if (rc == 0 && cfg->vocab[0] == '\0')
+					rc = -1;
+			}
+			else
+				rc = js_skip(&s);
+			if (rc != 0)
+			{
+				snprintf(err, errlen, "\"%s\" has a value of the wrong type or malformed JSON",
+						 key);
+				return -1;
+			}
+			js_ws(&s);
+			if (s.p < s.end && *s.p == ',')
+			{
+				s.p++;
+				continue;
+			}
+			if (s.p < s.end && *s.p == '}')
+			{
+				s.p++;
+				break;
+			}
+			snprintf(err, errlen, "malformed JSON: ',' or '}' was expected at byte %zu",
+					 (size_t) (s.p - json));
+			return -1;
+		}
+	}
+	js_ws(&s);
+	if (s.p != s.end)
+	{
+		snprintf(err, errlen, "malformed JSON: text after the object at byte %zu",
+				 (size_t) (s.p - json));
+		return -1;
+	}
+	if (!have_len)
+	{
+		snprintf(err, errlen, "max_seq_length is missing");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- pooling ---- */
+
+/* Pools hidden[seq][dim] with mask[seq] into out[dim]; see text.h. */
+void
+text_pool(const float *hidden, const int64_t *mask, int seq, int dim,
+		  text_pooling pooling, float *out)
+{
+	double		count = 0;
+
+	if (pooling == TEXT_POOL_CLS || seq < 1)
+	{
+		for (int d = 0; d < dim; d++)
+			out[d] = seq >= 1 ? hidden[d] : 0.0f;
+		return;
+	}
+	for (int d = 0; d < dim; d++)
+	{
+		double		sum = 0;
+
+		for (int t = 0; t < seq; t++)
+			if (mask[t] != 0)
+				sum += hidden[(size_t) t * dim + d];
+		out[d] = (float) sum;
+	}
+	for (int t = 0; t < seq; t++)
+		count += mask[t] != 0 ? 1 : 0;
+	/* sentence-transformers clamps the count at 1e-9 */
+	if (count < 1e-9)
+		count = 1e-9;
+	for (int d = 0; d < dim; d++)
+		out[d] = (float) (out[d] / count);
+}
+
+/* Divides v by max(||v||, 1e-12); see text.h. */
+void
+text_normalize(float *v, int dim)
+{
+	double		ss = 0,
+				norm;
+
+	for (int d = 0; d < dim; d++)
+		ss += (double) v[d] * v[d];
+	norm = sqrt(ss);
+	if (norm < 1e-12)
+		norm = 1e-12;
+	for (int d = 0; d < dim; d++)
+		v[d] = (float) (v[d] / norm);
+}
+
+/* ---- the text model beside the ONNX file ---- */
+
+/* Frees a text_model (model_cache aux_free). */
+static void
+text_model_free(void *p)
+{
+	text_model *tm = p;
+
+	if (tm == NULL)
+		return;
+	tokenizer_destroy(&tm->tok);
+	free(tm);
+}
+
+/*
+ * "dir/folder-of-file/name" into a new string: name beside the model file
+ * (file is relative and already checked by the model cache).  NULL when
+ * memory runs out.
+ */
+static char *
+beside(const char *dir, const char *file, const char *name)
+{
+	const char *slash = strrchr(file, '/');
+	int			flen = slash != NULL ? (int) (slash - file) : 0;
+	size_t		n = strlen(dir) + (size_t) flen + strlen(name) + 3;
+	char	   *s = malloc(n);
+
+	if (s == NULL)
+		return NULL;
+	if (flen > 0)
+		snprintf(s, n, "%s/%.*s/%s", dir, flen, file, name);
+	else
+		snprintf(s, n, "%s/%s", dir, name);
+	return s;
+}
+
+/* Reads the model.json beside spec->file into *cfg; -1 with sqlstate/err. */
+static int
+read_config(model_cache *mc, const Pginfer__ModelSpec *spec, text_config *cfg,
+			const char **sqlstate, char *err, size_t errlen)
+{
+	char	   *path = beside(model_cache_dir(mc), spec->file, "model.json");
+	char	   *buf = NULL;
+	FILE	   *f = NULL;
+	struct stat st;
+	size_t		got;
+	char		perr[256];
+	int			rc = -1;
+
+	*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+	if (path == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+	{
+		snprintf(err, errlen, "text model \"%s\" has no model.json beside it (%s)",
+				 spec->file, path);
+		goto done;
+	}
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (st.st_size > TEXT_MAX_CONFIG_BYTES)
+	{
+		snprintf(err, errlen, "model.json of text model \"%s\" has %lld bytes, more than %d",
+				 spec->file, (long long) st.st_size, TEXT_MAX_CONFIG_BYTES);
+		goto done;
+	}
+	buf = malloc((size_t) st.st_size + 1);
+	f = fopen(path, "rb");
+	if (buf == NULL || f == NULL)
+	{
+		*sqlstate = buf == NULL ? PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_NO_MODEL;
+		snprintf(err, errlen, "could not read model.json of text model \"%s\": %s",
+				 spec->file, buf == NULL ? "out of memory" : strerror(errno));
+		goto done;
+	}
+	got = fread(buf, 1, (size_t) st.st_size, f);
+	if (text_config_parse(buf, got, cfg, perr, sizeof(perr)) != 0)
+	{
+		snprintf(err, errlen, "model.json of text model \"%s\": %s", spec->file, perr);
+		goto done;
+	}
+	rc = 0;
+
+done:
+	if (f != NULL)
+		fclose(f);
+	free(buf);
+	free(path);
+	return rc;
+}
+
+/*
+ * Finds the model's inputs and output by name and checks their kinds
+ * (int64 inputs of rank 2, a float output); -1 with err.
+ */
+static int
+bind_io(const ie_model *model, const char *file, text_model *tm,
+		char *err, size_t errlen)
+{
+	tm->in_ids = tm->in_mask = tm->in_type = -1;
+	tm->out = 0;
+	for (int i = 0; i < ie_model_n_inputs(model); i++)
+	{
+		const char *name = ie_model_input_name(model, i);
+		int64_t		dims[IE_MAX_DIMS];
+		ie_dtype	dtype = IE_UNDEFINED;
+		int			rank = ie_model_input_shape(model, i, &dtype, dims);
+
+		if (strcmp(name, "input_ids") == 0)
+			tm->in_ids = i;
+		else if (strcmp(name, "attention_mask") == 0)
+			tm->in_mask = i;
+		else if (strcmp(name, "token_type_ids") == 0)
+			tm->in_type = i;
+		else
+		{
+			snprintf(err, errlen, "text model \"%s\" has an input \"%s\"; a text model takes "
+					 "input_ids, attention_mask and token_type_ids", file, name);
+			return -1;
+		}
+		if (dtype != IE_INT64 || rank != 2)
+		{
+			snprintf(err, errlen, "input \"%s\" of text model \"%s\" is not an int64 "
+					 "[batch, sequence] tensor", name, file);
+			return -1;
+		}
+	}
+	if (tm->in_ids < 0)
+	{
+		snprintf(err, errlen, "text model \"%s\" has no input named input_ids", file);
+		return -1;
+	}
+	for (int j = 0; j < ie_model_n_outputs(model); j++)
+	{
+		const char *name = ie_model_output_name(model, j);
+
+		if (strcmp(name, "last_hidden_state") == 0 ||
+			strcmp(name, "token_embeddings") == 0)
+		{
+			tm->out = j;
+			break;
+		}
+	}
+	if (ie_model_n_outputs(model) < 1)
+	{
+		snprintf(err, errlen, "text model \"%s\" has no outputs", file);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The loaded model of spec and its text_model, loading and attaching
+ * the latter on first use.  -1 with sqlstate/err.
+ */
+static int
+get_text_model(model_cache *mc, const Pginfer__ModelSpec *spec,
+			   const ie_model **model, text_model **tmp,
+			   const char **sqlstate, char *err, size_t errlen)
+{
+	text_model *tm;
+	char	   *vocab = NULL;
+	char		lerr[512];
+
+	*model = model_cache_get(mc, spec, sqlstate, err, errlen);
+	if (*model == NULL)
+		return -1;
+	tm = model_cache_get_aux(mc, spec->file);
+	if (tm != NULL)
+	{
+		*tmp = tm;
+		return 0;
+	}
+	tm = calloc(1, sizeof(*tm));
+	if (tm == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (read_config(mc, spec, &tm->cfg, sqlstate, err, errlen) != 0)
+		goto fail;
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (model_path_check(tm->cfg.vocab, lerr, sizeof(lerr)) != 0)
+	{
+		snprintf(err, errlen, "vocab of text model \"%s\": %s", spec->file, lerr);
+		goto fail;
+	}
+	if (bind_io(*model, spec->file, tm, err, errlen) != 0)
+		goto fail;
+	vocab = beside(model_cache_dir(mc), spec->file, tm->cfg.vocab);
+	if (vocab == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	tm->tok = tokenizer_load(vocab, tm->cfg.lowercase != 0, lerr, sizeof(lerr));
+	if (tm->tok == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
+		snprintf(err, errlen, "could not load the vocabulary of text model \"%s\": %s",
+				 spec->file, lerr);
+		goto fail;
+	}
+	if (model_cache_set_aux(mc, spec->file, tm, text_model_free) != 0)
+	{
+		*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+		snprintf(err, errlen, "text model \"%s\" is not in the model cache", spec->file);
+		goto fail;
+	}
+	log_info("text model \"%s\": vocabulary %s, max_seq_length %d, %s pooling%s",
+			 spec->file, tm->cfg.vocab, tm->cfg.max_seq_length,
+			 tm->cfg.pooling == TEXT_POOL_MEAN ? "mean" : "cls",
+			 tm->cfg.normalize ? ", normalized" : "");
+	free(vocab);
+	*tmp = tm;
+	return 0;
+
+fail:
+	free(vocab);
+	text_model_free(tm);
+	return -1;
+}
+
+/* ---- rows ---- */
+
+/*
+ * Tokenizes row i (text of len bytes) into *tr; a row that cannot be
+ * embedded gets its error in r and tr->ids stays NULL.  -1 only when
+ * memory runs out.
+ */
+static int
+tokenize_row(const text_model *tm, const Pginfer__ModelSpec *spec,
+			 int truncate, const char *text, size_t len, fragment_result *r,
+			 int i, text_row *tr)
+{
+	int			max = tm->cfg.max_seq_length;
+	bool		truncated = false;
+	char		terr[256] = "";
+	int			n;
+
+	tr->index = i;
+	tr->ids = malloc((size_t) max * sizeof(int64_t));
+	if (tr->ids == NULL)
+		return -1;
+	n = tokenizer_encode(tm->tok, text, len, max, tr->ids, &truncated,
+						 terr, sizeof(terr));
+	if (n < 0)
+	{
+		fragment_row_error(r, i, PGINFER_SQLSTATE_BAD_TEXT,
+						   "text is not valid UTF-8", terr,
+						   "Send text in UTF-8 (the extension converts from the database encoding).");
+		goto reject;
+	}
+	if (truncated && !truncate)
+	{
+		char		msg[256];
+		int64_t    *all = NULL;
+		int			full = -1;
+
+		/* Every token takes at least one byte: len + 2 ids hold them all. */
+		if (len < ((size_t) 1 << 24))
+			all = malloc((len + 2) * sizeof(int64_t));
+		if (all != NULL)
+			full = tokenizer_encode(tm->tok, text, len, (int) len + 2, all, &truncated,
+									terr, sizeof(terr));
+		free(all);
+		if (full > max)
+			snprintf(msg, sizeof(msg), "text of %d tokens is longer than the %d tokens "
+					 "model \"%s\" takes", full, max, spec->name[0] ? spec->name : spec->file);
+		else
+			snprintf(msg, sizeof(msg), "text is longer than the %d tokens model \"%s\" takes",
+					 max, spec->name[0] ? spec->name : spec->file);
+		fragment_row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, NULL,
+						   "Set infer.text_truncate to on to embed the text's first tokens, "
+						   "or split the text.");
+		goto reject;
+	}
+	tr->n = n;
+	r->rows[i].truncated = truncated ? 1 : 0;
+	r->rows[i].n_tokens = (uint32_t) n;
+	return 0;
+
+reject:
+	free(tr->ids);
+	tr->ids = NULL;
+	return 0;
+}
+
+/* qsort order of text_rows: by token count, then by row. */
+static int
+cmp_rows(const void *a, const void *b)
+{
+	const text_row *x = a,
+			   *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/*
+ * Runs rows[0..n) (sorted, so rows[n-1] is the longest) as one batch and
+ * stores each row's vector in r.  -1 with sqlstate/err on a request error.
+ */
+static int
+run_batch(const ie_model *model, const text_model *tm,
+		  const Pginfer__ModelSpec *spec, const text_row *rows, int n,
+		  fragment_result *r, const char **sqlstate, char *err, size_t errlen)
+{
+	int			len = rows[n - 1].n;
+	int64_t		dims[2] = {n, len};
+	int			n_in = ie_model_n_inputs(model),
+				n_out = ie_model_n_outputs(model);
+	ie_tensor  *ids = ie_tensor_new(IE_INT64, 2, dims);
+	ie_tensor  *mask = ie_tensor_new(IE_INT64, 2, dims);
+	ie_tensor  *types = ie_tensor_new(IE_INT64, 2, dims);
+	const ie_tensor **inputs = calloc((size_t) n_in, sizeof(*inputs));
+	ie_tensor **outputs = calloc((size_t) n_out, sizeof(*outputs));
+	const ie_tensor *out;
+	char		lerr[512];
+	int			rc = -1;
+
+	*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+	if (ids == NULL || mask == NULL || types == NULL || inputs == NULL ||
+		outputs == NULL)
+	{
+		snprintf(err, errlen, "out of memory for a batch of %d texts of %d tokens", n, len);
+		goto done;
+	}
+	/* Padding: id 0 ([PAD] in BERT vocabularies), mask 0, type 0. */
+	for (int k = 0; k < n; k++)
+	{
+		int64_t    *id_row = (int64_t *) ids->data + (size_t) k * len;
+		int64_t    *mask_row = (int64_t *) mask->data + (size_t) k * len;
+
+		memcpy(id_row, rows[k].ids, (size_t) rows[k].n * sizeof(int64_t));
+		for (int t = 0; t < rows[k].n; t++)
+			mask_row[t] = 1;
+	}
+	inputs[tm->in_ids] = ids;
+	if (tm->in_mask >= 0)
+		inputs[tm->in_mask] = mask;
+	if (tm->in_type >= 0)
+		inputs[tm->in_type] = types;
+
+	r->model_runs++;
+	if (ie_model_run(model, inputs, outputs, lerr, sizeof(lerr)) != 0)
+	{
+		*sqlstate = strstr(lerr, "out of memory") != NULL ?
+			PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL;
+		snprintf(err, errlen, "text model \"%s\" failed: %s", spec->file, lerr);
+		goto done;
+	}
+	out = outputs[tm->out];
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (out == NULL || out->dtype != IE_FLOAT ||
+		!((out->ndim == 3 && out->dims[0] == n && out->dims[1] == len && out->dims[2] >= 1) ||
+		  (out->ndim == 2 && out->dims[0] == n && out->dims[1] >= 1)))
+	{
+		snprintf(err, errlen, "output \"%s\" of text model \"%s\" is not a float "
+				 "[batch, sequence, hidden] or [batch, hidden] tensor",
+				 ie_model_output_name(model, tm->out), spec->file);
+		goto done;
+	}
+	for (int k = 0; k < n; k++)
+	{
+		int			dim = (int) out->dims[out->ndim - 1];
+		Pginfer__RowResult *row = &r->rows[rows[k].index];
+		float	   *v = malloc((size_t) dim * sizeof(float));
+
+		if (v == NULL)
+		{
+			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+			snprintf(err, errlen, "out of memory for %d values", dim);
+			goto done;
+		}
+		if (out->ndim == 3)
+			text_pool((const float *) out->data + (size_t) k * len * dim,
+					  (const int64_t *) mask->data + (size_t) k * len,
+					  rows[k].n, dim, tm->cfg.pooling, v);
+		else
+			memcpy(v, (const float *) out->data + (size_t) k * dim,
+				   (size_t) dim * sizeof(float));
+		if (tm->cfg.normalize)
+			text_normalize(v, dim);
+		r->values[rows[k].index] = v;
+		r->n_values[rows[k].index] = (size_t) dim;
+		row->n_values = (uint32_t) dim;
+		row->ok = 1;
+	}
+	rc = 0;
+
+done:
+	for (int j = 0; outputs != NULL && j < n_out; j++)
+		ie_tensor_destroy(&outputs[j]);
+	free(outputs);
+	free(inputs);
+	ie_tensor_destroy(&ids);
+	ie_tensor_destroy(&mask);
+	ie_tensor_destroy(&types);
+	return rc;
+}
+
+/* Runs FRAG_EMBED_TEXT over the rows; see text.h. */
+int
+text_run(model_cache *mc, const Pginfer__RunFragment *run,
+		 const void *const *rows, const size_t *rows_len, int n_rows,
+		 int max_batch, volatile sig_atomic_t *stop, fragment_result *r,
+		 const char **sqlstate, char *err, size_t errlen)
+{
+	const Pginfer__Fragment *frag = run->fragment;
+	const Pginfer__ModelSpec *spec;
+	const ie_model *model = NULL;
+	text_model *tm = NULL;
+	text_row   *tr = NULL;
+	int			n_ok = 0,
+				rc = -1;
+
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (frag->n_models < 1)
+	{
+		snprintf(err, errlen, "embed_text fragment has no model");
+		return -1;
+	}
+	spec = frag->models[0];
+	if (get_text_model(mc, spec, &model, &tm, sqlstate, err, errlen) != 0)
+		return -1;
+	if (max_batch < 1)
+		max_batch = 1;
+	if (max_batch > TEXT_MAX_BATCH_ROWS)
+		max_batch = TEXT_MAX_BATCH_ROWS;
+
+	tr = calloc(n_rows > 0 ? (size_t) n_rows : 1, sizeof(*tr));
+	if (tr == NULL)
+		goto oom;
+	for (int i = 0; i < n_rows; i++)
+	{
+		text_row	one = {0};
+
+		r->rows[i].row_id = run->row_ids[i];
+		if (tokenize_row(tm, spec, frag->truncate_text, rows[i], rows_len[i],
+						 r, i, &one) != 0)
+			goto oom;
+		if (one.ids != NULL)
+			tr[n_ok++] = one;
+	}
+	qsort(tr, (size_t) n_ok, sizeof(*tr), cmp_rows);
+
+	for (int start = 0; start < n_ok;)
+	{
+		int			n = 1;
+
+		if (stop != NULL && *stop)
+		{
+			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
+			snprintf(err, errlen, "the worker is shutting down; %d of %d texts were not run",
+					 n_ok - start, n_rows);
+			goto done;
+		}
+		/* sorted: the batch's longest row is its last */
+		while (start + n < n_ok && n < max_batch &&
+			   (size_t) (n + 1) * (size_t) tr[start + n].n <= TEXT_MAX_BATCH_TOKENS)
+			n++;
+		if (run_batch(model, tm, spec, tr + start, n, r, sqlstate, err, errlen) != 0)
+			goto done;
+		start += n;
+	}
+	rc = 0;
+	goto done;
+
+oom:
+	*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+	snprintf(err, errlen, "out of memory for %d texts", n_rows);
+done:
+	for (int k = 0; tr != NULL && k < n_ok; k++)
+		free(tr[k].ids);
+	free(tr);
+	return rc;
+}
