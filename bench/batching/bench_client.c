@@ -5,7 +5,8 @@
  *
  *	  batching-client --endpoint EP --fragment classify|ocr --rows N
  *					  [--batch B] [--inflight K] [--clients C]
- *					  [--timeout-ms T] FILE...
+ *					  [--timeout-ms T] [--ramp] [--count-bytes]
+ *					  [--answers OUT] FILE...
  *
  * The FILEs are read once and used in turn until N rows are made.  Each
  * of C clients (its own DEALER socket, i.e. its own peer to the worker)
@@ -15,11 +16,21 @@
  * it (ppocr_cls: 48x192, mean/std 0.5, labels 0,180); ocr uses the PP-OCR
  * detector, classifier and recogniser.
  *
+ * --ramp sends what an InferBatch node sends (extension/inferbatch.c):
+ * requests of 1, 2, 4, ... rows up to B, and a new request only while the
+ * rows sent and not yet answered are fewer than the rows answered (at
+ * least 1), K requests at most.  --count-bytes adds the bytes that went
+ * over the socket (every frame of every request and reply, routing
+ * frames excepted).  --answers writes "ROW_ID|ANSWER" lines to OUT in row
+ * order (ANSWER: the row's text, or "ERROR SQLSTATE"), the form psql -At
+ * gives for SELECT id, infer.classify(...), so SQL's answers compare.
+ *
  * Prints one line:
  *	  rows=N ok=N failed=F seconds=S rows_per_s=R requests=Q digest=H
+ *		  [bytes_out=O bytes_in=I]
  * where digest is a hash of every row's answer in row order (equal digests:
- * equal answers).  Exit status 0 when every row was answered, 1 otherwise,
- * 2 on usage errors.
+ * equal answers), bytes_* with --count-bytes only.  Exit status 0 when
+ * every row was answered, 1 otherwise, 2 on usage errors.
  *
  * Threading: single-threaded.
  */
@@ -45,7 +56,14 @@ typedef struct bench_opts
 	int			inflight;
 	int			clients;
 	int			timeout_ms;
+	int			ramp;			/* InferBatch's batch sizes and read-ahead */
+	int			count_bytes;
+	const char *answers;		/* --answers file, or NULL */
 } bench_opts;
+
+/* Bytes that went over the sockets (--count-bytes). */
+static uint64_t bytes_out,
+			bytes_in;
 
 /* Seconds since an arbitrary point, monotonic. */
 static double
@@ -97,12 +115,14 @@ send_rows(void *sock, const Pginfer__Fragment *frag, int first, int n,
 	h.run = &run;
 	if (client_send_header(sock, &h, n > 0) != 0)
 		goto done;
+	bytes_out += pginfer__header__get_packed_size(&h);
 	for (int i = 0; i < n; i++)
 	{
 		int			f = (first + i) % n_files;
 
 		if (zmq_send(sock, files[f], file_len[f], i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
 			goto done;
+		bytes_out += file_len[f];
 	}
 	rc = 0;
 
@@ -113,11 +133,13 @@ done:
 
 /*
  * Reads one reply from sock and records its rows in answers (one hash
- * per row id) and the ok/failed counts.  Returns 0, or -1 when the reply
+ * per row id), in texts (a malloc'd "ANSWER" per row id) when texts is
+ * not NULL, and the ok/failed counts.  Returns 0, or -1 when the reply
  * is not a result.
  */
 static int
-read_reply(void *sock, uint64_t *answers, int n_rows, int *ok, int *failed)
+read_reply(void *sock, uint64_t *answers, char **texts, int n_rows, int *ok,
+		   int *failed)
 {
 	zmq_msg_t	m;
 	Pginfer__Header *h = NULL;
@@ -131,6 +153,7 @@ read_reply(void *sock, uint64_t *answers, int n_rows, int *ok, int *failed)
 		return -1;
 	}
 	h = pginfer__header__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+	bytes_in += zmq_msg_size(&m);
 	more = zmq_msg_more(&m);
 	zmq_msg_close(&m);
 	if (h != NULL && h->kind == PGINFER__MSG_KIND__MSG_RESULT && h->result != NULL)
@@ -152,6 +175,15 @@ read_reply(void *sock, uint64_t *answers, int n_rows, int *ok, int *failed)
 			}
 			if (r->row_id < (uint64_t) n_rows)
 				answers[r->row_id] = a;
+			if (texts != NULL && r->row_id < (uint64_t) n_rows &&
+				texts[r->row_id] == NULL)
+			{
+				const char *t = r->ok ? r->text : r->sqlstate;
+
+				texts[r->row_id] = malloc(strlen(t) + 7);
+				if (texts[r->row_id] != NULL)
+					sprintf(texts[r->row_id], "%s%s", r->ok ? "" : "ERROR ", t);
+			}
 		}
 		rc = 0;
 	}
@@ -167,6 +199,7 @@ read_reply(void *sock, uint64_t *answers, int n_rows, int *ok, int *failed)
 			zmq_msg_close(&m);
 			break;
 		}
+		bytes_in += zmq_msg_size(&m);
 		more = zmq_msg_more(&m);
 		zmq_msg_close(&m);
 	}
@@ -181,14 +214,15 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: batching-client --endpoint EP --fragment classify|ocr --rows N\n"
-			"         [--batch B] [--inflight K] [--clients C] [--timeout-ms T] FILE...\n");
+			"         [--batch B] [--inflight K] [--clients C] [--timeout-ms T]\n"
+			"         [--ramp] [--count-bytes] [--answers OUT] FILE...\n");
 }
 
 /* Parses the command line, drives the worker, prints the line. */
 int
 main(int argc, char **argv)
 {
-	bench_opts	o = {NULL, 0, 0, 1, 1, 1, 600000};
+	bench_opts	o = {NULL, 0, 0, 1, 1, 1, 600000, 0, 0, NULL};
 	static void *files[MAX_FILES];
 	static size_t file_len[MAX_FILES];
 	int			n_files = 0;
@@ -201,6 +235,8 @@ main(int argc, char **argv)
 	void	   *socks[MAX_CLIENTS] = {NULL};
 	int			in_flight[MAX_CLIENTS] = {0};
 	uint64_t   *answers = NULL;
+	char	  **texts = NULL;
+	int			ramp_size = 1;
 	int			next_row = 0,
 				done_rows = 0,
 				ok = 0,
@@ -216,6 +252,15 @@ main(int argc, char **argv)
 	{
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		/* the options without a value */
+		if (strcmp(argv[i], "--ramp") == 0 || strcmp(argv[i], "--count-bytes") == 0)
+		{
+			if (strcmp(argv[i], "--ramp") == 0)
+				o.ramp = 1;
+			else
+				o.count_bytes = 1;
+			continue;
+		}
 		if (v == NULL)
 		{
 			usage();
@@ -235,6 +280,8 @@ main(int argc, char **argv)
 			o.clients = atoi(v);
 		else if (strcmp(argv[i], "--timeout-ms") == 0)
 			o.timeout_ms = atoi(v);
+		else if (strcmp(argv[i], "--answers") == 0)
+			o.answers = v;
 		else
 		{
 			usage();
@@ -289,6 +336,12 @@ main(int argc, char **argv)
 	}
 
 	answers = calloc((size_t) o.rows, sizeof(*answers));
+	if (o.answers != NULL)
+	{
+		texts = calloc((size_t) o.rows, sizeof(*texts));
+		if (texts == NULL)
+			goto done;
+	}
 	ctx = zmq_ctx_new();
 	if (answers == NULL || ctx == NULL)
 		goto done;
@@ -318,9 +371,11 @@ main(int argc, char **argv)
 		/* Top every client up to its in-flight limit. */
 		for (int c = 0; c < o.clients; c++)
 		{
-			while (in_flight[c] < o.inflight && next_row < o.rows)
+			while (in_flight[c] < o.inflight && next_row < o.rows &&
+				   (!o.ramp || next_row - done_rows < (done_rows > 1 ? done_rows : 1)))
 			{
-				int			n_send = o.rows - next_row < o.batch ? o.rows - next_row : o.batch;
+				int			size = o.ramp ? ramp_size : o.batch;
+				int			n_send = o.rows - next_row < size ? o.rows - next_row : size;
 
 				if (send_rows(socks[c], &frag, next_row, n_send, files, file_len, n_files) != 0)
 				{
@@ -330,6 +385,8 @@ main(int argc, char **argv)
 				next_row += n_send;
 				in_flight[c]++;
 				requests++;
+				if (o.ramp)
+					ramp_size = ramp_size * 2 < o.batch ? ramp_size * 2 : o.batch;
 			}
 		}
 		for (int c = 0; c < o.clients; c++)
@@ -352,7 +409,7 @@ main(int argc, char **argv)
 
 			if (!(items[c].revents & ZMQ_POLLIN))
 				continue;
-			if (read_reply(socks[c], answers, o.rows, &ok, &failed) != 0)
+			if (read_reply(socks[c], answers, texts, o.rows, &ok, &failed) != 0)
 				goto done;
 			in_flight[c]--;
 			done_rows += ok + failed - before;
@@ -361,10 +418,26 @@ main(int argc, char **argv)
 	t1 = now_s();
 	for (int r = 0; r < o.rows; r++)
 		digest = fnv(digest, &answers[r], sizeof(answers[r]));
-	printf("rows=%d ok=%d failed=%d seconds=%.3f rows_per_s=%.2f requests=%d digest=%016llx\n",
+	printf("rows=%d ok=%d failed=%d seconds=%.3f rows_per_s=%.2f requests=%d digest=%016llx",
 		   o.rows, ok, failed, t1 - t0, (double) o.rows / (t1 - t0), requests,
 		   (unsigned long long) digest);
+	if (o.count_bytes)
+		printf(" bytes_out=%llu bytes_in=%llu", (unsigned long long) bytes_out,
+			   (unsigned long long) bytes_in);
+	printf("\n");
 	rc = 0;
+	if (texts != NULL)
+	{
+		FILE	   *f = fopen(o.answers, "w");
+
+		for (int r = 0; f != NULL && r < o.rows; r++)
+			fprintf(f, "%d|%s\n", r, texts[r] != NULL ? texts[r] : "");
+		if (f == NULL || fclose(f) != 0)
+		{
+			fprintf(stderr, "batching-client: could not write %s\n", o.answers);
+			rc = 1;
+		}
+	}
 
 done:
 	for (int c = 0; c < o.clients; c++)
@@ -374,6 +447,9 @@ done:
 		zmq_ctx_term(ctx);
 	for (int k = 0; k < n_files; k++)
 		free(files[k]);
+	for (int r = 0; texts != NULL && r < o.rows; r++)
+		free(texts[r]);
+	free(texts);
 	free(answers);
 	return rc;
 }
