@@ -43,5 +43,18 @@
 #define PGINFER_SQLSTATE_PROTOCOL		"08P01"	/* protocol_violation */
 #define PGINFER_SQLSTATE_OUT_OF_MEMORY	"53200"	/* out_of_memory */
 #define PGINFER_SQLSTATE_BAD_TEXT		"22021"	/* character_not_in_repertoire */
+#define PGINFER_SQLSTATE_IN_USE			"55006"	/* object_in_use */
+
+/*
+ * Worker state (MSG_STATE on the worker's PUB socket, and the body of
+ * MSG_PONG): a worker publishes at least every PGINFER_STATE_PERIOD_MS
+ * and, after a change (a request queued, started or finished, a model
+ * loaded or evicted), within PGINFER_STATE_COALESCE_MS; a subscriber that
+ * hears nothing for several periods may take the worker for stalled.
+ * WorkerState.state_endpoint, in every PONG, says where to subscribe; a
+ * message is the packed Header alone (one frame), subscribe to "".
+ */
+#define PGINFER_STATE_PERIOD_MS		100
+#define PGINFER_STATE_COALESCE_MS	10
 
 #endif							/* PGINFER_PROTOCOL_H */

@@ -9,9 +9,9 @@
  * nothing it returns points into SPI memory.  The two queries are prepared
  * once per backend and kept (SPI_keepplan); the plan cache replans them
  * when the tables change, even when the extension is dropped and created
- * again.  The round-robin position is
- * per backend: backends do not coordinate (placement by load is a later
- * subsystem).
+ * again.  InferCatalogPickWorker's round-robin position is per backend;
+ * placement.c chooses among InferCatalogGetWorkers' list with the pool's
+ * shared state.
  *
  *-------------------------------------------------------------------------
  */
@@ -263,9 +263,45 @@ InferCatalogPickWorker(void)
 
 	tuple = SPI_tuptable->vals[worker_rr_next++ % SPI_processed];
 	desc = SPI_tuptable->tupdesc;
-	worker = MemoryContextAlloc(cxt, sizeof(InferWorker));
+	worker = MemoryContextAllocZero(cxt, sizeof(InferWorker));
 	worker->name = spi_text(tuple, desc, 1, cxt);
 	worker->endpoint = spi_text(tuple, desc, 2, cxt);
 	SPI_finish();
 	return worker;
+}
+
+/*
+ * Returns every registered worker (ordered by name) as an array in the
+ * current memory context; *nworkers gets their number.  None registered:
+ * ERROR 55000 (object_not_in_prerequisite_state), as InferCatalogPickWorker.
+ */
+InferWorker *
+InferCatalogGetWorkers(int *nworkers)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	InferWorker *workers;
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute_plan(saved_plan(&worker_plan, worker_query, 0, NULL),
+						  NULL, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no inference worker is registered"),
+				 errhint("Add one with infer.add_worker(name, endpoint).")));
+	workers = MemoryContextAllocZero(cxt, sizeof(InferWorker) * SPI_processed);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		workers[i].name = spi_text(SPI_tuptable->vals[i],
+								   SPI_tuptable->tupdesc, 1, cxt);
+		workers[i].endpoint = spi_text(SPI_tuptable->vals[i],
+									   SPI_tuptable->tupdesc, 2, cxt);
+	}
+	*nworkers = (int) SPI_processed;
+	SPI_finish();
+	return workers;
 }

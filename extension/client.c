@@ -50,6 +50,12 @@
  * unanswered, so an error, a rescan or the end of a batch can never leave
  * a dangling request behind.  Replies nobody waits for are dropped.
  *
+ * A request to a worker with a pool slot (worker->pool_slot, set by
+ * placement.c) adds its rows and estimate to the slot's in-flight work at
+ * send; the reply's arrival, the cancel and the exit above take them back
+ * (InferPoolRemoveInflight), so an ERROR or a cancelled query leaves
+ * nothing counted.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_infer.h"
@@ -91,6 +97,7 @@ struct InferRequest
 	MemoryContext owner;		/* the reply's context is a child of it */
 	InferReply *reply;			/* NULL until it arrives */
 	MemoryContextCallback forget;	/* on the owner's reset or deletion */
+	InferPoolInflight inflight; /* its share of the pool's in-flight work */
 };
 
 /* The outcome of client_wait(). */
@@ -161,6 +168,7 @@ client_shutdown(int code, Datum arg)
 											dlist_pop_head_node(&client_pending));
 
 		req->linked = false;
+		InferPoolRemoveInflight(&req->inflight);
 	}
 	while (client_sockets != NULL)
 	{
@@ -377,6 +385,17 @@ client_cancel(InferRequest *req)
 	client_send_cancel(req->socket, req->request_id);
 	dlist_delete(&req->node);
 	req->linked = false;
+	InferPoolRemoveInflight(&req->inflight);
+}
+
+/*
+ * Forgets req (unanswered: its worker is told to drop it, and a late
+ * reply is dropped).  Never raises an error.  Idempotent.
+ */
+void
+InferClientForget(InferRequest *req)
+{
+	client_cancel(req);
 }
 
 /* Memory context reset callback of a request's owner: see client_cancel. */
@@ -422,14 +441,19 @@ client_has_event(InferSocket *s, int want)
 	return (events & want) != 0;
 }
 
+/* How often a connect wait looks at the pool's status of its worker. */
+#define CLIENT_WATCH_MS 100
+
 /*
  * Waits until the socket's ZMQ_EVENTS has `want` (ZMQ_POLLIN/POLLOUT) or
  * the deadline passes; with req != NULL (a request in flight), also ends
- * when the worker disconnects after req was sent.  Lets interrupts
- * through (see client_check_interrupts).
+ * when the worker disconnects after req was sent; with watch_slot != 0,
+ * also when the pool finds that slot's worker down (CLIENT_DISCONNECTED
+ * both).  Lets interrupts through (see client_check_interrupts).
  */
 static ClientWait
-client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req)
+client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req,
+			int watch_slot)
 {
 	for (;;)
 	{
@@ -444,10 +468,16 @@ client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req)
 		if (req != NULL && s->disconnects != req->disconnects_at_send)
 			return CLIENT_DISCONNECTED;
 
+		/* the pool monitor found the worker down meanwhile */
+		if (watch_slot != 0 && InferPoolIsDown(watch_slot))
+			return CLIENT_DISCONNECTED;
+
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 													deadline);
 		if (remaining <= 0)
 			return CLIENT_TIMEOUT;
+		if (watch_slot != 0)
+			remaining = Min(remaining, CLIENT_WATCH_MS);
 		if (WaitEventSetWait(s->waitset, remaining, &event, 1,
 							 PG_WAIT_EXTENSION) == 1 &&
 			(event.events & WL_LATCH_SET))
@@ -648,6 +678,7 @@ client_dispatch(InferSocket *s, const InferWorker *worker)
 		req->reply = reply;
 		dlist_delete(&req->node);
 		req->linked = false;
+		InferPoolRemoveInflight(&req->inflight);
 	}
 }
 
@@ -667,6 +698,9 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	InferRequest *req;
 	size_t		len;
 	uint8_t    *buf;
+	int			watch;
+	InferPoolStatus status;
+	ClientWait	waited;
 
 	req = palloc0(sizeof(InferRequest));
 	req->socket = s;
@@ -682,8 +716,25 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	buf = palloc(Max(len, 1));
 	pginfer__header__pack(request, buf);
 
-	/* With ZMQ_IMMEDIATE, POLLOUT means a live connection to the worker. */
-	if (client_wait(s, ZMQ_POLLOUT, req->deadline, NULL) != CLIENT_READY)
+	/*
+	 * With ZMQ_IMMEDIATE, POLLOUT means a live connection to the worker.  A
+	 * worker that was up when the wait began and goes down during it
+	 * (pool.c) ends the wait at once, so placement can go elsewhere; one
+	 * never heard from waits infer.timeout, as without a pool.
+	 */
+	status = InferPoolSlotStatus(worker->pool_slot);
+	watch = status == INFER_POOL_UP || status == INFER_POOL_STALE ?
+		worker->pool_slot : 0;
+	waited = client_wait(s, ZMQ_POLLOUT, req->deadline, NULL, watch);
+	if (waited == CLIENT_DISCONNECTED)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not connect to inference worker \"%s\" at %s",
+						worker->name, worker->endpoint),
+				 errdetail("The worker went down (no heartbeat for infer.worker_timeout) while the request waited for a connection."),
+				 errhint("Check that infer-worker is running and listening on %s, or remove it with infer.drop_worker().",
+						 worker->endpoint)));
+	if (waited != CLIENT_READY)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not connect to inference worker \"%s\" at %s",
@@ -715,6 +766,9 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	req->forget.func = client_forget;
 	req->forget.arg = req;
 	MemoryContextRegisterResetCallback(req->owner, &req->forget);
+	/* the pool's in-flight estimate, taken back with the request */
+	InferPoolAddInflight(worker->pool_slot, npayloads, worker->est_ms,
+						 &req->inflight);
 	return req;
 
 send_failed:
@@ -742,7 +796,7 @@ InferClientWait(InferRequest *req)
 		/* Can't happen: callers never wait on a request they cancelled. */
 		if (!req->linked)
 			elog(ERROR, "pg_infer: waiting for a cancelled request");
-		switch (client_wait(req->socket, ZMQ_POLLIN, req->deadline, req))
+		switch (client_wait(req->socket, ZMQ_POLLIN, req->deadline, req, 0))
 		{
 			case CLIENT_READY:
 				break;

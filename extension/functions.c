@@ -2,7 +2,8 @@
  *
  * functions.c
  *	  The SQL-callable inference functions, one row per call: infer.ocr,
- *	  infer.detect_text, infer.predict, infer.classify and infer.embed;
+ *	  infer.detect_text, infer.predict, infer.classify (of an image, and
+ *	  of a text) and infer.embed;
  *	  infer.similarity (cosine of two real[]); and the
  *	  request/reply code they share with InferBatch (inferbatch.c), which
  *	  sends the same fragments over many rows at once.
@@ -17,11 +18,11 @@
  * datum is built in the caller's context.  (An error frees the call's
  * context with the executor's memory.)
  *
- * Text for infer.embed goes to the worker in UTF-8 (InferTextPayload
- * converts it from the database encoding).  A text the worker truncated
- * to the model's max_seq_length gives a NOTICE, once per statement
- * (embed_datum); with infer.text_truncate off the worker refuses it
- * instead (54000).
+ * Text for infer.embed and infer.classify(model, text) goes to the worker
+ * in UTF-8 (InferTextPayload converts it from the database encoding).  A
+ * text the worker truncated to the model's max_seq_length gives a NOTICE,
+ * once per statement (note_truncated); with infer.text_truncate off the
+ * worker refuses it instead (54000).
  *
  *-------------------------------------------------------------------------
  */
@@ -45,6 +46,7 @@ PG_FUNCTION_INFO_V1(infer_detect_text);
 PG_FUNCTION_INFO_V1(infer_predict);
 PG_FUNCTION_INFO_V1(infer_classify);
 PG_FUNCTION_INFO_V1(infer_embed);
+PG_FUNCTION_INFO_V1(infer_classify_text);
 PG_FUNCTION_INFO_V1(infer_similarity);
 
 /* The row id of the single row a per-row call sends. */
@@ -63,6 +65,7 @@ InferFunctionName(InferFunction fn)
 		case INFER_FN_PREDICT:
 			return "infer.predict";
 		case INFER_FN_CLASSIFY:
+		case INFER_FN_CLASSIFY_TEXT:
 			return "infer.classify";
 		case INFER_FN_EMBED:
 			return "infer.embed";
@@ -266,6 +269,16 @@ InferFragmentInit(InferFragment *frag, InferFunction fn, const char *model)
 				check_task(frag, frag->models[0], "embed_text", "model");
 				break;
 			}
+		case INFER_FN_CLASSIFY_TEXT:
+			{
+				const char *names[1] = {model};
+
+				frag->kind = PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT;
+				frag->models = InferCatalogGetModels(names, NULL, 1);
+				frag->nmodels = 1;
+				check_task(frag, frag->models[0], "classify_text", "text classifier");
+				break;
+			}
 		case INFER_FN_NONE:
 			elog(ERROR, "pg_infer: no ML function");
 	}
@@ -333,7 +346,8 @@ report_worker_error(int elevel, const char *sqlstate, const char *message,
 void
 InferFragmentPickWorker(InferFragment *frag)
 {
-	frag->worker = InferCatalogPickWorker();
+	/* one row, its size unknown here: see placement.c */
+	frag->worker = InferPlacementPick(&frag, 1, 1, 0);
 }
 
 /*
@@ -370,7 +384,8 @@ fragment_message(const InferFragment *frag)
 		m->n_models = f->nmodels;
 		m->models = f->models;
 		/* only text fragments carry it, so image requests still merge */
-		m->truncate_text = f->kind == PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT &&
+		m->truncate_text = (f->kind == PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT ||
+							f->kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT) &&
 			infer_text_truncate;
 		m->next = next;
 		next = m;
@@ -604,7 +619,8 @@ embed_datum(const InferFragment *frag, const InferRow *row)
 /*
  * Builds the SQL value of row's answer (result->ok) for frag's function in
  * the current memory context: text (ocr, classify), jsonb (detect_text)
- * or real[] (predict, embed).  A reply without the value is 08P01.
+ * or real[] (predict, embed); a text classifier's label comes with the
+ * truncation NOTICE (note_truncated).  A reply without the value is 08P01.
  */
 Datum
 InferRowDatum(const InferFragment *frag, const InferRow *row)
@@ -628,6 +644,10 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 			return values_datum(frag, row);
 		case INFER_FN_EMBED:
 			return embed_datum(frag, row);
+		case INFER_FN_CLASSIFY_TEXT:
+			note_truncated(frag, row);
+			return PointerGetDatum(cstring_to_text(from_worker(row->result->text,
+															   true)));
 		case INFER_FN_NONE:
 			break;
 	}
@@ -790,6 +810,63 @@ infer_embed(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		out = run_one(INFER_FN_EMBED, model, utf8, len, &isnull);
 
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(out);
+}
+
+/*
+ * Whether the text argument argno of the call is a constant written in the
+ * query (a Const in the call's expression), rather than a column, a
+ * parameter or the value of another expression.
+ */
+static bool
+arg_is_literal(FunctionCallInfo fcinfo, int argno)
+{
+	Node	   *expr = fcinfo->flinfo != NULL ? fcinfo->flinfo->fn_expr : NULL;
+	List	   *args;
+
+	if (expr == NULL || !IsA(expr, FuncExpr))
+		return false;
+	args = ((FuncExpr *) expr)->args;
+	return list_length(args) > argno && IsA(list_nth(args, argno), Const);
+}
+
+/*
+ * infer.classify(model text, input text) returns text: the label a
+ * registered text classifier (task classify_text) gives input, one
+ * request per call (run_one), or batched by InferBatch.  NULL with a
+ * WARNING when the worker rejects the text and infer.on_error = null.
+ *
+ * An untyped string constant, such as '\x89504e47...', resolves to this
+ * overload rather than to infer.classify(text, bytea); so that such calls
+ * written for an image classifier keep their meaning, a constant input
+ * given to a model of any other task is read as bytea's input form and
+ * classified as an image (the planner leaves these calls unbatched).
+ */
+Datum
+infer_classify_text(PG_FUNCTION_ARGS)
+{
+	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	const char *names[1] = {model};
+	bool		isnull;
+	Datum		out;
+
+	if (arg_is_literal(fcinfo, 1) &&
+		strcmp(InferCatalogGetModels(names, NULL, 1)[0]->task, "classify_text") != 0)
+	{
+		char	   *lit = TextDatumGetCString(PG_GETARG_DATUM(1));
+		Datum		img = DirectFunctionCall1(byteain, CStringGetDatum(lit));
+
+		out = run_image(INFER_FN_CLASSIFY, model, DatumGetByteaPP(img), &isnull);
+	}
+	else
+	{
+		size_t		len;
+		const char *utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len);
+
+		out = run_one(INFER_FN_CLASSIFY_TEXT, model, utf8, len, &isnull);
+	}
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(out);

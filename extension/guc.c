@@ -4,8 +4,10 @@
  *	  The infer.* settings: those of the per-row functions and those of
  *	  batched execution (InferBatch).
  *
- * All are PGC_USERSET: a session may change them, and SET LOCAL in a
- * transaction works.  The variables are read only by the backend's main
+ * All but infer.max_workers (PGC_POSTMASTER: it sizes shared memory, and
+ * exists only when the library is in shared_preload_libraries) and
+ * infer.worker_timeout (PGC_SUSET) are PGC_USERSET: a session may change
+ * them, and SET LOCAL in a transaction works.  The variables are read only by the backend's main
  * thread.
  *
  *-------------------------------------------------------------------------
@@ -14,6 +16,7 @@
 
 #include <limits.h>
 
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 bool		infer_enable_batching = true;
@@ -27,6 +30,18 @@ char	   *infer_ocr_detector = NULL;
 char	   *infer_ocr_classifier = NULL;
 char	   *infer_ocr_recognizer = NULL;
 bool		infer_text_truncate = true;
+int			infer_pool_max_workers = 64;
+int			infer_worker_timeout_ms = 2000;
+int			infer_placement = INFER_PLACEMENT_COST;
+int			infer_bandwidth_mb = 1000;
+
+static const struct config_enum_entry placement_options[] = {
+	{"cost", INFER_PLACEMENT_COST, false},
+	{"round_robin", INFER_PLACEMENT_ROUND_ROBIN, false},
+	{"least_loaded", INFER_PLACEMENT_LEAST_LOADED, false},
+	{"locality", INFER_PLACEMENT_LOCALITY, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry on_error_options[] = {
 	{"error", INFER_ON_ERROR_ERROR, false},
@@ -135,6 +150,50 @@ InferGucInit(void)
 							   "ppocr_rec",
 							   PGC_USERSET, 0,
 							   NULL, NULL, NULL);
+
+	/* a PGC_POSTMASTER setting can only be made at server start */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("infer.max_workers",
+								"Worker endpoints the shared pool state holds.",
+								"Sizes the shared memory of the pool monitor "
+								"(pg_infer in shared_preload_libraries); more "
+								"registered workers are used without live "
+								"state.",
+								&infer_pool_max_workers,
+								64, 1, 4096,
+								PGC_POSTMASTER, 0,
+								NULL, NULL, NULL);
+
+	DefineCustomIntVariable("infer.worker_timeout",
+							"Time without a heartbeat after which a worker is "
+							"down.",
+							"A down worker gets no new work while another "
+							"is up; a worker is stale (still used) after "
+							"half this time.",
+							&infer_worker_timeout_ms,
+							2000, 10, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("infer.placement",
+							 "How a batch's worker is chosen: cost, "
+							 "round_robin, least_loaded or locality.",
+							 "cost picks the least estimated finish time "
+							 "(wait + model load + transfer + compute, see "
+							 "docs/placement.md).",
+							 &infer_placement,
+							 INFER_PLACEMENT_COST, placement_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("infer.bandwidth",
+							"Link bandwidth to the workers, in MB/s, for "
+							"placement's transfer estimate.",
+							NULL,
+							&infer_bandwidth_mb,
+							1000, 1, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("infer.text_truncate",
 							 "Cuts texts longer than a text model takes.",

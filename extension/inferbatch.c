@@ -21,13 +21,15 @@
  * custom_exprs) caps the rows read.  The calls whose input expressions
  * are equal() form a group (see BatchCall), and each group of the slot is
  * one MSG_RUN_FRAGMENT request that carries the input once and a fragment
- * per call (a chained call's fragment has its stages), to the next worker
- * in round-robin order.  The
+ * per call (a chained call's fragment has its stages), to the worker
+ * that infer.placement chooses for it (placement.c).  The
  * oldest slot is waited for (latch + socket, so cancel and
  * statement_timeout work, and a cancel goes to the worker) and its rows
  * are returned in order; a row the worker rejected raises its ERROR, or
  * with infer.on_error = null a WARNING and NULL, when that row is
  * returned, so the rows before it come out as they would one by one.
+ * A request whose worker goes away (08006) is sent again, whole, to
+ * another worker (send_part, wait_part), so its rows still come back once.
  *
  * Parallel query: under a Gather, each process that runs the partial plan
  * (the parallel workers, and the leader when it participates) has its own
@@ -56,6 +58,9 @@
 #include "storage/shm_toc.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+
+/* Times a batch whose worker went away is sent to another (wait_part). */
+#define INFERBATCH_RESENDS 2
 
 /* Inference workers with their own counters in BatchStats; more share one. */
 #define INFERBATCH_STATS_WORKERS 8
@@ -112,8 +117,9 @@ typedef struct BatchCall
 	char	   *stage_model[INFERBATCH_MAX_STAGES];
 	Node	   *input;			/* the innermost argument (plan expression) */
 	ExprState  *img;			/* it, over the child's row: an image; text
-								 * when the innermost stage is embed */
-	bool		text_input;		/* the innermost stage is infer.embed */
+								 * when the innermost stage takes text */
+	bool		text_input;		/* the innermost stage is infer.embed or
+								 * infer.classify(text, text) */
 	bool		all_null;		/* a model name is NULL: every result is */
 	int			leader;			/* the call whose request carries this one */
 	int			fragno;			/* this call's fragment in that request */
@@ -302,6 +308,7 @@ infer_batch_begin(CustomScanState *node, EState *estate, int eflags)
 				case INFER_FN_PREDICT:
 				case INFER_FN_CLASSIFY:
 				case INFER_FN_EMBED:
+				case INFER_FN_CLASSIFY_TEXT:
 					bc->stage_model_expr[k] = ExecInitExpr(linitial(call->args),
 														   &node->ss.ps);
 					arg = lsecond(call->args);
@@ -318,7 +325,7 @@ infer_batch_begin(CustomScanState *node, EState *estate, int eflags)
 				continue;
 			}
 			bc->input = arg;
-			bc->text_input = fn == INFER_FN_EMBED;
+			bc->text_input = fn == INFER_FN_EMBED || fn == INFER_FN_CLASSIFY_TEXT;
 			bc->img = ExecInitExpr((Expr *) arg, &node->ss.ps);
 			break;
 		}
@@ -520,6 +527,125 @@ setup_fragment(InferBatchState *st, BatchCall *bc)
  * per group of calls (one input, a fragment per call of the group).  Returns false (and sets child_done) when the child had no
  * more rows (or the bound was reached) before the first row.
  */
+/*
+ * Sends the rows of part (group leader bc's request) to the worker that
+ * placement chooses for them, in the current memory context (the slot's),
+ * and counts the request.  A worker that goes down while the send waits
+ * for a connection (08006, see InferClientSend) is left for another one,
+ * up to INFERBATCH_RESENDS times.  Errors: those of InferFragmentSendMany.
+ */
+static void
+send_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
+{
+	InferFragment **frags = palloc(sizeof(InferFragment *) * bc->nmembers);
+	size_t		bytes = 0;
+	size_t		sent = 0;
+
+	for (int m = 0; m < bc->nmembers; m++)
+	{
+		BatchCall  *mc = &st->calls[bc->members[m]];
+
+		if (!mc->ready)
+			setup_fragment(st, mc);
+		frags[m] = &mc->frag;
+	}
+	for (int i = 0; i < part->nsent; i++)
+		bytes += part->lens[i];
+	for (int attempt = 0;; attempt++)
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		volatile bool sent_ok = false;
+
+		/* frags[0] is bc->frag: the request goes where placement says */
+		bc->frag.worker = InferPlacementPick(frags, bc->nmembers, part->nsent,
+											 bytes);
+		PG_TRY();
+		{
+			InferFragmentPushContext(&bc->frag);
+			part->req = InferFragmentSendMany(frags, bc->nmembers, part->nsent,
+											  part->row_ids, part->payloads,
+											  part->lens, &sent);
+			InferFragmentPopContext(&bc->frag);
+			sent_ok = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			/* a worker that went down while we connected: another one */
+			if (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
+				attempt >= INFERBATCH_RESENDS ||
+				!InferPoolIsDown(bc->frag.worker->pool_slot))
+			{
+				FreeErrorData(edata);
+				PG_RE_THROW();
+			}
+			FlushErrorState();
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+		if (sent_ok)
+			break;
+	}
+	part->worker = bc->frag.worker;
+	count_request(st->stats, part->worker, part->nsent, sent);
+	pfree(frags);
+}
+
+/*
+ * Waits for the reply to part's request (of group leader bc); when the
+ * worker went away while it held the request (08006), marks it down in
+ * the pool and sends the same rows again to another worker, up to
+ * INFERBATCH_RESENDS times, so that the statement still returns every row
+ * once.  Other errors (cancel, timeout, the worker's own) are raised.
+ * Runs in the slot's memory context.
+ */
+static InferReply *
+wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		InferReply *volatile reply = NULL;
+		ErrorData  *edata;
+
+		PG_TRY();
+		{
+			reply = InferClientWait(part->req);
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			if (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
+				attempt >= INFERBATCH_RESENDS || !InferPoolEnabled())
+			{
+				FreeErrorData(edata);
+				PG_RE_THROW();
+			}
+			FlushErrorState();
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+		if (reply != NULL)
+			return reply;
+
+		/* the worker is gone: no new work for it until it is heard again */
+		ereport(DEBUG1,
+				(errmsg("pg_infer: inference worker \"%s\" at %s went away; sending its %d rows to another worker",
+						part->worker->name, part->worker->endpoint,
+						part->nsent)));
+		InferPoolMarkDown(part->worker->pool_slot);
+		InferClientForget(part->req);
+		InferFragmentPopContext(&bc->frag);
+		send_part(st, bc, part);
+		bc->frag.worker = part->worker;
+		InferFragmentPushContext(&bc->frag);
+	}
+}
+
 static bool
 fill_and_send(InferBatchState *st)
 {
@@ -626,8 +752,6 @@ fill_and_send(InferBatchState *st)
 	{
 		BatchCall  *bc = &st->calls[c];
 		BatchPart  *part = &slot->parts[c];
-		InferFragment **frags;
-		size_t		sent = 0;
 
 		if (bc->all_null || bc->leader != c)
 			continue;
@@ -647,23 +771,7 @@ fill_and_send(InferBatchState *st)
 		}
 		if (part->nsent == 0)
 			continue;
-		frags = palloc(sizeof(InferFragment *) * bc->nmembers);
-		for (int m = 0; m < bc->nmembers; m++)
-		{
-			BatchCall  *mc = &st->calls[bc->members[m]];
-
-			if (!mc->ready)
-				setup_fragment(st, mc);
-			frags[m] = &mc->frag;
-		}
-		InferFragmentPickWorker(&bc->frag);
-		InferFragmentPushContext(&bc->frag);
-		part->req = InferFragmentSendMany(frags, bc->nmembers, part->nsent,
-										  part->row_ids, part->payloads,
-										  part->lens, &sent);
-		InferFragmentPopContext(&bc->frag);
-		part->worker = bc->frag.worker;
-		count_request(st->stats, part->worker, part->nsent, sent);
+		send_part(st, bc, part);
 	}
 	MemoryContextSwitchTo(oldcxt);
 
@@ -696,7 +804,7 @@ receive(InferBatchState *st, BatchSlot *slot)
 		bc->frag.worker = part->worker;
 		InferFragmentPushContext(&bc->frag);
 		INSTR_TIME_SET_CURRENT(start);
-		reply = InferClientWait(part->req);
+		reply = wait_part(st, bc, part);
 		INSTR_TIME_SET_CURRENT(waited);
 		INSTR_TIME_SUBTRACT(waited, start);
 		st->stats->wait_ms += INSTR_TIME_GET_MILLISEC(waited);
@@ -895,6 +1003,7 @@ describe_call(InferBatchState *st, FuncExpr *call, StringInfo buf)
 		case INFER_FN_PREDICT:
 		case INFER_FN_CLASSIFY:
 		case INFER_FN_EMBED:
+		case INFER_FN_CLASSIFY_TEXT:
 			{
 				Node	   *model = linitial(call->args);
 

@@ -21,14 +21,16 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 /*
- * Module load: the settings, the ZeroMQ client's load-time checks, the
- * InferBatch custom scan and the planner hook that places it.  The
+ * Module load: the settings, the pool's shared memory and monitor (only
+ * from shared_preload_libraries), the ZeroMQ client's load-time checks,
+ * the InferBatch custom scan and the planner hook that places it.  The
  * catalog and the SQL functions keep no state that needs setting up.
  */
 void
 _PG_init(void)
 {
 	InferGucInit();
+	InferPoolInit();
 	InferClientInit();
 	InferBatchInit();
 	InferPlannerInit();

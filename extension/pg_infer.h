@@ -16,6 +16,7 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
 #include "nodes/extensible.h"
 
 #include "common/protocol.h"
@@ -56,12 +57,16 @@ typedef struct InferWorker
 {
 	char	   *name;
 	char	   *endpoint;
+	int			pool_slot;		/* 1 + its pool.c slot; 0: not tracked */
+	double		est_ms;			/* placement's estimate of the request
+								 * it was picked for (load + compute) */
 } InferWorker;
 
 extern Pginfer__ModelSpec **InferCatalogGetModels(const char *const *names,
 												  const char *const *gucs,
 												  int nmodels);
 extern InferWorker *InferCatalogPickWorker(void);
+extern InferWorker *InferCatalogGetWorkers(int *nworkers);
 
 /* ----------
  * client.c: the ZeroMQ client (one context per backend, a DEALER socket
@@ -94,6 +99,138 @@ extern InferRequest *InferClientSend(const InferWorker *worker,
 									 const size_t *payload_lens,
 									 int timeout_ms);
 extern InferReply *InferClientWait(InferRequest *req);
+extern void InferClientForget(InferRequest *req);
+
+/* ----------
+ * pool.c: the worker pool's live state in shared memory and the
+ * pool-monitor background worker that keeps it (needs pg_infer in
+ * shared_preload_libraries; without it InferPoolEnabled() is false)
+ * ----------
+ */
+
+#define INFER_POOL_ENDPOINT_LEN 256
+#define INFER_POOL_MODEL_LEN 128
+#define INFER_POOL_MODELS 16	/* models kept per worker */
+#define INFER_POOL_TIMINGS 32	/* (model, batch size) timings per worker */
+
+/* A worker's status, derived from its heartbeat age (InferPoolStatus). */
+typedef enum InferPoolStatus
+{
+	INFER_POOL_UNKNOWN,			/* registered, not heard from yet */
+	INFER_POOL_UP,				/* heartbeat within infer.worker_timeout / 2 */
+	INFER_POOL_STALE,			/* heartbeat older than that, not down yet */
+	INFER_POOL_DOWN				/* no heartbeat for infer.worker_timeout */
+} InferPoolStatus;
+
+/* A model a worker reported (ModelState, or resident_models). */
+typedef struct InferPoolModel
+{
+	char		file[INFER_POOL_MODEL_LEN];
+	bool		resident;
+	uint32		queued;
+	uint64		bytes;
+	double		load_ms;
+} InferPoolModel;
+
+/* A measured compute time (ModelTiming). */
+typedef struct InferPoolTiming
+{
+	char		file[INFER_POOL_MODEL_LEN];
+	uint32		batch_size;
+	double		ms;
+} InferPoolTiming;
+
+/* One worker endpoint's slot in shared memory (under the pool's LWLock). */
+typedef struct InferPoolWorker
+{
+	bool		used;
+	uint32		generation;		/* +1 each time the slot is (re)used */
+	char		name[NAMEDATALEN];
+	char		endpoint[INFER_POOL_ENDPOINT_LEN];
+	char		state_endpoint[INFER_POOL_ENDPOINT_LEN];	/* "" unknown */
+	TimestampTz registered;
+	TimestampTz heartbeat;		/* last state received; 0 never */
+	uint64		folds;			/* states folded in */
+	bool		published;		/* the last came over its PUB socket (not
+								 * as a PONG) */
+	/* the worker's last WorkerState */
+	uint64		seq;
+	uint32		queue_length;
+	uint32		busy_threads;
+	double		backlog_ms;
+	uint64		host_memory_used;
+	uint64		host_memory_total;
+	uint64		host_memory_free;
+	uint64		gpu_memory_total;
+	uint64		gpu_memory_free;
+	uint64		gpu_memory_cap;
+	uint64		requests_served;
+	char		device[64];
+	int			nmodels;
+	InferPoolModel models[INFER_POOL_MODELS];
+	int			ntimings;
+	InferPoolTiming timings[INFER_POOL_TIMINGS];
+	/* the backends' work in flight to it */
+	int64		inflight_requests;
+	int64		inflight_rows;
+	double		inflight_ms;
+	double		unseen_ms;		/* in flight, sent after the last fold */
+	uint64		sent_requests;	/* since the slot was taken */
+} InferPoolWorker;
+
+/* What InferPoolAddInflight added, to take back (InferPoolRemoveInflight). */
+typedef struct InferPoolInflight
+{
+	int			slot;			/* 1-based; 0: nothing to take back */
+	uint32		generation;
+	uint64		folds;
+	int			rows;
+	double		ms;
+} InferPoolInflight;
+
+extern int	infer_pool_max_workers;
+extern int	infer_worker_timeout_ms;
+
+extern void InferPoolInit(void);
+extern bool InferPoolEnabled(void);
+extern int	InferPoolRegister(const char *name, const char *endpoint);
+extern void InferPoolLock(bool exclusive);
+extern void InferPoolUnlock(void);
+extern InferPoolWorker *InferPoolSlot(int slot);
+extern InferPoolStatus InferPoolStatusOf(const InferPoolWorker *w,
+										 TimestampTz now);
+extern uint32 InferPoolNextTurn(void);
+extern void InferPoolAddInflight(int slot, int rows, double ms,
+								 InferPoolInflight *out);
+extern void InferPoolRemoveInflight(InferPoolInflight *in);
+extern void InferPoolMarkDown(int slot);
+extern bool InferPoolIsDown(int slot);
+extern InferPoolStatus InferPoolSlotStatus(int slot);
+extern void InferPoolFold(int slot, uint32 generation,
+						  const Pginfer__WorkerState *state, bool published);
+extern PGDLLEXPORT void InferPoolMonitorMain(Datum arg);
+
+/* ----------
+ * placement.c: which worker gets a request (infer.placement)
+ * ----------
+ */
+
+/* infer.placement values */
+typedef enum InferPlacement
+{
+	INFER_PLACEMENT_COST,		/* least estimated finish time */
+	INFER_PLACEMENT_ROUND_ROBIN,	/* in turn, per backend */
+	INFER_PLACEMENT_LEAST_LOADED,	/* least wait */
+	INFER_PLACEMENT_LOCALITY	/* most of its models resident, then least
+								 * wait */
+} InferPlacement;
+
+extern int	infer_placement;
+extern int	infer_bandwidth_mb;
+
+struct InferFragment;
+extern InferWorker *InferPlacementPick(struct InferFragment **frags,
+									   int nfrags, int nrows, size_t bytes);
 
 /* ----------
  * functions.c: the SQL-callable functions (infer.ocr, infer.predict, ...)
@@ -110,8 +247,12 @@ typedef enum InferFunction
 	INFER_FN_DETECT_TEXT,		/* infer.detect_text(bytea) */
 	INFER_FN_PREDICT,			/* infer.predict(text, bytea) */
 	INFER_FN_CLASSIFY,			/* infer.classify(text, bytea) */
-	INFER_FN_EMBED				/* infer.embed(text, text) */
+	INFER_FN_EMBED,				/* infer.embed(text, text) */
+	INFER_FN_CLASSIFY_TEXT		/* infer.classify(text, text) */
 } InferFunction;
+
+/* The last InferFunction, for tables indexed by it. */
+#define INFER_FN_LAST INFER_FN_CLASSIFY_TEXT
 
 /*
  * One fragment to run: the function, its models, the worker of the

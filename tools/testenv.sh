@@ -88,7 +88,10 @@ testenv_start_cluster() {
 		echo "unix_socket_directories = '$dir'"
 		echo "fsync = off"
 		echo "max_connections = 20"
-		# the planner hook is active from a session's first query
+		# shared memory and the pool monitor (extension/pool.c) need the
+		# library at server start; session_preload_libraries stays so a
+		# conf without the former still gets the planner hook at once
+		echo "shared_preload_libraries = 'pg_infer'"
 		echo "session_preload_libraries = 'pg_infer'"
 		[ -n "$TESTENV_EXTRA_CONF" ] && echo "$TESTENV_EXTRA_CONF"
 	} >>"$dir/data/postgresql.conf"

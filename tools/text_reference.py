@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """text_reference.py MODEL_DIR OUT.jsonl [--texts FILE]
+   text_reference.py MODEL_DIR OUT.tsv --sentences FILE
 
 Reference sentence embeddings for the text-embedding tests: each text is
 tokenized by the Hugging Face `tokenizers` BERT WordPiece tokenizer over the
@@ -14,7 +15,18 @@ Without --texts it embeds the built-in test sentences below (ASCII,
 accented Latin-1 text, CJK, emoji, CR LF, the empty string, and a text
 longer than the model takes).  tests/regress/data/text_reference.jsonl is
 this script's output over build/models/minilm (run from the repository root
-with build/venv/bin/python).
+with build/venv/bin/python).  For a text classifier (a model.json with
+"labels", as build/models/prompt_task) each line has "label", the label of
+the largest score, instead of "embedding";
+tests/regress/data/text_classify_reference.jsonl is the output over
+build/models/prompt_task with --texts tests/regress/data/text_classify.txt.
+
+With --sentences it reads FILE in the escaped format of
+tests/text/sentences.txt (tools/tokenizer_reference.py), tokenizes with the
+model folder's tokenizer.json (the library's own BERT pipeline), and writes
+TSV for tests/text/test_embed.c: one line a text, tab-separated: the text's
+UTF-8 bytes in hex, n_tokens, 1 when cut else 0, and the embedding's
+values as %.9g separated by spaces.
 """
 import json
 import os
@@ -22,7 +34,7 @@ import sys
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import BertWordPieceTokenizer
+from tokenizers import BertWordPieceTokenizer, Tokenizer
 
 TEXTS = [
     "hello world",
@@ -44,6 +56,14 @@ TEXTS = [
 def main():
     args = sys.argv[1:]
     texts = TEXTS
+    tsv = False
+    if "--sentences" in args:
+        i = args.index("--sentences")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from tokenizer_reference import read_sentences
+        texts = read_sentences(args[i + 1])
+        del args[i:i + 2]
+        tsv = True
     if "--texts" in args:
         i = args.index("--texts")
         with open(args[i + 1], encoding="utf-8") as f:
@@ -55,10 +75,15 @@ def main():
     with open(os.path.join(model_dir, "model.json"), encoding="utf-8") as f:
         cfg = json.load(f)
     max_len = int(cfg["max_seq_length"])
-    tok = BertWordPieceTokenizer(
-        os.path.join(model_dir, cfg.get("vocab", "vocab.txt")),
-        lowercase=bool(cfg.get("do_lower_case", True)),
-        strip_accents=None, clean_text=True, handle_chinese_chars=True)
+    if tsv:
+        tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+        tok.no_truncation()
+        tok.no_padding()
+    else:
+        tok = BertWordPieceTokenizer(
+            os.path.join(model_dir, cfg.get("vocab", "vocab.txt")),
+            lowercase=bool(cfg.get("do_lower_case", True)),
+            strip_accents=None, clean_text=True, handle_chinese_chars=True)
     # Without graph optimisations: ONNX Runtime 1.31's rewrite of the
     # Shape -> Gather -> Unsqueeze position-id path inserts a Slice that
     # its own kernel rejects; the plain graph is the reference anyway.
@@ -88,6 +113,18 @@ def main():
                 v = hidden.astype(np.float64)
             if cfg.get("normalize", False):
                 v = v / max(np.linalg.norm(v), 1e-12)
+            if "labels" in cfg and not tsv:
+                f.write(json.dumps({
+                    "text": text, "n_tokens": len(ids),
+                    "truncated": len(full) > max_len,
+                    "label": cfg["labels"][int(np.argmax(v))]},
+                    ensure_ascii=False) + "\n")
+                continue
+            if tsv:
+                f.write("%s\t%d\t%d\t%s\n" % (
+                    text.encode("utf-8").hex(), len(ids), int(len(full) > max_len),
+                    " ".join("%.9g" % x for x in v)))
+                continue
             f.write(json.dumps({
                 "text": text, "n_tokens": len(ids),
                 "truncated": len(full) > max_len,

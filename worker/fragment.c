@@ -67,6 +67,8 @@ fragment_kind_name(Pginfer__FragmentKind kind)
 			return "classify";
 		case PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT:
 			return "embed_text";
+		case PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT:
+			return "classify_text";
 		default:
 			return "unknown";
 	}
@@ -386,6 +388,7 @@ prepare(model_cache *mc, const Pginfer__RunFragment *run, frag_plan *p,
 		case PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY:
 			return prepare_image_model(mc, frag, p, sqlstate, err, errlen);
 		case PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT:
+		case PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT:
 			return 0;			/* text_run() resolves its own model */
 		default:
 			snprintf(err, errlen, "unknown fragment kind %d", (int) frag->kind);
@@ -955,7 +958,8 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 		goto fail;
 	}
 
-	if (plan.kind == PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT)
+	if (plan.kind == PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT ||
+		plan.kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT)
 	{
 		if (text_run(mc, run, rows, rows_len, n_rows, max_batch, stop, r,
 					 sqlstate, err, errlen) != 0)

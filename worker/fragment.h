@@ -18,6 +18,9 @@
  *	  FRAG_EMBED_TEXT	models[0] a text model (worker/text.h); rows are
  *						UTF-8 text; values = the row's embedding,
  *						truncated / n_tokens set
+ *	  FRAG_CLASSIFY_TEXT models[0] a text classifier (worker/text.h); rows
+ *						are UTF-8 text; text = labels[argmax of its
+ *						scores], truncated / n_tokens set
  *
  * FRAG_PREDICT and FRAG_CLASSIFY run batched: the rows whose preprocessed
  * input has the same shape (all of them, for a model with a fixed input

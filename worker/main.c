@@ -5,6 +5,8 @@
  *	  infer-worker --listen tcp://127.0.0.1:5555 --model-dir DIR
  *				   [--threads N] [--max-pixels N] [--max-batch N]
  *				   [--max-queue-delay-us N] [--max-message-bytes N]
+ *				   [--state-listen ENDPOINT] [--gpu-memory BYTES]
+ *				   [--simulate PROFILE.json]
  *				   [--log-level debug|info|warn|error]
  *
  * Parses the command line, sets up logging, the engine's thread count and
@@ -31,6 +33,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "common/protocol.h"
@@ -89,6 +92,20 @@ usage(FILE *f)
 			"                      reply (the backend reports SQLSTATE 08006).  A\n"
 			"                      request may also carry at most %d rows\n"
 			"                      (default %lld = 256 MiB)\n"
+			"  --state-listen ENDPOINT\n"
+			"                      ZeroMQ endpoint for the PUB socket that publishes the\n"
+			"                      worker's state (MSG_STATE, at least every %d ms and\n"
+			"                      on change); default: an ephemeral port on the host of\n"
+			"                      --listen (tcp://HOST:*); every PONG names the bound one\n"
+			"  --gpu-memory BYTES  most bytes the resident models' weights may take\n"
+			"                      (suffixes K, M, G, T: powers of 1024); a model that\n"
+			"                      does not fit evicts the least recently used models no\n"
+			"                      queued request needs, or fails with SQLSTATE 53200;\n"
+			"                      0 = no cap (default 0)\n"
+			"  --simulate PROFILE.json\n"
+			"                      simulated device: compute and model loads sleep for\n"
+			"                      the times the profile gives (docs/operations.md);\n"
+			"                      everything else is real\n"
 			"  --log-level LEVEL   debug, info, warn or error (default info); logs go\n"
 			"                      to stderr with ISO 8601 UTC timestamps\n"
 			"  --help              show this text and exit\n"
@@ -96,7 +113,7 @@ usage(FILE *f)
 			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).\n",
 			(long long) PGINFER_DEFAULT_MAX_PIXELS, SERVER_DEFAULT_MAX_BATCH,
 			SERVER_DEFAULT_QUEUE_DELAY_US, SERVER_MAX_ROWS,
-			(long long) SERVER_DEFAULT_MAX_MESSAGE_BYTES);
+			(long long) SERVER_DEFAULT_MAX_MESSAGE_BYTES, PGINFER_STATE_PERIOD_MS);
 }
 
 /* Parses a whole decimal integer in [lo, hi]; -1 when it is not one. */
@@ -111,6 +128,39 @@ parse_int(const char *s, long long lo, long long hi, long long *out)
 	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/*
+ * Parses a byte count with an optional suffix K, M, G or T (powers of
+ * 1024, optionally followed by "B" or "iB"); -1 when it is not one.
+ */
+static int
+parse_bytes(const char *s, uint64_t *out)
+{
+	char	   *end;
+	unsigned long long v;
+	int			shift = 0;
+
+	errno = 0;
+	if (s[0] == '-' || s[0] == '\0')
+		return -1;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s)
+		return -1;
+	switch (*end)
+	{
+		case 'K': case 'k': shift = 10; end++; break;
+		case 'M': case 'm': shift = 20; end++; break;
+		case 'G': case 'g': shift = 30; end++; break;
+		case 'T': case 't': shift = 40; end++; break;
+		default: break;
+	}
+	if (shift > 0 && (strcmp(end, "B") == 0 || strcmp(end, "iB") == 0))
+		end += strlen(end);
+	if (*end != '\0' || (shift > 0 && v > (~0ULL >> shift)))
+		return -1;
+	*out = (uint64_t) v << shift;
 	return 0;
 }
 
@@ -141,12 +191,16 @@ main(int argc, char **argv)
 		{"max-queue-delay-us", required_argument, NULL, 'd'},
 		{"max-message-bytes", required_argument, NULL, 'M'},
 		{"log-level", required_argument, NULL, 'v'},
+		{"state-listen", required_argument, NULL, 'S'},
+		{"gpu-memory", required_argument, NULL, 'g'},
+		{"simulate", required_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
 	server_opts opts = {NULL, NULL, PGINFER_DEFAULT_MAX_PIXELS,
 	SERVER_DEFAULT_MAX_BATCH, SERVER_DEFAULT_QUEUE_DELAY_US};
 	long long	max_message_bytes = SERVER_DEFAULT_MAX_MESSAGE_BYTES;
+	server_ext_opts ext = {0, NULL, 0, NULL};
 	long long	threads = 0;
 	long long	v;
 	log_level	level = LOG_LEVEL_INFO;
@@ -205,6 +259,19 @@ main(int argc, char **argv)
 					return 2;
 				}
 				break;
+			case 'S':
+				ext.state_endpoint = optarg;
+				break;
+			case 'g':
+				if (parse_bytes(optarg, &ext.gpu_memory) != 0)
+				{
+					fprintf(stderr, "infer-worker: --gpu-memory must be a byte count such as 536870912, 512M or 2G, not \"%s\"\n", optarg);
+					return 2;
+				}
+				break;
+			case 'i':
+				ext.simulate = optarg;
+				break;
 			case 'v':
 				if (log_parse_level(optarg, &level) != 0)
 				{
@@ -244,7 +311,8 @@ main(int argc, char **argv)
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	srv = server_new_limited(&opts, (int64_t) max_message_bytes, err, sizeof(err));
+	ext.max_message_bytes = (int64_t) max_message_bytes;
+	srv = server_new_ext(&opts, &ext, err, sizeof(err));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (srv == NULL)
 	{
@@ -256,6 +324,14 @@ main(int argc, char **argv)
 			 (long long) opts.max_pixels, opts.max_batch,
 			 (long long) opts.max_queue_delay_us,
 			 max_message_bytes);
+	if (ext.gpu_memory > 0)
+		log_info("state published on %s; model memory capped at %llu bytes",
+				 server_state_endpoint(srv), (unsigned long long) ext.gpu_memory);
+	else
+		log_info("state published on %s; model memory not capped",
+				 server_state_endpoint(srv));
+	if (ext.simulate != NULL)
+		log_info("simulated device: profile \"%s\"", ext.simulate);
 
 	if (server_run(srv, &stop_requested, POLL_MS, err, sizeof(err)) != 0)
 	{

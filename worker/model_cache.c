@@ -1,6 +1,7 @@
 /*
  * model_cache.c
- *	  Loading models and OCR dictionaries from --model-dir and keeping them.
+ *	  Loading models and OCR dictionaries from --model-dir, keeping them
+ *	  resident under a memory cap, and evicting the least recently used.
  *
  * Two singly linked lists, one of models and one of dictionaries, each
  * keyed by the path relative to the model directory in normal form
@@ -11,16 +12,29 @@
  * to check later requests that carry a digest) and handed to the engine
  * with ie_model_load_bytes().
  *
- * Threading: one thread owns a cache (see model_cache.h).
+ * The models list also holds models that are known but not resident: a
+ * model that queued requests need (pins) before it is loaded, one that
+ * was evicted (its size and load time are kept for the state message),
+ * and the models a loader (the simulated device) declares.  Residency:
+ * before a load, room is made for the file's size (the estimate), after
+ * it for the weight bytes the engine reports; making room evicts resident
+ * models with no pins, least recently used first, and fails with 53200
+ * when that is not enough.
+ *
+ * Threading: one mutex guards both lists and every entry's fields.  A
+ * load runs with the mutex released (the entry is marked busy so that no
+ * one frees it meanwhile); loads come from one thread at a time.
  */
 #include "worker/model_cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/protocol.h"
@@ -30,21 +44,35 @@
 typedef struct cache_entry
 {
 	char	   *file;			/* relative to the model directory */
-	ie_model   *model;			/* models list only */
+	ie_model   *model;			/* models list only; NULL when not resident
+								 * or simulated */
 	uint8_t		sha256[32];		/* models list only */
+	int			has_sha256;
 	char	  **dict;			/* dictionaries list only */
 	int			dict_len;
 	void	   *aux;			/* models list only: the caller's data */
 	void		(*aux_free) (void *aux);
+	int			resident;		/* models list: holds memory now */
+	int			busy;			/* a load of it is under way */
+	int			known;			/* loaded once, or declared by the loader */
+	int			pins;			/* queued or running requests needing it */
+	uint64_t	bytes;			/* weight bytes (resident), else expected */
+	double		load_ms;		/* last measured (or expected) load time */
+	int64_t		last_used_us;	/* monotonic */
 	struct cache_entry *next;
 } cache_entry;
 
 struct model_cache
 {
 	char	   *dir;
+	pthread_mutex_t lock;
 	cache_entry *models;		/* most recently loaded first */
 	cache_entry *dicts;
-	int			n_models;
+	int			n_models;		/* resident ones */
+	uint64_t	capacity;		/* bytes; 0: no cap */
+	uint64_t	used;			/* bytes of resident models */
+	double		load_ms_total;	/* over every load so far */
+	model_loader loader;		/* loader.load NULL: read the file */
 };
 
 static void entry_free(cache_entry *e);
@@ -74,7 +102,13 @@ model_cache_new(const char *model_dir, char *err, size_t errlen)
 		goto fail;
 	}
 	mc = calloc(1, sizeof(*mc));
-	if (mc == NULL || (mc->dir = strdup(model_dir)) == NULL)
+	if (mc == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	pthread_mutex_init(&mc->lock, NULL);
+	if ((mc->dir = strdup(model_dir)) == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -122,6 +156,7 @@ model_cache_destroy(model_cache **mcp)
 		entry_free(e);
 	}
 	free(mc->dir);
+	pthread_mutex_destroy(&mc->lock);
 	free(mc);
 	*mcp = NULL;
 }
@@ -356,76 +391,330 @@ check_digest(const Pginfer__ModelSpec *spec, const uint8_t have[32],
 	return -1;
 }
 
-/* The loaded model for spec->file, loading (and checking) it on first use. */
-const ie_model *
-model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
-				const char **sqlstate, char *err, size_t errlen)
+/* Monotonic clock in microseconds. */
+static int64_t
+now_us(void)
 {
-	cache_entry *e = NULL;
-	uint8_t    *bytes = NULL;
-	size_t		len = 0;
-	char	   *key = NULL;
-	char		lerr[512];
+	struct timespec ts;
 
-	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
-	if (spec == NULL)
-	{
-		snprintf(err, errlen, "no model given");
-		goto fail;
-	}
-	if (model_path_check(spec->file, err, errlen) != 0)
-		goto fail;
-	key = normalise_path(spec->file, sqlstate, err, errlen);
-	if (key == NULL)
-		goto fail;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
-	for (e = mc->models; e != NULL; e = e->next)
-	{
+/* The models-list entry of key (normal form), or NULL; lock held. */
+static cache_entry *
+find_key(model_cache *mc, const char *key)
+{
+	for (cache_entry *e = mc->models; e != NULL; e = e->next)
 		if (strcmp(e->file, key) == 0)
-		{
-			free(key);
-			if (check_digest(spec, e->sha256, sqlstate, err, errlen) != 0)
-				return NULL;
-			return e->model;
-		}
-	}
+			return e;
+	return NULL;
+}
 
-	bytes = read_model_file(mc, key, &len, sqlstate, err, errlen);
-	if (bytes == NULL)
-		goto fail;
+/* The entry of key, added (not resident) when missing; NULL out of memory. */
+static cache_entry *
+find_or_add_key(model_cache *mc, const char *key)
+{
+	cache_entry *e = find_key(mc, key);
+
+	if (e != NULL)
+		return e;
 	e = calloc(1, sizeof(*e));
-	if (e == NULL)
+	if (e == NULL || (e->file = strdup(key)) == NULL)
 	{
-		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-		snprintf(err, errlen, "out of memory");
+		free(e);
+		return NULL;
+	}
+	e->next = mc->models;
+	mc->models = e;
+	return e;
+}
+
+/* Drops what a resident entry holds (model, aux); lock held. */
+static void
+make_not_resident(model_cache *mc, cache_entry *e)
+{
+	if (!e->resident)
+		return;
+	if (e->aux != NULL && e->aux_free != NULL)
+		e->aux_free(e->aux);
+	e->aux = NULL;
+	e->aux_free = NULL;
+	ie_model_destroy(&e->model);
+	e->resident = 0;
+	mc->used -= e->bytes <= mc->used ? e->bytes : mc->used;
+	mc->n_models--;
+}
+
+/* Removes e from the models list and frees it when nothing keeps it; lock held. */
+static void
+forget_if_unused(model_cache *mc, cache_entry *e)
+{
+	if (e->resident || e->busy || e->known || e->pins > 0)
+		return;
+	for (cache_entry **pp = &mc->models; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == e)
+		{
+			*pp = e->next;
+			entry_free(e);
+			return;
+		}
+}
+
+/*
+ * Makes room for need bytes besides what is resident, evicting unpinned
+ * resident models other than self, least recently used first.  Returns 0,
+ * or -1 with 53200 and a message naming file, the sizes and the models in
+ * use.  Lock held.
+ */
+static int
+make_room(model_cache *mc, const cache_entry *self, const char *file,
+		  uint64_t need, const char **sqlstate, char *err, size_t errlen)
+{
+	if (mc->capacity == 0)
+		return 0;
+	*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+	if (need > mc->capacity)
+	{
+		snprintf(err, errlen,
+				 "model \"%s\" needs %llu bytes, more than the %llu bytes this worker may hold (--gpu-memory)",
+				 file, (unsigned long long) need,
+				 (unsigned long long) mc->capacity);
+		return -1;
+	}
+	while (mc->used + need > mc->capacity)
+	{
+		cache_entry *lru = NULL;
+
+		for (cache_entry *e = mc->models; e != NULL; e = e->next)
+			if (e->resident && e != self && e->pins == 0 && !e->busy &&
+				(lru == NULL || e->last_used_us < lru->last_used_us))
+				lru = e;
+		if (lru == NULL)
+		{
+			size_t		o;
+
+			o = (size_t) snprintf(err, errlen,
+								  "model \"%s\" needs %llu bytes, but only %llu of the %llu bytes this worker may hold (--gpu-memory) are free, and the resident models are in use:",
+								  file, (unsigned long long) need,
+								  (unsigned long long) (mc->capacity - mc->used),
+								  (unsigned long long) mc->capacity);
+			for (cache_entry *e = mc->models; e != NULL && o < errlen; e = e->next)
+				if (e->resident && e != self)
+					o += (size_t) snprintf(err + o, errlen - o, " \"%s\" (%llu bytes)",
+										   e->file, (unsigned long long) e->bytes);
+			return -1;
+		}
+		log_info("evicting model \"%s\" (%llu bytes, idle %.0f ms) to make room for \"%s\" (%llu bytes)",
+				 lru->file, (unsigned long long) lru->bytes,
+				 (now_us() - lru->last_used_us) / 1000.0, file,
+				 (unsigned long long) need);
+		make_not_resident(mc, lru);
+	}
+	return 0;
+}
+
+/*
+ * Loads key's entry e (marked busy, lock released by the caller around
+ * this call): reads and checks the file and hands it to the engine, or
+ * asks the loader.  Sets *model (NULL with a loader) and *bytes.
+ */
+static int
+load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
+		   ie_model **model, uint64_t *bytes, uint8_t sha[32],
+		   const char **sqlstate, char *err, size_t errlen)
+{
+	uint8_t    *buf = NULL;
+	size_t		len = 0;
+	char		lerr[512];
+	const char *sq;
+	uint64_t	est = 0;
+
+	*model = NULL;
+	if (mc->loader.load != NULL)
+	{
+		if (mc->loader.size(mc->loader.ctx, e->file, &est, err, errlen) != 0)
+		{
+			*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
+			return -1;
+		}
+		pthread_mutex_lock(&mc->lock);
+		sq = NULL;
+		if (make_room(mc, e, e->file, est, &sq, err, errlen) != 0)
+		{
+			pthread_mutex_unlock(&mc->lock);
+			*sqlstate = sq;
+			return -1;
+		}
+		pthread_mutex_unlock(&mc->lock);
+		if (mc->loader.load(mc->loader.ctx, e->file, err, errlen) != 0)
+		{
+			*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+			return -1;
+		}
+		*bytes = est;
+		return 0;
+	}
+	buf = read_model_file(mc, e->file, &len, sqlstate, err, errlen);
+	if (buf == NULL)
+		return -1;
+	model_sha256(buf, len, sha);
+	if (check_digest(spec, sha, sqlstate, err, errlen) != 0)
+		goto fail;
+	/* Room for the file's size first: the weights take about as much. */
+	pthread_mutex_lock(&mc->lock);
+	sq = NULL;
+	if (make_room(mc, e, e->file, (uint64_t) len, &sq, err, errlen) != 0)
+	{
+		pthread_mutex_unlock(&mc->lock);
+		*sqlstate = sq;
 		goto fail;
 	}
-	e->file = key;
-	key = NULL;
-	model_sha256(bytes, len, e->sha256);
-	if (check_digest(spec, e->sha256, sqlstate, err, errlen) != 0)
-		goto fail;
-	e->model = ie_model_load_bytes(bytes, len, lerr, sizeof(lerr));
-	if (e->model == NULL)
+	pthread_mutex_unlock(&mc->lock);
+	*model = ie_model_load_bytes(buf, len, lerr, sizeof(lerr));
+	if (*model == NULL)
 	{
 		*sqlstate = PGINFER_SQLSTATE_INTERNAL;
 		snprintf(err, errlen, "could not load model file \"%s\": %s",
 				 spec->file, lerr);
 		goto fail;
 	}
-	free(bytes);
-	e->next = mc->models;
-	mc->models = e;
-	mc->n_models++;
-	log_info("loaded model \"%s\" (%zu bytes, %zu bytes of weights)",
-			 e->file, len, ie_model_weight_bytes(e->model));
-	return e->model;
+	*bytes = ie_model_weight_bytes(*model);
+	free(buf);
+	return 0;
 
 fail:
+	free(buf);
+	return -1;
+}
+
+/* Makes spec->file resident; see model_cache.h. */
+int
+model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
+					double *loaded_ms, const char **sqlstate, char *err,
+					size_t errlen)
+{
+	cache_entry *e = NULL;
+	ie_model   *model = NULL;
+	uint64_t	bytes = 0;
+	uint8_t		sha[32];
+	char	   *key = NULL;
+	int64_t		t0;
+	double		ms;
+	const char *sq = NULL;
+
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (loaded_ms != NULL)
+		*loaded_ms = 0;
+	if (spec == NULL)
+	{
+		snprintf(err, errlen, "no model given");
+		return -1;
+	}
+	if (model_path_check(spec->file, err, errlen) != 0)
+		return -1;
+	key = normalise_path(spec->file, sqlstate, err, errlen);
+	if (key == NULL)
+		return -1;
+
+	pthread_mutex_lock(&mc->lock);
+	e = find_or_add_key(mc, key);
 	free(key);
-	free(bytes);
-	entry_free(e);
-	return NULL;
+	if (e == NULL)
+	{
+		pthread_mutex_unlock(&mc->lock);
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (e->resident)
+	{
+		e->last_used_us = now_us();
+		pthread_mutex_unlock(&mc->lock);
+		return e->has_sha256 ? check_digest(spec, e->sha256, sqlstate, err, errlen) : 0;
+	}
+	e->busy = 1;
+	pthread_mutex_unlock(&mc->lock);
+
+	t0 = now_us();
+	if (load_entry(mc, e, spec, &model, &bytes, sha, sqlstate, err, errlen) != 0)
+		goto fail;
+	ms = (now_us() - t0) / 1000.0;
+
+	pthread_mutex_lock(&mc->lock);
+	/* The engine's figure may exceed the estimate: room for that too. */
+	if (make_room(mc, e, e->file, bytes, &sq, err, errlen) != 0)
+	{
+		pthread_mutex_unlock(&mc->lock);
+		*sqlstate = sq;
+		ie_model_destroy(&model);
+		goto fail;
+	}
+	e->model = model;
+	e->resident = 1;
+	e->known = 1;
+	e->busy = 0;
+	e->bytes = bytes;
+	e->load_ms = ms;
+	e->last_used_us = now_us();
+	if (mc->loader.load == NULL)
+	{
+		memcpy(e->sha256, sha, 32);
+		e->has_sha256 = 1;
+	}
+	mc->used += bytes;
+	mc->n_models++;
+	mc->load_ms_total += ms;
+	pthread_mutex_unlock(&mc->lock);
+	if (loaded_ms != NULL)
+		*loaded_ms = ms;
+	log_info("loaded model \"%s\" (%llu bytes of weights) in %.1f ms",
+			 e->file, (unsigned long long) bytes, ms);
+	return 0;
+
+fail:
+	pthread_mutex_lock(&mc->lock);
+	e->busy = 0;
+	forget_if_unused(mc, e);
+	pthread_mutex_unlock(&mc->lock);
+	return -1;
+}
+
+/* The loaded model for spec->file, loading (and checking) it on first use. */
+const ie_model *
+model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
+				const char **sqlstate, char *err, size_t errlen)
+{
+	const ie_model *m = NULL;
+	char	   *key;
+
+	if (mc->loader.load != NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+		snprintf(err, errlen, "model \"%s\" is simulated and cannot run",
+				 spec != NULL ? spec->file : "");
+		return NULL;
+	}
+	if (model_cache_acquire(mc, spec, NULL, sqlstate, err, errlen) != 0)
+		return NULL;
+	key = normalise_path(spec->file, sqlstate, err, errlen);
+	if (key == NULL)
+		return NULL;
+	pthread_mutex_lock(&mc->lock);
+	{
+		cache_entry *e = find_key(mc, key);
+
+		if (e != NULL && e->resident)
+			m = e->model;
+	}
+	pthread_mutex_unlock(&mc->lock);
+	free(key);
+	if (m == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+		snprintf(err, errlen, "model \"%s\" was evicted while loading", spec->file);
+	}
+	return m;
 }
 
 /* The dictionary in labels_file, loading it on first use. */
@@ -516,64 +805,93 @@ list_remove(cache_entry **list, const char *file)
 	return 0;
 }
 
-/*
- * Drops the model and dictionary named file (any spelling of the path
- * that normalises to the same key); 1 when something went.
- */
-int
-model_cache_unload(model_cache *mc, const char *file)
+/* The normal form of file (malloc'd), or NULL when it is unsafe or empty. */
+static char *
+key_of(const char *file)
 {
-	int			found = 0;
 	const char *sqlstate;
 	char		err[256];
-	char	   *key;
 
 	if (file == NULL || model_path_check(file, err, sizeof(err)) != 0)
-		return 0;
-	key = normalise_path(file, &sqlstate, err, sizeof(err));
+		return NULL;
+	return normalise_path(file, &sqlstate, err, sizeof(err));
+}
+
+/*
+ * Drops the model (pinned or not; with respect_pins a pinned one stays and
+ * -1 is returned) and, unless respect_pins, the dictionary named file.
+ * 1 when something went, 0 when nothing of that name was resident.
+ */
+static int
+drop(model_cache *mc, const char *file, int respect_pins)
+{
+	int			found = 0;
+	char	   *key = key_of(file);
+	cache_entry *e;
+
 	if (key == NULL)
 		return 0;
-	if (list_remove(&mc->models, key))
+	pthread_mutex_lock(&mc->lock);
+	e = find_key(mc, key);
+	if (e != NULL && e->resident)
 	{
-		mc->n_models--;
-		found = 1;
+		if (respect_pins && (e->pins > 0 || e->busy))
+			found = -1;
+		else
+		{
+			make_not_resident(mc, e);
+			found = 1;
+		}
 	}
-	if (list_remove(&mc->dicts, key))
+	if (!respect_pins && list_remove(&mc->dicts, key))
 		found = 1;
-	if (found)
+	pthread_mutex_unlock(&mc->lock);
+	if (found > 0)
 		log_info("unloaded \"%s\"", key);
 	free(key);
 	return found;
 }
 
-/* The models-list entry of file (any spelling), or NULL. */
+/* Drops the model and dictionary named file; see model_cache.h. */
+int
+model_cache_unload(model_cache *mc, const char *file)
+{
+	return drop(mc, file, 0);
+}
+
+/* Drops the model file unless it is pinned; see model_cache.h. */
+int
+model_cache_evict(model_cache *mc, const char *file)
+{
+	return drop(mc, file, 1);
+}
+
+/* The resident models-list entry of file (any spelling), or NULL; lock held. */
 static cache_entry *
 find_model_entry(model_cache *mc, const char *file)
 {
-	const char *sqlstate;
-	char		err[256];
-	char	   *key;
+	char	   *key = key_of(file);
 	cache_entry *e;
 
-	if (file == NULL || model_path_check(file, err, sizeof(err)) != 0)
-		return NULL;
-	key = normalise_path(file, &sqlstate, err, sizeof(err));
 	if (key == NULL)
 		return NULL;
-	for (e = mc->models; e != NULL; e = e->next)
-		if (strcmp(e->file, key) == 0)
-			break;
+	e = find_key(mc, key);
 	free(key);
-	return e;
+	return e != NULL && e->resident ? e : NULL;
 }
 
 /* The caller's data attached to the loaded model of file, or NULL. */
 void *
 model_cache_get_aux(model_cache *mc, const char *file)
 {
-	cache_entry *e = find_model_entry(mc, file);
+	cache_entry *e;
+	void	   *aux;
 
-	return e != NULL ? e->aux : NULL;
+	pthread_mutex_lock(&mc->lock);
+	e = find_model_entry(mc, file);
+	aux = e != NULL ? e->aux : NULL;
+	pthread_mutex_unlock(&mc->lock);
+	return aux;
 }
 
 /* Attaches aux to the loaded model of file; -1 when it is not loaded. */
@@ -581,14 +899,20 @@ int
 model_cache_set_aux(model_cache *mc, const char *file, void *aux,
 					void (*aux_free) (void *aux))
 {
-	cache_entry *e = find_model_entry(mc, file);
+	cache_entry *e;
 
+	pthread_mutex_lock(&mc->lock);
+	e = find_model_entry(mc, file);
 	if (e == NULL)
+	{
+		pthread_mutex_unlock(&mc->lock);
 		return -1;
+	}
 	if (e->aux != NULL && e->aux_free != NULL && e->aux != aux)
 		e->aux_free(e->aux);
 	e->aux = aux;
 	e->aux_free = aux_free;
+	pthread_mutex_unlock(&mc->lock);
 	return 0;
 }
 
@@ -599,33 +923,174 @@ model_cache_dir(const model_cache *mc)
 	return mc->dir;
 }
 
-/* Number of loaded models. */
+/* Number of resident models. */
 int
 model_cache_count(const model_cache *mc)
 {
-	return mc->n_models;
+	model_cache *m = (model_cache *) mc;
+	int			n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->n_models;
+	pthread_mutex_unlock(&m->lock);
+	return n;
 }
 
-/* File name of the i-th loaded model (most recent first), or NULL. */
+/* File name of the i-th resident model (most recently loaded first), or NULL. */
 const char *
 model_cache_file(const model_cache *mc, int i)
 {
-	const cache_entry *e = mc->models;
+	model_cache *m = (model_cache *) mc;
+	const cache_entry *e;
 
-	while (e != NULL && i-- > 0)
-		e = e->next;
+	pthread_mutex_lock(&m->lock);
+	for (e = m->models; e != NULL; e = e->next)
+		if (e->resident && i-- == 0)
+			break;
+	pthread_mutex_unlock(&m->lock);
 	return e != NULL ? e->file : NULL;
 }
 
-/* Bytes of weights over all loaded models. */
+/* Bytes of weights over all resident models. */
 size_t
 model_cache_weight_bytes(const model_cache *mc)
 {
-	size_t		n = 0;
+	return (size_t) model_cache_used((model_cache *) mc);
+}
 
-	for (const cache_entry *e = mc->models; e != NULL; e = e->next)
-		n += ie_model_weight_bytes(e->model);
-	return n;
+/* Uses loader instead of the files and the engine. */
+void
+model_cache_set_loader(model_cache *mc, const model_loader *loader)
+{
+	pthread_mutex_lock(&mc->lock);
+	mc->loader = *loader;
+	pthread_mutex_unlock(&mc->lock);
+}
+
+/* Sets the capacity (0: none). */
+void
+model_cache_set_capacity(model_cache *mc, uint64_t bytes)
+{
+	pthread_mutex_lock(&mc->lock);
+	mc->capacity = bytes;
+	pthread_mutex_unlock(&mc->lock);
+}
+
+/* The capacity in bytes (0: none). */
+uint64_t
+model_cache_capacity(model_cache *mc)
+{
+	uint64_t	v;
+
+	pthread_mutex_lock(&mc->lock);
+	v = mc->capacity;
+	pthread_mutex_unlock(&mc->lock);
+	return v;
+}
+
+/* Bytes held by resident models. */
+uint64_t
+model_cache_used(model_cache *mc)
+{
+	uint64_t	v;
+
+	pthread_mutex_lock(&mc->lock);
+	v = mc->used;
+	pthread_mutex_unlock(&mc->lock);
+	return v;
+}
+
+/* Milliseconds spent loading so far. */
+double
+model_cache_load_ms_total(model_cache *mc)
+{
+	double		v;
+
+	pthread_mutex_lock(&mc->lock);
+	v = mc->load_ms_total;
+	pthread_mutex_unlock(&mc->lock);
+	return v;
+}
+
+/* Declares a model a loader knows; see model_cache.h. */
+int
+model_cache_declare(model_cache *mc, const char *file, uint64_t bytes,
+					double load_ms)
+{
+	char	   *key = key_of(file);
+	cache_entry *e;
+
+	if (key == NULL)
+		return -1;
+	pthread_mutex_lock(&mc->lock);
+	e = find_or_add_key(mc, key);
+	if (e != NULL && !e->resident)
+	{
+		e->known = 1;
+		e->bytes = bytes;
+		e->load_ms = load_ms;
+	}
+	pthread_mutex_unlock(&mc->lock);
+	free(key);
+	return e != NULL ? 0 : -1;
+}
+
+/* Adds delta to the pins of file; see model_cache.h. */
+void
+model_cache_pin(model_cache *mc, const char *file, int delta)
+{
+	char	   *key;
+	cache_entry *e;
+
+	if (file == NULL || file[0] == '\0' || (key = key_of(file)) == NULL)
+		return;
+	pthread_mutex_lock(&mc->lock);
+	e = delta > 0 ? find_or_add_key(mc, key) : find_key(mc, key);
+	if (e != NULL)
+	{
+		e->pins += delta;
+		if (e->pins < 0)
+			e->pins = 0;
+		forget_if_unused(mc, e);
+	}
+	pthread_mutex_unlock(&mc->lock);
+	free(key);
+}
+
+/* The models the cache knows; see model_cache.h. */
+model_info *
+model_cache_snapshot(model_cache *mc, int *n)
+{
+	model_info *out = NULL;
+	int			k = 0,
+				total = 0;
+	int64_t		now = now_us();
+
+	*n = 0;
+	pthread_mutex_lock(&mc->lock);
+	for (cache_entry *e = mc->models; e != NULL; e = e->next)
+		total++;
+	if (total > 0)
+		out = calloc((size_t) total, sizeof(*out));
+	/* Resident first (pass 1), then the others (pass 2). */
+	for (int pass = 1; out != NULL && pass <= 2; pass++)
+		for (cache_entry *e = mc->models; e != NULL; e = e->next)
+		{
+			model_info *m;
+
+			if ((pass == 1) != (e->resident != 0))
+				continue;
+			m = &out[k++];
+			snprintf(m->file, sizeof(m->file), "%s", e->file);
+			m->resident = e->resident;
+			m->bytes = e->bytes;
+			m->load_ms = e->load_ms;
+			m->pins = e->pins;
+			m->idle_ms = e->last_used_us > 0 ? (now - e->last_used_us) / 1000.0 : 0;
+		}
+	pthread_mutex_unlock(&mc->lock);
+	*n = k;
+	return out;
 }
 
 /*

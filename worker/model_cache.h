@@ -20,12 +20,26 @@
  * fragment keeps a model's tokenizer and settings there): it is freed
  * with the model, so unloading a model drops whatever was read beside it.
  *
- * This version keeps everything loaded until unloaded (a plain list;
- * eviction by LRU comes later).
+ * Residency (DESIGN.md "Placement"): the loaded models' weight bytes
+ * (ie_model_weight_bytes, or a loader's size) may add up to at most the
+ * capacity (--gpu-memory; 0: no cap).  Loading a model that does not fit
+ * first evicts resident models that no queued or running request needs
+ * (pins, model_cache_pin), least recently used first; a pinned model is
+ * never evicted, and when the model still does not fit the load fails
+ * with PGINFER_SQLSTATE_OUT_OF_MEMORY.  Each load is timed (load_ms).
+ * Besides resident models the cache knows models that were evicted or
+ * are pinned before their first load; model_cache_snapshot() lists both.
  *
- * Threading: a model_cache belongs to one thread (the server loop).  The
- * models it hands out stay valid until they are unloaded or the cache is
- * destroyed.
+ * A loader (model_cache_set_loader) replaces reading the file and the
+ * engine: the simulated device (worker/simulate.h) sizes and "loads" a
+ * model itself; such entries hold no ie_model, so model_cache_get() is
+ * then refused and callers use model_cache_acquire().
+ *
+ * Threading: the cache is locked inside.  Loads, gets, dictionaries and
+ * aux data come from one thread at a time (the compute thread); pins,
+ * snapshots, counts and unloads may come from another (the server loop).
+ * A model handed out stays valid while it is pinned (or, unpinned, until
+ * the next load or unload).
  */
 #ifndef INFER_MODEL_CACHE_H
 #define INFER_MODEL_CACHE_H
@@ -63,8 +77,9 @@ int			model_path_check(const char *rel, char *err, size_t errlen);
  * failure returns NULL, sets *sqlstate (PGINFER_SQLSTATE_NO_MODEL for a
  * missing file or one that is not a regular file, _TOO_LARGE for one over
  * MODEL_MAX_FILE_BYTES, _BAD_PARAM for an unsafe path or a wrong digest,
- * _INTERNAL for a file the engine cannot load) and puts a message naming
- * the file in err.
+ * _INTERNAL for a file the engine cannot load, _OUT_OF_MEMORY when it
+ * cannot be made to fit the capacity) and puts a message naming the file
+ * in err.
  */
 const ie_model *model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
 								const char **sqlstate, char *err, size_t errlen);
@@ -80,8 +95,9 @@ int			model_cache_get_dict(model_cache *mc, const char *labels_file,
 
 /*
  * Drops the model loaded from file (and the dictionary of that name, if
- * any).  Returns 1 when something was dropped, 0 when nothing of that
- * name was loaded.
+ * any), pinned or not (callers that respect pins use model_cache_evict).
+ * Returns 1 when something was dropped, 0 when nothing of that name was
+ * loaded.
  */
 int			model_cache_unload(model_cache *mc, const char *file);
 
@@ -100,10 +116,88 @@ void	   *model_cache_get_aux(model_cache *mc, const char *file);
 int			model_cache_set_aux(model_cache *mc, const char *file, void *aux,
 								void (*aux_free) (void *aux));
 
+/*
+ * A replacement for reading model files (the simulated device): size()
+ * gives the bytes file will hold once loaded (-1 with err when the file is
+ * unknown to it, as for a missing file), load() makes it resident (sleeps)
+ * and returns 0, or -1 with err.  ctx is passed to both.
+ */
+typedef struct model_loader
+{
+	int			(*size) (void *ctx, const char *file, uint64_t *bytes,
+						 char *err, size_t errlen);
+	int			(*load) (void *ctx, const char *file, char *err, size_t errlen);
+	void	   *ctx;
+} model_loader;
+
+/* Uses loader (copied) instead of the files and the engine. */
+void		model_cache_set_loader(model_cache *mc, const model_loader *loader);
+
+/* Sets the capacity in bytes (0: no cap); evicts nothing by itself. */
+void		model_cache_set_capacity(model_cache *mc, uint64_t bytes);
+uint64_t	model_cache_capacity(model_cache *mc);
+
+/* Bytes held by resident models now. */
+uint64_t	model_cache_used(model_cache *mc);
+
+/* Milliseconds spent loading models since the cache was made. */
+double		model_cache_load_ms_total(model_cache *mc);
+
+/*
+ * Makes spec->file resident (loading it, after making room) and marks it
+ * used now.  Returns 0, or -1 with *sqlstate and err as model_cache_get()
+ * (53200 when it cannot be made to fit).  *loaded_ms (may be NULL) gets
+ * the load's milliseconds, 0 when it was resident already.
+ */
+int			model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
+								double *loaded_ms, const char **sqlstate,
+								char *err, size_t errlen);
+
+/*
+ * Declares a model a loader knows (bytes, expected load_ms) so that the
+ * state lists it before its first load.  Returns 0, or -1 out of memory.
+ */
+int			model_cache_declare(model_cache *mc, const char *file, uint64_t bytes,
+								double load_ms);
+
+/*
+ * Adds delta (+1 or -1) to the pins of file (any spelling; "" is
+ * ignored): the queued or running requests that need it.  A pinned model
+ * is never evicted or unloaded.
+ */
+void		model_cache_pin(model_cache *mc, const char *file, int delta);
+
+/*
+ * Drops the resident model file unless it is pinned.  Returns 1 when it
+ * was dropped, 0 when it was not resident, -1 when it is pinned (in use).
+ */
+int			model_cache_evict(model_cache *mc, const char *file);
+
+/* One model the cache knows, as model_cache_snapshot() reports it. */
+typedef struct model_info
+{
+	char		file[256];
+	int			resident;
+	uint64_t	bytes;
+	double		load_ms;
+	int			pins;
+	double		idle_ms;		/* since its last use; 0 never used */
+} model_info;
+
+/*
+ * The models the cache knows (resident first, most recently loaded first),
+ * as a malloc'd array of *n (free() it); NULL with *n = 0 when there are
+ * none or memory runs out.
+ */
+model_info *model_cache_snapshot(model_cache *mc, int *n);
+
 /* The model directory the cache reads from. */
 const char *model_cache_dir(const model_cache *mc);
 
-/* Number of loaded models, and the file name of the i-th (0-based). */
+/*
+ * Number of resident models, and the file name of the i-th (0-based, most
+ * recently loaded first; the string stays valid until it is unloaded).
+ */
 int			model_cache_count(const model_cache *mc);
 const char *model_cache_file(const model_cache *mc, int i);
 

@@ -3,19 +3,33 @@
  *	  The infer-worker request loop and dispatch (see server.h).
  *
  * server_run() polls the ROUTER socket with a timeout (poll_ms, or less
- * when a queued group becomes ready sooner) so that a stop flag set by a
- * signal handler is seen promptly, drains every message that is ready,
- * answers the quick ones through server_handle() and queues run-fragment
- * requests, with their ZeroMQ parts, in the batcher; then it runs at most
- * one ready group (server_run_group) and goes back to the socket.  Payload
- * frames are read in place (no copy), also while queued; reply buffers are
- * given to ZeroMQ with zmq_msg_init_data(), which frees them once sent.
+ * when a queued group becomes ready or a state message is due sooner) so
+ * that a stop flag set by a signal handler is seen promptly, drains every
+ * message that is ready, answers the quick ones through server_handle()
+ * and queues run-fragment requests, with their ZeroMQ parts, in the
+ * batcher.  Work that takes time (a group of requests, a model load) goes
+ * to the compute thread, one job at a time, over an inproc PAIR pipe
+ * that carries job pointers; the loop keeps reading the socket, queueing,
+ * answering PINGs and publishing state meanwhile, and sends the replies
+ * when the job comes back.  Payload frames are read in place (no copy),
+ * also while queued; reply buffers are given to ZeroMQ with
+ * zmq_msg_init_data(), which frees them once sent.
  *
- * Threading: single-threaded (see server.h).
+ * Pins: every queued request pins the model files of its fragments in
+ * the model cache (queued_request_pin) until its item is freed (after its
+ * reply, a cancel, or a shutdown), so that eviction never takes a model
+ * that queued or running work needs.
+ *
+ * Threading: the loop thread owns the ROUTER and PUB sockets, the
+ * batcher, the counters and the timings; the compute thread owns its end
+ * of the pipe and, while it holds a job, the job.  Both use the model
+ * cache, which locks itself.  Without a socket (server_handle) everything
+ * runs on the caller's thread.
  */
 #include "worker/server.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +42,48 @@
 #include "worker/fragment.h"
 #include "worker/log.h"
 #include "worker/model_cache.h"
+#include "worker/simulate.h"
+#include "worker/state.h"
+
+/* Timing samples one job may report. */
+#define JOB_MAX_SAMPLES 256
+
+/* Work for the compute thread: a group of requests or a model load. */
+typedef enum job_kind
+{
+	JOB_GROUP,
+	JOB_LOAD
+} job_kind;
+
+typedef struct job
+{
+	job_kind	kind;
+	/* JOB_GROUP */
+	batch_item **items;
+	int			n_items;
+	const Pginfer__Header **reqs;
+	const void *const **frames;
+	const size_t **lens;
+	const void **data;
+	size_t	   *len;
+	fragment_result *fr;
+	int		   *cancelled;		/* per item: cancelled while running */
+	volatile sig_atomic_t abort;	/* set by the loop: stop between rows */
+	volatile sig_atomic_t *stop;	/* what group_compute watches */
+	/* JOB_LOAD: the peer and the request */
+	zmq_msg_t	peer;
+	Pginfer__Header *req;
+	/* outcome */
+	int			rc;
+	const char *sqlstate;
+	char		err[1024];
+	double		load_ms;		/* model loads inside the job */
+	double		est_ms;			/* expected compute, for the backlog */
+	int64_t		started_us;
+	state_sample samples[JOB_MAX_SAMPLES];
+	int			n_samples;
+	struct job *next;			/* pending loads */
+} job;
 
 struct server
 {
@@ -36,6 +92,7 @@ struct server
 	char	   *endpoint;		/* as bound (port resolved) */
 	char	   *model_dir;
 	model_cache *cache;
+	sim_profile *sim;			/* --simulate, or NULL */
 	int64_t		max_pixels;
 	char		worker_id[128];
 	uint64_t	requests_served;	/* MSG_RUN_FRAGMENT requests answered */
@@ -47,6 +104,18 @@ struct server
 	int			max_batch;
 	batcher    *queue;			/* queued run-fragment requests */
 	volatile sig_atomic_t *stop;	/* server_run's stop flag, or NULL */
+	/* state */
+	state_pub  *pub;			/* PUB socket, or NULL without a socket */
+	state_timings *timings;
+	int64_t		started_us;
+	uint64_t	seq;			/* state messages so far */
+	/* the compute thread */
+	void	   *pipe_loop;		/* PAIR, the loop's end */
+	void	   *pipe_exec;		/* PAIR, the compute thread's end */
+	pthread_t	thread;
+	int			thread_started;
+	job		   *running;		/* the job the compute thread holds */
+	job		   *loads;			/* pending model loads, in arrival order */
 };
 
 /* A queued run-fragment request: its ZeroMQ parts and unpacked header. */
@@ -55,9 +124,35 @@ typedef struct queued_request
 	zmq_msg_t  *parts;			/* [routing id][header][rows...] */
 	int			n_parts;
 	Pginfer__Header *header;
+	model_cache *pinned;		/* cache whose pins it holds, or NULL */
 } queued_request;
 
-/* Frees a queued_request (the batcher's free_data). */
+/* Monotonic clock in microseconds. */
+static int64_t
+now_us(void)
+{
+	return batcher_now_us();
+}
+
+/*
+ * Adds delta to the pins of every model file of run: each fragment, its
+ * chained stages and more_fragments.
+ */
+static void
+pin_run(model_cache *mc, const Pginfer__RunFragment *run, int delta)
+{
+	for (size_t f = 0; f <= run->n_more_fragments; f++)
+	{
+		const Pginfer__Fragment *fr = f == 0 ? run->fragment : run->more_fragments[f - 1];
+
+		for (; fr != NULL; fr = fr->next)
+			for (size_t m = 0; m < fr->n_models; m++)
+				if (fr->models[m] != NULL)
+					model_cache_pin(mc, fr->models[m]->file, delta);
+	}
+}
+
+/* Frees a queued_request (the batcher's free_data), releasing its pins. */
 static void
 queued_request_free(void *data)
 {
@@ -65,6 +160,8 @@ queued_request_free(void *data)
 
 	if (q == NULL)
 		return;
+	if (q->pinned != NULL && q->header != NULL && q->header->run != NULL)
+		pin_run(q->pinned, q->header->run, -1);
 	for (int i = 0; i < q->n_parts; i++)
 		zmq_msg_close(&q->parts[i]);
 	free(q->parts);
@@ -87,32 +184,53 @@ server_kind_name(Pginfer__MsgKind kind)
 server *
 server_new(const server_opts *opts, char *err, size_t errlen)
 {
-	return server_new_limited(opts, 0, err, errlen);
+	return server_new_ext(opts, NULL, err, errlen);
 }
 
-/* New server; see server.h. */
+/* New server with a frame limit; see server.h. */
 server *
 server_new_limited(const server_opts *opts, int64_t max_message_bytes,
 				   char *err, size_t errlen)
 {
+	server_ext_opts ext;
+
+	memset(&ext, 0, sizeof(ext));
+	ext.max_message_bytes = max_message_bytes;
+	return server_new_ext(opts, &ext, err, errlen);
+}
+
+/* New server; see server.h. */
+server *
+server_new_ext(const server_opts *opts, const server_ext_opts *ext,
+			   char *err, size_t errlen)
+{
 	server	   *s = NULL;
+	server_ext_opts none;
 	char		host[64] = "localhost";
 	char		last[256];
+	char		state_ep[512];
 	size_t		last_len = sizeof(last);
 	int			linger = 200;	/* ms */
 	int64_t		max_msg;
 
+	if (ext == NULL)
+	{
+		memset(&none, 0, sizeof(none));
+		ext = &none;
+	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	s->started_us = now_us();
 	s->max_pixels = opts->max_pixels > 0 ? opts->max_pixels : PGINFER_DEFAULT_MAX_PIXELS;
 	s->max_batch = opts->max_batch > 0 ? opts->max_batch : SERVER_DEFAULT_MAX_BATCH;
 	s->queue = batcher_new(s->max_batch, opts->max_queue_delay_us >= 0 ?
 						   opts->max_queue_delay_us : SERVER_DEFAULT_QUEUE_DELAY_US);
-	if (s->queue == NULL)
+	s->timings = state_timings_new();
+	if (s->queue == NULL || s->timings == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -126,6 +244,14 @@ server_new_limited(const server_opts *opts, int64_t max_message_bytes,
 	s->cache = model_cache_new(opts->model_dir, err, errlen);
 	if (s->cache == NULL)
 		goto fail;
+	model_cache_set_capacity(s->cache, ext->gpu_memory);
+	if (ext->simulate != NULL)
+	{
+		s->sim = sim_profile_load(ext->simulate, err, errlen);
+		if (s->sim == NULL)
+			goto fail;
+		sim_attach(s->sim, s->cache);
+	}
 	if (gethostname(host, sizeof(host)) != 0)
 		strcpy(host, "localhost");
 	host[sizeof(host) - 1] = '\0';
@@ -151,7 +277,7 @@ server_new_limited(const server_opts *opts, int64_t max_message_bytes,
 	/* A last reply gets a moment to leave; more must not hold up a stop. */
 	zmq_setsockopt(s->sock, ZMQ_LINGER, &linger, sizeof(linger));
 	/* A larger frame makes libzmq drop that peer's connection unread. */
-	max_msg = max_message_bytes > 0 ? max_message_bytes :
+	max_msg = ext->max_message_bytes > 0 ? ext->max_message_bytes :
 		SERVER_DEFAULT_MAX_MESSAGE_BYTES;
 	if (zmq_setsockopt(s->sock, ZMQ_MAXMSGSIZE, &max_msg, sizeof(max_msg)) != 0)
 	{
@@ -172,6 +298,35 @@ server_new_limited(const server_opts *opts, int64_t max_message_bytes,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+
+	/* The state socket: as asked, or an ephemeral port of the same host. */
+	if (ext->state_endpoint != NULL)
+		snprintf(state_ep, sizeof(state_ep), "%s", ext->state_endpoint);
+	else if (state_default_endpoint(opts->endpoint, state_ep, sizeof(state_ep)) != 0)
+	{
+		snprintf(err, errlen, "endpoint \"%s\" is too long", opts->endpoint);
+		goto fail;
+	}
+	s->pub = state_pub_new(s->ctx, state_ep, err, errlen);
+	if (s->pub == NULL)
+		goto fail;
+
+	/* The pipe to the compute thread (its thread starts in server_run). */
+	{
+		char		pipe_ep[64];
+
+		snprintf(pipe_ep, sizeof(pipe_ep), "inproc://infer-compute-%p", (void *) s);
+		s->pipe_loop = zmq_socket(s->ctx, ZMQ_PAIR);
+		s->pipe_exec = zmq_socket(s->ctx, ZMQ_PAIR);
+		if (s->pipe_loop == NULL || s->pipe_exec == NULL ||
+			zmq_bind(s->pipe_loop, pipe_ep) != 0 ||
+			zmq_connect(s->pipe_exec, pipe_ep) != 0)
+		{
+			snprintf(err, errlen, "could not create the compute pipe: %s",
+					 zmq_strerror(errno));
+			goto fail;
+		}
+	}
 	return s;
 
 fail:
@@ -179,7 +334,30 @@ fail:
 	return NULL;
 }
 
-/* Closes the socket and context, frees the cache; sets *sp to NULL. */
+/* Frees a job and what it still holds (items, peer, request). */
+static void
+job_free(job *j)
+{
+	if (j == NULL)
+		return;
+	for (int k = 0; j->items != NULL && k < j->n_items; k++)
+		batch_item_destroy(&j->items[k]);
+	free(j->items);
+	free(j->cancelled);
+	free(j->reqs);
+	free(j->frames);
+	free(j->lens);
+	free(j->data);
+	free(j->len);
+	fragment_result_destroy(&j->fr);
+	if (j->kind == JOB_LOAD)
+		zmq_msg_close(&j->peer);
+	if (j->req != NULL)
+		pginfer__header__free_unpacked(j->req, NULL);
+	free(j);
+}
+
+/* Closes the sockets and context, frees the cache; sets *sp to NULL. */
 void
 server_destroy(server **sp)
 {
@@ -190,12 +368,28 @@ server_destroy(server **sp)
 	s = *sp;
 	/* Queued requests hold ZeroMQ messages: close them before the context. */
 	batcher_destroy(&s->queue);
+	job_free(s->running);
+	while (s->loads != NULL)
+	{
+		job		   *j = s->loads;
+
+		s->loads = j->next;
+		if (j->req != NULL && j->req->model != NULL && j->req->model->model != NULL)
+			model_cache_pin(s->cache, j->req->model->model->file, -1);
+		job_free(j);
+	}
+	state_pub_destroy(&s->pub);
+	if (s->pipe_loop != NULL)
+		zmq_close(s->pipe_loop);
+	if (s->pipe_exec != NULL)
+		zmq_close(s->pipe_exec);
 	if (s->sock != NULL)
 		zmq_close(s->sock);
 	if (s->ctx != NULL)
 		zmq_ctx_term(s->ctx);
-	batcher_destroy(&s->queue);
 	model_cache_destroy(&s->cache);
+	sim_profile_destroy(&s->sim);
+	state_timings_destroy(&s->timings);
 	free(s->endpoint);
 	free(s->model_dir);
 	free(s);
@@ -207,6 +401,13 @@ const char *
 server_endpoint(const server *s)
 {
 	return s->endpoint;
+}
+
+/* The state socket's bound endpoint, or NULL without a socket. */
+const char *
+server_state_endpoint(const server *s)
+{
+	return s->pub != NULL ? state_pub_endpoint(s->pub) : NULL;
 }
 
 /* Checks version, kind and frame count of a request header; see server.h. */
@@ -360,12 +561,52 @@ kind_slot(Pginfer__FragmentKind kind)
 }
 
 /*
- * Estimated milliseconds of queued work: each queued request's rows times
- * the recent compute time per row of its fragment kind (0 for a kind not
- * run yet).
+ * Expected compute milliseconds of run over rows: for each stage of each
+ * fragment, the sum of its models' measured times at that batch size
+ * (state_timings_estimate); a stage none of whose models has a timing yet
+ * counts rows times the recent ms per row of its fragment kind.
  */
 static double
-backlog_ms(const server *s)
+run_estimate(const server *s, const Pginfer__RunFragment *run, int rows)
+{
+	double		ms = 0;
+
+	for (size_t f = 0; f <= run->n_more_fragments; f++)
+	{
+		const Pginfer__Fragment *fr = f == 0 ? run->fragment : run->more_fragments[f - 1];
+
+		for (; fr != NULL; fr = fr->next)
+		{
+			double		stage = 0;
+			int			known = 0;
+
+			for (size_t m = 0; m < fr->n_models; m++)
+			{
+				double		t;
+
+				if (fr->models[m] == NULL || fr->models[m]->file[0] == '\0')
+					continue;
+				t = state_timings_estimate(s->timings, fr->models[m]->file, rows);
+				if (t >= 0)
+				{
+					stage += t;
+					known = 1;
+				}
+			}
+			ms += known ? stage : rows * s->ms_per_row[kind_slot(fr->kind)];
+		}
+	}
+	return ms;
+}
+
+/*
+ * Estimated milliseconds of the work the worker holds: each queued
+ * request's expected compute (run_estimate), what is left of the running
+ * group's, and the expected load time of every model that this work needs
+ * and that is not resident (models[0..n_models), from the cache).
+ */
+static double
+backlog_ms(const server *s, const model_info *models, int n_models)
 {
 	double		ms = 0;
 
@@ -374,45 +615,147 @@ backlog_ms(const server *s)
 		const batch_item *it = batcher_item(s->queue, i);
 		const queued_request *q = it->data;
 
-		ms += it->n_rows * s->ms_per_row[kind_slot(q->header->run->fragment->kind)];
+		ms += run_estimate(s, q->header->run, it->n_rows);
 	}
+	if (s->running != NULL && s->running->kind == JOB_GROUP)
+	{
+		double		left = s->running->est_ms -
+			(now_us() - s->running->started_us) / 1000.0;
+
+		ms += left > 0 ? left : 0;
+	}
+	for (int i = 0; i < n_models; i++)
+		if (!models[i].resident && models[i].pins > 0)
+			ms += models[i].load_ms;
 	return ms;
 }
 
-/* MSG_PONG reply carrying the worker's state. */
-static server_reply *
-pong_reply(server *s, uint64_t request_id)
+/* Requests the worker holds: queued, and in the running group. */
+static int
+requests_held(const server *s)
+{
+	int			n = batcher_length(s->queue);
+
+	if (s->running != NULL && s->running->kind == JOB_GROUP)
+		n += s->running->n_items;
+	return n;
+}
+
+/*
+ * A packed Header of kind (MSG_STATE or MSG_PONG) carrying the worker's
+ * state (common/pg_infer.proto, WorkerState); takes the next sequence
+ * number.  NULL when memory runs out.
+ */
+static uint8_t *
+pack_state(server *s, Pginfer__MsgKind kind, uint64_t request_id, size_t *len)
 {
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	Pginfer__WorkerState st = PGINFER__WORKER_STATE__INIT;
-	int			n = model_cache_count(s->cache);
-	char	  **names = calloc(n > 0 ? (size_t) n : 1, sizeof(char *));
-	uint8_t    *buf;
-	size_t		len = 0;
+	model_info *models;
+	int			n_models = 0,
+				n_res = 0;
+	char	  **names = NULL;
+	Pginfer__ModelState *ms = NULL;
+	Pginfer__ModelState **msp = NULL;
+	Pginfer__ModelTiming **timings = NULL;
+	size_t		n_timings = 0;
+	uint64_t	cap = model_cache_capacity(s->cache),
+				used = model_cache_used(s->cache);
+	uint8_t    *buf = NULL;
 
-	if (names == NULL)
-		return NULL;
-	for (int i = 0; i < n; i++)
-		names[i] = (char *) model_cache_file(s->cache, i);
+	models = model_cache_snapshot(s->cache, &n_models);
+	names = calloc(n_models > 0 ? (size_t) n_models : 1, sizeof(char *));
+	ms = calloc(n_models > 0 ? (size_t) n_models : 1, sizeof(*ms));
+	msp = calloc(n_models > 0 ? (size_t) n_models : 1, sizeof(*msp));
+	if (names == NULL || ms == NULL || msp == NULL ||
+		state_timings_list(s->timings, &timings, &n_timings) != 0)
+		goto done;
+	for (int i = 0; i < n_models; i++)
+	{
+		Pginfer__ModelState init = PGINFER__MODEL_STATE__INIT;
+
+		ms[i] = init;
+		ms[i].file = models[i].file;
+		ms[i].resident = models[i].resident != 0;
+		ms[i].bytes = models[i].bytes;
+		ms[i].load_ms = models[i].load_ms;
+		ms[i].queued = (uint32_t) models[i].pins;
+		ms[i].idle_ms = models[i].idle_ms;
+		msp[i] = &ms[i];
+		if (models[i].resident)
+			names[n_res++] = models[i].file;
+	}
 	st.worker_id = s->worker_id;
-	st.queue_length = (uint32_t) batcher_length(s->queue);
-	st.backlog_ms = backlog_ms(s);
-	st.n_resident_models = (size_t) n;
+	st.queue_length = (uint32_t) requests_held(s);
+	st.backlog_ms = backlog_ms(s, models, n_models);
+	st.n_resident_models = (size_t) n_res;
 	st.resident_models = names;
 	st.host_memory_used = rss_bytes();
+	state_host_memory(&st.host_memory_total, &st.host_memory_free);
+	/* On a CPU "GPU memory" is the models' weight memory: the cap, or the host's. */
+	st.gpu_memory_cap = cap > 0 ? cap : st.host_memory_total;
+	st.gpu_memory_total = st.gpu_memory_cap;
+	st.gpu_memory_free = st.gpu_memory_cap > used ? st.gpu_memory_cap - used : 0;
+	st.n_models = (size_t) n_models;
+	st.models = msp;
+	st.n_timings = n_timings;
+	st.timings = timings;
 	st.device = "cpu";
 	st.requests_served = s->requests_served;
 	st.batches_run = s->batches_run;
 	st.rows_run = s->rows_run;
 	st.merged_batches = s->merged_batches;
 	st.model_runs = s->model_runs;
+	st.seq = ++s->seq;
+	st.uptime_s = (now_us() - s->started_us) / 1e6;
+	st.state_endpoint = s->pub != NULL ? (char *) state_pub_endpoint(s->pub) : "";
+	st.busy_threads = s->running != NULL ? 1 : 0;
 	h.version = PGINFER_PROTOCOL_VERSION;
-	h.kind = PGINFER__MSG_KIND__MSG_PONG;
+	h.kind = kind;
 	h.request_id = request_id;
 	h.state = &st;
-	buf = pack_header(&h, &len);
+	buf = pack_header(&h, len);
+
+done:
+	state_timings_free_list(timings);
+	free(models);
 	free(names);
+	free(ms);
+	free(msp);
+	return buf;
+}
+
+/* MSG_PONG reply carrying the worker's state. */
+static server_reply *
+pong_reply(server *s, uint64_t request_id)
+{
+	size_t		len = 0;
+	uint8_t    *buf = pack_state(s, PGINFER__MSG_KIND__MSG_PONG, request_id, &len);
+
 	return reply_with_header(buf, len);
+}
+
+/* Publishes a MSG_STATE now (the loop calls it when one is due). */
+static void
+publish_state(server *s)
+{
+	size_t		len = 0;
+	uint8_t    *buf;
+
+	if (s->pub == NULL)
+		return;
+	buf = pack_state(s, PGINFER__MSG_KIND__MSG_STATE, 0, &len);
+	if (buf != NULL)
+		state_pub_send(s->pub, buf, len, now_us());
+	free(buf);
+}
+
+/* Notes a change of state: a message goes out soon. */
+static void
+state_changed(server *s)
+{
+	if (s->pub != NULL)
+		state_pub_changed(s->pub);
 }
 
 /* Hint for a request-level error, by SQLSTATE. */
@@ -428,6 +771,20 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	}
 	if (strcmp(sqlstate, FRAGMENT_SQLSTATE_SHUTDOWN) == 0)
 		return "Run the query again once the worker is back, or register another worker with infer.add_worker().";
+	if (strcmp(sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) == 0)
+	{
+		uint64_t	cap = model_cache_capacity(s->cache);
+
+		if (cap > 0)
+			snprintf(buf, buflen,
+					 "Start the worker with a larger --gpu-memory (now %llu bytes), or send this model's work to another worker.",
+					 (unsigned long long) cap);
+		else
+			snprintf(buf, buflen, "Free memory on the worker's host, or send this model's work to another worker.");
+		return buf;
+	}
+	if (strcmp(sqlstate, PGINFER_SQLSTATE_IN_USE) == 0)
+		return "Unload it once its queued requests are done.";
 	return NULL;
 }
 
@@ -530,21 +887,128 @@ server_group_key(const Pginfer__RunFragment *run, size_t *len)
 	return key;
 }
 
-/* Runs n requests as one fragment run and splits the result; see server.h. */
-int
-server_run_group(server *s, const Pginfer__Header *const *reqs,
-				 const void *const *const *frames,
-				 const size_t *const *frame_len, int n,
-				 server_reply **replies)
+/*
+ * The compute part of a group run: runs reqs[0..n) (their rows in order)
+ * as one fragment run, on the device or the simulated one.  Writes only
+ * *j's outcome (fr, rc, sqlstate, err, samples, load_ms), so that the
+ * compute thread may call it while the loop reads the server.
+ */
+static void
+group_compute(server *s, job *j)
 {
 	Pginfer__RunFragment merged;
-	fragment_result *fr = NULL;
-	const char *sqlstate = PGINFER_SQLSTATE_INTERNAL;
-	char		err[1024],
-				hint[512];
 	uint64_t   *ids = NULL;
 	const void **rows = NULL;
 	size_t	   *lens = NULL;
+	int			total = 0,
+				off = 0;
+	double		load0 = model_cache_load_ms_total(s->cache);
+
+	j->rc = -1;
+	j->sqlstate = PGINFER_SQLSTATE_INTERNAL;
+	j->n_samples = 0;
+	for (int k = 0; k < j->n_items; k++)
+		total += (int) j->reqs[k]->run->n_row_ids;
+	ids = calloc(total > 0 ? (size_t) total : 1, sizeof(*ids));
+	rows = calloc(total > 0 ? (size_t) total : 1, sizeof(*rows));
+	lens = calloc(total > 0 ? (size_t) total : 1, sizeof(*lens));
+	if (ids == NULL || rows == NULL || lens == NULL)
+	{
+		j->sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(j->err, sizeof(j->err), "out of memory for a batch of %d rows", total);
+		goto done;
+	}
+	for (int k = 0; k < j->n_items; k++)
+	{
+		const Pginfer__RunFragment *run = j->reqs[k]->run;
+
+		for (size_t i = 0; i < run->n_row_ids; i++, off++)
+		{
+			ids[off] = run->row_ids[i];
+			rows[off] = j->frames[k][i];
+			lens[off] = j->lens[k][i];
+		}
+	}
+	/* The members share fragment and pixel limit: the first one speaks for all. */
+	merged = *j->reqs[0]->run;
+	merged.n_row_ids = (size_t) total;
+	merged.row_ids = ids;
+	if (s->sim != NULL)
+		j->rc = sim_run(s->sim, s->cache, &merged, rows, lens, total, s->max_batch,
+						j->stop, j->samples, JOB_MAX_SAMPLES, &j->n_samples,
+						&j->fr, &j->sqlstate, j->err, sizeof(j->err));
+	else
+		j->rc = fragment_run(s->cache, &merged, rows, lens, total, s->max_pixels,
+							 s->max_batch, j->stop, &j->fr, &j->sqlstate,
+							 j->err, sizeof(j->err));
+	j->load_ms = model_cache_load_ms_total(s->cache) - load0;
+
+done:
+	free(ids);
+	free(rows);
+	free(lens);
+}
+
+/*
+ * Timing samples of a real run (the simulated one reports its own): the
+ * run's compute time less its model loads, shared equally among the
+ * distinct models it used, each at the run's row count; a run of one
+ * model that made model_runs > 1 calls (predict, classify, embed) gives
+ * the mean call instead (ms / calls at rows / calls, rounded up).  (The
+ * engine has no per-call hook; see the ModelTiming note in
+ * docs/operations.md.)
+ */
+static void
+real_samples(const Pginfer__RunFragment *run, int rows, double ms,
+			 int model_runs, job *j)
+{
+	int			first = j->n_samples;
+
+	for (size_t f = 0; f <= run->n_more_fragments; f++)
+	{
+		const Pginfer__Fragment *fr = f == 0 ? run->fragment : run->more_fragments[f - 1];
+
+		for (; fr != NULL; fr = fr->next)
+			for (size_t m = 0; m < fr->n_models; m++)
+			{
+				const char *file = fr->models[m] != NULL ? fr->models[m]->file : "";
+				int			dup = 0;
+
+				if (file[0] == '\0')
+					continue;
+				for (int k = first; k < j->n_samples; k++)
+					dup |= strcmp(j->samples[k].file, file) == 0;
+				if (dup || j->n_samples == JOB_MAX_SAMPLES)
+					continue;
+				snprintf(j->samples[j->n_samples].file, sizeof(j->samples[0].file),
+						 "%s", file);
+				j->samples[j->n_samples].rows = rows;
+				j->n_samples++;
+			}
+	}
+	if (j->n_samples - first == 1 && model_runs > 1)
+	{
+		j->samples[first].rows = (rows + model_runs - 1) / model_runs;
+		j->samples[first].ms = ms / model_runs;
+		return;
+	}
+	for (int k = first; k < j->n_samples; k++)
+		j->samples[k].ms = ms / (j->n_samples - first);
+}
+
+/*
+ * The bookkeeping part of a group run, on the loop's thread: counters,
+ * timings, and replies[k] for each request (its MSG_RESULT, or MSG_ERROR
+ * when the run failed as a whole).  Returns 0, or -1 when memory runs out
+ * for a reply (that replies[k] is NULL).
+ */
+static int
+group_finish(server *s, job *j, server_reply **replies)
+{
+	const Pginfer__Header *const *reqs = j->reqs;
+	int			n = j->n_items;
+	fragment_result *fr = j->fr;
+	char		hint[512];
 	int			total = 0,
 				off = 0,
 				rc = 0;
@@ -554,33 +1018,17 @@ server_run_group(server *s, const Pginfer__Header *const *reqs,
 		replies[k] = NULL;
 		total += (int) reqs[k]->run->n_row_ids;
 	}
-	ids = calloc(total > 0 ? (size_t) total : 1, sizeof(*ids));
-	rows = calloc(total > 0 ? (size_t) total : 1, sizeof(*rows));
-	lens = calloc(total > 0 ? (size_t) total : 1, sizeof(*lens));
-	if (ids == NULL || rows == NULL || lens == NULL)
+	if (j->rc != 0)
 	{
-		sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-		snprintf(err, sizeof(err), "out of memory for a batch of %d rows", total);
-		goto request_error;
-	}
-	for (int k = 0; k < n; k++)
-	{
-		const Pginfer__RunFragment *run = reqs[k]->run;
-
-		for (size_t i = 0; i < run->n_row_ids; i++, off++)
+		for (int k = 0; k < n; k++)
 		{
-			ids[off] = run->row_ids[i];
-			rows[off] = frames[k][i];
-			lens[off] = frame_len[k][i];
+			replies[k] = error_reply(reqs[k]->request_id, j->sqlstate, j->err,
+									 hint_for(s, j->sqlstate, hint, sizeof(hint)));
+			if (replies[k] == NULL)
+				rc = -1;
 		}
+		return rc;
 	}
-	/* The members share fragment and pixel limit: the first one speaks for all. */
-	merged = *reqs[0]->run;
-	merged.n_row_ids = (size_t) total;
-	merged.row_ids = ids;
-	if (fragment_run(s->cache, &merged, rows, lens, total, s->max_pixels,
-					 s->max_batch, s->stop, &fr, &sqlstate, err, sizeof(err)) != 0)
-		goto request_error;
 
 	s->batches_run++;
 	s->rows_run += (uint64_t) total;
@@ -588,9 +1036,20 @@ server_run_group(server *s, const Pginfer__Header *const *reqs,
 	{
 		/* Moving average of the cost of a row, for the backlog estimate. */
 		double	   *avg = &s->ms_per_row[kind_slot(reqs[0]->run->fragment->kind)];
-		double		per = fr->compute_ms / total;
+		double		per = (fr->compute_ms - j->load_ms) / total;
 
+		if (per < 0)
+			per = 0;
 		*avg = *avg > 0 ? 0.8 * *avg + 0.2 * per : per;
+		if (s->sim == NULL)
+		{
+			double		ms = fr->compute_ms - j->load_ms;
+
+			real_samples(reqs[0]->run, total, ms > 0 ? ms : 0, fr->model_runs, j);
+		}
+		for (int k = 0; k < j->n_samples; k++)
+			state_timings_record(s->timings, j->samples[k].file,
+								 j->samples[k].rows, j->samples[k].ms);
 	}
 	s->model_runs += (uint64_t) fr->model_runs;
 	if (n > 1)
@@ -600,7 +1059,6 @@ server_run_group(server *s, const Pginfer__Header *const *reqs,
 				 n, total, fragment_kind_name(reqs[0]->run->fragment->kind),
 				 fr->compute_ms, fr->model_runs);
 	}
-	off = 0;
 	for (int k = 0; k < n; k++)
 	{
 		int			nk = (int) reqs[k]->run->n_row_ids;
@@ -619,22 +1077,44 @@ server_run_group(server *s, const Pginfer__Header *const *reqs,
 				 nk - n_ok, fr->compute_ms);
 		off += nk;
 	}
-	goto done;
+	return rc;
+}
 
-request_error:
-	for (int k = 0; k < n; k++)
+/* Runs n requests as one fragment run and splits the result; see server.h. */
+int
+server_run_group(server *s, const Pginfer__Header *const *reqs,
+				 const void *const *const *frames,
+				 const size_t *const *frame_len, int n,
+				 server_reply **replies)
+{
+	job		   *j = calloc(1, sizeof(*j));
+	int			rc;
+
+	if (j == NULL)
 	{
-		replies[k] = error_reply(reqs[k]->request_id, sqlstate, err,
-								 hint_for(s, sqlstate, hint, sizeof(hint)));
-		if (replies[k] == NULL)
-			rc = -1;
+		for (int k = 0; k < n; k++)
+			replies[k] = error_reply(reqs[k]->request_id, PGINFER_SQLSTATE_OUT_OF_MEMORY,
+									 "out of memory for a batch", NULL);
+		return -1;
 	}
-
-done:
-	fragment_result_destroy(&fr);
-	free(ids);
-	free(rows);
-	free(lens);
+	j->kind = JOB_GROUP;
+	j->n_items = n;
+	j->reqs = (const Pginfer__Header **) reqs;
+	j->frames = (const void *const **) frames;
+	j->lens = (const size_t **) frame_len;
+	j->stop = s->stop;
+	/* Pinned while they run, so that loading one model never evicts another. */
+	for (int k = 0; k < n; k++)
+		pin_run(s->cache, reqs[k]->run, +1);
+	group_compute(s, j);
+	for (int k = 0; k < n; k++)
+		pin_run(s->cache, reqs[k]->run, -1);
+	rc = group_finish(s, j, replies);
+	/* The arrays are the caller's: do not let job_free take them. */
+	j->reqs = NULL;
+	j->frames = NULL;
+	j->lens = NULL;
+	job_free(j);
 	return rc;
 }
 
@@ -649,7 +1129,33 @@ run_reply(server *s, const Pginfer__Header *req, const void *const *frames,
 	return r;
 }
 
-/* MSG_LOAD_MODEL / MSG_UNLOAD_MODEL: PONG on success, ERROR otherwise. */
+/*
+ * MSG_LOAD_MODEL's work: makes the model resident (timed) and loads its
+ * dictionary.  Returns 0, or -1 with *sqlstate and err.
+ */
+static int
+load_model(server *s, const Pginfer__ModelSpec *spec, double *ms,
+		   const char **sqlstate, char *err, size_t errlen)
+{
+	if (model_cache_acquire(s->cache, spec, ms, sqlstate, err, errlen) != 0)
+		return -1;
+	if (spec->labels_file[0] != '\0' && s->sim == NULL)
+	{
+		const char *const *dict;
+		int			dict_len;
+
+		if (model_cache_get_dict(s->cache, spec->labels_file, &dict, &dict_len,
+								 sqlstate, err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * MSG_LOAD_MODEL / MSG_UNLOAD_MODEL: PONG on success, ERROR otherwise.
+ * Unloading a model that queued or running requests need is refused
+ * (55006); unloading one that is not loaded is fine.
+ */
 static server_reply *
 model_reply(server *s, const Pginfer__Header *req)
 {
@@ -657,27 +1163,32 @@ model_reply(server *s, const Pginfer__Header *req)
 	const char *sqlstate = PGINFER_SQLSTATE_INTERNAL;
 	char		err[1024],
 				hint[512];
+	double		ms = 0;
+	int			rc;
 
 	if (req->kind == PGINFER__MSG_KIND__MSG_UNLOAD_MODEL)
 	{
-		if (model_cache_unload(s->cache, spec->file) == 0)
+		rc = model_cache_evict(s->cache, spec->file);
+		if (rc < 0)
+		{
+			snprintf(err, sizeof(err),
+					 "model \"%s\" is in use by queued or running requests and cannot be unloaded",
+					 spec->file);
+			return error_reply(req->request_id, PGINFER_SQLSTATE_IN_USE, err,
+							   hint_for(s, PGINFER_SQLSTATE_IN_USE, hint, sizeof(hint)));
+		}
+		if (rc == 0)
 			log_info("request %llu: unload of \"%s\", which is not loaded",
 					 (unsigned long long) req->request_id, spec->file);
+		state_changed(s);
 		return pong_reply(s, req->request_id);
 	}
-	if (model_cache_get(s->cache, spec, &sqlstate, err, sizeof(err)) == NULL)
+	model_cache_pin(s->cache, spec->file, +1);
+	rc = load_model(s, spec, &ms, &sqlstate, err, sizeof(err));
+	model_cache_pin(s->cache, spec->file, -1);
+	if (rc != 0)
 		return error_reply(req->request_id, sqlstate, err,
 						   hint_for(s, sqlstate, hint, sizeof(hint)));
-	if (spec->labels_file[0] != '\0')
-	{
-		const char *const *dict;
-		int			dict_len;
-
-		if (model_cache_get_dict(s->cache, spec->labels_file, &dict, &dict_len,
-								 &sqlstate, err, sizeof(err)) != 0)
-			return error_reply(req->request_id, sqlstate, err,
-							   hint_for(s, sqlstate, hint, sizeof(hint)));
-	}
 	return pong_reply(s, req->request_id);
 }
 
@@ -719,7 +1230,12 @@ server_handle(server *s, const void *header, size_t header_len,
 			r = pong_reply(s, req->request_id);
 			break;
 		case PGINFER__MSG_KIND__MSG_RUN_FRAGMENT:
-			r = run_reply(s, req, frames, frame_len);
+			/* With a compute thread only it may run fragments (queueing failed). */
+			if (s->pipe_loop != NULL)
+				r = error_reply(req->request_id, PGINFER_SQLSTATE_OUT_OF_MEMORY,
+								"out of memory queueing the request", NULL);
+			else
+				r = run_reply(s, req, frames, frame_len);
 			break;
 		case PGINFER__MSG_KIND__MSG_LOAD_MODEL:
 		case PGINFER__MSG_KIND__MSG_UNLOAD_MODEL:
@@ -992,6 +1508,39 @@ done:
 }
 
 /*
+ * Marks the requests of peer with request_id in the running group
+ * cancelled (they get no reply); when every request of the group is
+ * cancelled, the group is abandoned between rows.  Returns how many were
+ * marked.
+ */
+static int
+cancel_running(server *s, const void *peer, size_t peer_len, uint64_t request_id)
+{
+	job		   *j = s->running;
+	int			marked = 0,
+				left = 0;
+
+	if (j == NULL || j->kind != JOB_GROUP || j->cancelled == NULL)
+		return 0;
+	for (int k = 0; k < j->n_items; k++)
+	{
+		const batch_item *it = j->items[k];
+
+		if (!j->cancelled[k] && it->request_id == request_id &&
+			it->peer_len == peer_len &&
+			(peer_len == 0 || memcmp(it->peer, peer, peer_len) == 0))
+		{
+			j->cancelled[k] = 1;
+			marked++;
+		}
+		left += j->cancelled[k] ? 0 : 1;
+	}
+	if (marked > 0 && left == 0)
+		j->abort = 1;
+	return marked;
+}
+
+/*
  * Looks at a received message (parts[0] is the routing id): a run-fragment
  * request with a good header is moved into the queue (*parts[0..n) are
  * then closed and empty), a cancel drops the queued request it names, and
@@ -1016,11 +1565,36 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	{
 		int			removed = batcher_cancel(s->queue, zmq_msg_data(&parts[0]),
 											 zmq_msg_size(&parts[0]), req->request_id);
+		int			running = removed > 0 ? 0 :
+			cancel_running(s, zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]),
+						   req->request_id);
 
+		if (removed > 0)
+			state_changed(s);
 		log_info("request %llu: cancel %s", (unsigned long long) req->request_id,
 				 removed > 0 ? "dropped the queued request" :
-				 "ignored (no request of that id is queued)");
+				 running > 0 ? "dropped the running request (it gets no reply)" :
+				 "ignored (no request of that id is queued or running)");
 		pginfer__header__free_unpacked(req, NULL);
+		return;
+	}
+	if (req->kind == PGINFER__MSG_KIND__MSG_LOAD_MODEL && s->pipe_loop != NULL)
+	{
+		/* A load takes time: the compute thread does it, in turn. */
+		job		   *j = calloc(1, sizeof(*j));
+		job		  **tail = &s->loads;
+
+		if (j == NULL)
+			goto serve_now;
+		j->kind = JOB_LOAD;
+		zmq_msg_init(&j->peer);
+		zmq_msg_copy(&j->peer, &parts[0]);
+		j->req = req;
+		model_cache_pin(s->cache, req->model->model->file, +1);
+		while (*tail != NULL)
+			tail = &(*tail)->next;
+		*tail = j;
+		state_changed(s);
 		return;
 	}
 	if (req->kind != PGINFER__MSG_KIND__MSG_RUN_FRAGMENT)
@@ -1039,6 +1613,8 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	}
 	q->n_parts = n;
 	q->header = req;
+	q->pinned = s->cache;
+	pin_run(s->cache, req->run, +1);
 	it = batch_item_new(key, key_len, (int) req->run->n_row_ids, batcher_now_us(),
 						zmq_msg_data(&q->parts[0]), zmq_msg_size(&q->parts[0]),
 						req->request_id, q, queued_request_free);
@@ -1053,6 +1629,7 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 		free(key);
 		return;
 	}
+	state_changed(s);
 	log_debug("request %llu: queued %zu rows (%d requests, %d rows waiting)",
 			  (unsigned long long) req->request_id, req->run->n_row_ids,
 			  batcher_length(s->queue), batcher_rows(s->queue));
@@ -1072,83 +1649,228 @@ serve_now:
 }
 
 /*
- * Runs one group of queued requests (items[0..n), taken from the queue)
- * and sends each its reply; frees the items.  With shutdown set, every
- * request is answered with MSG_ERROR 57P01 instead.
+ * A JOB_GROUP over items[0..n) taken from the queue (taken over: the job
+ * frees them), with the request and frame arrays group_compute reads.
+ * NULL when memory runs out (the items are then freed, unanswered).
  */
-static void
-run_queued(server *s, batch_item **items, int n, int shutdown)
+static job *
+group_job_new(batch_item **items, int n)
 {
-	const Pginfer__Header **reqs = calloc((size_t) n, sizeof(*reqs));
-	const void *const **frames = calloc((size_t) n, sizeof(*frames));
-	const size_t **lens = calloc((size_t) n, sizeof(*lens));
-	server_reply **replies = calloc((size_t) n, sizeof(*replies));
-	const void **data = NULL;
-	size_t	   *len = NULL;
+	job		   *j = calloc(1, sizeof(*j));
 	int			total = 0;
 
-	if (reqs == NULL || frames == NULL || lens == NULL || replies == NULL)
-	{
-		log_error("out of memory running %d requests: dropped them", n);
-		goto done;
-	}
+	if (j == NULL)
+		goto fail;
+	j->kind = JOB_GROUP;
+	j->items = items;
+	j->n_items = n;
+	j->stop = &j->abort;
+	items = NULL;
+	j->cancelled = calloc((size_t) n, sizeof(*j->cancelled));
+	j->reqs = calloc((size_t) n, sizeof(*j->reqs));
+	j->frames = calloc((size_t) n, sizeof(*j->frames));
+	j->lens = calloc((size_t) n, sizeof(*j->lens));
 	for (int k = 0; k < n; k++)
-		total += ((queued_request *) items[k]->data)->n_parts - 2;
-	data = calloc(total > 0 ? (size_t) total : 1, sizeof(*data));
-	len = calloc(total > 0 ? (size_t) total : 1, sizeof(*len));
-	if (data == NULL || len == NULL)
-	{
-		log_error("out of memory running %d requests: dropped them", n);
-		goto done;
-	}
+		total += ((queued_request *) j->items[k]->data)->n_parts - 2;
+	j->data = calloc(total > 0 ? (size_t) total : 1, sizeof(*j->data));
+	j->len = calloc(total > 0 ? (size_t) total : 1, sizeof(*j->len));
+	if (j->reqs == NULL || j->frames == NULL || j->lens == NULL ||
+		j->data == NULL || j->len == NULL || j->cancelled == NULL)
+		goto fail;
 	total = 0;
 	for (int k = 0; k < n; k++)
 	{
-		queued_request *q = items[k]->data;
+		queued_request *q = j->items[k]->data;
 
-		reqs[k] = q->header;
-		frames[k] = &data[total];
-		lens[k] = &len[total];
+		j->reqs[k] = q->header;
+		j->frames[k] = &j->data[total];
+		j->lens[k] = &j->len[total];
 		for (int i = 2; i < q->n_parts; i++, total++)
 		{
-			data[total] = zmq_msg_data(&q->parts[i]);
-			len[total] = zmq_msg_size(&q->parts[i]);
+			j->data[total] = zmq_msg_data(&q->parts[i]);
+			j->len[total] = zmq_msg_size(&q->parts[i]);
 		}
 	}
-	if (shutdown)
+	return j;
+
+fail:
+	log_error("out of memory running %d requests: dropped them", n);
+	for (int k = 0; items != NULL && k < n; k++)
+		batch_item_destroy(&items[k]);
+	free(items);
+	job_free(j);
+	return NULL;
+}
+
+/* Runs job j (on the compute thread, or the caller's without one). */
+static void
+job_run(server *s, job *j)
+{
+	if (j->kind == JOB_GROUP)
+		group_compute(s, j);
+	else
 	{
-		for (int k = 0; k < n; k++)
-			replies[k] = error_reply(reqs[k]->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
-									 "the worker is shutting down; the request was not run",
-									 hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN,
-											  NULL, 0));
+		j->sqlstate = PGINFER_SQLSTATE_INTERNAL;
+		j->rc = load_model(s, j->req->model->model, &j->load_ms, &j->sqlstate,
+						   j->err, sizeof(j->err));
+	}
+}
+
+/*
+ * Answers a finished job (on the loop's thread): each request of a group
+ * gets its reply (MSG_ERROR 57P01 for all with shutdown set and a group
+ * not run), a load its PONG or MSG_ERROR; then frees j, which releases
+ * its pins.
+ */
+static void
+job_complete(server *s, job *j, int shutdown)
+{
+	char		hint[512];
+
+	if (j->kind == JOB_LOAD)
+	{
+		server_reply *r;
+
+		if (shutdown)
+		{
+			j->rc = -1;
+			j->sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
+			snprintf(j->err, sizeof(j->err), "the worker is shutting down; the model was not loaded");
+		}
+		model_cache_pin(s->cache, j->req->model->model->file, -1);
+		r = j->rc == 0 ? pong_reply(s, j->req->request_id) :
+			error_reply(j->req->request_id, j->sqlstate, j->err,
+						hint_for(s, j->sqlstate, hint, sizeof(hint)));
+		if (r != NULL && send_reply(s, &j->peer, r) != 0)
+			log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
+		server_reply_destroy(&r);
 	}
 	else
 	{
-		if (n > 1)
-			log_debug("running %d queued requests as one batch", n);
-		if (server_run_group(s, reqs, frames, lens, n, replies) != 0)
-			log_error("out of memory building a reply");
+		server_reply **replies = calloc((size_t) j->n_items, sizeof(*replies));
+
+		if (replies == NULL)
+			log_error("out of memory answering %d requests: dropped them", j->n_items);
+		else
+		{
+			if (shutdown)
+				for (int k = 0; k < j->n_items; k++)
+					replies[k] = error_reply(j->reqs[k]->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
+											 "the worker is shutting down; the request was not run",
+											 hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0));
+			else if (group_finish(s, j, replies) != 0)
+				log_error("out of memory building a reply");
+			for (int k = 0; k < j->n_items; k++)
+			{
+				queued_request *q = j->items[k]->data;
+
+				/* A request cancelled while it ran gets no reply. */
+				if (j->cancelled != NULL && j->cancelled[k])
+				{
+					server_reply_destroy(&replies[k]);
+					continue;
+				}
+				if (replies[k] != NULL && send_reply(s, &q->parts[0], replies[k]) != 0)
+					log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
+				server_reply_destroy(&replies[k]);
+			}
+			free(replies);
+		}
 	}
-	for (int k = 0; k < n; k++)
+	job_free(j);
+	state_changed(s);
+}
+
+/* The compute thread: runs the jobs that come over its pipe until a NULL one. */
+static void *
+compute_main(void *arg)
+{
+	server	   *s = arg;
+
+	for (;;)
 	{
-		queued_request *q = items[k]->data;
+		job		   *j = NULL;
 
-		if (replies[k] != NULL && send_reply(s, &q->parts[0], replies[k]) != 0)
-			log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
-		server_reply_destroy(&replies[k]);
+		if (zmq_recv(s->pipe_exec, &j, sizeof(j), 0) != (int) sizeof(j))
+		{
+			if (zmq_errno() == EINTR)
+				continue;
+			log_error("compute thread: pipe failed: %s", zmq_strerror(zmq_errno()));
+			break;
+		}
+		if (j == NULL)
+			break;
+		job_run(s, j);
+		while (zmq_send(s->pipe_exec, &j, sizeof(j), 0) < 0 && zmq_errno() == EINTR)
+			;
 	}
+	return NULL;
+}
 
-done:
-	for (int k = 0; k < n; k++)
-		batch_item_destroy(&items[k]);
-	free(items);
-	free(reqs);
-	free(frames);
-	free(lens);
-	free(replies);
-	free(data);
-	free(len);
+/*
+ * Hands the next job to the compute thread when it is idle: a pending
+ * load first, else the next ready group from the queue (force: any).
+ */
+static void
+start_next_job(server *s, int force)
+{
+	job		   *j = NULL;
+	batch_item **items;
+	int			n_items;
+
+	if (s->running != NULL)
+		return;
+	if (s->loads != NULL)
+	{
+		j = s->loads;
+		s->loads = j->next;
+		j->next = NULL;
+	}
+	else
+	{
+		int			n = batcher_next(s->queue, now_us(), force, &items, &n_items);
+
+		if (n < 0)
+			log_error("out of memory taking a group from the queue");
+		if (n <= 0)
+			return;
+		if (n_items > 1)
+			log_debug("running %d queued requests as one batch", n_items);
+		j = group_job_new(items, n_items);
+		if (j == NULL)
+			return;
+		for (int k = 0; k < n_items; k++)
+			j->est_ms += run_estimate(s, j->reqs[k]->run, j->items[k]->n_rows);
+	}
+	j->started_us = now_us();
+	s->running = j;
+	if (zmq_send(s->pipe_loop, &j, sizeof(j), 0) != (int) sizeof(j))
+	{
+		/* Cannot happen with an inproc PAIR short of memory: run it here. */
+		log_warn("compute pipe: %s; running the job on the loop", zmq_strerror(zmq_errno()));
+		job_run(s, j);
+		s->running = NULL;
+		job_complete(s, j, 0);
+		return;
+	}
+	state_changed(s);
+}
+
+/* Takes a finished job back from the compute thread and answers it. */
+static void
+collect_job(server *s)
+{
+	job		   *j = NULL;
+
+	while (zmq_recv(s->pipe_loop, &j, sizeof(j), 0) < 0)
+		if (zmq_errno() != EINTR)
+		{
+			log_error("compute pipe: %s", zmq_strerror(zmq_errno()));
+			return;
+		}
+	s->running = NULL;
+	if (j != NULL)
+		job_complete(s, j, 0);
 }
 
 /*
@@ -1186,8 +1908,43 @@ drain_socket(server *s, zmq_msg_t **parts, int *cap, int max,
 	return 0;
 }
 
-/* Messages read from the socket between two group runs, at most. */
+/* Messages read from the socket between two loop turns, at most. */
 #define DRAIN_MAX 1024
+
+/* Starts the compute thread with every signal blocked in it. */
+static int
+start_compute_thread(server *s, char *err, size_t errlen)
+{
+	sigset_t	all,
+				old;
+	int			rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&s->thread, NULL, compute_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+	{
+		snprintf(err, errlen, "could not start the compute thread: %s", strerror(rc));
+		return -1;
+	}
+	s->thread_started = 1;
+	return 0;
+}
+
+/* Stops the compute thread (after its job, which the caller collects). */
+static void
+stop_compute_thread(server *s)
+{
+	job		   *none = NULL;
+
+	if (!s->thread_started)
+		return;
+	while (zmq_send(s->pipe_loop, &none, sizeof(none), 0) < 0 && zmq_errno() == EINTR)
+		;
+	pthread_join(s->thread, NULL);
+	s->thread_started = 0;
+}
 
 /* Serves until *stop is set; see server.h. */
 int
@@ -1206,17 +1963,31 @@ server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 		return -1;
 	}
 	s->stop = stop;
+	if (start_compute_thread(s, err, errlen) != 0)
+	{
+		free(parts);
+		s->stop = NULL;
+		return -1;
+	}
 	while (!*stop)
 	{
-		zmq_pollitem_t item = {s->sock, 0, ZMQ_POLLIN, 0};
-		int64_t		wait_us = batcher_wait_us(s->queue, batcher_now_us());
+		zmq_pollitem_t items_poll[2] = {
+			{s->sock, 0, ZMQ_POLLIN, 0},
+			{s->pipe_loop, 0, ZMQ_POLLIN, 0}
+		};
+		int64_t		now = now_us();
+		int64_t		wait_us = s->running == NULL ? batcher_wait_us(s->queue, now) : -1;
 		int			timeout = poll_ms;
+		int			state_ms = state_pub_wait_ms(s->pub, now);
 		int			n;
 
 		/* Wake up when the oldest queued group has waited long enough. */
-		if (wait_us >= 0 && wait_us < (int64_t) poll_ms * 1000)
+		if (wait_us >= 0 && wait_us < (int64_t) timeout * 1000)
 			timeout = (int) ((wait_us + 999) / 1000);
-		n = zmq_poll(&item, 1, timeout);
+		/* ... or when a state message is due. */
+		if (state_ms < timeout)
+			timeout = state_ms;
+		n = zmq_poll(items_poll, 2, timeout);
 		if (n < 0)
 		{
 			if (zmq_errno() == EINTR)
@@ -1224,24 +1995,44 @@ server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 			snprintf(err, errlen, "zmq_poll failed: %s", zmq_strerror(zmq_errno()));
 			goto fail;
 		}
-		if (n > 0 && (item.revents & ZMQ_POLLIN) &&
+		if (n > 0 && (items_poll[0].revents & ZMQ_POLLIN) &&
 			drain_socket(s, &parts, &cap, DRAIN_MAX, err, errlen) != 0)
 			goto fail;
+		if (n > 0 && (items_poll[1].revents & ZMQ_POLLIN))
+			collect_job(s);
 		if (*stop)
 			break;
-		/* One group at a time, so the socket is read between groups. */
-		n = batcher_next(s->queue, batcher_now_us(), 0, &items, &n_items);
-		if (n > 0)
-			run_queued(s, items, n_items, 0);
-		else if (n < 0)
-			log_error("out of memory taking a group from the queue");
+		/* One job at a time; the socket is read while it runs. */
+		start_next_job(s, 0);
+		if (state_pub_due(s->pub, now_us()))
+			publish_state(s);
 	}
 	rc = 0;
 
 fail:
+	/* The running job stops between rows; answer it. */
+	if (s->running != NULL)
+	{
+		s->running->abort = 1;
+		collect_job(s);
+	}
+	stop_compute_thread(s);
 	/* What is still queued will not run: say so to each peer. */
-	while (batcher_next(s->queue, batcher_now_us(), 1, &items, &n_items) > 0)
-		run_queued(s, items, n_items, 1);
+	while (s->loads != NULL)
+	{
+		job		   *j = s->loads;
+
+		s->loads = j->next;
+		j->next = NULL;
+		job_complete(s, j, 1);
+	}
+	while (batcher_next(s->queue, now_us(), 1, &items, &n_items) > 0)
+	{
+		job		   *j = group_job_new(items, n_items);
+
+		if (j != NULL)
+			job_complete(s, j, 1);
+	}
 	s->stop = NULL;
 	free(parts);
 	return rc;

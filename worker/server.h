@@ -11,10 +11,16 @@
  *
  *	  MSG_PING				  -> MSG_PONG with the WorkerState
  *	  MSG_RUN_FRAGMENT		  -> MSG_RESULT (+ one frame per row) or MSG_ERROR
- *	  MSG_LOAD_MODEL		  -> MSG_PONG, or MSG_ERROR naming the file
- *	  MSG_UNLOAD_MODEL		  -> MSG_PONG (unloading what is not loaded is fine)
+ *	  MSG_LOAD_MODEL		  -> MSG_PONG once resident, or MSG_ERROR naming
+ *								 the file (53200 when it cannot be made to fit)
+ *	  MSG_UNLOAD_MODEL		  -> MSG_PONG (unloading what is not loaded is
+ *								 fine), MSG_ERROR 55006 when queued or running
+ *								 requests need the model
  *	  MSG_CANCEL			  -> no reply; a queued request of that peer and
- *								 id is dropped and gets no result
+ *								 id is dropped and gets no result, a running
+ *								 one gets no result (its group is abandoned
+ *								 between rows once all its requests are
+ *								 cancelled)
  *	  anything else			  -> MSG_ERROR (PGINFER_SQLSTATE_PROTOCOL)
  *
  * Limits on what a request may make the worker hold (server_run): a frame
@@ -31,21 +37,31 @@
  * of one key, from any peers, are merged into one fragment run of up to
  * max_batch rows once the group is full or its oldest request has waited
  * max_queue_delay_us; each request then gets its own MSG_RESULT with its
- * own rows in order, sent to its own peer.  One group runs at a time, and
- * between two groups the loop reads the socket again, so a PING waits at
- * most for the group that is running.  On a stop, queued requests are
- * answered with MSG_ERROR 57P01.  The PONG's WorkerState counts queued
- * requests (queue_length), estimates their work (backlog_ms: rows times a
- * moving average of ms per row of their fragment kind) and counts runs
- * (batches_run, rows_run, merged_batches, model_runs).
+ * own rows in order, sent to its own peer.  One job runs at a time on the
+ * compute thread (a group, or a model load; pending loads go first) while
+ * the loop keeps reading the socket, so a PING is answered at once, also
+ * during a long group.  On a stop, the running group is abandoned between
+ * rows and it and the queued requests are answered with MSG_ERROR 57P01.
+ *
+ * State (DESIGN.md "Placement"): the WorkerState of every PONG, and of
+ * the MSG_STATE messages the PUB socket publishes at least every
+ * PGINFER_STATE_PERIOD_MS and within PGINFER_STATE_COALESCE_MS of a change,
+ * holds the requests held (queue_length, waiting or running), their
+ * estimated work (backlog_ms, from the measured per-model timings, see
+ * worker/state.h), memory, the models the cache knows (resident or not,
+ * with their sizes, load times and the requests that need them), the
+ * timings, and the counters (batches_run, rows_run, merged_batches,
+ * model_runs).  docs/operations.md lists every field.
  *
  * server_handle() is the dispatch of one message without a socket and
  * without queueing (the unit tests call it directly); server_run_group()
  * is the merged run of several requests; server_run() wraps both around
  * the ROUTER socket.
  *
- * Threading: single-threaded.  One thread creates, runs and destroys a
- * server; the engine may use more threads inside a model run.
+ * Threading: one thread creates, runs and destroys a server; server_run
+ * starts a compute thread for its duration (see server.c), and the engine
+ * may use more threads inside a model run.  server_handle and
+ * server_run_group run on the caller's thread.
  */
 #ifndef INFER_SERVER_H
 #define INFER_SERVER_H
@@ -99,11 +115,36 @@ server	   *server_new(const server_opts *opts, char *err, size_t errlen);
 server	   *server_new_limited(const server_opts *opts, int64_t max_message_bytes,
 							   char *err, size_t errlen);
 
+/*
+ * Settings added after server_opts (so that positional initializers of
+ * server_opts stay complete); zero for every default.
+ */
+typedef struct server_ext_opts
+{
+	int64_t		max_message_bytes;	/* --max-message-bytes; <= 0: default */
+	const char *state_endpoint; /* --state-listen; NULL: tcp://HOST:* of the
+								 * request endpoint's host */
+	uint64_t	gpu_memory;		/* --gpu-memory bytes; 0: no cap */
+	const char *simulate;		/* --simulate profile path, or NULL */
+} server_ext_opts;
+
+/*
+ * server_new() with the settings of ext (may be NULL): the state socket's
+ * endpoint, the model memory cap and the simulated device.  NULL with err
+ * on failure (also an unreadable or malformed profile, or a state endpoint
+ * that cannot be bound).
+ */
+server	   *server_new_ext(const server_opts *opts, const server_ext_opts *ext,
+						   char *err, size_t errlen);
+
 /* Closes the socket and context and frees everything; sets *s to NULL. */
 void		server_destroy(server **s);
 
 /* The endpoint the socket is bound to (port resolved), or NULL. */
 const char *server_endpoint(const server *s);
+
+/* The endpoint the state (PUB) socket is bound to, or NULL. */
+const char *server_state_endpoint(const server *s);
 
 /*
  * Serves requests until *stop becomes non-zero (checked at least every

@@ -1,13 +1,14 @@
 /*
  * text.c
- *	  The text-embedding fragment (FRAG_EMBED_TEXT); see text.h.
+ *	  The text fragments (FRAG_EMBED_TEXT, FRAG_CLASSIFY_TEXT); see text.h.
  *
  * text_run() resolves the model and what lives beside it (text_model,
  * kept in the model_cache), tokenizes every row (a row that fails gets its
  * error and stays out of every batch), sorts the rows by token count and
  * runs them in padded batches; each row's vector is pooled from its own
- * tokens only, so padding changes nothing but the arithmetic of the
- * model's operators on the batch.
+ * tokens only (a classifier's scores come from its own row of the
+ * output), so padding changes nothing but the arithmetic of the model's
+ * operators on the batch.
  *
  * Threading: one call at a time per model_cache.
  */
@@ -35,6 +36,7 @@ typedef struct text_model
 	int			in_mask;		/* of attention_mask, or -1 */
 	int			in_type;		/* of token_type_ids, or -1 */
 	int			out;			/* output index of the token embeddings */
+	int			out_logits;		/* output index of a classifier's scores */
 } text_model;
 
 /* One row's tokens, while the rows wait for their batch. */
@@ -506,7 +508,7 @@ bind_io(const ie_model *model, const char *file, text_model *tm,
 		char *err, size_t errlen)
 {
 	tm->in_ids = tm->in_mask = tm->in_type = -1;
-	tm->out = 0;
+	tm->out = tm->out_logits = 0;
 	for (int i = 0; i < ie_model_n_inputs(model); i++)
 	{
 		const char *name = ie_model_input_name(model, i);
@@ -544,10 +546,9 @@ bind_io(const ie_model *model, const char *file, text_model *tm,
 
 		if (strcmp(name, "last_hidden_state") == 0 ||
 			strcmp(name, "token_embeddings") == 0)
-		{
 			tm->out = j;
-			break;
-		}
+		else if (strcmp(name, "logits") == 0)
+			tm->out_logits = j;
 	}
 	if (ie_model_n_outputs(model) < 1)
 	{
@@ -640,8 +641,8 @@ fail:
  */
 static int
 tokenize_row(const text_model *tm, const Pginfer__ModelSpec *spec,
-			 int truncate, const char *text, size_t len, fragment_result *r,
-			 int i, text_row *tr)
+			 int truncate, int classify, const char *text, size_t len,
+			 fragment_result *r, int i, text_row *tr)
 {
 	int			max = tm->cfg.max_seq_length;
 	bool		truncated = false;
@@ -681,6 +682,9 @@ tokenize_row(const text_model *tm, const Pginfer__ModelSpec *spec,
 			snprintf(msg, sizeof(msg), "text is longer than the %d tokens model \"%s\" takes",
 					 max, spec->name[0] ? spec->name : spec->file);
 		fragment_row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, NULL,
+						   classify ?
+						   "Set infer.text_truncate to on to classify the text's first tokens, "
+						   "or split the text." :
 						   "Set infer.text_truncate to on to embed the text's first tokens, "
 						   "or split the text.");
 		goto reject;
@@ -708,14 +712,76 @@ cmp_rows(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* Index of the largest of v[0..n) (the first on ties); n >= 1. */
+static size_t
+argmax(const float *v, size_t n)
+{
+	size_t		best = 0;
+
+	for (size_t i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+/*
+ * Stores a classifier's answer for the rows of a batch: out is its scores
+ * [n, k]; row k gets spec->labels[argmax of its scores] as text.  -1 with
+ * sqlstate/err when the output is not [n, k] float or there are fewer
+ * labels than scores.
+ */
+static int
+store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
+			 const char *out_name, const text_row *rows, int n,
+			 fragment_result *r, const char **sqlstate, char *err, size_t errlen)
+{
+	size_t		k;
+
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (out == NULL || out->dtype != IE_FLOAT || out->ndim != 2 || out->dims[0] != n ||
+		out->dims[1] < 1)
+	{
+		snprintf(err, errlen, "output \"%s\" of text classifier \"%s\" is not a float "
+				 "[batch, classes] tensor", out_name, spec->file);
+		return -1;
+	}
+	k = (size_t) out->dims[1];
+	if (k > spec->n_labels)
+	{
+		snprintf(err, errlen, "text classifier \"%s\" gives %zu scores but has %zu labels",
+				 spec->file, k, spec->n_labels);
+		return -1;
+	}
+	for (int j = 0; j < n; j++)
+	{
+		Pginfer__RowResult *row = &r->rows[rows[j].index];
+		const char *label = spec->labels[argmax((const float *) out->data + (size_t) j * k, k)];
+		char	   *s = strdup(label != NULL ? label : "");
+
+		if (s == NULL)
+		{
+			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (row->text != NULL && row->text != (char *) protobuf_c_empty_string)
+			free(row->text);
+		row->text = s;
+		row->ok = 1;
+	}
+	return 0;
+}
+
 /*
  * Runs rows[0..n) (sorted, so rows[n-1] is the longest) as one batch and
- * stores each row's vector in r.  -1 with sqlstate/err on a request error.
+ * stores each row's vector (classify: label) in r.  -1 with sqlstate/err
+ * on a request error.
  */
 static int
 run_batch(const ie_model *model, const text_model *tm,
-		  const Pginfer__ModelSpec *spec, const text_row *rows, int n,
-		  fragment_result *r, const char **sqlstate, char *err, size_t errlen)
+		  const Pginfer__ModelSpec *spec, int classify, const text_row *rows,
+		  int n, fragment_result *r, const char **sqlstate, char *err,
+		  size_t errlen)
 {
 	int			len = rows[n - 1].n;
 	int64_t		dims[2] = {n, len};
@@ -759,6 +825,13 @@ run_batch(const ie_model *model, const text_model *tm,
 		*sqlstate = strstr(lerr, "out of memory") != NULL ?
 			PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL;
 		snprintf(err, errlen, "text model \"%s\" failed: %s", spec->file, lerr);
+		goto done;
+	}
+	if (classify)
+	{
+		rc = store_labels(outputs[tm->out_logits], spec,
+						  ie_model_output_name(model, tm->out_logits), rows, n, r,
+						  sqlstate, err, errlen);
 		goto done;
 	}
 	out = outputs[tm->out];
@@ -811,7 +884,7 @@ done:
 	return rc;
 }
 
-/* Runs FRAG_EMBED_TEXT over the rows; see text.h. */
+/* Runs FRAG_EMBED_TEXT or FRAG_CLASSIFY_TEXT over the rows; see text.h. */
 int
 text_run(model_cache *mc, const Pginfer__RunFragment *run,
 		 const void *const *rows, const size_t *rows_len, int n_rows,
@@ -823,13 +896,15 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 	const ie_model *model = NULL;
 	text_model *tm = NULL;
 	text_row   *tr = NULL;
+	int			classify = frag->kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT;
 	int			n_ok = 0,
 				rc = -1;
 
 	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
 	if (frag->n_models < 1)
 	{
-		snprintf(err, errlen, "embed_text fragment has no model");
+		snprintf(err, errlen, "%s fragment has no model",
+				 classify ? "classify_text" : "embed_text");
 		return -1;
 	}
 	spec = frag->models[0];
@@ -848,8 +923,8 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 		text_row	one = {0};
 
 		r->rows[i].row_id = run->row_ids[i];
-		if (tokenize_row(tm, spec, frag->truncate_text, rows[i], rows_len[i],
-						 r, i, &one) != 0)
+		if (tokenize_row(tm, spec, frag->truncate_text, classify, rows[i],
+						 rows_len[i], r, i, &one) != 0)
 			goto oom;
 		if (one.ids != NULL)
 			tr[n_ok++] = one;
@@ -871,7 +946,8 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 		while (start + n < n_ok && n < max_batch &&
 			   (size_t) (n + 1) * (size_t) tr[start + n].n <= TEXT_MAX_BATCH_TOKENS)
 			n++;
-		if (run_batch(model, tm, spec, tr + start, n, r, sqlstate, err, errlen) != 0)
+		if (run_batch(model, tm, spec, classify, tr + start, n, r, sqlstate, err,
+					  errlen) != 0)
 			goto done;
 		start += n;
 	}

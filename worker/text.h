@@ -1,8 +1,10 @@
 /*
  * text.h
- *	  The text-embedding fragment (FRAG_EMBED_TEXT): UTF-8 text per row ->
- *	  BERT WordPiece token ids -> a sentence-transformers model -> pooling
- *	  -> L2 normalisation -> float32[hidden] per row.
+ *	  The text fragments.  FRAG_EMBED_TEXT: UTF-8 text per row -> BERT
+ *	  WordPiece token ids -> a sentence-transformers model -> pooling -> L2
+ *	  normalisation -> float32[hidden] per row.  FRAG_CLASSIFY_TEXT: UTF-8
+ *	  text per row -> token ids -> a text classifier -> the label of its
+ *	  largest score per row.
  *
  * A text model is an ONNX file (ModelSpec.file) with, in its folder, the
  * tokenizer's vocab.txt and a model.json that says how to use it:
@@ -16,6 +18,11 @@
  * gives token embeddings [batch, seq, hidden] as the output named
  * last_hidden_state or token_embeddings (else its first output); a model
  * whose chosen output is [batch, hidden] is taken as already pooled.
+ * A text classifier (FRAG_CLASSIFY_TEXT) takes the same inputs and gives
+ * its scores as the output named logits (else its first output), float
+ * [batch, classes]; a row's answer is ModelSpec.labels[argmax] (the first
+ * on ties), and a model with more classes than labels fails the request.
+ * Pooling and normalisation do not apply to it.
  *
  * Rows are tokenized ([CLS] tokens [SEP], at most max_seq_length ids),
  * sorted by length and run in batches of at most max_batch rows (and
@@ -102,9 +109,9 @@ void		text_pool(const float *hidden, const int64_t *mask, int seq, int dim,
 void		text_normalize(float *v, int dim);
 
 /*
- * Runs FRAG_EMBED_TEXT (run->fragment->models[0] is the text model) over
- * n_rows texts rows[i] of rows_len[i] bytes into r (n_rows rows, row ids
- * set by the caller).  max_batch (>= 1) caps the rows of one model call.
+ * Runs FRAG_EMBED_TEXT or FRAG_CLASSIFY_TEXT (run->fragment->kind;
+ * run->fragment->models[0] is the text model) over n_rows texts rows[i]
+ * of rows_len[i] bytes into r (n_rows rows; row ids set here).  max_batch (>= 1) caps the rows of one model call.
  * Returns 0 (row failures are in their rows), or -1 with *sqlstate and a
  * message in err when the request as a whole cannot run; a non-zero *stop
  * between two model calls abandons the request (FRAGMENT_SQLSTATE_SHUTDOWN).

@@ -14,7 +14,8 @@
  * --input-size sets the model's input size for predict/classify (0x0:
  * the image's own).  --all-values prints every value of a row, as %.9g
  * (which reads back to the same float).  --cancel sends a MSG_CANCEL of
- * the request right after it (so no reply is expected).
+ * the request right after it (so no reply is expected);
+ * --cancel-after-ms N sends it N ms after the request instead.
  *
  * A "+" among the FILEs of ocr, detect, predict and classify splits them
  * into several clients: each part goes from its own DEALER socket (its own
@@ -35,6 +36,10 @@
  *	  load MODEL [SHA256HEX]		 MSG_LOAD_MODEL
  *	  unload MODEL					 MSG_UNLOAD_MODEL
  *	  cancel						 MSG_CANCEL (expects no reply)
+ *	  state [COUNT]					 subscribe to the worker's state socket
+ *									 (--state-endpoint, or the one a PING
+ *									 names) and print COUNT (default 1)
+ *									 MSG_STATE messages within the timeout
  *	  garbage						 a header frame that is not a Header
  *	  frames N						 MSG_RUN_FRAGMENT with one row id and N
  *									 payload frames
@@ -45,7 +50,11 @@
  *
  * Output, one item a line:
  *	  PONG worker_id=W served=N batches=B rows=R merged=M model_runs=K
- *		   queue=Q backlog_ms=X resident=A,B	(WorkerState's counters)
+ *		   queue=Q backlog_ms=X resident=A,B request_id=R seq=S ...
+ *		   state_endpoint=E models=F:resident|known:BYTES:LOAD_MS:QUEUED:IDLE_MS;...
+ *		   timings=F@BATCH=MS/RUNS;...	(WorkerState)
+ *	  STATE t_ms=T queue=Q backlog_ms=X served=N resident=A,B seq=S ...
+ *		   (as PONG; T: ms since subscribing)
  *	  ERROR sqlstate=S message=M | detail=D | hint=H
  *	  RESULT rows=N frames=F request_id=R
  *	  ROW i id=ID ok=1 n_values=K frame_bytes=B text=T	(newlines as \n)
@@ -61,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 #include "common/protocol.h"
@@ -86,6 +96,8 @@ typedef struct client_opts
 	const char *embed;			/* --embed: a FRAG_EMBED_TEXT next stage */
 	const char *also;			/* --also: "ocr" or "detect", a second fragment */
 	const char *also_chain;		/* --also-chain: OCR -> embed as a second */
+	const char *state_endpoint; /* --state-endpoint: for "state" */
+	int			cancel_after_ms;	/* --cancel-after-ms: wait before the cancel */
 } client_opts;
 
 /* Prints s with newlines, tabs and backslashes escaped, so one item is one line. */
@@ -129,6 +141,37 @@ send_bulk(void *sock, const Pginfer__Header *h, long long n, const void *buf,
 		if (zmq_send(sock, buf, len, i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
 			return -1;
 	return 0;
+}
+
+/* Prints a WorkerState's placement fields after "PONG ..." or "STATE". */
+static void
+print_state_fields(const Pginfer__WorkerState *st)
+{
+	printf(" seq=%llu uptime_s=%.3f busy=%u cap=%llu gpu_free=%llu gpu_total=%llu host_total=%llu host_free=%llu device=%s state_endpoint=%s",
+		   (unsigned long long) st->seq, st->uptime_s, st->busy_threads,
+		   (unsigned long long) st->gpu_memory_cap,
+		   (unsigned long long) st->gpu_memory_free,
+		   (unsigned long long) st->gpu_memory_total,
+		   (unsigned long long) st->host_memory_total,
+		   (unsigned long long) st->host_memory_free, st->device,
+		   st->state_endpoint);
+	printf(" models=");
+	for (size_t i = 0; i < st->n_models; i++)
+	{
+		const Pginfer__ModelState *m = st->models[i];
+
+		printf("%s%s:%s:%llu:%.1f:%u:%.0f", i ? ";" : "", m->file,
+			   m->resident ? "resident" : "known", (unsigned long long) m->bytes,
+			   m->load_ms, m->queued, m->idle_ms);
+	}
+	printf(" timings=");
+	for (size_t i = 0; i < st->n_timings; i++)
+	{
+		const Pginfer__ModelTiming *t = st->timings[i];
+
+		printf("%s%s@%u=%.1f/%llu", i ? ";" : "", t->file, t->batch_size, t->ms,
+			   (unsigned long long) t->runs);
+	}
 }
 
 /*
@@ -184,7 +227,10 @@ print_reply(void *sock, int timeout_ms, int all_values)
 			printf(" resident=");
 			for (size_t i = 0; h->state && i < h->state->n_resident_models; i++)
 				printf("%s%s", i ? "," : "", h->state->resident_models[i]);
-			printf(" request_id=%llu\n", (unsigned long long) h->request_id);
+			printf(" request_id=%llu", (unsigned long long) h->request_id);
+			if (h->state)
+				print_state_fields(h->state);
+			printf("\n");
 			break;
 		case PGINFER__MSG_KIND__MSG_ERROR:
 			printf("ERROR sqlstate=%s message=", h->error ? h->error->sqlstate : "?");
@@ -291,11 +337,12 @@ usage(void)
 			"         [--ocr-models DET,CLS,REC,DICT] [--input-size HxW] [--all-values]\n"
 			"         [--cancel] [--rounds N [--solo-last-round]]\n"
 			"         [--embed MODEL] [--also ocr|detect] [--also-chain MODEL]\n"
+			"         [--state-endpoint EP] [--cancel-after-ms N]\n"
 			"         COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
 			"          load MODEL [SHA256HEX] |\n"
-			"          unload MODEL | cancel | garbage | frames N |\n"
+			"          unload MODEL | cancel | garbage | frames N | state [COUNT] |\n"
 			"          bulk ROWS N BYTES\n"
 			"(\"+\" among FILEs: send the parts from separate clients at once)\n");
 }
@@ -363,13 +410,126 @@ open_client(void *ctx, const char *endpoint)
 	return sock;
 }
 
+/*
+ * The "state" command: subscribes to the worker's state socket (endpoint
+ * given, or learned from a PING's state_endpoint) and prints count
+ * MSG_STATE messages, one STATE line each with the milliseconds since the
+ * subscription (t_ms).  Returns 0, 3 when they did not all come within
+ * timeout_ms, 2 on an error.
+ */
+static int
+state_command(void *ctx, const char *endpoint, const char *state_ep,
+			  int count, int timeout_ms)
+{
+	char		learned[512];
+	void	   *sub = NULL;
+	int			rc = 2,
+				got = 0,
+				linger = 0;
+	struct timespec t0;
+
+	if (state_ep == NULL)
+	{
+		void	   *sock = open_client(ctx, endpoint);
+		Pginfer__Header h = PGINFER__HEADER__INIT;
+		zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
+		zmq_msg_t	m;
+		Pginfer__Header *r = NULL;
+
+		if (sock == NULL)
+			return 2;
+		h.version = PGINFER_PROTOCOL_VERSION;
+		h.kind = PGINFER__MSG_KIND__MSG_PING;
+		h.request_id = 7;
+		learned[0] = '\0';
+		if (client_send_header(sock, &h, 0) == 0 && zmq_poll(&item, 1, timeout_ms) > 0)
+		{
+			zmq_msg_init(&m);
+			if (zmq_msg_recv(&m, sock, 0) >= 0)
+				r = pginfer__header__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+			if (r != NULL && r->state != NULL)
+				snprintf(learned, sizeof(learned), "%s", r->state->state_endpoint);
+			if (r != NULL)
+				pginfer__header__free_unpacked(r, NULL);
+			zmq_msg_close(&m);
+		}
+		zmq_close(sock);
+		if (learned[0] == '\0')
+		{
+			printf("NOREPLY (no PONG with a state_endpoint)\n");
+			return 3;
+		}
+		state_ep = learned;
+	}
+	sub = zmq_socket(ctx, ZMQ_SUB);
+	if (sub == NULL)
+		return 2;
+	zmq_setsockopt(sub, ZMQ_LINGER, &linger, sizeof(linger));
+	zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0);
+	if (zmq_connect(sub, state_ep) != 0)
+	{
+		fprintf(stderr, "worker-client: connect %s: %s\n", state_ep, zmq_strerror(errno));
+		goto done;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < count)
+	{
+		zmq_pollitem_t item = {sub, 0, ZMQ_POLLIN, 0};
+		struct timespec t;
+		double		ms;
+		zmq_msg_t	m;
+		Pginfer__Header *h;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6;
+		if (ms >= timeout_ms || zmq_poll(&item, 1, timeout_ms - (long) ms) <= 0)
+		{
+			printf("NOREPLY after %d state messages\n", got);
+			rc = 3;
+			goto done;
+		}
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, sub, 0) < 0)
+		{
+			zmq_msg_close(&m);
+			goto done;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6;
+		h = pginfer__header__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+		zmq_msg_close(&m);
+		if (h == NULL || h->kind != PGINFER__MSG_KIND__MSG_STATE || h->state == NULL)
+		{
+			printf("BADSTATE\n");
+			if (h != NULL)
+				pginfer__header__free_unpacked(h, NULL);
+			goto done;
+		}
+		printf("STATE t_ms=%.1f queue=%u backlog_ms=%.3f served=%llu resident=",
+			   ms, h->state->queue_length, h->state->backlog_ms,
+			   (unsigned long long) h->state->requests_served);
+		for (size_t i = 0; i < h->state->n_resident_models; i++)
+			printf("%s%s", i ? "," : "", h->state->resident_models[i]);
+		print_state_fields(h->state);
+		printf("\n");
+		fflush(stdout);
+		pginfer__header__free_unpacked(h, NULL);
+		got++;
+	}
+	rc = 0;
+
+done:
+	zmq_close(sub);
+	return rc;
+}
+
 /* Builds the request named by the command line, sends it, prints the reply. */
 int
 main(int argc, char **argv)
 {
 	client_opts o = {NULL, 5000, PGINFER_PROTOCOL_VERSION,
 		"ch_PP-OCRv4_det_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx",
-	"ch_PP-OCRv4_rec_infer.onnx", "ppocr_keys_v1.txt", 0, 0, 1, 0, NULL, NULL, NULL};
+	"ch_PP-OCRv4_rec_infer.onnx", "ppocr_keys_v1.txt", 0, 0, 1, 0, NULL, NULL, NULL, NULL, 0};
 	Pginfer__Fragment also_next = PGINFER__FRAGMENT__INIT;
 	Pginfer__ModelSpec also_next_spec;
 	Pginfer__ModelSpec *also_next_spec_ptrs[1] = {&also_next_spec};
@@ -431,6 +591,13 @@ main(int argc, char **argv)
 			o.endpoint = argv[++i];
 		else if (strcmp(argv[i], "--embed") == 0)
 			o.embed = argv[++i];
+		else if (strcmp(argv[i], "--state-endpoint") == 0)
+			o.state_endpoint = argv[++i];
+		else if (strcmp(argv[i], "--cancel-after-ms") == 0)
+		{
+			o.cancel_after_ms = atoi(argv[++i]);
+			o.cancel = 1;
+		}
 		else if (strcmp(argv[i], "--also") == 0)
 			o.also = argv[++i];
 		else if (strcmp(argv[i], "--also-chain") == 0)
@@ -487,6 +654,20 @@ main(int argc, char **argv)
 	}
 	cmd = argv[i++];
 
+	if (strcmp(cmd, "state") == 0)
+	{
+		int			count = i < argc ? atoi(argv[i]) : 1;
+
+		ctx = zmq_ctx_new();
+		if (ctx == NULL || count < 1)
+		{
+			usage();
+			return 2;
+		}
+		rc = state_command(ctx, o.endpoint, o.state_endpoint, count, o.timeout_ms);
+		zmq_ctx_term(ctx);
+		return rc;
+	}
 	h.version = o.version;
 	h.request_id = 7;
 	if (strcmp(cmd, "ping") == 0)
@@ -765,6 +946,13 @@ main(int argc, char **argv)
 				}
 				if (o.cancel && last)
 				{
+					if (o.cancel_after_ms > 0)
+					{
+						struct timespec ts = {o.cancel_after_ms / 1000,
+						(long) (o.cancel_after_ms % 1000) * 1000000L};
+
+						nanosleep(&ts, NULL);
+					}
 					Pginfer__Header ch = PGINFER__HEADER__INIT;
 
 					ch.version = o.version;

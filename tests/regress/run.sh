@@ -8,10 +8,15 @@
 #     TCP on 127.0.0.1 only, a free port), run as user postgres when this
 #     script runs as root;
 #   - start build/bin/infer-worker on another free 127.0.0.1 port with
-#     --model-dir build/models;
+#     --model-dir build/models, and three more for the pool_* tests;
 #   - hand the run-dependent values to the SQL as settings in
 #     postgresql.conf, so that the expected files hold none of them:
 #       regress.worker_endpoint   the worker's tcp:// endpoint
+#       regress.worker2_endpoint, regress.worker3_endpoint
+#                                 the pool tests' other workers
+#       regress.worker4_endpoint, regress.worker4_pidfile,
+#       regress.worker4_start     a worker pool_resend kills mid-query and
+#                                 starts again (its pid in the pidfile)
 #       regress.data_dir          absolute path of the OCR test images
 #       regress.test_data_dir     absolute path of tests/regress/data
 #       regress.worker_log        the worker's log file (its stderr)
@@ -39,7 +44,19 @@ REGRESS_DIR=$ROOT/tests/regress
 
 # shellcheck source=tools/testenv.sh
 . "$ROOT/tools/testenv.sh"
-trap testenv_stop EXIT
+# pool_resend restarts worker 4 from SQL; that one is stopped by the pid
+# it leaves in worker4.pid
+regress_stop() {
+	local pid
+	if [ -f "$TMP/worker4.pid" ]; then
+		pid=$(cat "$TMP/worker4.pid")
+		if grep -q infer-worker "/proc/$pid/cmdline" 2>/dev/null; then
+			testenv_stop_pid "$pid" TERM
+		fi
+	fi
+	testenv_stop
+}
+trap regress_stop EXIT
 trap 'exit 130' INT TERM
 
 if [ "$#" -gt 0 ]; then
@@ -51,10 +68,24 @@ else
 	done
 fi
 
-# The worker's endpoint goes into postgresql.conf, so pick its port first.
+# The workers' endpoints go into postgresql.conf, so pick their ports
+# first.  Workers 2 and 3 serve the pool_* tests (several workers,
+# placement); every other test uses the first one only.
 worker_port=$(testenv_free_port)
 endpoint="tcp://127.0.0.1:$worker_port"
+pool_ports=()
+while [ "${#pool_ports[@]}" -lt 3 ]; do
+	p=$(testenv_free_port)
+	if [ "$p" != "$worker_port" ] && [[ " ${pool_ports[*]} " != *" $p "* ]]; then
+		pool_ports+=("$p")
+	fi
+done
 TESTENV_EXTRA_CONF="regress.worker_endpoint = '$endpoint'
+regress.worker2_endpoint = 'tcp://127.0.0.1:${pool_ports[0]}'
+regress.worker3_endpoint = 'tcp://127.0.0.1:${pool_ports[1]}'
+regress.worker4_endpoint = 'tcp://127.0.0.1:${pool_ports[2]}'
+regress.worker4_pidfile = '$TMP/worker4.pid'
+regress.worker4_start = '$WORKER_BIN --listen tcp://127.0.0.1:${pool_ports[2]} --model-dir $MODEL_DIR'
 regress.data_dir = '$DATA_DIR'
 regress.test_data_dir = '$REGRESS_DIR/data'
 regress.worker_log = '$TMP/worker.log'"
@@ -71,6 +102,24 @@ if [ -x "$WORKER_BIN" ]; then
 	if ! testenv_wait_port "$worker_port" 20; then
 		echo "regress: warning: infer-worker did not listen on $endpoint; see $TMP/worker.log"
 	fi
+	for i in 0 1; do
+		"$WORKER_BIN" --listen "tcp://127.0.0.1:${pool_ports[$i]}" \
+			--model-dir "$MODEL_DIR" >"$TMP/worker$((i + 2)).log" 2>&1 &
+		TESTENV_PIDS+=("$!")
+	done
+	# worker 4 runs as the server's user, so that pool_resend can kill it
+	# (COPY TO PROGRAM) in the middle of a query
+	"${testenv_as_pg[@]}" "$WORKER_BIN" --listen "tcp://127.0.0.1:${pool_ports[2]}" \
+		--model-dir "$MODEL_DIR" >"$TMP/worker4.log" 2>&1 &
+	TESTENV_PIDS+=("$!")
+	echo "$!" >"$TMP/worker4.pid"
+	# the server's user rewrites it when pool_resend starts the worker again
+	chmod 666 "$TMP/worker4.pid"
+	for i in 0 1 2; do
+		if ! testenv_wait_port "${pool_ports[$i]}" 20; then
+			echo "regress: warning: infer-worker $((i + 2)) did not listen on port ${pool_ports[$i]}"
+		fi
+	done
 else
 	echo "regress: warning: $WORKER_BIN is missing; tests that need a worker will fail"
 fi

@@ -63,6 +63,7 @@ END
 $$;
 
 -- round robin: successive calls go to successive workers (by name)
+SET infer.placement = round_robin;
 SELECT infer.add_worker('unreachable2', 'tcp://127.0.0.1:2');
 SET infer.timeout = 100;
 \set VERBOSITY terse

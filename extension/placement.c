@@ -1,0 +1,380 @@
+/*-------------------------------------------------------------------------
+ *
+ * placement.c
+ *	  Which worker gets a request: the infer.placement policies over the
+ *	  registered workers and the pool's live state (pool.c), and
+ *	  infer.load_model, which makes a model resident on a worker.
+ *
+ * For a request over n rows of B input bytes whose fragments use models
+ * M1..Mk, each worker W that is not down gets (DESIGN.md "Placement"):
+ *
+ *	 wait(W)	 = max(backlog - heartbeat age, 0) + in flight since that
+ *				   state, or the backends' whole in-flight estimate if larger
+ *	 load(W)	 = sum over Mi not resident on W of its load time: W's
+ *				   reported load_ms, else bytes over infer.bandwidth, else
+ *				   the largest load_ms any worker reported for Mi, else
+ *				   PLACEMENT_DEFAULT_LOAD_MS
+ *	 transfer(B) = B over infer.bandwidth (the same for every worker until
+ *				   workers answer from an input cache)
+ *	 compute(W)  = sum over Mi of W's timing of Mi at the nearest batch
+ *				   size b, times n / b; without one, the mean of the other
+ *				   workers' such estimates; else PLACEMENT_DEFAULT_ROW_MS * n
+ *
+ * cost = argmin of wait + load + transfer + compute; least_loaded =
+ * argmin of wait; locality = the most of M1..Mk resident, then least wait;
+ * round_robin = in turn over the registered workers, per backend, as
+ * before there was a pool (the baseline: it ignores the live state, down
+ * workers included).  Candidates within PLACEMENT_TIE_MS (or 1%) of the
+ * best are tied, and ties go in turn over a counter all backends share,
+ * so equal workers share the load.  Under the other policies down workers
+ * get nothing while any other is up (when all are down, all are
+ * candidates, so the caller gets the connection error).  Without the
+ * pool's shared memory every policy is round robin.  The chosen worker's
+ * est_ms (load + transfer + compute) is what client.c puts in flight.
+ *
+ * Runs in a backend's main thread; reads the pool under its shared lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_infer.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#define PLACEMENT_DEFAULT_LOAD_MS 200.0 /* a model nobody reported */
+#define PLACEMENT_DEFAULT_ROW_MS 10.0	/* a model nobody timed, per row */
+#define PLACEMENT_TIE_MS 0.5
+#define PLACEMENT_MAX_FILES 16
+
+PG_FUNCTION_INFO_V1(infer_load_model);
+
+/* The per-backend round-robin position. */
+static uint32 placement_rr_next = 0;
+
+/* One candidate's estimate. */
+typedef struct Estimate
+{
+	int			slot;
+	bool		down;
+	int			resident;		/* of the request's models */
+	double		wait;
+	double		load;
+	double		compute;
+} Estimate;
+
+/*
+ * The distinct model files of frags (every stage of each), at most
+ * PLACEMENT_MAX_FILES, into files; returns their number.
+ */
+static int
+request_files(InferFragment **frags, int nfrags, const char **files)
+{
+	int			n = 0;
+
+	for (int f = 0; f < nfrags; f++)
+		for (const InferFragment *s = frags[f]; s != NULL; s = s->prev)
+			for (int m = 0; m < s->nmodels; m++)
+			{
+				const char *file = s->models[m] ? s->models[m]->file : NULL;
+				bool		seen = false;
+
+				if (file == NULL || file[0] == '\0')
+					continue;
+				for (int k = 0; k < n && !seen; k++)
+					seen = strcmp(files[k], file) == 0;
+				if (!seen && n < PLACEMENT_MAX_FILES)
+					files[n++] = file;
+			}
+	return n;
+}
+
+/* w's model entry for file, or NULL. */
+static const InferPoolModel *
+find_model(const InferPoolWorker *w, const char *file)
+{
+	for (int i = 0; i < w->nmodels; i++)
+		if (strcmp(w->models[i].file, file) == 0)
+			return &w->models[i];
+	return NULL;
+}
+
+/*
+ * w's estimate of file over nrows rows from its timings (nearest batch
+ * size, scaled linearly), or -1 when it has none.
+ */
+static double
+timed_ms(const InferPoolWorker *w, const char *file, int nrows)
+{
+	const InferPoolTiming *best = NULL;
+
+	for (int i = 0; i < w->ntimings; i++)
+	{
+		const InferPoolTiming *t = &w->timings[i];
+
+		if (t->batch_size == 0 || strcmp(t->file, file) != 0)
+			continue;
+		if (best == NULL ||
+			abs((int) t->batch_size - nrows) < abs((int) best->batch_size - nrows))
+			best = t;
+	}
+	return best ? best->ms * nrows / best->batch_size : -1;
+}
+
+/* Load estimate of file on w (see the banner); slots has nslots workers. */
+static double
+load_ms(const InferPoolWorker *w, const char *file,
+		InferPoolWorker *const *all, int nall)
+{
+	const InferPoolModel *m = find_model(w, file);
+	double		bandwidth = infer_bandwidth_mb * 1000.0;	/* bytes per ms */
+	double		reported = 0;
+	uint64		bytes = 0;
+
+	if (m != NULL && m->resident)
+		return 0;
+	if (m != NULL && m->load_ms > 0)
+		return m->load_ms;
+	for (int i = 0; i < nall; i++)
+	{
+		const InferPoolModel *o = all[i] ? find_model(all[i], file) : NULL;
+
+		if (o == NULL)
+			continue;
+		reported = Max(reported, o->load_ms);
+		bytes = Max(bytes, o->bytes);
+	}
+	if (m != NULL && m->bytes > 0)
+		return m->bytes / bandwidth;
+	if (reported > 0)
+		return reported;
+	if (bytes > 0)
+		return bytes / bandwidth;
+	return PLACEMENT_DEFAULT_LOAD_MS;
+}
+
+/* Compute estimate of file over nrows rows on w (see the banner). */
+static double
+compute_ms(const InferPoolWorker *w, const char *file, int nrows,
+		   InferPoolWorker *const *all, int nall)
+{
+	double		ms = timed_ms(w, file, nrows);
+	double		sum = 0;
+	int			n = 0;
+
+	if (ms >= 0)
+		return ms;
+	for (int i = 0; i < nall; i++)
+	{
+		double		o = all[i] && all[i] != w ? timed_ms(all[i], file, nrows) : -1;
+
+		if (o >= 0)
+		{
+			sum += o;
+			n++;
+		}
+	}
+	return n > 0 ? sum / n : PLACEMENT_DEFAULT_ROW_MS * nrows;
+}
+
+/* The key a policy minimises for e (locality is compared apart). */
+static double
+policy_key(const Estimate *e, double transfer)
+{
+	if (infer_placement == INFER_PLACEMENT_LEAST_LOADED ||
+		infer_placement == INFER_PLACEMENT_LOCALITY)
+		return e->wait;
+	return e->wait + e->load + transfer + e->compute;
+}
+
+/*
+ * Chooses the worker for a request of nrows rows and bytes input bytes
+ * that runs frags (nfrags fragments over the same rows, each with its
+ * chained stages) by infer.placement, and returns it in the current
+ * memory context with pool_slot and est_ms set.  Errors: no worker
+ * registered (55000, see InferCatalogGetWorkers).
+ */
+InferWorker *
+InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
+{
+	int			nworkers;
+	InferWorker *workers = InferCatalogGetWorkers(&nworkers);
+	InferWorker *chosen;
+	const char *files[PLACEMENT_MAX_FILES];
+	int			nfiles;
+	Estimate   *est;
+	InferPoolWorker **snap;
+	TimestampTz now;
+	double		transfer;
+	double		best = DBL_MAX;
+	int			best_resident = -1;
+	int			ncand = 0;
+	int			ntied = 0;
+	int		   *tied;
+	int			pick = -1;
+	bool		any_up = false;
+	uint32		rr;
+
+	/* every pick moves the turn, as InferCatalogPickWorker's did */
+	rr = placement_rr_next++;
+	if (!InferPoolEnabled() || infer_placement == INFER_PLACEMENT_ROUND_ROBIN)
+	{
+		chosen = palloc(sizeof(InferWorker));
+		*chosen = workers[rr % nworkers];
+		chosen->pool_slot = InferPoolRegister(chosen->name, chosen->endpoint);
+		chosen->est_ms = PLACEMENT_DEFAULT_ROW_MS * nrows;
+		return chosen;
+	}
+
+	nfiles = request_files(frags, nfrags, files);
+	est = palloc0(sizeof(Estimate) * nworkers);
+	snap = palloc0(sizeof(InferPoolWorker *) * nworkers);
+	tied = palloc(sizeof(int) * nworkers);
+	for (int i = 0; i < nworkers; i++)
+		est[i].slot = InferPoolRegister(workers[i].name, workers[i].endpoint);
+	transfer = bytes / (infer_bandwidth_mb * 1000.0);
+
+	/* copy the slots out, so the lock is held only for the copy */
+	InferPoolLock(false);
+	for (int i = 0; i < nworkers; i++)
+		if (est[i].slot != 0)
+		{
+			snap[i] = palloc(sizeof(InferPoolWorker));
+			memcpy(snap[i], InferPoolSlot(est[i].slot), sizeof(InferPoolWorker));
+		}
+	InferPoolUnlock();
+
+	now = GetCurrentTimestamp();
+	for (int i = 0; i < nworkers; i++)
+	{
+		const InferPoolWorker *w = snap[i];
+		Estimate   *e = &est[i];
+
+		if (w == NULL)
+		{
+			/* no slot: nothing known, nothing resident */
+			e->load = PLACEMENT_DEFAULT_LOAD_MS * nfiles;
+			e->compute = PLACEMENT_DEFAULT_ROW_MS * nrows * nfiles;
+			any_up = true;
+			continue;
+		}
+		e->down = InferPoolStatusOf(w, now) == INFER_POOL_DOWN;
+		any_up |= !e->down;
+		if (w->heartbeat != 0)
+		{
+			double		age = TimestampDifferenceMilliseconds(w->heartbeat, now);
+
+			e->wait = Max(w->backlog_ms - age, 0.0) + w->unseen_ms;
+		}
+		e->wait = Max(e->wait, w->inflight_ms);
+		for (int f = 0; f < nfiles; f++)
+		{
+			double		l = load_ms(w, files[f], snap, nworkers);
+
+			e->resident += l == 0;
+			e->load += l;
+			e->compute += compute_ms(w, files[f], nrows, snap, nworkers);
+		}
+	}
+
+	/* the best key (locality: among the most resident) */
+	for (int i = 0; i < nworkers; i++)
+	{
+		if (est[i].down && any_up)
+			continue;
+		ncand++;
+		if (infer_placement == INFER_PLACEMENT_LOCALITY &&
+			est[i].resident != best_resident)
+		{
+			if (est[i].resident < best_resident)
+				continue;
+			best_resident = est[i].resident;
+			best = DBL_MAX;
+		}
+		best = Min(best, policy_key(&est[i], transfer));
+	}
+	for (int i = 0; i < nworkers; i++)
+	{
+		double		key;
+
+		if ((est[i].down && any_up) ||
+			(infer_placement == INFER_PLACEMENT_LOCALITY &&
+			 est[i].resident != best_resident))
+			continue;
+		key = policy_key(&est[i], transfer);
+		if (key <= best + Max(PLACEMENT_TIE_MS, fabs(best) * 0.01))
+			tied[ntied++] = i;
+	}
+	Assert(ncand > 0 && ntied > 0);
+	pick = tied[ntied > 1 ? InferPoolNextTurn() % ntied : 0];
+
+	chosen = palloc(sizeof(InferWorker));
+	*chosen = workers[pick];
+	chosen->pool_slot = est[pick].slot;
+	chosen->est_ms = est[pick].load + transfer + est[pick].compute;
+	elog(DEBUG1, "pg_infer placement: %d rows to \"%s\" (wait %.1f ms, load %.1f ms, compute %.1f ms, %d of %d candidates tied)",
+		 nrows, chosen->name, est[pick].wait, est[pick].load,
+		 est[pick].compute, ntied, ncand);
+	return chosen;
+}
+
+/*
+ * infer.load_model(worker text, model text): asks the worker to make the
+ * registered model resident (MSG_LOAD_MODEL) and waits for it; its answer
+ * updates the pool's state of that worker at once.  Errors: unknown
+ * worker or model (42704), the worker's own error, those of the client.
+ */
+Datum
+infer_load_model(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	const char *model = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int			nworkers;
+	InferWorker *workers = InferCatalogGetWorkers(&nworkers);
+	InferWorker *worker = NULL;
+	Pginfer__ModelSpec **spec;
+	Pginfer__Header hdr = PGINFER__HEADER__INIT;
+	Pginfer__ModelRequest mreq = PGINFER__MODEL_REQUEST__INIT;
+	InferReply *reply;
+
+	for (int i = 0; i < nworkers && worker == NULL; i++)
+		if (strcmp(workers[i].name, name) == 0)
+			worker = &workers[i];
+	if (worker == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("inference worker \"%s\" does not exist", name),
+				 errhint("See infer.workers.")));
+	spec = InferCatalogGetModels(&model, NULL, 1);
+	mreq.model = spec[0];
+	hdr.version = PGINFER_PROTOCOL_VERSION;
+	hdr.kind = PGINFER__MSG_KIND__MSG_LOAD_MODEL;
+	hdr.request_id = InferClientNextRequestId();
+	hdr.model = &mreq;
+	reply = InferClientWait(InferClientSend(worker, &hdr, 0, NULL, NULL,
+											infer_timeout_ms));
+	if (reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR)
+	{
+		const Pginfer__Error *e = reply->header->error;
+		const char *st = e && e->sqlstate && strlen(e->sqlstate) == 5 ?
+			e->sqlstate : "XX000";
+
+		ereport(ERROR,
+				(errcode(MAKE_SQLSTATE(st[0], st[1], st[2], st[3], st[4])),
+				 errmsg("inference worker \"%s\" could not load model \"%s\": %s",
+						worker->name, model,
+						e && e->message ? e->message : "no message"),
+				 e && e->hint && e->hint[0] ? errhint("%s", e->hint) : 0));
+	}
+	if (reply->header->kind != PGINFER__MSG_KIND__MSG_PONG)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("inference worker \"%s\" at %s answered a model load with message kind %d",
+						worker->name, worker->endpoint, reply->header->kind)));
+	InferPoolFold(InferPoolRegister(worker->name, worker->endpoint), 0,
+				  reply->header->state, false);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,915 @@
+/*-------------------------------------------------------------------------
+ *
+ * pool.c
+ *	  The worker pool's live state: one slot per worker endpoint in shared
+ *	  memory, kept by the pool-monitor background worker from the workers'
+ *	  state messages, and the work the backends have in flight to each.
+ *
+ * Needs pg_infer in shared_preload_libraries: _PG_init then asks for the
+ * shared memory (infer.max_workers slots) and one LWLock from the
+ * "pg_infer" tranche, and registers the monitor.  Loaded any other way,
+ * InferPoolEnabled() is false and placement falls back to round robin.
+ *
+ * Endpoints: backends put every worker they read from
+ * infer.worker_registry (infer.add_worker, each placement, the
+ * infer.workers view) into a slot, so the monitor needs no database
+ * connection and serves every database; infer.drop_worker frees the slot.
+ *
+ * The monitor (one process, no database) keeps a DEALER socket per slot
+ * and sends MSG_PING on it: every 100 ms while it has no state stream
+ * from the worker, every second otherwise.  MSG_PONG carries the worker's
+ * WorkerState; when that names a state_endpoint (the worker's PUB socket)
+ * the monitor SUBscribes to it and folds every MSG_STATE too.  A worker
+ * that publishes nothing is thus still tracked, by PING.  Every state
+ * folded is a heartbeat; status is derived from the heartbeat's age when
+ * read (InferPoolStatusOf).  The ZeroMQ context is made while the
+ * process's signals are still blocked (DESIGN.md "Rules that keep a
+ * backend healthy"); the loop waits on the latch, postmaster death and
+ * every socket's ZMQ_FD, and reads every socket on each wake-up, as a
+ * ZMQ_FD is edge-triggered.  An error ends the monitor; the postmaster
+ * starts it again after a second (bgw_restart_time).
+ *
+ * In-flight work: client.c adds a request's rows and estimated ms to its
+ * worker's slot at send and takes them back when the reply arrives or the
+ * request is forgotten (cancel, error, end of the owner's memory context,
+ * process exit); see InferPoolAddInflight.
+ *
+ * Locking: one LWLock guards every slot; it is held only to copy a few
+ * fields, never across a ZeroMQ call.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_infer.h"
+
+#include <signal.h>
+#include <pthread.h>
+#include <zmq.h>
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/* The shared part. */
+typedef struct PoolShared
+{
+	LWLock	   *lock;
+	int			max_workers;
+	Latch	   *monitor_latch;	/* NULL while no monitor runs */
+	pg_atomic_uint32 turn;		/* tie-breaking rotation */
+	InferPoolWorker workers[FLEXIBLE_ARRAY_MEMBER];
+} PoolShared;
+
+#define POOL_TRANCHE "pg_infer"
+#define POOL_FAST_PING_MS 100	/* no state stream: PING this often */
+#define POOL_SLOW_PING_MS 1000	/* with a state stream */
+#define POOL_WAIT_MS 50			/* longest sleep of the monitor */
+
+static PoolShared *pool = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+PG_FUNCTION_INFO_V1(infer_pool_register);
+PG_FUNCTION_INFO_V1(infer_pool_forget);
+PG_FUNCTION_INFO_V1(infer_worker_state);
+
+/* Bytes of the shared part for infer.max_workers slots. */
+static Size
+pool_size(void)
+{
+	return add_size(offsetof(PoolShared, workers),
+					mul_size(sizeof(InferPoolWorker), infer_pool_max_workers));
+}
+
+/* shmem_request_hook: the shared part and its lock. */
+static void
+pool_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(pool_size());
+	RequestNamedLWLockTranche(POOL_TRANCHE, 1);
+}
+
+/* shmem_startup_hook: finds or creates and zeroes the shared part. */
+static void
+pool_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	pool = ShmemInitStruct("pg_infer worker pool", pool_size(), &found);
+	if (!found)
+	{
+		memset(pool, 0, pool_size());
+		pool->lock = &(GetNamedLWLockTranche(POOL_TRANCHE))->lock;
+		pool->max_workers = infer_pool_max_workers;
+		pg_atomic_init_u32(&pool->turn, 0);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Called by _PG_init after the settings are defined: when loaded from
+ * shared_preload_libraries, asks for the shared memory and registers the
+ * pool monitor; otherwise does nothing.
+ */
+void
+InferPoolInit(void)
+{
+	BackgroundWorker bgw;
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = pool_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = pool_shmem_startup;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 1;
+	strlcpy(bgw.bgw_library_name, "pg_infer", BGW_MAXLEN);
+	strlcpy(bgw.bgw_function_name, "InferPoolMonitorMain", BGW_MAXLEN);
+	strlcpy(bgw.bgw_name, "pg_infer pool monitor", BGW_MAXLEN);
+	strlcpy(bgw.bgw_type, "pg_infer pool monitor", BGW_MAXLEN);
+	RegisterBackgroundWorker(&bgw);
+}
+
+/* Whether the live state exists (pg_infer in shared_preload_libraries). */
+bool
+InferPoolEnabled(void)
+{
+	return pool != NULL;
+}
+
+/* Takes the pool's lock, shared or exclusive.  Needs InferPoolEnabled(). */
+void
+InferPoolLock(bool exclusive)
+{
+	LWLockAcquire(pool->lock, exclusive ? LW_EXCLUSIVE : LW_SHARED);
+}
+
+void
+InferPoolUnlock(void)
+{
+	LWLockRelease(pool->lock);
+}
+
+/* The slot numbered slot (1-based); read it under the lock. */
+InferPoolWorker *
+InferPoolSlot(int slot)
+{
+	Assert(pool != NULL && slot >= 1 && slot <= pool->max_workers);
+	return &pool->workers[slot - 1];
+}
+
+/* A number that grows by one per call, shared by every backend. */
+uint32
+InferPoolNextTurn(void)
+{
+	return pool ? pg_atomic_fetch_add_u32(&pool->turn, 1) : 0;
+}
+
+/*
+ * The slot (1-based) of the worker at endpoint, taking a free one when it
+ * has none (and waking the monitor); 0 without shared memory, when every
+ * slot is taken (a WARNING says so) or the endpoint is too long.
+ */
+int
+InferPoolRegister(const char *name, const char *endpoint)
+{
+	int			slot = 0;
+	int			free_slot = 0;
+
+	if (pool == NULL || strlen(endpoint) >= INFER_POOL_ENDPOINT_LEN)
+		return 0;
+	LWLockAcquire(pool->lock, LW_SHARED);
+	for (int i = 0; i < pool->max_workers && slot == 0; i++)
+		if (pool->workers[i].used &&
+			strcmp(pool->workers[i].endpoint, endpoint) == 0)
+			slot = i + 1;
+	LWLockRelease(pool->lock);
+	if (slot != 0)
+		return slot;
+
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < pool->max_workers && slot == 0; i++)
+	{
+		if (pool->workers[i].used &&
+			strcmp(pool->workers[i].endpoint, endpoint) == 0)
+			slot = i + 1;
+		else if (!pool->workers[i].used && free_slot == 0)
+			free_slot = i + 1;
+	}
+	if (slot == 0 && free_slot != 0)
+	{
+		InferPoolWorker *w = &pool->workers[free_slot - 1];
+		uint32		generation = w->generation + 1;
+
+		memset(w, 0, sizeof(*w));
+		w->used = true;
+		w->generation = generation;
+		strlcpy(w->name, name, NAMEDATALEN);
+		strlcpy(w->endpoint, endpoint, INFER_POOL_ENDPOINT_LEN);
+		w->registered = GetCurrentTimestamp();
+		slot = free_slot;
+	}
+	LWLockRelease(pool->lock);
+	if (slot == 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no live state for inference worker \"%s\": all %d slots of infer.max_workers are taken",
+						name, pool->max_workers),
+				 errhint("Raise infer.max_workers (needs a restart).")));
+	else if (slot == free_slot && pool->monitor_latch != NULL)
+		SetLatch(pool->monitor_latch);
+	return slot;
+}
+
+/*
+ * Status of w at now, from its heartbeat's age and infer.worker_timeout
+ * (see InferPoolStatus); UNKNOWN while no monitor runs.
+ */
+InferPoolStatus
+InferPoolStatusOf(const InferPoolWorker *w, TimestampTz now)
+{
+	long		age;
+
+	if (pool == NULL || pool->monitor_latch == NULL)
+		return INFER_POOL_UNKNOWN;
+	if (w->heartbeat == 0)
+		return TimestampDifferenceExceeds(w->registered, now,
+										  infer_worker_timeout_ms) ?
+			INFER_POOL_DOWN : INFER_POOL_UNKNOWN;
+	age = TimestampDifferenceMilliseconds(w->heartbeat, now);
+	if (age > infer_worker_timeout_ms)
+		return INFER_POOL_DOWN;
+	if (age > infer_worker_timeout_ms / 2)
+		return INFER_POOL_STALE;
+	return INFER_POOL_UP;
+}
+
+/*
+ * Adds a request of rows rows and ms estimated milliseconds to slot's
+ * in-flight work; *out records it for InferPoolRemoveInflight.  No-op
+ * (out->slot = 0) for slot 0 or without shared memory.
+ */
+void
+InferPoolAddInflight(int slot, int rows, double ms, InferPoolInflight *out)
+{
+	InferPoolWorker *w;
+
+	memset(out, 0, sizeof(*out));
+	if (pool == NULL || slot < 1 || slot > pool->max_workers)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	w = &pool->workers[slot - 1];
+	if (w->used)
+	{
+		w->inflight_requests++;
+		w->inflight_rows += rows;
+		w->inflight_ms += ms;
+		w->unseen_ms += ms;
+		w->sent_requests++;
+		out->slot = slot;
+		out->generation = w->generation;
+		out->folds = w->folds;
+		out->rows = rows;
+		out->ms = ms;
+	}
+	LWLockRelease(pool->lock);
+}
+
+/*
+ * Takes back what InferPoolAddInflight recorded in *in (once: in->slot
+ * becomes 0).  Never raises an error: it runs while errors unwind.
+ */
+void
+InferPoolRemoveInflight(InferPoolInflight *in)
+{
+	InferPoolWorker *w;
+
+	if (pool == NULL || in->slot == 0)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	w = &pool->workers[in->slot - 1];
+	if (w->used && w->generation == in->generation)
+	{
+		w->inflight_requests = Max(w->inflight_requests - 1, 0);
+		w->inflight_rows = Max(w->inflight_rows - in->rows, 0);
+		w->inflight_ms = Max(w->inflight_ms - in->ms, 0.0);
+		/* not yet in a state the worker sent: not in its backlog either */
+		if (w->folds == in->folds)
+			w->unseen_ms = Max(w->unseen_ms - in->ms, 0.0);
+		/* no rounding residue once nothing is in flight */
+		if (w->inflight_requests == 0)
+			w->inflight_ms = w->unseen_ms = 0;
+	}
+	LWLockRelease(pool->lock);
+	in->slot = 0;
+}
+
+/*
+ * Marks slot down now (a backend lost its connection to the worker): its
+ * heartbeat is forgotten and its registration dated back, so it is down
+ * until the monitor hears from it again.  No-op for slot 0.
+ */
+void
+InferPoolMarkDown(int slot)
+{
+	InferPoolWorker *w;
+
+	if (pool == NULL || slot < 1 || slot > pool->max_workers)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	w = &pool->workers[slot - 1];
+	if (w->used)
+	{
+		w->heartbeat = 0;
+		w->registered = 0;
+	}
+	LWLockRelease(pool->lock);
+}
+
+/* Status of slot's worker now (UNKNOWN for slot 0 or a free slot). */
+InferPoolStatus
+InferPoolSlotStatus(int slot)
+{
+	InferPoolStatus status = INFER_POOL_UNKNOWN;
+
+	if (pool == NULL || slot < 1 || slot > pool->max_workers)
+		return status;
+	LWLockAcquire(pool->lock, LW_SHARED);
+	if (pool->workers[slot - 1].used)
+		status = InferPoolStatusOf(&pool->workers[slot - 1],
+								   GetCurrentTimestamp());
+	LWLockRelease(pool->lock);
+	return status;
+}
+
+/* Whether slot's worker is down now (false for slot 0). */
+bool
+InferPoolIsDown(int slot)
+{
+	return InferPoolSlotStatus(slot) == INFER_POOL_DOWN;
+}
+
+/*
+ * Folds a worker's state into slot (when it still holds the same worker,
+ * generation; 0: whichever it holds) and counts it as a heartbeat;
+ * published: it came over the worker's PUB socket (else in a PONG).
+ */
+void
+InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
+			  bool published)
+{
+	InferPoolWorker *w;
+
+	if (pool == NULL || slot < 1 || slot > pool->max_workers || st == NULL)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	w = &pool->workers[slot - 1];
+	if (!w->used || (generation != 0 && w->generation != generation))
+	{
+		LWLockRelease(pool->lock);
+		return;
+	}
+	w->heartbeat = GetCurrentTimestamp();
+	w->published = published;
+	w->folds++;
+	w->unseen_ms = 0;
+	w->seq = st->seq;
+	w->queue_length = st->queue_length;
+	w->busy_threads = st->busy_threads;
+	w->backlog_ms = st->backlog_ms;
+	w->host_memory_used = st->host_memory_used;
+	w->host_memory_total = st->host_memory_total;
+	w->host_memory_free = st->host_memory_free;
+	w->gpu_memory_total = st->gpu_memory_total;
+	w->gpu_memory_free = st->gpu_memory_free;
+	w->gpu_memory_cap = st->gpu_memory_cap;
+	w->requests_served = st->requests_served;
+	strlcpy(w->device, st->device ? st->device : "", sizeof(w->device));
+	strlcpy(w->state_endpoint, st->state_endpoint ? st->state_endpoint : "",
+			INFER_POOL_ENDPOINT_LEN);
+	w->nmodels = 0;
+	if (st->n_models > 0)
+	{
+		for (size_t i = 0; i < st->n_models && w->nmodels < INFER_POOL_MODELS; i++)
+		{
+			const Pginfer__ModelState *m = st->models[i];
+			InferPoolModel *pm = &w->models[w->nmodels++];
+
+			strlcpy(pm->file, m->file ? m->file : "", INFER_POOL_MODEL_LEN);
+			pm->resident = m->resident;
+			pm->queued = m->queued;
+			pm->bytes = m->bytes;
+			pm->load_ms = m->load_ms;
+		}
+	}
+	else
+	{
+		/* a worker without ModelState: its resident files only */
+		for (size_t i = 0; i < st->n_resident_models && w->nmodels < INFER_POOL_MODELS; i++)
+		{
+			InferPoolModel *pm = &w->models[w->nmodels++];
+
+			memset(pm, 0, sizeof(*pm));
+			strlcpy(pm->file, st->resident_models[i], INFER_POOL_MODEL_LEN);
+			pm->resident = true;
+		}
+	}
+	w->ntimings = 0;
+	for (size_t i = 0; i < st->n_timings && w->ntimings < INFER_POOL_TIMINGS; i++)
+	{
+		const Pginfer__ModelTiming *t = st->timings[i];
+		InferPoolTiming *pt = &w->timings[w->ntimings++];
+
+		strlcpy(pt->file, t->file ? t->file : "", INFER_POOL_MODEL_LEN);
+		pt->batch_size = t->batch_size;
+		pt->ms = t->ms;
+	}
+	LWLockRelease(pool->lock);
+}
+
+/* ----------
+ * The pool monitor
+ * ----------
+ */
+
+/* The monitor's own view of one slot: its sockets. */
+typedef struct MonSlot
+{
+	uint32		generation;		/* of the slot these sockets serve; 0 none */
+	void	   *dealer;			/* PINGs to the request endpoint */
+	void	   *sub;			/* the worker's state stream, or NULL */
+	char		endpoint[INFER_POOL_ENDPOINT_LEN];
+	char		sub_endpoint[INFER_POOL_ENDPOINT_LEN];
+	TimestampTz last_ping;
+	TimestampTz last_sub_state; /* last MSG_STATE over sub */
+} MonSlot;
+
+static void *mon_context = NULL;
+static MonSlot *mon_slots = NULL;
+static uint64 mon_request_id = 0;
+
+/* before_shmem_exit: no monitor any more. */
+static void
+monitor_detach(int code, Datum arg)
+{
+	if (pool != NULL)
+	{
+		LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+		pool->monitor_latch = NULL;
+		LWLockRelease(pool->lock);
+	}
+}
+
+/* Closes s's sockets. */
+static void
+monitor_close(MonSlot *s)
+{
+	if (s->dealer)
+		zmq_close(s->dealer);
+	if (s->sub)
+		zmq_close(s->sub);
+	s->dealer = s->sub = NULL;
+	s->generation = 0;
+	s->sub_endpoint[0] = '\0';
+}
+
+/* A socket of type with linger 0 (and IPv6 on), or NULL. */
+static void *
+monitor_socket(int type)
+{
+	void	   *sock = zmq_socket(mon_context, type);
+	int			zero = 0;
+	int			one = 1;
+
+	if (sock == NULL)
+		return NULL;
+	(void) zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof(zero));
+	(void) zmq_setsockopt(sock, ZMQ_IPV6, &one, sizeof(one));
+	if (type == ZMQ_DEALER)
+		(void) zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof(one));
+	if (type == ZMQ_SUB)
+		(void) zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0);
+	return sock;
+}
+
+/*
+ * Brings the monitor's sockets in line with the slots: new workers get a
+ * DEALER, dropped ones lose theirs.  Returns whether any socket changed.
+ */
+static bool
+monitor_sync(void)
+{
+	bool		changed = false;
+
+	for (int i = 0; i < pool->max_workers; i++)
+	{
+		MonSlot    *s = &mon_slots[i];
+		uint32		generation;
+		char		endpoint[INFER_POOL_ENDPOINT_LEN];
+
+		LWLockAcquire(pool->lock, LW_SHARED);
+		generation = pool->workers[i].used ? pool->workers[i].generation : 0;
+		strlcpy(endpoint, pool->workers[i].endpoint, sizeof(endpoint));
+		LWLockRelease(pool->lock);
+
+		if (generation == s->generation)
+			continue;
+		changed = true;
+		monitor_close(s);
+		if (generation == 0)
+			continue;
+		s->generation = generation;
+		strlcpy(s->endpoint, endpoint, sizeof(s->endpoint));
+		s->last_ping = 0;
+		s->last_sub_state = 0;
+		s->dealer = monitor_socket(ZMQ_DEALER);
+		if (s->dealer != NULL && zmq_connect(s->dealer, endpoint) != 0)
+		{
+			/* a bad endpoint: never heard from, so it goes down */
+			elog(LOG, "pg_infer pool monitor: cannot connect to %s: %s",
+				 endpoint, zmq_strerror(zmq_errno()));
+			zmq_close(s->dealer);
+			s->dealer = NULL;
+		}
+	}
+	return changed;
+}
+
+/*
+ * The state endpoint a worker published, usable from here: a wildcard
+ * host (a star or 0.0.0.0 as the host) gets the host of its request
+ * endpoint.  Writes into out.
+ */
+static void
+monitor_state_endpoint(const char *published, const char *request,
+					   char *out, size_t outlen)
+{
+	const char *port = strrchr(published, ':');
+	const char *host = strstr(request, "://");
+	const char *host_end = strrchr(request, ':');
+
+	if ((strncmp(published, "tcp://*:", 8) == 0 ||
+		 strncmp(published, "tcp://0.0.0.0:", 14) == 0) &&
+		port != NULL && host != NULL && host_end != NULL && host_end > host)
+		snprintf(out, outlen, "%.*s%s", (int) (host_end - request), request,
+				 port);
+	else
+		strlcpy(out, published, outlen);
+}
+
+/*
+ * Reads one whole message from sock without waiting and returns its
+ * unpacked header (the first frame that parses as one, malloc'd; free
+ * with pginfer__header__free_unpacked), NULL when none is ready or none
+ * parses.  *got says whether a message was read.
+ */
+static Pginfer__Header *
+monitor_recv(void *sock, bool *got)
+{
+	Pginfer__Header *h = NULL;
+	bool		more = true;
+
+	*got = false;
+	while (more)
+	{
+		zmq_msg_t	msg;
+
+		zmq_msg_init(&msg);
+		if (zmq_msg_recv(&msg, sock, ZMQ_DONTWAIT) < 0)
+		{
+			zmq_msg_close(&msg);
+			if (!*got || zmq_errno() != EINTR)
+				break;
+			continue;
+		}
+		*got = true;
+		more = zmq_msg_more(&msg);
+		if (h == NULL)
+			h = pginfer__header__unpack(NULL, zmq_msg_size(&msg),
+										zmq_msg_data(&msg));
+		zmq_msg_close(&msg);
+	}
+	return h;
+}
+
+/* Folds every state waiting on s's sockets into slot i. */
+static bool
+monitor_drain(int i, MonSlot *s, TimestampTz now)
+{
+	bool		changed = false;
+	bool		got;
+
+	for (int which = 0; which < 2; which++)
+	{
+		void	   *sock = which == 0 ? s->dealer : s->sub;
+
+		while (sock != NULL)
+		{
+			Pginfer__Header *h = monitor_recv(sock, &got);
+
+			if (!got)
+				break;
+			if (h == NULL)
+				continue;
+			if (h->version == PGINFER_PROTOCOL_VERSION && h->state != NULL &&
+				(h->kind == PGINFER__MSG_KIND__MSG_PONG ||
+				 h->kind == PGINFER__MSG_KIND__MSG_STATE))
+			{
+				InferPoolFold(i + 1, s->generation, h->state, which == 1);
+				if (which == 1)
+					s->last_sub_state = now;
+				if (h->state->state_endpoint && h->state->state_endpoint[0])
+				{
+					char		ep[INFER_POOL_ENDPOINT_LEN];
+
+					monitor_state_endpoint(h->state->state_endpoint,
+										   s->endpoint, ep, sizeof(ep));
+					if (strcmp(ep, s->sub_endpoint) != 0)
+					{
+						if (s->sub)
+							zmq_close(s->sub);
+						s->sub = monitor_socket(ZMQ_SUB);
+						if (s->sub != NULL && zmq_connect(s->sub, ep) != 0)
+						{
+							zmq_close(s->sub);
+							s->sub = NULL;
+						}
+						strlcpy(s->sub_endpoint, ep, sizeof(s->sub_endpoint));
+						changed = true;
+						/* the old socket is gone: stop reading it */
+						pginfer__header__free_unpacked(h, NULL);
+						break;
+					}
+				}
+			}
+			pginfer__header__free_unpacked(h, NULL);
+		}
+	}
+	return changed;
+}
+
+/* Sends a MSG_PING on s when one is due. */
+static void
+monitor_ping(MonSlot *s, TimestampTz now)
+{
+	Pginfer__Header hdr = PGINFER__HEADER__INIT;
+	uint8_t		buf[64];
+	bool		streaming;
+
+	if (s->dealer == NULL)
+		return;
+	streaming = s->last_sub_state != 0 &&
+		!TimestampDifferenceExceeds(s->last_sub_state, now,
+									Min(infer_worker_timeout_ms / 4, 500));
+	if (s->last_ping != 0 &&
+		!TimestampDifferenceExceeds(s->last_ping, now,
+									streaming ? POOL_SLOW_PING_MS :
+									POOL_FAST_PING_MS))
+		return;
+	hdr.version = PGINFER_PROTOCOL_VERSION;
+	hdr.kind = PGINFER__MSG_KIND__MSG_PING;
+	hdr.request_id = ++mon_request_id;
+	/* no live connection: EAGAIN (ZMQ_IMMEDIATE), tried again next time */
+	(void) zmq_send(s->dealer, buf, pginfer__header__pack(&hdr, buf),
+					ZMQ_DONTWAIT);
+	s->last_ping = now;
+}
+
+/* A wait event set over the latch, postmaster death and every socket. */
+static WaitEventSet *
+monitor_waitset(void)
+{
+	int			nsocks = 0;
+	WaitEventSet *ws;
+
+	for (int i = 0; i < pool->max_workers; i++)
+		nsocks += (mon_slots[i].dealer != NULL) + (mon_slots[i].sub != NULL);
+	ws = CreateWaitEventSet(TopMemoryContext, 2 + nsocks);
+	AddWaitEventToSet(ws, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(ws, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	for (int i = 0; i < pool->max_workers; i++)
+	{
+		void	   *socks[2] = {mon_slots[i].dealer, mon_slots[i].sub};
+
+		for (int k = 0; k < 2; k++)
+		{
+			int			fd;
+			size_t		len = sizeof(fd);
+
+			if (socks[k] != NULL &&
+				zmq_getsockopt(socks[k], ZMQ_FD, &fd, &len) == 0)
+				AddWaitEventToSet(ws, WL_SOCKET_READABLE, fd, NULL, NULL);
+		}
+	}
+	return ws;
+}
+
+/*
+ * Entry point of the pool monitor (bgw_function_name): keeps the slots'
+ * state until SIGTERM.  See the banner.
+ */
+void
+InferPoolMonitorMain(Datum arg)
+{
+	WaitEventSet *ws = NULL;
+	void	   *first;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+
+	if (pool == NULL)
+		elog(ERROR, "pg_infer pool monitor started without shared memory");
+
+	/*
+	 * Signals are still blocked (a background worker starts so): ZeroMQ's
+	 * threads, started with the first socket, inherit that mask.
+	 */
+	mon_context = zmq_ctx_new();
+	first = mon_context ? zmq_socket(mon_context, ZMQ_DEALER) : NULL;
+	if (first == NULL)
+		elog(ERROR, "pg_infer pool monitor: could not start ZeroMQ: %s",
+			 zmq_strerror(zmq_errno()));
+	zmq_close(first);
+	BackgroundWorkerUnblockSignals();
+
+	mon_slots = MemoryContextAllocZero(TopMemoryContext,
+									   sizeof(MonSlot) * pool->max_workers);
+	before_shmem_exit(monitor_detach, (Datum) 0);
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	pool->monitor_latch = MyLatch;
+	LWLockRelease(pool->lock);
+	elog(LOG, "pg_infer pool monitor started (%d slots)", pool->max_workers);
+
+	while (!ShutdownRequestPending)
+	{
+		TimestampTz now;
+		bool		changed;
+		WaitEvent	event;
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		changed = monitor_sync();
+		now = GetCurrentTimestamp();
+		for (int i = 0; i < pool->max_workers; i++)
+		{
+			if (mon_slots[i].generation == 0)
+				continue;
+			changed |= monitor_drain(i, &mon_slots[i], now);
+			monitor_ping(&mon_slots[i], now);
+		}
+		if (changed || ws == NULL)
+		{
+			if (ws != NULL)
+				FreeWaitEventSet(ws);
+			ws = monitor_waitset();
+		}
+		if (WaitEventSetWait(ws, POOL_WAIT_MS, &event, 1,
+							 PG_WAIT_EXTENSION) == 1 &&
+			(event.events & WL_LATCH_SET))
+			ResetLatch(MyLatch);
+	}
+	for (int i = 0; i < pool->max_workers; i++)
+		monitor_close(&mon_slots[i]);
+	zmq_ctx_term(mon_context);
+	proc_exit(0);
+}
+
+/* ----------
+ * SQL functions
+ * ----------
+ */
+
+/* infer._pool_register(name, endpoint): see InferPoolRegister. */
+Datum
+infer_pool_register(PG_FUNCTION_ARGS)
+{
+	(void) InferPoolRegister(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+							 text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_VOID();
+}
+
+/* infer._pool_forget(endpoint): frees the endpoint's slot, if any. */
+Datum
+infer_pool_forget(PG_FUNCTION_ARGS)
+{
+	char	   *endpoint = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	if (pool == NULL)
+		PG_RETURN_VOID();
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < pool->max_workers; i++)
+		if (pool->workers[i].used &&
+			strcmp(pool->workers[i].endpoint, endpoint) == 0)
+		{
+			pool->workers[i].used = false;
+			pool->workers[i].generation++;
+		}
+	LWLockRelease(pool->lock);
+	if (pool->monitor_latch != NULL)
+		SetLatch(pool->monitor_latch);
+	PG_RETURN_VOID();
+}
+
+/* Number of columns of infer._worker_state. */
+#define WORKER_STATE_COLS 15
+
+/*
+ * infer._worker_state(name, endpoint): the live state of the worker at
+ * endpoint (registering it), one record of WORKER_STATE_COLS columns;
+ * all NULL without shared memory, with a NOTICE once per backend.
+ */
+Datum
+infer_worker_state(PG_FUNCTION_ARGS)
+{
+	static bool noticed = false;
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *endpoint = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	TupleDesc	desc;
+	Datum		values[WORKER_STATE_COLS];
+	bool		nulls[WORKER_STATE_COLS];
+	int			slot;
+	InferPoolWorker w;
+	TimestampTz now = GetCurrentTimestamp();
+	static const char *const status_names[] = {"unknown", "up", "stale", "down"};
+	Datum	   *models;
+	int			nres = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	desc = BlessTupleDesc(desc);
+	memset(nulls, true, sizeof(nulls));
+	slot = InferPoolRegister(name, endpoint);
+	if (slot == 0)
+	{
+		if (pool == NULL && !noticed)
+		{
+			noticed = true;
+			ereport(NOTICE,
+					(errmsg("live inference worker state is not available"),
+					 errdetail("pg_infer is not in shared_preload_libraries, so no pool monitor runs; work goes round robin."),
+					 errhint("Add pg_infer to shared_preload_libraries and restart the server.")));
+		}
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	}
+	LWLockAcquire(pool->lock, LW_SHARED);
+	memcpy(&w, InferPoolSlot(slot), sizeof(w));
+	LWLockRelease(pool->lock);
+
+	memset(nulls, false, sizeof(nulls));
+	values[0] = CStringGetTextDatum(status_names[InferPoolStatusOf(&w, now)]);
+	if (w.heartbeat != 0)
+		values[1] = IntervalPGetDatum(DatumGetIntervalP(
+														DirectFunctionCall2(timestamp_mi,
+																			TimestampTzGetDatum(now),
+																			TimestampTzGetDatum(w.heartbeat))));
+	else
+		nulls[1] = true;
+	values[2] = Int32GetDatum((int32) w.queue_length);
+	values[3] = Float8GetDatum(w.backlog_ms);
+	values[4] = Int64GetDatum(w.inflight_requests);
+	values[5] = Int64GetDatum(w.inflight_rows);
+	values[6] = Float8GetDatum(w.inflight_ms);
+	values[7] = Int64GetDatum((int64) w.host_memory_used);
+	values[8] = Int64GetDatum((int64) w.gpu_memory_free);
+	values[9] = Int64GetDatum((int64) w.gpu_memory_total);
+	values[10] = CStringGetTextDatum(w.device);
+	models = palloc(sizeof(Datum) * Max(w.nmodels, 1));
+	for (int i = 0; i < w.nmodels; i++)
+		if (w.models[i].resident)
+			models[nres++] = CStringGetTextDatum(w.models[i].file);
+	values[11] = PointerGetDatum(construct_array(models, nres, TEXTOID, -1,
+												 false, TYPALIGN_INT));
+	values[12] = Int64GetDatum((int64) w.seq);
+	values[13] = Int64GetDatum((int64) w.sent_requests);
+	values[14] = CStringGetTextDatum(w.published ? "publish" : "ping");
+	if (w.heartbeat == 0)
+		for (int i = 2; i < WORKER_STATE_COLS; i++)
+			if (i != 4 && i != 5 && i != 6 && i != 13)
+				nulls[i] = true;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}

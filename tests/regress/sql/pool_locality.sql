@@ -1,0 +1,98 @@
+-- pool_locality: a model made resident on one of two fresh workers
+-- (infer.load_model) attracts its batches under infer.placement =
+-- locality and cost, as EXPLAIN ANALYZE's per-worker counts show; the
+-- other policies are accepted and give the same results.  Runs first of
+-- the pool_* tests: workers 2 and 3 of tests/regress/run.sh have loaded
+-- no model yet.
+\set sqlstate '\\echo SQLSTATE :LAST_ERROR_SQLSTATE'
+SELECT infer.add_worker('pool_a', current_setting('regress.worker2_endpoint'));
+SELECT infer.add_worker('pool_b', current_setting('regress.worker3_endpoint'));
+
+CREATE FUNCTION pg_temp.wait_up(n int) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..100 LOOP
+		IF (SELECT count(*) FROM infer.workers WHERE status = 'up') >= n THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT pg_temp.wait_up(2) AS both_up;
+
+-- the policies
+SHOW infer.placement;
+SET infer.placement = nearest;
+SET infer.placement = locality;
+SHOW infer.placement;
+
+-- nothing resident yet; then the classifier on pool_b only
+SELECT name, resident_models FROM infer.workers ORDER BY name;
+SELECT infer.load_model('pool_b', 'ppocr_cls');
+SELECT name, resident_models FROM infer.workers ORDER BY name;
+SELECT infer.load_model('pool_b', 'no_such_model');
+:sqlstate
+SELECT infer.load_model('no_such_worker', 'ppocr_cls');
+:sqlstate
+
+CREATE TEMP TABLE img (name text NOT NULL, data bytea NOT NULL);
+INSERT INTO img
+SELECT f || '#' || i, pg_read_binary_file(current_setting('regress.test_data_dir') || '/' || f)
+  FROM unnest(ARRAY['line_upright.png', 'line_rot180.png']) AS f,
+	   generate_series(1, 4) AS i;
+
+-- the "Inference Workers" line of EXPLAIN ANALYZE of q
+CREATE FUNCTION pg_temp.workers_line(q text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		IF line ~ 'Inference Workers:' THEN
+			RETURN btrim(line);
+		END IF;
+	END LOOP;
+	RETURN NULL;
+END $$;
+
+-- locality: every batch to the worker that holds the model
+SET infer.batch_size = 2;
+SELECT pg_temp.workers_line('SELECT infer.classify(''ppocr_cls'', data) FROM img');
+-- cost: loading the model elsewhere costs more than waiting for pool_b
+SET infer.placement = cost;
+SET infer.max_inflight = 1;
+SELECT pg_temp.workers_line('SELECT infer.classify(''ppocr_cls'', data) FROM img');
+-- per-row calls (no batching) go there too
+SET infer.enable_batching = off;
+SELECT split_part(name, '#', 1) AS image, infer.classify('ppocr_cls', data) AS label, count(*)
+  FROM img GROUP BY 1, 2 ORDER BY 1;
+SELECT name, requests_sent > 0 AS used FROM infer.workers ORDER BY name;
+RESET infer.enable_batching;
+RESET infer.max_inflight;
+
+-- the same answers under every policy
+CREATE TEMP TABLE res (policy text, name text, label text, p real[]);
+DO $$
+DECLARE
+	pol text;
+BEGIN
+	FOREACH pol IN ARRAY ARRAY['round_robin', 'least_loaded', 'locality', 'cost'] LOOP
+		PERFORM set_config('infer.placement', pol, true);
+		INSERT INTO res
+		SELECT pol, name, infer.classify('ppocr_cls', data),
+			   infer.predict('ppocr_cls', data)
+		  FROM img;
+	END LOOP;
+END $$;
+SELECT r.policy, count(*) AS rows,
+	   count(*) FILTER (WHERE r.label IS DISTINCT FROM b.label
+						OR r.p IS DISTINCT FROM b.p) AS differ
+  FROM res r JOIN res b USING (name)
+ WHERE b.policy = 'round_robin'
+ GROUP BY r.policy ORDER BY r.policy;
+
+RESET infer.placement;
+RESET infer.batch_size;
+SELECT infer.drop_worker('pool_a');
+SELECT infer.drop_worker('pool_b');
