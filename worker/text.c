@@ -942,9 +942,15 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 					 n_ok - start, n_rows);
 			goto done;
 		}
-		/* sorted: the batch's longest row is its last */
+		/*
+		 * sorted: the batch's longest row is its last.  A row much longer
+		 * than the batch's first starts a new batch, so that padding stays
+		 * near TEXT_PAD_RATIO of the tokens (padding cancelled batching's
+		 * gain: bench/text).
+		 */
 		while (start + n < n_ok && n < max_batch &&
-			   (size_t) (n + 1) * (size_t) tr[start + n].n <= TEXT_MAX_BATCH_TOKENS)
+			   (size_t) (n + 1) * (size_t) tr[start + n].n <= TEXT_MAX_BATCH_TOKENS &&
+			   tr[start + n].n <= tr[start].n * TEXT_PAD_RATIO + TEXT_PAD_SLACK)
 			n++;
 		if (run_batch(model, tm, spec, classify, tr + start, n, r, sqlstate, err,
 					  errlen) != 0)

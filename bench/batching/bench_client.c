@@ -3,10 +3,11 @@
  *	  Load generator for bench/batching: drives one infer-worker directly
  *	  over ZeroMQ, the way backends do, and reports rows per second.
  *
- *	  batching-client --endpoint EP --fragment classify|ocr --rows N
- *					  [--batch B] [--inflight K] [--clients C]
+ *	  batching-client --endpoint EP --fragment classify|ocr|embed_text
+ *					  --rows N [--batch B] [--inflight K] [--clients C]
  *					  [--timeout-ms T] [--ramp] [--count-bytes]
- *					  [--answers OUT] FILE...
+ *					  [--answers OUT] [--model NAME] [--sentences FILE]
+ *					  [FILE...]
  *
  * The FILEs are read once and used in turn until N rows are made.  Each
  * of C clients (its own DEALER socket, i.e. its own peer to the worker)
@@ -14,7 +15,12 @@
  * requests in flight; all clients run in this one thread, polled together.
  * classify uses the PP-OCR direction classifier as the extension registers
  * it (ppocr_cls: 48x192, mean/std 0.5, labels 0,180); ocr uses the PP-OCR
- * detector, classifier and recogniser.
+ * detector, classifier and recogniser.  embed_text is infer.embed's
+ * fragment (FRAG_EMBED_TEXT, truncation on) with the text model NAME
+ * (--model, default minilm: file NAME/model.onnx, as the extension
+ * registers it); its rows are the texts of --sentences FILE, one a line in
+ * the escaped form of tests/text/sentences.txt (\\, \n, \r, \t,
+ * \x{HEX}), used in turn like FILEs, each sent as its UTF-8 bytes.
  *
  * --ramp sends what an InferBatch node sends (extension/inferbatch.c):
  * requests of 1, 2, 4, ... rows up to B, and a new request only while the
@@ -23,7 +29,9 @@
  * over the socket (every frame of every request and reply, routing
  * frames excepted).  --answers writes "ROW_ID|ANSWER" lines to OUT in row
  * order (ANSWER: the row's text, or "ERROR SQLSTATE"), the form psql -At
- * gives for SELECT id, infer.classify(...), so SQL's answers compare.
+ * gives for SELECT id, infer.classify(...), so SQL's answers compare
+ * (an embedding: its values as "{v1,v2,...}" in %.9g, as psql shows a
+ * real[] up to the digits).  An embedding's digest hashes its float bytes.
  *
  * Prints one line:
  *	  rows=N ok=N failed=F seconds=S rows_per_s=R requests=Q digest=H
@@ -51,6 +59,9 @@ typedef struct bench_opts
 {
 	const char *endpoint;
 	int			ocr;
+	int			embed;			/* --fragment embed_text */
+	const char *model;			/* --model, for embed_text */
+	const char *sentences;		/* --sentences file, or NULL */
 	int			rows;
 	int			batch;
 	int			inflight;
@@ -132,6 +143,128 @@ done:
 }
 
 /*
+ * Records the values of row r (len bytes of float32 in data, a reply's
+ * payload frame): its answers hash becomes the hash of those bytes, and
+ * its text (when texts is not NULL) "{v1,v2,...}" in %.9g.
+ */
+static void
+record_values(const Pginfer__RowResult *r, const void *data, size_t len,
+			  uint64_t *answers, char **texts, int n_rows)
+{
+	size_t		n = len / sizeof(float);
+	const float *v = data;
+	char	   *t,
+			   *p;
+
+	if (!r->ok || r->row_id >= (uint64_t) n_rows)
+		return;
+	answers[r->row_id] = fnv(14695981039346656037ULL, data, len);
+	if (texts == NULL)
+		return;
+	/* "%.9g" is at most 15 characters, with a comma 16 */
+	t = malloc(n * 16 + 3);
+	if (t == NULL)
+		return;
+	p = t;
+	*p++ = '{';
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s%.9g", i > 0 ? "," : "", (double) v[i]);
+	*p++ = '}';
+	*p = '\0';
+	free(texts[r->row_id]);
+	texts[r->row_id] = t;
+}
+
+/* Appends code point c to p in UTF-8; returns the bytes written (1-4). */
+static int
+put_utf8(char *p, unsigned c)
+{
+	if (c < 0x80)
+	{
+		p[0] = (char) c;
+		return 1;
+	}
+	if (c < 0x800)
+	{
+		p[0] = (char) (0xC0 | (c >> 6));
+		p[1] = (char) (0x80 | (c & 0x3F));
+		return 2;
+	}
+	if (c < 0x10000)
+	{
+		p[0] = (char) (0xE0 | (c >> 12));
+		p[1] = (char) (0x80 | ((c >> 6) & 0x3F));
+		p[2] = (char) (0x80 | (c & 0x3F));
+		return 3;
+	}
+	p[0] = (char) (0xF0 | (c >> 18));
+	p[1] = (char) (0x80 | ((c >> 12) & 0x3F));
+	p[2] = (char) (0x80 | ((c >> 6) & 0x3F));
+	p[3] = (char) (0x80 | (c & 0x3F));
+	return 4;
+}
+
+/*
+ * Reads the texts of path (one a line; escapes \\, \n, \r, \t and
+ * \x{HEX} as tools/tokenizer_reference.py reads them) into files[] and
+ * file_len[] (malloc'd UTF-8 bytes, at most max texts); returns the count,
+ * or -1 after a message on stderr.
+ */
+static int
+read_sentences(const char *path, void **files, size_t *file_len, int max)
+{
+	size_t		len;
+	char	   *buf = client_read_file("batching-client", path, &len);
+	char	   *line;
+	int			n = 0;
+
+	if (buf == NULL)
+		return -1;
+	line = buf;
+	while (line < buf + len && n < max)
+	{
+		char	   *end = memchr(line, '\n', (size_t) (buf + len - line));
+		char	   *out;
+		size_t		o = 0;
+
+		if (end == NULL)
+			end = buf + len;
+		/* an escape never makes more bytes than it takes */
+		out = malloc((size_t) (end - line) + 1);
+		if (out == NULL)
+			break;
+		for (char *c = line; c < end; c++)
+		{
+			if (*c != '\\' || c + 1 >= end)
+			{
+				out[o++] = *c;
+				continue;
+			}
+			c++;
+			if (*c == 'x' && c + 1 < end && c[1] == '{')
+			{
+				char	   *stop;
+				unsigned long cp = strtoul(c + 2, &stop, 16);
+
+				o += (size_t) put_utf8(out + o, (unsigned) cp);
+				c = stop;		/* at the closing brace */
+			}
+			else
+				out[o++] = *c == 'n' ? '\n' : *c == 'r' ? '\r' : *c == 't' ? '\t' : *c;
+		}
+		out[o] = '\0';
+		files[n] = out;
+		file_len[n] = o;
+		n++;
+		line = end + 1;
+	}
+	free(buf);
+	if (n == 0)
+		fprintf(stderr, "batching-client: %s holds no texts\n", path);
+	return n > 0 ? n : -1;
+}
+
+/*
  * Reads one reply from sock and records its rows in answers (one hash
  * per row id), in texts (a malloc'd "ANSWER" per row id) when texts is
  * not NULL, and the ok/failed counts.  Returns 0, or -1 when the reply
@@ -145,6 +278,7 @@ read_reply(void *sock, uint64_t *answers, char **texts, int n_rows, int *ok,
 	Pginfer__Header *h = NULL;
 	int			more,
 				rc = -1;
+	size_t		frame = 0;
 
 	zmq_msg_init(&m);
 	if (zmq_msg_recv(&m, sock, 0) < 0)
@@ -190,7 +324,7 @@ read_reply(void *sock, uint64_t *answers, char **texts, int n_rows, int *ok,
 	else if (h != NULL && h->kind == PGINFER__MSG_KIND__MSG_ERROR && h->error != NULL)
 		fprintf(stderr, "batching-client: request %llu: error %s: %s\n",
 				(unsigned long long) h->request_id, h->error->sqlstate, h->error->message);
-	/* Payload frames (values) are not needed. */
+	/* Payload frames: row i's values (embeddings) are frame i. */
 	while (more)
 	{
 		zmq_msg_init(&m);
@@ -201,6 +335,10 @@ read_reply(void *sock, uint64_t *answers, char **texts, int n_rows, int *ok,
 		}
 		bytes_in += zmq_msg_size(&m);
 		more = zmq_msg_more(&m);
+		if (rc == 0 && frame < h->result->n_rows && zmq_msg_size(&m) > 0)
+			record_values(h->result->rows[frame], zmq_msg_data(&m),
+						  zmq_msg_size(&m), answers, texts, n_rows);
+		frame++;
 		zmq_msg_close(&m);
 	}
 	if (h != NULL)
@@ -213,16 +351,18 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-			"usage: batching-client --endpoint EP --fragment classify|ocr --rows N\n"
-			"         [--batch B] [--inflight K] [--clients C] [--timeout-ms T]\n"
-			"         [--ramp] [--count-bytes] [--answers OUT] FILE...\n");
+			"usage: batching-client --endpoint EP --fragment classify|ocr|embed_text\n"
+			"         --rows N [--batch B] [--inflight K] [--clients C] [--timeout-ms T]\n"
+			"         [--ramp] [--count-bytes] [--answers OUT] [--model NAME]\n"
+			"         [--sentences FILE] [FILE...]\n");
 }
 
 /* Parses the command line, drives the worker, prints the line. */
 int
 main(int argc, char **argv)
 {
-	bench_opts	o = {NULL, 0, 0, 1, 1, 1, 600000, 0, 0, NULL};
+	bench_opts	o = {NULL, 0, 0, "minilm", NULL, 0, 1, 1, 1, 600000, 0, 0, NULL};
+	char		embed_file[1024];
 	static void *files[MAX_FILES];
 	static size_t file_len[MAX_FILES];
 	int			n_files = 0;
@@ -269,7 +409,14 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--endpoint") == 0)
 			o.endpoint = v;
 		else if (strcmp(argv[i], "--fragment") == 0)
+		{
 			o.ocr = strcmp(v, "ocr") == 0;
+			o.embed = strcmp(v, "embed_text") == 0;
+		}
+		else if (strcmp(argv[i], "--model") == 0)
+			o.model = v;
+		else if (strcmp(argv[i], "--sentences") == 0)
+			o.sentences = v;
 		else if (strcmp(argv[i], "--rows") == 0)
 			o.rows = atoi(v);
 		else if (strcmp(argv[i], "--batch") == 0)
@@ -290,10 +437,21 @@ main(int argc, char **argv)
 		i++;
 	}
 	if (o.endpoint == NULL || o.rows < 1 || o.batch < 1 || o.inflight < 1 ||
-		o.clients < 1 || o.clients > MAX_CLIENTS || i >= argc)
+		o.clients < 1 || o.clients > MAX_CLIENTS ||
+		(o.sentences == NULL ? i >= argc : i < argc) ||
+		(o.sentences != NULL && !o.embed))
 	{
 		usage();
 		return 2;
+	}
+	if (o.sentences != NULL)
+	{
+		n_files = read_sentences(o.sentences, files, file_len, MAX_FILES);
+		if (n_files < 0)
+		{
+			n_files = 0;
+			goto done;
+		}
 	}
 	for (; i < argc && n_files < MAX_FILES; i++)
 	{
@@ -322,7 +480,21 @@ main(int argc, char **argv)
 	specs[2].name = "ppocr_rec";
 	specs[2].file = "ch_PP-OCRv4_rec_infer.onnx";
 	specs[2].labels_file = "ppocr_keys_v1.txt";
-	if (o.ocr)
+	if (o.embed)
+	{
+		Pginfer__ModelSpec init = PGINFER__MODEL_SPEC__INIT;
+
+		specs[0] = init;
+		snprintf(embed_file, sizeof(embed_file), "%s/model.onnx", o.model);
+		specs[0].name = (char *) o.model;
+		specs[0].file = embed_file;
+		specs[0].task = "embed_text";
+		frag.kind = PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT;
+		frag.truncate_text = 1;
+		frag.n_models = 1;
+		frag.models = spec_ptrs;
+	}
+	else if (o.ocr)
 	{
 		frag.kind = PGINFER__FRAGMENT_KIND__FRAG_OCR;
 		frag.n_models = 3;

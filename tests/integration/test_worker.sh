@@ -383,7 +383,14 @@ if start_worker "$tmp/dyn.log" --threads 2 --log-level debug --max-batch 4 \
 		"runs=$runs $(grep -c "values=$va " "$tmp/six.out")" '^runs=2 6$'
 
 	# Requests with two fragments over the same rows merge too, and each
-	# client gets the rows of both fragments that are its own.
+	# client gets the rows of both fragments that are its own.  On a worker
+	# of its own that lets a request wait up to 5 s: when round 1 did not
+	# merge, client 1's round-2 request comes only after its round-1 OCR,
+	# which on a loaded machine takes longer than 1 s.
+	EPD=$EP
+	WPIDD=$WPID
+	start_worker "$tmp/dyn2.log" --threads 2 --log-level debug --max-queue-delay-us 5000000 ||
+		fail "the worker for the two-fragment merge did not start" ""
 	out=$("$CLIENT" --endpoint "$EP" --timeout-ms "$OCR_TIMEOUT_MS" --rounds 2 --also detect \
 		ocr "$DATA/p19_footer_small.png" "$DATA/bad/zero_bytes.jpg" + "$DATA/p28_ci_status_palette.png")
 	c0=$(sed -n '/^CLIENT 0/,/^CLIENT 1/p' <<<"$out")
@@ -395,8 +402,11 @@ if start_worker "$tmp/dyn.log" --threads 2 --log-level debug --max-batch 4 \
 	check "two clients with OCR + detect_text: client 1 gets its own rows" "$c1" \
 		'^RESULT rows=2 frames=2 request_id=8$' '^ROW 0 id=1100 ok=1 .*text=' \
 		'^ROW 1 id=1100 ok=1 .*json=\[.* fragment=1$'
-	check "the log says the two-fragment requests were merged" "$(cat "$tmp/dyn.log")" \
+	check "the log says the two-fragment requests were merged" "$(cat "$tmp/dyn2.log")" \
 		'INFO merged 2 requests \(3 rows\) into one ocr run'
+	stop_worker TERM
+	EP=$EPD
+	WPID=$WPIDD
 	if [ -f "$MODEL_DIR/minilm/model.onnx" ]; then
 		"$CLIENT" --endpoint "$EP" --timeout-ms "$OCR_TIMEOUT_MS" --also-chain minilm/model.onnx \
 			ocr "$DATA/p19_footer_small.png" >"$tmp/reuse.out"
