@@ -197,8 +197,9 @@ check "... distinct rows give distinct answers, the same row the same" \
 	"$h1 $h2 $again" "^sim:a\.onnx:[0-9a-f]+ $h2 $h2$"
 check_not "..." "$h1" "^$h2$"
 out=$("${C[@]}" ping)
+# (a sleep can only overrun: on a loaded machine by tens of ms)
 check "timings of a.onnx at batch 2 (interpolated profile: 30 ms)" "$out" \
-	'a\.onnx@2=(2[89]|3[0-9])\.[0-9]/1' 'a\.onnx@1=(19|2[0-9])\.[0-9]/1'
+	'a\.onnx@2=(2[89]|[3-7][0-9])\.[0-9]/1' 'a\.onnx@1=(19|[2-6][0-9])\.[0-9]/1'
 
 # --- residency under --gpu-memory 500M ---------------------------------------
 check "unload of a model not in use" "$("${C[@]}" unload slow.onnx)" \
