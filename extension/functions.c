@@ -574,22 +574,15 @@ values_datum(const InferFragment *frag, const InferRow *row)
 
 /*
  * Raises a NOTICE that row's text was truncated (result->truncated), at
- * most once per statement: the statement is known by its transaction's
- * local id and its start time.
+ * most once per statement (InferFirstInStatement).
  */
 static void
 note_truncated(const InferFragment *frag, const InferRow *row)
 {
-	static LocalTransactionId noticed_lxid = InvalidLocalTransactionId;
-	static TimestampTz noticed_stmt = 0;
-	TimestampTz stmt = GetCurrentStatementStartTimestamp();
+	static InferOncePerStatement noticed;
 
-	if (!row->result->truncated)
+	if (!row->result->truncated || !InferFirstInStatement(&noticed))
 		return;
-	if (noticed_lxid == MyProc->lxid && noticed_stmt == stmt)
-		return;
-	noticed_lxid = MyProc->lxid;
-	noticed_stmt = stmt;
 	ereport(NOTICE,
 			(errmsg("text truncated to the first %u tokens for model \"%s\"",
 					row->result->n_tokens, frag->models[0]->name),

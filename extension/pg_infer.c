@@ -13,7 +13,9 @@
  */
 #include "pg_infer.h"
 
+#include "access/xact.h"
 #include "fmgr.h"
+#include "storage/proc.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -36,4 +38,22 @@ _PG_init(void)
 	InferPlannerInit();
 
 	MarkGUCPrefixReserved("infer");
+}
+
+/*
+ * Whether this is the first time in the current statement that the
+ * caller, which owns *once, asks: the statement is known by its
+ * transaction's local id and its start time.  For messages raised once
+ * per statement rather than once per row or worker.
+ */
+bool
+InferFirstInStatement(InferOncePerStatement *once)
+{
+	TimestampTz stmt = GetCurrentStatementStartTimestamp();
+
+	if (once->lxid == MyProc->lxid && once->stmt_start == stmt)
+		return false;
+	once->lxid = MyProc->lxid;
+	once->stmt_start = stmt;
+	return true;
 }

@@ -47,6 +47,15 @@ extern bool infer_text_truncate;
 
 extern void InferGucInit(void);
 
+/* pg_infer.c: a message raised once per statement (InferFirstInStatement) */
+typedef struct InferOncePerStatement
+{
+	LocalTransactionId lxid;
+	TimestampTz stmt_start;
+} InferOncePerStatement;
+
+extern bool InferFirstInStatement(InferOncePerStatement *once);
+
 /* ----------
  * catalog.c: workers and models from the extension's tables (via SPI)
  * ----------

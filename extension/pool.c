@@ -190,11 +190,13 @@ InferPoolNextTurn(void)
 /*
  * The slot (1-based) of the worker at endpoint, taking a free one when it
  * has none (and waking the monitor); 0 without shared memory, when every
- * slot is taken (a WARNING says so) or the endpoint is too long.
+ * slot is taken (a WARNING says so, once per statement) or the endpoint
+ * is too long.
  */
 int
 InferPoolRegister(const char *name, const char *endpoint)
 {
+	static InferOncePerStatement slots_warned;
 	int			slot = 0;
 	int			free_slot = 0;
 
@@ -232,7 +234,7 @@ InferPoolRegister(const char *name, const char *endpoint)
 		slot = free_slot;
 	}
 	LWLockRelease(pool->lock);
-	if (slot == 0)
+	if (slot == 0 && InferFirstInStatement(&slots_warned))
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no live state for inference worker \"%s\": all %d slots of infer.max_workers are taken",

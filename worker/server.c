@@ -170,6 +170,105 @@ queued_request_free(void *data)
 	free(q);
 }
 
+/*
+ * Longest chain of Fragment.next a request may carry (the protocol's
+ * chains have two stages; protobuf-c unpacks, sizes and frees nested
+ * messages recursively, so a header nesting next a million deep would
+ * overflow the stack before any check of the unpacked message).
+ */
+#define MAX_FRAGMENT_DEPTH 16
+
+/* Reads a varint at *p (< end) into *v; 0, or -1 if it runs past end. */
+static int
+wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *p < end; shift += 7)
+	{
+		uint8_t		b = *(*p)++;
+
+		*v |= (uint64_t) (b & 0x7f) << shift;
+		if ((b & 0x80) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/*
+ * Depth of the deepest Fragment chain in the wire bytes [p, end) of a
+ * message of type `what` (0 Header, 1 RunFragment, 2 Fragment at chain
+ * depth `depth`), stopping once it passes MAX_FRAGMENT_DEPTH (so the scan
+ * recurses at most that deep).  Bytes that are not valid wire format
+ * give 0: the unpack rejects them.  Schema: Header.run = 4,
+ * RunFragment.fragment = 1 and more_fragments = 4, Fragment.next = 4.
+ */
+static int
+wire_fragment_depth(const uint8_t *p, const uint8_t *end, int what, int depth)
+{
+	int			deepest = what == 2 ? depth : 0;
+
+	while (p < end && deepest <= MAX_FRAGMENT_DEPTH)
+	{
+		uint64_t	tag,
+					len;
+		int			sub = -1;
+
+		if (wire_varint(&p, end, &tag) != 0)
+			return deepest;
+		switch (tag & 7)
+		{
+			case 0:
+				if (wire_varint(&p, end, &len) != 0)
+					return deepest;
+				continue;
+			case 1:
+				len = 8;
+				break;
+			case 5:
+				len = 4;
+				break;
+			case 2:
+				if (wire_varint(&p, end, &len) != 0)
+					return deepest;
+				if (what == 0 && (tag >> 3) == 4)
+					sub = 1;
+				else if (what == 1 && ((tag >> 3) == 1 || (tag >> 3) == 4))
+					sub = 2;
+				else if (what == 2 && (tag >> 3) == 4)
+					sub = 2;
+				break;
+			default:
+				return deepest;
+		}
+		if (len > (uint64_t) (end - p))
+			return deepest;
+		if (sub >= 0)
+		{
+			int			d = wire_fragment_depth(p, p + len, sub,
+												what == 2 ? depth + 1 : 1);
+
+			if (d > deepest)
+				deepest = d;
+		}
+		p += len;
+	}
+	return deepest;
+}
+
+/*
+ * Unpacks a header frame; NULL when it is no pginfer.Header or nests
+ * Fragment.next deeper than MAX_FRAGMENT_DEPTH (refused unread).
+ */
+static Pginfer__Header *
+unpack_header(const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	if (wire_fragment_depth(p, p + len, 0, 0) > MAX_FRAGMENT_DEPTH)
+		return NULL;
+	return pginfer__header__unpack(NULL, len, p);
+}
+
 /* Name of a message kind, for messages and logs. */
 const char *
 server_kind_name(Pginfer__MsgKind kind)
@@ -1204,12 +1303,13 @@ server_handle(server *s, const void *header, size_t header_len,
 	server_reply *r = NULL;
 
 	*out = NULL;
-	req = pginfer__header__unpack(NULL, header_len, header);
+	req = unpack_header(header, header_len);
 	if (req == NULL)
 	{
 		snprintf(err, sizeof(err),
-				 "malformed request: the header frame (%zu bytes) is not a pginfer.Header",
-				 header_len);
+				 "malformed request: the header frame (%zu bytes) is not a pginfer.Header"
+				 " (or chains Fragment.next more than %d deep)",
+				 header_len, MAX_FRAGMENT_DEPTH);
 		r = error_reply(0, PGINFER_SQLSTATE_PROTOCOL, err, NULL);
 		goto done;
 	}
@@ -1445,7 +1545,7 @@ refuse_too_many(server *s, zmq_msg_t *parts, int64_t n_payload)
 	char		msg[256];
 	server_reply *r;
 
-	req = pginfer__header__unpack(NULL, zmq_msg_size(&parts[1]), zmq_msg_data(&parts[1]));
+	req = unpack_header(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
 	if (req != NULL)
 	{
 		id = req->request_id;
@@ -1558,7 +1658,7 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	char		err[512];
 
 	if (n >= 2)
-		req = pginfer__header__unpack(NULL, zmq_msg_size(&parts[1]), zmq_msg_data(&parts[1]));
+		req = unpack_header(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
 	if (req == NULL || server_check_header(req, n - 2, &sqlstate, err, sizeof(err)) != 0)
 		goto serve_now;
 	if (req->kind == PGINFER__MSG_KIND__MSG_CANCEL)

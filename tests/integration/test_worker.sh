@@ -156,6 +156,15 @@ check "version mismatch gets MSG_ERROR 08P01 naming both versions" "$out" \
 	'^ERROR sqlstate=08P01' 'version 99' 'speaks version 1'
 check "malformed header gets MSG_ERROR" "$("${C[@]}" garbage)" \
 	'^ERROR sqlstate=08P01 message=malformed'
+# Fragment.next chained a million deep (9 MB of header): refused before
+# protobuf-c's recursive unpack, which overflowed the stack (SIGSEGV);
+# a chain of 16 stages still unpacks (and fails as an unknown kind)
+check "Fragment.next a million deep gets MSG_ERROR, no crash" \
+	"$("${C[@]}" deep 1000000)" \
+	'^ERROR sqlstate=08P01 message=malformed.*Fragment.next more than 16 deep'
+check "Fragment.next 15 deep is unpacked" "$("${C[@]}" deep 15)" \
+	'^ERROR sqlstate=22023 message=unknown fragment kind 0 .*request_id=7'
+check "worker alive after the deep chain" "$("${C[@]}" ping)" '^PONG '
 check "wrong frame count gets MSG_ERROR" "$("${C[@]}" frames 3)" \
 	'^ERROR sqlstate=08P01 message=.*3 payload frames, expected 1'
 check "zero payload frames for one row gets MSG_ERROR" "$("${C[@]}" frames 0)" \

@@ -41,6 +41,9 @@
  *									 names) and print COUNT (default 1)
  *									 MSG_STATE messages within the timeout
  *	  garbage						 a header frame that is not a Header
+ *	  deep N						 MSG_RUN_FRAGMENT (no rows) whose fragment
+ *									 chains Fragment.next N deep (N + 1
+ *									 stages), built as raw wire bytes
  *	  frames N						 MSG_RUN_FRAGMENT with one row id and N
  *									 payload frames
  *	  bulk ROWS N BYTES				 MSG_RUN_FRAGMENT whose header names ROWS
@@ -342,7 +345,7 @@ usage(void)
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
 			"          load MODEL [SHA256HEX] |\n"
-			"          unload MODEL | cancel | garbage | frames N | state [COUNT] |\n"
+			"          unload MODEL | cancel | garbage | deep N | frames N | state [COUNT] |\n"
 			"          bulk ROWS N BYTES\n"
 			"(\"+\" among FILEs: send the parts from separate clients at once)\n");
 }
@@ -523,6 +526,72 @@ done:
 	return rc;
 }
 
+/* Appends the varint v at p; returns its length in bytes. */
+static size_t
+put_varint(uint8_t *p, uint64_t v)
+{
+	size_t		n = 0;
+
+	do
+	{
+		p[n] = (uint8_t) (v & 0x7f);
+		v >>= 7;
+		if (v != 0)
+			p[n] |= 0x80;
+		n++;
+	} while (v != 0);
+	return n;
+}
+
+/*
+ * Puts field `tag` (length-delimited) around buf[*off, end) by writing its
+ * tag and length just before *off, which moves back over them.
+ */
+static void
+wrap_field(uint8_t *buf, size_t *off, size_t end, uint8_t tag)
+{
+	uint8_t		t[11];
+	size_t		n = put_varint(t + 1, end - *off);
+
+	t[0] = tag;
+	*off -= n + 1;
+	memcpy(buf + *off, t, n + 1);
+}
+
+/*
+ * Sends a MSG_RUN_FRAGMENT header (request id 7, no rows) whose fragment,
+ * of kind FRAG_EMBED_TEXT at the bottom, is wrapped depth times in
+ * Fragment.next; raw wire bytes, since protobuf-c would pack a deep one
+ * by recursion too.  0 or -1.
+ */
+static int
+send_deep(void *sock, long depth)
+{
+	size_t		cap = (size_t) depth * 8 + 64,
+				off = cap;
+	uint8_t    *buf = malloc(cap);
+	int			rc;
+
+	if (buf == NULL)
+		return -1;
+	buf[--off] = (uint8_t) PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT;
+	buf[--off] = 0x08;			/* Fragment.kind */
+	for (long d = 0; d < depth; d++)
+		wrap_field(buf, &off, cap, 0x22);	/* Fragment.next = 4 */
+	wrap_field(buf, &off, cap, 0x0a);	/* RunFragment.fragment = 1 */
+	wrap_field(buf, &off, cap, 0x22);	/* Header.run = 4 */
+	off -= 6;
+	buf[off] = 0x08;			/* version */
+	buf[off + 1] = PGINFER_PROTOCOL_VERSION;
+	buf[off + 2] = 0x10;		/* kind */
+	buf[off + 3] = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
+	buf[off + 4] = 0x18;		/* request_id */
+	buf[off + 5] = 7;
+	rc = zmq_send(sock, buf + off, cap - off, 0) < 0 ? -1 : 0;
+	free(buf);
+	return rc;
+}
+
 /* Builds the request named by the command line, sends it, prints the reply. */
 int
 main(int argc, char **argv)
@@ -559,6 +628,7 @@ main(int argc, char **argv)
 				bulk_bytes = 0;
 	uint64_t   *bulk_ids = NULL;
 	uint8_t    *bulk_buf = NULL;
+	long		deep_n = 0;
 	char		ocr_buf[1024];
 	void	   *ctx = NULL,
 			   *socks[MAX_CLIENTS] = {NULL};
@@ -884,6 +954,14 @@ main(int argc, char **argv)
 		h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
 		h.run = &run;
 	}
+	else if (strcmp(cmd, "deep") == 0)
+	{
+		if (i + 1 != argc || (deep_n = atol(argv[i])) < 0 || deep_n > 10000000)
+		{
+			usage();
+			return 2;
+		}
+	}
 	else if (strcmp(cmd, "garbage") != 0)
 	{
 		usage();
@@ -905,7 +983,13 @@ main(int argc, char **argv)
 		int			last = round == o.rounds;
 		int			senders = last && o.solo_last_round ? 1 : n_clients;
 
-		if (strcmp(cmd, "garbage") == 0)
+		if (strcmp(cmd, "deep") == 0)
+		{
+			if (send_deep(socks[0], deep_n) != 0)
+				goto done;
+			senders = 1;
+		}
+		else if (strcmp(cmd, "garbage") == 0)
 		{
 			/* Field 1 as a length-delimited field of 200 bytes, only 3 present. */
 			static const uint8_t bad[] = {0x0a, 0xc8, 0x01, 'x', 'y', 'z'};

@@ -1353,6 +1353,147 @@ out:
 	}
 }
 
+/* ---- batch invariance of a text model ---- */
+
+#define MINI_PATH "build/models/minilm/model.onnx"
+#define MINI_HIDDEN 384
+
+/*
+ * Runs the MiniLM model on rows rows of seq tokens: ids[r * seq + t],
+ * mask[r * seq + t] (token types 0); returns last_hidden_state
+ * [rows, seq, 384] (caller frees) or NULL after a failed CHECK.
+ */
+static ie_tensor *
+run_minilm(const ie_model *m, const int64_t *ids, const int64_t *mask,
+		   int64_t rows, int64_t seq)
+{
+	int64_t		d[2] = {rows, seq};
+	ie_tensor  *in[3] = {NULL, NULL, NULL};
+	ie_tensor  *out[1] = {NULL};
+	char		err[512];
+
+	for (int i = 0; i < 3; i++)
+	{
+		const char *name = ie_model_input_name(m, i);
+
+		in[i] = ie_tensor_new(IE_INT64, 2, d);
+		if (strcmp(name, "input_ids") == 0)
+			memcpy(in[i]->data, ids, in[i]->nbytes);
+		else if (strcmp(name, "attention_mask") == 0)
+			memcpy(in[i]->data, mask, in[i]->nbytes);
+	}
+	if (ie_model_run(m, (const ie_tensor *const *) in, out, err, sizeof(err)) != 0)
+		CHECK(false, "minilm run: %s", err);
+	for (int i = 0; i < 3; i++)
+		ie_tensor_destroy(&in[i]);
+	return out[0];
+}
+
+/*
+ * A sentence's last_hidden_state is bit-identical alone (seq = its n
+ * tokens) and padded to n+1, n+7, 2n and 128 tokens (id 0, mask 0) in a
+ * batch with other rows around it, at 1 and 2 threads: Softmax over the
+ * key axis and the products over it give the same bits when exact zeros
+ * are appended.  Skipped when the model file is absent.  Bit for bit where
+ * MatMul runs on the direct kernel (AVX-512F); within 1e-5 elsewhere.
+ */
+static void
+test_text_batch_invariance(void)
+{
+	/* [CLS] hello world is a test sentence . [SEP] (BERT uncased ids) */
+	static const int64_t sent[] = {101, 7592, 2088, 2003, 1037, 3231, 6251, 1012, 102};
+	const int64_t n = (int64_t) (sizeof(sent) / sizeof(sent[0]));
+	const int64_t pads[] = {n + 1, n + 7, 2 * n, 128};
+	char		err[512];
+	ie_model   *m;
+	ie_tensor  *ref;
+	int64_t		ids[3 * 128],
+				mask[3 * 128];
+	unsigned	st = 7;
+	bool		exact = ie_gd_available() && getenv("IE_DIRECT_GEMM") == NULL;
+	FILE	   *f = fopen(MINI_PATH, "rb");
+
+	if (f == NULL)
+	{
+		printf("test_engine: skipping the text batch-invariance test: %s is absent "
+			   "(make models)\n", MINI_PATH);
+		return;
+	}
+	fclose(f);
+	if (!exact)
+		printf("test_engine: MatMul runs on OpenBLAS (no AVX-512F, or IE_DIRECT_GEMM=0): text rows are "
+			   "checked to 1e-5, not bit for bit\n");
+	m = ie_model_load_file(MINI_PATH, err, sizeof(err));
+	CHECK(m != NULL, "load %s: %s", MINI_PATH, err);
+	if (m == NULL)
+		return;
+	ie_set_threads(1);
+	for (int64_t t = 0; t < n; t++)
+		mask[t] = 1;
+	ref = run_minilm(m, sent, mask, 1, n);
+	CHECK(ref != NULL && ref->ndim == 3 && ref->dims[1] == n && ref->dims[2] == MINI_HIDDEN,
+		  "alone: last_hidden_state shape");
+	if (ref == NULL)
+		goto done;
+	for (int th = 1; th <= 2; th++)
+	{
+		ie_set_threads(th);
+		for (size_t pi = 0; pi < sizeof(pads) / sizeof(pads[0]); pi++)
+		{
+			int64_t		seq = pads[pi];
+			ie_tensor  *out;
+
+			/* row 0: random tokens, all real; row 1: the sentence padded;
+			 * row 2: random tokens, the first 5 real */
+			for (int64_t r = 0; r < 3; r++)
+				for (int64_t t = 0; t < seq; t++)
+				{
+					int64_t		i = r * seq + t;
+
+					if (r == 1)
+					{
+						ids[i] = t < n ? sent[t] : 0;
+						mask[i] = t < n;
+					}
+					else
+					{
+						ids[i] = t == 0 ? 101 : 1000 + (int64_t) ((frand(&st) + 1.0f) * 9000.0f);
+						mask[i] = r == 0 || t < 5;
+					}
+				}
+			out = run_minilm(m, ids, mask, 3, seq);
+			CHECK(out != NULL && out->dims[1] == seq, "threads %d, seq %lld: shape", th,
+				  (long long) seq);
+			if (out == NULL)
+				continue;
+			if (exact)
+				CHECK(memcmp((const float *) out->data + seq * MINI_HIDDEN, ref->data,
+							 n * MINI_HIDDEN * sizeof(float)) == 0,
+					  "threads %d, padded to %lld in a batch of 3: the sentence's rows "
+					  "differ from running it alone", th, (long long) seq);
+			else
+			{
+				/* OpenBLAS's products (no AVX-512F) round by batch shape */
+				double		md = 0;
+
+				for (int64_t i = 0; i < n * MINI_HIDDEN; i++)
+					md = fmax(md, fabs((double) ((const float *) out->data)[seq * MINI_HIDDEN + i] -
+									   ((const float *) ref->data)[i]));
+				CHECK(md <= 1e-5, "threads %d, padded to %lld: differs by %g", th,
+					  (long long) seq, md);
+			}
+			/* and a real value, not zeros: the [CLS] row is not all 0 */
+			CHECK(fabsf(((const float *) ref->data)[0]) + fabsf(((const float *) ref->data)[1]) > 0,
+				  "the reference output is not all zeros");
+			ie_tensor_destroy(&out);
+		}
+	}
+	ie_tensor_destroy(&ref);
+done:
+	ie_set_threads(1);
+	ie_model_destroy(&m);
+}
+
 /* Runs every test and prints the summary line. */
 int
 main(void)
@@ -1372,5 +1513,6 @@ main(void)
 	test_gemm_direct();
 	test_conv_transpose_disjoint();
 	test_matmul_fusion();
+	test_text_batch_invariance();
 	return tu_report("test_engine");
 }

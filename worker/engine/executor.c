@@ -213,6 +213,16 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 			outs[j] = NULL;
 		ie_node_ctx_init(&ctx, m, pn, ins, outs, ie_get_threads(),
 						 operr, sizeof(operr));
+		if (pn->n_inputs > 0 && pn->inputs[0] >= 0)
+		{
+			int			v0 = pn->inputs[0];
+			bool		alone = true;
+
+			for (int i = 1; i < pn->n_inputs; i++)
+				alone = alone && pn->inputs[i] != v0;
+			if (alone && m->last_use[v0] == k && !m->is_output[v0] && owned[v0] != NULL)
+				ctx.donor = owned[v0];
+		}
 		operr[0] = '\0';
 		t0 = profile_on() ? prof_now() : 0.0;
 		rc = pn->fn(&ctx);

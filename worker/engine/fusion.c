@@ -22,6 +22,7 @@
 
 #include "worker/engine/fusion.h"
 #include "worker/engine/model_int.h"
+#include "worker/engine/vmath.h"
 
 /* Most nodes fused into one Conv, and nodes looked at past the Conv. */
 #define EP_MAX_STEPS 15
@@ -39,6 +40,7 @@ typedef enum ep_op
 	EP_CLIP,					/* p0 = lo, p1 = hi */
 	EP_HARDSIGMOID,				/* p0 = alpha, p1 = beta */
 	EP_SIGMOID,
+	EP_ERF,						/* erf through vmath.h, as the Erf operator */
 	EP_AFFINE,					/* y = a * ca[c] + cb[c] (BatchNormalization) */
 	/* merged runs of the above (merge_steps), same arithmetic in one pass */
 	EP_MULADD,					/* y = a * b + e (b, e constants) */
@@ -197,8 +199,15 @@ ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool byco
 				break;
 			}
 		case EP_SIGMOID:
+			/* as the Sigmoid operator: exp through vmath.h */
 			for (int i = 0; i < len; i++)
-				d[i] = 1.0f / (1.0f + expf(-ra[i]));
+				d[i] = -ra[i];
+			ie_vexpf(d, d, len);
+			for (int i = 0; i < len; i++)
+				d[i] = 1.0f / (1.0f + d[i]);
+			break;
+		case EP_ERF:
+			ie_verff(ra, d, len);
 			break;
 		case EP_AFFINE:
 			{
@@ -518,6 +527,8 @@ make_step(const ie_model *m, const ie_plan_node *pn, const int *vals, int n_vals
 		st->op = EP_RELU;
 	else if (strcmp(op, "Sigmoid") == 0 && pn->n_inputs == 1)
 		st->op = EP_SIGMOID;
+	else if (strcmp(op, "Erf") == 0 && pn->n_inputs == 1)
+		st->op = EP_ERF;
 	else if (strcmp(op, "HardSigmoid") == 0 && pn->n_inputs == 1)
 	{
 		st->op = EP_HARDSIGMOID;
@@ -797,24 +808,30 @@ build_epilogue(const ie_model *m, int k, const int *n_read, bool *fused,
 	ie_epilogue *ep;
 
 	if (conv->n_inputs < 2 || conv->n_outputs != 1 || conv->outputs[0] < 0 ||
-		conv->inputs[1] < 0 || (W = m->consts[conv->inputs[1]]) == NULL ||
-		W->dtype != IE_FLOAT)
+		conv->inputs[1] < 0)
 		return NULL;
+	W = m->consts[conv->inputs[1]];
 	if (strcmp(conv->op_type, "MatMul") == 0)
 	{
 		/* B [K, N]: the output's last axis has N columns; rank 0 tells
-		 * make_step that constants run along the row */
-		if (W->ndim != 2)
+		 * make_step that constants run along the row.  A B computed at
+		 * run time (attention's products): N is unknown here, so only
+		 * scalar constants (channels -1 matches no per-column one) */
+		if (W != NULL && (W->dtype != IE_FLOAT || W->ndim != 2))
 			return NULL;
 		rank = 0;
-		channels = W->dims[1];
+		channels = W != NULL ? W->dims[1] : -1;
 	}
+	else if (W == NULL || W->dtype != IE_FLOAT)
+		return NULL;
 	else
 	{
 		if (W->ndim < 3)
 			return NULL;
 		rank = W->ndim;
-		channels = W->dims[0];
+		/* Conv: W [M, C/group, k...]; ConvTranspose: W [C, M/group, k...] */
+		channels = strcmp(conv->op_type, "ConvTranspose") == 0 ?
+			W->dims[1] * node_attr_int(conv, "group", 1) : W->dims[0];
 	}
 	ep = calloc(1, sizeof(*ep));
 	if (ep == NULL)
@@ -906,6 +923,7 @@ ie_fuse_plan(ie_model *m, char *err, size_t errlen)
 		int			out;
 
 		if (fused[k] || (strcmp(pn->op_type, "Conv") != 0 &&
+						 strcmp(pn->op_type, "ConvTranspose") != 0 &&
 						 strcmp(pn->op_type, "MatMul") != 0))
 			continue;
 		pn->epilogue = build_epilogue(m, k, n_read, fused, &out);

@@ -3,12 +3,14 @@
  *	  Load-time fusion of element-wise chains into the Conv or MatMul that
  *	  feeds them (internal to the engine).
  *
- * After planning, model.c calls ie_fuse_plan().  For each Conv with
- * constant weights, and each MatMul with a constant 2-D B, it collects the
- * nodes that follow and compute only from its output and constants: Add,
- * Sub, Mul, Div with a scalar or per-channel constant (for MatMul: per
- * column, a 1-D constant) or with another value of the chain, Relu, Clip,
- * HardSigmoid, Sigmoid and (Conv only) inference-mode BatchNormalization.
+ * After planning, model.c calls ie_fuse_plan().  For each Conv and
+ * ConvTranspose with constant weights, and each MatMul, it collects the nodes that follow and
+ * compute only from its output and constants: Add, Sub, Mul, Div with a
+ * scalar or per-channel constant (for MatMul: per column, a 1-D constant,
+ * when B is a constant 2-D matrix; scalars only otherwise) or with another
+ * value of the chain, Relu, Clip, HardSigmoid, Sigmoid and Erf (exp and
+ * erf through vmath.h, as the operators compute them; Erf: BERT's GELU
+ * chain) and (Conv, ConvTranspose) inference-mode BatchNormalization.
  * The longest run of them whose intermediate values nobody else reads
  * becomes the node's epilogue: a small program over registers, run on each
  * block of output right after it is computed, while it is in cache.  The

@@ -56,14 +56,22 @@ ie_gd_pack_a(const float *a, int64_t lda, int64_t M, int64_t K, float *ap)
 #ifdef IE_GD_X86
 /*
  * One 6-row block times columns [0, n) of b (n <= 32; lanes past n are
- * masked off in loads and stores); rows >= mr are not stored.
+ * masked off in loads and stores); rows >= mr are not stored.  Row r's
+ * value for k is ar[r][k * as]: the packed block (ar[r] = ap + r, as =
+ * IE_GD_MR) or A's rows in place (ar[r] = row r, as = 1).
  */
-__attribute__((target("avx512f"))) static void
-tile(const float *ap, int64_t K, const float *b, int64_t ldb, int n,
-	 float *c, int64_t ldc, int mr)
+__attribute__((target("avx512f"), always_inline)) static inline void
+tile_g(const float *const ar[IE_GD_MR], int64_t as, int64_t K, const float *b,
+	   int64_t ldb, int n, float *c, int64_t ldc, int mr, const bool full)
 {
 	__mmask16	m0 = n >= 16 ? 0xffff : (__mmask16) ((1u << n) - 1);
 	__mmask16	m1 = n >= 32 ? 0xffff : n <= 16 ? 0 : (__mmask16) ((1u << (n - 16)) - 1);
+	const float *a0 = ar[0],
+			   *a1 = ar[1],
+			   *a2 = ar[2],
+			   *a3 = ar[3],
+			   *a4 = ar[4],
+			   *a5 = ar[5];
 	__m512		c00 = _mm512_setzero_ps(),
 				c01 = c00,
 				c10 = c00,
@@ -79,33 +87,38 @@ tile(const float *ap, int64_t K, const float *b, int64_t ldb, int n,
 
 	for (int64_t k = 0; k < K; k++)
 	{
-		__m512		b0 = _mm512_maskz_loadu_ps(m0, b);
-		__m512		b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+		__m512		b0 = full ? _mm512_loadu_ps(b) : _mm512_maskz_loadu_ps(m0, b);
+		__m512		b1 = full ? _mm512_loadu_ps(b + 16) : _mm512_maskz_loadu_ps(m1, b + 16);
 		__m512		a;
+		int64_t		ka = k * as;
 
-		a = _mm512_set1_ps(ap[0]);
+		a = _mm512_set1_ps(a0[ka]);
 		c00 = _mm512_fmadd_ps(a, b0, c00);
 		c01 = _mm512_fmadd_ps(a, b1, c01);
-		a = _mm512_set1_ps(ap[1]);
+		a = _mm512_set1_ps(a1[ka]);
 		c10 = _mm512_fmadd_ps(a, b0, c10);
 		c11 = _mm512_fmadd_ps(a, b1, c11);
-		a = _mm512_set1_ps(ap[2]);
+		a = _mm512_set1_ps(a2[ka]);
 		c20 = _mm512_fmadd_ps(a, b0, c20);
 		c21 = _mm512_fmadd_ps(a, b1, c21);
-		a = _mm512_set1_ps(ap[3]);
+		a = _mm512_set1_ps(a3[ka]);
 		c30 = _mm512_fmadd_ps(a, b0, c30);
 		c31 = _mm512_fmadd_ps(a, b1, c31);
-		a = _mm512_set1_ps(ap[4]);
+		a = _mm512_set1_ps(a4[ka]);
 		c40 = _mm512_fmadd_ps(a, b0, c40);
 		c41 = _mm512_fmadd_ps(a, b1, c41);
-		a = _mm512_set1_ps(ap[5]);
+		a = _mm512_set1_ps(a5[ka]);
 		c50 = _mm512_fmadd_ps(a, b0, c50);
 		c51 = _mm512_fmadd_ps(a, b1, c51);
-		ap += IE_GD_MR;
 		b += ldb;
 	}
 #define ST(r, lo, hi) \
-	if (mr > r) \
+	if (mr > r && full) \
+	{ \
+		_mm512_storeu_ps(c + r * ldc, lo); \
+		_mm512_storeu_ps(c + r * ldc + 16, hi); \
+	} \
+	else if (mr > r) \
 	{ \
 		_mm512_mask_storeu_ps(c + r * ldc, m0, lo); \
 		_mm512_mask_storeu_ps(c + r * ldc + 16, m1, hi); \
@@ -117,6 +130,34 @@ tile(const float *ap, int64_t K, const float *b, int64_t ldb, int n,
 	ST(4, c40, c41);
 	ST(5, c50, c51);
 #undef ST
+}
+
+/* tile_g over a packed block (k-major, IE_GD_MR values per k). */
+__attribute__((target("avx512f"))) static void
+tile(const float *ap, int64_t K, const float *b, int64_t ldb, int n,
+	 float *c, int64_t ldc, int mr)
+{
+	const float *ar[IE_GD_MR] = {ap, ap + 1, ap + 2, ap + 3, ap + 4, ap + 5};
+
+	if (n == 32)
+		tile_g(ar, IE_GD_MR, K, b, ldb, n, c, ldc, mr, true);
+	else
+		tile_g(ar, IE_GD_MR, K, b, ldb, n, c, ldc, mr, false);
+}
+
+/* tile_g over A's rows in place (rows past mr read row 0, not stored). */
+__attribute__((target("avx512f"))) static void
+tile_rows(const float *a, int64_t lda, int64_t K, const float *b, int64_t ldb,
+		  int n, float *c, int64_t ldc, int mr)
+{
+	const float *ar[IE_GD_MR];
+
+	for (int r = 0; r < IE_GD_MR; r++)
+		ar[r] = a + (r < mr ? r : 0) * lda;
+	if (n == 32)
+		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, true);
+	else
+		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, false);
 }
 #endif
 
@@ -137,6 +178,33 @@ ie_gd_gemm(const float *ap, int64_t M, int64_t K, const float *b, int64_t ldb,
 	}
 #else
 	(void) ap;
+	(void) M;
+	(void) K;
+	(void) b;
+	(void) ldb;
+	(void) n;
+	(void) c;
+	(void) ldc;
+#endif
+}
+
+/* C = A x B with A read in place; see gemm_direct.h. */
+void
+ie_gd_gemm_rows(const float *a, int64_t lda, int64_t M, int64_t K, const float *b,
+				int64_t ldb, int64_t n, float *c, int64_t ldc)
+{
+#ifdef IE_GD_X86
+	for (int64_t m0 = 0; m0 < M; m0 += IE_GD_MR)
+	{
+		int			mr = M - m0 < IE_GD_MR ? (int) (M - m0) : IE_GD_MR;
+
+		for (int64_t j = 0; j < n; j += 32)
+			tile_rows(a + m0 * lda, lda, K, b + j, ldb, n - j < 32 ? (int) (n - j) : 32,
+					  c + m0 * ldc + j, ldc, mr);
+	}
+#else
+	(void) a;
+	(void) lda;
 	(void) M;
 	(void) K;
 	(void) b;

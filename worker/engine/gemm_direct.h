@@ -34,4 +34,13 @@ void		ie_gd_pack_a(const float *a, int64_t lda, int64_t M, int64_t K, float *ap)
 void		ie_gd_gemm(const float *ap, int64_t M, int64_t K, const float *b,
 					   int64_t ldb, int64_t n, float *c, int64_t ldc);
 
+/*
+ * The same product with A [M, K] read in place (row stride lda), no
+ * packing: each 6-row block broadcasts from its rows directly.  Same
+ * arithmetic, so the same bits as ie_gd_gemm.
+ */
+void		ie_gd_gemm_rows(const float *a, int64_t lda, int64_t M, int64_t K,
+							const float *b, int64_t ldb, int64_t n, float *c,
+							int64_t ldc);
+
 #endif							/* IE_GEMM_DIRECT_H */

@@ -76,6 +76,11 @@ typedef struct ie_node_ctx
 	size_t		errlen;
 	/* element-wise nodes fused into this Conv (fusion.h), or NULL */
 	const struct ie_epilogue *epilogue;
+	/* inputs[0] itself when the executor drops it after this node (no
+	 * later node reads it, not a graph output, not another input here):
+	 * a shape-only operator may move its buffer (ie_tensor_take) rather
+	 * than copy it; else NULL */
+	ie_tensor  *donor;
 } ie_node_ctx;
 
 typedef int (*ie_op_fn) (ie_node_ctx *ctx);
@@ -96,6 +101,13 @@ extern const ie_op_def ie_ops_matmul[];
 extern const ie_op_def ie_ops_resize[];
 extern const ie_op_def ie_ops_reduce[];
 extern const ie_op_def ie_ops_gather[];
+
+/*
+ * Moves src's buffer into a new tensor of shape dims (same byte count),
+ * leaving src empty; NULL (src untouched) when the sizes differ or memory
+ * runs out.  Defined in tensor.c.
+ */
+ie_tensor  *ie_tensor_take(ie_tensor *src, int ndim, const int64_t *dims);
 
 /* The operator for op_type in the default ONNX domain, or NULL. */
 ie_op_fn	ie_op_lookup(const char *op_type);

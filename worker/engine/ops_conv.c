@@ -15,6 +15,8 @@
  * Depthwise convolutions (one input channel per group) use a direct loop
  * instead.  Element-wise nodes fused into the Conv at load (fusion.h) run
  * on each block as soon as it is computed, while it is in cache.
+ * ConvTranspose runs the element-wise nodes fused into it (fusion.h) over
+ * its finished output, one task per plane.
  * ConvTranspose is sgemm (weights transposed times input) followed by
  * col2im.  Every problem is handled as 3-D, with missing leading spatial
  * dimensions of extent 1.
@@ -360,6 +362,22 @@ dw_row_avx512(float *dst, const float *base, const int64_t *off, const float *w,
 		__m512		a0 = _mm512_set1_ps(bias),
 					a1 = a0;
 
+		if (left >= 32)
+		{
+			/* a full step: plain loads and stores (AMD's cores run
+			 * masked stores far slower); same arithmetic */
+			for (int t = 0; t < ntap; t++)
+			{
+				const float *p = base + off[t] + ox;
+				__m512		wt = _mm512_set1_ps(w[t]);
+
+				a0 = _mm512_fmadd_ps(wt, _mm512_loadu_ps(p), a0);
+				a1 = _mm512_fmadd_ps(wt, _mm512_loadu_ps(p + 16), a1);
+			}
+			_mm512_storeu_ps(dst + ox, a0);
+			_mm512_storeu_ps(dst + ox + 16, a1);
+			continue;
+		}
 		for (int t = 0; t < ntap; t++)
 		{
 			const float *p = base + off[t] + ox;
@@ -1075,6 +1093,41 @@ convt_disjoint(const conv_geom *g)
 		sp->k[1] * sp->k[2] <= 64;
 }
 
+/* The planes of a ConvTranspose output, for its fused epilogue. */
+typedef struct cte_job
+{
+	const ie_epilogue *ep;
+	float	   *y;
+	int64_t		m,
+				opix;
+} cte_job;
+
+/* Task p: the epilogue over output plane p (image p / m, channel p % m). */
+static void
+cte_task(void *arg, int64_t p, int worker)
+{
+	cte_job    *j = arg;
+
+	(void) worker;
+	ie_epilogue_apply(j->ep, j->y + p * j->opix, p % j->m, j->opix, 0.0f);
+}
+
+/*
+ * Runs the element-wise nodes fused into a ConvTranspose (fusion.h) over
+ * its finished output Y [N, m, out...] (bias included), one task per
+ * plane; nothing without an epilogue.
+ */
+static void
+convt_epilogue(ie_node_ctx *ctx, ie_tensor *Y, int64_t m)
+{
+	cte_job		job;
+
+	if (ctx->epilogue == NULL || ie_tensor_numel(Y) == 0)
+		return;
+	job = (cte_job) {ctx->epilogue, Y->data, m, ie_tensor_numel(Y) / (Y->dims[0] * m)};
+	ie_parallel_for(ctx->n_threads, Y->dims[0] * m, cte_task, &job);
+}
+
 /*
  * ConvTranspose (opsets 1, 11): X[N, C, in...], W[C, M/group, k...], B[M].
  * out = stride*(in-1) + output_padding + dil*(k-1) + 1 - pads, or the
@@ -1189,6 +1242,7 @@ op_conv_transpose(ie_node_ctx *ctx)
 		ie_parallel_for(ctx->n_threads, g.n * g.group * taps * job.n_bands, ct_task, &job);
 		if (job.failed)
 			return ie_op_error(ctx, "out of memory for the transposed product");
+		convt_epilogue(ctx, Y, g.m);
 		return 0;
 	}
 	Y = conv_output(ctx, &g, 1);
@@ -1235,6 +1289,7 @@ bias:
 					p[i] += bd[m];
 			}
 	}
+	convt_epilogue(ctx, Y, g.m);
 	return 0;
 }
 

@@ -14,7 +14,10 @@
  * where the ONNX operator allows them; bool for Equal, the logical
  * operators and Where's condition; float16 for Min, Max and the
  * comparisons (ordered on the bits, no conversion).  Anything else is an
- * error naming the type.  Stateless: safe from any thread.
+ * error naming the type.  Large binary operations and float exp/erf/...
+ * split into tasks (blocks of rows or of EW_TASK elements) on the engine's
+ * pool; every element goes through the same kernel whatever the split.
+ * Stateless: safe from any thread.
  */
 #include <float.h>
 #include <math.h>
@@ -23,6 +26,8 @@
 #include <string.h>
 
 #include "worker/engine/op.h"
+#include "worker/engine/pool.h"
+#include "worker/engine/vmath.h"
 
 /*
  * The elementwise loops are built with GCC's full vectoriser (-O2 alone
@@ -90,6 +95,26 @@ vmath_f32(enum vmath f, const float *x, float *y, int64_t n)
 #ifdef EW_LIBMVEC
 	int64_t		i = 0;
 
+	if (f == VM_EXP)
+	{
+		ie_vexpf(x, y, n);
+		return;
+	}
+	if (f == VM_ERF)
+	{
+		ie_verff(x, y, n);
+		return;
+	}
+	if (f == VM_SIGMOID)
+	{
+		/* 1 / (1 + exp(-x)), as the fused epilogue step computes it */
+		for (i = 0; i < n; i++)
+			y[i] = -x[i];
+		ie_vexpf(y, y, n);
+		for (i = 0; i < n; i++)
+			y[i] = 1.0f / (1.0f + y[i]);
+		return;
+	}
 	for (; i + 4 <= n; i += 4)
 		_mm_storeu_ps(y + i, vmath_lanes(f, _mm_loadu_ps(x + i)));
 	if (i < n)
@@ -177,31 +202,30 @@ plan_broadcast(const ie_tensor *a, const ie_tensor *b, int *out_nd,
 }
 
 /*
- * Runs kernel fn over the plan, one call per innermost row; ea, eb and eo
- * are the element sizes of a, b and the output (comparisons write bool).
+ * Runs kernel fn over rows [r0, r1) of the plan (p->nd >= 1), one call per
+ * innermost row; ea, eb and eo are the element sizes of a, b and the
+ * output (comparisons write bool).
  */
 static void
-run_rows(const bcast_plan *p, const char *a, size_t ea, const char *b, size_t eb,
-		 char *o, size_t eo, row_fn fn)
+run_rows_range(const bcast_plan *p, const char *a, size_t ea, const char *b, size_t eb,
+			   char *o, size_t eo, row_fn fn, int64_t r0, int64_t r1)
 {
 	int64_t		idx[IE_MAX_DIMS] = {0};
 	int64_t		inner,
-				outer = 1,
 				offa = 0,
-				offb = 0;
+				offb = 0,
+				rem = r0;
 	int			nd = p->nd;
 
-	if (nd == 0)
-	{
-		fn(a, 0, b, 0, o, 1);
-		return;
-	}
 	inner = p->dims[nd - 1];
-	for (int d = 0; d < nd - 1; d++)
-		outer *= p->dims[d];
-	if (inner == 0 || outer == 0)
-		return;
-	for (int64_t r = 0; r < outer; r++)
+	for (int d = nd - 2; d >= 0; d--)
+	{
+		idx[d] = rem % p->dims[d];
+		rem /= p->dims[d];
+		offa += idx[d] * p->sa[d];
+		offb += idx[d] * p->sb[d];
+	}
+	for (int64_t r = r0; r < r1; r++)
 	{
 		fn(a + offa * ea, p->sa[nd - 1], b + offb * eb, p->sb[nd - 1],
 		   o + r * inner * eo, inner);
@@ -217,6 +241,93 @@ run_rows(const bcast_plan *p, const char *a, size_t ea, const char *b, size_t eb
 			idx[d] = 0;
 		}
 	}
+}
+
+/*
+ * Elements of one parallel element-wise task (a multiple of 64), and the
+ * fewest elements worth splitting: these operations are memory-bound, and
+ * below ~1M elements (cls's squeeze-excite Mul, 300K) waking a second
+ * thread on a loaded machine cost more than it saved (0.12 -> ~1 ms).
+ */
+#define EW_TASK 16384
+#define EW_PARALLEL_MIN (1 << 20)
+
+/* A binary operator's work split into tasks: blocks of rows, or (one
+ * row) blocks of EW_TASK elements. */
+typedef struct ew_job
+{
+	const bcast_plan *p;
+	const char *a,
+			   *b;
+	char	   *o;
+	size_t		ea,
+				eb,
+				eo;
+	row_fn		fn;
+	int64_t		outer,
+				inner,
+				rows_per_task;
+} ew_job;
+
+/* Task t of an ew_job. */
+static void
+ew_task(void *arg, int64_t t, int worker)
+{
+	ew_job	   *j = arg;
+
+	(void) worker;
+	if (j->outer == 1)
+	{
+		int64_t		c0 = t * EW_TASK;
+		int64_t		n = j->inner - c0 < EW_TASK ? j->inner - c0 : EW_TASK;
+
+		j->fn(j->a + c0 * j->p->sa[0] * j->ea, j->p->sa[0],
+			  j->b + c0 * j->p->sb[0] * j->eb, j->p->sb[0], j->o + c0 * j->eo, n);
+		return;
+	}
+	run_rows_range(j->p, j->a, j->ea, j->b, j->eb, j->o, j->eo, j->fn,
+				   t * j->rows_per_task,
+				   (t + 1) * j->rows_per_task < j->outer ? (t + 1) * j->rows_per_task : j->outer);
+}
+
+/*
+ * Runs kernel fn over the whole plan, on up to n_threads threads when it
+ * is large; every element is computed by the same kernel whatever the
+ * split, so results do not depend on the thread count.
+ */
+static void
+run_rows(const bcast_plan *p, const char *a, size_t ea, const char *b, size_t eb,
+		 char *o, size_t eo, row_fn fn, int n_threads)
+{
+	int64_t		inner,
+				outer = 1;
+	ew_job		j;
+	int64_t		tasks;
+
+	if (p->nd == 0)
+	{
+		fn(a, 0, b, 0, o, 1);
+		return;
+	}
+	inner = p->dims[p->nd - 1];
+	for (int d = 0; d < p->nd - 1; d++)
+		outer *= p->dims[d];
+	if (inner == 0 || outer == 0)
+		return;
+	if (n_threads <= 1 || outer * inner < EW_PARALLEL_MIN)
+	{
+		run_rows_range(p, a, ea, b, eb, o, eo, fn, 0, outer);
+		return;
+	}
+	j = (ew_job) {p, a, b, o, ea, eb, eo, fn, outer, inner, 1};
+	if (outer == 1)
+		tasks = (inner + EW_TASK - 1) / EW_TASK;
+	else
+	{
+		j.rows_per_task = inner >= EW_TASK ? 1 : EW_TASK / inner;
+		tasks = (outer + j.rows_per_task - 1) / j.rows_per_task;
+	}
+	ie_parallel_for(n_threads, tasks, ew_task, &j);
 }
 
 /*
@@ -441,7 +552,8 @@ broadcast_output(ie_node_ctx *ctx, const ie_tensor *a, const ie_tensor *b,
 		return ie_op_error(ctx, "shapes %s and %s do not broadcast",
 						   ie_shape_str(s1, sizeof(s1), a->ndim, a->dims),
 						   ie_shape_str(s2, sizeof(s2), b->ndim, b->dims));
-	*out = ie_tensor_new(dt, nd, dims);
+	/* every caller writes every element */
+	*out = ie_tensor_new_uninit(dt, nd, dims);
 	if (*out == NULL)
 		return ie_op_error(ctx, "out of memory");
 	return 0;
@@ -469,7 +581,8 @@ binary_apply(ie_node_ctx *ctx, enum binop op, const ie_tensor *a,
 		return ie_op_error(ctx, "element type %s is not supported", ie_dtype_name(a->dtype));
 	if (broadcast_output(ctx, a, b, odt, &p, out) != 0)
 		return -1;
-	run_rows(&p, a->data, es, b->data, es, (*out)->data, ie_dtype_size(odt), fn);
+	run_rows(&p, a->data, es, b->data, es, (*out)->data, ie_dtype_size(odt), fn,
+			 ctx->n_threads);
 	return 0;
 }
 
@@ -651,13 +764,13 @@ op_pow(ie_node_ctx *ctx)
 			}
 		}
 		run_rows(&p, a->data, sizeof(float), b->data, sizeof(float), o->data,
-				 sizeof(float), pow_f32);
+				 sizeof(float), pow_f32, ctx->n_threads);
 		return 0;
 	}
 	if (a->dtype == IE_DOUBLE && b->dtype == IE_DOUBLE)
 	{
 		run_rows(&p, a->data, sizeof(double), b->data, sizeof(double), o->data,
-				 sizeof(double), pow_f64);
+				 sizeof(double), pow_f64, ctx->n_threads);
 		return 0;
 	}
 	else
@@ -681,7 +794,7 @@ op_pow(ie_node_ctx *ctx)
 		for (int64_t i = 0; i < ie_tensor_numel(b); i++)
 			((double *) db->data)[i] = get_f64(b, i);
 		run_rows(&p, da->data, sizeof(double), db->data, sizeof(double), dout->data,
-				 sizeof(double), pow_f64);
+				 sizeof(double), pow_f64, ctx->n_threads);
 		n = ie_tensor_numel(o);
 		for (int64_t i = 0; i < n; i++)
 		{
@@ -757,6 +870,26 @@ op_sqrt(ie_node_ctx *ctx)
 	UNARY_FLOAT(ctx, sqrtf(x), sqrt(x));
 }
 
+/* vmath_f32 over a float array, split into tasks of EW_TASK elements. */
+typedef struct vm_job
+{
+	enum vmath	f;
+	const float *x;
+	float	   *y;
+	int64_t		n;
+} vm_job;
+
+/* Task t of a vm_job. */
+static void
+vm_task(void *arg, int64_t t, int worker)
+{
+	vm_job	   *j = arg;
+	int64_t		c0 = t * EW_TASK;
+
+	(void) worker;
+	vmath_f32(j->f, j->x + c0, j->y + c0, j->n - c0 < EW_TASK ? j->n - c0 : EW_TASK);
+}
+
 /*
  * The float/double unary functions of enum vmath: float through
  * vmath_f32, double through the C library.
@@ -775,7 +908,13 @@ unary_math(ie_node_ctx *ctx, enum vmath f)
 	if ((o = unary_out(ctx, x->dtype)) == NULL)
 		return -1;
 	n = ie_tensor_numel(o);
-	if (x->dtype == IE_FLOAT)
+	if (x->dtype == IE_FLOAT && ctx->n_threads > 1 && n >= EW_PARALLEL_MIN)
+	{
+		vm_job		j = {f, x->data, o->data, n};
+
+		ie_parallel_for(ctx->n_threads, (n + EW_TASK - 1) / EW_TASK, vm_task, &j);
+	}
+	else if (x->dtype == IE_FLOAT)
 		vmath_f32(f, x->data, o->data, n);
 	else
 	{

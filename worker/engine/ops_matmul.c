@@ -4,11 +4,15 @@
  *	  broadcasting) and Gemm (float32), both on OpenBLAS sgemm.
  *
  * MatMul uses the direct AVX-512 kernel (gemm_direct.h) where the CPU has
- * it, each matrix of A packed once per call, in tasks of MM_ROWS rows by
- * MM_COLS columns; elsewhere OpenBLAS sgemm in tasks of MM_ROWS rows.  With
- * the direct kernel an element's result depends only on its row and
- * column, never on the batch or the thread count.  Element-wise nodes
- * fused into a MatMul at load (fusion.h: its bias Add, for one) run on
+ * it, reading A's rows in place (no packing), in tasks of MM_ROWS rows by
+ * a column block sized so the task's panel of B stays in cache (at most
+ * MM_COLS columns, MM_B_BYTES of B); elsewhere OpenBLAS sgemm in tasks of
+ * MM_ROWS rows.  With the direct kernel an element's result is one
+ * multiply-add chain over k in order: it depends only on its row and
+ * column, never on the batch, the thread count, or trailing zero terms
+ * (a padded sequence's masked probabilities), so a text row keeps its bits
+ * in any padded batch.  Element-wise nodes fused into a MatMul at load
+ * (fusion.h: its bias Add, BERT's GELU chain, the attention scale) run on
  * each block of rows as soon as it is computed.
  *
  * Threading: no state outside the call.  OpenBLAS runs serial (see
@@ -27,6 +31,8 @@
  * IE_GD_MR for the direct kernel), and columns of one direct-kernel task. */
 #define MM_ROWS 384
 #define MM_COLS 256
+/* Most bytes of B one direct-kernel task reads (its K x cols panel). */
+#define MM_B_BYTES (256 * 1024)
 
 /* A batch of products y_i[M, N] = a_i[M, K] x b_i[K, N], as tasks. */
 typedef struct mm_job
@@ -36,9 +42,9 @@ typedef struct mm_job
 	float	   *y;
 	const int64_t *aoff,
 			   *boff;			/* per product: matrix index into a and b */
-	const float *ap;			/* a packed for gemm_direct.h, or NULL */
+	bool		direct;			/* gemm_direct.h's kernel, else OpenBLAS */
 	const ie_epilogue *ep;		/* fused element-wise nodes (fusion.h), or NULL */
-	int64_t		apsz;			/* floats of ap per matrix of a */
+	int64_t		cols;			/* columns of one direct-kernel task */
 	int64_t		M,
 				K,
 				N,
@@ -57,14 +63,14 @@ mm_task(void *arg, int64_t t, int worker)
 	int64_t		rows = j->M - r0 < MM_ROWS ? j->M - r0 : MM_ROWS;
 
 	(void) worker;
-	if (j->ap != NULL)
+	if (j->direct)
 	{
-		int64_t		c0 = cb * MM_COLS;
-		int64_t		nc = j->N - c0 < MM_COLS ? j->N - c0 : MM_COLS;
+		int64_t		c0 = cb * j->cols;
+		int64_t		nc = j->N - c0 < j->cols ? j->N - c0 : j->cols;
 
-		ie_gd_gemm(j->ap + j->aoff[bi] * j->apsz + r0 * j->K, rows, j->K,
-				   j->b + j->boff[bi] * j->K * j->N + c0, j->N, nc,
-				   j->y + (bi * j->M + r0) * j->N + c0, j->N);
+		ie_gd_gemm_rows(j->a + (j->aoff[bi] * j->M + r0) * j->K, j->K, rows, j->K,
+						j->b + j->boff[bi] * j->K * j->N + c0, j->N, nc,
+						j->y + (bi * j->M + r0) * j->N + c0, j->N);
 		if (j->ep != NULL)
 			for (int64_t r = 0; r < rows; r++)
 				ie_epilogue_apply_row(j->ep, j->y + (bi * j->M + r0 + r) * j->N + c0, c0, nc);
@@ -78,6 +84,14 @@ mm_task(void *arg, int64_t t, int worker)
 	if (j->ep != NULL)
 		for (int64_t r = 0; r < rows; r++)
 			ie_epilogue_apply_row(j->ep, j->y + (bi * j->M + r0 + r) * j->N, 0, j->N);
+}
+
+/* MM_B_BYTES, or IE_MM_B from the environment (for measurements). */
+static int64_t
+mm_b_bytes(void)
+{
+	const char *e = getenv("IE_MM_B");
+	return e ? atoll(e) : MM_B_BYTES;
 }
 
 /* Whether MatMul uses the direct kernel (unless IE_DIRECT_GEMM=0). */
@@ -103,7 +117,11 @@ mm_run(mm_job *j, int64_t nbatch, int n_threads)
 	int64_t		work;
 
 	j->row_blocks = (j->M + MM_ROWS - 1) / MM_ROWS;
-	j->col_blocks = j->ap != NULL ? (j->N + MM_COLS - 1) / MM_COLS : 1;
+	/* a task's panel of B (K x cols) stays within MM_B_BYTES of cache */
+	j->cols = MM_COLS;
+	while (j->cols > 32 && j->cols * j->K * 4 > mm_b_bytes())
+		j->cols /= 2;
+	j->col_blocks = j->direct ? (j->N + j->cols - 1) / j->cols : 1;
 	tasks = nbatch * j->row_blocks * j->col_blocks;
 	work = nbatch * j->M * j->N * j->K;
 	if (work < (int64_t) 262144 * n_threads)
@@ -135,7 +153,6 @@ op_matmul(ie_node_ctx *ctx)
 				nbatch = 1,
 				bbatch = 1;
 	ie_tensor  *Y;
-	ie_tensor  *packed = NULL;
 	const float *ad,
 			   *bd;
 	float	   *yd;
@@ -265,27 +282,8 @@ op_matmul(ie_node_ctx *ctx)
 			offs[0] = offs[nbatch] = 0;
 			nbatch = 1;
 		}
-		if (ie_gd_available() && matmul_direct_on())
-		{
-			/* pack every matrix of A once (the direct kernel's layout) */
-			int64_t		n_amat = ie_tensor_numel(A) / (job.M * K);
-			int64_t		pd[1];
-
-			job.apsz = ie_gd_packed_size(job.M, K);
-			pd[0] = job.apsz * n_amat;
-			packed = ie_tensor_new_uninit(IE_FLOAT, 1, pd);
-			if (packed == NULL)
-			{
-				free(offs);
-				return ie_op_error(ctx, "out of memory for the packed matrix");
-			}
-			for (int64_t i = 0; i < n_amat; i++)
-				ie_gd_pack_a(ad + i * job.M * K, K, job.M, K,
-							 (float *) packed->data + i * job.apsz);
-			job.ap = packed->data;
-		}
+		job.direct = ie_gd_available() && matmul_direct_on();
 		mm_run(&job, nbatch, ctx->n_threads);
-		ie_tensor_destroy(&packed);
 		free(offs);
 	}
 	return 0;

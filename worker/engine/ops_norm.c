@@ -4,7 +4,11 @@
  *	  LogSoftmax (float32), LayerNormalization (float32, float64).
  *
  * Sums run in double: cheap here, and it keeps the results within
- * onnxruntime's rounding.
+ * onnxruntime's rounding.  Softmax's row sum keeps element k in partial
+ * sum k % 16 (tail included) and adds the partials in a fixed order, so a
+ * row padded with masked scores (exact zeros after the exponential) keeps
+ * the bits of its real entries.  Large Softmax and LayerNormalization
+ * inputs split into tasks of whole rows on the engine's pool.
  *
  * Threading: no state outside the call.
  */
@@ -13,6 +17,8 @@
 #include <string.h>
 
 #include "worker/engine/op.h"
+#include "worker/engine/pool.h"
+#include "worker/engine/vmath.h"
 
 /*
  * The row loops are built with GCC's full vectoriser, as in
@@ -24,7 +30,14 @@
 #else
 #define NORM_VECTORISE
 #endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define NORM_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define NORM_CLONES
+#endif
 #define NORM_LANES 8
+/* Partial sums of a Softmax row (one AVX-512 vector of floats). */
+#define SM_LANES 16
 
 /*
  * BatchNormalization (opsets 1..15): X[N, C, ...] with per-channel scale,
@@ -140,39 +153,198 @@ op_batchnorm(ie_node_ctx *ctx)
 }
 
 /*
- * exp of float four lanes at a time through glibc's vector math library
- * (libmvec, x86-64, glibc 2.22+, at most 4 ulp), the tail padded to a full
- * vector so each element's result does not depend on its position; the C
- * library's expf elsewhere.  As in ops_elementwise.c.
+ * Softmax (or, with log_out, LogSoftmax) of one contiguous row of len
+ * values, xs into ys.  Max-subtracted; the sum runs in SM_LANES double
+ * partial sums, element k always in lane k % SM_LANES, tail included,
+ * combined in lane order: appending values whose exponential is exactly 0
+ * (masked scores, padding) leaves every bit of the other results as it was.
  */
-#if defined(__x86_64__) && defined(__GLIBC__) && \
-	(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 22))
-#define NORM_LIBMVEC 1
-#include <emmintrin.h>
-extern __m128 _ZGVbN4v_expf(__m128);
-#endif
-
-/* y[i] = exp(y[i]) for n floats, in place. */
-static void
-exp_inplace(float *y, int64_t n)
+NORM_VECTORISE static void
+softmax_row(const float *xs, float *ys, int64_t len, int log_out)
 {
-#ifdef NORM_LIBMVEC
-	int64_t		i = 0;
+	float		mx = -INFINITY,
+				mpart[SM_LANES];
+	double		sum = 0,
+				part[SM_LANES] = {0};
+	int64_t		k;
 
-	for (; i + 4 <= n; i += 4)
-		_mm_storeu_ps(y + i, _ZGVbN4v_expf(_mm_loadu_ps(y + i)));
-	if (i < n)
+	for (int l = 0; l < SM_LANES; l++)
+		mpart[l] = -INFINITY;
+	for (k = 0; k + SM_LANES <= len; k += SM_LANES)
+		for (int l = 0; l < SM_LANES; l++)
+			mpart[l] = xs[k + l] > mpart[l] ? xs[k + l] : mpart[l];
+	for (; k < len; k++)
+		mx = xs[k] > mx ? xs[k] : mx;
+	for (int l = 0; l < SM_LANES; l++)
+		mx = mpart[l] > mx ? mpart[l] : mx;
+	/*
+	 * Masked scores (-inf, -FLT_MAX) would send the vector exp down its
+	 * slow scalar path for out-of-range inputs: clamp them to -87 and give
+	 * them exactly 0 afterwards (their exponential is below 1.7e-38, next
+	 * to a sum of at least 1).
+	 */
+	for (k = 0; k < len; k++)
 	{
-		float		buf[4] = {0, 0, 0, 0};
+		float		d = xs[k] - mx;
 
-		memcpy(buf, y + i, (size_t) (n - i) * sizeof(float));
-		_mm_storeu_ps(buf, _ZGVbN4v_expf(_mm_loadu_ps(buf)));
-		memcpy(y + i, buf, (size_t) (n - i) * sizeof(float));
+		ys[k] = d < -87.0f ? -87.0f : d;
 	}
-#else
-	for (int64_t i = 0; i < n; i++)
-		y[i] = expf(y[i]);
+	ie_vexpf(ys, ys, len);
+	for (k = 0; k < len; k++)
+		ys[k] = xs[k] - mx < -87.0f ? 0.0f : ys[k];
+	for (k = 0; k + SM_LANES <= len; k += SM_LANES)
+		for (int l = 0; l < SM_LANES; l++)
+			part[l] += ys[k + l];
+	for (int l = 0; k < len; k++, l++)
+		part[l] += ys[k];
+	for (int l = 0; l < SM_LANES; l++)
+		sum += part[l];
+	if (log_out)
+	{
+		float		ls = (float) log(sum);
+
+		for (k = 0; k < len; k++)
+			ys[k] = xs[k] - mx - ls;
+	}
+	else
+	{
+		float		inv = (float) (1.0 / sum);
+
+		for (k = 0; k < len; k++)
+			ys[k] *= inv;
+	}
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#define SM_AVX512 1
+#include <immintrin.h>
+extern __m512 _ZGVeN16v_expf(__m512);
+
+/*
+ * softmax_row with AVX-512 vectors: the same steps (max, clamp at -87,
+ * libmvec's exp, exact zeros for clamped values, double partial sums with
+ * element k in lane k % 16, lanes summed in order), two passes over the
+ * row; the tail runs under a mask whose dead lanes add exactly +0.
+ */
+/* GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
+ * _mm*_undefined_* placeholders (extract, reduce): not ours to fix */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f"))) static void
+softmax_row16(const float *xs, float *ys, int64_t len, int log_out)
+{
+	const __m512 lim = _mm512_set1_ps(-87.0f);
+	__m512		vmx = _mm512_set1_ps(-INFINITY);
+	__m512d		slo = _mm512_setzero_pd(),
+				shi = _mm512_setzero_pd();
+	double		part[SM_LANES],
+				sum = 0;
+	float		mx;
+	int64_t		full = len / 16 * 16,
+				k;
+	__mmask16	mt = (__mmask16) ((1u << (len - full)) - 1);
+
+	/* full vectors plain, the tail (if any) under mask mt: AMD's cores
+	 * run masked stores far slower than plain ones */
+	for (k = 0; k < full; k += 16)
+		vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(xs + k));
+	if (mt)
+		vmx = _mm512_max_ps(vmx, _mm512_mask_loadu_ps(vmx, mt, xs + k));
+	mx = -INFINITY;
+	{
+		float		lanes[16];
+
+		_mm512_storeu_ps(lanes, vmx);
+		for (int l = 0; l < 16; l++)
+			mx = lanes[l] > mx ? lanes[l] : mx;
+	}
+	vmx = _mm512_set1_ps(mx);
+	for (k = 0; k < len; k += 16)
+	{
+		__mmask16	m = k < full ? 0xffff : mt;
+		__m512		d = _mm512_sub_ps(k < full ? _mm512_loadu_ps(xs + k) :
+									  _mm512_maskz_loadu_ps(m, xs + k), vmx);
+		__mmask16	live = _mm512_mask_cmp_ps_mask(m, d, lim, _CMP_GE_OQ);
+		__m512		e = _mm512_maskz_mov_ps(live, _ZGVeN16v_expf(_mm512_max_ps(d, lim)));
+
+		if (!log_out)
+		{
+			if (k < full)
+				_mm512_storeu_ps(ys + k, e);
+			else
+				_mm512_mask_storeu_ps(ys + k, m, e);
+		}
+		slo = _mm512_add_pd(slo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+		shi = _mm512_add_pd(shi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+	}
+	_mm512_storeu_pd(part, slo);
+	_mm512_storeu_pd(part + 8, shi);
+	for (int l = 0; l < SM_LANES; l++)
+		sum += part[l];
+	if (log_out)
+	{
+		__m512		off = _mm512_set1_ps(mx);
+		__m512		ls = _mm512_set1_ps((float) log(sum));
+
+		for (k = 0; k < full; k += 16)
+			_mm512_storeu_ps(ys + k, _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(xs + k), off), ls));
+		if (mt)
+			_mm512_mask_storeu_ps(ys + k, mt,
+								  _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mt, xs + k), off), ls));
+	}
+	else
+	{
+		__m512		inv = _mm512_set1_ps((float) (1.0 / sum));
+
+		for (k = 0; k < full; k += 16)
+			_mm512_storeu_ps(ys + k, _mm512_mul_ps(_mm512_loadu_ps(ys + k), inv));
+		if (mt)
+			_mm512_mask_storeu_ps(ys + k, mt, _mm512_mul_ps(_mm512_maskz_loadu_ps(mt, ys + k), inv));
+	}
+}
+#pragma GCC diagnostic pop
 #endif
+
+/* Softmax of one row: the AVX-512 version where the CPU has it. */
+static void
+softmax_row_any(const float *xs, float *ys, int64_t len, int log_out)
+{
+#ifdef SM_AVX512
+	static int	avx512 = -1;
+
+	if (avx512 < 0)
+		avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+	if (avx512)
+	{
+		softmax_row16(xs, ys, len, log_out);
+		return;
+	}
+#endif
+	softmax_row(xs, ys, len, log_out);
+}
+
+/* Rows of one Softmax task, and the job the tasks share. */
+#define SM_TASK_ROWS 64
+typedef struct sm_job
+{
+	const float *x;
+	float	   *y;
+	int64_t		outer,
+				len;
+	int			log_out;
+} sm_job;
+
+/* Task t: rows [t * SM_TASK_ROWS, ...) of the last-axis case. */
+static void
+sm_task(void *arg, int64_t t, int worker)
+{
+	sm_job	   *j = arg;
+	int64_t		r1 = (t + 1) * SM_TASK_ROWS < j->outer ? (t + 1) * SM_TASK_ROWS : j->outer;
+
+	(void) worker;
+	for (int64_t r = t * SM_TASK_ROWS; r < r1; r++)
+		softmax_row_any(j->x + r * j->len, j->y + r * j->len, j->len, j->log_out);
 }
 
 /*
@@ -188,61 +360,7 @@ softmax_blocks(const float *x, float *y, int64_t outer, int64_t len,
 	{
 		/* the usual last-axis case: contiguous rows, vector exp */
 		for (int64_t o = 0; o < outer; o++)
-		{
-			const float *xs = x + o * len;
-			float	   *ys = y + o * len;
-			float		mx = -INFINITY,
-						mpart[NORM_LANES];
-			double		sum = 0,
-						part[NORM_LANES] = {0};
-			int64_t		k;
-
-			for (int l = 0; l < NORM_LANES; l++)
-				mpart[l] = -INFINITY;
-			for (k = 0; k + NORM_LANES <= len; k += NORM_LANES)
-				for (int l = 0; l < NORM_LANES; l++)
-					mpart[l] = xs[k + l] > mpart[l] ? xs[k + l] : mpart[l];
-			for (; k < len; k++)
-				mx = xs[k] > mx ? xs[k] : mx;
-			for (int l = 0; l < NORM_LANES; l++)
-				mx = mpart[l] > mx ? mpart[l] : mx;
-			/*
-			 * Masked scores (-inf, -FLT_MAX) would send the vector exp
-			 * down its slow scalar path for out-of-range inputs: clamp
-			 * them to -87 and give them exactly 0 afterwards (their
-			 * exponential is below 1.7e-38, next to a sum of at least 1).
-			 */
-			for (k = 0; k < len; k++)
-			{
-				float		d = xs[k] - mx;
-
-				ys[k] = d < -87.0f ? -87.0f : d;
-			}
-			exp_inplace(ys, len);
-			for (k = 0; k < len; k++)
-				ys[k] = xs[k] - mx < -87.0f ? 0.0f : ys[k];
-			for (k = 0; k + NORM_LANES <= len; k += NORM_LANES)
-				for (int l = 0; l < NORM_LANES; l++)
-					part[l] += ys[k + l];
-			for (; k < len; k++)
-				sum += ys[k];
-			for (int l = 0; l < NORM_LANES; l++)
-				sum += part[l];
-			if (log_out)
-			{
-				float		ls = (float) log(sum);
-
-				for (int64_t k = 0; k < len; k++)
-					ys[k] = xs[k] - mx - ls;
-			}
-			else
-			{
-				float		inv = (float) (1.0 / sum);
-
-				for (int64_t k = 0; k < len; k++)
-					ys[k] *= inv;
-			}
-		}
+			softmax_row_any(x + o * len, y + o * len, len, log_out);
 		return;
 	}
 	for (int64_t o = 0; o < outer; o++)
@@ -329,11 +447,19 @@ softmax_common(ie_node_ctx *ctx, int log_out)
 				len *= X->dims[i];
 		}
 	}
-	Y = ie_tensor_new(IE_FLOAT, X->ndim, X->dims);
+	Y = ie_tensor_new_uninit(IE_FLOAT, X->ndim, X->dims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
-	if (len > 0)
+	if (len > 0 && inner == 1 && outer > SM_TASK_ROWS && outer * len >= (1 << 18) &&
+		ctx->n_threads > 1)
+	{
+		sm_job		job = {X->data, Y->data, outer, len, log_out};
+
+		ie_parallel_for(ctx->n_threads, (outer + SM_TASK_ROWS - 1) / SM_TASK_ROWS,
+						sm_task, &job);
+	}
+	else if (len > 0)
 		softmax_blocks(X->data, Y->data, outer, len, inner, log_out);
 	return 0;
 }
@@ -408,7 +534,7 @@ bad:
  * and inv_o (float, may be NULL) receive the statistics.
  */
 #define LN_ROWS(NAME, T) \
-NORM_VECTORISE static void \
+NORM_CLONES NORM_VECTORISE static void \
 NAME(const T *x, T *y, int64_t outer, int64_t D, double eps, const double *sc, \
 	 const double *bi, float *mean_o, float *inv_o) \
 { \
@@ -460,6 +586,34 @@ NAME(const T *x, T *y, int64_t outer, int64_t D, double eps, const double *sc, \
 LN_ROWS(ln_rows_f32, float)
 LN_ROWS(ln_rows_f64, double)
 
+/* Rows of one LayerNormalization task, and the job the tasks share. */
+#define LN_TASK_ROWS 32
+typedef struct ln_job
+{
+	const float *x;
+	float	   *y;
+	int64_t		outer,
+				D;
+	double		eps;
+	const double *sc,
+			   *bi;
+	float	   *mean_o,
+			   *inv_o;
+} ln_job;
+
+/* Task t: rows [t * LN_TASK_ROWS, ...) of a float LayerNormalization. */
+static void
+ln_task(void *arg, int64_t t, int worker)
+{
+	ln_job	   *j = arg;
+	int64_t		r0 = t * LN_TASK_ROWS;
+	int64_t		nr = j->outer - r0 < LN_TASK_ROWS ? j->outer - r0 : LN_TASK_ROWS;
+
+	(void) worker;
+	ln_rows_f32(j->x + r0 * j->D, j->y + r0 * j->D, nr, j->D, j->eps, j->sc, j->bi,
+				j->mean_o ? j->mean_o + r0 : NULL, j->inv_o ? j->inv_o + r0 : NULL);
+}
+
 /*
  * LayerNormalization (opset 17): normalises X over its dims from axis
  * (default -1) on: Y = (X - mean) / sqrt(var + epsilon) * Scale + B, with
@@ -510,7 +664,8 @@ op_layernorm(ie_node_ctx *ctx)
 			D *= X->dims[i];
 		sdims[i] = i < axis ? X->dims[i] : 1;
 	}
-	Y = ie_tensor_new(X->dtype, X->ndim, X->dims);
+	Y = D == 0 || outer == 0 ? ie_tensor_new(X->dtype, X->ndim, X->dims) :
+		ie_tensor_new_uninit(X->dtype, X->ndim, X->dims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
@@ -534,7 +689,15 @@ op_layernorm(ie_node_ctx *ctx)
 	if (ln_param(ctx, S, "Scale", X->ndim - (int) axis, X->dims + axis, D, sc) != 0 ||
 		(B != NULL && ln_param(ctx, B, "B", X->ndim - (int) axis, X->dims + axis, D, bi) != 0))
 		goto fail;
-	if (X->dtype == IE_FLOAT)
+	if (X->dtype == IE_FLOAT && ctx->n_threads > 1 && outer > LN_TASK_ROWS &&
+		outer * D >= (1 << 20))
+	{
+		ln_job		job = {X->data, Y->data, outer, D, eps, sc, bi, stat[0], stat[1]};
+
+		ie_parallel_for(ctx->n_threads, (outer + LN_TASK_ROWS - 1) / LN_TASK_ROWS,
+						ln_task, &job);
+	}
+	else if (X->dtype == IE_FLOAT)
 		ln_rows_f32(X->data, Y->data, outer, D, eps, sc, bi, stat[0], stat[1]);
 	else
 		ln_rows_f64(X->data, Y->data, outer, D, eps, sc, bi, stat[0], stat[1]);

@@ -9,8 +9,11 @@
  * forms of older opsets (Squeeze/Unsqueeze axes before 13, Slice starts/
  * ends/axes before 10) and input forms of newer ones are both handled, by
  * ctx->opset.  These operators work on any element type the engine holds
- * (they copy bytes), except Cast, which lists its types.  Stateless: safe
- * from any thread.
+ * (they copy bytes), except Cast, which lists its types.  Reshape,
+ * Flatten, Squeeze and Unsqueeze move their input's buffer instead of
+ * copying it when the executor says no one reads the input afterwards
+ * (ctx->donor); large Transposes split into tasks on the engine's pool.
+ * Stateless: safe from any thread.
  */
 #include <float.h>
 #include <math.h>
@@ -19,10 +22,14 @@
 #include <string.h>
 
 #include "worker/engine/op.h"
+#include "worker/engine/pool.h"
 
-/* Output 0 of the node: a new tensor of the given type and shape. */
+/*
+ * Output 0 of the node: a new tensor of the given type and shape, zeroed
+ * unless uninit (for operators that write every element).
+ */
 static ie_tensor *
-new_output(ie_node_ctx *ctx, ie_dtype dt, int ndim, const int64_t *dims)
+new_output_as(ie_node_ctx *ctx, ie_dtype dt, int ndim, const int64_t *dims, bool uninit)
 {
 	ie_tensor  *o;
 
@@ -31,7 +38,7 @@ new_output(ie_node_ctx *ctx, ie_dtype dt, int ndim, const int64_t *dims)
 		ie_op_error(ctx, "expects an output");
 		return NULL;
 	}
-	o = ie_tensor_new(dt, ndim, dims);
+	o = uninit ? ie_tensor_new_uninit(dt, ndim, dims) : ie_tensor_new(dt, ndim, dims);
 	if (o == NULL)
 	{
 		ie_op_error(ctx, "cannot allocate the output (type %s, rank %d)",
@@ -40,6 +47,13 @@ new_output(ie_node_ctx *ctx, ie_dtype dt, int ndim, const int64_t *dims)
 	}
 	ctx->outputs[0] = o;
 	return o;
+}
+
+/* new_output_as, zeroed. */
+static ie_tensor *
+new_output(ie_node_ctx *ctx, ie_dtype dt, int ndim, const int64_t *dims)
+{
+	return new_output_as(ctx, dt, ndim, dims, false);
 }
 
 /* Input idx, or NULL with an error when the node lacks it. */
@@ -146,12 +160,74 @@ strided_copy(char *out, const char *src, size_t esize, int ndim,
 	}
 }
 
+/* A strided_copy split into tasks along the output's leading one or two
+ * dims (each task a block of the rest), for large tensors. */
+typedef struct sc_job
+{
+	char	   *out;
+	const char *src;
+	size_t		esize;
+	int			ndim,
+				split;			/* leading dims the tasks cover: 1 or 2 */
+	const int64_t *dims,
+			   *strides;
+	int64_t		base,
+				block;			/* elements of one task */
+} sc_job;
+
+/* Task t of an sc_job. */
+static void
+sc_task(void *arg, int64_t t, int worker)
+{
+	sc_job	   *j = arg;
+	int64_t		base = j->base;
+
+	(void) worker;
+	if (j->split == 2)
+		base += t / j->dims[1] * j->strides[0] + t % j->dims[1] * j->strides[1];
+	else
+		base += t * j->strides[0];
+	strided_copy(j->out + t * j->block * j->esize, j->src, j->esize, j->ndim - j->split,
+				 j->dims + j->split, base, j->strides + j->split);
+}
+
+/* strided_copy on up to n_threads threads when the output is large. */
+static void
+strided_copy_par(char *out, const char *src, size_t esize, int ndim, const int64_t *dims,
+				 int64_t base, const int64_t *strides, int n_threads)
+{
+	int64_t		numel = 1;
+	sc_job		j;
+	int64_t		tasks;
+
+	for (int d = 0; d < ndim; d++)
+		numel *= dims[d];
+	if (n_threads <= 1 || ndim < 2 || numel < (1 << 20))
+	{
+		strided_copy(out, src, esize, ndim, dims, base, strides);
+		return;
+	}
+	j = (sc_job) {out, src, esize, ndim, ndim >= 3 && dims[0] < 4 * n_threads ? 2 : 1,
+	dims, strides, base, 0};
+	tasks = j.split == 2 ? dims[0] * dims[1] : dims[0];
+	j.block = numel / tasks;
+	ie_parallel_for(n_threads, tasks, sc_task, &j);
+}
+
 /* A copy of x with a new shape of the same element count. */
 static int
 reshaped_copy(ie_node_ctx *ctx, const ie_tensor *x, int ndim, const int64_t *dims)
 {
-	ie_tensor  *o = new_output(ctx, x->dtype, ndim, dims);
+	ie_tensor  *o;
 
+	/* the input dies here: move its buffer instead of copying it */
+	if (ctx->donor == x && ctx->n_outputs >= 1 &&
+		(o = ie_tensor_take(ctx->donor, ndim, dims)) != NULL)
+	{
+		ctx->outputs[0] = o;
+		return 0;
+	}
+	o = new_output_as(ctx, x->dtype, ndim, dims, true);
 	if (o == NULL)
 		return -1;
 	if (o->nbytes != x->nbytes)
@@ -412,9 +488,10 @@ op_transpose(ie_node_ctx *ctx)
 		dims[d] = x->dims[p[d]];
 		strides[d] = in_strides[p[d]];
 	}
-	if ((o = new_output(ctx, x->dtype, x->ndim, dims)) == NULL)
+	if ((o = new_output_as(ctx, x->dtype, x->ndim, dims, true)) == NULL)
 		return -1;
-	strided_copy(o->data, x->data, ie_dtype_size(x->dtype), x->ndim, dims, 0, strides);
+	strided_copy_par(o->data, x->data, ie_dtype_size(x->dtype), x->ndim, dims, 0, strides,
+					 ctx->n_threads);
 	return 0;
 }
 

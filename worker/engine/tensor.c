@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "worker/engine/engine.h"
+#include "worker/engine/op.h"
 
 #define IE_ALIGN 64
 
@@ -239,6 +240,39 @@ ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims)
 		free(t);
 		return NULL;
 	}
+	return t;
+}
+
+/*
+ * A new tensor of shape dims (ndim) holding src's buffer, which must have
+ * the same byte count; src is left empty (no data, 0 bytes).  NULL (src
+ * untouched) when the sizes differ or memory runs out.  See op.h.
+ */
+ie_tensor *
+ie_tensor_take(ie_tensor *src, int ndim, const int64_t *dims)
+{
+	ie_tensor  *t;
+	size_t		n = ie_dtype_size(src->dtype);
+
+	if (ndim < 0 || ndim > IE_MAX_DIMS)
+		return NULL;
+	for (int i = 0; i < ndim; i++)
+		n *= dims[i] < 0 ? 0 : (size_t) dims[i];
+	if (n != src->nbytes || src->data == NULL)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	t->dtype = src->dtype;
+	t->ndim = ndim;
+	for (int i = 0; i < ndim; i++)
+		t->dims[i] = dims[i];
+	t->data = src->data;
+	t->nbytes = src->nbytes;
+	t->cap = src->cap;
+	src->data = NULL;
+	src->nbytes = 0;
+	src->cap = 0;
 	return t;
 }
 

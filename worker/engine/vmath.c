@@ -1,0 +1,104 @@
+/*
+ * vmath.c
+ *	  The vector exp and erf of vmath.h over glibc's libmvec: the AVX-512
+ *	  variants (_ZGVeN16v_*) when the CPU has AVX-512F, the SSE2 ones
+ *	  (_ZGVbN4v_*) otherwise; both reached through libm's linker script.
+ *
+ * Threading: pure functions; the CPU check is cached in a static int
+ * (a benign race: every thread computes the same value).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "worker/engine/vmath.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#define VM_LIBMVEC 1
+#include <immintrin.h>
+extern __m128 _ZGVbN4v_expf(__m128);
+extern __m128 _ZGVbN4v_erff(__m128);
+extern __m512 _ZGVeN16v_expf(__m512);
+extern __m512 _ZGVeN16v_erff(__m512);
+#endif
+
+#ifdef VM_LIBMVEC
+/* Whether this CPU has AVX-512F (checked once). */
+static bool
+vm_avx512(void)
+{
+	static int	cached = -1;
+
+	if (cached < 0)
+		cached = __builtin_cpu_supports("avx512f") ? 1 : 0;
+	return cached == 1;
+}
+
+/* 16 lanes at a time, the tail under a mask (its other lanes zero). */
+#define VM_WIDE(NAME, FN) \
+__attribute__((target("avx512f"))) static void \
+NAME(const float *x, float *y, int64_t n) \
+{ \
+	int64_t		i = 0; \
+	for (; i + 16 <= n; i += 16) \
+		_mm512_storeu_ps(y + i, FN(_mm512_loadu_ps(x + i))); \
+	if (i < n) \
+	{ \
+		__mmask16	m = (__mmask16) ((1u << (n - i)) - 1); \
+		_mm512_mask_storeu_ps(y + i, m, FN(_mm512_maskz_loadu_ps(m, x + i))); \
+	} \
+}
+
+/* 4 lanes at a time, the tail padded with zeros. */
+#define VM_NARROW(NAME, FN) \
+static void \
+NAME(const float *x, float *y, int64_t n) \
+{ \
+	int64_t		i = 0; \
+	for (; i + 4 <= n; i += 4) \
+		_mm_storeu_ps(y + i, FN(_mm_loadu_ps(x + i))); \
+	if (i < n) \
+	{ \
+		float		buf[4] = {0, 0, 0, 0}; \
+		memcpy(buf, x + i, (size_t) (n - i) * sizeof(float)); \
+		_mm_storeu_ps(buf, FN(_mm_loadu_ps(buf))); \
+		memcpy(y + i, buf, (size_t) (n - i) * sizeof(float)); \
+	} \
+}
+
+VM_WIDE(exp16, _ZGVeN16v_expf)
+VM_WIDE(erf16, _ZGVeN16v_erff)
+VM_NARROW(exp4, _ZGVbN4v_expf)
+VM_NARROW(erf4, _ZGVbN4v_erff)
+#endif
+
+/* y = exp(x), elementwise; see vmath.h. */
+void
+ie_vexpf(const float *x, float *y, int64_t n)
+{
+#ifdef VM_LIBMVEC
+	if (vm_avx512())
+		exp16(x, y, n);
+	else
+		exp4(x, y, n);
+#else
+	for (int64_t i = 0; i < n; i++)
+		y[i] = expf(x[i]);
+#endif
+}
+
+/* y = erf(x), elementwise; see vmath.h. */
+void
+ie_verff(const float *x, float *y, int64_t n)
+{
+#ifdef VM_LIBMVEC
+	if (vm_avx512())
+		erf16(x, y, n);
+	else
+		erf4(x, y, n);
+#else
+	for (int64_t i = 0; i < n; i++)
+		y[i] = erff(x[i]);
+#endif
+}
