@@ -236,17 +236,13 @@ InferCatalogGetModels(const char *const *names, const char *const *gucs,
 }
 
 /*
- * Picks the next worker in round-robin order over infer.worker_registry
- * (ordered by name), allocated in the current memory context.  None
+ * Connects to SPI and runs worker_query (every registered worker, ordered
+ * by name); the caller reads SPI_tuptable and calls SPI_finish.  None
  * registered: ERROR 55000 (object_not_in_prerequisite_state).
  */
-InferWorker *
-InferCatalogPickWorker(void)
+static void
+select_workers(void)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	InferWorker *worker;
-	HeapTuple	tuple;
-	TupleDesc	desc;
 	int			rc;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -260,6 +256,22 @@ InferCatalogPickWorker(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no inference worker is registered"),
 				 errhint("Add one with infer.add_worker(name, endpoint).")));
+}
+
+/*
+ * Picks the next worker in round-robin order over infer.worker_registry
+ * (ordered by name), allocated in the current memory context.  None
+ * registered: ERROR 55000 (object_not_in_prerequisite_state).
+ */
+InferWorker *
+InferCatalogPickWorker(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	InferWorker *worker;
+	HeapTuple	tuple;
+	TupleDesc	desc;
+
+	select_workers();
 
 	tuple = SPI_tuptable->vals[worker_rr_next++ % SPI_processed];
 	desc = SPI_tuptable->tupdesc;
@@ -280,19 +292,8 @@ InferCatalogGetWorkers(int *nworkers)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	InferWorker *workers;
-	int			rc;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute_plan(saved_plan(&worker_plan, worker_query, 0, NULL),
-						  NULL, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("no inference worker is registered"),
-				 errhint("Add one with infer.add_worker(name, endpoint).")));
+	select_workers();
 	workers = MemoryContextAllocZero(cxt, sizeof(InferWorker) * SPI_processed);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{

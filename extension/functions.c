@@ -183,6 +183,24 @@ check_task(const InferFragment *frag, const Pginfer__ModelSpec *model,
 }
 
 /*
+ * Sets frag up for a one-model fragment of kind: reads model `name` from
+ * the registry (guc, when not NULL, names the setting it came from, for
+ * the 42704 detail) into the current memory context; returns it.
+ */
+static const Pginfer__ModelSpec *
+init_one_model(InferFragment *frag, Pginfer__FragmentKind kind,
+			   const char *name, const char *guc)
+{
+	const char *names[1] = {name};
+	const char *gucs[1] = {guc};
+
+	frag->kind = kind;
+	frag->models = InferCatalogGetModels(names, gucs, 1);
+	frag->nmodels = 1;
+	return frag->models[0];
+}
+
+/*
  * Sets up frag for fn: reads its models from the registry (model names the
  * model of infer.predict and infer.classify; infer.ocr and
  * infer.detect_text take theirs from the infer.ocr_* settings) into the
@@ -233,52 +251,29 @@ InferFragmentInit(InferFragment *frag, InferFunction fn, const char *model)
 				break;
 			}
 		case INFER_FN_DETECT_TEXT:
-			{
-				const char *names[1] = {infer_ocr_detector};
-				const char *gucs[1] = {"infer.ocr_detector"};
-
-				frag->kind = PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT;
-				frag->models = InferCatalogGetModels(names, gucs, 1);
-				frag->nmodels = 1;
-				check_task(frag, frag->models[0], "detect_text", "detector");
-				break;
-			}
+			check_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT,
+											infer_ocr_detector, "infer.ocr_detector"),
+					   "detect_text", "detector");
+			break;
 		case INFER_FN_PREDICT:
+			check_predict_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_PREDICT,
+													model, NULL));
+			break;
 		case INFER_FN_CLASSIFY:
-			{
-				const char *names[1] = {model};
-
-				frag->kind = fn == INFER_FN_PREDICT ?
-					PGINFER__FRAGMENT_KIND__FRAG_PREDICT :
-					PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY;
-				frag->models = InferCatalogGetModels(names, NULL, 1);
-				frag->nmodels = 1;
-				if (fn == INFER_FN_CLASSIFY)
-					check_task(frag, frag->models[0], "classify", "model");
-				else
-					check_predict_task(frag, frag->models[0]);
-				break;
-			}
+			check_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY,
+											model, NULL),
+					   "classify", "model");
+			break;
 		case INFER_FN_EMBED:
-			{
-				const char *names[1] = {model};
-
-				frag->kind = PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT;
-				frag->models = InferCatalogGetModels(names, NULL, 1);
-				frag->nmodels = 1;
-				check_task(frag, frag->models[0], "embed_text", "model");
-				break;
-			}
+			check_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT,
+											model, NULL),
+					   "embed_text", "model");
+			break;
 		case INFER_FN_CLASSIFY_TEXT:
-			{
-				const char *names[1] = {model};
-
-				frag->kind = PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT;
-				frag->models = InferCatalogGetModels(names, NULL, 1);
-				frag->nmodels = 1;
-				check_task(frag, frag->models[0], "classify_text", "text classifier");
-				break;
-			}
+			check_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT,
+											model, NULL),
+					   "classify_text", "text classifier");
+			break;
 		case INFER_FN_NONE:
 			elog(ERROR, "pg_infer: no ML function");
 	}

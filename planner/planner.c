@@ -783,6 +783,36 @@ can_batch(Plan *plan)
 	}
 }
 
+/*
+ * For an inner join, a join filter (JOIN ... ON) is the same condition as
+ * a filter on the joined rows: the join filters that hold ML calls move
+ * after the plain filters, so that batch_node batches them like a WHERE
+ * clause.  Outer, semi and anti joins keep theirs (there the join filter
+ * decides which rows are NULL-extended or kept), and those calls run one
+ * row at a time.
+ */
+static void
+move_ml_join_filters(Join *join)
+{
+	List	   *keep = NIL;
+	List	   *moved = NIL;
+	ListCell   *lc;
+
+	if (join->jointype != JOIN_INNER)
+		return;
+	foreach(lc, join->joinqual)
+	{
+		if (contains_ml(lfirst(lc)))
+			moved = lappend(moved, lfirst(lc));
+		else
+			keep = lappend(keep, lfirst(lc));
+	}
+	if (moved == NIL)
+		return;
+	join->joinqual = keep;
+	join->plan.qual = list_concat(join->plan.qual, moved);
+}
+
 /* Rewrites each plan of list in place (see rewrite_plan). */
 static void
 rewrite_list(RewriteState *rs, List *plans)
@@ -832,6 +862,8 @@ rewrite_plan(RewriteState *rs, Plan *plan, Limit *limit)
 			break;
 	}
 	rs->gather_depth -= gather ? 1 : 0;
+	if (IsA(plan, NestLoop) || IsA(plan, MergeJoin) || IsA(plan, HashJoin))
+		move_ml_join_filters((Join *) plan);
 	if (can_batch(plan))
 	{
 		Plan	   *batched = batch_node(rs, plan, limit);

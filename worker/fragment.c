@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "common/protocol.h"
+#include "worker/argmax.h"
 #include "worker/image.h"
 #include "worker/log.h"
 #include "worker/ocr.h"
@@ -501,18 +502,6 @@ pending_reserve(pending_batch *b, int max)
 	b->input = t;
 	b->cap = cap;
 	return 0;
-}
-
-/* Index of the largest of v[0..n) (the first on ties); n >= 1. */
-static size_t
-argmax(const float *v, size_t n)
-{
-	size_t		best = 0;
-
-	for (size_t i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
 }
 
 /*

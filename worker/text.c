@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "common/protocol.h"
+#include "worker/argmax.h"
 #include "worker/log.h"
 
 #include "worker/tokenizer.h"
@@ -710,18 +711,6 @@ cmp_rows(const void *a, const void *b)
 	if (x->n != y->n)
 		return x->n < y->n ? -1 : 1;
 	return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* Index of the largest of v[0..n) (the first on ties); n >= 1. */
-static size_t
-argmax(const float *v, size_t n)
-{
-	size_t		best = 0;
-
-	for (size_t i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
 }
 
 /*

@@ -49,35 +49,21 @@ PY=$BUILD/venv/bin/python
 top=$(pwd)
 tmp=$top/$BUILD/bench-batching
 
-# shellcheck source=tools/testenv.sh
-. tools/testenv.sh
-trap testenv_stop EXIT
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
-for f in "$BUILD/bin/infer-worker" "$CLIENT" "$WCLIENT"; do
-	[ -x "$f" ] || { echo "bench-batching: missing $f (make it first)" >&2; exit 1; }
-done
+bench_need bench-batching -x "$BUILD/bin/infer-worker" "$CLIENT" "$WCLIENT"
 rm -rf "$tmp"
 mkdir -p "$tmp"
 
-images=()
-for d in "$SHARED/data/ocr" "$BUILD/real-images"; do
-	[ -d "$d" ] || continue
-	for f in "$d"/*.png "$d"/*.jpg; do
-		[ -f "$f" ] && images+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
-	done
-done
-[ "${#images[@]}" -gt 0 ] || { echo "bench-batching: no images found" >&2; exit 1; }
+bench_images bench-batching
 
 testenv_start_worker "$tmp/worker.log" --threads "$THREADS"
 EP=$TESTENV_ENDPOINT
 echo "bench-batching: worker $EP, $THREADS engine thread(s), ${#images[@]} images, $(nproc) CPUs"
 
 # Text-line crops along the detector's boxes.
-for f in "${images[@]}"; do
-	js=$("$WCLIENT" --endpoint "$EP" --timeout-ms 120000 detect "$f" |
-		sed -n 's/^ROW 0 id=100 ok=1 .* json=//p')
-	[ -n "$js" ] && printf '%s\t%s\n' "$f" "$js"
-done >"$tmp/boxes.tsv"
+bench_boxes "$WCLIENT" "$EP" "$tmp/boxes.tsv"
 n_crops=$("$PY" bench/batching/make_crops.py "$tmp/boxes.tsv" "$tmp/crops")
 crops=("$tmp"/crops/*.png)
 echo "bench-batching: $n_crops text-line crops from the detector's boxes"
@@ -91,9 +77,6 @@ measure() {
 	RATE[$name]=$(sed -n 's/.*rows_per_s=\([0-9.]*\).*/\1/p' <<<"$out")
 	DIGEST[$name]=$(sed -n 's/.*digest=\([0-9a-f]*\).*/\1/p' <<<"$out")
 	printf '  %-22s %s\n' "$name" "$out"
-}
-ratio() {
-	python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"
 }
 same() {
 	if [ "${DIGEST[$1]}" = "${DIGEST[$2]}" ]; then echo "same answers"; else echo "ANSWERS DIFFER"; fi

@@ -51,13 +51,10 @@ PY=$BUILD/venv/bin/python
 top=$(pwd)
 tmp=$top/$BUILD/bench-e2e
 
-# shellcheck source=tools/testenv.sh
-. tools/testenv.sh
-trap testenv_stop EXIT
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
-for f in "$BUILD/bin/infer-worker" "$CLIENT" "$WCLIENT" "$ZMQBW"; do
-	[ -x "$f" ] || { echo "bench-e2e: missing $f (make it first)" >&2; exit 1; }
-done
+bench_need bench-e2e -x "$BUILD/bin/infer-worker" "$CLIENT" "$WCLIENT" "$ZMQBW"
 if [ -n "$CROPS" ]; then
 	CROPS=$(cd "$CROPS" && pwd)
 	case "$CROPS/" in
@@ -71,9 +68,6 @@ chmod 755 "$tmp"
 # median of the numbers given
 median() {
 	python3 -c "import sys, statistics; print('%.2f' % statistics.median(map(float, sys.argv[1:])))" "$@"
-}
-ratio() {
-	python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"
 }
 
 # --- four workers, one engine thread each -----------------------------------
@@ -89,19 +83,8 @@ echo "bench-e2e: workers ${EPS[*]} (1 engine thread each), $(nproc) CPUs, $ROWS 
 if [ -n "$CROPS" ]; then
 	crops=("$CROPS"/*.png)
 else
-	images=()
-	for d in "$SHARED/data/ocr" "$BUILD/real-images"; do
-		[ -d "$d" ] || continue
-		for f in "$d"/*.png "$d"/*.jpg; do
-			[ -f "$f" ] && images+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
-		done
-	done
-	[ "${#images[@]}" -gt 0 ] || { echo "bench-e2e: no images found" >&2; exit 1; }
-	for f in "${images[@]}"; do
-		js=$("$WCLIENT" --endpoint "$EP" --timeout-ms 120000 detect "$f" |
-			sed -n 's/^ROW 0 id=100 ok=1 .* json=//p')
-		[ -n "$js" ] && printf '%s\t%s\n' "$f" "$js"
-	done >"$tmp/boxes.tsv"
+	bench_images bench-e2e
+	bench_boxes "$WCLIENT" "$EP" "$tmp/boxes.tsv"
 	"$PY" bench/batching/make_crops.py "$tmp/boxes.tsv" "$tmp/crops" >/dev/null 2>"$tmp/crops.log"
 	chmod -R a+rX "$tmp/crops"
 	crops=("$tmp"/crops/*.png)

@@ -73,20 +73,13 @@ CLIENT=$BUILD/bin/bench/batching-client
 top=$(pwd)
 tmp=$top/$BUILD/bench-text
 
-# shellcheck source=tools/testenv.sh
-. tools/testenv.sh
-trap testenv_stop EXIT
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
-for f in "$BUILD/bin/infer-worker" "$CLIENT" "$REF" "$BUILD/models/$MODEL/model.onnx"; do
-	[ -e "$f" ] || { echo "bench-text: missing $f (make it first)" >&2; exit 1; }
-done
+bench_need bench-text -e "$BUILD/bin/infer-worker" "$CLIENT" "$REF" "$BUILD/models/$MODEL/model.onnx"
 rm -rf "$tmp"
 mkdir -p "$tmp"
 chmod 755 "$tmp"
-
-ratio() {
-	python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"
-}
 
 # --- the worker ----------------------------------------------------------------
 wargs=()

@@ -23,87 +23,10 @@
 # process it starts is killed by pid on exit.
 set -u
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-WORKER=${WORKER:-$BUILD/bin/infer-worker}
-CLIENT=${CLIENT:-$BUILD/bin/tests/worker-client}
-MODEL_DIR=${MODEL_DIR:-$BUILD/models}
 
-passed=0
-failed=0
-tmp=$(mktemp -d)
-pids=()
-workers=()
-
-cleanup() {
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-pass() {
-	passed=$((passed + 1))
-	echo "ok   - $1"
-}
-fail() {
-	failed=$((failed + 1))
-	echo "FAIL - $1"
-	[ $# -gt 1 ] && printf '       %s\n' "$2" | head -c 3000
-}
-
-# check NAME OUTPUT REGEX...: passes when OUTPUT matches every (extended) REGEX.
-check() {
-	local name=$1 out=$2
-	shift 2
-	for re in "$@"; do
-		if ! grep -Eq -- "$re" <<<"$out"; then
-			fail "$name (no match for /$re/)" "$out"
-			return
-		fi
-	done
-	pass "$name"
-}
-
-# check_not NAME OUTPUT REGEX: passes when OUTPUT does not match REGEX.
-check_not() {
-	if grep -Eq -- "$3" <<<"$2"; then
-		fail "$1 (matched /$3/)" "$2"
-	else
-		pass "$1"
-	fi
-}
-
-# shellcheck source=tools/testenv.sh
-. tools/testenv.sh
-
-# start_worker LOG [ARGS...]: a worker on a free port; sets WPID and EP.
-start_worker() {
-	local log=$1
-	shift
-	EP=tcp://127.0.0.1:$(testenv_free_port)
-	"$WORKER" --listen "$EP" "$@" 2>"$log" &
-	WPID=$!
-	pids+=("$WPID")
-	workers+=("$WPID")
-	for _ in $(seq 50); do
-		if "$CLIENT" --endpoint "$EP" --timeout-ms 200 ping | grep -q '^PONG '; then
-			return 0
-		fi
-		kill -0 "$WPID" 2>/dev/null || break
-	done
-	echo "worker did not start:"
-	cat "$log"
-	return 1
-}
-
-for f in "$WORKER" "$CLIENT"; do
-	if [ ! -x "$f" ]; then
-		echo "missing $f (make it first)"
-		echo "state: 0 passed, 1 failed"
-		exit 1
-	fi
-done
+# shellcheck source=tests/integration/testlib.sh
+. tests/integration/testlib.sh
+require_bins state "$WORKER" "$CLIENT"
 
 # The simulated models: sizes in bytes, [batch, ms] points; 3 GB/s loads.
 SIM=$tmp/sim

@@ -34,73 +34,14 @@
 # worker it starts is killed by pid on exit.
 set -u
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-WORKER=${WORKER:-$BUILD/bin/infer-worker}
-CLIENT=${CLIENT:-$BUILD/bin/tests/worker-client}
-MODEL_DIR=${MODEL_DIR:-$BUILD/models}
 SHARED=${SHARED:-../shared}
 DATA=$SHARED/data/ocr
 OCR_TIMEOUT_MS=${OCR_TIMEOUT_MS:-120000}
 
-passed=0
-failed=0
-tmp=$(mktemp -d)
-pids=()
-
-cleanup() {
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# pass NAME / fail NAME [OUTPUT]
-pass() {
-	passed=$((passed + 1))
-	echo "ok   - $1"
-}
-fail() {
-	failed=$((failed + 1))
-	echo "FAIL - $1"
-	[ $# -gt 1 ] && printf '       %s\n' "$2" | head -c 2000
-}
-
-# check NAME OUTPUT REGEX...: passes when OUTPUT matches every (extended) REGEX.
-check() {
-	local name=$1 out=$2
-	shift 2
-	for re in "$@"; do
-		if ! grep -Eq -- "$re" <<<"$out"; then
-			fail "$name (no match for /$re/)" "$out"
-			return
-		fi
-	done
-	pass "$name"
-}
-
-# shellcheck source=tools/testenv.sh
-. tools/testenv.sh
-
-# start_worker LOG [EXTRA ARGS...]: starts a worker on a free port of
-# 127.0.0.1 and waits until it answers a ping; sets WPID and EP.
-start_worker() {
-	local log=$1
-	shift
-	EP=tcp://127.0.0.1:$(testenv_free_port)
-	"$WORKER" --listen "$EP" --model-dir "$MODEL_DIR" "$@" 2>"$log" &
-	WPID=$!
-	pids+=("$WPID")
-	for _ in $(seq 50); do
-		if "$CLIENT" --endpoint "$EP" --timeout-ms 200 ping | grep -q '^PONG '; then
-			return 0
-		fi
-		kill -0 "$WPID" 2>/dev/null || break
-	done
-	echo "worker did not start:"
-	cat "$log"
-	return 1
-}
+# shellcheck source=tests/integration/testlib.sh
+. tests/integration/testlib.sh
+TESTLIB_FAIL_BYTES=2000
+TESTLIB_WORKER_ARGS=(--model-dir "$MODEL_DIR")
 
 # stop_worker SIGNAL [TENTHS]: sends SIGNAL to $WPID and waits up to TENTHS
 # tenths of a second (default 20); sets STOPPED to "exit=N" or "alive".
@@ -118,13 +59,7 @@ stop_worker() {
 	done
 }
 
-for f in "$WORKER" "$CLIENT"; do
-	if [ ! -x "$f" ]; then
-		echo "missing $f (make it first)"
-		echo "worker: 0 passed, 1 failed"
-		exit 1
-	fi
-done
+require_bins worker "$WORKER" "$CLIENT"
 
 # --- command line ---------------------------------------------------------
 out=$("$WORKER" --help 2>&1)

@@ -38,6 +38,7 @@
 #include "common/protocol.h"
 #include "worker/fragment.h"
 #include "worker/model_cache.h"
+#include "tests/text/textutil.h"
 
 #define MIN_COSINE 0.9999
 #define MAX_DIMS 4096
@@ -54,41 +55,10 @@ typedef struct ref_text
 	float	   *values;
 } ref_text;
 
-static int	passed;
-static int	failed;
-
 /* --classify: the labels, and how often the worker gave each. */
 static char *labels[MAX_LABELS];
 static int	n_labels;
 static int	label_seen[MAX_LABELS];
-
-/* Counts one case; a failure prints "FAIL line: message" (the first 20). */
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			passed++; \
-		else \
-		{ \
-			failed++; \
-			if (failed <= 20) \
-			{ \
-				printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-				printf(__VA_ARGS__); \
-				printf("\n"); \
-			} \
-		} \
-	} while (0)
-
-/* Value of a lower-case hex digit, -1 for anything else. */
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
 
 /*
  * Parses one reference line into *t (allocating text and values); -1 when

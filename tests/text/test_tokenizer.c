@@ -19,39 +19,9 @@
 #include <string.h>
 
 #include "worker/tokenizer.h"
+#include "tests/text/textutil.h"
 
 #define MAX_IDS 1024
-
-static int	passed;
-static int	failed;
-
-/* Counts one case; a failure prints "FAIL line: message". */
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			passed++; \
-		else \
-		{ \
-			failed++; \
-			if (failed <= 20) \
-			{ \
-				printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-				printf(__VA_ARGS__); \
-				printf("\n"); \
-			} \
-		} \
-	} while (0)
-
-/* Value of a lower-case hex digit, -1 for anything else. */
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
 
 /* Decodes n hex digits at s into out; the byte count, or -1. */
 static long
