@@ -331,7 +331,9 @@ echo " for comparison only: sql_batched_256, SET infer.batch_size = 256;"
 echo " direct_sorted, direct_batched over the same rows sorted by token count)"
 # Padding: the tokens the model runs batched (the worker's policy, worker/text.c:
 # each request sorted by token count, model calls of at most 32 rows and
-# 2048 padded tokens) against the texts' own tokens (what per-row runs)
+# 2048 padded tokens, no row longer than TEXT_PAD_RATIO x the call's first
+# row + TEXT_PAD_SLACK, worker/text.h) against the texts' own tokens (what
+# per-row runs)
 "$PY" - "$BUILD/models/$MODEL/tokenizer.json" "$SENT" "$ROWS" <<'PY'
 import os, sys
 sys.path.insert(0, os.path.join(os.getcwd(), "tools"))
@@ -349,7 +351,8 @@ def padded(req):
         i = 0
         while i < len(s):
             n = 1
-            while i + n < len(s) and n < 32 and (n + 1) * s[i + n] <= 2048:
+            while (i + n < len(s) and n < 32 and (n + 1) * s[i + n] <= 2048
+                   and s[i + n] <= s[i] * 1.25 + 2):
                 n += 1
             out += n * s[i + n - 1]
             calls += 1
