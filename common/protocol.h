@@ -8,9 +8,11 @@
  *	  frame 0	   a Pginfer__Header (common/pg_infer.proto), protobuf-c packed
  *	  frame 1..n   payload: for MSG_RUN_FRAGMENT one frame per row (the raw
  *				   image bytes; for FRAG_EMBED_TEXT the text in UTF-8, no
- *				   terminating zero); for MSG_RESULT one frame per RowResult (the row's
+ *				   terminating zero; empty for a row in cached_rows, whose
+ *				   bytes the worker takes from its input cache); for
+ *				   MSG_RESULT one frame per RowResult (the row's
  *				   float32 values in host byte order, empty when the row has
- *				   none)
+ *				   none); MSG_NEED_INPUT has none
  *
  * (The ROUTER side also sees the peer's routing-id frame first; the worker
  * strips it on receive and puts it back on send.)
@@ -22,6 +24,10 @@
  */
 #ifndef PGINFER_PROTOCOL_H
 #define PGINFER_PROTOCOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "common/pg_infer.pb-c.h"
 
@@ -44,6 +50,8 @@
 #define PGINFER_SQLSTATE_OUT_OF_MEMORY	"53200"	/* out_of_memory */
 #define PGINFER_SQLSTATE_BAD_TEXT		"22021"	/* character_not_in_repertoire */
 #define PGINFER_SQLSTATE_IN_USE			"55006"	/* object_in_use */
+#define PGINFER_SQLSTATE_DATA_CORRUPTED	"XX001"	/* data_corrupted: a row's
+												 * bytes and SHA-256 differ */
 
 /*
  * Worker state (MSG_STATE on the worker's PUB socket, and the body of
@@ -56,5 +64,84 @@
  */
 #define PGINFER_STATE_PERIOD_MS		100
 #define PGINFER_STATE_COALESCE_MS	10
+
+/*
+ * The input cache (RunFragment.input_sha256 / cached_rows, MSG_NEED_INPUT;
+ * docs/placement.md).  Rows are named by the SHA-256 of their payload
+ * bytes.  A worker summarises the digests it holds in a Bloom filter
+ * (B. H. Bloom, "Space/time trade-offs in hash coding with allowable
+ * errors", CACM 13(7), 1970) of PGINFER_BLOOM_BITS bits, published as
+ * WorkerState.input_bloom (bit i is bit i % 8, LSB first, of byte i / 8)
+ * with bloom_hashes = PGINFER_BLOOM_HASHES.  The k bit indexes of a digest
+ * come from double hashing (A. Kirsch and M. Mitzenmacher, "Less hashing,
+ * same performance: building a better Bloom filter", ESA 2006):
+ * g_i = h1 + i * h2 mod m, where h1 and h2 are the digest's first two
+ * 64-bit little-endian words (h2 made odd, so that with m a power of two
+ * the k indexes are distinct).  A SHA-256 is uniform, so no further
+ * hashing is needed.  With n digests in it the false-positive rate is
+ * about (1 - e^(-k n / m))^k: 1.3 % at n = 3400 (4 KiB, k = 5), which
+ * only costs a MSG_NEED_INPUT round trip, never a wrong answer.
+ */
+#define PGINFER_SHA256_LEN		32
+#define PGINFER_BLOOM_BITS		32768	/* m: a power of two */
+#define PGINFER_BLOOM_BYTES		(PGINFER_BLOOM_BITS / 8)
+#define PGINFER_BLOOM_HASHES	5		/* k */
+/*
+ * Most digests a worker puts in its filter: the most recently used ones,
+ * so that a cache of many small inputs does not fill the filter (at n =
+ * 4096 the false-positive rate is 2.2 %); inputs beyond are still cached
+ * and used, but backends send them.
+ */
+#define PGINFER_BLOOM_MAX_ENTRIES 4096
+
+/* Bit index i (0 <= i < k) of digest in a Bloom filter of m bits (m a power of two). */
+static inline uint32_t
+pginfer_bloom_index(const uint8_t *digest, uint32_t i, uint32_t m)
+{
+	uint64_t	h1 = 0,
+				h2 = 0;
+
+	for (int b = 7; b >= 0; b--)
+	{
+		h1 = (h1 << 8) | digest[b];
+		h2 = (h2 << 8) | digest[8 + b];
+	}
+	h2 |= 1;
+	return (uint32_t) ((h1 + (uint64_t) i * h2) & (uint64_t) (m - 1));
+}
+
+/* Sets digest's k bits in bloom (nbytes bytes, a power of two). */
+static inline void
+pginfer_bloom_add(uint8_t *bloom, size_t nbytes, uint32_t k,
+				  const uint8_t *digest)
+{
+	for (uint32_t i = 0; i < k; i++)
+	{
+		uint32_t	bit = pginfer_bloom_index(digest, i, (uint32_t) (nbytes * 8));
+
+		bloom[bit >> 3] |= (uint8_t) (1u << (bit & 7));
+	}
+}
+
+/*
+ * Whether bloom (nbytes bytes, a power of two, probed with k indexes) may
+ * hold digest: false means certainly not; an empty filter (nbytes or k 0)
+ * holds nothing.
+ */
+static inline bool
+pginfer_bloom_probe(const uint8_t *bloom, size_t nbytes, uint32_t k,
+					const uint8_t *digest)
+{
+	if (nbytes == 0 || k == 0 || (nbytes & (nbytes - 1)) != 0)
+		return false;
+	for (uint32_t i = 0; i < k; i++)
+	{
+		uint32_t	bit = pginfer_bloom_index(digest, i, (uint32_t) (nbytes * 8));
+
+		if ((bloom[bit >> 3] & (1u << (bit & 7))) == 0)
+			return false;
+	}
+	return true;
+}
 
 #endif							/* PGINFER_PROTOCOL_H */

@@ -32,7 +32,10 @@
  * too, so a worker that goes away while it holds a request is an error
  * at once (08006), not after infer.timeout.  That includes a worker that
  * drops the connection because a frame of the request was larger than its
- * --max-message-bytes (ZMQ_MAXMSGSIZE): the request fails with 08006.
+ * --max-message-bytes (ZMQ_MAXMSGSIZE): the request fails with 08006.  A
+ * worker that was up when the request was sent and that the pool then
+ * finds down (no heartbeat for infer.worker_timeout: hung, though still
+ * connected) is 08006 too, "stopped answering", once the pool says so.
  *
  * A MSG_ERROR whose request_id is 0 (the worker could not parse the
  * header, so it cannot know the id) answers the oldest request pending on
@@ -50,6 +53,23 @@
  * unanswered, so an error, a rescan or the end of a batch can never leave
  * a dangling request behind.  Replies nobody waits for are dropped.
  *
+ * The input cache (docs/placement.md): a MSG_RUN_FRAGMENT names each row
+ * of at least infer.input_cache_min_bytes bytes by its SHA-256
+ * (RunFragment.input_sha256; -1 turns this off), and leaves out the bytes
+ * of the rows that its worker's Bloom filter, in the pool's slot, says the
+ * worker holds (cached_rows, an empty frame each).  A worker that does not
+ * hold some answers MSG_NEED_INPUT naming them; InferClientWait then sends
+ * the request again at once, under the same id: first with the named rows'
+ * bytes (the other rows left out are still held, or were cached when the
+ * first send delivered them), and, should the worker ask again, with every
+ * row's bytes; a third request is a protocol violation.  So the caller's
+ * payloads must stay valid until the reply is returned or the request is
+ * forgotten.  InferClientStageInputs lets placement see the digests of the
+ * rows it places (InferClientUncachedBytes) and the send that follows
+ * reuse them: the send takes them only when it is the very next request
+ * of the backend and carries the same payload arrays, and drops them
+ * after (a stale digest must never name another row's bytes).
+ *
  * A request to a worker with a pool slot (worker->pool_slot, set by
  * placement.c) adds its rows and estimate to the slot's in-flight work at
  * send; the reply's arrival, the cancel and the exit above take them back
@@ -64,6 +84,8 @@
 #include <pthread.h>
 #include <zmq.h>
 
+#include "common/cryptohash.h"
+#include "common/sha2.h"
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -92,13 +114,38 @@ struct InferRequest
 	InferWorker worker;			/* copied into the owner's context */
 	uint64		request_id;
 	uint64		disconnects_at_send;	/* socket's count when sent */
+	int			watch_slot;		/* pool slot of a worker up at send, or 0 */
 	TimestampTz deadline;
 	int			timeout_ms;
 	MemoryContext owner;		/* the reply's context is a child of it */
 	InferReply *reply;			/* NULL until it arrives */
 	MemoryContextCallback forget;	/* on the owner's reset or deletion */
 	InferPoolInflight inflight; /* its share of the pool's in-flight work */
+	/* the input cache (see the banner) */
+	uint8	   *packed;			/* the header last sent, when rows were left
+								 * out (to send it again); else NULL */
+	size_t		packed_len;
+	int			npayloads;
+	const void *const *payloads;	/* the caller's, valid until answered */
+	const size_t *payload_lens;
+	int			resends;		/* MSG_NEED_INPUT answered */
+	int64		rows_cached;	/* rows left out of the last send */
+	int64		bytes_sent;		/* payload bytes sent, over all sends */
+	int64		bytes_total;	/* payload bytes of one whole send */
 };
+
+/* The rows InferClientStageInputs hashed (see the banner). */
+typedef struct ClientStaged
+{
+	MemoryContext cxt;			/* holds digests and hashed */
+	int			nrows;			/* 0: nothing staged */
+	uint64		counter;		/* client_request_counter at staging */
+	const void *const *payloads;
+	const size_t *lens;
+	size_t		total;			/* bytes of the rows */
+	uint8	   *digests;		/* nrows * PGINFER_SHA256_LEN */
+	bool	   *hashed;			/* nrows: long enough to be named */
+} ClientStaged;
 
 /* The outcome of client_wait(). */
 typedef enum ClientWait
@@ -113,6 +160,7 @@ static InferSocket *client_sockets = NULL;
 static uint64 client_request_counter = 0;
 static int	client_monitor_counter = 0;
 static dlist_head client_pending = DLIST_STATIC_INIT(client_pending);
+static ClientStaged client_staged;
 
 /*
  * Load-time check: the linked libzmq must be 4.x or later (ZMQ_IMMEDIATE,
@@ -683,11 +731,302 @@ client_dispatch(InferSocket *s, const InferWorker *worker)
 }
 
 /*
+ * SHA-256 of data[0..len) into digest (PGINFER_SHA256_LEN bytes), with
+ * PostgreSQL's cryptohash (OpenSSL when the server is built with it).
+ */
+static void
+client_sha256(const void *data, size_t len, uint8 *digest)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+
+	if (ctx == NULL ||
+		pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *) data, len) < 0 ||
+		pg_cryptohash_final(ctx, digest, PG_SHA256_DIGEST_LENGTH) < 0)
+	{
+		const char *why = ctx ? pg_cryptohash_error(ctx) : "out of memory";
+
+		pg_cryptohash_free(ctx);
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not compute the SHA-256 of an inference input: %s",
+						why)));
+	}
+	pg_cryptohash_free(ctx);
+}
+
+/*
+ * Hashes the rows of at least infer.input_cache_min_bytes bytes into
+ * digests (nrows * PGINFER_SHA256_LEN) and marks them in hashed (nrows).
+ */
+static void
+client_hash_rows(int nrows, const void *const *payloads, const size_t *lens,
+				 uint8 *digests, bool *hashed)
+{
+	for (int i = 0; i < nrows; i++)
+	{
+		hashed[i] = infer_input_cache_min_bytes >= 0 &&
+			lens[i] >= (size_t) infer_input_cache_min_bytes;
+		if (hashed[i])
+			client_sha256(payloads[i], lens[i], digests + i * PGINFER_SHA256_LEN);
+	}
+}
+
+/*
+ * Hashes the rows of the request about to be placed and sent (payloads[i]
+ * of payload_lens[i] bytes, the arrays the send will be given), so that
+ * placement's transfer term sees which rows each worker holds
+ * (InferClientUncachedBytes) and the send reuses the digests.  Does
+ * nothing with infer.input_cache_min_bytes = -1.  See the banner.
+ */
+void
+InferClientStageInputs(int nrows, const void *const *payloads,
+					   const size_t *payload_lens)
+{
+	ClientStaged *st = &client_staged;
+
+	st->nrows = 0;
+	if (infer_input_cache_min_bytes < 0 || nrows <= 0)
+		return;
+	if (st->cxt == NULL)
+		st->cxt = AllocSetContextCreate(TopMemoryContext, "pg_infer staged inputs",
+										ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(st->cxt);
+	st->digests = MemoryContextAlloc(st->cxt, (Size) nrows * PGINFER_SHA256_LEN);
+	st->hashed = MemoryContextAlloc(st->cxt, sizeof(bool) * nrows);
+	client_hash_rows(nrows, payloads, payload_lens, st->digests, st->hashed);
+	st->total = 0;
+	for (int i = 0; i < nrows; i++)
+		st->total += payload_lens[i];
+	st->payloads = payloads;
+	st->lens = payload_lens;
+	st->counter = client_request_counter;
+	st->nrows = nrows;
+}
+
+/*
+ * The input bytes of the staged request (bytes in all) that worker w
+ * would have to be sent: those of the rows its input cache's Bloom filter
+ * does not claim.  bytes when nothing of that size is staged or w has no
+ * filter.  An estimate (a false positive costs a MSG_NEED_INPUT round
+ * trip); placement's transfer term.
+ */
+size_t
+InferClientUncachedBytes(const struct InferPoolWorker *w, size_t bytes)
+{
+	const ClientStaged *st = &client_staged;
+	size_t		left = bytes;
+
+	if (w == NULL || w->bloom_hashes == 0 || st->nrows == 0 || st->total != bytes)
+		return bytes;
+	for (int i = 0; i < st->nrows; i++)
+		if (st->hashed[i] &&
+			pginfer_bloom_probe(w->input_bloom, PGINFER_BLOOM_BYTES, w->bloom_hashes,
+								st->digests + i * PGINFER_SHA256_LEN))
+			left -= st->lens[i];
+	return left;
+}
+
+/*
+ * The input-cache counters of req: rows its worker took from its cache
+ * (left out of the send it answered), payload bytes not sent (negative
+ * when resends sent more than one whole request would) and MSG_NEED_INPUT
+ * round trips.
+ */
+void
+InferClientInputStats(const InferRequest *req, int64 *rows_cached,
+					  int64 *bytes_saved, int64 *resends)
+{
+	*rows_cached = req->rows_cached;
+	*bytes_saved = req->bytes_total - req->bytes_sent;
+	*resends = req->resends;
+}
+
+/*
+ * Sets run's input_sha256 (in the current memory context) for the rows of
+ * a request of npayloads rows to worker, and cached_rows for those the
+ * worker's filter claims; returns the rows left out (palloc'd flags), or
+ * NULL when none are.  Uses the staged digests when they are this
+ * request's (see the banner), and drops them.
+ */
+static bool *
+client_prepare_inputs(const InferWorker *worker, Pginfer__RunFragment *run,
+					  int npayloads, const void *const *payloads,
+					  const size_t *payload_lens)
+{
+	ClientStaged *st = &client_staged;
+	uint8	   *digests = palloc(Max((Size) npayloads * PGINFER_SHA256_LEN, 1));
+	bool	   *hashed = palloc(sizeof(bool) * Max(npayloads, 1));
+	bool	   *omit = NULL;
+	int			ncached = 0;
+
+	if (st->nrows == npayloads && st->payloads == payloads &&
+		st->lens == payload_lens && st->counter + 1 == client_request_counter)
+	{
+		memcpy(digests, st->digests, (Size) npayloads * PGINFER_SHA256_LEN);
+		memcpy(hashed, st->hashed, sizeof(bool) * npayloads);
+	}
+	else
+		client_hash_rows(npayloads, payloads, payload_lens, digests, hashed);
+	st->nrows = 0;
+
+	run->n_input_sha256 = npayloads;
+	run->input_sha256 = palloc(sizeof(ProtobufCBinaryData) * npayloads);
+	for (int i = 0; i < npayloads; i++)
+	{
+		run->input_sha256[i].data = hashed[i] ? digests + i * PGINFER_SHA256_LEN : NULL;
+		run->input_sha256[i].len = hashed[i] ? PGINFER_SHA256_LEN : 0;
+	}
+
+	/* the worker's filter, as its last state had it */
+	if (worker->pool_slot != 0 && InferPoolEnabled())
+	{
+		const InferPoolWorker *w;
+
+		omit = palloc0(sizeof(bool) * npayloads);
+		InferPoolLock(false);
+		w = InferPoolSlot(worker->pool_slot);
+		for (int i = 0; w->used && w->bloom_hashes > 0 && i < npayloads; i++)
+			if (hashed[i] &&
+				pginfer_bloom_probe(w->input_bloom, PGINFER_BLOOM_BYTES,
+									w->bloom_hashes,
+									digests + i * PGINFER_SHA256_LEN))
+			{
+				omit[i] = true;
+				ncached++;
+			}
+		InferPoolUnlock();
+	}
+	run->n_cached_rows = 0;
+	if (ncached == 0)
+		return NULL;
+	run->cached_rows = palloc(sizeof(uint32_t) * ncached);
+	for (int i = 0; i < npayloads; i++)
+		if (omit[i])
+			run->cached_rows[run->n_cached_rows++] = i;
+	return omit;
+}
+
+/*
+ * Sends the packed header buf (len bytes) and the payload frames (empty
+ * for the rows omit marks; omit may be NULL) on s without waiting; adds
+ * the bytes sent to req.  Returns false when ZeroMQ refuses the first
+ * frame (nothing was sent).
+ */
+static bool
+client_send_frames(InferSocket *s, InferRequest *req, const uint8 *buf,
+				   size_t len, int npayloads, const void *const *payloads,
+				   const size_t *payload_lens, const bool *omit)
+{
+	/*
+	 * zmq_send copies: the payload lives in memory that an error may free
+	 * before ZeroMQ's I/O thread gets to it.  Once the first frame is
+	 * accepted, ZeroMQ accepts the rest of the message.
+	 */
+	if (zmq_send(s->sock, buf, len,
+				 (npayloads > 0 ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0)
+		return false;
+	for (int i = 0; i < npayloads; i++)
+	{
+		bool		out = omit != NULL && omit[i];
+
+		if (zmq_send(s->sock, out ? "" : payloads[i], out ? 0 : payload_lens[i],
+					 (i + 1 < npayloads ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0)
+			return false;
+		req->bytes_sent += out ? 0 : payload_lens[i];
+	}
+	return true;
+}
+
+/*
+ * Answers a MSG_NEED_INPUT for req (see the banner): sends the request
+ * again under the same id, with the rows it names, or (the second time)
+ * with every row, and puts it back among the pending requests.  Errors:
+ * 08P01 when the worker asks for rows that were not left out, or asks a
+ * third time; 08006 when the send fails.
+ */
+static void
+client_resend(InferRequest *req, const Pginfer__NeedInput *need)
+{
+	InferSocket *s = req->socket;
+	MemoryContext oldcxt = MemoryContextSwitchTo(req->owner);
+	ProtobufCAllocator allocator;
+	Pginfer__Header *h;
+	Pginfer__RunFragment *run;
+	bool	   *omit;
+	size_t		k = 0;
+
+	if (req->packed == NULL || need == NULL || req->resends >= 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("inference worker \"%s\" at %s asked again for input rows of a request that sent them",
+						req->worker.name, req->worker.endpoint)));
+	allocator.alloc = client_pb_alloc;
+	allocator.free = client_pb_free;
+	allocator.allocator_data = req->owner;
+	h = pginfer__header__unpack(&allocator, req->packed_len, req->packed);
+	if (h == NULL || h->run == NULL)
+		elog(ERROR, "pg_infer: could not unpack a request this backend packed");
+	run = h->run;
+	for (size_t n = 0; n < need->n_rows; n++)
+	{
+		bool		listed = false;
+
+		for (size_t c = 0; c < run->n_cached_rows && !listed; c++)
+			listed = run->cached_rows[c] == need->rows[n];
+		if (!listed)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("inference worker \"%s\" at %s asked for input row %u, which was sent",
+							req->worker.name, req->worker.endpoint, need->rows[n])));
+	}
+	/* first time: the named rows; second time: every row */
+	for (size_t c = 0; req->resends == 0 && c < run->n_cached_rows; c++)
+	{
+		bool		named = false;
+
+		for (size_t n = 0; n < need->n_rows && !named; n++)
+			named = need->rows[n] == run->cached_rows[c];
+		if (!named)
+			run->cached_rows[k++] = run->cached_rows[c];
+	}
+	run->n_cached_rows = k;
+	req->resends++;
+	omit = palloc0(sizeof(bool) * Max(req->npayloads, 1));
+	for (size_t c = 0; c < run->n_cached_rows; c++)
+		omit[run->cached_rows[c]] = true;
+	req->rows_cached = (int64) run->n_cached_rows;
+	req->packed_len = pginfer__header__get_packed_size(h);
+	req->packed = palloc(Max(req->packed_len, 1));
+	pginfer__header__pack(h, req->packed);
+	elog(DEBUG1, "pg_infer: inference worker \"%s\" does not hold %zu input rows of request " UINT64_FORMAT "; sending it again",
+		 req->worker.name, need->n_rows, req->request_id);
+
+	client_read_monitor(s);
+	req->disconnects_at_send = s->disconnects;
+	if (!client_send_frames(s, req, req->packed, req->packed_len, req->npayloads,
+							req->payloads, req->payload_lens, omit))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not send request to inference worker \"%s\" at %s: %s",
+						req->worker.name, req->worker.endpoint,
+						zmq_strerror(zmq_errno()))));
+	dlist_push_tail(&client_pending, &req->node);
+	req->linked = true;
+	InferPoolAddInflight(req->worker.pool_slot, req->npayloads, req->worker.est_ms,
+						 &req->inflight);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
  * Sends request (its version and request_id already set) to worker with
  * npayloads payload frames and returns the pending request, allocated in
  * the current memory context (its owner; see the banner); the reply
- * (InferClientWait) is due within timeout_ms of now.  Errors: 08006 when
- * no connection could be made in time.
+ * (InferClientWait) is due within timeout_ms of now.  A MSG_RUN_FRAGMENT
+ * gets its input digests and leaves out the rows the worker holds (see the
+ * banner): payloads and payload_lens must stay valid until the reply is
+ * returned or the request is forgotten.  Errors: 08006 when no connection
+ * could be made in time.
  */
 InferRequest *
 InferClientSend(const InferWorker *worker, Pginfer__Header *request,
@@ -701,11 +1040,24 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	int			watch;
 	InferPoolStatus status;
 	ClientWait	waited;
+	bool	   *omit = NULL;
 
 	req = palloc0(sizeof(InferRequest));
 	req->socket = s;
 	req->worker.name = pstrdup(worker->name);
 	req->worker.endpoint = pstrdup(worker->endpoint);
+	req->worker.pool_slot = worker->pool_slot;
+	req->worker.est_ms = worker->est_ms;
+	req->npayloads = npayloads;
+	req->payloads = payloads;
+	req->payload_lens = payload_lens;
+	for (int i = 0; i < npayloads; i++)
+		req->bytes_total += payload_lens[i];
+	/* the input cache: digests, and the rows the worker holds left out */
+	if (request->kind == PGINFER__MSG_KIND__MSG_RUN_FRAGMENT &&
+		request->run != NULL && npayloads > 0 && infer_input_cache_min_bytes >= 0)
+		omit = client_prepare_inputs(worker, request->run, npayloads, payloads,
+									 payload_lens);
 	req->request_id = request->request_id;
 	req->timeout_ms = timeout_ms;
 	req->owner = CurrentMemoryContext;
@@ -744,22 +1096,22 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 				 errhint("Check that infer-worker is running and listening on %s, or remove it with infer.drop_worker().",
 						 worker->endpoint)));
 
-	/*
-	 * zmq_send copies: the payload lives in memory that an error may free
-	 * before ZeroMQ's I/O thread gets to it.  Once the first frame is
-	 * accepted, ZeroMQ accepts the rest of the message.  Disconnections
-	 * before this point concern earlier requests.
-	 */
+	/* Disconnections before this point concern earlier requests. */
 	client_read_monitor(s);
 	req->disconnects_at_send = s->disconnects;
-	if (zmq_send(s->sock, buf, len,
-				 (npayloads > 0 ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0)
+	req->watch_slot = watch;
+	if (!client_send_frames(s, req, buf, len, npayloads, payloads, payload_lens,
+							omit))
 		goto send_failed;
-	for (int i = 0; i < npayloads; i++)
-		if (zmq_send(s->sock, payloads[i], payload_lens[i],
-					 (i + 1 < npayloads ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0)
-			goto send_failed;
-	pfree(buf);
+	if (omit != NULL)
+	{
+		/* kept to send again on MSG_NEED_INPUT */
+		req->packed = buf;
+		req->packed_len = len;
+		req->rows_cached = (int64) request->run->n_cached_rows;
+	}
+	else
+		pfree(buf);
 
 	dlist_push_tail(&client_pending, &req->node);
 	req->linked = true;
@@ -781,22 +1133,42 @@ send_failed:
 }
 
 /*
+ * When req's reply is a MSG_NEED_INPUT (it may have been read while
+ * another request waited), drops it and sends the rows again
+ * (client_resend); returns whether it did, i.e. req waits again.
+ */
+static bool
+client_take_need_input(InferRequest *req)
+{
+	InferReply *need = req->reply;
+
+	if (need == NULL || need->header->kind != PGINFER__MSG_KIND__MSG_NEED_INPUT)
+		return false;
+	req->reply = NULL;
+	client_resend(req, need->header->need_input);
+	MemoryContextDelete(GetMemoryChunkContext(need));
+	return true;
+}
+
+/*
  * Waits for req's reply (until the deadline set at send) and returns it;
  * it lives in a child context of req's owner.  Replies to other requests
  * read meanwhile go to those.  Errors: 57014 when the worker did not
  * answer in time (the request is then cancelled), 08006 when it went
- * away while it held the request, 08P01 on a reply that cannot be parsed
- * or has another protocol version.
+ * away while it held the request or, up at send, was found down by the
+ * pool (then cancelled), 08P01 on a reply that cannot be parsed or has
+ * another protocol version.
  */
 InferReply *
 InferClientWait(InferRequest *req)
 {
-	while (req->reply == NULL)
+	while (client_take_need_input(req) || req->reply == NULL)
 	{
 		/* Can't happen: callers never wait on a request they cancelled. */
 		if (!req->linked)
 			elog(ERROR, "pg_infer: waiting for a cancelled request");
-		switch (client_wait(req->socket, ZMQ_POLLIN, req->deadline, req, 0))
+		switch (client_wait(req->socket, ZMQ_POLLIN, req->deadline, req,
+							req->watch_slot))
 		{
 			case CLIENT_READY:
 				break;
@@ -811,6 +1183,18 @@ InferClientWait(InferRequest *req)
 						 errhint("Raise infer.timeout, add workers with infer.add_worker(), or check the worker's log.")));
 				break;
 			case CLIENT_DISCONNECTED:
+				/* still connected: the pool found it down (hung) */
+				if (req->socket->disconnects == req->disconnects_at_send)
+				{
+					client_cancel(req);
+					ereport(ERROR,
+							(errcode(ERRCODE_CONNECTION_FAILURE),
+							 errmsg("inference worker \"%s\" at %s stopped answering while it held the request",
+									req->worker.name, req->worker.endpoint),
+							 errdetail("No heartbeat came from the worker for infer.worker_timeout (%d ms): it is hung or unreachable.",
+									   infer_worker_timeout_ms),
+							 errhint("Check the worker's process and log; the statement can be run again once it is back.")));
+				}
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("lost the connection to inference worker \"%s\" at %s while it held the request",

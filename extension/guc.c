@@ -34,6 +34,7 @@ int			infer_pool_max_workers = 64;
 int			infer_worker_timeout_ms = 2000;
 int			infer_placement = INFER_PLACEMENT_COST;
 int			infer_bandwidth_mb = 1000;
+int			infer_input_cache_min_bytes = 1024;
 
 static const struct config_enum_entry placement_options[] = {
 	{"cost", INFER_PLACEMENT_COST, false},
@@ -193,6 +194,18 @@ InferGucInit(void)
 							&infer_bandwidth_mb,
 							1000, 1, INT_MAX,
 							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("infer.input_cache_min_bytes",
+							"Smallest input that is named by its SHA-256, so "
+							"that a worker holding it need not be sent it again.",
+							"Inputs of at least this many bytes are hashed; one "
+							"the chosen worker is believed to hold (its input "
+							"cache's Bloom filter) is not sent.  0 hashes every "
+							"input; -1 turns the input cache off.",
+							&infer_input_cache_min_bytes,
+							1024, -1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("infer.text_truncate",

@@ -28,8 +28,10 @@
  * are returned in order; a row the worker rejected raises its ERROR, or
  * with infer.on_error = null a WARNING and NULL, when that row is
  * returned, so the rows before it come out as they would one by one.
- * A request whose worker goes away (08006) is sent again, whole, to
- * another worker (send_part, wait_part), so its rows still come back once.
+ * A request whose worker is lost (08006: it went away, or hangs and the
+ * pool finds it down) is sent again, whole, to another worker that is not
+ * down (send_part, wait_part), so its rows still come back once; with no
+ * such worker the loss is the statement's error.
  *
  * Parallel query: under a Gather, each process that runs the partial plan
  * (the parallel workers, and the leader when it participates) has its own
@@ -82,6 +84,9 @@ typedef struct BatchStats
 	int64		nbatches;		/* batches filled and sent */
 	int64		nrows;			/* rows in them */
 	int64		bytes;			/* image bytes sent */
+	int64		rows_cached;	/* rows the workers took from their input
+								 * cache (not sent) */
+	int64		input_resends;	/* MSG_NEED_INPUT round trips */
 	double		wait_ms;		/* waiting for replies */
 	double		compute_ms;		/* the workers' compute, as they report it */
 	int			nworkers;		/* entries of workers[] in use */
@@ -299,6 +304,7 @@ infer_batch_begin(CustomScanState *node, EState *estate, int eflags)
 					 i, INFERBATCH_MAX_STAGES);
 			bc->stage_fn[k] = fn;
 			bc->nstages++;
+			InferCheckExecute(call->funcid);
 			switch (fn)
 			{
 				case INFER_FN_OCR:
@@ -523,23 +529,64 @@ setup_fragment(InferBatchState *st, BatchCall *bc)
 }
 
 /*
- * Fills the next free slot with rows of the child and sends one request
- * per group of calls (one input, a fragment per call of the group).  Returns false (and sets child_done) when the child had no
- * more rows (or the bound was reached) before the first row.
+ * Raises edata, the error that lost a request of nrows rows its worker
+ * (08006), as the statement's error, its context kept, adding to its
+ * detail that no other worker is up to take the rows.
  */
+static void
+raise_lost(ErrorData *edata, int nrows)
+{
+	edata->detail = psprintf("%s%sNo other inference worker is up to take the request (%d rows).",
+							 edata->detail ? edata->detail : "",
+							 edata->detail ? " " : "", nrows);
+	ReThrowError(edata);
+}
+
+/*
+ * The worker placement chooses for part's request (leader bc's, over
+ * frags).  A re-send (the worker that held the rows was lost) never goes
+ * to a worker that is down: placement is asked once per registered worker
+ * (round_robin names down workers too, the other policies only when every
+ * worker is down), and NULL comes back when each answer was down.
+ */
+static InferWorker *
+pick_worker(BatchCall *bc, InferFragment **frags, BatchPart *part,
+			size_t bytes, bool resend)
+{
+	int			nworkers = 1;
+
+	if (resend)
+		pfree(InferCatalogGetWorkers(&nworkers));
+	for (int i = 0; i < nworkers; i++)
+	{
+		InferWorker *worker = InferPlacementPick(frags, bc->nmembers,
+												 part->nsent, bytes);
+
+		if (!resend || !InferPoolIsDown(worker->pool_slot))
+			return worker;
+		pfree(worker);
+	}
+	return NULL;
+}
+
 /*
  * Sends the rows of part (group leader bc's request) to the worker that
  * placement chooses for them, in the current memory context (the slot's),
  * and counts the request.  A worker that goes down while the send waits
  * for a connection (08006, see InferClientSend) is left for another one,
- * up to INFERBATCH_RESENDS times.  Errors: those of InferFragmentSendMany.
+ * up to INFERBATCH_RESENDS times.  resend: the rows' worker was lost
+ * (wait_part); then only a worker that is not down is chosen, and false
+ * comes back, with nothing sent, when there is none.  After a
+ * worker found down while connecting, likewise, but its error is raised
+ * when there is none.  Errors: those of InferFragmentSendMany.
  */
-static void
-send_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
+static bool
+send_part(InferBatchState *st, BatchCall *bc, BatchPart *part, bool resend)
 {
 	InferFragment **frags = palloc(sizeof(InferFragment *) * bc->nmembers);
 	size_t		bytes = 0;
 	size_t		sent = 0;
+	ErrorData  *volatile lost = NULL;	/* the last worker's failure */
 
 	for (int m = 0; m < bc->nmembers; m++)
 	{
@@ -551,14 +598,23 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
 	}
 	for (int i = 0; i < part->nsent; i++)
 		bytes += part->lens[i];
+	/* digests for placement's transfer term and the send (client.c) */
+	InferClientStageInputs(part->nsent, part->payloads, part->lens);
 	for (int attempt = 0;; attempt++)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		volatile bool sent_ok = false;
+		InferWorker *worker = pick_worker(bc, frags, part, bytes, resend);
 
+		if (worker == NULL && lost != NULL)
+			raise_lost(lost, part->nsent);
+		if (worker == NULL)
+		{
+			pfree(frags);
+			return false;
+		}
 		/* frags[0] is bc->frag: the request goes where placement says */
-		bc->frag.worker = InferPlacementPick(frags, bc->nmembers, part->nsent,
-											 bytes);
+		bc->frag.worker = worker;
 		PG_TRY();
 		{
 			InferFragmentPushContext(&bc->frag);
@@ -574,7 +630,10 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
 
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
-			/* a worker that went down while we connected: another one */
+			/*
+			 * a worker that went down while we connected: another one that
+			 * is not down, or this error when there is none
+			 */
 			if (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
 				attempt >= INFERBATCH_RESENDS ||
 				!InferPoolIsDown(bc->frag.worker->pool_slot))
@@ -583,24 +642,33 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
 				PG_RE_THROW();
 			}
 			FlushErrorState();
-			FreeErrorData(edata);
+			if (lost != NULL)
+				FreeErrorData(lost);
+			lost = edata;
+			resend = true;
 		}
 		PG_END_TRY();
 		if (sent_ok)
 			break;
 	}
+	if (lost != NULL)
+		FreeErrorData(lost);
 	part->worker = bc->frag.worker;
 	count_request(st->stats, part->worker, part->nsent, sent);
 	pfree(frags);
+	return true;
 }
 
 /*
- * Waits for the reply to part's request (of group leader bc); when the
- * worker went away while it held the request (08006), marks it down in
- * the pool and sends the same rows again to another worker, up to
- * INFERBATCH_RESENDS times, so that the statement still returns every row
- * once.  Other errors (cancel, timeout, the worker's own) are raised.
- * Runs in the slot's memory context.
+ * Waits for the reply to part's request (of group leader bc).  When its
+ * worker is lost while it holds the request (08006: the connection
+ * dropped, SIGKILL or exit; or the pool found it down, no heartbeat for
+ * infer.worker_timeout, so hung, SIGSTOP), marks it down in the pool,
+ * forgets the request (a late reply is dropped) and sends the same rows
+ * again to a worker that is not down, up to INFERBATCH_RESENDS times, so
+ * that the statement still returns every row once.  With no such worker
+ * the loss is raised, saying so.  Other errors (cancel, timeout, the
+ * worker's own) are raised.  Runs in the slot's memory context.
  */
 static InferReply *
 wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
@@ -609,7 +677,7 @@ wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		InferReply *volatile reply = NULL;
-		ErrorData  *edata;
+		ErrorData  *volatile lost = NULL;
 
 		PG_TRY();
 		{
@@ -617,6 +685,8 @@ wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
 		}
 		PG_CATCH();
 		{
+			ErrorData  *edata;
+
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
 			if (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
@@ -626,7 +696,7 @@ wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
 				PG_RE_THROW();
 			}
 			FlushErrorState();
-			FreeErrorData(edata);
+			lost = edata;
 		}
 		PG_END_TRY();
 		if (reply != NULL)
@@ -634,18 +704,27 @@ wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
 
 		/* the worker is gone: no new work for it until it is heard again */
 		ereport(DEBUG1,
-				(errmsg("pg_infer: inference worker \"%s\" at %s went away; sending its %d rows to another worker",
+				(errmsg("pg_infer: inference worker \"%s\" at %s was lost; sending its %d rows to another worker",
 						part->worker->name, part->worker->endpoint,
 						part->nsent)));
 		InferPoolMarkDown(part->worker->pool_slot);
 		InferClientForget(part->req);
+		part->req = NULL;
 		InferFragmentPopContext(&bc->frag);
-		send_part(st, bc, part);
+		if (!send_part(st, bc, part, true))
+			raise_lost(lost, part->nsent);
+		FreeErrorData(lost);
 		bc->frag.worker = part->worker;
 		InferFragmentPushContext(&bc->frag);
 	}
 }
 
+/*
+ * Fills the next free slot with rows of the child and sends one request
+ * per group of calls (one input, a fragment per call of the group).
+ * Returns false (and sets child_done) when the child had no more rows (or
+ * the bound was reached) before the first row.
+ */
 static bool
 fill_and_send(InferBatchState *st)
 {
@@ -771,7 +850,7 @@ fill_and_send(InferBatchState *st)
 		}
 		if (part->nsent == 0)
 			continue;
-		send_part(st, bc, part);
+		(void) send_part(st, bc, part, false);
 	}
 	MemoryContextSwitchTo(oldcxt);
 
@@ -810,6 +889,17 @@ receive(InferBatchState *st, BatchSlot *slot)
 		st->stats->wait_ms += INSTR_TIME_GET_MILLISEC(waited);
 		if (reply->header->result != NULL)
 			st->stats->compute_ms += reply->header->result->compute_ms;
+		{
+			int64		cached,
+						saved,
+						resends;
+
+			/* bytes counted at send less those the input cache saved */
+			InferClientInputStats(part->req, &cached, &saved, &resends);
+			st->stats->rows_cached += cached;
+			st->stats->bytes -= saved;
+			st->stats->input_resends += resends;
+		}
 		InferFragmentPopContext(&bc->frag);
 
 		for (int m = 0; m < bc->nmembers; m++)
@@ -1139,6 +1229,8 @@ stats_add(BatchStats *a, const BatchStats *b)
 	a->nbatches += b->nbatches;
 	a->nrows += b->nrows;
 	a->bytes += b->bytes;
+	a->rows_cached += b->rows_cached;
+	a->input_resends += b->input_resends;
 	a->wait_ms += b->wait_ms;
 	a->compute_ms += b->compute_ms;
 	for (int i = 0; i <= INFERBATCH_STATS_WORKERS; i++)
@@ -1210,8 +1302,9 @@ explain_shared_input(InferBatchState *st, CustomScan *cscan, ExplainState *es)
  * ANALYZE, summed over the processes of a parallel query: the batches
  * sent, their rows and mean size, the requests and rows each inference
  * worker got, the time spent waiting for replies, the workers' compute
- * time and the bytes sent; and, in a parallel query, the batches of each
- * process.
+ * time and the bytes sent (less the rows the workers took from their
+ * input caches, counted apart with the MSG_NEED_INPUT round trips); and,
+ * in a parallel query, the batches of each process.
  */
 static void
 infer_batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
@@ -1269,6 +1362,12 @@ infer_batch_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyFloat("Reply Wait", "ms", total.wait_ms, 3, es);
 	ExplainPropertyFloat("Worker Compute", "ms", total.compute_ms, 3, es);
 	ExplainPropertyInteger("Bytes Sent", "bytes", total.bytes, es);
+	/* the input cache's share, when it is on (infer.input_cache_min_bytes) */
+	if (infer_input_cache_min_bytes >= 0)
+	{
+		ExplainPropertyInteger("Rows From Worker Cache", NULL, total.rows_cached, es);
+		ExplainPropertyInteger("Input Resends", NULL, total.input_resends, es);
+	}
 	if (st->worker_stats != NULL)
 	{
 		resetStringInfo(&buf);

@@ -14,9 +14,13 @@
 #include "pg_infer.h"
 
 #include "access/xact.h"
+#include "catalog/objectaccess.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 
 PG_MODULE_MAGIC;
 
@@ -56,4 +60,23 @@ InferFirstInStatement(InferOncePerStatement *once)
 	once->lxid = MyProc->lxid;
 	once->stmt_start = stmt;
 	return true;
+}
+
+/*
+ * Raises "permission denied for function" (SQLSTATE 42501) unless the
+ * current user may execute funcid, and calls the function-execute hook,
+ * as the executor does when it starts a function call (ExecInitFunc).
+ * For plans that run ML calls without starting their FuncExpr (InferBatch
+ * evaluates only the arguments): without it, batching would skip the
+ * EXECUTE privilege.  Checked at executor start, so that a cached plan
+ * run after SET ROLE is checked against the new role.
+ */
+void
+InferCheckExecute(Oid funcid)
+{
+	AclResult	aclresult = pg_proc_aclcheck(funcid, GetUserId(), ACL_EXECUTE);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(funcid));
+	InvokeFunctionExecuteHook(funcid);
 }

@@ -56,6 +56,9 @@ typedef struct InferOncePerStatement
 
 extern bool InferFirstInStatement(InferOncePerStatement *once);
 
+/* pg_infer.c: the EXECUTE privilege of an ML call run by InferBatch */
+extern void InferCheckExecute(Oid funcid);
+
 /* ----------
  * catalog.c: workers and models from the extension's tables (via SPI)
  * ----------
@@ -109,6 +112,16 @@ extern InferRequest *InferClientSend(const InferWorker *worker,
 									 int timeout_ms);
 extern InferReply *InferClientWait(InferRequest *req);
 extern void InferClientForget(InferRequest *req);
+
+/* the input cache (client.c banner, docs/placement.md) */
+extern int	infer_input_cache_min_bytes;
+struct InferPoolWorker;
+extern void InferClientStageInputs(int nrows, const void *const *payloads,
+								   const size_t *payload_lens);
+extern size_t InferClientUncachedBytes(const struct InferPoolWorker *w,
+									   size_t bytes);
+extern void InferClientInputStats(const InferRequest *req, int64 *rows_cached,
+								  int64 *bytes_saved, int64 *resends);
 
 /* ----------
  * pool.c: the worker pool's live state in shared memory and the
@@ -179,6 +192,9 @@ typedef struct InferPoolWorker
 	InferPoolModel models[INFER_POOL_MODELS];
 	int			ntimings;
 	InferPoolTiming timings[INFER_POOL_TIMINGS];
+	/* its input cache's Bloom filter (common/protocol.h); 0 hashes: none */
+	uint32		bloom_hashes;
+	uint8		input_bloom[PGINFER_BLOOM_BYTES];
 	/* the backends' work in flight to it */
 	int64		inflight_requests;
 	int64		inflight_rows;

@@ -14,13 +14,25 @@
  *				   reported load_ms, else bytes over infer.bandwidth, else
  *				   the largest load_ms any worker reported for Mi, else
  *				   PLACEMENT_DEFAULT_LOAD_MS
- *	 transfer(B) = B over infer.bandwidth (the same for every worker until
- *				   workers answer from an input cache)
+ *	 transfer(W) = the bytes of the rows W's input cache is not believed
+ *				   to hold (its Bloom filter; InferClientUncachedBytes,
+ *				   client.c) over infer.bandwidth: 0 for inputs W has
+ *				   cached, B for a worker without a filter
  *	 compute(W)  = sum over Mi of W's timing of Mi at the nearest batch
  *				   size b, times n / b; without one, the mean of the other
  *				   workers' such estimates; else PLACEMENT_DEFAULT_ROW_MS * n
  *
- * cost = argmin of wait + load + transfer + compute; least_loaded =
+ * Under cost, for a worker that merges the waiting requests of one
+ * fragment into one run and holds models in a capped memory (the
+ * refinements bench/placement measured; docs/placement.md): wait is the
+ * queue as it will run, each queued model merged into one run
+ * (merged_wait_ms); a model queued work needs costs no load; compute of
+ * a queued model is the growth of its merged run (marginal_ms); a worker
+ * whose held models plus the request's would not fit is left out while
+ * another has room, and a load that evicts adds the evicted bytes' reload
+ * time (memory_terms).
+ *
+ * cost = argmin of wait + load + evict + transfer + compute; least_loaded =
  * argmin of wait; locality = the most of M1..Mk resident, then least wait;
  * round_robin = in turn over the registered workers, per backend, as
  * before there was a pool (the baseline: it ignores the live state, down
@@ -60,11 +72,19 @@ typedef struct Estimate
 {
 	int			slot;
 	bool		down;
+	bool		no_room;		/* cost: its models cannot fit beside the
+								 * ones queued work holds (53200 there) */
 	int			resident;		/* of the request's models */
 	double		wait;
 	double		load;
+	double		transfer;		/* its share of the input bytes, in ms */
 	double		compute;
+	double		evict;			/* cost: reload time of what a load evicts */
+	bool		evicts;			/* cost: its load needs an eviction */
 } Estimate;
+
+static double compute_ms(const InferPoolWorker *w, const char *file, int nrows,
+						 InferPoolWorker *const *all, int nall);
 
 /*
  * The distinct model files of frags (every stage of each), at most
@@ -156,6 +176,170 @@ load_ms(const InferPoolWorker *w, const char *file,
 	return PLACEMENT_DEFAULT_LOAD_MS;
 }
 
+/*
+ * w's estimate of file over nrows rows by linear interpolation between
+ * its measured batch sizes (below the smallest: that one's time; above the
+ * largest: its time scaled by rows), as the worker estimates
+ * (worker/state.h); -1 when it has no timing of file.
+ */
+static double
+interpolated_ms(const InferPoolWorker *w, const char *file, int nrows)
+{
+	const InferPoolTiming *lo = NULL,
+			   *hi = NULL;
+
+	for (int i = 0; i < w->ntimings; i++)
+	{
+		const InferPoolTiming *t = &w->timings[i];
+
+		if (t->batch_size == 0 || strcmp(t->file, file) != 0)
+			continue;
+		if ((int) t->batch_size <= nrows && (lo == NULL || t->batch_size > lo->batch_size))
+			lo = t;
+		if ((int) t->batch_size >= nrows && (hi == NULL || t->batch_size < hi->batch_size))
+			hi = t;
+	}
+	if (lo != NULL && hi != NULL)
+		return lo->batch_size == hi->batch_size ? lo->ms :
+			lo->ms + (hi->ms - lo->ms) * (nrows - (int) lo->batch_size) /
+			(double) (hi->batch_size - lo->batch_size);
+	if (hi != NULL)
+		return hi->ms;
+	if (lo != NULL)
+		return lo->ms * nrows / lo->batch_size;
+	return -1;
+}
+
+/*
+ * The cost policy's compute of file over nrows rows on w when m (w's entry
+ * for file, may be NULL) says queued requests there need it: the worker
+ * merges waiting requests of one fragment into one run (worker/batcher.c),
+ * so the request adds the growth of that run from the queued rows (taken
+ * as nrows per queued request) to those plus its own, by w's timings at
+ * those batch sizes; at most alone, compute_ms's figure, which it is when
+ * nothing is queued or w has no timing.
+ */
+static double
+marginal_ms(const InferPoolWorker *w, const InferPoolModel *m, const char *file,
+			int nrows, double alone)
+{
+	double		with,
+				without;
+	int			q;
+
+	if (m == NULL || m->queued == 0)
+		return alone;
+	q = (int) Min(m->queued, 1024) * nrows;
+	with = interpolated_ms(w, file, q + nrows);
+	without = interpolated_ms(w, file, q);
+	if (with < 0 || without < 0 || with < without)
+		return alone;
+	return Min(with - without, alone);
+}
+
+/*
+ * The cost policy's wait for w: its queued work as the worker will run it,
+ * each model's queued requests merged into one run (the sum over its
+ * models with queued requests of its time at their rows, nrows a request,
+ * plus the loads of those not resident), less the age of that state, plus
+ * the estimates of the requests backends sent it since (unseen_ms).  The
+ * worker's own backlog_ms counts each waiting request alone, which
+ * overstates a queue of one model by up to its batch size.
+ */
+static double
+merged_wait_ms(const InferPoolWorker *w, int nrows, double age,
+			   InferPoolWorker *const *all, int nall)
+{
+	double		ms = 0;
+
+	for (int i = 0; i < w->nmodels; i++)
+	{
+		const InferPoolModel *m = &w->models[i];
+		int			rows = (int) Min(m->queued, 1024) * nrows;
+		double		t;
+
+		if (m->queued == 0)
+			continue;
+		t = interpolated_ms(w, m->file, rows);
+		ms += t >= 0 ? t : compute_ms(w, m->file, rows, all, nall);
+		if (!m->resident)
+			ms += load_ms(w, m->file, all, nall);
+	}
+	return Max(ms - age, 0.0) + w->unseen_ms;
+}
+
+/*
+ * The cost policy's memory terms for w: sets e->no_room when the models
+ * queued work holds (resident or to be loaded) and the request's models
+ * add up to more than w's memory (the worker would fail a load among them
+ * with 53200: a held model is never evicted), or when the request's
+ * models that are neither resident nor held need evictions while
+ * requests sent since w's last state are unknown (they may hold what
+ * would be evicted); and e->evict to the time to load again the bytes
+ * their load would evict (what the free memory lacks), at the load speed
+ * of the request's models.
+ */
+static void
+memory_terms(const InferPoolWorker *w, const char **files, int nfiles,
+			 InferPoolWorker *const *all, int nall, Estimate *e)
+{
+	uint64		cap = w->gpu_memory_cap;
+	uint64		held = 0,		/* resident or pending, needed by queued work */
+				pending = 0,	/* queued work needs it, not resident yet */
+				need = 0,
+				free;
+	double		need_ms = 0;
+
+	if (cap == 0)
+		return;
+	for (int i = 0; i < w->nmodels; i++)
+	{
+		const InferPoolModel *m = &w->models[i];
+
+		if (m->queued > 0)
+			held += m->bytes;
+		if (m->queued > 0 && !m->resident)
+			pending += m->bytes;
+	}
+	for (int f = 0; f < nfiles; f++)
+	{
+		const InferPoolModel *m = find_model(w, files[f]);
+		uint64		bytes = m != NULL ? m->bytes : 0;
+
+		if (m != NULL && m->queued > 0)
+			continue;			/* held already */
+		for (int i = 0; i < nall && bytes == 0; i++)
+		{
+			const InferPoolModel *o = all[i] ? find_model(all[i], files[f]) : NULL;
+
+			if (o != NULL)
+				bytes = o->bytes;
+		}
+		/* the request holds it from now on, resident or not */
+		held += bytes;
+		if (m == NULL || !m->resident)
+		{
+			need += bytes;
+			need_ms += load_ms(w, files[f], all, nall);
+		}
+	}
+	if (held > cap)
+	{
+		e->no_room = true;
+		return;
+	}
+	if (need == 0)
+		return;
+	free = w->gpu_memory_free > pending ? w->gpu_memory_free - pending : 0;
+	if (need <= free)
+		return;
+	/* requests sent since its last state may need what the load would evict */
+	if (w->unseen_ms > 0)
+		e->no_room = true;
+	e->evicts = true;
+	e->evict = need_ms * (double) (need - free) / (double) need;
+}
+
 /* Compute estimate of file over nrows rows on w (see the banner). */
 static double
 compute_ms(const InferPoolWorker *w, const char *file, int nrows,
@@ -182,12 +366,24 @@ compute_ms(const InferPoolWorker *w, const char *file, int nrows,
 
 /* The key a policy minimises for e (locality is compared apart). */
 static double
-policy_key(const Estimate *e, double transfer)
+policy_key(const Estimate *e)
 {
 	if (infer_placement == INFER_PLACEMENT_LEAST_LOADED ||
 		infer_placement == INFER_PLACEMENT_LOCALITY)
 		return e->wait;
-	return e->wait + e->load + transfer + e->compute;
+	return e->wait + e->load + e->evict + e->transfer + e->compute;
+}
+
+/*
+ * Whether e is left out: down (while any is up); under cost, without room
+ * (while any has room), or needing an eviction while a worker with room
+ * holds every model of the request already (holder).
+ */
+static bool
+excluded(const Estimate *e, bool any_up, bool any_room, bool holder)
+{
+	return (e->down && any_up) || (e->no_room && any_room) ||
+		(e->evicts && holder);
 }
 
 /*
@@ -216,6 +412,9 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 	int		   *tied;
 	int			pick = -1;
 	bool		any_up = false;
+	bool		any_room = false;
+	bool		holder = false;
+	bool		cost = infer_placement == INFER_PLACEMENT_COST;
 	uint32		rr;
 
 	/* every pick moves the turn, as InferCatalogPickWorker's did */
@@ -257,6 +456,7 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 		{
 			/* no slot: nothing known, nothing resident */
 			e->load = PLACEMENT_DEFAULT_LOAD_MS * nfiles;
+			e->transfer = transfer;
 			e->compute = PLACEMENT_DEFAULT_ROW_MS * nrows * nfiles;
 			any_up = true;
 			continue;
@@ -269,21 +469,45 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 
 			e->wait = Max(w->backlog_ms - age, 0.0) + w->unseen_ms;
 		}
-		e->wait = Max(e->wait, w->inflight_ms);
+		if (cost && w->heartbeat != 0)
+			e->wait = merged_wait_ms(w, nrows,
+									 TimestampDifferenceMilliseconds(w->heartbeat, now),
+									 snap, nworkers);
+		else
+			e->wait = Max(e->wait, w->inflight_ms);
+		e->transfer = InferClientUncachedBytes(w, bytes) /
+			(infer_bandwidth_mb * 1000.0);
 		for (int f = 0; f < nfiles; f++)
 		{
+			const InferPoolModel *m = find_model(w, files[f]);
 			double		l = load_ms(w, files[f], snap, nworkers);
+			double		c = compute_ms(w, files[f], nrows, snap, nworkers);
 
 			e->resident += l == 0;
+			if (cost)
+			{
+				/* a load queued work waits for already is in W's wait */
+				if (m != NULL && m->queued > 0)
+					l = 0;
+				c = marginal_ms(w, m, files[f], nrows, c);
+			}
 			e->load += l;
-			e->compute += compute_ms(w, files[f], nrows, snap, nworkers);
+			e->compute += c;
 		}
+		if (cost)
+			memory_terms(w, files, nfiles, snap, nworkers, e);
 	}
+	for (int i = 0; i < nworkers; i++)
+		any_room |= !est[i].no_room && !(est[i].down && any_up);
+	/* a model is loaded over another only where no worker holds it yet */
+	for (int i = 0; i < nworkers; i++)
+		holder |= cost && est[i].load == 0 && !est[i].no_room &&
+			!(est[i].down && any_up);
 
 	/* the best key (locality: among the most resident) */
 	for (int i = 0; i < nworkers; i++)
 	{
-		if (est[i].down && any_up)
+		if (excluded(&est[i], any_up, any_room, holder))
 			continue;
 		ncand++;
 		if (infer_placement == INFER_PLACEMENT_LOCALITY &&
@@ -294,17 +518,17 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 			best_resident = est[i].resident;
 			best = DBL_MAX;
 		}
-		best = Min(best, policy_key(&est[i], transfer));
+		best = Min(best, policy_key(&est[i]));
 	}
 	for (int i = 0; i < nworkers; i++)
 	{
 		double		key;
 
-		if ((est[i].down && any_up) ||
+		if (excluded(&est[i], any_up, any_room, holder) ||
 			(infer_placement == INFER_PLACEMENT_LOCALITY &&
 			 est[i].resident != best_resident))
 			continue;
-		key = policy_key(&est[i], transfer);
+		key = policy_key(&est[i]);
 		if (key <= best + Max(PLACEMENT_TIE_MS, fabs(best) * 0.01))
 			tied[ntied++] = i;
 	}
@@ -314,10 +538,11 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 	chosen = palloc(sizeof(InferWorker));
 	*chosen = workers[pick];
 	chosen->pool_slot = est[pick].slot;
-	chosen->est_ms = est[pick].load + transfer + est[pick].compute;
-	elog(DEBUG1, "pg_infer placement: %d rows to \"%s\" (wait %.1f ms, load %.1f ms, compute %.1f ms, %d of %d candidates tied)",
-		 nrows, chosen->name, est[pick].wait, est[pick].load,
-		 est[pick].compute, ntied, ncand);
+	chosen->est_ms = est[pick].load + est[pick].transfer + est[pick].compute;
+	elog(DEBUG1, "pg_infer placement: %d rows of %s%s to \"%s\" (wait %.1f ms, load %.1f ms, transfer %.1f ms, compute %.1f ms, evict %.1f ms, %d of %d candidates tied)",
+		 nrows, nfiles > 0 ? files[0] : "no model", nfiles > 1 ? " and more" : "",
+		 chosen->name, est[pick].wait, est[pick].load,
+		 est[pick].transfer, est[pick].compute, est[pick].evict, ntied, ncand);
 	return chosen;
 }
 

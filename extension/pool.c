@@ -56,6 +56,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/procsignal.h"
 #include "storage/shmem.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -142,7 +143,12 @@ InferPoolInit(void)
 	shmem_startup_hook = pool_shmem_startup;
 
 	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	/*
+	 * A connection to no database (shared catalogs only, as the logical
+	 * replication launcher): it makes the monitor a backend that
+	 * pg_stat_activity lists, and pg_terminate_backend() can stop.
+	 */
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	bgw.bgw_restart_time = 1;
 	strlcpy(bgw.bgw_library_name, "pg_infer", BGW_MAXLEN);
@@ -448,6 +454,15 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 		pt->batch_size = t->batch_size;
 		pt->ms = t->ms;
 	}
+	/* the input cache's filter: kept only in the size both sides use */
+	if (st->input_bloom.len == PGINFER_BLOOM_BYTES && st->bloom_hashes > 0 &&
+		st->bloom_hashes <= 64)
+	{
+		memcpy(w->input_bloom, st->input_bloom.data, PGINFER_BLOOM_BYTES);
+		w->bloom_hashes = st->bloom_hashes;
+	}
+	else
+		w->bloom_hashes = 0;
 	LWLockRelease(pool->lock);
 }
 
@@ -755,6 +770,8 @@ InferPoolMonitorMain(Datum arg)
 			 zmq_strerror(zmq_errno()));
 	zmq_close(first);
 	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("pg_infer pool monitor");
 
 	mon_slots = MemoryContextAllocZero(TopMemoryContext,
 									   sizeof(MonSlot) * pool->max_workers);
@@ -775,6 +792,9 @@ InferPoolMonitorMain(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		/* a backend with a PGPROC: DROP DATABASE waits on this barrier */
+		if (ProcSignalBarrierPending)
+			ProcessProcSignalBarrier();
 		changed = monitor_sync();
 		now = GetCurrentTimestamp();
 		for (int i = 0; i < pool->max_workers; i++)
@@ -798,7 +818,16 @@ InferPoolMonitorMain(Datum arg)
 	for (int i = 0; i < pool->max_workers; i++)
 		monitor_close(&mon_slots[i]);
 	zmq_ctx_term(mon_context);
-	proc_exit(0);
+
+	/*
+	 * Exit code 1, not 0: the postmaster starts a background worker that
+	 * exits with 1 again after bgw_restart_time (unless the server is
+	 * shutting down), so a monitor stopped by pg_terminate_backend() comes
+	 * back; with 0 it would be gone until the next restart.
+	 */
+	elog(LOG, "pg_infer pool monitor stopping; it starts again in %d s unless the server shuts down",
+		 1);
+	proc_exit(1);
 }
 
 /* ----------

@@ -76,13 +76,15 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 CREATE FUNCTION infer.load_model(worker text, model text)
 RETURNS void
 AS 'MODULE_PATHNAME', 'infer_load_model'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
 
 -- Registers an infer-worker by name and ZeroMQ endpoint (its --listen
 -- address: tcp://host:port or ipc://path).
 CREATE FUNCTION infer.add_worker(name text, endpoint text)
 RETURNS void
 LANGUAGE plpgsql STRICT VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -130,6 +132,7 @@ $$;
 CREATE FUNCTION infer.drop_worker(name text)
 RETURNS void
 LANGUAGE plpgsql STRICT VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -189,6 +192,7 @@ CREATE FUNCTION infer.create_model(
 	version text DEFAULT '1')
 RETURNS void
 LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -272,6 +276,7 @@ $$;
 CREATE FUNCTION infer.drop_model(name text)
 RETURNS void
 LANGUAGE plpgsql STRICT VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -343,23 +348,6 @@ COMMENT ON FUNCTION infer.classify(text, bytea) IS
 	'label of the top class of a registered classify model';
 
 -- ---------------------------------------------------------------------
--- Privileges: everyone may run inference and read the registries; only
--- the extension's owner (a superuser) changes them.
--- ---------------------------------------------------------------------
-
-GRANT USAGE ON SCHEMA infer TO PUBLIC;
-GRANT SELECT ON infer.worker_registry, infer.model_registry,
-	infer.workers, infer.models TO PUBLIC;
-REVOKE EXECUTE ON FUNCTION infer.add_worker(text, text),
-	infer.drop_worker(text),
-	infer.create_model(text, text, text, int, int, real[], real[], text,
-					   text, text[], text, text),
-	infer.drop_model(text),
-	infer.load_model(text, text),
-	infer._pool_register(text, text),
-	infer._pool_forget(text) FROM PUBLIC;
-
--- ---------------------------------------------------------------------
 -- Text models: sentence embeddings, their similarity, text classification
 --
 -- infer.embed and infer.classify(model, text) send their text to a worker
@@ -408,3 +396,51 @@ AS 'MODULE_PATHNAME', 'infer_classify_text'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE COST 10000;
 COMMENT ON FUNCTION infer.classify(text, text) IS
 	'label of a text by a registered classify_text model';
+
+-- ---------------------------------------------------------------------
+-- Privileges (docs/security.md)
+--
+-- Two roles, created here when they do not exist (roles belong to the
+-- cluster: DROP EXTENSION leaves them):
+--   infer_user   may run inference (the ML functions), and read the
+--                   registries and the pool's state;
+--   infer_admin  is a infer_user that may also add and drop workers
+--                   and models and load models onto workers.
+-- Nothing is granted to PUBLIC: a role that is granted neither gets
+-- "permission denied for schema infer".  The admin functions run as the
+-- extension's owner (SECURITY DEFINER, with a fixed search_path), so that
+-- their checks cannot be bypassed by writing to the registries directly;
+-- the registries themselves are read-only to both roles.
+-- ---------------------------------------------------------------------
+
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'infer_user') THEN
+		CREATE ROLE infer_user NOLOGIN;
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'infer_admin') THEN
+		CREATE ROLE infer_admin NOLOGIN;
+	END IF;
+END
+$$;
+GRANT infer_user TO infer_admin;
+
+REVOKE ALL ON SCHEMA infer FROM PUBLIC;
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA infer FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA infer FROM PUBLIC;
+
+GRANT USAGE ON SCHEMA infer TO infer_user;
+GRANT SELECT ON infer.worker_registry, infer.model_registry,
+	infer.workers, infer.models TO infer_user;
+GRANT EXECUTE ON FUNCTION infer.ocr(bytea), infer.detect_text(bytea),
+	infer.predict(text, bytea), infer.classify(text, bytea),
+	infer.embed(text, text), infer.classify(text, text),
+	infer.similarity(real[], real[]),
+	-- the infer.workers view calls it as its reader (read-only)
+	infer._worker_state(text, text) TO infer_user;
+GRANT EXECUTE ON FUNCTION infer.add_worker(text, text),
+	infer.drop_worker(text),
+	infer.create_model(text, text, text, int, int, real[], real[], text,
+					   text, text[], text, text),
+	infer.drop_model(text),
+	infer.load_model(text, text) TO infer_admin;

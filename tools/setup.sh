@@ -4,7 +4,9 @@
 #   1. Debian packages (PostgreSQL 15 server and server-dev, ZeroMQ,
 #      protobuf-c, ONNX's proto and node tests, OpenBLAS, libjpeg-turbo,
 #      libpng, libexif, the packages that carry the real demo images, and
-#      PostgreSQL's manual, the text corpus of the semantic-search demo);
+#      PostgreSQL's manual, the text corpus of the semantic-search demo,
+#      clang and its libFuzzer runtime for tests/fuzz, matplotlib for
+#      bench/placement's plot);
 #   2. the Python tools (ONNX Runtime, RapidOCR) in build/venv;
 #   3. the models (tools/fetch_models.sh) in build/models;
 #   4. the real demo images in build/real-images, with their ground truth.
@@ -17,8 +19,10 @@ packages=(
 	postgresql-15 postgresql-server-dev-15
 	libzmq3-dev protobuf-c-compiler libprotobuf-c-dev
 	libonnx-dev libonnx-testdata
-	libopenblas-dev libjpeg62-turbo-dev libpng-dev libexif-dev
+	libopenblas-dev libjpeg62-turbo-dev libpng-dev libexif-dev libssl-dev
 	opencv-doc python3-skimage postgresql-doc-15
+	clang libclang-rt-14-dev
+	python3-matplotlib
 )
 
 missing=()

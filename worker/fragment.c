@@ -16,6 +16,10 @@
  * run fails is rerun row by row, so that only the rows the model cannot
  * take (say, smaller than a pooling kernel) fail, each with 22023.
  *
+ * Every engine call is timed into the result's samples (fragment.h): here
+ * in model_call(), in text.c's batches, and for OCR through the
+ * model_calls log that run_ocr_row() opens around each image's pipeline.
+ *
  * Threading: one call at a time per model_cache.
  */
 #include "worker/fragment.h"
@@ -31,6 +35,7 @@
 #include "worker/argmax.h"
 #include "worker/image.h"
 #include "worker/log.h"
+#include "worker/model_calls.h"
 #include "worker/ocr.h"
 #include "worker/preprocess.h"
 #include "worker/text.h"
@@ -42,6 +47,7 @@ typedef struct frag_plan
 	/* FRAG_OCR, FRAG_DETECT_TEXT */
 	ocr_models ocr;
 	ocr_params params;
+	const char *ocr_file[3];	/* model files of ocr.det, .cls, .rec */
 	/* FRAG_PREDICT, FRAG_CLASSIFY */
 	const Pginfer__ModelSpec *spec;
 	const ie_model *model;
@@ -154,8 +160,46 @@ fragment_result_destroy(fragment_result **rp)
 	free(r->row_ptrs);
 	free(r->values);
 	free(r->n_values);
+	free(r->samples);
 	free(r);
 	*rp = NULL;
+}
+
+/* Appends one model call to r's samples; see fragment.h. */
+void
+fragment_result_add_sample(fragment_result *r, const char *file, int rows,
+						   double ms)
+{
+	state_sample *smp;
+
+	if (r->n_samples == r->cap_samples)
+	{
+		int			cap = r->cap_samples > 0 ? r->cap_samples * 2 : 16;
+		state_sample *v;
+
+		if (cap > FRAGMENT_MAX_SAMPLES)
+			cap = FRAGMENT_MAX_SAMPLES;
+		if (cap <= r->n_samples)
+			return;
+		v = realloc(r->samples, (size_t) cap * sizeof(*v));
+		if (v == NULL)
+			return;
+		r->samples = v;
+		r->cap_samples = cap;
+	}
+	smp = &r->samples[r->n_samples++];
+	snprintf(smp->file, sizeof(smp->file), "%s", file);
+	smp->rows = rows;
+	smp->ms = ms;
+}
+
+/* Appends the samples of src to dst's (as far as they fit). */
+static void
+take_samples(fragment_result *dst, const fragment_result *src)
+{
+	for (int k = 0; k < src->n_samples; k++)
+		fragment_result_add_sample(dst, src->samples[k].file, src->samples[k].rows,
+								   src->samples[k].ms);
 }
 
 /* strdup that falls back to the empty string when memory runs out. */
@@ -241,6 +285,7 @@ prepare_ocr(model_cache *mc, const Pginfer__Fragment *frag, frag_plan *p,
 	p->ocr.det = model_cache_get(mc, frag->models[0], sqlstate, err, errlen);
 	if (p->ocr.det == NULL)
 		return -1;
+	p->ocr_file[0] = frag->models[0]->file;
 	if (frag->kind == PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT)
 		return 0;
 
@@ -250,6 +295,7 @@ prepare_ocr(model_cache *mc, const Pginfer__Fragment *frag, frag_plan *p,
 		p->ocr.cls = model_cache_get(mc, frag->models[1], sqlstate, err, errlen);
 		if (p->ocr.cls == NULL)
 			return -1;
+		p->ocr_file[1] = frag->models[1]->file;
 	}
 	else
 		p->params.use_cls = 0;
@@ -258,6 +304,7 @@ prepare_ocr(model_cache *mc, const Pginfer__Fragment *frag, frag_plan *p,
 	p->ocr.rec = model_cache_get(mc, rec, sqlstate, err, errlen);
 	if (p->ocr.rec == NULL)
 		return -1;
+	p->ocr_file[2] = rec->file;
 	if (rec->labels_file[0] == '\0')
 	{
 		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
@@ -550,7 +597,8 @@ store_row_output(const frag_plan *p, fragment_result *r, int i, const float *v,
 }
 
 /*
- * One ie_model_run over input (n rows); *out gets the first output, which
+ * One ie_model_run over input (n rows), sampled in r (its time at n rows
+ * when it succeeds); *out gets the first output, which
  * must be float.  1 with sqlstate and the engine's message in err when the
  * run itself fails (53200 when the engine ran out of memory, else XX000),
  * -1 with sqlstate/err on any other error.
@@ -562,6 +610,7 @@ model_call(const frag_plan *p, const ie_tensor *input, ie_tensor **out,
 	int			n_out = ie_model_n_outputs(p->model);
 	ie_tensor **outputs = calloc(n_out > 0 ? (size_t) n_out : 1, sizeof(*outputs));
 	char		lerr[512];
+	double		t0;
 	int			rc = -1;
 
 	*out = NULL;
@@ -573,7 +622,12 @@ model_call(const frag_plan *p, const ie_tensor *input, ie_tensor **out,
 		return -1;
 	}
 	r->model_runs++;
-	if (ie_model_run(p->model, &input, outputs, lerr, sizeof(lerr)) != 0)
+	t0 = now_ms();
+	if (ie_model_run(p->model, &input, outputs, lerr, sizeof(lerr)) == 0)
+		fragment_result_add_sample(r, p->spec->file,
+								   input->ndim >= 1 ? (int) input->dims[0] : 1,
+								   now_ms() - t0);
+	else
 	{
 		/* the engine has no error codes; its allocation failures say this */
 		if (strstr(lerr, "out of memory") != NULL)
@@ -876,9 +930,29 @@ done:
 }
 
 /*
+ * Appends the OCR model calls in log to r's samples, each under the file
+ * of the plan's model it ran.
+ */
+static void
+ocr_samples(const frag_plan *p, const model_calls *log, fragment_result *r)
+{
+	const ie_model *m[3] = {p->ocr.det, p->ocr.cls, p->ocr.rec};
+
+	for (int k = 0; k < log->n; k++)
+		for (int s = 0; s < 3; s++)
+			if (m[s] != NULL && log->calls[k].model == m[s])
+			{
+				fragment_result_add_sample(r, p->ocr_file[s], log->calls[k].rows,
+										   log->calls[k].ms);
+				break;
+			}
+}
+
+/*
  * Fills row i of r from a decoded image by the OCR pipeline (FRAG_OCR,
- * FRAG_DETECT_TEXT), each image on its own.  A failure is recorded in the
- * row; returns 0.
+ * FRAG_DETECT_TEXT), each image on its own, and samples its model calls
+ * (the stages run them through model_calls_run).  A failure is recorded
+ * in the row; returns 0.
  */
 static int
 run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
@@ -886,10 +960,17 @@ run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
 	Pginfer__RowResult *row = &r->rows[i];
 	int			detect_only = p->kind == PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT;
 	ocr_result *res = NULL;
+	model_calls log = {0};
 	char		lerr[512];
 	char	   *s;
+	int			rc;
 
-	if (ocr_run(&p->ocr, &p->params, img, detect_only, &res, lerr, sizeof(lerr)) != 0)
+	model_calls_open(&log);
+	rc = ocr_run(&p->ocr, &p->params, img, detect_only, &res, lerr, sizeof(lerr));
+	model_calls_close(&log);
+	ocr_samples(p, &log, r);
+	model_calls_free(&log);
+	if (rc != 0)
 	{
 		fragment_row_error(r, i, strstr(lerr, "out of memory") != NULL ?
 						   PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL,
@@ -1132,6 +1213,7 @@ run_next_stages(model_cache *mc, const Pginfer__RunFragment *run,
 		for (int j = 0; j < m; j++)
 			move_row(r, idx[j], r2, j);
 		r->model_runs += r2->model_runs;
+		take_samples(r, r2);
 		fragment_result_destroy(&r2);
 	}
 	rc = 0;
@@ -1276,6 +1358,7 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 				r->rows[(int) f * n_rows + i].fragment = (uint32_t) f;
 			}
 			r->model_runs += parts[f]->model_runs;
+			take_samples(r, parts[f]);
 		}
 	}
 	r->n_fragments = (int) nf;

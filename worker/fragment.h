@@ -43,6 +43,15 @@
  * single-stage fragment of the request starts from that fragment's rows
  * instead of running the stage again.
  *
+ * Timings: each engine call the run makes (every stage of every fragment;
+ * not a first stage taken from an earlier fragment, which does not run)
+ * is one entry of the result's samples: the model file, the rows of that
+ * call and the milliseconds of ie_model_run alone (no decoding or
+ * preprocessing, no model load).  OCR gives per image one detector call
+ * of 1 row and classifier and recogniser calls of up to 6 lines each;
+ * PREDICT / CLASSIFY and the text kinds one call per batch.  A failed
+ * call is not sampled.  The server folds them into its timings.
+ *
  * A row that cannot be decoded (22P03), is over the pixel limit (54000) or
  * fails inside a pipeline stage gets ok = false with sqlstate, message,
  * detail and hint; the other rows go on.  What is wrong with the request
@@ -60,6 +69,7 @@
 
 #include "common/pg_infer.pb-c.h"
 #include "worker/model_cache.h"
+#include "worker/state.h"
 
 /*
  * admin_shutdown: a request abandoned because the worker is stopping.
@@ -86,7 +96,16 @@ typedef struct fragment_result
 	int			model_runs;		/* ie_model_run calls (PREDICT, CLASSIFY) */
 	int			n_fragments;	/* fragments of the request (rows are
 								 * n_fragments blocks of the request's rows) */
+	state_sample *samples;		/* n_samples model calls, in call order */
+	int			n_samples;
+	int			cap_samples;
 } fragment_result;
+
+/*
+ * Most model calls one result keeps in samples (FRAGMENT_MAX_SAMPLES x
+ * 264 bytes); later calls of the run are not sampled.
+ */
+#define FRAGMENT_MAX_SAMPLES 1024
 
 /* A result of n_rows empty rows (ok = false until filled; one fragment), or NULL. */
 fragment_result *fragment_result_new(int n_rows);
@@ -115,6 +134,15 @@ int			fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 						 int n_rows, int64_t max_pixels, int max_batch,
 						 volatile sig_atomic_t *stop, fragment_result **out,
 						 const char **sqlstate, char *err, size_t errlen);
+
+/*
+ * Appends one model call to r->samples: model file, the rows of the call
+ * (its batch) and the milliseconds the engine took for it, model load
+ * excluded.  Beyond FRAGMENT_MAX_SAMPLES, or when memory runs out, the
+ * call is not kept (the run goes on).
+ */
+void		fragment_result_add_sample(fragment_result *r, const char *file,
+									   int rows, double ms);
 
 /*
  * Marks row i of r failed with these fields (copied; NULL for none),

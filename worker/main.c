@@ -6,8 +6,8 @@
  *				   [--threads N] [--max-pixels N] [--max-batch N]
  *				   [--max-queue-delay-us N] [--max-message-bytes N]
  *				   [--state-listen ENDPOINT] [--gpu-memory BYTES]
- *				   [--simulate PROFILE.json]
- *				   [--log-level debug|info|warn|error]
+ *				   [--simulate PROFILE.json] [--device cpu|cuda:N]
+ *				   [--input-cache MB] [--log-level debug|info|warn|error]
  *
  * Parses the command line, sets up logging, the engine's thread count and
  * the allocator, starts the server (worker/server.c) and serves until
@@ -38,6 +38,7 @@
 
 #include "common/protocol.h"
 #include "worker/engine/engine.h"
+#include "worker/input_cache.h"
 #include "worker/log.h"
 #include "worker/server.h"
 
@@ -102,10 +103,16 @@ usage(FILE *f)
 			"                      does not fit evicts the least recently used models no\n"
 			"                      queued request needs, or fails with SQLSTATE 53200;\n"
 			"                      0 = no cap (default 0)\n"
+			"  --device cpu|cuda:N  where models run (default cpu); cuda:N fails at\n"
+			"                      start when the build has no CUDA or the machine\n"
+			"                      has no usable CUDA device N (docs/gpu.md)\n"
 			"  --simulate PROFILE.json\n"
 			"                      simulated device: compute and model loads sleep for\n"
 			"                      the times the profile gives (docs/operations.md);\n"
 			"                      everything else is real\n"
+			"  --input-cache MB    memory for row inputs kept by their SHA-256, so that a\n"
+			"                      backend need not send them again (an LRU of the\n"
+			"                      rows that came with a digest); 0 = off (default %d)\n"
 			"  --log-level LEVEL   debug, info, warn or error (default info); logs go\n"
 			"                      to stderr with ISO 8601 UTC timestamps\n"
 			"  --help              show this text and exit\n"
@@ -113,7 +120,8 @@ usage(FILE *f)
 			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).\n",
 			(long long) PGINFER_DEFAULT_MAX_PIXELS, SERVER_DEFAULT_MAX_BATCH,
 			SERVER_DEFAULT_QUEUE_DELAY_US, SERVER_MAX_ROWS,
-			(long long) SERVER_DEFAULT_MAX_MESSAGE_BYTES, PGINFER_STATE_PERIOD_MS);
+			(long long) SERVER_DEFAULT_MAX_MESSAGE_BYTES, PGINFER_STATE_PERIOD_MS,
+			INPUT_CACHE_DEFAULT_MB);
 }
 
 /* Parses a whole decimal integer in [lo, hi]; -1 when it is not one. */
@@ -194,14 +202,18 @@ main(int argc, char **argv)
 		{"state-listen", required_argument, NULL, 'S'},
 		{"gpu-memory", required_argument, NULL, 'g'},
 		{"simulate", required_argument, NULL, 'i'},
+		{"input-cache", required_argument, NULL, 'c'},
+		{"device", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
 	server_opts opts = {NULL, NULL, PGINFER_DEFAULT_MAX_PIXELS,
 	SERVER_DEFAULT_MAX_BATCH, SERVER_DEFAULT_QUEUE_DELAY_US};
 	long long	max_message_bytes = SERVER_DEFAULT_MAX_MESSAGE_BYTES;
-	server_ext_opts ext = {0, NULL, 0, NULL};
+	server_ext_opts ext = {0, NULL, 0, NULL, 0};
 	long long	threads = 0;
+	int			device = IE_DEVICE_CPU;
+	char		devname[32];
 	long long	v;
 	log_level	level = LOG_LEVEL_INFO;
 	server	   *srv = NULL;
@@ -269,8 +281,23 @@ main(int argc, char **argv)
 					return 2;
 				}
 				break;
+			case 'D':
+				if (ie_device_parse(optarg, &device, err, sizeof(err)) != 0)
+				{
+					fprintf(stderr, "infer-worker: --device: %s\n", err);
+					return 2;
+				}
+				break;
 			case 'i':
 				ext.simulate = optarg;
+				break;
+			case 'c':
+				if (parse_int(optarg, 0, 1 << 20, &v) != 0)
+				{
+					fprintf(stderr, "infer-worker: --input-cache must be a number of MiB from 0 to 1048576, not \"%s\"\n", optarg);
+					return 2;
+				}
+				ext.input_cache = v > 0 ? (int64_t) v << 20 : -1;
 				break;
 			case 'v':
 				if (log_parse_level(optarg, &level) != 0)
@@ -304,6 +331,12 @@ main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 256 << 20);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	ie_set_threads((int) threads);
+	if (ie_set_device(device, err, sizeof(err)) != 0)
+	{
+		log_error("could not start: --device %s: %s",
+				  ie_device_str(device, devname, sizeof(devname)), err);
+		return 1;
+	}
 	install_signals();
 
 	/* ZeroMQ's I/O threads inherit this mask: signals stay with us. */
@@ -330,8 +363,14 @@ main(int argc, char **argv)
 	else
 		log_info("state published on %s; model memory not capped",
 				 server_state_endpoint(srv));
+	log_info("models run on %s", ie_device_str(device, devname, sizeof(devname)));
 	if (ext.simulate != NULL)
 		log_info("simulated device: profile \"%s\"", ext.simulate);
+	if (ext.input_cache < 0)
+		log_info("input cache: off");
+	else
+		log_info("input cache: %lld MiB", ext.input_cache > 0 ?
+				 (long long) (ext.input_cache >> 20) : (long long) INPUT_CACHE_DEFAULT_MB);
 
 	if (server_run(srv, &stop_requested, POLL_MS, err, sizeof(err)) != 0)
 	{

@@ -35,6 +35,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include <openssl/evp.h>
 #include <unistd.h>
 
 #include "common/protocol.h"
@@ -72,6 +74,7 @@ struct model_cache
 	uint64_t	capacity;		/* bytes; 0: no cap */
 	uint64_t	used;			/* bytes of resident models */
 	double		load_ms_total;	/* over every load so far */
+	model_cache_counts counts;	/* loads, evictions, hits, misses */
 	model_loader loader;		/* loader.load NULL: read the file */
 };
 
@@ -510,6 +513,7 @@ make_room(model_cache *mc, const cache_entry *self, const char *file,
 				 (now_us() - lru->last_used_us) / 1000.0, file,
 				 (unsigned long long) need);
 		make_not_resident(mc, lru);
+		mc->counts.evictions++;
 	}
 	return 0;
 }
@@ -630,10 +634,12 @@ model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
 	if (e->resident)
 	{
 		e->last_used_us = now_us();
+		mc->counts.hits++;
 		pthread_mutex_unlock(&mc->lock);
 		return e->has_sha256 ? check_digest(spec, e->sha256, sqlstate, err, errlen) : 0;
 	}
 	e->busy = 1;
+	mc->counts.misses++;
 	pthread_mutex_unlock(&mc->lock);
 
 	t0 = now_us();
@@ -665,6 +671,7 @@ model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
 	mc->used += bytes;
 	mc->n_models++;
 	mc->load_ms_total += ms;
+	mc->counts.loads++;
 	pthread_mutex_unlock(&mc->lock);
 	if (loaded_ms != NULL)
 		*loaded_ms = ms;
@@ -1000,6 +1007,18 @@ model_cache_used(model_cache *mc)
 	return v;
 }
 
+/* The use and residency counters; see model_cache.h. */
+model_cache_counts
+model_cache_get_counts(model_cache *mc)
+{
+	model_cache_counts c;
+
+	pthread_mutex_lock(&mc->lock);
+	c = mc->counts;
+	pthread_mutex_unlock(&mc->lock);
+	return c;
+}
+
 /* Milliseconds spent loading so far. */
 double
 model_cache_load_ms_total(model_cache *mc)
@@ -1094,112 +1113,15 @@ model_cache_snapshot(model_cache *mc, int *n)
 }
 
 /*
- * SHA-256 as FIPS 180-4 section 6.2 defines it: 64-byte blocks, message
- * schedule of 64 words, the round constants of section 4.2.2 and the
- * initial hash of section 5.3.3.
+ * SHA-256 (FIPS 180-4) of data[0..len) into digest[32], by OpenSSL's
+ * libcrypto (EVP_Digest).  A failure inside libcrypto cannot happen for an
+ * in-memory digest; it aborts rather than return a wrong digest.
  */
-#define ROTR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
-
-static const uint32_t sha256_k[64] = {
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
-	0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
-	0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-	0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
-	0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-	0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-	0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2
-};
-
-/* One 64-byte block into the running hash h[8]. */
-static void
-sha256_block(uint32_t h[8], const uint8_t *p)
-{
-	uint32_t	w[64],
-				a, b, c, d, e, f, g, hh;
-
-	for (int t = 0; t < 16; t++)
-		w[t] = ((uint32_t) p[4 * t] << 24) | ((uint32_t) p[4 * t + 1] << 16) |
-			((uint32_t) p[4 * t + 2] << 8) | (uint32_t) p[4 * t + 3];
-	for (int t = 16; t < 64; t++)
-	{
-		uint32_t	s0 = ROTR(w[t - 15], 7) ^ ROTR(w[t - 15], 18) ^ (w[t - 15] >> 3);
-		uint32_t	s1 = ROTR(w[t - 2], 17) ^ ROTR(w[t - 2], 19) ^ (w[t - 2] >> 10);
-
-		w[t] = w[t - 16] + s0 + w[t - 7] + s1;
-	}
-	a = h[0];
-	b = h[1];
-	c = h[2];
-	d = h[3];
-	e = h[4];
-	f = h[5];
-	g = h[6];
-	hh = h[7];
-	for (int t = 0; t < 64; t++)
-	{
-		uint32_t	t1 = hh + (ROTR(e, 6) ^ ROTR(e, 11) ^ ROTR(e, 25)) +
-			((e & f) ^ (~e & g)) + sha256_k[t] + w[t];
-		uint32_t	t2 = (ROTR(a, 2) ^ ROTR(a, 13) ^ ROTR(a, 22)) +
-			((a & b) ^ (a & c) ^ (b & c));
-
-		hh = g;
-		g = f;
-		f = e;
-		e = d + t1;
-		d = c;
-		c = b;
-		b = a;
-		a = t1 + t2;
-	}
-	h[0] += a;
-	h[1] += b;
-	h[2] += c;
-	h[3] += d;
-	h[4] += e;
-	h[5] += f;
-	h[6] += g;
-	h[7] += hh;
-}
-
-/* SHA-256 of data[0..len) into digest[32] (big-endian words). */
 void
 model_sha256(const void *data, size_t len, uint8_t digest[32])
 {
-	uint32_t	h[8] = {
-		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-		0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
-	};
-	const uint8_t *p = data;
-	uint8_t		tail[128];
-	size_t		full = len / 64 * 64,
-				rest = len - full,
-				tail_len;
-	uint64_t	bits = (uint64_t) len * 8;
+	unsigned int n = 0;
 
-	for (size_t off = 0; off < full; off += 64)
-		sha256_block(h, p + off);
-
-	/* Padding: 0x80, zeros, then the length in bits, big-endian. */
-	memset(tail, 0, sizeof(tail));
-	if (rest > 0)
-		memcpy(tail, p + full, rest);
-	tail[rest] = 0x80;
-	tail_len = (rest + 1 + 8 <= 64) ? 64 : 128;
-	for (int i = 0; i < 8; i++)
-		tail[tail_len - 1 - i] = (uint8_t) (bits >> (8 * i));
-	sha256_block(h, tail);
-	if (tail_len == 128)
-		sha256_block(h, tail + 64);
-
-	for (int i = 0; i < 8; i++)
-	{
-		digest[4 * i] = (uint8_t) (h[i] >> 24);
-		digest[4 * i + 1] = (uint8_t) (h[i] >> 16);
-		digest[4 * i + 2] = (uint8_t) (h[i] >> 8);
-		digest[4 * i + 3] = (uint8_t) h[i];
-	}
+	if (EVP_Digest(data, len, digest, &n, EVP_sha256(), NULL) != 1 || n != 32)
+		abort();
 }

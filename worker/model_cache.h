@@ -144,6 +144,26 @@ uint64_t	model_cache_used(model_cache *mc);
 double		model_cache_load_ms_total(model_cache *mc);
 
 /*
+ * Counters since the cache was made (WorkerState.model_loads ...): loads
+ * that succeeded; resident models evicted to make room (unloads asked
+ * for are not counted); and model uses, each model_cache_acquire() (or
+ * model_cache_get()) of a model: hits found it resident, misses had to
+ * load it (a load that failed included).  A run acquires each model of
+ * each stage once, so a use is one model of one stage in one run of a
+ * group of requests (a request whose two calls name one file counts two
+ * uses); an explicit load (MSG_LOAD_MODEL) counts as a use too.
+ */
+typedef struct model_cache_counts
+{
+	uint64_t	loads;
+	uint64_t	evictions;
+	uint64_t	hits;
+	uint64_t	misses;
+} model_cache_counts;
+
+model_cache_counts model_cache_get_counts(model_cache *mc);
+
+/*
  * Makes spec->file resident (loading it, after making room) and marks it
  * used now.  Returns 0, or -1 with *sqlstate and err as model_cache_get()
  * (53200 when it cannot be made to fit).  *loaded_ms (may be NULL) gets

@@ -24,6 +24,10 @@
  * The pixels stay RGB throughout; the tensors are built in B, G, R plane
  * order because that is what RapidOCR feeds the models.
  *
+ * The stages run their models through model_calls_run() (ocr_det.c,
+ * ocr_rec.c): a caller that opens a model_calls log around ocr_run()
+ * gets each model call's rows and milliseconds.
+ *
  * Threading: ocr_run() keeps no state; the models are only read.
  */
 #include "worker/ocr.h"

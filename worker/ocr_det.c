@@ -7,6 +7,9 @@
  *	  (OCR_DET_MAX_SIDE, OCR_DET_MAX_PIXELS) so a thin image cannot grow
  *	  without bound.
  *
+ * The detector runs through model_calls_run(), so its time lands in the
+ * calling thread's open model_calls log (fragment.c's timings).
+ *
  * Threading: pure functions; the model is only read.
  */
 #include "worker/ocr_geometry.h"
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/model_calls.h"
 #include "worker/preprocess.h"
 
 #define DB_MIN_SIZE 3
@@ -305,7 +309,7 @@ ocr_detect(const ie_model *det, const ocr_params *p, const image_rgb *img,
 	pre_normalize_chw(rs, mean, stdv, 1, in->data, rh, rw, 0);
 	image_destroy(&rs);
 	ins[0] = in;
-	if (ie_model_run(det, ins, outs, err, errlen) < 0)
+	if (model_calls_run(det, ins, outs, err, errlen) < 0)
 		goto fail;
 	if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 4 ||
 		outs[0]->dims[0] != 1 || outs[0]->dims[1] != 1)

@@ -11,6 +11,9 @@
  *	- both normalise (x / 255 - 0.5) / 0.5 over planes in B, G, R order
  *	  (RapidOCR feeds OpenCV's BGR arrays).
  *
+ * Both models run through model_calls_run(), so each batch's time lands
+ * in the calling thread's open model_calls log (fragment.c's timings).
+ *
  * Threading: pure functions; the models are only read.
  */
 #include "worker/ocr_geometry.h"
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/model_calls.h"
 #include "worker/preprocess.h"
 
 #define BATCH		6
@@ -139,7 +143,7 @@ ocr_classify(const ie_model *cls, image_rgb **crops, int n, float thresh,
 		if (in == NULL)
 			goto nomem;
 		ins[0] = in;
-		if (ie_model_run(cls, ins, outs, err, errlen) < 0)
+		if (model_calls_run(cls, ins, outs, err, errlen) < 0)
 			goto fail;
 		if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 2 ||
 			outs[0]->dims[0] != m || outs[0]->dims[1] < 2)
@@ -275,7 +279,7 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 		if (in == NULL)
 			goto nomem;
 		ins[0] = in;
-		if (ie_model_run(rec, ins, outs, err, errlen) < 0)
+		if (model_calls_run(rec, ins, outs, err, errlen) < 0)
 			goto fail;
 		if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 3 ||
 			outs[0]->dims[0] != m)

@@ -20,6 +20,13 @@
  * reply, a cancel, or a shutdown), so that eviction never takes a model
  * that queued or running work needs.
  *
+ * Input cache: requests resolve their rows at intake (resolve_inputs):
+ * rows left out come from the cache, pinned until the request's item is
+ * freed; rows with a hash are checked and cached.  A request whose left-out
+ * rows are not all there gets MSG_NEED_INPUT and is not queued.  Each
+ * request's row bytes (its frames, or pinned cache entries) are in its
+ * queued_request's rows, which the compute thread reads.
+ *
  * Threading: the loop thread owns the ROUTER and PUB sockets, the
  * batcher, the counters and the timings; the compute thread owns its end
  * of the pipe and, while it holds a job, the job.  Both use the model
@@ -40,8 +47,10 @@
 #include "common/protocol.h"
 #include "worker/batcher.h"
 #include "worker/fragment.h"
+#include "worker/input_cache.h"
 #include "worker/log.h"
 #include "worker/model_cache.h"
+#include "worker/request.h"
 #include "worker/simulate.h"
 #include "worker/state.h"
 
@@ -64,6 +73,8 @@ typedef struct job
 	const Pginfer__Header **reqs;
 	const void *const **frames;
 	const size_t **lens;
+	const char **bad;			/* per item: rows whose hash did not match
+								 * (or NULL for none) */
 	const void **data;
 	size_t	   *len;
 	fragment_result *fr;
@@ -92,6 +103,7 @@ struct server
 	char	   *endpoint;		/* as bound (port resolved) */
 	char	   *model_dir;
 	model_cache *cache;
+	input_cache *inputs;		/* the input cache (capacity 0: off) */
 	sim_profile *sim;			/* --simulate, or NULL */
 	int64_t		max_pixels;
 	char		worker_id[128];
@@ -118,6 +130,23 @@ struct server
 	job		   *loads;			/* pending model loads, in arrival order */
 };
 
+/*
+ * The bytes of a request's rows once resolved against the input cache
+ * (resolve_inputs): a row's own payload frame, or a pinned cache entry, or
+ * nothing for a row whose bytes did not match its hash.
+ */
+typedef struct row_inputs
+{
+	int			n;
+	const void **data;			/* n: the row's bytes */
+	size_t	   *len;
+	input_entry **pins;			/* n: the entry pinned for it, or NULL */
+	char	   *bad;			/* n: 1 when its hash did not match */
+	int			n_bad;
+	int			n_cached;		/* rows taken from the cache */
+	input_cache *cache;			/* whose pins it holds, or NULL */
+} row_inputs;
+
 /* A queued run-fragment request: its ZeroMQ parts and unpacked header. */
 typedef struct queued_request
 {
@@ -125,6 +154,7 @@ typedef struct queued_request
 	int			n_parts;
 	Pginfer__Header *header;
 	model_cache *pinned;		/* cache whose pins it holds, or NULL */
+	row_inputs	rows;			/* its rows' bytes */
 } queued_request;
 
 /* Monotonic clock in microseconds. */
@@ -152,6 +182,20 @@ pin_run(model_cache *mc, const Pginfer__RunFragment *run, int delta)
 	}
 }
 
+/* Releases the cache pins of ri and frees its arrays; idempotent. */
+static void
+row_inputs_free(row_inputs *ri)
+{
+	for (int i = 0; ri->pins != NULL && i < ri->n; i++)
+		if (ri->pins[i] != NULL)
+			input_cache_release(ri->cache, ri->pins[i]);
+	free(ri->data);
+	free(ri->len);
+	free(ri->pins);
+	free(ri->bad);
+	memset(ri, 0, sizeof(*ri));
+}
+
 /* Frees a queued_request (the batcher's free_data), releasing its pins. */
 static void
 queued_request_free(void *data)
@@ -162,121 +206,13 @@ queued_request_free(void *data)
 		return;
 	if (q->pinned != NULL && q->header != NULL && q->header->run != NULL)
 		pin_run(q->pinned, q->header->run, -1);
+	row_inputs_free(&q->rows);
 	for (int i = 0; i < q->n_parts; i++)
 		zmq_msg_close(&q->parts[i]);
 	free(q->parts);
 	if (q->header != NULL)
 		pginfer__header__free_unpacked(q->header, NULL);
 	free(q);
-}
-
-/*
- * Longest chain of Fragment.next a request may carry (the protocol's
- * chains have two stages; protobuf-c unpacks, sizes and frees nested
- * messages recursively, so a header nesting next a million deep would
- * overflow the stack before any check of the unpacked message).
- */
-#define MAX_FRAGMENT_DEPTH 16
-
-/* Reads a varint at *p (< end) into *v; 0, or -1 if it runs past end. */
-static int
-wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (int shift = 0; shift < 64 && *p < end; shift += 7)
-	{
-		uint8_t		b = *(*p)++;
-
-		*v |= (uint64_t) (b & 0x7f) << shift;
-		if ((b & 0x80) == 0)
-			return 0;
-	}
-	return -1;
-}
-
-/*
- * Depth of the deepest Fragment chain in the wire bytes [p, end) of a
- * message of type `what` (0 Header, 1 RunFragment, 2 Fragment at chain
- * depth `depth`), stopping once it passes MAX_FRAGMENT_DEPTH (so the scan
- * recurses at most that deep).  Bytes that are not valid wire format
- * give 0: the unpack rejects them.  Schema: Header.run = 4,
- * RunFragment.fragment = 1 and more_fragments = 4, Fragment.next = 4.
- */
-static int
-wire_fragment_depth(const uint8_t *p, const uint8_t *end, int what, int depth)
-{
-	int			deepest = what == 2 ? depth : 0;
-
-	while (p < end && deepest <= MAX_FRAGMENT_DEPTH)
-	{
-		uint64_t	tag,
-					len;
-		int			sub = -1;
-
-		if (wire_varint(&p, end, &tag) != 0)
-			return deepest;
-		switch (tag & 7)
-		{
-			case 0:
-				if (wire_varint(&p, end, &len) != 0)
-					return deepest;
-				continue;
-			case 1:
-				len = 8;
-				break;
-			case 5:
-				len = 4;
-				break;
-			case 2:
-				if (wire_varint(&p, end, &len) != 0)
-					return deepest;
-				if (what == 0 && (tag >> 3) == 4)
-					sub = 1;
-				else if (what == 1 && ((tag >> 3) == 1 || (tag >> 3) == 4))
-					sub = 2;
-				else if (what == 2 && (tag >> 3) == 4)
-					sub = 2;
-				break;
-			default:
-				return deepest;
-		}
-		if (len > (uint64_t) (end - p))
-			return deepest;
-		if (sub >= 0)
-		{
-			int			d = wire_fragment_depth(p, p + len, sub,
-												what == 2 ? depth + 1 : 1);
-
-			if (d > deepest)
-				deepest = d;
-		}
-		p += len;
-	}
-	return deepest;
-}
-
-/*
- * Unpacks a header frame; NULL when it is no pginfer.Header or nests
- * Fragment.next deeper than MAX_FRAGMENT_DEPTH (refused unread).
- */
-static Pginfer__Header *
-unpack_header(const void *data, size_t len)
-{
-	const uint8_t *p = data;
-
-	if (wire_fragment_depth(p, p + len, 0, 0) > MAX_FRAGMENT_DEPTH)
-		return NULL;
-	return pginfer__header__unpack(NULL, len, p);
-}
-
-/* Name of a message kind, for messages and logs. */
-const char *
-server_kind_name(Pginfer__MsgKind kind)
-{
-	const ProtobufCEnumValue *v =
-		protobuf_c_enum_descriptor_get_value(&pginfer__msg_kind__descriptor, kind);
-
-	return v != NULL ? v->name : "MSG_(unknown kind)";
 }
 
 /* New server with the default frame limit; see server.h. */
@@ -344,6 +280,14 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 	if (s->cache == NULL)
 		goto fail;
 	model_cache_set_capacity(s->cache, ext->gpu_memory);
+	s->inputs = input_cache_new(ext->input_cache < 0 ? 0 :
+								ext->input_cache > 0 ? (uint64_t) ext->input_cache :
+								(uint64_t) INPUT_CACHE_DEFAULT_MB << 20);
+	if (s->inputs == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	if (ext->simulate != NULL)
 	{
 		s->sim = sim_profile_load(ext->simulate, err, errlen);
@@ -446,6 +390,7 @@ job_free(job *j)
 	free(j->reqs);
 	free(j->frames);
 	free(j->lens);
+	free(j->bad);
 	free(j->data);
 	free(j->len);
 	fragment_result_destroy(&j->fr);
@@ -487,6 +432,7 @@ server_destroy(server **sp)
 	if (s->ctx != NULL)
 		zmq_ctx_term(s->ctx);
 	model_cache_destroy(&s->cache);
+	input_cache_destroy(&s->inputs);
 	sim_profile_destroy(&s->sim);
 	state_timings_destroy(&s->timings);
 	free(s->endpoint);
@@ -507,65 +453,6 @@ const char *
 server_state_endpoint(const server *s)
 {
 	return s->pub != NULL ? state_pub_endpoint(s->pub) : NULL;
-}
-
-/* Checks version, kind and frame count of a request header; see server.h. */
-int
-server_check_header(const Pginfer__Header *h, int n_payload,
-					const char **sqlstate, char *err, size_t errlen)
-{
-	int			want = 0;
-
-	*sqlstate = PGINFER_SQLSTATE_PROTOCOL;
-	if (h->version != PGINFER_PROTOCOL_VERSION)
-	{
-		snprintf(err, errlen,
-				 "protocol version mismatch: the request uses version %u, this worker speaks version %d",
-				 h->version, PGINFER_PROTOCOL_VERSION);
-		return -1;
-	}
-	switch (h->kind)
-	{
-		case PGINFER__MSG_KIND__MSG_PING:
-		case PGINFER__MSG_KIND__MSG_CANCEL:
-			break;
-		case PGINFER__MSG_KIND__MSG_RUN_FRAGMENT:
-			if (h->run == NULL || h->run->fragment == NULL)
-			{
-				snprintf(err, errlen, "%s request without a fragment",
-						 server_kind_name(h->kind));
-				return -1;
-			}
-			if (h->run->n_row_ids > SERVER_MAX_ROWS)
-			{
-				*sqlstate = PGINFER_SQLSTATE_TOO_LARGE;
-				snprintf(err, errlen, "%s request with %zu rows, more than the %d one request may carry",
-						 server_kind_name(h->kind), h->run->n_row_ids, SERVER_MAX_ROWS);
-				return -1;
-			}
-			want = (int) h->run->n_row_ids;
-			break;
-		case PGINFER__MSG_KIND__MSG_LOAD_MODEL:
-		case PGINFER__MSG_KIND__MSG_UNLOAD_MODEL:
-			if (h->model == NULL || h->model->model == NULL)
-			{
-				snprintf(err, errlen, "%s request without a model",
-						 server_kind_name(h->kind));
-				return -1;
-			}
-			break;
-		default:
-			snprintf(err, errlen, "a worker does not accept %s messages",
-					 server_kind_name(h->kind));
-			return -1;
-	}
-	if (n_payload != want)
-	{
-		snprintf(err, errlen, "%s request has %d payload frames, expected %d",
-				 server_kind_name(h->kind), n_payload, want);
-		return -1;
-	}
-	return 0;
 }
 
 /* Packs h into a new buffer; NULL when memory runs out. */
@@ -650,6 +537,175 @@ error_reply(uint64_t request_id, const char *sqlstate, const char *message,
 			 sqlstate, message);
 	buf = server_pack_error(request_id, sqlstate, message, NULL, hint, &len);
 	return reply_with_header(buf, len);
+}
+
+/*
+ * MSG_NEED_INPUT for request_id naming rows[0..n) (indexes into its
+ * row_ids); NULL when memory runs out.
+ */
+static server_reply *
+need_input_reply(uint64_t request_id, uint32_t *rows, size_t n)
+{
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	Pginfer__NeedInput ni = PGINFER__NEED_INPUT__INIT;
+	size_t		len = 0;
+	uint8_t    *buf;
+
+	ni.n_rows = n;
+	ni.rows = rows;
+	h.version = PGINFER_PROTOCOL_VERSION;
+	h.kind = PGINFER__MSG_KIND__MSG_NEED_INPUT;
+	h.request_id = request_id;
+	h.need_input = &ni;
+	log_info("request %llu: %zu of its rows left out for the input cache are not cached; asked for them",
+			 (unsigned long long) request_id, n);
+	buf = pack_header(&h, &len);
+	return reply_with_header(buf, len);
+}
+
+/*
+ * Resolves the rows of run (payload frames frames[i] of lens[i] bytes)
+ * against the input cache into *ri: the rows in cached_rows are taken
+ * from the cache and pinned (before anything is inserted, so that no
+ * insert of this request evicts them); every other row with a digest is
+ * checked against its bytes (a mismatch marks it bad: no bytes, never
+ * cached) and cached.  A cache that is off (capacity 0) checks and caches
+ * nothing.  Returns 0; 1 when some cached rows are not held: *missing
+ * gets their indexes (malloc'd, *n_missing of them) and ri holds nothing;
+ * -1 with *sqlstate and err for a cached row whose frame is not empty or
+ * when memory runs out.
+ */
+static int
+resolve_inputs(server *s, const Pginfer__RunFragment *run,
+			   const void *const *frames, const size_t *lens, row_inputs *ri,
+			   uint32_t **missing, size_t *n_missing,
+			   const char **sqlstate, char *err, size_t errlen)
+{
+	int			n = (int) run->n_row_ids;
+	size_t		nm = 0;
+	size_t		k = 0;
+	input_cache_stats info;
+
+	memset(ri, 0, sizeof(*ri));
+	*missing = NULL;
+	*n_missing = 0;
+	ri->n = n;
+	ri->cache = s->inputs;
+	ri->data = calloc(n > 0 ? (size_t) n : 1, sizeof(*ri->data));
+	ri->len = calloc(n > 0 ? (size_t) n : 1, sizeof(*ri->len));
+	ri->pins = calloc(n > 0 ? (size_t) n : 1, sizeof(*ri->pins));
+	ri->bad = calloc(n > 0 ? (size_t) n : 1, sizeof(*ri->bad));
+	if (ri->data == NULL || ri->len == NULL || ri->pins == NULL || ri->bad == NULL)
+	{
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory for a request of %d rows", n);
+		goto fail;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		ri->data[i] = frames[i];
+		ri->len[i] = lens[i];
+	}
+
+	/* Rows left out: from the cache, pinned. */
+	for (size_t c = 0; c < run->n_cached_rows; c++)
+	{
+		uint32_t	r = run->cached_rows[c];
+
+		if (lens[r] != 0)
+		{
+			*sqlstate = PGINFER_SQLSTATE_PROTOCOL;
+			snprintf(err, errlen, "MSG_RUN_FRAGMENT request: row %u is listed in cached_rows but its payload frame has %zu bytes",
+					 r, lens[r]);
+			goto fail;
+		}
+		ri->pins[r] = input_cache_get(s->inputs, run->input_sha256[r].data,
+									  &ri->data[r], &ri->len[r]);
+		if (ri->pins[r] == NULL)
+			nm++;
+		else
+			ri->n_cached++;
+	}
+
+	/* Rows with bytes and a digest: checked, then cached. */
+	input_cache_info(s->inputs, &info);
+	for (int i = 0; info.capacity > 0 && i < (int) run->n_input_sha256 && i < n; i++)
+	{
+		uint8_t		digest[PGINFER_SHA256_LEN];
+
+		while (k < run->n_cached_rows && run->cached_rows[k] < (uint32_t) i)
+			k++;
+		if (run->input_sha256[i].len != PGINFER_SHA256_LEN ||
+			(k < run->n_cached_rows && run->cached_rows[k] == (uint32_t) i))
+			continue;
+		input_cache_sha256(frames[i], lens[i], digest);
+		if (memcmp(digest, run->input_sha256[i].data, PGINFER_SHA256_LEN) != 0)
+		{
+			ri->bad[i] = 1;
+			ri->n_bad++;
+			ri->data[i] = "";
+			ri->len[i] = 0;
+			continue;
+		}
+		if (input_cache_put(s->inputs, digest, frames[i], lens[i]) < 0)
+			log_warn("out of memory caching an input of %zu bytes", lens[i]);
+	}
+
+	if (nm > 0)
+	{
+		size_t		m = 0;
+
+		*missing = malloc(nm * sizeof(**missing));
+		if (*missing == NULL)
+		{
+			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+			snprintf(err, errlen, "out of memory for a request of %d rows", n);
+			goto fail;
+		}
+		for (size_t c = 0; c < run->n_cached_rows; c++)
+			if (ri->pins[run->cached_rows[c]] == NULL)
+				(*missing)[m++] = run->cached_rows[c];
+		*n_missing = nm;
+		row_inputs_free(ri);
+		return 1;
+	}
+	if (ri->n_bad > 0)
+		log_warn("%d rows of a request do not match their input digests", ri->n_bad);
+	return 0;
+
+fail:
+	row_inputs_free(ri);
+	return -1;
+}
+
+/*
+ * Marks the rows of one request that ri found bad (their bytes do not
+ * match their digest) failed in every fragment block of fr: rows
+ * [off, off + n) of each block of total rows.
+ */
+static void
+fail_bad_rows(fragment_result *fr, const char *bad, int total, int off, int n)
+{
+	int			nf = fr->n_fragments > 0 ? fr->n_fragments : 1;
+
+	for (int i = 0; bad != NULL && i < n; i++)
+	{
+		if (!bad[i])
+			continue;
+		for (int f = 0; f < nf; f++)
+		{
+			int			k = f * total + off + i;
+
+			fragment_row_error(fr, k, PGINFER_SQLSTATE_DATA_CORRUPTED,
+							   "the row's bytes do not match the SHA-256 its request names",
+							   "RunFragment.input_sha256 differs from the SHA-256 of the payload frame; the row was neither run nor cached.",
+							   "Send the row again; if it persists, the client hashes its inputs wrongly.");
+			free(fr->values[k]);
+			fr->values[k] = NULL;
+			fr->n_values[k] = 0;
+			fr->rows[k].n_values = 0;
+		}
+	}
 }
 
 /* Slot of ms_per_row for a fragment kind. */
@@ -758,6 +814,8 @@ pack_state(server *s, Pginfer__MsgKind kind, uint64_t request_id, size_t *len)
 	Pginfer__ModelState **msp = NULL;
 	Pginfer__ModelTiming **timings = NULL;
 	size_t		n_timings = 0;
+	input_cache_stats ic;
+	uint8_t		bloom[PGINFER_BLOOM_BYTES];
 	uint64_t	cap = model_cache_capacity(s->cache),
 				used = model_cache_used(s->cache);
 	uint8_t    *buf = NULL;
@@ -800,15 +858,31 @@ pack_state(server *s, Pginfer__MsgKind kind, uint64_t request_id, size_t *len)
 	st.n_timings = n_timings;
 	st.timings = timings;
 	st.device = "cpu";
+	/* on a CUDA device: its name and cudaMemGetInfo() figures */
+	state_device_memory(&st);
 	st.requests_served = s->requests_served;
 	st.batches_run = s->batches_run;
 	st.rows_run = s->rows_run;
 	st.merged_batches = s->merged_batches;
 	st.model_runs = s->model_runs;
+	state_model_counters(&st, s->cache);
 	st.seq = ++s->seq;
 	st.uptime_s = (now_us() - s->started_us) / 1e6;
 	st.state_endpoint = s->pub != NULL ? (char *) state_pub_endpoint(s->pub) : "";
 	st.busy_threads = s->running != NULL ? 1 : 0;
+	input_cache_info(s->inputs, &ic);
+	st.input_cache_hits = ic.hits;
+	st.input_cache_misses = ic.misses;
+	st.input_cache_bytes = ic.bytes;
+	st.input_cache_entries = ic.entries;
+	st.input_cache_capacity = ic.capacity;
+	if (ic.capacity > 0 &&
+		input_cache_bloom(s->inputs, bloom, sizeof(bloom), PGINFER_BLOOM_HASHES) == 0)
+	{
+		st.input_bloom.data = bloom;
+		st.input_bloom.len = sizeof(bloom);
+		st.bloom_hashes = PGINFER_BLOOM_HASHES;
+	}
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = kind;
 	h.request_id = request_id;
@@ -946,45 +1020,6 @@ fail:
 	return NULL;
 }
 
-/*
- * The group key of a run-fragment request; see server.h.  With
- * more_fragments, each of them follows, packed, with its length before
- * it (so that no two lists of fragments give the same bytes).
- */
-uint8_t *
-server_group_key(const Pginfer__RunFragment *run, size_t *len)
-{
-	size_t		n = run->fragment != NULL ?
-		pginfer__fragment__get_packed_size(run->fragment) : 0;
-	size_t		total = n + sizeof(int64_t);
-	uint8_t    *key;
-	int64_t		mp = run->max_pixels;
-
-	for (size_t f = 0; f < run->n_more_fragments; f++)
-		if (run->more_fragments[f] != NULL)
-			total += sizeof(uint64_t) +
-				pginfer__fragment__get_packed_size(run->more_fragments[f]);
-	key = malloc(total);
-	if (key == NULL)
-		return NULL;
-	if (run->fragment != NULL)
-		n = pginfer__fragment__pack(run->fragment, key);
-	memcpy(key + n, &mp, sizeof(mp));
-	n += sizeof(mp);
-	for (size_t f = 0; f < run->n_more_fragments; f++)
-	{
-		uint64_t	flen;
-
-		if (run->more_fragments[f] == NULL)
-			continue;
-		flen = pginfer__fragment__get_packed_size(run->more_fragments[f]);
-		memcpy(key + n, &flen, sizeof(flen));
-		n += sizeof(flen);
-		n += pginfer__fragment__pack(run->more_fragments[f], key + n);
-	}
-	*len = n;
-	return key;
-}
 
 /*
  * The compute part of a group run: runs reqs[0..n) (their rows in order)
@@ -1049,53 +1084,6 @@ done:
 }
 
 /*
- * Timing samples of a real run (the simulated one reports its own): the
- * run's compute time less its model loads, shared equally among the
- * distinct models it used, each at the run's row count; a run of one
- * model that made model_runs > 1 calls (predict, classify, embed) gives
- * the mean call instead (ms / calls at rows / calls, rounded up).  (The
- * engine has no per-call hook; see the ModelTiming note in
- * docs/operations.md.)
- */
-static void
-real_samples(const Pginfer__RunFragment *run, int rows, double ms,
-			 int model_runs, job *j)
-{
-	int			first = j->n_samples;
-
-	for (size_t f = 0; f <= run->n_more_fragments; f++)
-	{
-		const Pginfer__Fragment *fr = f == 0 ? run->fragment : run->more_fragments[f - 1];
-
-		for (; fr != NULL; fr = fr->next)
-			for (size_t m = 0; m < fr->n_models; m++)
-			{
-				const char *file = fr->models[m] != NULL ? fr->models[m]->file : "";
-				int			dup = 0;
-
-				if (file[0] == '\0')
-					continue;
-				for (int k = first; k < j->n_samples; k++)
-					dup |= strcmp(j->samples[k].file, file) == 0;
-				if (dup || j->n_samples == JOB_MAX_SAMPLES)
-					continue;
-				snprintf(j->samples[j->n_samples].file, sizeof(j->samples[0].file),
-						 "%s", file);
-				j->samples[j->n_samples].rows = rows;
-				j->n_samples++;
-			}
-	}
-	if (j->n_samples - first == 1 && model_runs > 1)
-	{
-		j->samples[first].rows = (rows + model_runs - 1) / model_runs;
-		j->samples[first].ms = ms / model_runs;
-		return;
-	}
-	for (int k = first; k < j->n_samples; k++)
-		j->samples[k].ms = ms / (j->n_samples - first);
-}
-
-/*
  * The bookkeeping part of a group run, on the loop's thread: counters,
  * timings, and replies[k] for each request (its MSG_RESULT, or MSG_ERROR
  * when the run failed as a whole).  Returns 0, or -1 when memory runs out
@@ -1140,15 +1128,13 @@ group_finish(server *s, job *j, server_reply **replies)
 		if (per < 0)
 			per = 0;
 		*avg = *avg > 0 ? 0.8 * *avg + 0.2 * per : per;
-		if (s->sim == NULL)
-		{
-			double		ms = fr->compute_ms - j->load_ms;
-
-			real_samples(reqs[0]->run, total, ms > 0 ? ms : 0, fr->model_runs, j);
-		}
+		/* each model call: the simulated run's in j, a real run's in fr */
 		for (int k = 0; k < j->n_samples; k++)
 			state_timings_record(s->timings, j->samples[k].file,
 								 j->samples[k].rows, j->samples[k].ms);
+		for (int k = 0; k < fr->n_samples; k++)
+			state_timings_record(s->timings, fr->samples[k].file,
+								 fr->samples[k].rows, fr->samples[k].ms);
 	}
 	s->model_runs += (uint64_t) fr->model_runs;
 	if (n > 1)
@@ -1163,6 +1149,8 @@ group_finish(server *s, job *j, server_reply **replies)
 		int			nk = (int) reqs[k]->run->n_row_ids;
 		int			n_ok = 0;
 
+		if (j->bad != NULL)
+			fail_bad_rows(fr, j->bad[k], total, off, nk);
 		for (int i = 0; i < nk; i++)
 			n_ok += fr->rows[off + i].ok ? 1 : 0;
 		replies[k] = result_reply(reqs[k], fr, total, off, nk);
@@ -1179,12 +1167,14 @@ group_finish(server *s, job *j, server_reply **replies)
 	return rc;
 }
 
-/* Runs n requests as one fragment run and splits the result; see server.h. */
-int
-server_run_group(server *s, const Pginfer__Header *const *reqs,
-				 const void *const *const *frames,
-				 const size_t *const *frame_len, int n,
-				 server_reply **replies)
+/*
+ * server_run_group with bad[k] (may be NULL, as may bad itself) naming the
+ * rows of request k whose bytes did not match their digest.
+ */
+static int
+run_group(server *s, const Pginfer__Header *const *reqs,
+		  const void *const *const *frames, const size_t *const *frame_len,
+		  const char *const *bad, int n, server_reply **replies)
 {
 	job		   *j = calloc(1, sizeof(*j));
 	int			rc;
@@ -1201,6 +1191,7 @@ server_run_group(server *s, const Pginfer__Header *const *reqs,
 	j->reqs = (const Pginfer__Header **) reqs;
 	j->frames = (const void *const **) frames;
 	j->lens = (const size_t **) frame_len;
+	j->bad = (const char **) bad;
 	j->stop = s->stop;
 	/* Pinned while they run, so that loading one model never evicts another. */
 	for (int k = 0; k < n; k++)
@@ -1213,18 +1204,55 @@ server_run_group(server *s, const Pginfer__Header *const *reqs,
 	j->reqs = NULL;
 	j->frames = NULL;
 	j->lens = NULL;
+	j->bad = NULL;
 	job_free(j);
 	return rc;
 }
 
-/* MSG_RUN_FRAGMENT without queueing: a group of one. */
+/* Runs n requests as one fragment run and splits the result; see server.h. */
+int
+server_run_group(server *s, const Pginfer__Header *const *reqs,
+				 const void *const *const *frames,
+				 const size_t *const *frame_len, int n,
+				 server_reply **replies)
+{
+	return run_group(s, reqs, frames, frame_len, NULL, n, replies);
+}
+
+/*
+ * MSG_RUN_FRAGMENT without queueing: its rows resolved against the input
+ * cache (MSG_NEED_INPUT when some are not there), then a group of one.
+ */
 static server_reply *
 run_reply(server *s, const Pginfer__Header *req, const void *const *frames,
 		  const size_t *frame_len)
 {
 	server_reply *r = NULL;
+	row_inputs	ri;
+	uint32_t   *missing = NULL;
+	size_t		n_missing = 0;
+	const char *sqlstate = PGINFER_SQLSTATE_INTERNAL;
+	char		err[512];
+	int			rc;
 
-	server_run_group(s, &req, &frames, &frame_len, 1, &r);
+	rc = resolve_inputs(s, req->run, frames, frame_len, &ri, &missing,
+						&n_missing, &sqlstate, err, sizeof(err));
+	if (rc < 0)
+		return error_reply(req->request_id, sqlstate, err, NULL);
+	if (rc > 0)
+	{
+		r = need_input_reply(req->request_id, missing, n_missing);
+		free(missing);
+		return r;
+	}
+	{
+		const void *const *data = ri.data;
+		const size_t *len = ri.len;
+		const char *bad = ri.bad;
+
+		run_group(s, &req, &data, &len, &bad, 1, &r);
+	}
+	row_inputs_free(&ri);
 	return r;
 }
 
@@ -1303,20 +1331,20 @@ server_handle(server *s, const void *header, size_t header_len,
 	server_reply *r = NULL;
 
 	*out = NULL;
-	req = unpack_header(header, header_len);
+	req = request_unpack(header, header_len);
 	if (req == NULL)
 	{
 		snprintf(err, sizeof(err),
 				 "malformed request: the header frame (%zu bytes) is not a pginfer.Header"
 				 " (or chains Fragment.next more than %d deep)",
-				 header_len, MAX_FRAGMENT_DEPTH);
+				 header_len, REQUEST_MAX_FRAGMENT_DEPTH);
 		r = error_reply(0, PGINFER_SQLSTATE_PROTOCOL, err, NULL);
 		goto done;
 	}
 	log_debug("request %llu: %s, %d payload frames",
-			  (unsigned long long) req->request_id, server_kind_name(req->kind),
+			  (unsigned long long) req->request_id, request_kind_name(req->kind),
 			  n_frames);
-	if (server_check_header(req, n_frames, &sqlstate, err, sizeof(err)) != 0)
+	if (request_check_header(req, n_frames, &sqlstate, err, sizeof(err)) != 0)
 	{
 		r = error_reply(req->request_id, sqlstate, err,
 						req->version != PGINFER_PROTOCOL_VERSION ?
@@ -1348,8 +1376,8 @@ server_handle(server *s, const void *header, size_t header_len,
 			pginfer__header__free_unpacked(req, NULL);
 			return 0;
 		default:
-			/* server_check_header() let only the kinds above through. */
-			snprintf(err, sizeof(err), "unexpected %s", server_kind_name(req->kind));
+			/* request_check_header() let only the kinds above through. */
+			snprintf(err, sizeof(err), "unexpected %s", request_kind_name(req->kind));
 			r = error_reply(req->request_id, PGINFER_SQLSTATE_INTERNAL, err, NULL);
 			break;
 	}
@@ -1545,7 +1573,7 @@ refuse_too_many(server *s, zmq_msg_t *parts, int64_t n_payload)
 	char		msg[256];
 	server_reply *r;
 
-	req = unpack_header(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
+	req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
 	if (req != NULL)
 	{
 		id = req->request_id;
@@ -1641,6 +1669,49 @@ cancel_running(server *s, const void *peer, size_t peer_len, uint64_t request_id
 }
 
 /*
+ * Resolves the rows of q (its parts moved in, its header set) against the
+ * input cache into q->rows.  Returns 0; or -1 after answering the peer
+ * (MSG_NEED_INPUT, or MSG_ERROR) and freeing q.
+ */
+static int
+queue_inputs(server *s, queued_request *q)
+{
+	int			n = q->n_parts - 2;
+	const void **data = calloc(n > 0 ? (size_t) n : 1, sizeof(*data));
+	size_t	   *len = calloc(n > 0 ? (size_t) n : 1, sizeof(*len));
+	uint32_t   *missing = NULL;
+	size_t		n_missing = 0;
+	const char *sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+	char		err[512] = "out of memory queueing the request";
+	server_reply *r = NULL;
+	int			rc = -1;
+
+	if (data != NULL && len != NULL)
+	{
+		for (int i = 0; i < n; i++)
+		{
+			data[i] = zmq_msg_data(&q->parts[i + 2]);
+			len[i] = zmq_msg_size(&q->parts[i + 2]);
+		}
+		rc = resolve_inputs(s, q->header->run, data, len, &q->rows, &missing,
+							&n_missing, &sqlstate, err, sizeof(err));
+	}
+	free(data);
+	free(len);
+	if (rc == 0)
+		return 0;
+	r = rc > 0 ? need_input_reply(q->header->request_id, missing, n_missing) :
+		error_reply(q->header->request_id, sqlstate, err, NULL);
+	if (r != NULL && send_reply(s, &q->parts[0], r) != 0)
+		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
+	server_reply_destroy(&r);
+	free(missing);
+	queued_request_free(q);
+	state_changed(s);
+	return -1;
+}
+
+/*
  * Looks at a received message (parts[0] is the routing id): a run-fragment
  * request with a good header is moved into the queue (*parts[0..n) are
  * then closed and empty), a cancel drops the queued request it names, and
@@ -1658,8 +1729,8 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	char		err[512];
 
 	if (n >= 2)
-		req = unpack_header(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
-	if (req == NULL || server_check_header(req, n - 2, &sqlstate, err, sizeof(err)) != 0)
+		req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
+	if (req == NULL || request_check_header(req, n - 2, &sqlstate, err, sizeof(err)) != 0)
 		goto serve_now;
 	if (req->kind == PGINFER__MSG_KIND__MSG_CANCEL)
 	{
@@ -1700,7 +1771,7 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	if (req->kind != PGINFER__MSG_KIND__MSG_RUN_FRAGMENT)
 		goto serve_now;
 
-	key = server_group_key(req->run, &key_len);
+	key = request_group_key(req->run, &key_len);
 	q = calloc(1, sizeof(*q));
 	if (q != NULL)
 		q->parts = malloc((size_t) n * sizeof(zmq_msg_t));
@@ -1713,6 +1784,12 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	}
 	q->n_parts = n;
 	q->header = req;
+	/* The rows' bytes, now that the frames have moved (a small one moves). */
+	if (queue_inputs(s, q) != 0)
+	{
+		free(key);
+		return;
+	}
 	q->pinned = s->cache;
 	pin_run(s->cache, req->run, +1);
 	it = batch_item_new(key, key_len, (int) req->run->n_row_ids, batcher_now_us(),
@@ -1770,12 +1847,14 @@ group_job_new(batch_item **items, int n)
 	j->reqs = calloc((size_t) n, sizeof(*j->reqs));
 	j->frames = calloc((size_t) n, sizeof(*j->frames));
 	j->lens = calloc((size_t) n, sizeof(*j->lens));
+	j->bad = calloc((size_t) n, sizeof(*j->bad));
 	for (int k = 0; k < n; k++)
 		total += ((queued_request *) j->items[k]->data)->n_parts - 2;
 	j->data = calloc(total > 0 ? (size_t) total : 1, sizeof(*j->data));
 	j->len = calloc(total > 0 ? (size_t) total : 1, sizeof(*j->len));
 	if (j->reqs == NULL || j->frames == NULL || j->lens == NULL ||
-		j->data == NULL || j->len == NULL || j->cancelled == NULL)
+		j->data == NULL || j->len == NULL || j->cancelled == NULL ||
+		j->bad == NULL)
 		goto fail;
 	total = 0;
 	for (int k = 0; k < n; k++)
@@ -1785,10 +1864,14 @@ group_job_new(batch_item **items, int n)
 		j->reqs[k] = q->header;
 		j->frames[k] = &j->data[total];
 		j->lens[k] = &j->len[total];
+		j->bad[k] = q->rows.n_bad > 0 ? q->rows.bad : NULL;
+		/* the bytes resolve_inputs found: frames or pinned cache entries */
 		for (int i = 2; i < q->n_parts; i++, total++)
 		{
-			j->data[total] = zmq_msg_data(&q->parts[i]);
-			j->len[total] = zmq_msg_size(&q->parts[i]);
+			j->data[total] = q->rows.data != NULL ? q->rows.data[i - 2] :
+				zmq_msg_data(&q->parts[i]);
+			j->len[total] = q->rows.data != NULL ? q->rows.len[i - 2] :
+				zmq_msg_size(&q->parts[i]);
 		}
 	}
 	return j;

@@ -10,7 +10,9 @@
  * MSG_ERROR, and the loop goes on:
  *
  *	  MSG_PING				  -> MSG_PONG with the WorkerState
- *	  MSG_RUN_FRAGMENT		  -> MSG_RESULT (+ one frame per row) or MSG_ERROR
+ *	  MSG_RUN_FRAGMENT		  -> MSG_RESULT (+ one frame per row) or MSG_ERROR,
+ *								 or MSG_NEED_INPUT when rows it was to take
+ *								 from its input cache are not there
  *	  MSG_LOAD_MODEL		  -> MSG_PONG once resident, or MSG_ERROR naming
  *								 the file (53200 when it cannot be made to fit)
  *	  MSG_UNLOAD_MODEL		  -> MSG_PONG (unloading what is not loaded is
@@ -43,6 +45,14 @@
  * during a long group.  On a stop, the running group is abandoned between
  * rows and it and the queued requests are answered with MSG_ERROR 57P01.
  *
+ * Input cache (worker/input_cache.h, docs/placement.md): at intake, rows
+ * listed in RunFragment.cached_rows are taken (and pinned until the
+ * request is answered or dropped) from the cache by their input_sha256;
+ * rows that came with bytes and a hash are checked against it (a
+ * mismatch fails that row with XX001 and is not cached) and cached.
+ * When a listed row is not held, the request is answered at once with
+ * MSG_NEED_INPUT naming those rows, and dropped.
+ *
  * State (DESIGN.md "Placement"): the WorkerState of every PONG, and of
  * the MSG_STATE messages the PUB socket publishes at least every
  * PGINFER_STATE_PERIOD_MS and within PGINFER_STATE_COALESCE_MS of a change,
@@ -50,8 +60,8 @@
  * estimated work (backlog_ms, from the measured per-model timings, see
  * worker/state.h), memory, the models the cache knows (resident or not,
  * with their sizes, load times and the requests that need them), the
- * timings, and the counters (batches_run, rows_run, merged_batches,
- * model_runs).  docs/operations.md lists every field.
+ * timings, the counters (batches_run, rows_run, merged_batches,
+ * model_runs), and the input cache's Bloom filter and counters.  docs/operations.md lists every field.
  *
  * server_handle() is the dispatch of one message without a socket and
  * without queueing (the unit tests call it directly); server_run_group()
@@ -71,6 +81,7 @@
 #include <stdint.h>
 
 #include "common/pg_infer.pb-c.h"
+#include "worker/request.h"
 
 typedef struct server_opts
 {
@@ -85,7 +96,7 @@ typedef struct server_opts
 #define SERVER_DEFAULT_QUEUE_DELAY_US 2000
 #define SERVER_DEFAULT_MAX_MESSAGE_BYTES ((int64_t) 256 << 20)	/* 256 MiB */
 /* Most rows (payload frames) one MSG_RUN_FRAGMENT request may carry. */
-#define SERVER_MAX_ROWS 65536
+#define SERVER_MAX_ROWS REQUEST_MAX_ROWS
 
 typedef struct server server;
 
@@ -126,6 +137,8 @@ typedef struct server_ext_opts
 								 * request endpoint's host */
 	uint64_t	gpu_memory;		/* --gpu-memory bytes; 0: no cap */
 	const char *simulate;		/* --simulate profile path, or NULL */
+	int64_t		input_cache;	/* --input-cache bytes; 0: the default
+								 * (INPUT_CACHE_DEFAULT_MB MiB); < 0: off */
 } server_ext_opts;
 
 /*
@@ -168,7 +181,7 @@ int			server_handle(server *s, const void *header, size_t header_len,
 
 /*
  * Runs n MSG_RUN_FRAGMENT requests (headers that passed
- * server_check_header, all with the same fragment and pixel limit) as one
+ * request_check_header, all with the same fragment and pixel limit) as one
  * fragment run over their rows in order; request k's payload frames are
  * frames[k][0..reqs[k]->run->n_row_ids).  Sets replies[k] to request k's
  * MSG_RESULT (its own rows, in order) or, when the run fails as a whole,
@@ -180,26 +193,9 @@ int			server_run_group(server *s, const Pginfer__Header *const *reqs,
 							 const size_t *const *frame_len, int n,
 							 server_reply **replies);
 
-/*
- * The group key of a run-fragment request: its packed Fragment, then its
- * max_pixels (8 bytes), then each of more_fragments packed, each with its
- * length (8 bytes) in front; malloc'd (*len bytes); NULL when memory runs
- * out.  Two requests may share a run exactly when their keys match.
- */
-uint8_t    *server_group_key(const Pginfer__RunFragment *run, size_t *len);
 
 /* Frees *r and the buffers it still owns; sets *r to NULL. */
 void		server_reply_destroy(server_reply **r);
-
-/*
- * Checks an unpacked request header: protocol version, a part for its
- * kind (run, model), and n_payload payload frames as the kind needs
- * (run: one per row id, at most SERVER_MAX_ROWS; the others: none).
- * Returns 0, or -1 with *sqlstate (PGINFER_SQLSTATE_TOO_LARGE for too
- * many rows, _PROTOCOL otherwise) and a message in err.
- */
-int			server_check_header(const Pginfer__Header *h, int n_payload,
-								const char **sqlstate, char *err, size_t errlen);
 
 /*
  * A packed MSG_ERROR header (malloc'd, *len bytes) for request_id, or NULL
@@ -208,8 +204,5 @@ int			server_check_header(const Pginfer__Header *h, int n_payload,
 uint8_t    *server_pack_error(uint64_t request_id, const char *sqlstate,
 							  const char *message, const char *detail,
 							  const char *hint, size_t *len);
-
-/* Name of a message kind ("MSG_PING", ...), for messages and logs. */
-const char *server_kind_name(Pginfer__MsgKind kind);
 
 #endif							/* INFER_SERVER_H */

@@ -14,6 +14,7 @@
 #include <zmq.h>
 
 #include "common/protocol.h"
+#include "worker/engine/engine.h"
 #include "worker/log.h"
 
 struct state_pub
@@ -259,6 +260,57 @@ state_timings_estimate(const state_timings *t, const char *file, int rows)
 	return max->ms * rows / (double) max->rows;	/* beyond the largest */
 }
 
+/*
+ * The order of t's entries in the list, into order[0..t->n): first each
+ * model's smallest and largest measured batch size (the two that bound
+ * every estimate), models in table order, then the others by batch size,
+ * so that a reader that keeps only the first entries (the pool keeps 32)
+ * still has every model.  O(n^2) over at most STATE_MAX_TIMINGS entries.
+ */
+static void
+timing_order(const state_timings *t, int *order)
+{
+	char		taken[STATE_MAX_TIMINGS] = {0};
+	int			n = 0,
+				rest;
+
+	for (int i = 0; i < t->n; i++)
+	{
+		int			lo = i,
+					hi = i,
+					seen = 0;
+
+		for (int j = 0; j < t->n && !seen; j++)
+			if (strcmp(t->t[j].file, t->t[i].file) == 0)
+			{
+				seen = j < i;	/* the model's first entry did it */
+				lo = t->t[j].rows < t->t[lo].rows ? j : lo;
+				hi = t->t[j].rows > t->t[hi].rows ? j : hi;
+			}
+		if (seen)
+			continue;
+		order[n++] = lo;
+		taken[lo] = 1;
+		if (hi != lo)
+		{
+			order[n++] = hi;
+			taken[hi] = 1;
+		}
+	}
+	rest = n;
+	for (int i = 0; i < t->n; i++)
+	{
+		int			k;
+
+		if (taken[i])
+			continue;
+		for (k = n; k > rest && t->t[order[k - 1]].rows > t->t[i].rows; k--)
+			order[k] = order[k - 1];
+		order[k] = i;
+		n++;
+	}
+}
+
 /* The table as ModelTiming messages; see state.h. */
 int
 state_timings_list(const state_timings *t, Pginfer__ModelTiming ***out, size_t *n)
@@ -266,6 +318,7 @@ state_timings_list(const state_timings *t, Pginfer__ModelTiming ***out, size_t *
 	size_t		k = t->n > 0 ? (size_t) t->n : 1;
 	Pginfer__ModelTiming **ptrs = calloc(k, sizeof(*ptrs));
 	Pginfer__ModelTiming *block = calloc(k, sizeof(*block));
+	int			order[STATE_MAX_TIMINGS];
 
 	*out = NULL;
 	*n = 0;
@@ -281,15 +334,17 @@ state_timings_list(const state_timings *t, Pginfer__ModelTiming ***out, size_t *
 		free(ptrs);
 		return 0;
 	}
+	timing_order(t, order);
 	for (int i = 0; i < t->n; i++)
 	{
 		Pginfer__ModelTiming init = PGINFER__MODEL_TIMING__INIT;
+		const timing *x = &t->t[order[i]];
 
 		block[i] = init;
-		block[i].file = t->t[i].file;
-		block[i].batch_size = (uint32_t) t->t[i].rows;
-		block[i].ms = t->t[i].ms;
-		block[i].runs = t->t[i].runs;
+		block[i].file = x->file;
+		block[i].batch_size = (uint32_t) x->rows;
+		block[i].ms = x->ms;
+		block[i].runs = x->runs;
 		ptrs[i] = &block[i];
 	}
 	*out = ptrs;
@@ -305,6 +360,50 @@ state_timings_free_list(Pginfer__ModelTiming **list)
 		return;
 	free(list[0]);				/* the block */
 	free(list);
+}
+
+/* mc's residency counters into st; see state.h. */
+void
+state_model_counters(Pginfer__WorkerState *st, model_cache *mc)
+{
+	model_cache_counts c = model_cache_get_counts(mc);
+
+	st->model_loads = c.loads;
+	st->model_evictions = c.evictions;
+	st->model_hits = c.hits;
+	st->model_misses = c.misses;
+}
+
+/*
+ * On a CUDA device: st's device name ("cuda:N") and its GPU memory from
+ * cudaMemGetInfo (total, free); gpu_memory_cap stays the model cache's.
+ * On the CPU st is left as it is.  See state.h.
+ */
+void
+state_device_memory(Pginfer__WorkerState *st)
+{
+	static char name[32];		/* the device never changes after start */
+	static bool warned = false;	/* the state thread is the only caller */
+	int			device = ie_get_device();
+	uint64_t	free_bytes,
+				total_bytes;
+	char		err[256];
+
+	if (device == IE_DEVICE_CPU)
+		return;
+	ie_device_str(device, name, sizeof(name));
+	st->device = name;
+	if (ie_device_memory(device, &free_bytes, &total_bytes, err, sizeof(err)) != 0)
+	{
+		if (!warned)
+			log_warn("cannot read the memory of %s: %s", name, err);
+		warned = true;
+		return;
+	}
+	st->gpu_memory_total = total_bytes;
+	st->gpu_memory_free = free_bytes;
+	if (st->gpu_memory_cap == 0 || st->gpu_memory_cap > total_bytes)
+		st->gpu_memory_cap = total_bytes;
 }
 
 /* MemTotal and MemAvailable from /proc/meminfo, in bytes. */

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "common/pg_infer.pb-c.h"
+#include "worker/model_cache.h"
 
 typedef struct state_pub state_pub;
 typedef struct state_timings state_timings;
@@ -107,11 +108,27 @@ double		state_timings_estimate(const state_timings *t, const char *file,
 /*
  * The table as ModelTiming messages: *out gets a malloc'd array of *n
  * pointers into a malloc'd block (free both with state_timings_free_list);
- * the strings point into the table (valid until it changes).
+ * the strings point into the table (valid until it changes).  Each model's
+ * smallest and largest batch size come first, then the rest by batch
+ * size, so that a reader keeping only the first entries has every model.
  */
 int			state_timings_list(const state_timings *t, Pginfer__ModelTiming ***out,
 							   size_t *n);
 void		state_timings_free_list(Pginfer__ModelTiming **list);
+
+/*
+ * Copies mc's residency counters (model_cache_get_counts) into st's
+ * model_loads, model_evictions, model_hits and model_misses.
+ */
+void		state_model_counters(Pginfer__WorkerState *st, model_cache *mc);
+
+/*
+ * When the worker runs models on a CUDA device (--device cuda:N): sets
+ * st->device to "cuda:N" and gpu_memory_total / gpu_memory_free to the
+ * device's memory (cudaMemGetInfo); caps gpu_memory_cap at the total.
+ * On the CPU it leaves st alone.  Call it after the CPU values are set.
+ */
+void		state_device_memory(Pginfer__WorkerState *st);
 
 /*
  * Host memory from /proc/meminfo: MemTotal and MemAvailable, in bytes.

@@ -25,7 +25,7 @@
 #include "common/protocol.h"
 #include "worker/argmax.h"
 #include "worker/log.h"
-
+#include "worker/model_calls.h"
 #include "worker/tokenizer.h"
 
 /* What a text model needs beyond its ONNX file (kept with the model). */
@@ -763,8 +763,8 @@ store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
 
 /*
  * Runs rows[0..n) (sorted, so rows[n-1] is the longest) as one batch and
- * stores each row's vector (classify: label) in r.  -1 with sqlstate/err
- * on a request error.
+ * stores each row's vector (classify: label) in r, with the model call's
+ * time as one sample of n rows.  -1 with sqlstate/err on a request error.
  */
 static int
 run_batch(const ie_model *model, const text_model *tm,
@@ -783,6 +783,7 @@ run_batch(const ie_model *model, const text_model *tm,
 	ie_tensor **outputs = calloc((size_t) n_out, sizeof(*outputs));
 	const ie_tensor *out;
 	char		lerr[512];
+	double		t0;
 	int			rc = -1;
 
 	*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
@@ -809,7 +810,10 @@ run_batch(const ie_model *model, const text_model *tm,
 		inputs[tm->in_type] = types;
 
 	r->model_runs++;
-	if (ie_model_run(model, inputs, outputs, lerr, sizeof(lerr)) != 0)
+	t0 = model_calls_now_ms();
+	if (ie_model_run(model, inputs, outputs, lerr, sizeof(lerr)) == 0)
+		fragment_result_add_sample(r, spec->file, n, model_calls_now_ms() - t0);
+	else
 	{
 		*sqlstate = strstr(lerr, "out of memory") != NULL ?
 			PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL;

@@ -44,6 +44,10 @@
  * with the loaded model in the model_cache (model_cache_set_aux), so
  * unloading the model drops them too.
  *
+ * Each model call (one batch) is a sample in the fragment_result: the
+ * model file, the batch's rows and the engine's milliseconds for it (the
+ * tokenizer and the model load are outside).
+ *
  * Threading: one call at a time per model_cache (as fragment.h).
  */
 #ifndef INFER_TEXT_H

@@ -16,8 +16,13 @@
 # (55006), a model larger than the cap fails with 53200 (load and run);
 # unload works; a cancel of a running request abandons it (no reply);
 # SIGTERM abandons a simulated run (57P01) and the worker
-# exits 0 at once; bad --gpu-memory and --simulate values are refused; a
-# real (not simulated) worker evicts by the engine's weight bytes.
+# exits 0 at once; the residency counters (model_loads, model_evictions,
+# model_hits, model_misses) count a load, a hit, and a miss after an
+# eviction exactly; bad --gpu-memory and --simulate values are refused; a
+# real (not simulated) worker evicts by the engine's weight bytes; a real
+# worker's timings hold each model call at its own rows (OCR: detector at
+# 1 row, classifier and recognizer at the lines; predict 16 + 4 rows;
+# embed by length), within the run's compute time.
 #
 # Prints "state: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts is killed by pid on exit.
@@ -191,6 +196,29 @@ check "SIGTERM during a simulated run: 57P01, exit 0 within 1 s" \
 	"$(cat "$tmp/term.out") rc=$rc ms=$(((t1 - t0) / 1000000))" \
 	'^ERROR sqlstate=57P01 message=the worker is shutting down' 'rc=0 ms=[0-9]{1,3}$'
 
+# --- residency counters: a load, a hit, a miss after an eviction ---------------
+start_worker "$tmp/count.log" --model-dir "$SIM" --simulate "$SIM/profile.json" \
+	--gpu-memory 500M --max-queue-delay-us 0 || exit 1
+C=("$CLIENT" --endpoint "$EP")
+check "a fresh worker: no loads, evictions, hits or misses" "$("${C[@]}" ping)" \
+	' model_loads=0 model_evictions=0 model_hits=0 model_misses=0 '
+"${C[@]}" predict a.onnx "$R1" >/dev/null
+check "the first use of a.onnx loads it: a miss" "$("${C[@]}" ping)" \
+	' model_loads=1 model_evictions=0 model_hits=0 model_misses=1 '
+"${C[@]}" predict a.onnx "$R2" >/dev/null
+check "the second finds it resident: a hit" "$("${C[@]}" ping)" \
+	' model_loads=1 model_evictions=0 model_hits=1 model_misses=1 '
+"${C[@]}" predict b.onnx "$R1" >/dev/null
+check "b.onnx (300 MB beside a's 300 MB, over 500M) evicts a.onnx: a load, an eviction, a miss" \
+	"$("${C[@]}" ping)" ' model_loads=2 model_evictions=1 model_hits=1 model_misses=2 '
+"${C[@]}" predict a.onnx "$R1" "$R2" >/dev/null
+out=$("${C[@]}" --timeout-ms 1000 state 1)
+check "a.onnx again after its eviction: a miss, and b.onnx evicted (in the published state)" \
+	"$out" '^STATE .* model_loads=3 model_evictions=2 model_hits=1 model_misses=3 '
+check "a request of two rows is one use (one run)" "$("${C[@]}" ping)" \
+	' model_hits=1 model_misses=3 ' 'served=4 '
+testenv_stop_pid "$WPID" TERM
+
 # --- --state-listen, and a real worker under a cap ----------------------------
 SP=$(testenv_free_port)
 start_worker "$tmp/real.log" --model-dir "$MODEL_DIR" --state-listen "tcp://127.0.0.1:$SP" \
@@ -209,6 +237,90 @@ check "real models: the classifier does not fit beside the detector under 5M, wh
 check "the recognizer (10 MB) is larger than the cap: 53200" \
 	"$("${C[@]}" --timeout-ms 20000 load ch_PP-OCRv4_rec_infer.onnx)" \
 	'^ERROR sqlstate=53200 message=model "ch_PP-OCRv4_rec_infer\.onnx" needs [0-9]+ bytes, more than the 5242880'
+
+# --- measured timings of real runs: each model call at its own rows ----------
+# A real worker times every engine call (worker/fragment.h "Timings"): an
+# OCR image gives one detector call of 1 row and classifier and recogniser
+# calls of its detected lines; predict and embed give one call per batch.
+# Models are loaded first, so the run's compute time holds no load.
+# timing_sum TIMINGS: the sum of MS x RUNS over F@BATCH=MS/RUNS entries.
+timing_sum() {
+	tr ';' '\n' <<<"$1" | awk -F'[=/]' 'NF == 3 { s += $2 * $3 } END { printf "%.1f", s }'
+}
+# timing_rows TIMINGS FILE: the rows of FILE's calls (sum of BATCH x RUNS).
+timing_rows() {
+	tr ';' '\n' <<<"$1" | awk -F'[@=/]' -v f="$2" '$1 == f { s += $2 * $4 } END { print s + 0 }'
+}
+# compute_ms LOG N: the compute time in the N-th "request ...: KIND over" line of LOG.
+compute_ms() {
+	grep -o 'over [0-9]* rows ([0-9]* ok, [0-9]* failed) in [0-9.]* ms' "$1" |
+		sed -n "${2}p" | sed 's/.* in \([0-9.]*\) ms/\1/'
+}
+DET=ch_PP-OCRv4_det_infer.onnx
+CLS=ch_ppocr_mobile_v2.0_cls_infer.onnx
+REC=ch_PP-OCRv4_rec_infer.onnx
+IMG=${SHARED:-../shared}/data/ocr/p19_footer_small.png
+start_worker "$tmp/timed.log" --model-dir "$MODEL_DIR" || exit 1
+C=("$CLIENT" --endpoint "$EP")
+for m in "$DET" "$CLS" "$REC"; do
+	"${C[@]}" --timeout-ms 20000 load "$m" >/dev/null
+done
+out=$("${C[@]}" --timeout-ms 120000 ocr "$IMG")
+tim=$("${C[@]}" ping | grep -o ' timings=[^ ]*' | cut -d= -f2-)
+boxes=$("${C[@]}" --timeout-ms 120000 detect "$IMG" | grep -o '"box"' | wc -l)
+ms=$(compute_ms "$tmp/timed.log" 1)
+sum=$(timing_sum "$tim")
+check "OCR of one image: text, and the detector timed once at 1 row" "$out
+$tim" '^ROW 0 id=100 ok=1 ' "(^|;)${DET//./\\.}@1=[0-9]+\.[0-9]/1(;|$)"
+check "... classifier and recogniser timed at the image's $boxes detected lines, not at 1 row" \
+	"boxes=$boxes cls=$(timing_rows "$tim" "$CLS") rec=$(timing_rows "$tim" "$REC") $tim" \
+	'^boxes=([2-9]|[1-9][0-9]+) ' "cls=$boxes rec=$boxes " \
+	"${CLS//./\\.}@$((boxes < 6 ? boxes : 6))=" "${REC//./\\.}@$((boxes < 6 ? boxes : 6))="
+check_not "... each call its own time (an equal split gives one figure thrice)" \
+	"$(tr ';' '\n' <<<"$tim" | cut -d= -f2 | cut -d/ -f1 | sort -u | wc -l)" '^[12]$'
+if awk -v s="$sum" -v m="$ms" 'BEGIN { exit !(s > 0 && m != "" && s <= m) }'; then
+	pass "... the calls' times ($sum ms) lie within the run's compute time ($ms ms)"
+else
+	fail "... the calls' times ($sum ms) lie within the run's compute time ($ms ms)" "$tim"
+fi
+
+# predict: 20 rows go 16 a call, so two calls of 16 and 4 rows (not a mean of 10)
+start_worker "$tmp/timed2.log" --model-dir "$MODEL_DIR" || exit 1
+C=("$CLIENT" --endpoint "$EP")
+"${C[@]}" --timeout-ms 20000 load "$CLS" >/dev/null
+imgs=()
+for _ in $(seq 20); do imgs+=("$IMG"); done
+out=$("${C[@]}" --timeout-ms 120000 --input-size 48x192 predict "$CLS" "${imgs[@]}")
+pong=$("${C[@]}" ping)
+tim=$(grep -o ' timings=[^ ]*' <<<"$pong" | cut -d= -f2-)
+ms=$(compute_ms "$tmp/timed2.log" 1)
+sum=$(timing_sum "$tim")
+check "predict over 20 rows: two model calls, timed at 16 and 4 rows" \
+	"$(grep -c '^ROW .* ok=1 ' <<<"$out") rows ok; $pong" '^20 rows ok' ' model_runs=2 ' \
+	"timings=(.*;)?${CLS//./\\.}@16=[0-9]+\.[0-9]/1(;|$)" "(=|;)${CLS//./\\.}@4=[0-9]+\.[0-9]/1(;| |$)"
+check_not "... and no mean call at 10 rows" "$tim" '@10='
+if awk -v s="$sum" -v m="$ms" 'BEGIN { exit !(s > 0 && m != "" && s <= m) }'; then
+	pass "... the calls' times ($sum ms) lie within the run's compute time ($ms ms)"
+else
+	fail "... the calls' times ($sum ms) lie within the run's compute time ($ms ms)" "$tim"
+fi
+
+# embed: three 4-token texts batch together; a 42-token one runs alone
+if [ -f "$MODEL_DIR/minilm/model.onnx" ]; then
+	printf 'red fox' >"$tmp/e1"
+	printf 'blue sky' >"$tmp/e2"
+	printf 'green sea' >"$tmp/e3"
+	printf 'word %.0s' $(seq 40) >"$tmp/e4"
+	"${C[@]}" --timeout-ms 20000 load minilm/model.onnx >/dev/null
+	out=$("${C[@]}" --timeout-ms 120000 embed minilm/model.onnx "$tmp/e1" "$tmp/e4" "$tmp/e2" "$tmp/e3")
+	tim=$("${C[@]}" ping | grep -o ' timings=[^ ]*' | cut -d= -f2-)
+	check "embed of 3 short texts and a long one: calls of 3 rows and 1 row" \
+		"$(grep -c '^ROW .* ok=1 ' <<<"$out") rows ok; $tim" '^4 rows ok' \
+		'(^|;| )minilm/model\.onnx@3=[0-9]+\.[0-9]/1(;|$)' '(^|;| )minilm/model\.onnx@1=[0-9]+\.[0-9]/1(;|$)'
+	check_not "... and no mean call at 2 rows" "$tim" 'minilm/model\.onnx@2='
+else
+	echo "skip - embed timings: $MODEL_DIR/minilm/model.onnx is missing (make models)"
+fi
 
 for p in "${workers[@]}"; do
 	testenv_stop_pid "$p" TERM

@@ -28,7 +28,11 @@
 # frame over --max-message-bytes gets the connection dropped; "./" spellings
 # of a model path load one copy; a FIFO or directory in the model dir is
 # refused with 58P01; control characters from requests are escaped in the
-# log; after each the worker still answers a ping.
+# log; after each the worker still answers a ping.  The input cache: rows
+# with digests are cached, rows left out are answered from it bit for bit,
+# a row not held gets MSG_NEED_INPUT (and its resend is answered), a lying
+# digest fails its row with XX001, a restarted worker asks for every row
+# left out, --input-cache 0 caches nothing.
 #
 # Prints "worker: N passed, M failed"; exits 1 on any failure.  Every
 # worker it starts is killed by pid on exit.
@@ -524,6 +528,113 @@ if start_worker "$tmp/worker4.log" --model-dir "$mdir" --max-message-bytes 10485
 	check "the limits worker exits 0 on SIGTERM" "$STOPPED" '^exit=0$'
 else
 	fail "limits worker starts"
+fi
+
+# --- the input cache ------------------------------------------------------
+# Rows that come with their SHA-256 are cached; the same rows left out
+# (empty frames, --cached-rows) are answered from the cache with the same
+# values; a row left out that the worker does not hold gets MSG_NEED_INPUT,
+# and sending it again answers it right; a row whose bytes do not match
+# its digest fails alone with XX001 and is not cached; a restarted worker
+# (empty cache) asks for every row left out; --input-cache 0 caches nothing.
+out=$("$WORKER" --help 2>&1)
+check "--help explains --input-cache" "$out" '--input-cache MB' '0 = off \(default 256\)'
+out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --input-cache -1 2>&1)
+check "a negative --input-cache is refused (exit 2)" "$out rc=$?" 'rc=2' 'input-cache must be'
+cls=ch_ppocr_mobile_v2.0_cls_infer.onnx
+IA=$DATA/p05_street_sign.jpg
+IB=$DATA/p06_bakery_sign_fr.jpg
+IMC=$DATA/p01_web_docs.png
+ha=$(sha256sum "$IA" | cut -c1-64)
+hb=$(sha256sum "$IB" | cut -c1-64)
+hc=$(sha256sum "$IMC" | cut -c1-64)
+# row_values OUT ROW: the values of ROW in a RESULT
+row_values() { sed -n "s/^ROW $2 id=[0-9]* ok=1 .*values=\([^ ]*\).*/\1/p" <<<"$1"; }
+if start_worker "$tmp/worker_ic.log" --threads 2 --input-cache 64; then
+	IC=("$CLIENT" --endpoint "$EP" --timeout-ms "$OCR_TIMEOUT_MS" --input-size 48x192 --all-values)
+	plain=$("${IC[@]}" predict $cls "$IA" "$IB" "$IMC")
+	va=$(row_values "$plain" 0)
+	vb=$(row_values "$plain" 1)
+	vc=$(row_values "$plain" 2)
+	out=$("$CLIENT" --endpoint "$EP" ping)
+	check "no digests: nothing cached" "$out" ' input_cache_entries=0 ' \
+		' input_cache_capacity=67108864 bloom_bytes=4096 bloom_hashes=5 bloom_bits_set=0 '
+	out=$("${IC[@]}" --input-sha256 "$ha,$hb" predict $cls "$IA" "$IB")
+	if [ -n "$va" ] && [ "$(row_values "$out" 0)" = "$va" ] && [ "$(row_values "$out" 1)" = "$vb" ]; then
+		pass "rows sent with digests are answered as without"
+	else
+		fail "rows sent with digests are answered as without" "$plain / $out"
+	fi
+	bytes=$(($(stat -c %s "$IA") + $(stat -c %s "$IB")))
+	out=$("$CLIENT" --endpoint "$EP" ping)
+	check "... and cached: 2 entries of their bytes, 2 x 5 filter bits" "$out" \
+		" input_cache_hits=0 input_cache_misses=0 input_cache_bytes=$bytes input_cache_entries=2 " \
+		' bloom_bits_set=(9|10) '
+	out=$("${IC[@]}" --input-sha256 "$ha,$hb" --cached-rows 0,1 predict $cls "$IA" "$IB")
+	if [ "$(row_values "$out" 0)" = "$va" ] && [ "$(row_values "$out" 1)" = "$vb" ]; then
+		pass "rows left out are answered from the cache, bit for bit ($va)"
+	else
+		fail "rows left out are answered from the cache, bit for bit" "$plain / $out"
+	fi
+	check "... 2 cache hits" "$("$CLIENT" --endpoint "$EP" ping)" ' input_cache_hits=2 input_cache_misses=0 '
+	out=$("${IC[@]}" --input-sha256 "$ha,$hc" --cached-rows 0,1 predict $cls "$IA" "$IMC")
+	check "a row left out that is not cached gets MSG_NEED_INPUT naming it" "$out" \
+		'^NEED_INPUT rows=1 request_id=7$'
+	out=$("${IC[@]}" --resend --input-sha256 "$ha,$hc" --cached-rows 0,1 predict $cls "$IA" "$IMC")
+	if grep -q '^NEED_INPUT rows=1 ' <<<"$out" && [ "$(row_values "$out" 0)" = "$va" ] &&
+		[ "$(row_values "$out" 1)" = "$vc" ]; then
+		pass "... sent again with its bytes, both rows are answered right"
+	else
+		fail "... sent again with its bytes, both rows are answered right" "$out"
+	fi
+	out=$("${IC[@]}" --input-sha256 "$hb,$hc" predict $cls "$IA" "$IMC")
+	check "a row whose bytes do not match its digest fails alone with XX001" "$out" \
+		'^ROW 0 id=100 ok=0 sqlstate=XX001 message=the row.s bytes do not match the SHA-256' \
+		'^ROW 1 id=101 ok=1 '
+	check "... and the worker log says so" "$(cat "$tmp/worker_ic.log")" \
+		'WARN 1 rows of a request do not match their input digests'
+	# the lie did not replace what hb names: B left out still gives B's values
+	out=$("${IC[@]}" --input-sha256 "$hb" --cached-rows 0 predict $cls "$IB")
+	if [ "$(row_values "$out" 0)" = "$vb" ]; then
+		pass "... and is not cached under the digest it claimed"
+	else
+		fail "... and is not cached under the digest it claimed" "$out"
+	fi
+	out=$("$CLIENT" --endpoint "$EP" ping)
+	check "state: 6 hits, 2 misses, 3 entries" "$out" \
+		' input_cache_hits=6 input_cache_misses=2 ' ' input_cache_entries=3 '
+	stop_worker TERM
+	# the same endpoint, an empty cache: every row left out is asked for
+	port_ep=$EP
+	"$WORKER" --listen "$port_ep" --model-dir "$MODEL_DIR" --threads 2 2>"$tmp/worker_ic2.log" &
+	WPID=$!
+	pids+=("$WPID")
+	for _ in $(seq 50); do
+		"$CLIENT" --endpoint "$port_ep" --timeout-ms 200 ping | grep -q '^PONG ' && break
+	done
+	out=$("${IC[@]}" --resend --input-sha256 "$ha,$hb" --cached-rows 0,1 predict $cls "$IA" "$IB")
+	if grep -q '^NEED_INPUT rows=0,1 ' <<<"$out" && [ "$(row_values "$out" 0)" = "$va" ] &&
+		[ "$(row_values "$out" 1)" = "$vb" ]; then
+		pass "a restarted worker (empty cache) asks for the rows left out, then answers them right"
+	else
+		fail "a restarted worker (empty cache) asks for the rows left out, then answers them right" "$out"
+	fi
+	stop_worker TERM
+else
+	fail "input cache worker starts"
+fi
+if start_worker "$tmp/worker_ic0.log" --input-cache 0; then
+	IC0=("$CLIENT" --endpoint "$EP" --timeout-ms "$OCR_TIMEOUT_MS" --input-size 48x192 --all-values)
+	out=$("${IC0[@]}" --input-sha256 "$ha" predict $cls "$IA")
+	check "--input-cache 0: a row with a digest is answered" "$out" '^ROW 0 id=100 ok=1 '
+	check "... not cached, and no filter is published" "$("$CLIENT" --endpoint "$EP" ping)" \
+		' input_cache_bytes=0 input_cache_entries=0 input_cache_capacity=0 bloom_bytes=0 bloom_hashes=0 '
+	check "... a row left out gets MSG_NEED_INPUT" \
+		"$("${IC0[@]}" --input-sha256 "$ha" --cached-rows 0 predict $cls "$IA")" '^NEED_INPUT rows=0 '
+	check "the worker logs its input cache setting" "$(cat "$tmp/worker_ic0.log")" 'INFO input cache: off'
+	stop_worker TERM
+else
+	fail "worker with --input-cache 0 starts"
 fi
 
 echo "worker: $passed passed, $failed failed"

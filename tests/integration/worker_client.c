@@ -51,10 +51,18 @@
  *									 of BYTES zero bytes each (N and BYTES
  *									 may be large: the limits tests)
  *
+ * The input cache (docs/placement.md): --input-sha256 H0,H1,... gives row
+ * i the SHA-256 Hi (64 hex digits; "-" for none), --cached-rows I,J,...
+ * leaves those rows' payload frames empty (the worker is to take them from
+ * its cache), and --resend answers a MSG_NEED_INPUT as a backend does:
+ * the same request again with the named rows' bytes (at most twice),
+ * printing each reply.  All three apply to a single client.
+ *
  * Output, one item a line:
  *	  PONG worker_id=W served=N batches=B rows=R merged=M model_runs=K
  *		   queue=Q backlog_ms=X resident=A,B request_id=R seq=S ...
- *		   state_endpoint=E models=F:resident|known:BYTES:LOAD_MS:QUEUED:IDLE_MS;...
+ *		   state_endpoint=E model_loads=L model_evictions=V model_hits=H
+ *		   model_misses=M models=F:resident|known:BYTES:LOAD_MS:QUEUED:IDLE_MS;...
  *		   timings=F@BATCH=MS/RUNS;...	(WorkerState)
  *	  STATE t_ms=T queue=Q backlog_ms=X served=N resident=A,B seq=S ...
  *		   (as PONG; T: ms since subscribing)
@@ -62,6 +70,7 @@
  *	  RESULT rows=N frames=F request_id=R
  *	  ROW i id=ID ok=1 n_values=K frame_bytes=B text=T	(newlines as \n)
  *	  ROW i id=ID ok=0 sqlstate=S message=M | detail=D
+ *	  NEED_INPUT rows=I,J request_id=R (MSG_NEED_INPUT)
  *	  NOREPLY						 (no reply within the timeout)
  * Exit status: 0 a reply (of any kind) arrived (for cancel: none did), 3
  * none did within the timeout, 2 usage or I/O error.  Row ids are 100,
@@ -82,6 +91,19 @@
 #define ROW_ID_BASE 100
 #define MAX_FRAMES 1024
 #define MAX_CLIENTS 16
+
+/* The input-cache options (see the banner) and the rows a MSG_NEED_INPUT named. */
+static const char *opt_input_sha256 = NULL;
+static const char *opt_cached_rows = NULL;
+static int	opt_resend = 0;
+static uint8_t ic_digests[MAX_FRAMES][32];
+static ProtobufCBinaryData ic_sha256[MAX_FRAMES];
+static uint32_t ic_cached[MAX_FRAMES];
+static size_t ic_lens[MAX_FRAMES];	/* the real lengths of the cached rows */
+static uint32_t need_rows[MAX_FRAMES];
+static size_t n_need_rows = 0;
+
+static int	parse_hex32(const char *hex, uint8_t out[32]);
 
 typedef struct client_opts
 {
@@ -146,6 +168,98 @@ send_bulk(void *sock, const Pginfer__Header *h, long long n, const void *buf,
 	return 0;
 }
 
+/* Bits set in a Bloom filter of len bytes. */
+static int
+bits_set(const uint8_t *b, size_t len)
+{
+	int			n = 0;
+
+	for (size_t i = 0; i < len; i++)
+		n += __builtin_popcount(b[i]);
+	return n;
+}
+
+/*
+ * Applies --input-sha256 and --cached-rows to run over n rows of lens[]:
+ * the digests, the cached rows, and their frames' lengths set to 0 (the
+ * real ones kept in ic_lens).  Returns 0, or -1 on a bad list.
+ */
+static int
+setup_input_cache(Pginfer__RunFragment *run, int n, size_t *lens)
+{
+	char		buf[MAX_FRAMES * 66];
+	char	   *save = NULL;
+	int			k = 0;
+
+	if (opt_input_sha256 != NULL)
+	{
+		snprintf(buf, sizeof(buf), "%s", opt_input_sha256);
+		for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save))
+		{
+			if (k >= n)
+				return -1;
+			ic_sha256[k].data = ic_digests[k];
+			ic_sha256[k].len = 0;
+			if (strcmp(t, "-") != 0)
+			{
+				if (parse_hex32(t, ic_digests[k]) != 0)
+					return -1;
+				ic_sha256[k].len = 32;
+			}
+			k++;
+		}
+		if (k != n)
+			return -1;
+		run->n_input_sha256 = (size_t) n;
+		run->input_sha256 = ic_sha256;
+	}
+	if (opt_cached_rows != NULL)
+	{
+		k = 0;
+		snprintf(buf, sizeof(buf), "%s", opt_cached_rows);
+		for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save))
+		{
+			int			r = atoi(t);
+
+			if (r < 0 || r >= n || k >= MAX_FRAMES)
+				return -1;
+			ic_cached[k++] = (uint32_t) r;
+			ic_lens[r] = lens[r];
+			lens[r] = 0;
+		}
+		run->n_cached_rows = (size_t) k;
+		run->cached_rows = ic_cached;
+	}
+	return 0;
+}
+
+/*
+ * Sends run's request again after a MSG_NEED_INPUT (need_rows): the named
+ * rows go with their bytes and leave cached_rows.  Returns send_request's.
+ */
+static int
+resend_needed(void *sock, Pginfer__Header *h, void *const *frames, size_t *lens,
+			  int n)
+{
+	size_t		k = 0;
+
+	for (size_t c = 0; c < h->run->n_cached_rows; c++)
+	{
+		uint32_t	r = h->run->cached_rows[c];
+		int			needed = 0;
+
+		for (size_t m = 0; m < n_need_rows; m++)
+			needed |= need_rows[m] == r;
+		if (needed)
+			lens[r] = ic_lens[r];
+		else
+			ic_cached[k++] = r;
+	}
+	h->run->n_cached_rows = k;
+	n_need_rows = 0;
+	return send_request(sock, h, frames, lens, n);
+}
+
 /* Prints a WorkerState's placement fields after "PONG ..." or "STATE". */
 static void
 print_state_fields(const Pginfer__WorkerState *st)
@@ -158,6 +272,17 @@ print_state_fields(const Pginfer__WorkerState *st)
 		   (unsigned long long) st->host_memory_total,
 		   (unsigned long long) st->host_memory_free, st->device,
 		   st->state_endpoint);
+	printf(" model_loads=%llu model_evictions=%llu model_hits=%llu model_misses=%llu",
+		   (unsigned long long) st->model_loads,
+		   (unsigned long long) st->model_evictions,
+		   (unsigned long long) st->model_hits,
+		   (unsigned long long) st->model_misses);
+	printf(" input_cache_hits=%llu input_cache_misses=%llu input_cache_bytes=%llu input_cache_entries=%u input_cache_capacity=%llu bloom_bytes=%zu bloom_hashes=%u bloom_bits_set=%d",
+		   (unsigned long long) st->input_cache_hits,
+		   (unsigned long long) st->input_cache_misses,
+		   (unsigned long long) st->input_cache_bytes, st->input_cache_entries,
+		   (unsigned long long) st->input_cache_capacity, st->input_bloom.len,
+		   st->bloom_hashes, bits_set(st->input_bloom.data, st->input_bloom.len));
 	printf(" models=");
 	for (size_t i = 0; i < st->n_models; i++)
 	{
@@ -234,6 +359,17 @@ print_reply(void *sock, int timeout_ms, int all_values)
 			if (h->state)
 				print_state_fields(h->state);
 			printf("\n");
+			break;
+		case PGINFER__MSG_KIND__MSG_NEED_INPUT:
+			printf("NEED_INPUT rows=");
+			n_need_rows = 0;
+			for (size_t i = 0; h->need_input != NULL && i < h->need_input->n_rows; i++)
+			{
+				printf("%s%u", i ? "," : "", h->need_input->rows[i]);
+				if (n_need_rows < MAX_FRAMES)
+					need_rows[n_need_rows++] = h->need_input->rows[i];
+			}
+			printf(" request_id=%llu\n", (unsigned long long) h->request_id);
 			break;
 		case PGINFER__MSG_KIND__MSG_ERROR:
 			printf("ERROR sqlstate=%s message=", h->error ? h->error->sqlstate : "?");
@@ -341,6 +477,7 @@ usage(void)
 			"         [--cancel] [--rounds N [--solo-last-round]]\n"
 			"         [--embed MODEL] [--also ocr|detect] [--also-chain MODEL]\n"
 			"         [--state-endpoint EP] [--cancel-after-ms N]\n"
+			"         [--input-sha256 H,H,...] [--cached-rows I,J,...] [--resend]\n"
 			"         COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
@@ -655,6 +792,11 @@ main(int argc, char **argv)
 			o.solo_last_round = 1;
 			continue;
 		}
+		if (strcmp(argv[i], "--resend") == 0)
+		{
+			opt_resend = 1;
+			continue;
+		}
 		if (i + 1 >= argc)
 			break;
 		if (strcmp(argv[i], "--endpoint") == 0)
@@ -663,6 +805,10 @@ main(int argc, char **argv)
 			o.embed = argv[++i];
 		else if (strcmp(argv[i], "--state-endpoint") == 0)
 			o.state_endpoint = argv[++i];
+		else if (strcmp(argv[i], "--input-sha256") == 0)
+			opt_input_sha256 = argv[++i];
+		else if (strcmp(argv[i], "--cached-rows") == 0)
+			opt_cached_rows = argv[++i];
 		else if (strcmp(argv[i], "--cancel-after-ms") == 0)
 		{
 			o.cancel_after_ms = atoi(argv[++i]);
@@ -968,6 +1114,13 @@ main(int argc, char **argv)
 		return 2;
 	}
 	client_start[n_clients] = n_frames;
+	if ((opt_input_sha256 != NULL || opt_cached_rows != NULL) &&
+		(h.run == NULL || n_clients > 1 ||
+		 setup_input_cache(&run, n_frames, lens) != 0))
+	{
+		fprintf(stderr, "worker-client: bad --input-sha256 or --cached-rows (one per row, one client)\n");
+		goto done;
+	}
 
 	ctx = zmq_ctx_new();
 	if (ctx == NULL)
@@ -1067,6 +1220,12 @@ main(int argc, char **argv)
 			if (n_clients > 1)
 				printf("CLIENT %d\n", c);
 			r = print_reply(socks[c], o.timeout_ms, o.all_values);
+			for (int again = 0; r == 0 && opt_resend && n_need_rows > 0 && again < 2; again++)
+			{
+				if (resend_needed(socks[c], &h, frames, lens, n_frames) != 0)
+					goto done;
+				r = print_reply(socks[c], o.timeout_ms, o.all_values);
+			}
 			if (!expect_reply || o.cancel)
 				r = r == 3 ? 0 : 2;	/* no reply expected */
 			if (r != 0)

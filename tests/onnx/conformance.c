@@ -15,7 +15,10 @@
  * ||ours - ref||_2 / ||ref||_2 <= T per output (real models).
  *
  * Each test runs in a forked child, so a crash or a hang (--timeout) is
- * reported as that test's failure.  The last line is
+ * reported as that test's failure.  --device cuda:N runs the models on a
+ * CUDA device (docs/gpu.md), in this process: CUDA cannot be used in a
+ * child forked after it was initialised, and a context per test would cost
+ * a second each; --tf32 on lets cuBLAS and cuDNN use TF32.  The last line is
  * "<name>: N passed, M failed[, K expected failures]"; the exit status is
  * non-zero when anything failed.  Single-threaded apart from the children.
  */
@@ -60,6 +63,8 @@ typedef struct options
 	const char *filter;			/* substring a test name must contain */
 	int			threads;
 	int			timeout_s;
+	int			device;			/* IE_DEVICE_CPU or a CUDA device */
+	bool		tf32;
 } options;
 
 /* One known failure: test name and reason. */
@@ -564,6 +569,26 @@ run_isolated(const options *opt, const char *tdir, char *msg, size_t len,
 	return buf[0];
 }
 
+/*
+ * Runs one test in this process (a device run; see the banner): no
+ * isolation from crashes or hangs.  Same results as run_isolated.
+ */
+static char
+run_in_process(const options *opt, const char *tdir, char *msg, size_t len,
+			   double *score, double *ms)
+{
+	struct timespec t0,
+				t1;
+	char		kind;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	msg[0] = '\0';
+	kind = run_test(opt, tdir, msg, len, score);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	return kind;
+}
+
 /* Prints the usage and exits with status 2. */
 static void
 usage(void)
@@ -571,7 +596,8 @@ usage(void)
 	fprintf(stderr,
 			"usage: onnx-conformance [--dir D] [--metric allclose|rel-l2] [--tol T]\n"
 			"       [--rtol R] [--atol A] [--known FILE] [--name NAME] [--filter S]\n"
-			"       [--threads N] [--timeout SECONDS]\n");
+			"       [--threads N] [--timeout SECONDS] [--device cpu|cuda:N]\n"
+			"       [--tf32 on|off]\n");
 	exit(2);
 }
 
@@ -580,7 +606,8 @@ int
 main(int argc, char **argv)
 {
 	options		opt = {NODE_TEST_DIR, true, METRIC_ALLCLOSE, 1e-3, 1e-5, 1e-4,
-		NULL, NULL, NULL, 0, 300};
+		NULL, NULL, NULL, 0, 300, IE_DEVICE_CPU, false};
+	char		derr[512];
 	char	  **tests;
 	int			n_tests;
 	int			passed = 0,
@@ -627,6 +654,16 @@ main(int argc, char **argv)
 			opt.threads = atoi(v);
 		else if (strcmp(a, "--timeout") == 0)
 			opt.timeout_s = atoi(v);
+		else if (strcmp(a, "--device") == 0)
+		{
+			if (ie_device_parse(v, &opt.device, derr, sizeof(derr)) != 0)
+			{
+				fprintf(stderr, "onnx-conformance: --device: %s\n", derr);
+				usage();
+			}
+		}
+		else if (strcmp(a, "--tf32") == 0 && (strcmp(v, "on") == 0 || strcmp(v, "off") == 0))
+			opt.tf32 = strcmp(v, "on") == 0;
 		else
 			usage();
 		i++;
@@ -635,6 +672,19 @@ main(int argc, char **argv)
 		opt.name = opt.node_mode ? "onnx-conformance" : "onnx-models";
 	if (opt.known != NULL && load_known(opt.known) != 0)
 		return 2;
+	if (opt.device != IE_DEVICE_CPU)
+	{
+		/* in this process: models load for the device from now on */
+		if (opt.threads > 0)
+			ie_set_threads(opt.threads);
+		ie_set_tf32(opt.tf32);
+		if (ie_set_device(opt.device, derr, sizeof(derr)) != 0)
+		{
+			fprintf(stderr, "%s: %s\n", opt.name, derr);
+			printf("%s: 0 passed, 1 failed\n", opt.name);
+			return 1;
+		}
+	}
 
 	tests = list_dir(opt.dir, opt.node_mode ? "test_" : NULL, &n_tests);
 	if (tests == NULL && n_tests == 0)
@@ -680,8 +730,10 @@ main(int argc, char **argv)
 			fmt(msg, sizeof(msg), "model.onnx does not parse");
 			res = RES_HARNESS;
 		}
-		else
+		else if (opt.device == IE_DEVICE_CPU)
 			res = run_isolated(&opt, tdir, msg, sizeof(msg), &score, &ms);
+		else
+			res = run_in_process(&opt, tdir, msg, sizeof(msg), &score, &ms);
 
 		if (res == RES_PASS && kf == NULL)
 		{

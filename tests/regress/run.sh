@@ -41,6 +41,9 @@ WORKER_BIN=$ROOT/$BUILD/bin/infer-worker
 MODEL_DIR=$ROOT/$BUILD/models
 TMP=$ROOT/$BUILD/regress-tmp
 REGRESS_DIR=$ROOT/tests/regress
+# results/ and regression.diffs: tests/regress unless REGRESS_OUTDIR says
+# elsewhere (make check-asan keeps its own)
+REGRESS_OUTDIR=${REGRESS_OUTDIR:-$REGRESS_DIR}
 
 # shellcheck source=tools/testenv.sh
 . "$ROOT/tools/testenv.sh"
@@ -80,6 +83,9 @@ while [ "${#pool_ports[@]}" -lt 3 ]; do
 		pool_ports+=("$p")
 	fi
 done
+# The input cache is off (infer.input_cache_min_bytes = -1) so that the
+# bytes EXPLAIN ANALYZE reports do not depend on what earlier tests left in
+# the workers' caches; pool_input_cache turns it on for itself.
 TESTENV_EXTRA_CONF="regress.worker_endpoint = '$endpoint'
 regress.worker2_endpoint = 'tcp://127.0.0.1:${pool_ports[0]}'
 regress.worker3_endpoint = 'tcp://127.0.0.1:${pool_ports[1]}'
@@ -88,7 +94,8 @@ regress.worker4_pidfile = '$TMP/worker4.pid'
 regress.worker4_start = '$WORKER_BIN --listen tcp://127.0.0.1:${pool_ports[2]} --model-dir $MODEL_DIR'
 regress.data_dir = '$DATA_DIR'
 regress.test_data_dir = '$REGRESS_DIR/data'
-regress.worker_log = '$TMP/worker.log'"
+regress.worker_log = '$TMP/worker.log'
+infer.input_cache_min_bytes = -1"
 if ! testenv_start_cluster "$TMP"; then
 	echo "regress: 0 passed, ${#tests[@]} failed"
 	exit 1
@@ -140,7 +147,7 @@ fi
 "$PG_REGRESS" --use-existing --bindir="$PG_BINDIR" \
 	--host="$TMP" --port="$pg_port" --user=postgres \
 	--dbname=pg_infer_regress \
-	--inputdir="$REGRESS_DIR" --outputdir="$REGRESS_DIR" \
+	--inputdir="$REGRESS_DIR" --outputdir="$REGRESS_OUTDIR" \
 	"${tests[@]}" 2>&1 | tee "$TMP/pg_regress.out"
 rc=${PIPESTATUS[0]}
 
@@ -150,8 +157,8 @@ failed=$(grep -cE '\.\.\. +FAILED' "$TMP/pg_regress.out")
 if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then
 	failed=$((${#tests[@]} - passed))
 fi
-if [ "$failed" != 0 ] && [ -f "$REGRESS_DIR/regression.diffs" ]; then
-	echo "differences: tests/regress/regression.diffs"
+if [ "$failed" != 0 ] && [ -f "$REGRESS_OUTDIR/regression.diffs" ]; then
+	echo "differences: $REGRESS_OUTDIR/regression.diffs"
 fi
 echo "regress: $passed passed, $failed failed"
 [ "$failed" = 0 ] && [ "$rc" = 0 ]

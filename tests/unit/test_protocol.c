@@ -237,7 +237,7 @@ test_round_trips(void)
 		pginfer__header__free_unpacked(u, NULL);
 }
 
-/* server_check_header: version, parts, payload frame counts. */
+/* request_check_header: version, parts, payload frame counts. */
 static void
 test_check_header(void)
 {
@@ -251,62 +251,62 @@ test_check_header(void)
 
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = PGINFER__MSG_KIND__MSG_PING;
-	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
-	CHECK_EXPR(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
+	CHECK_EXPR(request_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_STR(sqlstate, PGINFER_SQLSTATE_PROTOCOL);
 	CHECK_CONTAINS(err, "1 payload frames, expected 0");
 
 	/* Version mismatch names both versions. */
 	h.version = PGINFER_PROTOCOL_VERSION + 6;
 	sqlstate = NULL;
-	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_STR(sqlstate, "08P01");
 	CHECK_CONTAINS(err, "version 7");
 	CHECK_CONTAINS(err, "speaks version 1");
 	h.version = 0;
-	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "version 0");
 	h.version = PGINFER_PROTOCOL_VERSION;
 
 	/* RUN_FRAGMENT: one payload frame per row id. */
 	h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
-	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "without a fragment");
 	run.fragment = &frag;
 	run.n_row_ids = 2;
 	run.row_ids = ids;
 	h.run = &run;
-	CHECK_EXPR(server_check_header(&h, 2, &sqlstate, err, sizeof(err)) == 0);
-	CHECK_EXPR(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 2, &sqlstate, err, sizeof(err)) == 0);
+	CHECK_EXPR(request_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "1 payload frames, expected 2");
-	CHECK_EXPR(server_check_header(&h, 3, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 3, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "3 payload frames, expected 2");
 	h.run = NULL;
 
 	/* LOAD/UNLOAD need a model and no payload. */
 	h.kind = PGINFER__MSG_KIND__MSG_LOAD_MODEL;
-	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "without a model");
 	h.model = &mr;
-	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	{
 		Pginfer__ModelSpec m = PGINFER__MODEL_SPEC__INIT;
 
 		mr.model = &m;
-		CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
-		CHECK_EXPR(server_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
+		CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == 0);
+		CHECK_EXPR(request_check_header(&h, 1, &sqlstate, err, sizeof(err)) == -1);
 		mr.model = NULL;
 	}
 	h.model = NULL;
 
 	/* Kinds a worker only sends are refused. */
 	h.kind = PGINFER__MSG_KIND__MSG_RESULT;
-	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "does not accept MSG_RESULT");
 	h.kind = PGINFER__MSG_KIND__MSG_UNKNOWN;
-	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 	h.kind = (Pginfer__MsgKind) 77;
-	CHECK_EXPR(server_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
+	CHECK_EXPR(request_check_header(&h, 0, &sqlstate, err, sizeof(err)) == -1);
 }
 
 /* Model file names: relative, no ".." components. */
@@ -1383,12 +1383,12 @@ test_run_group(void)
 	h2.request_id = 32;
 
 	/* Same fragment, same limit: same key; another limit or label: another. */
-	k1 = server_group_key(&run1, &kl1);
-	k2 = server_group_key(&run2, &kl2);
+	k1 = request_group_key(&run1, &kl1);
+	k2 = request_group_key(&run2, &kl2);
 	CHECK_EXPR(k1 != NULL && k2 != NULL && kl1 == kl2 && memcmp(k1, k2, kl1) == 0);
 	free(k2);
 	run2.max_pixels = 1000;
-	k2 = server_group_key(&run2, &kl2);
+	k2 = request_group_key(&run2, &kl2);
 	CHECK_EXPR(k2 != NULL && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
 	free(k2);
 	run2.max_pixels = 0;
@@ -1402,7 +1402,7 @@ test_run_group(void)
 		spec2.labels = labels;
 		frag2.models = spec2p;
 		run2.fragment = &frag2;
-		k2 = server_group_key(&run2, &kl2);
+		k2 = request_group_key(&run2, &kl2);
 		CHECK_EXPR(k2 != NULL && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
 		free(k2);
 		run2.fragment = &frag;

@@ -87,6 +87,14 @@ ie_tensor  *ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims);
 void		ie_tensor_cache_clear(void);
 size_t		ie_tensor_cache_bytes(void);
 
+/*
+ * Largest tensor data (bytes) the engine allocates, process-wide; a larger
+ * one fails as if memory ran out ("out of memory" from the operator).
+ * 0, the default, sets no limit.  For fuzzing and for hosts that would
+ * rather fail a request than swap.
+ */
+void		ie_set_max_tensor_bytes(size_t bytes);
+
 /* Deep copy of t, or NULL when memory runs out. */
 ie_tensor  *ie_tensor_clone(const ie_tensor *t);
 
@@ -142,5 +150,50 @@ int			ie_model_run(const ie_model *model, const ie_tensor *const *inputs,
  */
 void		ie_set_threads(int n);
 int			ie_get_threads(void);
+
+/*
+ * Devices (docs/gpu.md).  A model runs on the device that was the process
+ * default when it was loaded: IE_DEVICE_CPU, or CUDA device N >= 0 when the
+ * engine was built with CUDA.  On a CUDA device the weights are uploaded
+ * once at load, each thread that runs models gets its own stream and
+ * memory pool, and nodes without a CUDA kernel run on the CPU with copies.
+ */
+#define IE_DEVICE_CPU (-1)
+
+/*
+ * Parses "cpu", "cuda" (device 0) or "cuda:N" into *device; 0, or -1 with
+ * a message naming the accepted forms.
+ */
+int			ie_device_parse(const char *spec, int *device, char *err, size_t errlen);
+
+/*
+ * Makes device the default for models loaded from now on, after checking
+ * that it can be used (a CUDA device: present, driver loaded); 0, or -1
+ * with the cause in err ("no CUDA device", "built without CUDA", ...) and
+ * the default unchanged.  Process-wide.
+ */
+int			ie_set_device(int device, char *err, size_t errlen);
+int			ie_get_device(void);
+
+/*
+ * Whether models loaded from now on on a CUDA device may use TF32 tensor
+ * cores in cuBLAS and cuDNN (about 1e-3 relative error per product instead
+ * of FP32's 1e-7); off by default.  Process-wide; no effect on the CPU.
+ */
+void		ie_set_tf32(int on);
+int			ie_get_tf32(void);
+
+/* Formats device as "cpu" or "cuda:N" into buf (len bytes); returns buf. */
+const char *ie_device_str(int device, char *buf, size_t len);
+
+/*
+ * Free and total memory of CUDA device `device` in bytes (cudaMemGetInfo);
+ * 0, or -1 with a message for the CPU or when the device cannot be asked.
+ */
+int			ie_device_memory(int device, uint64_t *free_bytes, uint64_t *total_bytes,
+							 char *err, size_t errlen);
+
+/* The device model runs on (IE_DEVICE_CPU or a CUDA device index). */
+int			ie_model_device(const ie_model *model);
 
 #endif							/* IE_ENGINE_H */

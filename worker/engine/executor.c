@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "worker/engine/cuda/backend.h"
 #include "worker/engine/model_int.h"
 
 /* From OpenBLAS (declared here: the cblas.h on the include path may be netlib's). */
@@ -161,6 +162,9 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 				max_out = 1;
 	char		operr[1024];
 
+	/* a model loaded for a CUDA device runs there (cuda/exec.c) */
+	if (m->on_cuda)
+		return ie_cuda_model_run(m, inputs, outputs, err, errlen);
 	if (errlen > 0)
 		err[0] = '\0';
 	for (int j = 0; j < m->n_outputs; j++)

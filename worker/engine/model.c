@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "onnx/onnx.pb-c.h"
+#include "worker/engine/cuda/backend.h"
 #include "worker/engine/fusion.h"
 #include "worker/engine/model_int.h"
 
@@ -524,6 +525,7 @@ ie_model_destroy(ie_model **mp)
 	if (mp == NULL || *mp == NULL)
 		return;
 	m = *mp;
+	ie_cuda_model_release(m);
 	for (int v = 0; v < m->n_values; v++)
 	{
 		free(m->value_names[v]);
@@ -597,8 +599,17 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 		return load_error(ld, "unsupported operator '%s' (node '%s')", op, pn->name);
 	if (decode_attrs(ld, np, pn) != 0)
 		return -1;
+	/* every ONNX operator has at least one output (it may be named ""):
+	 * operators write output 0 without asking */
+	if (np->n_output == 0)
+		return load_error(ld, "%s node '%s' has no outputs", op, pn->name);
 	pn->n_inputs = (int) np->n_input;
 	pn->n_outputs = (int) np->n_output;
+	for (int i = 0; i < ie_op_min_inputs(op); i++)
+		if (i >= pn->n_inputs || np->input[i] == NULL || np->input[i][0] == '\0')
+			return load_error(ld, "%s node '%s': required input %d is missing "
+							  "(the operator needs %d)", op, pn->name, i,
+							  ie_op_min_inputs(op));
 	pn->inputs = calloc(np->n_input ? np->n_input : 1, sizeof(int));
 	pn->outputs = calloc(np->n_output ? np->n_output : 1, sizeof(int));
 	if (pn->inputs == NULL || pn->outputs == NULL)
@@ -887,8 +898,17 @@ load_model(const void *bytes, size_t len, const char *name, char *err, size_t er
 	}
 	for (int j = 0; j < ld.m->n_outputs; j++)
 		ld.m->is_output[ld.m->outputs[j].value] = true;
-	/* IE_FUSION=0 in the environment turns fusion off (for measurements) */
-	if ((getenv("IE_FUSION") == NULL || strcmp(getenv("IE_FUSION"), "0") != 0) &&
+	/*
+	 * IE_FUSION=0 in the environment turns fusion off (for measurements).
+	 * A model for a CUDA device is not fused: its epilogues are CPU code,
+	 * and the device runs the element-wise nodes as kernels of their own.
+	 * The device is the process default when the load starts (engine.h).
+	 */
+	ld.m->device = ie_get_device();
+	ld.m->on_cuda = ld.m->device != IE_DEVICE_CPU;
+	ld.m->tf32 = ie_get_tf32();
+	if (!ld.m->on_cuda &&
+		(getenv("IE_FUSION") == NULL || strcmp(getenv("IE_FUSION"), "0") != 0) &&
 		ie_fuse_plan(ld.m, err, errlen) != 0)
 		goto fail;
 	for (int v = 0; v < ld.m->n_values; v++)
@@ -897,6 +917,9 @@ load_model(const void *bytes, size_t len, const char *name, char *err, size_t er
 		for (int i = 0; i < ld.m->nodes[k].n_inputs; i++)
 			if (ld.m->nodes[k].inputs[i] >= 0)
 				ld.m->last_use[ld.m->nodes[k].inputs[i]] = k;
+	/* on a CUDA device: weights uploaded once, here */
+	if (ld.m->on_cuda && ie_cuda_model_prepare(ld.m, err, errlen) != 0)
+		goto fail;
 
 	for (int k = 0; k < n_bound; k++)
 		ie_plan_node_free(&bound[k]);

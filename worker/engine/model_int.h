@@ -61,6 +61,11 @@ struct ie_model
 	int			n_nodes;
 	ie_plan_node *nodes;		/* topological order */
 	size_t		weight_bytes;
+	/* the device backend (cuda/backend.h): set at load, read-only after */
+	bool		on_cuda;		/* runs on CUDA device `device` */
+	int			device;			/* CUDA device index when on_cuda */
+	bool		tf32;			/* cuBLAS/cuDNN may use TF32 tensor cores */
+	struct ie_cuda_model *cuda; /* uploaded weights and per-node facts */
 };
 
 /*

@@ -112,6 +112,12 @@ ie_tensor  *ie_tensor_take(ie_tensor *src, int ndim, const int64_t *dims);
 /* The operator for op_type in the default ONNX domain, or NULL. */
 ie_op_fn	ie_op_lookup(const char *op_type);
 
+/*
+ * Inputs a node of op_type must name (none omitted, "" is omitted): the
+ * loader refuses nodes with fewer (ONNX Operators.md, required inputs).
+ */
+int			ie_op_min_inputs(const char *op_type);
+
 /* Attribute look-ups; the default when the node does not set it. */
 const ie_attr *ie_attr_find(const ie_node_ctx *ctx, const char *name);
 int64_t		ie_attr_int(const ie_node_ctx *ctx, const char *name, int64_t dflt);

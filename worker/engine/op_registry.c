@@ -34,6 +34,46 @@ ie_op_lookup(const char *op_type)
 	return NULL;
 }
 
+/*
+ * Operators whose required inputs are not exactly one: the least number of
+ * inputs every opset version the engine accepts requires (ONNX Operators.md;
+ * for an operator whose inputs were attributes in early opsets, such as
+ * Slice-1 or Unsqueeze-1, the earlier count, and the operator checks the
+ * later inputs itself).
+ */
+static const struct
+{
+	const char *op_type;
+	int			min_inputs;
+}			op_min_inputs[] = {
+	{"Constant", 0},
+	{"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2},
+	{"And", 2}, {"Or", 2}, {"Xor", 2},
+	{"Equal", 2}, {"Less", 2}, {"LessOrEqual", 2}, {"Greater", 2},
+	{"GreaterOrEqual", 2},
+	{"MatMul", 2}, {"Gemm", 2}, {"Conv", 2}, {"ConvTranspose", 2},
+	{"Expand", 2}, {"Reshape", 2}, {"Tile", 2},
+	{"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2},
+	{"LayerNormalization", 2},
+	{"Where", 3}, {"Range", 3},
+	{"BatchNormalization", 5},
+	{NULL, 0}
+};
+
+/*
+ * Inputs a node of op_type must have, none of them omitted: operators read
+ * their required inputs without checking that the node names them, so the
+ * loader refuses a node with fewer.  1 for an operator not listed above.
+ */
+int
+ie_op_min_inputs(const char *op_type)
+{
+	for (int i = 0; op_min_inputs[i].op_type != NULL; i++)
+		if (strcmp(op_min_inputs[i].op_type, op_type) == 0)
+			return op_min_inputs[i].min_inputs;
+	return 1;
+}
+
 /* The node's attribute called name, or NULL. */
 const ie_attr *
 ie_attr_find(const ie_node_ctx *ctx, const char *name)

@@ -866,6 +866,10 @@ op_conv(ie_node_ctx *ctx)
 	K = g.sp.k[0] * g.sp.k[1] * g.sp.k[2];
 	opix = g.sp.out[0] * g.sp.out[1] * g.sp.out[2];
 	ipix = g.sp.in[0] * g.sp.in[1] * g.sp.in[2];
+	/* a non-empty output from no input channels or an empty kernel */
+	if (cg == 0 || K == 0)
+		return ie_op_error(ctx, "the input has %lld channels per group and the kernel %lld taps: "
+						   "nothing to convolve", (long long) cg, (long long) K);
 	xd = X->data;
 	wd = W->data;
 	bd = B ? B->data : NULL;

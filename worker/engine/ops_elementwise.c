@@ -689,7 +689,24 @@ get_f64(const ie_tensor *t, int64_t i)
 	}
 }
 
-/* Stores v (already rounded as wanted) as element i of a numeric tensor. */
+/*
+ * v clamped to [lo, hi], NaN as 0: an integer result that overflows its
+ * type saturates (converting an out-of-range double to an integer type is
+ * undefined in C11 6.3.1.4).
+ */
+static double
+saturate(double v, double lo, double hi)
+{
+	if (v != v)
+		return 0;
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/*
+ * Stores v (already rounded as wanted) as element i of a numeric tensor;
+ * integer types saturate.  2^63 and 2^64 are not representable, so the
+ * 64-bit bounds are the largest doubles below them.
+ */
 static void
 set_f64(ie_tensor *t, int64_t i, double v)
 {
@@ -697,14 +714,14 @@ set_f64(ie_tensor *t, int64_t i, double v)
 	{
 		case IE_FLOAT: ((float *) t->data)[i] = (float) v; break;
 		case IE_DOUBLE: ((double *) t->data)[i] = v; break;
-		case IE_INT8: ((int8_t *) t->data)[i] = (int8_t) v; break;
-		case IE_UINT8: ((uint8_t *) t->data)[i] = (uint8_t) v; break;
-		case IE_INT16: ((int16_t *) t->data)[i] = (int16_t) v; break;
-		case IE_UINT16: ((uint16_t *) t->data)[i] = (uint16_t) v; break;
-		case IE_INT32: ((int32_t *) t->data)[i] = (int32_t) v; break;
-		case IE_UINT32: ((uint32_t *) t->data)[i] = (uint32_t) v; break;
-		case IE_INT64: ((int64_t *) t->data)[i] = (int64_t) v; break;
-		case IE_UINT64: ((uint64_t *) t->data)[i] = (uint64_t) v; break;
+		case IE_INT8: ((int8_t *) t->data)[i] = (int8_t) saturate(v, INT8_MIN, INT8_MAX); break;
+		case IE_UINT8: ((uint8_t *) t->data)[i] = (uint8_t) saturate(v, 0, UINT8_MAX); break;
+		case IE_INT16: ((int16_t *) t->data)[i] = (int16_t) saturate(v, INT16_MIN, INT16_MAX); break;
+		case IE_UINT16: ((uint16_t *) t->data)[i] = (uint16_t) saturate(v, 0, UINT16_MAX); break;
+		case IE_INT32: ((int32_t *) t->data)[i] = (int32_t) saturate(v, INT32_MIN, INT32_MAX); break;
+		case IE_UINT32: ((uint32_t *) t->data)[i] = (uint32_t) saturate(v, 0, UINT32_MAX); break;
+		case IE_INT64: ((int64_t *) t->data)[i] = (int64_t) saturate(v, -9223372036854775808.0, 9223372036854774784.0); break;
+		case IE_UINT64: ((uint64_t *) t->data)[i] = (uint64_t) saturate(v, 0, 18446744073709549568.0); break;
 		default: break;
 	}
 }

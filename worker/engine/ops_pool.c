@@ -414,10 +414,14 @@ byte_max_pool(ie_node_ctx *ctx)
 	{
 		float		v = ((const float *) F->data)[i];
 
+		/*
+		 * a window of padding only pools -inf: the type's lowest value,
+		 * as converting an out-of-range float is undefined (C11 6.3.1.4)
+		 */
 		if (X->dtype == IE_UINT8)
-			((uint8_t *) Y->data)[i] = (uint8_t) v;
+			((uint8_t *) Y->data)[i] = (uint8_t) (v < 0 ? 0 : v > UINT8_MAX ? UINT8_MAX : v);
 		else
-			((int8_t *) Y->data)[i] = (int8_t) v;
+			((int8_t *) Y->data)[i] = (int8_t) (v < INT8_MIN ? INT8_MIN : v > INT8_MAX ? INT8_MAX : v);
 	}
 	ie_tensor_destroy(&ctx->outputs[0]);
 	ctx->outputs[0] = Y;

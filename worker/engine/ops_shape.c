@@ -403,7 +403,8 @@ op_reshape(ie_node_ctx *ctx)
 		}
 		if (dims[i] < 0)
 			return ie_op_error(ctx, "shape[%d] = %lld is invalid", i, (long long) dims[i]);
-		known *= dims[i];
+		if (__builtin_mul_overflow(known, dims[i], &known))
+			return ie_op_error(ctx, "shape has more elements than a tensor can hold");
 	}
 	if (infer >= 0)
 	{
@@ -1017,7 +1018,9 @@ op_tile(ie_node_ctx *ctx)
 	{
 		if (rep[d] < 0)
 			return ie_op_error(ctx, "repeats[%d] = %lld is negative", d, (long long) rep[d]);
-		dims[d] = x->dims[d] * rep[d];
+		if (__builtin_mul_overflow(x->dims[d], rep[d], &dims[d]))
+			return ie_op_error(ctx, "repeats[%d] = %lld makes dimension %d overflow",
+							   d, (long long) rep[d], d);
 		in_strides[d] = acc;
 		acc *= x->dims[d];
 	}

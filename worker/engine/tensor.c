@@ -205,9 +205,19 @@ ie_tensor_numel(const ie_tensor *t)
 	return n;
 }
 
+/* Largest tensor data allowed, in bytes; 0: no limit (ie_set_max_tensor_bytes). */
+static size_t max_tensor_bytes;
+
+/* Sets the largest tensor data the engine allocates; see engine.h. */
+void
+ie_set_max_tensor_bytes(size_t bytes)
+{
+	max_tensor_bytes = bytes;
+}
+
 /*
  * Tensor of the given type and shape whose data is not initialised; NULL on
- * overflow or no memory.
+ * overflow, above the limit of ie_set_max_tensor_bytes, or no memory.
  */
 ie_tensor *
 ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims)
@@ -224,7 +234,8 @@ ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims)
 			return NULL;
 		n *= (size_t) dims[i];
 	}
-	if (n * esize > SIZE_MAX / 2)
+	if (n * esize > SIZE_MAX / 2 ||
+		(max_tensor_bytes > 0 && n * esize > max_tensor_bytes))
 		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)

@@ -69,8 +69,9 @@ SELECT c.relname, e.extcondition[array_position(e.extconfig, c.oid)] AS conditio
  WHERE e.extname = 'pg_infer' AND c.oid = ANY (e.extconfig)
  ORDER BY c.relname;
 
--- only superusers change the registry; everyone may read it
-CREATE ROLE regress_infer_user;
+-- only infer_admin (and superusers) change the registry; infer_user may
+-- read it (docs/security.md; security_roles tests the rest)
+CREATE ROLE regress_infer_user IN ROLE infer_user;
 SET ROLE regress_infer_user;
 SELECT infer.add_worker('w_user', 'tcp://127.0.0.1:5558');
 :sqlstate

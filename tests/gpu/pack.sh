@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# tests/gpu/pack.sh: packs what tests/gpu/run.sh needs on a GPU machine that
+# has CUDA (nvcc, cuBLAS, cuDNN) but not this project's other build
+# dependencies (protobuf-c, OpenBLAS, libonnx-dev, the Python tools), into
+# one file: $BUILD/gpu-pack.tar.xz (about 25 MB; the device tool carries at
+# most 64 MiB with the working tree).  Run it here, then on the GPU machine
+# `tests/gpu/run.sh` with that file carried (docs/gpu.md).
+#
+# The pack holds: bin/ (onnx-conformance, gpu-bench, gpu-test-device built
+# here with CUDA), lib/ (the CUDA backend plugin libinferengine_cuda.so and
+# the programs' shared libraries other than the C runtime and CUDA's), node/ (ONNX's node tests from libonnx-dev), models/ (the OCR
+# models, and MiniLM when PACK_MINILM=1, which makes the pack too big to
+# carry in one call) and model-tests/ (real inputs with ONNX Runtime's
+# outputs, from `make check-models`: a detector, a classifier and a
+# recogniser test, and MiniLM's when its model is packed).
+set -eu
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+MODEL_TESTS=${MODEL_TESTS:-$BUILD/model-tests}
+TEXT_TESTS=${TEXT_TESTS:-$BUILD/text-model-tests}
+NODE_DIR=${NODE_DIR:-/usr/include/onnx/backend/test/data/node}
+out=$BUILD/gpu-pack.tar.xz
+bins="onnx-conformance gpu-bench gpu-test-device"
+
+command -v "${NVCC:-nvcc}" >/dev/null || { echo "pack.sh: needs nvcc to build the CUDA backend" >&2; exit 1; }
+make --no-print-directory BUILD="$BUILD" $(for b in $bins; do echo "$BUILD/bin/$b"; done) \
+	"$BUILD/lib/libinferengine_cuda.so"
+for t in det_p02 cls_p01 rec_p01; do
+	[ -f "$MODEL_TESTS/$t/test_data_set_0/input_0.pb" ] ||
+		{ echo "pack.sh: no $MODEL_TESTS/$t; run make check-models first" >&2; exit 1; }
+done
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+p=$stage/gpu-pack
+mkdir -p "$p/bin" "$p/lib" "$p/models" "$p/model-tests"
+for b in $bins; do cp "$BUILD/bin/$b" "$p/bin/"; done
+# the CUDA backend plugin, found by the programs in ../lib
+cp "$BUILD/lib/libinferengine_cuda.so" "$p/lib/"
+# shared libraries other than the C runtime's and CUDA's (the GPU machine has those)
+for b in $bins; do ldd "$BUILD/bin/$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+	while read -r name path; do
+		case $name in
+			libc.so* | libm.so* | libmvec.so* | libstdc++.so* | libgcc_s.so* | libdl.so* | \
+			librt.so* | libpthread.so* | ld-linux* | libcud* | libcublas*) ;;
+			*) cp -L "$path" "$p/lib/$name" ;;
+		esac
+	done
+cp -r "$NODE_DIR" "$p/node"
+# each test's model.onnx becomes a link into models/
+add_test() {					# add_test NAME SRC_DIR
+	mkdir -p "$p/model-tests/$1"
+	cp -r "$2/test_data_set_0" "$p/model-tests/$1/"
+	local model
+	model=$(basename "$(readlink -f "$2/model.onnx")")
+	[ -f "$p/models/$model" ] || cp -L "$2/model.onnx" "$p/models/$model"
+	ln -s "../../models/$model" "$p/model-tests/$1/model.onnx"
+}
+add_test det "$MODEL_TESTS/det_p02"
+add_test cls "$MODEL_TESTS/cls_p01"
+add_test rec "$MODEL_TESTS/rec_p01"
+if [ "${PACK_MINILM:-0}" = 1 ] && [ -d "$TEXT_TESTS/minilm_b4_s40" ]; then
+	add_test minilm "$TEXT_TESTS/minilm_b4_s40"
+fi
+tar -C "$stage" -cf - gpu-pack | xz -T0 -6 >"$out"
+echo "pack.sh: $out, $(du -h "$out" | cut -f1) ($(ls "$p/model-tests" | tr '\n' ' '))"

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: the CUDA backend's whole check, in one call, on a
+# machine with an NVIDIA GPU (docs/gpu.md).  Exits 77 (skipped) where there
+# is none.
+#
+#  1. the tools: from $PACK (build/gpu-pack.tar.xz, made here by
+#     tests/gpu/pack.sh) when it exists, else built with make (which needs
+#     the project's build dependencies and nvcc);
+#  2. the device API test (gpu-test-device);
+#  3. ONNX's node conformance tests on the GPU in FP32 (onnx-conformance
+#     --device cuda:0, known failures as on the CPU);
+#  4. every model present on real inputs on the GPU against ONNX Runtime's
+#     outputs (onnx-conformance --dir, relative L2 <= 1e-4);
+#  5. every model on the GPU against the engine's CPU backend (gpu-bench):
+#     relative L2 <= 1e-4 in FP32 and <= 1e-2 with TF32, then images/s or
+#     sentences/s at batch 1, 8, 32 and 128;
+#  6. one table.
+# Budget: 8 minutes: each step has its own timeout (7 minutes together).  The exit status is 0
+# when every step passed, 1 otherwise.
+set -u
+cd "$(dirname "$0")/../.."
+t_start=$(date +%s)
+BUILD=${BUILD:-build}
+PACK=${PACK:-$BUILD/gpu-pack.tar.xz}
+DEVICE=${DEVICE:-cuda:0}
+BATCHES=${BATCHES:-1,8,32,128}
+SECONDS_PER_BATCH=${SECONDS_PER_BATCH:-1}
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+status=0
+steps=()
+
+note() { echo "run.sh: $*"; }
+step() {						# step NAME RC
+	if [ "$2" = 0 ]; then steps+=("$1: passed"); else steps+=("$1: FAILED (status $2)"); status=1; fi
+}
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+	note "no NVIDIA GPU here (nvidia-smi finds none): skipped"
+	exit 77
+fi
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)
+cuda=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+note "GPU: $gpu; CUDA toolkit ${cuda:-not found}"
+
+# 1. the tools
+if [ -f "$PACK" ]; then
+	root=$log/pack
+	mkdir -p "$root"
+	tar -C "$root" -xJf "$PACK" || { note "cannot unpack $PACK"; exit 1; }
+	root=$root/gpu-pack
+	BIN=$root/bin
+	NODE=$root/node
+	TESTS=$root/model-tests
+	export LD_LIBRARY_PATH=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	note "tools from $PACK"
+else
+	make -j"$(nproc)" --no-print-directory BUILD="$BUILD" "$BUILD/bin/onnx-conformance" \
+		"$BUILD/bin/gpu-bench" "$BUILD/bin/gpu-test-device" "$BUILD/lib/libinferengine_cuda.so" \
+		>"$log/make" 2>&1 ||
+		{ tail -30 "$log/make"; note "build failed (and no $PACK: see tests/gpu/pack.sh)"; exit 1; }
+	BIN=$BUILD/bin
+	NODE=${ONNX_NODE_DIR:-/usr/include/onnx/backend/test/data/node}
+	TESTS=$log/tests
+	mkdir -p "$TESTS"
+	for t in det_p02 cls_p01 rec_p01; do
+		[ -d "$BUILD/model-tests/$t" ] && ln -s "$(readlink -f "$BUILD/model-tests/$t")" "$TESTS/${t%_p0*}"
+	done
+	[ -d "$BUILD/text-model-tests/minilm_b4_s40" ] &&
+		ln -s "$(readlink -f "$BUILD/text-model-tests/minilm_b4_s40")" "$TESTS/minilm"
+	note "tools built in $BUILD"
+fi
+# CUDA's libraries where the loader does not find them (the toolkit, or Python's nvidia-* wheels)
+plugin=$BIN/../lib/libinferengine_cuda.so
+[ -f "$plugin" ] || { note "no CUDA backend at $plugin (built without nvcc?)"; exit 1; }
+for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9; do
+	if ldd "$plugin" | grep -q "$lib => not found"; then
+		dir=$(find /usr/local/cuda*/lib64 /usr/local/cuda*/targets /usr/lib /opt \
+			$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
+			-name "$lib" 2>/dev/null | head -1)
+		[ -n "$dir" ] && export LD_LIBRARY_PATH=$(dirname "$dir"):${LD_LIBRARY_PATH:-}
+	fi
+done
+if ldd "$BIN/gpu-bench" "$plugin" | grep "not found"; then
+	note "libraries missing (above): cannot run"
+	exit 1
+fi
+
+# 2. the device API
+timeout 30 "$BIN/gpu-test-device" "$NODE" 2>&1 | tee "$log/device"
+step "device API (gpu-test-device)" "${PIPESTATUS[0]}"
+
+# 3. node conformance on the GPU, FP32
+timeout 120 "$BIN/onnx-conformance" --device "$DEVICE" --node-dir "$NODE" \
+	--known tests/onnx/known_failures.txt --name onnx-conformance-gpu >"$log/conf" 2>"$log/conf.err"
+rc=$?
+grep -E "^(FAIL|NOTE)" "$log/conf" | head -40
+grep -c "runs on the CPU" "$log/conf.err" | sed 's/^/run.sh: node tests with a CPU fallback logged: /'
+tail -2 "$log/conf"
+step "node conformance on $DEVICE" "$rc"
+
+# 4. the models against ONNX Runtime, on the GPU
+timeout 60 "$BIN/onnx-conformance" --device "$DEVICE" --dir "$TESTS" --metric rel-l2 --tol 1e-4 \
+	--name onnx-models-gpu 2>"$log/models.err" | tee "$log/models"
+step "models vs ONNX Runtime on $DEVICE (rel-l2 <= 1e-4)" "${PIPESTATUS[0]}"
+grep "infer-engine:" "$log/models.err" | sort -u
+
+# 5. the models against the CPU, and their speed: FP32, then TF32
+specs=()
+for t in det cls rec minilm; do
+	[ -e "$TESTS/$t/model.onnx" ] || continue
+	unit=images
+	[ "$t" = minilm ] && unit=sentences
+	specs+=("$t:$unit:$TESTS/$t")
+done
+timeout 120 "$BIN/gpu-bench" --device "$DEVICE" --tol 1e-4 --batches "$BATCHES" \
+	--seconds "$SECONDS_PER_BATCH" "${specs[@]}" 2>"$log/fp32.err" | tee "$log/fp32"
+step "models vs CPU, FP32 (rel-l2 <= 1e-4)" "${PIPESTATUS[0]}"
+timeout 90 "$BIN/gpu-bench" --device "$DEVICE" --tf32 on --tol 1e-2 --batches "$BATCHES" \
+	--seconds "$SECONDS_PER_BATCH" "${specs[@]}" 2>"$log/tf32.err" | tee "$log/tf32"
+step "models vs CPU, TF32 (rel-l2 <= 1e-2)" "${PIPESTATUS[0]}"
+cat "$log/fp32.err" "$log/tf32.err" | grep -v "^infer-engine: model" | head -20
+
+# 6. the table
+echo
+echo "GPU: $gpu; CUDA ${cuda:-?}; $(date -u +%Y-%m-%dT%H:%MZ)"
+printf '%-7s %-5s %-10s %-10s %-10s %-10s' model math unit rel-l2/cpu rel-l2/ort cpu-ms/row
+for b in ${BATCHES//,/ }; do printf ' %10s' "b$b/s"; done
+echo
+for math in fp32 tf32; do
+	while read -r _ name unit rest; do
+		declare -A f=()
+		for kv in $rest; do f[${kv%%=*}]=${kv#*=}; done
+		printf '%-7s %-5s %-10s %-10s %-10s %-10s' "$name" "$math" "$unit" "${f[rel_l2]}" \
+			"${f[ort_l2]}" "${f[cpu_ms_row]}"
+		for b in ${BATCHES//,/ }; do printf ' %10s' "${f[b$b]:-?}"; done
+		echo
+		unset f
+	done < <(grep '^RESULT ' "$log/$math")
+done
+for t in det cls rec minilm; do
+	[ -e "$TESTS/$t/model.onnx" ] || echo "($t: no model or test folder here, not run)"
+done
+echo
+printf '%s\n' "${steps[@]}"
+echo "run.sh: $(($(date +%s) - t_start)) s"
+exit $status

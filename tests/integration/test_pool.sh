@@ -1,0 +1,471 @@
+#!/usr/bin/env bash
+# test_pool.sh: process-level test of the worker pool (docs/placement.md):
+# placement by residency and load, re-sends when a worker is lost, a
+# worker that comes back, and the same answers under every policy.
+#
+# Starts a throwaway PostgreSQL with pg_infer (tools/testenv.sh) and three
+# real infer-workers w1, w2, w3 on 127.0.0.1 with the real models of
+# build/models, run as the server's user so that a query can stop its
+# worker from SQL (COPY TO PROGRAM 'kill -STOP PID') at an exact row.
+# The answers are compared with a reference made one row at a time
+# (md5 of every row, in order: no row missing, none twice, none changed;
+# prompt_task's and ppocr_det's references are made last, as they load
+# those models on every worker and (f) and (c) need them on one only):
+#   (a) a model made resident on w2 only (infer.load_model) draws every
+#       batch there under locality (ppocr_cls) and cost (minilm) (EXPLAIN ANALYZE's per-worker
+#       counts; EXPLAIN ANALYZE CREATE TABLE AS keeps the rows too);
+#   (e) the same answers under cost, round_robin, least_loaded and
+#       locality (round_robin's exact per-worker counts show all three
+#       workers answered);
+#   (f) issue 7: w1 (alone holding prompt_task, so locality sends it every
+#       batch) is stopped (SIGSTOP) at row 6 while it holds batches, for
+#       longer than infer.timeout: with other workers the query still
+#       completes, every row once, soon after infer.worker_timeout, its
+#       batches re-sent; alone, the query fails with a clear ERROR
+#       (08006) within infer.timeout plus 1 s;
+#   (c) w3 is stopped mid-query, holds infer.max_inflight batches, and is
+#       killed (SIGKILL): those batches go to w1 and w2 (rows sent =
+#       rows + held rows) and the query returns every row once;
+#   (d) w3 started again on the same endpoint is up again and is used;
+#   (b) with three simulated workers (--simulate, sleeping compute), s1
+#       kept busy by a background session is avoided under cost and
+#       least_loaded although it holds the model, which draws the batches
+#       to s1 when it is idle.
+#
+# Prints "pool: N passed, M failed"; exits 1 on any failure.  Every
+# process it starts (workers, background psql, the postmaster) is stopped
+# by pid on every exit path.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$(pwd)
+
+# shellcheck source=tests/integration/testlib.sh
+. tests/integration/testlib.sh
+require_bins pool "$WORKER"
+case $WORKER in /*) ;; *) WORKER=$ROOT/$WORKER ;; esac
+MODEL_DIR=$(cd "$MODEL_DIR" && pwd)
+OCR_DATA=$(cd "${OCR_DATA:-${SHARED:-../shared}/data/ocr}" && pwd)
+REGRESS_DATA=$ROOT/tests/regress/data
+PSQL=$TESTENV_PG_BIN/psql
+T0=$(date +%s%N)
+
+# pool_cleanup: the EXIT trap: workers (stopped ones too) and background
+# clients by pid, then the postmaster, then $tmp (testlib's cleanup).
+pool_cleanup() {
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	testenv_stop
+	cleanup
+}
+trap pool_cleanup EXIT
+trap 'exit 130' INT TERM
+chmod 755 "$tmp" # the server's user keeps its cluster under it
+
+# q ARGS...: psql on the test database, unaligned, no headers; stops at
+# the first error.
+q() {
+	"$PSQL" -X -q -At -v ON_ERROR_STOP=1 "$@"
+}
+
+# ms_since T: milliseconds since T (date +%s%N).
+ms_since() {
+	echo $((($(date +%s%N) - $1) / 1000000))
+}
+
+# start_pool_worker NAME PORT [ARGS...]: starts an infer-worker as the
+# server's user on 127.0.0.1:PORT with ARGS (default: the real models),
+# log appended to $tmp/NAME.log; sets PID_<NAME>; waits until it listens.
+start_pool_worker() {
+	local name=$1 port=$2 pid
+	shift 2
+	[ $# -gt 0 ] || set -- --model-dir "$MODEL_DIR"
+	"${testenv_as_pg[@]}" "$WORKER" --listen "tcp://127.0.0.1:$port" "$@" \
+		2>>"$tmp/$name.log" &
+	pid=$!
+	pids+=("$pid")
+	disown "$pid" # killed by pid at exit; no job-control notice then
+	printf -v "PID_$name" '%s' "$pid"
+	if ! testenv_wait_port "$port" 20; then
+		echo "worker $name did not listen on port $port:"
+		cat "$tmp/$name.log"
+		return 1
+	fi
+}
+
+# wait_status NAME STATUS: waits (10 s at most) until infer.workers shows
+# worker NAME with STATUS; 1 if it does not.
+wait_status() {
+	for _ in $(seq 100); do
+		[ "$(q -c "SELECT status FROM infer.workers WHERE name = '$1'")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# workers_line OUTPUT: the "Inference Workers" line of an EXPLAIN ANALYZE.
+workers_line() {
+	grep -o 'Inference Workers: .*' <<<"$1"
+}
+
+# wcount LINE NAME requests|rows: that count of worker NAME in LINE, 0
+# when NAME is not there.
+wcount() {
+	local n
+	n=$(grep -oE "(: |; )$2: [0-9]+ requests, [0-9]+ rows" <<<"$1" | grep -oE "[0-9]+ $3" | cut -d' ' -f1)
+	echo "${n:-0}"
+}
+
+# digest TABLE: "rows distinct md5" of TABLE(n, v) in row order.
+digest() {
+	q -c "SELECT count(*) || ' ' || count(DISTINCT n) || ' ' ||
+	             md5(string_agg(n || '=' || v::text, ',' ORDER BY n)) FROM $1"
+}
+
+# --- the cluster and three real workers ----------------------------------------
+if ! testenv_start_cluster "$tmp/pg" >"$tmp/cluster.log" 2>&1; then
+	cat "$tmp/cluster.log"
+	echo "pool: 0 passed, 1 failed"
+	exit 1
+fi
+ports=()
+while [ "${#ports[@]}" -lt 3 ]; do
+	p=$(testenv_free_port)
+	if [ "$p" != "$PGPORT" ] && [[ " ${ports[*]} " != *" $p "* ]]; then
+		ports+=("$p")
+	fi
+done
+for i in 1 2 3; do
+	start_pool_worker "w$i" "${ports[$((i - 1))]}" || exit 1
+done
+
+q <<EOF
+CREATE EXTENSION pg_infer;
+SELECT infer.add_worker('w1', 'tcp://127.0.0.1:${ports[0]}');
+SELECT infer.add_worker('w2', 'tcp://127.0.0.1:${ports[1]}');
+SELECT infer.add_worker('w3', 'tcp://127.0.0.1:${ports[2]}');
+-- sig_at(n, at, sig, pid): n; signals pid with sig when n = at (the
+-- program then reads COPY's row, so that its pipe closes cleanly)
+CREATE FUNCTION sig_at(n int, at int, sig text, pid int) RETURNS int
+LANGUAGE plpgsql AS \$\$
+BEGIN
+	IF n = at THEN
+		EXECUTE format('COPY (SELECT 1) TO PROGRAM %L',
+					   format('kill -%s %s; cat >/dev/null', sig, pid));
+	END IF;
+	RETURN n;
+END \$\$;
+-- 24 images (8 distinct, 3 times each) and 24 distinct sentences
+CREATE TABLE img (n int PRIMARY KEY, name text NOT NULL, data bytea NOT NULL);
+INSERT INTO img
+SELECT row_number() OVER (ORDER BY k, f), f, pg_read_binary_file(f)
+  FROM unnest(ARRAY['$REGRESS_DATA/line_upright.png', '$REGRESS_DATA/line_rot180.png',
+					'$OCR_DATA/p11_order_ticket.png', '$OCR_DATA/p12_fridge_label.png',
+					'$OCR_DATA/p16_faded_receipt.png', '$OCR_DATA/p17_session_notice.png',
+					'$OCR_DATA/p19_footer_small.png', '$OCR_DATA/p21_curl_desc_small.png']) AS f,
+	   generate_series(1, 3) AS k;
+CREATE TABLE txt (n int PRIMARY KEY, t text NOT NULL);
+INSERT INTO txt
+SELECT k, format('question %s: how do I %s a %s table?', k,
+				 (ARRAY['back up', 'vacuum', 'index', 'replicate', 'partition', 'drop'])[k % 6 + 1],
+				 (ARRAY['big', 'small', 'temporary', 'remote'])[k % 4 + 1])
+  FROM generate_series(1, 24) AS k;
+EOF
+ok=1
+for i in 1 2 3; do wait_status "w$i" up || ok=0; done
+check "three workers up, nothing resident" \
+	"ok=$ok $(q -c "SELECT string_agg(name || ':' || status || ':' || cardinality(resident_models), ' ' ORDER BY name) FROM infer.workers")" \
+	'^ok=1 w1:up:0 w2:up:0 w3:up:0$'
+
+# --- (a) a model resident on one worker attracts its batches ------------------
+q -c "SELECT infer.load_model('w2', 'ppocr_cls')" >/dev/null
+check "(a) load_model: ppocr_cls resident on w2 only" \
+	"$(q -c "SELECT string_agg(name || ':' || array_to_string(resident_models, ','), ' ' ORDER BY name) FROM infer.workers")" \
+	'^w1: w2:ch_ppocr_mobile_v2\.0_cls_infer\.onnx w3:$'
+CLS_Q="SELECT n, infer.classify('ppocr_cls', data) || ' ' || infer.predict('ppocr_cls', data)::text AS v FROM img"
+out=$(q <<EOF
+SET infer.batch_size = 2;
+SET infer.placement = locality;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $CLS_Q;
+EOF
+)
+check "(a) every ppocr_cls batch to w2 under locality (13 requests, 24 rows)" \
+	"$(workers_line "$out")" '^Inference Workers: w2: 13 requests, 24 rows$'
+# cost weighs a load against a wait: a small model loads in a few ms, as
+# fast as a batch runs, so the test uses minilm (90 MB) there
+q -c "SELECT infer.load_model('w2', 'minilm')" >/dev/null
+out=$(q <<EOF
+SET infer.batch_size = 2;
+SET infer.max_inflight = 1;
+SET infer.placement = cost;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT infer.embed('minilm', t) FROM txt;
+EOF
+)
+check "(a) every minilm batch to w2 under cost: loading it elsewhere costs more than waiting" \
+	"$(workers_line "$out")" '^Inference Workers: w2: 13 requests, 24 rows$'
+
+# --- the references: one row at a time ------------------------------------------
+q <<EOF
+SET infer.enable_batching = off;
+SET infer.placement = round_robin;
+CREATE TABLE ref_cls AS $CLS_Q;
+EOF
+REF_CLS=$(digest ref_cls)
+check "the reference of ppocr_cls: 24 rows; the line images read 0 and 180" \
+	"$REF_CLS|$(q -c "SELECT string_agg(DISTINCT split_part(v, ' ', 1), ',') FROM ref_cls WHERE n <= 2")" \
+	'^24 24 [0-9a-f]{32}\|0,180$'
+
+# --- (e) the same answers under every policy ----------------------------------------
+for pol in cost round_robin least_loaded locality; do
+	out=$(q <<EOF
+SET infer.batch_size = 2;
+SET infer.placement = $pol;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE e_$pol AS $CLS_Q;
+EOF
+	)
+	line=$(workers_line "$out")
+	check "(e) $pol: every row once, as the reference ($line)" "$(digest "e_$pol")" "^$REF_CLS\$"
+	if [ "$pol" = round_robin ]; then
+		# batches of 1, 2 x 11 and 1 rows to w1, w2, w3 in turn
+		check "(e) round_robin: the three workers in turn" "$line" \
+			'^Inference Workers: w1: 5 requests, 8 rows; w2: 4 requests, 8 rows; w3: 4 requests, 8 rows$'
+	fi
+done
+
+# --- (f) a worker hung (SIGSTOP) while it holds batches ------------------------
+# w1 alone holds prompt_task, so locality sends it every batch until the pool
+# finds it down; it stops when row 6 is read, so it holds the batches sent
+# from then on (and those of rows 1-5 it had not answered yet).
+q -c "SELECT infer.load_model('w1', 'prompt_task')" >/dev/null
+F_Q="SELECT t.n, infer.classify('prompt_task', t.t) AS v
+  FROM (SELECT sig_at(n, 6, 'STOP', $PID_w1) AS n, t FROM txt OFFSET 0) AS t"
+t_stop=$(date +%s%N)
+out=$(q 2>&1 <<EOF
+SET infer.placement = locality;
+SET infer.batch_size = 1;
+SET infer.worker_timeout = '1s';
+SET infer.timeout = '5s';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE f_hung AS $F_Q;
+SELECT 'after: ' || string_agg(name || ':' || status || ':' || inflight_requests, ' ' ORDER BY name)
+  FROM infer.workers;
+EOF
+)
+ms=$(ms_since "$t_stop")
+line=$(workers_line "$out")
+r1=$(wcount "$line" w1 rows)
+r23=$(($(wcount "$line" w2 rows) + $(wcount "$line" w3 rows)))
+resent=$((r1 + r23 - 24))
+GOT_F=$(digest f_hung 2>&1) # checked against the reference at the end
+check "(f) ... done in $ms ms: after infer.worker_timeout (1 s), before infer.timeout (5 s)" \
+	"$ms" '^(1[0-9]{3}|[2-4][0-9]{3})$'
+check "(f) ... w1 held $resent rows, sent again to w2/w3; it answered only rows before the stop ($line)" \
+	"resent=$resent answered_by_w1=$((r1 - resent)) $(grep -o 'after: .*' <<<"$out")" \
+	'^resent=[1-9][0-9]* answered_by_w1=[1-5] after: w1:down:0 w2:up:0 w3:up:0$'
+
+# Alone: w2 (the only worker left) stops at row 3; a clear error, in time.
+q -c "SELECT infer.drop_worker('w1'), infer.drop_worker('w3')" >/dev/null
+t0=$(date +%s%N)
+out=$(q 2>&1 <<EOF
+\set VERBOSITY verbose
+SET infer.batch_size = 1;
+SET infer.worker_timeout = '1s';
+SET infer.timeout = '3s';
+SELECT count(*) FROM (SELECT t.n, infer.classify('prompt_task', t.t)
+  FROM (SELECT sig_at(n, 3, 'STOP', $PID_w2) AS n, t FROM txt OFFSET 0) AS t) AS s;
+EOF
+)
+rc=$?
+ms=$(ms_since "$t0")
+check "(f) the only worker hung: ERROR 08006 in $ms ms, within infer.timeout (3 s) + 1 s" \
+	"rc=$rc ms=$ms $out" '^rc=[1-9][0-9]* ms=([0-9]{1,3}|[1-3][0-9]{3}) ' \
+	"ERROR:  08006: inference worker \"w2\" at tcp://127\.0\.0\.1:${ports[1]} stopped answering while it held the request" \
+	'DETAIL:  No heartbeat came from the worker for infer\.worker_timeout \(1000 ms\): it is hung or unreachable\. No other inference worker is up to take the request \(1 rows\)\.' \
+	'HINT:  Check the worker.s process and log'
+
+# both resume; w1 has been hung for longer than its query's infer.timeout
+while [ "$(ms_since "$t_stop")" -lt 5200 ]; do sleep 0.1; done
+kill -CONT "$PID_w1" "$PID_w2"
+q <<EOF >/dev/null
+SELECT infer.add_worker('w1', 'tcp://127.0.0.1:${ports[0]}');
+SELECT infer.add_worker('w3', 'tcp://127.0.0.1:${ports[2]}');
+EOF
+ok=1
+for i in 1 2 3; do wait_status "w$i" up || ok=0; done
+check "(f) SIGCONT after $(ms_since "$t_stop") ms: the hung workers are up again" "ok=$ok" '^ok=1$'
+
+# --- (c) a worker killed (SIGKILL) while it holds batches ----------------------
+# w3 alone holds ppocr_det; it stops at row 8 and so holds the next
+# batches, infer.max_inflight (4) of them; then it is killed.  A long
+# worker_timeout keeps the pool from finding it down meanwhile.  (16 rows:
+# the detector is the slowest model here.)
+q -c "SELECT infer.load_model('w3', 'ppocr_det')" >/dev/null
+DET_Q="SELECT t.n, infer.detect_text(t.data)::text AS v
+  FROM (SELECT sig_at(n, 8, 'STOP', $PID_w3) AS n, data FROM img WHERE n <= 16 OFFSET 0) AS t"
+q >"$tmp/c.out" 2>&1 <<EOF &
+SET infer.placement = locality;
+SET infer.batch_size = 1;
+SET infer.max_inflight = 4;
+SET infer.worker_timeout = '60s';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE c_killed AS $DET_Q;
+EOF
+bg=$!
+pids+=("$bg")
+held=0
+for _ in $(seq 150); do
+	held=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 'w3'")
+	[ "$held" = 4 ] && break
+	sleep 0.1
+done
+kill -KILL "$PID_w3"
+wait "$bg"
+rc=$?
+line=$(workers_line "$(cat "$tmp/c.out")")
+r3=$(wcount "$line" w3 rows)
+r12=$(($(wcount "$line" w1 rows) + $(wcount "$line" w2 rows)))
+GOT_C=$(digest c_killed 2>&1)
+check "(c) w3 stopped at row 8 holds 4 batches, is killed; the query completes" \
+	"held=$held rc=$rc $GOT_C" '^held=4 rc=0 16 16 [0-9a-f]{32}$'
+check "(c) ... its 4 rows went to w1/w2: rows sent = 16 + 4 ($line)" \
+	"sent=$((r3 + r12)) w1_w2=$r12 $(q -c "SELECT string_agg(name || ':' || status || ':' || inflight_requests, ' ' ORDER BY name) FROM infer.workers")" \
+	'^sent=20 w1_w2=(9|1[0-6]) w1:up:0 w2:up:0 w3:down:0$'
+
+# --- (d) the worker comes back on the same endpoint ------------------------------
+start_pool_worker w3 "${ports[2]}" || exit 1
+ok=1
+wait_status w3 up || ok=0
+out=$(q <<EOF
+SET infer.placement = least_loaded;
+SET infer.batch_size = 1;
+SET infer.max_inflight = 1;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+CREATE TABLE d_back AS SELECT n, infer.detect_text(data)::text AS v FROM img WHERE n <= 16;
+EOF
+)
+line=$(workers_line "$out")
+GOT_D=$(digest d_back 2>&1)
+check "(d) w3 restarted on its endpoint: up and used again ($line)" \
+	"ok=$ok w3=$(wcount "$line" w3 requests)" '^ok=1 w3=[1-9][0-9]*$'
+
+# --- the references of prompt_task and ppocr_det: one row at a time ---------
+# (made last: they load the models on every worker, which (f) and (c) must
+# find on their victim only)
+q <<EOF
+SET infer.enable_batching = off;
+SET infer.placement = round_robin;
+CREATE TABLE ref_task AS SELECT n, infer.classify('prompt_task', t) AS v FROM txt;
+CREATE TABLE ref_det AS SELECT n, infer.detect_text(data)::text AS v FROM img WHERE n <= 16;
+EOF
+REF_TASK=$(digest ref_task)
+REF_DET=$(digest ref_det)
+check "(f) w1 hung mid-query, 2 other workers: every row once, as the reference" \
+	"$GOT_F" "^$REF_TASK\$"
+check "(c) w3 killed mid-query: every row once, as the reference" "$GOT_C" "^$REF_DET\$"
+check "(d) w3 back: the same answers" "$GOT_D" "^$REF_DET\$"
+check "the references of prompt_task and ppocr_det: 24 and 16 rows, distinct rows found" \
+	"$REF_TASK $REF_DET $(q -c "SELECT count(DISTINCT v) FROM ref_det")" \
+	'^24 24 [0-9a-f]{32} 16 16 [0-9a-f]{32} 8$'
+
+# --- (b) a loaded worker is avoided (simulated workers) --------------------------
+# the real workers go; three simulated ones take their place
+for p in "$PID_w1" "$PID_w2" "$PID_w3"; do
+	testenv_stop_pid "$p" TERM
+done
+# slow.onnx sleeps 250 ms a row; fast.onnx is quick but takes 200 ms to
+# load (600 MB at 3 GB/s), so where it is resident it draws the batches.
+mkdir -p "$tmp/sim"
+cat >"$tmp/sim/profile.json" <<'EOF'
+{
+  "load_bandwidth": 3e9,
+  "output_values": 2,
+  "models": {
+    "slow.onnx": {"bytes": 30000000, "compute_ms": [[1, 250]]},
+    "fast.onnx": {"bytes": 600000000, "compute_ms": [[1, 5], [16, 20]]}
+  }
+}
+EOF
+sports=()
+while [ "${#sports[@]}" -lt 3 ]; do
+	p=$(testenv_free_port)
+	if [ "$p" != "$PGPORT" ] && [[ " ${ports[*]} ${sports[*]} " != *" $p "* ]]; then
+		sports+=("$p")
+	fi
+done
+for i in 1 2 3; do
+	start_pool_worker "s$i" "${sports[$((i - 1))]}" --model-dir "$tmp/sim" \
+		--simulate "$tmp/sim/profile.json" || exit 1
+done
+q <<EOF >/dev/null
+SELECT infer.drop_worker(name) FROM infer.workers;
+SELECT infer.add_worker('s1', 'tcp://127.0.0.1:${sports[0]}');
+SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${sports[1]}');
+SELECT infer.add_worker('s3', 'tcp://127.0.0.1:${sports[2]}');
+SELECT infer.create_model('slow', 'slow.onnx', 'classify', labels => '{a,b}');
+SELECT infer.create_model('fast', 'fast.onnx', 'classify', labels => '{a,b}');
+EOF
+ok=1
+for i in 1 2 3; do wait_status "s$i" up || ok=0; done
+FAST_Q="SELECT n, infer.classify('fast', data) AS v FROM img"
+# slow.onnx's first run on s1 gives s1 its timing, so that a request in
+# flight there counts 250 ms; then s1 is idle again.  slow.onnx runs as
+# infer.predict, fast.onnx as infer.classify: a worker's backlog estimate
+# is per fragment kind (its mean ms per row), and slow rows would make a
+# fast classify look slow there.
+q <<EOF >/dev/null
+SELECT infer.load_model('s1', 'fast');
+SELECT infer.load_model('s1', 'slow');
+SET infer.placement = locality;
+SELECT count(infer.predict('slow', data)) FROM img WHERE n = 1;
+EOF
+for _ in $(seq 50); do
+	[ "$(q -c "SELECT queue_length + backlog_ms + inflight_requests FROM infer.workers WHERE name = 's1'")" = 0 ] && break
+	sleep 0.1
+done
+out=$(q <<EOF
+SET infer.placement = cost;
+SET infer.batch_size = 4;
+SET infer.max_inflight = 1;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE b_idle AS $FAST_Q;
+EOF
+)
+B_REF=$(digest b_idle)
+check "(b) s1 idle, fast.onnx resident there: every batch to s1 under cost" \
+	"ok=$ok $(workers_line "$out") $B_REF" \
+	'^ok=1 Inference Workers: s1: 8 requests, 24 rows 24 24 [0-9a-f]{32}$'
+
+# s1 is kept busy by a background session (slow.onnx, resident on s1 only)
+q >"$tmp/b.out" 2>&1 <<EOF &
+SET infer.placement = locality;
+SET infer.batch_size = 1;
+SET infer.max_inflight = 8;
+SELECT 'bg ' || count(v) FROM (SELECT infer.predict('slow', data) AS v FROM img OFFSET 0) AS s;
+EOF
+bg=$!
+pids+=("$bg")
+busy=0
+for _ in $(seq 100); do
+	busy=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's1'")
+	[ "${busy:-0}" -ge 2 ] && break
+	sleep 0.05
+done
+out=$(q 2>&1 <<EOF
+SET infer.batch_size = 4;
+SET infer.max_inflight = 1;
+SET infer.placement = cost;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE b_cost AS $FAST_Q;
+SET infer.placement = least_loaded;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE b_least AS $FAST_Q;
+SELECT 'still busy: ' || inflight_requests FROM infer.workers WHERE name = 's1';
+EOF
+)
+still=$(kill -0 "$bg" 2>/dev/null && echo running || echo finished)
+lines=$(grep -o 'Inference Workers: .*' <<<"$out" | tr '\n' '|')
+check "(b) s1 busy ($busy requests in flight): cost and least_loaded send nothing there ($lines)" \
+	"$still $(grep -o 'still busy: [0-9]*' <<<"$out") $lines" \
+	'^running still busy: [1-9][0-9]* Inference Workers: s[23]: [^|]*\|Inference Workers: s[23]: [^|]*\|$'
+check_not "(b) ... (no s1)" "$lines" 's1:'
+wait "$bg"
+check "(b) ... their answers are s1's; the background session got its 24 rows" \
+	"$(digest b_cost) $(digest b_least) $(cat "$tmp/b.out")" "^$B_REF $B_REF bg 24\$"
+
+echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,69 @@
+/*
+ * backend.h
+ *	  The engine's CUDA backend as the rest of the engine sees it
+ *	  (internal): checking a CUDA device, uploading a model's weights,
+ *	  running a model on the device, and device memory.
+ *
+ * The backend is a plugin, libinferengine_cuda.so (cuda/device.c, exec.c,
+ * ops.c, kernels.cu, linked with cudart, cuBLAS and cuDNN), loaded by
+ * cuda/loader.c with dlopen the first time a device is asked for.  So a
+ * worker that runs on the CPU neither loads nor maps CUDA's libraries
+ * (they would add about 150 MB of resident memory at start), and a binary
+ * built with CUDA still starts on a machine without it.  The ie_cuda_*
+ * functions below are the loader's; the plugin's entry points are the
+ * iecu_* functions, with the same contracts.  In a build without nvcc the
+ * loader fails every call with "built without CUDA".
+ *
+ * Threading: each thread that runs a model on a device gets its own CUDA
+ * stream, cuBLAS and cuDNN handles, device memory pool and pinned staging
+ * buffer (device.c), created on its first run and freed when it exits.
+ * Loading the plugin is done once (pthread_once).
+ */
+#ifndef IE_CUDA_BACKEND_H
+#define IE_CUDA_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "worker/engine/engine.h"
+
+struct ie_model;
+
+/* Whether the engine was built with the CUDA backend. */
+bool		ie_cuda_built(void);
+
+/*
+ * Checks that CUDA device `device` exists and can be used (plugin loaded,
+ * driver present, context created); 0, or -1 with the cause in err ("no
+ * CUDA device", "CUDA driver ...", "built without CUDA").
+ */
+int			ie_cuda_check_device(int device, char *err, size_t errlen);
+
+/* Free and total memory of device (cudaMemGetInfo), bytes; 0 or -1 + err. */
+int			ie_cuda_mem_info(int device, uint64_t *free_bytes, uint64_t *total_bytes,
+							 char *err, size_t errlen);
+
+/*
+ * Uploads m's constant tensors to m->device and records which nodes have a
+ * native kernel; logs once (stderr) the operators that will run on the CPU.
+ * 0, or -1 with a message (the model is then released by its destroy).
+ */
+int			ie_cuda_model_prepare(struct ie_model *m, char *err, size_t errlen);
+
+/* Frees what ie_cuda_model_prepare made (nothing for a model never prepared). */
+void		ie_cuda_model_release(struct ie_model *m);
+
+/* ie_model_run for a model on a CUDA device (same contract, engine.h). */
+int			ie_cuda_model_run(const struct ie_model *m, const ie_tensor *const *inputs,
+							  ie_tensor **outputs, char *err, size_t errlen);
+
+/* The plugin's entry points (same contracts as the ie_cuda_* above). */
+int			iecu_check_device(int device, char *err, size_t errlen);
+int			iecu_mem_info(int device, uint64_t *free_bytes, uint64_t *total_bytes,
+						  char *err, size_t errlen);
+int			iecu_model_prepare(struct ie_model *m, char *err, size_t errlen);
+void		iecu_model_release(struct ie_model *m);
+int			iecu_model_run(const struct ie_model *m, const ie_tensor *const *inputs,
+						   ie_tensor **outputs, char *err, size_t errlen);
+
+#endif							/* IE_CUDA_BACKEND_H */

@@ -1,0 +1,665 @@
+/*
+ * exec.c
+ *	  Running a planned model on a CUDA device: weights uploaded at load
+ *	  (iecu_model_prepare), then per run the nodes in plan order, each
+ *	  through its native operator (ops.c) or, where there is none or the
+ *	  operator declines the case (CU_FALLBACK), through the CPU operator
+ *	  with explicit copies.
+ *
+ * Every value of a run may have a host copy, a device copy or both; an
+ * operator asks for the side it needs (cu_op_host / cu_op_dev) and the
+ * copy is made then, once.  Constants have both from the start (the
+ * model's host tensor and its uploaded twin).  Nodes whose run-time inputs
+ * are small integer tensors on the host only (shape arithmetic: Shape,
+ * Gather of a shape, Concat of dims; token ids) run on the CPU without a
+ * copy.  Each value is freed after its last reader, as in executor.c.
+ * IE_CUDA_CPU_OPS=Conv,Resize (say) in the environment runs those
+ * operators on the CPU, to find a faulty kernel on a GPU machine.
+ *
+ * Threading: a run keeps its state on its own heap and uses the calling
+ * thread's context (stream, handles, pool: device.c); the model is only
+ * read, except the atomic "fallback logged" flags.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/engine/cuda/cuda_int.h"
+
+/* Run-time inputs up to this many bytes, on the host only, keep a node on the CPU. */
+#define CU_HOST_SMALL_BYTES ((size_t) 64 * 1024)
+
+/* One value of a run. */
+typedef struct cu_slot
+{
+	ie_tensor  *host;
+	ie_dtensor *dev;
+	bool		host_owned;
+	bool		dev_owned;
+} cu_slot;
+
+/* The node a native operator runs, and the run around it. */
+struct cu_op
+{
+	const ie_model *m;
+	const ie_plan_node *pn;
+	cu_ctx	   *c;
+	cu_slot    *slots;			/* the run's values */
+	cu_slot    *outs;			/* [pn->n_outputs] this node's new outputs */
+	ie_node_ctx nc;
+};
+
+static bool forced_to_cpu(const char *op_type);
+
+/* ---- load time ---- */
+
+/* Uploads every constant and marks the nodes with a native operator. */
+int
+iecu_model_prepare(ie_model *m, char *err, size_t errlen)
+{
+	ie_cuda_model *cm;
+	cu_ctx	   *c;
+	char		fallback[512];
+	size_t		flen = 0;
+	cudaError_t e;
+
+	cm = calloc(1, sizeof(*cm));
+	if (cm == NULL)
+		goto oom;
+	m->cuda = cm;
+	pthread_mutex_init(&cm->memo_lock, NULL);
+	cm->consts = calloc(m->n_values ? m->n_values : 1, sizeof(*cm->consts));
+	cm->native = calloc(m->n_nodes ? m->n_nodes : 1, sizeof(*cm->native));
+	cm->warned = calloc(m->n_nodes ? m->n_nodes : 1, sizeof(*cm->warned));
+	cm->memo = calloc(m->n_nodes ? m->n_nodes : 1, sizeof(*cm->memo));
+	if (cm->consts == NULL || cm->native == NULL || cm->warned == NULL || cm->memo == NULL)
+		goto oom;
+	c = cu_ctx_get(m->device, err, errlen);
+	if (c == NULL)
+		return -1;
+	for (int v = 0; v < m->n_values; v++)
+	{
+		ie_dtensor *d;
+		const ie_tensor *h = m->consts[v];
+
+		if (h == NULL || ie_dtype_size(h->dtype) == 0)
+			continue;
+		/* weights are the model's: cudaMalloc'd, not from a thread's pool */
+		d = calloc(1, sizeof(*d));
+		if (d == NULL)
+			goto oom;
+		d->dtype = h->dtype;
+		d->ndim = h->ndim;
+		memcpy(d->dims, h->dims, sizeof(d->dims));
+		d->nbytes = h->nbytes;
+		e = cudaMalloc(&d->ptr, h->nbytes > 0 ? h->nbytes : 1);
+		if (e != cudaSuccess)
+		{
+			free(d);
+			snprintf(fallback, sizeof(fallback), "model '%s': uploading weight '%s' (%zu bytes) to cuda:%d",
+					 m->name, m->value_names[v], h->nbytes, m->device);
+			return cu_err(err, errlen, fallback, e);
+		}
+		cm->consts[v] = d;
+		cm->device_bytes += h->nbytes;
+		if (h->nbytes > 0)
+		{
+			e = cudaMemcpy(d->ptr, h->data, h->nbytes, cudaMemcpyHostToDevice);
+			if (e != cudaSuccess)
+				return cu_err(err, errlen, "uploading weights (cudaMemcpy)", e);
+		}
+	}
+	/* a pageable cudaMemcpy may return before its DMA ends: wait for it */
+	e = cudaDeviceSynchronize();
+	if (e != cudaSuccess)
+		return cu_err(err, errlen, "uploading weights (cudaDeviceSynchronize)", e);
+
+	fallback[0] = '\0';
+	for (int k = 0; k < m->n_nodes; k++)
+	{
+		const char *op = m->nodes[k].op_type;
+
+		cm->native[k] = cu_op_lookup(op) != NULL && !forced_to_cpu(op);
+		if (!cm->native[k] && strstr(fallback, op) == NULL && flen + strlen(op) + 3 < sizeof(fallback))
+			flen += snprintf(fallback + flen, sizeof(fallback) - flen, "%s%s",
+							 flen ? ", " : "", op);
+	}
+	if (flen > 0)
+		fprintf(stderr, "infer-engine: model '%s' on cuda:%d: no CUDA kernel for %s; those nodes run on the CPU with copies\n",
+				m->name, m->device, fallback);
+	return 0;
+
+oom:
+	snprintf(err, errlen, "model '%s': out of memory preparing it for cuda:%d",
+			 m->name, m->device);
+	return -1;
+}
+
+/* Frees the uploaded weights and the per-node facts. */
+void
+iecu_model_release(ie_model *m)
+{
+	ie_cuda_model *cm = m->cuda;
+
+	if (cm == NULL)
+		return;
+	if (cm->consts != NULL)
+	{
+		if (cudaSetDevice(m->device) == cudaSuccess)
+			cudaDeviceSynchronize();	/* no run may still read them */
+		for (int v = 0; v < m->n_values; v++)
+			if (cm->consts[v] != NULL)
+			{
+				cudaFree(cm->consts[v]->ptr);
+				free(cm->consts[v]);
+			}
+	}
+	free(cm->consts);
+	free(cm->native);
+	free(cm->warned);
+	free(cm->memo);
+	pthread_mutex_destroy(&cm->memo_lock);
+	free(cm);
+	m->cuda = NULL;
+}
+
+/* ---- the accessors of cuda_int.h ---- */
+
+ie_node_ctx *
+cu_op_node(cu_op *op)
+{
+	return &op->nc;
+}
+
+cu_ctx *
+cu_op_ctx(cu_op *op)
+{
+	return op->c;
+}
+
+bool
+cu_op_tf32(cu_op *op)
+{
+	return op->m->tf32;
+}
+
+int
+cu_op_n_inputs(cu_op *op)
+{
+	return op->pn->n_inputs;
+}
+
+/* The slot of input i, or NULL when omitted or out of range. */
+static cu_slot *
+in_slot(cu_op *op, int i)
+{
+	if (i < 0 || i >= op->pn->n_inputs || op->pn->inputs[i] < 0)
+		return NULL;
+	return &op->slots[op->pn->inputs[i]];
+}
+
+bool
+cu_op_has(cu_op *op, int i)
+{
+	return in_slot(op, i) != NULL;
+}
+
+void
+cu_op_shape(cu_op *op, int i, ie_dtype *dtype, int *ndim, int64_t dims[IE_MAX_DIMS])
+{
+	cu_slot    *s = in_slot(op, i);
+
+	if (s != NULL && s->host != NULL)
+	{
+		*dtype = s->host->dtype;
+		*ndim = s->host->ndim;
+		memcpy(dims, s->host->dims, sizeof(int64_t) * IE_MAX_DIMS);
+	}
+	else if (s != NULL && s->dev != NULL)
+	{
+		*dtype = s->dev->dtype;
+		*ndim = s->dev->ndim;
+		memcpy(dims, s->dev->dims, sizeof(int64_t) * IE_MAX_DIMS);
+	}
+	else
+	{
+		*dtype = IE_UNDEFINED;
+		*ndim = 0;
+	}
+}
+
+/* Input i on the host, downloading it once when needed. */
+const ie_tensor *
+cu_op_host(cu_op *op, int i)
+{
+	cu_slot    *s = in_slot(op, i);
+	char		e2[512];
+
+	if (s == NULL)
+	{
+		ie_op_error(&op->nc, "input %d is missing", i);
+		return NULL;
+	}
+	if (s->host == NULL && s->dev != NULL)
+	{
+		if (cu_download(op->c, s->dev, &s->host, e2, sizeof(e2)) != 0)
+		{
+			ie_op_error(&op->nc, "input %d to the host: %s", i, e2);
+			return NULL;
+		}
+		s->host_owned = true;
+	}
+	if (s->host == NULL)
+		ie_op_error(&op->nc, "input %d was not produced", i);
+	return s->host;
+}
+
+/* Input i on the device, uploading it once when needed. */
+const ie_dtensor *
+cu_op_dev(cu_op *op, int i)
+{
+	cu_slot    *s = in_slot(op, i);
+	char		e2[512];
+
+	if (s == NULL)
+	{
+		ie_op_error(&op->nc, "input %d is missing", i);
+		return NULL;
+	}
+	if (s->dev == NULL && s->host != NULL)
+	{
+		if (cu_upload(op->c, s->host, &s->dev, e2, sizeof(e2)) != 0)
+		{
+			ie_op_error(&op->nc, "input %d to the device: %s", i, e2);
+			return NULL;
+		}
+		s->dev_owned = true;
+	}
+	if (s->dev == NULL)
+		ie_op_error(&op->nc, "input %d was not produced", i);
+	return s->dev;
+}
+
+/* The node's index in the plan. */
+static int
+op_index(cu_op *op)
+{
+	return (int) (op->pn - op->m->nodes);
+}
+
+/* The node's memo, when it was made for key. */
+bool
+cu_op_memo_get(cu_op *op, const int64_t key[8], cu_algo_memo *out)
+{
+	ie_cuda_model *cm = op->m->cuda;
+	bool		hit;
+
+	pthread_mutex_lock(&cm->memo_lock);
+	*out = cm->memo[op_index(op)];
+	pthread_mutex_unlock(&cm->memo_lock);
+	hit = out->valid && memcmp(out->key, key, sizeof(out->key)) == 0;
+	return hit;
+}
+
+/* Replaces the node's memo. */
+void
+cu_op_memo_put(cu_op *op, const int64_t key[8], int algo, int math, size_t ws_bytes)
+{
+	ie_cuda_model *cm = op->m->cuda;
+	cu_algo_memo *e = &cm->memo[op_index(op)];
+
+	pthread_mutex_lock(&cm->memo_lock);
+	memcpy(e->key, key, sizeof(e->key));
+	e->algo = algo;
+	e->math = math;
+	e->ws_bytes = ws_bytes;
+	e->valid = true;
+	pthread_mutex_unlock(&cm->memo_lock);
+}
+
+/* Whether output j exists and is used (not omitted). */
+bool
+cu_op_has_out(cu_op *op, int j)
+{
+	return j >= 0 && j < op->pn->n_outputs && op->pn->outputs[j] >= 0;
+}
+
+/* A new device tensor for output j. */
+ie_dtensor *
+cu_op_out(cu_op *op, int j, ie_dtype dtype, int ndim, const int64_t *dims)
+{
+	ie_dtensor *d;
+	char		e2[512];
+
+	if (j < 0 || j >= op->pn->n_outputs)
+	{
+		ie_op_error(&op->nc, "output %d out of range", j);
+		return NULL;
+	}
+	d = cu_dtensor_new(op->c, dtype, ndim, dims, e2, sizeof(e2));
+	if (d == NULL)
+	{
+		ie_op_error(&op->nc, "output %d: %s", j, e2);
+		return NULL;
+	}
+	cu_dtensor_free(op->c, &op->outs[j].dev);
+	op->outs[j].dev = d;
+	op->outs[j].dev_owned = true;
+	return d;
+}
+
+/* Host tensor t becomes output j. */
+void
+cu_op_out_host(cu_op *op, int j, ie_tensor *t)
+{
+	if (j < 0 || j >= op->pn->n_outputs)
+	{
+		ie_tensor_destroy(&t);
+		return;
+	}
+	ie_tensor_destroy(&op->outs[j].host);
+	op->outs[j].host = t;
+	op->outs[j].host_owned = true;
+}
+
+/* ---- running ---- */
+
+/* Frees what s owns and clears it. */
+static void
+slot_clear(cu_ctx *c, cu_slot *s)
+{
+	if (s->host_owned)
+		ie_tensor_destroy(&s->host);
+	if (s->dev_owned)
+		cu_dtensor_free(c, &s->dev);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Formats "model '<name>': <message>" into err; returns -1. */
+static int
+run_error(const ie_model *m, char *err, size_t errlen, const char *msg)
+{
+	snprintf(err, errlen, "model '%s' on cuda:%d: %s", m->name, m->device, msg);
+	return -1;
+}
+
+/*
+ * Whether node pn should stay on the CPU: its run-time inputs are small
+ * host tensors of integers or booleans (shape arithmetic, token ids).
+ * Float data always goes to the device, however small.
+ */
+static bool
+stays_on_host(const ie_model *m, const ie_plan_node *pn, const cu_slot *slots)
+{
+	size_t		bytes = 0;
+
+	for (int i = 0; i < pn->n_inputs; i++)
+	{
+		int			v = pn->inputs[i];
+
+		if (v < 0 || m->consts[v] != NULL)
+			continue;
+		if (slots[v].dev != NULL || slots[v].host == NULL ||
+			slots[v].host->dtype == IE_FLOAT || slots[v].host->dtype == IE_FLOAT16 ||
+			slots[v].host->dtype == IE_DOUBLE)
+			return false;
+		bytes += slots[v].host->nbytes;
+	}
+	return bytes <= CU_HOST_SMALL_BYTES;
+}
+
+/* Whether op_type is named in IE_CUDA_CPU_OPS (comma-separated): forced to the CPU. */
+static bool
+forced_to_cpu(const char *op_type)
+{
+	const char *list = getenv("IE_CUDA_CPU_OPS");
+	size_t		n = strlen(op_type);
+
+	for (const char *p = list; p != NULL && *p != '\0'; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, op_type, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/* Runs node pn's CPU operator on host copies of its inputs. */
+static int
+run_on_cpu(cu_op *op)
+{
+	const ie_plan_node *pn = op->pn;
+	const ie_tensor *ins[64];
+	ie_tensor  *outs[64];
+	ie_node_ctx ctx;
+	int			rc;
+
+	if (pn->n_inputs > 64 || pn->n_outputs > 64)
+		return ie_op_error(&op->nc, "too many inputs or outputs for the CUDA executor");
+	for (int i = 0; i < pn->n_inputs; i++)
+	{
+		ins[i] = NULL;
+		if (pn->inputs[i] >= 0 && (ins[i] = cu_op_host(op, i)) == NULL)
+			return -1;
+	}
+	for (int j = 0; j < pn->n_outputs; j++)
+		outs[j] = NULL;
+	ie_node_ctx_init(&ctx, op->m, pn, ins, outs, ie_get_threads(), op->nc.err, op->nc.errlen);
+	ctx.epilogue = NULL;		/* models on a device are not fused */
+	rc = pn->fn(&ctx);
+	for (int j = 0; j < pn->n_outputs; j++)
+	{
+		if (rc == 0)
+			cu_op_out_host(op, j, outs[j]);
+		else
+			ie_tensor_destroy(&outs[j]);
+	}
+	if (rc != 0 && op->nc.err[0] == '\0')
+		ie_op_error(&op->nc, "failed");
+	return rc;
+}
+
+/* ie_model_run on the device; see engine.h and the banner. */
+int
+iecu_model_run(const ie_model *m, const ie_tensor *const *inputs,
+				  ie_tensor **outputs, char *err, size_t errlen)
+{
+	ie_cuda_model *cm = m->cuda;
+	cu_slot    *slots = NULL;
+	cu_slot    *outs = NULL;
+	cu_ctx	   *c;
+	int			max_out = 1;
+	char		operr[1024];
+	char		e2[512];
+
+	if (errlen > 0)
+		err[0] = '\0';
+	for (int j = 0; j < m->n_outputs; j++)
+		outputs[j] = NULL;
+	if (cm == NULL)
+		return run_error(m, err, errlen, "the model was not prepared for the device");
+	c = cu_ctx_get(m->device, e2, sizeof(e2));
+	if (c == NULL)
+		return run_error(m, err, errlen, e2);
+	for (int k = 0; k < m->n_nodes; k++)
+		if (m->nodes[k].n_outputs > max_out)
+			max_out = m->nodes[k].n_outputs;
+	slots = calloc(m->n_values ? m->n_values : 1, sizeof(*slots));
+	outs = calloc(max_out, sizeof(*outs));
+	if (slots == NULL || outs == NULL)
+	{
+		run_error(m, err, errlen, "out of memory");
+		goto fail;
+	}
+	for (int v = 0; v < m->n_values; v++)
+	{
+		slots[v].host = m->consts[v];
+		slots[v].dev = cm->consts[v];
+	}
+	for (int i = 0; i < m->n_inputs; i++)
+	{
+		const ie_plan_io *io = &m->inputs[i];
+		const ie_tensor *t = inputs[i];
+
+		/* the same checks as executor.c's check_input */
+		if (t == NULL || ie_dtype_size(t->dtype) == 0 || t->ndim < 0 || t->ndim > IE_MAX_DIMS)
+		{
+			snprintf(e2, sizeof(e2), "input '%s' is missing or invalid", io->name);
+			run_error(m, err, errlen, e2);
+			goto fail;
+		}
+		if ((io->dtype != IE_UNDEFINED && t->dtype != io->dtype) ||
+			(io->rank >= 0 && t->ndim != io->rank))
+		{
+			snprintf(e2, sizeof(e2), "input '%s' must be %s of rank %d, got %s of rank %d",
+					 io->name, ie_dtype_name(io->dtype), io->rank,
+					 ie_dtype_name(t->dtype), t->ndim);
+			run_error(m, err, errlen, e2);
+			goto fail;
+		}
+		for (int d = 0; io->rank >= 0 && d < io->rank; d++)
+			if (io->dims[d] >= 0 && t->dims[d] != io->dims[d])
+			{
+				snprintf(e2, sizeof(e2), "input '%s' dimension %d must be %lld, got %lld",
+						 io->name, d, (long long) io->dims[d], (long long) t->dims[d]);
+				run_error(m, err, errlen, e2);
+				goto fail;
+			}
+		slots[io->value].host = (ie_tensor *) t;	/* not owned: never written */
+	}
+
+	for (int k = 0; k < m->n_nodes; k++)
+	{
+		const ie_plan_node *pn = &m->nodes[k];
+		cu_op		op;
+		cu_op_fn	fn = cm->native[k] ? cu_op_lookup(pn->op_type) : NULL;
+		int			rc;
+
+		memset(&op, 0, sizeof(op));
+		op.m = m;
+		op.pn = pn;
+		op.c = c;
+		op.slots = slots;
+		op.outs = outs;
+		ie_node_ctx_init(&op.nc, m, pn, NULL, NULL, ie_get_threads(), operr, sizeof(operr));
+		op.nc.epilogue = NULL;
+		operr[0] = '\0';
+		for (int j = 0; j < pn->n_outputs; j++)
+			memset(&outs[j], 0, sizeof(outs[j]));
+
+		if (fn != NULL && !stays_on_host(m, pn, slots))
+		{
+			rc = fn(&op);
+			if (rc == CU_FALLBACK)
+			{
+				for (int j = 0; j < pn->n_outputs; j++)
+					slot_clear(c, &outs[j]);
+				if (!atomic_exchange(&cm->warned[k], true))
+					fprintf(stderr, "infer-engine: model '%s' on cuda:%d: %s node '%s' runs on the CPU (a case its CUDA kernel does not cover%s%s)\n",
+							m->name, m->device, pn->op_type, pn->name,
+							operr[0] ? ": " : "", operr);
+				operr[0] = '\0';
+				rc = run_on_cpu(&op);
+			}
+		}
+		else
+			rc = run_on_cpu(&op);
+		if (rc != 0)
+		{
+			for (int j = 0; j < pn->n_outputs; j++)
+				slot_clear(c, &outs[j]);
+			if (operr[0] == '\0')
+				snprintf(operr, sizeof(operr), "%s node '%s': failed", pn->op_type, pn->name);
+			run_error(m, err, errlen, operr);
+			goto fail;
+		}
+		for (int j = 0; j < pn->n_outputs; j++)
+		{
+			int			v = pn->outputs[j];
+
+			if (v < 0 || (outs[j].host == NULL && outs[j].dev == NULL))
+			{
+				slot_clear(c, &outs[j]);
+				continue;
+			}
+			slot_clear(c, &slots[v]);
+			slots[v] = outs[j];
+			memset(&outs[j], 0, sizeof(outs[j]));
+		}
+		/* free what no later node reads */
+		for (int i = 0; i < pn->n_inputs; i++)
+		{
+			int			v = pn->inputs[i];
+
+			if (v >= 0 && m->last_use[v] == k && !m->is_output[v])
+				slot_clear(c, &slots[v]);
+		}
+		for (int j = 0; j < pn->n_outputs; j++)
+		{
+			int			v = pn->outputs[j];
+
+			if (v >= 0 && m->last_use[v] < 0 && !m->is_output[v])
+				slot_clear(c, &slots[v]);
+		}
+	}
+
+	/* the outputs to the host: move what this run owns, copy the rest */
+	for (int j = 0; j < m->n_outputs; j++)
+	{
+		cu_slot    *s = &slots[m->outputs[j].value];
+
+		if (s->host == NULL && s->dev != NULL)
+		{
+			if (cu_download(c, s->dev, &s->host, e2, sizeof(e2)) != 0)
+			{
+				run_error(m, err, errlen, e2);
+				goto fail;
+			}
+			s->host_owned = true;
+		}
+		if (s->host == NULL)
+		{
+			snprintf(e2, sizeof(e2), "output '%s' was not produced", m->outputs[j].name);
+			run_error(m, err, errlen, e2);
+			goto fail;
+		}
+		if (m->outputs[j].dtype != IE_UNDEFINED && s->host->dtype != m->outputs[j].dtype)
+		{
+			snprintf(e2, sizeof(e2), "output '%s' is declared %s but the graph made %s",
+					 m->outputs[j].name, ie_dtype_name(m->outputs[j].dtype),
+					 ie_dtype_name(s->host->dtype));
+			run_error(m, err, errlen, e2);
+			goto fail;
+		}
+		bool		again = false;	/* the same value is a later output too */
+
+		for (int j2 = j + 1; j2 < m->n_outputs; j2++)
+			again = again || m->outputs[j2].value == m->outputs[j].value;
+		if (s->host_owned && !again)
+		{
+			outputs[j] = s->host;
+			s->host = NULL;
+			s->host_owned = false;
+		}
+		else if ((outputs[j] = ie_tensor_clone(s->host)) == NULL)
+		{
+			run_error(m, err, errlen, "out of memory copying an output");
+			goto fail;
+		}
+	}
+	for (int v = 0; v < m->n_values; v++)
+		slot_clear(c, &slots[v]);
+	free(slots);
+	free(outs);
+	return 0;
+
+fail:
+	/* the stream may still run kernels on pool buffers: let them finish */
+	cudaStreamSynchronize(c->stream);
+	(void) cudaGetLastError();
+	if (slots != NULL)
+		for (int v = 0; v < m->n_values; v++)
+			slot_clear(c, &slots[v]);
+	for (int j = 0; j < m->n_outputs; j++)
+		ie_tensor_destroy(&outputs[j]);
+	free(slots);
+	free(outs);
+	return -1;
+}

@@ -1,0 +1,124 @@
+/*
+ * kernels.h
+ *	  The CUDA kernels of the engine (kernels.cu) behind C launchers, for
+ *	  ops.c.  Each launcher queues its kernel on stream s and returns the
+ *	  launch status (cudaSuccess, or the error cudaGetLastError reports);
+ *	  errors inside a kernel surface at the next synchronisation.
+ *
+ * Tensors are row-major; an operator's tensor is viewed as [outer, n, inner]
+ * around its axis where that is all a kernel needs.  float is the only
+ * arithmetic type; the copy kernels work on any element size (1, 2, 4, 8).
+ */
+#ifndef IE_CUDA_KERNELS_H
+#define IE_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+#define CU_KMAXD 8
+
+/* Binary operators (ONNX Add, Sub, Mul, Div, Pow, Max, Min). */
+enum
+{
+	CU_ADD, CU_SUB, CU_MUL, CU_DIV, CU_POW, CU_MAX, CU_MIN
+};
+
+/*
+ * Output dims (nd of them) and, per output dim, the element stride of a
+ * and of b (0 where that input is broadcast along it).
+ */
+typedef struct cu_bcast
+{
+	int			nd;
+	int64_t		dims[CU_KMAXD];
+	int64_t		sa[CU_KMAXD];
+	int64_t		sb[CU_KMAXD];
+} cu_bcast;
+
+/* y[i] = a[..] op b[..] for the n = prod(bc->dims) outputs. */
+cudaError_t cu_k_binary(int op, const float *a, const float *b, float *y,
+						cu_bcast bc, int64_t n, cudaStream_t s);
+
+/* Unary operators; p0, p1: alpha/beta (HardSigmoid), min/max (Clip), alpha (LeakyRelu). */
+enum
+{
+	CU_RELU, CU_SIGMOID, CU_TANH, CU_SQRT, CU_ERF, CU_EXP, CU_LOG, CU_NEG, CU_ABS,
+	CU_HARDSIGMOID, CU_CLIP, CU_HARDSWISH, CU_LEAKYRELU, CU_RECIPROCAL, CU_FLOOR,
+	CU_CEIL
+};
+
+/* y[i] = op(x[i]), n elements (y may be x). */
+cudaError_t cu_k_unary(int op, const float *x, float *y, int64_t n, float p0, float p1,
+					   cudaStream_t s);
+
+/* Inference BatchNormalization on [outer, C, inner]. */
+cudaError_t cu_k_batchnorm(const float *x, float *y, int64_t outer, int64_t C, int64_t inner,
+						   const float *scale, const float *bias, const float *mean,
+						   const float *var, float eps, cudaStream_t s);
+
+/* y[o, c, i] += bias[c] on [outer, C, inner]. */
+cudaError_t cu_k_bias(float *y, int64_t outer, int64_t C, int64_t inner,
+					  const float *bias, cudaStream_t s);
+
+/* Reductions of [outer, r, inner] into [outer, inner]. */
+enum
+{
+	CU_RSUM, CU_RMEAN, CU_RMAX, CU_RMIN
+};
+cudaError_t cu_k_reduce(int op, const float *x, float *y, int64_t outer, int64_t r,
+						int64_t inner, cudaStream_t s);
+
+/* Softmax (or LogSoftmax when log) over n of [outer, n, inner]. */
+cudaError_t cu_k_softmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner,
+						 int log, cudaStream_t s);
+
+/*
+ * LayerNormalization of rows of n: (x - mean) / sqrt(var + eps) * scale + bias
+ * (bias may be NULL), mean and var over the row.
+ */
+cudaError_t cu_k_layernorm(const float *x, float *y, int64_t rows, int64_t n,
+						   const float *scale, const float *bias, float eps,
+						   cudaStream_t s);
+
+/*
+ * A strided copy: for output index i with digits idx[d] over dims (row-
+ * major), y[i] = x[base + sum_d idx[d] * st[d]].  Transpose, Slice and
+ * broadcasting copies (Expand) are all this.
+ */
+typedef struct cu_strided
+{
+	int			nd;
+	int64_t		dims[CU_KMAXD];
+	int64_t		st[CU_KMAXD];
+	int64_t		base;
+} cu_strided;
+cudaError_t cu_k_strided(size_t esize, const void *x, void *y, cu_strided sp, int64_t n,
+						 cudaStream_t s);
+
+/* Gather: y[o, j, i] = x[o, idx[j], i]; idx already checked and non-negative. */
+cudaError_t cu_k_gather(size_t esize, const void *x, void *y, const int64_t *idx,
+						int64_t outer, int64_t nidx, int64_t an, int64_t inner,
+						cudaStream_t s);
+
+/* Cast between float, int32, int64 (ONNX type codes); -1 for another pair. */
+cudaError_t cu_k_cast(int from, int to, const void *x, void *y, int64_t n, cudaStream_t s);
+
+/*
+ * Resize of [NC, H, W] to [NC, OH, OW], nearest neighbour, asymmetric
+ * coordinates, floor: y = x[min(floor(oy / sh), H - 1), ...].
+ */
+cudaError_t cu_k_resize_nearest(const float *x, float *y, int64_t nc, int64_t h, int64_t w,
+								int64_t oh, int64_t ow, float sh, float sw, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* IE_CUDA_KERNELS_H */

@@ -1,0 +1,104 @@
+/*
+ * model_calls.c
+ *	  Timing of engine model calls into the thread's open log; see
+ *	  model_calls.h.
+ *
+ * Threading: the open log is a _Thread_local pointer; nothing is shared.
+ */
+#include "worker/model_calls.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The calling thread's open log, or NULL. */
+static _Thread_local model_calls *open_log;
+
+/* Milliseconds since an arbitrary point; see model_calls.h. */
+double
+model_calls_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+/* Empties *log and opens it on this thread; see model_calls.h. */
+void
+model_calls_open(model_calls *log)
+{
+	assert(open_log == NULL);
+	log->n = 0;
+	log->dropped = 0;
+	open_log = log;
+}
+
+/* Closes *log on this thread (a no-op when it is not the open one). */
+void
+model_calls_close(model_calls *log)
+{
+	if (open_log == log)
+		open_log = NULL;
+}
+
+/* Frees the calls of *log, closing it first; see model_calls.h. */
+void
+model_calls_free(model_calls *log)
+{
+	model_calls_close(log);
+	free(log->calls);
+	log->calls = NULL;
+	log->n = log->cap = log->dropped = 0;
+}
+
+/* Appends one call to log, growing it by doubling; counts it as dropped when it cannot. */
+static void
+append(model_calls *log, const ie_model *model, int rows, double ms)
+{
+	if (log->n == log->cap)
+	{
+		int			cap = log->cap > 0 ? log->cap * 2 : 16;
+		model_call_time *c;
+
+		if (cap > MODEL_CALLS_MAX)
+			cap = MODEL_CALLS_MAX;
+		if (cap <= log->n)
+		{
+			log->dropped++;
+			return;
+		}
+		c = realloc(log->calls, (size_t) cap * sizeof(*c));
+		if (c == NULL)
+		{
+			log->dropped++;
+			return;
+		}
+		log->calls = c;
+		log->cap = cap;
+	}
+	log->calls[log->n].model = model;
+	log->calls[log->n].rows = rows;
+	log->calls[log->n].ms = ms;
+	log->n++;
+}
+
+/* ie_model_run, timed into the thread's open log; see model_calls.h. */
+int
+model_calls_run(const ie_model *model, const ie_tensor *const *inputs,
+				ie_tensor **outputs, char *err, size_t errlen)
+{
+	double		t0 = model_calls_now_ms();
+	int			rc = ie_model_run(model, inputs, outputs, err, errlen);
+	double		ms = model_calls_now_ms() - t0;
+
+	if (rc == 0 && open_log != NULL)
+	{
+		const ie_tensor *in = inputs != NULL ? inputs[0] : NULL;
+		int			rows = in != NULL && in->ndim >= 1 ? (int) in->dims[0] : 1;
+
+		append(open_log, model, rows, ms);
+	}
+	return rc;
+}

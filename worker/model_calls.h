@@ -1,0 +1,72 @@
+/*
+ * model_calls.h
+ *	  The time of each engine model call (ie_model_run), for the worker's
+ *	  measured compute time per model and batch size (state.h's timings).
+ *
+ * Code that calls the engine deep inside a pipeline whose interface
+ * carries no timing (the OCR stages under ocr_run(), which infer-ocr and
+ * the unit tests share) runs its models through model_calls_run(): it
+ * times ie_model_run() alone (no pre- or post-processing, no model load)
+ * and appends {model, rows, ms} to the log the calling thread has open,
+ * if any.  The caller that wants the times (fragment.c, per OCR image)
+ * opens a log on its thread, runs the pipeline, closes the log and reads
+ * its calls; with no log open a call costs two clock reads.
+ *
+ * A log holds at most MODEL_CALLS_MAX calls; later ones (and any it has
+ * no memory for) are counted in dropped.
+ *
+ * Threading: the open log is per thread (C11 _Thread_local), so threads
+ * that run pipelines at once keep their calls apart; a log belongs to the
+ * thread that opened it.
+ */
+#ifndef INFER_MODEL_CALLS_H
+#define INFER_MODEL_CALLS_H
+
+#include <stddef.h>
+
+#include "worker/engine/engine.h"
+
+/* Most calls one log keeps. */
+#define MODEL_CALLS_MAX 1024
+
+/* One engine call: the model, the rows of its batch, its milliseconds. */
+typedef struct model_call_time
+{
+	const ie_model *model;
+	int			rows;			/* first input's first dimension (1 for a scalar) */
+	double		ms;				/* wall time of ie_model_run, CLOCK_MONOTONIC */
+} model_call_time;
+
+typedef struct model_calls
+{
+	model_call_time *calls;		/* n of them, malloc'd */
+	int			n;
+	int			cap;
+	int			dropped;		/* calls not kept (MODEL_CALLS_MAX, memory) */
+} model_calls;
+
+/*
+ * Empties *log and makes it the calling thread's open log (one at a time:
+ * opening a second one while one is open is a bug, asserted).
+ */
+void		model_calls_open(model_calls *log);
+
+/* Makes *log no longer the thread's open log; its calls stay readable. */
+void		model_calls_close(model_calls *log);
+
+/* Frees the calls of *log (closing it first when it is open). */
+void		model_calls_free(model_calls *log);
+
+/*
+ * ie_model_run(model, inputs, outputs, err, errlen), timed; a call that
+ * succeeds is appended to the thread's open log (when there is one), a
+ * failed one is not (its time measures no compute).  Returns what
+ * ie_model_run returns.
+ */
+int			model_calls_run(const ie_model *model, const ie_tensor *const *inputs,
+							ie_tensor **outputs, char *err, size_t errlen);
+
+/* Milliseconds since an arbitrary point, CLOCK_MONOTONIC. */
+double		model_calls_now_ms(void);
+
+#endif							/* INFER_MODEL_CALLS_H */

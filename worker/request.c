@@ -1,0 +1,252 @@
+/*
+ * request.c
+ *	  Unpacking and checking a request's header frame (see request.h).
+ *
+ * Threading: no state; any thread.
+ */
+#include "worker/request.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/protocol.h"
+
+/* Reads a varint at *p (< end) into *v; 0, or -1 if it runs past end. */
+static int
+wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *p < end; shift += 7)
+	{
+		uint8_t		b = *(*p)++;
+
+		*v |= (uint64_t) (b & 0x7f) << shift;
+		if ((b & 0x80) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/*
+ * Depth of the deepest Fragment chain in the wire bytes [p, end) of a
+ * message of type `what` (0 Header, 1 RunFragment, 2 Fragment at chain
+ * depth `depth`), stopping once it passes REQUEST_MAX_FRAGMENT_DEPTH (so the scan
+ * recurses at most that deep).  Bytes that are not valid wire format
+ * give 0: the unpack rejects them.  Schema: Header.run = 4,
+ * RunFragment.fragment = 1 and more_fragments = 4, Fragment.next = 4.
+ */
+static int
+wire_fragment_depth(const uint8_t *p, const uint8_t *end, int what, int depth)
+{
+	int			deepest = what == 2 ? depth : 0;
+
+	while (p < end && deepest <= REQUEST_MAX_FRAGMENT_DEPTH)
+	{
+		uint64_t	tag,
+					len;
+		int			sub = -1;
+
+		if (wire_varint(&p, end, &tag) != 0)
+			return deepest;
+		switch (tag & 7)
+		{
+			case 0:
+				if (wire_varint(&p, end, &len) != 0)
+					return deepest;
+				continue;
+			case 1:
+				len = 8;
+				break;
+			case 5:
+				len = 4;
+				break;
+			case 2:
+				if (wire_varint(&p, end, &len) != 0)
+					return deepest;
+				if (what == 0 && (tag >> 3) == 4)
+					sub = 1;
+				else if (what == 1 && ((tag >> 3) == 1 || (tag >> 3) == 4))
+					sub = 2;
+				else if (what == 2 && (tag >> 3) == 4)
+					sub = 2;
+				break;
+			default:
+				return deepest;
+		}
+		if (len > (uint64_t) (end - p))
+			return deepest;
+		if (sub >= 0)
+		{
+			int			d = wire_fragment_depth(p, p + len, sub,
+												what == 2 ? depth + 1 : 1);
+
+			if (d > deepest)
+				deepest = d;
+		}
+		p += len;
+	}
+	return deepest;
+}
+
+/*
+ * Unpacks a header frame; NULL when it is no pginfer.Header or nests
+ * Fragment.next deeper than REQUEST_MAX_FRAGMENT_DEPTH (refused unread).
+ */
+Pginfer__Header *
+request_unpack(const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	if (wire_fragment_depth(p, p + len, 0, 0) > REQUEST_MAX_FRAGMENT_DEPTH)
+		return NULL;
+	return pginfer__header__unpack(NULL, len, p);
+}
+
+/* Name of a message kind, for messages and logs. */
+const char *
+request_kind_name(Pginfer__MsgKind kind)
+{
+	const ProtobufCEnumValue *v =
+		protobuf_c_enum_descriptor_get_value(&pginfer__msg_kind__descriptor, kind);
+
+	return v != NULL ? v->name : "MSG_(unknown kind)";
+}
+
+/*
+ * Checks a RunFragment's input-cache fields: input_sha256 none or one per
+ * row, each empty or PGINFER_SHA256_LEN bytes; cached_rows ascending, in
+ * range, each with a digest.  Returns 0, or -1 with a message in err.
+ */
+static int
+check_input_fields(const Pginfer__RunFragment *run, char *err, size_t errlen)
+{
+	if (run->n_input_sha256 != 0 && run->n_input_sha256 != run->n_row_ids)
+	{
+		snprintf(err, errlen, "MSG_RUN_FRAGMENT request with %zu input digests for %zu rows",
+				 run->n_input_sha256, run->n_row_ids);
+		return -1;
+	}
+	for (size_t i = 0; i < run->n_input_sha256; i++)
+		if (run->input_sha256[i].len != 0 && run->input_sha256[i].len != PGINFER_SHA256_LEN)
+		{
+			snprintf(err, errlen, "MSG_RUN_FRAGMENT request: input digest of row %zu has %zu bytes, expected %d",
+					 i, run->input_sha256[i].len, PGINFER_SHA256_LEN);
+			return -1;
+		}
+	for (size_t k = 0; k < run->n_cached_rows; k++)
+	{
+		uint32_t	r = run->cached_rows[k];
+
+		if (r >= run->n_row_ids || (k > 0 && r <= run->cached_rows[k - 1]) ||
+			run->n_input_sha256 == 0 || run->input_sha256[r].len != PGINFER_SHA256_LEN)
+		{
+			snprintf(err, errlen, "MSG_RUN_FRAGMENT request: cached row %u is out of range, out of order or has no input digest",
+					 r);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Checks version, kind and frame count of a request header; see request.h. */
+int
+request_check_header(const Pginfer__Header *h, int n_payload,
+					const char **sqlstate, char *err, size_t errlen)
+{
+	int			want = 0;
+
+	*sqlstate = PGINFER_SQLSTATE_PROTOCOL;
+	if (h->version != PGINFER_PROTOCOL_VERSION)
+	{
+		snprintf(err, errlen,
+				 "protocol version mismatch: the request uses version %u, this worker speaks version %d",
+				 h->version, PGINFER_PROTOCOL_VERSION);
+		return -1;
+	}
+	switch (h->kind)
+	{
+		case PGINFER__MSG_KIND__MSG_PING:
+		case PGINFER__MSG_KIND__MSG_CANCEL:
+			break;
+		case PGINFER__MSG_KIND__MSG_RUN_FRAGMENT:
+			if (h->run == NULL || h->run->fragment == NULL)
+			{
+				snprintf(err, errlen, "%s request without a fragment",
+						 request_kind_name(h->kind));
+				return -1;
+			}
+			if (h->run->n_row_ids > REQUEST_MAX_ROWS)
+			{
+				*sqlstate = PGINFER_SQLSTATE_TOO_LARGE;
+				snprintf(err, errlen, "%s request with %zu rows, more than the %d one request may carry",
+						 request_kind_name(h->kind), h->run->n_row_ids, REQUEST_MAX_ROWS);
+				return -1;
+			}
+			want = (int) h->run->n_row_ids;
+			if (check_input_fields(h->run, err, errlen) != 0)
+				return -1;
+			break;
+		case PGINFER__MSG_KIND__MSG_LOAD_MODEL:
+		case PGINFER__MSG_KIND__MSG_UNLOAD_MODEL:
+			if (h->model == NULL || h->model->model == NULL)
+			{
+				snprintf(err, errlen, "%s request without a model",
+						 request_kind_name(h->kind));
+				return -1;
+			}
+			break;
+		default:
+			snprintf(err, errlen, "a worker does not accept %s messages",
+					 request_kind_name(h->kind));
+			return -1;
+	}
+	if (n_payload != want)
+	{
+		snprintf(err, errlen, "%s request has %d payload frames, expected %d",
+				 request_kind_name(h->kind), n_payload, want);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The group key of a run-fragment request; see request.h.  With
+ * more_fragments, each of them follows, packed, with its length before
+ * it (so that no two lists of fragments give the same bytes).
+ */
+uint8_t *
+request_group_key(const Pginfer__RunFragment *run, size_t *len)
+{
+	size_t		n = run->fragment != NULL ?
+		pginfer__fragment__get_packed_size(run->fragment) : 0;
+	size_t		total = n + sizeof(int64_t);
+	uint8_t    *key;
+	int64_t		mp = run->max_pixels;
+
+	for (size_t f = 0; f < run->n_more_fragments; f++)
+		if (run->more_fragments[f] != NULL)
+			total += sizeof(uint64_t) +
+				pginfer__fragment__get_packed_size(run->more_fragments[f]);
+	key = malloc(total);
+	if (key == NULL)
+		return NULL;
+	if (run->fragment != NULL)
+		n = pginfer__fragment__pack(run->fragment, key);
+	memcpy(key + n, &mp, sizeof(mp));
+	n += sizeof(mp);
+	for (size_t f = 0; f < run->n_more_fragments; f++)
+	{
+		uint64_t	flen;
+
+		if (run->more_fragments[f] == NULL)
+			continue;
+		flen = pginfer__fragment__get_packed_size(run->more_fragments[f]);
+		memcpy(key + n, &flen, sizeof(flen));
+		n += sizeof(flen);
+		n += pginfer__fragment__pack(run->more_fragments[f], key + n);
+	}
+	*len = n;
+	return key;
+}

@@ -1,0 +1,60 @@
+/*
+ * request.h
+ *	  A request as the worker receives it: the header frame unpacked (with
+ *	  the pre-scan that refuses Fragment chains nested too deep before
+ *	  protobuf-c recurses into them) and checked against the payload frames
+ *	  that came with it.  Everything the worker does with a message starts
+ *	  here, so this is also what the protocol fuzz target drives
+ *	  (tests/fuzz/fuzz_protocol.c).
+ *
+ * Threading: no state; any thread.
+ */
+#ifndef INFER_REQUEST_H
+#define INFER_REQUEST_H
+
+#include <stddef.h>
+
+#include "common/pg_infer.pb-c.h"
+
+/* Most rows (payload frames) one request may carry. */
+#define REQUEST_MAX_ROWS 65536
+
+/*
+ * Longest chain of Fragment.next a request may carry (the protocol's
+ * chains have two stages; protobuf-c unpacks, sizes and frees nested
+ * messages recursively, so a header nesting next a million deep would
+ * overflow the stack before any check of the unpacked message).
+ */
+#define REQUEST_MAX_FRAGMENT_DEPTH 16
+
+/*
+ * Unpacks a header frame of len bytes; NULL when it is no pginfer.Header
+ * or nests Fragment.next deeper than REQUEST_MAX_FRAGMENT_DEPTH (refused
+ * unread).  Free with pginfer__header__free_unpacked(h, NULL).
+ */
+Pginfer__Header *request_unpack(const void *data, size_t len);
+
+/*
+ * Checks an unpacked request header: protocol version, a part for its
+ * kind (run, model), the input-cache fields (one digest of 32 bytes or
+ * none per row; cached rows ascending, in range, with a digest), and
+ * n_payload payload frames as the kind needs (run: one per row id, at
+ * most REQUEST_MAX_ROWS; the others: none).  Returns 0, or -1 with
+ * *sqlstate (PGINFER_SQLSTATE_TOO_LARGE for too many rows, _PROTOCOL
+ * otherwise) and a message in err.
+ */
+int			request_check_header(const Pginfer__Header *h, int n_payload,
+								 const char **sqlstate, char *err, size_t errlen);
+
+/*
+ * The group key of a run-fragment request: its packed Fragment, then its
+ * max_pixels (8 bytes), then each of more_fragments packed, each with its
+ * length (8 bytes) in front; malloc'd (*len bytes); NULL when memory runs
+ * out.  Two requests may share a run exactly when their keys match.
+ */
+uint8_t    *request_group_key(const Pginfer__RunFragment *run, size_t *len);
+
+/* Name of a message kind ("MSG_RUN_FRAGMENT"), for messages and logs. */
+const char *request_kind_name(Pginfer__MsgKind kind);
+
+#endif							/* INFER_REQUEST_H */
