@@ -1327,6 +1327,51 @@ dnn_descs_free(dnn_descs *d)
 		cudnnDestroyPoolingDescriptor(d->pool);
 }
 
+/*
+ * Creates d's descriptors for a 2-D convolution (NCHW, float) whose
+ * forward input fwd_in[4] goes into d->x, or into d->y when transposed (a
+ * ConvTranspose is cuDNN's backward-data pass of the forward convolution
+ * from its output to its input), with filter wd[4], pads (begin = end),
+ * strides, dilations, g groups and the math type tf32 asks for; out[4]
+ * receives cuDNN's forward output shape.  The other tensor descriptor is
+ * created and left for the caller to set.  0, or -1 after dnn_ok.
+ */
+static int
+conv_descs_set(cu_op *op, dnn_descs *d, bool transposed, const int64_t *fwd_in,
+			   const int64_t *wd, const int64_t *pads, const int64_t *strides,
+			   const int64_t *dil, int64_t g, bool tf32, int out[4])
+{
+	cudnnTensorDescriptor_t in;
+
+	if (dnn_ok(op, cudnnCreateTensorDescriptor(&d->x), "cudnnCreateTensorDescriptor") != 0 ||
+		dnn_ok(op, cudnnCreateTensorDescriptor(&d->y), "cudnnCreateTensorDescriptor") != 0 ||
+		dnn_ok(op, cudnnCreateFilterDescriptor(&d->w), "cudnnCreateFilterDescriptor") != 0 ||
+		dnn_ok(op, cudnnCreateConvolutionDescriptor(&d->conv), "cudnnCreateConvolutionDescriptor") != 0)
+		return -1;
+	in = transposed ? d->y : d->x;
+	if (dnn_ok(op, cudnnSetTensor4dDescriptor(in, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+											  (int) fwd_in[0], (int) fwd_in[1],
+											  (int) fwd_in[2], (int) fwd_in[3]),
+			   "cudnnSetTensor4dDescriptor (forward input)") != 0 ||
+		dnn_ok(op, cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+											  (int) wd[0], (int) wd[1], (int) wd[2], (int) wd[3]),
+			   "cudnnSetFilter4dDescriptor") != 0 ||
+		dnn_ok(op, cudnnSetConvolution2dDescriptor(d->conv, (int) pads[0], (int) pads[1],
+												   (int) strides[0], (int) strides[1],
+												   (int) dil[0], (int) dil[1],
+												   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+			   "cudnnSetConvolution2dDescriptor") != 0 ||
+		dnn_ok(op, cudnnSetConvolutionGroupCount(d->conv, (int) g),
+			   "cudnnSetConvolutionGroupCount") != 0 ||
+		dnn_ok(op, cudnnSetConvolutionMathType(d->conv, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+			   "cudnnSetConvolutionMathType") != 0 ||
+		dnn_ok(op, cudnnGetConvolution2dForwardOutputDim(d->conv, in, d->w, &out[0], &out[1],
+														 &out[2], &out[3]),
+			   "cudnnGetConvolution2dForwardOutputDim") != 0)
+		return -1;
+	return 0;
+}
+
 /* An int attribute list of exactly n values into out (default dflt); -1 when the node sets another count. */
 static int
 ints_attr(cu_op *op, const char *name, int n, int64_t dflt, int64_t *out)
@@ -1384,7 +1429,8 @@ op_conv(cu_op *op)
 	int64_t		g = ie_attr_int(nc, "group", 1);
 	dnn_descs	d;
 	cudnnConvolutionFwdAlgoPerf_t perf[16];
-	int			n_perf = 0,
+	int			o4[4],
+				n_perf = 0,
 				on,
 				oc,
 				oh,
@@ -1440,29 +1486,12 @@ op_conv(cu_op *op)
 		return CU_FALLBACK;
 
 	memset(&d, 0, sizeof(d));
-	if (dnn_ok(op, cudnnCreateTensorDescriptor(&d.x), "cudnnCreateTensorDescriptor") != 0 ||
-		dnn_ok(op, cudnnCreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor") != 0 ||
-		dnn_ok(op, cudnnCreateFilterDescriptor(&d.w), "cudnnCreateFilterDescriptor") != 0 ||
-		dnn_ok(op, cudnnCreateConvolutionDescriptor(&d.conv), "cudnnCreateConvolutionDescriptor") != 0)
+	if (conv_descs_set(op, &d, false, xd, wd, pads, strides, dil, g, tf32, o4) != 0)
 		goto done;
-	if (dnn_ok(op, cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-											  (int) xd[0], (int) xd[1], (int) xd[2], (int) xd[3]),
-			   "cudnnSetTensor4dDescriptor (X)") != 0 ||
-		dnn_ok(op, cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-											  (int) wd[0], (int) wd[1], (int) wd[2], (int) wd[3]),
-			   "cudnnSetFilter4dDescriptor") != 0 ||
-		dnn_ok(op, cudnnSetConvolution2dDescriptor(d.conv, (int) pads[0], (int) pads[1],
-												   (int) strides[0], (int) strides[1],
-												   (int) dil[0], (int) dil[1],
-												   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-			   "cudnnSetConvolution2dDescriptor") != 0 ||
-		dnn_ok(op, cudnnSetConvolutionGroupCount(d.conv, (int) g),
-			   "cudnnSetConvolutionGroupCount") != 0 ||
-		dnn_ok(op, cudnnSetConvolutionMathType(d.conv, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
-			   "cudnnSetConvolutionMathType") != 0 ||
-		dnn_ok(op, cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &on, &oc, &oh, &ow),
-			   "cudnnGetConvolution2dForwardOutputDim") != 0)
-		goto done;
+	on = o4[0];
+	oc = o4[1];
+	oh = o4[2];
+	ow = o4[3];
 	if (on != od[0] || oc != od[1] || oh != od[2] || ow != od[3])
 	{
 		rc = CU_FALLBACK;		/* cuDNN sees another shape: leave it to the CPU */
@@ -1587,7 +1616,8 @@ op_convtranspose(cu_op *op)
 	int64_t		g = ie_attr_int(nc, "group", 1);
 	dnn_descs	d;
 	cudnnConvolutionBwdDataAlgoPerf_t perf[16];
-	int			n_perf = 0,
+	int			o4[4],
+				n_perf = 0,
 				on,
 				oc,
 				oh,
@@ -1646,32 +1676,15 @@ op_convtranspose(cu_op *op)
 
 	/* cuDNN's view: the forward convolution from y ("dx") to x ("dy") */
 	memset(&d, 0, sizeof(d));
-	if (dnn_ok(op, cudnnCreateTensorDescriptor(&d.x), "cudnnCreateTensorDescriptor") != 0 ||
-		dnn_ok(op, cudnnCreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor") != 0 ||
-		dnn_ok(op, cudnnCreateFilterDescriptor(&d.w), "cudnnCreateFilterDescriptor") != 0 ||
-		dnn_ok(op, cudnnCreateConvolutionDescriptor(&d.conv), "cudnnCreateConvolutionDescriptor") != 0)
-		goto done;
-	if (dnn_ok(op, cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+	if (conv_descs_set(op, &d, true, od, wd, pads, strides, dil, g, tf32, o4) != 0 ||
+		dnn_ok(op, cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
 											  (int) xd[0], (int) xd[1], (int) xd[2], (int) xd[3]),
-			   "cudnnSetTensor4dDescriptor (X)") != 0 ||
-		dnn_ok(op, cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-											  (int) od[0], (int) od[1], (int) od[2], (int) od[3]),
-			   "cudnnSetTensor4dDescriptor (Y)") != 0 ||
-		dnn_ok(op, cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-											  (int) wd[0], (int) wd[1], (int) wd[2], (int) wd[3]),
-			   "cudnnSetFilter4dDescriptor") != 0 ||
-		dnn_ok(op, cudnnSetConvolution2dDescriptor(d.conv, (int) pads[0], (int) pads[1],
-												   (int) strides[0], (int) strides[1],
-												   (int) dil[0], (int) dil[1],
-												   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-			   "cudnnSetConvolution2dDescriptor") != 0 ||
-		dnn_ok(op, cudnnSetConvolutionGroupCount(d.conv, (int) g),
-			   "cudnnSetConvolutionGroupCount") != 0 ||
-		dnn_ok(op, cudnnSetConvolutionMathType(d.conv, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
-			   "cudnnSetConvolutionMathType") != 0 ||
-		dnn_ok(op, cudnnGetConvolution2dForwardOutputDim(d.conv, d.y, d.w, &on, &oc, &oh, &ow),
-			   "cudnnGetConvolution2dForwardOutputDim") != 0)
+			   "cudnnSetTensor4dDescriptor (X)") != 0)
 		goto done;
+	on = o4[0];
+	oc = o4[1];
+	oh = o4[2];
+	ow = o4[3];
 	if (on != xd[0] || oc != xd[1] || oh != xd[2] || ow != xd[3])
 	{
 		rc = CU_FALLBACK;		/* not the forward shape cuDNN expects */
