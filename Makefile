@@ -4,6 +4,9 @@
 # `make install` installs the extension into PostgreSQL and infer-worker into
 # $(PREFIX)/bin; `make check` sets up what the tests need and runs every test;
 # `make demo` runs OCR from SQL on real images; `make models` fetches the models.
+# `make check-asan` runs the tests of `make check` against a build with
+# AddressSanitizer and UndefinedBehaviorSanitizer in build-asan/, installing
+# nothing (tests/asan/asan.mk).
 #
 # Each module keeps its own rules in a fragment beside its code (*.mk); this
 # file holds the shared settings and the user-facing targets.  A fragment adds
@@ -79,6 +82,9 @@ check: setup
 	$(MAKE) all
 	$(MAKE) install
 	tests/run_all.sh $(CHECK_TARGETS)
+
+# the same suites under the sanitizers; its recipe is in tests/asan/asan.mk
+check-asan: setup
 
 IMAGES ?= $(SHARED)/data/ocr $(BUILD)/real-images
 demo: setup

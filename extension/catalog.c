@@ -23,6 +23,8 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "curve.h"
+
 /* Next index into the ordered worker list; wraps around. */
 static uint32 worker_rr_next = 0;
 
@@ -53,7 +55,7 @@ static const char *const model_query =
 "  FROM infer.model_registry WHERE name = $1";
 
 static const char *const worker_query =
-"SELECT name, endpoint FROM infer.worker_registry ORDER BY name";
+"SELECT name, endpoint, server_public_key FROM infer.worker_registry ORDER BY name";
 
 /*
  * Returns the kept plan of query (preparing and keeping it on first use)
@@ -256,6 +258,17 @@ select_workers(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no inference worker is registered"),
 				 errhint("Add one with infer.add_worker(name, endpoint).")));
+	/* each worker's CURVE key, for the socket client.c makes to it */
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		key = SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 3, &isnull);
+		char	   *endpoint = SPI_getvalue(SPI_tuptable->vals[i],
+											SPI_tuptable->tupdesc, 2);
+
+		InferCurveNoteServerKey(endpoint, isnull ? NULL : TextDatumGetCString(key));
+	}
 }
 
 /*

@@ -94,6 +94,8 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "curve.h"
+
 /* One DEALER socket, connected to one worker endpoint. */
 typedef struct InferSocket
 {
@@ -234,12 +236,15 @@ client_shutdown(int code, Datum arg)
 
 /*
  * Returns the cached socket for worker's endpoint, creating the context
- * (first time) and the socket on demand.  Bad endpoint: ERROR 22023.
+ * (first time) and the socket on demand (CURVE when the worker has a
+ * server key, see curve.h).  Bad endpoint: ERROR 22023; CURVE keys
+ * missing or unusable: ERROR 28000.
  */
 static InferSocket *
 client_socket(const InferWorker *worker)
 {
 	InferSocket *s;
+	const InferCurveKeys *curve;
 	void	   *sock;
 	void	   *monitor = NULL;
 	char		monitor_addr[64];
@@ -253,6 +258,9 @@ client_socket(const InferWorker *worker)
 	for (s = client_sockets; s != NULL; s = s->next)
 		if (strcmp(s->endpoint, worker->endpoint) == 0)
 			return s;
+
+	/* CURVE keys (curve.c): may ERROR 28000, so before any socket exists */
+	curve = InferCurveClientKeys(worker->endpoint, worker->name);
 
 	if (client_context == NULL)
 	{
@@ -309,6 +317,7 @@ client_socket(const InferWorker *worker)
 			 ++client_monitor_counter);
 	if (zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof(zero)) != 0 ||
 		zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof(one)) != 0 ||
+		(curve != NULL && InferCurveApply(sock, curve) != 0) ||
 		zmq_getsockopt(sock, ZMQ_FD, &fd, &fdlen) != 0 ||
 		zmq_socket_monitor(sock, monitor_addr,
 						   ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0 ||

@@ -19,6 +19,8 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "curve.h"
+
 bool		infer_enable_batching = true;
 int			infer_batch_size = 64;
 int			infer_batch_bytes = 16 * 1024 * 1024;
@@ -35,6 +37,7 @@ int			infer_worker_timeout_ms = 2000;
 int			infer_placement = INFER_PLACEMENT_COST;
 int			infer_bandwidth_mb = 1000;
 int			infer_input_cache_min_bytes = 1024;
+int			infer_retries = 2;
 
 static const struct config_enum_entry placement_options[] = {
 	{"cost", INFER_PLACEMENT_COST, false},
@@ -105,6 +108,19 @@ InferGucInit(void)
 							"workers; rows come back in input order.",
 							&infer_max_inflight,
 							4, 1, 1024,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("infer.retries",
+							"Times a batch whose inference worker was lost is "
+							"sent to another worker.",
+							"A batch that loses its worker (it exited, dropped "
+							"the connection or hung) goes to another worker that "
+							"is up, at most this many times; a batch that lost "
+							"two workers, or ran out of retries, is the error of "
+							"its rows (SQLSTATE 08006).  0 never sends again.",
+							&infer_retries,
+							2, 0, 16,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
@@ -218,4 +234,23 @@ InferGucInit(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+
+	/* CURVE (curve.c): superuser only, as they name files the server reads */
+	DefineCustomStringVariable("infer.curve_secret_key_file",
+							   "File holding this server's CURVE secret key "
+							   "(Z85), for workers added with a public key.",
+							   "The file must be readable by its owner only.",
+							   &infer_curve_secret_key_file,
+							   "",
+							   PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("infer.curve_public_key_file",
+							   "File holding this server's CURVE public key "
+							   "(Z85), listed in the workers' "
+							   "--curve-allowed-clients files.",
+							   NULL,
+							   &infer_curve_public_key_file,
+							   "",
+							   PGC_SUSET, 0,
+							   NULL, NULL, NULL);
 }

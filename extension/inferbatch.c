@@ -31,7 +31,9 @@
  * A request whose worker is lost (08006: it went away, or hangs and the
  * pool finds it down) is sent again, whole, to another worker that is not
  * down (send_part, wait_part), so its rows still come back once; with no
- * such worker the loss is the statement's error.
+ * such worker the loss is the statement's error.  Re-sends are bounded
+ * (infer.retries), and a request lost by two workers (a poison row that
+ * makes every worker exit or drop it) is its rows' error, naming them.
  *
  * Parallel query: under a Gather, each process that runs the partial plan
  * (the parallel workers, and the leader when it participates) has its own
@@ -61,8 +63,11 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-/* Times a batch whose worker went away is sent to another (wait_part). */
-#define INFERBATCH_RESENDS 2
+/* infer.retries (guc.c): times a request whose worker was lost is sent again. */
+extern int	infer_retries;
+
+/* Distinct workers a request may lose before its rows are the error. */
+#define INFERBATCH_MAX_LOST_WORKERS 2
 
 /* Inference workers with their own counters in BatchStats; more share one. */
 #define INFERBATCH_STATS_WORKERS 8
@@ -151,6 +156,8 @@ typedef struct BatchPart
 	Datum	   *values;			/* per batch row */
 	bool	   *isnull;
 	InferRow  **failed;			/* per batch row: the rejected row, or NULL */
+	int			nlost;			/* distinct workers lost while they held it */
+	const char *lost_on[INFERBATCH_MAX_LOST_WORKERS];	/* their names */
 } BatchPart;
 
 /* One batch: a slot of the ring. */
@@ -158,6 +165,7 @@ typedef struct BatchSlot
 {
 	MemoryContext cxt;			/* everything of the batch */
 	int			nrows;
+	int64		first_row;		/* the child's row number (from 1) of row 0 */
 	int			next;			/* next row to return */
 	bool		received;		/* answers collected */
 	MinimalTuple *tuples;		/* the child's rows */
@@ -574,7 +582,7 @@ pick_worker(BatchCall *bc, InferFragment **frags, BatchPart *part,
  * placement chooses for them, in the current memory context (the slot's),
  * and counts the request.  A worker that goes down while the send waits
  * for a connection (08006, see InferClientSend) is left for another one,
- * up to INFERBATCH_RESENDS times.  resend: the rows' worker was lost
+ * up to infer.retries times.  resend: the rows' worker was lost
  * (wait_part); then only a worker that is not down is chosen, and false
  * comes back, with nothing sent, when there is none.  After a
  * worker found down while connecting, likewise, but its error is raised
@@ -635,7 +643,7 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part, bool resend)
 			 * is not down, or this error when there is none
 			 */
 			if (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
-				attempt >= INFERBATCH_RESENDS ||
+				attempt >= infer_retries ||
 				!InferPoolIsDown(bc->frag.worker->pool_slot))
 			{
 				FreeErrorData(edata);
@@ -660,18 +668,57 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part, bool resend)
 }
 
 /*
- * Waits for the reply to part's request (of group leader bc).  When its
- * worker is lost while it holds the request (08006: the connection
- * dropped, SIGKILL or exit; or the pool found it down, no heartbeat for
- * infer.worker_timeout, so hung, SIGSTOP), marks it down in the pool,
- * forgets the request (a late reply is dropped) and sends the same rows
- * again to a worker that is not down, up to INFERBATCH_RESENDS times, so
- * that the statement still returns every row once.  With no such worker
- * the loss is raised, saying so.  Other errors (cancel, timeout, the
- * worker's own) are raised.  Runs in the slot's memory context.
+ * Raises the error of part's rows (the first is the child's row first_row
+ * + row_of[0]) after their request lost its worker on every try (see
+ * wait_part): 08006, naming the rows and the workers tried, the last
+ * loss (edata) in the detail.  A poison row (an input that makes every
+ * worker exit or drop the connection) ends here instead of being sent on
+ * for ever.
+ */
+static void
+raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
+{
+	StringInfoData rows;
+	StringInfoData workers;
+
+	initStringInfo(&rows);
+	initStringInfo(&workers);
+	if (part->nsent == 1)
+		appendStringInfo(&rows, "row " INT64_FORMAT,
+						 first_row + part->row_of[0]);
+	else
+		appendStringInfo(&rows, "rows " INT64_FORMAT " to " INT64_FORMAT " (%d rows sent)",
+						 first_row + part->row_of[0],
+						 first_row + part->row_of[part->nsent - 1], part->nsent);
+	for (int i = 0; i < part->nlost; i++)
+		appendStringInfo(&workers, "%s\"%s\"", i > 0 ? ", " : "",
+						 part->lost_on[i]);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("inference of %s failed on inference worker%s %s",
+					rows.data, part->nlost > 1 ? "s" : "", workers.data),
+			 errdetail_plural("The request was sent %d time (infer.retries = %d) and each worker lost it: %s",
+							  "The request was sent %d times (infer.retries = %d) and each worker lost it: %s",
+							  sends, sends, infer_retries, edata->message),
+			 errhint("An input that makes every worker fail is not sent again; look for it in the workers' logs (infer.batch_size = 1 singles out the row).")));
+}
+
+/*
+ * Waits for the reply to part's request (of group leader bc; its first
+ * row is the child's row first_row).  When its worker is lost while it
+ * holds the request (08006: the connection dropped, SIGKILL or exit; or
+ * the pool found it down, no heartbeat for infer.worker_timeout, so hung,
+ * SIGSTOP), marks it down in the pool, forgets the request (a late reply
+ * is dropped) and sends the same rows again to a worker that is not down,
+ * up to infer.retries times, so that the statement still returns every
+ * row once.  Once the request has been lost by INFERBATCH_MAX_LOST_WORKERS
+ * distinct workers, or infer.retries is used up, its rows are the error
+ * (raise_poison); with no other worker up the loss is raised, saying so.
+ * Other errors (cancel, timeout, the worker's own) are raised.  Runs in
+ * the slot's memory context.
  */
 static InferReply *
-wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
+wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part, int64 first_row)
 {
 	for (int attempt = 0;; attempt++)
 	{
@@ -690,7 +737,7 @@ wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
 			if (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
-				attempt >= INFERBATCH_RESENDS || !InferPoolEnabled())
+				!InferPoolEnabled())
 			{
 				FreeErrorData(edata);
 				PG_RE_THROW();
@@ -702,12 +749,29 @@ wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part)
 		if (reply != NULL)
 			return reply;
 
+		/* the workers that lost it, each once */
+		{
+			bool		known = false;
+
+			for (int i = 0; i < part->nlost && !known; i++)
+				known = strcmp(part->lost_on[i], part->worker->name) == 0;
+			if (!known && part->nlost < INFERBATCH_MAX_LOST_WORKERS)
+				part->lost_on[part->nlost++] = pstrdup(part->worker->name);
+		}
 		/* the worker is gone: no new work for it until it is heard again */
+		InferPoolMarkDown(part->worker->pool_slot);
+		if (part->nlost >= INFERBATCH_MAX_LOST_WORKERS ||
+			attempt >= infer_retries)
+		{
+			InferClientForget(part->req);
+			part->req = NULL;
+			raise_poison(part, first_row, attempt + 1, lost);
+		}
+
 		ereport(DEBUG1,
 				(errmsg("pg_infer: inference worker \"%s\" at %s was lost; sending its %d rows to another worker",
 						part->worker->name, part->worker->endpoint,
 						part->nsent)));
-		InferPoolMarkDown(part->worker->pool_slot);
 		InferClientForget(part->req);
 		part->req = NULL;
 		InferFragmentPopContext(&bc->frag);
@@ -737,6 +801,7 @@ fill_and_send(InferBatchState *st)
 
 	st->next_size = Min(st->next_size * 2, infer_batch_size);
 	slot_clear(slot);
+	slot->first_row = st->pulled + 1;
 	oldcxt = MemoryContextSwitchTo(slot->cxt);
 	slot->tuples = palloc(sizeof(MinimalTuple) * target);
 	slot->imgs = palloc(sizeof(void **) * Max(st->ncalls, 1));
@@ -883,7 +948,7 @@ receive(InferBatchState *st, BatchSlot *slot)
 		bc->frag.worker = part->worker;
 		InferFragmentPushContext(&bc->frag);
 		INSTR_TIME_SET_CURRENT(start);
-		reply = wait_part(st, bc, part);
+		reply = wait_part(st, bc, part, slot->first_row);
 		INSTR_TIME_SET_CURRENT(waited);
 		INSTR_TIME_SUBTRACT(waited, start);
 		st->stats->wait_ms += INSTR_TIME_GET_MILLISEC(waited);

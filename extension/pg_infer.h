@@ -170,6 +170,7 @@ typedef struct InferPoolWorker
 	char		name[NAMEDATALEN];
 	char		endpoint[INFER_POOL_ENDPOINT_LEN];
 	char		state_endpoint[INFER_POOL_ENDPOINT_LEN];	/* "" unknown */
+	char		server_key[41];	/* CURVE server public key (Z85), "" plain */
 	TimestampTz registered;
 	TimestampTz heartbeat;		/* last state received; 0 never */
 	uint64		folds;			/* states folded in */
@@ -177,6 +178,7 @@ typedef struct InferPoolWorker
 								 * as a PONG) */
 	/* the worker's last WorkerState */
 	uint64		seq;
+	double		uptime_s;		/* the worker's, with seq: a restart */
 	uint32		queue_length;
 	uint32		busy_threads;
 	double		backlog_ms;

@@ -40,6 +40,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pg_infer.h"
+#include "curve.h"
 
 #include <signal.h>
 #include <pthread.h>
@@ -194,6 +195,33 @@ InferPoolNextTurn(void)
 }
 
 /*
+ * Puts the CURVE server key this backend knows for endpoint (read from
+ * infer.worker_registry, InferCurveKnownServerKey) into slot, so that the
+ * pool monitor, which reads no catalog, pings and subscribes with CURVE;
+ * wakes the monitor when it changed.  Nothing when the key is unknown here.
+ */
+static void
+pool_note_key(int slot, const char *endpoint)
+{
+	const char *key = InferCurveKnownServerKey(endpoint);
+	InferPoolWorker *w = &pool->workers[slot - 1];
+	bool		changed = false;
+
+	if (key == NULL)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	if (w->used && strcmp(w->endpoint, endpoint) == 0 &&
+		strcmp(w->server_key, key) != 0)
+	{
+		strlcpy(w->server_key, key, sizeof(w->server_key));
+		changed = true;
+	}
+	LWLockRelease(pool->lock);
+	if (changed && pool->monitor_latch != NULL)
+		SetLatch(pool->monitor_latch);
+}
+
+/*
  * The slot (1-based) of the worker at endpoint, taking a free one when it
  * has none (and waking the monitor); 0 without shared memory, when every
  * slot is taken (a WARNING says so, once per statement) or the endpoint
@@ -215,7 +243,10 @@ InferPoolRegister(const char *name, const char *endpoint)
 			slot = i + 1;
 	LWLockRelease(pool->lock);
 	if (slot != 0)
+	{
+		pool_note_key(slot, endpoint);
 		return slot;
+	}
 
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < pool->max_workers && slot == 0; i++)
@@ -240,6 +271,8 @@ InferPoolRegister(const char *name, const char *endpoint)
 		slot = free_slot;
 	}
 	LWLockRelease(pool->lock);
+	if (slot != 0)
+		pool_note_key(slot, endpoint);
 	if (slot == 0 && InferFirstInStatement(&slots_warned))
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -400,10 +433,23 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 		return;
 	}
 	w->heartbeat = GetCurrentTimestamp();
+
+	/*
+	 * An older state than the one held (a PUB message that left before the
+	 * PONG a backend folded, say) is a heartbeat but no news: seq grows
+	 * with every state a worker sends, until it restarts (its uptime then
+	 * goes back).
+	 */
+	if (w->folds > 0 && st->seq < w->seq && st->uptime_s >= w->uptime_s)
+	{
+		LWLockRelease(pool->lock);
+		return;
+	}
 	w->published = published;
 	w->folds++;
 	w->unseen_ms = 0;
 	w->seq = st->seq;
+	w->uptime_s = st->uptime_s;
 	w->queue_length = st->queue_length;
 	w->busy_threads = st->busy_threads;
 	w->backlog_ms = st->backlog_ms;
@@ -479,6 +525,9 @@ typedef struct MonSlot
 	void	   *sub;			/* the worker's state stream, or NULL */
 	char		endpoint[INFER_POOL_ENDPOINT_LEN];
 	char		sub_endpoint[INFER_POOL_ENDPOINT_LEN];
+	char		server_key[41];	/* the slot's CURVE key the sockets use */
+	bool		curve;			/* keys hold this monitor's client keys */
+	InferCurveKeys keys;
 	TimestampTz last_ping;
 	TimestampTz last_sub_state; /* last MSG_STATE over sub */
 } MonSlot;
@@ -510,11 +559,17 @@ monitor_close(MonSlot *s)
 	s->dealer = s->sub = NULL;
 	s->generation = 0;
 	s->sub_endpoint[0] = '\0';
+	s->server_key[0] = '\0';
+	s->curve = false;
+	explicit_bzero(&s->keys, sizeof(s->keys));
 }
 
-/* A socket of type with linger 0 (and IPv6 on), or NULL. */
+/*
+ * A socket of type with linger 0 (and IPv6 on) for s's worker, a CURVE
+ * client when s has keys; NULL when it cannot be made.
+ */
 static void *
-monitor_socket(int type)
+monitor_socket(MonSlot *s, int type)
 {
 	void	   *sock = zmq_socket(mon_context, type);
 	int			zero = 0;
@@ -522,6 +577,13 @@ monitor_socket(int type)
 
 	if (sock == NULL)
 		return NULL;
+	if (s->curve && InferCurveApply(sock, &s->keys) != 0)
+	{
+		elog(LOG, "pg_infer pool monitor: cannot set the CURVE keys for %s: %s",
+			 s->endpoint, zmq_strerror(zmq_errno()));
+		zmq_close(sock);
+		return NULL;
+	}
 	(void) zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof(zero));
 	(void) zmq_setsockopt(sock, ZMQ_IPV6, &one, sizeof(one));
 	if (type == ZMQ_DEALER)
@@ -529,6 +591,46 @@ monitor_socket(int type)
 	if (type == ZMQ_SUB)
 		(void) zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0);
 	return sock;
+}
+
+/*
+ * Fills s->keys for a CURVE worker: its server key (s->server_key) and
+ * this process's key pair (infer.curve_secret_key_file and
+ * infer.curve_public_key_file, as backends use them).  A missing or bad key
+ * pair is logged, not raised, so that the monitor keeps serving the other
+ * workers; the worker is then never heard from and goes down.
+ */
+static bool
+monitor_curve_keys(MonSlot *s, const char *name)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool ok = false;
+
+	PG_TRY();
+	{
+		const InferCurveKeys *k;
+
+		InferCurveNoteServerKey(s->endpoint, s->server_key);
+		k = InferCurveClientKeys(s->endpoint, name);
+		if (k != NULL)
+		{
+			s->keys = *k;
+			ok = true;
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		elog(LOG, "pg_infer pool monitor: cannot watch CURVE worker \"%s\" at %s: %s",
+			 name, s->endpoint, edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return ok;
 }
 
 /*
@@ -545,13 +647,15 @@ monitor_sync(void)
 		MonSlot    *s = &mon_slots[i];
 		uint32		generation;
 		char		endpoint[INFER_POOL_ENDPOINT_LEN];
+		char		key[41];
 
 		LWLockAcquire(pool->lock, LW_SHARED);
 		generation = pool->workers[i].used ? pool->workers[i].generation : 0;
 		strlcpy(endpoint, pool->workers[i].endpoint, sizeof(endpoint));
+		strlcpy(key, pool->workers[i].server_key, sizeof(key));
 		LWLockRelease(pool->lock);
 
-		if (generation == s->generation)
+		if (generation == s->generation && strcmp(key, s->server_key) == 0)
 			continue;
 		changed = true;
 		monitor_close(s);
@@ -559,9 +663,13 @@ monitor_sync(void)
 			continue;
 		s->generation = generation;
 		strlcpy(s->endpoint, endpoint, sizeof(s->endpoint));
+		strlcpy(s->server_key, key, sizeof(s->server_key));
+		s->curve = key[0] != '\0' && monitor_curve_keys(s, pool->workers[i].name);
+		if (key[0] != '\0' && !s->curve)
+			continue;			/* no keys: never heard from, so it goes down */
 		s->last_ping = 0;
 		s->last_sub_state = 0;
-		s->dealer = monitor_socket(ZMQ_DEALER);
+		s->dealer = monitor_socket(s, ZMQ_DEALER);
 		if (s->dealer != NULL && zmq_connect(s->dealer, endpoint) != 0)
 		{
 			/* a bad endpoint: never heard from, so it goes down */
@@ -667,7 +775,7 @@ monitor_drain(int i, MonSlot *s, TimestampTz now)
 					{
 						if (s->sub)
 							zmq_close(s->sub);
-						s->sub = monitor_socket(ZMQ_SUB);
+						s->sub = monitor_socket(s, ZMQ_SUB);
 						if (s->sub != NULL && zmq_connect(s->sub, ep) != 0)
 						{
 							zmq_close(s->sub);
@@ -835,12 +943,15 @@ InferPoolMonitorMain(Datum arg)
  * ----------
  */
 
-/* infer._pool_register(name, endpoint): see InferPoolRegister. */
+/* infer._pool_register(name, endpoint, server_public_key): see InferPoolRegister. */
 Datum
 infer_pool_register(PG_FUNCTION_ARGS)
 {
-	(void) InferPoolRegister(text_to_cstring(PG_GETARG_TEXT_PP(0)),
-							 text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	char	   *endpoint = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	/* the worker's CURVE key ('' plain) for the monitor (pool_note_key) */
+	InferCurveNoteServerKey(endpoint, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	(void) InferPoolRegister(text_to_cstring(PG_GETARG_TEXT_PP(0)), endpoint);
 	PG_RETURN_VOID();
 }
 
@@ -870,7 +981,7 @@ infer_pool_forget(PG_FUNCTION_ARGS)
 #define WORKER_STATE_COLS 15
 
 /*
- * infer._worker_state(name, endpoint): the live state of the worker at
+ * infer._worker_state(name, endpoint, server_public_key): the live state of the worker at
  * endpoint (registering it), one record of WORKER_STATE_COLS columns;
  * all NULL without shared memory, with a NOTICE once per backend.
  */
@@ -894,6 +1005,7 @@ infer_worker_state(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	desc = BlessTupleDesc(desc);
 	memset(nulls, true, sizeof(nulls));
+	InferCurveNoteServerKey(endpoint, text_to_cstring(PG_GETARG_TEXT_PP(2)));
 	slot = InferPoolRegister(name, endpoint);
 	if (slot == 0)
 	{

@@ -18,7 +18,11 @@
 CREATE TABLE infer.worker_registry (
 	name		text PRIMARY KEY,
 	endpoint	text NOT NULL UNIQUE,
-	added		timestamptz NOT NULL DEFAULT now()
+	added		timestamptz NOT NULL DEFAULT now(),
+	-- the worker's CURVE public key (Z85, its --curve-secret-key's pair);
+	-- NULL: plain TCP (docs/security.md "Encryption: CURVE")
+	server_public_key text
+		CHECK (server_public_key ~ '^[]0-9a-zA-Z.:+=^!/*?&<>()[{}@%$#-]{40}$')
 );
 
 CREATE TABLE infer.model_registry (
@@ -49,8 +53,10 @@ SELECT pg_catalog.pg_extension_config_dump('infer.model_registry',
 
 -- The pool's live state (extension/pool.c; needs pg_infer in
 -- shared_preload_libraries, otherwise they do nothing and return NULLs).
--- Internal: the monitor watches the endpoints these put in shared memory.
-CREATE FUNCTION infer._pool_register(name text, endpoint text)
+-- Internal: the monitor watches the endpoints these put in shared memory,
+-- with CURVE when server_public_key is not '' (docs/security.md).
+CREATE FUNCTION infer._pool_register(name text, endpoint text,
+	server_public_key text)
 RETURNS void
 AS 'MODULE_PATHNAME', 'infer_pool_register'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
@@ -61,7 +67,7 @@ AS 'MODULE_PATHNAME', 'infer_pool_forget'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 CREATE FUNCTION infer._worker_state(name text, endpoint text,
-	OUT status text, OUT heartbeat_age interval, OUT queue_length int,
+	server_public_key text, OUT status text, OUT heartbeat_age interval, OUT queue_length int,
 	OUT backlog_ms float8, OUT inflight_requests bigint,
 	OUT inflight_rows bigint, OUT inflight_ms float8,
 	OUT host_memory_used bigint, OUT gpu_memory_free bigint,
@@ -80,10 +86,13 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 
 -- Registers an infer-worker by name and ZeroMQ endpoint (its --listen
--- address: tcp://host:port or ipc://path).
-CREATE FUNCTION infer.add_worker(name text, endpoint text)
+-- address: tcp://host:port or ipc://path), and, for a worker started with
+-- --curve-secret-key, its public key (Z85): backends then talk CURVE to it.
+-- A NULL name or endpoint does nothing (as a STRICT function would).
+CREATE FUNCTION infer.add_worker(name text, endpoint text,
+								 server_public_key text DEFAULT NULL)
 RETURNS void
-LANGUAGE plpgsql STRICT VOLATILE
+LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -91,6 +100,16 @@ DECLARE
 	other	text;
 	port	int;
 BEGIN
+	IF add_worker.name IS NULL OR add_worker.endpoint IS NULL THEN
+		RETURN;
+	END IF;
+	IF add_worker.server_public_key IS NOT NULL AND
+	   add_worker.server_public_key !~ '^[]0-9a-zA-Z.:+=^!/*?&<>()[{}@%$#-]{40}$' THEN
+		RAISE EXCEPTION 'invalid CURVE public key for inference worker "%"', add_worker.name
+			USING ERRCODE = 'invalid_parameter_value',
+				DETAIL = 'A CURVE key is 40 characters of Z85 text.',
+				HINT = 'Give the contents of the worker''s PREFIX.pub file (infer-worker --curve-keygen PREFIX).';
+	END IF;
 	IF add_worker.name = '' THEN
 		RAISE EXCEPTION 'inference worker name must not be empty'
 			USING ERRCODE = 'invalid_parameter_value';
@@ -121,9 +140,10 @@ BEGIN
 			USING ERRCODE = 'duplicate_object',
 				HINT = format('Remove it first with infer.drop_worker(%L).', other);
 	END IF;
-	INSERT INTO infer.worker_registry (name, endpoint)
-		VALUES (add_worker.name, add_worker.endpoint);
-	PERFORM infer._pool_register(add_worker.name, add_worker.endpoint);
+	INSERT INTO infer.worker_registry (name, endpoint, server_public_key)
+		VALUES (add_worker.name, add_worker.endpoint, add_worker.server_public_key);
+	PERFORM infer._pool_register(add_worker.name, add_worker.endpoint,
+								 coalesce(add_worker.server_public_key, ''));
 END
 $$;
 
@@ -169,7 +189,8 @@ CREATE VIEW infer.workers AS
 		   s.gpu_memory_free, s.gpu_memory_total, s.device,
 		   s.resident_models, s.state_seq, s.state_source, s.requests_sent
 	  FROM infer.worker_registry w
-	  LEFT JOIN LATERAL infer._worker_state(w.name, w.endpoint) s ON true;
+	  LEFT JOIN LATERAL infer._worker_state(w.name, w.endpoint,
+											coalesce(w.server_public_key, '')) s ON true;
 
 -- ---------------------------------------------------------------------
 -- Models
@@ -437,8 +458,8 @@ GRANT EXECUTE ON FUNCTION infer.ocr(bytea), infer.detect_text(bytea),
 	infer.embed(text, text), infer.classify(text, text),
 	infer.similarity(real[], real[]),
 	-- the infer.workers view calls it as its reader (read-only)
-	infer._worker_state(text, text) TO infer_user;
-GRANT EXECUTE ON FUNCTION infer.add_worker(text, text),
+	infer._worker_state(text, text, text) TO infer_user;
+GRANT EXECUTE ON FUNCTION infer.add_worker(text, text, text),
 	infer.drop_worker(text),
 	infer.create_model(text, text, text, int, int, real[], real[], text,
 					   text, text[], text, text),

@@ -8,6 +8,8 @@
  *				   [--state-listen ENDPOINT] [--gpu-memory BYTES]
  *				   [--simulate PROFILE.json] [--device cpu|cuda:N]
  *				   [--input-cache MB] [--log-level debug|info|warn|error]
+ *				   [--curve-secret-key FILE --curve-allowed-clients FILE]
+ *	  infer-worker --curve-keygen PREFIX
  *
  * Parses the command line, sets up logging, the engine's thread count and
  * the allocator, starts the server (worker/server.c) and serves until
@@ -37,6 +39,7 @@
 #include <string.h>
 
 #include "common/protocol.h"
+#include "worker/curve.h"
 #include "worker/engine/engine.h"
 #include "worker/input_cache.h"
 #include "worker/log.h"
@@ -115,6 +118,17 @@ usage(FILE *f)
 			"                      rows that came with a digest); 0 = off (default %d)\n"
 			"  --log-level LEVEL   debug, info, warn or error (default info); logs go\n"
 			"                      to stderr with ISO 8601 UTC timestamps\n"
+			"  --curve-secret-key FILE\n"
+			"                      the worker's CURVE secret key (Z85, mode 0600): the\n"
+			"                      request socket encrypts and answers only the\n"
+			"                      clients of --curve-allowed-clients (the state\n"
+			"                      socket stays plain: docs/security.md)\n"
+			"  --curve-allowed-clients FILE\n"
+			"                      client public keys (Z85) allowed in, one a line,\n"
+			"                      '#' comments (docs/security.md)\n"
+			"  --curve-keygen PREFIX\n"
+			"                      write a new key pair to PREFIX.key (secret, 0600)\n"
+			"                      and PREFIX.pub (never overwriting), and exit\n"
 			"  --help              show this text and exit\n"
 			"\n"
 			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).\n",
@@ -204,6 +218,9 @@ main(int argc, char **argv)
 		{"simulate", required_argument, NULL, 'i'},
 		{"input-cache", required_argument, NULL, 'c'},
 		{"device", required_argument, NULL, 'D'},
+		{"curve-secret-key", required_argument, NULL, 'K'},
+		{"curve-allowed-clients", required_argument, NULL, 'A'},
+		{"curve-keygen", required_argument, NULL, 'G'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -217,6 +234,8 @@ main(int argc, char **argv)
 	long long	v;
 	log_level	level = LOG_LEVEL_INFO;
 	server	   *srv = NULL;
+	const char *curve_secret = NULL;
+	const char *curve_allowed = NULL;
 	sigset_t	block,
 				old;
 	char		err[1024];
@@ -306,6 +325,20 @@ main(int argc, char **argv)
 					return 2;
 				}
 				break;
+			case 'K':
+				curve_secret = optarg;
+				break;
+			case 'A':
+				curve_allowed = optarg;
+				break;
+			case 'G':
+				if (curve_keygen(optarg, err, sizeof(err)) != 0)
+				{
+					fprintf(stderr, "infer-worker: --curve-keygen: %s\n", err);
+					return 1;
+				}
+				printf("%s.key %s.pub\n", optarg, optarg);
+				return 0;
 			case 'h':
 				usage(stdout);
 				return 0;
@@ -328,6 +361,11 @@ main(int argc, char **argv)
 	}
 
 	log_set_level(level);
+	if (curve_configure(curve_secret, curve_allowed, err, sizeof(err)) != 0)
+	{
+		log_error("could not start: %s", err);
+		return 1;
+	}
 	mallopt(M_MMAP_THRESHOLD, 256 << 20);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	ie_set_threads((int) threads);
@@ -363,6 +401,13 @@ main(int argc, char **argv)
 	else
 		log_info("state published on %s; model memory not capped",
 				 server_state_endpoint(srv));
+	if (curve_enabled())
+		log_info("CURVE on: public key %s, %d client keys allowed",
+				 curve_public_key(), curve_allowed_count());
+	else if (!curve_endpoint_is_loopback(server_endpoint(srv)) ||
+			 !curve_endpoint_is_loopback(server_state_endpoint(srv)))
+		log_warn("WARNING: listening on %s (state %s) without CURVE: anyone who can reach it may run models and read replies unencrypted; use --curve-secret-key and --curve-allowed-clients (docs/security.md)",
+				 server_endpoint(srv), server_state_endpoint(srv));
 	log_info("models run on %s", ie_device_str(device, devname, sizeof(devname)));
 	if (ext.simulate != NULL)
 		log_info("simulated device: profile \"%s\"", ext.simulate);
@@ -382,6 +427,7 @@ main(int argc, char **argv)
 
 done:
 	server_destroy(&srv);
+	curve_shutdown();
 	if (status == 0)
 		log_info("stopped");
 	return status;

@@ -672,19 +672,21 @@ mask_fill_poly(uint8_t *mask, int w, int h, const int (*v)[2], int n)
 
 			if (a[1] == b[1])
 				continue;
+			/* "* XY_ONE", not "<< XY_SHIFT": x can be negative, and a left
+			 * shift of a negative value is undefined (UBSan, check-asan) */
 			if (a[1] < b[1])
 			{
 				y0 = a[1];
 				y1 = b[1];
-				x0 = (int64_t) a[0] << XY_SHIFT;
-				x1 = (int64_t) b[0] << XY_SHIFT;
+				x0 = (int64_t) a[0] * XY_ONE;
+				x1 = (int64_t) b[0] * XY_ONE;
 			}
 			else
 			{
 				y0 = b[1];
 				y1 = a[1];
-				x0 = (int64_t) b[0] << XY_SHIFT;
-				x1 = (int64_t) a[0] << XY_SHIFT;
+				x0 = (int64_t) b[0] * XY_ONE;
+				x1 = (int64_t) a[0] * XY_ONE;
 			}
 			if (y < y0 || y >= y1)
 				continue;

@@ -46,6 +46,7 @@
 
 #include "common/protocol.h"
 #include "worker/batcher.h"
+#include "worker/curve.h"
 #include "worker/fragment.h"
 #include "worker/input_cache.h"
 #include "worker/log.h"
@@ -246,6 +247,7 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 	char		state_ep[512];
 	size_t		last_len = sizeof(last);
 	int			linger = 200;	/* ms */
+	int			zero_hwm = 0;	/* no limit */
 	int64_t		max_msg;
 
 	if (ext == NULL)
@@ -327,6 +329,21 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 		snprintf(err, errlen, "could not set ZMQ_MAXMSGSIZE: %s", zmq_strerror(errno));
 		goto fail;
 	}
+	/*
+	 * No send high-water mark: at the default (1000 messages per peer) a
+	 * ROUTER drops a reply silently once a backend has that many unread;
+	 * the replies waiting for a backend are bounded by what it keeps in
+	 * flight (infer.max_inflight requests a scan), not by this socket.
+	 */
+	if (zmq_setsockopt(s->sock, ZMQ_SNDHWM, &zero_hwm, sizeof(zero_hwm)) != 0)
+	{
+		snprintf(err, errlen, "could not set ZMQ_SNDHWM: %s", zmq_strerror(errno));
+		goto fail;
+	}
+	/* CURVE (worker/curve.h): the ZAP handler first, then a CURVE server. */
+	if (curve_zap_start(s->ctx, err, errlen) != 0 ||
+		curve_apply_server(s->sock, err, errlen) != 0)
+		goto fail;
 	if (zmq_bind(s->sock, opts->endpoint) != 0)
 	{
 		snprintf(err, errlen, "could not bind to \"%s\": %s", opts->endpoint,

@@ -14,6 +14,7 @@
 #include <zmq.h>
 
 #include "common/protocol.h"
+#include "worker/curve.h"
 #include "worker/engine/engine.h"
 #include "worker/log.h"
 
@@ -83,6 +84,9 @@ state_pub_new(void *ctx, const char *endpoint, char *err, size_t errlen)
 	}
 	zmq_setsockopt(p->sock, ZMQ_SNDHWM, &hwm, sizeof(hwm));
 	zmq_setsockopt(p->sock, ZMQ_LINGER, &linger, sizeof(linger));
+	/* a CURVE server like the request socket, when CURVE is on */
+	if (curve_apply_server(p->sock, err, errlen) != 0)
+		goto fail;
 	if (zmq_bind(p->sock, endpoint) != 0)
 	{
 		snprintf(err, errlen, "could not bind the state socket to \"%s\": %s",

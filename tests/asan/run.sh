@@ -25,9 +25,11 @@
 #   4. each TARGET by make BUILD=$ASAN_BUILD -o install-extension, with
 #      MODEL_DIR and PYTHON those of build/ (read only) and the regress
 #      results in $ASAN_BUILD/regress-out (REGRESS_OUTDIR);
-#   5. every sanitizer report goes to a file (log_path) in
-#      $ASAN_BUILD/sanitizer-logs; any file there fails the run and is
-#      printed.
+#   5. every sanitizer report goes to a file in $ASAN_BUILD/sanitizer-logs
+#      (ASan's by ASAN_OPTIONS log_path, UBSan's by tests/asan/ubsan_log.c,
+#      linked into each program); any file there, or a report in a suite's
+#      output, fails the run and is printed.  Before the suites, three faults
+#      (tests/asan/selftest.c) must each leave a report, or the run stops.
 #
 # Our programs run with leak detection on; the postgres processes with it
 # off (PostgreSQL frees its memory contexts at exit by design, not one
@@ -58,6 +60,14 @@ LIBUBSAN=$(gcc -print-file-name=libubsan.so)
 mkdir -p "$ABS"
 # nothing in the ASan build is tracked
 [ -f "$ABS/.gitignore" ] || printf '# the ASan build (tests/asan/asan.mk)\n*\n' >"$ABS/.gitignore"
+
+# UBSan's reports to files too: tests/asan/ubsan_log.c, linked into every
+# program and into pg_infer.so (-Wl,: the compiler passes it to the linker
+# only, so compiling with OPT leaves it alone)
+mkdir -p "$ABS/asan"
+gcc -std=c11 -Wall -Wextra -Werror -O1 -fPIC -c tests/asan/ubsan_log.c \
+	-o "$ABS/asan/ubsan_log.o" || fatal "tests/asan/ubsan_log.c does not build"
+ASAN_OPT="$ASAN_OPT -Wl,$ABS/asan/ubsan_log.o"
 
 # make with the ASan build's settings; -o install-extension: the suites
 # that install the extension system-wide first (check-regress, check-pool)
@@ -133,12 +143,13 @@ done
 gcc -std=c11 -Wall -Wextra -Werror -O0 -fPIC -shared -o "$PGT/asan_first.so" \
 	tests/asan/asan_first.c -ldl || fatal "tests/asan/asan_first.c does not build"
 PG_ASAN_OPTIONS="log_path=$LOGS/asan-postgres:detect_leaks=0"
-PG_UBSAN_OPTIONS="log_path=$LOGS/ubsan-postgres:print_stacktrace=1:halt_on_error=1"
+PG_UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 cat >"$WRAP/postgres" <<EOF
 #!/bin/sh
 # check-asan: the private tree's postgres with ASan and UBSan preloaded
 LD_PRELOAD="$LIBASAN $LIBUBSAN $PGT/asan_first.so\${LD_PRELOAD:+ \$LD_PRELOAD}" \\
 ASAN_OPTIONS="$PG_ASAN_OPTIONS" UBSAN_OPTIONS="$PG_UBSAN_OPTIONS" \\
+CHECK_ASAN_UBSAN_LOG="$LOGS/ubsan-postgres" \\
 exec "$TBIN/postgres" "\$@"
 EOF
 chmod 755 "$WRAP/postgres"
@@ -151,7 +162,8 @@ rm -rf "$LOGS"
 mkdir -p "$LOGS"
 chmod 1777 "$LOGS" # the server and worker 4 run as postgres when we are root
 export ASAN_OPTIONS="log_path=$LOGS/asan:detect_leaks=1"
-export UBSAN_OPTIONS="log_path=$LOGS/ubsan:print_stacktrace=1:halt_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export CHECK_ASAN_UBSAN_LOG=$LOGS/ubsan
 export LSAN_OPTIONS="suppressions=$ROOT/tests/asan/lsan.supp:print_suppressions=0"
 export TESTENV_PG_BIN=$WRAP
 export REGRESS_OUTDIR=$ABS/regress-out
@@ -166,6 +178,24 @@ for d in model-tests text text-model-tests ocr-reference; do
 		mkdir -p "$ABS/$d"
 		cp -a -u "$ROOT/build/$d/." "$ABS/$d/"
 	fi
+done
+
+# the sanitizers report to files here: each of three faults
+# (tests/asan/selftest.c) must leave its report, or the run proves nothing
+echo "=== check-asan: self-test (a heap overflow, a leak, undefined behaviour)"
+# shellcheck disable=SC2086 # ASAN_OPT is a list of flags
+gcc -std=c11 $ASAN_OPT -o "$ABS/asan/selftest" tests/asan/selftest.c ||
+	fatal "tests/asan/selftest.c does not build"
+for fault in overflow leak shift; do
+	st=$ABS/asan/selftest-$fault
+	rm -f "$st".*
+	ASAN_OPTIONS="log_path=$st:detect_leaks=1" CHECK_ASAN_UBSAN_LOG=$st \
+		"$ABS/asan/selftest" "$fault" >/dev/null 2>&1
+	if ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error' "$st".* 2>/dev/null; then
+		fatal "self-test: '$fault' left no report in $st.PID"
+	fi
+	echo "self-test: '$fault' reported in $(basename "$(ls "$st".*)")"
+	rm -f "$st".*
 done
 
 # the server of the tree loads our pg_infer.so, with libasan
@@ -187,7 +217,7 @@ done
 		-c "CREATE EXTENSION pg_infer" -c "SELECT probin FROM pg_proc WHERE probin LIKE '%pg_infer%' LIMIT 1") ||
 		exit 1
 	echo "server pid $TESTENV_PG_PID maps $EXT/extension/pg_infer.so and libasan;" \
-		"dynamic_library_path, probin:" $libdir
+		"dynamic_library_path, probin:" "$(tr '\n' ' ' <<<"$libdir")"
 ) || fatal "the private PostgreSQL tree does not load the sanitized pg_infer.so"
 
 # ---- 4. the suites -------------------------------------------------------------
@@ -209,11 +239,21 @@ read -r passed failed < <(grep -E '^[A-Za-z0-9_./-]+: [0-9]+ passed, [0-9]+ fail
 # ---- 5. the sanitizer reports --------------------------------------------------
 reports=$(find "$LOGS" -type f | sort)
 nreports=0
+# a report printed to a suite's output all the same (a runtime that did
+# not get the log path) fails the run too
+stray=$(grep -cE '(runtime error: |ERROR: (Address|Leak|UndefinedBehavior)Sanitizer)' "$log")
+if [ "$stray" != 0 ]; then
+	status=1
+	nreports=$((nreports + stray))
+	echo
+	echo "=== sanitizer reports in the suites' output ($stray lines; above)"
+	grep -E '(runtime error: |ERROR: (Address|Leak|UndefinedBehavior)Sanitizer)' "$log"
+fi
 if [ -n "$reports" ]; then
-	nreports=$(wc -l <<<"$reports")
+	nreports=$((nreports + $(wc -l <<<"$reports")))
 	status=1
 	echo
-	echo "=== sanitizer reports ($nreports files in $LOGS)"
+	echo "=== sanitizer reports ($(wc -l <<<"$reports") files in $LOGS)"
 	while read -r f; do
 		echo "--- $f"
 		head -c 20000 "$f"

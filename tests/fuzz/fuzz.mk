@@ -56,7 +56,7 @@ FUZZ_BINS := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS))
 .PHONY: fuzz fuzz-build check-fuzz
 fuzz-build: $(FUZZ_BINS)
 
-# CHECK_TARGETS += check-fuzz  (enabled once the corpora are committed)
+CHECK_TARGETS += check-fuzz
 check-fuzz: $(FUZZ_BINS)
 	BUILD=$(BUILD) FUZZ_MODE=replay tests/fuzz/run.sh $(FUZZ_TARGETS)
 

@@ -399,11 +399,17 @@ print_reply(void *sock, int timeout_ms, int all_values)
 					printf("n_values=%u frame_bytes=%zu", r->n_values, fb);
 					if (r->n_values > 0 && fb == r->n_values * sizeof(float))
 					{
-						const float *v = zmq_msg_data(&parts[i + 1]);
+						const char *v = zmq_msg_data(&parts[i + 1]);
 
 						printf(" values=");
 						for (uint32_t k = 0; k < r->n_values && (all_values || k < 8); k++)
-							printf(all_values ? "%s%.9g" : "%s%.6g", k ? "," : "", v[k]);
+						{
+							float		f;
+
+							/* the frame need not be aligned for float (UBSan) */
+							memcpy(&f, v + k * sizeof(float), sizeof(float));
+							printf(all_values ? "%s%.9g" : "%s%.6g", k ? "," : "", f);
+						}
 					}
 					printf(" text=");
 					print_escaped(r->text);

@@ -146,7 +146,8 @@ tensor_f(const char *name, int rank, const int64_t *dims, const float *vals,
 	t->data_type = IE_FLOAT;
 	t->n_dims = rank;
 	t->dims = alloc(rank * sizeof(int64_t));
-	memcpy(t->dims, dims, rank * sizeof(int64_t));
+	if (rank > 0)				/* a scalar's dims may be NULL */
+		memcpy(t->dims, dims, rank * sizeof(int64_t));
 	if (raw)
 	{
 		t->has_raw_data = 1;

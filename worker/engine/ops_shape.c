@@ -710,7 +710,10 @@ op_slice(ie_node_ctx *ctx)
 	}
 	for (int d = 0; d < x->ndim; d++)
 	{
-		strides[d] = in_strides[d] * step[d];
+		/* a step of an axis that yields one element is never taken (and
+		 * may be as large as int64 allows): only a step below the axis's
+		 * extent multiplies */
+		strides[d] = dims[d] > 1 ? in_strides[d] * step[d] : 0;
 		if (dims[d] > 0)
 			base += st[d] * in_strides[d];
 	}

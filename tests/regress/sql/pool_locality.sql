@@ -30,6 +30,22 @@ SHOW infer.placement;
 -- nothing resident yet; then the classifier on pool_b only
 SELECT name, resident_models FROM infer.workers ORDER BY name;
 SELECT infer.load_model('pool_b', 'ppocr_cls');
+-- the load's answer is folded into the pool at once; a state the worker
+-- published before it is ignored (older seq), so this holds at once, but
+-- wait (at most 5 s) rather than race a busy machine's monitor
+CREATE FUNCTION pg_temp.wait_resident() RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..100 LOOP
+		IF (SELECT cardinality(resident_models) FROM infer.workers
+			 WHERE name = 'pool_b') = 1 THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT pg_temp.wait_resident() AS resident;
 SELECT name, resident_models FROM infer.workers ORDER BY name;
 SELECT infer.load_model('pool_b', 'no_such_model');
 :sqlstate

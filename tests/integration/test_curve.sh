@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# test_curve.sh: process-level test of ZeroMQ CURVE between backends and
+# workers (issue 7 "Security"; docs/security.md "Encryption: CURVE").
+#
+# Makes key pairs with infer-worker --curve-keygen (a worker's, a listed
+# backend's, an unlisted one's), then:
+#   - the worker refuses a secret key file of mode 0644, an allowed-clients
+#     file with a bad line (naming it), and one flag without the other; it
+#     counts the keys of an allowed-clients file with comments and blanks;
+#   - a CURVE worker on 127.0.0.1 answers a plain worker-client nothing;
+#   - a real PostgreSQL (tools/testenv.sh) whose backends hold the listed
+#     key pair (infer.curve_*_key_file in postgresql.conf) runs
+#     infer.classify through the CURVE worker (added with its public key)
+#     and gets the real answer (0 for an upright line, 180 for a rotated
+#     one, as the plain worker gives);
+#   - a backend with the unlisted pair gets nothing: the query fails with
+#     the usual connection error (08006, no connection made within
+#     infer.timeout) within infer.timeout, and the worker logs
+#     the ZAP refusal naming that key;
+#   - a backend without key files gets ERROR 28000 with a hint naming the
+#     settings; a key pair that does not match is refused (28000); a
+#     malformed server key is refused by infer.add_worker (22023), and the
+#     two-argument infer.add_worker still adds a plain worker;
+#   - a worker bound to 0.0.0.0 without CURVE logs a WARNING at start (it
+#     is stopped at once); one on 127.0.0.1 does not.
+#
+# Prints "curve: N passed, M failed"; exits 1 on any failure.  Every
+# process it starts is stopped by pid on every exit path.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$(pwd)
+
+# shellcheck source=tests/integration/testlib.sh
+. tests/integration/testlib.sh
+require_bins curve "$WORKER" "$CLIENT"
+case $WORKER in /*) ;; *) WORKER=$ROOT/$WORKER ;; esac
+MODEL_DIR=$(cd "$MODEL_DIR" && pwd)
+REGRESS_DATA=$ROOT/tests/regress/data
+PSQL=$TESTENV_PG_BIN/psql
+
+# curve_cleanup: the EXIT trap: workers by pid, the postmaster, then $tmp.
+curve_cleanup() {
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	testenv_stop
+	cleanup
+}
+trap curve_cleanup EXIT
+trap 'exit 130' INT TERM
+chmod 755 "$tmp" # the server's user keeps its cluster and keys under it
+
+# q ARGS...: psql on the test database, unaligned, no headers, errors
+# with their SQLSTATE (VERBOSITY sqlstate) on stdout too.
+q() {
+	"$PSQL" -X -q -At -v VERBOSITY=verbose "$@" 2>&1
+}
+
+# key Z85 FILE: the key line of a key file (comments start with "# ").
+key() {
+	grep -v '^# ' "$1" | head -1
+}
+
+# --- keys ------------------------------------------------------------------------
+k=$tmp/keys
+mkdir -p "$k"
+out=$("$WORKER" --curve-keygen "$k/worker" 2>&1 && "$WORKER" --curve-keygen "$k/listed" 2>&1 &&
+	"$WORKER" --curve-keygen "$k/unlisted" 2>&1)
+check "keygen: PREFIX.key 0600 and PREFIX.pub 0644, 40-character Z85 keys" \
+	"$out $(stat -c '%a' "$k/worker.key" "$k/worker.pub" | tr '\n' ' ') $(key "$k/worker.pub" | wc -c)" \
+	"worker\.key .*worker\.pub" ' 600 644 +41$'
+out=$("$WORKER" --curve-keygen "$k/worker" 2>&1; echo "rc=$?")
+check "keygen refuses to overwrite a key" "$out" 'File exists' 'rc=1$'
+WPUB=$(key "$k/worker.pub")
+{
+	echo "# the backends of the test cluster"
+	echo
+	echo "   $(key "$k/listed.pub")   "
+	echo "# another (here: the worker's own, any valid key will do)"
+	key "$k/worker.pub"
+} >"$k/allowed"
+
+# --- the worker's checks at start ------------------------------------------------
+cp "$k/worker.key" "$k/open.key"
+chmod 644 "$k/open.key"
+out=$(timeout 10 "$WORKER" --listen tcp://127.0.0.1:0 --model-dir "$MODEL_DIR" \
+	--curve-secret-key "$k/open.key" --curve-allowed-clients "$k/allowed" 2>&1; echo "rc=$?")
+check "a secret key file of mode 0644 is refused" "$out" 'mode 0644' 'chmod 600' 'rc=1$'
+printf '# ok\n%s\nnot-a-key\n' "$(key "$k/listed.pub")" >"$k/bad_allowed"
+out=$(timeout 10 "$WORKER" --listen tcp://127.0.0.1:0 --model-dir "$MODEL_DIR" \
+	--curve-secret-key "$k/worker.key" --curve-allowed-clients "$k/bad_allowed" 2>&1; echo "rc=$?")
+check "an allowed-clients file with a bad line is refused, naming line 3" "$out" \
+	'bad_allowed": line 3 is not a Z85 public key' 'rc=1$'
+printf '%s\n' "$(key "$k/listed.pub" | cut -c1-39)" >"$k/short_allowed"
+out=$(timeout 10 "$WORKER" --listen tcp://127.0.0.1:0 --model-dir "$MODEL_DIR" \
+	--curve-secret-key "$k/worker.key" --curve-allowed-clients "$k/short_allowed" 2>&1; echo "rc=$?")
+check "a 39-character key is refused (line 1)" "$out" 'line 1 is not a Z85' 'rc=1$'
+out=$(timeout 10 "$WORKER" --listen tcp://127.0.0.1:0 --model-dir "$MODEL_DIR" \
+	--curve-secret-key "$k/worker.key" 2>&1; echo "rc=$?")
+check "--curve-secret-key alone is refused" "$out" 'go together' 'rc=1$'
+
+# --- a CURVE worker --------------------------------------------------------------
+CPORT=$(testenv_free_port)
+CEP=tcp://127.0.0.1:$CPORT
+"$WORKER" --listen "$CEP" --model-dir "$MODEL_DIR" --curve-secret-key "$k/worker.key" \
+	--curve-allowed-clients "$k/allowed" 2>"$tmp/curve.log" &
+CPID=$!
+pids+=("$CPID")
+disown "$CPID" # killed by pid at exit; no job-control notice then
+if ! testenv_wait_port "$CPORT" 20; then
+	fail "CURVE worker did not start" "$(cat "$tmp/curve.log")"
+	echo "curve: $passed passed, $failed failed"
+	exit 1
+fi
+check "the CURVE worker logs its public key and 2 allowed keys, and no WARNING" \
+	"$(cat "$tmp/curve.log")" "CURVE on: public key $(sed 's/[][\.*^$+?(){}|/]/\\&/g' <<<"$WPUB"), 2 client keys allowed"
+check_not "no WARNING on 127.0.0.1 with CURVE" "$(cat "$tmp/curve.log")" 'WARN'
+out=$("$CLIENT" --endpoint "$CEP" --timeout-ms 1000 ping 2>&1)
+check "a plain client gets nothing from the CURVE worker" "$out" '^NOREPLY'
+
+# a plain worker for comparison (2-argument infer.add_worker)
+start_worker "$tmp/plain.log" --model-dir "$MODEL_DIR" || exit 1
+PEP=$EP
+disown "$WPID"
+check_not "no WARNING from a plain worker on 127.0.0.1" "$(cat "$tmp/plain.log")" 'WARN'
+
+# --- PostgreSQL with the listed key pair ----------------------------------------
+pk=$tmp/pgkeys
+mkdir -p "$pk"
+cp "$k/listed.key" "$k/listed.pub" "$k/unlisted.key" "$k/unlisted.pub" "$k/worker.pub" "$pk/"
+chmod 600 "$pk"/*.key
+if [ "$(id -u)" = 0 ]; then chown -R postgres: "$pk"; fi
+TESTENV_EXTRA_CONF="infer.curve_secret_key_file = '$pk/listed.key'
+infer.curve_public_key_file = '$pk/listed.pub'"
+if ! testenv_start_cluster "$tmp/pg" >"$tmp/cluster.log" 2>&1; then
+	cat "$tmp/cluster.log"
+	echo "curve: $passed passed, $failed failed"
+	exit 1
+fi
+q -v ON_ERROR_STOP=1 <<EOF >/dev/null
+CREATE EXTENSION pg_infer;
+CREATE TABLE img (n int, data bytea);
+INSERT INTO img VALUES (1, pg_read_binary_file('$REGRESS_DATA/line_upright.png')),
+					   (2, pg_read_binary_file('$REGRESS_DATA/line_rot180.png'));
+EOF
+CLS="SELECT string_agg(infer.classify('ppocr_cls', data), ',' ORDER BY n) FROM img"
+
+out=$(q -c "SELECT infer.add_worker('bad', 'tcp://127.0.0.1:1', 'short')")
+check "add_worker refuses a malformed server key (22023)" "$out" \
+	'22023: invalid CURVE public key for inference worker "bad"'
+q -c "SELECT infer.add_worker('plain', '$PEP')" >/dev/null
+out=$(q -c "SET infer.timeout = 20000" -c "$CLS")
+check "plain worker (two-argument add_worker): 0,180" "$out" '^0,180$'
+q -c "SELECT infer.drop_worker('plain')" >/dev/null
+
+out=$(q -c "SELECT infer.add_worker('wc', '$CEP', '$WPUB')" \
+	-c "SELECT name, server_public_key = '$WPUB' FROM infer.worker_registry")
+check "add_worker with the worker's public key" "$out" '^wc\|t$'
+out=$(q -c "SET infer.timeout = 20000" -c "$CLS")
+check "a listed backend gets the CURVE worker's answer: 0,180" "$out" '^0,180$'
+out=$(q -c "SET infer.timeout = 20000" -c "SET infer.enable_batching = off" -c "$CLS")
+check "the same one row at a time (no InferBatch)" "$out" '^0,180$'
+# the pool monitor watches it with CURVE too (the key in the pool's slot,
+# the backends' key pair from postgresql.conf): still up past
+# infer.worker_timeout, with its state (a heartbeat, its device)
+sleep 2.5
+out=$(q -c "SET infer.timeout = 20000" -c "$CLS" \
+	-c "SELECT status, heartbeat_age < interval '1 second', device, state_source FROM infer.workers")
+check "the pool monitor hears the CURVE worker: up, fresh heartbeat, over its CURVE PUB socket" "$out" '^0,180$' '^up\|t\|cpu\|publish$'
+
+# the unlisted pair: nothing comes back, the worker logs the refusal
+T0=$(date +%s%N)
+out=$(q -c "SET infer.curve_secret_key_file = '$pk/unlisted.key'" \
+	-c "SET infer.curve_public_key_file = '$pk/unlisted.pub'" \
+	-c "SET infer.timeout = 2000" -c "$CLS")
+ms=$((($(date +%s%N) - T0) / 1000000))
+check "an unlisted backend gets nothing: the usual connection error (08006)" "$out" \
+	'08006: could not connect to inference worker "wc" at tcp://127\.0\.0\.1:[0-9]+' \
+	'No connection was made within 2000 ms'
+if [ "$ms" -lt 3500 ]; then # infer.timeout plus 1.5 s
+	pass "... within infer.timeout ($ms ms)"
+else
+	fail "... within infer.timeout (took $ms ms)"
+fi
+UPUB=$(key "$k/unlisted.pub")
+sleep 0.3
+if grep -qF "refused CURVE client $UPUB from 127.0.0.1" "$tmp/curve.log"; then
+	pass "the worker logs the ZAP refusal of the unlisted key"
+else
+	fail "the worker logs the ZAP refusal of the unlisted key" "$(tail -5 "$tmp/curve.log")"
+fi
+check_not "the listed key was never refused" "$(cat "$tmp/curve.log")" \
+	"refused CURVE client $(sed 's/[][\.*^$+?(){}|/]/\\&/g' <<<"$(key "$k/listed.pub")")"
+
+# no key pair at all, and a pair that does not match
+out=$(q -c "SET infer.curve_secret_key_file = ''" -c "$CLS")
+check "no key files: ERROR 28000 with a hint naming the settings" "$out" \
+	'28000: inference worker "wc" requires CURVE, but this backend has no CURVE key pair' \
+	'HINT: +Set infer\.curve_secret_key_file and infer\.curve_public_key_file'
+out=$(q -c "SET infer.curve_public_key_file = '$pk/unlisted.pub'" -c "$CLS")
+check "a key pair that does not match: ERROR 28000" "$out" '28000: CURVE keys .* are not a pair'
+chmod 640 "$pk/listed.key"
+out=$(q -c "$CLS")
+check "a backend secret key file of mode 0640: ERROR 28000" "$out" \
+	'28000: CURVE secret key file .* must be a regular file readable by its owner only' 'mode is 0640'
+chmod 600 "$pk/listed.key"
+out=$(q -c "SHOW infer.curve_secret_key_file" -c "SET ROLE infer_admin" -c "SET infer.curve_secret_key_file = '/tmp/x'")
+check "only a superuser may set infer.curve_secret_key_file" "$out" \
+	'42501: permission denied to set parameter "infer\.curve_secret_key_file"'
+
+# --- the WARNING without CURVE on a non-loopback address -------------------------
+WPORT=$(testenv_free_port)
+"$WORKER" --listen "tcp://0.0.0.0:$WPORT" --state-listen "tcp://127.0.0.1:*" \
+	--model-dir "$MODEL_DIR" 2>"$tmp/open.log" &
+OPID=$!
+pids+=("$OPID")
+testenv_wait_port "$WPORT" 20
+testenv_stop_pid "$OPID" TERM
+check "a worker on 0.0.0.0 without CURVE logs a WARNING at start" "$(cat "$tmp/open.log")" \
+	"WARN WARNING: listening on tcp://0\.0\.0\.0:$WPORT .*without CURVE"
+
+echo "curve: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

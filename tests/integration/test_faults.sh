@@ -1,0 +1,288 @@
+#!/usr/bin/env bash
+# test_faults.sh: process-level fault tests of issue 7 "Faults" that
+# test_pool.sh does not cover (docs/reliability.md "Faults"):
+#   (t) a backend terminated (pg_terminate_backend) while its batches run
+#       on a slow worker: the worker drops its requests (its log names the
+#       cancels, by the request ids that carry the backend's pid), its
+#       queue and the pool's in-flight count go back to 0, and a query of
+#       another session is answered at once;
+#   (c) the same with a query cancel (pg_cancel_backend);
+#   (p) a poison row (one that makes every worker drop the connection:
+#       larger than their --max-message-bytes) is not sent for ever: with
+#       infer.retries = 2 it is the statement's error after it failed on
+#       the two workers, naming the row and both workers; with
+#       infer.retries = 0 after the first; the workers are up again and the
+#       other rows are answered;
+#   (h) more requests outstanding at one worker, on one socket, than
+#       ZeroMQ's default high-water mark (1000 messages): every row is
+#       answered once, with its own answer;
+#   and no PostgreSQL crash-restart at any point (the postmaster's log).
+#
+# The workers are simulated (--simulate: real infer-worker processes, the
+# real protocol and queueing, compute that sleeps) so that a slow model
+# costs no CPU.  Prints "faults: N passed, M failed"; exits 1 on any
+# failure.  Every process it starts (workers, background psql, the
+# postmaster) is stopped by pid on every exit path.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$(pwd)
+
+# shellcheck source=tests/integration/testlib.sh
+. tests/integration/testlib.sh
+require_bins faults "$WORKER"
+case $WORKER in /*) ;; *) WORKER=$ROOT/$WORKER ;; esac
+PSQL=$TESTENV_PG_BIN/psql
+T0=$(date +%s%N)
+
+# faults_cleanup: the EXIT trap: workers and background clients by pid,
+# then the postmaster, then $tmp (testlib's cleanup).
+faults_cleanup() {
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	testenv_stop
+	cleanup
+}
+trap faults_cleanup EXIT
+trap 'exit 130' INT TERM
+chmod 755 "$tmp" # the server's user keeps its cluster under it
+
+# q ARGS...: psql on the test database, unaligned, no headers; stops at
+# the first error.
+q() {
+	"$PSQL" -X -q -At -v ON_ERROR_STOP=1 "$@"
+}
+
+# ms_since T: milliseconds since T (date +%s%N).
+ms_since() {
+	echo $((($(date +%s%N) - $1) / 1000000))
+}
+
+# start_sim_worker NAME PORT: a simulated infer-worker on 127.0.0.1:PORT
+# (frames over 64 KiB drop the connection), log in $tmp/NAME.log; sets
+# PID_<NAME>; waits until it listens.
+start_sim_worker() {
+	local name=$1 port=$2 pid
+	"$WORKER" --listen "tcp://127.0.0.1:$port" --model-dir "$tmp/sim" \
+		--simulate "$tmp/sim/profile.json" --max-message-bytes 65536 \
+		2>>"$tmp/$name.log" &
+	pid=$!
+	pids+=("$pid")
+	disown "$pid" # killed by pid at exit; no job-control notice then
+	printf -v "PID_$name" '%s' "$pid"
+	if ! testenv_wait_port "$port" 20; then
+		echo "worker $name did not listen on port $port:"
+		cat "$tmp/$name.log"
+		return 1
+	fi
+}
+
+# wait_sql SQL VALUE [TRIES]: waits (TRIES x 0.1 s, default 50) until SQL
+# gives VALUE; 1 if it does not.
+wait_sql() {
+	for _ in $(seq "${3:-50}"); do
+		[ "$(q -c "$1" 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# --- the cluster and two simulated workers ---------------------------------
+if ! testenv_start_cluster "$tmp/pg" >"$tmp/cluster.log" 2>&1; then
+	cat "$tmp/cluster.log"
+	echo "faults: 0 passed, 1 failed"
+	exit 1
+fi
+PGLOG=$tmp/pg/postgres.log
+ports=()
+while [ "${#ports[@]}" -lt 2 ]; do
+	p=$(testenv_free_port)
+	if [ "$p" != "$PGPORT" ] && [[ " ${ports[*]} " != *" $p "* ]]; then
+		ports+=("$p")
+	fi
+done
+# slow.onnx sleeps 300 ms a row; quick.onnx 3 ms a row, 150 ms for 64 rows
+mkdir -p "$tmp/sim"
+cat >"$tmp/sim/profile.json" <<'EOF'
+{
+  "load_bandwidth": 3e9,
+  "output_values": 2,
+  "models": {
+    "slow.onnx": {"bytes": 1000000, "compute_ms": [[1, 300], [16, 4800]]},
+    "quick.onnx": {"bytes": 1000000, "compute_ms": [[1, 3], [64, 150]]}
+  }
+}
+EOF
+start_sim_worker s1 "${ports[0]}" || exit 1
+start_sim_worker s2 "${ports[1]}" || exit 1
+
+q <<EOF >/dev/null
+CREATE EXTENSION pg_infer;
+SELECT infer.add_worker('s1', 'tcp://127.0.0.1:${ports[0]}');
+SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${ports[1]}');
+SELECT infer.create_model('slow', 'slow.onnx', 'classify', labels => '{a,b}');
+SELECT infer.create_model('quick', 'quick.onnx', 'classify', labels => '{a,b}');
+-- small distinct rows; the simulated answer names each row's SHA-256
+CREATE TABLE t (n int PRIMARY KEY, data bytea NOT NULL);
+INSERT INTO t SELECT n, convert_to('row ' || n, 'UTF8') FROM generate_series(1, 2400) AS n;
+-- row 3 is larger than the workers' --max-message-bytes (64 KiB)
+CREATE TABLE p (n int PRIMARY KEY, data bytea NOT NULL);
+INSERT INTO p SELECT n, CASE WHEN n = 3 THEN decode(repeat('ab', 100000), 'hex')
+                             ELSE convert_to('poison test ' || n, 'UTF8') END
+  FROM generate_series(1, 5) AS n;
+EOF
+ok=1
+wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up || ok=0
+check "two simulated workers up" "ok=$ok" '^ok=1$'
+q -c "SELECT infer.load_model('s1', 'slow')" >/dev/null
+
+# --- (t) and (c): a backend terminated or cancelled mid-query ------------------
+# victim SIGNAL_FN LABEL: runs 40 slow.onnx rows (300 ms each, up to 8
+# batches at s1) in a background session, waits until s1 holds at least 2
+# of its requests, calls SIGNAL_FN (pg_terminate_backend or
+# pg_cancel_backend) on it, and checks what follows.
+victim() {
+	local fn=$1 label=$2 vpid held bg rc out t0 ms cancels lines_before
+	q >"$tmp/$label.out" 2>&1 <<EOF &
+SET application_name = 'faults_victim';
+SET infer.placement = locality;
+SET infer.batch_size = 1;
+SET infer.max_inflight = 8;
+SELECT 'victim ' || count(v)
+  FROM (SELECT infer.classify('slow', data) AS v FROM t WHERE n <= 40 OFFSET 0) AS s;
+EOF
+	bg=$!
+	pids+=("$bg")
+	held=0
+	for _ in $(seq 100); do
+		held=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's1'")
+		[ "${held:-0}" -ge 2 ] && break
+		sleep 0.05
+	done
+	vpid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'faults_victim'")
+	lines_before=$(wc -l <"$tmp/s1.log")
+	t0=$(date +%s%N)
+	q -c "SELECT $fn($vpid)" >/dev/null
+	wait "$bg"
+	rc=$?
+	out=$(cat "$tmp/$label.out")
+	ok=1
+	wait_sql "SELECT queue_length + inflight_requests FROM infer.workers WHERE name = 's1'" 0 || ok=0
+	ms=$(ms_since "$t0")
+	# the cancels the worker logged for the victim's request ids (pid << 32 | n)
+	cancels=0
+	while read -r id; do
+		[ $((id >> 32)) = "$vpid" ] && cancels=$((cancels + 1))
+	done < <(tail -n +"$((lines_before + 1))" "$tmp/s1.log" |
+		grep -oE 'request [0-9]+: cancel dropped the (queued|running) request' |
+		grep -oE '[0-9]+' | head -n 64)
+	check "($label) $fn while s1 held $held of its requests: the session ends with its error" \
+		"held=$held rc=$rc $out" "^held=([2-8]) rc=[1-9]" "$3"
+	check "($label) ... s1 logged $cancels cancels of its requests; queue and in-flight 0 again in $ms ms" \
+		"cancels=$cancels ok=$ok" '^cancels=[1-9][0-9]* ok=1$'
+	t0=$(date +%s%N)
+	out=$(q -c "SET infer.placement = locality" \
+		-c "SELECT 'other ' || count(DISTINCT v) FROM (SELECT infer.classify('slow', data) AS v FROM t WHERE n <= 3 OFFSET 0) AS s" 2>&1)
+	check "($label) ... another session's query on s1 is answered ($(ms_since "$t0") ms)" \
+		"$out" '^other 3$'
+}
+victim pg_terminate_backend t 'FATAL:  terminating connection due to administrator command'
+victim pg_cancel_backend c 'ERROR:  canceling statement due to user request'
+
+# --- (p) a poison row: retries bounded ---------------------------------------------
+POISON_Q="SELECT n, infer.classify('quick', data) FROM p ORDER BY n"
+t0=$(date +%s%N)
+out=$(q 2>&1 <<EOF
+\set VERBOSITY verbose
+SET infer.placement = round_robin;
+SET infer.batch_size = 1;
+$POISON_Q;
+EOF
+)
+rc=$?
+ms=$(ms_since "$t0")
+check "(p) poison row, infer.retries = 2: its error after 2 workers, in $ms ms" \
+	"rc=$rc ms=$ms $out" '^rc=[1-9][0-9]* ms=([0-9]{1,3}|[1-4][0-9]{3}) ' \
+	'ERROR:  08006: inference of row 3 failed on inference workers "s[12]", "s[12]"' \
+	'DETAIL:  The request was sent 2 times \(infer\.retries = 2\) and each worker lost it: lost the connection to inference worker "s[12]"'
+check_not "(p) ... the two workers are distinct" "$out" '"s1", "s1"|"s2", "s2"'
+ok=1
+wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up || ok=0
+# batches of 1, 2, 2 rows (the ramp-up): row 3 is in the second
+out=$(q 2>&1 <<EOF
+SET infer.placement = round_robin;
+SET infer.batch_size = 2;
+$POISON_Q;
+EOF
+)
+check "(p) in a batch of 2 rows: the batch's rows are named" "ok=$ok $out" '^ok=1' \
+	'ERROR:  inference of rows 2 to 3 \(2 rows sent\) failed on inference workers "s[12]", "s[12]"'
+ok=1
+wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up || ok=0
+out=$(q 2>&1 <<EOF
+\set VERBOSITY verbose
+SET infer.placement = round_robin;
+SET infer.batch_size = 1;
+SET infer.retries = 0;
+$POISON_Q;
+EOF
+)
+check "(p) infer.retries = 0: its error after the first worker" "ok=$ok $out" '^ok=1' \
+	'ERROR:  08006: inference of row 3 failed on inference worker "s[12]"$' \
+	'DETAIL:  The request was sent 1 time \(infer\.retries = 0\)'
+ok=1
+wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up || ok=0
+check "(p) ... the workers are up again; the other rows are answered" \
+	"ok=$ok $(q -c "SET infer.placement = round_robin" \
+		-c "SELECT count(DISTINCT v) FROM (SELECT infer.classify('quick', data) AS v FROM p WHERE n <> 3 OFFSET 0) AS s")" \
+	'^ok=1 4$'
+check "(p) infer.retries is a user setting, 0 to 16" \
+	"$(q -c "SELECT setting || ' ' || context || ' ' || min_val || ' ' || max_val FROM pg_settings WHERE name = 'infer.retries'")" \
+	'^2 user 0 16$'
+
+# --- (h) more requests at one worker than ZeroMQ's high-water mark -------------
+# 2400 one-row batches, up to 1024 in flight (the read-ahead lets the
+# in-flight rows grow with the rows returned), each batch three requests
+# (three calls with different inputs), to s2 alone (quick.onnx resident
+# there, locality) over the backend's one socket to it; a poller records
+# the most requests s2 held at once.
+q -c "SELECT infer.load_model('s2', 'quick')" >/dev/null
+q >"$tmp/h.out" 2>&1 <<EOF &
+SET infer.placement = locality;
+SET infer.batch_size = 1;
+SET infer.max_inflight = 1024;
+CREATE TABLE h AS
+SELECT n, data, infer.classify('quick', data) AS v1,
+       infer.classify('quick', data || '\x01'::bytea) AS v2,
+       infer.classify('quick', data || '\x02'::bytea) AS v3
+  FROM t;
+EOF
+bg=$!
+pids+=("$bg")
+t0=$(date +%s%N)
+most=0
+while kill -0 "$bg" 2>/dev/null; do
+	n=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's2'" 2>/dev/null)
+	[ "${n:-0}" -gt "$most" ] && most=$n
+	sleep 0.02
+done
+wait "$bg"
+rc=$?
+check "(h) 2400 batches of 3 requests in $(ms_since "$t0") ms, up to $most requests in flight at s2 at once (> 1000): every row once, its own answers" \
+	"rc=$rc most=$most $(cat "$tmp/h.out") $(q -c "SELECT count(*) || ' ' || count(DISTINCT n) || ' ' ||
+		count(*) FILTER (WHERE v1 ~ ('^sim:[^:]+:' || left(encode(sha256(data), 'hex'), 16) || '\$')
+		                   AND v2 ~ ('^sim:[^:]+:' || left(encode(sha256(data || '\x01'::bytea), 'hex'), 16) || '\$')
+		                   AND v3 ~ ('^sim:[^:]+:' || left(encode(sha256(data || '\x02'::bytea), 'hex'), 16) || '\$'))
+		FROM h")" \
+	'^rc=0 most=(10[0-9][0-9]|1[1-9][0-9][0-9]|[2-9][0-9]{3})  2400 2400 2400$'
+check "(h) ... s2's queue and the pool's in-flight count are 0 after" \
+	"$(q -c "SELECT queue_length + inflight_requests FROM infer.workers WHERE name = 's2'")" '^0$'
+
+# --- no crash-restart ----------------------------------------------------------------
+check_not "no PostgreSQL crash-restart (postmaster log)" "$(cat "$PGLOG")" \
+	'terminated by signal|server process .* was terminated|all server processes terminated; reinitializing'
+check "the postmaster log is the real one (it saw the terminated backend)" \
+	"$(cat "$PGLOG")" 'terminating connection due to administrator command'
+
+echo "faults: $passed passed, $failed failed ($(ms_since "$T0") ms)"
+[ "$failed" -eq 0 ]
