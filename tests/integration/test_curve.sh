@@ -38,17 +38,7 @@ MODEL_DIR=$(cd "$MODEL_DIR" && pwd)
 REGRESS_DATA=$ROOT/tests/regress/data
 PSQL=$TESTENV_PG_BIN/psql
 
-# curve_cleanup: the EXIT trap: workers by pid, the postmaster, then $tmp.
-curve_cleanup() {
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	testenv_stop
-	cleanup
-}
-trap curve_cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 755 "$tmp" # the server's user keeps its cluster and keys under it
+use_cluster_cleanup
 
 # q ARGS...: psql on the test database, unaligned, no headers, errors
 # with their SQLSTATE (VERBOSITY sqlstate) on stdout too.

@@ -34,29 +34,9 @@ case $WORKER in /*) ;; *) WORKER=$ROOT/$WORKER ;; esac
 PSQL=$TESTENV_PG_BIN/psql
 T0=$(date +%s%N)
 
-# faults_cleanup: the EXIT trap: workers and background clients by pid,
-# then the postmaster, then $tmp (testlib's cleanup).
-faults_cleanup() {
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	testenv_stop
-	cleanup
-}
-trap faults_cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 755 "$tmp" # the server's user keeps its cluster under it
+use_cluster_cleanup
 
-# q ARGS...: psql on the test database, unaligned, no headers; stops at
-# the first error.
-q() {
-	"$PSQL" -X -q -At -v ON_ERROR_STOP=1 "$@"
-}
 
-# ms_since T: milliseconds since T (date +%s%N).
-ms_since() {
-	echo $((($(date +%s%N) - $1) / 1000000))
-}
 
 # start_sim_worker NAME PORT: a simulated infer-worker on 127.0.0.1:PORT
 # (frames over 64 KiB drop the connection), log in $tmp/NAME.log; sets

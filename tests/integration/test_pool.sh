@@ -49,29 +49,9 @@ REGRESS_DATA=$ROOT/tests/regress/data
 PSQL=$TESTENV_PG_BIN/psql
 T0=$(date +%s%N)
 
-# pool_cleanup: the EXIT trap: workers (stopped ones too) and background
-# clients by pid, then the postmaster, then $tmp (testlib's cleanup).
-pool_cleanup() {
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	testenv_stop
-	cleanup
-}
-trap pool_cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 755 "$tmp" # the server's user keeps its cluster under it
+use_cluster_cleanup
 
-# q ARGS...: psql on the test database, unaligned, no headers; stops at
-# the first error.
-q() {
-	"$PSQL" -X -q -At -v ON_ERROR_STOP=1 "$@"
-}
 
-# ms_since T: milliseconds since T (date +%s%N).
-ms_since() {
-	echo $((($(date +%s%N) - $1) / 1000000))
-}
 
 # start_pool_worker NAME PORT [ARGS...]: starts an infer-worker as the
 # server's user on 127.0.0.1:PORT with ARGS (default: the real models),

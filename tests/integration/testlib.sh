@@ -1,5 +1,6 @@
 # testlib.sh: helpers shared by the process-level tests in
-# tests/integration/ (test_worker.sh, test_state.sh).  Sourced from the
+# tests/integration/ (test_worker.sh, test_state.sh, test_pool.sh,
+# test_faults.sh, test_curve.sh).  Sourced from the
 # repository root; sets BUILD, WORKER, CLIENT and MODEL_DIR where the
 # environment does not, and sources tools/testenv.sh itself.
 # Single-threaded shell; every process it starts is remembered in pids
@@ -13,6 +14,8 @@
 #                                   unless every FILE is executable
 #   start_worker LOG [ARGS...]      a worker on a free port of 127.0.0.1
 #                                   with ${TESTLIB_WORKER_ARGS[@]} and ARGS
+#   use_cluster_cleanup             the EXIT trap also stops the cluster
+#   q ARGS... / ms_since T          psql on the test cluster; elapsed ms
 
 BUILD=${BUILD:-build}
 WORKER=${WORKER:-$BUILD/bin/infer-worker}
@@ -33,6 +36,34 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+
+# cluster_cleanup: the EXIT trap of a test that also runs a PostgreSQL
+# cluster (tools/testenv.sh): its processes by pid, the postmaster, then
+# $tmp.  use_cluster_cleanup installs it (INT and TERM exit 130 through
+# it) and opens $tmp to the server's user, who keeps its cluster there.
+cluster_cleanup() {
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	testenv_stop
+	cleanup
+}
+use_cluster_cleanup() {
+	trap cluster_cleanup EXIT
+	trap 'exit 130' INT TERM
+	chmod 755 "$tmp"
+}
+
+# q ARGS...: psql ($TESTENV_PG_BIN) unaligned, no headers; stops at the
+# first error.  A test may define its own q after sourcing this file.
+q() {
+	"$TESTENV_PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"
+}
+
+# ms_since T: milliseconds since T (date +%s%N).
+ms_since() {
+	echo $((($(date +%s%N) - $1) / 1000000))
+}
 
 # pass NAME / fail NAME [OUTPUT]: count and print one result.
 pass() {
