@@ -178,7 +178,7 @@ typedef struct InferPoolWorker
 								 * as a PONG) */
 	/* the worker's last WorkerState */
 	uint64		seq;
-	double		uptime_s;		/* the worker's, with seq: a restart */
+	TimestampTz started;		/* the worker's start (now - uptime): its run */
 	uint32		queue_length;
 	uint32		busy_threads;
 	double		backlog_ms;

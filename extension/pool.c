@@ -422,6 +422,8 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 			  bool published)
 {
 	InferPoolWorker *w;
+	TimestampTz now,
+				started;
 
 	if (pool == NULL || slot < 1 || slot > pool->max_workers || st == NULL)
 		return;
@@ -432,15 +434,19 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 		LWLockRelease(pool->lock);
 		return;
 	}
-	w->heartbeat = GetCurrentTimestamp();
+	now = GetCurrentTimestamp();
+	started = now - (TimestampTz) (st->uptime_s * 1000000.0);
+	w->heartbeat = now;
 
 	/*
 	 * An older state than the one held (a PUB message that left before the
-	 * PONG a backend folded, say) is a heartbeat but no news: seq grows
-	 * with every state a worker sends, until it restarts (its uptime then
-	 * goes back).
+	 * PONG a backend folded, say) is a heartbeat but no news.  seq grows
+	 * with every state one run of a worker sends; a run is known by its
+	 * start (now less its uptime, the same within a second for every state
+	 * of one run), so a restarted worker's states always count.
 	 */
-	if (w->folds > 0 && st->seq < w->seq && st->uptime_s >= w->uptime_s)
+	if (w->folds > 0 && st->seq < w->seq &&
+		Abs(started - w->started) < USECS_PER_SEC)
 	{
 		LWLockRelease(pool->lock);
 		return;
@@ -449,7 +455,7 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 	w->folds++;
 	w->unseen_ms = 0;
 	w->seq = st->seq;
-	w->uptime_s = st->uptime_s;
+	w->started = started;
 	w->queue_length = st->queue_length;
 	w->busy_threads = st->busy_threads;
 	w->backlog_ms = st->backlog_ms;
@@ -981,7 +987,27 @@ infer_pool_forget(PG_FUNCTION_ARGS)
 #define WORKER_STATE_COLS 15
 
 /*
- * infer._worker_state(name, endpoint, server_public_key): the live state of the worker at
+ * Whether (name, endpoint) is a row of infer.worker_registry, read as the
+ * caller (which also records the worker's CURVE key for pool_note_key).
+ * infer._worker_state is granted to infer_user for the infer.workers
+ * view: without this check a caller could fill the pool's slots with
+ * endpoints of its own or change a worker's key in them.
+ */
+static bool
+worker_registered(const char *name, const char *endpoint)
+{
+	int			n = 0;
+	InferWorker *workers = InferCatalogGetWorkers(&n);
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(workers[i].name, name) == 0 &&
+			strcmp(workers[i].endpoint, endpoint) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * infer._worker_state(name, endpoint): the live state of the worker at
  * endpoint (registering it), one record of WORKER_STATE_COLS columns;
  * all NULL without shared memory, with a NOTICE once per backend.
  */
@@ -1005,8 +1031,8 @@ infer_worker_state(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	desc = BlessTupleDesc(desc);
 	memset(nulls, true, sizeof(nulls));
-	InferCurveNoteServerKey(endpoint, text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	slot = InferPoolRegister(name, endpoint);
+	slot = pool != NULL && worker_registered(name, endpoint) ?
+		InferPoolRegister(name, endpoint) : 0;
 	if (slot == 0)
 	{
 		if (pool == NULL && !noticed)

@@ -67,7 +67,7 @@ AS 'MODULE_PATHNAME', 'infer_pool_forget'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 CREATE FUNCTION infer._worker_state(name text, endpoint text,
-	server_public_key text, OUT status text, OUT heartbeat_age interval, OUT queue_length int,
+	OUT status text, OUT heartbeat_age interval, OUT queue_length int,
 	OUT backlog_ms float8, OUT inflight_requests bigint,
 	OUT inflight_rows bigint, OUT inflight_ms float8,
 	OUT host_memory_used bigint, OUT gpu_memory_free bigint,
@@ -189,8 +189,7 @@ CREATE VIEW infer.workers AS
 		   s.gpu_memory_free, s.gpu_memory_total, s.device,
 		   s.resident_models, s.state_seq, s.state_source, s.requests_sent
 	  FROM infer.worker_registry w
-	  LEFT JOIN LATERAL infer._worker_state(w.name, w.endpoint,
-											coalesce(w.server_public_key, '')) s ON true;
+	  LEFT JOIN LATERAL infer._worker_state(w.name, w.endpoint) s ON true;
 
 -- ---------------------------------------------------------------------
 -- Models
@@ -458,7 +457,7 @@ GRANT EXECUTE ON FUNCTION infer.ocr(bytea), infer.detect_text(bytea),
 	infer.embed(text, text), infer.classify(text, text),
 	infer.similarity(real[], real[]),
 	-- the infer.workers view calls it as its reader (read-only)
-	infer._worker_state(text, text, text) TO infer_user;
+	infer._worker_state(text, text) TO infer_user;
 GRANT EXECUTE ON FUNCTION infer.add_worker(text, text, text),
 	infer.drop_worker(text),
 	infer.create_model(text, text, text, int, int, real[], real[], text,

@@ -182,11 +182,14 @@ curve_read_key_file(const char *path, int private, char *key, char *err,
 	if (s == NULL || decode_key(s, len, raw) != 0)
 	{
 		snprintf(err, errlen, "\"%s\" holds no Z85 key (40 characters on a line)", path);
+		explicit_bzero(text, strlen(text));
 		free(text);
 		return -1;
 	}
 	memcpy(key, s, CURVE_Z85_LEN);
 	key[CURVE_Z85_LEN] = '\0';
+	explicit_bzero(raw, sizeof(raw));
+	explicit_bzero(text, strlen(text));
 	free(text);
 	return 0;
 }

@@ -41,6 +41,8 @@ struct input_cache
 {
 	pthread_mutex_t lock;
 	uint64_t	capacity;
+	uint64_t	max_entries;	/* capacity / INPUT_CACHE_ENTRY_BUDGET, at least
+								 * INPUT_CACHE_MIN_ENTRIES */
 	input_entry **buckets;
 	size_t		n_buckets;		/* a power of two */
 	input_entry *head;			/* most recently used */
@@ -53,6 +55,17 @@ struct input_cache
 };
 
 #define INPUT_CACHE_MIN_BUCKETS 256
+
+
+/*
+ * Each entry also costs its bookkeeping (about 100 bytes: the entry, its
+ * allocation headers, its bucket), which the byte capacity does not count:
+ * entries are capped at one per INPUT_CACHE_ENTRY_BUDGET bytes of capacity,
+ * so that millions of tiny rows cannot grow the cache far past its cap (at
+ * most about 1.4 times it).
+ */
+#define INPUT_CACHE_ENTRY_BUDGET 256
+#define INPUT_CACHE_MIN_ENTRIES 1024
 
 /* The bucket of digest in a table of n buckets (a power of two). */
 static size_t
@@ -78,6 +91,9 @@ input_cache_new(uint64_t capacity)
 		goto fail;
 	pthread_mutex_init(&c->lock, NULL);
 	c->capacity = capacity;
+	c->max_entries = capacity / INPUT_CACHE_ENTRY_BUDGET;
+	if (c->max_entries < INPUT_CACHE_MIN_ENTRIES)
+		c->max_entries = INPUT_CACHE_MIN_ENTRIES;
 	c->st.capacity = capacity;
 	c->bloom_dirty = 1;
 	return c;
@@ -227,7 +243,8 @@ input_cache_put(input_cache *c, const uint8_t *digest, const void *data,
 		goto done;
 	/* Room first: the least recently used unpinned entries go. */
 	v = c->tail;
-	while (v != NULL && c->st.bytes + len > c->capacity)
+	while (v != NULL && (c->st.bytes + len > c->capacity ||
+						 c->st.entries >= c->max_entries))
 	{
 		input_entry *prev = v->prev_lru;
 
@@ -235,7 +252,7 @@ input_cache_put(input_cache *c, const uint8_t *digest, const void *data,
 			evict(c, v);
 		v = prev;
 	}
-	if (c->st.bytes + len > c->capacity)
+	if (c->st.bytes + len > c->capacity || c->st.entries >= c->max_entries)
 		goto done;				/* what is left is pinned */
 	e = calloc(1, sizeof(*e));
 	if (e == NULL || (len > 0 && (e->data = malloc(len)) == NULL))

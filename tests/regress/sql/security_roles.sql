@@ -78,6 +78,12 @@ INSERT INTO infer.worker_registry (name, endpoint) VALUES ('evil', 'tcp://127.0.
 :sqlstate
 DELETE FROM infer.model_registry WHERE name = 'ppocr_cls';
 :sqlstate
+-- the view's state function watches registered workers only: an endpoint
+-- of the caller's gets no live state (no slot of the pool is taken)
+SELECT status IS NULL AS not_watched
+  FROM infer._worker_state('evil', 'tcp://127.0.0.1:5999');
+SELECT status IS NOT NULL AS watched
+  FROM infer._worker_state('regress', current_setting('regress.worker_endpoint'));
 RESET ROLE;
 
 -- infer_admin: workers and models, through the functions' checks
