@@ -18,10 +18,10 @@ SELECT i, pg_read_binary_file(current_setting('regress.test_data_dir') || '/' ||
 
 -- the cancels the worker has logged for requests of backend pid (the
 -- high half of a request id is the pid of the backend that sent it)
-CREATE FUNCTION pg_temp.worker_cancels(pid int) RETURNS bigint LANGUAGE sql AS $$
+CREATE FUNCTION pg_temp.worker_cancels(pid int, others bool DEFAULT false) RETURNS bigint LANGUAGE sql AS $$
 	SELECT count(*) FROM regexp_matches(pg_read_file(current_setting('regress.worker_log')),
 										'request ([0-9]+): cancel', 'g') AS m
-	 WHERE floor(m[1]::numeric / 4294967296) = pid
+	 WHERE (floor(m[1]::numeric / 4294967296) = pid) <> others
 $$;
 
 -- the cancels the worker has logged that dropped a queued request, for
@@ -78,16 +78,18 @@ BEGIN
 END
 $$;
 
--- waits (at most 5 s) until the worker has logged a dropped request of a
--- backend other than pid (a parallel worker of pid's query)
+-- waits (at most 5 s) until the worker has logged a cancel of a request
+-- of a backend other than pid (a parallel worker of pid's query): a queued
+-- request dropped, or a running one stopped (the worker may have merged
+-- all of them into the group it runs, leaving none queued)
 CREATE FUNCTION pg_temp.wait_for_drops(pid int, before bigint) RETURNS bool LANGUAGE plpgsql AS $$
 DECLARE
 	t0 timestamptz := clock_timestamp();
 BEGIN
-	WHILE pg_temp.worker_drops(pid, true) <= before AND clock_timestamp() - t0 < interval '5 s' LOOP
+	WHILE pg_temp.worker_cancels(pid, true) <= before AND clock_timestamp() - t0 < interval '5 s' LOOP
 		PERFORM pg_sleep(0.05);
 	END LOOP;
-	RETURN pg_temp.worker_drops(pid, true) > before;
+	RETURN pg_temp.worker_cancels(pid, true) > before;
 END
 $$;
 
@@ -128,7 +130,7 @@ SELECT dblink_exec('victim', 'SET parallel_setup_cost = 0; SET parallel_tuple_co
 SELECT * FROM dblink('victim', $$EXPLAIN (COSTS OFF)
 	SELECT count(l) FROM (SELECT infer.classify('ppocr_cls', data) AS l
 	  FROM cancel_img, generate_series(1, 50000)) AS s$$) AS t(plan text);
-SELECT pg_temp.worker_drops(:victim_pid, true) AS others_before \gset
+SELECT pg_temp.worker_cancels(:victim_pid, true) AS others_before \gset
 SELECT dblink_send_query('victim', $$SELECT count(l) FROM (SELECT infer.classify('ppocr_cls', data) AS l
 	FROM cancel_img, generate_series(1, 50000)) AS s$$) AS sent;
 SELECT pg_temp.wait_for_batches(:victim_pid) AS waiting_on;
