@@ -42,19 +42,8 @@ use_cluster_cleanup
 # (frames over 64 KiB drop the connection), log in $tmp/NAME.log; sets
 # PID_<NAME>; waits until it listens.
 start_sim_worker() {
-	local name=$1 port=$2 pid
-	"$WORKER" --listen "tcp://127.0.0.1:$port" --model-dir "$tmp/sim" \
-		--simulate "$tmp/sim/profile.json" --max-message-bytes 65536 \
-		2>>"$tmp/$name.log" &
-	pid=$!
-	pids+=("$pid")
-	disown "$pid" # killed by pid at exit; no job-control notice then
-	printf -v "PID_$name" '%s' "$pid"
-	if ! testenv_wait_port "$port" 20; then
-		echo "worker $name did not listen on port $port:"
-		cat "$tmp/$name.log"
-		return 1
-	fi
+	start_named_worker "$1" "$2" --model-dir "$tmp/sim" \
+		--simulate "$tmp/sim/profile.json" --max-message-bytes 65536
 }
 
 # wait_sql SQL VALUE [TRIES]: waits (TRIES x 0.1 s, default 50) until SQL

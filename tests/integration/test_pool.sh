@@ -50,6 +50,8 @@ PSQL=$TESTENV_PG_BIN/psql
 T0=$(date +%s%N)
 
 use_cluster_cleanup
+# the workers run as the server's user: SQL functions of the test stop them by signal
+worker_prefix=("${testenv_as_pg[@]}")
 
 
 
@@ -57,20 +59,10 @@ use_cluster_cleanup
 # server's user on 127.0.0.1:PORT with ARGS (default: the real models),
 # log appended to $tmp/NAME.log; sets PID_<NAME>; waits until it listens.
 start_pool_worker() {
-	local name=$1 port=$2 pid
+	local name=$1 port=$2
 	shift 2
 	[ $# -gt 0 ] || set -- --model-dir "$MODEL_DIR"
-	"${testenv_as_pg[@]}" "$WORKER" --listen "tcp://127.0.0.1:$port" "$@" \
-		2>>"$tmp/$name.log" &
-	pid=$!
-	pids+=("$pid")
-	disown "$pid" # killed by pid at exit; no job-control notice then
-	printf -v "PID_$name" '%s' "$pid"
-	if ! testenv_wait_port "$port" 20; then
-		echo "worker $name did not listen on port $port:"
-		cat "$tmp/$name.log"
-		return 1
-	fi
+	start_named_worker "$name" "$port" "$@"
 }
 
 # wait_status NAME STATUS: waits (10 s at most) until infer.workers shows

@@ -60,6 +60,27 @@ q() {
 	"$TESTENV_PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"
 }
 
+# start_named_worker NAME PORT ARGS...: an infer-worker on 127.0.0.1:PORT
+# with ARGS, run through ${worker_prefix[@]} (none: as this user; a test
+# may set it to ${testenv_as_pg[@]}), log appended to $tmp/NAME.log; sets
+# PID_<NAME>; waits until it listens (1, with its log, if it does not).
+worker_prefix=()
+start_named_worker() {
+	local name=$1 port=$2 pid
+	shift 2
+	${worker_prefix[@]+"${worker_prefix[@]}"} "$WORKER" --listen "tcp://127.0.0.1:$port" "$@" \
+		2>>"$tmp/$name.log" &
+	pid=$!
+	pids+=("$pid")
+	disown "$pid" # killed by pid at exit; no job-control notice then
+	printf -v "PID_$name" '%s' "$pid"
+	if ! testenv_wait_port "$port" 20; then
+		echo "worker $name did not listen on port $port:"
+		cat "$tmp/$name.log"
+		return 1
+	fi
+}
+
 # ms_since T: milliseconds since T (date +%s%N).
 ms_since() {
 	echo $((($(date +%s%N) - $1) / 1000000))
