@@ -1328,6 +1328,26 @@ dnn_descs_free(dnn_descs *d)
 }
 
 /*
+ * Whether an algorithm cuDNN listed for a convolution (its status, math
+ * type, and whether it is a transform: FFT or Winograd) may serve in pass
+ * second (false: the first of the two passes over the list).  FP32 takes an
+ * algorithm in FMA math in the first pass, one in default math in the
+ * second, and never a transform, whose digits differ from the direct sums
+ * of the CPU and ONNX Runtime; TF32 takes cuDNN's first, in one pass.
+ */
+static bool
+conv_algo_ok(cudnnStatus_t status, cudnnMathType_t math, bool transform, bool tf32,
+			 bool second)
+{
+	if (status != CUDNN_STATUS_SUCCESS)
+		return false;
+	if (tf32)
+		return !second;
+	return !transform && math != CUDNN_TENSOR_OP_MATH &&
+		(second ? math != CUDNN_FMA_MATH : math == CUDNN_FMA_MATH);
+}
+
+/*
  * Creates d's descriptors for a 2-D convolution (NCHW, float) whose
  * forward input fwd_in[4] goes into d->x, or into d->y when transposed (a
  * ConvTranspose is cuDNN's backward-data pass of the forward convolution
@@ -1523,15 +1543,12 @@ op_conv(cu_op *op)
 	{
 		int			k = i % n_perf;
 
-		if (perf[k].status != CUDNN_STATUS_SUCCESS ||
-			(!tf32 && (perf[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
-					   perf[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
-					   perf[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
-					   perf[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED)) ||
-			(!tf32 && perf[k].mathType == CUDNN_TENSOR_OP_MATH) ||
-			(!tf32 && i < n_perf && perf[k].mathType != CUDNN_FMA_MATH) ||
-			(!tf32 && i >= n_perf && perf[k].mathType == CUDNN_FMA_MATH) ||
-			(tf32 && i >= n_perf))
+		if (!conv_algo_ok(perf[k].status, perf[k].mathType,
+						  perf[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
+						  perf[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+						  perf[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+						  perf[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
+						  tf32, i >= n_perf))
 			continue;
 		if (cudnnSetConvolutionMathType(d.conv, tf32 ? perf[k].mathType : CUDNN_FMA_MATH) !=
 			CUDNN_STATUS_SUCCESS)
@@ -1699,15 +1716,12 @@ op_convtranspose(cu_op *op)
 	{
 		int			k = i % n_perf;
 
-		if (perf[k].status != CUDNN_STATUS_SUCCESS ||
-			(!tf32 && (perf[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
-					   perf[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
-					   perf[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
-					   perf[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED)) ||
-			(!tf32 && perf[k].mathType == CUDNN_TENSOR_OP_MATH) ||
-			(!tf32 && i < n_perf && perf[k].mathType != CUDNN_FMA_MATH) ||
-			(!tf32 && i >= n_perf && perf[k].mathType == CUDNN_FMA_MATH) ||
-			(tf32 && i >= n_perf))
+		if (!conv_algo_ok(perf[k].status, perf[k].mathType,
+						  perf[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+						  perf[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+						  perf[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+						  perf[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+						  tf32, i >= n_perf))
 			continue;
 		if (cudnnSetConvolutionMathType(d.conv, tf32 ? perf[k].mathType : CUDNN_FMA_MATH) !=
 			CUDNN_STATUS_SUCCESS)
