@@ -41,7 +41,8 @@ all:
 # Order matters: a fragment may use the variables of those before it.
 include $(wildcard common/*.mk) $(wildcard worker/engine/*.mk) \
         $(wildcard worker/*.mk) $(wildcard tools/*.mk) \
-        $(sort $(wildcard tests/*/*.mk)) $(sort $(wildcard bench/*/*.mk))
+        $(sort $(wildcard tests/*/*.mk)) $(wildcard examples/*.mk) \
+        $(sort $(wildcard bench/*/*.mk))
 
 all: $(ALL_TARGETS) extension
 

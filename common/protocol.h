@@ -12,14 +12,21 @@
  *				   bytes the worker takes from its input cache); for
  *				   MSG_RESULT one frame per RowResult (the row's
  *				   float32 values in host byte order, empty when the row has
- *				   none); MSG_NEED_INPUT has none
+ *				   none); MSG_NEED_INPUT has none; MSG_PUT_MODEL has one
+ *				   frame, the model file's bytes (at most the worker's
+ *				   --max-message-bytes), checked against
+ *				   Header.model.model.sha256 and stored by content hash
+ *				   (worker/model_store.h)
  *
  * (The ROUTER side also sees the peer's routing-id frame first; the worker
  * strips it on receive and puts it back on send.)
  *
  * Every header carries PGINFER_PROTOCOL_VERSION; a receiver that sees
  * another version answers MSG_ERROR with PGINFER_SQLSTATE_PROTOCOL and never
- * interprets the rest.  This header is plain C11 and includes nothing from
+ * interprets the rest.  Message kinds and fields are only ever appended;
+ * a worker that predates a kind (MSG_PUT_MODEL, say) answers it with a
+ * MSG_ERROR (PGINFER_SQLSTATE_PROTOCOL, "does not accept"), so adding one
+ * keeps the version.  This header is plain C11 and includes nothing from
  * PostgreSQL, so both sides can use it.
  */
 #ifndef PGINFER_PROTOCOL_H
@@ -37,6 +44,12 @@
 #define PGINFER_DEFAULT_MAX_PIXELS (50LL * 1000 * 1000)
 
 /*
+ * Default limit of one text row (FRAG_EMBED_TEXT, FRAG_CLASSIFY_TEXT), in
+ * bytes: infer.max_text_bytes in a backend, --max-text-bytes in a worker.
+ */
+#define PGINFER_DEFAULT_MAX_TEXT_BYTES (1024LL * 1024)
+
+/*
  * SQLSTATEs used in per-row and per-request errors.  They are PostgreSQL's
  * codes (src/backend/utils/errcodes.txt) so the extension can re-raise them
  * as they are.
@@ -50,6 +63,9 @@
 #define PGINFER_SQLSTATE_OUT_OF_MEMORY	"53200"	/* out_of_memory */
 #define PGINFER_SQLSTATE_BAD_TEXT		"22021"	/* character_not_in_repertoire */
 #define PGINFER_SQLSTATE_IN_USE			"55006"	/* object_in_use */
+#define PGINFER_SQLSTATE_NOT_SUPPORTED	"0A000"	/* feature_not_supported: a
+												 * model's operator, opset or
+												 * tensor type */
 #define PGINFER_SQLSTATE_DATA_CORRUPTED	"XX001"	/* data_corrupted: a row's
 												 * bytes and SHA-256 differ */
 

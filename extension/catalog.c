@@ -4,6 +4,9 @@
  *	  Reads registered models and workers from the extension's tables,
  *	  infer.model_registry and infer.worker_registry, through SPI.
  *
+ * A model whose file was uploaded (infer.upload_model, upload.c) gets the
+ * file's SHA-256 from infer.model_files in its ModelSpec.
+ *
  * Every call opens and closes its own SPI connection and copies what it
  * returns into the memory context that was current when it was called, so
  * nothing it returns points into SPI memory.  The two queries are prepared
@@ -46,13 +49,18 @@ enum
 	MODEL_COL_RESIZE_MODE,
 	MODEL_COL_LABELS,
 	MODEL_COL_LABELS_FILE,
-	MODEL_COL_VERSION
+	MODEL_COL_VERSION,
+	MODEL_COL_SHA256,			/* of the uploaded file (infer.model_files) */
+	MODEL_COL_PRECISION
 };
 
 static const char *const model_query =
-"SELECT name, file, task, input_height, input_width, mean, std, "
-"       color_order, resize_mode, labels, labels_file, version "
-"  FROM infer.model_registry WHERE name = $1";
+"SELECT m.name, m.file, m.task, m.input_height, m.input_width, m.mean, m.std, "
+"       m.color_order, m.resize_mode, m.labels, m.labels_file, m.version, "
+"       f.sha256, m.compute_precision "
+"  FROM infer.model_registry m "
+"  LEFT JOIN infer.model_files f ON f.file = m.file "
+" WHERE m.name = $1";
 
 static const char *const worker_query =
 "SELECT name, endpoint, server_public_key FROM infer.worker_registry ORDER BY name";
@@ -190,6 +198,21 @@ model_from_row(HeapTuple tuple, TupleDesc desc, MemoryContext cxt)
 								  &spec->n_labels, cxt);
 	spec->labels_file = spi_text(tuple, desc, MODEL_COL_LABELS_FILE, cxt);
 	spec->version = spi_text(tuple, desc, MODEL_COL_VERSION, cxt);
+	spec->precision = spi_text(tuple, desc, MODEL_COL_PRECISION, cxt);
+	/* an uploaded file's digest: the worker checks the bytes it loads */
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(tuple, desc, MODEL_COL_SHA256, &isnull);
+
+		if (!isnull)
+		{
+			bytea	   *b = DatumGetByteaPP(d);
+
+			spec->sha256.len = VARSIZE_ANY_EXHDR(b);
+			spec->sha256.data = MemoryContextAlloc(cxt, Max(spec->sha256.len, 1));
+			memcpy(spec->sha256.data, VARDATA_ANY(b), spec->sha256.len);
+		}
+	}
 	return spec;
 }
 

@@ -76,6 +76,13 @@
  * (InferPoolRemoveInflight), so an ERROR or a cancelled query leaves
  * nothing counted.
  *
+ * infer.stats (stats.c): a MSG_RUN_FRAGMENT request carries its model
+ * label and the call it was sent in (InferStatsCurrentCall); each send
+ * counts its bytes (InferStatsSent), and its end counts once
+ * (client_stats_done): the final reply when client_dispatch hands it over
+ * (a MSG_NEED_INPUT is not final), or the failure raised here (no
+ * connection, no answer in time, the worker lost).
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_infer.h"
@@ -134,6 +141,11 @@ struct InferRequest
 	int64		rows_cached;	/* rows left out of the last send */
 	int64		bytes_sent;		/* payload bytes sent, over all sends */
 	int64		bytes_total;	/* payload bytes of one whole send */
+	/* infer.stats (stats.c) */
+	char	   *stats_model;	/* its model label; NULL: not counted */
+	uint64		stats_call;		/* the call it was sent in */
+	bool		stats_done;		/* its end was counted */
+	TimestampTz sent_at;
 };
 
 /* The rows InferClientStageInputs hashed (see the banner). */
@@ -656,9 +668,27 @@ client_recv(InferSocket *s)
 	reply->nframes = nframes - 1;
 	reply->frames = frames + 1;
 	reply->frame_lens = lens + 1;
+	for (int i = 0; i < nframes; i++)
+		reply->bytes += (int64) lens[i];
 	return reply;
 }
 
+/*
+ * Counts the end of req in infer.stats (stats.c), once: reply is its final
+ * reply, or NULL when it failed in the backend (no connection, no answer
+ * in time, the worker lost).  Never raises an error.
+ */
+static void
+client_stats_done(InferRequest *req, const InferReply *reply)
+{
+	if (req->stats_model == NULL || req->stats_done)
+		return;
+	req->stats_done = true;
+	InferStatsDone(req->stats_model, req->worker.name, req->npayloads,
+				   reply != NULL ? reply->header : NULL,
+				   reply != NULL ? reply->bytes : 0,
+				   (double) (GetCurrentTimestamp() - req->sent_at) / 1000.0);
+}
 
 /*
  * Reads every whole message waiting on s and hands each reply to its
@@ -736,6 +766,8 @@ client_dispatch(InferSocket *s, const InferWorker *worker)
 		dlist_delete(&req->node);
 		req->linked = false;
 		InferPoolRemoveInflight(&req->inflight);
+		if (reply->header->kind != PGINFER__MSG_KIND__MSG_NEED_INPUT)
+			client_stats_done(req, reply);
 	}
 }
 
@@ -927,6 +959,8 @@ client_send_frames(InferSocket *s, InferRequest *req, const uint8 *buf,
 				   size_t len, int npayloads, const void *const *payloads,
 				   const size_t *payload_lens, const bool *omit)
 {
+	int64		sent = (int64) len;
+
 	/*
 	 * zmq_send copies: the payload lives in memory that an error may free
 	 * before ZeroMQ's I/O thread gets to it.  Once the first frame is
@@ -943,7 +977,11 @@ client_send_frames(InferSocket *s, InferRequest *req, const uint8 *buf,
 					 (i + 1 < npayloads ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0)
 			return false;
 		req->bytes_sent += out ? 0 : payload_lens[i];
+		sent += out ? 0 : (int64) payload_lens[i];
 	}
+	if (req->stats_model != NULL)
+		InferStatsSent(req->stats_model, req->worker.name, req->stats_call,
+					   sent);
 	return true;
 }
 
@@ -1067,6 +1105,15 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 		request->run != NULL && npayloads > 0 && infer_input_cache_min_bytes >= 0)
 		omit = client_prepare_inputs(worker, request->run, npayloads, payloads,
 									 payload_lens);
+	if (request->kind == PGINFER__MSG_KIND__MSG_RUN_FRAGMENT &&
+		request->run != NULL)
+	{
+		req->stats_model = palloc(INFER_STATS_MODEL_LEN);
+		InferStatsRequestLabel(request->run, req->stats_model,
+							   INFER_STATS_MODEL_LEN);
+		req->stats_call = InferStatsCurrentCall();
+	}
+	req->sent_at = GetCurrentTimestamp();
 	req->request_id = request->request_id;
 	req->timeout_ms = timeout_ms;
 	req->owner = CurrentMemoryContext;
@@ -1087,6 +1134,8 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	watch = status == INFER_POOL_UP || status == INFER_POOL_STALE ?
 		worker->pool_slot : 0;
 	waited = client_wait(s, ZMQ_POLLOUT, req->deadline, NULL, watch);
+	if (waited != CLIENT_READY)
+		client_stats_done(req, NULL);
 	if (waited == CLIENT_DISCONNECTED)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -1133,6 +1182,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	return req;
 
 send_failed:
+	client_stats_done(req, NULL);
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("could not send request to inference worker \"%s\" at %s: %s",
@@ -1183,6 +1233,7 @@ InferClientWait(InferRequest *req)
 				break;
 			case CLIENT_TIMEOUT:
 				client_cancel(req);
+				client_stats_done(req, NULL);
 				ereport(ERROR,
 						(errcode(ERRCODE_QUERY_CANCELED),
 						 errmsg("inference worker \"%s\" at %s did not answer within %d ms",
@@ -1192,6 +1243,7 @@ InferClientWait(InferRequest *req)
 						 errhint("Raise infer.timeout, add workers with infer.add_worker(), or check the worker's log.")));
 				break;
 			case CLIENT_DISCONNECTED:
+				client_stats_done(req, NULL);
 				/* still connected: the pool found it down (hung) */
 				if (req->socket->disconnects == req->disconnects_at_send)
 				{
@@ -1215,4 +1267,48 @@ InferClientWait(InferRequest *req)
 		client_dispatch(req->socket, &req->worker);
 	}
 	return req->reply;
+}
+
+/*
+ * Sends hdr, a model request (MSG_LOAD_MODEL, MSG_UNLOAD_MODEL or
+ * MSG_PUT_MODEL, with npayloads payload frames), to worker, waits up to
+ * infer.timeout for its answer and returns it: a MSG_PONG, whose state
+ * the caller may fold into the pool.  failed says what failed, as in
+ * "could not load model \"m\"", and request names the request, as in
+ * "model load", in the errors.  Errors: the worker's MSG_ERROR with its
+ * SQLSTATE (XX000 when it sent none), message and hint, as "inference
+ * worker "W" FAILED: MESSAGE"; 08P01 for another kind of answer; those of
+ * InferClientSend and InferClientWait.
+ */
+InferReply *
+InferClientModelRequest(const InferWorker *worker, Pginfer__Header *hdr,
+						int npayloads, const void *const *payloads,
+						const size_t *lens, const char *failed,
+						const char *request)
+{
+	InferReply *reply;
+
+	hdr->version = PGINFER_PROTOCOL_VERSION;
+	hdr->request_id = InferClientNextRequestId();
+	reply = InferClientWait(InferClientSend(worker, hdr, npayloads, payloads,
+											lens, infer_timeout_ms));
+	if (reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR)
+	{
+		const Pginfer__Error *e = reply->header->error;
+		const char *st = e && e->sqlstate && strlen(e->sqlstate) == 5 ?
+			e->sqlstate : "XX000";
+
+		ereport(ERROR,
+				(errcode(MAKE_SQLSTATE(st[0], st[1], st[2], st[3], st[4])),
+				 errmsg("inference worker \"%s\" %s: %s", worker->name, failed,
+						e && e->message ? e->message : "no message"),
+				 e && e->hint && e->hint[0] ? errhint("%s", e->hint) : 0));
+	}
+	if (reply->header->kind != PGINFER__MSG_KIND__MSG_PONG)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("inference worker \"%s\" at %s answered a %s with message kind %d",
+						worker->name, worker->endpoint, request,
+						reply->header->kind)));
+	return reply;
 }

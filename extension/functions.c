@@ -22,7 +22,9 @@
  * in UTF-8 (InferTextPayload converts it from the database encoding).  A
  * text the worker truncated to the model's max_seq_length gives a NOTICE,
  * once per statement (note_truncated); with infer.text_truncate off the
- * worker refuses it instead (54000).
+ * worker refuses it instead (54000).  A text over infer.max_text_bytes is
+ * refused before it is detoasted, converted or sent
+ * (InferTextWithinLimit).
  *
  *-------------------------------------------------------------------------
  */
@@ -30,6 +32,7 @@
 
 #include <math.h>
 
+#include "access/detoast.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -671,6 +674,7 @@ run_one(InferFunction fn, const char *model, const void *payload,
 	InferFragmentPickWorker(&frag);
 	InferFragmentPushContext(&frag);
 
+	(void) InferStatsNewCall(); /* each call counts in infer.stats */
 	req = InferFragmentSend(&frag, 1, &row_id, &payload, &payload_len, NULL);
 	InferFragmentCollect(&frag, InferClientWait(req), 1, &row_id, &row);
 	*isnull = !row.result->ok;
@@ -784,6 +788,36 @@ InferTextPayload(text *input, size_t *len)
 }
 
 /*
+ * Whether the text Datum input (in the database encoding, possibly
+ * toasted) has at most infer.max_text_bytes bytes (0: no limit here);
+ * its size is read from its header, before it is detoasted, converted or
+ * copied.  When it has more, raises 54000 naming fn, model and, for
+ * row > 0, the scan's row number (from 1): as an ERROR, or as a WARNING
+ * with infer.on_error = null, and returns false (the call's value is then
+ * NULL).
+ */
+bool
+InferTextWithinLimit(Datum input, InferFunction fn, const char *model,
+					 int64 row)
+{
+	Size		len = toast_raw_datum_size(input) - VARHDRSZ;
+
+	if (infer_max_text_bytes <= 0 || len <= (Size) infer_max_text_bytes)
+		return true;
+	ereport(infer_on_error == INFER_ON_ERROR_NULL ? WARNING : ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("text of %zu bytes is longer than infer.max_text_bytes (%d bytes)",
+					(size_t) len, infer_max_text_bytes),
+			 row > 0 ?
+			 errdetail("The text of row " INT64_FORMAT " was for %s with model \"%s\"; it was not sent.",
+					   row, InferFunctionName(fn), model) :
+			 errdetail("The text was for %s with model \"%s\"; it was not sent.",
+					   InferFunctionName(fn), model),
+			 errhint("Split the text, or raise infer.max_text_bytes.")));
+	return false;
+}
+
+/*
  * infer.embed(model text, input text) returns real[]: the sentence
  * embedding of input by the registered embed_text model, one request per
  * call (run_one), or batched by InferBatch.  NULL with a WARNING
@@ -794,10 +828,14 @@ infer_embed(PG_FUNCTION_ARGS)
 {
 	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	size_t		len;
-	const char *utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len);
+	const char *utf8;
 	bool		isnull;
-	Datum		out = run_one(INFER_FN_EMBED, model, utf8, len, &isnull);
+	Datum		out;
 
+	if (!InferTextWithinLimit(PG_GETARG_DATUM(1), INFER_FN_EMBED, model, 0))
+		PG_RETURN_NULL();
+	utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len);
+	out = run_one(INFER_FN_EMBED, model, utf8, len, &isnull);
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(out);
@@ -851,8 +889,12 @@ infer_classify_text(PG_FUNCTION_ARGS)
 	else
 	{
 		size_t		len;
-		const char *utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len);
+		const char *utf8;
 
+		if (!InferTextWithinLimit(PG_GETARG_DATUM(1), INFER_FN_CLASSIFY_TEXT,
+								  model, 0))
+			PG_RETURN_NULL();
+		utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len);
 		out = run_one(INFER_FN_CLASSIFY_TEXT, model, utf8, len, &isnull);
 	}
 	if (isnull)

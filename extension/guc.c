@@ -28,6 +28,7 @@ int			infer_max_inflight = 4;
 int			infer_timeout_ms = 30000;
 int			infer_on_error = INFER_ON_ERROR_ERROR;
 int			infer_max_pixels = (int) PGINFER_DEFAULT_MAX_PIXELS;
+int			infer_max_text_bytes = (int) PGINFER_DEFAULT_MAX_TEXT_BYTES;
 char	   *infer_ocr_detector = NULL;
 char	   *infer_ocr_classifier = NULL;
 char	   *infer_ocr_recognizer = NULL;
@@ -140,6 +141,17 @@ InferGucInit(void)
 							&infer_max_pixels,
 							(int) PGINFER_DEFAULT_MAX_PIXELS, 0, INT_MAX,
 							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("infer.max_text_bytes",
+							"Longest text, in bytes, sent to a text model.",
+							"infer.embed and infer.classify of a text refuse a "
+							"longer one (SQLSTATE 54000, or NULL and a WARNING "
+							"with infer.on_error = null) before it is copied or "
+							"sent; 0 leaves the limit to the worker.",
+							&infer_max_text_bytes,
+							(int) PGINFER_DEFAULT_MAX_TEXT_BYTES, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("infer.ocr_detector",

@@ -45,6 +45,12 @@
  * ANALYZE shows the sums, and the batches of each process.  A memory
  * context callback cancels the copy when the node's memory goes first.
  *
+ * infer.stats and infer.progress (stats.c): each (re)scan is one call in
+ * infer.stats (InferStatsNewCall, made current before each send); the
+ * scan reports its rows and batches to its backend's infer.progress slot
+ * (InferProgressAdd) from start_scan until forget_batches, or until the
+ * scan's memory goes (an ERROR), whichever comes first.
+ *
  * Everything runs in the backend's main thread.
  *
  *-------------------------------------------------------------------------
@@ -136,6 +142,7 @@ typedef struct BatchCall
 	int			nmembers;		/* leader: calls in the group (itself too) */
 	int		   *members;		/* leader: their indexes, in fragment order */
 	bool		ready;			/* frag set up */
+	bool		progress_noted; /* its models are in infer.progress */
 	InferFragment frag;			/* set up at the first row sent, in scan_cxt */
 } BatchCall;
 
@@ -198,6 +205,10 @@ typedef struct InferBatchState
 	int64		pulled;			/* rows read from the child */
 	int64		consumed;		/* rows handed to ExecScan */
 	bool		child_done;
+
+	/* infer.stats and infer.progress (stats.c) */
+	uint64		stats_call;		/* this (re)scan, one call in infer.stats */
+	InferProgressScan progress;
 
 	/* EXPLAIN ANALYZE */
 	BatchStats	local;			/* this process's counters, unless shared */
@@ -462,6 +473,11 @@ start_scan(InferBatchState *st)
 		st->prepared = true;
 	}
 
+	st->stats_call = InferStatsNewCall();
+	for (int i = 0; i < st->ncalls; i++)
+		st->calls[i].progress_noted = false;
+	InferProgressStart(&st->progress, st->scan_cxt,
+					   st->css.ss.ps.plan->plan_rows);
 	st->head = 0;
 	st->ninflight = 0;
 	st->next_size = 1;
@@ -623,6 +639,7 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part, bool resend)
 		}
 		/* frags[0] is bc->frag: the request goes where placement says */
 		bc->frag.worker = worker;
+		InferStatsSetCall(st->stats_call);
 		PG_TRY();
 		{
 			InferFragmentPushContext(&bc->frag);
@@ -663,6 +680,14 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part, bool resend)
 		FreeErrorData(lost);
 	part->worker = bc->frag.worker;
 	count_request(st->stats, part->worker, part->nsent, sent);
+	if (!bc->progress_noted)
+	{
+		char		label[INFER_STATS_MODEL_LEN];
+
+		InferStatsFragmentsLabel(frags, bc->nmembers, label, sizeof(label));
+		InferProgressModels(&st->progress, label);
+		bc->progress_noted = true;
+	}
 	pfree(frags);
 	return true;
 }
@@ -849,6 +874,12 @@ fill_and_send(InferBatchState *st)
 			d = ExecEvalExprSwitchContext(bc->img, econtext, &isnull);
 			if (isnull)
 				continue;
+			/* a text over infer.max_text_bytes: an ERROR, or NULL */
+			if (bc->text_input &&
+				!InferTextWithinLimit(d, bc->stage_fn[bc->nstages - 1],
+									  bc->stage_model[bc->nstages - 1],
+									  st->pulled))
+				continue;
 			/*
 			 * detoast (and convert text to UTF-8) in per-row memory: only
 			 * the bytes are kept
@@ -922,6 +953,7 @@ fill_and_send(InferBatchState *st)
 	st->stats->nbatches++;
 	st->stats->nrows += slot->nrows;
 	st->ninflight++;
+	InferProgressAdd(&st->progress, 0, slot->nrows, 1);
 	return true;
 }
 
@@ -995,6 +1027,7 @@ receive(InferBatchState *st, BatchSlot *slot)
 	}
 	MemoryContextSwitchTo(oldcxt);
 	slot->received = true;
+	InferProgressAdd(&st->progress, slot->nrows, 0, -1);
 }
 
 /*
@@ -1102,6 +1135,7 @@ forget_batches(InferBatchState *st)
 	st->ninflight = 0;
 	st->head = 0;
 	st->started = false;
+	InferProgressStop(&st->progress);
 }
 
 /* EndCustomScan: cancels what is in flight, ends the child. */

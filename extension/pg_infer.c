@@ -27,8 +27,9 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 /*
- * Module load: the settings, the pool's shared memory and monitor (only
- * from shared_preload_libraries), the ZeroMQ client's load-time checks,
+ * Module load: the settings, the pool's shared memory and monitor and
+ * the counters of infer.stats and infer.progress (only from
+ * shared_preload_libraries), the ZeroMQ client's load-time checks,
  * the InferBatch custom scan and the planner hook that places it.  The
  * catalog and the SQL functions keep no state that needs setting up.
  */
@@ -37,6 +38,7 @@ _PG_init(void)
 {
 	InferGucInit();
 	InferPoolInit();
+	InferStatsInit();
 	InferClientInit();
 	InferBatchInit();
 	InferPlannerInit();

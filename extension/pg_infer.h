@@ -40,6 +40,7 @@ extern int	infer_max_inflight;
 extern int	infer_timeout_ms;
 extern int	infer_on_error;
 extern int	infer_max_pixels;
+extern int	infer_max_text_bytes;
 extern char *infer_ocr_detector;
 extern char *infer_ocr_classifier;
 extern char *infer_ocr_recognizer;
@@ -96,6 +97,7 @@ typedef struct InferReply
 	int			nframes;		/* payload frames after the header */
 	char	  **frames;			/* frame i's bytes */
 	size_t	   *frame_lens;
+	int64		bytes;			/* of every frame, the header's too */
 } InferReply;
 
 /* A request in flight; its memory and reply belong to the context current
@@ -111,6 +113,13 @@ extern InferRequest *InferClientSend(const InferWorker *worker,
 									 const size_t *payload_lens,
 									 int timeout_ms);
 extern InferReply *InferClientWait(InferRequest *req);
+extern InferReply *InferClientModelRequest(const InferWorker *worker,
+											Pginfer__Header *hdr,
+											int npayloads,
+											const void *const *payloads,
+											const size_t *lens,
+											const char *failed,
+											const char *request);
 extern void InferClientForget(InferRequest *req);
 
 /* the input cache (client.c banner, docs/placement.md) */
@@ -238,6 +247,50 @@ extern void InferPoolFold(int slot, uint32 generation,
 extern PGDLLEXPORT void InferPoolMonitorMain(Datum arg);
 
 /* ----------
+ * stats.c: infer.stats (counters per model and worker), infer.progress
+ * (running InferBatch scans) and the per-model pool state of infer.models
+ * (need pg_infer in shared_preload_libraries; otherwise nothing is kept)
+ * ----------
+ */
+
+#define INFER_STATS_MODEL_LEN 256	/* a model label, cut to fit */
+
+/* One InferBatch scan's share of its backend's progress slot. */
+typedef struct InferProgressScan
+{
+	bool		active;
+	bool		callback_set;
+	int64		rows_done;
+	int64		rows_sent;
+	int64		batches;
+	double		rows_estimate;
+	MemoryContextCallback forget;	/* on the scan's memory: stops it */
+} InferProgressScan;
+
+extern int	infer_max_stats_entries;
+
+extern void InferStatsInit(void);
+extern void InferStatsRequestLabel(const Pginfer__RunFragment *run, char *buf,
+								   size_t len);
+struct InferFragment;
+extern void InferStatsFragmentsLabel(struct InferFragment *const *frags, int n,
+									 char *buf, size_t len);
+extern uint64 InferStatsNewCall(void);
+extern void InferStatsSetCall(uint64 call);
+extern uint64 InferStatsCurrentCall(void);
+extern void InferStatsSent(const char *model, const char *worker, uint64 call,
+						   int64 bytes);
+extern void InferStatsDone(const char *model, const char *worker, int nrows,
+						   const Pginfer__Header *reply, int64 bytes_received,
+						   double wall_ms);
+extern void InferProgressStart(InferProgressScan *p, MemoryContext cxt,
+							   double rows_estimate);
+extern void InferProgressAdd(InferProgressScan *p, int64 rows_done,
+							 int64 rows_sent, int64 batches);
+extern void InferProgressModels(InferProgressScan *p, const char *label);
+extern void InferProgressStop(InferProgressScan *p);
+
+/* ----------
  * placement.c: which worker gets a request (infer.placement)
  * ----------
  */
@@ -337,6 +390,8 @@ extern void InferFragmentCollectOf(InferFragment *frag, InferReply *reply,
 extern void InferRowReportError(const InferRow *row, int elevel);
 extern Datum InferRowDatum(const InferFragment *frag, const InferRow *row);
 extern const char *InferTextPayload(text *input, size_t *len);
+extern bool InferTextWithinLimit(Datum input, InferFunction fn,
+								 const char *model, int64 row);
 
 /* ----------
  * ../planner/planner.c: the planner hook that puts InferBatch nodes in

@@ -3,7 +3,8 @@
  * placement.c
  *	  Which worker gets a request: the infer.placement policies over the
  *	  registered workers and the pool's live state (pool.c), and
- *	  infer.load_model, which makes a model resident on a worker.
+ *	  infer.load_model and infer.unload_model, which make a model
+ *	  resident on a worker or evict it.
  *
  * For a request over n rows of B input bytes whose fragments use models
  * M1..Mk, each worker W that is not down gets (DESIGN.md "Placement"):
@@ -27,12 +28,17 @@
  * refinements bench/placement measured; docs/placement.md): wait is the
  * queue as it will run, each queued model merged into one run
  * (merged_wait_ms); a model queued work needs costs no load; compute of
- * a queued model is the growth of its merged run (marginal_ms); a worker
+ * a queued model is the growth of its merged run (marginal_ms), and as
+ * that growth delays every request queued for the run, it is counted
+ * once more per such request (external: the request's delay to others,
+ * so that the choice minimises the growth of the sum of completion times
+ * rather than the request's own finish alone); a worker
  * whose held models plus the request's would not fit is left out while
  * another has room, and a load that evicts adds the evicted bytes' reload
  * time (memory_terms).
  *
- * cost = argmin of wait + load + evict + transfer + compute; least_loaded =
+ * cost = argmin of wait + load + evict + transfer + compute + external;
+ * least_loaded =
  * argmin of wait; locality = the most of M1..Mk resident, then least wait;
  * round_robin = in turn over the registered workers, per backend, as
  * before there was a pool (the baseline: it ignores the live state, down
@@ -63,6 +69,7 @@
 #define PLACEMENT_MAX_FILES 16
 
 PG_FUNCTION_INFO_V1(infer_load_model);
+PG_FUNCTION_INFO_V1(infer_unload_model);
 
 /* The per-backend round-robin position. */
 static uint32 placement_rr_next = 0;
@@ -81,7 +88,9 @@ typedef struct Estimate
 	double		compute;
 	double		evict;			/* cost: reload time of what a load evicts */
 	bool		evicts;			/* cost: its load needs an eviction */
+	double		external;		/* cost: delay added to queued requests */
 } Estimate;
+
 
 static double compute_ms(const InferPoolWorker *w, const char *file, int nrows,
 						 InferPoolWorker *const *all, int nall);
@@ -371,7 +380,8 @@ policy_key(const Estimate *e)
 	if (infer_placement == INFER_PLACEMENT_LEAST_LOADED ||
 		infer_placement == INFER_PLACEMENT_LOCALITY)
 		return e->wait;
-	return e->wait + e->load + e->evict + e->transfer + e->compute;
+	return e->wait + e->load + e->evict + e->transfer + e->compute +
+		e->external;
 }
 
 /*
@@ -490,6 +500,9 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 				if (m != NULL && m->queued > 0)
 					l = 0;
 				c = marginal_ms(w, m, files[f], nrows, c);
+				/* each queued request of that merged run waits c longer */
+				if (m != NULL && m->queued > 0)
+					e->external += c * m->queued;
 			}
 			e->load += l;
 			e->compute += c;
@@ -539,24 +552,24 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 	*chosen = workers[pick];
 	chosen->pool_slot = est[pick].slot;
 	chosen->est_ms = est[pick].load + est[pick].transfer + est[pick].compute;
-	elog(DEBUG1, "pg_infer placement: %d rows of %s%s to \"%s\" (wait %.1f ms, load %.1f ms, transfer %.1f ms, compute %.1f ms, evict %.1f ms, %d of %d candidates tied)",
+	elog(DEBUG1, "pg_infer placement: %d rows of %s%s to \"%s\" (wait %.1f ms, load %.1f ms, transfer %.1f ms, compute %.1f ms, evict %.1f ms, delay to queued %.1f ms, %d of %d candidates tied)",
 		 nrows, nfiles > 0 ? files[0] : "no model", nfiles > 1 ? " and more" : "",
 		 chosen->name, est[pick].wait, est[pick].load,
-		 est[pick].transfer, est[pick].compute, est[pick].evict, ntied, ncand);
+		 est[pick].transfer, est[pick].compute, est[pick].evict,
+		 est[pick].external, ntied, ncand);
 	return chosen;
 }
 
 /*
- * infer.load_model(worker text, model text): asks the worker to make the
- * registered model resident (MSG_LOAD_MODEL) and waits for it; its answer
- * updates the pool's state of that worker at once.  Errors: unknown
- * worker or model (42704), the worker's own error, those of the client.
+ * Sends MSG_LOAD_MODEL (load) or MSG_UNLOAD_MODEL for the registered
+ * model to the registered worker, waits for its answer and folds the
+ * state it answers with into the pool at once.  Errors: unknown worker or
+ * model (42704), the worker's own error (55006 for an unload that queued
+ * or running work needs), those of the client.
  */
-Datum
-infer_load_model(PG_FUNCTION_ARGS)
+static void
+model_request(const char *model, const char *name, bool load)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	const char *model = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	int			nworkers;
 	InferWorker *workers = InferCatalogGetWorkers(&nworkers);
 	InferWorker *worker = NULL;
@@ -564,6 +577,7 @@ infer_load_model(PG_FUNCTION_ARGS)
 	Pginfer__Header hdr = PGINFER__HEADER__INIT;
 	Pginfer__ModelRequest mreq = PGINFER__MODEL_REQUEST__INIT;
 	InferReply *reply;
+	const char *verb = load ? "load" : "unload";
 
 	for (int i = 0; i < nworkers && worker == NULL; i++)
 		if (strcmp(workers[i].name, name) == 0)
@@ -575,31 +589,40 @@ infer_load_model(PG_FUNCTION_ARGS)
 				 errhint("See infer.workers.")));
 	spec = InferCatalogGetModels(&model, NULL, 1);
 	mreq.model = spec[0];
-	hdr.version = PGINFER_PROTOCOL_VERSION;
-	hdr.kind = PGINFER__MSG_KIND__MSG_LOAD_MODEL;
-	hdr.request_id = InferClientNextRequestId();
+	hdr.kind = load ? PGINFER__MSG_KIND__MSG_LOAD_MODEL :
+		PGINFER__MSG_KIND__MSG_UNLOAD_MODEL;
 	hdr.model = &mreq;
-	reply = InferClientWait(InferClientSend(worker, &hdr, 0, NULL, NULL,
-											infer_timeout_ms));
-	if (reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR)
-	{
-		const Pginfer__Error *e = reply->header->error;
-		const char *st = e && e->sqlstate && strlen(e->sqlstate) == 5 ?
-			e->sqlstate : "XX000";
-
-		ereport(ERROR,
-				(errcode(MAKE_SQLSTATE(st[0], st[1], st[2], st[3], st[4])),
-				 errmsg("inference worker \"%s\" could not load model \"%s\": %s",
-						worker->name, model,
-						e && e->message ? e->message : "no message"),
-				 e && e->hint && e->hint[0] ? errhint("%s", e->hint) : 0));
-	}
-	if (reply->header->kind != PGINFER__MSG_KIND__MSG_PONG)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("inference worker \"%s\" at %s answered a model load with message kind %d",
-						worker->name, worker->endpoint, reply->header->kind)));
+	reply = InferClientModelRequest(worker, &hdr, 0, NULL, NULL,
+									psprintf("could not %s model \"%s\"",
+											 verb, model),
+									psprintf("model %s", verb));
 	InferPoolFold(InferPoolRegister(worker->name, worker->endpoint), 0,
 				  reply->header->state, false);
+}
+
+/*
+ * infer.load_model(model text, worker text): makes the registered model
+ * resident on the worker (MSG_LOAD_MODEL) and waits until it is, so that
+ * a burst of work does not pay the load; see model_request.
+ */
+Datum
+infer_load_model(PG_FUNCTION_ARGS)
+{
+	model_request(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+				  text_to_cstring(PG_GETARG_TEXT_PP(1)), true);
+	PG_RETURN_VOID();
+}
+
+/*
+ * infer.unload_model(model text, worker text): evicts the model from the
+ * worker's memory (MSG_UNLOAD_MODEL); one that is not resident is no
+ * error, one that queued or running requests need is (55006, the
+ * worker's).  See model_request.
+ */
+Datum
+infer_unload_model(PG_FUNCTION_ARGS)
+{
+	model_request(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+				  text_to_cstring(PG_GETARG_TEXT_PP(1)), false);
 	PG_RETURN_VOID();
 }

@@ -6,7 +6,9 @@
 #      libpng, libexif, the packages that carry the real demo images, and
 #      PostgreSQL's manual, the text corpus of the semantic-search demo,
 #      clang and its libFuzzer runtime for tests/fuzz, matplotlib for
-#      bench/placement's plot);
+#      bench/placement's plot, libinih and libmicrohttpd for the worker's
+#      config file and metrics endpoint, Chromium for the dashboard test,
+#      libpq and valgrind for the example application's test);
 #   2. the Python tools (ONNX Runtime, RapidOCR) in build/venv;
 #   3. the models (tools/fetch_models.sh) in build/models;
 #   4. the real demo images in build/real-images, with their ground truth.
@@ -23,6 +25,8 @@ packages=(
 	opencv-doc python3-skimage postgresql-doc-15
 	clang libclang-rt-14-dev
 	python3-matplotlib
+	libinih-dev libmicrohttpd-dev chromium
+	libpq-dev valgrind
 )
 
 missing=()

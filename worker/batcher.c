@@ -378,6 +378,14 @@ group_ready(const batcher *b, int first, int64_t now_us, int force)
 int
 batcher_next(batcher *b, int64_t now_us, int force, batch_item ***items, int *n)
 {
+	return batcher_next_gated(b, now_us, force, NULL, NULL, items, n);
+}
+
+/* Takes the next ready group that gate lets run; see batcher.h. */
+int
+batcher_next_gated(batcher *b, int64_t now_us, int force, batcher_gate gate,
+				   void *ctx, batch_item ***items, int *n)
+{
 	*items = NULL;
 	*n = 0;
 	for (int i = 0; i < b->n; i++)
@@ -391,6 +399,8 @@ batcher_next(batcher *b, int64_t now_us, int force, batch_item ***items, int *n)
 		if (key_seen_before(b, i))
 			continue;
 		if (!group_ready(b, i, now_us, force))
+			continue;
+		if (gate != NULL && !gate(ctx, lead))
 			continue;
 		group_of(b, i, &count, &rows);
 
@@ -424,6 +434,14 @@ batcher_next(batcher *b, int64_t now_us, int force, batch_item ***items, int *n)
 int64_t
 batcher_wait_us(const batcher *b, int64_t now_us)
 {
+	return batcher_wait_gated(b, now_us, NULL, NULL);
+}
+
+/* Microseconds until a group gate lets run is ready; see batcher.h. */
+int64_t
+batcher_wait_gated(const batcher *b, int64_t now_us, batcher_gate gate,
+				   void *ctx)
+{
 	int64_t		best = -1;
 
 	for (int i = 0; i < b->n; i++)
@@ -431,6 +449,8 @@ batcher_wait_us(const batcher *b, int64_t now_us)
 		int64_t		w;
 
 		if (key_seen_before(b, i))
+			continue;
+		if (gate != NULL && !gate(ctx, b->items[i]))
 			continue;
 		if (group_ready(b, i, now_us, 0))
 			return 0;

@@ -103,6 +103,26 @@ int			batcher_next(batcher *b, int64_t now_us, int force,
  */
 int64_t		batcher_wait_us(const batcher *b, int64_t now_us);
 
+/*
+ * Says whether the group led by lead (the oldest queued request of its
+ * key; every request of a key needs the same things) may run now: 1, or 0
+ * to leave it queued for now.  ctx is the caller's.
+ */
+typedef int (*batcher_gate) (void *ctx, const batch_item *lead);
+
+/*
+ * As batcher_next and batcher_wait_us, skipping the groups gate (NULL:
+ * none) holds back: the oldest ready group that gate lets run goes first,
+ * and a group held back keeps its place (it goes first once gate lets it,
+ * when it is still the oldest).  batcher_wait_gated returns -1 when the
+ * queue holds no group that gate lets run.
+ */
+int			batcher_next_gated(batcher *b, int64_t now_us, int force,
+							   batcher_gate gate, void *ctx,
+							   batch_item ***items, int *n);
+int64_t		batcher_wait_gated(const batcher *b, int64_t now_us,
+							   batcher_gate gate, void *ctx);
+
 /* Monotonic clock in microseconds. */
 int64_t		batcher_now_us(void);
 

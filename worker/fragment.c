@@ -282,6 +282,10 @@ prepare_ocr(model_cache *mc, const Pginfer__Fragment *frag, frag_plan *p,
 				 need == 3 ? "detector, classifier, recognizer" : "detector");
 		return -1;
 	}
+	/* two versions of one file cannot both be resident: refuse first */
+	if (model_cache_check_specs((const Pginfer__ModelSpec *const *) frag->models,
+								need, sqlstate, err, errlen) != 0)
+		return -1;
 	p->ocr.det = model_cache_get(mc, frag->models[0], sqlstate, err, errlen);
 	if (p->ocr.det == NULL)
 		return -1;
@@ -427,6 +431,7 @@ prepare(model_cache *mc, const Pginfer__RunFragment *run, frag_plan *p,
 		return -1;
 	}
 	p->kind = frag->kind;
+	model_cache_begin_run(mc);
 	switch (frag->kind)
 	{
 		case PGINFER__FRAGMENT_KIND__FRAG_OCR:

@@ -542,6 +542,10 @@ jpeg_on_error(j_common_ptr cinfo)
 	else if (jpeg_code_unsupported(code))
 		c->st = set_error(c->err, c->errlen, IMAGE_ERR_FORMAT,
 						  "unsupported JPEG: %s", msg);
+	else if (code == JERR_IMAGE_TOO_BIG)
+		/* a side over JPEG_MAX_DIMENSION, refused from the header */
+		c->st = set_error(c->err, c->errlen, IMAGE_ERR_TOO_LARGE,
+						  "JPEG declares a side over libjpeg's limit: %s", msg);
 	else
 		c->st = set_error(c->err, c->errlen, IMAGE_ERR_CORRUPT,
 						  "corrupt JPEG data (%zu bytes): %s", c->len, msg);

@@ -3,17 +3,24 @@
  *	  infer-worker: the pg_infer inference daemon.
  *
  *	  infer-worker --listen tcp://127.0.0.1:5555 --model-dir DIR
- *				   [--threads N] [--max-pixels N] [--max-batch N]
+ *				   [--threads N] [--max-pixels N] [--max-text-bytes N]
+ *				   [--max-batch N]
  *				   [--max-queue-delay-us N] [--max-message-bytes N]
  *				   [--state-listen ENDPOINT] [--gpu-memory BYTES]
  *				   [--simulate PROFILE.json] [--device cpu|cuda:N]
  *				   [--input-cache MB] [--log-level debug|info|warn|error]
  *				   [--curve-secret-key FILE --curve-allowed-clients FILE]
+ *				   [--metrics-listen HOST:PORT] [--dashboard-peers LIST]
+ *				   [--uploads on|off | --no-uploads] [--max-upload-bytes BYTES]
+ *				   [--config FILE] [--print-config]
  *	  infer-worker --curve-keygen PREFIX
  *
- * Parses the command line, sets up logging, the engine's thread count and
- * the allocator, starts the server (worker/server.c) and serves until
- * SIGTERM or SIGINT, then closes its sockets and exits with status 0.
+ * Parses the configuration file (--config, worker/config.h) and then the
+ * command line, both through apply_option() over the one option table,
+ * sets up logging, the engine's thread count and the allocator, starts the
+ * server (worker/server.c) and the metrics endpoint (--metrics-listen,
+ * worker/metrics.h) and serves until SIGTERM or SIGINT, then closes its
+ * sockets and exits with status 0.
  *
  * The allocator: glibc serves blocks over M_MMAP_THRESHOLD with mmap and
  * gives freed memory back above M_TRIM_THRESHOLD, so every big tensor of
@@ -39,11 +46,14 @@
 #include <string.h>
 
 #include "common/protocol.h"
+#include "worker/config.h"
 #include "worker/curve.h"
 #include "worker/engine/engine.h"
 #include "worker/input_cache.h"
 #include "worker/log.h"
+#include "worker/metrics.h"
 #include "worker/server.h"
+#include "worker/text.h"
 
 /* How often the loop looks at the stop flag when nothing arrives (ms). */
 #define POLL_MS 100
@@ -80,6 +90,10 @@ usage(FILE *f)
 			"  --max-pixels N      largest decoded image, width * height; a bigger\n"
 			"                      image fails its row with SQLSTATE 54000; a request\n"
 			"                      may ask for less (default %lld)\n"
+			"  --max-text-bytes N  longest text row (infer.embed, infer.classify of a\n"
+			"                      text), in bytes of UTF-8; a longer one fails its row\n"
+			"                      with SQLSTATE 54000 before it is tokenized\n"
+			"                      (default %lld)\n"
 			"  --max-batch N       most rows in one merged batch and in one model call\n"
 			"                      (predict/classify run rows of one input shape as\n"
 			"                      one tensor, at most 16 a call); requests of the\n"
@@ -104,7 +118,10 @@ usage(FILE *f)
 			"  --gpu-memory BYTES  most bytes the resident models' weights may take\n"
 			"                      (suffixes K, M, G, T: powers of 1024); a model that\n"
 			"                      does not fit evicts the least recently used models no\n"
-			"                      queued request needs, or fails with SQLSTATE 53200;\n"
+			"                      queued request needs; a request waits while other\n"
+			"                      queued requests need the room, and fails with\n"
+			"                      SQLSTATE 53200 when its models exceed the cap or no\n"
+			"                      queued work could ever free the room;\n"
 			"                      0 = no cap (default 0)\n"
 			"  --device cpu|cuda:N  where models run (default cpu); cuda:N fails at\n"
 			"                      start when the build has no CUDA or the machine\n"
@@ -126,13 +143,36 @@ usage(FILE *f)
 			"  --curve-allowed-clients FILE\n"
 			"                      client public keys (Z85) allowed in, one a line,\n"
 			"                      '#' comments (docs/security.md)\n"
+			"  --metrics-listen HOST:PORT\n"
+			"                      serve Prometheus metrics (/metrics), the state as\n"
+			"                      JSON (/state.json) and the pool dashboard (/) over\n"
+			"                      HTTP there, e.g. 127.0.0.1:9464; default: off\n"
+			"                      (docs/operations.md)\n"
+			"  --dashboard-peers HOST:PORT,...\n"
+			"                      other workers' --metrics-listen addresses, shown\n"
+			"                      on this worker's dashboard beside it\n"
+			"  --uploads on|off    whether peers may upload model files (MSG_PUT_MODEL,\n"
+			"                      infer.upload_model); off refuses them with SQLSTATE\n"
+			"                      0A000 (default on; docs/security.md)\n"
+			"  --no-uploads        the same as --uploads off\n"
+			"  --max-upload-bytes BYTES\n"
+			"                      most bytes the uploaded model files may hold in\n"
+			"                      --model-dir/.uploaded together (suffixes K, M, G,\n"
+			"                      T); an upload beyond it fails with SQLSTATE 54000\n"
+			"                      (default 1G)\n"
 			"  --curve-keygen PREFIX\n"
 			"                      write a new key pair to PREFIX.key (secret, 0600)\n"
 			"                      and PREFIX.pub (never overwriting), and exit\n"
+			"  --config FILE       read settings from FILE first: one \"key = value\" a\n"
+			"                      line, the keys being the options above without\n"
+			"                      their dashes (listen = tcp://127.0.0.1:5555); a\n"
+			"                      flag overrides its key (docs/operations.md)\n"
+			"  --print-config      print the effective settings in that format, exit\n"
 			"  --help              show this text and exit\n"
 			"\n"
 			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).\n",
-			(long long) PGINFER_DEFAULT_MAX_PIXELS, SERVER_DEFAULT_MAX_BATCH,
+			(long long) PGINFER_DEFAULT_MAX_PIXELS,
+			(long long) PGINFER_DEFAULT_MAX_TEXT_BYTES, SERVER_DEFAULT_MAX_BATCH,
 			SERVER_DEFAULT_QUEUE_DELAY_US, SERVER_MAX_ROWS,
 			(long long) SERVER_DEFAULT_MAX_MESSAGE_BYTES, PGINFER_STATE_PERIOD_MS,
 			INPUT_CACHE_DEFAULT_MB);
@@ -200,136 +240,287 @@ install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* Parses the flags, runs the server until a stop signal; 0 on a clean stop. */
-int
-main(int argc, char **argv)
+/*
+ * Everything the options set: filled by apply_option(), from the
+ * configuration file first, then from the command line.  The strings
+ * point into argv or into the config (which lives as long as main).
+ */
+typedef struct worker_settings
 {
-	static const struct option longopts[] = {
-		{"listen", required_argument, NULL, 'l'},
-		{"model-dir", required_argument, NULL, 'm'},
-		{"threads", required_argument, NULL, 't'},
-		{"max-pixels", required_argument, NULL, 'p'},
-		{"max-batch", required_argument, NULL, 'b'},
-		{"max-queue-delay-us", required_argument, NULL, 'd'},
-		{"max-message-bytes", required_argument, NULL, 'M'},
-		{"log-level", required_argument, NULL, 'v'},
-		{"state-listen", required_argument, NULL, 'S'},
-		{"gpu-memory", required_argument, NULL, 'g'},
-		{"simulate", required_argument, NULL, 'i'},
-		{"input-cache", required_argument, NULL, 'c'},
-		{"device", required_argument, NULL, 'D'},
-		{"curve-secret-key", required_argument, NULL, 'K'},
-		{"curve-allowed-clients", required_argument, NULL, 'A'},
-		{"curve-keygen", required_argument, NULL, 'G'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0}
-	};
-	server_opts opts = {NULL, NULL, PGINFER_DEFAULT_MAX_PIXELS,
-	SERVER_DEFAULT_MAX_BATCH, SERVER_DEFAULT_QUEUE_DELAY_US};
-	long long	max_message_bytes = SERVER_DEFAULT_MAX_MESSAGE_BYTES;
-	server_ext_opts ext = {0, NULL, 0, NULL, 0};
-	long long	threads = 0;
-	int			device = IE_DEVICE_CPU;
-	char		devname[32];
-	long long	v;
-	log_level	level = LOG_LEVEL_INFO;
-	server	   *srv = NULL;
-	const char *curve_secret = NULL;
-	const char *curve_allowed = NULL;
-	sigset_t	block,
-				old;
-	char		err[1024];
-	int			c;
-	int			status = 1;
+	server_opts opts;
+	server_ext_opts ext;
+	long long	max_message_bytes;
+	long long	threads;
+	int			device;
+	log_level	level;
+	const char *curve_secret;
+	const char *curve_allowed;
+	const char *metrics_listen; /* --metrics-listen HOST:PORT, or NULL */
+	const char *dashboard_peers;	/* --dashboard-peers HOST:PORT,..., or NULL */
+} worker_settings;
 
+/*
+ * The options: the command line's flags and, but for NOT_CONFIG_KEYS and
+ * those without an argument, the configuration file's keys (config.h).
+ */
+static const struct option longopts[] = {
+	{"listen", required_argument, NULL, 'l'},
+	{"model-dir", required_argument, NULL, 'm'},
+	{"threads", required_argument, NULL, 't'},
+	{"max-pixels", required_argument, NULL, 'p'},
+	{"max-text-bytes", required_argument, NULL, 'x'},
+	{"max-batch", required_argument, NULL, 'b'},
+	{"max-queue-delay-us", required_argument, NULL, 'd'},
+	{"max-message-bytes", required_argument, NULL, 'M'},
+	{"log-level", required_argument, NULL, 'v'},
+	{"state-listen", required_argument, NULL, 'S'},
+	{"gpu-memory", required_argument, NULL, 'g'},
+	{"simulate", required_argument, NULL, 'i'},
+	{"input-cache", required_argument, NULL, 'c'},
+	{"device", required_argument, NULL, 'D'},
+	{"curve-secret-key", required_argument, NULL, 'K'},
+	{"curve-allowed-clients", required_argument, NULL, 'A'},
+	{"metrics-listen", required_argument, NULL, 'E'},
+	{"dashboard-peers", required_argument, NULL, 'W'},
+	{"uploads", required_argument, NULL, 'u'},
+	{"no-uploads", no_argument, NULL, 'N'},
+	{"max-upload-bytes", required_argument, NULL, 'U'},
+	{"curve-keygen", required_argument, NULL, 'G'},
+	{"config", required_argument, NULL, 'C'},
+	{"print-config", no_argument, NULL, 'P'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0}
+};
+
+/* Codes of the options that take an argument but are no configuration keys. */
+#define NOT_CONFIG_KEYS "GC"
+
+/* The settings before any option: every default. */
+static void
+settings_init(worker_settings *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->opts.max_pixels = PGINFER_DEFAULT_MAX_PIXELS;
+	w->opts.max_batch = SERVER_DEFAULT_MAX_BATCH;
+	w->opts.max_queue_delay_us = SERVER_DEFAULT_QUEUE_DELAY_US;
+	w->max_message_bytes = SERVER_DEFAULT_MAX_MESSAGE_BYTES;
+	w->device = IE_DEVICE_CPU;
+	w->level = LOG_LEVEL_INFO;
+}
+
+/*
+ * Applies one option (a config_apply_fn): code from longopts, flag its
+ * name for messages ("--threads" or the file's "threads").  Returns 0, or
+ * -1 with err saying what the value must be.
+ */
+static int
+apply_option(void *arg, int code, const char *flag, const char *value,
+			 char *err, size_t errlen)
+{
+	worker_settings *w = arg;
+	long long	v;
+	char		why[512];
+
+	switch (code)
+	{
+		case 'l':
+			w->opts.endpoint = value;
+			return 0;
+		case 'm':
+			w->opts.model_dir = value;
+			return 0;
+		case 't':
+			if (parse_int(value, 0, 1024, &w->threads) == 0)
+				return 0;
+			snprintf(err, errlen, "%s must be an integer from 0 to 1024, not \"%s\"", flag, value);
+			return -1;
+		case 'p':
+			if (parse_int(value, 1, LLONG_MAX, &v) == 0)
+			{
+				w->opts.max_pixels = v;
+				return 0;
+			}
+			snprintf(err, errlen, "%s must be a positive integer, not \"%s\"", flag, value);
+			return -1;
+		case 'x':
+			if (parse_int(value, 1, LLONG_MAX, &v) == 0)
+			{
+				text_set_max_bytes(v);
+				return 0;
+			}
+			snprintf(err, errlen, "%s must be a positive integer, not \"%s\"", flag, value);
+			return -1;
+		case 'b':
+			if (parse_int(value, 1, 65536, &v) == 0)
+			{
+				w->opts.max_batch = (int) v;
+				return 0;
+			}
+			snprintf(err, errlen, "%s must be an integer from 1 to 65536, not \"%s\"", flag, value);
+			return -1;
+		case 'd':
+			if (parse_int(value, 0, 10000000, &v) == 0)
+			{
+				w->opts.max_queue_delay_us = v;
+				return 0;
+			}
+			snprintf(err, errlen, "%s must be an integer from 0 to 10000000, not \"%s\"", flag, value);
+			return -1;
+		case 'M':
+			if (parse_int(value, 1024, LLONG_MAX, &w->max_message_bytes) == 0)
+				return 0;
+			snprintf(err, errlen, "%s must be an integer of at least 1024, not \"%s\"", flag, value);
+			return -1;
+		case 'S':
+			w->ext.state_endpoint = value;
+			return 0;
+		case 'g':
+			if (parse_bytes(value, &w->ext.gpu_memory) == 0)
+				return 0;
+			snprintf(err, errlen, "%s must be a byte count such as 536870912, 512M or 2G, not \"%s\"", flag, value);
+			return -1;
+		case 'D':
+			if (ie_device_parse(value, &w->device, why, sizeof(why)) == 0)
+				return 0;
+			snprintf(err, errlen, "%s: %s", flag, why);
+			return -1;
+		case 'i':
+			w->ext.simulate = value;
+			return 0;
+		case 'c':
+			if (parse_int(value, 0, 1 << 20, &v) == 0)
+			{
+				w->ext.input_cache = v > 0 ? (int64_t) v << 20 : -1;
+				return 0;
+			}
+			snprintf(err, errlen, "%s must be a number of MiB from 0 to 1048576, not \"%s\"", flag, value);
+			return -1;
+		case 'v':
+			if (log_parse_level(value, &w->level) == 0)
+				return 0;
+			snprintf(err, errlen, "%s must be debug, info, warn or error, not \"%s\"", flag, value);
+			return -1;
+		case 'K':
+			w->curve_secret = value;
+			return 0;
+		case 'A':
+			w->curve_allowed = value;
+			return 0;
+		case 'E':
+			if (metrics_check_address(value, why, sizeof(why)) == 0)
+			{
+				w->metrics_listen = value;
+				return 0;
+			}
+			snprintf(err, errlen, "%s: %s", flag, why);
+			return -1;
+		case 'W':
+			w->dashboard_peers = value;
+			return 0;
+		case 'u':
+			if (strcmp(value, "on") == 0 || strcmp(value, "off") == 0)
+			{
+				w->ext.no_uploads = strcmp(value, "off") == 0;
+				return 0;
+			}
+			snprintf(err, errlen, "%s must be on or off, not \"%s\"", flag, value);
+			return -1;
+		case 'U':
+			{
+				uint64_t	b;
+
+				if (parse_bytes(value, &b) == 0 && b >= 1 && b <= (uint64_t) INT64_MAX)
+				{
+					w->ext.max_upload_bytes = (int64_t) b;
+					return 0;
+				}
+			}
+			snprintf(err, errlen, "%s must be a positive byte count such as 1073741824, 512M or 4G, not \"%s\"", flag, value);
+			return -1;
+		default:
+			snprintf(err, errlen, "%s is not a setting", flag);
+			return -1;
+	}
+}
+
+/* Default text of an option for --print-config (a config_default_fn). */
+static const char *
+option_default(int code)
+{
+	static char buf[64];
+
+	switch (code)
+	{
+		case 't':
+		case 'g':
+			return "0";
+		case 'p':
+			snprintf(buf, sizeof(buf), "%lld", (long long) PGINFER_DEFAULT_MAX_PIXELS);
+			return buf;
+		case 'x':
+			snprintf(buf, sizeof(buf), "%lld", (long long) PGINFER_DEFAULT_MAX_TEXT_BYTES);
+			return buf;
+		case 'b':
+			snprintf(buf, sizeof(buf), "%d", SERVER_DEFAULT_MAX_BATCH);
+			return buf;
+		case 'd':
+			snprintf(buf, sizeof(buf), "%d", SERVER_DEFAULT_QUEUE_DELAY_US);
+			return buf;
+		case 'M':
+			snprintf(buf, sizeof(buf), "%lld", (long long) SERVER_DEFAULT_MAX_MESSAGE_BYTES);
+			return buf;
+		case 'c':
+			snprintf(buf, sizeof(buf), "%d", INPUT_CACHE_DEFAULT_MB);
+			return buf;
+		case 'v':
+			return "info";
+		case 'D':
+			return "cpu";
+		case 'u':
+			return "on";
+		case 'U':
+			snprintf(buf, sizeof(buf), "%lld", (long long) SERVER_DEFAULT_MAX_UPLOAD_BYTES);
+			return buf;
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * Reads the options: --config FILE first (the first pass looks only for
+ * it), then every flag, which overrides the file.  Returns -1 to go on, or
+ * the exit status when main is to stop (2 for a bad option, 0 after
+ * --help, --curve-keygen or --print-config).
+ */
+static int
+read_options(int argc, char **argv, config *cfg, worker_settings *w)
+{
+	const char *path = NULL;
+	char		err[1024],
+				flag[80];
+	int			print_config = 0,
+				li = 0,
+				c;
+
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1)
+		if (c == 'C')
+			path = optarg;
+	opterr = 1;
+	optind = 0;					/* glibc: start over */
+	if (path != NULL && config_read(cfg, path, apply_option, w, err, sizeof(err)) != 0)
+	{
+		fprintf(stderr, "infer-worker: %s\n", err);
+		return 2;
+	}
+	while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1)
 	{
 		switch (c)
 		{
-			case 'l':
-				opts.endpoint = optarg;
-				break;
-			case 'm':
-				opts.model_dir = optarg;
-				break;
-			case 't':
-				if (parse_int(optarg, 0, 1024, &threads) != 0)
-				{
-					fprintf(stderr, "infer-worker: --threads must be an integer from 0 to 1024, not \"%s\"\n", optarg);
-					return 2;
-				}
-				break;
-			case 'p':
-				if (parse_int(optarg, 1, LLONG_MAX, &v) != 0)
-				{
-					fprintf(stderr, "infer-worker: --max-pixels must be a positive integer, not \"%s\"\n", optarg);
-					return 2;
-				}
-				opts.max_pixels = v;
-				break;
-			case 'b':
-				if (parse_int(optarg, 1, 65536, &v) != 0)
-				{
-					fprintf(stderr, "infer-worker: --max-batch must be an integer from 1 to 65536, not \"%s\"\n", optarg);
-					return 2;
-				}
-				opts.max_batch = (int) v;
-				break;
-			case 'd':
-				if (parse_int(optarg, 0, 10000000, &v) != 0)
-				{
-					fprintf(stderr, "infer-worker: --max-queue-delay-us must be an integer from 0 to 10000000, not \"%s\"\n", optarg);
-					return 2;
-				}
-				opts.max_queue_delay_us = v;
-				break;
-			case 'M':
-				if (parse_int(optarg, 1024, LLONG_MAX, &max_message_bytes) != 0)
-				{
-					fprintf(stderr, "infer-worker: --max-message-bytes must be an integer of at least 1024, not \"%s\"\n", optarg);
-					return 2;
-				}
-				break;
-			case 'S':
-				ext.state_endpoint = optarg;
-				break;
-			case 'g':
-				if (parse_bytes(optarg, &ext.gpu_memory) != 0)
-				{
-					fprintf(stderr, "infer-worker: --gpu-memory must be a byte count such as 536870912, 512M or 2G, not \"%s\"\n", optarg);
-					return 2;
-				}
-				break;
-			case 'D':
-				if (ie_device_parse(optarg, &device, err, sizeof(err)) != 0)
-				{
-					fprintf(stderr, "infer-worker: --device: %s\n", err);
-					return 2;
-				}
-				break;
-			case 'i':
-				ext.simulate = optarg;
-				break;
-			case 'c':
-				if (parse_int(optarg, 0, 1 << 20, &v) != 0)
-				{
-					fprintf(stderr, "infer-worker: --input-cache must be a number of MiB from 0 to 1048576, not \"%s\"\n", optarg);
-					return 2;
-				}
-				ext.input_cache = v > 0 ? (int64_t) v << 20 : -1;
-				break;
-			case 'v':
-				if (log_parse_level(optarg, &level) != 0)
-				{
-					fprintf(stderr, "infer-worker: --log-level must be debug, info, warn or error, not \"%s\"\n", optarg);
-					return 2;
-				}
-				break;
-			case 'K':
-				curve_secret = optarg;
-				break;
-			case 'A':
-				curve_allowed = optarg;
+			case 'C':
+				break;			/* read above */
+			case 'P':
+				print_config = 1;
 				break;
 			case 'G':
 				if (curve_keygen(optarg, err, sizeof(err)) != 0)
@@ -342,9 +533,31 @@ main(int argc, char **argv)
 			case 'h':
 				usage(stdout);
 				return 0;
-			default:
+			case '?':
 				usage(stderr);
 				return 2;
+			case 'N':
+				/* --no-uploads is --uploads off (and so the key "uploads") */
+				if (apply_option(w, 'u', "--no-uploads", "off", err, sizeof(err)) != 0 ||
+					config_set(cfg, 'u', "off") == NULL)
+				{
+					fprintf(stderr, "infer-worker: out of memory\n");
+					return 1;
+				}
+				break;
+			default:
+				snprintf(flag, sizeof(flag), "--%s", longopts[li].name);
+				if (apply_option(w, c, flag, optarg, err, sizeof(err)) != 0)
+				{
+					fprintf(stderr, "infer-worker: %s\n", err);
+					return 2;
+				}
+				if (config_set(cfg, c, optarg) == NULL)
+				{
+					fprintf(stderr, "infer-worker: out of memory\n");
+					return 1;
+				}
+				break;
 		}
 	}
 	if (optind < argc)
@@ -353,27 +566,56 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (opts.endpoint == NULL || opts.model_dir == NULL)
+	if (print_config)
+		return config_print(cfg, stdout, option_default) == 0 ? 0 : 1;
+	if (w->opts.endpoint == NULL || w->opts.model_dir == NULL)
 	{
-		fprintf(stderr, "infer-worker: --listen and --model-dir are required\n");
+		fprintf(stderr, "infer-worker: --listen and --model-dir are required (flags or keys of --config)\n");
 		usage(stderr);
 		return 2;
 	}
+	return -1;
+}
 
-	log_set_level(level);
-	if (curve_configure(curve_secret, curve_allowed, err, sizeof(err)) != 0)
+/* Parses the flags, runs the server until a stop signal; 0 on a clean stop. */
+int
+main(int argc, char **argv)
+{
+	worker_settings w;
+	config	   *cfg = NULL;
+	char		devname[32];
+	server	   *srv = NULL;
+	sigset_t	block,
+				old;
+	char		err[1024];
+	int			status = 1;
+
+	settings_init(&w);
+	cfg = config_new(longopts, NOT_CONFIG_KEYS);
+	if (cfg == NULL)
+	{
+		fprintf(stderr, "infer-worker: out of memory\n");
+		return 1;
+	}
+	status = read_options(argc, argv, cfg, &w);
+	if (status >= 0)
+		goto done;
+	status = 1;
+
+	log_set_level(w.level);
+	if (curve_configure(w.curve_secret, w.curve_allowed, err, sizeof(err)) != 0)
 	{
 		log_error("could not start: %s", err);
-		return 1;
+		goto done;
 	}
 	mallopt(M_MMAP_THRESHOLD, 256 << 20);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
-	ie_set_threads((int) threads);
-	if (ie_set_device(device, err, sizeof(err)) != 0)
+	ie_set_threads((int) w.threads);
+	if (ie_set_device(w.device, err, sizeof(err)) != 0)
 	{
 		log_error("could not start: --device %s: %s",
-				  ie_device_str(device, devname, sizeof(devname)), err);
-		return 1;
+				  ie_device_str(w.device, devname, sizeof(devname)), err);
+		goto done;
 	}
 	install_signals();
 
@@ -382,8 +624,8 @@ main(int argc, char **argv)
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	ext.max_message_bytes = (int64_t) max_message_bytes;
-	srv = server_new_ext(&opts, &ext, err, sizeof(err));
+	w.ext.max_message_bytes = (int64_t) w.max_message_bytes;
+	srv = server_new_ext(&w.opts, &w.ext, err, sizeof(err));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (srv == NULL)
 	{
@@ -391,13 +633,13 @@ main(int argc, char **argv)
 		goto done;
 	}
 	log_info("listening on %s (model dir \"%s\", %d engine threads, max %lld pixels, max batch %d rows, queue delay %lld us, max message %lld bytes)",
-			 server_endpoint(srv), opts.model_dir, ie_get_threads(),
-			 (long long) opts.max_pixels, opts.max_batch,
-			 (long long) opts.max_queue_delay_us,
-			 max_message_bytes);
-	if (ext.gpu_memory > 0)
+			 server_endpoint(srv), w.opts.model_dir, ie_get_threads(),
+			 (long long) w.opts.max_pixels, w.opts.max_batch,
+			 (long long) w.opts.max_queue_delay_us,
+			 w.max_message_bytes);
+	if (w.ext.gpu_memory > 0)
 		log_info("state published on %s; model memory capped at %llu bytes",
-				 server_state_endpoint(srv), (unsigned long long) ext.gpu_memory);
+				 server_state_endpoint(srv), (unsigned long long) w.ext.gpu_memory);
 	else
 		log_info("state published on %s; model memory not capped",
 				 server_state_endpoint(srv));
@@ -408,14 +650,34 @@ main(int argc, char **argv)
 			 !curve_endpoint_is_loopback(server_state_endpoint(srv)))
 		log_warn("WARNING: listening on %s (state %s) without CURVE: anyone who can reach it may run models and read replies unencrypted; use --curve-secret-key and --curve-allowed-clients (docs/security.md)",
 				 server_endpoint(srv), server_state_endpoint(srv));
-	log_info("models run on %s", ie_device_str(device, devname, sizeof(devname)));
-	if (ext.simulate != NULL)
-		log_info("simulated device: profile \"%s\"", ext.simulate);
-	if (ext.input_cache < 0)
+	log_info("models run on %s", ie_device_str(w.device, devname, sizeof(devname)));
+	log_info("longest text row: %lld bytes", (long long) text_get_max_bytes());
+	if (w.ext.simulate != NULL)
+		log_info("simulated device: profile \"%s\"", w.ext.simulate);
+	if (w.ext.input_cache < 0)
 		log_info("input cache: off");
 	else
-		log_info("input cache: %lld MiB", ext.input_cache > 0 ?
-				 (long long) (ext.input_cache >> 20) : (long long) INPUT_CACHE_DEFAULT_MB);
+		log_info("input cache: %lld MiB", w.ext.input_cache > 0 ?
+				 (long long) (w.ext.input_cache >> 20) : (long long) INPUT_CACHE_DEFAULT_MB);
+
+	if (w.metrics_listen != NULL)
+	{
+		/* its thread blocks every signal itself (metrics.h) */
+		if (metrics_start(w.metrics_listen, server_endpoint(srv), w.dashboard_peers,
+						  err, sizeof(err)) != 0)
+		{
+			log_error("could not start: --metrics-listen %s: %s", w.metrics_listen, err);
+			goto done;
+		}
+		log_info("metrics on http://%s/metrics, dashboard on http://%s/",
+				 metrics_address(), metrics_address());
+		snprintf(err, sizeof(err), "tcp://%s", metrics_address());
+		if (!curve_endpoint_is_loopback(err))
+			log_warn("WARNING: the metrics endpoint %s is not on loopback: it has no authentication and no TLS; keep it on a private network (docs/operations.md)",
+					 metrics_address());
+	}
+	else if (w.dashboard_peers != NULL)
+		log_warn("--dashboard-peers has no effect without --metrics-listen");
 
 	if (server_run(srv, &stop_requested, POLL_MS, err, sizeof(err)) != 0)
 	{
@@ -424,11 +686,12 @@ main(int argc, char **argv)
 	}
 	log_info("shutting down (%s)", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
 	status = 0;
+	log_info("stopped");
 
 done:
+	metrics_stop();
 	server_destroy(&srv);
 	curve_shutdown();
-	if (status == 0)
-		log_info("stopped");
+	config_destroy(&cfg);
 	return status;
 }

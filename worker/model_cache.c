@@ -10,7 +10,9 @@
  * of at most MODEL_MAX_FILE_BYTES are read (a FIFO would block the
  * worker).  A model file is read whole into memory, hashed (SHA-256, kept
  * to check later requests that carry a digest) and handed to the engine
- * with ie_model_load_bytes().
+ * with ie_model_load_bytes_opts() at the ModelSpec's precision (engine.h;
+ * on a GPU, a file asked for at another precision than its resident
+ * model's is loaded again: one precision per file is resident at a time).
  *
  * The models list also holds models that are known but not resident: a
  * model that queued requests need (pins) before it is loaded, one that
@@ -29,6 +31,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +44,7 @@
 
 #include "common/protocol.h"
 #include "worker/log.h"
+#include "worker/model_store.h"
 #include "worker/ocr.h"
 
 typedef struct cache_entry
@@ -50,6 +54,9 @@ typedef struct cache_entry
 								 * or simulated */
 	uint8_t		sha256[32];		/* models list only */
 	int			has_sha256;
+	int			from_store;		/* read from the uploaded copy (model_store.h) */
+	ie_precision precision;		/* models list: what the resident model was
+								 * loaded with (ModelSpec.precision) */
 	char	  **dict;			/* dictionaries list only */
 	int			dict_len;
 	void	   *aux;			/* models list only: the caller's data */
@@ -61,6 +68,8 @@ typedef struct cache_entry
 	uint64_t	bytes;			/* weight bytes (resident), else expected */
 	double		load_ms;		/* last measured (or expected) load time */
 	int64_t		last_used_us;	/* monotonic */
+	uint64_t	held_run;		/* the run (model_cache.run) model_cache_get()
+								 * last handed its model out in */
 	struct cache_entry *next;
 } cache_entry;
 
@@ -76,9 +85,11 @@ struct model_cache
 	double		load_ms_total;	/* over every load so far */
 	model_cache_counts counts;	/* loads, evictions, hits, misses */
 	model_loader loader;		/* loader.load NULL: read the file */
+	uint64_t	run;			/* model_cache_begin_run() count; 0: none yet */
 };
 
 static void entry_free(cache_entry *e);
+static char *key_of(const char *file);
 
 /* New empty cache over model_dir; NULL with err when it is not a directory. */
 model_cache *
@@ -250,40 +261,50 @@ normalise_path(const char *rel, const char **sqlstate, char *err, size_t errlen)
 	return out;
 }
 
-/* "dir/rel" into a new string, or NULL when memory runs out. */
-static char *
-join_path(const char *dir, const char *rel)
+/*
+ * Whether the file open as fd is no longer at path, the real path it was
+ * opened by (its path now goes into now[nowlen]): a folder on the way
+ * swapped for a symbolic link after model_store_resolve() checked it
+ * (O_NOFOLLOW guards the last component only).  Linux's /proc/self/fd
+ * names the file opened; without it nothing more can be checked and 0 is
+ * returned.
+ */
+static int
+opened_elsewhere(int fd, const char *path, char *now, size_t nowlen)
 {
-	size_t		n = strlen(dir) + 1 + strlen(rel) + 1;
-	char	   *s = malloc(n);
+	char		link[64];
+	ssize_t		n;
 
-	if (s != NULL)
-		snprintf(s, n, "%s/%s", dir, rel);
-	return s;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, now, nowlen - 1);
+	if (n < 0)
+		return 0;
+	now[n] = '\0';
+	return strcmp(now, path) != 0;
 }
 
 /*
- * Reads the regular file rel (already checked) whole.  Returns the bytes
- * (malloc'd) and *len, or NULL with *sqlstate and err.
+ * Reads the regular file rel (already checked) of model `model` (its name,
+ * for messages) whole, after resolving it inside the model directory
+ * (model_store_resolve: a symbolic link that leads outside is refused).
+ * Returns the bytes (malloc'd) and *len, or NULL with *sqlstate and err.
  */
 static uint8_t *
-read_model_file(const model_cache *mc, const char *rel, size_t *len,
-				const char **sqlstate, char *err, size_t errlen)
+read_model_file(const model_cache *mc, const char *rel, const char *model,
+				size_t *len, const char **sqlstate, char *err, size_t errlen)
 {
 	char	   *path = NULL;
 	uint8_t    *buf = NULL;
 	int			fd = -1;
 	struct stat st;
 	size_t		got = 0;
+	char		opened[PATH_MAX];
 
-	*sqlstate = PGINFER_SQLSTATE_INTERNAL;
-	path = join_path(mc->dir, rel);
+	path = model_store_resolve(mc->dir, rel, "model file", model, sqlstate,
+							   err, errlen);
 	if (path == NULL)
-	{
-		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-		snprintf(err, errlen, "out of memory");
 		goto fail;
-	}
+	*sqlstate = PGINFER_SQLSTATE_INTERNAL;
 	/* stat first: opening a FIFO or a device could block or have effects. */
 	if (stat(path, &st) != 0)
 	{
@@ -296,7 +317,8 @@ read_model_file(const model_cache *mc, const char *rel, size_t *len,
 	if (!S_ISREG(st.st_mode))
 		goto not_regular;
 	/* O_NONBLOCK: should a FIFO replace the file after the stat, open returns. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* O_NOFOLLOW: a link swapped in after the resolution is not followed. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 	{
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -307,6 +329,15 @@ read_model_file(const model_cache *mc, const char *rel, size_t *len,
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		goto not_regular;
+	if (opened_elsewhere(fd, path, opened, sizeof(opened)))
+	{
+		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+		snprintf(err, errlen, "model file \"%s\" changed while it was opened: it is no longer at its resolved path inside the model directory \"%s\"",
+				 rel, mc->dir);
+		log_warn("refused model file \"%s\": resolved as \"%s\", opened as \"%s\"",
+				 rel, path, opened);
+		goto fail;
+	}
 	if ((uint64_t) st.st_size > MODEL_MAX_FILE_BYTES)
 	{
 		*sqlstate = PGINFER_SQLSTATE_TOO_LARGE;
@@ -367,10 +398,15 @@ hex_digest(const uint8_t d[32], char out[65])
 	out[64] = '\0';
 }
 
-/* Checks a requested digest against the file's; -1 with err on mismatch. */
+/*
+ * Checks a requested digest against the bytes' (have, read from `from`, a
+ * name relative to the model directory, or NULL for bytes in memory);
+ * -1 with err on mismatch (PGINFER_SQLSTATE_DATA_CORRUPTED: the bytes are
+ * not those registered).
+ */
 static int
 check_digest(const Pginfer__ModelSpec *spec, const uint8_t have[32],
-			 const char **sqlstate, char *err, size_t errlen)
+			 const char *from, const char **sqlstate, char *err, size_t errlen)
 {
 	char		want_hex[65],
 				have_hex[65];
@@ -388,9 +424,13 @@ check_digest(const Pginfer__ModelSpec *spec, const uint8_t have[32],
 		return 0;
 	hex_digest(spec->sha256.data, want_hex);
 	hex_digest(have, have_hex);
-	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
-	snprintf(err, errlen, "model file \"%s\" has SHA-256 %s, the model's registration says %s",
-			 spec->file, have_hex, want_hex);
+	*sqlstate = PGINFER_SQLSTATE_DATA_CORRUPTED;
+	if (from != NULL && strcmp(from, spec->file) != 0)
+		snprintf(err, errlen, "SHA-256 mismatch: the uploaded copy \"%s\" of model file \"%s\" has SHA-256 %s, the model's registration says %s (the file was changed on disk)",
+				 from, spec->file, have_hex, want_hex);
+	else
+		snprintf(err, errlen, "SHA-256 mismatch: model file \"%s\" has SHA-256 %s, the model's registration says %s (the file was changed on disk)",
+				 spec->file, have_hex, want_hex);
 	return -1;
 }
 
@@ -519,22 +559,77 @@ make_room(model_cache *mc, const cache_entry *self, const char *file,
 }
 
 /*
+ * The bytes of e's model file: when spec carries a SHA-256, the uploaded
+ * copy of those bytes (model_store.h) if this worker holds one, else the
+ * file spec->file itself.  *from gets the name read (relative to the
+ * model directory; a static buffer for the uploaded copy, as loads come
+ * from one thread at a time).  NULL with *sqlstate and err as
+ * read_model_file; a file missing both ways names the digest.
+ */
+static uint8_t *
+read_registered_bytes(const model_cache *mc, const cache_entry *e,
+					  const Pginfer__ModelSpec *spec, size_t *len,
+					  const char **from, const char **sqlstate, char *err,
+					  size_t errlen)
+{
+	static char stored[MODEL_STORE_NAME_LEN];
+	uint8_t    *buf;
+
+	if (spec->sha256.len == 32)
+	{
+		model_store_name(spec->sha256.data, stored);
+		buf = read_model_file(mc, stored, spec->name, len, sqlstate, err, errlen);
+		if (buf != NULL || strcmp(*sqlstate, PGINFER_SQLSTATE_NO_MODEL) != 0)
+		{
+			*from = stored;
+			return buf;
+		}
+	}
+	*from = e->file;
+	buf = read_model_file(mc, e->file, spec->name, len, sqlstate, err, errlen);
+	if (buf == NULL && spec->sha256.len == 32 &&
+		strcmp(*sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0)
+		snprintf(err, errlen, "model file \"%s\" of model \"%s\" is neither in model directory \"%s\" nor uploaded to this worker (no \"%s\")",
+				 spec->file, spec->name, mc->dir, stored);
+	return buf;
+}
+
+/*
+ * The SQLSTATE of the engine's load error lerr: 0A000 for what the engine
+ * lacks (an operator, an opset, a tensor type), 53200 for memory, XX001
+ * (data_corrupted) for a file that is no complete, valid ONNX model.
+ */
+static const char *
+load_error_sqlstate(const char *lerr)
+{
+	if (strstr(lerr, "unsupported operator") != NULL ||
+		strstr(lerr, "not supported") != NULL)
+		return PGINFER_SQLSTATE_NOT_SUPPORTED;
+	if (strstr(lerr, "out of memory") != NULL)
+		return PGINFER_SQLSTATE_OUT_OF_MEMORY;
+	return PGINFER_SQLSTATE_DATA_CORRUPTED;
+}
+
+/*
  * Loads key's entry e (marked busy, lock released by the caller around
  * this call): reads and checks the file and hands it to the engine, or
  * asks the loader.  Sets *model (NULL with a loader) and *bytes.
  */
 static int
 load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
-		   ie_model **model, uint64_t *bytes, uint8_t sha[32],
-		   const char **sqlstate, char *err, size_t errlen)
+		   ie_precision precision, ie_model **model, uint64_t *bytes, uint8_t sha[32],
+		   int *from_store, const char **sqlstate, char *err, size_t errlen)
 {
+	ie_load_opts opts = {precision};
 	uint8_t    *buf = NULL;
 	size_t		len = 0;
 	char		lerr[512];
 	const char *sq;
+	const char *from = NULL;
 	uint64_t	est = 0;
 
 	*model = NULL;
+	*from_store = 0;
 	if (mc->loader.load != NULL)
 	{
 		if (mc->loader.size(mc->loader.ctx, e->file, &est, err, errlen) != 0)
@@ -559,11 +654,11 @@ load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
 		*bytes = est;
 		return 0;
 	}
-	buf = read_model_file(mc, e->file, &len, sqlstate, err, errlen);
+	buf = read_registered_bytes(mc, e, spec, &len, &from, sqlstate, err, errlen);
 	if (buf == NULL)
 		return -1;
 	model_sha256(buf, len, sha);
-	if (check_digest(spec, sha, sqlstate, err, errlen) != 0)
+	if (check_digest(spec, sha, from, sqlstate, err, errlen) != 0)
 		goto fail;
 	/* Room for the file's size first: the weights take about as much. */
 	pthread_mutex_lock(&mc->lock);
@@ -575,15 +670,16 @@ load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
 		goto fail;
 	}
 	pthread_mutex_unlock(&mc->lock);
-	*model = ie_model_load_bytes(buf, len, lerr, sizeof(lerr));
+	*model = ie_model_load_bytes_opts(buf, len, &opts, lerr, sizeof(lerr));
 	if (*model == NULL)
 	{
-		*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+		*sqlstate = load_error_sqlstate(lerr);
 		snprintf(err, errlen, "could not load model file \"%s\": %s",
 				 spec->file, lerr);
 		goto fail;
 	}
 	*bytes = ie_model_weight_bytes(*model);
+	*from_store = from != e->file;
 	free(buf);
 	return 0;
 
@@ -592,20 +688,45 @@ fail:
 	return -1;
 }
 
-/* Makes spec->file resident; see model_cache.h. */
-int
-model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
-					double *loaded_ms, const char **sqlstate, char *err,
-					size_t errlen)
+/*
+ * Whether the resident entry e cannot serve spec at precision: the
+ * reloads of model_cache_acquire (another digest, the file on disk asked
+ * for while the uploaded copy is resident, another precision).  Lock held.
+ */
+static int
+reload_needed(const cache_entry *e, const Pginfer__ModelSpec *spec,
+			  ie_precision precision)
+{
+	if (e->busy)
+		return 0;
+	if (e->has_sha256 && spec->sha256.len == 32 &&
+		memcmp(e->sha256, spec->sha256.data, 32) != 0)
+		return 1;
+	if (e->from_store && spec->sha256.len != 32)
+		return 1;
+	return e->model != NULL && e->precision != precision;
+}
+
+/*
+ * Makes spec->file resident; see model_cache.h.  in_run: for
+ * model_cache_get() in a run, which must not reload a model the run holds
+ * (an explicit load comes between runs, when none is held).
+ */
+static int
+acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
+		double *loaded_ms, const char **sqlstate, char *err, size_t errlen)
 {
 	cache_entry *e = NULL;
 	ie_model   *model = NULL;
 	uint64_t	bytes = 0;
 	uint8_t		sha[32];
+	int			from_store = 0;
 	char	   *key = NULL;
 	int64_t		t0;
 	double		ms;
 	const char *sq = NULL;
+	ie_precision precision;
+	char		perr[128];
 
 	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
 	if (loaded_ms != NULL)
@@ -617,6 +738,12 @@ model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
 	}
 	if (model_path_check(spec->file, err, errlen) != 0)
 		return -1;
+	/* "" (an older extension) is FP32; the engine ignores it on the CPU */
+	if (ie_precision_parse(spec->precision, &precision, perr, sizeof(perr)) != 0)
+	{
+		snprintf(err, errlen, "model \"%s\": %s", spec->name, perr);
+		return -1;
+	}
 	key = normalise_path(spec->file, sqlstate, err, errlen);
 	if (key == NULL)
 		return -1;
@@ -631,19 +758,64 @@ model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	if (in_run && e->resident && mc->run != 0 && e->held_run == mc->run &&
+		reload_needed(e, spec, precision))
+	{
+		/*
+		 * the run under way holds this model (model_cache_get): loading
+		 * other bytes or another precision now would free it under the run
+		 */
+		pthread_mutex_unlock(&mc->lock);
+		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+		snprintf(err, errlen, "model file \"%s\" is in use by this request as another version (another SHA-256 or precision) than model \"%s\" asks for",
+				 spec->file, spec->name);
+		return -1;
+	}
+	if (e->resident && e->has_sha256 && spec->sha256.len == 32 && !e->busy &&
+		memcmp(e->sha256, spec->sha256.data, 32) != 0)
+	{
+		/* registered anew with other bytes (infer.upload_model): load those */
+		log_info("model file \"%s\" is registered with another SHA-256 now: loading it again",
+				 e->file);
+		make_not_resident(mc, e);
+	}
+	else if (e->resident && e->from_store && spec->sha256.len != 32 && !e->busy)
+	{
+		/*
+		 * resident from an uploaded copy, asked for as the file on disk (a
+		 * model registered without an upload, in another database sharing
+		 * this worker): the two need not be the same bytes
+		 */
+		log_info("model file \"%s\" is asked for without a SHA-256: loading it from the model directory, not from its uploaded copy",
+				 e->file);
+		make_not_resident(mc, e);
+	}
+	else if (e->resident && !e->busy && e->model != NULL && e->precision != precision &&
+			 ie_model_device(e->model) != IE_DEVICE_CPU)
+	{
+		/*
+		 * one file, two registrations at two precisions: one resident at a
+		 * time (on the CPU, which computes every precision in FP32, the
+		 * resident model serves both)
+		 */
+		log_info("model file \"%s\" is asked for in %s, resident in %s: loading it again",
+				 e->file, ie_precision_name(precision), ie_precision_name(e->precision));
+		make_not_resident(mc, e);
+	}
 	if (e->resident)
 	{
 		e->last_used_us = now_us();
 		mc->counts.hits++;
 		pthread_mutex_unlock(&mc->lock);
-		return e->has_sha256 ? check_digest(spec, e->sha256, sqlstate, err, errlen) : 0;
+		return e->has_sha256 ? check_digest(spec, e->sha256, NULL, sqlstate, err, errlen) : 0;
 	}
 	e->busy = 1;
 	mc->counts.misses++;
 	pthread_mutex_unlock(&mc->lock);
 
 	t0 = now_us();
-	if (load_entry(mc, e, spec, &model, &bytes, sha, sqlstate, err, errlen) != 0)
+	if (load_entry(mc, e, spec, precision, &model, &bytes, sha, &from_store, sqlstate,
+				   err, errlen) != 0)
 		goto fail;
 	ms = (now_us() - t0) / 1000.0;
 
@@ -663,6 +835,8 @@ model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
 	e->bytes = bytes;
 	e->load_ms = ms;
 	e->last_used_us = now_us();
+	e->from_store = from_store;
+	e->precision = precision;
 	if (mc->loader.load == NULL)
 	{
 		memcpy(e->sha256, sha, 32);
@@ -687,6 +861,15 @@ fail:
 	return -1;
 }
 
+/* Makes spec->file resident; see model_cache.h. */
+int
+model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
+					double *loaded_ms, const char **sqlstate, char *err,
+					size_t errlen)
+{
+	return acquire(mc, spec, 0, loaded_ms, sqlstate, err, errlen);
+}
+
 /* The loaded model for spec->file, loading (and checking) it on first use. */
 const ie_model *
 model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
@@ -702,7 +885,7 @@ model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
 				 spec != NULL ? spec->file : "");
 		return NULL;
 	}
-	if (model_cache_acquire(mc, spec, NULL, sqlstate, err, errlen) != 0)
+	if (acquire(mc, spec, 1, NULL, sqlstate, err, errlen) != 0)
 		return NULL;
 	key = normalise_path(spec->file, sqlstate, err, errlen);
 	if (key == NULL)
@@ -712,7 +895,10 @@ model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
 		cache_entry *e = find_key(mc, key);
 
 		if (e != NULL && e->resident)
+		{
 			m = e->model;
+			e->held_run = mc->run;
+		}
 	}
 	pthread_mutex_unlock(&mc->lock);
 	free(key);
@@ -722,6 +908,64 @@ model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
 		snprintf(err, errlen, "model \"%s\" was evicted while loading", spec->file);
 	}
 	return m;
+}
+
+/* Starts a run: models handed out before may be reloaded again. */
+void
+model_cache_begin_run(model_cache *mc)
+{
+	pthread_mutex_lock(&mc->lock);
+	mc->run++;
+	pthread_mutex_unlock(&mc->lock);
+}
+
+/* Whether two specs of one file ask for different bytes or precisions. */
+static int
+specs_differ(const Pginfer__ModelSpec *a, const Pginfer__ModelSpec *b)
+{
+	ie_precision pa,
+				pb;
+	char		perr[128];
+
+	if (a->sha256.len != b->sha256.len ||
+		(a->sha256.len > 0 && memcmp(a->sha256.data, b->sha256.data, a->sha256.len) != 0))
+		return 1;
+	if (ie_precision_parse(a->precision, &pa, perr, sizeof(perr)) != 0 ||
+		ie_precision_parse(b->precision, &pb, perr, sizeof(perr)) != 0)
+		return strcmp(a->precision, b->precision) != 0;
+	return pa != pb;
+}
+
+/* Refuses specs naming one file as two versions; see model_cache.h. */
+int
+model_cache_check_specs(const Pginfer__ModelSpec *const *specs, int n,
+						const char **sqlstate, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+		{
+			char	   *ki,
+					   *kj;
+			int			clash;
+
+			if (specs[i] == NULL || specs[j] == NULL ||
+				specs[i]->file[0] == '\0' || specs[j]->file[0] == '\0')
+				continue;
+			ki = key_of(specs[i]->file);
+			kj = key_of(specs[j]->file);
+			clash = ki != NULL && kj != NULL && strcmp(ki, kj) == 0 &&
+				specs_differ(specs[i], specs[j]);
+			free(ki);
+			free(kj);
+			if (clash)
+			{
+				*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+				snprintf(err, errlen, "models \"%s\" and \"%s\" name the same model file \"%s\" but different versions of it (another SHA-256, or one registered with an upload and one without, or another precision); one request cannot use two versions of one file",
+						 specs[i]->name, specs[j]->name, specs[j]->file);
+				return -1;
+			}
+		}
+	return 0;
 }
 
 /* The dictionary in labels_file, loading it on first use. */
@@ -752,9 +996,12 @@ model_cache_get_dict(model_cache *mc, const char *labels_file,
 			return 0;
 		}
 	}
-	path = join_path(mc->dir, key);
+	path = model_store_resolve(mc->dir, key, "labels file", NULL, sqlstate,
+							   err, errlen);
+	if (path == NULL && strcmp(*sqlstate, PGINFER_SQLSTATE_NO_MODEL) != 0)
+		goto fail;
 	e = calloc(1, sizeof(*e));
-	if (path == NULL || e == NULL)
+	if (e == NULL)
 	{
 		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
 		snprintf(err, errlen, "out of memory");
@@ -762,7 +1009,7 @@ model_cache_get_dict(model_cache *mc, const char *labels_file,
 	}
 	e->file = key;
 	key = NULL;
-	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+	if (path == NULL || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 	{
 		*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
 		snprintf(err, errlen, "labels file \"%s\" not found in model directory \"%s\"",
@@ -1074,6 +1321,131 @@ model_cache_pin(model_cache *mc, const char *file, int delta)
 	}
 	pthread_mutex_unlock(&mc->lock);
 	free(key);
+}
+
+/* Whether e is the entry of one of keys[0..n) (NULLs skipped). */
+static int
+entry_in(const cache_entry *e, char *const *keys, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (keys[i] != NULL && strcmp(e->file, keys[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether keys[i] is one of keys[0..i) (NULLs skipped). */
+static int
+key_repeated(char *const *keys, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (keys[j] != NULL && strcmp(keys[j], keys[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The bytes the model of key will hold once resident: its resident or
+ * last known size, else the loader's figure.  0 when unknown (a model
+ * file never loaded); lock held.
+ */
+static uint64_t
+expected_bytes(model_cache *mc, const char *key)
+{
+	const cache_entry *e = find_key(mc, key);
+	uint64_t	bytes = 0;
+	char		err[256];
+
+	if (e != NULL && (e->resident || e->known) && e->bytes > 0)
+		return e->bytes;
+	if (mc->loader.size != NULL &&
+		mc->loader.size(mc->loader.ctx, key, &bytes, err, sizeof(err)) == 0)
+		return bytes;
+	return 0;
+}
+
+/*
+ * model_cache_can_load, and with evict the evictions of
+ * model_cache_reserve when the answer is 1.
+ */
+static int
+specs_fit(model_cache *mc, const Pginfer__ModelSpec *const *specs, int n,
+		  int evict)
+{
+	char	  **keys = calloc(n > 0 ? (size_t) n : 1, sizeof(*keys));
+	uint64_t	total = 0,
+				missing = 0,
+				held = 0;
+	int			unknown = 0,
+				rc = 1;
+	const char *first_missing = NULL;
+
+	if (keys == NULL)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (specs[i] != NULL && specs[i]->file != NULL && specs[i]->file[0] != '\0')
+			keys[i] = key_of(specs[i]->file);
+	pthread_mutex_lock(&mc->lock);
+	for (int i = 0; mc->capacity > 0 && i < n; i++)
+	{
+		const cache_entry *e;
+		uint64_t	bytes;
+
+		if (keys[i] == NULL || key_repeated(keys, i))
+			continue;
+		e = find_key(mc, keys[i]);
+		bytes = expected_bytes(mc, keys[i]);
+		unknown |= bytes == 0 && (e == NULL || !e->resident);
+		if (bytes > mc->capacity)
+			rc = -1;
+		total += bytes;
+		if (e == NULL || !e->resident)
+		{
+			missing += bytes;
+			if (first_missing == NULL)
+				first_missing = keys[i];
+		}
+	}
+	/* resident models this group does not need, that other work holds */
+	for (cache_entry *e = mc->models; mc->capacity > 0 && e != NULL; e = e->next)
+		if (e->resident && (e->pins > 0 || e->busy) && !entry_in(e, keys, n))
+			held += e->bytes;
+	if (mc->capacity == 0)
+		rc = 1;
+	else if (rc == -1 || total > mc->capacity)
+		rc = -1;
+	else if (unknown)
+		rc = 1;
+	else if (mc->used + missing > mc->capacity && held + total > mc->capacity)
+		rc = 0;
+	else if (evict && mc->used + missing > mc->capacity)
+	{
+		const char *sq;
+		char		err[1024];
+
+		if (make_room(mc, NULL, first_missing, missing, &sq, err, sizeof(err)) != 0)
+			log_warn("could not reserve room: %s", err);
+	}
+	pthread_mutex_unlock(&mc->lock);
+	for (int i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+	return rc;
+}
+
+/* Whether the models of specs may be made resident now; see model_cache.h. */
+int
+model_cache_can_load(model_cache *mc, const Pginfer__ModelSpec *const *specs,
+					 int n)
+{
+	return specs_fit(mc, specs, n, 0);
+}
+
+/* Makes room for the models of specs now; see model_cache.h. */
+int
+model_cache_reserve(model_cache *mc, const Pginfer__ModelSpec *const *specs,
+					int n)
+{
+	return specs_fit(mc, specs, n, 1);
 }
 
 /* The models the cache knows; see model_cache.h. */

@@ -8,7 +8,17 @@
  * model until it is unloaded.  OCR dictionaries (ModelSpec.labels_file)
  * are kept the same way, loaded with ocr_dict_load().  Paths that are
  * absolute or contain a ".." component are refused before any file is
- * opened, so a request can never read outside --model-dir.  The cache is
+ * opened, and so is a name whose real path (symbolic links followed) lies
+ * outside the model directory (model_store_resolve), so a request can
+ * never read outside --model-dir.  A spec with a sha256 is loaded from
+ * the uploaded copy of those bytes when this worker holds one
+ * (model_store.h), else from its file; either way the bytes read must
+ * have that SHA-256 (PGINFER_SQLSTATE_DATA_CORRUPTED otherwise), and a
+ * resident model registered anew with another digest is loaded again, and
+ * so is one read from an uploaded copy when a spec without a digest (the
+ * file on disk, as another database sharing this worker may register it)
+ * asks for it.
+ * The cache is
  * keyed by the path in normal form ("." components and repeated slashes
  * dropped), so "./x.onnx", ".//x.onnx" and "x.onnx" share one entry and
  * unloading any spelling drops it.  Only regular files are opened (a FIFO
@@ -26,7 +36,9 @@
  * first evicts resident models that no queued or running request needs
  * (pins, model_cache_pin), least recently used first; a pinned model is
  * never evicted, and when the model still does not fit the load fails
- * with PGINFER_SQLSTATE_OUT_OF_MEMORY.  Each load is timed (load_ms).
+ * with PGINFER_SQLSTATE_OUT_OF_MEMORY (model_cache_can_load tells
+ * beforehand whether such a load would fit once pins drop, so that the
+ * server holds the request back instead).  Each load is timed (load_ms).
  * Besides resident models the cache knows models that were evicted or
  * are pinned before their first load; model_cache_snapshot() lists both.
  *
@@ -76,13 +88,37 @@ int			model_path_check(const char *rel, char *err, size_t errlen);
  * spec->sha256 is set (32 bytes) the file's SHA-256 must match it.  On
  * failure returns NULL, sets *sqlstate (PGINFER_SQLSTATE_NO_MODEL for a
  * missing file or one that is not a regular file, _TOO_LARGE for one over
- * MODEL_MAX_FILE_BYTES, _BAD_PARAM for an unsafe path or a wrong digest,
- * _INTERNAL for a file the engine cannot load, _OUT_OF_MEMORY when it
+ * MODEL_MAX_FILE_BYTES, _BAD_PARAM for an unsafe path (one resolving
+ * outside the model directory included), _DATA_CORRUPTED for bytes whose
+ * SHA-256 is not spec->sha256, _INTERNAL for a file the engine cannot
+ * load, _OUT_OF_MEMORY when it
  * cannot be made to fit the capacity) and puts a message naming the file
  * in err.
  */
 const ie_model *model_cache_get(model_cache *mc, const Pginfer__ModelSpec *spec,
 								const char **sqlstate, char *err, size_t errlen);
+
+/*
+ * Starts a run (one stage of a request, worker/fragment.c): the models
+ * model_cache_get() hands out from now on are held by it.  A held model
+ * is never freed by a reload: a later get or acquire in the same run that
+ * names its file as another version (another SHA-256, the file on disk
+ * while the uploaded copy is resident, another precision) fails with
+ * PGINFER_SQLSTATE_BAD_PARAM instead.  model_cache_acquire() (an
+ * explicit load, between runs) may reload it.  Compute thread only.
+ */
+void		model_cache_begin_run(model_cache *mc);
+
+/*
+ * Checks the n specs of one request (NULL or an empty file is skipped):
+ * two that name the same file (any spelling) must ask for the same
+ * version of it, the same sha256 (or both none) and the same precision.
+ * Returns 0, or -1 with PGINFER_SQLSTATE_BAD_PARAM and a message naming
+ * both models and the file.  Looks nothing up; call it before the gets.
+ */
+int			model_cache_check_specs(const Pginfer__ModelSpec *const *specs, int n,
+									const char **sqlstate, char *err,
+									size_t errlen);
 
 /*
  * The OCR dictionary in labels_file (relative to the model directory),
@@ -186,6 +222,30 @@ int			model_cache_declare(model_cache *mc, const char *file, uint64_t bytes,
  * is never evicted or unloaded.
  */
 void		model_cache_pin(model_cache *mc, const char *file, int delta);
+
+/*
+ * Whether the models of specs[0..n) (one group of requests; NULL specs
+ * and empty files skipped, one file named twice counted once) can be made
+ * resident now, under the cap: 1 when they are resident or fit once
+ * unpinned models are evicted (also without a cap, or when a model's size
+ * is not known before its first load), 0 when they fit the cap but only
+ * once resident models that other queued or running work pins (or a
+ * load under way) are released (the group should wait), -1 when a model
+ * alone or the models together exceed the cap (they never fit: loading
+ * fails with PGINFER_SQLSTATE_OUT_OF_MEMORY).  Looks only; loads nothing.
+ */
+int			model_cache_can_load(model_cache *mc,
+								 const Pginfer__ModelSpec *const *specs, int n);
+
+/*
+ * As model_cache_can_load, and when that is 1 also evicts now the
+ * unpinned models (least recently used first, counted and logged as the
+ * load would) that loading the missing ones will need room for, so that
+ * requests queued meanwhile cannot pin that room away before the loads.
+ * Call it from the thread that pins, while no load is under way.
+ */
+int			model_cache_reserve(model_cache *mc,
+								const Pginfer__ModelSpec *const *specs, int n);
 
 /*
  * Drops the resident model file unless it is pinned.  Returns 1 when it

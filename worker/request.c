@@ -197,6 +197,15 @@ request_check_header(const Pginfer__Header *h, int n_payload,
 				return -1;
 			}
 			break;
+		case PGINFER__MSG_KIND__MSG_PUT_MODEL:
+			if (h->model == NULL || h->model->model == NULL)
+			{
+				snprintf(err, errlen, "%s request without a model",
+						 request_kind_name(h->kind));
+				return -1;
+			}
+			want = 1;			/* the model file's bytes */
+			break;
 		default:
 			snprintf(err, errlen, "a worker does not accept %s messages",
 					 request_kind_name(h->kind));

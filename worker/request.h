@@ -39,7 +39,8 @@ Pginfer__Header *request_unpack(const void *data, size_t len);
  * kind (run, model), the input-cache fields (one digest of 32 bytes or
  * none per row; cached rows ascending, in range, with a digest), and
  * n_payload payload frames as the kind needs (run: one per row id, at
- * most REQUEST_MAX_ROWS; the others: none).  Returns 0, or -1 with
+ * most REQUEST_MAX_ROWS; put-model: one, the file's bytes; the others:
+ * none).  Returns 0, or -1 with
  * *sqlstate (PGINFER_SQLSTATE_TOO_LARGE for too many rows, _PROTOCOL
  * otherwise) and a message in err.
  */

@@ -18,7 +18,9 @@
  * Pins: every queued request pins the model files of its fragments in
  * the model cache (queued_request_pin) until its item is freed (after its
  * reply, a cancel, or a shutdown), so that eviction never takes a model
- * that queued or running work needs.
+ * that queued or running work needs.  A group whose models could only be
+ * loaded by evicting such a model stays queued (group_may_run, the
+ * queue's gate) while younger groups run, until the pins drop.
  *
  * Input cache: requests resolve their rows at intake (resolve_inputs):
  * rows left out come from the cache, pinned until the request's item is
@@ -26,6 +28,12 @@
  * rows are not all there gets MSG_NEED_INPUT and is not queued.  Each
  * request's row bytes (its frames, or pinned cache entries) are in its
  * queued_request's rows, which the compute thread reads.
+ *
+ * Metrics (worker/metrics.h, --metrics-listen): the loop hands every
+ * state message it publishes to metrics_set_state, and reports each
+ * answered run-fragment request, each group run and its model calls
+ * (group_metrics) before the replies leave; the metrics module copies
+ * what it needs under its own mutex, nothing of the server is shared.
  *
  * Threading: the loop thread owns the ROUTER and PUB sockets, the
  * batcher, the counters and the timings; the compute thread owns its end
@@ -50,7 +58,9 @@
 #include "worker/fragment.h"
 #include "worker/input_cache.h"
 #include "worker/log.h"
+#include "worker/metrics.h"
 #include "worker/model_cache.h"
+#include "worker/model_store.h"
 #include "worker/request.h"
 #include "worker/simulate.h"
 #include "worker/state.h"
@@ -58,11 +68,16 @@
 /* Timing samples one job may report. */
 #define JOB_MAX_SAMPLES 256
 
-/* Work for the compute thread: a group of requests or a model load. */
+/*
+ * Work for the compute thread: a group of requests, a model load, or the
+ * store of an uploaded model (hashing, writing and fsync of up to
+ * --max-message-bytes would hold the socket loop's pings otherwise).
+ */
 typedef enum job_kind
 {
 	JOB_GROUP,
-	JOB_LOAD
+	JOB_LOAD,
+	JOB_PUT
 } job_kind;
 
 typedef struct job
@@ -82,9 +97,10 @@ typedef struct job
 	int		   *cancelled;		/* per item: cancelled while running */
 	volatile sig_atomic_t abort;	/* set by the loop: stop between rows */
 	volatile sig_atomic_t *stop;	/* what group_compute watches */
-	/* JOB_LOAD: the peer and the request */
+	/* JOB_LOAD, JOB_PUT: the peer and the request */
 	zmq_msg_t	peer;
 	Pginfer__Header *req;
+	zmq_msg_t	payload;		/* JOB_PUT: the model's bytes */
 	/* outcome */
 	int			rc;
 	const char *sqlstate;
@@ -107,6 +123,8 @@ struct server
 	input_cache *inputs;		/* the input cache (capacity 0: off) */
 	sim_profile *sim;			/* --simulate, or NULL */
 	int64_t		max_pixels;
+	int			no_uploads;		/* --no-uploads */
+	uint64_t	max_upload_bytes;	/* --max-upload-bytes */
 	char		worker_id[128];
 	uint64_t	requests_served;	/* MSG_RUN_FRAGMENT requests answered */
 	uint64_t	batches_run;	/* fragment runs (groups of requests) */
@@ -282,6 +300,10 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 	if (s->cache == NULL)
 		goto fail;
 	model_cache_set_capacity(s->cache, ext->gpu_memory);
+	s->no_uploads = ext->no_uploads;
+	s->max_upload_bytes = (uint64_t) (ext->max_upload_bytes > 0 ?
+									  ext->max_upload_bytes :
+									  SERVER_DEFAULT_MAX_UPLOAD_BYTES);
 	s->inputs = input_cache_new(ext->input_cache < 0 ? 0 :
 								ext->input_cache > 0 ? (uint64_t) ext->input_cache :
 								(uint64_t) INPUT_CACHE_DEFAULT_MB << 20);
@@ -411,8 +433,10 @@ job_free(job *j)
 	free(j->data);
 	free(j->len);
 	fragment_result_destroy(&j->fr);
-	if (j->kind == JOB_LOAD)
+	if (j->kind != JOB_GROUP)
 		zmq_msg_close(&j->peer);
+	if (j->kind == JOB_PUT)
+		zmq_msg_close(&j->payload);
 	if (j->req != NULL)
 		pginfer__header__free_unpacked(j->req, NULL);
 	free(j);
@@ -435,7 +459,8 @@ server_destroy(server **sp)
 		job		   *j = s->loads;
 
 		s->loads = j->next;
-		if (j->req != NULL && j->req->model != NULL && j->req->model->model != NULL)
+		if (j->kind == JOB_LOAD && j->req != NULL && j->req->model != NULL &&
+			j->req->model->model != NULL)
 			model_cache_pin(s->cache, j->req->model->model->file, -1);
 		job_free(j);
 	}
@@ -936,7 +961,10 @@ publish_state(server *s)
 		return;
 	buf = pack_state(s, PGINFER__MSG_KIND__MSG_STATE, 0, &len);
 	if (buf != NULL)
+	{
 		state_pub_send(s->pub, buf, len, now_us());
+		metrics_set_state(buf, len);	/* the --metrics-listen gauges */
+	}
 	free(buf);
 }
 
@@ -955,7 +983,7 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0)
 	{
 		snprintf(buf, buflen,
-				 "Copy the file into the worker's model directory (%s), or fix the model's file name.",
+				 "Copy the file into the worker's model directory (%s), or fix the model's file name; for an uploaded model, send it to this worker with infer.push_models().",
 				 s->model_dir);
 		return buf;
 	}
@@ -981,12 +1009,13 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 /*
  * MSG_RESULT for one request: rows [off, off + n) of each of fr's
  * fragments (fr holds fr->n_fragments blocks of total rows), with their
- * value arrays handed over (taken out of fr) as the reply's frames.  NULL
- * when memory runs out.
+ * value arrays handed over (taken out of fr) as the reply's frames, and
+ * queue_ms, the request's wait before its run started.  NULL when memory
+ * runs out.
  */
 static server_reply *
 result_reply(const Pginfer__Header *req, fragment_result *fr, int total,
-			 int off, int n)
+			 int off, int n, double queue_ms)
 {
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	Pginfer__Result res = PGINFER__RESULT__INIT;
@@ -1004,6 +1033,7 @@ result_reply(const Pginfer__Header *req, fragment_result *fr, int total,
 	res.n_rows = (size_t) m;
 	res.rows = ptrs;
 	res.compute_ms = fr->compute_ms;
+	res.queue_ms = queue_ms;
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = PGINFER__MSG_KIND__MSG_RESULT;
 	h.request_id = req->request_id;
@@ -1101,6 +1131,21 @@ done:
 }
 
 /*
+ * Milliseconds request k of group job j waited between its arrival and
+ * the start of the job's run; 0 without a queue (server_run_group).
+ */
+static double
+group_queue_ms(const job *j, int k)
+{
+	double		ms;
+
+	if (j->items == NULL || j->items[k] == NULL)
+		return 0.0;
+	ms = (double) (j->started_us - j->items[k]->arrival_us) / 1000.0;
+	return ms > 0 ? ms : 0.0;
+}
+
+/*
  * The bookkeeping part of a group run, on the loop's thread: counters,
  * timings, and replies[k] for each request (its MSG_RESULT, or MSG_ERROR
  * when the run failed as a whole).  Returns 0, or -1 when memory runs out
@@ -1170,7 +1215,8 @@ group_finish(server *s, job *j, server_reply **replies)
 			fail_bad_rows(fr, j->bad[k], total, off, nk);
 		for (int i = 0; i < nk; i++)
 			n_ok += fr->rows[off + i].ok ? 1 : 0;
-		replies[k] = result_reply(reqs[k], fr, total, off, nk);
+		replies[k] = result_reply(reqs[k], fr, total, off, nk,
+								  group_queue_ms(j, k));
 		if (replies[k] == NULL)
 			rc = -1;
 		else
@@ -1336,6 +1382,60 @@ model_reply(server *s, const Pginfer__Header *req)
 	return pong_reply(s, req->request_id);
 }
 
+/*
+ * MSG_PUT_MODEL's work: stores the uploaded bytes of a model file (the
+ * one payload frame) by content hash (model_store_put, which checks the
+ * name and the SHA-256).  Returns 0, or -1 with *sqlstate and err.  On
+ * the compute thread (JOB_PUT) when there is one.
+ */
+static int
+store_model(server *s, const Pginfer__Header *req, const void *data,
+			size_t len, const char **sqlstate, char *err, size_t errlen)
+{
+	const Pginfer__ModelSpec *spec = req->model->model;
+
+	*sqlstate = PGINFER_SQLSTATE_INTERNAL;
+	if (s->no_uploads)
+	{
+		*sqlstate = PGINFER_SQLSTATE_NOT_SUPPORTED;
+		snprintf(err, errlen, "this worker takes no uploaded models (--no-uploads); model file \"%s\" was not stored",
+				 spec->file);
+	}
+	else if (model_store_put_limited(s->model_dir, spec->file, spec->sha256.data,
+									 spec->sha256.len, data, len,
+									 s->max_upload_bytes, sqlstate, err,
+									 errlen) == 0)
+		return 0;
+	log_warn("request %llu: refused uploaded model file: %s",
+			 (unsigned long long) req->request_id, err);
+	return -1;
+}
+
+/* The hint of a refused MSG_PUT_MODEL, or NULL. */
+static const char *
+put_hint(const char *sqlstate)
+{
+	if (strcmp(sqlstate, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
+		return "Copy the file into the worker's --model-dir instead, or start the worker without --no-uploads.";
+	if (strcmp(sqlstate, PGINFER_SQLSTATE_TOO_LARGE) == 0)
+		return "Remove unused files from the worker's .uploaded folder, or raise its --max-upload-bytes.";
+	return strcmp(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED) == 0 ?
+		"The bytes changed on their way: upload the model again." : NULL;
+}
+
+/* MSG_PUT_MODEL answered on the caller's thread (no compute thread). */
+static server_reply *
+put_model_reply(server *s, const Pginfer__Header *req, const void *data,
+				size_t len)
+{
+	const char *sqlstate;
+	char		err[1024];
+
+	if (store_model(s, req, data, len, &sqlstate, err, sizeof(err)) != 0)
+		return error_reply(req->request_id, sqlstate, err, put_hint(sqlstate));
+	return pong_reply(s, req->request_id);
+}
+
 /* Handles one request; see server.h. */
 int
 server_handle(server *s, const void *header, size_t header_len,
@@ -1385,6 +1485,9 @@ server_handle(server *s, const void *header, size_t header_len,
 		case PGINFER__MSG_KIND__MSG_LOAD_MODEL:
 		case PGINFER__MSG_KIND__MSG_UNLOAD_MODEL:
 			r = model_reply(s, req);
+			break;
+		case PGINFER__MSG_KIND__MSG_PUT_MODEL:
+			r = put_model_reply(s, req, frames[0], frame_len[0]);
 			break;
 		case PGINFER__MSG_KIND__MSG_CANCEL:
 			/* Without a socket nothing is queued: the one named is done or unknown. */
@@ -1719,6 +1822,8 @@ queue_inputs(server *s, queued_request *q)
 		return 0;
 	r = rc > 0 ? need_input_reply(q->header->request_id, missing, n_missing) :
 		error_reply(q->header->request_id, sqlstate, err, NULL);
+	if (rc < 0)
+		metrics_request_done(-1, n, 0, 1);
 	if (r != NULL && send_reply(s, &q->parts[0], r) != 0)
 		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
 	server_reply_destroy(&r);
@@ -1783,6 +1888,26 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 			tail = &(*tail)->next;
 		*tail = j;
 		state_changed(s);
+		return;
+	}
+	if (req->kind == PGINFER__MSG_KIND__MSG_PUT_MODEL && s->pipe_loop != NULL &&
+		n == 3)
+	{
+		/* Storing takes time too: the compute thread does it, in turn. */
+		job		   *j = calloc(1, sizeof(*j));
+		job		  **tail = &s->loads;
+
+		if (j == NULL)
+			goto serve_now;
+		j->kind = JOB_PUT;
+		zmq_msg_init(&j->peer);
+		zmq_msg_copy(&j->peer, &parts[0]);
+		zmq_msg_init(&j->payload);
+		zmq_msg_move(&j->payload, &parts[2]);
+		j->req = req;
+		while (*tail != NULL)
+			tail = &(*tail)->next;
+		*tail = j;
 		return;
 	}
 	if (req->kind != PGINFER__MSG_KIND__MSG_RUN_FRAGMENT)
@@ -1908,11 +2033,50 @@ job_run(server *s, job *j)
 {
 	if (j->kind == JOB_GROUP)
 		group_compute(s, j);
+	else if (j->kind == JOB_PUT)
+		j->rc = store_model(s, j->req, zmq_msg_data(&j->payload),
+							zmq_msg_size(&j->payload), &j->sqlstate,
+							j->err, sizeof(j->err));
 	else
 	{
 		j->sqlstate = PGINFER_SQLSTATE_INTERNAL;
 		j->rc = load_model(s, j->req->model->model, &j->load_ms, &j->sqlstate,
 						   j->err, sizeof(j->err));
+	}
+}
+
+/*
+ * Reports a finished group to the metrics endpoint (metrics.h) before its
+ * replies leave: the run and its model calls when it ran, and each request
+ * not cancelled (queue time, rows, rows that succeeded, or a failure).
+ */
+static void
+group_metrics(const job *j, int ran)
+{
+	int			failed = !ran || j->rc != 0 || j->fr == NULL;
+	int			total = 0,
+				off = 0;
+
+	for (int k = 0; k < j->n_items; k++)
+		total += (int) j->reqs[k]->run->n_row_ids;
+	if (ran)
+		metrics_execution_done((double) (now_us() - j->started_us) / 1e6, total);
+	for (int k = 0; !failed && k < j->n_samples; k++)
+		metrics_model_call(j->samples[k].file, j->samples[k].rows, j->samples[k].ms);
+	for (int k = 0; !failed && k < j->fr->n_samples; k++)
+		metrics_model_call(j->fr->samples[k].file, j->fr->samples[k].rows,
+						   j->fr->samples[k].ms);
+	for (int k = 0; k < j->n_items; k++)
+	{
+		int			nk = (int) j->reqs[k]->run->n_row_ids;
+		int			n_ok = 0;
+
+		for (int i = 0; !failed && i < nk; i++)
+			n_ok += j->fr->rows[off + i].ok ? 1 : 0;
+		if (j->cancelled == NULL || !j->cancelled[k])
+			metrics_request_done(ran ? group_queue_ms(j, k) / 1000.0 : -1, nk, n_ok,
+								 failed);
+		off += nk;
 	}
 }
 
@@ -1927,7 +2091,7 @@ job_complete(server *s, job *j, int shutdown)
 {
 	char		hint[512];
 
-	if (j->kind == JOB_LOAD)
+	if (j->kind != JOB_GROUP)
 	{
 		server_reply *r;
 
@@ -1935,11 +2099,14 @@ job_complete(server *s, job *j, int shutdown)
 		{
 			j->rc = -1;
 			j->sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
-			snprintf(j->err, sizeof(j->err), "the worker is shutting down; the model was not loaded");
+			snprintf(j->err, sizeof(j->err), "the worker is shutting down; the model was not %s",
+					 j->kind == JOB_PUT ? "stored" : "loaded");
 		}
-		model_cache_pin(s->cache, j->req->model->model->file, -1);
+		if (j->kind == JOB_LOAD)
+			model_cache_pin(s->cache, j->req->model->model->file, -1);
 		r = j->rc == 0 ? pong_reply(s, j->req->request_id) :
 			error_reply(j->req->request_id, j->sqlstate, j->err,
+						j->kind == JOB_PUT ? put_hint(j->sqlstate) :
 						hint_for(s, j->sqlstate, hint, sizeof(hint)));
 		if (r != NULL && send_reply(s, &j->peer, r) != 0)
 			log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
@@ -1960,6 +2127,7 @@ job_complete(server *s, job *j, int shutdown)
 											 hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0));
 			else if (group_finish(s, j, replies) != 0)
 				log_error("out of memory building a reply");
+			group_metrics(j, !shutdown);
 			for (int k = 0; k < j->n_items; k++)
 			{
 				queued_request *q = j->items[k]->data;
@@ -2007,9 +2175,98 @@ compute_main(void *arg)
 	return NULL;
 }
 
+/* Most model specs group_may_run looks at; a request with more just runs. */
+#define GATE_MAX_SPECS 64
+
+/*
+ * The model specs of the queued request of it (every fragment, its
+ * chained stages and more_fragments, as pin_run) into specs[0..*n).
+ * Returns 0, or -1 when there are more than GATE_MAX_SPECS or none to
+ * look at.
+ */
+static int
+item_specs(const batch_item *it, const Pginfer__ModelSpec **specs, int *n)
+{
+	const queued_request *q = it->data;
+	const Pginfer__RunFragment *run;
+
+	*n = 0;
+	if (q == NULL || q->header == NULL || (run = q->header->run) == NULL)
+		return -1;
+	for (size_t f = 0; f <= run->n_more_fragments; f++)
+	{
+		const Pginfer__Fragment *fr = f == 0 ? run->fragment : run->more_fragments[f - 1];
+
+		for (; fr != NULL; fr = fr->next)
+			for (size_t m = 0; m < fr->n_models; m++)
+			{
+				if (*n == GATE_MAX_SPECS)
+					return -1;
+				specs[(*n)++] = fr->models[m];
+			}
+	}
+	return 0;
+}
+
+/*
+ * The queue's gate (batcher_gate): whether the group led by lead may run
+ * now as far as memory goes, ie unless its models fit the cap but only
+ * once resident models that other queued or running work pins are
+ * released (model_cache_can_load 0).  A group that never fits runs, and
+ * fails with 53200.
+ */
+static int
+group_may_run(void *ctx, const batch_item *lead)
+{
+	server	   *s = ctx;
+	const Pginfer__ModelSpec *specs[GATE_MAX_SPECS];
+	int			n;
+
+	if (model_cache_capacity(s->cache) == 0 || item_specs(lead, specs, &n) != 0)
+		return 1;
+	return model_cache_can_load(s->cache, specs, n) != 0;
+}
+
+/*
+ * Before the compute thread takes the group led by lead: evicts now what
+ * its loads will need room for (model_cache_reserve), as requests queued
+ * while it runs (between its stages, say) could pin that room away.
+ */
+static void
+reserve_room(server *s, const batch_item *lead)
+{
+	const Pginfer__ModelSpec *specs[GATE_MAX_SPECS];
+	int			n;
+
+	if (model_cache_capacity(s->cache) > 0 && item_specs(lead, specs, &n) == 0)
+		(void) model_cache_reserve(s->cache, specs, n);
+}
+
+/*
+ * Microseconds until the next group the compute thread should take is
+ * ready (batcher_wait_us, skipping groups that wait for memory); -1 when
+ * none.  When every queued group waits for memory and no job runs or
+ * waits, nothing can free it: the oldest group's wait counts then (it
+ * runs, and fails with 53200).
+ */
+static int64_t
+queue_wait_us(server *s, int64_t now)
+{
+	int64_t		w = batcher_wait_gated(s->queue, now, group_may_run, s);
+
+	if (w < 0 && s->running == NULL && s->loads == NULL)
+		w = batcher_wait_us(s->queue, now);
+	return w;
+}
+
 /*
  * Hands the next job to the compute thread when it is idle: a pending
- * load first, else the next ready group from the queue (force: any).
+ * load first, else the next ready group from the queue (force: any).  A
+ * group whose models would need room that queued or running work holds
+ * waits (group_may_run), and the oldest group that may run goes first; a
+ * waiting group is looked at again each time a job finishes.  When every
+ * queued group waits, none can ever run: the oldest ready one runs and
+ * fails with 53200.
  */
 static void
 start_next_job(server *s, int force)
@@ -2028,14 +2285,24 @@ start_next_job(server *s, int force)
 	}
 	else
 	{
-		int			n = batcher_next(s->queue, now_us(), force, &items, &n_items);
+		int64_t		now = now_us();
+		int			n = batcher_next_gated(s->queue, now, force, group_may_run, s,
+										   &items, &n_items);
 
+		if (n == 0 && batcher_length(s->queue) > 0 &&
+			batcher_wait_gated(s->queue, now, group_may_run, s) < 0)
+		{
+			n = batcher_next(s->queue, now, force, &items, &n_items);
+			if (n > 0)
+				log_info("every queued request waits for memory that no other work can free: running the oldest");
+		}
 		if (n < 0)
 			log_error("out of memory taking a group from the queue");
 		if (n <= 0)
 			return;
 		if (n_items > 1)
 			log_debug("running %d queued requests as one batch", n_items);
+		reserve_room(s, items[0]);
 		j = group_job_new(items, n_items);
 		if (j == NULL)
 			return;
@@ -2176,7 +2443,7 @@ server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 			{s->pipe_loop, 0, ZMQ_POLLIN, 0}
 		};
 		int64_t		now = now_us();
-		int64_t		wait_us = s->running == NULL ? batcher_wait_us(s->queue, now) : -1;
+		int64_t		wait_us = s->running == NULL ? queue_wait_us(s, now) : -1;
 		int			timeout = poll_ms;
 		int			state_ms = state_pub_wait_ms(s->pub, now);
 		int			n;

@@ -139,7 +139,14 @@ typedef struct server_ext_opts
 	const char *simulate;		/* --simulate profile path, or NULL */
 	int64_t		input_cache;	/* --input-cache bytes; 0: the default
 								 * (INPUT_CACHE_DEFAULT_MB MiB); < 0: off */
+	int			no_uploads;		/* --no-uploads: refuse MSG_PUT_MODEL */
+	int64_t		max_upload_bytes;	/* --max-upload-bytes: most bytes the
+									 * uploaded models may hold on disk;
+									 * 0: SERVER_DEFAULT_MAX_UPLOAD_BYTES */
 } server_ext_opts;
+
+/* Default --max-upload-bytes: 1 GiB of uploaded models on disk. */
+#define SERVER_DEFAULT_MAX_UPLOAD_BYTES ((int64_t) 1 << 30)
 
 /*
  * server_new() with the settings of ext (may be NULL): the state socket's

@@ -26,6 +26,7 @@
 #include "worker/argmax.h"
 #include "worker/log.h"
 #include "worker/model_calls.h"
+#include "worker/model_store.h"
 #include "worker/tokenizer.h"
 
 /* What a text model needs beyond its ONNX file (kept with the model). */
@@ -47,6 +48,9 @@ typedef struct text_row
 	int			n;				/* ids */
 	int64_t    *ids;
 } text_row;
+
+/* Most bytes of one text row; see text_set_max_bytes. */
+static int64_t text_max_bytes = PGINFER_DEFAULT_MAX_TEXT_BYTES;
 
 /* ---- model.json ---- */
 
@@ -461,6 +465,10 @@ read_config(model_cache *mc, const Pginfer__ModelSpec *spec, text_config *cfg,
 		snprintf(err, errlen, "out of memory");
 		goto done;
 	}
+	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+	if (model_store_check_inside(model_cache_dir(mc), path, "model.json",
+								 spec->file, err, errlen) != 0)
+		goto done;
 	*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
 	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 	{
@@ -605,6 +613,9 @@ get_text_model(model_cache *mc, const Pginfer__ModelSpec *spec,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	if (model_store_check_inside(model_cache_dir(mc), vocab, "vocabulary",
+								 spec->file, err, errlen) != 0)
+		goto fail;				/* *sqlstate is _BAD_PARAM */
 	tm->tok = tokenizer_load(vocab, tm->cfg.lowercase != 0, lerr, sizeof(lerr));
 	if (tm->tok == NULL)
 	{
@@ -699,6 +710,43 @@ reject:
 	free(tr->ids);
 	tr->ids = NULL;
 	return 0;
+}
+
+/* Sets the text row limit; see text.h. */
+void
+text_set_max_bytes(int64_t max_bytes)
+{
+	text_max_bytes = max_bytes > 0 ? max_bytes : PGINFER_DEFAULT_MAX_TEXT_BYTES;
+}
+
+/* The text row limit in force; see text.h. */
+int64_t
+text_get_max_bytes(void)
+{
+	return text_max_bytes;
+}
+
+/*
+ * Whether row i's text of len bytes is within text_max_bytes; if not, the
+ * row gets its 54000 error in r (naming the model and the limit), before
+ * anything is allocated for it.
+ */
+static bool
+row_within_limit(const Pginfer__ModelSpec *spec, size_t len, fragment_result *r,
+				 int i)
+{
+	char		msg[256];
+	char		detail[256];
+
+	if ((uint64_t) len <= (uint64_t) text_max_bytes)
+		return true;
+	snprintf(msg, sizeof(msg), "text of %zu bytes is longer than the worker's limit of %lld bytes",
+			 len, (long long) text_max_bytes);
+	snprintf(detail, sizeof(detail), "The text was for model \"%s\"; it was not tokenized.",
+			 spec->name[0] ? spec->name : spec->file);
+	fragment_row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, detail,
+					   "Split the text, or raise the worker's --max-text-bytes.");
+	return false;
 }
 
 /* qsort order of text_rows: by token count, then by row. */
@@ -916,6 +964,8 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 		text_row	one = {0};
 
 		r->rows[i].row_id = run->row_ids[i];
+		if (!row_within_limit(spec, rows_len[i], r, i))
+			continue;
 		if (tokenize_row(tm, spec, frag->truncate_text, classify, rows[i],
 						 rows_len[i], r, i, &one) != 0)
 			goto oom;

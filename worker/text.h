@@ -122,6 +122,15 @@ void		text_pool(const float *hidden, const int64_t *mask, int seq, int dim,
 void		text_normalize(float *v, int dim);
 
 /*
+ * Sets the most bytes one text row may have (--max-text-bytes; <= 0: the
+ * default, PGINFER_DEFAULT_MAX_TEXT_BYTES).  A longer row fails alone with
+ * 54000 before it is tokenized (nothing is allocated for it).  Call before
+ * any thread runs text_run; text_get_max_bytes returns the limit in force.
+ */
+void		text_set_max_bytes(int64_t max_bytes);
+int64_t		text_get_max_bytes(void);
+
+/*
  * Runs FRAG_EMBED_TEXT or FRAG_CLASSIFY_TEXT (run->fragment->kind;
  * run->fragment->models[0] is the text model) over n_rows texts rows[i]
  * of rows_len[i] bytes into r (n_rows rows; row ids set here).  max_batch (>= 1) caps the rows of one model call.

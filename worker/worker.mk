@@ -4,7 +4,7 @@ WORKER_SRCS := $(filter-out %main.c,$(wildcard worker/*.c))
 WORKER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(WORKER_SRCS)) $(COMMON_OBJS)
 WORKER_LIB  := $(BUILD)/lib/libinferworker.a
 WORKER_LDLIBS := $(WORKER_LIB) $(ENGINE_LIB) -lzmq -ljpeg -lpng -lexif -lcrypto \
-                 $(ENGINE_LDLIBS)
+                 -linih -lmicrohttpd $(ENGINE_LDLIBS)
 
 $(WORKER_LIB): $(WORKER_OBJS)
 	@mkdir -p $(dir $@)

@@ -56,11 +56,13 @@ check-gpu-emu: $(CUDA_EMU) $(BUILD)/bin/onnx-conformance $(GPU_BENCH)
 		--node-dir $(ONNX_NODE_DIR) --known tests/onnx/known_failures.txt \
 		--name gpu-emu-conformance 2>$(BUILD)/gpu-emu-conformance.log
 	@# every model against the CPU backend: the classifier also tiled to batch
-	@# 2 and with TF32 on, the others at batch 1 (emulated convolutions are slow)
+	@# 2 and with TF32 on, the others at batch 1 (emulated convolutions are
+	@# slow); then every model in FP16 (rel-l2 <= 1e-2) and BF16 (<= 1e-1:
+	@# its 8-bit mantissa gives 1.3e-2 to 5.9e-2 on these models, docs/gpu.md)
 	@if [ -d $(ONNX_MODEL_TESTS)/cls_p01 ] && [ -d $(ONNX_MODEL_TESTS)/rec_p01 ] && \
 		[ -d $(ONNX_MODEL_TESTS)/det_p02 ]; then \
 		set -e; export IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)); \
-		echo "$(GPU_BENCH) --device cuda:0 [--tf32 on] cls rec det minilm (emulated)"; \
+		echo "$(GPU_BENCH) --device cuda:0 [--precision tf32|fp16|bf16] cls rec det minilm (emulated)"; \
 		$(GPU_BENCH) --device cuda:0 --batches 1,2 --seconds 0 cls:images:$(ONNX_MODEL_TESTS)/cls_p01; \
 		$(GPU_BENCH) --device cuda:0 --tf32 on --batches 2 --seconds 0 \
 			cls:images:$(ONNX_MODEL_TESTS)/cls_p01; \
@@ -68,6 +70,13 @@ check-gpu-emu: $(CUDA_EMU) $(BUILD)/bin/onnx-conformance $(GPU_BENCH)
 			rec:images:$(ONNX_MODEL_TESTS)/rec_p01 det:images:$(ONNX_MODEL_TESTS)/det_p02 \
 			$$([ -d $(TEXT_MODEL_TESTS)/minilm_b4_s40 ] && \
 			   echo minilm:sentences:$(TEXT_MODEL_TESTS)/minilm_b4_s40); \
+		for p in fp16:1e-2 bf16:1e-1; do \
+			$(GPU_BENCH) --device cuda:0 --precision $${p%:*} --tol $${p#*:} --batches 1 \
+				--seconds 0 cls:images:$(ONNX_MODEL_TESTS)/cls_p01 \
+				rec:images:$(ONNX_MODEL_TESTS)/rec_p01 det:images:$(ONNX_MODEL_TESTS)/det_p02 \
+				$$([ -d $(TEXT_MODEL_TESTS)/minilm_b4_s40 ] && \
+				   echo minilm:sentences:$(TEXT_MODEL_TESTS)/minilm_b4_s40); \
+		done; \
 	else \
 		echo "gpu-emu: no $(ONNX_MODEL_TESTS)/{cls_p01,rec_p01,det_p02} (make check-models makes them): models skipped"; \
 	fi

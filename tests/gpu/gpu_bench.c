@@ -4,7 +4,8 @@
  *	  device, compares the outputs, and times the device at several batch
  *	  sizes (tests/gpu/run.sh prints the table).
  *
- *	  gpu-bench [--device cpu|cuda:N] [--tf32 on|off] [--tol T] [--seconds S]
+ *	  gpu-bench [--device cpu|cuda:N] [--precision fp32|tf32|fp16|bf16]
+ *				[--tf32 on|off] [--tol T] [--seconds S]
  *				[--batches 1,8,32,128] NAME:UNIT:DIR ...
  *
  * DIR is a test folder (model.onnx, test_data_set_0/input_<i>.pb and, when
@@ -13,12 +14,14 @@
  * dimension 0 is ("images", "sentences").  For each folder: the model runs
  * on the CPU and on the device on the same inputs; every float output must
  * have ||gpu - cpu||_2 / ||cpu||_2 <= T (default 1e-4; run.sh uses 1e-2 with
- * TF32), other outputs must be equal.  Then the inputs are tiled along
+ * TF32, FP16 and BF16), other outputs must be equal.  The device model is
+ * loaded with --precision (default fp32; --tf32 on is --precision tf32),
+ * the CPU model always computes in FP32.  Then the inputs are tiled along
  * dimension 0 to each batch size and the device is timed: one warm-up run
  * (it fills the memory pool), then runs until S seconds (default 1) have
  * passed, at least 2 and at most 50.  One line per model:
  *
- *	  RESULT <name> <unit> rel_l2=<x> ort_l2=<x|-> ok=<0|1> cpu_ms_row=<ms> b<B>=<rows/s>|err ...
+ *	  RESULT <name> <unit> precision=<p> rel_l2=<x> ort_l2=<x|-> ok=<0|1> cpu_ms_row=<ms> b<B>=<rows/s>|err ...
  *
  * and "gpu-bench: N passed, M failed" at the end; exit status 1 when a
  * comparison failed, 2 on bad usage, 77 when the device cannot be used.
@@ -141,18 +144,18 @@ tile(const ie_tensor *in, int64_t rows)
 
 /* Loads path for device; NULL with the message printed. */
 static ie_model *
-load_for(const char *path, int device, int tf32)
+load_for(const char *path, int device, ie_precision precision)
 {
 	char		err[1024];
 	ie_model   *m;
+	ie_load_opts opts = {precision};
 
-	ie_set_tf32(tf32);
 	if (ie_set_device(device, err, sizeof(err)) != 0)
 	{
 		fprintf(stderr, "gpu-bench: %s\n", err);
 		return NULL;
 	}
-	m = ie_model_load_file(path, err, sizeof(err));
+	m = ie_model_load_file_opts(path, &opts, err, sizeof(err));
 	if (m == NULL)
 		fprintf(stderr, "gpu-bench: %s\n", err);
 	return m;
@@ -176,7 +179,7 @@ run_once(const ie_model *m, ie_tensor **ins, ie_tensor **outs)
 typedef struct options
 {
 	int			device;
-	int			tf32;
+	ie_precision precision;
 	double		tol;
 	double		seconds;
 	int			n_batches;
@@ -204,8 +207,8 @@ bench_one(const options *o, const char *name, const char *unit, const char *dir)
 	size_t		len;
 
 	snprintf(path, sizeof(path), "%s/model.onnx", dir);
-	mc = load_for(path, IE_DEVICE_CPU, 0);
-	mg = load_for(path, o->device, o->tf32);
+	mc = load_for(path, IE_DEVICE_CPU, IE_PRECISION_FP32);
+	mg = load_for(path, o->device, o->precision);
 	if (mc == NULL || mg == NULL)
 		goto done;
 	n_in = ie_model_n_inputs(mc);
@@ -254,7 +257,8 @@ bench_one(const options *o, const char *name, const char *unit, const char *dir)
 		fprintf(stderr, "gpu-bench: %s: device output differs from the CPU's: rel-l2 %.3g > %.3g\n",
 				name, worst, o->tol);
 
-	len = snprintf(line, sizeof(line), "RESULT %s %s rel_l2=%.3g ort_l2=", name, unit, worst);
+	len = snprintf(line, sizeof(line), "RESULT %s %s precision=%s rel_l2=%.3g ort_l2=", name, unit,
+				   ie_precision_name(o->precision), worst);
 	len += worst_ort >= 0 ? snprintf(line + len, sizeof(line) - len, "%.3g", worst_ort) :
 		snprintf(line + len, sizeof(line) - len, "-");
 	len += snprintf(line + len, sizeof(line) - len, " ok=%d cpu_ms_row=%.1f", ok,
@@ -318,7 +322,8 @@ done:
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: gpu-bench [--device cpu|cuda:N] [--tf32 on|off] [--tol T] [--seconds S]\n"
+	fprintf(stderr, "usage: gpu-bench [--device cpu|cuda:N] [--precision fp32|tf32|fp16|bf16]\n"
+			"                 [--tf32 on|off] [--tol T] [--seconds S]\n"
 			"                 [--batches 1,8,32,128] NAME:UNIT:DIR ...\n");
 	exit(2);
 }
@@ -326,7 +331,7 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-	options		o = {0, 0, 1e-4, 1.0, 4, {1, 8, 32, 128}};
+	options		o = {0, IE_PRECISION_FP32, 1e-4, 1.0, 4, {1, 8, 32, 128}};
 	char		err[1024];
 	int			passed = 0,
 				failed = 0;
@@ -344,7 +349,12 @@ main(int argc, char **argv)
 				usage();
 		}
 		else if (strcmp(argv[i], "--tf32") == 0)
-			o.tf32 = strcmp(v, "on") == 0;
+			o.precision = strcmp(v, "on") == 0 ? IE_PRECISION_TF32 : IE_PRECISION_FP32;
+		else if (strcmp(argv[i], "--precision") == 0)
+		{
+			if (ie_precision_parse(v, &o.precision, err, sizeof(err)) != 0)
+				usage();
+		}
 		else if (strcmp(argv[i], "--tol") == 0)
 			o.tol = atof(v);
 		else if (strcmp(argv[i], "--seconds") == 0)

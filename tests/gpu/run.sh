@@ -11,11 +11,14 @@
 #     --device cuda:0, known failures as on the CPU);
 #  4. every model present on real inputs on the GPU against ONNX Runtime's
 #     outputs (onnx-conformance --dir, relative L2 <= 1e-4);
-#  5. every model on the GPU against the engine's CPU backend (gpu-bench):
-#     relative L2 <= 1e-4 in FP32 and <= 1e-2 with TF32, then images/s or
-#     sentences/s at batch 1, 8, 32 and 128;
-#  6. one table.
-# Budget: 8 minutes: each step has its own timeout (7 minutes together).  The exit status is 0
+#  5. every model on the GPU against the engine's CPU backend (gpu-bench),
+#     at each precision (docs/gpu.md "Precision"): relative L2 <= 1e-4 in
+#     FP32, <= 1e-2 in TF32 and FP16, <= 1e-1 in BF16 (its 8-bit mantissa
+#     gives 1.3e-2 to 5.9e-2 on these models), then images/s or sentences/s at
+#     batch 1, 8, 32 and 128 (1 s per batch in FP32, SECONDS_16 = 0.5 s in
+#     the others);
+#  6. one table, one row per model and precision.
+# Budget: 8 minutes: each step has its own timeout (7.7 minutes together).  The exit status is 0
 # when every step passed, 1 otherwise.
 set -u
 cd "$(dirname "$0")/../.."
@@ -25,6 +28,7 @@ PACK=${PACK:-$BUILD/gpu-pack.tar.xz}
 DEVICE=${DEVICE:-cuda:0}
 BATCHES=${BATCHES:-1,8,32,128}
 SECONDS_PER_BATCH=${SECONDS_PER_BATCH:-1}
+SECONDS_16=${SECONDS_16:-0.5}
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 status=0
@@ -91,7 +95,7 @@ timeout 30 "$BIN/gpu-test-device" "$NODE" 2>&1 | tee "$log/device"
 step "device API (gpu-test-device)" "${PIPESTATUS[0]}"
 
 # 3. node conformance on the GPU, FP32
-timeout 120 "$BIN/onnx-conformance" --device "$DEVICE" --node-dir "$NODE" \
+timeout 110 "$BIN/onnx-conformance" --device "$DEVICE" --node-dir "$NODE" \
 	--known tests/onnx/known_failures.txt --name onnx-conformance-gpu >"$log/conf" 2>"$log/conf.err"
 rc=$?
 grep -E "^(FAIL|NOTE)" "$log/conf" | head -40
@@ -100,12 +104,12 @@ tail -2 "$log/conf"
 step "node conformance on $DEVICE" "$rc"
 
 # 4. the models against ONNX Runtime, on the GPU
-timeout 60 "$BIN/onnx-conformance" --device "$DEVICE" --dir "$TESTS" --metric rel-l2 --tol 1e-4 \
+timeout 50 "$BIN/onnx-conformance" --device "$DEVICE" --dir "$TESTS" --metric rel-l2 --tol 1e-4 \
 	--name onnx-models-gpu 2>"$log/models.err" | tee "$log/models"
 step "models vs ONNX Runtime on $DEVICE (rel-l2 <= 1e-4)" "${PIPESTATUS[0]}"
 grep "infer-engine:" "$log/models.err" | sort -u
 
-# 5. the models against the CPU, and their speed: FP32, then TF32
+# 5. the models against the CPU, and their speed: FP32, then TF32, FP16, BF16
 specs=()
 for t in det cls rec minilm; do
 	[ -e "$TESTS/$t/model.onnx" ] || continue
@@ -113,25 +117,28 @@ for t in det cls rec minilm; do
 	[ "$t" = minilm ] && unit=sentences
 	specs+=("$t:$unit:$TESTS/$t")
 done
-timeout 120 "$BIN/gpu-bench" --device "$DEVICE" --tol 1e-4 --batches "$BATCHES" \
+timeout 90 "$BIN/gpu-bench" --device "$DEVICE" --precision fp32 --tol 1e-4 --batches "$BATCHES" \
 	--seconds "$SECONDS_PER_BATCH" "${specs[@]}" 2>"$log/fp32.err" | tee "$log/fp32"
 step "models vs CPU, FP32 (rel-l2 <= 1e-4)" "${PIPESTATUS[0]}"
-timeout 90 "$BIN/gpu-bench" --device "$DEVICE" --tf32 on --tol 1e-2 --batches "$BATCHES" \
-	--seconds "$SECONDS_PER_BATCH" "${specs[@]}" 2>"$log/tf32.err" | tee "$log/tf32"
-step "models vs CPU, TF32 (rel-l2 <= 1e-2)" "${PIPESTATUS[0]}"
-cat "$log/fp32.err" "$log/tf32.err" | grep -v "^infer-engine: model" | head -20
+for pt in tf32:1e-2 fp16:1e-2 bf16:1e-1; do
+	p=${pt%:*}
+	timeout 60 "$BIN/gpu-bench" --device "$DEVICE" --precision "$p" --tol "${pt#*:}" \
+		--batches "$BATCHES" --seconds "$SECONDS_16" "${specs[@]}" 2>"$log/$p.err" | tee "$log/$p"
+	step "models vs CPU, ${p^^} (rel-l2 <= ${pt#*:})" "${PIPESTATUS[0]}"
+done
+cat "$log"/{fp32,tf32,fp16,bf16}.err | grep -v "^infer-engine: model" | head -20
 
 # 6. the table
 echo
 echo "GPU: $gpu; CUDA ${cuda:-?}; $(date -u +%Y-%m-%dT%H:%MZ)"
-printf '%-7s %-5s %-10s %-10s %-10s %-10s' model math unit rel-l2/cpu rel-l2/ort cpu-ms/row
+printf '%-7s %-9s %-10s %-10s %-10s %-10s' model precision unit rel-l2/cpu rel-l2/ort cpu-ms/row
 for b in ${BATCHES//,/ }; do printf ' %10s' "b$b/s"; done
 echo
-for math in fp32 tf32; do
+for math in fp32 tf32 fp16 bf16; do
 	while read -r _ name unit rest; do
 		declare -A f=()
 		for kv in $rest; do f[${kv%%=*}]=${kv#*=}; done
-		printf '%-7s %-5s %-10s %-10s %-10s %-10s' "$name" "$math" "$unit" "${f[rel_l2]}" \
+		printf '%-7s %-9s %-10s %-10s %-10s %-10s' "$name" "$math" "$unit" "${f[rel_l2]}" \
 			"${f[ort_l2]}" "${f[cpu_ms_row]}"
 		for b in ${BATCHES//,/ }; do printf ' %10s' "${f[b$b]:-?}"; done
 		echo

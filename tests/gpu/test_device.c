@@ -1,7 +1,8 @@
 /*
  * test_device.c
  *	  The engine's device API (engine.h: ie_device_parse, ie_set_device,
- *	  ie_device_memory, ie_model_device) on whatever machine runs it.
+ *	  ie_device_memory, ie_model_device, the precisions) on whatever
+ *	  machine runs it.
  *
  * Without a usable CUDA device (or in a build without CUDA) choosing
  * cuda:0 must fail with a message naming the cause and leave the default
@@ -75,6 +76,43 @@ done:
 	return rc;
 }
 
+/*
+ * Precisions (engine.h): the names parse both ways, a bad one is refused
+ * naming the accepted ones, a CPU model loaded with FP16 records it, a
+ * load without options is FP32, and an unknown value fails the load.
+ */
+static void
+check_precision(const char *node_dir)
+{
+	static const char *const names[] = {"fp32", "tf32", "fp16", "bf16"};
+	char		err[1024],
+				path[4096];
+	ie_precision p = IE_PRECISION_BF16;
+	ie_load_opts opts = {IE_PRECISION_FP16};
+	ie_model   *m;
+
+	for (int i = 0; i < 4; i++)
+		check(ie_precision_parse(names[i], &p, err, sizeof(err)) == 0 && (int) p == i &&
+			  strcmp(ie_precision_name(p), names[i]) == 0, "precision name", names[i]);
+	check(ie_precision_parse("", &p, err, sizeof(err)) == 0 && p == IE_PRECISION_FP32,
+		  "empty precision is fp32", NULL);
+	check(ie_precision_parse("fp64", &p, err, sizeof(err)) == -1 &&
+		  strstr(err, "fp32, tf32, fp16 or bf16") != NULL, "fp64 refused", err);
+	check(ie_precision_name((ie_precision) 4) == NULL, "no name for 4", NULL);
+	snprintf(path, sizeof(path), "%s/test_relu/model.onnx", node_dir);
+	m = ie_model_load_file_opts(path, &opts, err, sizeof(err));
+	check(m != NULL && ie_model_precision(m) == IE_PRECISION_FP16 &&
+		  ie_model_device(m) == IE_DEVICE_CPU, "fp16 model on the cpu", err);
+	ie_model_destroy(&m);
+	m = ie_model_load_file(path, err, sizeof(err));
+	check(m != NULL && ie_model_precision(m) == IE_PRECISION_FP32, "default fp32", err);
+	ie_model_destroy(&m);
+	opts.precision = (ie_precision) 7;
+	m = ie_model_load_file_opts(path, &opts, err, sizeof(err));
+	check(m == NULL && strstr(err, "unknown precision 7") != NULL, "precision 7 refused", err);
+	ie_model_destroy(&m);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -131,6 +169,7 @@ main(int argc, char **argv)
 		check(ie_set_device(IE_DEVICE_CPU, err, sizeof(err)) == 0 &&
 			  run_relu(node_dir, IE_DEVICE_CPU, err, sizeof(err)) == 0, "relu on the cpu", err);
 	}
+	check_precision(node_dir);
 	printf("gpu-device: %d passed, %d failed\n", passed, failed);
 	return failed > 0 ? 1 : 0;
 }

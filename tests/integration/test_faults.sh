@@ -103,7 +103,7 @@ EOF
 ok=1
 wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up || ok=0
 check "two simulated workers up" "ok=$ok" '^ok=1$'
-q -c "SELECT infer.load_model('s1', 'slow')" >/dev/null
+q -c "SELECT infer.load_model('slow', 's1')" >/dev/null
 
 # --- (t) and (c): a backend terminated or cancelled mid-query ------------------
 # victim SIGNAL_FN LABEL: runs 40 slow.onnx rows (300 ms each, up to 8
@@ -215,7 +215,7 @@ check "(p) infer.retries is a user setting, 0 to 16" \
 # (three calls with different inputs), to s2 alone (quick.onnx resident
 # there, locality) over the backend's one socket to it; a poller records
 # the most requests s2 held at once.
-q -c "SELECT infer.load_model('s2', 'quick')" >/dev/null
+q -c "SELECT infer.load_model('quick', 's2')" >/dev/null
 q >"$tmp/h.out" 2>&1 <<EOF &
 SET infer.placement = locality;
 SET infer.batch_size = 1;

@@ -150,7 +150,7 @@ check "three workers up, nothing resident" \
 	'^ok=1 w1:up:0 w2:up:0 w3:up:0$'
 
 # --- (a) a model resident on one worker attracts its batches ------------------
-q -c "SELECT infer.load_model('w2', 'ppocr_cls')" >/dev/null
+q -c "SELECT infer.load_model('ppocr_cls', 'w2')" >/dev/null
 check "(a) load_model: ppocr_cls resident on w2 only" \
 	"$(q -c "SELECT string_agg(name || ':' || array_to_string(resident_models, ','), ' ' ORDER BY name) FROM infer.workers")" \
 	'^w1: w2:ch_ppocr_mobile_v2\.0_cls_infer\.onnx w3:$'
@@ -165,7 +165,7 @@ check "(a) every ppocr_cls batch to w2 under locality (13 requests, 24 rows)" \
 	"$(workers_line "$out")" '^Inference Workers: w2: 13 requests, 24 rows$'
 # cost weighs a load against a wait: a small model loads in a few ms, as
 # fast as a batch runs, so the test uses minilm (90 MB) there
-q -c "SELECT infer.load_model('w2', 'minilm')" >/dev/null
+q -c "SELECT infer.load_model('minilm', 'w2')" >/dev/null
 out=$(q <<EOF
 SET infer.batch_size = 2;
 SET infer.max_inflight = 1;
@@ -208,7 +208,7 @@ done
 # w1 alone holds prompt_task, so locality sends it every batch until the pool
 # finds it down; it stops when row 6 is read, so it holds the batches sent
 # from then on (and those of rows 1-5 it had not answered yet).
-q -c "SELECT infer.load_model('w1', 'prompt_task')" >/dev/null
+q -c "SELECT infer.load_model('prompt_task', 'w1')" >/dev/null
 F_Q="SELECT t.n, infer.classify('prompt_task', t.t) AS v
   FROM (SELECT sig_at(n, 6, 'STOP', $PID_w1) AS n, t FROM txt OFFSET 0) AS t"
 t_stop=$(date +%s%N)
@@ -270,7 +270,7 @@ check "(f) SIGCONT after $(ms_since "$t_stop") ms: the hung workers are up again
 # batches, infer.max_inflight (4) of them; then it is killed.  A long
 # worker_timeout keeps the pool from finding it down meanwhile.  (16 rows:
 # the detector is the slowest model here.)
-q -c "SELECT infer.load_model('w3', 'ppocr_det')" >/dev/null
+q -c "SELECT infer.load_model('ppocr_det', 'w3')" >/dev/null
 DET_Q="SELECT t.n, infer.detect_text(t.data)::text AS v
   FROM (SELECT sig_at(n, 8, 'STOP', $PID_w3) AS n, data FROM img WHERE n <= 16 OFFSET 0) AS t"
 q >"$tmp/c.out" 2>&1 <<EOF &
@@ -383,8 +383,8 @@ FAST_Q="SELECT n, infer.classify('fast', data) AS v FROM img"
 # is per fragment kind (its mean ms per row), and slow rows would make a
 # fast classify look slow there.
 q <<EOF >/dev/null
-SELECT infer.load_model('s1', 'fast');
-SELECT infer.load_model('s1', 'slow');
+SELECT infer.load_model('fast', 's1');
+SELECT infer.load_model('slow', 's1');
 SET infer.placement = locality;
 SELECT count(infer.predict('slow', data)) FROM img WHERE n = 1;
 EOF

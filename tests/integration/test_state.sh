@@ -14,6 +14,9 @@
 # first evicts it, a model a queued request needs is neither evicted (the
 # load that would need it fails with 53200 naming it) nor unloaded
 # (55006), a model larger than the cap fails with 53200 (load and run);
+# a request whose model fits the cap but not beside the resident models
+# that queued requests need waits (younger runnable work goes first) and
+# then runs, evicting one model, instead of failing with 53200;
 # unload works; a cancel of a running request abandons it (no reply);
 # SIGTERM abandons a simulated run (57P01) and the worker
 # exits 0 at once; the residency counters (model_loads, model_evictions,
@@ -217,6 +220,88 @@ check "a.onnx again after its eviction: a miss, and b.onnx evicted (in the publi
 	"$out" '^STATE .* model_loads=3 model_evictions=2 model_hits=1 model_misses=3 '
 check "a request of two rows is one use (one run)" "$("${C[@]}" ping)" \
 	' model_hits=1 model_misses=3 ' 'served=4 '
+testenv_stop_pid "$WPID" TERM
+
+# --- a request whose model needs room that queued work holds waits ------------
+# wa, wb, wc: 200 MB each, two fit under 500M.  wa (resident, 1.2 s) runs;
+# a request for wc queues, then one for wa and one for wb: both resident
+# models are pinned when wa's run ends, so wc waits (the one for wa runs
+# first), then runs evicting wa, the least recently used model no queued
+# request needs.  A second request for wc, cancelled while it waits, is
+# dropped.  wbig (600 MB) never fits: it fails at once.
+cat >"$SIM/wait.json" <<'EOF'
+{
+  "load_bandwidth": 3e9,
+  "output_values": 4,
+  "models": {
+    "wa.onnx":   {"bytes": 200000000, "compute_ms": [[1, 1200]]},
+    "wb.onnx":   {"bytes": 200000000, "compute_ms": [[1, 300]]},
+    "wc.onnx":   {"bytes": 200000000, "compute_ms": [[1, 50]]},
+    "wbig.onnx": {"bytes": 600000000, "compute_ms": [[1, 10]]}
+  }
+}
+EOF
+start_worker "$tmp/wait.log" --model-dir "$SIM" --simulate "$SIM/wait.json" \
+	--gpu-memory 500M --max-queue-delay-us 0 || exit 1
+C=("$CLIENT" --endpoint "$EP")
+"${C[@]}" --timeout-ms 3000 load wa.onnx >/dev/null
+check "wa.onnx and wb.onnx resident (400 of 500 MB)" \
+	"$("${C[@]}" --timeout-ms 3000 load wb.onnx)" '^PONG .*resident=(wb\.onnx,wa\.onnx|wa\.onnx,wb\.onnx) ' \
+	' model_loads=2 model_evictions=0 '
+h1=$(printf 'row one' | sha256sum | cut -c1-16)
+h2=$(printf 'row two' | sha256sum | cut -c1-16)
+"${C[@]}" --timeout-ms 8000 classify wa.onnx yes,no "$R1" >"$tmp/wa1.out" &
+pids+=("$!")
+w1=$!
+sleep 0.2
+"${C[@]}" --timeout-ms 8000 classify wc.onnx yes,no "$R1" >"$tmp/wc.out" &
+pids+=("$!")
+w2=$!
+sleep 0.1
+"${C[@]}" --timeout-ms 8000 classify wa.onnx yes,no "$R2" >"$tmp/wa2.out" &
+pids+=("$!")
+w3=$!
+sleep 0.1
+"${C[@]}" --timeout-ms 8000 classify wb.onnx yes,no "$R2" >"$tmp/wb.out" &
+pids+=("$!")
+w4=$!
+sleep 0.3
+before=$("${C[@]}" --timeout-ms 1000 state 1)
+"${C[@]}" --timeout-ms 1000 --cancel-after-ms 300 classify wc.onnx yes,no "$R2" >"$tmp/wc2.out" &
+pids+=("$!")
+w5=$!
+# wa's first run ends at about 1.2 s; its second runs until about 2.4 s
+sleep 0.9
+during=$("${C[@]}" --timeout-ms 1000 state 1)
+wait "$w1" "$w2" "$w3" "$w4" "$w5"
+check "while wa.onnx runs: 4 requests held, wc.onnx known (not resident) and needed once" \
+	"$before" '^STATE .*queue=4 ' ' busy=1 ' 'wc\.onnx:known:200000000:[0-9.]+:1:' \
+	'wa\.onnx:resident:200000000:[0-9.]+:2:' 'wb\.onnx:resident:200000000:[0-9.]+:1:'
+check "wa.onnx's second request ran before wc.onnx's (which waits, still queued)" \
+	"$during" '^STATE .*queue=3 ' ' busy=1 ' 'wc\.onnx:known:200000000:[0-9.]+:1:' \
+	'wa\.onnx:resident:200000000:[0-9.]+:1:' 'wb\.onnx:resident:200000000:[0-9.]+:1:'
+check "a cancel of a request that waits for memory drops it (no reply)" \
+	"$(cat "$tmp/wc2.out")" '^NOREPLY'
+check "the request for wc.onnx waited for memory and got its answer (no 53200)" \
+	"$(cat "$tmp/wc.out")" "^ROW 0 id=100 ok=1 .*text=sim:wc\\.onnx:$h1\$"
+check_not "..." "$(cat "$tmp/wc.out")" 'sqlstate'
+check "the others got theirs" "$(cat "$tmp/wa1.out" "$tmp/wa2.out" "$tmp/wb.out")" \
+	"^ROW 0 id=100 ok=1 .*text=sim:wa\\.onnx:$h1\$" "^ROW 0 id=100 ok=1 .*text=sim:wa\\.onnx:$h2\$" \
+	"^ROW 0 id=100 ok=1 .*text=sim:wb\\.onnx:$h2\$"
+out=$("${C[@]}" ping)
+check "one eviction (wa.onnx, unpinned once its requests ran), wc.onnx and wb.onnx resident" \
+	"$out" ' model_loads=3 model_evictions=1 ' 'served=4 ' 'queue=0 ' \
+	'wa\.onnx:known:200000000:' 'wc\.onnx:resident:200000000:[0-9.]+:0:' \
+	'wb\.onnx:resident:200000000:[0-9.]+:0:'
+check "the log names the eviction" "$(cat "$tmp/wait.log")" \
+	'evicting model "wa\.onnx" \(200000000 bytes.* to make room for "wc\.onnx"'
+t0=$(date +%s%N)
+out=$("${C[@]}" --timeout-ms 3000 classify wbig.onnx yes,no "$R1")
+t1=$(date +%s%N)
+check "a model larger than the cap still fails at once with 53200" \
+	"$out ms=$(((t1 - t0) / 1000000))" \
+	'^ERROR sqlstate=53200 message=model "wbig\.onnx" needs 600000000 bytes, more than the 524288000 bytes' \
+	'ms=[0-9]{1,3}$'
 testenv_stop_pid "$WPID" TERM
 
 # --- --state-listen, and a real worker under a cap ----------------------------

@@ -8,8 +8,8 @@
 # of p05_street_sign.jpg reads "Baker"; every file in data/ocr/bad/ gives a
 # per-row error and the worker still answers a ping; a batch of 3 rows with
 # a bad middle row keeps rows 1 and 3 right and in order; an unknown model
-# file gives MSG_ERROR naming it; unsafe paths and wrong SHA-256 digests
-# are refused; a cancel gets no reply; predict/classify with the OCR
+# file gives MSG_ERROR naming it; unsafe paths (a symbolic link out of
+# the model dir included) and wrong SHA-256 digests (XX001) are refused; a cancel gets no reply; predict/classify with the OCR
 # direction classifier as a plain image model; batched predict/classify:
 # a row's floats inside batches of mixed image sizes with a bad row are
 # bit-for-bit those it gets alone, in one model call per input shape, at
@@ -126,9 +126,9 @@ check "an absolute model path is refused" "$("${C[@]}" load /etc/passwd)" \
 	'^ERROR sqlstate=22023 message=.*absolute'
 cls=ch_ppocr_mobile_v2.0_cls_infer.onnx
 sum=$(sha256sum "$MODEL_DIR/$cls" | awk '{print $1}')
-check "load with a wrong SHA-256 is refused" \
+check "load with a wrong SHA-256 is refused (XX001, the bytes are not those registered)" \
 	"$("${C[@]}" load $cls 0000000000000000000000000000000000000000000000000000000000000000)" \
-	'^ERROR sqlstate=22023 message=.*SHA-256'
+	'^ERROR sqlstate=XX001 message=SHA-256 mismatch: model file'
 out=$("${C[@]}" load $cls "$sum")
 if grep -q 'unsupported operator' <<<"$out"; then
 	fail "load with the right SHA-256 (the engine cannot load $cls yet)" "$out"
@@ -452,10 +452,13 @@ fi
 # --- request limits, model paths, odd files, log escaping -----------------
 # A worker with --max-message-bytes 1 MiB (a header of 70000 row ids is
 # about 210 kB) over a model dir of its own: a
-# link to the classifier, a FIFO and a directory.
+# copy of the classifier, a symbolic link to it (inside) and one to the
+# real classifier in $MODEL_DIR (outside), a FIFO and a directory.
 mdir=$tmp/mdir
 mkdir -p "$mdir/subdir"
-ln -s "$(cd "$MODEL_DIR" && pwd)/$cls" "$mdir/cls.onnx"
+cp "$MODEL_DIR/$cls" "$mdir/cls.onnx"
+ln -s cls.onnx "$mdir/in_link.onnx"
+ln -s "$(cd "$MODEL_DIR" && pwd)/$cls" "$mdir/out_link.onnx"
 mkfifo "$mdir/fifo.onnx"
 out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$mdir" --max-message-bytes 10 2>&1)
 check "--max-message-bytes 10 is refused (exit 2)" "$out rc=$?" 'rc=2' 'max-message-bytes must be'
@@ -501,6 +504,12 @@ if start_worker "$tmp/worker4.log" --model-dir "$mdir" --max-message-bytes 10485
 		'resident=cls\.onnx request_id' ' 1 loads$'
 	check "unloading .//./cls.onnx drops it" "$("${C4[@]}" unload .//./cls.onnx)" \
 		'^PONG .*resident= request_id'
+	check "a symbolic link inside the model dir to a file inside loads" \
+		"$("${C4[@]}" --timeout-ms 20000 load in_link.onnx)" '^PONG .*resident=in_link\.onnx'
+	check "a symbolic link to the real model outside the model dir is refused (22023)" \
+		"$("${C4[@]}" --timeout-ms 20000 load out_link.onnx)" \
+		'^ERROR sqlstate=22023 message=model file "out_link\.onnx" of model "out_link\.onnx" resolves outside the model directory .*--model-dir'
+	"${C4[@]}" unload in_link.onnx >/dev/null
 	check "a path of only '.' components is refused" "$("${C4[@]}" load ././/)" \
 		'^ERROR sqlstate=22023 message=.*names no file'
 

@@ -1,6 +1,6 @@
 # testlib.sh: helpers shared by the process-level tests in
 # tests/integration/ (test_worker.sh, test_state.sh, test_pool.sh,
-# test_faults.sh, test_curve.sh).  Sourced from the
+# test_faults.sh, test_curve.sh, test_restart.sh, test_hostile.sh).  Sourced from the
 # repository root; sets BUILD, WORKER, CLIENT and MODEL_DIR where the
 # environment does not, and sources tools/testenv.sh itself.
 # Single-threaded shell; every process it starts is remembered in pids

@@ -10,7 +10,9 @@
  *					COMMAND [ARGS...]
  *
  * --ocr-models names the OCR fragment's files (relative to the worker's
- * --model-dir; CLS "none" runs without the direction classifier).
+ * --model-dir; CLS "none" runs without the direction classifier);
+ * --ocr-sha256 H0,H1,H2 gives them SHA-256 digests (64 hex digits, "-"
+ * for none), as a backend sends those of uploaded files.
  * --input-size sets the model's input size for predict/classify (0x0:
  * the image's own).  --all-values prints every value of a row, as %.9g
  * (which reads back to the same float).  --cancel sends a MSG_CANCEL of
@@ -479,7 +481,8 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: worker-client --endpoint EP [--timeout-ms N] [--version N]\n"
-			"         [--ocr-models DET,CLS,REC,DICT] [--input-size HxW] [--all-values]\n"
+			"         [--ocr-models DET,CLS,REC,DICT] [--ocr-sha256 H0,H1,H2]\n"
+			"         [--input-size HxW] [--all-values]\n"
 			"         [--cancel] [--rounds N [--solo-last-round]]\n"
 			"         [--embed MODEL] [--also ocr|detect] [--also-chain MODEL]\n"
 			"         [--state-endpoint EP] [--cancel-after-ms N]\n"
@@ -773,6 +776,8 @@ main(int argc, char **argv)
 	uint8_t    *bulk_buf = NULL;
 	long		deep_n = 0;
 	char		ocr_buf[1024];
+	uint8_t		ocr_sha[3][32];
+	int			ocr_has_sha[3] = {0, 0, 0};
 	void	   *ctx = NULL,
 			   *socks[MAX_CLIENTS] = {NULL};
 	int			rc = 2;
@@ -862,6 +867,29 @@ main(int argc, char **argv)
 			o.cls = strcmp(p[1], "none") == 0 ? "" : p[1];
 			o.rec = p[2];
 			o.dict = p[3];
+		}
+		else if (strcmp(argv[i], "--ocr-sha256") == 0 && i + 1 < argc)
+		{
+			char		buf[256];
+			char	   *p[3] = {NULL, NULL, NULL};
+
+			snprintf(buf, sizeof(buf), "%s", argv[++i]);
+			if (split_commas(buf, p, 3) != 3)
+			{
+				usage();
+				return 2;
+			}
+			for (int k = 0; k < 3; k++)
+			{
+				if (strcmp(p[k], "-") == 0)
+					continue;
+				if (parse_hex32(p[k], ocr_sha[k]) != 0)
+				{
+					fprintf(stderr, "worker-client: bad SHA-256 \"%s\"\n", p[k]);
+					return 2;
+				}
+				ocr_has_sha[k] = 1;
+			}
 		}
 		else
 		{
@@ -963,6 +991,12 @@ main(int argc, char **argv)
 			spec_file(&specs[0], o.det, NULL);
 			spec_file(&specs[1], o.cls, NULL);
 			spec_file(&specs[2], o.rec, o.dict);
+			for (int k = 0; k < 3; k++)
+				if (ocr_has_sha[k])
+				{
+					specs[k].sha256.data = ocr_sha[k];
+					specs[k].sha256.len = 32;
+				}
 			frag.n_models = 3;
 		}
 		else if (cmd[0] == 'e')

@@ -212,6 +212,60 @@ test_cancel(void)
 	CHECK_EXPR(n_freed == freed_before + 2);
 }
 
+/* The gate of test_gate: holds back key "c" while *ctx is set. */
+static int
+gate_c(void *ctx, const batch_item *lead)
+{
+	return !(*(int *) ctx && lead->key_len == 1 && lead->key[0] == 'c');
+}
+
+/* Takes the next group gate_c lets run and checks its ids; frees it. */
+static void
+expect_gated(batcher *b, int *hold, const uint64_t *want, int n_want)
+{
+	batch_item **items = NULL;
+	int			n = -1;
+	int			rc = batcher_next_gated(b, 100, 0, gate_c, hold, &items, &n);
+
+	CHECK_EXPR(rc == (n_want > 0) && n == n_want);
+	for (int i = 0; rc == 1 && i < n && i < n_want; i++)
+		CHECK_EXPR(items[i]->request_id == want[i]);
+	for (int i = 0; rc == 1 && i < n; i++)
+		batch_item_destroy(&items[i]);
+	free(items);
+}
+
+/*
+ * A gated group keeps its place: younger groups pass it while it is held
+ * back, and it goes first once let through.
+ */
+static void
+test_gate(void)
+{
+	batcher    *b = batcher_new(8, 1000);
+	int			hold = 1;
+
+	add(b, "c", 1, 0, "p", 1);
+	add(b, "a", 1, 10, "p", 2);
+	add(b, "b", 1, 20, "p", 3);
+	add(b, "a", 1, 30, "p", 4);
+	CHECK_EXPR(batcher_wait_gated(b, 100, gate_c, &hold) == 0);
+	expect_gated(b, &hold, (const uint64_t[]) {2, 4}, 2);
+	expect_gated(b, &hold, (const uint64_t[]) {3}, 1);
+	/* only c is left, held back: no group, and nothing to wait for */
+	CHECK_EXPR(batcher_wait_gated(b, 100, gate_c, &hold) == -1);
+	CHECK_EXPR(batcher_wait_us(b, 100) == 0);
+	expect_gated(b, &hold, NULL, 0);
+	CHECK_EXPR(batcher_length(b) == 1);
+	/* let through, it goes before a younger group */
+	add(b, "a", 1, 40, "p", 5);
+	hold = 0;
+	expect_gated(b, &hold, (const uint64_t[]) {1}, 1);
+	expect_gated(b, &hold, (const uint64_t[]) {5}, 1);
+	CHECK_EXPR(batcher_length(b) == 0);
+	batcher_destroy(&b);
+}
+
 /* Runs every test. */
 int
 main(void)
@@ -223,8 +277,9 @@ main(void)
 	test_full_and_oversize();
 	test_fairness();
 	test_cancel();
+	test_gate();
 	/* Every item added was freed exactly once. */
-	added = 6 + 7 + 5 + 7 + 5;
+	added = 6 + 7 + 5 + 7 + 5 + 5;
 	CHECK_EXPR(n_freed == added);
 
 	return tu_report("test_batcher");

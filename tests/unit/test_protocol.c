@@ -605,9 +605,9 @@ test_model_cache(void)
 	CHECK_EXPR(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
 	CHECK_CONTAINS(err, "not a regular file");
 
-	spec.file = "junk.onnx";	/* not a ModelProto */
+	spec.file = "junk.onnx";	/* not a ModelProto: data_corrupted */
 	CHECK_EXPR(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
-	CHECK_STR(sqlstate, PGINFER_SQLSTATE_INTERNAL);
+	CHECK_STR(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED);
 	CHECK_CONTAINS(err, "could not load model file \"junk.onnx\"");
 	CHECK_EXPR(model_cache_count(mc) == 0);
 
@@ -617,8 +617,8 @@ test_model_cache(void)
 	spec.sha256.data = digest;
 	spec.sha256.len = 32;
 	CHECK_EXPR(model_cache_get(mc, &spec, &sqlstate, err, sizeof(err)) == NULL);
-	CHECK_STR(sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
-	CHECK_CONTAINS(err, "SHA-256");
+	CHECK_STR(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED);
+	CHECK_CONTAINS(err, "SHA-256 mismatch");
 	{
 		char		path[128];
 		FILE	   *f;

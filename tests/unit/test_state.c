@@ -158,6 +158,19 @@ acquire(model_cache *mc, const char *file, const char **sq, char *err, size_t er
 	return model_cache_acquire(mc, &spec, NULL, sq, err, errlen);
 }
 
+/* model_cache_can_load over the files f1 and f2 (NULL: just f1). */
+static int
+can_load(model_cache *mc, const char *f1, const char *f2)
+{
+	Pginfer__ModelSpec a = PGINFER__MODEL_SPEC__INIT;
+	Pginfer__ModelSpec b = PGINFER__MODEL_SPEC__INIT;
+	const Pginfer__ModelSpec *specs[2] = {&a, &b};
+
+	a.file = (char *) f1;
+	b.file = (char *) f2;
+	return model_cache_can_load(mc, specs, f2 != NULL ? 2 : 1);
+}
+
 /* Whether file is resident, from the snapshot. */
 static int
 resident(model_cache *mc, const char *file)
@@ -206,8 +219,30 @@ test_residency(void)
 		  strstr(err, "\"a6.onnx\" needs 6291456 bytes") != NULL &&
 		  strstr(err, "\"a4.onnx\" (4194304 bytes)") != NULL, "%s", err);
 	CHECK_EXPR(model_cache_evict(mc, "a4.onnx") == -1);
+	/* ... so a group needing a6 waits (0); resident or free room: 1 */
+	CHECK_EXPR(can_load(mc, "a6.onnx", NULL) == 0);
+	CHECK_EXPR(can_load(mc, "a4.onnx", "./a5.onnx") == 1);
+	CHECK_EXPR(can_load(mc, "a1.onnx", "a1.onnx") == 1);	/* 1 MB is free */
+	CHECK_EXPR(can_load(mc, "a4.onnx", "a6.onnx") == 0);	/* a5 holds 5 MB */
+	/* never fits: alone, or together */
+	CHECK_EXPR(can_load(mc, "a11.onnx", NULL) == -1);
+	CHECK_EXPR(can_load(mc, "a5.onnx", "a6.onnx") == -1);
+	CHECK_EXPR(loads == 3);		/* it only looks */
 	/* unpin a5: a6 evicts it */
 	model_cache_pin(mc, "a5.onnx", -1);
+	CHECK_EXPR(can_load(mc, "a6.onnx", NULL) == 1);
+	/* reserving room for a6 evicts a5 now, and loads nothing */
+	{
+		Pginfer__ModelSpec a6 = PGINFER__MODEL_SPEC__INIT;
+		const Pginfer__ModelSpec *specs[1] = {&a6};
+		uint64_t	ev = model_cache_get_counts(mc).evictions;
+
+		a6.file = (char *) "a6.onnx";
+		CHECK_EXPR(model_cache_reserve(mc, specs, 1) == 1);
+		CHECK_EXPR(!resident(mc, "a5.onnx") && !resident(mc, "a6.onnx") && loads == 3);
+		CHECK_EXPR(model_cache_used(mc) == ((uint64_t) 4 << 20) &&
+				   model_cache_get_counts(mc).evictions == ev + 1);
+	}
 	CHECK_EXPR(acquire(mc, "a6.onnx", &sq, err, sizeof(err)) == 0);
 	CHECK_EXPR(resident(mc, "a4.onnx") && !resident(mc, "a5.onnx") && resident(mc, "a6.onnx"));
 	/* larger than the cap */

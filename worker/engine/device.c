@@ -2,7 +2,7 @@
  * device.c
  *	  The process-wide default device and the device helpers of engine.h:
  *	  parsing "cpu" / "cuda:N", checking a CUDA device before it becomes the
- *	  default, TF32, and device memory.  The CUDA work itself is in cuda/
+ *	  default, TF32 and precisions, and device memory.  The CUDA work itself is in cuda/
  *	  (cuda/backend.h), or cuda/nocuda.c in a build without CUDA.
  *
  * Threading: the default device and the TF32 flag are atomics; set them at
@@ -85,6 +85,39 @@ int
 ie_get_tf32(void)
 {
 	return atomic_load(&default_tf32);
+}
+
+static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
+
+/* Name of p, or NULL when p is not an ie_precision. */
+const char *
+ie_precision_name(ie_precision p)
+{
+	return (int) p >= 0 && (int) p < 4 ? precision_names[p] : NULL;
+}
+
+/* Parses a precision name; NULL and "" are FP32. */
+int
+ie_precision_parse(const char *s, ie_precision *p, char *err, size_t errlen)
+{
+	*p = IE_PRECISION_FP32;
+	if (s == NULL || s[0] == '\0')
+		return 0;
+	for (int i = 0; i < 4; i++)
+		if (strcmp(s, precision_names[i]) == 0)
+		{
+			*p = (ie_precision) i;
+			return 0;
+		}
+	snprintf(err, errlen, "unknown precision \"%s\" (fp32, tf32, fp16 or bf16)", s);
+	return -1;
+}
+
+/* The precision a model was loaded with. */
+ie_precision
+ie_model_precision(const ie_model *model)
+{
+	return model->precision;
 }
 
 /* "cpu" or "cuda:N" into buf. */

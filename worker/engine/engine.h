@@ -113,6 +113,48 @@ typedef struct ie_model ie_model;
 ie_model   *ie_model_load_file(const char *path, char *err, size_t errlen);
 ie_model   *ie_model_load_bytes(const void *bytes, size_t len,
 								char *err, size_t errlen);
+
+/*
+ * The math of a model's matrix products on a CUDA device (docs/gpu.md
+ * "Precision").  FP32: cuBLAS default math, cuDNN FMA math.  TF32: the
+ * same FP32 tensors, cuBLAS and cuDNN may use TF32 tensor cores.  FP16,
+ * BF16: MatMul, Gemm and Conv take 16-bit inputs (weights converted once
+ * at load, activations at the operator) and accumulate in FP32; every
+ * other operator computes in FP32.  The CPU backend computes in FP32
+ * whatever the precision.
+ */
+typedef enum ie_precision
+{
+	IE_PRECISION_FP32 = 0,
+	IE_PRECISION_TF32 = 1,
+	IE_PRECISION_FP16 = 2,
+	IE_PRECISION_BF16 = 3
+} ie_precision;
+
+/*
+ * Parses "fp32" (also "" and NULL), "tf32", "fp16" or "bf16" into *p;
+ * 0, or -1 with a message naming the accepted values.
+ */
+int			ie_precision_parse(const char *s, ie_precision *p, char *err, size_t errlen);
+
+/* "fp32", "tf32", "fp16", "bf16"; NULL for another value. */
+const char *ie_precision_name(ie_precision p);
+
+/* Options of one model load; NULL options mean the process defaults. */
+typedef struct ie_load_opts
+{
+	ie_precision precision;		/* default FP32 (ie_set_tf32(1): TF32) */
+} ie_load_opts;
+
+/* ie_model_load_file and _bytes with options (opts may be NULL). */
+ie_model   *ie_model_load_file_opts(const char *path, const ie_load_opts *opts,
+									char *err, size_t errlen);
+ie_model   *ie_model_load_bytes_opts(const void *bytes, size_t len,
+									 const ie_load_opts *opts,
+									 char *err, size_t errlen);
+
+/* The precision model was loaded with. */
+ie_precision ie_model_precision(const ie_model *model);
 void		ie_model_destroy(ie_model **model);
 
 /* Graph inputs (initializers excluded) and outputs, in declaration order. */
@@ -176,8 +218,9 @@ int			ie_set_device(int device, char *err, size_t errlen);
 int			ie_get_device(void);
 
 /*
- * Whether models loaded from now on on a CUDA device may use TF32 tensor
- * cores in cuBLAS and cuDNN (about 1e-3 relative error per product instead
+ * Whether models loaded from now on without load options (ie_load_opts)
+ * on a CUDA device get IE_PRECISION_TF32 instead of FP32: cuBLAS and cuDNN
+ * may use TF32 tensor cores (about 1e-3 relative error per product instead
  * of FP32's 1e-7); off by default.  Process-wide; no effect on the CPU.
  */
 void		ie_set_tf32(int on);

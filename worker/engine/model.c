@@ -722,7 +722,8 @@ out:
 
 /* Loads and plans a model from a ModelProto in memory; see engine.h. */
 static ie_model *
-load_model(const void *bytes, size_t len, const char *name, char *err, size_t errlen)
+load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *opts,
+		   char *err, size_t errlen)
 {
 	loader		ld;
 	Onnx__ModelProto *mp = NULL;
@@ -906,7 +907,14 @@ load_model(const void *bytes, size_t len, const char *name, char *err, size_t er
 	 */
 	ld.m->device = ie_get_device();
 	ld.m->on_cuda = ld.m->device != IE_DEVICE_CPU;
-	ld.m->tf32 = ie_get_tf32();
+	/* no options: the process default, FP32 or TF32 (ie_set_tf32) */
+	ld.m->precision = opts != NULL ? opts->precision :
+		ie_get_tf32() ? IE_PRECISION_TF32 : IE_PRECISION_FP32;
+	if (ie_precision_name(ld.m->precision) == NULL)
+	{
+		load_error(&ld, "unknown precision %d", (int) ld.m->precision);
+		goto fail;
+	}
 	if (!ld.m->on_cuda &&
 		(getenv("IE_FUSION") == NULL || strcmp(getenv("IE_FUSION"), "0") != 0) &&
 		ie_fuse_plan(ld.m, err, errlen) != 0)
@@ -945,12 +953,27 @@ fail:
 ie_model *
 ie_model_load_bytes(const void *bytes, size_t len, char *err, size_t errlen)
 {
-	return load_model(bytes, len, "<memory>", err, errlen);
+	return load_model(bytes, len, "<memory>", NULL, err, errlen);
+}
+
+/* ie_model_load_bytes with load options (engine.h). */
+ie_model *
+ie_model_load_bytes_opts(const void *bytes, size_t len, const ie_load_opts *opts,
+						 char *err, size_t errlen)
+{
+	return load_model(bytes, len, "<memory>", opts, err, errlen);
 }
 
 /* Loads a model file; messages name the file (without its folder). */
 ie_model *
 ie_model_load_file(const char *path, char *err, size_t errlen)
+{
+	return ie_model_load_file_opts(path, NULL, err, errlen);
+}
+
+/* ie_model_load_file with load options (engine.h). */
+ie_model *
+ie_model_load_file_opts(const char *path, const ie_load_opts *opts, char *err, size_t errlen)
 {
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	FILE	   *f = fopen(path, "rb");
@@ -985,7 +1008,7 @@ ie_model_load_file(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	fclose(f);
-	m = load_model(buf, (size_t) size, base, err, errlen);
+	m = load_model(buf, (size_t) size, base, opts, err, errlen);
 	free(buf);
 	return m;
 }

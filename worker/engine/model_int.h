@@ -64,7 +64,7 @@ struct ie_model
 	/* the device backend (cuda/backend.h): set at load, read-only after */
 	bool		on_cuda;		/* runs on CUDA device `device` */
 	int			device;			/* CUDA device index when on_cuda */
-	bool		tf32;			/* cuBLAS/cuDNN may use TF32 tensor cores */
+	ie_precision precision;		/* math of MatMul/Gemm/Conv on the device */
 	struct ie_cuda_model *cuda; /* uploaded weights and per-node facts */
 };
 

@@ -13,7 +13,9 @@
  * images' columns into one product makes OpenBLAS choose other kernels,
  * and results then drift by ~1e-6 relative with the batch's composition).
  * Depthwise convolutions (one input channel per group) use a direct loop
- * instead.  Element-wise nodes fused into the Conv at load (fusion.h) run
+ * instead.  A 1x1 convolution of one-pixel images (squeeze-excite) takes
+ * the batch's images as the columns of one product, with the same
+ * arithmetic per element.  Element-wise nodes fused into the Conv at load (fusion.h) run
  * on each block as soon as it is computed, while it is in cache.
  * ConvTranspose runs the element-wise nodes fused into it (fusion.h) over
  * its finished output, one task per plane.
@@ -790,6 +792,47 @@ gemm_threads(int n_threads, const gemm_job *j)
 }
 
 /*
+ * A 1x1 convolution (group 1) of images of one pixel each, as in a
+ * squeeze-excite block: the images become the columns of one product,
+ * Y^T [M, N] = W [M, C] x X^T [C, N], so the direct kernel's lanes hold
+ * images instead of one lane each.  Every element is the same multiply-add
+ * chain over the channels, then the same bias and epilogue steps, as on
+ * the per-image path, so results do not change.  Runs on the calling
+ * thread (a few thousand multiply-adds); -1 when scratch memory runs out.
+ */
+static int
+conv_pixel_images(const conv_geom *g, const float *x, const float *w,
+				  const float *b, const ie_epilogue *ep, float *y)
+{
+	int64_t		n = g->n,
+				c = g->c,
+				m = g->m;
+	float	   *xt = ie_thread_scratch((size_t) ((c + m) * n) * sizeof(float));
+	float	   *yt;
+
+	if (xt == NULL)
+		return -1;
+	yt = xt + c * n;
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t k = 0; k < c; k++)
+			xt[k * n + i] = x[i * c + k];
+	ie_gd_gemm_rows(w, c, m, c, xt, n, n, yt, n);
+	for (int64_t o = 0; o < m; o++)
+	{
+		float		bv = b != NULL ? b[o] : 0.0f;
+
+		if (ep != NULL)
+			ie_epilogue_apply(ep, yt + o * n, o, n, bv);
+		else if (bv != 0.0f)
+			for (int64_t i = 0; i < n; i++)
+				yt[o * n + i] += bv;
+		for (int64_t i = 0; i < n; i++)
+			y[i * m + o] = yt[o * n + i];
+	}
+	return 0;
+}
+
+/*
  * Whether 1x1 convolutions use the direct AVX-512 kernel (gemm_direct.h)
  * rather than OpenBLAS: when the CPU has it, unless IE_DIRECT_GEMM=0 in the
  * environment (for measurements).
@@ -929,6 +972,12 @@ op_conv(ie_node_ctx *ctx)
 		if (job.chunk > units)
 			job.chunk = units;
 		job.n_chunks = (units + job.chunk - 1) / job.chunk;
+		if (direct_gemm_on() && pointwise && opix == 1 && g.group == 1)
+		{
+			if (conv_pixel_images(&g, xd, wd, bd, ctx->epilogue, yd) != 0)
+				return ie_op_error(ctx, "out of memory for the transposed input");
+			return 0;
+		}
 		if (direct_gemm_on())
 		{
 			int64_t		pd[1];

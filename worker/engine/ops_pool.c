@@ -6,7 +6,8 @@
  *
  * Windowed pools are computed as 3-D with missing leading spatial axes of
  * extent 1 (geometry and output extents in spatial.c, shared with Conv).
- * Averages are summed in double.
+ * Averages are summed in double.  Global pools of 32K elements and more
+ * run on the engine's pool (pool.h), image-major.
  *
  * Threading: no state outside the call.
  */
@@ -15,6 +16,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "worker/engine/pool.h"
 #include "worker/engine/spatial.h"
 
 /*
@@ -38,6 +40,91 @@ pool_check_input(ie_node_ctx *ctx, int min_rank, int max_rank, int bytes_ok)
 	return 0;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define POOL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define POOL_VECTORISE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define POOL_CLONES
+#define POOL_VECTORISE
+#endif
+
+/*
+ * The sum of n floats in double: 16 interleaved partial sums, so the adds
+ * vectorise and overlap (in double the order changes nothing a float mean
+ * can show but, rarely, the last ulp), added pairwise at the end.
+ */
+POOL_CLONES POOL_VECTORISE static double
+plane_sum(const float *x, int64_t n)
+{
+	double		s[16] = {0};
+	int64_t		i = 0;
+
+	for (; i + 16 <= n; i += 16)
+		for (int j = 0; j < 16; j++)
+			s[j] += x[i + j];
+	for (int j = 0; i < n; i++, j++)
+		s[j] += x[i];
+	for (int w = 8; w >= 1; w /= 2)
+		for (int j = 0; j < w; j++)
+			s[j] += s[j + w];
+	return s[0];
+}
+
+/*
+ * A global pool's planes split into tasks: task t is image t / per_image,
+ * its channels [block * (t % per_image), ...) (at most block of them), so
+ * tasks go image-major, as the pool deals them out (pool.h).  From
+ * GP_PARALLEL_MIN elements, tasks of about GP_TASK.
+ */
+#define GP_PARALLEL_MIN 32768
+#define GP_TASK 8192
+
+typedef struct gp_job
+{
+	const float *x;
+	float	   *y;
+	int64_t		plane;			/* elements per plane */
+	int64_t		channels;
+	int64_t		block;			/* channels per task */
+	int			is_max;
+} gp_job;
+
+/* Pools planes [p0, p1) of j into their outputs. */
+static void
+gp_planes(const gp_job *j, int64_t p0, int64_t p1)
+{
+	for (int64_t p = p0; p < p1; p++)
+	{
+		const float *x = j->x + p * j->plane;
+
+		if (j->is_max)
+		{
+			float		m = -INFINITY;
+
+			for (int64_t i = 0; i < j->plane; i++)
+				if (x[i] > m)
+					m = x[i];
+			j->y[p] = m;
+		}
+		else
+			j->y[p] = j->plane > 0 ? (float) (plane_sum(x, j->plane) / j->plane) : NAN;
+	}
+}
+
+/* Task t of a gp_job (see above). */
+static void
+gp_task(void *arg, int64_t t, int worker)
+{
+	const gp_job *j = arg;
+	int64_t		per_image = (j->channels + j->block - 1) / j->block;
+	int64_t		c0 = t % per_image * j->block;
+	int64_t		c1 = c0 + j->block < j->channels ? c0 + j->block : j->channels;
+	int64_t		base = t / per_image * j->channels;
+
+	(void) worker;
+	gp_planes(j, base + c0, base + c1);
+}
+
 /*
  * GlobalAveragePool / GlobalMaxPool: X[N, C, ...] -> [N, C, 1, ...], the
  * mean (in double) or maximum of each channel plane.
@@ -50,8 +137,7 @@ global_pool(ie_node_ctx *ctx, int is_max)
 	int64_t		planes,
 				plane = 1;
 	ie_tensor  *Y;
-	const float *xd;
-	float	   *yd;
+	gp_job		job;
 
 	if (pool_check_input(ctx, 2, IE_MAX_DIMS, 0) != 0)
 		return -1;
@@ -68,43 +154,18 @@ global_pool(ie_node_ctx *ctx, int is_max)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
 	planes = X->dims[0] * X->dims[1];
-	xd = X->data;
-	yd = Y->data;
-	for (int64_t p = 0; p < planes; p++)
+	job = (gp_job) {X->data, Y->data, plane, X->dims[1], 1, is_max};
+	if (ctx->n_threads > 1 && planes * plane >= GP_PARALLEL_MIN)
 	{
-		const float *x = xd + p * plane;
+		/* per image, blocks of channels of ~GP_TASK elements */
+		int64_t		per_image = (X->dims[1] * plane + GP_TASK - 1) / GP_TASK;
 
-		if (is_max)
-		{
-			float		m = -INFINITY;
-
-			for (int64_t i = 0; i < plane; i++)
-				if (x[i] > m)
-					m = x[i];
-			yd[p] = m;
-		}
-		else
-		{
-			/* four partial sums so the adds overlap (double: the order
-			 * changes nothing a float result can show but the last ulp) */
-			double		s0 = 0,
-						s1 = 0,
-						s2 = 0,
-						s3 = 0;
-			int64_t		i = 0;
-
-			for (; i + 4 <= plane; i += 4)
-			{
-				s0 += x[i];
-				s1 += x[i + 1];
-				s2 += x[i + 2];
-				s3 += x[i + 3];
-			}
-			for (; i < plane; i++)
-				s0 += x[i];
-			yd[p] = plane > 0 ? (float) (((s0 + s1) + (s2 + s3)) / plane) : NAN;
-		}
+		job.block = (X->dims[1] + per_image - 1) / per_image;
+		per_image = (X->dims[1] + job.block - 1) / job.block;
+		ie_parallel_for(ctx->n_threads, X->dims[0] * per_image, gp_task, &job);
 	}
+	else
+		gp_planes(&job, 0, planes);
 	return 0;
 }
 

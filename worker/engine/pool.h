@@ -6,8 +6,12 @@
  * ie_parallel_for(); the tasks run on the calling thread plus up to
  * n_threads - 1 pool threads that are started once and then wait for work
  * (spinning briefly, then sleeping), so a parallel region costs
- * microseconds rather than a thread start.  Which thread runs which task
- * is not fixed, so a task's result must not depend on it.
+ * microseconds rather than a thread start.  Each thread starts on its own
+ * contiguous range of the tasks (the first 1/n_threads to the caller, the
+ * next to pool thread 1, ...) and then helps with the others' ranges, so
+ * operators that number tasks image-major keep an image's activations on
+ * one core from layer to layer.  Which thread runs which task is not
+ * fixed, so a task's result must not depend on it.
  *
  * Threading: one parallel region at a time uses the pool; a call made while
  * another thread's region is running (two models run at once) runs its

@@ -16,7 +16,10 @@
  * synchronous.  The arithmetic follows each API's documented semantics
  * (BLAS column-major GEMM with beta == 0 not reading C; cuDNN NCHW
  * cross-correlation with symmetric padding and groups, its data gradient,
- * and pooling with or without padding in the average).  The algorithm
+ * and pooling with or without padding in the average).  GEMMs and the
+ * forward convolution also take IEEE half and bfloat16 data (emu_half.h:
+ * software conversions, round to nearest even) with float accumulation;
+ * a half convolution output is rounded to half, as cuDNN's is.  The algorithm
  * heuristics offer Winograd first, so that the backend's FP32 rule
  * (never Winograd) is exercised.
  *
@@ -26,6 +29,7 @@
  * from any thread.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+
+#include "tests/gpu/emu/emu_half.h"
 
 /* ---- CUDA runtime ---- */
 
@@ -282,6 +288,98 @@ cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
 	return CUBLAS_STATUS_SUCCESS;
 }
 
+/* Element i of a GEMM operand of type t (32F, 16F or 16BF), as a float. */
+static float
+gemm_load(const void *p, cudaDataType t, size_t i)
+{
+	if (t == CUDA_R_16F)
+		return emu_f16_to_f32(((const uint16_t *) p)[i]);
+	if (t == CUDA_R_16BF)
+		return emu_bf16_to_f32(((const uint16_t *) p)[i]);
+	return ((const float *) p)[i];
+}
+
+/*
+ * One column-major C = alpha op(A) op(B) + beta C of cublasGemmEx: A and B
+ * of one type, 32F, 16F or 16BF (read exactly), C 32F, accumulated in
+ * float as CUBLAS_COMPUTE_32F does (in the order of l).
+ */
+static cublasStatus_t
+gemm_ex1(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
+		 const void *A, int lda, const void *B, int ldb, cudaDataType ab, float beta,
+		 float *C, int ldc)
+{
+	if (m < 0 || n < 0 || k < 0 || ldc < (m > 1 ? m : 1) ||
+		lda < ((ta == CUBLAS_OP_N ? m : k) > 1 ? (ta == CUBLAS_OP_N ? m : k) : 1) ||
+		ldb < ((tb == CUBLAS_OP_N ? k : n) > 1 ? (tb == CUBLAS_OP_N ? k : n) : 1))
+		return CUBLAS_STATUS_INVALID_VALUE;
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < m; i++)
+		{
+			float		acc = 0;
+
+			for (int l = 0; l < k; l++)
+				acc += gemm_load(A, ab, ta == CUBLAS_OP_N ? i + (size_t) l * lda : l + (size_t) i * lda) *
+					gemm_load(B, ab, tb == CUBLAS_OP_N ? l + (size_t) j * ldb : j + (size_t) l * ldb);
+			C[i + (size_t) j * ldc] = alpha * acc +
+				(beta == 0.0f ? 0.0f : beta * C[i + (size_t) j * ldc]);
+		}
+	return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The type combinations the emulation of cublasGemmEx takes. */
+static bool
+gemm_ex_types(cudaDataType a, cudaDataType b, cudaDataType c, cublasComputeType_t ct)
+{
+	return a == b && c == CUDA_R_32F && ct == CUBLAS_COMPUTE_32F &&
+		(a == CUDA_R_32F || a == CUDA_R_16F || a == CUDA_R_16BF);
+}
+
+cublasStatus_t
+cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+			 int m, int n, int k, const void *alpha, const void *A, cudaDataType Atype,
+			 int lda, const void *B, cudaDataType Btype, int ldb, const void *beta, void *C,
+			 cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+			 cublasGemmAlgo_t algo)
+{
+	(void) handle;
+	(void) algo;
+	if (!gemm_ex_types(Atype, Btype, Ctype, computeType))
+		return CUBLAS_STATUS_NOT_SUPPORTED;
+	return gemm_ex1(transa, transb, m, n, k, *(const float *) alpha, A, lda, B, ldb, Atype,
+					*(const float *) beta, C, ldc);
+}
+
+cublasStatus_t
+cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+						   cublasOperation_t transb, int m, int n, int k, const void *alpha,
+						   const void *A, cudaDataType Atype, int lda, long long int strideA,
+						   const void *B, cudaDataType Btype, int ldb, long long int strideB,
+						   const void *beta, void *C, cudaDataType Ctype, int ldc,
+						   long long int strideC, int batchCount,
+						   cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+{
+	size_t		es = Atype == CUDA_R_32F ? 4 : 2;
+
+	(void) handle;
+	(void) algo;
+	if (batchCount < 0)
+		return CUBLAS_STATUS_INVALID_VALUE;
+	if (!gemm_ex_types(Atype, Btype, Ctype, computeType))
+		return CUBLAS_STATUS_NOT_SUPPORTED;
+	for (int b = 0; b < batchCount; b++)
+	{
+		cublasStatus_t s = gemm_ex1(transa, transb, m, n, k, *(const float *) alpha,
+									(const char *) A + b * strideA * es, lda,
+									(const char *) B + b * strideB * es, ldb, Atype,
+									*(const float *) beta, (float *) C + b * strideC, ldc);
+
+		if (s != CUBLAS_STATUS_SUCCESS)
+			return s;
+	}
+	return CUBLAS_STATUS_SUCCESS;
+}
+
 /* ---- cuDNN ---- */
 
 struct cudnnContext
@@ -290,6 +388,7 @@ struct cudnnContext
 };
 struct cudnnTensorStruct
 {
+	cudnnDataType_t type;		/* FLOAT, HALF or BFLOAT16 */
 	int			n,
 				c,
 				h,
@@ -297,6 +396,7 @@ struct cudnnTensorStruct
 };
 struct cudnnFilterStruct
 {
+	cudnnDataType_t type;
 	int			k,
 				c,
 				h,
@@ -323,6 +423,36 @@ struct cudnnPoolingStruct
 				sh,
 				sw;
 };
+
+/* The data types the emulated descriptors take: float, half, bfloat16. */
+static bool
+emu_dnn_type(cudnnDataType_t t)
+{
+	return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16;
+}
+
+/* Element i of a cuDNN tensor of type t, as a float. */
+static float
+dnn_load(const void *p, cudnnDataType_t t, size_t i)
+{
+	if (t == CUDNN_DATA_HALF)
+		return emu_f16_to_f32(((const uint16_t *) p)[i]);
+	if (t == CUDNN_DATA_BFLOAT16)
+		return emu_bf16_to_f32(((const uint16_t *) p)[i]);
+	return ((const float *) p)[i];
+}
+
+/* Stores v, rounded to type t (to nearest even), as element i. */
+static void
+dnn_store(void *p, cudnnDataType_t t, size_t i, float v)
+{
+	if (t == CUDNN_DATA_HALF)
+		((uint16_t *) p)[i] = emu_f32_to_f16(v);
+	else if (t == CUDNN_DATA_BFLOAT16)
+		((uint16_t *) p)[i] = emu_f32_to_bf16(v);
+	else
+		((float *) p)[i] = v;
+}
 
 const char *
 cudnnGetErrorString(cudnnStatus_t status)
@@ -376,9 +506,10 @@ cudnnStatus_t
 cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorFormat_t format,
 						   cudnnDataType_t dataType, int n, int c, int h, int w)
 {
-	if (format != CUDNN_TENSOR_NCHW || dataType != CUDNN_DATA_FLOAT || n < 1 || c < 1 ||
+	if (format != CUDNN_TENSOR_NCHW || !emu_dnn_type(dataType) || n < 1 || c < 1 ||
 		h < 1 || w < 1)
 		return CUDNN_STATUS_BAD_PARAM;
+	d->type = dataType;
 	d->n = n;
 	d->c = c;
 	d->h = h;
@@ -390,9 +521,10 @@ cudnnStatus_t
 cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t dataType,
 						   cudnnTensorFormat_t format, int k, int c, int h, int w)
 {
-	if (format != CUDNN_TENSOR_NCHW || dataType != CUDNN_DATA_FLOAT || k < 1 || c < 1 ||
+	if (format != CUDNN_TENSOR_NCHW || !emu_dnn_type(dataType) || k < 1 || c < 1 ||
 		h < 1 || w < 1)
 		return CUDNN_STATUS_BAD_PARAM;
+	d->type = dataType;
 	d->k = k;
 	d->c = c;
 	d->h = h;
@@ -509,9 +641,6 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
 						void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
 						const cudnnTensorDescriptor_t yd, void *yv)
 {
-	const float *x = xv,
-			   *w = wv;
-	float	   *y = yv;
 	float		a = *(const float *) alpha,
 				b = *(const float *) beta;
 	int			on,
@@ -519,10 +648,13 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
 				oh,
 				ow;
 	int			kg = wd->k / cd->groups;
+	cudnnDataType_t t = xd->type;
 
 	(void) handle;
 	(void) algo;
+	/* float, or half / bfloat16 data with float compute (PSEUDO_*_CONFIG) */
 	if (check_ws(workSpace, workSpaceSizeInBytes) != CUDNN_STATUS_SUCCESS ||
+		wd->type != t || yd->type != t ||
 		cudnnGetConvolution2dForwardOutputDim(cd, xd, wd, &on, &oc, &oh, &ow) != CUDNN_STATUS_SUCCESS ||
 		on != yd->n || oc != yd->c || oh != yd->h || ow != yd->w)
 		return CUDNN_STATUS_BAD_PARAM;
@@ -546,10 +678,11 @@ cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
 
 								if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w)
 									continue;
-								acc += (double) x[(((size_t) n * xd->c + g * wd->c + c) * xd->h + ih) * xd->w + iw] *
-									w[(((size_t) k * wd->c + c) * wd->h + r) * wd->w + s];
+								acc += (double) dnn_load(xv, t, (((size_t) n * xd->c + g * wd->c + c) * xd->h + ih) * xd->w + iw) *
+									dnn_load(wv, t, (((size_t) k * wd->c + c) * wd->h + r) * wd->w + s);
 							}
-					y[yi] = (float) (a * acc) + (b == 0.0f ? 0.0f : b * y[yi]);
+					dnn_store(yv, t, yi, (float) (a * acc) +
+							  (b == 0.0f ? 0.0f : b * dnn_load(yv, t, yi)));
 				}
 		}
 	return CUDNN_STATUS_SUCCESS;
@@ -628,6 +761,8 @@ cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
 	(void) handle;
 	(void) algo;
 	if (check_ws(workSpace, workSpaceSizeInBytes) != CUDNN_STATUS_SUCCESS ||
+		dxd->type != CUDNN_DATA_FLOAT || dyd->type != CUDNN_DATA_FLOAT ||
+		wd->type != CUDNN_DATA_FLOAT ||
 		cudnnGetConvolution2dForwardOutputDim(cd, dxd, wd, &on, &oc, &oh, &ow) != CUDNN_STATUS_SUCCESS ||
 		on != dyd->n || oc != dyd->c || oh != dyd->h || ow != dyd->w)
 		return CUDNN_STATUS_BAD_PARAM;
@@ -697,7 +832,8 @@ cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pd, con
 				ow = 1 + (xd->w + 2 * pd->pw - pd->ww) / pd->sw;
 
 	(void) handle;
-	if (yd->n != xd->n || yd->c != xd->c || yd->h != oh || yd->w != ow)
+	if (xd->type != CUDNN_DATA_FLOAT || yd->type != CUDNN_DATA_FLOAT ||
+		yd->n != xd->n || yd->c != xd->c || yd->h != oh || yd->w != ow)
 		return CUDNN_STATUS_BAD_PARAM;
 	for (int p = 0; p < xd->n * xd->c; p++)
 		for (int i = 0; i < oh; i++)

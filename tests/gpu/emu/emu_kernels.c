@@ -13,6 +13,7 @@
 
 #include "worker/engine/cuda/kernels.h"
 #include "worker/engine/cuda/kernels_math.h"
+#include "tests/gpu/emu/emu_half.h"
 
 cudaError_t
 cu_k_binary(int op, const float *a, const float *b, float *y, cu_bcast bc, int64_t n,
@@ -291,5 +292,27 @@ cu_k_resize_nearest(const float *x, float *y, int64_t nc, int64_t h, int64_t w,
 	(void) s;
 	for (int64_t i = 0; i < nc * oh * ow; i++)
 		y[i] = x[ie_k_resize_nearest_src(i, h, w, oh, ow, sh, sw)];
+	return cudaSuccess;
+}
+
+cudaError_t
+cu_k_to_16(int bf16, const float *x, void *y, int64_t n, cudaStream_t s)
+{
+	uint16_t   *o = y;
+
+	(void) s;
+	for (int64_t i = 0; i < n; i++)
+		o[i] = bf16 ? emu_f32_to_bf16(x[i]) : emu_f32_to_f16(x[i]);
+	return cudaSuccess;
+}
+
+cudaError_t
+cu_k_from_16(int bf16, const void *x, float *y, int64_t n, cudaStream_t s)
+{
+	const uint16_t *in = x;
+
+	(void) s;
+	for (int64_t i = 0; i < n; i++)
+		y[i] = bf16 ? emu_bf16_to_f32(in[i]) : emu_f16_to_f32(in[i]);
 	return cudaSuccess;
 }

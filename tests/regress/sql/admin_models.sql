@@ -14,13 +14,15 @@ SELECT infer.create_model('m_raw', 'my/model.onnx', 'raw');
 SELECT name, file, task, input_height, input_width, mean, std, color_order,
        resize_mode, labels, labels_file, version, created <= now() AS created_ok
   FROM infer.models WHERE name = 'm_raw';
+SELECT compute_precision FROM infer.model_registry WHERE name = 'm_raw';
 
 -- a classifier with everything given, by name
 SELECT infer.create_model(name => 'm_cls', file => 'cls.onnx',
 	task => 'classify', input_height => 224, input_width => 224,
 	mean => '{0.485,0.456,0.406}', std => '{0.229,0.224,0.225}',
 	color_order => 'BGR', resize_mode => 'keep_ratio_pad',
-	labels => '{cat,dog}', version => '2');
+	labels => '{cat,dog}', version => '2', compute_precision => 'bf16');
+SELECT compute_precision FROM infer.model_registry WHERE name = 'm_cls';
 SELECT name, task, input_height, input_width, mean, std, color_order,
        resize_mode, labels, version
   FROM infer.models WHERE name = 'm_cls';
@@ -52,6 +54,10 @@ SELECT infer.create_model('m_x', 'x.onnx', 'raw', input_height => -1);
 SELECT infer.create_model('m_x', 'x.onnx', 'raw', color_order => 'rgb');
 :sqlstate
 SELECT infer.create_model('m_x', 'x.onnx', 'raw', resize_mode => 'crop');
+:sqlstate
+SELECT infer.create_model('m_x', 'x.onnx', 'raw', compute_precision => 'fp64');
+:sqlstate
+SELECT infer.create_model('m_x', 'x.onnx', 'raw', compute_precision => NULL);
 :sqlstate
 SELECT infer.create_model('m_x', 'x.onnx', 'raw', mean => '{0.5,0.5}');
 :sqlstate

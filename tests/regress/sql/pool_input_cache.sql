@@ -137,8 +137,8 @@ SELECT count(*) AS rows,
 -- the large images to the worker that holds them (transfer 0 there),
 -- every batch of three rounds over them
 SELECT infer.add_worker('ic_other', current_setting('regress.worker_endpoint'));
-SELECT infer.load_model('ic_other', 'ppocr_cls');
-SELECT infer.load_model('ic', 'ppocr_cls');
+SELECT infer.load_model('ppocr_cls', 'ic_other');
+SELECT infer.load_model('ppocr_cls', 'ic');
 SELECT pg_temp.wait_states() AS states_folded;
 SET infer.bandwidth = 1;
 SET infer.placement = cost;

@@ -29,7 +29,7 @@ SHOW infer.placement;
 
 -- nothing resident yet; then the classifier on pool_b only
 SELECT name, resident_models FROM infer.workers ORDER BY name;
-SELECT infer.load_model('pool_b', 'ppocr_cls');
+SELECT infer.load_model('ppocr_cls', 'pool_b');
 -- the load's answer is folded into the pool at once; a state the worker
 -- published before it is ignored (older seq), so this holds at once, but
 -- wait (at most 5 s) rather than race a busy machine's monitor
@@ -47,9 +47,9 @@ BEGIN
 END $$;
 SELECT pg_temp.wait_resident() AS resident;
 SELECT name, resident_models FROM infer.workers ORDER BY name;
-SELECT infer.load_model('pool_b', 'no_such_model');
+SELECT infer.load_model('no_such_model', 'pool_b');
 :sqlstate
-SELECT infer.load_model('no_such_worker', 'ppocr_cls');
+SELECT infer.load_model('ppocr_cls', 'no_such_worker');
 :sqlstate
 
 CREATE TEMP TABLE img (name text NOT NULL, data bytea NOT NULL);

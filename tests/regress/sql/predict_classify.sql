@@ -38,6 +38,18 @@ SELECT name, infer.classify('direction', data) AS label
 SELECT infer.predict('direction', data) = infer.predict('ppocr_cls', data) AS same
   FROM img WHERE name = 'line_upright.png';
 
+-- compute_precision concerns GPU workers: this CPU worker computes an fp16
+-- or bf16 model in FP32, so the file registered at fp16 gives the same
+-- numbers (from the one resident model)
+SELECT infer.create_model('direction16', 'ch_ppocr_mobile_v2.0_cls_infer.onnx',
+	'classify', input_height => 48, input_width => 192,
+	mean => '{0.5}', std => '{0.5}', labels => '{0,180}', compute_precision => 'fp16');
+SELECT compute_precision FROM infer.model_registry WHERE name = 'direction16';
+SELECT infer.predict('direction16', data) = infer.predict('ppocr_cls', data) AS same
+  FROM img WHERE name = 'line_upright.png';
+SELECT infer.classify('direction16', data) AS label FROM img WHERE name = 'line_rot180.png';
+SELECT infer.drop_model('direction16');
+
 -- a model file the worker does not have: the worker's error (its text
 -- holds the worker's model directory, so only its parts are checked),
 -- with the model and the worker in the context; infer.on_error = null

@@ -71,7 +71,7 @@ SELECT infer.create_model('evil', 'x.onnx', 'raw');
 :sqlstate
 SELECT infer.drop_model('ppocr_cls');
 :sqlstate
-SELECT infer.load_model('regress', 'ppocr_cls');
+SELECT infer.load_model('ppocr_cls', 'regress');
 :sqlstate
 -- the registries cannot be written around the functions' checks
 INSERT INTO infer.worker_registry (name, endpoint) VALUES ('evil', 'tcp://127.0.0.1:5999');
@@ -95,7 +95,7 @@ SELECT infer.create_model('regress_escape', '../etc/passwd', 'raw');
 SELECT name, file FROM infer.models WHERE name LIKE 'regress%' ORDER BY name;
 SELECT infer.drop_model('regress_admin_m');
 SELECT infer.drop_worker('regress_admin_w');
-SELECT infer.load_model('regress', 'ppocr_cls');
+SELECT infer.load_model('ppocr_cls', 'regress');
 SELECT id, infer.classify('ppocr_cls', data) FROM public.sec_img ORDER BY id;
 -- still no direct writes
 INSERT INTO infer.worker_registry (name, endpoint) VALUES ('evil', 'tcp://127.0.0.1:5999');

@@ -25,6 +25,12 @@
 #include "worker/engine/cuda/backend.h"
 #include "worker/engine/model_int.h"
 
+/*
+ * ONNX's code for bfloat16, which ie_dtype does not list: the type of a
+ * BF16 model's 16-bit weights on the device (consts16).
+ */
+#define CU_BFLOAT16 ((ie_dtype) 16)
+
 /* A dense tensor in device memory, row-major like ie_tensor. */
 typedef struct ie_dtensor
 {
@@ -81,6 +87,8 @@ typedef struct cu_algo_memo
 typedef struct ie_cuda_model
 {
 	ie_dtensor **consts;		/* [n_values]; weights on the device, or NULL */
+	ie_dtensor **consts16;		/* [n_values]; FP16/BF16 models: the 16-bit
+								 * copy of a MatMul/Gemm/Conv weight, or NULL */
 	bool	   *native;			/* [n_nodes]; the node's op has a CUDA kernel */
 	atomic_bool *warned;		/* [n_nodes]; its CPU fallback was logged */
 	size_t		device_bytes;	/* bytes of consts */
@@ -152,6 +160,18 @@ cu_op_fn	cu_op_lookup(const char *op_type);
 ie_node_ctx *cu_op_node(cu_op *op);
 cu_ctx	   *cu_op_ctx(cu_op *op);
 bool		cu_op_tf32(cu_op *op);
+
+/* The model's precision (engine.h); FP16 and BF16 concern MatMul, Gemm, Conv. */
+ie_precision cu_op_precision(cu_op *op);
+
+/*
+ * Input i as the model's 16-bit weight (consts16: FP16 or BF16 by the
+ * model's precision, same dims), or NULL when input i is no such weight.
+ */
+const ie_dtensor *cu_op_dev16(cu_op *op, int i);
+
+/* Whether input slot i of an op_type node reads 16-bit data in FP16/BF16. */
+bool		cu_op_16bit_slot(const char *op_type, int i);
 int			cu_op_n_inputs(cu_op *op);
 
 /* Whether input i is present (not omitted). */

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "worker/engine/cuda/cuda_int.h"
+#include "worker/engine/cuda/kernels.h"
 
 /* Run-time inputs up to this many bytes, on the host only, keep a node on the CPU. */
 #define CU_HOST_SMALL_BYTES ((size_t) 64 * 1024)
@@ -52,6 +53,91 @@ struct cu_op
 static bool forced_to_cpu(const char *op_type);
 
 /* ---- load time ---- */
+
+/*
+ * FP16/BF16 models: converts, once, each float constant that a MatMul,
+ * Gemm or Conv reads in a 16-bit slot (cu_op_16bit_slot) into a 16-bit
+ * device copy (consts16), and frees the FP32 device copy of those that
+ * nothing else reads (a run that still needs one uploads it from the
+ * host copy, which the model keeps).  0, or -1 with a message.
+ */
+static int
+convert_weights(ie_model *m, cu_ctx *c, char *err, size_t errlen)
+{
+	ie_cuda_model *cm = m->cuda;
+	int			bf16 = m->precision == IE_PRECISION_BF16;
+	bool	   *other;
+	cudaError_t e;
+
+	cm->consts16 = calloc(m->n_values ? m->n_values : 1, sizeof(*cm->consts16));
+	other = calloc(m->n_values ? m->n_values : 1, sizeof(bool));
+	if (cm->consts16 == NULL || other == NULL)
+	{
+		free(other);
+		snprintf(err, errlen, "model '%s': out of memory preparing it for cuda:%d",
+				 m->name, m->device);
+		return -1;
+	}
+	for (int k = 0; k < m->n_nodes; k++)
+		for (int i = 0; i < m->nodes[k].n_inputs; i++)
+		{
+			int			v = m->nodes[k].inputs[i];
+			const ie_dtensor *d = v >= 0 ? cm->consts[v] : NULL;
+			ie_dtensor *h;
+
+			if (d == NULL)
+				continue;
+			if (!cu_op_16bit_slot(m->nodes[k].op_type, i) || d->dtype != IE_FLOAT)
+			{
+				other[v] = true;
+				continue;
+			}
+			if (cm->consts16[v] != NULL)
+				continue;
+			h = calloc(1, sizeof(*h));
+			if (h == NULL)
+			{
+				free(other);
+				snprintf(err, errlen, "model '%s': out of memory preparing it for cuda:%d",
+						 m->name, m->device);
+				return -1;
+			}
+			*h = *d;
+			h->dtype = bf16 ? CU_BFLOAT16 : IE_FLOAT16;
+			h->nbytes = d->nbytes / 2;
+			e = cudaMalloc(&h->ptr, h->nbytes > 0 ? h->nbytes : 1);
+			if (e != cudaSuccess)
+			{
+				free(h);
+				free(other);
+				return cu_err(err, errlen, "16-bit weights (cudaMalloc)", e);
+			}
+			cm->consts16[v] = h;
+			cm->device_bytes += h->nbytes;
+			e = cu_k_to_16(bf16, d->ptr, h->ptr, cu_numel(d), c->stream);
+			if (e != cudaSuccess)
+			{
+				free(other);
+				return cu_err(err, errlen, "16-bit weights (conversion kernel)", e);
+			}
+		}
+	e = cudaStreamSynchronize(c->stream);
+	if (e != cudaSuccess)
+	{
+		free(other);
+		return cu_err(err, errlen, "16-bit weights (cudaStreamSynchronize)", e);
+	}
+	for (int v = 0; v < m->n_values; v++)
+		if (cm->consts16[v] != NULL && !other[v])
+		{
+			cm->device_bytes -= cm->consts[v]->nbytes;
+			cudaFree(cm->consts[v]->ptr);
+			free(cm->consts[v]);
+			cm->consts[v] = NULL;
+		}
+	free(other);
+	return 0;
+}
 
 /* Uploads every constant and marks the nodes with a native operator. */
 int
@@ -113,6 +199,9 @@ iecu_model_prepare(ie_model *m, char *err, size_t errlen)
 	e = cudaDeviceSynchronize();
 	if (e != cudaSuccess)
 		return cu_err(err, errlen, "uploading weights (cudaDeviceSynchronize)", e);
+	if ((m->precision == IE_PRECISION_FP16 || m->precision == IE_PRECISION_BF16) &&
+		convert_weights(m, c, err, errlen) != 0)
+		return -1;
 
 	fallback[0] = '\0';
 	for (int k = 0; k < m->n_nodes; k++)
@@ -154,7 +243,15 @@ iecu_model_release(ie_model *m)
 				free(cm->consts[v]);
 			}
 	}
+	if (cm->consts16 != NULL)
+		for (int v = 0; v < m->n_values; v++)
+			if (cm->consts16[v] != NULL)
+			{
+				cudaFree(cm->consts16[v]->ptr);
+				free(cm->consts16[v]);
+			}
 	free(cm->consts);
+	free(cm->consts16);
 	free(cm->native);
 	free(cm->warned);
 	free(cm->memo);
@@ -180,7 +277,29 @@ cu_op_ctx(cu_op *op)
 bool
 cu_op_tf32(cu_op *op)
 {
-	return op->m->tf32;
+	return op->m->precision == IE_PRECISION_TF32;
+}
+
+ie_precision
+cu_op_precision(cu_op *op)
+{
+	return op->m->precision;
+}
+
+bool
+cu_op_16bit_slot(const char *op_type, int i)
+{
+	if (strcmp(op_type, "MatMul") == 0 || strcmp(op_type, "Gemm") == 0)
+		return i == 0 || i == 1;
+	return strcmp(op_type, "Conv") == 0 && i == 1;
+}
+
+const ie_dtensor *
+cu_op_dev16(cu_op *op, int i)
+{
+	int			v = i >= 0 && i < op->pn->n_inputs ? op->pn->inputs[i] : -1;
+
+	return v >= 0 && op->m->cuda->consts16 != NULL ? op->m->cuda->consts16[v] : NULL;
 }
 
 int

@@ -13,6 +13,9 @@
  */
 #include <math.h>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "worker/engine/cuda/kernels.h"
 #include "worker/engine/cuda/kernels_math.h"
 
@@ -448,5 +451,45 @@ cu_k_resize_nearest(const float *x, float *y, int64_t nc, int64_t h, int64_t w,
 	if (n <= 0)
 		return cudaSuccess;
 	k_resize_nearest<<<blocks_for(n), THREADS, 0, s>>>(x, y, nc, h, w, oh, ow, sh, sw);
+	return launched();
+}
+
+__global__ static void
+k_to_16(int bf16, const float *x, unsigned short *y, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		if (bf16)
+			y[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
+		else
+			y[i] = __half_as_ushort(__float2half_rn(x[i]));
+	}
+}
+
+__global__ static void
+k_from_16(int bf16, const unsigned short *x, float *y, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		y[i] = bf16 ? __bfloat162float(__ushort_as_bfloat16(x[i])) :
+			__half2float(__ushort_as_half(x[i]));
+}
+
+extern "C" cudaError_t
+cu_k_to_16(int bf16, const float *x, void *y, int64_t n, cudaStream_t s)
+{
+	if (n <= 0)
+		return cudaSuccess;
+	k_to_16<<<blocks_for(n), THREADS, 0, s>>>(bf16, x, (unsigned short *) y, n);
+	return launched();
+}
+
+extern "C" cudaError_t
+cu_k_from_16(int bf16, const void *x, float *y, int64_t n, cudaStream_t s)
+{
+	if (n <= 0)
+		return cudaSuccess;
+	k_from_16<<<blocks_for(n), THREADS, 0, s>>>(bf16, (const unsigned short *) x, y, n);
 	return launched();
 }

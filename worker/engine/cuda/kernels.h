@@ -7,7 +7,8 @@
  *
  * Tensors are row-major; an operator's tensor is viewed as [outer, n, inner]
  * around its axis where that is all a kernel needs.  float is the only
- * arithmetic type; the copy kernels work on any element size (1, 2, 4, 8).
+ * arithmetic type (half and bfloat16 are only converted to and from); the
+ * copy kernels work on any element size (1, 2, 4, 8).
  */
 #ifndef IE_CUDA_KERNELS_H
 #define IE_CUDA_KERNELS_H
@@ -116,6 +117,15 @@ cudaError_t cu_k_cast(int from, int to, const void *x, void *y, int64_t n, cudaS
  */
 cudaError_t cu_k_resize_nearest(const float *x, float *y, int64_t nc, int64_t h, int64_t w,
 								int64_t oh, int64_t ow, float sh, float sw, cudaStream_t s);
+
+/*
+ * 16-bit conversions for the FP16/BF16 matrix products (docs/gpu.md
+ * "Precision"): y[i] = x[i] rounded to IEEE half (bf16 == 0) or bfloat16
+ * (bf16 != 0), round to nearest even (overflow to half gives +-inf), and
+ * back, exactly, to float.  y holds n 2-byte elements.
+ */
+cudaError_t cu_k_to_16(int bf16, const float *x, void *y, int64_t n, cudaStream_t s);
+cudaError_t cu_k_from_16(int bf16, const void *x, float *y, int64_t n, cudaStream_t s);
 
 #ifdef __cplusplus
 }

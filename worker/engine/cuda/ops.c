@@ -1102,6 +1102,75 @@ op_resize(cu_op *op)
 										   cu_op_ctx(op)->stream), "resize kernel");
 }
 
+/* ---- 16-bit operands (FP16/BF16 models: docs/gpu.md "Precision") ---- */
+
+/* Whether op's model takes MatMul, Gemm and Conv inputs in 16 bits. */
+static bool
+use16(cu_op *op)
+{
+	ie_precision p = cu_op_precision(op);
+
+	return p == IE_PRECISION_FP16 || p == IE_PRECISION_BF16;
+}
+
+/* Whether the 16-bit type is bfloat16 (else IEEE half). */
+static bool
+is_bf16(cu_op *op)
+{
+	return cu_op_precision(op) == IE_PRECISION_BF16;
+}
+
+/* A 16-bit operand: the model's converted weight, or a converted copy in tmp. */
+typedef struct in16
+{
+	const void *ptr;
+	void	   *tmp;			/* pool buffer (capacity cap) or NULL */
+	size_t		cap;
+} in16;
+
+/*
+ * Input i as 16-bit data in *o: the weight converted at load when it is
+ * one, else input i (float) converted into a buffer of the thread's pool,
+ * which in16_put returns.  0, or -1 with the node's error set.
+ */
+static int
+in16_get(cu_op *op, int i, in16 *o)
+{
+	const ie_dtensor *w = cu_op_dev16(op, i);
+	const ie_dtensor *x;
+	char		e2[256];
+
+	o->ptr = NULL;
+	o->tmp = NULL;
+	o->cap = 0;
+	if (w != NULL)
+	{
+		o->ptr = w->ptr;
+		return 0;
+	}
+	if ((x = cu_op_dev(op, i)) == NULL)
+		return -1;
+	o->tmp = cu_pool_get(cu_op_ctx(op), x->nbytes / 2 > 0 ? x->nbytes / 2 : 1, &o->cap,
+						 e2, sizeof(e2));
+	if (o->tmp == NULL)
+	{
+		ie_op_error(cu_op_node(op), "16-bit copy of input %d: %s", i, e2);
+		return -1;
+	}
+	o->ptr = o->tmp;
+	return cuda_ok(op, cu_k_to_16(is_bf16(op), x->ptr, o->tmp, cu_numel(x),
+								  cu_op_ctx(op)->stream), "16-bit conversion kernel");
+}
+
+/* Returns o's buffer to the pool; stream order keeps it alive for queued work. */
+static void
+in16_put(cu_op *op, in16 *o)
+{
+	if (o->tmp != NULL)
+		cu_pool_put(cu_op_ctx(op), o->tmp, o->cap);
+	o->tmp = NULL;
+}
+
 /* ---- cuBLAS ---- */
 
 /* Sets the handle's math mode for this model: FP32, or TF32 tensor cores. */
@@ -1111,6 +1180,48 @@ blas_math(cu_op *op)
 	return blas_ok(op, cublasSetMathMode(cu_op_ctx(op)->blas,
 										 cu_op_tf32(op) ? CUBLAS_TF32_TENSOR_OP_MATH :
 										 CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+}
+
+/*
+ * op_matmul's GEMM for an FP16/BF16 model: A and B in 16 bits (converted
+ * weights, or activations converted here), FP32 accumulation and output
+ * (cublasGemmStridedBatchedEx, CUBLAS_COMPUTE_32F).  Same shapes and
+ * strides as the FP32 call.
+ */
+static int
+matmul16(cu_op *op, int64_t M, int64_t N, int64_t K, int64_t batch, long long sa,
+		 long long sb, int ond, const int64_t *od)
+{
+	cudaDataType t = is_bf16(op) ? CUDA_R_16BF : CUDA_R_16F;
+	const float one = 1.0f,
+				zero = 0.0f;
+	in16		a = {0},
+				b = {0};
+	ie_dtensor *y;
+	int			rc = -1;
+
+	if (in16_get(op, 0, &a) != 0 || in16_get(op, 1, &b) != 0)
+		goto done;
+	y = cu_op_out(op, 0, IE_FLOAT, ond, od);
+	if (y == NULL)
+		goto done;
+	if (cu_numel(y) == 0)
+		rc = 0;
+	else if (K == 0)
+		rc = cuda_ok(op, cudaMemsetAsync(y->ptr, 0, y->nbytes, cu_op_ctx(op)->stream),
+					 "cudaMemsetAsync");
+	else if (blas_math(op) == 0)
+		rc = blas_ok(op, cublasGemmStridedBatchedEx(cu_op_ctx(op)->blas, CUBLAS_OP_N, CUBLAS_OP_N,
+													(int) N, (int) M, (int) K, &one,
+													b.ptr, t, (int) N, sb, a.ptr, t, (int) K, sa,
+													&zero, y->ptr, CUDA_R_32F, (int) N,
+													(long long) (M * N), (int) batch,
+													CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+					 "cublasGemmStridedBatchedEx");
+done:
+	in16_put(op, &a);
+	in16_put(op, &b);
+	return rc;
 }
 
 /*
@@ -1188,6 +1299,8 @@ op_matmul(cu_op *op)
 	}
 	if (batch > 0x7fffffff)
 		return CU_FALLBACK;
+	if (use16(op))
+		return matmul16(op, M, N, K, batch, sa, sb, ond, od);
 	a = cu_op_dev(op, 0);
 	b = cu_op_dev(op, 1);
 	if (a == NULL || b == NULL)
@@ -1207,6 +1320,31 @@ op_matmul(cu_op *op)
 												 b->ptr, (int) N, sb, a->ptr, (int) K, sa,
 												 &zero, y->ptr, (int) N, (long long) (M * N),
 												 (int) batch), "cublasSgemmStridedBatched");
+}
+
+/*
+ * op_gemm's product for an FP16/BF16 model: Y = alpha op(A) op(B) + beta Y
+ * with A and B in 16 bits and Y in FP32 (cublasGemmEx, CUBLAS_COMPUTE_32F).
+ */
+static int
+gemm16(cu_op *op, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, float beta,
+	   ie_dtensor *y)
+{
+	cudaDataType t = is_bf16(op) ? CUDA_R_16BF : CUDA_R_16F;
+	in16		a = {0},
+				b = {0};
+	int			rc = -1;
+
+	if (in16_get(op, 0, &a) == 0 && in16_get(op, 1, &b) == 0)
+		rc = blas_ok(op, cublasGemmEx(cu_op_ctx(op)->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+									  ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int) N, (int) M, (int) K,
+									  &alpha, b.ptr, t, tb ? (int) K : (int) N,
+									  a.ptr, t, ta ? (int) M : (int) K, &beta,
+									  y->ptr, CUDA_R_32F, (int) N, CUBLAS_COMPUTE_32F,
+									  CUBLAS_GEMM_DEFAULT), "cublasGemmEx");
+	in16_put(op, &a);
+	in16_put(op, &b);
+	return rc;
 }
 
 /* Gemm: Y = alpha op(A) op(B) + beta C, A and B 2-D, C broadcast to [M, N]. */
@@ -1232,8 +1370,8 @@ op_gemm(cu_op *op)
 				K,
 				N;
 	bool		has_c = cu_op_has(op, 2);
-	const ie_dtensor *a,
-			   *b,
+	const ie_dtensor *a = NULL,
+			   *b = NULL,
 			   *c = NULL;
 	ie_dtensor *y;
 
@@ -1257,9 +1395,8 @@ op_gemm(cu_op *op)
 			if (cd[d] != 1 && cd[d] != od[2 - cnd + d])
 				return CU_FALLBACK;
 	}
-	a = cu_op_dev(op, 0);
-	b = cu_op_dev(op, 1);
-	if (a == NULL || b == NULL)
+	/* FP16/BF16: A and B are taken in 16 bits by gemm16 */
+	if (!use16(op) && ((a = cu_op_dev(op, 0)) == NULL || (b = cu_op_dev(op, 1)) == NULL))
 		return -1;
 	if (has_c && (c = cu_op_dev(op, 2)) == NULL)
 		return -1;
@@ -1293,6 +1430,8 @@ op_gemm(cu_op *op)
 		beta = 0.0f;
 	if (blas_math(op) != 0)
 		return -1;
+	if (use16(op))
+		return gemm16(op, ta, tb, M, N, K, alpha, beta, y);
 	return blas_ok(op, cublasSgemm(cu_op_ctx(op)->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 								   ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int) N, (int) M, (int) K,
 								   &alpha, b->ptr, tb ? (int) K : (int) N,
@@ -1352,14 +1491,16 @@ conv_algo_ok(cudnnStatus_t status, cudnnMathType_t math, bool transform, bool tf
  * forward input fwd_in[4] goes into d->x, or into d->y when transposed (a
  * ConvTranspose is cuDNN's backward-data pass of the forward convolution
  * from its output to its input), with filter wd[4], pads (begin = end),
- * strides, dilations, g groups and the math type tf32 asks for; out[4]
- * receives cuDNN's forward output shape.  The other tensor descriptor is
- * created and left for the caller to set.  0, or -1 after dnn_ok.
+ * strides, dilations, g groups and the math type tf32 asks for (tensor
+ * cores or FMA); the input and filter hold data of type dt (float, or half
+ * / bfloat16 with float compute); out[4] receives cuDNN's forward output
+ * shape.  The other tensor descriptor is created and left for the caller
+ * to set.  0, or -1 after dnn_ok.
  */
 static int
 conv_descs_set(cu_op *op, dnn_descs *d, bool transposed, const int64_t *fwd_in,
 			   const int64_t *wd, const int64_t *pads, const int64_t *strides,
-			   const int64_t *dil, int64_t g, bool tf32, int out[4])
+			   const int64_t *dil, int64_t g, bool tf32, cudnnDataType_t dt, int out[4])
 {
 	cudnnTensorDescriptor_t in;
 
@@ -1369,11 +1510,11 @@ conv_descs_set(cu_op *op, dnn_descs *d, bool transposed, const int64_t *fwd_in,
 		dnn_ok(op, cudnnCreateConvolutionDescriptor(&d->conv), "cudnnCreateConvolutionDescriptor") != 0)
 		return -1;
 	in = transposed ? d->y : d->x;
-	if (dnn_ok(op, cudnnSetTensor4dDescriptor(in, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+	if (dnn_ok(op, cudnnSetTensor4dDescriptor(in, CUDNN_TENSOR_NCHW, dt,
 											  (int) fwd_in[0], (int) fwd_in[1],
 											  (int) fwd_in[2], (int) fwd_in[3]),
 			   "cudnnSetTensor4dDescriptor (forward input)") != 0 ||
-		dnn_ok(op, cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+		dnn_ok(op, cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW,
 											  (int) wd[0], (int) wd[1], (int) wd[2], (int) wd[3]),
 			   "cudnnSetFilter4dDescriptor") != 0 ||
 		dnn_ok(op, cudnnSetConvolution2dDescriptor(d->conv, (int) pads[0], (int) pads[1],
@@ -1428,14 +1569,24 @@ plain_auto_pad(cu_op *op, int64_t *pads)
 /*
  * Conv, 2-D, float, symmetric pads, any group: cudnnConvolutionForward with
  * the first algorithm cuDNN's heuristics offer in the model's math mode
- * (FP32 FMA, or TF32 tensor cores), then the bias as a kernel.
+ * (FP32 FMA, or TF32 tensor cores), then the bias as a kernel.  An FP16 or
+ * BF16 model convolves 16-bit X (converted here) and W (converted at load)
+ * with float compute into a 16-bit Y (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16
+ * configuration, tensor cores), converted back to float before the bias.
  */
 static int
 op_conv(cu_op *op)
 {
 	ie_node_ctx *nc = cu_op_node(op);
 	cu_ctx	   *c = cu_op_ctx(op);
-	bool		tf32 = cu_op_tf32(op);
+	bool		h16 = use16(op);
+	bool		tf32 = cu_op_tf32(op) || h16;	/* tensor-core math */
+	cudnnDataType_t dt = !h16 ? CUDNN_DATA_FLOAT :
+		is_bf16(op) ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+	in16		x16 = {0},
+				w16 = {0};
+	void	   *y16 = NULL;
+	size_t		y16_cap = 0;
 	ie_dtype	xdt,
 				wdt;
 	int			xnd,
@@ -1506,7 +1657,7 @@ op_conv(cu_op *op)
 		return CU_FALLBACK;
 
 	memset(&d, 0, sizeof(d));
-	if (conv_descs_set(op, &d, false, xd, wd, pads, strides, dil, g, tf32, o4) != 0)
+	if (conv_descs_set(op, &d, false, xd, wd, pads, strides, dil, g, tf32, dt, o4) != 0)
 		goto done;
 	on = o4[0];
 	oc = o4[1];
@@ -1517,7 +1668,7 @@ op_conv(cu_op *op)
 		rc = CU_FALLBACK;		/* cuDNN sees another shape: leave it to the CPU */
 		goto done;
 	}
-	if (dnn_ok(op, cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+	if (dnn_ok(op, cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, dt,
 											  on, oc, oh, ow), "cudnnSetTensor4dDescriptor (Y)") != 0)
 		goto done;
 	/* the same shapes as this node's last run: its algorithm again */
@@ -1566,10 +1717,26 @@ op_conv(cu_op *op)
 		rc = CU_FALLBACK;
 		goto done;
 	}
-	x = cu_op_dev(op, 0);
-	w = cu_op_dev(op, 1);
-	if (x == NULL || w == NULL)
-		goto done;
+	if (h16)
+	{
+		/* 16-bit X and W, and a 16-bit Y for cuDNN to write */
+		if (in16_get(op, 0, &x16) != 0 || in16_get(op, 1, &w16) != 0)
+			goto done;
+		if ((y16 = cu_pool_get(c, (size_t) prod(od, 0, 4) * 2, &y16_cap, e2, sizeof(e2))) == NULL)
+		{
+			ie_op_error(nc, "16-bit convolution output: %s", e2);
+			goto done;
+		}
+	}
+	else
+	{
+		x = cu_op_dev(op, 0);
+		w = cu_op_dev(op, 1);
+		if (x == NULL || w == NULL)
+			goto done;
+		x16.ptr = x->ptr;
+		w16.ptr = w->ptr;
+	}
 	if (cu_op_has(op, 2) && (b = cu_op_dev(op, 2)) == NULL)
 		goto done;
 	y = cu_op_out(op, 0, IE_FLOAT, 4, od);
@@ -1581,8 +1748,9 @@ op_conv(cu_op *op)
 		goto done;
 	}
 	{
-		cudnnStatus_t st = cudnnConvolutionForward(c->dnn, &one, d.x, x->ptr, d.w, w->ptr, d.conv,
-												   algo, ws, ws_bytes, &zero, d.y, y->ptr);
+		cudnnStatus_t st = cudnnConvolutionForward(c->dnn, &one, d.x, x16.ptr, d.w, w16.ptr,
+												   d.conv, algo, ws, ws_bytes, &zero, d.y,
+												   h16 ? y16 : y->ptr);
 
 		if (st == CUDNN_STATUS_NOT_SUPPORTED)
 		{
@@ -1592,6 +1760,10 @@ op_conv(cu_op *op)
 		if (dnn_ok(op, st, "cudnnConvolutionForward") != 0)
 			goto done;
 	}
+	if (h16 &&
+		cuda_ok(op, cu_k_from_16(is_bf16(op), y16, y->ptr, cu_numel(y), c->stream),
+				"16-bit conversion kernel") != 0)
+		goto done;
 	if (b != NULL &&
 		cuda_ok(op, cu_k_bias(y->ptr, od[0], od[1], od[2] * od[3], b->ptr, c->stream),
 				"bias kernel") != 0)
@@ -1599,9 +1771,13 @@ op_conv(cu_op *op)
 	rc = 0;
 
 done:
-	/* stream order keeps the workspace alive for the queued convolution */
+	/* stream order keeps the workspace and 16-bit buffers alive for the queued work */
 	if (ws != NULL)
 		cu_pool_put(c, ws, ws_cap);
+	if (y16 != NULL)
+		cu_pool_put(c, y16, y16_cap);
+	in16_put(op, &x16);
+	in16_put(op, &w16);
 	dnn_descs_free(&d);
 	return rc;
 }
@@ -1693,7 +1869,8 @@ op_convtranspose(cu_op *op)
 
 	/* cuDNN's view: the forward convolution from y ("dx") to x ("dy") */
 	memset(&d, 0, sizeof(d));
-	if (conv_descs_set(op, &d, true, od, wd, pads, strides, dil, g, tf32, o4) != 0 ||
+	if (conv_descs_set(op, &d, true, od, wd, pads, strides, dil, g, tf32, CUDNN_DATA_FLOAT,
+					   o4) != 0 ||
 		dnn_ok(op, cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
 											  (int) xd[0], (int) xd[1], (int) xd[2], (int) xd[3]),
 			   "cudnnSetTensor4dDescriptor (X)") != 0)

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# test_upgrade.sh: ALTER EXTENSION pg_infer UPDATE from every released
+# version (issue 9).  A released version is one whose full script
+# sql/pg_infer--V.sql is kept although V is not the control file's
+# default_version; the update scripts sql/pg_infer--A--B.sql lead from
+# it to the default.  For each released V, in a throwaway cluster
+# (tools/testenv.sh, pg_infer in shared_preload_libraries; the installed
+# extension: `make install` first):
+#   - CREATE EXTENSION pg_infer VERSION 'V', with a worker and a model
+#     registered as a user would;
+#   - ALTER EXTENSION pg_infer UPDATE reaches the default version;
+#   - every object of the extension (describe.sql: functions with their
+#     definitions and privileges, tables, views, columns, constraints,
+#     the schema's privileges, the configuration tables) is as a fresh
+#     CREATE EXTENSION of the default version makes it, and so are the
+#     models it registers itself;
+#   - the user's worker and model are still registered, and pg_dump of
+#     the updated database restores into a fresh one.
+# Prints "upgrade: N passed, M failed"; exits 1 on any failure.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+# shellcheck source=tests/integration/testlib.sh
+. tests/integration/testlib.sh
+use_cluster_cleanup
+
+default=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" sql/pg_infer.control)
+released=()
+for f in sql/pg_infer--*.sql; do
+	v=${f#sql/pg_infer--}
+	v=${v%.sql}
+	case $v in *--*) continue ;; esac
+	[ "$v" = "$default" ] || released+=("$v")
+done
+if [ "${#released[@]}" -eq 0 ]; then
+	fail "released versions: none found beside $default"
+	echo "upgrade: $passed passed, $failed failed"
+	exit 1
+fi
+
+TESTENV_EXTRA_CONF="shared_preload_libraries = 'pg_infer'"
+if ! testenv_start_cluster "$tmp/pg" >"$tmp/cluster.log" 2>&1; then
+	cat "$tmp/cluster.log"
+	echo "upgrade: 0 passed, 1 failed"
+	exit 1
+fi
+
+# describe DB: the extension's objects (describe.sql) and the models it
+# registers itself, one line each.
+describe() {
+	q -d "$1" -f tests/upgrade/describe.sql
+	q -d "$1" -c "SELECT name, file, task, input_height, input_width, mean,
+	                     std, color_order, resize_mode, labels, labels_file,
+	                     version
+	                FROM infer.model_registry ORDER BY name"
+}
+
+q -d postgres -c "CREATE DATABASE fresh" || exit 1
+q -d fresh -c "CREATE EXTENSION pg_infer" || exit 1
+if ! describe fresh >"$tmp/fresh.txt" 2>&1; then
+	fail "describe a fresh $default" "$(cat "$tmp/fresh.txt")"
+	echo "upgrade: $passed passed, $failed failed"
+	exit 1
+fi
+check "fresh install is version $default" \
+	"$(q -d fresh -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_infer'")" \
+	"^$default\$"
+
+for v in "${released[@]}"; do
+	db="from_${v//./_}"
+	q -d postgres -c "CREATE DATABASE $db" || exit 1
+	out=$(q -d "$db" 2>&1 <<EOF
+CREATE EXTENSION pg_infer VERSION '$v';
+SELECT infer.add_worker('w_user', 'tcp://127.0.0.1:1');
+SELECT infer.create_model('m_user', 'some_model.onnx', 'classify',
+	input_height => 48, input_width => 192, labels => '{a,b}');
+SELECT extversion FROM pg_extension WHERE extname = 'pg_infer';
+EOF
+)
+	check "CREATE EXTENSION VERSION '$v'" "$out" "^$v\$"
+	out=$(q -d "$db" -c "ALTER EXTENSION pg_infer UPDATE" \
+		-c "SELECT extversion FROM pg_extension WHERE extname = 'pg_infer'" 2>&1)
+	check "ALTER EXTENSION UPDATE from $v reaches $default" "$out" "^$default\$"
+	if ! describe "$db" >"$tmp/$db.all" 2>&1; then
+		fail "describe the database updated from $v" "$(cat "$tmp/$db.all")"
+	elif grep -v -e '^w_user|' -e '^m_user|' "$tmp/$db.all" >"$tmp/$db.txt" &&
+		diff -u "$tmp/fresh.txt" "$tmp/$db.txt" >"$tmp/$db.diff"; then
+		pass "objects after update from $v = fresh $default ($(wc -l <"$tmp/fresh.txt") lines)"
+	else
+		fail "objects after update from $v differ from a fresh $default" \
+			"$(cat "$tmp/$db.diff")"
+	fi
+	out=$(q -d "$db" -c "SELECT name || ' ' || endpoint FROM infer.worker_registry" \
+		-c "SELECT name || ' ' || file || ' ' || array_to_string(labels, ',')
+		      FROM infer.model_registry WHERE name = 'm_user'" 2>&1)
+	check "user's worker and model kept across the update from $v" "$out" \
+		'^w_user tcp://127\.0\.0\.1:1$' '^m_user some_model\.onnx a,b$'
+	# the updated database dumps and restores (configuration tables)
+	q -d postgres -c "CREATE DATABASE ${db}_restored" || exit 1
+	if "$TESTENV_PG_BIN/pg_dump" -d "$db" -f "$tmp/$db.sql" 2>"$tmp/$db.dump.err" &&
+		out=$(q -d "${db}_restored" -f "$tmp/$db.sql" 2>&1 >/dev/null); then
+		out=$(q -d "${db}_restored" \
+			-c "SELECT count(*) FROM infer.worker_registry WHERE name = 'w_user'" \
+			-c "SELECT count(*) FROM infer.model_registry WHERE name = 'm_user'" 2>&1)
+		check "pg_dump of the database updated from $v restores its registrations" \
+			"$out" '^1$'
+		check_not "pg_dump restore from $v: both registrations" "$out" '^0$'
+	else
+		fail "pg_dump / restore of the database updated from $v" \
+			"$(cat "$tmp/$db.dump.err"; echo "$out")"
+	fi
+done
+
+echo "upgrade: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
