@@ -36,6 +36,10 @@
  * worker that was up when the request was sent and that the pool then
  * finds down (no heartbeat for infer.worker_timeout: hung, though still
  * connected) is 08006 too, "stopped answering", once the pool says so.
+ * InferClientWaitOrLost hands these losses, and a worker's MSG_ERROR 57P01
+ * (shutting down: the request was not run), back to the caller, who sends
+ * the rows to another worker (inferbatch.c for batches, functions.c for
+ * per-row calls).
  *
  * A MSG_ERROR whose request_id is 0 (the worker could not parse the
  * header, so it cannot know the id) answers the oldest request pending on
@@ -1267,6 +1271,121 @@ InferClientWait(InferRequest *req)
 		client_dispatch(req->socket, &req->worker);
 	}
 	return req->reply;
+}
+
+/*
+ * Whether reply is a worker's MSG_ERROR 57P01 (admin_shutdown): it is
+ * shutting down and returned no result for the request, which it did not
+ * run or stopped between rows (worker/server.c job_complete).
+ */
+static bool
+client_not_run(const InferReply *reply)
+{
+	const Pginfer__Error *e = reply->header->error;
+
+	return reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR && e != NULL &&
+		e->sqlstate != NULL && strcmp(e->sqlstate, "57P01") == 0;
+}
+
+/*
+ * Raises 57P01 for req, whose worker answered reply (client_not_run),
+ * with the worker's message in the detail when it is plain ASCII.
+ */
+static void
+client_raise_not_run(InferRequest *req, const InferReply *reply)
+{
+	const char *m = reply->header->error->message;
+	bool		ascii = m != NULL && m[0] != '\0';
+
+	for (const char *c = m; ascii && *c != '\0'; c++)
+		ascii = (unsigned char) *c < 0x80;
+	ereport(ERROR,
+			(errcode(ERRCODE_ADMIN_SHUTDOWN),
+			 errmsg("inference worker \"%s\" at %s is shutting down and did not run the request",
+					req->worker.name, req->worker.endpoint),
+			 ascii ? errdetail_internal("The worker answered: %s.", m) : 0,
+			 errhint("Run the query again once the worker is back, or register another worker with infer.add_worker().")));
+}
+
+/*
+ * Waits for req's reply as InferClientWait does, but returns NULL, with
+ * *lost a copy of the error in the current memory context, when req's
+ * worker did not run it to the end, so that the caller may send the rows
+ * to another worker (docs/placement.md "A worker lost mid-query"): the
+ * worker went away or stopped answering while it held req (08006), or
+ * answered that it is shutting down (MSG_ERROR 57P01, raised here as
+ * client_raise_not_run says: no result came back, and an inference call
+ * has no side effects, so sending it again is safe).  req is then
+ * forgotten (a late reply is dropped) and its worker marked down in the
+ * pool (InferPoolMarkDown; InferPoolMarkDraining for 57P01), so placement
+ * leaves it out.  Without the pool nothing says which worker is up: the
+ * loss is raised and a 57P01 reply returned.  Other errors are raised;
+ * other replies are returned.
+ */
+InferReply *
+InferClientWaitOrLost(InferRequest *req, ErrorData **lost)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	InferReply *volatile reply = NULL;
+	volatile bool not_run = false;
+	ErrorData  *edata = NULL;
+
+	*lost = NULL;
+	PG_TRY();
+	{
+		reply = InferClientWait(req);
+		if (InferPoolEnabled() && client_not_run(reply))
+		{
+			not_run = true;
+			client_raise_not_run(req, reply);
+		}
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (!not_run && (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
+						 !InferPoolEnabled()))
+		{
+			FreeErrorData(edata);
+			PG_RE_THROW();
+		}
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	if (edata == NULL)
+		return reply;
+	if (not_run)
+		InferPoolMarkDraining(req->worker.pool_slot);
+	else
+		InferPoolMarkDown(req->worker.pool_slot);
+	InferClientForget(req);
+	*lost = edata;
+	return NULL;
+}
+
+/*
+ * Raises lost, the error that lost a request of nrows rows its worker
+ * (InferClientWaitOrLost), as the statement's error, its context kept:
+ * after sends sends (infer.retries used up) its detail says so; with
+ * sends = 0, that no other worker is up to take the rows.
+ */
+void
+InferClientRaiseLost(ErrorData *lost, int nrows, int sends)
+{
+	char	   *more;
+
+	if (sends > 0)
+		more = psprintf(ngettext("The request was sent %d time (infer.retries = %d).",
+								 "The request was sent %d times (infer.retries = %d).",
+								 sends),
+						sends, infer_retries);
+	else
+		more = psprintf("No other inference worker is up to take the request (%d rows).",
+						nrows);
+	lost->detail = psprintf("%s%s%s", lost->detail ? lost->detail : "",
+							lost->detail ? " " : "", more);
+	ReThrowError(lost);
 }
 
 /*

@@ -349,6 +349,32 @@ InferFragmentPickWorker(InferFragment *frag)
 }
 
 /*
+ * The worker placement chooses for a request of nfrags fragments over
+ * nrows rows (bytes in all) that is not down, in the current memory
+ * context, or NULL when there is none: for a request whose worker was
+ * lost.  Placement is asked once per registered worker (round_robin names
+ * down workers too, the other policies only when every worker is down).
+ * Errors: those of InferPlacementPick.
+ */
+InferWorker *
+InferFragmentPickUp(InferFragment **frags, int nfrags, int nrows,
+					size_t bytes)
+{
+	int			nworkers;
+
+	pfree(InferCatalogGetWorkers(&nworkers));
+	for (int i = 0; i < nworkers; i++)
+	{
+		InferWorker *worker = InferPlacementPick(frags, nfrags, nrows, bytes);
+
+		if (!InferPoolIsDown(worker->pool_slot))
+			return worker;
+		pfree(worker);
+	}
+	return NULL;
+}
+
+/*
  * Sets up, in the current memory context, the stage that frag's input
  * comes from: fn with model (see InferFragmentInit), whose result for
  * each row frag takes instead of the row's payload.  Returns the new
@@ -647,6 +673,72 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 }
 
 /*
+ * Sends frag's request over one row (row_id; *payload, *len bytes) to
+ * frag->worker and returns its reply.  When the worker loses it
+ * (InferClientWaitOrLost: gone or hung, 08006; shutting down, 57P01), or
+ * goes down while the send waits to connect (08006, see InferClientSend),
+ * it goes to another worker that is not down (InferFragmentPickUp), up to
+ * infer.retries times, as InferBatch's requests do; after that, or with no
+ * such worker, the loss is raised (InferClientRaiseLost).  frag's error
+ * context must be the innermost one; it names the worker of each send.
+ */
+static InferReply *
+send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
+		 const size_t *len)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		InferRequest *volatile req = NULL;
+		ErrorData  *volatile lost = NULL;
+		InferReply *reply = NULL;
+		InferWorker *next;
+
+		PG_TRY();
+		{
+			req = InferFragmentSend(frag, 1, row_id, payload, len, NULL);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			/* a worker that went down while the send waited to connect */
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			if (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
+				!InferPoolIsDown(frag->worker->pool_slot))
+			{
+				FreeErrorData(edata);
+				PG_RE_THROW();
+			}
+			FlushErrorState();
+			lost = edata;
+		}
+		PG_END_TRY();
+		if (req != NULL)
+		{
+			ErrorData  *waited;
+
+			reply = InferClientWaitOrLost(req, &waited);
+			lost = waited;
+		}
+		if (reply != NULL)
+			return reply;
+		if (attempt >= infer_retries)
+			InferClientRaiseLost(lost, 1, attempt + 1);
+		next = InferFragmentPickUp(&frag, 1, 1, *len);
+		if (next == NULL)
+			InferClientRaiseLost(lost, 1, 0);
+		ereport(DEBUG1,
+				(errmsg("pg_infer: inference worker \"%s\" at %s was lost (%s); sending the row to \"%s\"",
+						frag->worker->name, frag->worker->endpoint,
+						lost->message, next->name)));
+		FreeErrorData(lost);
+		frag->worker = next;
+	}
+}
+
+/*
  * Runs fn (with model for predict/classify/embed) on one input (image
  * bytes; UTF-8 text for embed), one request per call, and returns its
  * value built in the caller's context; *isnull is set when the worker
@@ -663,7 +755,6 @@ run_one(InferFunction fn, const char *model, const void *payload,
 	InferFragment frag;
 	InferRow	row;
 	uint64		row_id = INFER_ROW_ID;
-	InferRequest *req;
 	Datum		out = (Datum) 0;
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_infer call",
@@ -675,8 +766,8 @@ run_one(InferFunction fn, const char *model, const void *payload,
 	InferFragmentPushContext(&frag);
 
 	(void) InferStatsNewCall(); /* each call counts in infer.stats */
-	req = InferFragmentSend(&frag, 1, &row_id, &payload, &payload_len, NULL);
-	InferFragmentCollect(&frag, InferClientWait(req), 1, &row_id, &row);
+	InferFragmentCollect(&frag, send_one(&frag, &row_id, &payload, &payload_len),
+						 1, &row_id, &row);
 	*isnull = !row.result->ok;
 	if (*isnull)
 		InferRowReportError(&row, infer_on_error == INFER_ON_ERROR_NULL ?

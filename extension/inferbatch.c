@@ -69,9 +69,6 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-/* infer.retries (guc.c): times a request whose worker was lost is sent again. */
-extern int	infer_retries;
-
 /* Distinct workers a request may lose before its rows are the error. */
 #define INFERBATCH_MAX_LOST_WORKERS 2
 
@@ -553,44 +550,18 @@ setup_fragment(InferBatchState *st, BatchCall *bc)
 }
 
 /*
- * Raises edata, the error that lost a request of nrows rows its worker
- * (08006), as the statement's error, its context kept, adding to its
- * detail that no other worker is up to take the rows.
- */
-static void
-raise_lost(ErrorData *edata, int nrows)
-{
-	edata->detail = psprintf("%s%sNo other inference worker is up to take the request (%d rows).",
-							 edata->detail ? edata->detail : "",
-							 edata->detail ? " " : "", nrows);
-	ReThrowError(edata);
-}
-
-/*
  * The worker placement chooses for part's request (leader bc's, over
  * frags).  A re-send (the worker that held the rows was lost) never goes
- * to a worker that is down: placement is asked once per registered worker
- * (round_robin names down workers too, the other policies only when every
- * worker is down), and NULL comes back when each answer was down.
+ * to a worker that is down (InferFragmentPickUp); NULL then when there is
+ * none.
  */
 static InferWorker *
 pick_worker(BatchCall *bc, InferFragment **frags, BatchPart *part,
 			size_t bytes, bool resend)
 {
-	int			nworkers = 1;
-
 	if (resend)
-		pfree(InferCatalogGetWorkers(&nworkers));
-	for (int i = 0; i < nworkers; i++)
-	{
-		InferWorker *worker = InferPlacementPick(frags, bc->nmembers,
-												 part->nsent, bytes);
-
-		if (!resend || !InferPoolIsDown(worker->pool_slot))
-			return worker;
-		pfree(worker);
-	}
-	return NULL;
+		return InferFragmentPickUp(frags, bc->nmembers, part->nsent, bytes);
+	return InferPlacementPick(frags, bc->nmembers, part->nsent, bytes);
 }
 
 /*
@@ -631,7 +602,7 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part, bool resend)
 		InferWorker *worker = pick_worker(bc, frags, part, bytes, resend);
 
 		if (worker == NULL && lost != NULL)
-			raise_lost(lost, part->nsent);
+			InferClientRaiseLost(lost, part->nsent, 0);
 		if (worker == NULL)
 		{
 			pfree(frags);
@@ -733,12 +704,15 @@ raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
  * row is the child's row first_row).  When its worker is lost while it
  * holds the request (08006: the connection dropped, SIGKILL or exit; or
  * the pool found it down, no heartbeat for infer.worker_timeout, so hung,
- * SIGSTOP), marks it down in the pool, forgets the request (a late reply
- * is dropped) and sends the same rows again to a worker that is not down,
- * up to infer.retries times, so that the statement still returns every
- * row once.  Once the request has been lost by INFERBATCH_MAX_LOST_WORKERS
- * distinct workers, or infer.retries is used up, its rows are the error
- * (raise_poison); with no other worker up the loss is raised, saying so.
+ * SIGSTOP), or it answers that it is shutting down (57P01, SIGTERM: it
+ * returned no result), it is marked down in the pool and the request
+ * forgotten (a late reply is dropped; InferClientWaitOrLost), and the same
+ * rows go again to a worker that is not down, up to infer.retries times,
+ * so that the statement still returns every row once.  Once the request
+ * has been lost by INFERBATCH_MAX_LOST_WORKERS distinct workers (57P01
+ * does not count: the rows are not to blame), or infer.retries is used up,
+ * its rows are the error (raise_poison; the 57P01 itself when that was
+ * the last loss); with no other worker up the loss is raised, saying so.
  * Other errors (cancel, timeout, the worker's own) are raised.  Runs in
  * the slot's memory context.
  */
@@ -747,34 +721,18 @@ wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part, int64 first_row)
 {
 	for (int attempt = 0;; attempt++)
 	{
-		MemoryContext cxt = CurrentMemoryContext;
-		InferReply *volatile reply = NULL;
-		ErrorData  *volatile lost = NULL;
+		ErrorData  *lost;
+		InferReply *reply = InferClientWaitOrLost(part->req, &lost);
+		bool		not_run;
 
-		PG_TRY();
-		{
-			reply = InferClientWait(part->req);
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			if (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
-				!InferPoolEnabled())
-			{
-				FreeErrorData(edata);
-				PG_RE_THROW();
-			}
-			FlushErrorState();
-			lost = edata;
-		}
-		PG_END_TRY();
 		if (reply != NULL)
 			return reply;
+		part->req = NULL;
+		/* 57P01: the worker stopped, the rows are not to blame */
+		not_run = lost->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN;
 
 		/* the workers that lost it, each once */
+		if (!not_run)
 		{
 			bool		known = false;
 
@@ -783,25 +741,21 @@ wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part, int64 first_row)
 			if (!known && part->nlost < INFERBATCH_MAX_LOST_WORKERS)
 				part->lost_on[part->nlost++] = pstrdup(part->worker->name);
 		}
-		/* the worker is gone: no new work for it until it is heard again */
-		InferPoolMarkDown(part->worker->pool_slot);
 		if (part->nlost >= INFERBATCH_MAX_LOST_WORKERS ||
 			attempt >= infer_retries)
 		{
-			InferClientForget(part->req);
-			part->req = NULL;
+			if (not_run)
+				InferClientRaiseLost(lost, part->nsent, attempt + 1);
 			raise_poison(part, first_row, attempt + 1, lost);
 		}
 
 		ereport(DEBUG1,
-				(errmsg("pg_infer: inference worker \"%s\" at %s was lost; sending its %d rows to another worker",
+				(errmsg("pg_infer: inference worker \"%s\" at %s was lost (%s); sending its %d rows to another worker",
 						part->worker->name, part->worker->endpoint,
-						part->nsent)));
-		InferClientForget(part->req);
-		part->req = NULL;
+						lost->message, part->nsent)));
 		InferFragmentPopContext(&bc->frag);
 		if (!send_part(st, bc, part, true))
-			raise_lost(lost, part->nsent);
+			InferClientRaiseLost(lost, part->nsent, 0);
 		FreeErrorData(lost);
 		bc->frag.worker = part->worker;
 		InferFragmentPushContext(&bc->frag);

@@ -38,6 +38,7 @@ extern int	infer_batch_size;
 extern int	infer_batch_bytes;
 extern int	infer_max_inflight;
 extern int	infer_timeout_ms;
+extern int	infer_retries;
 extern int	infer_on_error;
 extern int	infer_max_pixels;
 extern int	infer_max_text_bytes;
@@ -121,6 +122,8 @@ extern InferReply *InferClientModelRequest(const InferWorker *worker,
 											const char *failed,
 											const char *request);
 extern void InferClientForget(InferRequest *req);
+extern InferReply *InferClientWaitOrLost(InferRequest *req, ErrorData **lost);
+extern void InferClientRaiseLost(ErrorData *lost, int nrows, int sends);
 
 /* the input cache (client.c banner, docs/placement.md) */
 extern int	infer_input_cache_min_bytes;
@@ -212,6 +215,9 @@ typedef struct InferPoolWorker
 	double		inflight_ms;
 	double		unseen_ms;		/* in flight, sent after the last fold */
 	uint64		sent_requests;	/* since the slot was taken */
+	TimestampTz draining;		/* the start of a run that said it is
+								 * shutting down (57P01): its states are
+								 * no heartbeat; 0: none */
 } InferPoolWorker;
 
 /* What InferPoolAddInflight added, to take back (InferPoolRemoveInflight). */
@@ -240,6 +246,7 @@ extern void InferPoolAddInflight(int slot, int rows, double ms,
 								 InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
 extern void InferPoolMarkDown(int slot);
+extern void InferPoolMarkDraining(int slot);
 extern bool InferPoolIsDown(int slot);
 extern InferPoolStatus InferPoolSlotStatus(int slot);
 extern void InferPoolFold(int slot, uint32 generation,
@@ -368,6 +375,8 @@ extern void InferFragmentPushContext(InferFragment *frag);
 extern void InferFragmentPopContext(InferFragment *frag);
 extern char *InferFragmentDescribe(const InferFragment *frag);
 extern void InferFragmentPickWorker(InferFragment *frag);
+extern InferWorker *InferFragmentPickUp(InferFragment **frags, int nfrags,
+										int nrows, size_t bytes);
 extern InferFragment *InferFragmentChain(InferFragment *frag,
 										 InferFunction fn,
 										 const char *model);

@@ -389,6 +389,32 @@ InferPoolMarkDown(int slot)
 	LWLockRelease(pool->lock);
 }
 
+/*
+ * Marks slot down as InferPoolMarkDown does, for a worker that answered
+ * that it is shutting down (57P01): the states its present run may still
+ * send are no heartbeat (InferPoolFold), so it gets no new work; a new
+ * run of a worker at that endpoint (a restart) is up again at its first
+ * state.  No-op for slot 0.
+ */
+void
+InferPoolMarkDraining(int slot)
+{
+	InferPoolWorker *w;
+
+	if (pool == NULL || slot < 1 || slot > pool->max_workers)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	w = &pool->workers[slot - 1];
+	if (w->used)
+	{
+		if (w->folds > 0)
+			w->draining = w->started;
+		w->heartbeat = 0;
+		w->registered = 0;
+	}
+	LWLockRelease(pool->lock);
+}
+
 /* Status of slot's worker now (UNKNOWN for slot 0 or a free slot). */
 InferPoolStatus
 InferPoolSlotStatus(int slot)
@@ -436,6 +462,13 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 	}
 	now = GetCurrentTimestamp();
 	started = now - (TimestampTz) (st->uptime_s * 1000000.0);
+	/* a run that said it is shutting down stays down (InferPoolMarkDraining) */
+	if (w->draining != 0 && Abs(started - w->draining) < USECS_PER_SEC)
+	{
+		LWLockRelease(pool->lock);
+		return;
+	}
+	w->draining = 0;
 	w->heartbeat = now;
 
 	/*

@@ -12,7 +12,9 @@
  * kept, and infer.stats and infer.progress raise 55000 with a hint.
  *
  * infer.stats: a shared hash table of at most infer.max_stats_entries
- * entries keyed by (model label, worker name).  The model label is the
+ * entries keyed by (database, model label, worker name); a database sees
+ * its own rows only, as its registries name its models and workers
+ * (infer.stats_reset empties every database's).  The model label is the
  * registered names of the models a request runs, each once, in the order
  * they run, joined by '+' ('minilm'; 'ppocr_det+ppocr_cls+ppocr_rec' for
  * infer.ocr).
@@ -68,6 +70,8 @@
 /* The hash key: a model label and a worker name, zero-padded. */
 typedef struct StatsKey
 {
+	Oid			dbid;			/* the database: its registries name the
+								 * models and workers */
 	char		model[INFER_STATS_MODEL_LEN];
 	char		worker[NAMEDATALEN];
 } StatsKey;
@@ -393,6 +397,7 @@ stats_add(const char *model, const char *worker, const StatsCounters *d)
 	if (stats_hash == NULL)
 		return;
 	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
 	strlcpy(key.model, model, sizeof(key.model));
 	strlcpy(key.worker, worker, sizeof(key.worker));
 
@@ -451,6 +456,7 @@ InferStatsSent(const char *model, const char *worker, uint64 call,
 		return;
 	memset(&d, 0, sizeof(d));
 	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
 	strlcpy(key.model, model, sizeof(key.model));
 	strlcpy(key.worker, worker, sizeof(key.worker));
 	d.calls = stats_first_of_call(&key, call) ? 1 : 0;
@@ -602,7 +608,31 @@ InferProgressAdd(InferProgressScan *p, int64 rows_done, int64 rows_sent,
 	SpinLockRelease(&s->mutex);
 }
 
-/* Adds label (models a request of scan p runs, see the banner) to its slot's models. */
+/* Whether the ", "-separated list holds label. */
+static bool
+models_has(const char *list, const char *label)
+{
+	size_t		n = strlen(label);
+
+	for (const char *p = list; *p != '\0';)
+	{
+		const char *end = strstr(p, ", ");
+		size_t		len = end != NULL ? (size_t) (end - p) : strlen(p);
+
+		if (len == n && strncmp(p, label, n) == 0)
+			return true;
+		if (end == NULL)
+			break;
+		p = end + 2;
+	}
+	return false;
+}
+
+/*
+ * Adds label (models a request of scan p runs, see the banner) to its
+ * slot's models, unless they hold it already (a rescanned scan, or two
+ * scans of the same models).
+ */
 void
 InferProgressModels(InferProgressScan *p, const char *label)
 {
@@ -611,6 +641,11 @@ InferProgressModels(InferProgressScan *p, const char *label)
 	if (s == NULL || !p->active)
 		return;
 	SpinLockAcquire(&s->mutex);
+	if (models_has(s->models, label))
+	{
+		SpinLockRelease(&s->mutex);
+		return;
+	}
 	if (s->models[0] != '\0')
 		strlcat(s->models, ", ", sizeof(s->models));
 	strlcat(s->models, label, sizeof(s->models));
@@ -677,6 +712,9 @@ infer_stats(PG_FUNCTION_ARGS)
 		bool		nulls[STATS_COLS];
 		StatsCounters c;
 
+		/* names are the registries' of this database */
+		if (e->key.dbid != MyDatabaseId)
+			continue;
 		SpinLockAcquire(&e->mutex);
 		c = e->c;
 		SpinLockRelease(&e->mutex);

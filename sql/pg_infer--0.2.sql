@@ -124,12 +124,6 @@ AS $$
 DECLARE
 	other	text;
 	port	int;
-	f		record;
-	why		text;
-	st		text;
-	hint	text;
-	unsent	text[];
-	dead	text;
 BEGIN
 	IF add_worker.name IS NULL OR add_worker.endpoint IS NULL THEN
 		RETURN;
@@ -176,54 +170,8 @@ BEGIN
 	PERFORM infer._pool_register(add_worker.name, add_worker.endpoint,
 								 coalesce(add_worker.server_public_key, ''));
 	-- the uploaded model files (infer.upload_model); a worker not up yet
-	-- gets them later with infer.push_models.  After a connection error or
-	-- a timeout the worker is taken for down: the other files are not
-	-- tried (each would wait infer.timeout), one WARNING names them all.
-	-- A dropped connection (a message over the worker's
-	-- --max-message-bytes) fails that file only.
-	FOR f IN SELECT m.file, m.sha256, m.data FROM infer.model_files m
-			 ORDER BY m.file LOOP
-		IF unsent IS NOT NULL THEN
-			unsent := unsent || f.file;
-			CONTINUE;
-		END IF;
-		BEGIN
-			PERFORM infer._push_model(add_worker.name, f.file, f.sha256, f.data);
-		EXCEPTION WHEN OTHERS OR query_canceled THEN
-			GET STACKED DIAGNOSTICS why = MESSAGE_TEXT, st = RETURNED_SQLSTATE,
-				hint = PG_EXCEPTION_HINT;
-			-- a cancel or statement_timeout stops; the worker's timeout does not
-			IF st = '57014' AND why NOT LIKE 'inference worker % did not answer within %' THEN
-				RAISE;
-			END IF;
-			IF why LIKE 'lost the connection to inference worker %' THEN
-				RAISE WARNING 'uploaded model file "%" was not sent to inference worker "%": %',
-					f.file, add_worker.name, why
-					USING HINT = format('The file has %s bytes: a worker drops a message larger than its --max-message-bytes (default 268435456). Start the worker with a larger --max-message-bytes, then run infer.push_models(%L).',
-										length(f.data), add_worker.name);
-			ELSIF st LIKE '08%' OR st = '57014' THEN
-				unsent := ARRAY[f.file];
-				dead := why;
-			ELSE
-				RAISE WARNING 'uploaded model file "%" was not sent to inference worker "%": %',
-					f.file, add_worker.name, why
-					USING HINT = coalesce(nullif(hint, ''),
-						format('Send it once the worker is up with infer.push_models(%L).',
-							   add_worker.name));
-			END IF;
-		END;
-	END LOOP;
-	IF unsent IS NOT NULL THEN
-		RAISE WARNING '% not sent to inference worker "%": %',
-			CASE WHEN cardinality(unsent) = 1
-				 THEN format('uploaded model file %s was', '"' || unsent[1] || '"')
-				 ELSE format('%s uploaded model files (%s) were', cardinality(unsent),
-							 '"' || array_to_string(unsent, '", "') || '"') END,
-			add_worker.name, dead
-			USING HINT = format('Send %s once the worker is up with infer.push_models(%L).',
-								CASE WHEN cardinality(unsent) = 1 THEN 'it' ELSE 'them' END,
-								add_worker.name);
-	END IF;
+	-- gets them later with infer.push_models (see infer._push_files)
+	PERFORM infer._push_files(add_worker.name, NULL);
 END
 $$;
 
@@ -400,6 +348,77 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'infer_push_model'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
+-- Sends the uploaded model files to one worker: all of them, or only the
+-- file named.  Returns how many it took.  A file the worker refuses gets a
+-- WARNING with the worker's hint; a dropped connection (a message over
+-- the worker's --max-message-bytes) fails that file only; after a
+-- connection error or the worker's timeout it is taken for down: the
+-- other files are not tried (each would wait infer.timeout) and one
+-- WARNING names them all.  A cancel or statement_timeout stops it.  Used
+-- by infer.add_worker, infer.upload_model and infer.push_models.  Internal.
+CREATE FUNCTION infer._push_files(worker text, only_file text)
+RETURNS int
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	f		record;
+	n		int := 0;
+	why		text;
+	st		text;
+	hint	text;
+	unsent	text[];
+	dead	text;
+BEGIN
+	FOR f IN SELECT m.file, m.sha256, m.data FROM infer.model_files m
+			 WHERE _push_files.only_file IS NULL OR m.file = _push_files.only_file
+			 ORDER BY m.file LOOP
+		IF unsent IS NOT NULL THEN
+			unsent := unsent || f.file;
+			CONTINUE;
+		END IF;
+		BEGIN
+			PERFORM infer._push_model(_push_files.worker, f.file, f.sha256, f.data);
+			n := n + 1;
+		EXCEPTION WHEN OTHERS OR query_canceled THEN
+			GET STACKED DIAGNOSTICS why = MESSAGE_TEXT, st = RETURNED_SQLSTATE,
+				hint = PG_EXCEPTION_HINT;
+			-- a cancel or statement_timeout stops; the worker's timeout does not
+			IF st = '57014' AND why NOT LIKE 'inference worker % did not answer within %' THEN
+				RAISE;
+			END IF;
+			IF why LIKE 'lost the connection to inference worker %' THEN
+				RAISE WARNING 'uploaded model file "%" was not sent to inference worker "%": %',
+					f.file, _push_files.worker, why
+					USING HINT = format('The file has %s bytes: a worker drops a message larger than its --max-message-bytes (default 268435456). Start the worker with a larger --max-message-bytes, then run infer.push_models(%L).',
+										length(f.data), _push_files.worker);
+			ELSIF st LIKE '08%' OR st = '57014' THEN
+				unsent := ARRAY[f.file];
+				dead := why;
+			ELSE
+				RAISE WARNING 'uploaded model file "%" was not sent to inference worker "%": %',
+					f.file, _push_files.worker, why
+					USING HINT = coalesce(nullif(hint, ''),
+						format('Send it once the worker is up with infer.push_models(%L).',
+							   _push_files.worker));
+			END IF;
+		END;
+	END LOOP;
+	IF unsent IS NOT NULL THEN
+		RAISE WARNING '% not sent to inference worker "%": %',
+			CASE WHEN cardinality(unsent) = 1
+				 THEN format('uploaded model file %s was', '"' || unsent[1] || '"')
+				 ELSE format('%s uploaded model files (%s) were', cardinality(unsent),
+							 '"' || array_to_string(unsent, '", "') || '"') END,
+			_push_files.worker, dead
+			USING HINT = format('Send %s once the worker is up with infer.push_models(%L).',
+								CASE WHEN cardinality(unsent) = 1 THEN 'it' ELSE 'them' END,
+								_push_files.worker);
+	END IF;
+	RETURN n;
+END
+$$;
+
 -- Uploads the bytes of a model file (at most 1 GB, a bytea's limit, and
 -- the workers' --max-message-bytes) under a name relative to the workers'
 -- --model-dir: checks them against sha256 (hex) when given, keeps them in
@@ -418,9 +437,6 @@ AS $$
 DECLARE
 	digest	bytea;
 	w		record;
-	why		text;
-	st		text;
-	hint	text;
 	norm	text;
 BEGIN
 	IF upload_model.file IS NULL OR upload_model.file = '' THEN
@@ -470,26 +486,7 @@ BEGIN
 		ON CONFLICT ON CONSTRAINT model_files_pkey DO UPDATE
 			SET sha256 = EXCLUDED.sha256, data = EXCLUDED.data, created = now();
 	FOR w IN SELECT r.name FROM infer.worker_registry r ORDER BY r.name LOOP
-		BEGIN
-			PERFORM infer._push_model(w.name, norm, digest, upload_model.data);
-		EXCEPTION WHEN OTHERS OR query_canceled THEN
-			GET STACKED DIAGNOSTICS why = MESSAGE_TEXT, st = RETURNED_SQLSTATE,
-				hint = PG_EXCEPTION_HINT;
-			-- a cancel or statement_timeout stops; the worker's timeout does not
-			IF st = '57014' AND why NOT LIKE 'inference worker % did not answer within %' THEN
-				RAISE;
-			END IF;
-			RAISE WARNING 'uploaded model file "%" was not sent to inference worker "%": %',
-				norm, w.name, why
-				USING HINT = CASE
-					WHEN why LIKE 'lost the connection to inference worker %' THEN
-						format('The file has %s bytes: a worker drops a message larger than its --max-message-bytes (default 268435456). Start the worker with a larger --max-message-bytes, then run infer.push_models(%L).',
-							   length(upload_model.data), w.name)
-					WHEN st LIKE '08%' OR st = '57014' OR coalesce(hint, '') = '' THEN
-						format('Send it once the worker is up with infer.push_models(%L).',
-							   w.name)
-					ELSE hint END;
-		END;
+		PERFORM infer._push_files(w.name, norm);
 	END LOOP;
 	RETURN encode(digest, 'hex');
 END
@@ -512,11 +509,6 @@ DECLARE
 	w		record;
 	f		record;
 	n		int := 0;
-	why		text;
-	st		text;
-	hint	text;
-	unsent	text[];
-	dead	text;
 BEGIN
 	IF push_models.worker IS NOT NULL AND NOT EXISTS
 	   (SELECT 1 FROM infer.worker_registry r WHERE r.name = push_models.worker) THEN
@@ -527,56 +519,16 @@ BEGIN
 	FOR w IN SELECT r.name FROM infer.worker_registry r
 			 WHERE push_models.worker IS NULL OR r.name = push_models.worker
 			 ORDER BY r.name LOOP
-		unsent := NULL;
+		IF push_models.worker IS NULL THEN
+			n := n + infer._push_files(w.name, NULL);
+			CONTINUE;
+		END IF;
+		-- one worker named: its first error is the statement's
 		FOR f IN SELECT m.file, m.sha256, m.data FROM infer.model_files m
 				 ORDER BY m.file LOOP
-			IF push_models.worker IS NOT NULL THEN
-				PERFORM infer._push_model(w.name, f.file, f.sha256, f.data);
-				n := n + 1;
-				CONTINUE;
-			END IF;
-			IF unsent IS NOT NULL THEN
-				unsent := unsent || f.file;
-				CONTINUE;
-			END IF;
-			BEGIN
-				PERFORM infer._push_model(w.name, f.file, f.sha256, f.data);
-				n := n + 1;
-			EXCEPTION WHEN OTHERS OR query_canceled THEN
-				GET STACKED DIAGNOSTICS why = MESSAGE_TEXT, st = RETURNED_SQLSTATE,
-					hint = PG_EXCEPTION_HINT;
-				-- a cancel or statement_timeout stops; the worker's timeout does not
-				IF st = '57014' AND why NOT LIKE 'inference worker % did not answer within %' THEN
-					RAISE;
-				END IF;
-				IF why LIKE 'lost the connection to inference worker %' THEN
-					RAISE WARNING 'uploaded model file "%" was not sent to inference worker "%": %',
-						f.file, w.name, why
-						USING HINT = format('The file has %s bytes: a worker drops a message larger than its --max-message-bytes (default 268435456). Start the worker with a larger --max-message-bytes, then run infer.push_models(%L).',
-											length(f.data), w.name);
-				ELSIF st LIKE '08%' OR st = '57014' THEN
-					unsent := ARRAY[f.file];
-					dead := why;
-				ELSE
-					RAISE WARNING 'uploaded model file "%" was not sent to inference worker "%": %',
-						f.file, w.name, why
-						USING HINT = coalesce(nullif(hint, ''),
-							format('Send it once the worker is up with infer.push_models(%L).',
-								   w.name));
-				END IF;
-			END;
+			PERFORM infer._push_model(w.name, f.file, f.sha256, f.data);
+			n := n + 1;
 		END LOOP;
-		IF unsent IS NOT NULL THEN
-			RAISE WARNING '% not sent to inference worker "%": %',
-				CASE WHEN cardinality(unsent) = 1
-					 THEN format('uploaded model file %s was', '"' || unsent[1] || '"')
-					 ELSE format('%s uploaded model files (%s) were', cardinality(unsent),
-								 '"' || array_to_string(unsent, '", "') || '"') END,
-				w.name, dead
-				USING HINT = format('Send %s once the worker is up with infer.push_models(%L).',
-									CASE WHEN cardinality(unsent) = 1 THEN 'it' ELSE 'them' END,
-									w.name);
-		END IF;
 	END LOOP;
 	RETURN n;
 END

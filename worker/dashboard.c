@@ -11,6 +11,8 @@
  * series kept in the page from the polled counters, started from the
  * worker's own one-a-second history.  The elements the tests read carry
  * classes: .worker[data-worker], .queue, .throughput, .rows, .model.
+ * A peer's JSON is not trusted (?peers= may name any host): its strings go
+ * into the page through esc(), its numbers through num().
  *
  * Threading: constant data.
  */
@@ -105,6 +107,12 @@ const char metrics_dashboard_html[] =
 "    '<text x=\"' + (W - 24) + '\" y=\"12\" font-size=\"10\" fill=\"#777\">now</text></svg>';\n"
 "}\n"
 "\n"
+"/* a number from a peer's JSON, never markup: anything else is 0 */\n"
+"function num(x) {\n"
+"  var v = Number(x);\n"
+"  return isFinite(v) ? v : 0;\n"
+"}\n"
+"\n"
 "function esc(s) {\n"
 "  return String(s).replace(/[&<>\"]/g, function (c) {\n"
 "    return { \"&\": \"&amp;\", \"<\": \"&lt;\", \">\": \"&gt;\", '\"': \"&quot;\" }[c];\n"
@@ -120,7 +128,7 @@ const char metrics_dashboard_html[] =
 "  }\n"
 "  w.el.className = w.error ? \"worker down\" : \"worker\";\n"
 "  var now = w.series.length ? w.series[w.series.length - 1].t : 0;\n"
-"  var g = d.gpu_memory || { total: 0, used: 0 };\n"
+"  var g0 = d.gpu_memory || {}, g = { total: num(g0.total), used: num(g0.used) };\n"
 "  var pct = g.total > 0 ? Math.min(100, 100 * g.used / g.total) : 0;\n"
 "  var models = (d.resident_models || []).map(function (m) {\n"
 "    return '<li class=\"model\">' + esc(m) + \"</li>\";\n"
@@ -133,12 +141,12 @@ const char metrics_dashboard_html[] =
 "    \"<tr><td>metrics</td><td>\" + esc(w.addr) + \"</td></tr>\" +\n"
 "    \"<tr><td>endpoint</td><td>\" + esc(d.endpoint) + \"</td></tr>\" +\n"
 "    \"<tr><td>device</td><td>\" + esc(d.device || \"\") + \"</td></tr>\" +\n"
-"    '<tr><td>queue</td><td><span class=\"queue\">' + d.queue_length + \"</span> requests waiting or running</td></tr>\" +\n"
-"    '<tr><td>backlog</td><td><span class=\"backlog\">' + (d.backlog_ms / 1000).toFixed(2) + \"</span> s</td></tr>\" +\n"
+"    '<tr><td>queue</td><td><span class=\"queue\">' + num(d.queue_length) + \"</span> requests waiting or running</td></tr>\" +\n"
+"    '<tr><td>backlog</td><td><span class=\"backlog\">' + (num(d.backlog_ms) / 1000).toFixed(2) + \"</span> s</td></tr>\" +\n"
 "    '<tr><td>GPU memory</td><td><span class=\"gpu-used\">' + fmtBytes(g.used) + '</span> of <span class=\"gpu-total\">' +\n"
 "    fmtBytes(g.total) + '</span><div class=\"bar\"><div style=\"width:' + pct.toFixed(1) + '%\"></div></div></td></tr>' +\n"
-"    '<tr><td>requests</td><td><span class=\"requests\">' + d.requests_total + \"</span> (\" + d.request_failures_total + \" failed)</td></tr>\" +\n"
-"    '<tr><td>rows</td><td><span class=\"rows\">' + d.inferences_total + \"</span></td></tr>\" +\n"
+"    '<tr><td>requests</td><td><span class=\"requests\">' + num(d.requests_total) + \"</span> (\" + num(d.request_failures_total) + \" failed)</td></tr>\" +\n"
+"    '<tr><td>rows</td><td><span class=\"rows\">' + num(d.inferences_total) + \"</span></td></tr>\" +\n"
 "    '<tr><td>throughput</td><td><span class=\"throughput\">' + recentRate(w.series, 10).toFixed(1) + \"</span> rows/s (last 10 s), \" +\n"
 "    '<span class=\"throughput-1m\">' + recentRate(w.series, 60).toFixed(2) + \"</span> rows/s (last minute)</td></tr>\" +\n"
 "    '<tr><td>resident models</td><td><ul class=\"models\">' + models + \"</ul></td></tr>\" +\n"
@@ -153,13 +161,14 @@ const char metrics_dashboard_html[] =
 "    .then(function (d) {\n"
 "      w.error = null;\n"
 "      w.data = d;\n"
+"      d.t = num(d.t);\n"
 "      if (!w.series.length || d.t < w.series[w.series.length - 1].t) {\n"
 "        /* first poll, or the worker restarted: start from its own history */\n"
 "        w.series = (d.history || []).map(function (h) {\n"
-"          return { t: h[0], rows: h[1], queue: h[2] };\n"
+"          return { t: num(h[0]), rows: num(h[1]), queue: num(h[2]) };\n"
 "        });\n"
 "      }\n"
-"      w.series.push({ t: d.t, rows: d.inferences_total, queue: d.queue_length });\n"
+"      w.series.push({ t: d.t, rows: num(d.inferences_total), queue: num(d.queue_length) });\n"
 "      while (w.series.length && d.t - w.series[0].t > WINDOW_S) w.series.shift();\n"
 "      (d.peers || []).forEach(addWorker);\n"
 "      render(w);\n"

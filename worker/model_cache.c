@@ -1432,6 +1432,87 @@ specs_fit(model_cache *mc, const Pginfer__ModelSpec *const *specs, int n,
 	return rc;
 }
 
+/*
+ * model_cache_reserve_idle: the bytes the models of keys[0..n) (NULLs
+ * skipped, repeats once) still miss, and whether they fit the cap at all
+ * (-1: a model alone or together they exceed it); then, when they fit,
+ * evicts resident models not among keys, pinned or not (nothing runs),
+ * unpinned ones first, each kind least recently used first, until the
+ * missing ones fit.  Lock held.
+ */
+static int
+evict_idle(model_cache *mc, char *const *keys, int n)
+{
+	uint64_t	total = 0,
+				missing = 0;
+	const char *first_missing = NULL;
+
+	for (int i = 0; i < n; i++)
+	{
+		const cache_entry *e;
+		uint64_t	bytes;
+
+		if (keys[i] == NULL || key_repeated(keys, i))
+			continue;
+		e = find_key(mc, keys[i]);
+		bytes = expected_bytes(mc, keys[i]);
+		if (bytes > mc->capacity)
+			return -1;
+		total += bytes;
+		if (e == NULL || !e->resident)
+		{
+			missing += bytes;
+			if (first_missing == NULL)
+				first_missing = keys[i];
+		}
+	}
+	if (total > mc->capacity)
+		return -1;
+	while (mc->used + missing > mc->capacity)
+	{
+		cache_entry *lru = NULL;
+
+		/* unpinned models first, then those queued work pins */
+		for (cache_entry *e = mc->models; e != NULL; e = e->next)
+			if (e->resident && !e->busy && !entry_in(e, keys, n) &&
+				(lru == NULL || (e->pins == 0) > (lru->pins == 0) ||
+				 ((e->pins == 0) == (lru->pins == 0) &&
+				  e->last_used_us < lru->last_used_us)))
+				lru = e;
+		if (lru == NULL)
+			break;
+		log_info("evicting model \"%s\" (%llu bytes, needed by %d queued requests) to make room for \"%s\" (%llu bytes): every queued request waits for memory, and none runs",
+				 lru->file, (unsigned long long) lru->bytes, lru->pins,
+				 first_missing, (unsigned long long) missing);
+		make_not_resident(mc, lru);
+		mc->counts.evictions++;
+	}
+	return 1;
+}
+
+/* Makes room for specs, pins of queued work aside; see model_cache.h. */
+int
+model_cache_reserve_idle(model_cache *mc,
+						 const Pginfer__ModelSpec *const *specs, int n)
+{
+	char	  **keys = calloc(n > 0 ? (size_t) n : 1, sizeof(*keys));
+	int			rc = 1;
+
+	if (keys == NULL)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (specs[i] != NULL && specs[i]->file != NULL && specs[i]->file[0] != '\0')
+			keys[i] = key_of(specs[i]->file);
+	pthread_mutex_lock(&mc->lock);
+	if (mc->capacity > 0)
+		rc = evict_idle(mc, keys, n);
+	pthread_mutex_unlock(&mc->lock);
+	for (int i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+	return rc;
+}
+
 /* Whether the models of specs may be made resident now; see model_cache.h. */
 int
 model_cache_can_load(model_cache *mc, const Pginfer__ModelSpec *const *specs,

@@ -248,6 +248,22 @@ int			model_cache_reserve(model_cache *mc,
 								const Pginfer__ModelSpec *const *specs, int n);
 
 /*
+ * For a group of requests that waits (model_cache_can_load 0) while every
+ * other queued group waits too and no run or load is under way: the pins
+ * then only mark queued work, which reloads what it needs when its turn
+ * comes.  Evicts resident models the group does not need, pinned or not
+ * (never one being loaded; unpinned ones first, each kind least
+ * recently used first), until its missing
+ * models fit; logs and counts each eviction.  Returns 1, or -1 (evicting
+ * nothing) when a model alone or the models together exceed the cap.
+ * Call it from the thread that pins, only while no run or load is under
+ * way (no model may be in use).
+ */
+int			model_cache_reserve_idle(model_cache *mc,
+									 const Pginfer__ModelSpec *const *specs,
+									 int n);
+
+/*
  * Drops the resident model file unless it is pinned.  Returns 1 when it
  * was dropped, 0 when it was not resident, -1 when it is pinned (in use).
  */

@@ -125,6 +125,9 @@ struct server
 	int64_t		max_pixels;
 	int			no_uploads;		/* --no-uploads */
 	uint64_t	max_upload_bytes;	/* --max-upload-bytes */
+	int64_t		gate_now_us;	/* the queue scan's clock (group_may_run) */
+	int64_t		gate_held_us;	/* arrival of the oldest group the scan
+								 * held back for memory, or 0 */
 	char		worker_id[128];
 	uint64_t	requests_served;	/* MSG_RUN_FRAGMENT requests answered */
 	uint64_t	batches_run;	/* fragment runs (groups of requests) */
@@ -1169,9 +1172,22 @@ group_finish(server *s, job *j, server_reply **replies)
 	}
 	if (j->rc != 0)
 	{
+		/*
+		 * A run stopped for a shutdown (57P01) returns no row to any of its
+		 * requests: to each, as if it had not run, and the extension sends
+		 * it again elsewhere (the message says so, not the group's count).
+		 */
+		const char *msg = j->err;
+
+		if (strcmp(j->sqlstate, FRAGMENT_SQLSTATE_SHUTDOWN) == 0)
+		{
+			log_info("%s: answering its %d requests with 57P01", j->err, n);
+			msg = "the worker is shutting down; the request was stopped before it "
+				  "finished and returned no result";
+		}
 		for (int k = 0; k < n; k++)
 		{
-			replies[k] = error_reply(reqs[k]->request_id, j->sqlstate, j->err,
+			replies[k] = error_reply(reqs[k]->request_id, j->sqlstate, msg,
 									 hint_for(s, j->sqlstate, hint, sizeof(hint)));
 			if (replies[k] == NULL)
 				rc = -1;
@@ -2179,6 +2195,15 @@ compute_main(void *arg)
 #define GATE_MAX_SPECS 64
 
 /*
+ * How long a group may wait for memory before younger groups stop
+ * starting (group_may_run): a steady stream of requests for a resident
+ * model would otherwise keep it pinned, and the waiting group would never
+ * run.  Once they stop, the pins drain, and the oldest group runs
+ * (start_next_job).  Microseconds.
+ */
+#define GATE_AGING_US 2000000
+
+/*
  * The model specs of the queued request of it (every fragment, its
  * chained stages and more_fragments, as pin_run) into specs[0..*n).
  * Returns 0, or -1 when there are more than GATE_MAX_SPECS or none to
@@ -2224,21 +2249,44 @@ group_may_run(void *ctx, const batch_item *lead)
 
 	if (model_cache_capacity(s->cache) == 0 || item_specs(lead, specs, &n) != 0)
 		return 1;
-	return model_cache_can_load(s->cache, specs, n) != 0;
+	if (model_cache_can_load(s->cache, specs, n) == 0)
+	{
+		/* the scan goes oldest first: remember the oldest held back */
+		if (s->gate_held_us == 0 || lead->arrival_us < s->gate_held_us)
+			s->gate_held_us = lead->arrival_us;
+		return 0;
+	}
+	/* an older group has waited too long: let the pins drain for it */
+	return !(s->gate_held_us != 0 && lead->arrival_us > s->gate_held_us &&
+			 s->gate_now_us - s->gate_held_us > GATE_AGING_US);
+}
+
+/* Starts a scan of the queue through group_may_run at now. */
+static void
+gate_scan_begin(server *s, int64_t now)
+{
+	s->gate_now_us = now;
+	s->gate_held_us = 0;
 }
 
 /*
  * Before the compute thread takes the group led by lead: evicts now what
  * its loads will need room for (model_cache_reserve), as requests queued
- * while it runs (between its stages, say) could pin that room away.
+ * while it runs (between its stages, say) could pin that room away.  With
+ * idle (every queued group waits, nothing runs), models that only queued
+ * work pins may go too (model_cache_reserve_idle).
  */
 static void
-reserve_room(server *s, const batch_item *lead)
+reserve_room(server *s, const batch_item *lead, int idle)
 {
 	const Pginfer__ModelSpec *specs[GATE_MAX_SPECS];
 	int			n;
 
-	if (model_cache_capacity(s->cache) > 0 && item_specs(lead, specs, &n) == 0)
+	if (model_cache_capacity(s->cache) == 0 || item_specs(lead, specs, &n) != 0)
+		return;
+	if (idle)
+		(void) model_cache_reserve_idle(s->cache, specs, n);
+	else
 		(void) model_cache_reserve(s->cache, specs, n);
 }
 
@@ -2246,14 +2294,16 @@ reserve_room(server *s, const batch_item *lead)
  * Microseconds until the next group the compute thread should take is
  * ready (batcher_wait_us, skipping groups that wait for memory); -1 when
  * none.  When every queued group waits for memory and no job runs or
- * waits, nothing can free it: the oldest group's wait counts then (it
- * runs, and fails with 53200).
+ * waits, the pins are queued work's only: the oldest group's wait counts
+ * then (it runs, see start_next_job).
  */
 static int64_t
 queue_wait_us(server *s, int64_t now)
 {
-	int64_t		w = batcher_wait_gated(s->queue, now, group_may_run, s);
+	int64_t		w;
 
+	gate_scan_begin(s, now);
+	w = batcher_wait_gated(s->queue, now, group_may_run, s);
 	if (w < 0 && s->running == NULL && s->loads == NULL)
 		w = batcher_wait_us(s->queue, now);
 	return w;
@@ -2265,8 +2315,11 @@ queue_wait_us(server *s, int64_t now)
  * group whose models would need room that queued or running work holds
  * waits (group_may_run), and the oldest group that may run goes first; a
  * waiting group is looked at again each time a job finishes.  When every
- * queued group waits, none can ever run: the oldest ready one runs and
- * fails with 53200.
+ * queued group waits and nothing runs, only queued work pins the room:
+ * the oldest ready group runs, evicting models that only queued work
+ * needs (they are loaded again in their turn), so that two groups that
+ * each wait for a model the other pins do not fail; a group that never
+ * fits still fails with 53200.
  */
 static void
 start_next_job(server *s, int force)
@@ -2274,6 +2327,7 @@ start_next_job(server *s, int force)
 	job		   *j = NULL;
 	batch_item **items;
 	int			n_items;
+	int			idle = 0;
 
 	if (s->running != NULL)
 		return;
@@ -2286,15 +2340,19 @@ start_next_job(server *s, int force)
 	else
 	{
 		int64_t		now = now_us();
-		int			n = batcher_next_gated(s->queue, now, force, group_may_run, s,
-										   &items, &n_items);
+		int			n;
 
+		gate_scan_begin(s, now);
+		n = batcher_next_gated(s->queue, now, force, group_may_run, s,
+							   &items, &n_items);
 		if (n == 0 && batcher_length(s->queue) > 0 &&
-			batcher_wait_gated(s->queue, now, group_may_run, s) < 0)
+			(gate_scan_begin(s, now),
+			 batcher_wait_gated(s->queue, now, group_may_run, s) < 0))
 		{
 			n = batcher_next(s->queue, now, force, &items, &n_items);
+			idle = 1;
 			if (n > 0)
-				log_info("every queued request waits for memory that no other work can free: running the oldest");
+				log_info("every queued request waits for memory that only queued work holds: running the oldest");
 		}
 		if (n < 0)
 			log_error("out of memory taking a group from the queue");
@@ -2302,7 +2360,7 @@ start_next_job(server *s, int force)
 			return;
 		if (n_items > 1)
 			log_debug("running %d queued requests as one batch", n_items);
-		reserve_room(s, items[0]);
+		reserve_room(s, items[0], idle);
 		j = group_job_new(items, n_items);
 		if (j == NULL)
 			return;

@@ -3,8 +3,10 @@
 # install` first, as for check-regress) and two simulated infer-workers
 # (--simulate: real processes, real protocol, sleeping compute) on
 # 127.0.0.1, and checks a backend terminated or cancelled while its
-# batches run, a poison row (bounded by infer.retries) and more requests
-# outstanding at one worker than ZeroMQ's high-water mark.
+# batches run, a poison row (bounded by infer.retries), more requests
+# outstanding at one worker than ZeroMQ's high-water mark, and a worker
+# killed, hung or stopped (SIGTERM: 57P01) during per-row and batched
+# queries, its requests sent to the other worker.
 CHECK_TARGETS += check-faults
 
 .PHONY: check-faults

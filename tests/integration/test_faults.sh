@@ -16,6 +16,20 @@
 #   (h) more requests outstanding at one worker, on one socket, than
 #       ZeroMQ's default high-water mark (1000 messages): every row is
 #       answered once, with its own answer;
+#   (k) a worker killed (SIGKILL) during a per-row query
+#       (infer.enable_batching = off: no InferBatch) with a second worker
+#       up: the call it held goes to the other one, and the query returns
+#       every row once with the answers of a reference made before; alone,
+#       the query fails with 08006 within infer.timeout + 1 s, saying no
+#       other worker is up; both restarted on their endpoints are up; a
+#       worker hung (SIGSTOP) while it holds a per-row call: the call goes
+#       to the other worker once the pool finds it down;
+#   (s) a worker stopped (SIGTERM) while it holds requests of a batched
+#       query, then of a per-row query: it answers them 57P01 (not run),
+#       they go to the other worker, every row once with the reference's
+#       answers; the stopped worker is down; infer.stats counts each lost
+#       request as one error of the worker that lost it, and every row
+#       answered once;
 #   and no PostgreSQL crash-restart at any point (the postmaster's log).
 #
 # The workers are simulated (--simulate: real infer-worker processes, the
@@ -70,7 +84,8 @@ while [ "${#ports[@]}" -lt 2 ]; do
 		ports+=("$p")
 	fi
 done
-# slow.onnx sleeps 300 ms a row; quick.onnx 3 ms a row, 150 ms for 64 rows
+# slow.onnx sleeps 300 ms a row; quick.onnx 3 ms a row, 150 ms for 64 rows;
+# mid.onnx 20 ms a row
 mkdir -p "$tmp/sim"
 cat >"$tmp/sim/profile.json" <<'EOF'
 {
@@ -78,7 +93,8 @@ cat >"$tmp/sim/profile.json" <<'EOF'
   "output_values": 2,
   "models": {
     "slow.onnx": {"bytes": 1000000, "compute_ms": [[1, 300], [16, 4800]]},
-    "quick.onnx": {"bytes": 1000000, "compute_ms": [[1, 3], [64, 150]]}
+    "quick.onnx": {"bytes": 1000000, "compute_ms": [[1, 3], [64, 150]]},
+    "mid.onnx": {"bytes": 1000000, "compute_ms": [[1, 20], [16, 320]]}
   }
 }
 EOF
@@ -91,6 +107,7 @@ SELECT infer.add_worker('s1', 'tcp://127.0.0.1:${ports[0]}');
 SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${ports[1]}');
 SELECT infer.create_model('slow', 'slow.onnx', 'classify', labels => '{a,b}');
 SELECT infer.create_model('quick', 'quick.onnx', 'classify', labels => '{a,b}');
+SELECT infer.create_model('mid', 'mid.onnx', 'classify', labels => '{a,b}');
 -- small distinct rows; the simulated answer names each row's SHA-256
 CREATE TABLE t (n int PRIMARY KEY, data bytea NOT NULL);
 INSERT INTO t SELECT n, convert_to('row ' || n, 'UTF8') FROM generate_series(1, 2400) AS n;
@@ -246,6 +263,126 @@ check "(h) 2400 batches of 3 requests in $(ms_since "$t0") ms, up to $most reque
 	'^rc=0 most=(10[0-9][0-9]|1[1-9][0-9][0-9]|[2-9][0-9]{3})  2400 2400 2400$'
 check "(h) ... s2's queue and the pool's in-flight count are 0 after" \
 	"$(q -c "SELECT queue_length + inflight_requests FROM infer.workers WHERE name = 's2'")" '^0$'
+
+# --- (k) and (s): a worker lost mid-query, its rows sent to the other ---------
+# digest TABLE: "rows distinct md5" of TABLE(n, v) in row order.
+digest() {
+	q -c "SELECT count(*) || ' ' || count(DISTINCT n) || ' ' ||
+	             md5(string_agg(n || '=' || v, ',' ORDER BY n)) FROM $1"
+}
+# the reference: mid.onnx over rows 1..150, batched, both workers up
+q -c "CREATE TABLE ref_mid AS SELECT n, infer.classify('mid', data) AS v FROM t WHERE n <= 150" >/dev/null
+REF_MID=$(digest ref_mid)
+q -c "CREATE TABLE ref_slow AS SELECT n, infer.classify('slow', data) AS v FROM t WHERE n <= 10" >/dev/null
+REF_SLOW=$(digest ref_slow)
+check "(k) the reference: 150 rows, each its own simulated answer" \
+	"$REF_MID $(q -c "SELECT count(*) FROM ref_mid JOIN t USING (n) WHERE v ~ ('^sim:[^:]+:' || left(encode(sha256(data), 'hex'), 16) || '\$')" 2>&1)" \
+	'^150 150 [0-9a-f]{32} 150$'
+check "(k) ... and slow.onnx over 10 rows" "$REF_SLOW" '^10 10 [0-9a-f]{32}$'
+
+# lose NAME SIGNAL LABEL HELD SETTINGS: runs model $LOSE_MODEL (mid) over
+# rows 1..$LOSE_ROWS (150) into
+# table LABEL in the background (SETTINGS first, debug1 messages kept),
+# the model resident at worker NAME only (locality sends it everything, unless
+# it is down: then the other); waits
+# until NAME holds at least HELD requests and signals it with SIGNAL; sets
+# rc, out ("held=N " and psql's output), ms (from the signal to the end)
+# and stats (infer.stats of the model over the query: "ROWS NAME_ERRORS
+# OTHER_ERRORS").
+lose() {
+	local name=$1 sig=$2 label=$3 want=$4 settings=$5 bg t0 held pidvar
+	local model=${LOSE_MODEL:-mid} nrows=${LOSE_ROWS:-150}
+	pidvar=PID_$name
+	q -c "SELECT infer.stats_reset()" -c "SELECT infer.load_model('$model', '$name')" \
+		-c "SELECT infer.unload_model('$model', name) FROM infer.workers WHERE name <> '$name' AND status = 'up'" >/dev/null
+	printf '%s\n' "SET infer.placement = locality;" "$settings" \
+		"SET client_min_messages = debug1;" \
+		"CREATE TABLE $label AS SELECT n, infer.classify('$model', data) AS v FROM t WHERE n <= $nrows;" |
+		q >"$tmp/$label.out" 2>&1 &
+	bg=$!
+	pids+=("$bg")
+	held=0
+	for _ in $(seq 200); do
+		held=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = '$name'")
+		[ "${held:-0}" -ge "$want" ] && break
+		sleep 0.02
+	done
+	t0=$(date +%s%N)
+	kill "-$sig" "${!pidvar}"
+	wait "$bg"
+	rc=$?
+	ms=$(ms_since "$t0")
+	stats=$(q -c "SELECT sum(rows) || ' ' || coalesce(sum(errors) FILTER (WHERE worker = '$name'), 0) || ' ' ||
+		coalesce(sum(errors) FILTER (WHERE worker <> '$name'), 0) FROM infer.stats WHERE model = '$model'")
+	out="held=$held $(grep -E '^(ERROR|DETAIL|DEBUG:  pg_infer: )' "$tmp/$label.out" | head -c 3000)
+worker log: $(tail -n 12 "$tmp/$name.log")"
+}
+
+# restart NAME PORT: starts worker NAME again on its endpoint; waits until
+# both workers are up.
+restart() {
+	start_sim_worker "$1" "$2" || exit 1
+	wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up 100
+}
+
+# (k) per-row, SIGKILL, s2 up: the row s1 held goes to s2
+lose s1 KILL k_two 1 "SET infer.enable_batching = off;"
+check "(k) s1 killed while it held a per-row call ($ms ms to the end): every row once, the reference's answers" \
+	"rc=$rc $(digest k_two 2>&1)" "^rc=0 $REF_MID\$"
+check "(k) ... the call s1 held was sent again, to s2" "$out" \
+	'^held=1 ' 'was lost \(lost the connection to inference worker "s1".*\); sending the row to "s2"'
+check "(k) ... infer.stats: 150 rows answered, the lost call one error of s1's" \
+	"$stats" '^150 1 0$'
+check "(k) ... s1 down, s2 up, nothing in flight" \
+	"$(q -c "SELECT string_agg(name || ':' || status || ':' || inflight_requests, ' ' ORDER BY name) FROM infer.workers")" \
+	'^s1:down:0 s2:up:0$'
+# alone: s2 killed during the same query, s1 down
+lose s2 KILL k_alone 1 "SET infer.enable_batching = off; SET infer.timeout = '3s';
+\\set VERBOSITY verbose"
+check "(k) alone, s2 killed during a per-row query: 08006 within infer.timeout + 1 s ($ms ms)" \
+	"rc=$rc ms=$ms $out" '^rc=[1-9][0-9]* ms=([0-9]{1,3}|[1-3][0-9]{3}) held=1 ' \
+	'ERROR:  08006: lost the connection to inference worker "s2"' \
+	'DETAIL:  The worker closed the connection or exited before it answered\. No other inference worker is up to take the request \(1 rows\)\.'
+restart s1 "${ports[0]}"
+restart s2 "${ports[1]}"
+check "(k) s1 and s2 started again on their endpoints: up" \
+	"$(q -c "SELECT string_agg(name || ':' || status, ' ' ORDER BY name) FROM infer.workers")" '^s1:up s2:up$'
+
+# (k) per-row, SIGSTOP (hung, still connected): once the pool finds s1
+# down (infer.worker_timeout) the call it holds goes to s2
+lose s1 STOP k_hung 1 "SET infer.enable_batching = off; SET infer.worker_timeout = '1s';"
+kill -CONT "$PID_s1"
+check "(k) s1 hung (SIGSTOP) while it held a per-row call ($ms ms to the end): every row once, the reference's answers" \
+	"rc=$rc $(digest k_hung 2>&1)" "^rc=0 $REF_MID\$"
+check "(k) ... the call went to s2 once the pool found s1 down" "$out" \
+	'^held=1 ' 'was lost \(inference worker "s1" at [^ ]+ stopped answering while it held the request\); sending the row to "s2"'
+ok=1
+wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up 100 || ok=0
+check "(k) ... s1 resumed (SIGCONT) is up again" "ok=$ok" '^ok=1$'
+
+# (s) SIGTERM: s1 answers what it holds with 57P01; it goes to s2
+lose s1 TERM s_batch 4 "SET infer.batch_size = 1; SET infer.max_inflight = 8;"
+check "(s) s1 stopped (SIGTERM) while it held batches: every row once, the reference's answers" \
+	"rc=$rc $(digest s_batch 2>&1)" "^rc=0 $REF_MID\$"
+# (the 57P01 answers s1 sends just before it closes do not always reach
+# the backend, which then sees a lost connection: either is re-sent)
+n57=$(grep -c 'error 57P01: the worker is shutting down' <<<"$out")
+check "(s) ... s1 answered $n57 requests 57P01; its batches went to another worker" "$out" \
+	'^held=[4-8] ' 'was lost \((inference worker "s1" at [^ ]+ is shutting down and did not run the request|lost the connection to inference worker "s1"[^)]*)\); sending its 1 rows to another worker'
+check "(s) ... infer.stats: 150 rows answered, each request s1 lost (8 at most) one error of s1's" \
+	"$stats" '^150 [1-8] 0$'
+check "(s) ... s1 exited and is down, nothing in flight" \
+	"$(kill -0 "$PID_s1" 2>/dev/null && echo alive) $(q -c "SELECT string_agg(name || ':' || status || ':' || inflight_requests, ' ' ORDER BY name) FROM infer.workers")" \
+	'^ s1:down:0 s2:up:0$'
+restart s1 "${ports[0]}"
+# per-row: slow.onnx (300 ms a row), so that s1 is stopped while it runs
+# the call (mid's 20 ms would mostly end before the stop reaches it)
+LOSE_MODEL=slow LOSE_ROWS=10 lose s1 TERM s_row 1 "SET infer.enable_batching = off;"
+check "(s) s1 stopped (SIGTERM) during a per-row query: every row once, the reference's answers" \
+	"rc=$rc $(digest s_row 2>&1)" "^rc=0 $REF_SLOW\$"
+check "(s) ... s1 answered 57P01 for the call it held, which went to s2" "$out" \
+	'^held=1 ' 'was lost \(inference worker "s1" at [^ ]+ is shutting down and did not run the request\); sending the row to "s2"'
+restart s1 "${ports[0]}"
 
 # --- no crash-restart ----------------------------------------------------------------
 check_not "no PostgreSQL crash-restart (postmaster log)" "$(cat "$PGLOG")" \

@@ -17,6 +17,8 @@
 # a request whose model fits the cap but not beside the resident models
 # that queued requests need waits (younger runnable work goes first) and
 # then runs, evicting one model, instead of failing with 53200;
+# two-model requests that each wait for a model the other's queued
+# request pins both run (the oldest evicts what only queued work needs);
 # unload works; a cancel of a running request abandons it (no reply);
 # SIGTERM abandons a simulated run (57P01) and the worker
 # exits 0 at once; the residency counters (model_loads, model_evictions,
@@ -302,6 +304,99 @@ check "a model larger than the cap still fails at once with 53200" \
 	"$out ms=$(((t1 - t0) / 1000000))" \
 	'^ERROR sqlstate=53200 message=model "wbig\.onnx" needs 600000000 bytes, more than the 524288000 bytes' \
 	'ms=[0-9]{1,3}$'
+testenv_stop_pid "$WPID" TERM
+
+# --- two groups that each wait for a model the other pins ---------------------
+# Two-model requests (an OCR fragment without classifier: DET + REC).
+# Resident: a and b (400 of 500 MB); while s runs, A (a + c) queues, then B
+# (b + d): each needs one model beside its own, and the other's is pinned
+# by the other's queued request.  Once s is done both wait and nothing
+# runs: the oldest (A) runs, evicting s and b (only queued work needs b),
+# and B runs after it; neither fails with 53200.
+cat >"$SIM/mutual.json" <<'EOF'
+{
+  "load_bandwidth": 3e9,
+  "output_values": 4,
+  "models": {
+    "a.onnx": {"bytes": 200000000, "compute_ms": [[1, 20]]},
+    "b.onnx": {"bytes": 200000000, "compute_ms": [[1, 20]]},
+    "c.onnx": {"bytes": 200000000, "compute_ms": [[1, 20]]},
+    "d.onnx": {"bytes": 200000000, "compute_ms": [[1, 20]]},
+    "s.onnx": {"bytes": 50000000, "compute_ms": [[1, 1200]]}
+  }
+}
+EOF
+printf 'x\n' >"$SIM/dict.txt"
+start_worker "$tmp/mutual.log" --model-dir "$SIM" --simulate "$SIM/mutual.json" \
+	--gpu-memory 500M --max-queue-delay-us 0 || exit 1
+C=("$CLIENT" --endpoint "$EP")
+for m in c d a; do "${C[@]}" --timeout-ms 3000 load "$m.onnx" >/dev/null; done
+check "a.onnx and b.onnx resident, c.onnx and d.onnx known" \
+	"$("${C[@]}" --timeout-ms 3000 load b.onnx)" '^PONG .*resident=(b\.onnx,a\.onnx|a\.onnx,b\.onnx) ' \
+	'c\.onnx:known:200000000:' 'd\.onnx:known:200000000:'
+"${C[@]}" --timeout-ms 5000 classify s.onnx yes,no "$R1" >"$tmp/ms.out" &
+pids+=("$!")
+w1=$!
+sleep 0.3
+"${C[@]}" --timeout-ms 6000 --ocr-models a.onnx,none,c.onnx,dict.txt ocr "$R1" >"$tmp/mA.out" &
+pids+=("$!")
+w2=$!
+sleep 0.1
+"${C[@]}" --timeout-ms 6000 --ocr-models b.onnx,none,d.onnx,dict.txt ocr "$R1" >"$tmp/mB.out" &
+pids+=("$!")
+w3=$!
+wait "$w1" "$w2" "$w3"
+check "A (a.onnx + c.onnx) and B (b.onnx + d.onnx), each waiting for a model the other pins, both run" \
+	"$(cat "$tmp/mA.out" "$tmp/mB.out")" "^ROW 0 id=100 ok=1 .*text=sim:c\\.onnx:$h1\$" \
+	"^ROW 0 id=100 ok=1 .*text=sim:d\\.onnx:$h1\$"
+check_not "... and neither fails with 53200" "$(cat "$tmp/mA.out" "$tmp/mB.out")" 'sqlstate'
+check "the log says why b.onnx went although queued work needs it" "$(cat "$tmp/mutual.log")" \
+	'every queued request waits for memory that only queued work holds: running the oldest' \
+	'evicting model "b\.onnx" \(200000000 bytes, needed by 1 queued requests\) to make room for "c\.onnx"'
+testenv_stop_pid "$WPID" TERM
+
+# --- a waiting group is not starved by a stream for a resident model -----------
+# Cap 300 MB: a (resident, 200 MB) and c (200 MB) do not fit together.
+# Three clients keep a's queue from ever emptying (--max-batch 1, 200 ms a
+# run), so a stays pinned; c waits.  After GATE_AGING_US (2 s) younger
+# groups stop starting, a's queue drains and c runs: it answers within
+# about 2 s plus a few runs, where it used to wait for as long as the
+# stream went on.
+cat >"$SIM/starve.json" <<'EOF'
+{ "load_bandwidth": 3e9, "output_values": 4,
+  "models": { "a.onnx": {"bytes": 200000000, "compute_ms": [[1, 200]]},
+              "c.onnx": {"bytes": 200000000, "compute_ms": [[1, 20]]} } }
+EOF
+start_worker "$tmp/starve.log" --model-dir "$SIM" --simulate "$SIM/starve.json" \
+	--gpu-memory 300M --max-queue-delay-us 0 --max-batch 1 || exit 1
+C=("$CLIENT" --endpoint "$EP")
+"${C[@]}" --timeout-ms 3000 load c.onnx >/dev/null
+"${C[@]}" --timeout-ms 3000 load a.onnx >/dev/null
+stream_stop=$tmp/stream.stop
+stream() {
+	while [ ! -e "$stream_stop" ]; do
+		"${C[@]}" --timeout-ms 8000 classify a.onnx yes,no "$R1" >/dev/null
+	done
+}
+streams=()
+for _ in 1 2 3; do
+	stream &
+	pids+=("$!")
+	streams+=("$!")
+done
+sleep 0.5
+t0=$(date +%s%N)
+out=$("${C[@]}" --timeout-ms 8000 classify c.onnx yes,no "$R1")
+ms=$(ms_since "$t0")
+touch "$stream_stop"
+wait "${streams[@]}"
+check "c.onnx, waiting for a.onnx's room under a stream of a.onnx requests, runs (${ms} ms)" \
+	"$out" "^ROW 0 id=100 ok=1 .*text=sim:c\\.onnx:$h1\$"
+if [ "$ms" -lt 6000 ]; then
+	pass "... within 6 s (${ms} ms)"
+else
+	fail "... within 6 s (${ms} ms)"
+fi
 testenv_stop_pid "$WPID" TERM
 
 # --- --state-listen, and a real worker under a cap ----------------------------

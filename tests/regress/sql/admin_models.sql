@@ -81,7 +81,7 @@ SELECT p.oid::regprocedure AS function, p.prorettype::regtype AS returns,
        p.proparallel AS parallel, p.procost AS cost
   FROM pg_proc p
  WHERE p.pronamespace = 'infer'::regnamespace AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'c')
- ORDER BY p.proname;
+ ORDER BY p.proname, p.oid::regprocedure::text COLLATE "C";
 
 -- the settings and their defaults (they exist once the module is loaded)
 LOAD 'pg_infer';

@@ -87,6 +87,18 @@ SELECT id, infer.classify('ppocr_cls', data) FROM img
  WHERE id <= 3 OR id = 1 / (id - 7);
 :sqlstate
 SELECT count(*) AS running FROM infer.progress WHERE pid = pg_backend_pid();
+-- a scan rescanned while another runs (a correlated subquery): each
+-- rescan's models are named once, not once more per rescan
+CREATE FUNCTION pg_temp.progress_models() RETURNS text
+LANGUAGE sql VOLATILE AS $$
+	SELECT models || ' (' || scans || ' scans)' FROM infer.progress
+	 WHERE pid = pg_backend_pid()
+$$;
+SELECT id, infer.classify('ppocr_cls', data) IS NOT NULL AS outer_label,
+	   (SELECT infer.classify('ppocr_cls', i2.data) FROM img i2
+		 WHERE i2.id = img.id) IS NOT NULL AS inner_label,
+	   pg_temp.progress_models() AS models
+  FROM img WHERE id <= 4;
 
 -- infer.models: where the model is resident, and its measured timings
 SELECT infer.unload_model('ppocr_cls', 'stats_w');
