@@ -385,7 +385,9 @@ prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
 	}
 	if (frag->kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY && spec->n_labels == 0)
 	{
-		snprintf(err, errlen, "classify model \"%s\" has no labels", spec->file);
+		snprintf(err, errlen, "classify model \"%s\" (file \"%s\") has no labels: "
+				 "register it with labels (infer.create_model(..., labels => ARRAY[...]))",
+				 spec->name && spec->name[0] ? spec->name : spec->file, spec->file);
 		return -1;
 	}
 

@@ -50,6 +50,24 @@ SELECT infer.predict('direction16', data) = infer.predict('ppocr_cls', data) AS 
 SELECT infer.classify('direction16', data) AS label FROM img WHERE name = 'line_rot180.png';
 SELECT infer.drop_model('direction16');
 
+-- a classify model registered without labels: the error names the model
+-- and says how to give them
+SELECT infer.create_model('nolabels', 'ch_ppocr_mobile_v2.0_cls_infer.onnx',
+	'classify', input_height => 48, input_width => 192);
+DO $$
+DECLARE
+	st text; msg text;
+BEGIN
+	PERFORM infer.classify('nolabels', data) FROM img WHERE name = 'line_upright.png';
+	RAISE NOTICE 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+	RAISE NOTICE 'SQLSTATE %: %', st,
+		substring(msg FROM 'classify model .*$');
+END
+$$;
+SELECT infer.drop_model('nolabels');
+
 -- a model file the worker does not have: the worker's error (its text
 -- holds the worker's model directory, so only its parts are checked),
 -- with the model and the worker in the context; infer.on_error = null
