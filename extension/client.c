@@ -1317,7 +1317,7 @@ client_raise_not_run(InferRequest *req, const InferReply *reply)
  * client_raise_not_run says: no result came back, and an inference call
  * has no side effects, so sending it again is safe).  req is then
  * forgotten (a late reply is dropped) and its worker marked down in the
- * pool (InferPoolMarkDown; InferPoolMarkDraining for 57P01), so placement
+ * pool (InferPoolMarkDown, draining for 57P01), so placement
  * leaves it out.  Without the pool nothing says which worker is up: the
  * loss is raised and a 57P01 reply returned.  Other errors are raised;
  * other replies are returned.
@@ -1355,10 +1355,7 @@ InferClientWaitOrLost(InferRequest *req, ErrorData **lost)
 	PG_END_TRY();
 	if (edata == NULL)
 		return reply;
-	if (not_run)
-		InferPoolMarkDraining(req->worker.pool_slot);
-	else
-		InferPoolMarkDown(req->worker.pool_slot);
+	InferPoolMarkDown(req->worker.pool_slot, not_run);
 	InferClientForget(req);
 	*lost = edata;
 	return NULL;

@@ -245,8 +245,7 @@ extern uint32 InferPoolNextTurn(void);
 extern void InferPoolAddInflight(int slot, int rows, double ms,
 								 InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
-extern void InferPoolMarkDown(int slot);
-extern void InferPoolMarkDraining(int slot);
+extern void InferPoolMarkDown(int slot, bool draining);
 extern bool InferPoolIsDown(int slot);
 extern InferPoolStatus InferPoolSlotStatus(int slot);
 extern void InferPoolFold(int slot, uint32 generation,

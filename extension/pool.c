@@ -368,12 +368,16 @@ InferPoolRemoveInflight(InferPoolInflight *in)
 }
 
 /*
- * Marks slot down now (a backend lost its connection to the worker): its
+ * Marks slot down now: a backend lost its connection to the worker, or
+ * (draining) the worker answered that it is shutting down (57P01).  Its
  * heartbeat is forgotten and its registration dated back, so it is down
- * until the monitor hears from it again.  No-op for slot 0.
+ * until the monitor hears from it again; when draining, the states its
+ * present run may still send are no heartbeat (InferPoolFold), so it gets
+ * no new work, and a new run of a worker at that endpoint (a restart) is
+ * up again at its first state.  No-op for slot 0.
  */
 void
-InferPoolMarkDown(int slot)
+InferPoolMarkDown(int slot, bool draining)
 {
 	InferPoolWorker *w;
 
@@ -383,31 +387,7 @@ InferPoolMarkDown(int slot)
 	w = &pool->workers[slot - 1];
 	if (w->used)
 	{
-		w->heartbeat = 0;
-		w->registered = 0;
-	}
-	LWLockRelease(pool->lock);
-}
-
-/*
- * Marks slot down as InferPoolMarkDown does, for a worker that answered
- * that it is shutting down (57P01): the states its present run may still
- * send are no heartbeat (InferPoolFold), so it gets no new work; a new
- * run of a worker at that endpoint (a restart) is up again at its first
- * state.  No-op for slot 0.
- */
-void
-InferPoolMarkDraining(int slot)
-{
-	InferPoolWorker *w;
-
-	if (pool == NULL || slot < 1 || slot > pool->max_workers)
-		return;
-	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
-	w = &pool->workers[slot - 1];
-	if (w->used)
-	{
-		if (w->folds > 0)
+		if (draining && w->folds > 0)
 			w->draining = w->started;
 		w->heartbeat = 0;
 		w->registered = 0;
@@ -462,7 +442,7 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 	}
 	now = GetCurrentTimestamp();
 	started = now - (TimestampTz) (st->uptime_s * 1000000.0);
-	/* a run that said it is shutting down stays down (InferPoolMarkDraining) */
+	/* a run that said it is shutting down stays down (InferPoolMarkDown) */
 	if (w->draining != 0 && Abs(started - w->draining) < USECS_PER_SEC)
 	{
 		LWLockRelease(pool->lock);
