@@ -214,6 +214,9 @@ typedef struct InferPoolWorker
 	int64		inflight_rows;
 	double		inflight_ms;
 	double		unseen_ms;		/* in flight, sent after the last fold */
+	double		done_ms;		/* answered since the last fold, sent
+								 * before it: in its backlog, but done */
+	int			done_requests;	/* how many of them */
 	uint64		sent_requests;	/* since the slot was taken */
 	TimestampTz draining;		/* the start of a run that said it is
 								 * shutting down (57P01): its states are

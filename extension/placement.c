@@ -9,8 +9,12 @@
  * For a request over n rows of B input bytes whose fragments use models
  * M1..Mk, each worker W that is not down gets (DESIGN.md "Placement"):
  *
- *	 wait(W)	 = max(backlog - heartbeat age, 0) + in flight since that
- *				   state, or the backends' whole in-flight estimate if larger
+ *	 wait(W)	 = max(backlog - heartbeat age - answered since, 0) + in
+ *				   flight since that state, or the backends' whole in-flight
+ *				   estimate if larger (answered since: the estimates of the
+ *				   requests in that state's backlog that backends have had
+ *				   answers for since: a state folded just before a reply
+ *				   still counts that request)
  *	 load(W)	 = sum over Mi not resident on W of its load time: W's
  *				   reported load_ms, else bytes over infer.bandwidth, else
  *				   the largest load_ms any worker reported for Mi, else
@@ -220,6 +224,17 @@ interpolated_ms(const InferPoolWorker *w, const char *file, int nrows)
 }
 
 /*
+ * The requests waiting for m on w as the cost policy counts them: the
+ * state's count less the requests backends have had answers for since
+ * (a state folded just before a reply still counts that request).
+ */
+static int
+waiting_for(const InferPoolWorker *w, const InferPoolModel *m)
+{
+	return m == NULL ? 0 : Max((int) Min(m->queued, 1024) - w->done_requests, 0);
+}
+
+/*
  * The cost policy's compute of file over nrows rows on w when m (w's entry
  * for file, may be NULL) says queued requests there need it: the worker
  * merges waiting requests of one fragment into one run (worker/batcher.c),
@@ -236,9 +251,9 @@ marginal_ms(const InferPoolWorker *w, const InferPoolModel *m, const char *file,
 				without;
 	int			q;
 
-	if (m == NULL || m->queued == 0)
+	if (waiting_for(w, m) == 0)
 		return alone;
-	q = (int) Min(m->queued, 1024) * nrows;
+	q = waiting_for(w, m) * nrows;
 	with = interpolated_ms(w, file, q + nrows);
 	without = interpolated_ms(w, file, q);
 	if (with < 0 || without < 0 || with < without)
@@ -250,7 +265,7 @@ marginal_ms(const InferPoolWorker *w, const InferPoolModel *m, const char *file,
  * The cost policy's wait for w: its queued work as the worker will run it,
  * each model's queued requests merged into one run (the sum over its
  * models with queued requests of its time at their rows, nrows a request,
- * plus the loads of those not resident), less the age of that state, plus
+ * plus the loads of those not resident), less the age of that state and the estimates of its requests answered since (done_ms), plus
  * the estimates of the requests backends sent it since (unseen_ms).  The
  * worker's own backlog_ms counts each waiting request alone, which
  * overstates a queue of one model by up to its batch size.
@@ -274,7 +289,7 @@ merged_wait_ms(const InferPoolWorker *w, int nrows, double age,
 		if (!m->resident)
 			ms += load_ms(w, m->file, all, nall);
 	}
-	return Max(ms - age, 0.0) + w->unseen_ms;
+	return Max(ms - age - w->done_ms, 0.0) + w->unseen_ms;
 }
 
 /*
@@ -477,7 +492,7 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 		{
 			double		age = TimestampDifferenceMilliseconds(w->heartbeat, now);
 
-			e->wait = Max(w->backlog_ms - age, 0.0) + w->unseen_ms;
+			e->wait = Max(w->backlog_ms - age - w->done_ms, 0.0) + w->unseen_ms;
 		}
 		if (cost && w->heartbeat != 0)
 			e->wait = merged_wait_ms(w, nrows,
@@ -501,8 +516,7 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 					l = 0;
 				c = marginal_ms(w, m, files[f], nrows, c);
 				/* each queued request of that merged run waits c longer */
-				if (m != NULL && m->queued > 0)
-					e->external += c * m->queued;
+				e->external += c * waiting_for(w, m);
 			}
 			e->load += l;
 			e->compute += c;

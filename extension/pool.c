@@ -359,6 +359,12 @@ InferPoolRemoveInflight(InferPoolInflight *in)
 		/* not yet in a state the worker sent: not in its backlog either */
 		if (w->folds == in->folds)
 			w->unseen_ms = Max(w->unseen_ms - in->ms, 0.0);
+		/* in the last state's backlog, but done now (placement.c) */
+		else
+		{
+			w->done_ms += in->ms;
+			w->done_requests++;
+		}
 		/* no rounding residue once nothing is in flight */
 		if (w->inflight_requests == 0)
 			w->inflight_ms = w->unseen_ms = 0;
@@ -467,6 +473,8 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 	w->published = published;
 	w->folds++;
 	w->unseen_ms = 0;
+	w->done_ms = 0;
+	w->done_requests = 0;
 	w->seq = st->seq;
 	w->started = started;
 	w->queue_length = st->queue_length;
