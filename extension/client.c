@@ -508,9 +508,18 @@ client_has_event(InferSocket *s, int want)
 	int			events;
 	size_t		len = sizeof(events);
 
-	/* Can't happen: fails only on a closed socket or terminated context. */
-	if (zmq_getsockopt(s->sock, ZMQ_EVENTS, &events, &len) != 0)
-		elog(ERROR, "could not read ZMQ_EVENTS: %s", zmq_strerror(zmq_errno()));
+	/*
+	 * ZMQ_EVENTS processes the socket's pending commands and may be
+	 * interrupted by a signal (EINTR, under a parallel query's signals for
+	 * one): ask again.  Otherwise it fails only on a closed socket or a
+	 * terminated context, which can't happen here.
+	 */
+	while (zmq_getsockopt(s->sock, ZMQ_EVENTS, &events, &len) != 0)
+	{
+		if (zmq_errno() != EINTR)
+			elog(ERROR, "could not read ZMQ_EVENTS: %s", zmq_strerror(zmq_errno()));
+		len = sizeof(events);
+	}
 	return (events & want) != 0;
 }
 
