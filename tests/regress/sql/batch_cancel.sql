@@ -143,15 +143,16 @@ SELECT * FROM dblink('victim', $$SELECT string_agg(infer.classify('ppocr_cls', d
 	FROM cancel_img WHERE id <= 6$$) AS t(labels text);
 
 -- statement_timeout, in this session: stopped within 1 s of the timeout
+-- (1 s, so that requests are under way by then even in a sanitizer build)
 SELECT pg_temp.worker_cancels(pg_backend_pid()) AS cancels_before \gset
 SELECT clock_timestamp() AS t0 \gset
-SET statement_timeout = '300ms';
+SET statement_timeout = '1s';
 \set SHOW_CONTEXT never
 SELECT count(l) FROM (SELECT infer.classify('ppocr_cls', data) AS l
 	FROM cancel_img, generate_series(1, 50000) OFFSET 0) AS s;
 \set SHOW_CONTEXT errors
 RESET statement_timeout;
-SELECT clock_timestamp() - :'t0'::timestamptz < interval '1.3 s' AS stopped_within_1s;
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '2 s' AS stopped_within_1s;
 SELECT pg_temp.wait_for_cancels(pg_backend_pid(), :cancels_before) AS worker_got_cancel;
 SELECT string_agg(infer.classify('ppocr_cls', data), ',' ORDER BY id) AS labels
   FROM cancel_img WHERE id <= 6;
