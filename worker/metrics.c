@@ -335,6 +335,19 @@ prom_one(strbuf *b, const char *name, const char *type, const char *help,
 	sb_printf(b, "%s %.10g\n", name, v);
 }
 
+/* One sample of name labelled with model file: name{model="file"} value. */
+static void
+prom_model(strbuf *b, const char *name, const char *file, double v)
+{
+	sb_printf(b, "%s{model=", name);
+	sb_label(b, file);
+	/* counts and bytes exactly, times to 10 digits */
+	if (v == (double) (long long) v)
+		sb_printf(b, "} %lld\n", (long long) v);
+	else
+		sb_printf(b, "} %.10g\n", v);
+}
+
 /* A histogram in Prometheus form: cumulative buckets, _sum, _count. */
 static void
 prom_histogram(strbuf *b, const char *name, const char *help,
@@ -396,27 +409,15 @@ render_metrics(strbuf *b, const snapshot *s)
 	prom_head(b, "infer_worker_model_executions_total", "counter",
 			  "Model calls (engine runs), by model file.");
 	for (int i = 0; i < c->n_models; i++)
-	{
-		sb_printf(b, "infer_worker_model_executions_total{model=");
-		sb_label(b, c->models[i].file);
-		sb_printf(b, "} %llu\n", (unsigned long long) c->models[i].calls);
-	}
+		prom_model(b, "infer_worker_model_executions_total", c->models[i].file, (double) (c->models[i].calls));
 	prom_head(b, "infer_worker_model_inferences_total", "counter",
 			  "Rows (batch items) of the model calls, by model file.");
 	for (int i = 0; i < c->n_models; i++)
-	{
-		sb_printf(b, "infer_worker_model_inferences_total{model=");
-		sb_label(b, c->models[i].file);
-		sb_printf(b, "} %llu\n", (unsigned long long) c->models[i].rows);
-	}
+		prom_model(b, "infer_worker_model_inferences_total", c->models[i].file, (double) (c->models[i].rows));
 	prom_head(b, "infer_worker_model_compute_seconds_total", "counter",
 			  "Time spent in the model calls, by model file.");
 	for (int i = 0; i < c->n_models; i++)
-	{
-		sb_printf(b, "infer_worker_model_compute_seconds_total{model=");
-		sb_label(b, c->models[i].file);
-		sb_printf(b, "} %.10g\n", c->models[i].seconds);
-	}
+		prom_model(b, "infer_worker_model_compute_seconds_total", c->models[i].file, (double) (c->models[i].seconds));
 
 	if (st == NULL)
 		return;					/* no state message yet: counters only */
@@ -454,35 +455,19 @@ render_metrics(strbuf *b, const snapshot *s)
 	prom_head(b, "infer_worker_model_resident", "gauge",
 			  "1 when the model is resident in device memory, 0 when known but not resident.");
 	for (size_t i = 0; i < st->n_models; i++)
-	{
-		sb_printf(b, "infer_worker_model_resident{model=");
-		sb_label(b, st->models[i]->file);
-		sb_printf(b, "} %d\n", st->models[i]->resident ? 1 : 0);
-	}
+		prom_model(b, "infer_worker_model_resident", st->models[i]->file, (double) (st->models[i]->resident ? 1 : 0));
 	prom_head(b, "infer_worker_model_bytes", "gauge",
 			  "Weight memory of the model when resident (else its size when last loaded).");
 	for (size_t i = 0; i < st->n_models; i++)
-	{
-		sb_printf(b, "infer_worker_model_bytes{model=");
-		sb_label(b, st->models[i]->file);
-		sb_printf(b, "} %llu\n", (unsigned long long) st->models[i]->bytes);
-	}
+		prom_model(b, "infer_worker_model_bytes", st->models[i]->file, (double) (st->models[i]->bytes));
 	prom_head(b, "infer_worker_model_queued_requests", "gauge",
 			  "Queued or running requests that need the model.");
 	for (size_t i = 0; i < st->n_models; i++)
-	{
-		sb_printf(b, "infer_worker_model_queued_requests{model=");
-		sb_label(b, st->models[i]->file);
-		sb_printf(b, "} %u\n", st->models[i]->queued);
-	}
+		prom_model(b, "infer_worker_model_queued_requests", st->models[i]->file, (double) (st->models[i]->queued));
 	prom_head(b, "infer_worker_model_load_seconds", "gauge",
 			  "The model's measured (or expected) load time.");
 	for (size_t i = 0; i < st->n_models; i++)
-	{
-		sb_printf(b, "infer_worker_model_load_seconds{model=");
-		sb_label(b, st->models[i]->file);
-		sb_printf(b, "} %.10g\n", st->models[i]->load_ms / 1000.0);
-	}
+		prom_model(b, "infer_worker_model_load_seconds", st->models[i]->file, (double) (st->models[i]->load_ms / 1000.0));
 	prom_one(b, "infer_worker_model_loads_total", "counter",
 			 "Model loads that succeeded.", (double) st->model_loads);
 	prom_one(b, "infer_worker_model_evictions_total", "counter",
