@@ -123,6 +123,9 @@ struct InferRequest
 {
 	dlist_node	node;			/* in client_pending while linked */
 	bool		linked;			/* unanswered and not cancelled */
+	bool		unsent;			/* the connection closed as it was sent:
+								 * nothing went out (InferClientWait raises
+								 * the loss) */
 	InferSocket *socket;
 	InferWorker worker;			/* copied into the owner's context */
 	uint64		request_id;
@@ -1086,7 +1089,9 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
  * gets its input digests and leaves out the rows the worker holds (see the
  * banner): payloads and payload_lens must stay valid until the reply is
  * returned or the request is forgotten.  Errors: 08006 when no connection
- * could be made in time.
+ * could be made in time.  When the connection closes between the wait for
+ * it and the send, nothing is sent and the request is returned all the
+ * same: InferClientWait raises the loss (08006).
  */
 InferRequest *
 InferClientSend(const InferWorker *worker, Pginfer__Header *request,
@@ -1173,7 +1178,18 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	req->watch_slot = watch;
 	if (!client_send_frames(s, req, buf, len, npayloads, payloads, payload_lens,
 							omit))
-		goto send_failed;
+	{
+		/*
+		 * EAGAIN after POLLOUT: the connection closed in between (a worker
+		 * stopping), and ZMQ_IMMEDIATE queues nothing without one.  Nothing
+		 * went out; the loss is raised when the reply is waited for, so
+		 * that InferClientWaitOrLost sends the rows to another worker.
+		 */
+		if (zmq_errno() != EAGAIN)
+			goto send_failed;
+		req->unsent = true;
+		return req;
+	}
 	if (omit != NULL)
 	{
 		/* kept to send again on MSG_NEED_INPUT */
@@ -1227,13 +1243,23 @@ client_take_need_input(InferRequest *req)
  * it lives in a child context of req's owner.  Replies to other requests
  * read meanwhile go to those.  Errors: 57014 when the worker did not
  * answer in time (the request is then cancelled), 08006 when it went
- * away while it held the request or, up at send, was found down by the
- * pool (then cancelled), 08P01 on a reply that cannot be parsed or has
- * another protocol version.
+ * away while it held the request or as it was sent, or, up at send, was
+ * found down by the pool (then cancelled), 08P01 on a reply that cannot be
+ * parsed or has another protocol version.
  */
 InferReply *
 InferClientWait(InferRequest *req)
 {
+	if (req->unsent)
+	{
+		client_stats_done(req, NULL);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost the connection to inference worker \"%s\" at %s as the request was sent",
+						req->worker.name, req->worker.endpoint),
+				 errdetail("The connection closed between the wait for it and the send: nothing reached the worker."),
+				 errhint("Check the worker's log; the statement can be run again once it is back.")));
+	}
 	while (client_take_need_input(req) || req->reply == NULL)
 	{
 		/* Can't happen: callers never wait on a request they cancelled. */
