@@ -781,7 +781,8 @@ client_dispatch(InferSocket *s, const InferWorker *worker)
 		req->reply = reply;
 		dlist_delete(&req->node);
 		req->linked = false;
-		InferPoolRemoveInflight(&req->inflight);
+		InferPoolAnswered(&req->inflight, reply->header->result != NULL ?
+						  reply->header->result->served : 0);
 		if (reply->header->kind != PGINFER__MSG_KIND__MSG_NEED_INPUT)
 			client_stats_done(req, reply);
 	}

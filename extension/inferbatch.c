@@ -134,8 +134,8 @@ typedef struct BatchCall
 	bool		text_input;		/* the innermost stage is infer.embed or
 								 * infer.classify(text, text) */
 	bool		all_null;		/* a model name is NULL: every result is */
-	int			leader;			/* the call whose request carries this one */
-	int			fragno;			/* this call's fragment in that request */
+	int			leader;			/* the call whose request carries this one,
+								 * unless the group is split */
 	int			nmembers;		/* leader: calls in the group (itself too) */
 	int		   *members;		/* leader: their indexes, in fragment order */
 	bool		ready;			/* frag set up */
@@ -144,11 +144,16 @@ typedef struct BatchCall
 } BatchCall;
 
 /*
- * One call's part of a batch.  The request fields (rows sent and the
- * request) are the group leader's; the members read the leader's.
+ * One call's part of a batch.  The request fields (rows sent, the calls
+ * the request carries and the request) are its sender's: the group
+ * leader's, which the members read, or, when placement split the group
+ * (InferPlacementSplits), each member's own, over the leader's rows.
  */
 typedef struct BatchPart
 {
+	int			ncarried;		/* sender: calls its request carries */
+	int		   *carried;		/* sender: their indexes, the sender first,
+								 * each its fragment in that order */
 	int			nsent;			/* rows sent (non-NULL images) */
 	int		   *row_of;			/* batch row of each row sent */
 	uint64	   *row_ids;
@@ -403,7 +408,6 @@ group_calls(InferBatchState *st)
 		BatchCall  *bc = &st->calls[i];
 
 		bc->leader = i;
-		bc->fragno = 0;
 		bc->nmembers = 0;
 		bc->members = palloc(sizeof(int) * st->ncalls);
 		if (bc->all_null)
@@ -417,8 +421,7 @@ group_calls(InferBatchState *st)
 			bc->leader = j;
 			break;
 		}
-		st->calls[bc->leader].members[st->calls[bc->leader].nmembers] = i;
-		bc->fragno = st->calls[bc->leader].nmembers++;
+		st->calls[bc->leader].members[st->calls[bc->leader].nmembers++] = i;
 	}
 }
 
@@ -550,56 +553,73 @@ setup_fragment(InferBatchState *st, BatchCall *bc)
 }
 
 /*
- * The worker placement chooses for part's request (leader bc's, over
- * frags).  A re-send (the worker that held the rows was lost) never goes
- * to a worker that is down (InferFragmentPickUp); NULL then when there is
- * none.
+ * The fragments of the calls part's request carries (see BatchPart), set
+ * up first if need be, in the current memory context.
  */
-static InferWorker *
-pick_worker(BatchCall *bc, InferFragment **frags, BatchPart *part,
-			size_t bytes, bool resend)
+static InferFragment **
+carried_frags(InferBatchState *st, const BatchPart *part)
 {
-	if (resend)
-		return InferFragmentPickUp(frags, bc->nmembers, part->nsent, bytes);
-	return InferPlacementPick(frags, bc->nmembers, part->nsent, bytes);
+	InferFragment **frags = palloc(sizeof(InferFragment *) * part->ncarried);
+
+	for (int m = 0; m < part->ncarried; m++)
+	{
+		BatchCall  *mc = &st->calls[part->carried[m]];
+
+		if (!mc->ready)
+			setup_fragment(st, mc);
+		frags[m] = &mc->frag;
+	}
+	return frags;
 }
 
 /*
- * Sends the rows of part (group leader bc's request) to the worker that
- * placement chooses for them, in the current memory context (the slot's),
+ * The worker placement chooses for part's request (over its nfrags
+ * fragments frags).  A re-send (the worker that held the rows was lost)
+ * never goes to a worker that is down (InferFragmentPickUp); NULL then
+ * when there is none.
+ */
+static InferWorker *
+pick_worker(InferFragment **frags, int nfrags, BatchPart *part,
+			size_t bytes, bool resend)
+{
+	if (resend)
+		return InferFragmentPickUp(frags, nfrags, part->nsent, bytes);
+	return InferPlacementPick(frags, nfrags, part->nsent, bytes);
+}
+
+/*
+ * Sends the rows of part (its sender's request, see BatchPart) to the
+ * worker that placement chooses for them, in the current memory context (the slot's),
  * and counts the request.  A worker that goes down while the send waits
  * for a connection (08006, see InferClientSend) is left for another one,
  * up to infer.retries times.  resend: the rows' worker was lost
  * (wait_part); then only a worker that is not down is chosen, and false
  * comes back, with nothing sent, when there is none.  After a
  * worker found down while connecting, likewise, but its error is raised
- * when there is none.  Errors: those of InferFragmentSendMany.
+ * when there is none.  staged: the caller has just staged part's rows
+ * (InferClientStageInputs) and sent nothing since.  Errors: those of
+ * InferFragmentSendMany.
  */
 static bool
-send_part(InferBatchState *st, BatchCall *bc, BatchPart *part, bool resend)
+send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 {
-	InferFragment **frags = palloc(sizeof(InferFragment *) * bc->nmembers);
+	BatchCall  *bc = &st->calls[part->carried[0]];
+	InferFragment **frags = carried_frags(st, part);
 	size_t		bytes = 0;
 	size_t		sent = 0;
 	ErrorData  *volatile lost = NULL;	/* the last worker's failure */
 
-	for (int m = 0; m < bc->nmembers; m++)
-	{
-		BatchCall  *mc = &st->calls[bc->members[m]];
-
-		if (!mc->ready)
-			setup_fragment(st, mc);
-		frags[m] = &mc->frag;
-	}
 	for (int i = 0; i < part->nsent; i++)
 		bytes += part->lens[i];
 	/* digests for placement's transfer term and the send (client.c) */
-	InferClientStageInputs(part->nsent, part->payloads, part->lens);
+	if (!staged)
+		InferClientStageInputs(part->nsent, part->payloads, part->lens);
 	for (int attempt = 0;; attempt++)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		volatile bool sent_ok = false;
-		InferWorker *worker = pick_worker(bc, frags, part, bytes, resend);
+		InferWorker *worker = pick_worker(frags, part->ncarried, part, bytes,
+										  resend);
 
 		if (worker == NULL && lost != NULL)
 			InferClientRaiseLost(lost, part->nsent, 0);
@@ -614,7 +634,7 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part, bool resend)
 		PG_TRY();
 		{
 			InferFragmentPushContext(&bc->frag);
-			part->req = InferFragmentSendMany(frags, bc->nmembers, part->nsent,
+			part->req = InferFragmentSendMany(frags, part->ncarried, part->nsent,
 											  part->row_ids, part->payloads,
 											  part->lens, &sent);
 			InferFragmentPopContext(&bc->frag);
@@ -655,7 +675,7 @@ send_part(InferBatchState *st, BatchCall *bc, BatchPart *part, bool resend)
 	{
 		char		label[INFER_STATS_MODEL_LEN];
 
-		InferStatsFragmentsLabel(frags, bc->nmembers, label, sizeof(label));
+		InferStatsFragmentsLabel(frags, part->ncarried, label, sizeof(label));
 		InferProgressModels(&st->progress, label);
 		bc->progress_noted = true;
 	}
@@ -700,8 +720,8 @@ raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
 }
 
 /*
- * Waits for the reply to part's request (of group leader bc; its first
- * row is the child's row first_row).  When its worker is lost while it
+ * Waits for the reply to part's request (its sender's, see BatchPart; its
+ * first row is the child's row first_row).  When its worker is lost while it
  * holds the request (08006: the connection dropped, SIGKILL or exit; or
  * the pool found it down, no heartbeat for infer.worker_timeout, so hung,
  * SIGSTOP), or it answers that it is shutting down (57P01, SIGTERM: it
@@ -717,8 +737,10 @@ raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
  * the slot's memory context.
  */
 static InferReply *
-wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part, int64 first_row)
+wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 {
+	BatchCall  *bc = &st->calls[part->carried[0]];
+
 	for (int attempt = 0;; attempt++)
 	{
 		ErrorData  *lost;
@@ -754,12 +776,60 @@ wait_part(InferBatchState *st, BatchCall *bc, BatchPart *part, int64 first_row)
 						part->worker->name, part->worker->endpoint,
 						lost->message, part->nsent)));
 		InferFragmentPopContext(&bc->frag);
-		if (!send_part(st, bc, part, true))
+		if (!send_part(st, part, true, false))
 			InferClientRaiseLost(lost, part->nsent, 0);
 		FreeErrorData(lost);
 		bc->frag.worker = part->worker;
 		InferFragmentPushContext(&bc->frag);
 	}
+}
+
+/*
+ * Sends the rows of part, leader bc's part of slot: one request that
+ * carries them once with a fragment per call of the group, or, when
+ * placement finds that cheaper (InferPlacementSplits), one request per
+ * call, each member's part pointing at the leader's rows.  Runs in the
+ * slot's memory context.  Errors: those of send_part.
+ */
+static void
+send_group(InferBatchState *st, BatchCall *bc, BatchSlot *slot,
+		   BatchPart *part)
+{
+	size_t		bytes = 0;
+
+	part->ncarried = bc->nmembers;
+	part->carried = bc->members;
+	if (bc->nmembers > 1)
+	{
+		InferFragment **frags = carried_frags(st, part);
+
+		for (int i = 0; i < part->nsent; i++)
+			bytes += part->lens[i];
+		InferClientStageInputs(part->nsent, part->payloads, part->lens);
+		if (InferPlacementSplits(frags, bc->nmembers, part->nsent, bytes))
+		{
+			for (int m = 0; m < bc->nmembers; m++)
+			{
+				BatchPart  *mp = &slot->parts[bc->members[m]];
+
+				if (mp != part)
+				{
+					mp->nsent = part->nsent;
+					mp->row_of = part->row_of;
+					mp->row_ids = part->row_ids;
+					mp->payloads = part->payloads;
+					mp->lens = part->lens;
+				}
+				mp->ncarried = 1;
+				mp->carried = &bc->members[m];
+				(void) send_part(st, mp, false, false);
+			}
+			pfree(frags);
+			return;
+		}
+		pfree(frags);
+	}
+	(void) send_part(st, part, false, bc->nmembers > 1);
 }
 
 /*
@@ -900,7 +970,7 @@ fill_and_send(InferBatchState *st)
 		}
 		if (part->nsent == 0)
 			continue;
-		(void) send_part(st, bc, part, false);
+		send_group(st, bc, slot, part);
 	}
 	MemoryContextSwitchTo(oldcxt);
 
@@ -929,12 +999,12 @@ receive(InferBatchState *st, BatchSlot *slot)
 		instr_time	start;
 		instr_time	waited;
 
-		if (bc->leader != c || part->req == NULL)
+		if (part->req == NULL)
 			continue;
 		bc->frag.worker = part->worker;
 		InferFragmentPushContext(&bc->frag);
 		INSTR_TIME_SET_CURRENT(start);
-		reply = wait_part(st, bc, part, slot->first_row);
+		reply = wait_part(st, part, slot->first_row);
 		INSTR_TIME_SET_CURRENT(waited);
 		INSTR_TIME_SUBTRACT(waited, start);
 		st->stats->wait_ms += INSTR_TIME_GET_MILLISEC(waited);
@@ -953,16 +1023,16 @@ receive(InferBatchState *st, BatchSlot *slot)
 		}
 		InferFragmentPopContext(&bc->frag);
 
-		for (int m = 0; m < bc->nmembers; m++)
+		for (int m = 0; m < part->ncarried; m++)
 		{
-			BatchCall  *mc = &st->calls[bc->members[m]];
-			BatchPart  *mp = &slot->parts[bc->members[m]];
+			BatchCall  *mc = &st->calls[part->carried[m]];
+			BatchPart  *mp = &slot->parts[part->carried[m]];
 
 			mp->worker = part->worker;
 			mp->rows = palloc(sizeof(InferRow) * part->nsent);
 			mc->frag.worker = part->worker;
 			InferFragmentPushContext(&mc->frag);
-			InferFragmentCollectOf(&mc->frag, reply, mc->fragno, part->nsent,
+			InferFragmentCollectOf(&mc->frag, reply, m, part->nsent,
 								   part->row_ids, mp->rows);
 			for (int i = 0; i < part->nsent; i++)
 			{

@@ -201,6 +201,8 @@ typedef struct InferPoolWorker
 	uint64		gpu_memory_free;
 	uint64		gpu_memory_cap;
 	uint64		requests_served;
+	uint64		served_seen;	/* the highest Result.served of its run's
+								 * replies (InferPoolAnswered) */
 	char		device[64];
 	int			nmodels;
 	InferPoolModel models[INFER_POOL_MODELS];
@@ -248,6 +250,7 @@ extern uint32 InferPoolNextTurn(void);
 extern void InferPoolAddInflight(int slot, int rows, double ms,
 								 InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
+extern void InferPoolAnswered(InferPoolInflight *in, uint64 served);
 extern void InferPoolMarkDown(int slot, bool draining);
 extern bool InferPoolIsDown(int slot);
 extern InferPoolStatus InferPoolSlotStatus(int slot);
@@ -320,6 +323,8 @@ extern int	infer_bandwidth_mb;
 struct InferFragment;
 extern InferWorker *InferPlacementPick(struct InferFragment **frags,
 									   int nfrags, int nrows, size_t bytes);
+extern bool InferPlacementSplits(struct InferFragment **frags, int nfrags,
+								 int nrows, size_t bytes);
 
 /* ----------
  * functions.c: the SQL-callable functions (infer.ocr, infer.predict, ...)

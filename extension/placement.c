@@ -41,7 +41,9 @@
  * another has room, and a load that evicts adds the evicted bytes' reload
  * time (memory_terms).
  *
- * cost = argmin of wait + load + evict + transfer + compute + external;
+ * cost = argmin of wait + load + evict + transfer + compute + external
+ * (load per distinct model file; compute per model run, so a file two of
+ * the request's fragments use counts twice);
  * least_loaded =
  * argmin of wait; locality = the most of M1..Mk resident, then least wait;
  * round_robin = in turn over the registered workers, per backend, as
@@ -53,6 +55,13 @@
  * candidates, so the caller gets the connection error).  Without the
  * pool's shared memory every policy is round robin.  The chosen worker's
  * est_ms (load + transfer + compute) is what client.c puts in flight.
+ *
+ * Several fragments over the same input (InferBatch's calls of one
+ * argument) go in one request, which carries the input once and runs them
+ * one after another on one worker, unless under cost one request per
+ * fragment, each placed on its own, finishes sooner by the same estimates
+ * (InferPlacementSplits): DESIGN.md's "kept together unless moving is
+ * cheaper".
  *
  * Runs in a backend's main thread; reads the pool under its shared lock.
  *
@@ -225,13 +234,30 @@ interpolated_ms(const InferPoolWorker *w, const char *file, int nrows)
 
 /*
  * The requests waiting for m on w as the cost policy counts them: the
- * state's count less the requests backends have had answers for since
- * (a state folded just before a reply still counts that request).
+ * state's count less m's share of the requests answered since the state
+ * was made, which it still counts: those answered after the state was
+ * folded, sent before it (done_requests), or, when more, the answers the
+ * worker counted after the state by the last reply seen (served_seen,
+ * from any backend, less the state's requests_served).  Which models the
+ * answered requests used is not known, so each model's count shrinks in
+ * proportion: queued * (all queued less answered) / all queued, rounded
+ * up.
  */
 static int
 waiting_for(const InferPoolWorker *w, const InferPoolModel *m)
 {
-	return m == NULL ? 0 : Max((int) Min(m->queued, 1024) - w->done_requests, 0);
+	int64		all = 0;
+	int64		done = w->done_requests;
+	int64		left;
+
+	if (m == NULL || m->queued == 0)
+		return 0;
+	for (int i = 0; i < w->nmodels; i++)
+		all += Min(w->models[i].queued, 1024);
+	if (w->served_seen > w->requests_served)
+		done = Max(done, (int64) (w->served_seen - w->requests_served));
+	left = Max(all - done, 0);
+	return (int) ((Min(m->queued, 1024) * left + all - 1) / all);
 }
 
 /*
@@ -263,12 +289,14 @@ marginal_ms(const InferPoolWorker *w, const InferPoolModel *m, const char *file,
 
 /*
  * The cost policy's wait for w: its queued work as the worker will run it,
- * each model's queued requests merged into one run (the sum over its
- * models with queued requests of its time at their rows, nrows a request,
- * plus the loads of those not resident), less the age of that state and the estimates of its requests answered since (done_ms), plus
- * the estimates of the requests backends sent it since (unseen_ms).  The
- * worker's own backlog_ms counts each waiting request alone, which
- * overstates a queue of one model by up to its batch size.
+ * each model's waiting requests (waiting_for: those answered since the
+ * state left out) merged into one run (the sum over its models with such
+ * requests of its time at their rows, nrows a request, plus the loads of
+ * those not resident), less the age of that state, plus the estimates of
+ * the requests backends sent it since (unseen_ms).  The worker's own
+ * backlog_ms counts each waiting request alone, which overstates a queue
+ * of one model by up to its batch size; done_ms, the send-time estimates
+ * of the requests answered since, can be far below what they took.
  */
 static double
 merged_wait_ms(const InferPoolWorker *w, int nrows, double age,
@@ -279,17 +307,17 @@ merged_wait_ms(const InferPoolWorker *w, int nrows, double age,
 	for (int i = 0; i < w->nmodels; i++)
 	{
 		const InferPoolModel *m = &w->models[i];
-		int			rows = (int) Min(m->queued, 1024) * nrows;
+		int			rows = waiting_for(w, m) * nrows;
 		double		t;
 
-		if (m->queued == 0)
+		if (rows == 0)
 			continue;
 		t = interpolated_ms(w, m->file, rows);
 		ms += t >= 0 ? t : compute_ms(w, m->file, rows, all, nall);
 		if (!m->resident)
 			ms += load_ms(w, m->file, all, nall);
 	}
-	return Max(ms - age - w->done_ms, 0.0) + w->unseen_ms;
+	return Max(ms - age, 0.0) + w->unseen_ms;
 }
 
 /*
@@ -412,6 +440,188 @@ excluded(const Estimate *e, bool any_up, bool any_room, bool holder)
 }
 
 /*
+ * The registered workers with a copy of each one's pool slot (NULL when it
+ * has none), taken under the pool's shared lock and kept for one choice.
+ */
+typedef struct PoolView
+{
+	InferWorker *workers;
+	int			nworkers;
+	int		   *slots;
+	InferPoolWorker **snap;
+	TimestampTz now;
+} PoolView;
+
+/* Fills v from the catalog and the pool.  Errors: as InferPlacementPick. */
+static void
+view_take(PoolView *v)
+{
+	v->workers = InferCatalogGetWorkers(&v->nworkers);
+	v->slots = palloc(sizeof(int) * v->nworkers);
+	v->snap = palloc0(sizeof(InferPoolWorker *) * v->nworkers);
+	for (int i = 0; i < v->nworkers; i++)
+		v->slots[i] = InferPoolRegister(v->workers[i].name,
+										v->workers[i].endpoint);
+
+	/* copy the slots out, so the lock is held only for the copy */
+	InferPoolLock(false);
+	for (int i = 0; i < v->nworkers; i++)
+		if (v->slots[i] != 0)
+		{
+			v->snap[i] = palloc(sizeof(InferPoolWorker));
+			memcpy(v->snap[i], InferPoolSlot(v->slots[i]),
+				   sizeof(InferPoolWorker));
+		}
+	InferPoolUnlock();
+	v->now = GetCurrentTimestamp();
+}
+
+/*
+ * The model files of frags's stages, each stage's once per fragment (a
+ * model two fragments use runs twice), at most PLACEMENT_MAX_FILES, into
+ * runs; returns their number.
+ */
+static int
+request_runs(InferFragment **frags, int nfrags, const char **runs)
+{
+	int			n = 0;
+
+	for (int f = 0; f < nfrags; f++)
+		for (const InferFragment *s = frags[f]; s != NULL; s = s->prev)
+			for (int m = 0; m < s->nmodels; m++)
+			{
+				const char *file = s->models[m] ? s->models[m]->file : NULL;
+
+				if (file != NULL && file[0] != '\0' && n < PLACEMENT_MAX_FILES)
+					runs[n++] = file;
+			}
+	return n;
+}
+
+/*
+ * e, worker i of v's estimate (see the banner) for a request of nrows rows
+ * and bytes input bytes whose distinct model files are files (each loaded
+ * once) and whose model runs are runs (each computed once: a file two
+ * fragments use runs twice).
+ */
+static void
+estimate(const PoolView *v, int i, const char **files, int nfiles,
+		 const char **runs, int nruns, int nrows, size_t bytes, Estimate *e)
+{
+	const InferPoolWorker *w = v->snap[i];
+	bool		cost = infer_placement == INFER_PLACEMENT_COST;
+	double		bandwidth = infer_bandwidth_mb * 1000.0;	/* bytes per ms */
+
+	memset(e, 0, sizeof(Estimate));
+	e->slot = v->slots[i];
+	if (w == NULL)
+	{
+		/* no slot: nothing known, nothing resident */
+		e->load = PLACEMENT_DEFAULT_LOAD_MS * nfiles;
+		e->transfer = bytes / bandwidth;
+		e->compute = PLACEMENT_DEFAULT_ROW_MS * nrows * nruns;
+		return;
+	}
+	e->down = InferPoolStatusOf(w, v->now) == INFER_POOL_DOWN;
+	if (w->heartbeat != 0)
+	{
+		double		age = TimestampDifferenceMilliseconds(w->heartbeat, v->now);
+
+		e->wait = Max(w->backlog_ms - age - w->done_ms, 0.0) + w->unseen_ms;
+		if (cost)
+			e->wait = merged_wait_ms(w, nrows, age, v->snap, v->nworkers);
+	}
+	if (!cost || w->heartbeat == 0)
+		e->wait = Max(e->wait, w->inflight_ms);
+	e->transfer = InferClientUncachedBytes(w, bytes) / bandwidth;
+	for (int f = 0; f < nfiles; f++)
+	{
+		const InferPoolModel *m = find_model(w, files[f]);
+		double		l = load_ms(w, files[f], v->snap, v->nworkers);
+
+		e->resident += l == 0;
+		/* cost: a load queued work waits for already is in W's wait */
+		if (cost && m != NULL && m->queued > 0)
+			l = 0;
+		e->load += l;
+	}
+	for (int r = 0; r < nruns; r++)
+	{
+		const InferPoolModel *m = find_model(w, runs[r]);
+		double		c = compute_ms(w, runs[r], nrows, v->snap, v->nworkers);
+
+		if (cost)
+		{
+			c = marginal_ms(w, m, runs[r], nrows, c);
+			/* each queued request of that merged run waits c longer */
+			e->external += c * waiting_for(w, m);
+		}
+		e->compute += c;
+	}
+	if (cost)
+		memory_terms(w, files, nfiles, v->snap, v->nworkers, e);
+}
+
+/*
+ * The index of the worker infer.placement chooses among est (n entries),
+ * and its key in *key.  Ties go in turn over the counter all backends
+ * share when turn is set, else to the first (an estimate only).
+ */
+static int
+choose(const Estimate *est, int n, bool turn, double *key)
+{
+	double		best = DBL_MAX;
+	int			best_resident = -1;
+	int			ntied = 0;
+	int		   *tied = palloc(sizeof(int) * n);
+	int			pick;
+	bool		any_up = false;
+	bool		any_room = false;
+	bool		holder = false;
+	bool		locality = infer_placement == INFER_PLACEMENT_LOCALITY;
+
+	for (int i = 0; i < n; i++)
+		any_up |= !est[i].down;
+	for (int i = 0; i < n; i++)
+		any_room |= !est[i].no_room && !(est[i].down && any_up);
+	/* a model is loaded over another only where no worker holds it yet */
+	for (int i = 0; i < n; i++)
+		holder |= infer_placement == INFER_PLACEMENT_COST &&
+			est[i].load == 0 && !est[i].no_room && !(est[i].down && any_up);
+
+	/* the best key (locality: among the most resident) */
+	for (int i = 0; i < n; i++)
+	{
+		if (excluded(&est[i], any_up, any_room, holder))
+			continue;
+		if (locality && est[i].resident != best_resident)
+		{
+			if (est[i].resident < best_resident)
+				continue;
+			best_resident = est[i].resident;
+			best = DBL_MAX;
+		}
+		best = Min(best, policy_key(&est[i]));
+	}
+	for (int i = 0; i < n; i++)
+	{
+		double		k;
+
+		if (excluded(&est[i], any_up, any_room, holder) ||
+			(locality && est[i].resident != best_resident))
+			continue;
+		k = policy_key(&est[i]);
+		if (k <= best + Max(PLACEMENT_TIE_MS, fabs(best) * 0.01))
+			tied[ntied++] = i;
+	}
+	Assert(ntied > 0);
+	pick = tied[ntied > 1 && turn ? InferPoolNextTurn() % ntied : 0];
+	pfree(tied);
+	*key = best;
+	return pick;
+}
+
+/*
  * Chooses the worker for a request of nrows rows and bytes input bytes
  * that runs frags (nfrags fragments over the same rows, each with its
  * chained stages) by infer.placement, and returns it in the current
@@ -421,31 +631,24 @@ excluded(const Estimate *e, bool any_up, bool any_room, bool holder)
 InferWorker *
 InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 {
-	int			nworkers;
-	InferWorker *workers = InferCatalogGetWorkers(&nworkers);
+	PoolView	v;
 	InferWorker *chosen;
 	const char *files[PLACEMENT_MAX_FILES];
+	const char *runs[PLACEMENT_MAX_FILES];
 	int			nfiles;
+	int			nruns;
 	Estimate   *est;
-	InferPoolWorker **snap;
-	TimestampTz now;
-	double		transfer;
-	double		best = DBL_MAX;
-	int			best_resident = -1;
-	int			ncand = 0;
-	int			ntied = 0;
-	int		   *tied;
-	int			pick = -1;
-	bool		any_up = false;
-	bool		any_room = false;
-	bool		holder = false;
-	bool		cost = infer_placement == INFER_PLACEMENT_COST;
+	double		key;
+	int			pick;
 	uint32		rr;
 
 	/* every pick moves the turn, as InferCatalogPickWorker's did */
 	rr = placement_rr_next++;
 	if (!InferPoolEnabled() || infer_placement == INFER_PLACEMENT_ROUND_ROBIN)
 	{
+		int			nworkers;
+		InferWorker *workers = InferCatalogGetWorkers(&nworkers);
+
 		chosen = palloc(sizeof(InferWorker));
 		*chosen = workers[rr % nworkers];
 		chosen->pool_slot = InferPoolRegister(chosen->name, chosen->endpoint);
@@ -454,124 +657,95 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 	}
 
 	nfiles = request_files(frags, nfrags, files);
-	est = palloc0(sizeof(Estimate) * nworkers);
-	snap = palloc0(sizeof(InferPoolWorker *) * nworkers);
-	tied = palloc(sizeof(int) * nworkers);
-	for (int i = 0; i < nworkers; i++)
-		est[i].slot = InferPoolRegister(workers[i].name, workers[i].endpoint);
-	transfer = bytes / (infer_bandwidth_mb * 1000.0);
-
-	/* copy the slots out, so the lock is held only for the copy */
-	InferPoolLock(false);
-	for (int i = 0; i < nworkers; i++)
-		if (est[i].slot != 0)
-		{
-			snap[i] = palloc(sizeof(InferPoolWorker));
-			memcpy(snap[i], InferPoolSlot(est[i].slot), sizeof(InferPoolWorker));
-		}
-	InferPoolUnlock();
-
-	now = GetCurrentTimestamp();
-	for (int i = 0; i < nworkers; i++)
-	{
-		const InferPoolWorker *w = snap[i];
-		Estimate   *e = &est[i];
-
-		if (w == NULL)
-		{
-			/* no slot: nothing known, nothing resident */
-			e->load = PLACEMENT_DEFAULT_LOAD_MS * nfiles;
-			e->transfer = transfer;
-			e->compute = PLACEMENT_DEFAULT_ROW_MS * nrows * nfiles;
-			any_up = true;
-			continue;
-		}
-		e->down = InferPoolStatusOf(w, now) == INFER_POOL_DOWN;
-		any_up |= !e->down;
-		if (w->heartbeat != 0)
-		{
-			double		age = TimestampDifferenceMilliseconds(w->heartbeat, now);
-
-			e->wait = Max(w->backlog_ms - age - w->done_ms, 0.0) + w->unseen_ms;
-		}
-		if (cost && w->heartbeat != 0)
-			e->wait = merged_wait_ms(w, nrows,
-									 TimestampDifferenceMilliseconds(w->heartbeat, now),
-									 snap, nworkers);
-		else
-			e->wait = Max(e->wait, w->inflight_ms);
-		e->transfer = InferClientUncachedBytes(w, bytes) /
-			(infer_bandwidth_mb * 1000.0);
-		for (int f = 0; f < nfiles; f++)
-		{
-			const InferPoolModel *m = find_model(w, files[f]);
-			double		l = load_ms(w, files[f], snap, nworkers);
-			double		c = compute_ms(w, files[f], nrows, snap, nworkers);
-
-			e->resident += l == 0;
-			if (cost)
-			{
-				/* a load queued work waits for already is in W's wait */
-				if (m != NULL && m->queued > 0)
-					l = 0;
-				c = marginal_ms(w, m, files[f], nrows, c);
-				/* each queued request of that merged run waits c longer */
-				e->external += c * waiting_for(w, m);
-			}
-			e->load += l;
-			e->compute += c;
-		}
-		if (cost)
-			memory_terms(w, files, nfiles, snap, nworkers, e);
-	}
-	for (int i = 0; i < nworkers; i++)
-		any_room |= !est[i].no_room && !(est[i].down && any_up);
-	/* a model is loaded over another only where no worker holds it yet */
-	for (int i = 0; i < nworkers; i++)
-		holder |= cost && est[i].load == 0 && !est[i].no_room &&
-			!(est[i].down && any_up);
-
-	/* the best key (locality: among the most resident) */
-	for (int i = 0; i < nworkers; i++)
-	{
-		if (excluded(&est[i], any_up, any_room, holder))
-			continue;
-		ncand++;
-		if (infer_placement == INFER_PLACEMENT_LOCALITY &&
-			est[i].resident != best_resident)
-		{
-			if (est[i].resident < best_resident)
-				continue;
-			best_resident = est[i].resident;
-			best = DBL_MAX;
-		}
-		best = Min(best, policy_key(&est[i]));
-	}
-	for (int i = 0; i < nworkers; i++)
-	{
-		double		key;
-
-		if (excluded(&est[i], any_up, any_room, holder) ||
-			(infer_placement == INFER_PLACEMENT_LOCALITY &&
-			 est[i].resident != best_resident))
-			continue;
-		key = policy_key(&est[i]);
-		if (key <= best + Max(PLACEMENT_TIE_MS, fabs(best) * 0.01))
-			tied[ntied++] = i;
-	}
-	Assert(ncand > 0 && ntied > 0);
-	pick = tied[ntied > 1 ? InferPoolNextTurn() % ntied : 0];
+	nruns = request_runs(frags, nfrags, runs);
+	view_take(&v);
+	est = palloc(sizeof(Estimate) * v.nworkers);
+	for (int i = 0; i < v.nworkers; i++)
+		estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, &est[i]);
+	pick = choose(est, v.nworkers, true, &key);
 
 	chosen = palloc(sizeof(InferWorker));
-	*chosen = workers[pick];
+	*chosen = v.workers[pick];
 	chosen->pool_slot = est[pick].slot;
 	chosen->est_ms = est[pick].load + est[pick].transfer + est[pick].compute;
-	elog(DEBUG1, "pg_infer placement: %d rows of %s%s to \"%s\" (wait %.1f ms, load %.1f ms, transfer %.1f ms, compute %.1f ms, evict %.1f ms, delay to queued %.1f ms, %d of %d candidates tied)",
+	elog(DEBUG1, "pg_infer placement: %d rows of %s%s to \"%s\" (wait %.1f ms, load %.1f ms, transfer %.1f ms, compute %.1f ms, evict %.1f ms, delay to queued %.1f ms)",
 		 nrows, nfiles > 0 ? files[0] : "no model", nfiles > 1 ? " and more" : "",
 		 chosen->name, est[pick].wait, est[pick].load,
 		 est[pick].transfer, est[pick].compute, est[pick].evict,
-		 est[pick].external, ntied, ncand);
+		 est[pick].external);
 	return chosen;
+}
+
+/*
+ * Under cost, whether frags (nfrags > 1 fragments over the same nrows rows
+ * of bytes input bytes, which one request would carry with the input once
+ * and run one after another on one worker) had better go apart, one
+ * request per fragment, each placed on its own: DESIGN.md "Placement"
+ * keeps them together unless moving is cheaper.  Together: the cost key
+ * of the best worker for them all (its finish plus the delay to requests
+ * queued there).  Apart: each fragment in turn on its best worker, the
+ * earlier ones' load, transfer and compute added to that worker's wait;
+ * the latest of their finishes plus the sum of their delays to others.
+ * Apart wins when it is lower by more than the tie margin.  False under
+ * the other policies and without the pool.  Errors: as InferPlacementPick.
+ */
+bool
+InferPlacementSplits(InferFragment **frags, int nfrags, int nrows,
+					 size_t bytes)
+{
+	PoolView	v;
+	const char *files[PLACEMENT_MAX_FILES];
+	const char *runs[PLACEMENT_MAX_FILES];
+	int			nfiles;
+	int			nruns;
+	Estimate   *est;
+	double	   *extra;
+	double		together;
+	double		finish = 0;
+	double		external = 0;
+	double		key;
+	bool		split;
+	int			pick;
+	StringInfoData where;
+
+	if (nfrags < 2 || !InferPoolEnabled() ||
+		infer_placement != INFER_PLACEMENT_COST)
+		return false;
+	view_take(&v);
+	est = palloc(sizeof(Estimate) * v.nworkers);
+	extra = palloc0(sizeof(double) * v.nworkers);
+
+	nfiles = request_files(frags, nfrags, files);
+	nruns = request_runs(frags, nfrags, runs);
+	for (int i = 0; i < v.nworkers; i++)
+		estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, &est[i]);
+	pick = choose(est, v.nworkers, false, &together);
+	initStringInfo(&where);
+	appendStringInfo(&where, "together on \"%s\" %.1f ms; apart on",
+					 v.workers[pick].name, together);
+
+	for (int f = 0; f < nfrags; f++)
+	{
+		nfiles = request_files(&frags[f], 1, files);
+		nruns = request_runs(&frags[f], 1, runs);
+		for (int i = 0; i < v.nworkers; i++)
+		{
+			estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, &est[i]);
+			est[i].wait += extra[i];
+		}
+		pick = choose(est, v.nworkers, false, &key);
+		appendStringInfo(&where, "%s \"%s\" %.1f ms", f > 0 ? "," : "",
+						 v.workers[pick].name, key - est[pick].external);
+		finish = Max(finish, key - est[pick].external);
+		external += est[pick].external;
+		extra[pick] += est[pick].load + est[pick].transfer + est[pick].compute;
+	}
+	split = finish + external <
+		together - Max(PLACEMENT_TIE_MS, fabs(together) * 0.01);
+	elog(DEBUG1, "pg_infer placement: %d fragments over %d rows %s (%s, delay to queued %.1f ms)",
+		 nfrags, nrows, split ? "go apart" : "stay together", where.data,
+		 external);
+	return split;
 }
 
 /*

@@ -345,6 +345,20 @@ InferPoolAddInflight(int slot, int rows, double ms, InferPoolInflight *out)
 void
 InferPoolRemoveInflight(InferPoolInflight *in)
 {
+	InferPoolAnswered(in, 0);
+}
+
+/*
+ * InferPoolRemoveInflight for a request answered with a result whose
+ * Result.served is served (0: none): the highest such count of the
+ * worker's run is kept (served_seen), so that placement knows how many
+ * requests the last state counts as queued were answered after it was
+ * made (placement.c waiting_for), whichever backend they came from.
+ * Never raises an error.
+ */
+void
+InferPoolAnswered(InferPoolInflight *in, uint64 served)
+{
 	InferPoolWorker *w;
 
 	if (pool == NULL || in->slot == 0)
@@ -353,6 +367,7 @@ InferPoolRemoveInflight(InferPoolInflight *in)
 	w = &pool->workers[in->slot - 1];
 	if (w->used && w->generation == in->generation)
 	{
+		w->served_seen = Max(w->served_seen, served);
 		w->inflight_requests = Max(w->inflight_requests - 1, 0);
 		w->inflight_rows = Max(w->inflight_rows - in->rows, 0);
 		w->inflight_ms = Max(w->inflight_ms - in->ms, 0.0);
@@ -470,6 +485,9 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 		LWLockRelease(pool->lock);
 		return;
 	}
+	/* a new run counts its answers from 0 */
+	if (Abs(started - w->started) >= USECS_PER_SEC)
+		w->served_seen = 0;
 	w->published = published;
 	w->folds++;
 	w->unseen_ms = 0;

@@ -1013,12 +1013,13 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
  * MSG_RESULT for one request: rows [off, off + n) of each of fr's
  * fragments (fr holds fr->n_fragments blocks of total rows), with their
  * value arrays handed over (taken out of fr) as the reply's frames, and
- * queue_ms, the request's wait before its run started.  NULL when memory
- * runs out.
+ * queue_ms, the request's wait before its run started, and served, the
+ * worker's count of requests answered with a result, this one included
+ * (Result.served).  NULL when memory runs out.
  */
 static server_reply *
 result_reply(const Pginfer__Header *req, fragment_result *fr, int total,
-			 int off, int n, double queue_ms)
+			 int off, int n, double queue_ms, uint64_t served)
 {
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	Pginfer__Result res = PGINFER__RESULT__INIT;
@@ -1037,6 +1038,7 @@ result_reply(const Pginfer__Header *req, fragment_result *fr, int total,
 	res.rows = ptrs;
 	res.compute_ms = fr->compute_ms;
 	res.queue_ms = queue_ms;
+	res.served = served;
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = PGINFER__MSG_KIND__MSG_RESULT;
 	h.request_id = req->request_id;
@@ -1232,7 +1234,8 @@ group_finish(server *s, job *j, server_reply **replies)
 		for (int i = 0; i < nk; i++)
 			n_ok += fr->rows[off + i].ok ? 1 : 0;
 		replies[k] = result_reply(reqs[k], fr, total, off, nk,
-								  group_queue_ms(j, k));
+								  group_queue_ms(j, k),
+								  s->requests_served + 1);
 		if (replies[k] == NULL)
 			rc = -1;
 		else

@@ -95,6 +95,8 @@ check "... at 10 Hz or more (measured $rate Hz), seq rising by one" \
 out=$("${C[@]}" --timeout-ms 5000 predict slow.onnx "$R1")
 check "a simulated predict answers with a zero vector of output_values floats" "$out" \
 	'^ROW 0 id=100 ok=1 n_values=4 frame_bytes=16 values=0,0,0,0 '
+check "... and the result counts itself the worker's first answer (served=1)" "$out" \
+	'^RESULT rows=1 frames=1 request_id=[0-9]+ served=1$'
 out=$("${C[@]}" ping)
 check "the run's timing appears (slow.onnx, batch 1, about 1500 ms)" "$out" \
 	'timings=(.*;)?slow\.onnx@1=(149[0-9]|15[0-9][0-9])\.[0-9]/1' \
@@ -119,6 +121,8 @@ check "after both: queue=0, backlog 0, idle" "$after" \
 	'^STATE .*queue=0 backlog_ms=0\.000 served=3 ' ' busy=0 ' 'slow\.onnx:resident:100000000:[0-9.]+:0:'
 check "both slow requests got their rows" "$(cat "$tmp/slow1.out" "$tmp/slow2.out")" \
 	'^ROW 0 id=100 ok=1 n_values=4' "$(printf 'ok=1.*\n.*\n.*ok=1')"
+check "... the first sent answered second and third (served=2, served=3)" \
+	"$(grep -ho ' served=[0-9]*' "$tmp/slow1.out" "$tmp/slow2.out" | tr -d '\n')" '^ served=2 served=3$'
 
 out=$("${C[@]}" classify a.onnx yes,no "$R1" "$R2")
 check "simulated classify answers sim:MODEL:HASH per row" "$out" \

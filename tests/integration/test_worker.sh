@@ -309,10 +309,10 @@ if start_worker "$tmp/dyn.log" --threads 2 --log-level debug --max-batch 4 \
 	c0=$(sed -n '/^CLIENT 0/,/^CLIENT 1/p' <<<"$out")
 	c1=$(sed -n '/^CLIENT 1/,$p' <<<"$out")
 	check "two clients at once: client 0 gets its 2 rows, in order" "$c0" \
-		'^RESULT rows=2 frames=2 request_id=7$' "^ROW 0 id=100 ok=1 .*values=$va " \
+		'^RESULT rows=2 frames=2 request_id=7 served=[0-9]+$' "^ROW 0 id=100 ok=1 .*values=$va " \
 		"^ROW 1 id=101 ok=1 .*values=$vb "
 	check "two clients at once: client 1 gets its own row" "$c1" \
-		'^RESULT rows=1 frames=1 request_id=8$' "^ROW 0 id=1100 ok=1 .*values=$vc "
+		'^RESULT rows=1 frames=1 request_id=8 served=[0-9]+$' "^ROW 0 id=1100 ok=1 .*values=$vc "
 	merged=$(($(counter merged "$after") - $(counter merged "$before")))
 	batches=$(($(counter batches "$after") - $(counter batches "$before")))
 	runs=$(($(counter model_runs "$after") - $(counter model_runs "$before")))
@@ -344,11 +344,11 @@ if start_worker "$tmp/dyn.log" --threads 2 --log-level debug --max-batch 4 \
 	c0=$(sed -n '/^CLIENT 0/,/^CLIENT 1/p' <<<"$out")
 	c1=$(sed -n '/^CLIENT 1/,$p' <<<"$out")
 	check "two clients with OCR + detect_text: client 0 gets its rows of both" "$c0" \
-		'^RESULT rows=4 frames=4 request_id=7$' '^ROW 0 id=100 ok=1 .*text=' \
+		'^RESULT rows=4 frames=4 request_id=7 served=[0-9]+$' '^ROW 0 id=100 ok=1 .*text=' \
 		'^ROW 1 id=101 ok=0 sqlstate=22P03' '^ROW 2 id=100 ok=1 .*json=\[.* fragment=1$' \
 		'^ROW 3 id=101 ok=0 sqlstate=22P03 .* fragment=1$'
 	check "two clients with OCR + detect_text: client 1 gets its own rows" "$c1" \
-		'^RESULT rows=2 frames=2 request_id=8$' '^ROW 0 id=1100 ok=1 .*text=' \
+		'^RESULT rows=2 frames=2 request_id=8 served=[0-9]+$' '^ROW 0 id=1100 ok=1 .*text=' \
 		'^ROW 1 id=1100 ok=1 .*json=\[.* fragment=1$'
 	check "the log says the two-fragment requests were merged" "$(cat "$tmp/dyn2.log")" \
 		'INFO merged 2 requests \(3 rows\) into one ocr run'

@@ -388,8 +388,9 @@ print_reply(void *sock, int timeout_ms, int all_values)
 				printf("BADREPLY result without a Result\n");
 				goto done;
 			}
-			printf("RESULT rows=%zu frames=%d request_id=%llu\n", h->result->n_rows,
-				   n - 1, (unsigned long long) h->request_id);
+			printf("RESULT rows=%zu frames=%d request_id=%llu served=%llu\n",
+				   h->result->n_rows, n - 1, (unsigned long long) h->request_id,
+				   (unsigned long long) h->result->served);
 			for (size_t i = 0; i < h->result->n_rows; i++)
 			{
 				Pginfer__RowResult *r = h->result->rows[i];

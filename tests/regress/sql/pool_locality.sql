@@ -87,6 +87,57 @@ SELECT name, requests_sent > 0 AS used FROM infer.workers ORDER BY name;
 RESET infer.enable_batching;
 RESET infer.max_inflight;
 
+-- cost: two calls over the same input whose models are resident on
+-- different workers go apart, a request each to its model's worker
+-- (placement.c InferPlacementSplits); under least_loaded they stay
+-- together, one request per batch carrying the input once.  The two text
+-- models cost about the same, so apart finishes in about half the time.
+SELECT infer.load_model('minilm', 'pool_a');
+SELECT infer.load_model('prompt_task', 'pool_b');
+CREATE FUNCTION pg_temp.wait_text_models() RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..100 LOOP
+		IF (SELECT 'minilm/model.onnx' = ANY (resident_models)
+			  FROM infer.workers WHERE name = 'pool_a') AND
+		   (SELECT 'prompt_task/model.onnx' = ANY (resident_models)
+			  FROM infer.workers WHERE name = 'pool_b') THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+SELECT pg_temp.wait_text_models() AS resident;
+CREATE TEMP TABLE txt (n int, t text);
+INSERT INTO txt
+SELECT i, 'Question ' || i || ': which of these proofs of the lemma is shorter, and why?'
+  FROM generate_series(1, 8) AS i;
+-- the requests EXPLAIN ANALYZE counts over all workers
+CREATE FUNCTION pg_temp.requests(line text) RETURNS bigint
+LANGUAGE sql AS $$
+	SELECT sum(m[1]::bigint) FROM regexp_matches(line, '(\d+) requests', 'g') AS m
+$$;
+SET infer.max_inflight = 1;
+SELECT pg_temp.workers_line('SELECT infer.embed(''minilm'', t), infer.classify(''prompt_task'', t) FROM txt');
+SET infer.placement = least_loaded;
+SELECT pg_temp.requests(pg_temp.workers_line('SELECT infer.embed(''minilm'', t), infer.classify(''prompt_task'', t) FROM txt'));
+-- the same answers apart as together, row by row
+CREATE TEMP TABLE two (policy text, n int, e real[], label text);
+INSERT INTO two
+SELECT 'least_loaded', n, infer.embed('minilm', t), infer.classify('prompt_task', t)
+  FROM txt;
+SET infer.placement = cost;
+INSERT INTO two
+SELECT 'cost', n, infer.embed('minilm', t), infer.classify('prompt_task', t)
+  FROM txt;
+SELECT count(*) AS rows, count(*) FILTER (WHERE cardinality(a.e) = 384) AS embedded,
+	   count(*) FILTER (WHERE a.e IS DISTINCT FROM b.e
+						OR a.label IS DISTINCT FROM b.label) AS differ
+  FROM two a JOIN two b USING (n)
+ WHERE a.policy = 'cost' AND b.policy = 'least_loaded';
+RESET infer.max_inflight;
+
 -- the same answers under every policy
 CREATE TEMP TABLE res (policy text, name text, label text, p real[]);
 DO $$
