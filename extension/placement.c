@@ -109,11 +109,14 @@ static double compute_ms(const InferPoolWorker *w, const char *file, int nrows,
 						 InferPoolWorker *const *all, int nall);
 
 /*
- * The distinct model files of frags (every stage of each), at most
- * PLACEMENT_MAX_FILES, into files; returns their number.
+ * The model files of frags (every stage of each), at most
+ * PLACEMENT_MAX_FILES, into files; returns their number.  distinct: each
+ * file once (what is loaded); else each stage's once per fragment (what
+ * runs: a model two fragments use runs twice).
  */
 static int
-request_files(InferFragment **frags, int nfrags, const char **files)
+request_files(InferFragment **frags, int nfrags, bool distinct,
+			  const char **files)
 {
 	int			n = 0;
 
@@ -126,7 +129,7 @@ request_files(InferFragment **frags, int nfrags, const char **files)
 
 				if (file == NULL || file[0] == '\0')
 					continue;
-				for (int k = 0; k < n && !seen; k++)
+				for (int k = 0; k < n && distinct && !seen; k++)
 					seen = strcmp(files[k], file) == 0;
 				if (!seen && n < PLACEMENT_MAX_FILES)
 					files[n++] = file;
@@ -477,28 +480,6 @@ view_take(PoolView *v)
 }
 
 /*
- * The model files of frags's stages, each stage's once per fragment (a
- * model two fragments use runs twice), at most PLACEMENT_MAX_FILES, into
- * runs; returns their number.
- */
-static int
-request_runs(InferFragment **frags, int nfrags, const char **runs)
-{
-	int			n = 0;
-
-	for (int f = 0; f < nfrags; f++)
-		for (const InferFragment *s = frags[f]; s != NULL; s = s->prev)
-			for (int m = 0; m < s->nmodels; m++)
-			{
-				const char *file = s->models[m] ? s->models[m]->file : NULL;
-
-				if (file != NULL && file[0] != '\0' && n < PLACEMENT_MAX_FILES)
-					runs[n++] = file;
-			}
-	return n;
-}
-
-/*
  * e, worker i of v's estimate (see the banner) for a request of nrows rows
  * and bytes input bytes whose distinct model files are files (each loaded
  * once) and whose model runs are runs (each computed once: a file two
@@ -656,8 +637,8 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 		return chosen;
 	}
 
-	nfiles = request_files(frags, nfrags, files);
-	nruns = request_runs(frags, nfrags, runs);
+	nfiles = request_files(frags, nfrags, true, files);
+	nruns = request_files(frags, nfrags, false, runs);
 	view_take(&v);
 	est = palloc(sizeof(Estimate) * v.nworkers);
 	for (int i = 0; i < v.nworkers; i++)
@@ -715,8 +696,8 @@ InferPlacementSplits(InferFragment **frags, int nfrags, int nrows,
 	est = palloc(sizeof(Estimate) * v.nworkers);
 	extra = palloc0(sizeof(double) * v.nworkers);
 
-	nfiles = request_files(frags, nfrags, files);
-	nruns = request_runs(frags, nfrags, runs);
+	nfiles = request_files(frags, nfrags, true, files);
+	nruns = request_files(frags, nfrags, false, runs);
 	for (int i = 0; i < v.nworkers; i++)
 		estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, &est[i]);
 	pick = choose(est, v.nworkers, false, &together);
@@ -726,8 +707,8 @@ InferPlacementSplits(InferFragment **frags, int nfrags, int nrows,
 
 	for (int f = 0; f < nfrags; f++)
 	{
-		nfiles = request_files(&frags[f], 1, files);
-		nruns = request_runs(&frags[f], 1, runs);
+		nfiles = request_files(&frags[f], 1, true, files);
+		nruns = request_files(&frags[f], 1, false, runs);
 		for (int i = 0; i < v.nworkers; i++)
 		{
 			estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, &est[i]);

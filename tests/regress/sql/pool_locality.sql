@@ -8,18 +8,22 @@
 SELECT infer.add_worker('pool_a', current_setting('regress.worker2_endpoint'));
 SELECT infer.add_worker('pool_b', current_setting('regress.worker3_endpoint'));
 
-CREATE FUNCTION pg_temp.wait_up(n int) RETURNS boolean
+-- (at most 5 s) until the boolean query q is true
+CREATE FUNCTION pg_temp.wait_until(q text) RETURNS boolean
 LANGUAGE plpgsql AS $$
+DECLARE
+	ok boolean;
 BEGIN
 	FOR i IN 1..100 LOOP
-		IF (SELECT count(*) FROM infer.workers WHERE status = 'up') >= n THEN
+		EXECUTE q INTO ok;
+		IF ok THEN
 			RETURN true;
 		END IF;
 		PERFORM pg_sleep(0.05);
 	END LOOP;
 	RETURN false;
 END $$;
-SELECT pg_temp.wait_up(2) AS both_up;
+SELECT pg_temp.wait_until($$SELECT count(*) >= 2 FROM infer.workers WHERE status = 'up'$$) AS both_up;
 
 -- the policies
 SHOW infer.placement;
@@ -33,19 +37,8 @@ SELECT infer.load_model('ppocr_cls', 'pool_b');
 -- the load's answer is folded into the pool at once; a state the worker
 -- published before it is ignored (older seq), so this holds at once, but
 -- wait (at most 5 s) rather than race a busy machine's monitor
-CREATE FUNCTION pg_temp.wait_resident() RETURNS boolean
-LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1..100 LOOP
-		IF (SELECT cardinality(resident_models) FROM infer.workers
-			 WHERE name = 'pool_b') = 1 THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-	RETURN false;
-END $$;
-SELECT pg_temp.wait_resident() AS resident;
+SELECT pg_temp.wait_until($$SELECT cardinality(resident_models) = 1 FROM infer.workers
+							 WHERE name = 'pool_b'$$) AS resident;
 SELECT name, resident_models FROM infer.workers ORDER BY name;
 SELECT infer.load_model('no_such_model', 'pool_b');
 :sqlstate
@@ -94,21 +87,10 @@ RESET infer.max_inflight;
 -- models cost about the same, so apart finishes in about half the time.
 SELECT infer.load_model('minilm', 'pool_a');
 SELECT infer.load_model('prompt_task', 'pool_b');
-CREATE FUNCTION pg_temp.wait_text_models() RETURNS boolean
-LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1..100 LOOP
-		IF (SELECT 'minilm/model.onnx' = ANY (resident_models)
-			  FROM infer.workers WHERE name = 'pool_a') AND
-		   (SELECT 'prompt_task/model.onnx' = ANY (resident_models)
-			  FROM infer.workers WHERE name = 'pool_b') THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-	RETURN false;
-END $$;
-SELECT pg_temp.wait_text_models() AS resident;
+SELECT pg_temp.wait_until($$
+	SELECT bool_and(CASE name WHEN 'pool_a' THEN 'minilm/model.onnx' = ANY (resident_models)
+					ELSE 'prompt_task/model.onnx' = ANY (resident_models) END)
+	  FROM infer.workers WHERE name IN ('pool_a', 'pool_b')$$) AS resident;
 CREATE TEMP TABLE txt (n int, t text);
 INSERT INTO txt
 SELECT i, 'Question ' || i || ': which of these proofs of the lemma is shorter, and why?'
