@@ -30,6 +30,10 @@
 #       answers; the stopped worker is down; infer.stats counts each lost
 #       request as one error of the worker that lost it, and every row
 #       answered once;
+#   (g) two calls over one input that cost sends apart (each model
+#       resident on its own worker), one worker killed (SIGKILL) mid-query:
+#       its requests go to the other, every row once with both calls' own
+#       answers;
 #   and no PostgreSQL crash-restart at any point (the postmaster's log).
 #
 # The workers are simulated (--simulate: real infer-worker processes, the
@@ -94,7 +98,8 @@ cat >"$tmp/sim/profile.json" <<'EOF'
   "models": {
     "slow.onnx": {"bytes": 1000000, "compute_ms": [[1, 300], [16, 4800]]},
     "quick.onnx": {"bytes": 1000000, "compute_ms": [[1, 3], [64, 150]]},
-    "mid.onnx": {"bytes": 1000000, "compute_ms": [[1, 20], [16, 320]]}
+    "mid.onnx": {"bytes": 1000000, "compute_ms": [[1, 20], [16, 320]]},
+    "mid2.onnx": {"bytes": 1000000, "compute_ms": [[1, 20], [16, 320]]}
   }
 }
 EOF
@@ -108,6 +113,7 @@ SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${ports[1]}');
 SELECT infer.create_model('slow', 'slow.onnx', 'classify', labels => '{a,b}');
 SELECT infer.create_model('quick', 'quick.onnx', 'classify', labels => '{a,b}');
 SELECT infer.create_model('mid', 'mid.onnx', 'classify', labels => '{a,b}');
+SELECT infer.create_model('mid2', 'mid2.onnx', 'classify', labels => '{a,b}');
 -- small distinct rows; the simulated answer names each row's SHA-256
 CREATE TABLE t (n int PRIMARY KEY, data bytea NOT NULL);
 INSERT INTO t SELECT n, convert_to('row ' || n, 'UTF8') FROM generate_series(1, 2400) AS n;
@@ -383,6 +389,39 @@ check "(s) s1 stopped (SIGTERM) during a per-row query: every row once, the refe
 check "(s) ... s1 answered 57P01 for the call it held, which went to s2" "$out" \
 	'^held=1 ' 'was lost \(inference worker "s1" at [^ ]+ is shutting down and did not run the request\); sending the row to "s2"'
 restart s1 "${ports[0]}"
+
+# --- (g) a group of calls sent apart, one of its workers killed -----------------
+q -c "CREATE TABLE ref_two AS SELECT n, infer.classify('mid', data) AS a, infer.classify('mid2', data) AS b FROM t WHERE n <= 150" >/dev/null
+REF_TWO=$(q -c "SELECT count(*) || ' ' || md5(string_agg(n || '=' || a || '/' || b, ',' ORDER BY n)) FROM ref_two")
+check "(g) the reference: 150 rows, both calls' own simulated answers" \
+	"$REF_TWO $(q -c "SELECT count(*) FROM ref_two JOIN t USING (n) WHERE a = 'sim:mid:' || left(encode(sha256(data), 'hex'), 16) AND b = 'sim:mid2:' || left(encode(sha256(data), 'hex'), 16)" 2>&1)" \
+	'^150 [0-9a-f]{32} 150$'
+q -c "SELECT infer.load_model('mid', 's1')" -c "SELECT infer.load_model('mid2', 's2')" >/dev/null
+q -c "SELECT infer.unload_model('mid2', 's1')" >/dev/null 2>&1
+q -c "SELECT infer.unload_model('mid', 's2')" >/dev/null 2>&1
+printf '%s\n' "SET infer.placement = cost;" "SET infer.batch_size = 2;" \
+	"SET infer.max_inflight = 8;" "SET client_min_messages = debug1;" \
+	"CREATE TABLE g_two AS SELECT n, infer.classify('mid', data) AS a, infer.classify('mid2', data) AS b FROM t WHERE n <= 150;" |
+	q >"$tmp/g_two.out" 2>&1 &
+bg=$!
+pids+=("$bg")
+held=0
+for _ in $(seq 200); do
+	held=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's2'")
+	[ "${held:-0}" -ge 2 ] && break
+	sleep 0.02
+done
+kill -KILL "$PID_s2"
+wait "$bg"
+rc=$?
+check "(g) s2 killed while it held requests of a group sent apart: every row once, both calls' answers" \
+	"rc=$rc $(q -c "SELECT count(*) || ' ' || md5(string_agg(n || '=' || a || '/' || b, ',' ORDER BY n)) FROM g_two" 2>&1)" \
+	"^rc=0 $REF_TWO\$"
+check "(g) ... the calls went apart, and what s2 held went to s1" \
+	"held=$held $(grep -E '^DEBUG:  pg_infer' "$tmp/g_two.out" | head -c 4000)" \
+	'^held=[2-8] ' '2 fragments over 2 rows go apart \(together on "s[12]"' \
+	'was lost \(lost the connection to inference worker "s2"[^)]*\); sending its [12] rows to another worker'
+restart s2 "${ports[1]}"
 
 # --- no crash-restart ----------------------------------------------------------------
 check_not "no PostgreSQL crash-restart (postmaster log)" "$(cat "$PGLOG")" \
