@@ -1090,7 +1090,8 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
  * gets its input digests and leaves out the rows the worker holds (see the
  * banner): payloads and payload_lens must stay valid until the reply is
  * returned or the request is forgotten.  Errors: 08006 when no connection
- * could be made in time.  When the connection closes between the wait for
+ * could be made in time (infer.worker_timeout for a worker the pool holds
+ * down).  When the connection closes between the wait for
  * it and the send, nothing is sent and the request is returned all the
  * same: InferClientWait raises the loss (08006).
  */
@@ -1106,6 +1107,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	int			watch;
 	InferPoolStatus status;
 	ClientWait	waited;
+	bool		down;
 	bool	   *omit = NULL;
 
 	req = palloc0(sizeof(InferRequest));
@@ -1152,9 +1154,28 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	status = InferPoolSlotStatus(worker->pool_slot);
 	watch = status == INFER_POOL_UP || status == INFER_POOL_STALE ?
 		worker->pool_slot : 0;
-	waited = client_wait(s, ZMQ_POLLOUT, req->deadline, NULL, watch);
+	/*
+	 * A worker the pool holds down (placement chose it as every worker is,
+	 * or round_robin did) gets infer.worker_timeout to connect, not the
+	 * whole infer.timeout: a worker coming back is heard from and connects
+	 * well within that.
+	 */
+	down = status == INFER_POOL_DOWN && infer_worker_timeout_ms < timeout_ms;
+	waited = client_wait(s, ZMQ_POLLOUT,
+						 down ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															infer_worker_timeout_ms) :
+						 req->deadline, NULL, watch);
 	if (waited != CLIENT_READY)
 		client_stats_done(req, NULL);
+	if (waited == CLIENT_TIMEOUT && down)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not connect to inference worker \"%s\" at %s",
+						worker->name, worker->endpoint),
+				 errdetail("The pool holds the worker down (no heartbeat for infer.worker_timeout), and no connection was made within that time (%d ms).",
+						   infer_worker_timeout_ms),
+				 errhint("Check that infer-worker is running and listening on %s; infer.workers shows each worker's status.",
+						 worker->endpoint)));
 	if (waited == CLIENT_DISCONNECTED)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),

@@ -23,7 +23,8 @@
 #       the query fails with 08006 within infer.timeout + 1 s, saying no
 #       other worker is up; both restarted on their endpoints are up; a
 #       worker hung (SIGSTOP) while it holds a per-row call: the call goes
-#       to the other worker once the pool finds it down;
+#       to the other worker once the pool finds it down; with both down, a
+#       new query fails after infer.worker_timeout, not infer.timeout;
 #   (s) a worker stopped (SIGTERM) while it holds requests of a batched
 #       query, then of a per-row query: it answers them 57P01 (not run),
 #       they go to the other worker, every row once with the reference's
@@ -349,6 +350,16 @@ check "(k) alone, s2 killed during a per-row query: 08006 within infer.timeout +
 	"rc=$rc ms=$ms $out" '^rc=[1-9][0-9]* ms=([0-9]{1,3}|[1-3][0-9]{3}) held=1 ' \
 	'ERROR:  08006: lost the connection to inference worker "s2"' \
 	'DETAIL:  The worker closed the connection or exited before it answered\. No other inference worker is up to take the request \(1 rows\)\.'
+# both down now: a new query gets infer.worker_timeout to connect, not the
+# whole infer.timeout
+t0=$(date +%s%N)
+out=$(printf '%s\n' "SET infer.timeout = '20s';" "SET infer.worker_timeout = '1s';" \
+	'\set VERBOSITY verbose' "SELECT infer.classify('mid', data) FROM t WHERE n = 1;" | q 2>&1)
+ms=$(ms_since "$t0")
+check "(k) both down: a new query fails within infer.worker_timeout + 1 s, not infer.timeout ($ms ms)" \
+	"ms=$ms $out" '^ms=([0-9]{1,3}|1[0-9]{3}) ' \
+	'ERROR:  08006: could not connect to inference worker "s[12]"' \
+	'DETAIL:  The pool holds the worker down \(no heartbeat for infer.worker_timeout\), and no connection was made within that time \(1000 ms\)\.'
 restart s1 "${ports[0]}"
 restart s2 "${ports[1]}"
 check "(k) s1 and s2 started again on their endpoints: up" \
