@@ -1083,6 +1083,24 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
 }
 
 /*
+ * Raises 08006 for worker: no connection could be made, detail says why.
+ */
+static void client_raise_no_connection(const InferWorker *worker,
+									   const char *detail) pg_attribute_noreturn();
+
+static void
+client_raise_no_connection(const InferWorker *worker, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("could not connect to inference worker \"%s\" at %s",
+					worker->name, worker->endpoint),
+			 errdetail_internal("%s", detail),
+			 errhint("Check that infer-worker is running and listening on %s (infer.workers shows each worker's status), or remove it with infer.drop_worker().",
+					 worker->endpoint)));
+}
+
+/*
  * Sends request (its version and request_id already set) to worker with
  * npayloads payload frames and returns the pending request, allocated in
  * the current memory context (its owner; see the banner); the reply
@@ -1168,31 +1186,16 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	if (waited != CLIENT_READY)
 		client_stats_done(req, NULL);
 	if (waited == CLIENT_TIMEOUT && down)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not connect to inference worker \"%s\" at %s",
-						worker->name, worker->endpoint),
-				 errdetail("The pool holds the worker down (no heartbeat for infer.worker_timeout), and no connection was made within that time (%d ms).",
-						   infer_worker_timeout_ms),
-				 errhint("Check that infer-worker is running and listening on %s; infer.workers shows each worker's status.",
-						 worker->endpoint)));
+		client_raise_no_connection(worker,
+								   psprintf("The pool holds the worker down (no heartbeat for infer.worker_timeout), and no connection was made within that time (%d ms).",
+											infer_worker_timeout_ms));
 	if (waited == CLIENT_DISCONNECTED)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not connect to inference worker \"%s\" at %s",
-						worker->name, worker->endpoint),
-				 errdetail("The worker went down (no heartbeat for infer.worker_timeout) while the request waited for a connection."),
-				 errhint("Check that infer-worker is running and listening on %s, or remove it with infer.drop_worker().",
-						 worker->endpoint)));
+		client_raise_no_connection(worker,
+								   pstrdup("The worker went down (no heartbeat for infer.worker_timeout) while the request waited for a connection."));
 	if (waited != CLIENT_READY)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not connect to inference worker \"%s\" at %s",
-						worker->name, worker->endpoint),
-				 errdetail("No connection was made within %d ms (infer.timeout): the worker is unreachable.",
-						   timeout_ms),
-				 errhint("Check that infer-worker is running and listening on %s, or remove it with infer.drop_worker().",
-						 worker->endpoint)));
+		client_raise_no_connection(worker,
+								   psprintf("No connection was made within %d ms (infer.timeout): the worker is unreachable.",
+											timeout_ms));
 
 	/* Disconnections before this point concern earlier requests. */
 	client_read_monitor(s);
