@@ -216,9 +216,12 @@ InferClientNextRequestId(void)
  * How long, at exit, a socket may still flush the MSG_CANCELs just queued
  * (a parallel worker stopped by its leader, a backend terminated while it
  * waited).  Only messages on a live connection are queued (ZMQ_IMMEDIATE),
- * so an exit waits this long only when a worker is slow to read them.
+ * so an exit waits this long only when a worker is slow to read them, or
+ * the machine so busy that ZeroMQ's I/O thread waits for a core (100 ms
+ * was too short on a loaded 2-core machine: a parallel worker's cancels
+ * were lost, regress batch_cancel).
  */
-#define CLIENT_EXIT_LINGER_MS 100
+#define CLIENT_EXIT_LINGER_MS 500
 
 /*
  * on_proc_exit callback: closes every socket, letting queued cancels go
@@ -462,6 +465,16 @@ client_cancel(InferRequest *req)
 	dlist_delete(&req->node);
 	req->linked = false;
 	InferPoolRemoveInflight(&req->inflight);
+}
+
+/*
+ * Whether req went unsent: the connection closed as it was sent, and its
+ * worker never saw it (InferClientWait raises that as a loss).
+ */
+bool
+InferClientUnsent(const InferRequest *req)
+{
+	return req->unsent;
 }
 
 /*
@@ -968,15 +981,19 @@ client_prepare_inputs(const InferWorker *worker, Pginfer__RunFragment *run,
 /*
  * Sends the packed header buf (len bytes) and the payload frames (empty
  * for the rows omit marks; omit may be NULL) on s without waiting; adds
- * the bytes sent to req.  Returns false when ZeroMQ refuses the first
- * frame (nothing was sent).
+ * the bytes sent to req.  Returns false when ZeroMQ refuses a frame;
+ * *first (may be NULL) then says whether it was the first one (nothing
+ * was sent).
  */
 static bool
 client_send_frames(InferSocket *s, InferRequest *req, const uint8 *buf,
 				   size_t len, int npayloads, const void *const *payloads,
-				   const size_t *payload_lens, const bool *omit)
+				   const size_t *payload_lens, const bool *omit, bool *first)
 {
 	int64		sent = (int64) len;
+
+	if (first != NULL)
+		*first = true;
 
 	/*
 	 * zmq_send copies: the payload lives in memory that an error may free
@@ -986,6 +1003,8 @@ client_send_frames(InferSocket *s, InferRequest *req, const uint8 *buf,
 	if (zmq_send(s->sock, buf, len,
 				 (npayloads > 0 ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0)
 		return false;
+	if (first != NULL)
+		*first = false;
 	for (int i = 0; i < npayloads; i++)
 	{
 		bool		out = omit != NULL && omit[i];
@@ -1069,7 +1088,7 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
 	client_read_monitor(s);
 	req->disconnects_at_send = s->disconnects;
 	if (!client_send_frames(s, req, req->packed, req->packed_len, req->npayloads,
-							req->payloads, req->payload_lens, omit))
+							req->payloads, req->payload_lens, omit, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not send request to inference worker \"%s\" at %s: %s",
@@ -1126,6 +1145,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	InferPoolStatus status;
 	ClientWait	waited;
 	bool		down;
+	bool		first;
 	bool	   *omit = NULL;
 
 	req = palloc0(sizeof(InferRequest));
@@ -1202,15 +1222,17 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	req->disconnects_at_send = s->disconnects;
 	req->watch_slot = watch;
 	if (!client_send_frames(s, req, buf, len, npayloads, payloads, payload_lens,
-							omit))
+							omit, &first))
 	{
 		/*
-		 * EAGAIN after POLLOUT: the connection closed in between (a worker
-		 * stopping), and ZMQ_IMMEDIATE queues nothing without one.  Nothing
-		 * went out; the loss is raised when the reply is waited for, so
-		 * that InferClientWaitOrLost sends the rows to another worker.
+		 * EAGAIN on the first frame after POLLOUT: the connection closed
+		 * in between (a worker stopping), and ZMQ_IMMEDIATE queues nothing
+		 * without one.  Nothing went out; the loss is raised when the
+		 * reply is waited for, so that InferClientWaitOrLost sends the
+		 * rows to another worker.  A refusal after the first frame is the
+		 * statement's error, as before.
 		 */
-		if (zmq_errno() != EAGAIN)
+		if (zmq_errno() != EAGAIN || !first)
 			goto send_failed;
 		req->unsent = true;
 		return req;

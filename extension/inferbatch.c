@@ -729,10 +729,11 @@ raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
  * forgotten (a late reply is dropped; InferClientWaitOrLost), and the same
  * rows go again to a worker that is not down, up to infer.retries times,
  * so that the statement still returns every row once.  Once the request
- * has been lost by INFERBATCH_MAX_LOST_WORKERS distinct workers (57P01
- * does not count: the rows are not to blame), or infer.retries is used up,
- * its rows are the error (raise_poison; the 57P01 itself when that was
- * the last loss); with no other worker up the loss is raised, saying so.
+ * has been lost by INFERBATCH_MAX_LOST_WORKERS distinct workers (57P01,
+ * or a request that never went out, does not count: the rows are not to
+ * blame), or infer.retries is used up, its rows are the error
+ * (raise_poison; that loss itself when it did not count); with no other
+ * worker up the loss is raised, saying so.
  * Other errors (cancel, timeout, the worker's own) are raised.  Runs in
  * the slot's memory context.
  */
@@ -749,9 +750,13 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 
 		if (reply != NULL)
 			return reply;
+		/*
+		 * 57P01: the worker stopped; or the request never reached it: the
+		 * rows are not to blame
+		 */
+		not_run = lost->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
+			InferClientUnsent(part->req);
 		part->req = NULL;
-		/* 57P01: the worker stopped, the rows are not to blame */
-		not_run = lost->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN;
 
 		/* the workers that lost it, each once */
 		if (!not_run)
@@ -822,7 +827,8 @@ send_group(InferBatchState *st, BatchCall *bc, BatchSlot *slot,
 				}
 				mp->ncarried = 1;
 				mp->carried = &bc->members[m];
-				(void) send_part(st, mp, false, false);
+				/* the rows are staged until the first send */
+				(void) send_part(st, mp, false, m == 0);
 			}
 			pfree(frags);
 			return;

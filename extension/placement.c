@@ -244,7 +244,9 @@ interpolated_ms(const InferPoolWorker *w, const char *file, int nrows)
  * from any backend, less the state's requests_served).  Which models the
  * answered requests used is not known, so each model's count shrinks in
  * proportion: queued * (all queued less answered) / all queued, rounded
- * up.
+ * up.  An estimate: served_seen also counts answers to requests that
+ * came after the state (a quick model's served before a slow one's
+ * older requests), which shrinks the count too far.
  */
 static int
 waiting_for(const InferPoolWorker *w, const InferPoolModel *m)
