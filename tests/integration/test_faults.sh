@@ -75,6 +75,18 @@ wait_sql() {
 	return 1
 }
 
+# wait_held NAME N [TRIES]: waits (TRIES x 0.02 s, default 200) until worker
+# NAME holds at least N requests in flight; sets held to the last count.
+wait_held() {
+	held=0
+	for _ in $(seq "${3:-200}"); do
+		held=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = '$1'")
+		[ "${held:-0}" -ge "$2" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
 # --- the cluster and two simulated workers ---------------------------------
 if ! testenv_start_cluster "$tmp/pg" >"$tmp/cluster.log" 2>&1; then
 	cat "$tmp/cluster.log"
@@ -146,12 +158,7 @@ SELECT 'victim ' || count(v)
 EOF
 	bg=$!
 	pids+=("$bg")
-	held=0
-	for _ in $(seq 100); do
-		held=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's1'")
-		[ "${held:-0}" -ge 2 ] && break
-		sleep 0.05
-	done
+	wait_held s1 2 250
 	vpid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'faults_victim'")
 	lines_before=$(wc -l <"$tmp/s1.log")
 	t0=$(date +%s%N)
@@ -308,12 +315,7 @@ lose() {
 		q >"$tmp/$label.out" 2>&1 &
 	bg=$!
 	pids+=("$bg")
-	held=0
-	for _ in $(seq 200); do
-		held=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = '$name'")
-		[ "${held:-0}" -ge "$want" ] && break
-		sleep 0.02
-	done
+	wait_held "$name" "$want"
 	t0=$(date +%s%N)
 	kill "-$sig" "${!pidvar}"
 	wait "$bg"
@@ -416,12 +418,7 @@ printf '%s\n' "SET infer.placement = cost;" "SET infer.batch_size = 2;" \
 	q >"$tmp/g_two.out" 2>&1 &
 bg=$!
 pids+=("$bg")
-held=0
-for _ in $(seq 200); do
-	held=$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's2'")
-	[ "${held:-0}" -ge 2 ] && break
-	sleep 0.02
-done
+wait_held s2 2
 kill -KILL "$PID_s2"
 wait "$bg"
 rc=$?
