@@ -1364,6 +1364,41 @@ expected_bytes(model_cache *mc, const char *key)
 }
 
 /*
+ * The expected bytes of the models of keys[0..n) (NULLs skipped, repeats
+ * once) into *total, of those not resident into *missing, the first of
+ * those into *first_missing; *unknown (may be NULL) set when one not
+ * resident has no known size.  -1 when a model alone exceeds the cap,
+ * else 1.  Lock held.
+ */
+static int
+keys_bytes(model_cache *mc, char *const *keys, int n, uint64_t *total,
+		   uint64_t *missing, const char **first_missing, int *unknown)
+{
+	for (int i = 0; i < n; i++)
+	{
+		const cache_entry *e;
+		uint64_t	bytes;
+
+		if (keys[i] == NULL || key_repeated(keys, i))
+			continue;
+		e = find_key(mc, keys[i]);
+		bytes = expected_bytes(mc, keys[i]);
+		if (unknown != NULL)
+			*unknown |= bytes == 0 && (e == NULL || !e->resident);
+		if (bytes > mc->capacity)
+			return -1;
+		*total += bytes;
+		if (e == NULL || !e->resident)
+		{
+			*missing += bytes;
+			if (*first_missing == NULL)
+				*first_missing = keys[i];
+		}
+	}
+	return 1;
+}
+
+/*
  * model_cache_can_load, and with evict the evictions of
  * model_cache_reserve when the answer is 1.
  */
@@ -1385,26 +1420,8 @@ specs_fit(model_cache *mc, const Pginfer__ModelSpec *const *specs, int n,
 		if (specs[i] != NULL && specs[i]->file != NULL && specs[i]->file[0] != '\0')
 			keys[i] = key_of(specs[i]->file);
 	pthread_mutex_lock(&mc->lock);
-	for (int i = 0; mc->capacity > 0 && i < n; i++)
-	{
-		const cache_entry *e;
-		uint64_t	bytes;
-
-		if (keys[i] == NULL || key_repeated(keys, i))
-			continue;
-		e = find_key(mc, keys[i]);
-		bytes = expected_bytes(mc, keys[i]);
-		unknown |= bytes == 0 && (e == NULL || !e->resident);
-		if (bytes > mc->capacity)
-			rc = -1;
-		total += bytes;
-		if (e == NULL || !e->resident)
-		{
-			missing += bytes;
-			if (first_missing == NULL)
-				first_missing = keys[i];
-		}
-	}
+	if (mc->capacity > 0)
+		rc = keys_bytes(mc, keys, n, &total, &missing, &first_missing, &unknown);
 	/* resident models this group does not need, that other work holds */
 	for (cache_entry *e = mc->models; mc->capacity > 0 && e != NULL; e = e->next)
 		if (e->resident && (e->pins > 0 || e->busy) && !entry_in(e, keys, n))
@@ -1447,26 +1464,8 @@ evict_idle(model_cache *mc, char *const *keys, int n)
 				missing = 0;
 	const char *first_missing = NULL;
 
-	for (int i = 0; i < n; i++)
-	{
-		const cache_entry *e;
-		uint64_t	bytes;
-
-		if (keys[i] == NULL || key_repeated(keys, i))
-			continue;
-		e = find_key(mc, keys[i]);
-		bytes = expected_bytes(mc, keys[i]);
-		if (bytes > mc->capacity)
-			return -1;
-		total += bytes;
-		if (e == NULL || !e->resident)
-		{
-			missing += bytes;
-			if (first_missing == NULL)
-				first_missing = keys[i];
-		}
-	}
-	if (total > mc->capacity)
+	if (keys_bytes(mc, keys, n, &total, &missing, &first_missing, NULL) < 0 ||
+		total > mc->capacity)
 		return -1;
 	while (mc->used + missing > mc->capacity)
 	{
