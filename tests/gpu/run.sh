@@ -17,7 +17,11 @@
 #     gives 1.3e-2 to 5.9e-2 on these models), then images/s or sentences/s at
 #     batch 1, 8, 32 and 128 (1 s per batch in FP32, SECONDS_16 = 0.5 s in
 #     the others);
-#  6. one table, one row per model and precision.
+#  6. one table, one row per model and precision;
+#  7. infer-worker --device cuda:0 against the same worker on the CPU,
+#     over ZeroMQ: per-row and batched rows/s and answers
+#     (tests/gpu/worker.sh).
+# KEEP_LOGS=DIR keeps every step's output in DIR/gpu-logs.tgz.
 # Budget: 8 minutes: each step has its own timeout (7.7 minutes together).  The exit status is 0
 # when every step passed, 1 otherwise.
 set -u
@@ -29,8 +33,9 @@ DEVICE=${DEVICE:-cuda:0}
 BATCHES=${BATCHES:-1,8,32,128}
 SECONDS_PER_BATCH=${SECONDS_PER_BATCH:-1}
 SECONDS_16=${SECONDS_16:-0.5}
+KEEP_LOGS=${KEEP_LOGS:-}
 log=$(mktemp -d)
-trap 'rm -rf "$log"' EXIT
+trap '[ -n "$KEEP_LOGS" ] && tar -C "$log" --exclude=./pack -czf "$KEEP_LOGS/gpu-logs.tgz" .; rm -rf "$log"' EXIT
 status=0
 steps=()
 
@@ -56,6 +61,7 @@ if [ -f "$PACK" ]; then
 	BIN=$root/bin
 	NODE=$root/node
 	TESTS=$root/model-tests
+	WROOT=$root
 	export LD_LIBRARY_PATH=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	note "tools from $PACK"
 else
@@ -72,6 +78,16 @@ else
 	done
 	[ -d "$BUILD/text-model-tests/minilm_b4_s40" ] &&
 		ln -s "$(readlink -f "$BUILD/text-model-tests/minilm_b4_s40")" "$TESTS/minilm"
+	# worker.sh's layout, made of links into the tree
+	WROOT=$log/wroot
+	mkdir -p "$WROOT/bin" "$WROOT/data"
+	make --no-print-directory BUILD="$BUILD" "$BUILD/bin/infer-worker" "$BUILD/bin/bench/batching-client" \
+		"$BUILD/bin/tests/worker-client" >>"$log/make" 2>&1
+	for b in infer-worker bench/batching-client tests/worker-client; do ln -s "$(readlink -f "$BUILD/bin/$b")" "$WROOT/bin/"; done
+	ln -s "$(readlink -f "$BUILD/models")" "$WROOT/models"
+	[ -d "$BUILD/bench-batching/crops" ] && ln -s "$(readlink -f "$BUILD/bench-batching/crops")" "$WROOT/data/crops"
+	[ -d ../shared/data/ocr ] && ln -s "$(readlink -f ../shared/data/ocr)" "$WROOT/data/images"
+	ln -s "$(pwd)/tests/text/sentences.txt" "$WROOT/data/sentences.txt"
 	note "tools built in $BUILD"
 fi
 # CUDA's libraries where the loader does not find them (the toolkit, or Python's nvidia-* wheels)
@@ -90,18 +106,22 @@ if ldd "$BIN/gpu-bench" "$plugin" | grep "not found"; then
 	exit 1
 fi
 
-# 2. the device API
-timeout 30 "$BIN/gpu-test-device" "$NODE" 2>&1 | tee "$log/device"
-step "device API (gpu-test-device)" "${PIPESTATUS[0]}"
+if [ -d "$NODE" ]; then
+	# 2. the device API
+	timeout 30 "$BIN/gpu-test-device" "$NODE" 2>&1 | tee "$log/device"
+	step "device API (gpu-test-device)" "${PIPESTATUS[0]}"
 
-# 3. node conformance on the GPU, FP32
-timeout 110 "$BIN/onnx-conformance" --device "$DEVICE" --node-dir "$NODE" \
-	--known tests/onnx/known_failures.txt --name onnx-conformance-gpu >"$log/conf" 2>"$log/conf.err"
-rc=$?
-grep -E "^(FAIL|NOTE)" "$log/conf" | head -40
-grep -c "runs on the CPU" "$log/conf.err" | sed 's/^/run.sh: node tests with a CPU fallback logged: /'
-tail -2 "$log/conf"
-step "node conformance on $DEVICE" "$rc"
+	# 3. node conformance on the GPU, FP32
+	timeout 110 "$BIN/onnx-conformance" --device "$DEVICE" --node-dir "$NODE" \
+		--known tests/onnx/known_failures.txt --name onnx-conformance-gpu >"$log/conf" 2>"$log/conf.err"
+	rc=$?
+	grep -E "^(FAIL|NOTE)" "$log/conf" | head -40
+	grep -c "runs on the CPU" "$log/conf.err" | sed 's/^/run.sh: node tests with a CPU fallback logged: /'
+	tail -2 "$log/conf"
+	step "node conformance on $DEVICE" "$rc"
+else
+	note "no ONNX node tests at $NODE (a models-only pack): steps 2 and 3 skipped"
+fi
 
 # 4. the models against ONNX Runtime, on the GPU
 timeout 50 "$BIN/onnx-conformance" --device "$DEVICE" --dir "$TESTS" --metric rel-l2 --tol 1e-4 \
@@ -148,6 +168,12 @@ done
 for t in det cls rec minilm; do
 	[ -e "$TESTS/$t/model.onnx" ] || echo "($t: no model or test folder here, not run)"
 done
+# 7. the worker on the device
+echo
+mkdir -p "$log/worker"
+ROOT=$WROOT OUTDIR=$log/worker DEVICE=$DEVICE timeout 150 bash tests/gpu/worker.sh
+step "infer-worker --device $DEVICE over ZeroMQ" "$?"
+
 echo
 printf '%s\n' "${steps[@]}"
 echo "run.sh: $(($(date +%s) - t_start)) s"
