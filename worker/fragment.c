@@ -25,6 +25,7 @@
 #include "worker/fragment.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,8 +487,10 @@ typedef struct pending_batch
 	int			h;
 	int			w;
 	int			count;
-	int			cap;			/* rows the tensor has room for */
-	ie_tensor  *input;			/* cap x 3 x h x w */
+	int			cap;			/* rows input (or imgs) has room for */
+	ie_tensor  *input;			/* on the CPU: cap x 3 x h x w, preprocessed */
+	image_rgb **imgs;			/* on a device: the decoded images (owned),
+								 * preprocessed there when the batch runs */
 	int		   *row;			/* count row indices into the result */
 } pending_batch;
 
@@ -495,11 +498,13 @@ typedef struct pending_batch
 #define FRAGMENT_PENDING_BYTES ((size_t) 256 << 20)
 
 /*
- * Most rows in one model call, whatever max_batch allows.  On the CPU
- * engine the cost per row is flat up to about 16 rows and rises beyond
- * (cache misses as the intermediates of 64 rows outgrow the cache):
+ * Most rows in one model call on the CPU, whatever max_batch allows.  On
+ * the CPU engine the cost per row is flat up to about 16 rows and rises
+ * beyond (cache misses as the intermediates of 64 rows outgrow the cache):
  * 1.16 ms/row at 1, 4, 8 and 16 rows, 1.48 ms/row at 64, for the PP-OCR
- * direction classifier at 3x48x192 on one thread.
+ * direction classifier at 3x48x192 on one thread.  On a GPU the cost per
+ * row keeps falling (the classifier: 5924 images/s at 32 rows, 12398 at
+ * 128 on an H200, docs/gpu.md), so there max_batch alone bounds a call.
  */
 #define FRAGMENT_MODEL_BATCH 16
 
@@ -510,22 +515,40 @@ plane_floats(const pending_batch *b)
 	return (size_t) 3 * (size_t) b->h * (size_t) b->w;
 }
 
-/* Frees a pending batch's tensor and row list, leaving it empty. */
+/* Bytes b holds for its rows: preprocessed floats, or decoded pixels. */
+static size_t
+batch_bytes(const pending_batch *b)
+{
+	size_t		n = 0;
+
+	if (b->imgs == NULL)
+		return (size_t) b->count * plane_floats(b) * sizeof(float);
+	for (int k = 0; k < b->count; k++)
+		n += (size_t) b->imgs[k]->width * (size_t) b->imgs[k]->height * 3;
+	return n;
+}
+
+/* Frees a pending batch's tensor, images and row list, leaving it empty. */
 static void
 pending_clear(pending_batch *b)
 {
 	ie_tensor_destroy(&b->input);
+	for (int k = 0; b->imgs != NULL && k < b->count; k++)
+		image_destroy(&b->imgs[k]);
+	free(b->imgs);
+	b->imgs = NULL;
 	free(b->row);
 	b->row = NULL;
 	b->count = b->cap = 0;
 }
 
 /*
- * Makes room in b for one more row (up to max rows): grows the tensor by
- * doubling, keeping the rows already in it.  -1 when memory runs out.
+ * Makes room in b for one more row (up to max rows): grows the tensor (or,
+ * on a device, the image list) by doubling, keeping the rows already in
+ * it.  -1 when memory runs out.
  */
 static int
-pending_reserve(pending_batch *b, int max)
+pending_reserve(pending_batch *b, int max, bool on_device)
 {
 	int			cap;
 	int64_t		dims[4];
@@ -537,6 +560,20 @@ pending_reserve(pending_batch *b, int max)
 	cap = b->cap > 0 ? b->cap * 2 : 1;
 	if (cap > max)
 		cap = max;
+	if (on_device)
+	{
+		image_rgb **imgs = realloc(b->imgs, (size_t) cap * sizeof(*imgs));
+
+		if (imgs != NULL)
+			b->imgs = imgs;
+		row = realloc(b->row, (size_t) cap * sizeof(int));
+		if (row != NULL)
+			b->row = row;
+		if (imgs == NULL || row == NULL)
+			return -1;
+		b->cap = cap;
+		return 0;
+	}
 	dims[0] = cap;
 	dims[1] = 3;
 	dims[2] = b->h;
@@ -604,36 +641,95 @@ store_row_output(const frag_plan *p, fragment_result *r, int i, const float *v,
 }
 
 /*
- * One ie_model_run over input (n rows), sampled in r (its time at n rows
- * when it succeeds); *out gets the first output, which
- * must be float.  1 with sqlstate and the engine's message in err when the
- * run itself fails (53200 when the engine ran out of memory, else XX000),
- * -1 with sqlstate/err on any other error.
+ * Runs p's model on b's images k0 .. k0 + n - 1 on its device: their
+ * pixels go there and are resized to b's h x w and normalised there
+ * (ie_model_run_images).  What ie_model_run_images returns.
  */
 static int
-model_call(const frag_plan *p, const ie_tensor *input, ie_tensor **out,
+run_on_device(const frag_plan *p, const pending_batch *b, int k0, int n,
+			  ie_tensor **outputs, char *err, size_t errlen)
+{
+	ie_image   *ims = malloc((size_t) n * sizeof(*ims));
+	ie_image_norm norm;
+	int			rc;
+
+	if (ims == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int k = 0; k < n; k++)
+	{
+		const image_rgb *img = b->imgs[k0 + k];
+
+		ims[k].pixels = img->pixels;
+		ims[k].width = img->width;
+		ims[k].height = img->height;
+		ims[k].resize_w = b->w;
+		ims[k].resize_h = b->h;
+	}
+	memcpy(norm.mean, p->mean, sizeof(norm.mean));
+	memcpy(norm.std, p->std, sizeof(norm.std));
+	norm.bgr = p->bgr;
+	norm.pad = 0.0f;
+	norm.out_h = b->h;
+	norm.out_w = b->w;
+	rc = ie_model_run_images(p->model, ims, n, &norm, outputs, err, errlen);
+	free(ims);
+	return rc;
+}
+
+/*
+ * One model run over rows k0 .. k0 + n - 1 of b (n = b->count with k0 = 0,
+ * or one row), sampled in r (its time at n rows when it succeeds); *out
+ * gets the first output, which must be float.  On the CPU the rows come
+ * from b's tensor (copied into one of their own for a single row of
+ * several); on a device from b's images (run_on_device).  1 with sqlstate
+ * and the engine's message in err when the run itself fails (53200 when
+ * the engine ran out of memory, else XX000), -1 with sqlstate/err on any
+ * other error.
+ */
+static int
+model_call(const frag_plan *p, const pending_batch *b, int k0, int n, ie_tensor **out,
 		   fragment_result *r, const char **sqlstate, char *err, size_t errlen)
 {
 	int			n_out = ie_model_n_outputs(p->model);
 	ie_tensor **outputs = calloc(n_out > 0 ? (size_t) n_out : 1, sizeof(*outputs));
+	ie_tensor  *one = NULL;
+	const ie_tensor *input = b->input;
 	char		lerr[512];
 	double		t0;
+	int			run;
 	int			rc = -1;
 
 	*out = NULL;
 	*sqlstate = PGINFER_SQLSTATE_INTERNAL;
-	if (outputs == NULL)
+	if (outputs != NULL && b->imgs == NULL && n != b->count)
 	{
+		int64_t		dims[4] = {1, 3, b->h, b->w};
+		size_t		plane = plane_floats(b);
+
+		if ((one = ie_tensor_new(IE_FLOAT, 4, dims)) != NULL)
+			memcpy(one->data, (const float *) b->input->data + (size_t) k0 * plane,
+				   plane * sizeof(float));
+		input = one;
+	}
+	if (outputs == NULL || (b->imgs == NULL && input == NULL))
+	{
+		free(outputs);
 		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-		snprintf(err, errlen, "out of memory");
+		snprintf(err, errlen, "out of memory for a %dx%d input", b->w, b->h);
 		return -1;
 	}
 	r->model_runs++;
 	t0 = now_ms();
-	if (ie_model_run(p->model, &input, outputs, lerr, sizeof(lerr)) == 0)
-		fragment_result_add_sample(r, p->spec->file,
-								   input->ndim >= 1 ? (int) input->dims[0] : 1,
-								   now_ms() - t0);
+	if (b->imgs != NULL)
+		run = run_on_device(p, b, k0, n, outputs, lerr, sizeof(lerr));
+	else
+		run = ie_model_run(p->model, &input, outputs, lerr, sizeof(lerr));
+	ie_tensor_destroy(&one);
+	if (run == 0)
+		fragment_result_add_sample(r, p->spec->file, n, now_ms() - t0);
 	else
 	{
 		/* the engine has no error codes; its allocation failures say this */
@@ -710,17 +806,16 @@ static int
 flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 			const char **sqlstate, char *err, size_t errlen)
 {
-	ie_tensor  *out = NULL,
-			   *one = NULL;
-	size_t		plane = plane_floats(b);
+	ie_tensor  *out = NULL;
 	int			rc = -1;
 	int			c;
 
 	if (b->count == 0)
 		return 0;
 	/* The tensor may have room for more rows than it holds: say how many. */
-	b->input->dims[0] = b->count;
-	c = model_call(p, b->input, &out, r, sqlstate, err, errlen);
+	if (b->input != NULL)
+		b->input->dims[0] = b->count;
+	c = model_call(p, b, 0, b->count, &out, r, sqlstate, err, errlen);
 	if (c < 0)
 		goto done;
 	if (c > 0)
@@ -754,23 +849,11 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		log_debug("model \"%s\": output of a %d-row batch has shape [%lld,...]; running rows alone",
 				  p->spec->file, b->count, out->ndim >= 1 ? (long long) out->dims[0] : -1LL);
 
-	/* One row at a time, each copied into a tensor of its own. */
+	/* One row at a time. */
 	for (int k = 0; k < b->count; k++)
 	{
-		int64_t		dims[4] = {1, 3, b->h, b->w};
-
-		ie_tensor_destroy(&one);
 		ie_tensor_destroy(&out);
-		one = ie_tensor_new(IE_FLOAT, 4, dims);
-		if (one == NULL)
-		{
-			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-			snprintf(err, errlen, "out of memory for a %dx%d input", b->w, b->h);
-			goto done;
-		}
-		memcpy(one->data, (const float *) b->input->data + (size_t) k * plane,
-			   plane * sizeof(float));
-		c = model_call(p, one, &out, r, sqlstate, err, errlen);
+		c = model_call(p, b, k, 1, &out, r, sqlstate, err, errlen);
 		if (c < 0)
 			goto done;
 		if (c > 0)
@@ -786,7 +869,6 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 	rc = 0;
 
 done:
-	ie_tensor_destroy(&one);
 	ie_tensor_destroy(&out);
 	pending_clear(b);
 	return rc;
@@ -813,6 +895,8 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 	size_t		pending_bytes = 0;
 	int64_t		dims[IE_MAX_DIMS];
 	ie_dtype	dtype;
+	bool		on_device = ie_model_device(p->model) != IE_DEVICE_CPU &&
+		ie_model_n_inputs(p->model) == 1;
 	int			rc = -1;
 
 	/* A model whose batch dimension is fixed runs one row at a time. */
@@ -820,7 +904,7 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 		max_batch = 1;
 	if (max_batch < 1)
 		max_batch = 1;
-	if (max_batch > FRAGMENT_MODEL_BATCH)
+	if (max_batch > FRAGMENT_MODEL_BATCH && !on_device)
 		max_batch = FRAGMENT_MODEL_BATCH;
 	batches = calloc(n_rows > 0 ? (size_t) n_rows : 1, sizeof(*batches));
 	if (batches == NULL)
@@ -872,8 +956,31 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 			image_destroy(&img);
 			continue;
 		}
+		for (int k = 0; k < n_batches; k++)
+			if (batches[k].h == h && batches[k].w == w)
+				b = &batches[k];
+		if (b == NULL)
+		{
+			b = &batches[n_batches++];
+			b->h = h;
+			b->w = w;
+		}
+		if (pending_reserve(b, max_batch, on_device) != 0)
+		{
+			image_destroy(&img);
+			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+			snprintf(err, errlen, "out of memory for a batch of %dx%d inputs", w, h);
+			goto done;
+		}
 		src = img;
-		if (h != img->height || w != img->width)
+		if (on_device)
+		{
+			/* kept as decoded: resized and normalised on the device */
+			pending_bytes += (size_t) img->width * (size_t) img->height * 3;
+			b->imgs[b->count] = img;
+			img = NULL;
+		}
+		else if (h != img->height || w != img->width)
 		{
 			resized = pre_resize(img, w, h);
 			if (resized == NULL)
@@ -885,34 +992,20 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 			}
 			src = resized;
 		}
-		for (int k = 0; k < n_batches; k++)
-			if (batches[k].h == h && batches[k].w == w)
-				b = &batches[k];
-		if (b == NULL)
+		if (!on_device)
 		{
-			b = &batches[n_batches++];
-			b->h = h;
-			b->w = w;
+			pre_normalize_chw(src, p->mean, p->std, p->bgr,
+							  (float *) b->input->data + (size_t) b->count * plane_floats(b),
+							  h, w, 0.0f);
+			pending_bytes += plane_floats(b) * sizeof(float);
 		}
-		if (pending_reserve(b, max_batch) != 0)
-		{
-			image_destroy(&resized);
-			image_destroy(&img);
-			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-			snprintf(err, errlen, "out of memory for a batch of %dx%d inputs", w, h);
-			goto done;
-		}
-		pre_normalize_chw(src, p->mean, p->std, p->bgr,
-						  (float *) b->input->data + (size_t) b->count * plane_floats(b),
-						  h, w, 0.0f);
 		b->row[b->count++] = i;
-		pending_bytes += plane_floats(b) * sizeof(float);
 		image_destroy(&resized);
 		image_destroy(&img);
 
 		if (b->count == max_batch)
 		{
-			pending_bytes -= (size_t) b->count * plane_floats(b) * sizeof(float);
+			pending_bytes -= batch_bytes(b);
 			if (flush_batch(p, b, r, sqlstate, err, errlen) != 0)
 				goto done;
 		}

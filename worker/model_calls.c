@@ -84,6 +84,21 @@ append(model_calls *log, const ie_model *model, int rows, double ms)
 	log->n++;
 }
 
+/* ie_model_run_images, timed into the thread's open log; see model_calls.h. */
+int
+model_calls_run_images(const ie_model *model, const ie_image *images, int n,
+					   const ie_image_norm *norm, ie_tensor **outputs, char *err,
+					   size_t errlen)
+{
+	double		t0 = model_calls_now_ms();
+	int			rc = ie_model_run_images(model, images, n, norm, outputs, err, errlen);
+	double		ms = model_calls_now_ms() - t0;
+
+	if (rc == 0 && open_log != NULL)
+		append(open_log, model, n, ms);
+	return rc;
+}
+
 /* ie_model_run, timed into the thread's open log; see model_calls.h. */
 int
 model_calls_run(const ie_model *model, const ie_tensor *const *inputs,

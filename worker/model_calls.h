@@ -66,6 +66,15 @@ void		model_calls_free(model_calls *log);
 int			model_calls_run(const ie_model *model, const ie_tensor *const *inputs,
 							ie_tensor **outputs, char *err, size_t errlen);
 
+/*
+ * ie_model_run_images(model, images, n, norm, outputs, err, errlen), timed
+ * and logged as model_calls_run (rows: n); on the device the time includes
+ * the images' upload and preprocessing, which are part of that call.
+ */
+int			model_calls_run_images(const ie_model *model, const ie_image *images, int n,
+								   const ie_image_norm *norm, ie_tensor **outputs,
+								   char *err, size_t errlen);
+
 /* Milliseconds since an arbitrary point, CLOCK_MONOTONIC. */
 double		model_calls_now_ms(void);
 

@@ -296,21 +296,33 @@ ocr_detect(const ie_model *det, const ocr_params *p, const image_rgb *img,
 	ocr_det_input_size(h, w, p->limit_side_len, &rh, &rw);
 	if (rh <= 0 || rw <= 0)
 		return 0;
-	rs = pre_resize(img, rw, rh);
-	if (rs == NULL)
-		goto nomem;
-	dims[0] = 1;
-	dims[1] = 3;
-	dims[2] = rh;
-	dims[3] = rw;
-	in = ie_tensor_new(IE_FLOAT, 4, dims);
-	if (in == NULL)
-		goto nomem;
-	pre_normalize_chw(rs, mean, stdv, 1, in->data, rh, rw, 0);
-	image_destroy(&rs);
-	ins[0] = in;
-	if (model_calls_run(det, ins, outs, err, errlen) < 0)
-		goto fail;
+	if (ie_model_device(det) != IE_DEVICE_CPU)
+	{
+		/* the page's pixels to the device, resized and normalised there */
+		ie_image	im = {img->pixels, w, h, rw, rh};
+		ie_image_norm norm = {{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, 1, 0.0f, rh, rw};
+
+		if (model_calls_run_images(det, &im, 1, &norm, outs, err, errlen) < 0)
+			goto fail;
+	}
+	else
+	{
+		rs = pre_resize(img, rw, rh);
+		if (rs == NULL)
+			goto nomem;
+		dims[0] = 1;
+		dims[1] = 3;
+		dims[2] = rh;
+		dims[3] = rw;
+		in = ie_tensor_new(IE_FLOAT, 4, dims);
+		if (in == NULL)
+			goto nomem;
+		pre_normalize_chw(rs, mean, stdv, 1, in->data, rh, rw, 0);
+		image_destroy(&rs);
+		ins[0] = in;
+		if (model_calls_run(det, ins, outs, err, errlen) < 0)
+			goto fail;
+	}
 	if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 4 ||
 		outs[0]->dims[0] != 1 || outs[0]->dims[1] != 1)
 	{

@@ -68,53 +68,94 @@ order_by_ratio(image_rgb *const *crops, int n)
 	return o;
 }
 
-/*
- * Writes crop resized to height REC_H (width ceil(REC_H * ratio), at most
- * max_w) and normalised into out (3 x REC_H x max_w, zero-padded).
- */
+/* Width of crop resized to height REC_H: ceil(REC_H * ratio), in 1..max_w. */
 static int
-resize_norm(const image_rgb *crop, int max_w, float *out)
+crop_width(const image_rgb *crop, int max_w)
 {
-	static const float mean[3] = {0.5f, 0.5f, 0.5f};
-	static const float stdv[3] = {0.5f, 0.5f, 0.5f};
 	double		ratio = (double) crop->width / (double) crop->height;
 	int			rw;
-	image_rgb  *rs;
 
 	if (ceil(REC_H * ratio) > max_w)
 		rw = max_w;
 	else
 		rw = (int) ceil(REC_H * ratio);
-	if (rw < 1)
-		rw = 1;
-	rs = pre_resize(crop, rw, REC_H);
-	if (rs == NULL)
-		return -1;
-	pre_normalize_chw(rs, mean, stdv, 1, out, REC_H, max_w, 0);
-	image_destroy(&rs);
-	return 0;
+	return rw < 1 ? 1 : rw;
 }
 
 /*
  * A new m x 3 x REC_H x w float tensor of the crops o[0..m) name, each
- * resized and normalised by resize_norm; NULL when out of memory.
+ * resized to height REC_H (crop_width) and normalised (mean and std 0.5,
+ * BGR), zero-padded on the right; NULL when out of memory.
  */
 static ie_tensor *
 batch_input(image_rgb *const *crops, const ratio_idx *o, int m, int w)
 {
+	static const float mean[3] = {0.5f, 0.5f, 0.5f};
+	static const float stdv[3] = {0.5f, 0.5f, 0.5f};
 	int64_t		dims[4] = {m, 3, REC_H, w};
 	ie_tensor  *in = ie_tensor_new(IE_FLOAT, 4, dims);
 
 	if (in == NULL)
 		return NULL;
 	for (int k = 0; k < m; k++)
-		if (resize_norm(crops[o[k].idx], w,
-						(float *) in->data + (size_t) k * 3 * REC_H * w) < 0)
+	{
+		const image_rgb *crop = crops[o[k].idx];
+		image_rgb  *rs = pre_resize(crop, crop_width(crop, w), REC_H);
+
+		if (rs == NULL)
 		{
 			ie_tensor_destroy(&in);
 			return NULL;
 		}
+		pre_normalize_chw(rs, mean, stdv, 1, (float *) in->data + (size_t) k * 3 * REC_H * w,
+						  REC_H, w, 0);
+		image_destroy(&rs);
+	}
 	return in;
+}
+
+/*
+ * Runs model on the batch_input of crops o[0..m) (width w): on the model's
+ * CUDA device the crops' pixels go there and are resized and normalised
+ * there (ie_model_run_images, the same values), else batch_input here.
+ * outs[0] receives the first output.  -1 with err; *oom set when memory
+ * ran out here.
+ */
+static int
+run_crops(const ie_model *model, image_rgb *const *crops, const ratio_idx *o, int m,
+		  int w, ie_tensor **outs, int *oom, char *err, size_t errlen)
+{
+	const ie_tensor *ins[1];
+	ie_tensor  *in;
+	int			rc;
+
+	*oom = 0;
+	if (ie_model_device(model) != IE_DEVICE_CPU)
+	{
+		ie_image	ims[BATCH];
+		ie_image_norm norm = {{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, 1, 0.0f, REC_H, w};
+
+		for (int k = 0; k < m; k++)
+		{
+			const image_rgb *crop = crops[o[k].idx];
+
+			ims[k].pixels = crop->pixels;
+			ims[k].width = crop->width;
+			ims[k].height = crop->height;
+			ims[k].resize_w = crop_width(crop, w);
+			ims[k].resize_h = REC_H;
+		}
+		return model_calls_run_images(model, ims, m, &norm, outs, err, errlen);
+	}
+	if ((in = batch_input(crops, o, m, w)) == NULL)
+	{
+		*oom = 1;
+		return -1;
+	}
+	ins[0] = in;
+	rc = model_calls_run(model, ins, outs, err, errlen);
+	ie_tensor_destroy(&in);
+	return rc;
 }
 
 /* TextClassifier: batches of 6 by ratio, 3x48x192 inputs, turn "180" crops. */
@@ -123,8 +164,8 @@ ocr_classify(const ie_model *cls, image_rgb **crops, int n, float thresh,
 			 int *rotated, char *err, size_t errlen)
 {
 	ratio_idx  *o = NULL;
-	ie_tensor  *in = NULL;
 	ie_tensor  *outs[1] = {NULL};
+	int			oom;
 
 	for (int i = 0; i < n; i++)
 		rotated[i] = 0;
@@ -136,15 +177,14 @@ ocr_classify(const ie_model *cls, image_rgb **crops, int n, float thresh,
 	for (int b = 0; b < n; b += BATCH)
 	{
 		int			m = n - b < BATCH ? n - b : BATCH;
-		const ie_tensor *ins[1];
 		const float *pr;
 
-		in = batch_input(crops, o + b, m, CLS_W);
-		if (in == NULL)
-			goto nomem;
-		ins[0] = in;
-		if (model_calls_run(cls, ins, outs, err, errlen) < 0)
+		if (run_crops(cls, crops, o + b, m, CLS_W, outs, &oom, err, errlen) < 0)
+		{
+			if (oom)
+				goto nomem;
 			goto fail;
+		}
 		if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 2 ||
 			outs[0]->dims[0] != m || outs[0]->dims[1] < 2)
 		{
@@ -174,7 +214,6 @@ ocr_classify(const ie_model *cls, image_rgb **crops, int n, float thresh,
 				rotated[i] = 1;
 			}
 		}
-		ie_tensor_destroy(&in);
 		ie_tensor_destroy(&outs[0]);
 	}
 	free(o);
@@ -184,7 +223,6 @@ nomem:
 	snprintf(err, errlen, "direction classifier: out of memory");
 fail:
 	free(o);
-	ie_tensor_destroy(&in);
 	ie_tensor_destroy(&outs[0]);
 	return -1;
 }
@@ -249,8 +287,8 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 			  char *err, size_t errlen)
 {
 	ratio_idx  *o = NULL;
-	ie_tensor  *in = NULL;
 	ie_tensor  *outs[1] = {NULL};
+	int			oom;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -267,7 +305,6 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 		int			m = n - b < BATCH ? n - b : BATCH;
 		double		max_ratio = (double) REC_W / REC_H;
 		int			bw;
-		const ie_tensor *ins[1];
 		int			T,
 					C;
 
@@ -275,12 +312,12 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 			if (o[b + k].ratio > max_ratio)
 				max_ratio = o[b + k].ratio;
 		bw = (int) (REC_H * max_ratio);
-		in = batch_input(crops, o + b, m, bw);
-		if (in == NULL)
-			goto nomem;
-		ins[0] = in;
-		if (model_calls_run(rec, ins, outs, err, errlen) < 0)
+		if (run_crops(rec, crops, o + b, m, bw, outs, &oom, err, errlen) < 0)
+		{
+			if (oom)
+				goto nomem;
 			goto fail;
+		}
 		if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 3 ||
 			outs[0]->dims[0] != m)
 		{
@@ -306,7 +343,6 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 			if (texts[i] == NULL)
 				goto nomem;
 		}
-		ie_tensor_destroy(&in);
 		ie_tensor_destroy(&outs[0]);
 	}
 	free(o);
@@ -321,7 +357,6 @@ fail:
 		texts[i] = NULL;
 	}
 	free(o);
-	ie_tensor_destroy(&in);
 	ie_tensor_destroy(&outs[0]);
 	return -1;
 }

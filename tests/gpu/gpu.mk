@@ -23,6 +23,17 @@ check-gpu: $(GPU_TEST_DEVICE) $(BUILD)/bin/infer-worker $(CUDA_BACKEND)
 gpu-run:
 	tests/gpu/run.sh
 
+# gpu-test-prep: image preprocessing on the device against the host's
+# (ie_model_run_images against worker/preprocess.c), run by run.sh on a GPU
+# and by check-gpu-emu on the emulation
+GPU_TEST_PREP := $(BUILD)/bin/gpu-test-prep
+
+$(GPU_TEST_PREP): $(BUILD)/obj/tests/gpu/test_prep.o $(WORKER_LIB) $(BUILD)/lib/libinferengine.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_OUR) -o $@ $< $(WORKER_LDLIBS)
+
+ALL_TARGETS += $(GPU_TEST_PREP)
+
 # gpu-bench: every model on the CPU and the device, compared and timed (run.sh)
 GPU_BENCH := $(BUILD)/bin/gpu-bench
 
@@ -51,7 +62,8 @@ ALL_TARGETS   += $(CUDA_EMU)
 CHECK_TARGETS += check-gpu-emu
 
 .PHONY: check-gpu-emu
-check-gpu-emu: $(CUDA_EMU) $(BUILD)/bin/onnx-conformance $(GPU_BENCH)
+check-gpu-emu: $(CUDA_EMU) $(BUILD)/bin/onnx-conformance $(GPU_BENCH) $(GPU_TEST_PREP)
+	IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)) $(GPU_TEST_PREP) cuda:0 $(wildcard $(SHARED)/data/ocr/p0*.png)
 	IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)) $(BUILD)/bin/onnx-conformance --device cuda:0 \
 		--node-dir $(ONNX_NODE_DIR) --known tests/onnx/known_failures.txt \
 		--name gpu-emu-conformance 2>$(BUILD)/gpu-emu-conformance.log

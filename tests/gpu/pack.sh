@@ -29,7 +29,7 @@ NODE_DIR=${NODE_DIR:-/usr/include/onnx/backend/test/data/node}
 PACK_MINILM=${PACK_MINILM:-0}
 out=$BUILD/gpu-pack.tar.xz
 [ "$PACK_MINILM" = only ] && out=$BUILD/gpu-pack-minilm.tar.xz
-bins="onnx-conformance gpu-bench gpu-test-device infer-worker bench/batching-client tests/worker-client"
+bins="onnx-conformance gpu-bench gpu-test-device gpu-test-prep infer-worker bench/batching-client tests/worker-client"
 SHARED=${SHARED:-../shared}
 
 command -v "${NVCC:-nvcc}" >/dev/null || { echo "pack.sh: needs nvcc to build the CUDA backend" >&2; exit 1; }
@@ -84,7 +84,7 @@ if [ "$PACK_MINILM" = only ]; then
 		--sentences tests/text/sentences.txt "$src/tokenizer.json"
 	ln -s ../../models/minilm/model.onnx "$p/model-tests/minilm/model.onnx"
 else
-	crops=$BUILD/bench-batching/crops
+	crops=${CROPS:-$BUILD/bench-batching/crops}
 	[ -d "$crops" ] || { echo "pack.sh: no $crops; run make bench-batching first" >&2; exit 1; }
 	mkdir -p "$p/data/crops" "$p/data/images"
 	ls "$crops"/*.png | head -64 | xargs cp -t "$p/data/crops/"

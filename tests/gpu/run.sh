@@ -6,7 +6,8 @@
 #  1. the tools: from $PACK (build/gpu-pack.tar.xz, made here by
 #     tests/gpu/pack.sh) when it exists, else built with make (which needs
 #     the project's build dependencies and nvcc);
-#  2. the device API test (gpu-test-device);
+#  2. the device API test (gpu-test-device) and image preprocessing on the
+#     device against the host's, value for value (gpu-test-prep);
 #  3. ONNX's node conformance tests on the GPU in FP32 (onnx-conformance
 #     --device cuda:0, known failures as on the CPU);
 #  4. every model present on real inputs on the GPU against ONNX Runtime's
@@ -21,7 +22,9 @@
 #  7. infer-worker --device cuda:0 against the same worker on the CPU,
 #     over ZeroMQ: per-row and batched rows/s and answers
 #     (tests/gpu/worker.sh).
-# KEEP_LOGS=DIR keeps every step's output in DIR/gpu-logs.tgz.
+# KEEP_LOGS=DIR keeps every step's output in DIR/gpu-logs.tgz; PROFILE=1
+# adds a per-operator profile of each model (below), PROFILE=only runs
+# that alone.
 # Budget: 8 minutes: each step has its own timeout (7.7 minutes together).  The exit status is 0
 # when every step passed, 1 otherwise.
 set -u
@@ -66,7 +69,8 @@ if [ -f "$PACK" ]; then
 	note "tools from $PACK"
 else
 	make -j"$(nproc)" --no-print-directory BUILD="$BUILD" "$BUILD/bin/onnx-conformance" \
-		"$BUILD/bin/gpu-bench" "$BUILD/bin/gpu-test-device" "$BUILD/lib/libinferengine_cuda.so" \
+		"$BUILD/bin/gpu-bench" "$BUILD/bin/gpu-test-device" "$BUILD/bin/gpu-test-prep" \
+		"$BUILD/lib/libinferengine_cuda.so" \
 		>"$log/make" 2>&1 ||
 		{ tail -30 "$log/make"; note "build failed (and no $PACK: see tests/gpu/pack.sh)"; exit 1; }
 	BIN=$BUILD/bin
@@ -106,10 +110,33 @@ if ldd "$BIN/gpu-bench" "$plugin" | grep "not found"; then
 	exit 1
 fi
 
+# PROFILE=1: where a run's time goes, per operator (IE_CUDA_PROFILE: every
+# node waited for and timed), each model at batch 1 and 32, FP32; into the
+# logs (KEEP_LOGS) as profile-MODEL-bN.  PROFILE=only: that alone.
+profile() {
+	local t sp b
+	for t in det cls rec minilm; do
+		[ -e "$TESTS/$t/model.onnx" ] || continue
+		sp=$t:images:$TESTS/$t
+		[ "$t" = minilm ] && sp=$t:sentences:$TESTS/$t
+		for b in 1 32; do
+			IE_CUDA_PROFILE=1 timeout 60 "$BIN/gpu-bench" --device "$DEVICE" --batches "$b" \
+				--seconds 0.3 "$sp" >"$log/profile-$t-b$b" 2>&1
+			grep -h "ms in nodes\|^RESULT" "$log/profile-$t-b$b" | sed "s/^/run.sh: profile $t b$b: /"
+		done
+	done
+}
+if [ "${PROFILE:-0}" = only ]; then
+	profile
+	exit 0
+fi
+
 if [ -d "$NODE" ]; then
-	# 2. the device API
+	# 2. the device API, and image preprocessing on the device against the host's
 	timeout 30 "$BIN/gpu-test-device" "$NODE" 2>&1 | tee "$log/device"
 	step "device API (gpu-test-device)" "${PIPESTATUS[0]}"
+	timeout 30 "$BIN/gpu-test-prep" "$DEVICE" "$WROOT"/data/images/p0*.png 2>&1 | tee "$log/prep"
+	step "image preprocessing on $DEVICE = the host's (gpu-test-prep)" "${PIPESTATUS[0]}"
 
 	# 3. node conformance on the GPU, FP32
 	timeout 110 "$BIN/onnx-conformance" --device "$DEVICE" --node-dir "$NODE" \
@@ -147,6 +174,8 @@ for pt in tf32:1e-2 fp16:1e-2 bf16:1e-1; do
 	step "models vs CPU, ${p^^} (rel-l2 <= ${pt#*:})" "${PIPESTATUS[0]}"
 done
 cat "$log"/{fp32,tf32,fp16,bf16}.err | grep -v "^infer-engine: model" | head -20
+
+[ "${PROFILE:-0}" = 1 ] && profile
 
 # 6. the table
 echo

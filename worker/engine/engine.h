@@ -184,6 +184,53 @@ int			ie_model_run(const ie_model *model, const ie_tensor *const *inputs,
 						 ie_tensor **outputs, char *err, size_t errlen);
 
 /*
+ * Image preprocessing on the model's device (docs/gpu.md).  An image:
+ * 8-bit RGB pixels, interleaved, height rows of width * 3 bytes, resized
+ * to resize_w x resize_h (bilinear: cv::resize INTER_LINEAR on 8-bit
+ * images, the fixed-point arithmetic of worker/preprocess.c's pre_resize,
+ * bit for bit; equal sizes copy).
+ */
+typedef struct ie_image
+{
+	const uint8_t *pixels;		/* not owned; read during the call only */
+	int			width;
+	int			height;
+	int			resize_w;
+	int			resize_h;
+} ie_image;
+
+/*
+ * Into planar float, CHW: value (v / 255 - mean[c]) / std[c] for output
+ * channel c, which reads source channel 2 - c when bgr (else c); each
+ * resized image lands top-left in an out_h x out_w plane, the rest is pad
+ * (worker/preprocess.c's pre_normalize_chw).
+ */
+typedef struct ie_image_norm
+{
+	float		mean[3];
+	float		std[3];
+	int			bgr;
+	float		pad;
+	int			out_h;
+	int			out_w;
+} ie_image_norm;
+
+/*
+ * ie_model_run of a model with one input, that input made on the model's
+ * CUDA device from n >= 1 images: an n x 3 x out_h x out_w float tensor,
+ * row k = images[k] resized and normalised as above.  The pixels travel
+ * (8 bits a channel, before resizing) in one copy, the preprocessing is one
+ * kernel, and the tensor never goes through host memory.  The result is
+ * what ie_model_run gives on the tensor that pre_resize and
+ * pre_normalize_chw make on the host.  Errors (-1 + err): a model on the
+ * CPU ("preprocess on the host"), a model of several inputs, an empty
+ * image or size, the input's checks of ie_model_run, device errors.
+ */
+int			ie_model_run_images(const ie_model *model, const ie_image *images, int n,
+								const ie_image_norm *norm, ie_tensor **outputs,
+								char *err, size_t errlen);
+
+/*
  * Threads one model run may use: the operators that parallelise split
  * their work over the engine's persistent thread pool (the caller's thread
  * included), and OpenBLAS is set to run serially inside each task.  n <= 0

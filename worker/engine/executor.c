@@ -149,6 +149,24 @@ ie_node_ctx_init(ie_node_ctx *ctx, const ie_model *m, const ie_plan_node *pn,
 	ctx->epilogue = pn->epilogue;
 }
 
+/* ie_model_run with its input made from images on the device; see engine.h. */
+int
+ie_model_run_images(const ie_model *m, const ie_image *images, int n,
+					const ie_image_norm *norm, ie_tensor **outputs, char *err, size_t errlen)
+{
+	if (errlen > 0)
+		err[0] = '\0';
+	for (int j = 0; j < m->n_outputs; j++)
+		outputs[j] = NULL;
+	if (!m->on_cuda)
+	{
+		snprintf(err, errlen, "model '%s' runs on the CPU: preprocess its images on the host",
+				 m->name);
+		return -1;
+	}
+	return ie_cuda_model_run_images(m, images, n, norm, outputs, err, errlen);
+}
+
 /* Runs the model; see engine.h for the contract. */
 int
 ie_model_run(const ie_model *m, const ie_tensor *const *inputs,

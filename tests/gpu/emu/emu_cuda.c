@@ -40,6 +40,43 @@
 
 #include "tests/gpu/emu/emu_half.h"
 
+/*
+ * Calls that cost a round trip to a real GPU, counted; with IE_EMU_COUNTS
+ * set in the environment they are printed to stderr at exit (to see what a
+ * run synchronises and copies, which a real device makes expensive).
+ */
+static struct
+{
+	long		sync,
+				h2d,
+				d2h,
+				d2d,
+				malloc;
+}			emu_counts;
+
+static void
+emu_counts_print(void)
+{
+	fprintf(stderr, "cuda-emu: %ld synchronisations, %ld copies host to device, %ld device to host, %ld device to device, %ld cudaMalloc\n",
+			emu_counts.sync, emu_counts.h2d, emu_counts.d2h, emu_counts.d2d, emu_counts.malloc);
+}
+
+static void
+emu_count_copy(enum cudaMemcpyKind kind)
+{
+	static bool registered = false;
+
+	if (!registered && getenv("IE_EMU_COUNTS") != NULL)
+		atexit(emu_counts_print);
+	registered = true;
+	if (kind == cudaMemcpyHostToDevice)
+		emu_counts.h2d++;
+	else if (kind == cudaMemcpyDeviceToHost)
+		emu_counts.d2h++;
+	else
+		emu_counts.d2d++;
+}
+
 /* ---- CUDA runtime ---- */
 
 struct CUstream_st
@@ -89,6 +126,7 @@ cudaMemGetInfo(size_t *free_bytes, size_t *total)
 cudaError_t
 cudaMalloc(void **devPtr, size_t size)
 {
+	emu_counts.malloc++;
 	*devPtr = malloc(size > 0 ? size : 1);
 	if (*devPtr == NULL)
 		return cudaErrorMemoryAllocation;
@@ -136,6 +174,7 @@ cudaError_t
 cudaStreamSynchronize(cudaStream_t stream)
 {
 	(void) stream;
+	emu_counts.sync++;
 	return cudaSuccess;
 }
 
@@ -148,7 +187,7 @@ cudaDeviceSynchronize(void)
 cudaError_t
 cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
-	(void) kind;
+	emu_count_copy(kind);
 	memmove(dst, src, count);
 	return cudaSuccess;
 }
@@ -165,7 +204,7 @@ cudaError_t
 cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 				  size_t height, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-	(void) kind;
+	emu_count_copy(kind);
 	(void) stream;
 	if (width > dpitch || width > spitch)
 		return cudaErrorInvalidPitchValue;

@@ -296,6 +296,40 @@ cu_k_resize_nearest(const float *x, float *y, int64_t nc, int64_t h, int64_t w,
 }
 
 cudaError_t
+cu_k_pool2d(int kind, const float *x, float *y, cu_window win, cudaStream_t s)
+{
+	(void) s;
+	for (int64_t i = 0; i < win.n * win.c * win.oh * win.ow; i++)
+		y[i] = ie_k_pool2d_value(kind, x, &win, i);
+	return cudaSuccess;
+}
+
+cudaError_t
+cu_k_depthwise(const float *x, const float *w, const float *bias, float *y, cu_window win,
+			   int mult, cudaStream_t s)
+{
+	(void) s;
+	for (int64_t i = 0; i < win.n * win.c * win.oh * win.ow; i++)
+		y[i] = ie_k_depthwise_value(x, w, bias, &win, mult, i);
+	return cudaSuccess;
+}
+
+cudaError_t
+cu_k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int n, int out_h,
+				 int out_w, cu_prep_norm norm, float *y, cudaStream_t s)
+{
+	int64_t		i = 0;
+
+	(void) s;
+	for (int k = 0; k < n; k++)
+		for (int c = 0; c < 3; c++)
+			for (int yy = 0; yy < out_h; yy++)
+				for (int x = 0; x < out_w; x++)
+					y[i++] = ie_k_prep_value(pixels, &imgs[k], &norm, out_w, c, yy, x);
+	return cudaSuccess;
+}
+
+cudaError_t
 cu_k_to_16(int bf16, const float *x, void *y, int64_t n, cudaStream_t s)
 {
 	uint16_t   *o = y;

@@ -57,6 +57,11 @@ void		ie_cuda_model_release(struct ie_model *m);
 int			ie_cuda_model_run(const struct ie_model *m, const ie_tensor *const *inputs,
 							  ie_tensor **outputs, char *err, size_t errlen);
 
+/* ie_model_run_images for a model on a CUDA device (same contract, engine.h). */
+int			ie_cuda_model_run_images(const struct ie_model *m, const ie_image *images, int n,
+									 const ie_image_norm *norm, ie_tensor **outputs,
+									 char *err, size_t errlen);
+
 /* The plugin's entry points (same contracts as the ie_cuda_* above). */
 int			iecu_check_device(int device, char *err, size_t errlen);
 int			iecu_mem_info(int device, uint64_t *free_bytes, uint64_t *total_bytes,
@@ -65,5 +70,8 @@ int			iecu_model_prepare(struct ie_model *m, char *err, size_t errlen);
 void		iecu_model_release(struct ie_model *m);
 int			iecu_model_run(const struct ie_model *m, const ie_tensor *const *inputs,
 						   ie_tensor **outputs, char *err, size_t errlen);
+int			iecu_model_run_images(const struct ie_model *m, const ie_image *images, int n,
+								  const ie_image_norm *norm, ie_tensor **outputs,
+								  char *err, size_t errlen);
 
 #endif							/* IE_CUDA_BACKEND_H */

@@ -128,6 +128,12 @@ void		cu_dtensor_free(cu_ctx *c, ie_dtensor **t);
 int64_t		cu_numel(const ie_dtensor *t);
 
 /*
+ * c's pinned staging buffer, grown to at least n bytes; NULL + message.
+ * Free to fill: every copy through it has been waited for.
+ */
+void	   *cu_pinned(cu_ctx *c, size_t n, char *err, size_t errlen);
+
+/*
  * Copies host tensor h to a new device tensor *out through c's pinned
  * buffer; waits for the copy (the staging buffer is reused).  0 or -1.
  */

@@ -441,6 +441,13 @@ pinned_reserve(cu_ctx *c, size_t n, char *err, size_t errlen)
 	return 0;
 }
 
+/* The pinned staging buffer, at least n bytes; see cuda_int.h. */
+void *
+cu_pinned(cu_ctx *c, size_t n, char *err, size_t errlen)
+{
+	return pinned_reserve(c, n, err, errlen) == 0 ? c->pinned : NULL;
+}
+
 /* Host -> device through the pinned buffer. */
 int
 cu_upload(cu_ctx *c, const ie_tensor *h, ie_dtensor **out, char *err, size_t errlen)

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "worker/engine/cuda/cuda_int.h"
 #include "worker/engine/cuda/kernels.h"
@@ -51,6 +52,93 @@ struct cu_op
 };
 
 static bool forced_to_cpu(const char *op_type);
+
+/*
+ * IE_CUDA_PROFILE set in the environment: each node is waited for and
+ * timed (so the device's asynchrony is lost: for finding where a run's
+ * time goes, not for speed), summed per operator type and place (device
+ * or CPU), and printed to stderr at exit, the largest first.
+ */
+#define CU_PROF_SLOTS 96
+
+typedef struct cu_prof_entry
+{
+	char		op[32];
+	bool		cpu;
+	long		n;
+	double		ms;
+	long		copies;			/* values moved between host and device */
+} cu_prof_entry;
+
+/* Host-device copies of the node running on this thread (profile only). */
+static _Thread_local long prof_node_copies;
+
+static cu_prof_entry prof[CU_PROF_SLOTS];
+static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t prof_once = PTHREAD_ONCE_INIT;
+static bool prof_on;
+
+static double
+prof_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int
+prof_cmp(const void *a, const void *b)
+{
+	double		d = ((const cu_prof_entry *) b)->ms - ((const cu_prof_entry *) a)->ms;
+
+	return d > 0 ? 1 : (d < 0 ? -1 : 0);
+}
+
+static void
+prof_print(void)
+{
+	double		total = 0;
+
+	qsort(prof, CU_PROF_SLOTS, sizeof(prof[0]), prof_cmp);
+	for (int i = 0; i < CU_PROF_SLOTS; i++)
+		total += prof[i].ms;
+	fprintf(stderr, "infer-engine profile (IE_CUDA_PROFILE): %.1f ms in nodes\n", total);
+	for (int i = 0; i < CU_PROF_SLOTS && prof[i].n > 0; i++)
+		fprintf(stderr, "infer-engine profile: %-22s %-6s %8ld calls %10.2f ms %8.1f us/call %5.1f%% %6ld copies\n",
+				prof[i].op, prof[i].cpu ? "cpu" : "device", prof[i].n, prof[i].ms,
+				prof[i].ms * 1e3 / prof[i].n, total > 0 ? 100 * prof[i].ms / total : 0,
+				prof[i].copies);
+}
+
+static void
+prof_init(void)
+{
+	prof_on = getenv("IE_CUDA_PROFILE") != NULL;
+	if (prof_on)
+		atexit(prof_print);
+}
+
+/* Adds one node's time to the profile. */
+static void
+prof_add(const char *op_type, bool cpu, double ms, long copies)
+{
+	pthread_mutex_lock(&prof_lock);
+	for (int i = 0; i < CU_PROF_SLOTS; i++)
+		if (prof[i].n == 0 || (prof[i].cpu == cpu && strcmp(prof[i].op, op_type) == 0))
+		{
+			if (prof[i].n == 0)
+			{
+				snprintf(prof[i].op, sizeof(prof[i].op), "%s", op_type);
+				prof[i].cpu = cpu;
+			}
+			prof[i].n++;
+			prof[i].ms += ms;
+			prof[i].copies += copies;
+			break;
+		}
+	pthread_mutex_unlock(&prof_lock);
+}
 
 /* ---- load time ---- */
 
@@ -366,6 +454,7 @@ cu_op_host(cu_op *op, int i)
 			ie_op_error(&op->nc, "input %d to the host: %s", i, e2);
 			return NULL;
 		}
+		prof_node_copies++;
 		s->host_owned = true;
 	}
 	if (s->host == NULL)
@@ -392,6 +481,7 @@ cu_op_dev(cu_op *op, int i)
 			ie_op_error(&op->nc, "input %d to the device: %s", i, e2);
 			return NULL;
 		}
+		prof_node_copies++;
 		s->dev_owned = true;
 	}
 	if (s->dev == NULL)
@@ -575,15 +665,50 @@ run_on_cpu(cu_op *op)
 	return rc;
 }
 
-/* ie_model_run on the device; see engine.h and the banner. */
-int
-iecu_model_run(const ie_model *m, const ie_tensor *const *inputs,
-				  ie_tensor **outputs, char *err, size_t errlen)
+/*
+ * Checks an input of type dtype, rank ndim and dims against the model's
+ * declaration io (executor.c's check_input); 0, or -1 with the message in e2.
+ */
+static int
+check_input(const ie_plan_io *io, ie_dtype dtype, int ndim, const int64_t *dims,
+			char *e2, size_t e2len)
+{
+	if (ie_dtype_size(dtype) == 0 || ndim < 0 || ndim > IE_MAX_DIMS)
+	{
+		snprintf(e2, e2len, "input '%s' is missing or invalid", io->name);
+		return -1;
+	}
+	if ((io->dtype != IE_UNDEFINED && dtype != io->dtype) ||
+		(io->rank >= 0 && ndim != io->rank))
+	{
+		snprintf(e2, e2len, "input '%s' must be %s of rank %d, got %s of rank %d",
+				 io->name, ie_dtype_name(io->dtype), io->rank,
+				 ie_dtype_name(dtype), ndim);
+		return -1;
+	}
+	for (int d = 0; io->rank >= 0 && d < io->rank; d++)
+		if (io->dims[d] >= 0 && dims[d] != io->dims[d])
+		{
+			snprintf(e2, e2len, "input '%s' dimension %d must be %lld, got %lld",
+					 io->name, d, (long long) io->dims[d], (long long) dims[d]);
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * Runs m's plan on the device: inputs[i] on the host, or, where dev_inputs
+ * is not NULL and dev_inputs[i] is, that device tensor, which the run takes
+ * over (it is freed when no node needs it any more, and on failure).  See
+ * ie_model_run (engine.h) for the rest of the contract.
+ */
+static int
+run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
+		 ie_dtensor **dev_inputs, ie_tensor **outputs, char *err, size_t errlen)
 {
 	ie_cuda_model *cm = m->cuda;
 	cu_slot    *slots = NULL;
 	cu_slot    *outs = NULL;
-	cu_ctx	   *c;
 	int			max_out = 1;
 	char		operr[1024];
 	char		e2[512];
@@ -592,11 +717,7 @@ iecu_model_run(const ie_model *m, const ie_tensor *const *inputs,
 		err[0] = '\0';
 	for (int j = 0; j < m->n_outputs; j++)
 		outputs[j] = NULL;
-	if (cm == NULL)
-		return run_error(m, err, errlen, "the model was not prepared for the device");
-	c = cu_ctx_get(m->device, e2, sizeof(e2));
-	if (c == NULL)
-		return run_error(m, err, errlen, e2);
+	pthread_once(&prof_once, prof_init);
 	for (int k = 0; k < m->n_nodes; k++)
 		if (m->nodes[k].n_outputs > max_out)
 			max_out = m->nodes[k].n_outputs;
@@ -615,33 +736,29 @@ iecu_model_run(const ie_model *m, const ie_tensor *const *inputs,
 	for (int i = 0; i < m->n_inputs; i++)
 	{
 		const ie_plan_io *io = &m->inputs[i];
-		const ie_tensor *t = inputs[i];
+		ie_dtensor *d = dev_inputs != NULL ? dev_inputs[i] : NULL;
+		const ie_tensor *t = d == NULL ? inputs[i] : NULL;
 
-		/* the same checks as executor.c's check_input */
-		if (t == NULL || ie_dtype_size(t->dtype) == 0 || t->ndim < 0 || t->ndim > IE_MAX_DIMS)
+		if (d == NULL && t == NULL)
 		{
 			snprintf(e2, sizeof(e2), "input '%s' is missing or invalid", io->name);
 			run_error(m, err, errlen, e2);
 			goto fail;
 		}
-		if ((io->dtype != IE_UNDEFINED && t->dtype != io->dtype) ||
-			(io->rank >= 0 && t->ndim != io->rank))
+		if ((d != NULL && check_input(io, d->dtype, d->ndim, d->dims, e2, sizeof(e2)) != 0) ||
+			(t != NULL && check_input(io, t->dtype, t->ndim, t->dims, e2, sizeof(e2)) != 0))
 		{
-			snprintf(e2, sizeof(e2), "input '%s' must be %s of rank %d, got %s of rank %d",
-					 io->name, ie_dtype_name(io->dtype), io->rank,
-					 ie_dtype_name(t->dtype), t->ndim);
 			run_error(m, err, errlen, e2);
 			goto fail;
 		}
-		for (int d = 0; io->rank >= 0 && d < io->rank; d++)
-			if (io->dims[d] >= 0 && t->dims[d] != io->dims[d])
-			{
-				snprintf(e2, sizeof(e2), "input '%s' dimension %d must be %lld, got %lld",
-						 io->name, d, (long long) io->dims[d], (long long) t->dims[d]);
-				run_error(m, err, errlen, e2);
-				goto fail;
-			}
-		slots[io->value].host = (ie_tensor *) t;	/* not owned: never written */
+		if (d != NULL)
+		{
+			slots[io->value].dev = d;	/* the run's from here on */
+			slots[io->value].dev_owned = true;
+			dev_inputs[i] = NULL;
+		}
+		else
+			slots[io->value].host = (ie_tensor *) t;	/* not owned: never written */
 	}
 
 	for (int k = 0; k < m->n_nodes; k++)
@@ -650,6 +767,10 @@ iecu_model_run(const ie_model *m, const ie_tensor *const *inputs,
 		cu_op		op;
 		cu_op_fn	fn = cm->native[k] ? cu_op_lookup(pn->op_type) : NULL;
 		int			rc;
+		bool		on_cpu = true;
+		double		t0 = prof_on ? prof_now_ms() : 0;
+
+		prof_node_copies = 0;
 
 		memset(&op, 0, sizeof(op));
 		op.m = m;
@@ -665,6 +786,7 @@ iecu_model_run(const ie_model *m, const ie_tensor *const *inputs,
 
 		if (fn != NULL && !stays_on_host(m, pn, slots))
 		{
+			on_cpu = false;
 			rc = fn(&op);
 			if (rc == CU_FALLBACK)
 			{
@@ -675,11 +797,17 @@ iecu_model_run(const ie_model *m, const ie_tensor *const *inputs,
 							m->name, m->device, pn->op_type, pn->name,
 							operr[0] ? ": " : "", operr);
 				operr[0] = '\0';
+				on_cpu = true;
 				rc = run_on_cpu(&op);
 			}
 		}
 		else
 			rc = run_on_cpu(&op);
+		if (prof_on && rc == 0)
+		{
+			cudaStreamSynchronize(c->stream);
+			prof_add(pn->op_type, on_cpu, prof_now_ms() - t0, prof_node_copies);
+		}
 		if (rc != 0)
 		{
 			for (int j = 0; j < pn->n_outputs; j++)
@@ -778,7 +906,128 @@ fail:
 			slot_clear(c, &slots[v]);
 	for (int j = 0; j < m->n_outputs; j++)
 		ie_tensor_destroy(&outputs[j]);
+	for (int i = 0; dev_inputs != NULL && i < m->n_inputs; i++)
+		cu_dtensor_free(c, &dev_inputs[i]);
 	free(slots);
 	free(outs);
 	return -1;
+}
+
+/* ie_model_run on the device; see engine.h and the banner. */
+int
+iecu_model_run(const ie_model *m, const ie_tensor *const *inputs,
+			   ie_tensor **outputs, char *err, size_t errlen)
+{
+	cu_ctx	   *c;
+	char		e2[512];
+
+	for (int j = 0; j < m->n_outputs; j++)
+		outputs[j] = NULL;
+	if (m->cuda == NULL)
+		return run_error(m, err, errlen, "the model was not prepared for the device");
+	c = cu_ctx_get(m->device, e2, sizeof(e2));
+	if (c == NULL)
+		return run_error(m, err, errlen, e2);
+	return run_plan(m, c, inputs, NULL, outputs, err, errlen);
+}
+
+/*
+ * ie_model_run_images on the device (engine.h): the images' pixels and
+ * descriptors go to the device in one copy through the pinned buffer, one
+ * kernel (cu_k_prep_images) resizes and normalises them into the model's
+ * input, which the run then reads where it is.
+ */
+int
+iecu_model_run_images(const ie_model *m, const ie_image *images, int n,
+					  const ie_image_norm *norm, ie_tensor **outputs,
+					  char *err, size_t errlen)
+{
+	cu_ctx	   *c;
+	char		e2[512];
+	size_t		pix_bytes = 0,
+				total,
+				cap = 0;
+	uint8_t    *stage;
+	void	   *dbuf = NULL;
+	ie_dtensor *in[1] = {NULL};
+	cu_prep_image *desc;
+	cu_prep_norm nm;
+	int64_t		dims[4];
+	cudaError_t e;
+
+	for (int j = 0; j < m->n_outputs; j++)
+		outputs[j] = NULL;
+	if (m->cuda == NULL)
+		return run_error(m, err, errlen, "the model was not prepared for the device");
+	if (m->n_inputs != 1)
+		return run_error(m, err, errlen, "image preprocessing needs a model of one input");
+	if (n < 1 || norm->out_h < 1 || norm->out_w < 1)
+		return run_error(m, err, errlen, "image preprocessing: no images or an empty input");
+	for (int k = 0; k < n; k++)
+	{
+		const ie_image *im = &images[k];
+
+		if (im->width < 1 || im->height < 1 || im->resize_w < 1 || im->resize_h < 1 ||
+			im->pixels == NULL)
+			return run_error(m, err, errlen, "image preprocessing: an empty image or size");
+		pix_bytes += ((size_t) im->width * (size_t) im->height * 3 + 15) & ~(size_t) 15;
+	}
+	c = cu_ctx_get(m->device, e2, sizeof(e2));
+	if (c == NULL)
+		return run_error(m, err, errlen, e2);
+
+	/* pixels, then the descriptors, in the pinned buffer; one copy */
+	total = pix_bytes + (size_t) n * sizeof(cu_prep_image);
+	if ((stage = cu_pinned(c, total, e2, sizeof(e2))) == NULL)
+		return run_error(m, err, errlen, e2);
+	desc = (cu_prep_image *) (stage + pix_bytes);
+	pix_bytes = 0;
+	for (int k = 0; k < n; k++)
+	{
+		const ie_image *im = &images[k];
+		size_t		b = (size_t) im->width * (size_t) im->height * 3;
+
+		memcpy(stage + pix_bytes, im->pixels, b);
+		desc[k].offset = (int64_t) pix_bytes;
+		desc[k].width = im->width;
+		desc[k].height = im->height;
+		desc[k].resize_w = im->resize_w;
+		desc[k].resize_h = im->resize_h;
+		pix_bytes += (b + 15) & ~(size_t) 15;
+	}
+	dims[0] = n;
+	dims[1] = 3;
+	dims[2] = norm->out_h;
+	dims[3] = norm->out_w;
+	if ((dbuf = cu_pool_get(c, total, &cap, e2, sizeof(e2))) == NULL ||
+		(in[0] = cu_dtensor_new(c, IE_FLOAT, 4, dims, e2, sizeof(e2))) == NULL)
+		goto fail;
+	e = cudaMemcpyAsync(dbuf, stage, total, cudaMemcpyHostToDevice, c->stream);
+	if (e == cudaSuccess)
+	{
+		memcpy(nm.mean, norm->mean, sizeof(nm.mean));
+		memcpy(nm.std, norm->std, sizeof(nm.std));
+		nm.bgr = norm->bgr;
+		nm.pad = norm->pad;
+		e = cu_k_prep_images(dbuf, (const cu_prep_image *) ((uint8_t *) dbuf + pix_bytes), n,
+							 norm->out_h, norm->out_w, nm, in[0]->ptr, c->stream);
+	}
+	/* the pinned buffer is reused by the run's own copies: wait for this one */
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(c->stream);
+	if (e != cudaSuccess)
+	{
+		cu_err(e2, sizeof(e2), "preprocessing the images", e);
+		goto fail;
+	}
+	cu_pool_put(c, dbuf, cap);
+	return run_plan(m, c, NULL, in, outputs, err, errlen);
+
+fail:
+	cudaStreamSynchronize(c->stream);
+	(void) cudaGetLastError();
+	if (dbuf != NULL)
+		cu_pool_put(c, dbuf, cap);
+	cu_dtensor_free(c, &in[0]);
+	return run_error(m, err, errlen, e2);
 }

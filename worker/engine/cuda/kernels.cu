@@ -455,6 +455,75 @@ cu_k_resize_nearest(const float *x, float *y, int64_t nc, int64_t h, int64_t w,
 }
 
 __global__ static void
+k_pool2d(int kind, const float *x, float *y, cu_window win, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		y[i] = ie_k_pool2d_value(kind, x, &win, i);
+}
+
+cudaError_t
+cu_k_pool2d(int kind, const float *x, float *y, cu_window win, cudaStream_t s)
+{
+	int64_t		n = win.n * win.c * win.oh * win.ow;
+
+	if (n <= 0)
+		return cudaSuccess;
+	k_pool2d<<<blocks_for(n), THREADS, 0, s>>>(kind, x, y, win, n);
+	return launched();
+}
+
+__global__ static void
+k_depthwise(const float *x, const float *w, const float *bias, float *y, cu_window win,
+			int mult, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		y[i] = ie_k_depthwise_value(x, w, bias, &win, mult, i);
+}
+
+cudaError_t
+cu_k_depthwise(const float *x, const float *w, const float *bias, float *y, cu_window win,
+			   int mult, cudaStream_t s)
+{
+	int64_t		n = win.n * win.c * win.oh * win.ow;
+
+	if (n <= 0)
+		return cudaSuccess;
+	k_depthwise<<<blocks_for(n), THREADS, 0, s>>>(x, w, bias, y, win, mult, n);
+	return launched();
+}
+
+__global__ static void
+k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int out_h, int out_w,
+			  cu_prep_norm norm, float *y, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		int			x = (int) (i % out_w);
+		int			yy = (int) ((i / out_w) % out_h);
+		int			c = (int) ((i / ((int64_t) out_w * out_h)) % 3);
+		int64_t		k = i / ((int64_t) out_w * out_h * 3);
+
+		y[i] = ie_k_prep_value(pixels, &imgs[k], &norm, out_w, c, yy, x);
+	}
+}
+
+cudaError_t
+cu_k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int n, int out_h,
+				 int out_w, cu_prep_norm norm, float *y, cudaStream_t s)
+{
+	int64_t		total = (int64_t) n * 3 * out_h * out_w;
+
+	if (total <= 0)
+		return cudaSuccess;
+	k_prep_images<<<blocks_for(total), THREADS, 0, s>>>(pixels, imgs, out_h, out_w, norm, y,
+														 total);
+	return launched();
+}
+
+__global__ static void
 k_to_16(int bf16, const float *x, unsigned short *y, int64_t n)
 {
 	for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n;

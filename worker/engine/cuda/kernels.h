@@ -127,6 +127,81 @@ cudaError_t cu_k_resize_nearest(const float *x, float *y, int64_t nc, int64_t h,
 cudaError_t cu_k_to_16(int bf16, const float *x, void *y, int64_t n, cudaStream_t s);
 cudaError_t cu_k_from_16(int bf16, const void *x, float *y, int64_t n, cudaStream_t s);
 
+/*
+ * A 2-D window over [N, C, H, W] (NCHW): pooling and depthwise convolution.
+ * Output [N, C, oh, ow]; output (oy, ox) reads input rows oy * sy - py +
+ * ky * dy, columns ox * sx - px + kx * dx, for ky < kh, kx < kw.
+ */
+typedef struct cu_window
+{
+	int64_t		n,
+				c,
+				h,
+				w,
+				oh,
+				ow;
+	int			kh,
+				kw,
+				sy,
+				sx,
+				py,
+				px,
+				dy,
+				dx;
+} cu_window;
+
+/* Pooling kinds: max (NaN propagates), average over the window's positions
+ * inside the input, average over the whole window (count_include_pad). */
+enum
+{
+	CU_POOL_MAX, CU_POOL_AVG, CU_POOL_AVG_PAD
+};
+
+/* MaxPool / AveragePool (ONNX), 2-D. */
+cudaError_t cu_k_pool2d(int kind, const float *x, float *y, cu_window win, cudaStream_t s);
+
+/*
+ * Depthwise convolution (Conv with group == C, one input channel per
+ * group, multiplier m = output channels / C): y[n, co] = sum over the
+ * window of x[n, co / m] * w[co, 0, ky, kx] (+ bias[co] when bias is not
+ * NULL); win.c is the output channel count, win.h, win.w the input's.
+ */
+cudaError_t cu_k_depthwise(const float *x, const float *w, const float *bias, float *y,
+						   cu_window win, int mult, cudaStream_t s);
+
+/*
+ * Image preprocessing (ie_model_run_images, engine.h).  One image of a
+ * batch: its 8-bit RGB pixels, interleaved, at byte `offset` of the
+ * batch's pixel buffer, width x height, resized to resize_w x resize_h.
+ */
+typedef struct cu_prep_image
+{
+	int64_t		offset;
+	int			width;
+	int			height;
+	int			resize_w;
+	int			resize_h;
+} cu_prep_image;
+
+/* The normalisation: (v / 255 - mean[c]) / std[c], c in the output's order. */
+typedef struct cu_prep_norm
+{
+	float		mean[3];
+	float		std[3];
+	int			bgr;			/* output channel c reads source channel 2 - c */
+	float		pad;			/* outside the resized image */
+} cu_prep_norm;
+
+/*
+ * y: [n, 3, out_h, out_w] float; image k resized (cv::resize INTER_LINEAR
+ * on 8-bit pixels, bit for bit as worker/preprocess.c's pre_resize),
+ * normalised and placed top-left, the rest pad (pre_normalize_chw).
+ * imgs: n descriptors in device memory.
+ */
+cudaError_t cu_k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int n,
+							 int out_h, int out_w, cu_prep_norm norm, float *y,
+							 cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -119,4 +119,181 @@ ie_k_batchnorm(float x, float scale, float bias, float mean, float var, float ep
 	return (x - mean) / sqrtf(var + eps) * scale + bias;
 }
 
+/*
+ * Output element i of a 2-D pooling over win (cu_k_pool2d): the window's
+ * maximum (NaN if any is NaN; -inf never, the window holds at least one
+ * input position) or average.
+ */
+IE_HD float
+ie_k_pool2d_value(int kind, const float *x, const cu_window *win, int64_t i)
+{
+	int64_t		ox = i % win->ow,
+				oy = (i / win->ow) % win->oh,
+				nc = i / (win->ow * win->oh);
+	const float *p = x + nc * win->h * win->w;
+	float		acc = kind == CU_POOL_MAX ? -INFINITY : 0.0f;
+	int			count = 0;
+
+	for (int ky = 0; ky < win->kh; ky++)
+	{
+		int64_t		iy = oy * win->sy - win->py + (int64_t) ky * win->dy;
+
+		if (iy < 0 || iy >= win->h)
+			continue;
+		for (int kx = 0; kx < win->kw; kx++)
+		{
+			int64_t		ix = ox * win->sx - win->px + (int64_t) kx * win->dx;
+			float		v;
+
+			if (ix < 0 || ix >= win->w)
+				continue;
+			v = p[iy * win->w + ix];
+			if (kind == CU_POOL_MAX)
+				acc = (v > acc || v != v) && acc == acc ? v : acc;
+			else
+				acc += v;
+			count++;
+		}
+	}
+	if (kind == CU_POOL_AVG)
+		return acc / (float) count;
+	if (kind == CU_POOL_AVG_PAD)
+		return acc / (float) (win->kh * win->kw);
+	return acc;
+}
+
+/* Output element i of a depthwise convolution (cu_k_depthwise). */
+IE_HD float
+ie_k_depthwise_value(const float *x, const float *w, const float *bias, const cu_window *win,
+					 int mult, int64_t i)
+{
+	int64_t		ox = i % win->ow,
+				oy = (i / win->ow) % win->oh,
+				co = (i / (win->ow * win->oh)) % win->c,
+				n = i / (win->ow * win->oh * win->c);
+	const float *p = x + (n * (win->c / mult) + co / mult) * win->h * win->w;
+	const float *k = w + co * win->kh * win->kw;
+	float		acc = 0.0f;
+
+	for (int ky = 0; ky < win->kh; ky++)
+	{
+		int64_t		iy = oy * win->sy - win->py + (int64_t) ky * win->dy;
+
+		if (iy < 0 || iy >= win->h)
+			continue;
+		for (int kx = 0; kx < win->kw; kx++)
+		{
+			int64_t		ix = ox * win->sx - win->px + (int64_t) kx * win->dx;
+
+			if (ix >= 0 && ix < win->w)
+				acc += p[iy * win->w + ix] * k[ky * win->kw + kx];
+		}
+	}
+	return bias != NULL ? acc + bias[co] : acc;
+}
+
+/*
+ * Double products and sums rounded once each, as the host computes them:
+ * nvcc would otherwise fuse a * b + c into one fma, which rounds once.
+ */
+#ifdef __CUDA_ARCH__
+#define IE_K_DMUL(a, b) __dmul_rn((a), (b))
+#define IE_K_DADD(a, b) __dadd_rn((a), (b))
+#define IE_K_LRINTF(x) __float2int_rn(x)
+#else
+#define IE_K_DMUL(a, b) ((a) * (b))
+#define IE_K_DADD(a, b) ((a) + (b))
+#define IE_K_LRINTF(x) ((int) lrintf(x))
+#endif
+
+#define IE_K_RESIZE_COEF_SCALE 2048	/* 11-bit weights, OpenCV's INTER_RESIZE_COEF_BITS */
+
+/*
+ * cv::resize INTER_LINEAR on 8-bit images along one axis, destination
+ * position d of n_dst over n_src source pixels: the source index *ofs and
+ * the two 11-bit weights (worker/preprocess.c, linear_tab: the source
+ * coordinate (d + 0.5) * scale - 0.5 in double, then float; clamp pins
+ * positions outside the source to its edge pixels with weight 0, as
+ * OpenCV does along x).
+ */
+IE_HD void
+ie_k_linear_coef(int d, int n_src, int n_dst, int clamp, int *ofs, int *a0, int *a1)
+{
+	double		scale = 1.0 / ((double) n_dst / (double) n_src);
+	float		f = (float) IE_K_DADD(IE_K_DMUL(d + 0.5, scale), -0.5);
+	int			s = (int) floorf(f);
+
+	f -= (float) s;
+	if (clamp && s < 0)
+	{
+		f = 0;
+		s = 0;
+	}
+	if (clamp && s >= n_src - 1)
+	{
+		f = 0;
+		s = n_src - 1;
+	}
+	*ofs = s;
+	*a0 = IE_K_LRINTF((1.f - f) * IE_K_RESIZE_COEF_SCALE);
+	*a1 = IE_K_LRINTF(f * IE_K_RESIZE_COEF_SCALE);
+}
+
+/*
+ * Channel c of pixel (x, y) of an 8-bit RGB image (w x h, interleaved)
+ * resized to rw x rh by cv::resize INTER_LINEAR: a horizontal pass with
+ * 22-bit sums, then two rows combined as OpenCV's vector kernel does
+ * ((sum >> 4) * beta >> 16 per row, + 2 >> 2, saturated), the arithmetic
+ * of worker/preprocess.c's pre_resize.
+ */
+IE_HD int
+ie_k_resize_px(const uint8_t *pix, int w, int h, int rw, int rh, int x, int y, int c)
+{
+	int			sx,
+				ax0,
+				ax1,
+				sy,
+				ay0,
+				ay1,
+				sx1,
+				sy0,
+				sy1,
+				v;
+	const uint8_t *r0,
+			   *r1;
+	int			b0,
+				b1;
+
+	ie_k_linear_coef(x, w, rw, 1, &sx, &ax0, &ax1);
+	ie_k_linear_coef(y, h, rh, 0, &sy, &ay0, &ay1);
+	sx1 = sx + 1 < w ? sx + 1 : sx;
+	sy0 = sy < 0 ? 0 : (sy >= h ? h - 1 : sy);
+	sy1 = sy + 1 < 0 ? 0 : (sy + 1 >= h ? h - 1 : sy + 1);
+	r0 = pix + (size_t) sy0 * (size_t) w * 3;
+	r1 = pix + (size_t) sy1 * (size_t) w * 3;
+	b0 = r0[(size_t) sx * 3 + c] * ax0 + r0[(size_t) sx1 * 3 + c] * ax1;
+	b1 = r1[(size_t) sx * 3 + c] * ax0 + r1[(size_t) sx1 * 3 + c] * ax1;
+	v = (((b0 >> 4) * ay0) >> 16) + (((b1 >> 4) * ay1) >> 16);
+	v = (v + 2) >> 2;
+	return v < 0 ? 0 : (v > 255 ? 255 : v);
+}
+
+/*
+ * Output element (k, c, y, x) of cu_k_prep_images: image k's resized pixel
+ * normalised, or pad outside it (worker/preprocess.c, pre_normalize_chw).
+ */
+IE_HD float
+ie_k_prep_value(const uint8_t *pixels, const cu_prep_image *im, const cu_prep_norm *nm,
+				int out_w, int c, int y, int x)
+{
+	int			src_c = nm->bgr ? 2 - c : c;
+	int			v;
+
+	if (x >= im->resize_w || y >= im->resize_h || x >= out_w)
+		return nm->pad;
+	v = ie_k_resize_px(pixels + im->offset, im->width, im->height, im->resize_w,
+					   im->resize_h, x, y, src_c);
+	return ((float) v / 255.f - nm->mean[c]) / nm->std[c];
+}
+
 #endif							/* IE_CUDA_KERNELS_MATH_H */

@@ -34,6 +34,8 @@ typedef struct backend
 	int			(*mem_info) (int, uint64_t *, uint64_t *, char *, size_t);
 	int			(*model_prepare) (struct ie_model *, char *, size_t);
 	void		(*model_release) (struct ie_model *);
+	int			(*model_run_images) (const struct ie_model *, const ie_image *, int,
+									 const ie_image_norm *, ie_tensor **, char *, size_t);
 	int			(*model_run) (const struct ie_model *, const ie_tensor *const *,
 							  ie_tensor **, char *, size_t);
 } backend;
@@ -60,8 +62,9 @@ try_load(const char *path)
 	*(void **) &be.model_prepare = dlsym(h, "iecu_model_prepare");
 	*(void **) &be.model_release = dlsym(h, "iecu_model_release");
 	*(void **) &be.model_run = dlsym(h, "iecu_model_run");
+	*(void **) &be.model_run_images = dlsym(h, "iecu_model_run_images");
 	if (be.check_device == NULL || be.mem_info == NULL || be.model_prepare == NULL ||
-		be.model_release == NULL || be.model_run == NULL)
+		be.model_release == NULL || be.model_run == NULL || be.model_run_images == NULL)
 	{
 		snprintf(be_err, sizeof(be_err), "%s is not the engine's CUDA backend (entry points missing)",
 				 path);
@@ -195,4 +198,15 @@ ie_cuda_model_run(const struct ie_model *m, const ie_tensor *const *inputs,
 	const backend *b = get_backend(err, errlen);
 
 	return b == NULL ? -1 : b->model_run(m, inputs, outputs, err, errlen);
+}
+
+/* Runs the model on images, through the plugin. */
+int
+ie_cuda_model_run_images(const struct ie_model *m, const ie_image *images, int n,
+						 const ie_image_norm *norm, ie_tensor **outputs, char *err,
+						 size_t errlen)
+{
+	const backend *b = get_backend(err, errlen);
+
+	return b == NULL ? -1 : b->model_run_images(m, images, n, norm, outputs, err, errlen);
 }

@@ -1574,6 +1574,69 @@ plain_auto_pad(cu_op *op, int64_t *pads)
  * with float compute into a 16-bit Y (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16
  * configuration, tensor cores), converted back to float before the bias.
  */
+/* conv_direct's answer for a convolution it leaves to cuDNN */
+#define CONV_CUDNN 2
+
+/*
+ * The convolutions the classifier, the detector and the recogniser are
+ * mostly made of, without cuDNN, whose host-side cost per call (300 to 700
+ * us on an H200 under cuDNN 9's legacy API, docs/gpu.md) dwarfs their GPU
+ * time at small batches:
+ * - 1x1, stride 1, no pads, group 1: for each image a GEMM, W [Cout, Cin]
+ *   times X [Cin, H W] (row-major; cuBLAS, column-major, gets
+ *   Y^T = X^T W^T), as one strided batched call over N with W's stride 0;
+ * - depthwise (group = C, one input channel a group): cu_k_depthwise.
+ * Then the bias.  0 or -1 (error set) when done here, CONV_CUDNN otherwise.
+ */
+static int
+conv_direct(cu_op *op, const int64_t *xd, const int64_t *wd, const int64_t *od,
+			const int64_t *pads, const int64_t *strides, const int64_t *dil, int64_t g)
+{
+	cu_ctx	   *c = cu_op_ctx(op);
+	bool		pointwise = g == 1 && wd[2] == 1 && wd[3] == 1 && pads[0] == 0 &&
+		pads[1] == 0 && strides[0] == 1 && strides[1] == 1;
+	bool		depthwise = g == xd[1] && wd[1] == 1 && g > 1;
+	const ie_dtensor *x,
+			   *w,
+			   *b = NULL;
+	ie_dtensor *y;
+	int64_t		hw = xd[2] * xd[3];
+	const float one = 1.0f,
+				zero = 0.0f;
+
+	if (!(pointwise || depthwise) || hw > 0x7fffffff || xd[1] > 0x7fffffff ||
+		wd[0] > 0x7fffffff || xd[0] > 0x7fffffff)
+		return CONV_CUDNN;
+	x = cu_op_dev(op, 0);
+	w = cu_op_dev(op, 1);
+	if (x == NULL || w == NULL || (cu_op_has(op, 2) && (b = cu_op_dev(op, 2)) == NULL))
+		return -1;
+	y = cu_op_out(op, 0, IE_FLOAT, 4, od);
+	if (y == NULL)
+		return -1;
+	if (depthwise)
+	{
+		cu_window	win = {od[0], od[1], xd[2], xd[3], od[2], od[3],
+			(int) wd[2], (int) wd[3], (int) strides[0], (int) strides[1],
+			(int) pads[0], (int) pads[1], (int) dil[0], (int) dil[1]};
+
+		return cuda_ok(op, cu_k_depthwise(x->ptr, w->ptr, b != NULL ? b->ptr : NULL, y->ptr,
+										  win, (int) (wd[0] / g), c->stream),
+					   "depthwise convolution kernel");
+	}
+	if (blas_math(op) != 0 ||
+		blas_ok(op, cublasSgemmStridedBatched(c->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int) hw,
+											  (int) wd[0], (int) xd[1], &one, x->ptr, (int) hw,
+											  (long long) (xd[1] * hw), w->ptr, (int) xd[1], 0,
+											  &zero, y->ptr, (int) hw,
+											  (long long) (wd[0] * hw), (int) xd[0]),
+				"cublasSgemmStridedBatched (1x1 convolution)") != 0)
+		return -1;
+	if (b != NULL)
+		return cuda_ok(op, cu_k_bias(y->ptr, od[0], od[1], hw, b->ptr, c->stream), "bias kernel");
+	return 0;
+}
+
 static int
 op_conv(cu_op *op)
 {
@@ -1656,6 +1719,10 @@ op_conv(cu_op *op)
 	if (prod(xd, 0, 4) == 0 || prod(wd, 0, 4) == 0)
 		return CU_FALLBACK;
 
+	/* 1x1 and depthwise convolutions in FP32/TF32: no cuDNN call (docs/gpu.md) */
+	if (!h16 && (rc = conv_direct(op, xd, wd, od, pads, strides, dil, g)) != CONV_CUDNN)
+		return rc;
+	rc = -1;
 	memset(&d, 0, sizeof(d));
 	if (conv_descs_set(op, &d, false, xd, wd, pads, strides, dil, g, tf32, dt, o4) != 0)
 		goto done;
@@ -1969,13 +2036,10 @@ op_pool(cu_op *op, bool is_max)
 				pads[4],
 				strides[2],
 				dil[2];
-	cudnnPoolingMode_t mode;
-	dnn_descs	d;
-	const float one = 1.0f,
-				zero = 0.0f;
+	cu_window	win;
+	int			kind;
 	const ie_dtensor *x;
 	ie_dtensor *y;
-	int			rc = -1;
 
 	cu_op_shape(op, 0, &dt, &nd, xd);
 	if (dt != IE_FLOAT || nd != 4 || cu_op_has_out(op, 1) ||
@@ -1997,38 +2061,28 @@ op_pool(cu_op *op, bool is_max)
 	}
 	if (prod(xd, 0, 4) == 0)
 		return CU_FALLBACK;
-	mode = is_max ? CUDNN_POOLING_MAX_DETERMINISTIC :
-		ie_attr_int(nc, "count_include_pad", 0) ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING :
-		CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-	memset(&d, 0, sizeof(d));
-	if (dnn_ok(op, cudnnCreateTensorDescriptor(&d.x), "cudnnCreateTensorDescriptor") != 0 ||
-		dnn_ok(op, cudnnCreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor") != 0 ||
-		dnn_ok(op, cudnnCreatePoolingDescriptor(&d.pool), "cudnnCreatePoolingDescriptor") != 0 ||
-		dnn_ok(op, cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-											  (int) xd[0], (int) xd[1], (int) xd[2], (int) xd[3]),
-			   "cudnnSetTensor4dDescriptor (X)") != 0 ||
-		dnn_ok(op, cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-											  (int) od[0], (int) od[1], (int) od[2], (int) od[3]),
-			   "cudnnSetTensor4dDescriptor (Y)") != 0 ||
-		dnn_ok(op, cudnnSetPooling2dDescriptor(d.pool, mode, CUDNN_PROPAGATE_NAN,
-											   (int) k[0], (int) k[1], (int) pads[0], (int) pads[1],
-											   (int) strides[0], (int) strides[1]),
-			   "cudnnSetPooling2dDescriptor") != 0)
-		goto done;
+	win.n = xd[0];
+	win.c = xd[1];
+	win.h = xd[2];
+	win.w = xd[3];
+	win.oh = od[2];
+	win.ow = od[3];
+	win.kh = (int) k[0];
+	win.kw = (int) k[1];
+	win.sy = (int) strides[0];
+	win.sx = (int) strides[1];
+	win.py = (int) pads[0];
+	win.px = (int) pads[1];
+	win.dy = win.dx = 1;
+	kind = is_max ? CU_POOL_MAX :
+		ie_attr_int(nc, "count_include_pad", 0) ? CU_POOL_AVG_PAD : CU_POOL_AVG;
 	x = cu_op_dev(op, 0);
 	if (x == NULL)
-		goto done;
+		return -1;
 	y = cu_op_out(op, 0, IE_FLOAT, 4, od);
 	if (y == NULL)
-		goto done;
-	if (dnn_ok(op, cudnnPoolingForward(c->dnn, d.pool, &one, d.x, x->ptr, &zero, d.y, y->ptr),
-			   "cudnnPoolingForward") != 0)
-		goto done;
-	rc = 0;
-
-done:
-	dnn_descs_free(&d);
-	return rc;
+		return -1;
+	return cuda_ok(op, cu_k_pool2d(kind, x->ptr, y->ptr, win, c->stream), "pooling kernel");
 }
 
 static int op_maxpool(cu_op *op) { return op_pool(op, true); }
