@@ -21,38 +21,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RESIZE_COEF_BITS	11
-#define RESIZE_COEF_SCALE	(1 << RESIZE_COEF_BITS)
+#include "worker/engine/resize_linear.h"
+
 
 /*
  * Source index and the two 11-bit weights for each of n_dst destination
- * positions along one axis of n_src source pixels; clamp: pin positions
- * outside the source to its edge pixels with weight 0 (OpenCV's x axis).
+ * positions along one axis of n_src source pixels (ie_resize_linear_coef,
+ * shared with the CUDA backend's resize); clamp: pin positions outside the
+ * source to its edge pixels with weight 0 (OpenCV's x axis).
  */
 static void
 linear_tab(int n_src, int n_dst, int clamp, int *ofs, int16_t (*alpha)[2])
 {
-	double		scale = 1.0 / ((double) n_dst / (double) n_src);
-
 	for (int d = 0; d < n_dst; d++)
 	{
-		float		f = (float) ((d + 0.5) * scale - 0.5);
-		int			s = (int) floorf(f);
+		int			a0,
+					a1;
 
-		f -= (float) s;
-		if (clamp && s < 0)
-		{
-			f = 0;
-			s = 0;
-		}
-		if (clamp && s >= n_src - 1)
-		{
-			f = 0;
-			s = n_src - 1;
-		}
-		ofs[d] = s;
-		alpha[d][0] = (int16_t) lrintf((1.f - f) * RESIZE_COEF_SCALE);
-		alpha[d][1] = (int16_t) lrintf(f * RESIZE_COEF_SCALE);
+		ie_resize_linear_coef(d, n_src, n_dst, clamp, &ofs[d], &a0, &a1);
+		alpha[d][0] = (int16_t) a0;
+		alpha[d][1] = (int16_t) a1;
 	}
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "worker/engine/cuda/kernels.h"
+#include "worker/engine/resize_linear.h"
 
 #ifdef __CUDACC__
 #define IE_HD __host__ __device__ static inline
@@ -193,53 +194,6 @@ ie_k_depthwise_value(const float *x, const float *w, const float *bias, const cu
 }
 
 /*
- * Double products and sums rounded once each, as the host computes them:
- * nvcc would otherwise fuse a * b + c into one fma, which rounds once.
- */
-#ifdef __CUDA_ARCH__
-#define IE_K_DMUL(a, b) __dmul_rn((a), (b))
-#define IE_K_DADD(a, b) __dadd_rn((a), (b))
-#define IE_K_LRINTF(x) __float2int_rn(x)
-#else
-#define IE_K_DMUL(a, b) ((a) * (b))
-#define IE_K_DADD(a, b) ((a) + (b))
-#define IE_K_LRINTF(x) ((int) lrintf(x))
-#endif
-
-#define IE_K_RESIZE_COEF_SCALE 2048	/* 11-bit weights, OpenCV's INTER_RESIZE_COEF_BITS */
-
-/*
- * cv::resize INTER_LINEAR on 8-bit images along one axis, destination
- * position d of n_dst over n_src source pixels: the source index *ofs and
- * the two 11-bit weights (worker/preprocess.c, linear_tab: the source
- * coordinate (d + 0.5) * scale - 0.5 in double, then float; clamp pins
- * positions outside the source to its edge pixels with weight 0, as
- * OpenCV does along x).
- */
-IE_HD void
-ie_k_linear_coef(int d, int n_src, int n_dst, int clamp, int *ofs, int *a0, int *a1)
-{
-	double		scale = 1.0 / ((double) n_dst / (double) n_src);
-	float		f = (float) IE_K_DADD(IE_K_DMUL(d + 0.5, scale), -0.5);
-	int			s = (int) floorf(f);
-
-	f -= (float) s;
-	if (clamp && s < 0)
-	{
-		f = 0;
-		s = 0;
-	}
-	if (clamp && s >= n_src - 1)
-	{
-		f = 0;
-		s = n_src - 1;
-	}
-	*ofs = s;
-	*a0 = IE_K_LRINTF((1.f - f) * IE_K_RESIZE_COEF_SCALE);
-	*a1 = IE_K_LRINTF(f * IE_K_RESIZE_COEF_SCALE);
-}
-
-/*
  * Channel c of pixel (x, y) of an 8-bit RGB image (w x h, interleaved)
  * resized to rw x rh by cv::resize INTER_LINEAR: a horizontal pass with
  * 22-bit sums, then two rows combined as OpenCV's vector kernel does
@@ -264,8 +218,8 @@ ie_k_resize_px(const uint8_t *pix, int w, int h, int rw, int rh, int x, int y, i
 	int			b0,
 				b1;
 
-	ie_k_linear_coef(x, w, rw, 1, &sx, &ax0, &ax1);
-	ie_k_linear_coef(y, h, rh, 0, &sy, &ay0, &ay1);
+	ie_resize_linear_coef(x, w, rw, 1, &sx, &ax0, &ax1);
+	ie_resize_linear_coef(y, h, rh, 0, &sy, &ay0, &ay1);
 	sx1 = sx + 1 < w ? sx + 1 : sx;
 	sy0 = sy < 0 ? 0 : (sy >= h ? h - 1 : sy);
 	sy1 = sy + 1 < 0 ? 0 : (sy + 1 >= h ? h - 1 : sy + 1);
