@@ -739,6 +739,55 @@ send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 }
 
 /*
+ * infer.progress for the calls made one row at a time (outside InferBatch):
+ * one scan per statement, this backend's, in the memory of the statement's
+ * portal (in a parallel worker, with no portal, of its transaction), so
+ * that it stops with the statement, finished or failed (stats.c takes its
+ * counts back then).  Its rows_estimate is 0: no plan node estimates the
+ * rows of such calls.
+ */
+static InferProgressScan *row_scan = NULL;
+static MemoryContext row_scan_cxt = NULL;
+
+/* Memory context callback: the statement's scan is gone with its memory. */
+static void
+row_scan_gone(void *arg)
+{
+	if (row_scan == arg)
+	{
+		row_scan = NULL;
+		row_scan_cxt = NULL;
+	}
+}
+
+/*
+ * The current statement's row-at-a-time scan, started on its first call,
+ * with frag's models among its models.  Nothing raised but out of memory.
+ */
+static InferProgressScan *
+row_progress(InferFragment *frag)
+{
+	MemoryContext cxt = PortalContext != NULL ? PortalContext : TopTransactionContext;
+	char		label[INFER_STATS_MODEL_LEN];
+
+	if (row_scan == NULL || row_scan_cxt != cxt)
+	{
+		InferProgressScan *p = MemoryContextAllocZero(cxt, sizeof(*p));
+		MemoryContextCallback *cb = MemoryContextAlloc(cxt, sizeof(*cb));
+
+		cb->func = row_scan_gone;
+		cb->arg = p;
+		MemoryContextRegisterResetCallback(cxt, cb);
+		InferProgressStart(p, cxt, 0);
+		row_scan = p;
+		row_scan_cxt = cxt;
+	}
+	InferStatsFragmentsLabel(&frag, 1, label, sizeof(label));
+	InferProgressModels(row_scan, label);
+	return row_scan;
+}
+
+/*
  * Runs fn (with model for predict/classify/embed) on one input (image
  * bytes; UTF-8 text for embed), one request per call, and returns its
  * value built in the caller's context; *isnull is set when the worker
@@ -756,6 +805,7 @@ run_one(InferFunction fn, const char *model, const void *payload,
 	InferRow	row;
 	uint64		row_id = INFER_ROW_ID;
 	Datum		out = (Datum) 0;
+	InferProgressScan *progress;
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_infer call",
 								ALLOCSET_DEFAULT_SIZES);
@@ -766,8 +816,11 @@ run_one(InferFunction fn, const char *model, const void *payload,
 	InferFragmentPushContext(&frag);
 
 	(void) InferStatsNewCall(); /* each call counts in infer.stats */
+	progress = row_progress(&frag);
+	InferProgressAdd(progress, 0, 1, 1);
 	InferFragmentCollect(&frag, send_one(&frag, &row_id, &payload, &payload_len),
 						 1, &row_id, &row);
+	InferProgressAdd(progress, 1, 0, -1);
 	*isnull = !row.result->ok;
 	if (*isnull)
 		InferRowReportError(&row, infer_on_error == INFER_ON_ERROR_NULL ?

@@ -214,6 +214,22 @@ rescale(image_rgb **work, const image_rgb **cur, double r, float *ratio_h,
 	return 0;
 }
 
+/*
+ * The CUDA device all of the fragment's models run on, or IE_DEVICE_CPU
+ * (also when they are on different devices, or some on the CPU): then the
+ * pipeline runs on the host and each model call uploads its input.
+ */
+static int
+on_one_device(const ocr_models *models)
+{
+	int			d = ie_model_device(models->det);
+
+	if (d == IE_DEVICE_CPU || ie_model_device(models->rec) != d ||
+		(models->cls != NULL && ie_model_device(models->cls) != d))
+		return IE_DEVICE_CPU;
+	return d;
+}
+
 /* Black bands of pad rows above and below img. */
 static image_rgb *
 letterbox(const image_rgb *img, int pad)
@@ -240,7 +256,9 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 	int			top = 0;
 	ocr_det_box *boxes = NULL;
 	int			nb = 0;
-	image_rgb **crops = NULL;
+	ocr_crop   *crops = NULL;
+	int			device = on_one_device(models);
+	ie_dimage  *page = NULL;	/* cur on the device, when the models are there */
 	int		   *rotated = NULL;
 	char	  **texts = NULL;
 	float	   *scores = NULL;
@@ -324,7 +342,12 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 		cur = work;
 	}
 
-	nb = ocr_detect(models->det, params, cur, &boxes, err, errlen);
+	/* on a GPU the page goes there once: detector input, crops, turns */
+	if (device != IE_DEVICE_CPU &&
+		(page = ie_dimage_upload(device, cur->pixels, cur->width, cur->height,
+								 err, errlen)) == NULL)
+		goto fail;
+	nb = ocr_detect(models->det, params, cur, page, &boxes, err, errlen);
 	if (nb < 0)
 		goto fail;
 
@@ -334,7 +357,7 @@ detected:
 		goto nomem;
 	if (nb > 0)
 	{
-		crops = calloc((size_t) nb, sizeof(image_rgb *));
+		crops = calloc((size_t) nb, sizeof(ocr_crop));
 		rotated = calloc((size_t) nb, sizeof(int));
 		texts = calloc((size_t) nb, sizeof(char *));
 		scores = calloc((size_t) nb, sizeof(float));
@@ -346,8 +369,22 @@ detected:
 	{
 		for (int i = 0; i < nb; i++)
 		{
-			crops[i] = geo_crop_box(cur, (const float (*)[2]) boxes[i].pts);
-			if (crops[i] == NULL)
+			if (page != NULL)
+			{
+				double		mi[9];
+				int			cw,
+							ch,
+							rot90;
+
+				if (geo_crop_plan((const float (*)[2]) boxes[i].pts, mi, &cw, &ch, &rot90) < 0)
+					goto nomem;	/* as geo_crop_box's NULL on the host */
+				crops[i].dimg = ie_dimage_warp(page, mi, cw, ch, rot90, err, errlen);
+				if (crops[i].dimg == NULL)
+					goto fail;
+				continue;
+			}
+			crops[i].img = geo_crop_box(cur, (const float (*)[2]) boxes[i].pts);
+			if (crops[i].img == NULL)
 				goto nomem;
 		}
 		if (params->use_cls && models->cls != NULL &&
@@ -402,10 +439,14 @@ done:
 	for (int i = 0; i < nb; i++)
 	{
 		if (crops)
-			image_destroy(&crops[i]);
+		{
+			image_destroy(&crops[i].img);
+			ie_dimage_destroy(&crops[i].dimg);
+		}
 		if (texts)
 			free(texts[i]);
 	}
+	ie_dimage_destroy(&page);
 	free(crops);
 	free(rotated);
 	free(texts);

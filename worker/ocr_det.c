@@ -277,7 +277,7 @@ ocr_det_input_size(int h, int w, int limit_side_len, int *rh, int *rw)
 /* DetPreProcess (limit_type "min", capped), the detector, DB post-processing. */
 int
 ocr_detect(const ie_model *det, const ocr_params *p, const image_rgb *img,
-		   ocr_det_box **out, char *err, size_t errlen)
+		   const ie_dimage *dimg, ocr_det_box **out, char *err, size_t errlen)
 {
 	static const float mean[3] = {0.5f, 0.5f, 0.5f};
 	static const float stdv[3] = {0.5f, 0.5f, 0.5f};
@@ -298,8 +298,8 @@ ocr_detect(const ie_model *det, const ocr_params *p, const image_rgb *img,
 		return 0;
 	if (ie_model_device(det) != IE_DEVICE_CPU)
 	{
-		/* the page's pixels to the device, resized and normalised there */
-		ie_image	im = {img->pixels, w, h, rw, rh};
+		/* the page's pixels to the device (or there already), resized and normalised there */
+		ie_image	im = {dimg == NULL ? img->pixels : NULL, w, h, rw, rh, dimg};
 		ie_image_norm norm = {{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, 1, 0.0f, rh, rw};
 
 		if (model_calls_run_images(det, &im, 1, &norm, outs, err, errlen) < 0)

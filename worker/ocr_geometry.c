@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/engine/warp_cubic.h"
+
 #define XY_SHIFT			16
 #define XY_ONE				(1 << XY_SHIFT)
 
@@ -1130,31 +1132,10 @@ invert3(const double m[9], double r[9])
 	return 0;
 }
 
-/* Keys cubic convolution weights (A = -0.75) for fraction x in [0, 1). */
-static void
-cubic_weights(double x, double c[4])
-{
-	const double A = -0.75;
-
-	c[0] = ((A * (x + 1) - 5 * A) * (x + 1) + 8 * A) * (x + 1) - 4 * A;
-	c[1] = ((A + 2) * x - (A + 3)) * x * x + 1;
-	c[2] = ((A + 2) * (1 - x) - (A + 3)) * (1 - x) * (1 - x) + 1;
-	c[3] = 1 - c[0] - c[1] - c[2];
-}
-
-/* v pinned to [lo, hi]. */
-static int
-clampi(int v, int lo, int hi)
-{
-	return v < lo ? lo : (v > hi ? hi : v);
-}
-
 /*
  * warpPerspective as opencv-python 5.0 computes it for INTER_CUBIC on 8-bit
- * images (checked pixel for pixel): the exact inverse-mapped source point
- * (no 1/32 sub-pixel quantisation), 4x4 Keys cubic weights in floating
- * point, rounded to nearest and saturated; out-of-range taps replicate the
- * edge pixels.
+ * images (checked pixel for pixel): each pixel by ie_warp_cubic_px
+ * (worker/engine/warp_cubic.h, shared with the CUDA backend's warp).
  */
 image_rgb *
 geo_warp_perspective(const image_rgb *src, const double M[9], int out_w,
@@ -1162,8 +1143,6 @@ geo_warp_perspective(const image_rgb *src, const double M[9], int out_w,
 {
 	double		mi[9];
 	image_rgb  *dst;
-	int			sw = src->width,
-				sh = src->height;
 
 	if (invert3(M, mi) < 0)
 		return NULL;
@@ -1171,52 +1150,9 @@ geo_warp_perspective(const image_rgb *src, const double M[9], int out_w,
 	if (dst == NULL)
 		return NULL;
 	for (int y = 0; y < out_h; y++)
-	{
 		for (int x = 0; x < out_w; x++)
-		{
-			double		W = mi[6] * x + mi[7] * y + mi[8];
-			double		sx,
-						sy,
-						wx[4],
-						wy[4];
-			int			ix,
-						iy;
-			int			xs[4],
-						ys[4];
-			uint8_t    *d = dst->pixels + ((size_t) y * out_w + x) * 3;
-
-			W = W != 0 ? 1.0 / W : 0;
-			sx = (mi[0] * x + mi[1] * y + mi[2]) * W;
-			sy = (mi[3] * x + mi[4] * y + mi[5]) * W;
-			if (!(fabs(sx) < 1e8 && fabs(sy) < 1e8))
-				sx = sy = 0;
-			ix = (int) floor(sx);
-			iy = (int) floor(sy);
-			cubic_weights(sx - ix, wx);
-			cubic_weights(sy - iy, wy);
-			for (int k = 0; k < 4; k++)
-			{
-				xs[k] = clampi(ix - 1 + k, 0, sw - 1);
-				ys[k] = clampi(iy - 1 + k, 0, sh - 1);
-			}
-			for (int ch = 0; ch < 3; ch++)
-			{
-				double		sum = 0;
-
-				for (int i = 0; i < 4; i++)
-				{
-					const uint8_t *row = src->pixels + (size_t) ys[i] * sw * 3;
-					double		rs = 0;
-
-					for (int j = 0; j < 4; j++)
-						rs += row[xs[j] * 3 + ch] * wx[j];
-					sum += rs * wy[i];
-				}
-				sum = rint(sum);
-				d[ch] = (uint8_t) (sum < 0 ? 0 : (sum > 255 ? 255 : sum));
-			}
-		}
-	}
+			ie_warp_cubic_px(src->pixels, src->width, src->height, mi, x, y,
+							 dst->pixels + ((size_t) y * out_w + x) * 3);
 	return dst;
 }
 
@@ -1246,19 +1182,17 @@ seg_len(const float a[2], const float b[2])
 	return sqrtf(dx * dx + dy * dy);
 }
 
-/* get_rotate_crop_image: perspective crop, then upright when tall. */
-image_rgb *
-geo_crop_box(const image_rgb *img, const float box[4][2])
+/* get_rotate_crop_image's geometry; see ocr_geometry.h. */
+int
+geo_crop_plan(const float box[4][2], double Minv[9], int *out_w, int *out_h, int *rot90)
 {
 	int			cw = (int) fmaxf(seg_len(box[0], box[1]), seg_len(box[2], box[3]));
 	int			ch = (int) fmaxf(seg_len(box[0], box[3]), seg_len(box[1], box[2]));
 	float		std[4][2];
 	double		M[9];
-	image_rgb  *crop,
-			   *rot;
 
 	if (cw <= 0 || ch <= 0)
-		return NULL;
+		return -1;
 	std[0][0] = 0;
 	std[0][1] = 0;
 	std[1][0] = (float) cw;
@@ -1267,12 +1201,35 @@ geo_crop_box(const image_rgb *img, const float box[4][2])
 	std[2][1] = (float) ch;
 	std[3][0] = 0;
 	std[3][1] = (float) ch;
-	if (geo_perspective(box, (const float (*)[2]) std, M) < 0)
+	if (geo_perspective(box, (const float (*)[2]) std, M) < 0 || invert3(M, Minv) < 0)
+		return -1;
+	*out_w = cw;
+	*out_h = ch;
+	*rot90 = (double) ch / (double) cw >= 1.5;
+	return 0;
+}
+
+/* get_rotate_crop_image: perspective crop, then upright when tall. */
+image_rgb *
+geo_crop_box(const image_rgb *img, const float box[4][2])
+{
+	double		mi[9];
+	int			cw,
+				ch,
+				rot90;
+	image_rgb  *crop,
+			   *rot;
+
+	if (geo_crop_plan(box, mi, &cw, &ch, &rot90) < 0)
 		return NULL;
-	crop = geo_warp_perspective(img, M, cw, ch);
+	crop = image_new(cw, ch);
 	if (crop == NULL)
 		return NULL;
-	if ((double) ch / (double) cw >= 1.5)
+	for (int y = 0; y < ch; y++)
+		for (int x = 0; x < cw; x++)
+			ie_warp_cubic_px(img->pixels, img->width, img->height, mi, x, y,
+							 crop->pixels + ((size_t) y * cw + x) * 3);
+	if (rot90)
 	{
 		rot = geo_rot90_ccw(crop);
 		image_destroy(&crop);

@@ -155,6 +155,15 @@ image_rgb  *geo_warp_perspective(const image_rgb *src, const double M[9],
  */
 image_rgb  *geo_crop_box(const image_rgb *img, const float box[4][2]);
 
+/*
+ * geo_crop_box's geometry without the pixels: the inverse of the
+ * perspective map (crop to source coordinates, row-major 3x3, what
+ * ie_warp_cubic_px and ie_dimage_warp take), the warped size and whether
+ * it is then turned 90 degrees counter-clockwise.  -1 for a degenerate box.
+ */
+int			geo_crop_plan(const float box[4][2], double Minv[9], int *out_w, int *out_h,
+						  int *rot90);
+
 /* src turned 90 degrees counter-clockwise (np.rot90); NULL on no memory. */
 image_rgb  *geo_rot90_ccw(const image_rgb *src);
 
@@ -199,19 +208,34 @@ void		ocr_det_input_size(int h, int w, int limit_side_len, int *rh,
 							   int *rw);
 
 /*
- * ocr_det.c: the detector on img: resize (ocr_det_input_size), normalise (BGR planes, mean 0.5, std 0.5), run, post-process.  Returns
- * the count of boxes, or -1 with a message in err.
+ * ocr_det.c: the detector on img: resize (ocr_det_input_size), normalise
+ * (BGR planes, mean 0.5, std 0.5), run, post-process.  dimg, when not NULL,
+ * is img already in the detector's device memory (the OCR fragment on a
+ * GPU): resized and normalised there.  Returns the count of boxes, or -1
+ * with a message in err.
  */
 int			ocr_detect(const ie_model *det, const ocr_params *p,
-					   const image_rgb *img, ocr_det_box **out,
+					   const image_rgb *img, const ie_dimage *dimg, ocr_det_box **out,
 					   char *err, size_t errlen);
 
 /*
- * ocr_rec.c: the direction classifier over crops[0..n): crops labelled
- * "180" with probability > thresh are replaced by their 180-degree turn
- * and flagged in rotated[].  Returns 0, or -1 with a message in err.
+ * A text-line crop for the classifier and the recogniser: on the host
+ * (img), or in the models' device memory (dimg: the OCR fragment on a
+ * GPU, which cuts, turns and feeds the crops there); the other is NULL.
  */
-int			ocr_classify(const ie_model *cls, image_rgb **crops, int n,
+typedef struct ocr_crop
+{
+	image_rgb  *img;
+	ie_dimage  *dimg;
+} ocr_crop;
+
+/*
+ * ocr_rec.c: the direction classifier over crops[0..n): crops labelled
+ * "180" with probability > thresh are turned by 180 degrees (in place on
+ * the device, replaced on the host) and flagged in rotated[].  Returns 0,
+ * or -1 with a message in err.
+ */
+int			ocr_classify(const ie_model *cls, ocr_crop *crops, int n,
 						 float thresh, int *rotated, char *err, size_t errlen);
 
 /*
@@ -220,7 +244,7 @@ int			ocr_classify(const ie_model *cls, image_rgb **crops, int n,
  * 0, or -1 with a message in err.
  */
 int			ocr_recognize(const ie_model *rec, const char *const *dict,
-						  int dict_len, image_rgb *const *crops, int n,
+						  int dict_len, const ocr_crop *crops, int n,
 						  char **texts, float *scores, char *err,
 						  size_t errlen);
 

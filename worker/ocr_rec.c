@@ -31,6 +31,19 @@
 #define REC_W		320
 #define CLS_W		192
 
+/* A crop's width and height, wherever it is. */
+static void
+crop_size(const ocr_crop *c, int *w, int *h)
+{
+	if (c->dimg != NULL)
+		ie_dimage_size(c->dimg, w, h);
+	else
+	{
+		*w = c->img->width;
+		*h = c->img->height;
+	}
+}
+
 typedef struct ratio_idx
 {
 	double		ratio;
@@ -42,7 +55,7 @@ typedef struct ratio_idx
  * stable order by that ratio (an insertion sort); NULL when out of memory.
  */
 static ratio_idx *
-order_by_ratio(image_rgb *const *crops, int n)
+order_by_ratio(const ocr_crop *crops, int n)
 {
 	ratio_idx  *o = malloc(sizeof(ratio_idx) * (size_t) n);
 
@@ -50,7 +63,11 @@ order_by_ratio(image_rgb *const *crops, int n)
 		return NULL;
 	for (int i = 0; i < n; i++)
 	{
-		o[i].ratio = (double) crops[i]->width / (double) crops[i]->height;
+		int			w,
+					h;
+
+		crop_size(&crops[i], &w, &h);
+		o[i].ratio = (double) w / (double) h;
 		o[i].idx = i;
 	}
 	for (int i = 1; i < n; i++)
@@ -68,11 +85,11 @@ order_by_ratio(image_rgb *const *crops, int n)
 	return o;
 }
 
-/* Width of crop resized to height REC_H: ceil(REC_H * ratio), in 1..max_w. */
+/* Width of a w x h crop resized to height REC_H: ceil(REC_H * ratio), in 1..max_w. */
 static int
-crop_width(const image_rgb *crop, int max_w)
+crop_width(int w, int h, int max_w)
 {
-	double		ratio = (double) crop->width / (double) crop->height;
+	double		ratio = (double) w / (double) h;
 	int			rw;
 
 	if (ceil(REC_H * ratio) > max_w)
@@ -88,7 +105,7 @@ crop_width(const image_rgb *crop, int max_w)
  * BGR), zero-padded on the right; NULL when out of memory.
  */
 static ie_tensor *
-batch_input(image_rgb *const *crops, const ratio_idx *o, int m, int w)
+batch_input(const ocr_crop *crops, const ratio_idx *o, int m, int w)
 {
 	static const float mean[3] = {0.5f, 0.5f, 0.5f};
 	static const float stdv[3] = {0.5f, 0.5f, 0.5f};
@@ -99,8 +116,8 @@ batch_input(image_rgb *const *crops, const ratio_idx *o, int m, int w)
 		return NULL;
 	for (int k = 0; k < m; k++)
 	{
-		const image_rgb *crop = crops[o[k].idx];
-		image_rgb  *rs = pre_resize(crop, crop_width(crop, w), REC_H);
+		const image_rgb *crop = crops[o[k].idx].img;
+		image_rgb  *rs = pre_resize(crop, crop_width(crop->width, crop->height, w), REC_H);
 
 		if (rs == NULL)
 		{
@@ -122,7 +139,7 @@ batch_input(image_rgb *const *crops, const ratio_idx *o, int m, int w)
  * ran out here.
  */
 static int
-run_crops(const ie_model *model, image_rgb *const *crops, const ratio_idx *o, int m,
+run_crops(const ie_model *model, const ocr_crop *crops, const ratio_idx *o, int m,
 		  int w, ie_tensor **outs, int *oom, char *err, size_t errlen)
 {
 	const ie_tensor *ins[1];
@@ -137,16 +154,22 @@ run_crops(const ie_model *model, image_rgb *const *crops, const ratio_idx *o, in
 
 		for (int k = 0; k < m; k++)
 		{
-			const image_rgb *crop = crops[o[k].idx];
+			const ocr_crop *crop = &crops[o[k].idx];
 
-			ims[k].pixels = crop->pixels;
-			ims[k].width = crop->width;
-			ims[k].height = crop->height;
-			ims[k].resize_w = crop_width(crop, w);
+			crop_size(crop, &ims[k].width, &ims[k].height);
+			ims[k].pixels = crop->dimg == NULL ? crop->img->pixels : NULL;
+			ims[k].dpixels = crop->dimg;
+			ims[k].resize_w = crop_width(ims[k].width, ims[k].height, w);
 			ims[k].resize_h = REC_H;
 		}
 		return model_calls_run_images(model, ims, m, &norm, outs, err, errlen);
 	}
+	for (int k = 0; k < m; k++)
+		if (crops[o[k].idx].img == NULL)
+		{
+			snprintf(err, errlen, "a crop in device memory for a model on the CPU");
+			return -1;
+		}
 	if ((in = batch_input(crops, o, m, w)) == NULL)
 	{
 		*oom = 1;
@@ -160,7 +183,7 @@ run_crops(const ie_model *model, image_rgb *const *crops, const ratio_idx *o, in
 
 /* TextClassifier: batches of 6 by ratio, 3x48x192 inputs, turn "180" crops. */
 int
-ocr_classify(const ie_model *cls, image_rgb **crops, int n, float thresh,
+ocr_classify(const ie_model *cls, ocr_crop *crops, int n, float thresh,
 			 int *rotated, char *err, size_t errlen)
 {
 	ratio_idx  *o = NULL;
@@ -205,12 +228,21 @@ ocr_classify(const ie_model *cls, image_rgb **crops, int n, float thresh,
 			if (best == 1 && row[best] > thresh)
 			{
 				int			i = o[b + k].idx;
-				image_rgb  *r = pre_rotate180(crops[i]);
 
-				if (r == NULL)
-					goto nomem;
-				image_destroy(&crops[i]);
-				crops[i] = r;
+				if (crops[i].dimg != NULL)
+				{
+					if (ie_dimage_rotate180(crops[i].dimg, err, errlen) != 0)
+						goto fail;
+				}
+				else
+				{
+					image_rgb  *r = pre_rotate180(crops[i].img);
+
+					if (r == NULL)
+						goto nomem;
+					image_destroy(&crops[i].img);
+					crops[i].img = r;
+				}
 				rotated[i] = 1;
 			}
 		}
@@ -283,7 +315,7 @@ ocr_ctc_decode(const float *probs, int T, int C, const char *const *dict,
 /* TextRecognizer: batches of 6 by ratio, width from the batch's widest ratio. */
 int
 ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
-			  image_rgb *const *crops, int n, char **texts, float *scores,
+			  const ocr_crop *crops, int n, char **texts, float *scores,
 			  char *err, size_t errlen)
 {
 	ratio_idx  *o = NULL;

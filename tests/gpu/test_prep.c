@@ -26,6 +26,7 @@
 #include "onnx/onnx.pb-c.h"
 #include "worker/engine/engine.h"
 #include "worker/image.h"
+#include "worker/ocr_geometry.h"
 #include "worker/preprocess.h"
 
 static int	passed,
@@ -292,6 +293,24 @@ main(int argc, char **argv)
 			image_destroy(&imgs[k]);
 	}
 
+	/* a short image padded below (resize_h < out_h), and one cut on the right (resize_w > out_w) */
+	{
+		int			w[2] = {90, 200},
+					h[2] = {20, 30};
+		int			rw[2] = {120, 260},
+					rh[2] = {30, 48};
+		image_rgb  *imgs[2];
+		ie_image_norm norm = {{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, 0, 0.25f, 48, 192};
+		int			ok = 1;
+
+		for (int k = 0; k < 2; k++)
+			ok &= (imgs[k] = random_image(w[k], h[k])) != NULL;
+		if (ok)
+			compare(m, "padded below and cut on the right", imgs, rw, rh, 2, &norm);
+		for (int k = 0; k < 2; k++)
+			image_destroy(&imgs[k]);
+	}
+
 	/* real images at the detector's (multiples of 32) and recogniser's sizes */
 	for (int a = 2; a < argc; a++)
 	{
@@ -329,9 +348,97 @@ main(int argc, char **argv)
 		image_destroy(&img);
 	}
 
+	/* device images: upload, crops (plain and turned), turns, as model input */
+	{
+		image_rgb  *page = random_image(160, 120);
+		ie_dimage  *dp = NULL;
+		const float boxes[3][4][2] = {
+			{{10.5f, 12.25f}, {120.75f, 18.0f}, {118.0f, 44.5f}, {8.0f, 38.0f}},	/* a skewed line */
+			{{30.0f, 5.0f}, {52.0f, 6.0f}, {50.0f, 100.0f}, {29.0f, 99.0f}},	/* tall: turned */
+			{{-5.0f, 100.0f}, {170.0f, 95.0f}, {171.0f, 130.0f}, {-4.0f, 131.0f}}	/* over the edges */
+		};
+
+		if (page != NULL)
+			dp = ie_dimage_upload(device, page->pixels, page->width, page->height, err,
+								  sizeof(err));
+		check(dp != NULL, "ie_dimage_upload", err);
+		if (dp != NULL)
+		{
+			uint8_t    *back = malloc((size_t) 160 * 120 * 3);
+
+			check(back != NULL && ie_dimage_download(dp, back, err, sizeof(err)) == 0 &&
+				  memcmp(back, page->pixels, (size_t) 160 * 120 * 3) == 0,
+				  "a device image downloads as uploaded", err);
+			free(back);
+		}
+		for (int b = 0; dp != NULL && b < 3; b++)
+		{
+			image_rgb  *host = geo_crop_box(page, boxes[b]);
+			double		mi[9];
+			int			cw,
+						ch,
+						rot90,
+						w,
+						h;
+			ie_dimage  *dc = NULL;
+			uint8_t    *got = NULL;
+			char		what[128];
+
+			snprintf(what, sizeof(what), "crop %d cut on the device = geo_crop_box", b);
+			if (host == NULL || geo_crop_plan(boxes[b], mi, &cw, &ch, &rot90) != 0 ||
+				(dc = ie_dimage_warp(dp, mi, cw, ch, rot90, err, sizeof(err))) == NULL)
+			{
+				check(0, what, err);
+				image_destroy(&host);
+				continue;
+			}
+			ie_dimage_size(dc, &w, &h);
+			got = malloc((size_t) w * h * 3);
+			check(w == host->width && h == host->height && got != NULL &&
+				  ie_dimage_download(dc, got, err, sizeof(err)) == 0 &&
+				  memcmp(got, host->pixels, (size_t) w * h * 3) == 0, what, err);
+			if (b == 1)
+				check(rot90 == 1, "the tall crop is turned 90 degrees", NULL);
+			if (b == 0)
+			{
+				image_rgb  *r = pre_rotate180(host);
+				int			rh = 48,
+							rw = 120;
+				ie_image_norm norm = {{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, 1, 0.0f, 48, 192};
+				ie_image	im = {NULL, w, h, rw, rh, dc};
+				ie_tensor  *a = NULL,
+						   *c = NULL;
+
+				check(r != NULL && ie_dimage_rotate180(dc, err, sizeof(err)) == 0 &&
+					  ie_dimage_download(dc, got, err, sizeof(err)) == 0 &&
+					  memcmp(got, r->pixels, (size_t) w * h * 3) == 0,
+					  "a 180-degree turn on the device = pre_rotate180", err);
+				/* the turned device crop as model input = its host copy's */
+				if (r != NULL && ie_model_run_images(m, &im, 1, &norm, &a, err, sizeof(err)) == 0)
+				{
+					im.pixels = r->pixels;
+					im.dpixels = NULL;
+					check(ie_model_run_images(m, &im, 1, &norm, &c, err, sizeof(err)) == 0 &&
+						  a->nbytes == c->nbytes && memcmp(a->data, c->data, a->nbytes) == 0,
+						  "a device image as model input = its host pixels", err);
+				}
+				else
+					check(0, "a device image as model input", err);
+				ie_tensor_destroy(&a);
+				ie_tensor_destroy(&c);
+				image_destroy(&r);
+			}
+			free(got);
+			ie_dimage_destroy(&dc);
+			image_destroy(&host);
+		}
+		ie_dimage_destroy(&dp);
+		image_destroy(&page);
+	}
+
 	/* refusals */
 	{
-		ie_image	im = {(const uint8_t *) "abc", 1, 1, 1, 1};
+		ie_image	im = {(const uint8_t *) "abc", 1, 1, 1, 1, NULL};
 		ie_image_norm norm = {{0, 0, 0}, {1, 1, 1}, 0, 0.0f, 1, 1};
 		ie_tensor  *out = NULL;
 		int			rc;

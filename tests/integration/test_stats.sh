@@ -10,6 +10,9 @@
 #   (s) once it is done: no progress row is left, and infer.stats holds
 #       one call of 40 rows in 21 batches (1, 2, 2, ..., 2, 1), no error,
 #       bytes both ways;
+#   (r) the same query with infer.enable_batching = off (a request a row):
+#       infer.progress shows it too (rows_estimate 0), rows answered grow,
+#       and nothing is left after it;
 #   (c) a query cancelled (pg_cancel_backend) and a backend terminated
 #       (pg_terminate_backend) in the middle of their scans leave no
 #       progress row behind; the cancelled requests count at send only;
@@ -47,11 +50,13 @@ wait_sql() {
 	return 1
 }
 
-# background LABEL: runs the OCR query in a psql of its own, named by
-# application_name LABEL, output in $tmp/LABEL.out; sets BG to its pid.
+# background LABEL [SETTING]: runs the OCR query in a psql of its own,
+# named by application_name LABEL (after SET SETTING, when given), output
+# in $tmp/LABEL.out; sets BG to its pid.
 background() {
 	q >"$tmp/$1.out" 2>&1 <<EOF &
 SET application_name = '$1';
+${2:+SET $2;}
 SET infer.batch_size = 2;
 SET infer.max_inflight = 2;
 -- the same page 40 times: no input cache, so that every row is sent
@@ -116,6 +121,27 @@ check "(s) infer.stats: one call, 40 rows in 21 batches, no error" \
 		compute_ms > 0, queue_ms >= 0
 	  FROM infer.stats, (SELECT data FROM pages LIMIT 1) p")" \
 	"^$OCR_MODELS w 1 40 21 0 t t t t\$"
+
+# --- (r) calls one row at a time (no InferBatch) ----------------------------
+background stats_rows "infer.enable_batching = off"
+ok=1
+wait_sql "SELECT count(*) FROM infer.progress WHERE rows_done > 0" 1 300 || ok=0
+vpid=$(backend_of stats_rows)
+first=$(q -F ' ' -c "SELECT pid, rows_done, rows_sent - rows_done, batches_in_flight,
+	rows_estimate, models, query ~ 'infer\\.ocr', scans
+  FROM infer.progress")
+check "(r) infer.progress shows a query whose calls run one row at a time" "ok=$ok $first" \
+	"^ok=1 $vpid [0-9]+ [01] [01] 0 $OCR_MODELS t 1\$"
+done1=$(awk '{print $2}' <<<"$first")
+ok=1
+wait_sql "SELECT count(*) FROM infer.progress WHERE rows_done > $done1" 1 300 || ok=0
+check "(r) ... its rows answered grow" "ok=$ok" '^ok=1$'
+wait "$BG"
+check "(r) ... it answered every page, one request a page" \
+	"$(cat "$tmp/stats_rows.out") $(q -F ' ' -c "SELECT calls, rows, batches FROM infer.stats
+		WHERE model ~ '^$OCR_MODELS\$'")" '^pages 40 41 80 61$'
+check "(r) ... and no progress row is left" \
+	"$(q -c "SELECT count(*) FROM infer.progress")" '^0$'
 
 # --- (c) cancelled and terminated scans leave nothing behind -------------
 for how in cancel terminate; do

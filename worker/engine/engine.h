@@ -190,6 +190,8 @@ int			ie_model_run(const ie_model *model, const ie_tensor *const *inputs,
  * images, the fixed-point arithmetic of worker/preprocess.c's pre_resize,
  * bit for bit; equal sizes copy).
  */
+typedef struct ie_dimage ie_dimage;
+
 typedef struct ie_image
 {
 	const uint8_t *pixels;		/* not owned; read during the call only */
@@ -197,6 +199,9 @@ typedef struct ie_image
 	int			height;
 	int			resize_w;
 	int			resize_h;
+	const ie_dimage *dpixels;	/* instead of pixels: an image already in the
+								 * model's device memory (width and height
+								 * must be its own); NULL otherwise */
 } ie_image;
 
 /*
@@ -229,6 +234,42 @@ typedef struct ie_image_norm
 int			ie_model_run_images(const ie_model *model, const ie_image *images, int n,
 								const ie_image_norm *norm, ie_tensor **outputs,
 								char *err, size_t errlen);
+
+/*
+ * Device images (docs/gpu.md, "The OCR fragment on the device"): 8-bit RGB
+ * images, interleaved, kept in a CUDA device's memory between model runs,
+ * so that a pipeline uploads a page once and cuts, turns and feeds its
+ * pieces there.  An ie_dimage belongs to the thread that made it (its
+ * memory comes from that thread's pool): use and destroy it there.  Every
+ * function returns NULL / -1 with a message in err (out of device memory,
+ * a device error, "built without CUDA", an empty size).
+ */
+
+/* A new device image on CUDA device `device`: a copy of width x height pixels. */
+ie_dimage  *ie_dimage_upload(int device, const uint8_t *pixels, int width, int height,
+							 char *err, size_t errlen);
+
+/*
+ * A new device image out_w x out_h: src warped by the perspective map
+ * whose inverse is minv (row-major 3x3, output to source coordinates),
+ * each pixel as ie_warp_cubic_px (warp_cubic.h: cv::warpPerspective
+ * INTER_CUBIC, BORDER_REPLICATE, bit for bit), then turned 90 degrees
+ * counter-clockwise (np.rot90) when rot90_ccw: out_h x out_w then.
+ */
+ie_dimage  *ie_dimage_warp(const ie_dimage *src, const double minv[9], int out_w, int out_h,
+						   int rot90_ccw, char *err, size_t errlen);
+
+/* Turns img by 180 degrees in place (cv::rotate ROTATE_180); 0 or -1. */
+int			ie_dimage_rotate180(ie_dimage *img, char *err, size_t errlen);
+
+/* Its size. */
+void		ie_dimage_size(const ie_dimage *img, int *width, int *height);
+
+/* Copies its width * height * 3 bytes to out (waits for the device); 0 or -1. */
+int			ie_dimage_download(const ie_dimage *img, uint8_t *out, char *err, size_t errlen);
+
+/* Frees *img (back to its thread's pool) and sets it to NULL. */
+void		ie_dimage_destroy(ie_dimage **img);
 
 /*
  * Threads one model run may use: the operators that parallelise split

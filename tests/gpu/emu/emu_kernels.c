@@ -315,8 +315,8 @@ cu_k_depthwise(const float *x, const float *w, const float *bias, float *y, cu_w
 }
 
 cudaError_t
-cu_k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int n, int out_h,
-				 int out_w, cu_prep_norm norm, float *y, cudaStream_t s)
+cu_k_prep_images(const cu_prep_image *imgs, int n, int out_h, int out_w, cu_prep_norm norm,
+				 float *y, cudaStream_t s)
 {
 	int64_t		i = 0;
 
@@ -325,7 +325,32 @@ cu_k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int n, int ou
 		for (int c = 0; c < 3; c++)
 			for (int yy = 0; yy < out_h; yy++)
 				for (int x = 0; x < out_w; x++)
-					y[i++] = ie_k_prep_value(pixels, &imgs[k], &norm, out_w, c, yy, x);
+					y[i++] = ie_k_prep_value(&imgs[k], &norm, out_w, c, yy, x);
+	return cudaSuccess;
+}
+
+cudaError_t
+cu_k_warp_cubic(const uint8_t *src, int sw, int sh, cu_mat3 mi, uint8_t *dst, int ow, int oh,
+				int rot90, cudaStream_t s)
+{
+	(void) s;
+	for (int64_t i = 0; i < (int64_t) ow * oh; i++)
+		ie_k_warp_px(src, sw, sh, &mi, ow, oh, rot90, i, dst + i * 3);
+	return cudaSuccess;
+}
+
+cudaError_t
+cu_k_rotate180(uint8_t *img, int64_t npix, cudaStream_t s)
+{
+	(void) s;
+	for (int64_t i = 0; i < npix / 2; i++)
+		for (int c = 0; c < 3; c++)
+		{
+			uint8_t		t = img[i * 3 + c];
+
+			img[i * 3 + c] = img[(npix - 1 - i) * 3 + c];
+			img[(npix - 1 - i) * 3 + c] = t;
+		}
 	return cudaSuccess;
 }
 

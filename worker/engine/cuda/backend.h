@@ -29,6 +29,21 @@
 
 struct ie_model;
 
+/*
+ * A device image (engine.h): 8-bit RGB, interleaved, width * height * 3
+ * bytes at ptr in CUDA device `device`'s memory, from the pool of the
+ * thread whose context is owner (cap: the buffer's capacity).
+ */
+struct ie_dimage
+{
+	int			device;
+	int			width;
+	int			height;
+	void	   *ptr;
+	size_t		cap;
+	void	   *owner;
+};
+
 /* Whether the engine was built with the CUDA backend. */
 bool		ie_cuda_built(void);
 
@@ -62,6 +77,16 @@ int			ie_cuda_model_run_images(const struct ie_model *m, const ie_image *images,
 									 const ie_image_norm *norm, ie_tensor **outputs,
 									 char *err, size_t errlen);
 
+/* The device-image functions of engine.h, through the plugin (same contracts). */
+ie_dimage  *ie_cuda_dimage_upload(int device, const uint8_t *pixels, int width, int height,
+								  char *err, size_t errlen);
+ie_dimage  *ie_cuda_dimage_warp(const ie_dimage *src, const double minv[9], int out_w,
+								int out_h, int rot90_ccw, char *err, size_t errlen);
+int			ie_cuda_dimage_rotate180(ie_dimage *img, char *err, size_t errlen);
+int			ie_cuda_dimage_download(const ie_dimage *img, uint8_t *out, char *err,
+									size_t errlen);
+void		ie_cuda_dimage_destroy(ie_dimage *img);
+
 /* The plugin's entry points (same contracts as the ie_cuda_* above). */
 int			iecu_check_device(int device, char *err, size_t errlen);
 int			iecu_mem_info(int device, uint64_t *free_bytes, uint64_t *total_bytes,
@@ -73,5 +98,13 @@ int			iecu_model_run(const struct ie_model *m, const ie_tensor *const *inputs,
 int			iecu_model_run_images(const struct ie_model *m, const ie_image *images, int n,
 								  const ie_image_norm *norm, ie_tensor **outputs,
 								  char *err, size_t errlen);
+ie_dimage  *iecu_dimage_upload(int device, const uint8_t *pixels, int width, int height,
+							   char *err, size_t errlen);
+ie_dimage  *iecu_dimage_warp(const ie_dimage *src, const double minv[9], int out_w,
+							 int out_h, int rot90_ccw, char *err, size_t errlen);
+int			iecu_dimage_rotate180(ie_dimage *img, char *err, size_t errlen);
+int			iecu_dimage_download(const ie_dimage *img, uint8_t *out, char *err,
+								 size_t errlen);
+void		iecu_dimage_destroy(ie_dimage *img);
 
 #endif							/* IE_CUDA_BACKEND_H */

@@ -100,6 +100,7 @@ prof_print(void)
 {
 	double		total = 0;
 
+	pthread_mutex_lock(&prof_lock);
 	qsort(prof, CU_PROF_SLOTS, sizeof(prof[0]), prof_cmp);
 	for (int i = 0; i < CU_PROF_SLOTS; i++)
 		total += prof[i].ms;
@@ -109,6 +110,7 @@ prof_print(void)
 				prof[i].op, prof[i].cpu ? "cpu" : "device", prof[i].n, prof[i].ms,
 				prof[i].ms * 1e3 / prof[i].n, total > 0 ? 100 * prof[i].ms / total : 0,
 				prof[i].copies);
+	pthread_mutex_unlock(&prof_lock);
 }
 
 static void
@@ -125,7 +127,8 @@ prof_add(const char *op_type, bool cpu, double ms, long copies)
 {
 	pthread_mutex_lock(&prof_lock);
 	for (int i = 0; i < CU_PROF_SLOTS; i++)
-		if (prof[i].n == 0 || (prof[i].cpu == cpu && strcmp(prof[i].op, op_type) == 0))
+		if (prof[i].n == 0 ||
+			(prof[i].cpu == cpu && strncmp(prof[i].op, op_type, sizeof(prof[i].op) - 1) == 0))
 		{
 			if (prof[i].n == 0)
 			{
@@ -968,18 +971,29 @@ iecu_model_run_images(const ie_model *m, const ie_image *images, int n,
 		const ie_image *im = &images[k];
 
 		if (im->width < 1 || im->height < 1 || im->resize_w < 1 || im->resize_h < 1 ||
-			im->pixels == NULL)
+			(im->pixels == NULL && im->dpixels == NULL))
 			return run_error(m, err, errlen, "image preprocessing: an empty image or size");
-		pix_bytes += ((size_t) im->width * (size_t) im->height * 3 + 15) & ~(size_t) 15;
+		if (im->dpixels != NULL &&
+			(im->dpixels->device != m->device || im->dpixels->width != im->width ||
+			 im->dpixels->height != im->height))
+			return run_error(m, err, errlen, "image preprocessing: a device image of another "
+							 "device or size");
+		if (im->dpixels == NULL)
+			pix_bytes += ((size_t) im->width * (size_t) im->height * 3 + 15) & ~(size_t) 15;
 	}
 	c = cu_ctx_get(m->device, e2, sizeof(e2));
 	if (c == NULL)
 		return run_error(m, err, errlen, e2);
 
-	/* pixels, then the descriptors, in the pinned buffer; one copy */
+	/*
+	 * The host images' pixels, then every image's descriptor, in the pinned
+	 * buffer; one copy.  A device image's descriptor points at its pixels.
+	 */
 	total = pix_bytes + (size_t) n * sizeof(cu_prep_image);
 	if ((stage = cu_pinned(c, total, e2, sizeof(e2))) == NULL)
 		return run_error(m, err, errlen, e2);
+	if ((dbuf = cu_pool_get(c, total, &cap, e2, sizeof(e2))) == NULL)
+		goto fail;
 	desc = (cu_prep_image *) (stage + pix_bytes);
 	pix_bytes = 0;
 	for (int k = 0; k < n; k++)
@@ -987,20 +1001,24 @@ iecu_model_run_images(const ie_model *m, const ie_image *images, int n,
 		const ie_image *im = &images[k];
 		size_t		b = (size_t) im->width * (size_t) im->height * 3;
 
-		memcpy(stage + pix_bytes, im->pixels, b);
-		desc[k].offset = (int64_t) pix_bytes;
+		if (im->dpixels != NULL)
+			desc[k].src = im->dpixels->ptr;
+		else
+		{
+			memcpy(stage + pix_bytes, im->pixels, b);
+			desc[k].src = (const uint8_t *) dbuf + pix_bytes;
+			pix_bytes += (b + 15) & ~(size_t) 15;
+		}
 		desc[k].width = im->width;
 		desc[k].height = im->height;
 		desc[k].resize_w = im->resize_w;
 		desc[k].resize_h = im->resize_h;
-		pix_bytes += (b + 15) & ~(size_t) 15;
 	}
 	dims[0] = n;
 	dims[1] = 3;
 	dims[2] = norm->out_h;
 	dims[3] = norm->out_w;
-	if ((dbuf = cu_pool_get(c, total, &cap, e2, sizeof(e2))) == NULL ||
-		(in[0] = cu_dtensor_new(c, IE_FLOAT, 4, dims, e2, sizeof(e2))) == NULL)
+	if ((in[0] = cu_dtensor_new(c, IE_FLOAT, 4, dims, e2, sizeof(e2))) == NULL)
 		goto fail;
 	e = cudaMemcpyAsync(dbuf, stage, total, cudaMemcpyHostToDevice, c->stream);
 	if (e == cudaSuccess)
@@ -1009,7 +1027,7 @@ iecu_model_run_images(const ie_model *m, const ie_image *images, int n,
 		memcpy(nm.std, norm->std, sizeof(nm.std));
 		nm.bgr = norm->bgr;
 		nm.pad = norm->pad;
-		e = cu_k_prep_images(dbuf, (const cu_prep_image *) ((uint8_t *) dbuf + pix_bytes), n,
+		e = cu_k_prep_images((const cu_prep_image *) ((uint8_t *) dbuf + pix_bytes), n,
 							 norm->out_h, norm->out_w, nm, in[0]->ptr, c->stream);
 	}
 	/* the pinned buffer is reused by the run's own copies: wait for this one */

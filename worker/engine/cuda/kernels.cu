@@ -495,8 +495,8 @@ cu_k_depthwise(const float *x, const float *w, const float *bias, float *y, cu_w
 }
 
 __global__ static void
-k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int out_h, int out_w,
-			  cu_prep_norm norm, float *y, int64_t n)
+k_prep_images(const cu_prep_image *imgs, int out_h, int out_w, cu_prep_norm norm, float *y,
+			  int64_t n)
 {
 	for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n;
 		 i += (int64_t) gridDim.x * blockDim.x)
@@ -506,20 +506,63 @@ k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int out_h, int o
 		int			c = (int) ((i / ((int64_t) out_w * out_h)) % 3);
 		int64_t		k = i / ((int64_t) out_w * out_h * 3);
 
-		y[i] = ie_k_prep_value(pixels, &imgs[k], &norm, out_w, c, yy, x);
+		y[i] = ie_k_prep_value(&imgs[k], &norm, out_w, c, yy, x);
 	}
 }
 
 cudaError_t
-cu_k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int n, int out_h,
-				 int out_w, cu_prep_norm norm, float *y, cudaStream_t s)
+cu_k_prep_images(const cu_prep_image *imgs, int n, int out_h, int out_w, cu_prep_norm norm,
+				 float *y, cudaStream_t s)
 {
 	int64_t		total = (int64_t) n * 3 * out_h * out_w;
 
 	if (total <= 0)
 		return cudaSuccess;
-	k_prep_images<<<blocks_for(total), THREADS, 0, s>>>(pixels, imgs, out_h, out_w, norm, y,
-														 total);
+	k_prep_images<<<blocks_for(total), THREADS, 0, s>>>(imgs, out_h, out_w, norm, y, total);
+	return launched();
+}
+
+__global__ static void
+k_warp_cubic(const uint8_t *src, int sw, int sh, cu_mat3 mi, uint8_t *dst, int ow, int oh,
+			 int rot90, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		ie_k_warp_px(src, sw, sh, &mi, ow, oh, rot90, i, dst + i * 3);
+}
+
+cudaError_t
+cu_k_warp_cubic(const uint8_t *src, int sw, int sh, cu_mat3 mi, uint8_t *dst, int ow, int oh,
+				int rot90, cudaStream_t s)
+{
+	int64_t		n = (int64_t) ow * oh;
+
+	if (n <= 0)
+		return cudaSuccess;
+	k_warp_cubic<<<blocks_for(n), THREADS, 0, s>>>(src, sw, sh, mi, dst, ow, oh, rot90, n);
+	return launched();
+}
+
+__global__ static void
+k_rotate180(uint8_t *img, int64_t npix)
+{
+	for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < npix / 2;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		for (int c = 0; c < 3; c++)
+		{
+			uint8_t		t = img[i * 3 + c];
+
+			img[i * 3 + c] = img[(npix - 1 - i) * 3 + c];
+			img[(npix - 1 - i) * 3 + c] = t;
+		}
+}
+
+cudaError_t
+cu_k_rotate180(uint8_t *img, int64_t npix, cudaStream_t s)
+{
+	if (npix < 2)
+		return cudaSuccess;
+	k_rotate180<<<blocks_for(npix / 2), THREADS, 0, s>>>(img, npix);
 	return launched();
 }
 

@@ -171,12 +171,12 @@ cudaError_t cu_k_depthwise(const float *x, const float *w, const float *bias, fl
 
 /*
  * Image preprocessing (ie_model_run_images, engine.h).  One image of a
- * batch: its 8-bit RGB pixels, interleaved, at byte `offset` of the
- * batch's pixel buffer, width x height, resized to resize_w x resize_h.
+ * batch: its 8-bit RGB pixels, interleaved, in device memory at src,
+ * width x height, resized to resize_w x resize_h.
  */
 typedef struct cu_prep_image
 {
-	int64_t		offset;
+	const uint8_t *src;
 	int			width;
 	int			height;
 	int			resize_w;
@@ -198,9 +198,25 @@ typedef struct cu_prep_norm
  * normalised and placed top-left, the rest pad (pre_normalize_chw).
  * imgs: n descriptors in device memory.
  */
-cudaError_t cu_k_prep_images(const uint8_t *pixels, const cu_prep_image *imgs, int n,
-							 int out_h, int out_w, cu_prep_norm norm, float *y,
-							 cudaStream_t s);
+cudaError_t cu_k_prep_images(const cu_prep_image *imgs, int n, int out_h, int out_w,
+							 cu_prep_norm norm, float *y, cudaStream_t s);
+
+/* A 3x3 matrix, row-major, passed by value to a kernel. */
+typedef struct cu_mat3
+{
+	double		m[9];
+} cu_mat3;
+
+/*
+ * dst = src (sw x sh, 8-bit RGB) warped by the perspective map whose
+ * inverse is mi, ow x oh (warp_cubic.h, ie_warp_cubic_px), then turned 90
+ * degrees counter-clockwise when rot90 (dst is then oh wide, ow high).
+ */
+cudaError_t cu_k_warp_cubic(const uint8_t *src, int sw, int sh, cu_mat3 mi, uint8_t *dst,
+							int ow, int oh, int rot90, cudaStream_t s);
+
+/* img (npix 8-bit RGB pixels) turned by 180 degrees in place. */
+cudaError_t cu_k_rotate180(uint8_t *img, int64_t npix, cudaStream_t s);
 
 #ifdef __cplusplus
 }

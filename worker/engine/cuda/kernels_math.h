@@ -14,6 +14,7 @@
 
 #include "worker/engine/cuda/kernels.h"
 #include "worker/engine/resize_linear.h"
+#include "worker/engine/warp_cubic.h"
 
 #ifdef __CUDACC__
 #define IE_HD __host__ __device__ static inline
@@ -237,17 +238,45 @@ ie_k_resize_px(const uint8_t *pix, int w, int h, int rw, int rh, int x, int y, i
  * normalised, or pad outside it (worker/preprocess.c, pre_normalize_chw).
  */
 IE_HD float
-ie_k_prep_value(const uint8_t *pixels, const cu_prep_image *im, const cu_prep_norm *nm,
-				int out_w, int c, int y, int x)
+ie_k_prep_value(const cu_prep_image *im, const cu_prep_norm *nm, int out_w, int c, int y, int x)
 {
 	int			src_c = nm->bgr ? 2 - c : c;
 	int			v;
 
-	if (x >= im->resize_w || y >= im->resize_h || x >= out_w)
+	(void) out_w;				/* x < out_w: the image is cut on the right */
+	if (x >= im->resize_w || y >= im->resize_h)
 		return nm->pad;
-	v = ie_k_resize_px(pixels + im->offset, im->width, im->height, im->resize_w,
+	v = ie_k_resize_px(im->src, im->width, im->height, im->resize_w,
 					   im->resize_h, x, y, src_c);
 	return ((float) v / 255.f - nm->mean[c]) / nm->std[c];
+}
+
+/*
+ * Pixel i (row-major) of cu_k_warp_cubic's output: without rot90 the warp's
+ * pixel (x, y) = (i % ow, i / ow); with it, np.rot90's out[r][c] =
+ * warp[c][ow - 1 - r] over an output oh wide.
+ */
+IE_HD void
+ie_k_warp_px(const uint8_t *src, int sw, int sh, const cu_mat3 *mi, int ow, int oh, int rot90,
+			 int64_t i, uint8_t *out)
+{
+	int			x,
+				y;
+
+	if (rot90)
+	{
+		int			r = (int) (i / oh),
+					c = (int) (i % oh);
+
+		x = ow - 1 - r;
+		y = c;
+	}
+	else
+	{
+		x = (int) (i % ow);
+		y = (int) (i / ow);
+	}
+	ie_warp_cubic_px(src, sw, sh, mi->m, x, y, out);
 }
 
 #endif							/* IE_CUDA_KERNELS_MATH_H */

@@ -36,6 +36,12 @@ typedef struct backend
 	void		(*model_release) (struct ie_model *);
 	int			(*model_run_images) (const struct ie_model *, const ie_image *, int,
 									 const ie_image_norm *, ie_tensor **, char *, size_t);
+	ie_dimage  *(*dimage_upload) (int, const uint8_t *, int, int, char *, size_t);
+	ie_dimage  *(*dimage_warp) (const ie_dimage *, const double *, int, int, int, char *,
+								size_t);
+	int			(*dimage_rotate180) (ie_dimage *, char *, size_t);
+	int			(*dimage_download) (const ie_dimage *, uint8_t *, char *, size_t);
+	void		(*dimage_destroy) (ie_dimage *);
 	int			(*model_run) (const struct ie_model *, const ie_tensor *const *,
 							  ie_tensor **, char *, size_t);
 } backend;
@@ -63,8 +69,15 @@ try_load(const char *path)
 	*(void **) &be.model_release = dlsym(h, "iecu_model_release");
 	*(void **) &be.model_run = dlsym(h, "iecu_model_run");
 	*(void **) &be.model_run_images = dlsym(h, "iecu_model_run_images");
+	*(void **) &be.dimage_upload = dlsym(h, "iecu_dimage_upload");
+	*(void **) &be.dimage_warp = dlsym(h, "iecu_dimage_warp");
+	*(void **) &be.dimage_rotate180 = dlsym(h, "iecu_dimage_rotate180");
+	*(void **) &be.dimage_download = dlsym(h, "iecu_dimage_download");
+	*(void **) &be.dimage_destroy = dlsym(h, "iecu_dimage_destroy");
 	if (be.check_device == NULL || be.mem_info == NULL || be.model_prepare == NULL ||
-		be.model_release == NULL || be.model_run == NULL || be.model_run_images == NULL)
+		be.model_release == NULL || be.model_run == NULL || be.model_run_images == NULL ||
+		be.dimage_upload == NULL || be.dimage_warp == NULL || be.dimage_rotate180 == NULL ||
+		be.dimage_download == NULL || be.dimage_destroy == NULL)
 	{
 		snprintf(be_err, sizeof(be_err), "%s is not the engine's CUDA backend (entry points missing)",
 				 path);
@@ -209,4 +222,49 @@ ie_cuda_model_run_images(const struct ie_model *m, const ie_image *images, int n
 	const backend *b = get_backend(err, errlen);
 
 	return b == NULL ? -1 : b->model_run_images(m, images, n, norm, outputs, err, errlen);
+}
+
+/* The device-image functions, through the plugin. */
+ie_dimage *
+ie_cuda_dimage_upload(int device, const uint8_t *pixels, int width, int height, char *err,
+					  size_t errlen)
+{
+	const backend *b = get_backend(err, errlen);
+
+	return b == NULL ? NULL : b->dimage_upload(device, pixels, width, height, err, errlen);
+}
+
+ie_dimage *
+ie_cuda_dimage_warp(const ie_dimage *src, const double minv[9], int out_w, int out_h,
+					int rot90_ccw, char *err, size_t errlen)
+{
+	const backend *b = get_backend(err, errlen);
+
+	return b == NULL ? NULL : b->dimage_warp(src, minv, out_w, out_h, rot90_ccw, err, errlen);
+}
+
+int
+ie_cuda_dimage_rotate180(ie_dimage *img, char *err, size_t errlen)
+{
+	const backend *b = get_backend(err, errlen);
+
+	return b == NULL ? -1 : b->dimage_rotate180(img, err, errlen);
+}
+
+int
+ie_cuda_dimage_download(const ie_dimage *img, uint8_t *out, char *err, size_t errlen)
+{
+	const backend *b = get_backend(err, errlen);
+
+	return b == NULL ? -1 : b->dimage_download(img, out, err, errlen);
+}
+
+void
+ie_cuda_dimage_destroy(ie_dimage *img)
+{
+	char		err[1536];
+	const backend *b = get_backend(err, sizeof(err));
+
+	if (b != NULL)
+		b->dimage_destroy(img);
 }

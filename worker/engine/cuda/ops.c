@@ -1566,14 +1566,6 @@ plain_auto_pad(cu_op *op, int64_t *pads)
 	return strcmp(ap, "NOTSET") == 0;
 }
 
-/*
- * Conv, 2-D, float, symmetric pads, any group: cudnnConvolutionForward with
- * the first algorithm cuDNN's heuristics offer in the model's math mode
- * (FP32 FMA, or TF32 tensor cores), then the bias as a kernel.  An FP16 or
- * BF16 model convolves 16-bit X (converted here) and W (converted at load)
- * with float compute into a 16-bit Y (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16
- * configuration, tensor cores), converted back to float before the bias.
- */
 /* conv_direct's answer for a convolution it leaves to cuDNN */
 #define CONV_CUDNN 2
 
@@ -1637,6 +1629,16 @@ conv_direct(cu_op *op, const int64_t *xd, const int64_t *wd, const int64_t *od,
 	return 0;
 }
 
+/*
+ * Conv, 2-D, float, symmetric pads, any group.  In FP32/TF32, 1x1 and
+ * depthwise convolutions go to conv_direct; the others to
+ * cudnnConvolutionForward with the first algorithm cuDNN's heuristics
+ * offer in the model's math mode (FP32 FMA, or TF32 tensor cores), then
+ * the bias as a kernel.  An FP16 or BF16 model convolves 16-bit X
+ * (converted here) and W (converted at load) with float compute into a
+ * 16-bit Y (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configuration, tensor
+ * cores), converted back to float before the bias.
+ */
 static int
 op_conv(cu_op *op)
 {
@@ -2022,7 +2024,7 @@ done:
 	return rc;
 }
 
-/* MaxPool and AveragePool, 2-D, symmetric pads, no dilation, ceil_mode 0: cudnnPoolingForward. */
+/* MaxPool and AveragePool, 2-D, symmetric pads, no dilation, ceil_mode 0: cu_k_pool2d. */
 static int
 op_pool(cu_op *op, bool is_max)
 {
