@@ -15,23 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/gpu/check.h"
 #include "worker/engine/engine.h"
-
-static int	passed,
-			failed;
-
-/* Records one check. */
-static void
-check(int ok, const char *what, const char *detail)
-{
-	if (ok)
-		passed++;
-	else
-	{
-		failed++;
-		printf("FAIL %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
-	}
-}
 
 /* Loads NODE_TEST_DIR/test_relu/model.onnx and runs it on [-1, 0, 2]; 0 when y = [0, 0, 2]. */
 static int

@@ -24,25 +24,11 @@
 #include <string.h>
 
 #include "onnx/onnx.pb-c.h"
+#include "tests/gpu/check.h"
 #include "worker/engine/engine.h"
 #include "worker/image.h"
 #include "worker/ocr_geometry.h"
 #include "worker/preprocess.h"
-
-static int	passed,
-			failed;
-
-static void
-check(int ok, const char *what, const char *detail)
-{
-	if (ok)
-		passed++;
-	else
-	{
-		failed++;
-		printf("FAIL %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
-	}
-}
 
 /* An ONNX model y = Identity(x), x float of any shape; NULL when out of memory. */
 static ie_model *
