@@ -122,9 +122,29 @@ ie_k_batchnorm(float x, float scale, float bias, float mean, float var, float ep
 }
 
 /*
+ * The taps [*k0, *k1) of a window of k taps at output position o (stride
+ * s, pad p, dilation d) that fall on input positions 0 .. n - 1: the
+ * positions o s - p + t d rise with t, so those inside are one run.
+ */
+IE_HD void
+ie_k_window_taps(int64_t o, int s, int p, int d, int k, int64_t n, int *k0, int *k1)
+{
+	int64_t		start = o * s - p;
+	int			a = 0,
+				b = k;
+
+	while (a < b && start + (int64_t) a * d < 0)
+		a++;
+	while (b > a && start + (int64_t) (b - 1) * d >= n)
+		b--;
+	*k0 = a;
+	*k1 = b;
+}
+
+/*
  * Output element i of a 2-D pooling over win (cu_k_pool2d): the window's
- * maximum (NaN if any is NaN; -inf never, the window holds at least one
- * input position) or average.
+ * maximum (NaN if any is NaN) or average; the window holds at least one
+ * input position (pads are smaller than the window).
  */
 IE_HD float
 ie_k_pool2d_value(int kind, const float *x, const cu_window *win, int64_t i)
@@ -134,31 +154,29 @@ ie_k_pool2d_value(int kind, const float *x, const cu_window *win, int64_t i)
 				nc = i / (win->ow * win->oh);
 	const float *p = x + nc * win->h * win->w;
 	float		acc = kind == CU_POOL_MAX ? -INFINITY : 0.0f;
-	int			count = 0;
+	int			ky0,
+				ky1,
+				kx0,
+				kx1;
 
-	for (int ky = 0; ky < win->kh; ky++)
+	ie_k_window_taps(oy, win->sy, win->py, win->dy, win->kh, win->h, &ky0, &ky1);
+	ie_k_window_taps(ox, win->sx, win->px, win->dx, win->kw, win->w, &kx0, &kx1);
+	for (int ky = ky0; ky < ky1; ky++)
 	{
-		int64_t		iy = oy * win->sy - win->py + (int64_t) ky * win->dy;
+		const float *row = p + (oy * win->sy - win->py + (int64_t) ky * win->dy) * win->w;
 
-		if (iy < 0 || iy >= win->h)
-			continue;
-		for (int kx = 0; kx < win->kw; kx++)
+		for (int kx = kx0; kx < kx1; kx++)
 		{
-			int64_t		ix = ox * win->sx - win->px + (int64_t) kx * win->dx;
-			float		v;
+			float		v = row[ox * win->sx - win->px + (int64_t) kx * win->dx];
 
-			if (ix < 0 || ix >= win->w)
-				continue;
-			v = p[iy * win->w + ix];
 			if (kind == CU_POOL_MAX)
 				acc = (v > acc || v != v) && acc == acc ? v : acc;
 			else
 				acc += v;
-			count++;
 		}
 	}
 	if (kind == CU_POOL_AVG)
-		return acc / (float) count;
+		return acc / (float) ((ky1 - ky0) * (kx1 - kx0));
 	if (kind == CU_POOL_AVG_PAD)
 		return acc / (float) (win->kh * win->kw);
 	return acc;
@@ -176,20 +194,19 @@ ie_k_depthwise_value(const float *x, const float *w, const float *bias, const cu
 	const float *p = x + (n * (win->c / mult) + co / mult) * win->h * win->w;
 	const float *k = w + co * win->kh * win->kw;
 	float		acc = 0.0f;
+	int			ky0,
+				ky1,
+				kx0,
+				kx1;
 
-	for (int ky = 0; ky < win->kh; ky++)
+	ie_k_window_taps(oy, win->sy, win->py, win->dy, win->kh, win->h, &ky0, &ky1);
+	ie_k_window_taps(ox, win->sx, win->px, win->dx, win->kw, win->w, &kx0, &kx1);
+	for (int ky = ky0; ky < ky1; ky++)
 	{
-		int64_t		iy = oy * win->sy - win->py + (int64_t) ky * win->dy;
+		const float *row = p + (oy * win->sy - win->py + (int64_t) ky * win->dy) * win->w;
 
-		if (iy < 0 || iy >= win->h)
-			continue;
-		for (int kx = 0; kx < win->kw; kx++)
-		{
-			int64_t		ix = ox * win->sx - win->px + (int64_t) kx * win->dx;
-
-			if (ix >= 0 && ix < win->w)
-				acc += p[iy * win->w + ix] * k[ky * win->kw + kx];
-		}
+		for (int kx = kx0; kx < kx1; kx++)
+			acc += row[ox * win->sx - win->px + (int64_t) kx * win->dx] * k[ky * win->kw + kx];
 	}
 	return bias != NULL ? acc + bias[co] : acc;
 }
