@@ -142,6 +142,33 @@ ie_k_window_taps(int64_t o, int s, int p, int d, int k, int64_t n, int *k0, int 
 }
 
 /*
+ * Where output element i's window lies in its input plane: the row and
+ * column of its first tap (y0, x0; tap t of a row is at x0 + t dx) and the
+ * taps [ky0, ky1) x [kx0, kx1) that fall inside the plane.
+ */
+typedef struct cu_window_at
+{
+	int64_t		y0,
+				x0;
+	int			ky0,
+				ky1,
+				kx0,
+				kx1;
+} cu_window_at;
+
+IE_HD void
+ie_k_window_at(const cu_window *win, int64_t i, cu_window_at *at)
+{
+	int64_t		ox = i % win->ow,
+				oy = (i / win->ow) % win->oh;
+
+	at->y0 = oy * win->sy - win->py;
+	at->x0 = ox * win->sx - win->px;
+	ie_k_window_taps(oy, win->sy, win->py, win->dy, win->kh, win->h, &at->ky0, &at->ky1);
+	ie_k_window_taps(ox, win->sx, win->px, win->dx, win->kw, win->w, &at->kx0, &at->kx1);
+}
+
+/*
  * Output element i of a 2-D pooling over win (cu_k_pool2d): the window's
  * maximum (NaN if any is NaN) or average; the window holds at least one
  * input position (pads are smaller than the window).
@@ -149,25 +176,18 @@ ie_k_window_taps(int64_t o, int s, int p, int d, int k, int64_t n, int *k0, int 
 IE_HD float
 ie_k_pool2d_value(int kind, const float *x, const cu_window *win, int64_t i)
 {
-	int64_t		ox = i % win->ow,
-				oy = (i / win->ow) % win->oh,
-				nc = i / (win->ow * win->oh);
-	const float *p = x + nc * win->h * win->w;
+	const float *p = x + i / (win->ow * win->oh) * win->h * win->w;
 	float		acc = kind == CU_POOL_MAX ? -INFINITY : 0.0f;
-	int			ky0,
-				ky1,
-				kx0,
-				kx1;
+	cu_window_at at;
 
-	ie_k_window_taps(oy, win->sy, win->py, win->dy, win->kh, win->h, &ky0, &ky1);
-	ie_k_window_taps(ox, win->sx, win->px, win->dx, win->kw, win->w, &kx0, &kx1);
-	for (int ky = ky0; ky < ky1; ky++)
+	ie_k_window_at(win, i, &at);
+	for (int ky = at.ky0; ky < at.ky1; ky++)
 	{
-		const float *row = p + (oy * win->sy - win->py + (int64_t) ky * win->dy) * win->w;
+		const float *row = p + (at.y0 + (int64_t) ky * win->dy) * win->w;
 
-		for (int kx = kx0; kx < kx1; kx++)
+		for (int kx = at.kx0; kx < at.kx1; kx++)
 		{
-			float		v = row[ox * win->sx - win->px + (int64_t) kx * win->dx];
+			float		v = row[at.x0 + (int64_t) kx * win->dx];
 
 			if (kind == CU_POOL_MAX)
 				acc = (v > acc || v != v) && acc == acc ? v : acc;
@@ -176,7 +196,7 @@ ie_k_pool2d_value(int kind, const float *x, const cu_window *win, int64_t i)
 		}
 	}
 	if (kind == CU_POOL_AVG)
-		return acc / (float) ((ky1 - ky0) * (kx1 - kx0));
+		return acc / (float) ((at.ky1 - at.ky0) * (at.kx1 - at.kx0));
 	if (kind == CU_POOL_AVG_PAD)
 		return acc / (float) (win->kh * win->kw);
 	return acc;
@@ -187,26 +207,20 @@ IE_HD float
 ie_k_depthwise_value(const float *x, const float *w, const float *bias, const cu_window *win,
 					 int mult, int64_t i)
 {
-	int64_t		ox = i % win->ow,
-				oy = (i / win->ow) % win->oh,
-				co = (i / (win->ow * win->oh)) % win->c,
+	int64_t		co = (i / (win->ow * win->oh)) % win->c,
 				n = i / (win->ow * win->oh * win->c);
 	const float *p = x + (n * (win->c / mult) + co / mult) * win->h * win->w;
 	const float *k = w + co * win->kh * win->kw;
 	float		acc = 0.0f;
-	int			ky0,
-				ky1,
-				kx0,
-				kx1;
+	cu_window_at at;
 
-	ie_k_window_taps(oy, win->sy, win->py, win->dy, win->kh, win->h, &ky0, &ky1);
-	ie_k_window_taps(ox, win->sx, win->px, win->dx, win->kw, win->w, &kx0, &kx1);
-	for (int ky = ky0; ky < ky1; ky++)
+	ie_k_window_at(win, i, &at);
+	for (int ky = at.ky0; ky < at.ky1; ky++)
 	{
-		const float *row = p + (oy * win->sy - win->py + (int64_t) ky * win->dy) * win->w;
+		const float *row = p + (at.y0 + (int64_t) ky * win->dy) * win->w;
 
-		for (int kx = kx0; kx < kx1; kx++)
-			acc += row[ox * win->sx - win->px + (int64_t) kx * win->dx] * k[ky * win->kw + kx];
+		for (int kx = at.kx0; kx < at.kx1; kx++)
+			acc += row[at.x0 + (int64_t) kx * win->dx] * k[ky * win->kw + kx];
 	}
 	return bias != NULL ? acc + bias[co] : acc;
 }
