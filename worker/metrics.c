@@ -450,6 +450,12 @@ render_metrics(strbuf *b, const snapshot *s)
 			  (unsigned long long) st->host_memory_total);
 	sb_printf(b, "infer_worker_host_memory_bytes{state=\"free\"} %llu\n",
 			  (unsigned long long) st->host_memory_free);
+	prom_one(b, "infer_worker_request_bytes", "gauge",
+			 "Bytes of the requests the worker holds now, queued or running (their messages' frames).",
+			 (double) st->request_bytes);
+	prom_one(b, "infer_worker_heap_bytes", "gauge",
+			 "Bytes the worker's allocator has handed out and not had back (0: not known).",
+			 (double) st->heap_bytes);
 	prom_one(b, "infer_worker_resident_models", "gauge",
 			 "Models resident in device memory now.", (double) st->n_resident_models);
 	prom_head(b, "infer_worker_model_resident", "gauge",
@@ -563,10 +569,12 @@ render_state_json(strbuf *b, const snapshot *s)
 			  (unsigned long long) (st->gpu_memory_total > st->gpu_memory_free ?
 									st->gpu_memory_total - st->gpu_memory_free : 0),
 			  (unsigned long long) st->gpu_memory_cap);
-	sb_printf(b, ",\"host_memory\":{\"used\":%llu,\"total\":%llu,\"free\":%llu}",
+	sb_printf(b, ",\"host_memory\":{\"used\":%llu,\"total\":%llu,\"free\":%llu,\"heap\":%llu,\"requests\":%llu}",
 			  (unsigned long long) st->host_memory_used,
 			  (unsigned long long) st->host_memory_total,
-			  (unsigned long long) st->host_memory_free);
+			  (unsigned long long) st->host_memory_free,
+			  (unsigned long long) st->heap_bytes,
+			  (unsigned long long) st->request_bytes);
 	sb_printf(b, ",\"requests_served\":%llu,\"batches_run\":%llu,\"rows_run\":%llu"
 			  ",\"merged_batches\":%llu,\"model_loads\":%llu,\"model_evictions\":%llu",
 			  (unsigned long long) st->requests_served,

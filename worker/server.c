@@ -45,6 +45,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,10 @@ struct server
 	uint64_t	rows_run;		/* rows in them */
 	uint64_t	merged_batches; /* runs that merged several requests */
 	uint64_t	model_runs;		/* model calls of PREDICT/CLASSIFY */
+	_Atomic uint64_t request_bytes; /* frames of the queued and running
+									 * requests (queued_request.bytes) */
+	uint64_t	heap_bytes;		/* state_heap_bytes() at heap_at_us */
+	int64_t		heap_at_us;
 	double		ms_per_row[8];	/* recent compute ms per row, by fragment kind */
 	int			max_batch;
 	batcher    *queue;			/* queued run-fragment requests */
@@ -177,6 +182,8 @@ typedef struct queued_request
 	Pginfer__Header *header;
 	model_cache *pinned;		/* cache whose pins it holds, or NULL */
 	row_inputs	rows;			/* its rows' bytes */
+	_Atomic uint64_t *held;		/* server.request_bytes, holding bytes */
+	uint64_t	bytes;			/* its frames but the routing id */
 } queued_request;
 
 /* Monotonic clock in microseconds. */
@@ -228,6 +235,8 @@ queued_request_free(void *data)
 		return;
 	if (q->pinned != NULL && q->header != NULL && q->header->run != NULL)
 		pin_run(q->pinned, q->header->run, -1);
+	if (q->held != NULL)
+		atomic_fetch_sub(q->held, q->bytes);
 	row_inputs_free(&q->rows);
 	for (int i = 0; i < q->n_parts; i++)
 		zmq_msg_close(&q->parts[i]);
@@ -893,6 +902,15 @@ pack_state(server *s, Pginfer__MsgKind kind, uint64_t request_id, size_t *len)
 	st.n_resident_models = (size_t) n_res;
 	st.resident_models = names;
 	st.host_memory_used = rss_bytes();
+	st.request_bytes = atomic_load(&s->request_bytes);
+	/* published states take it at most every 100 ms; a ping's is fresh */
+	if (kind == PGINFER__MSG_KIND__MSG_PONG || s->heap_at_us == 0 ||
+		now_us() - s->heap_at_us >= 100000)
+	{
+		s->heap_bytes = state_heap_bytes();
+		s->heap_at_us = now_us();
+	}
+	st.heap_bytes = s->heap_bytes;
 	state_host_memory(&st.host_memory_total, &st.host_memory_free);
 	/* On a CPU "GPU memory" is the models' weight memory: the cap, or the host's. */
 	st.gpu_memory_cap = cap > 0 ? cap : st.host_memory_total;
@@ -1945,6 +1963,10 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	}
 	q->n_parts = n;
 	q->header = req;
+	for (int i = 1; i < n; i++)
+		q->bytes += zmq_msg_size(&q->parts[i]);
+	q->held = &s->request_bytes;
+	atomic_fetch_add(q->held, q->bytes);
 	/* The rows' bytes, now that the frames have moved (a small one moves). */
 	if (queue_inputs(s, q) != 0)
 	{

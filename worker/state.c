@@ -8,6 +8,7 @@
 #include "worker/state.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,4 +440,26 @@ state_host_memory(uint64_t *total, uint64_t *available)
 	}
 	fclose(f);
 	return got == 2 ? 0 : -1;
+}
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STATE_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define STATE_ASAN 1
+#endif
+
+/* The allocator's bytes in use; see state.h. */
+uint64_t
+state_heap_bytes(void)
+{
+#if defined(STATE_ASAN)
+	return 0;
+#else
+	struct mallinfo2 mi = mallinfo2();
+
+	return (uint64_t) mi.uordblks + (uint64_t) mi.hblkhd;
+#endif
 }

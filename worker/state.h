@@ -136,4 +136,16 @@ void		state_device_memory(Pginfer__WorkerState *st);
  */
 int			state_host_memory(uint64_t *total, uint64_t *available);
 
+/*
+ * Bytes this process's allocator has handed out and not had back: glibc's
+ * mallinfo2() in-use bytes of every arena (uordblks) plus its mmap()ed
+ * chunks (hblkhd).  Unlike the resident set it does not count freed memory
+ * that the allocator keeps, so it goes back to its level once what a
+ * request held is freed.  Walks the arenas' free lists (microseconds), so
+ * the worker calls it for each ping but at most every 100 ms for its
+ * published state.  0 when not known: under AddressSanitizer, whose
+ * allocator glibc's counters do not see.
+ */
+uint64_t	state_heap_bytes(void);
+
 #endif							/* INFER_STATE_H */

@@ -4,8 +4,11 @@
 #   (t) a backend terminated (pg_terminate_backend) while its batches run
 #       on a slow worker: the worker drops its requests (its log names the
 #       cancels, by the request ids that carry the backend's pid), its
-#       queue and the pool's in-flight count go back to 0, and a query of
-#       another session is answered at once;
+#       queue and the pool's in-flight count go back to 0, the memory it
+#       held for them is freed (its request_bytes back to 0 and its heap
+#       back to where it was before, within 16 KiB, having held at least
+#       two rows of 48 kB), and a query of another session is answered at
+#       once;
 #   (c) the same with a query cancel (pg_cancel_backend);
 #   (p) a poison row (one that makes every worker drop the connection:
 #       larger than their --max-message-bytes) is not sent for ever: with
@@ -48,8 +51,9 @@ ROOT=$(pwd)
 
 # shellcheck source=tests/integration/testlib.sh
 . tests/integration/testlib.sh
-require_bins faults "$WORKER"
+require_bins faults "$WORKER" "$CLIENT"
 case $WORKER in /*) ;; *) WORKER=$ROOT/$WORKER ;; esac
+case $CLIENT in /*) ;; *) CLIENT=$ROOT/$CLIENT ;; esac
 PSQL=$TESTENV_PG_BIN/psql
 T0=$(date +%s%N)
 
@@ -85,6 +89,14 @@ wait_held() {
 		sleep 0.02
 	done
 	return 1
+}
+
+# worker_memory PORT: "request_bytes=R heap_bytes=H" of the worker on PORT
+# (a ping's state: the bytes of the requests it holds, and its allocator's
+# bytes in use, 0 when not known, as under AddressSanitizer).
+worker_memory() {
+	"$CLIENT" --endpoint "tcp://127.0.0.1:$1" --timeout-ms 5000 ping |
+		grep -oE 'request_bytes=[0-9]+ heap_bytes=[0-9]+'
 }
 
 # --- the cluster and two simulated workers ---------------------------------
@@ -130,6 +142,10 @@ SELECT infer.create_model('mid2', 'mid2.onnx', 'classify', labels => '{a,b}');
 -- small distinct rows; the simulated answer names each row's SHA-256
 CREATE TABLE t (n int PRIMARY KEY, data bytea NOT NULL);
 INSERT INTO t SELECT n, convert_to('row ' || n, 'UTF8') FROM generate_series(1, 2400) AS n;
+-- rows of 48 kB (under the workers' 64 KiB), each its own
+CREATE TABLE big (n int PRIMARY KEY, data bytea NOT NULL);
+INSERT INTO big SELECT n, convert_to(n || repeat(chr(65 + n % 26), 48000), 'UTF8')
+  FROM generate_series(1, 100) AS n;
 -- row 3 is larger than the workers' --max-message-bytes (64 KiB)
 CREATE TABLE p (n int PRIMARY KEY, data bytea NOT NULL);
 INSERT INTO p SELECT n, CASE WHEN n = 3 THEN decode(repeat('ab', 100000), 'hex')
@@ -148,17 +164,25 @@ q -c "SELECT infer.load_model('slow', 's1')" >/dev/null
 # pg_cancel_backend) on it, and checks what follows.
 victim() {
 	local fn=$1 label=$2 vpid held bg rc out t0 ms cancels lines_before
+	local mem_before mem_during mem_after
+	# the same work, 3 rows, first: what the worker keeps after any request
+	# (its allocator's caches, the peer's entries) is in the level before
+	q -c "SET infer.placement = locality" -c "SET infer.input_cache_min_bytes = -1" \
+		-c "SELECT count(v) FROM (SELECT infer.classify('slow', data) AS v FROM big WHERE n > 90 AND n <= 93 OFFSET 0) AS s" >/dev/null
+	mem_before=$(worker_memory "${ports[0]}")
 	q >"$tmp/$label.out" 2>&1 <<EOF &
 SET application_name = 'faults_victim';
 SET infer.placement = locality;
 SET infer.batch_size = 1;
 SET infer.max_inflight = 8;
+SET infer.input_cache_min_bytes = -1;
 SELECT 'victim ' || count(v)
-  FROM (SELECT infer.classify('slow', data) AS v FROM t WHERE n <= 40 OFFSET 0) AS s;
+  FROM (SELECT infer.classify('slow', data) AS v FROM big WHERE n <= 40 OFFSET 0) AS s;
 EOF
 	bg=$!
 	pids+=("$bg")
 	wait_held s1 2 250
+	mem_during=$(worker_memory "${ports[0]}")
 	vpid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'faults_victim'")
 	lines_before=$(wc -l <"$tmp/s1.log")
 	t0=$(date +%s%N)
@@ -180,11 +204,35 @@ EOF
 		"held=$held rc=$rc $out" "^held=([2-8]) rc=[1-9]" "$3"
 	check "($label) ... s1 logged $cancels cancels of its requests; queue and in-flight 0 again in $ms ms" \
 		"cancels=$cancels ok=$ok" '^cancels=[1-9][0-9]* ok=1$'
+	mem_after=$(worker_memory "${ports[0]}")
+	check "($label) ... s1 freed what it held: before [$mem_before] during [$mem_during] after [$mem_after]" \
+		"$(memory_freed "$mem_before" "$mem_during" "$mem_after")" '^freed$'
 	t0=$(date +%s%N)
 	out=$(q -c "SET infer.placement = locality" \
 		-c "SELECT 'other ' || count(DISTINCT v) FROM (SELECT infer.classify('slow', data) AS v FROM t WHERE n <= 3 OFFSET 0) AS s" 2>&1)
 	check "($label) ... another session's query on s1 is answered ($(ms_since "$t0") ms)" \
 		"$out" '^other 3$'
+}
+# memory_freed BEFORE DURING AFTER (worker_memory's lines): "freed" when
+# the worker held at least two of the victim's 48 kB rows during, holds
+# no request's bytes after, and its heap is back within 16 KiB of before
+# (under AddressSanitizer, heap_bytes 0: the request bytes alone).
+memory_freed() {
+	local rb hb rd hd ra ha
+	read -r rb hb <<<"$(echo "$1" | tr -c '0-9\n' ' ')"
+	read -r rd hd <<<"$(echo "$2" | tr -c '0-9\n' ' ')"
+	read -r ra ha <<<"$(echo "$3" | tr -c '0-9\n' ' ')"
+	if [ -z "${ra:-}" ] || [ -z "${rd:-}" ] || [ -z "${hb:-}" ]; then
+		echo "no figures"
+	elif [ "$rd" -lt 96000 ] || [ "$ra" != 0 ] || [ "$rb" != 0 ]; then
+		echo "request bytes $rb, $rd, $ra"
+	elif [ "$hb" != 0 ] && [ $((hd - hb)) -lt "$rd" ]; then
+		echo "heap grew by $((hd - hb)) while it held $rd request bytes"
+	elif [ "$hb" != 0 ] && [ $((ha - hb)) -gt 16384 ]; then
+		echo "heap $((ha - hb)) bytes above before"
+	else
+		echo freed
+	fi
 }
 victim pg_terminate_backend t 'FATAL:  terminating connection due to administrator command'
 victim pg_cancel_backend c 'ERROR:  canceling statement due to user request'
