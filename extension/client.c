@@ -1096,8 +1096,7 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
 						zmq_strerror(zmq_errno()))));
 	dlist_push_tail(&client_pending, &req->node);
 	req->linked = true;
-	InferPoolAddInflight(req->worker.pool_slot, req->npayloads, req->worker.est_ms,
-						 &req->inflight);
+	InferPoolAddInflight(&req->worker, req->npayloads, &req->inflight);
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -1154,6 +1153,10 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	req->worker.endpoint = pstrdup(worker->endpoint);
 	req->worker.pool_slot = worker->pool_slot;
 	req->worker.est_ms = worker->est_ms;
+	req->worker.nruns = worker->nruns;
+	req->worker.runs = palloc(sizeof(char *) * Max(worker->nruns, 1));
+	for (int i = 0; i < worker->nruns; i++)
+		req->worker.runs[i] = pstrdup(worker->runs[i]);
 	req->npayloads = npayloads;
 	req->payloads = payloads;
 	req->payload_lens = payload_lens;
@@ -1253,8 +1256,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	req->forget.arg = req;
 	MemoryContextRegisterResetCallback(req->owner, &req->forget);
 	/* the pool's in-flight estimate, taken back with the request */
-	InferPoolAddInflight(worker->pool_slot, npayloads, worker->est_ms,
-						 &req->inflight);
+	InferPoolAddInflight(worker, npayloads, &req->inflight);
 	return req;
 
 send_failed:

@@ -74,6 +74,10 @@ typedef struct InferWorker
 	int			pool_slot;		/* 1 + its pool.c slot; 0: not tracked */
 	double		est_ms;			/* placement's estimate of the request
 								 * it was picked for (load + compute) */
+	int			nruns;			/* its model runs (a file per fragment
+								 * stage that uses it), for the pool's
+								 * unseen counts (InferPoolAddInflight) */
+	const char **runs;
 } InferWorker;
 
 extern Pginfer__ModelSpec **InferCatalogGetModels(const char *const *names,
@@ -217,6 +221,10 @@ typedef struct InferPoolWorker
 	int64		inflight_rows;
 	double		inflight_ms;
 	double		unseen_ms;		/* in flight, sent after the last fold */
+	/* of those, how many runs of each model file they hold (placement.c) */
+	int			nunseen;
+	uint32		unseen_runs[INFER_POOL_MODELS];
+	char		unseen_files[INFER_POOL_MODELS][INFER_POOL_MODEL_LEN];
 	double		done_ms;		/* answered since the last fold, sent
 								 * before it: in its backlog, but done */
 	int			done_requests;	/* how many of them */
@@ -234,6 +242,8 @@ typedef struct InferPoolInflight
 	uint64		folds;
 	int			rows;
 	double		ms;
+	int			nunseen;		/* the unseen_runs entries it added to */
+	int8		unseen[INFER_POOL_MODELS];
 } InferPoolInflight;
 
 extern int	infer_pool_max_workers;
@@ -248,7 +258,7 @@ extern InferPoolWorker *InferPoolSlot(int slot);
 extern InferPoolStatus InferPoolStatusOf(const InferPoolWorker *w,
 										 TimestampTz now);
 extern uint32 InferPoolNextTurn(void);
-extern void InferPoolAddInflight(int slot, int rows, double ms,
+extern void InferPoolAddInflight(const InferWorker *worker, int rows,
 								 InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
 extern void InferPoolAnswered(InferPoolInflight *in, uint64 served);

@@ -308,14 +308,48 @@ InferPoolStatusOf(const InferPoolWorker *w, TimestampTz now)
 }
 
 /*
- * Adds a request of rows rows and ms estimated milliseconds to slot's
- * in-flight work; *out records it for InferPoolRemoveInflight.  No-op
- * (out->slot = 0) for slot 0 or without shared memory.
+ * Counts the model runs of a request sent to w since its last fold in w's
+ * unseen_runs (a file two of the request's fragments use runs twice, as
+ * the worker's ModelState.queued counts it), and which entries in *out.
+ * Files beyond INFER_POOL_MODELS distinct ones are not counted.  Under
+ * the pool's exclusive lock.
+ */
+static void
+add_unseen_runs(InferPoolWorker *w, const InferWorker *worker,
+				InferPoolInflight *out)
+{
+	for (int r = 0; r < worker->nruns && out->nunseen < INFER_POOL_MODELS; r++)
+	{
+		int			k = 0;
+
+		while (k < w->nunseen &&
+			   strncmp(w->unseen_files[k], worker->runs[r], INFER_POOL_MODEL_LEN) != 0)
+			k++;
+		if (k == w->nunseen)
+		{
+			if (k == INFER_POOL_MODELS)
+				continue;
+			strlcpy(w->unseen_files[k], worker->runs[r], INFER_POOL_MODEL_LEN);
+			w->unseen_runs[k] = 0;
+			w->nunseen++;
+		}
+		w->unseen_runs[k]++;
+		out->unseen[out->nunseen++] = (int8) k;
+	}
+}
+
+/*
+ * Adds a request of rows rows to the in-flight work of worker's pool slot:
+ * worker->est_ms estimated milliseconds, and its model runs (worker->runs)
+ * to the slot's unseen counts; *out records it for
+ * InferPoolRemoveInflight.  No-op (out->slot = 0) for slot 0 or without
+ * shared memory.
  */
 void
-InferPoolAddInflight(int slot, int rows, double ms, InferPoolInflight *out)
+InferPoolAddInflight(const InferWorker *worker, int rows, InferPoolInflight *out)
 {
 	InferPoolWorker *w;
+	int			slot = worker->pool_slot;
 
 	memset(out, 0, sizeof(*out));
 	if (pool == NULL || slot < 1 || slot > pool->max_workers)
@@ -326,14 +360,15 @@ InferPoolAddInflight(int slot, int rows, double ms, InferPoolInflight *out)
 	{
 		w->inflight_requests++;
 		w->inflight_rows += rows;
-		w->inflight_ms += ms;
-		w->unseen_ms += ms;
+		w->inflight_ms += worker->est_ms;
+		w->unseen_ms += worker->est_ms;
+		add_unseen_runs(w, worker, out);
 		w->sent_requests++;
 		out->slot = slot;
 		out->generation = w->generation;
 		out->folds = w->folds;
 		out->rows = rows;
-		out->ms = ms;
+		out->ms = worker->est_ms;
 	}
 	LWLockRelease(pool->lock);
 }
@@ -373,7 +408,12 @@ InferPoolAnswered(InferPoolInflight *in, uint64 served)
 		w->inflight_ms = Max(w->inflight_ms - in->ms, 0.0);
 		/* not yet in a state the worker sent: not in its backlog either */
 		if (w->folds == in->folds)
+		{
 			w->unseen_ms = Max(w->unseen_ms - in->ms, 0.0);
+			for (int k = 0; k < in->nunseen; k++)
+				if (w->unseen_runs[in->unseen[k]] > 0)
+					w->unseen_runs[in->unseen[k]]--;
+		}
 		/* in the last state's backlog, but done now (placement.c) */
 		else
 		{
@@ -382,7 +422,10 @@ InferPoolAnswered(InferPoolInflight *in, uint64 served)
 		}
 		/* no rounding residue once nothing is in flight */
 		if (w->inflight_requests == 0)
+		{
 			w->inflight_ms = w->unseen_ms = 0;
+			w->nunseen = 0;
+		}
 	}
 	LWLockRelease(pool->lock);
 	in->slot = 0;
@@ -491,6 +534,7 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 	w->published = published;
 	w->folds++;
 	w->unseen_ms = 0;
+	w->nunseen = 0;
 	w->done_ms = 0;
 	w->done_requests = 0;
 	w->seq = st->seq;
