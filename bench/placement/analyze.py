@@ -221,6 +221,11 @@ def main():
             line += " workers_%s=%s" % (pol, need[pol] if need[pol] is not None else ">8")
     line += " failed=%d workers=%s time_scale=%s load=%s" % (
         failed, arg("--workers"), arg("--time-scale"), arg("--load"))
+    # bound.py's floor of the gamma p95 (ms), and cost's p95 over it
+    floor = arg("--floor", "-")
+    line += " p95_floor_ms=%s" % floor
+    if cost and floor not in ("-", ""):
+        line += " cost_p95_over_floor=%.2f" % (cost["p95"] / float(floor))
     print()
     print(line)
 

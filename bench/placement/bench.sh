@@ -19,7 +19,9 @@
 #   5. The search: for each policy, the fewest workers (from 2 to 8) whose
 #      p95 slowdown stays under SLOWDOWN_BOUND, on SEARCH_PATTERN with
 #      SEARCH_JOBS jobs.
-#   6. analyze.py: the table, docs/img/placement.png (PLOT=0: none; drawn
+#   6. bound.py: a lower bound on the p95 any placement could reach on
+#      the gamma run's largest burst (the profile's times, no overhead).
+#   7. analyze.py: the table, docs/img/placement.png (PLOT=0: none; drawn
 #      with Debian's python3-matplotlib under PLOT_PYTHON, /usr/bin/python3),
 #      and the RESULT line.
 #
@@ -205,7 +207,18 @@ if [ "$SEARCH" = on ]; then
 	done
 fi
 
+# 6. what any placement could reach on the gamma run's largest burst
+floor=-
+gamma_run=$(ls "$tmp"/runs/main-gamma-*.arrivals 2>/dev/null | head -n 1)
+if [ -n "$gamma_run" ]; then
+	python3 bench/placement/bound.py "$tmp/workflows.tsv" "$tmp/profile.json" \
+		"$tmp/models.sql" "$gamma_run" "$WORKERS" >"$tmp/bound.txt"
+	sed -n '1,2s/^/gamma: /p' "$tmp/bound.txt"
+	floor=$(sed -n 's/^floor_ms=\([0-9]*\) .*/\1/p' "$tmp/bound.txt")
+fi
+
 plot_args=()
 [ "$PLOT" = 1 ] && plot_args=(--plot docs/img/placement.png)
 "$PLOT_PYTHON" bench/placement/analyze.py --report "$tmp" --workers "$WORKERS" --bound "$SLOWDOWN_BOUND" \
-	--search-pattern "$SEARCH_PATTERN" --time-scale "$TIME_SCALE" --load "$LOAD" "${plot_args[@]}"
+	--search-pattern "$SEARCH_PATTERN" --time-scale "$TIME_SCALE" --load "$LOAD" \
+	--floor "$floor" "${plot_args[@]}"
