@@ -311,7 +311,8 @@ InferPoolStatusOf(const InferPoolWorker *w, TimestampTz now)
  * Counts the model runs of a request sent to w since its last fold in w's
  * unseen_runs (a file two of the request's fragments use runs twice, as
  * the worker's ModelState.queued counts it), and which entries in *out.
- * Files beyond INFER_POOL_MODELS distinct ones are not counted.  Under
+ * Files beyond INFER_POOL_MODELS distinct ones, and names of
+ * INFER_POOL_MODEL_LEN bytes or more, are not counted.  Under
  * the pool's exclusive lock.
  */
 static void
@@ -322,6 +323,9 @@ add_unseen_runs(InferPoolWorker *w, const InferWorker *worker,
 	{
 		int			k = 0;
 
+		/* a name the pool cannot hold whole is never matched: not counted */
+		if (strlen(worker->runs[r]) >= INFER_POOL_MODEL_LEN)
+			continue;
 		while (k < w->nunseen &&
 			   strncmp(w->unseen_files[k], worker->runs[r], INFER_POOL_MODEL_LEN) != 0)
 			k++;

@@ -450,12 +450,14 @@ render_metrics(strbuf *b, const snapshot *s)
 			  (unsigned long long) st->host_memory_total);
 	sb_printf(b, "infer_worker_host_memory_bytes{state=\"free\"} %llu\n",
 			  (unsigned long long) st->host_memory_free);
-	prom_one(b, "infer_worker_request_bytes", "gauge",
-			 "Bytes of the requests the worker holds now, queued or running (their messages' frames).",
-			 (double) st->request_bytes);
-	prom_one(b, "infer_worker_heap_bytes", "gauge",
-			 "Bytes the worker's allocator has handed out and not had back (0: not known).",
-			 (double) st->heap_bytes);
+	prom_head(b, "infer_worker_request_bytes", "gauge",
+			  "Bytes of the requests the worker holds now, queued or running (their messages' frames).");
+	sb_printf(b, "infer_worker_request_bytes %llu\n",
+			  (unsigned long long) st->request_bytes);
+	prom_head(b, "infer_worker_heap_bytes", "gauge",
+			  "Bytes the worker's allocator has handed out and not had back (0: not known).");
+	sb_printf(b, "infer_worker_heap_bytes %llu\n",
+			  (unsigned long long) st->heap_bytes);
 	prom_one(b, "infer_worker_resident_models", "gauge",
 			 "Models resident in device memory now.", (double) st->n_resident_models);
 	prom_head(b, "infer_worker_model_resident", "gauge",

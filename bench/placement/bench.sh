@@ -209,7 +209,7 @@ fi
 
 # 6. what any placement could reach on the gamma run's largest burst
 floor=-
-gamma_run=$(ls "$tmp"/runs/main-gamma-*.arrivals 2>/dev/null | head -n 1)
+gamma_run=$(ls "$tmp"/runs/main-gamma-*.arrivals 2>/dev/null | head -n 1 || true)
 if [ -n "$gamma_run" ]; then
 	python3 bench/placement/bound.py "$tmp/workflows.tsv" "$tmp/profile.json" \
 		"$tmp/models.sql" "$gamma_run" "$WORKERS" >"$tmp/bound.txt"

@@ -226,7 +226,7 @@ check "... and agrees with the PONG (served = requests - failures, batches)" \
 	"served=$served batches=$batches" 'served=2 batches=2'
 # the allocator's bytes in use: not known (0) under AddressSanitizer
 heap_re='^infer_worker_heap_bytes [1-9][0-9]{5,}$'
-[ -n "${ASAN_OPTIONS:-}" ] && heap_re='^infer_worker_heap_bytes 0$'
+grep -qa __asan_init "$WORKER" && heap_re='^infer_worker_heap_bytes 0$'
 check "A's gauges: idle, 3 resident models, model memory in use, no request held" "$ma" \
 	'^infer_worker_queue_length 0$' '^infer_worker_backlog_seconds 0$' \
 	'^infer_worker_request_bytes 0$' "$heap_re" \
