@@ -27,7 +27,9 @@
 #
 # Environment: WORKERS (5), JOBS (jobs of a gamma run: 300), OTHER_JOBS
 # (of the other patterns' runs: 150), PATTERNS ("gamma poisson uniform
-# trace"), POLICIES ("cost round_robin least_loaded locality"), TIME_SCALE
+# trace"), POLICIES ("cost round_robin least_loaded locality"), COMPUTE_SCALE
+# (TIME_SCALE: the profile's compute and load times alone; a small one with
+# the same arrivals shows what the system itself costs), TIME_SCALE
 # (0.25), LOAD (offered load in the paper's clients, each with a mean
 # gap of 2000 ms unscaled: 6), CONNECTIONS (128), SEED (1), GPU_MEMORY
 # (14000000000: the T4's 14 GB), WORKER (build/bin/infer-worker), SLOWDOWN_BOUND (5), SEARCH (on/off),
@@ -47,6 +49,7 @@ OTHER_JOBS=${OTHER_JOBS:-$([ "$FULL" = 1 ] && echo 1000 || echo 150)}
 PATTERNS=${PATTERNS:-gamma poisson uniform trace}
 POLICIES=${POLICIES:-cost round_robin least_loaded locality}
 TIME_SCALE=${TIME_SCALE:-0.25}
+COMPUTE_SCALE=${COMPUTE_SCALE:-$TIME_SCALE}
 LOAD=${LOAD:-6}
 CONNECTIONS=${CONNECTIONS:-128}
 SEED=${SEED:-1}
@@ -80,11 +83,11 @@ cp "$WCLIENT" "$tmp/worker-client"
 WORKER=$tmp/infer-worker
 WCLIENT=$tmp/worker-client
 
-python3 bench/placement/make_profile.py "$WF_JSON" "$tmp" --time-scale "$TIME_SCALE"
+python3 bench/placement/make_profile.py "$WF_JSON" "$tmp" --time-scale "$COMPUTE_SCALE"
 n_wf=$(wc -l <"$tmp/workflows.tsv")
 # the mean gap between jobs: LOAD clients, each one job per 2000 ms (scaled)
 gap=$(python3 -c "import sys; print(2000.0 / float(sys.argv[1]) * float(sys.argv[2]))" "$LOAD" "$TIME_SCALE")
-echo "bench-placement: $n_wf workflows, time scale $TIME_SCALE, a job every $gap ms on average" \
+echo "bench-placement: $n_wf workflows, time scale $TIME_SCALE (compute $COMPUTE_SCALE), a job every $gap ms on average" \
 	"($LOAD clients of the paper), $JOBS jobs per run, $WORKERS workers of $GPU_MEMORY bytes," \
 	"$CONNECTIONS connections, $(nproc) CPUs"
 
