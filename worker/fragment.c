@@ -233,16 +233,6 @@ fragment_row_error(fragment_result *r, int i, const char *sqlstate,
 	row->hint = dup_field(hint);
 }
 
-/* Milliseconds since an arbitrary point, monotonic. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
-}
-
 /*
  * Reads a per-channel parameter (mean or std): none gives def, one value
  * is used for all three channels, three are taken as they are.
@@ -734,14 +724,14 @@ model_call(const frag_plan *p, const pending_batch *b, int k0, int n, ie_tensor 
 		return -1;
 	}
 	r->model_runs++;
-	t0 = now_ms();
+	t0 = model_calls_now_ms();
 	if (b->imgs != NULL)
 		run = run_on_device(p, b, k0, n, outputs, lerr, sizeof(lerr));
 	else
 		run = ie_model_run(p->model, &input, outputs, lerr, sizeof(lerr));
 	ie_tensor_destroy(&one);
 	if (run == 0)
-		fragment_result_add_sample(r, p->spec->file, n, now_ms() - t0);
+		fragment_result_add_sample(r, p->spec->file, n, model_calls_now_ms() - t0);
 	else
 	{
 		/* the engine has no error codes; its allocation failures say this */
@@ -1128,7 +1118,7 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 	fragment_result *r = NULL;
 	frag_plan	plan;
 	int64_t		limit = fragment_max_pixels(run->max_pixels, max_pixels);
-	double		t0 = now_ms();
+	double		t0 = model_calls_now_ms();
 
 	*out = NULL;
 	*sqlstate = PGINFER_SQLSTATE_PROTOCOL;
@@ -1154,7 +1144,7 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 		if (text_run(mc, run, rows, rows_len, n_rows, max_batch, stop, r,
 					 sqlstate, err, errlen) != 0)
 			goto fail;
-		r->compute_ms = now_ms() - t0;
+		r->compute_ms = model_calls_now_ms() - t0;
 		*out = r;
 		return 0;
 	}
@@ -1165,7 +1155,7 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 		if (run_image_rows(&plan, run, rows, rows_len, n_rows, limit,
 						   max_batch, stop, r, sqlstate, err, errlen) != 0)
 			goto fail;
-		r->compute_ms = now_ms() - t0;
+		r->compute_ms = model_calls_now_ms() - t0;
 		*out = r;
 		return 0;
 	}
@@ -1197,7 +1187,7 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 		run_ocr_row(&plan, img, r, i);
 		image_destroy(&img);
 	}
-	r->compute_ms = now_ms() - t0;
+	r->compute_ms = model_calls_now_ms() - t0;
 	*out = r;
 	return 0;
 
@@ -1401,7 +1391,7 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 	size_t		nf = 1 + run->n_more_fragments;
 	fragment_result **parts = NULL;
 	fragment_result *r = NULL;
-	double		t0 = now_ms();
+	double		t0 = model_calls_now_ms();
 	int			rc = -1;
 
 	*out = NULL;
@@ -1482,7 +1472,7 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 		}
 	}
 	r->n_fragments = (int) nf;
-	r->compute_ms = now_ms() - t0;
+	r->compute_ms = model_calls_now_ms() - t0;
 	*out = r;
 	r = NULL;
 	rc = 0;

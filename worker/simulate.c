@@ -19,6 +19,7 @@
 
 #include "common/protocol.h"
 #include "worker/log.h"
+#include "worker/model_calls.h"
 
 typedef struct sim_model
 {
@@ -490,16 +491,6 @@ sim_attach(sim_profile *p, model_cache *mc)
 							p->models[i].bytes / p->load_bandwidth * 1000.0);
 }
 
-/* Monotonic milliseconds. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
-
 /* The stages of a fragment chain, in order, into st; returns their count. */
 static int
 chain_stages(const Pginfer__Fragment *f, const Pginfer__Fragment **st, int max)
@@ -575,7 +566,7 @@ sim_run(sim_profile *p, model_cache *mc, const Pginfer__RunFragment *run,
 	const Pginfer__Fragment *frags[1 + 64];
 	int			nf = 0;
 	fragment_result *r = NULL;
-	double		t0 = now_ms();
+	double		t0 = model_calls_now_ms();
 
 	*out = NULL;
 	*n_samples = 0;
@@ -620,7 +611,7 @@ sim_run(sim_profile *p, model_cache *mc, const Pginfer__RunFragment *run,
 				{
 					int			chunk = n_rows - off < max_batch ? n_rows - off : max_batch;
 					double		want = sim_profile_compute_ms(p, spec->file, chunk);
-					double		t1 = now_ms();
+					double		t1 = model_calls_now_ms();
 
 					if (want < 0)
 						want = 0;
@@ -636,7 +627,7 @@ sim_run(sim_profile *p, model_cache *mc, const Pginfer__RunFragment *run,
 
 						snprintf(smp->file, sizeof(smp->file), "%s", spec->file);
 						smp->rows = chunk;
-						smp->ms = now_ms() - t1;
+						smp->ms = model_calls_now_ms() - t1;
 					}
 				}
 			}
@@ -658,7 +649,7 @@ sim_run(sim_profile *p, model_cache *mc, const Pginfer__RunFragment *run,
 						 rows[i], rows_len[i]) != 0)
 				goto oom;
 	}
-	r->compute_ms = now_ms() - t0;
+	r->compute_ms = model_calls_now_ms() - t0;
 	*out = r;
 	return 0;
 
