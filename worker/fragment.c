@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "common/protocol.h"
 #include "worker/argmax.h"
