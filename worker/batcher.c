@@ -302,31 +302,39 @@ key_seen_before(const batcher *b, int i)
 /*
  * The group led by items[first] (the oldest of its key): takes items of
  * that key in order while their rows fit in max_batch (the first always),
- * stopping at the first that does not.  Sets *n_items and *rows; returns
- * whether the group is full.
+ * stopping at the first that does not.  Sets *n_items and *rows, and
+ * *newest_us to the arrival of the newest queued item of the key (in the
+ * group or not; may be NULL); returns whether the group is full.
  */
 static int
-group_of(const batcher *b, int first, int *n_items, int *rows)
+group_of(const batcher *b, int first, int *n_items, int *rows,
+		 int64_t *newest_us)
 {
 	int			total = b->items[first]->n_rows;
 	int			count = 1;
+	int			full = 0;
 
+	if (newest_us != NULL)
+		*newest_us = b->items[first]->arrival_us;
 	for (int j = first + 1; j < b->n; j++)
 	{
 		if (!same_key(b->items[j], b->items[first]))
 			continue;
+		if (newest_us != NULL && b->items[j]->arrival_us > *newest_us)
+			*newest_us = b->items[j]->arrival_us;
+		if (full)
+			continue;
 		if (total + b->items[j]->n_rows > b->max_batch)
 		{
-			*n_items = count;
-			*rows = total;
-			return 1;
+			full = 1;
+			continue;
 		}
 		total += b->items[j]->n_rows;
 		count++;
 	}
 	*n_items = count;
 	*rows = total;
-	return total >= b->max_batch;
+	return full || total >= b->max_batch;
 }
 
 /*
@@ -362,15 +370,48 @@ has_every_peer(const batcher *b, int first, int n_items, int64_t now_us)
 	return 1;
 }
 
+/*
+ * The quiet gap of the group lead leads: a quarter of its hold, none when
+ * the max delay is 0 (every group runs as soon as it is read).
+ */
+static int64_t
+quiet_us(const batcher *b, const batch_item *lead)
+{
+	return b->max_delay_us > 0 ? lead->hold_us / 4 : 0;
+}
+
+/*
+ * When the group led by items[first] is ready by its delay (see batcher.h),
+ * in monotonic microseconds, given the arrival of its key's newest item:
+ * the hold's end, or the later of the max delay's end and the quiet gap's
+ * end, whichever comes first.
+ */
+static int64_t
+ready_at(const batcher *b, const batch_item *lead, int64_t newest_us)
+{
+	int64_t		hold = b->max_delay_us > 0 && lead->hold_us > b->max_delay_us ?
+		lead->hold_us : b->max_delay_us;
+	int64_t		by_delay = lead->arrival_us + b->max_delay_us;
+	int64_t		by_quiet = newest_us + quiet_us(b, lead);
+	int64_t		by_rules = by_delay > by_quiet ? by_delay : by_quiet;
+
+	return lead->arrival_us + hold < by_rules ? lead->arrival_us + hold : by_rules;
+}
+
 /* Whether the group led by items[first] is ready at now_us (see batcher.h). */
 static int
 group_ready(const batcher *b, int first, int64_t now_us, int force)
 {
+	const batch_item *lead = b->items[first];
 	int			count,
 				rows;
+	int64_t		newest;
 
-	return group_of(b, first, &count, &rows) || force ||
-		now_us - b->items[first]->arrival_us >= b->max_delay_us ||
+	if (group_of(b, first, &count, &rows, &newest) || force ||
+		now_us >= ready_at(b, lead, newest))
+		return 1;
+	/* every active peer is in: ready once the quiet gap has passed */
+	return now_us >= newest + quiet_us(b, lead) &&
 		has_every_peer(b, first, count, now_us);
 }
 
@@ -402,7 +443,7 @@ batcher_next_gated(batcher *b, int64_t now_us, int force, batcher_gate gate,
 			continue;
 		if (gate != NULL && !gate(ctx, lead))
 			continue;
-		group_of(b, i, &count, &rows);
+		group_of(b, i, &count, &rows, NULL);
 
 		out = malloc((size_t) count * sizeof(*out));
 		if (out == NULL)
@@ -446,7 +487,10 @@ batcher_wait_gated(const batcher *b, int64_t now_us, batcher_gate gate,
 
 	for (int i = 0; i < b->n; i++)
 	{
-		int64_t		w;
+		int64_t		w,
+					newest;
+		int			count,
+					rows;
 
 		if (key_seen_before(b, i))
 			continue;
@@ -454,7 +498,12 @@ batcher_wait_gated(const batcher *b, int64_t now_us, batcher_gate gate,
 			continue;
 		if (group_ready(b, i, now_us, 0))
 			return 0;
-		w = b->items[i]->arrival_us + b->max_delay_us - now_us;
+		group_of(b, i, &count, &rows, &newest);
+		w = ready_at(b, b->items[i], newest) - now_us;
+		/* the peers' rule may make it ready at the quiet gap's end */
+		if (newest + quiet_us(b, b->items[i]) > now_us &&
+			newest + quiet_us(b, b->items[i]) - now_us < w)
+			w = newest + quiet_us(b, b->items[i]) - now_us;
 		if (w < 0)
 			w = 0;
 		if (best < 0 || w < best)

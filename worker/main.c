@@ -5,7 +5,7 @@
  *	  infer-worker --listen tcp://127.0.0.1:5555 --model-dir DIR
  *				   [--threads N] [--max-pixels N] [--max-text-bytes N]
  *				   [--max-batch N]
- *				   [--max-queue-delay-us N] [--max-message-bytes N]
+ *				   [--max-queue-delay-us N] [--batch-hold PERCENT] [--max-message-bytes N]
  *				   [--state-listen ENDPOINT] [--gpu-memory BYTES]
  *				   [--simulate PROFILE.json] [--device cpu|cuda:N]
  *				   [--input-cache MB] [--log-level debug|info|warn|error]
@@ -103,6 +103,12 @@ usage(FILE *f)
 			"                      how long a request may wait for others of the same\n"
 			"                      fragment to merge with, in microseconds; 0 runs each\n"
 			"                      group as soon as it is read (default %d)\n"
+			"  --batch-hold PERCENT\n"
+			"                      how long a group may wait for more requests of its\n"
+			"                      fragment while they keep coming, in percent of its\n"
+			"                      expected run (at most 200 ms; the wait ends after\n"
+			"                      a quarter of it without one); 0, or a queue delay\n"
+			"                      of 0: none (default %d)\n"
 			"  --max-message-bytes N\n"
 			"                      largest single frame (one image, one header) a\n"
 			"                      request may carry, in bytes; a peer that sends a\n"
@@ -172,7 +178,7 @@ usage(FILE *f)
 			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).\n",
 			(long long) PGINFER_DEFAULT_MAX_PIXELS,
 			(long long) PGINFER_DEFAULT_MAX_TEXT_BYTES, SERVER_DEFAULT_MAX_BATCH,
-			SERVER_DEFAULT_QUEUE_DELAY_US, SERVER_MAX_ROWS,
+			SERVER_DEFAULT_QUEUE_DELAY_US, SERVER_DEFAULT_BATCH_HOLD, SERVER_MAX_ROWS,
 			(long long) SERVER_DEFAULT_MAX_MESSAGE_BYTES, PGINFER_STATE_PERIOD_MS,
 			INPUT_CACHE_DEFAULT_MB);
 }
@@ -270,6 +276,7 @@ static const struct option longopts[] = {
 	{"max-text-bytes", required_argument, NULL, 'x'},
 	{"max-batch", required_argument, NULL, 'b'},
 	{"max-queue-delay-us", required_argument, NULL, 'd'},
+	{"batch-hold", required_argument, NULL, 'H'},
 	{"max-message-bytes", required_argument, NULL, 'M'},
 	{"log-level", required_argument, NULL, 'v'},
 	{"state-listen", required_argument, NULL, 'S'},
@@ -364,6 +371,14 @@ apply_option(void *arg, int code, const char *flag, const char *value,
 				return 0;
 			}
 			snprintf(err, errlen, "%s must be an integer from 0 to 10000000, not \"%s\"", flag, value);
+			return -1;
+		case 'H':
+			if (parse_int(value, 0, 100, &v) == 0)
+			{
+				w->ext.batch_hold = v > 0 ? (int) v : -1;
+				return 0;
+			}
+			snprintf(err, errlen, "%s must be an integer from 0 to 100, not \"%s\"", flag, value);
 			return -1;
 		case 'M':
 			if (parse_int(value, 1024, LLONG_MAX, &w->max_message_bytes) == 0)
@@ -464,6 +479,9 @@ option_default(int code)
 			return buf;
 		case 'd':
 			snprintf(buf, sizeof(buf), "%d", SERVER_DEFAULT_QUEUE_DELAY_US);
+			return buf;
+		case 'H':
+			snprintf(buf, sizeof(buf), "%d", SERVER_DEFAULT_BATCH_HOLD);
 			return buf;
 		case 'M':
 			snprintf(buf, sizeof(buf), "%lld", (long long) SERVER_DEFAULT_MAX_MESSAGE_BYTES);

@@ -126,6 +126,7 @@ struct server
 	int64_t		max_pixels;
 	int			no_uploads;		/* --no-uploads */
 	uint64_t	max_upload_bytes;	/* --max-upload-bytes */
+	int			batch_hold;		/* --batch-hold percent; 0: none */
 	int64_t		gate_now_us;	/* the queue scan's clock (group_may_run) */
 	int64_t		gate_held_us;	/* arrival of the oldest group the scan
 								 * held back for memory, or 0 */
@@ -313,6 +314,8 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 		goto fail;
 	model_cache_set_capacity(s->cache, ext->gpu_memory);
 	s->no_uploads = ext->no_uploads;
+	s->batch_hold = ext->batch_hold == 0 ? SERVER_DEFAULT_BATCH_HOLD :
+		ext->batch_hold > 0 ? ext->batch_hold : 0;
 	s->max_upload_bytes = (uint64_t) (ext->max_upload_bytes > 0 ?
 									  ext->max_upload_bytes :
 									  SERVER_DEFAULT_MAX_UPLOAD_BYTES);
@@ -809,6 +812,24 @@ run_estimate(const server *s, const Pginfer__RunFragment *run, int rows)
 }
 
 /*
+ * How long the group a request of rows rows leads may wait for more
+ * requests of its fragment while they keep coming (batch_item.hold_us,
+ * batcher.h): --batch-hold percent of the request's expected run
+ * (run_estimate), at most SERVER_MAX_BATCH_HOLD_US.  Starting a run at
+ * once makes a request that arrives a moment later wait for that whole
+ * run and then run again on its own; waiting a small part of the run
+ * lets a burst run as one group (bench/placement measures it,
+ * docs/placement.md).
+ */
+static int64_t
+batch_hold_us(const server *s, const Pginfer__RunFragment *run, int rows)
+{
+	double		us = run_estimate(s, run, rows) * 10.0 * s->batch_hold;
+
+	return us < SERVER_MAX_BATCH_HOLD_US ? (int64_t) us : SERVER_MAX_BATCH_HOLD_US;
+}
+
+/*
  * Estimated milliseconds of the work the worker holds: each queued
  * request's expected compute (run_estimate), what is left of the running
  * group's, and the expected load time of every model that this work needs
@@ -1169,6 +1190,41 @@ group_queue_ms(const job *j, int k)
 }
 
 /*
+ * Logs (at debug) one line per finished group run naming its model calls
+ * in call order, "file rows ms" each: the simulated run's in j, a real
+ * run's in fr.  A timeline of a worker's runs (which model, how many rows,
+ * when) is read from these lines; the line is cut at 900 bytes.
+ */
+static void
+log_model_calls(const job *j, const fragment_result *fr)
+{
+	char		buf[1024];
+	size_t		used = 0;
+
+	if (log_get_level() > LOG_LEVEL_DEBUG)
+		return;
+	buf[0] = '\0';
+	for (int pass = 0; pass < 2; pass++)
+	{
+		const state_sample *smp = pass == 0 ? j->samples : fr->samples;
+		int			n = pass == 0 ? j->n_samples : fr->n_samples;
+
+		for (int k = 0; k < n && used < 900; k++)
+		{
+			int			w = snprintf(buf + used, sizeof(buf) - used, "%s%s %d %.1f",
+									 used > 0 ? ", " : "", smp[k].file,
+									 smp[k].rows, smp[k].ms);
+
+			if (w < 0)
+				break;
+			used += (size_t) w < sizeof(buf) - used ? (size_t) w : sizeof(buf) - used - 1;
+		}
+	}
+	log_debug("run of %d requests in %.1f ms: model calls %s", j->n_items,
+			  fr->compute_ms, used > 0 ? buf : "none");
+}
+
+/*
  * The bookkeeping part of a group run, on the loop's thread: counters,
  * timings, and replies[k] for each request (its MSG_RESULT, or MSG_ERROR
  * when the run failed as a whole).  Returns 0, or -1 when memory runs out
@@ -1242,6 +1298,7 @@ group_finish(server *s, job *j, server_reply **replies)
 				 n, total, fragment_kind_name(reqs[0]->run->fragment->kind),
 				 fr->compute_ms, fr->model_runs);
 	}
+	log_model_calls(j, fr);
 	for (int k = 0; k < n; k++)
 	{
 		int			nk = (int) reqs[k]->run->n_row_ids;
@@ -1978,6 +2035,8 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	it = batch_item_new(key, key_len, (int) req->run->n_row_ids, batcher_now_us(),
 						zmq_msg_data(&q->parts[0]), zmq_msg_size(&q->parts[0]),
 						req->request_id, q, queued_request_free);
+	if (it != NULL)
+		it->hold_us = batch_hold_us(s, req->run, it->n_rows);
 	if (it == NULL || batcher_add(s->queue, it) != 0)
 	{
 		/* Out of memory queueing: the peer gets no reply (as for a lost message). */

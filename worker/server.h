@@ -143,7 +143,16 @@ typedef struct server_ext_opts
 	int64_t		max_upload_bytes;	/* --max-upload-bytes: most bytes the
 									 * uploaded models may hold on disk;
 									 * 0: SERVER_DEFAULT_MAX_UPLOAD_BYTES */
+	int			batch_hold;		/* --batch-hold: percent of a request's
+								 * expected run its group may wait for
+								 * more of its fragment (batcher.h); 0:
+								 * SERVER_DEFAULT_BATCH_HOLD; < 0: none */
 } server_ext_opts;
+
+/* Default --batch-hold, in percent of the expected run. */
+#define SERVER_DEFAULT_BATCH_HOLD 10
+/* Longest hold, in microseconds, whatever the run. */
+#define SERVER_MAX_BATCH_HOLD_US 200000
 
 /* Default --max-upload-bytes: 1 GiB of uploaded models on disk. */
 #define SERVER_DEFAULT_MAX_UPLOAD_BYTES ((int64_t) 1 << 30)

@@ -322,6 +322,9 @@ if start_worker "$tmp/dyn.log" --threads 2 --log-level debug --max-batch 4 \
 		'^(merged=1 batches=3 model_runs=3|merged=2 batches=2 model_runs=2)$'
 	check "the log says the requests were merged" "$(cat "$tmp/dyn.log")" \
 		'INFO merged 2 requests \(3 rows\) into one predict run'
+	check "at debug, the log names the merged run's model call (file, rows, ms)" \
+		"$(cat "$tmp/dyn.log")" \
+		"DEBUG run of 2 requests in [0-9.]+ ms: model calls ${cls//./\\.} 3 [0-9.]+$"
 
 	before=$after
 	"${D[@]}" predict $cls "$A" "$A" "$A" "$A" "$A" "$A" >"$tmp/six.out"

@@ -2,7 +2,8 @@
  * test_batcher.c
  *	  Unit tests of the dynamic batcher's queue (worker/batcher.c): which
  *	  requests form a group, when a group is ready (full, every active
- *	  peer in it, waited its delay, forced), fairness between keys, cancels by peer and request id, and
+ *	  peer in it, waited its delay, forced, held while a burst comes),
+ *	  fairness between keys, cancels by peer and request id, and
  *	  that every item's data is freed exactly once.
  *
  * Prints "test_batcher: N passed, M failed"; exits 1 on any failure.
@@ -266,6 +267,59 @@ test_gate(void)
 	batcher_destroy(&b);
 }
 
+/* Queues a request as add() does, with a hold of hold_us. */
+static void
+add_held(batcher *b, const char *key, int64_t at, const char *peer,
+		 uint64_t id, int64_t hold_us)
+{
+	add(b, key, 1, at, peer, id);
+	((batch_item *) batcher_item(b, batcher_length(b) - 1))->hold_us = hold_us;
+}
+
+/*
+ * The hold: a group whose lead has a hold of 40 ms waits while requests of
+ * its key keep coming, until 10 ms (a quarter) pass without one, and at
+ * most the whole hold; a lone peer's request waits that gap too.  Full
+ * groups go at once, and a max delay of 0 turns the hold off.
+ */
+static void
+test_hold(void)
+{
+	batcher    *b = batcher_new(32, 2000);
+
+	/* a lone peer: ready at the quiet gap's end, not at once */
+	add_held(b, "opt", 0, "p1", 1, 40000);
+	CHECK_EXPR(batcher_wait_us(b, 0) == 10000);
+	expect_group(b, 5000, 0, NULL, 0);
+	add_held(b, "opt", 5000, "p2", 2, 40000);
+	add_held(b, "opt", 12000, "p3", 3, 40000);
+	CHECK_EXPR(batcher_wait_us(b, 14000) == 8000);
+	expect_group(b, 21999, 0, NULL, 0);
+	expect_group(b, 22000, 0, (const uint64_t[]) {1, 2, 3}, 3);
+
+	/* arrivals 9 ms apart never leave a 10 ms gap: the hold ends it */
+	for (int k = 0; k < 5; k++)
+		add_held(b, "opt", 100000 + 9000 * k, "p1", 10 + k, 40000);
+	expect_group(b, 139999, 0, NULL, 0);
+	CHECK_EXPR(batcher_wait_us(b, 139999) == 1);
+	expect_group(b, 140000, 0, (const uint64_t[]) {10, 11, 12, 13, 14}, 5);
+	batcher_destroy(&b);
+
+	/* a full group goes at once, hold or not */
+	b = batcher_new(2, 2000);
+	add_held(b, "opt", 0, "p1", 20, 40000);
+	add_held(b, "opt", 1, "p2", 21, 40000);
+	expect_group(b, 1, 0, (const uint64_t[]) {20, 21}, 2);
+	batcher_destroy(&b);
+
+	/* max delay 0: no hold */
+	b = batcher_new(32, 0);
+	add_held(b, "opt", 0, "p1", 30, 40000);
+	CHECK_EXPR(batcher_wait_us(b, 0) == 0);
+	expect_group(b, 0, 0, (const uint64_t[]) {30}, 1);
+	batcher_destroy(&b);
+}
+
 /* Runs every test. */
 int
 main(void)
@@ -278,8 +332,9 @@ main(void)
 	test_fairness();
 	test_cancel();
 	test_gate();
+	test_hold();
 	/* Every item added was freed exactly once. */
-	added = 6 + 7 + 5 + 7 + 5 + 5;
+	added = 6 + 7 + 5 + 7 + 5 + 5 + 11;
 	CHECK_EXPR(n_freed == added);
 
 	return tu_report("test_batcher");
