@@ -33,9 +33,11 @@
 # (0.25), LOAD (offered load in the paper's clients, each with a mean
 # gap of 2000 ms unscaled: 6), CONNECTIONS (128), SEED (1), GPU_MEMORY
 # (14000000000: the T4's 14 GB), WORKER (build/bin/infer-worker), SLOWDOWN_BOUND (5), SEARCH (on/off),
-# SEARCH_PATTERN (poisson), SEARCH_JOBS (120), FULL=1 (JOBS=OTHER_JOBS=1000,
+# SEARCH_PATTERN (poisson), SEARCH_JOBS (120), WORKER_ARGS (more flags for
+# every worker, e.g. "--batch-hold 0"), FULL=1 (JOBS=OTHER_JOBS=1000,
 # SEARCH_JOBS=400: the paper's 1000 jobs; about an hour), DEBUG=1 (the
-# backends log each placement choice at debug1 into the cluster's log).
+# backends log each placement choice at debug1 into the cluster's log, the
+# workers each run's model calls into theirs).
 # The first 10% of each run's jobs are dropped as warm-up
 # (workflows.json, warmup_fraction_dropped).
 set -euo pipefail
@@ -112,6 +114,9 @@ conninfo="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$PGDATABASE"
 # pool_start N LOG_PREFIX: N fresh workers, the only registered ones, all up.
 wpids=()
 weps=()
+# shellcheck disable=SC2206 # WORKER_ARGS: extra worker flags, split on spaces
+WORKER_FLAGS=(${WORKER_ARGS:-})
+[ "$DEBUG" = 1 ] && WORKER_FLAGS+=(--log-level debug)
 pool_start() {
 	local n=$1 i port
 	wpids=()
@@ -121,7 +126,7 @@ pool_start() {
 		port=$(testenv_free_port)
 		"$WORKER" --listen "tcp://127.0.0.1:$port" --model-dir "$tmp/models" \
 			--simulate "$tmp/profile.json" --gpu-memory "$GPU_MEMORY" \
-			--input-cache 0 2>"$2.w$i.log" &
+			--input-cache 0 "${WORKER_FLAGS[@]}" 2>"$2.w$i.log" &
 		wpids+=("$!")
 		TESTENV_PIDS+=("$!")
 		weps+=("tcp://127.0.0.1:$port")
