@@ -369,7 +369,7 @@ InferFragmentPickUp(InferFragment **frags, int nfrags, int nrows,
 
 		if (!InferPoolIsDown(worker->pool_slot))
 			return worker;
-		pfree(worker);
+		InferPlacementFree(worker);
 	}
 	return NULL;
 }

@@ -336,6 +336,7 @@ extern InferWorker *InferPlacementPick(struct InferFragment **frags,
 									   int nfrags, int nrows, size_t bytes);
 extern bool InferPlacementSplits(struct InferFragment **frags, int nfrags,
 								 int nrows, size_t bytes);
+extern void InferPlacementFree(InferWorker *worker);
 
 /* ----------
  * functions.c: the SQL-callable functions (infer.ocr, infer.predict, ...)

@@ -695,6 +695,20 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 }
 
 /*
+ * Frees a worker InferPlacementPick returned, with its copied run names;
+ * for a choice not used (InferFragmentPickUp passing over a down worker).
+ */
+void
+InferPlacementFree(InferWorker *worker)
+{
+	for (int r = 0; r < worker->nruns; r++)
+		pfree(unconstify(char *, worker->runs[r]));
+	if (worker->runs != NULL)
+		pfree(worker->runs);
+	pfree(worker);
+}
+
+/*
  * Under cost, whether frags (nfrags > 1 fragments over the same nrows rows
  * of bytes input bytes, which one request would carry with the input once
  * and run one after another on one worker) had better go apart, one
