@@ -370,6 +370,14 @@ has_every_peer(const batcher *b, int first, int n_items, int64_t now_us)
 	return 1;
 }
 
+/* lead's hold, within [0, BATCHER_MAX_HOLD_US] */
+static int64_t
+hold_of(const batch_item *lead)
+{
+	return lead->hold_us < 0 ? 0 :
+		lead->hold_us > BATCHER_MAX_HOLD_US ? BATCHER_MAX_HOLD_US : lead->hold_us;
+}
+
 /*
  * The quiet gap of the group lead leads: a quarter of its hold, none when
  * the max delay is 0 (every group runs as soon as it is read).
@@ -377,7 +385,7 @@ has_every_peer(const batcher *b, int first, int n_items, int64_t now_us)
 static int64_t
 quiet_us(const batcher *b, const batch_item *lead)
 {
-	return b->max_delay_us > 0 ? lead->hold_us / 4 : 0;
+	return b->max_delay_us > 0 ? hold_of(lead) / 4 : 0;
 }
 
 /*
@@ -389,8 +397,8 @@ quiet_us(const batcher *b, const batch_item *lead)
 static int64_t
 ready_at(const batcher *b, const batch_item *lead, int64_t newest_us)
 {
-	int64_t		hold = b->max_delay_us > 0 && lead->hold_us > b->max_delay_us ?
-		lead->hold_us : b->max_delay_us;
+	int64_t		hold = b->max_delay_us > 0 && hold_of(lead) > b->max_delay_us ?
+		hold_of(lead) : b->max_delay_us;
 	int64_t		by_delay = lead->arrival_us + b->max_delay_us;
 	int64_t		by_quiet = newest_us + quiet_us(b, lead);
 	int64_t		by_rules = by_delay > by_quiet ? by_delay : by_quiet;
@@ -410,8 +418,9 @@ group_ready(const batcher *b, int first, int64_t now_us, int force)
 	if (group_of(b, first, &count, &rows, &newest) || force ||
 		now_us >= ready_at(b, lead, newest))
 		return 1;
-	/* every active peer is in: ready once the quiet gap has passed */
-	return now_us >= newest + quiet_us(b, lead) &&
+	/* every active peer is in: ready once the quiet gap or the hold has passed */
+	return (now_us >= newest + quiet_us(b, lead) ||
+			now_us - lead->arrival_us >= hold_of(lead)) &&
 		has_every_peer(b, first, count, now_us);
 }
 
@@ -488,7 +497,8 @@ batcher_wait_gated(const batcher *b, int64_t now_us, batcher_gate gate,
 	for (int i = 0; i < b->n; i++)
 	{
 		int64_t		w,
-					newest;
+					newest,
+					peers_at;
 		int			count,
 					rows;
 
@@ -500,10 +510,12 @@ batcher_wait_gated(const batcher *b, int64_t now_us, batcher_gate gate,
 			return 0;
 		group_of(b, i, &count, &rows, &newest);
 		w = ready_at(b, b->items[i], newest) - now_us;
-		/* the peers' rule may make it ready at the quiet gap's end */
-		if (newest + quiet_us(b, b->items[i]) > now_us &&
-			newest + quiet_us(b, b->items[i]) - now_us < w)
-			w = newest + quiet_us(b, b->items[i]) - now_us;
+		/* the peers' rule may make it ready at the quiet gap's or hold's end */
+		peers_at = newest + quiet_us(b, b->items[i]);
+		if (b->items[i]->arrival_us + hold_of(b->items[i]) < peers_at)
+			peers_at = b->items[i]->arrival_us + hold_of(b->items[i]);
+		if (peers_at > now_us && peers_at - now_us < w)
+			w = peers_at - now_us;
 		if (w < 0)
 			w = 0;
 		if (best < 0 || w < best)

@@ -17,14 +17,17 @@
  * (the next request of its key would not fit, or it holds max_batch rows),
  * when it holds a request of every peer that sent a request of its key in
  * the last BATCHER_ACTIVE_US or 4 * max_delay_us, whichever is longer
- * (nobody else is likely to join: a lone backend never waits), when its oldest request has waited max_delay_us,
+ * (nobody else is likely to join: a lone backend does not wait, but for
+ * the quiet gap of a hold, below), when its oldest request has waited max_delay_us,
  * or when the caller forces it (shutting down).  A group whose oldest
  * request has a hold_us (the caller's: a fraction of the run it would
  * start) is ready by those two rules only once no request of its key has
  * come for a quarter of that hold (a quiet gap), or when its oldest
  * request has waited the whole hold: a burst of requests that arrive a
  * few milliseconds apart runs as one group rather than as a first run of
- * one request and then the rest.  Among ready groups the
+ * one request and then the rest.  A peer's own further requests count as
+ * arrivals too: a backend that sends several at once may wait up to the
+ * hold, and they run as one group.  Among ready groups the
  * one whose oldest request arrived first goes first, so no key starves
  * another.
  *
@@ -43,7 +46,8 @@ typedef struct batch_item
 	int			n_rows;
 	int64_t		arrival_us;		/* monotonic microseconds */
 	int64_t		hold_us;		/* 0, or how long its group may wait while
-								 * requests of its key keep coming (below) */
+								 * requests of its key keep coming (below;
+								 * at most BATCHER_MAX_HOLD_US) */
 	uint8_t    *peer;			/* routing id, malloc'd, owned; may be NULL */
 	size_t		peer_len;
 	uint64_t	request_id;
@@ -52,6 +56,9 @@ typedef struct batch_item
 } batch_item;
 
 typedef struct batcher batcher;
+
+/* The longest hold_us taken into account (a larger one counts as this). */
+#define BATCHER_MAX_HOLD_US 60000000
 
 /* How long a peer counts as active for a key after its last request (at least). */
 #define BATCHER_ACTIVE_US 1000000

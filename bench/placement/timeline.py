@@ -16,8 +16,9 @@ requests in X ms: model calls FILE ROWS MS, ..."): run the bench with
 DEBUG=1 to have them; without it only loads and evictions show.  The
 workers log wall-clock times and the jobs file times from the run's start;
 the two are aligned on the last answer (the latest "request ... over"
-line against the latest completion), which puts the workers' times within
-a few milliseconds of the run's.  A line is: start, end, length (ms),
+line against the latest completion of a job that succeeded), which puts
+the workers' times within a few milliseconds of the run's.  A group run
+that failed as a whole logs no model calls and does not show.  A line is: start, end, length (ms),
 what.  Busy is the time in the window that runs or loads took (a load
 inside a run counted once).
 """
@@ -25,6 +26,9 @@ import datetime
 import glob
 import re
 import sys
+
+
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
 
 
 def wall_ms(line):
@@ -39,13 +43,13 @@ def offset_ms(run, logs):
     with open(run + ".jobs") as f:
         for line in f:
             cols = line.split("\t")
-            if len(cols) >= 6:
+            if len(cols) >= 8 and cols[7].strip() == "1":
                 last_done = max(last_done, float(cols[5]))
     last_answer = 0.0
     for path in logs:
         with open(path) as f:
             for line in f:
-                if line.startswith("20") and " request " in line and " over " in line:
+                if STAMP.match(line) and " request " in line and " over " in line:
                     last_answer = max(last_answer, wall_ms(line))
     if last_answer == 0.0:
         sys.exit("timeline.py: no answered request in the workers' logs")
@@ -57,7 +61,7 @@ def events(path, off):
     out = []
     with open(path) as f:
         for line in f:
-            if not line.startswith("20"):
+            if not STAMP.match(line):
                 continue
             t = wall_ms(line) - off
             m = re.search(r'loaded model "([^"]+)" .* in ([0-9.]+) ms', line)

@@ -9,6 +9,7 @@
  * Prints "test_batcher: N passed, M failed"; exits 1 on any failure.
  * Threading: single-threaded.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +110,7 @@ test_grouping(void)
 }
 
 /*
- * Active peers: a lone backend never waits; once every active peer of the
+ * Active peers (no hold): a lone backend never waits; once every active peer of the
  * key has a request in the group it goes without waiting out the delay;
  * a peer silent for BATCHER_ACTIVE_US no longer counts.
  */
@@ -267,13 +268,19 @@ test_gate(void)
 	batcher_destroy(&b);
 }
 
-/* Queues a request as add() does, with a hold of hold_us. */
+/* Queues a request of one row as add() does, with a hold of hold_us. */
 static void
 add_held(batcher *b, const char *key, int64_t at, const char *peer,
 		 uint64_t id, int64_t hold_us)
 {
-	add(b, key, 1, at, peer, id);
-	((batch_item *) batcher_item(b, batcher_length(b) - 1))->hold_us = hold_us;
+	int		   *tag = malloc(sizeof(int));
+	batch_item *it;
+
+	*tag = (int) id;
+	it = batch_item_new(key, strlen(key), 1, at, peer, strlen(peer), id, tag, count_free);
+	CHECK_EXPR(it != NULL);
+	it->hold_us = hold_us;
+	CHECK_EXPR(batcher_add(b, it) == 0);
 }
 
 /*
@@ -318,6 +325,25 @@ test_hold(void)
 	CHECK_EXPR(batcher_wait_us(b, 0) == 0);
 	expect_group(b, 0, 0, (const uint64_t[]) {30}, 1);
 	batcher_destroy(&b);
+
+	/*
+	 * A hold shorter than the max delay: a lone peer sending every 300 us
+	 * is ready at the hold's end (1500), not at the max delay's (4000)
+	 */
+	b = batcher_new(32, 4000);
+	for (int k = 0; k < 6; k++)
+		add_held(b, "opt", 300 * k, "p1", 40 + k, 1500);
+	CHECK_EXPR(batcher_wait_us(b, 1499) == 1);
+	expect_group(b, 1499, 0, NULL, 0);
+	expect_group(b, 1500, 0, (const uint64_t[]) {40, 41, 42, 43, 44, 45}, 6);
+
+	/* a hold past BATCHER_MAX_HOLD_US counts as that, without overflow */
+	add_held(b, "opt", 10000, "p1", 50, INT64_MAX);
+	add_held(b, "opt", 10001, "p2", 51, INT64_MAX);
+	CHECK_EXPR(batcher_wait_us(b, 10001) == BATCHER_MAX_HOLD_US / 4);
+	expect_group(b, 10000 + BATCHER_MAX_HOLD_US / 4, 0, NULL, 0);
+	expect_group(b, 10001 + BATCHER_MAX_HOLD_US / 4, 0, (const uint64_t[]) {50, 51}, 2);
+	batcher_destroy(&b);
 }
 
 /* Runs every test. */
@@ -334,7 +360,7 @@ main(void)
 	test_gate();
 	test_hold();
 	/* Every item added was freed exactly once. */
-	added = 6 + 7 + 5 + 7 + 5 + 5 + 11;
+	added = 6 + 7 + 5 + 7 + 5 + 5 + 19;
 	CHECK_EXPR(n_freed == added);
 
 	return tu_report("test_batcher");
