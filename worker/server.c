@@ -824,8 +824,11 @@ run_estimate(const server *s, const Pginfer__RunFragment *run, int rows)
 static int64_t
 batch_hold_us(const server *s, const Pginfer__RunFragment *run, int rows)
 {
-	double		us = run_estimate(s, run, rows) * 10.0 * s->batch_hold;
+	double		us;
 
+	if (s->batch_hold == 0)
+		return 0;
+	us = run_estimate(s, run, rows) * 10.0 * s->batch_hold;
 	return us < SERVER_MAX_BATCH_HOLD_US ? (int64_t) us : SERVER_MAX_BATCH_HOLD_US;
 }
 
