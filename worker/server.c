@@ -1193,6 +1193,23 @@ group_queue_ms(const job *j, int k)
 }
 
 /*
+ * The model calls of a finished group run, in call order: the simulated
+ * run's in j, then a real run's in fr.  run_calls() counts them;
+ * run_call(j, fr, k) is the k-th (0 <= k < run_calls).
+ */
+static int
+run_calls(const job *j, const fragment_result *fr)
+{
+	return j->n_samples + fr->n_samples;
+}
+
+static const state_sample *
+run_call(const job *j, const fragment_result *fr, int k)
+{
+	return k < j->n_samples ? &j->samples[k] : &fr->samples[k - j->n_samples];
+}
+
+/*
  * Logs (at debug) one line per finished group run naming its model calls
  * in call order, "file rows ms" each: the simulated run's in j, a real
  * run's in fr.  A timeline of a worker's runs (which model, how many rows,
@@ -1207,21 +1224,15 @@ log_model_calls(const job *j, const fragment_result *fr)
 	if (log_get_level() > LOG_LEVEL_DEBUG)
 		return;
 	buf[0] = '\0';
-	for (int pass = 0; pass < 2; pass++)
+	for (int k = 0; k < run_calls(j, fr) && used < 900; k++)
 	{
-		const state_sample *smp = pass == 0 ? j->samples : fr->samples;
-		int			n = pass == 0 ? j->n_samples : fr->n_samples;
+		const state_sample *c = run_call(j, fr, k);
+		int			w = snprintf(buf + used, sizeof(buf) - used, "%s%s %d %.1f",
+								 used > 0 ? ", " : "", c->file, c->rows, c->ms);
 
-		for (int k = 0; k < n && used < 900; k++)
-		{
-			int			w = snprintf(buf + used, sizeof(buf) - used, "%s%s %d %.1f",
-									 used > 0 ? ", " : "", smp[k].file,
-									 smp[k].rows, smp[k].ms);
-
-			if (w < 0)
-				break;
-			used += (size_t) w < sizeof(buf) - used ? (size_t) w : sizeof(buf) - used - 1;
-		}
+		if (w < 0)
+			break;
+		used += (size_t) w < sizeof(buf) - used ? (size_t) w : sizeof(buf) - used - 1;
 	}
 	log_debug("run of %d requests in %.1f ms: model calls %s", j->n_items,
 			  fr->compute_ms, used > 0 ? buf : "none");
@@ -1285,13 +1296,12 @@ group_finish(server *s, job *j, server_reply **replies)
 		if (per < 0)
 			per = 0;
 		*avg = *avg > 0 ? 0.8 * *avg + 0.2 * per : per;
-		/* each model call: the simulated run's in j, a real run's in fr */
-		for (int k = 0; k < j->n_samples; k++)
-			state_timings_record(s->timings, j->samples[k].file,
-								 j->samples[k].rows, j->samples[k].ms);
-		for (int k = 0; k < fr->n_samples; k++)
-			state_timings_record(s->timings, fr->samples[k].file,
-								 fr->samples[k].rows, fr->samples[k].ms);
+		for (int k = 0; k < run_calls(j, fr); k++)
+		{
+			const state_sample *c = run_call(j, fr, k);
+
+			state_timings_record(s->timings, c->file, c->rows, c->ms);
+		}
 	}
 	s->model_runs += (uint64_t) fr->model_runs;
 	if (n > 1)
@@ -2164,11 +2174,12 @@ group_metrics(const job *j, int ran)
 		total += (int) j->reqs[k]->run->n_row_ids;
 	if (ran)
 		metrics_execution_done((double) (now_us() - j->started_us) / 1e6, total);
-	for (int k = 0; !failed && k < j->n_samples; k++)
-		metrics_model_call(j->samples[k].file, j->samples[k].rows, j->samples[k].ms);
-	for (int k = 0; !failed && k < j->fr->n_samples; k++)
-		metrics_model_call(j->fr->samples[k].file, j->fr->samples[k].rows,
-						   j->fr->samples[k].ms);
+	for (int k = 0; !failed && k < run_calls(j, j->fr); k++)
+	{
+		const state_sample *c = run_call(j, j->fr, k);
+
+		metrics_model_call(c->file, c->rows, c->ms);
+	}
 	for (int k = 0; k < j->n_items; k++)
 	{
 		int			nk = (int) j->reqs[k]->run->n_row_ids;
