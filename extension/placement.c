@@ -25,7 +25,9 @@
  *				   cached, B for a worker without a filter
  *	 compute(W)  = sum over Mi of W's timing of Mi at the nearest batch
  *				   size b, times n / b; without one, the mean of the other
- *				   workers' such estimates; else PLACEMENT_DEFAULT_ROW_MS * n
+ *				   workers' such estimates; else, for a model nobody timed
+ *				   yet, n times the pool's mean time per row of the models it
+ *				   has timed (prior_row_ms; PLACEMENT_DEFAULT_ROW_MS without any)
  *
  * Under cost, for a worker that merges the waiting requests of one
  * fragment into one run and holds models in a capped memory (the
@@ -82,6 +84,7 @@
 #define PLACEMENT_DEFAULT_ROW_MS 10.0	/* a model nobody timed, per row */
 #define PLACEMENT_TIE_MS 0.5
 #define PLACEMENT_MAX_FILES 16
+#define PLACEMENT_PRIOR_FILES 64	/* model files prior_row_ms averages */
 
 PG_FUNCTION_INFO_V1(infer_load_model);
 PG_FUNCTION_INFO_V1(infer_unload_model);
@@ -426,6 +429,50 @@ memory_terms(const InferPoolWorker *w, const char **files, int nfiles,
 	e->evict = need_ms * (double) (need - free) / (double) need;
 }
 
+/*
+ * The time per row assumed for a model no worker has timed yet: the mean,
+ * over the model files the pool has timings of (all, nall workers), of
+ * each one's time per row at the smallest batch size measured (any
+ * worker's); PLACEMENT_DEFAULT_ROW_MS when the pool has no timing at all.
+ * A fixed guess was far off for large models: bench/placement's mt5 runs
+ * 800 ms a row, and taken at 10 ms, a cold burst's every translation
+ * joined one worker's merged run (4 s long) while others were idle.
+ */
+static double
+prior_row_ms(InferPoolWorker *const *all, int nall)
+{
+	const char *files[PLACEMENT_PRIOR_FILES];
+	uint32		batch[PLACEMENT_PRIOR_FILES];
+	double		row_ms[PLACEMENT_PRIOR_FILES];
+	int			nfiles = 0;
+	double		sum = 0;
+
+	for (int i = 0; i < nall; i++)
+		for (int k = 0; all[i] != NULL && k < all[i]->ntimings; k++)
+		{
+			const InferPoolTiming *t = &all[i]->timings[k];
+			int			f = 0;
+
+			if (t->batch_size == 0)
+				continue;
+			while (f < nfiles && strcmp(files[f], t->file) != 0)
+				f++;
+			if (f == nfiles)
+			{
+				if (nfiles == PLACEMENT_PRIOR_FILES)
+					continue;
+				files[nfiles++] = t->file;
+			}
+			else if (t->batch_size >= batch[f])
+				continue;
+			batch[f] = t->batch_size;
+			row_ms[f] = t->ms / t->batch_size;
+		}
+	for (int f = 0; f < nfiles; f++)
+		sum += row_ms[f];
+	return nfiles > 0 ? sum / nfiles : PLACEMENT_DEFAULT_ROW_MS;
+}
+
 /* Compute estimate of file over nrows rows on w (see the banner). */
 static double
 compute_ms(const InferPoolWorker *w, const char *file, int nrows,
@@ -447,7 +494,7 @@ compute_ms(const InferPoolWorker *w, const char *file, int nrows,
 			n++;
 		}
 	}
-	return n > 0 ? sum / n : PLACEMENT_DEFAULT_ROW_MS * nrows;
+	return n > 0 ? sum / n : prior_row_ms(all, nall) * nrows;
 }
 
 /* The key a policy minimises for e (locality is compared apart). */

@@ -30,7 +30,10 @@
 #   (b) with three simulated workers (--simulate, sleeping compute), s1
 #       kept busy by a background session is avoided under cost and
 #       least_loaded although it holds the model, which draws the batches
-#       to s1 when it is idle.
+#       to s1 when it is idle;
+#   (g) a model that no worker has timed yet is taken at the pool's mean
+#       time per row of the models it has timed (not a fixed 10 ms), then
+#       at its own timing once it has run (debug1 placement lines).
 #
 # Prints "pool: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts (workers, background psql, the postmaster) is stopped
@@ -351,7 +354,8 @@ cat >"$tmp/sim/profile.json" <<'EOF'
   "output_values": 2,
   "models": {
     "slow.onnx": {"bytes": 30000000, "compute_ms": [[1, 250]]},
-    "fast.onnx": {"bytes": 600000000, "compute_ms": [[1, 5], [16, 20]]}
+    "fast.onnx": {"bytes": 600000000, "compute_ms": [[1, 5], [16, 20]]},
+    "fresh.onnx": {"bytes": 600000000, "compute_ms": [[1, 250]]}
   }
 }
 EOF
@@ -438,6 +442,37 @@ check_not "(b) ... (no s1)" "$lines" 's1:'
 wait "$bg"
 check "(b) ... their answers are s1's; the background session got its 24 rows" \
 	"$(digest b_cost) $(digest b_least) $(cat "$tmp/b.out")" "^$B_REF $B_REF bg 24\$"
+
+# --- (g) a model nobody has timed yet ---------------------------------------------
+# fresh.onnx (250 ms a row) is resident on s1 but has never run: placement
+# takes it at the pool's mean time per row of the models it has timed
+# (slow.onnx's 250 ms and fast.onnx's few: 125 to 135 ms), not at a fixed
+# 10 ms, which made a cold burst pile on one worker; once it has run, at
+# its own timing.  The estimates are read from the debug1 placement lines.
+q <<EOF >/dev/null
+SELECT infer.create_model('fresh', 'fresh.onnx', 'classify', labels => '{a,b}');
+SELECT infer.load_model('fresh', 's1');
+EOF
+for _ in $(seq 50); do
+	[ "$(q -c "SELECT count(*) FROM infer.workers WHERE name = 's1' AND 'fresh.onnx' = ANY (resident_models)")" = 1 ] && break
+	sleep 0.1
+done
+fresh_compute() {
+	q 2>&1 <<EOF | grep -o 'rows of fresh.onnx to "s1" (wait [0-9.]* ms, load 0.0 ms, transfer [0-9.]* ms, compute [0-9.]* ms' | grep -o 'compute [0-9.]*' | head -1
+SET infer.placement = cost;
+SET client_min_messages = debug1;
+SELECT count(infer.predict('fresh', data)) FROM img WHERE n = 1;
+EOF
+}
+first=$(fresh_compute)
+for _ in $(seq 50); do
+	[ "$(q -c "SELECT queue_length + inflight_requests FROM infer.workers WHERE name = 's1'")" = 0 ] && break
+	sleep 0.1
+done
+sleep 0.2 # the state that carries the new timing
+second=$(fresh_compute)
+check "(g) an untimed model is taken at the pool's mean per row ($first ms), then at its own timing ($second ms)" \
+	"$first then $second" '^compute 1(2[5-9]|3[0-4])\.[0-9] then compute 2(4[89]|[5-6][0-9])\.[0-9]$'
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]
