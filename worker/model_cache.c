@@ -284,6 +284,24 @@ opened_elsewhere(int fd, const char *path, char *now, size_t nowlen)
 }
 
 /*
+ * Whether spec names its model: a run of requests whose models differ in
+ * name only runs unnamed (request_fragment_unnamed), and its messages name
+ * the file instead.
+ */
+static int
+spec_named(const Pginfer__ModelSpec *spec)
+{
+	return spec->name != NULL && spec->name[0] != '\0';
+}
+
+/* The model's name for a message, or its file when unnamed. */
+static const char *
+spec_label(const Pginfer__ModelSpec *spec)
+{
+	return spec_named(spec) ? spec->name : spec->file;
+}
+
+/*
  * Reads the regular file rel (already checked) of model `model` (its name,
  * for messages) whole, after resolving it inside the model directory
  * (model_store_resolve: a symbolic link that leads outside is refused).
@@ -589,8 +607,10 @@ read_registered_bytes(const model_cache *mc, const cache_entry *e,
 	buf = read_model_file(mc, e->file, spec->name, len, sqlstate, err, errlen);
 	if (buf == NULL && spec->sha256.len == 32 &&
 		strcmp(*sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0)
-		snprintf(err, errlen, "model file \"%s\" of model \"%s\" is neither in model directory \"%s\" nor uploaded to this worker (no \"%s\")",
-				 spec->file, spec->name, mc->dir, stored);
+		snprintf(err, errlen, "model file \"%s\"%s%s%s is neither in model directory \"%s\" nor uploaded to this worker (no \"%s\")",
+				 spec->file, spec_named(spec) ? " of model \"" : "",
+				 spec_named(spec) ? spec->name : "", spec_named(spec) ? "\"" : "",
+				 mc->dir, stored);
 	return buf;
 }
 
@@ -741,7 +761,7 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	/* "" (an older extension) is FP32; the engine ignores it on the CPU */
 	if (ie_precision_parse(spec->precision, &precision, perr, sizeof(perr)) != 0)
 	{
-		snprintf(err, errlen, "model \"%s\": %s", spec->name, perr);
+		snprintf(err, errlen, "model \"%s\": %s", spec_label(spec), perr);
 		return -1;
 	}
 	key = normalise_path(spec->file, sqlstate, err, errlen);
@@ -768,7 +788,7 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 		pthread_mutex_unlock(&mc->lock);
 		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
 		snprintf(err, errlen, "model file \"%s\" is in use by this request as another version (another SHA-256 or precision) than model \"%s\" asks for",
-				 spec->file, spec->name);
+				 spec->file, spec_label(spec));
 		return -1;
 	}
 	if (e->resident && e->has_sha256 && spec->sha256.len == 32 && !e->busy &&
@@ -961,7 +981,7 @@ model_cache_check_specs(const Pginfer__ModelSpec *const *specs, int n,
 			{
 				*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
 				snprintf(err, errlen, "models \"%s\" and \"%s\" name the same model file \"%s\" but different versions of it (another SHA-256, or one registered with an upload and one without, or another precision); one request cannot use two versions of one file",
-						 specs[i]->name, specs[j]->name, specs[j]->file);
+						 spec_label(specs[i]), spec_label(specs[j]), specs[j]->file);
 				return -1;
 			}
 		}

@@ -220,42 +220,134 @@ request_check_header(const Pginfer__Header *h, int n_payload,
 	return 0;
 }
 
+/* The unnamed copy of f; see request.h. */
+Pginfer__Fragment *
+request_fragment_unnamed(const Pginfer__Fragment *f)
+{
+	Pginfer__Fragment *head = NULL;
+	Pginfer__Fragment **link = &head;
+
+	for (; f != NULL; f = f->next)
+	{
+		size_t		n = f->n_models;
+		Pginfer__Fragment *c;
+		Pginfer__ModelSpec **ptrs;
+		Pginfer__ModelSpec *specs;
+
+		c = malloc(sizeof(*c) + n * (sizeof(*ptrs) + sizeof(*specs)));
+		if (c == NULL)
+		{
+			request_fragment_unnamed_free(head);
+			return NULL;
+		}
+		*c = *f;
+		c->next = NULL;
+		ptrs = (Pginfer__ModelSpec **) (c + 1);
+		specs = (Pginfer__ModelSpec *) (ptrs + n);
+		for (size_t m = 0; m < n; m++)
+		{
+			ptrs[m] = NULL;
+			if (f->models[m] == NULL)
+				continue;
+			specs[m] = *f->models[m];
+			specs[m].name = (char *) protobuf_c_empty_string;
+			ptrs[m] = &specs[m];
+		}
+		c->models = n > 0 ? ptrs : NULL;
+		*link = c;
+		link = &c->next;
+	}
+	return head;
+}
+
+/* Frees what request_fragment_unnamed returned (NULL: nothing). */
+void
+request_fragment_unnamed_free(Pginfer__Fragment *f)
+{
+	while (f != NULL)
+	{
+		Pginfer__Fragment *next = f->next;
+
+		free(f);
+		f = next;
+	}
+}
+
+/* Whether the stages of a and b name the same models (same structure). */
+int
+request_same_names(const Pginfer__Fragment *a, const Pginfer__Fragment *b)
+{
+	for (; a != NULL && b != NULL; a = a->next, b = b->next)
+	{
+		if (a->n_models != b->n_models)
+			return 0;
+		for (size_t m = 0; m < a->n_models; m++)
+		{
+			const Pginfer__ModelSpec *x = a->models[m],
+					   *y = b->models[m];
+
+			if ((x == NULL) != (y == NULL) ||
+				(x != NULL && strcmp(x->name ? x->name : "", y->name ? y->name : "") != 0))
+				return 0;
+		}
+	}
+	return a == NULL && b == NULL;
+}
+
 /*
  * The group key of a run-fragment request; see request.h.  With
  * more_fragments, each of them follows, packed, with its length before
- * it (so that no two lists of fragments give the same bytes).
+ * it (so that no two lists of fragments give the same bytes).  The
+ * models' names are left out (unnamed copies are packed): two registered
+ * models of one file, kind, labels and preprocessing compute the same
+ * (bench/placement's mt5_a and mt5_b), so their requests share a run.
  */
 uint8_t *
 request_group_key(const Pginfer__RunFragment *run, size_t *len)
 {
-	size_t		n = run->fragment != NULL ?
-		pginfer__fragment__get_packed_size(run->fragment) : 0;
-	size_t		total = n + sizeof(int64_t);
-	uint8_t    *key;
+	size_t		nf = 1 + run->n_more_fragments;
+	Pginfer__Fragment **u = calloc(nf, sizeof(*u));
+	uint8_t    *key = NULL;
+	size_t		total = sizeof(int64_t),
+				n = 0;
 	int64_t		mp = run->max_pixels;
 
-	for (size_t f = 0; f < run->n_more_fragments; f++)
-		if (run->more_fragments[f] != NULL)
-			total += sizeof(uint64_t) +
-				pginfer__fragment__get_packed_size(run->more_fragments[f]);
+	if (u == NULL)
+		return NULL;
+	/* u[0]: fragment, u[1 + f]: more_fragments[f]; NULL for none */
+	for (size_t f = 0; f < nf; f++)
+	{
+		const Pginfer__Fragment *src = f == 0 ? run->fragment : run->more_fragments[f - 1];
+
+		if (src == NULL)
+			continue;
+		if ((u[f] = request_fragment_unnamed(src)) == NULL)
+			goto done;
+		total += pginfer__fragment__get_packed_size(u[f]) + (f > 0 ? sizeof(uint64_t) : 0);
+	}
 	key = malloc(total);
 	if (key == NULL)
-		return NULL;
-	if (run->fragment != NULL)
-		n = pginfer__fragment__pack(run->fragment, key);
+		goto done;
+	if (u[0] != NULL)
+		n = pginfer__fragment__pack(u[0], key);
 	memcpy(key + n, &mp, sizeof(mp));
 	n += sizeof(mp);
-	for (size_t f = 0; f < run->n_more_fragments; f++)
+	for (size_t f = 1; f < nf; f++)
 	{
 		uint64_t	flen;
 
-		if (run->more_fragments[f] == NULL)
+		if (u[f] == NULL)
 			continue;
-		flen = pginfer__fragment__get_packed_size(run->more_fragments[f]);
+		flen = pginfer__fragment__get_packed_size(u[f]);
 		memcpy(key + n, &flen, sizeof(flen));
 		n += sizeof(flen);
-		n += pginfer__fragment__pack(run->more_fragments[f], key + n);
+		n += pginfer__fragment__pack(u[f], key + n);
 	}
 	*len = n;
+
+done:
+	for (size_t f = 0; f < nf; f++)
+		request_fragment_unnamed_free(u[f]);
+	free(u);
 	return key;
 }

@@ -50,10 +50,30 @@ int			request_check_header(const Pginfer__Header *h, int n_payload,
 /*
  * The group key of a run-fragment request: its packed Fragment, then its
  * max_pixels (8 bytes), then each of more_fragments packed, each with its
- * length (8 bytes) in front; malloc'd (*len bytes); NULL when memory runs
- * out.  Two requests may share a run exactly when their keys match.
+ * length (8 bytes) in front, every ModelSpec packed without its name;
+ * malloc'd (*len bytes); NULL when memory runs out.  Two requests may
+ * share a run exactly when their keys match: models that differ only in
+ * name (registered models of one file, kind, labels and preprocessing)
+ * compute the same.
  */
 uint8_t    *request_group_key(const Pginfer__RunFragment *run, size_t *len);
+
+/*
+ * A copy of the chain f, f->next, ... whose ModelSpecs have the empty
+ * name, every other field shared with f (which must outlive the copy):
+ * a run of requests whose models differ in name only runs this, so that
+ * its messages name the model file rather than one request's model.
+ * malloc'd, one block a stage; NULL when memory runs out (or f is NULL).
+ * Free with request_fragment_unnamed_free.
+ */
+Pginfer__Fragment *request_fragment_unnamed(const Pginfer__Fragment *f);
+void		request_fragment_unnamed_free(Pginfer__Fragment *f);
+
+/*
+ * Whether the chains a and b (of one group key) name the same model at
+ * every stage: 1 or 0.
+ */
+int			request_same_names(const Pginfer__Fragment *a, const Pginfer__Fragment *b);
 
 /* Name of a message kind ("MSG_RUN_FRAGMENT"), for messages and logs. */
 const char *request_kind_name(Pginfer__MsgKind kind);

@@ -1116,6 +1116,61 @@ fail:
 
 
 /*
+ * When the requests of group job j name their models differently (one
+ * group key: the same files, kinds, labels and preprocessing), points
+ * *merged's fragment and more_fragments at unnamed copies
+ * (request_fragment_unnamed), *more the array of the latter, so that the
+ * run's messages name model files, not one request's models.  0, or -1
+ * when memory runs out (with the copies made so far in place: the caller
+ * calls unnamed_run_free either way, which undoes it).
+ */
+static int
+unnamed_run(const job *j, Pginfer__RunFragment *merged, Pginfer__Fragment ***more)
+{
+	const Pginfer__RunFragment *lead = j->reqs[0]->run;
+	int			same = 1;
+
+	*more = NULL;
+	for (int k = 1; k < j->n_items && same; k++)
+	{
+		const Pginfer__RunFragment *run = j->reqs[k]->run;
+
+		same = request_same_names(lead->fragment, run->fragment) &&
+			run->n_more_fragments == lead->n_more_fragments;
+		for (size_t f = 0; same && f < lead->n_more_fragments; f++)
+			same = request_same_names(lead->more_fragments[f], run->more_fragments[f]);
+	}
+	if (lead->fragment == NULL || same)
+		return 0;
+	merged->fragment = request_fragment_unnamed(lead->fragment);
+	if (lead->n_more_fragments > 0)
+		*more = calloc(lead->n_more_fragments, sizeof(**more));
+	merged->more_fragments = *more;
+	if (merged->fragment == NULL || (lead->n_more_fragments > 0 && *more == NULL))
+		return -1;
+	for (size_t f = 0; f < lead->n_more_fragments; f++)
+		if (lead->more_fragments[f] != NULL &&
+			((*more)[f] = request_fragment_unnamed(lead->more_fragments[f])) == NULL)
+			return -1;
+	return 0;
+}
+
+/* Frees what unnamed_run put in *merged (lead: the run it copied). */
+static void
+unnamed_run_free(Pginfer__RunFragment *merged, Pginfer__Fragment **more,
+				 const Pginfer__RunFragment *lead)
+{
+	if (merged->fragment != lead->fragment)
+		request_fragment_unnamed_free(merged->fragment);
+	for (size_t f = 0; more != NULL && f < lead->n_more_fragments; f++)
+		request_fragment_unnamed_free(more[f]);
+	free(more);
+	merged->fragment = lead->fragment;
+	merged->more_fragments = lead->more_fragments;
+}
+
+
+/*
  * The compute part of a group run: runs reqs[0..n) (their rows in order)
  * as one fragment run, on the device or the simulated one.  Writes only
  * *j's outcome (fr, rc, sqlstate, err, samples, load_ms), so that the
@@ -1124,7 +1179,9 @@ fail:
 static void
 group_compute(server *s, job *j)
 {
-	Pginfer__RunFragment merged;
+	Pginfer__RunFragment merged = *j->reqs[0]->run;
+	Pginfer__Fragment **more = NULL;
+	const Pginfer__RunFragment **row_runs = NULL;
 	uint64_t   *ids = NULL;
 	const void **rows = NULL;
 	size_t	   *lens = NULL;
@@ -1157,14 +1214,35 @@ group_compute(server *s, job *j)
 			lens[off] = j->lens[k][i];
 		}
 	}
-	/* The members share fragment and pixel limit: the first one speaks for all. */
-	merged = *j->reqs[0]->run;
+	/*
+	 * The members share fragment and pixel limit: the first one speaks for
+	 * all, unnamed when their models' names differ (unnamed_run).
+	 */
 	merged.n_row_ids = (size_t) total;
 	merged.row_ids = ids;
+	if (unnamed_run(j, &merged, &more) != 0)
+	{
+		j->sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(j->err, sizeof(j->err), "out of memory for a batch of %d rows", total);
+		goto done;
+	}
 	if (s->sim != NULL)
-		j->rc = sim_run(s->sim, s->cache, &merged, rows, lens, total, s->max_batch,
-						j->stop, j->samples, JOB_MAX_SAMPLES, &j->n_samples,
-						&j->fr, &j->sqlstate, j->err, sizeof(j->err));
+	{
+		row_runs = calloc(total > 0 ? (size_t) total : 1, sizeof(*row_runs));
+		if (row_runs == NULL)
+		{
+			j->sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+			snprintf(j->err, sizeof(j->err), "out of memory for a batch of %d rows", total);
+			goto done;
+		}
+		off = 0;
+		for (int k = 0; k < j->n_items; k++)
+			for (size_t i = 0; i < j->reqs[k]->run->n_row_ids; i++)
+				row_runs[off++] = j->reqs[k]->run;
+		j->rc = sim_run(s->sim, s->cache, &merged, row_runs, rows, lens, total,
+						s->max_batch, j->stop, j->samples, JOB_MAX_SAMPLES,
+						&j->n_samples, &j->fr, &j->sqlstate, j->err, sizeof(j->err));
+	}
 	else
 		j->rc = fragment_run(s->cache, &merged, rows, lens, total, s->max_pixels,
 							 s->max_batch, j->stop, &j->fr, &j->sqlstate,
@@ -1172,6 +1250,8 @@ group_compute(server *s, job *j)
 	j->load_ms = model_cache_load_ms_total(s->cache) - load0;
 
 done:
+	unnamed_run_free(&merged, more, j->reqs[0]->run);
+	free(row_runs);
 	free(ids);
 	free(rows);
 	free(lens);

@@ -555,9 +555,22 @@ fill_row(const sim_profile *p, fragment_result *r, int k, int f, uint64_t row_id
 	return 0;
 }
 
+/* Fragment f (0: fragment, else more_fragments[f - 1]) of run; NULL if none. */
+static const Pginfer__Fragment *
+run_fragment(const Pginfer__RunFragment *run, int f)
+{
+	if (f == 0)
+		return run->fragment;
+	for (size_t i = 0; i < run->n_more_fragments; i++)
+		if (run->more_fragments[i] != NULL && --f == 0)
+			return run->more_fragments[i];
+	return NULL;
+}
+
 /* The simulated fragment run; see simulate.h. */
 int
 sim_run(sim_profile *p, model_cache *mc, const Pginfer__RunFragment *run,
+		const Pginfer__RunFragment *const *row_runs,
 		const void *const *rows, const size_t *rows_len, int n_rows,
 		int max_batch, volatile sig_atomic_t *stop,
 		state_sample *samples, int max_samples, int *n_samples,
@@ -639,16 +652,19 @@ sim_run(sim_profile *p, model_cache *mc, const Pginfer__RunFragment *run,
 		goto oom;
 	r->n_fragments = nf;
 	for (int f = 0; f < nf; f++)
-	{
-		const Pginfer__Fragment *last = frags[f];
-
-		while (last->next != NULL)
-			last = last->next;
 		for (int i = 0; i < n_rows; i++)
+		{
+			const Pginfer__Fragment *last = row_runs != NULL ?
+				run_fragment(row_runs[i], f) : NULL;
+
+			if (last == NULL)
+				last = frags[f];
+			while (last->next != NULL)
+				last = last->next;
 			if (fill_row(p, r, f * n_rows + i, f, run->row_ids[i], last,
 						 rows[i], rows_len[i]) != 0)
 				goto oom;
-	}
+		}
 	r->compute_ms = model_calls_now_ms() - t0;
 	*out = r;
 	return 0;

@@ -27,7 +27,8 @@
  *
  * Results are placeholders that say which row they answer: text (OCR,
  * classify) "sim:MODEL:HASH" and json (detect_text) {"sim":"MODEL:HASH"},
- * MODEL the name of the fragment's last model (its file when unnamed) and
+ * MODEL the name of the fragment's last model (its file when unnamed; the
+ * row's own request's fragment in a merged run) and
  * HASH the first 16 hex digits of the row's SHA-256; predict and
  * embed_text rows get output_values zeros.
  *
@@ -81,8 +82,12 @@ void		sim_attach(sim_profile *p, model_cache *mc);
  * is acquired (loaded when not resident) and then sleeps its time for
  * each call of at most max_batch rows; every call is appended to
  * samples[0..max_samples) (*n_samples counts them) for the timings.
+ * row_runs (NULL: run for every row) gives, per row, the request it came
+ * from, whose fragments name the row's placeholder (a merged run's
+ * requests may name their models differently, request_group_key).
  */
 int			sim_run(sim_profile *p, model_cache *mc, const Pginfer__RunFragment *run,
+					const Pginfer__RunFragment *const *row_runs,
 					const void *const *rows, const size_t *rows_len, int n_rows,
 					int max_batch, volatile sig_atomic_t *stop,
 					state_sample *samples, int max_samples, int *n_samples,

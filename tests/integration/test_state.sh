@@ -138,6 +138,23 @@ out=$("${C[@]}" ping)
 check "timings of a.onnx at batch 2 (interpolated profile: 30 ms)" "$out" \
 	'a\.onnx@2=(2[89]|[3-7][0-9])\.[0-9]/1' 'a\.onnx@1=(19|[2-6][0-9])\.[0-9]/1'
 
+# Two models that differ in name only (one file, kind and labels) share a
+# run: both requests queue behind a slow one, then run as one group, and
+# each row's answer names its own request's model.
+merges() { grep -c 'INFO merged 2 requests (2 rows) into one classify run' "$tmp/sim.log"; }
+m0=$(merges)
+"${C[@]}" --timeout-ms 5000 predict slow.onnx "$R1" >/dev/null &
+c1=$!
+pids+=("$c1")
+sleep 0.3
+out=$("${C[@]}" --timeout-ms 5000 --names name_x,name_y classify a.onnx yes,no "$R1" + "$R2")
+wait "$c1"
+check "two models of one file, named apart, run as one group (the log: one more merge)" \
+	"$m0 $(merges)" "^$m0 $((m0 + 1))\$"
+check "... each row answered under its own model's name" \
+	"$(grep -o 'text=.*' <<<"$out" | tr '\n' ' ')" \
+	"^text=${h1/a.onnx/name_x} text=${h2/a.onnx/name_y} \$"
+
 # --- residency under --gpu-memory 500M ---------------------------------------
 check "unload of a model not in use" "$("${C[@]}" unload slow.onnx)" \
 	'^PONG .*resident=a\.onnx request_id' 'slow\.onnx:known:100000000:'

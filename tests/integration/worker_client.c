@@ -19,6 +19,10 @@
  * the request right after it (so no reply is expected);
  * --cancel-after-ms N sends it N ms after the request instead.
  *
+ * --names N0,N1,... names the first model of client k's fragment (not
+ * of a next stage or further fragment) Nk, the last one for the clients
+ * after them; without it a model is named by its file.
+ *
  * A "+" among the FILEs of ocr, detect, predict and classify splits them
  * into several clients: each part goes from its own DEALER socket (its own
  * peer), all are sent before any reply is read, and each reply is printed
@@ -489,7 +493,7 @@ usage(void)
 			"         [--input-size HxW] [--all-values]\n"
 			"         [--cancel] [--rounds N [--solo-last-round]]\n"
 			"         [--embed MODEL] [--also ocr|detect] [--also-chain MODEL]\n"
-			"         [--state-endpoint EP] [--cancel-after-ms N]\n"
+			"         [--state-endpoint EP] [--cancel-after-ms N] [--names N0,N1,...]\n"
 			"         [--input-sha256 H,H,...] [--cached-rows I,J,...] [--resend]\n"
 			"         COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
@@ -770,6 +774,9 @@ main(int argc, char **argv)
 	static size_t lens[MAX_FRAMES];
 	int			n_frames = 0;
 	int			client_start[MAX_CLIENTS + 1] = {0};
+	char		names_buf[1024];
+	char	   *names[MAX_CLIENTS];
+	int			n_names = 0;
 	int			n_clients = 1;
 	int			in_h = 0,
 				in_w = 0;
@@ -820,6 +827,11 @@ main(int argc, char **argv)
 			o.embed = argv[++i];
 		else if (strcmp(argv[i], "--state-endpoint") == 0)
 			o.state_endpoint = argv[++i];
+		else if (strcmp(argv[i], "--names") == 0)
+		{
+			snprintf(names_buf, sizeof(names_buf), "%s", argv[++i]);
+			n_names = split_commas(names_buf, names, MAX_CLIENTS);
+		}
 		else if (strcmp(argv[i], "--input-sha256") == 0)
 			opt_input_sha256 = argv[++i];
 		else if (strcmp(argv[i], "--cached-rows") == 0)
@@ -1219,6 +1231,9 @@ main(int argc, char **argv)
 					run.n_row_ids = (size_t) n;
 					run.row_ids = &row_ids[first];
 				}
+				if (n_names > 0 && run.fragment != NULL && run.fragment->n_models > 0 &&
+					run.fragment->models[0] != NULL)
+					run.fragment->models[0]->name = names[c < n_names ? c : n_names - 1];
 				if (send_request(socks[c], &h, &frames[first], &lens[first],
 								 strcmp(cmd, "frames") == 0 ? n_frames : n) != 0)
 				{

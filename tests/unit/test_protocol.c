@@ -25,6 +25,7 @@
 #include "worker/fragment.h"
 #include "worker/log.h"
 #include "worker/model_cache.h"
+#include "worker/request.h"
 #include "worker/server.h"
 #include "tests/unit/testutil.h"
 
@@ -1405,6 +1406,77 @@ test_run_group(void)
 		k2 = request_group_key(&run2, &kl2);
 		CHECK_EXPR(k2 != NULL && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
 		free(k2);
+		run2.fragment = &frag;
+	}
+	{
+		/* another name only: the same key (one run), told apart by name */
+		Pginfer__Fragment frag2 = frag;
+		Pginfer__ModelSpec spec2 = spec;
+		Pginfer__ModelSpec *spec2p[1] = {&spec2};
+		Pginfer__Fragment *u;
+
+		spec2.name = "other_name";
+		frag2.models = spec2p;
+		run2.fragment = &frag2;
+		k2 = request_group_key(&run2, &kl2);
+		CHECK_EXPR(k2 != NULL && kl1 == kl2 && memcmp(k1, k2, kl1) == 0);
+		free(k2);
+		CHECK_EXPR(!request_same_names(&frag, &frag2));
+		CHECK_EXPR(request_same_names(&frag, &frag));
+		u = request_fragment_unnamed(&frag2);
+		CHECK_EXPR(u != NULL && u->n_models == 1 && u->models[0] != &spec2 &&
+				   strcmp(u->models[0]->name, "") == 0 &&
+				   strcmp(u->models[0]->file, "gapn.onnx") == 0 &&
+				   u->kind == frag2.kind && u->next == NULL);
+		CHECK_EXPR(strcmp(spec2.name, "other_name") == 0);
+		request_fragment_unnamed_free(u);
+
+		/*
+		 * A chain (fragment, then a next stage of two models) with a further
+		 * fragment and a NULL further fragment: a name that differs in the
+		 * next stage only gives the same key, not the same names.
+		 */
+		{
+			Pginfer__Fragment a1 = frag,
+						a2 = frag,
+						b1 = frag,
+						b2 = frag;
+			Pginfer__ModelSpec n2 = spec;
+			Pginfer__ModelSpec *two[2] = {&spec, &spec};
+			Pginfer__ModelSpec *renamed[2] = {&spec, &n2};
+			Pginfer__Fragment *more[2] = {&frag, NULL};
+			Pginfer__RunFragment ra = run1,
+						rb = run1;
+
+			n2.name = "renamed";
+			a2.n_models = b2.n_models = 2;
+			a2.models = two;
+			b2.models = renamed;
+			a1.next = &a2;
+			b1.next = &b2;
+			ra.fragment = &a1;
+			rb.fragment = &b1;
+			ra.n_more_fragments = rb.n_more_fragments = 2;
+			ra.more_fragments = rb.more_fragments = more;
+			k2 = request_group_key(&ra, &kl2);
+			{
+				size_t		kl3;
+				uint8_t    *k3 = request_group_key(&rb, &kl3);
+
+				CHECK_EXPR(k2 != NULL && k3 != NULL && kl2 == kl3 &&
+						   memcmp(k2, k3, kl2) == 0 && (kl1 != kl2 || memcmp(k1, k2, kl1) != 0));
+				free(k3);
+			}
+			free(k2);
+			CHECK_EXPR(!request_same_names(&a1, &b1) && request_same_names(&a1, &a1));
+			u = request_fragment_unnamed(&b1);
+			CHECK_EXPR(u != NULL && u->next != NULL && u->next->n_models == 2 &&
+					   u->next->models[1] != &n2 &&
+					   strcmp(u->next->models[1]->name, "") == 0 &&
+					   strcmp(n2.name, "renamed") == 0 &&
+					   u->next->next == NULL && b1.next == &b2);
+			request_fragment_unnamed_free(u);
+		}
 		run2.fragment = &frag;
 	}
 	free(k1);

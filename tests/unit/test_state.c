@@ -303,7 +303,7 @@ test_sim_run(void)
 	run.more_fragments = more;
 	run.n_row_ids = 2;
 	run.row_ids = ids;
-	CHECK(sim_run(p, mc, &run, rows, lens, 2, 64, NULL, samples, 8, &ns, &r,
+	CHECK(sim_run(p, mc, &run, NULL, rows, lens, 2, 64, NULL, samples, 8, &ns, &r,
 				  &sq, err, sizeof(err)) == 0, "%s", err);
 	CHECK_EXPR(r != NULL && r->n_fragments == 2 && ns == 2);
 	if (r != NULL && r->n_fragments == 2)
