@@ -435,7 +435,7 @@ memory_terms(const InferPoolWorker *w, const char **files, int nfiles,
  * each one's time per row at the smallest batch size measured (any
  * worker's); PLACEMENT_DEFAULT_ROW_MS when the pool has no timing at all.
  * A fixed guess was far off for large models: bench/placement's mt5 runs
- * 800 ms a row, and taken at 10 ms, a cold burst's every translation
+ * 800 ms a row, and taken at 10 ms, eleven translations of a cold burst
  * joined one worker's merged run (4 s long) while others were idle.
  */
 static double

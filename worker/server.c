@@ -1197,12 +1197,9 @@ group_compute(server *s, job *j)
 	ids = calloc(total > 0 ? (size_t) total : 1, sizeof(*ids));
 	rows = calloc(total > 0 ? (size_t) total : 1, sizeof(*rows));
 	lens = calloc(total > 0 ? (size_t) total : 1, sizeof(*lens));
-	if (ids == NULL || rows == NULL || lens == NULL)
-	{
-		j->sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-		snprintf(j->err, sizeof(j->err), "out of memory for a batch of %d rows", total);
-		goto done;
-	}
+	row_runs = calloc(total > 0 ? (size_t) total : 1, sizeof(*row_runs));
+	if (ids == NULL || rows == NULL || lens == NULL || row_runs == NULL)
+		goto oom;
 	for (int k = 0; k < j->n_items; k++)
 	{
 		const Pginfer__RunFragment *run = j->reqs[k]->run;
@@ -1212,42 +1209,32 @@ group_compute(server *s, job *j)
 			ids[off] = run->row_ids[i];
 			rows[off] = j->frames[k][i];
 			lens[off] = j->lens[k][i];
+			row_runs[off] = run;
 		}
 	}
 	/*
 	 * The members share fragment and pixel limit: the first one speaks for
-	 * all, unnamed when their models' names differ (unnamed_run).
+	 * all, unnamed when their models' names differ (unnamed_run); the
+	 * simulator names each row's answer after its own request (row_runs).
 	 */
 	merged.n_row_ids = (size_t) total;
 	merged.row_ids = ids;
 	if (unnamed_run(j, &merged, &more) != 0)
-	{
-		j->sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-		snprintf(j->err, sizeof(j->err), "out of memory for a batch of %d rows", total);
-		goto done;
-	}
+		goto oom;
 	if (s->sim != NULL)
-	{
-		row_runs = calloc(total > 0 ? (size_t) total : 1, sizeof(*row_runs));
-		if (row_runs == NULL)
-		{
-			j->sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-			snprintf(j->err, sizeof(j->err), "out of memory for a batch of %d rows", total);
-			goto done;
-		}
-		off = 0;
-		for (int k = 0; k < j->n_items; k++)
-			for (size_t i = 0; i < j->reqs[k]->run->n_row_ids; i++)
-				row_runs[off++] = j->reqs[k]->run;
 		j->rc = sim_run(s->sim, s->cache, &merged, row_runs, rows, lens, total,
 						s->max_batch, j->stop, j->samples, JOB_MAX_SAMPLES,
 						&j->n_samples, &j->fr, &j->sqlstate, j->err, sizeof(j->err));
-	}
 	else
 		j->rc = fragment_run(s->cache, &merged, rows, lens, total, s->max_pixels,
 							 s->max_batch, j->stop, &j->fr, &j->sqlstate,
 							 j->err, sizeof(j->err));
 	j->load_ms = model_cache_load_ms_total(s->cache) - load0;
+	goto done;
+
+oom:
+	j->sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+	snprintf(j->err, sizeof(j->err), "out of memory for a batch of %d rows", total);
 
 done:
 	unnamed_run_free(&merged, more, j->reqs[0]->run);
