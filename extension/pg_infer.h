@@ -151,6 +151,8 @@ extern void InferClientInputStats(const InferRequest *req, int64 *rows_cached,
 #define INFER_POOL_MODEL_LEN 128
 #define INFER_POOL_MODELS 16	/* models kept per worker */
 #define INFER_POOL_TIMINGS 32	/* (model, batch size) timings per worker */
+#define INFER_POOL_UNSEEN 128	/* sends kept per worker until a state holds
+								 * them */
 
 /* A worker's status, derived from its heartbeat age (InferPoolStatus). */
 typedef enum InferPoolStatus
@@ -179,6 +181,22 @@ typedef struct InferPoolTiming
 	double		ms;
 } InferPoolTiming;
 
+/*
+ * A request a backend sent a worker that, as far as the pool can tell, no
+ * state folded since holds: sent after the last state was made
+ * (InferPoolFold).  Its estimate and model runs are in the slot's
+ * unseen_ms and unseen_runs until then, or until it is answered.
+ */
+typedef struct InferPoolSend
+{
+	uint64		id;				/* the slot's sent_requests at the send; 0:
+								 * taken out */
+	TimestampTz sent;			/* just before it was sent */
+	double		ms;				/* its estimate (InferWorker.est_ms) */
+	int			nruns;			/* the unseen_runs entries it adds to */
+	int8		runs[INFER_POOL_MODELS];
+} InferPoolSend;
+
 /* One worker endpoint's slot in shared memory (under the pool's LWLock). */
 typedef struct InferPoolWorker
 {
@@ -196,6 +214,9 @@ typedef struct InferPoolWorker
 	/* the worker's last WorkerState */
 	uint64		seq;
 	TimestampTz started;		/* the worker's start (now - uptime): its run */
+	TimestampTz made_base;		/* the least (fold time - uptime) of its
+								 * run: a state was made at made_base +
+								 * uptime */
 	uint32		queue_length;
 	uint32		busy_threads;
 	double		backlog_ms;
@@ -220,15 +241,20 @@ typedef struct InferPoolWorker
 	int64		inflight_requests;
 	int64		inflight_rows;
 	double		inflight_ms;
-	double		unseen_ms;		/* in flight, sent after the last fold */
+	double		unseen_ms;		/* in flight, sent after the last state
+								 * was made (unseen) */
 	/* of those, how many runs of each model file they hold (placement.c) */
 	int			nunseen;
 	uint32		unseen_runs[INFER_POOL_MODELS];
 	char		unseen_files[INFER_POOL_MODELS][INFER_POOL_MODEL_LEN];
+	/* the sends themselves: ids unseen_head..sent_requests, by id modulo */
+	uint64		unseen_head;
+	InferPoolSend unseen[INFER_POOL_UNSEEN];
 	double		done_ms;		/* answered since the last fold, sent
 								 * before it: in its backlog, but done */
 	int			done_requests;	/* how many of them */
-	uint64		sent_requests;	/* since the slot was taken */
+	uint64		sent_requests;	/* since the slot was taken (the last
+								 * send's id) */
 	TimestampTz draining;		/* the start of a run that said it is
 								 * shutting down (57P01): its states are
 								 * no heartbeat; 0: none */
@@ -239,11 +265,9 @@ typedef struct InferPoolInflight
 {
 	int			slot;			/* 1-based; 0: nothing to take back */
 	uint32		generation;
-	uint64		folds;
+	uint64		send_id;		/* its InferPoolSend.id */
 	int			rows;
 	double		ms;
-	int			nunseen;		/* the unseen_runs entries it added to */
-	int8		unseen[INFER_POOL_MODELS];
 } InferPoolInflight;
 
 extern int	infer_pool_max_workers;
@@ -259,7 +283,7 @@ extern InferPoolStatus InferPoolStatusOf(const InferPoolWorker *w,
 										 TimestampTz now);
 extern uint32 InferPoolNextTurn(void);
 extern void InferPoolAddInflight(const InferWorker *worker, int rows,
-								 InferPoolInflight *out);
+								 TimestampTz sent, InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
 extern void InferPoolAnswered(InferPoolInflight *in, uint64 served);
 extern void InferPoolMarkDown(int slot, bool draining);

@@ -271,8 +271,9 @@ waiting_for(const InferPoolWorker *w, const InferPoolModel *m)
 }
 
 /*
- * The runs of file that requests backends sent w since its last state
- * hold (InferPoolAddInflight): not in that state's queued counts yet.
+ * The runs of file that requests backends sent w after its last folded
+ * state was made hold (InferPoolAddInflight, InferPoolFold): not in that
+ * state's queued counts.
  */
 static int
 unseen_runs(const InferPoolWorker *w, const char *file)

@@ -308,18 +308,18 @@ InferPoolStatusOf(const InferPoolWorker *w, TimestampTz now)
 }
 
 /*
- * Counts the model runs of a request sent to w since its last fold in w's
- * unseen_runs (a file two of the request's fragments use runs twice, as
- * the worker's ModelState.queued counts it), and which entries in *out.
- * Files beyond INFER_POOL_MODELS distinct ones, and names of
- * INFER_POOL_MODEL_LEN bytes or more, are not counted.  Under
- * the pool's exclusive lock.
+ * Counts the model runs of worker's request in w's unseen_runs (a file two
+ * of the request's fragments use runs twice, as the worker's
+ * ModelState.queued counts it), and which entries in send e.  Files
+ * beyond INFER_POOL_MODELS distinct ones, and names of
+ * INFER_POOL_MODEL_LEN bytes or more, are not counted.  Under the pool's
+ * exclusive lock.
  */
 static void
 add_unseen_runs(InferPoolWorker *w, const InferWorker *worker,
-				InferPoolInflight *out)
+				InferPoolSend *e)
 {
-	for (int r = 0; r < worker->nruns && out->nunseen < INFER_POOL_MODELS; r++)
+	for (int r = 0; r < worker->nruns && e->nruns < INFER_POOL_MODELS; r++)
 	{
 		int			k = 0;
 
@@ -338,19 +338,83 @@ add_unseen_runs(InferPoolWorker *w, const InferWorker *worker,
 			w->nunseen++;
 		}
 		w->unseen_runs[k]++;
-		out->unseen[out->nunseen++] = (int8) k;
+		e->runs[e->nruns++] = (int8) k;
+	}
+}
+
+/* w's send id while it is unseen (in w's ring), else NULL. */
+static InferPoolSend *
+unseen_send(InferPoolWorker *w, uint64 id)
+{
+	InferPoolSend *e = &w->unseen[id % INFER_POOL_UNSEEN];
+
+	return id != 0 && e->id == id ? e : NULL;
+}
+
+/* Takes send e out of w's unseen work: its estimate and model runs. */
+static void
+unseen_take(InferPoolWorker *w, InferPoolSend *e)
+{
+	w->unseen_ms = Max(w->unseen_ms - e->ms, 0.0);
+	for (int k = 0; k < e->nruns; k++)
+		if (w->unseen_runs[e->runs[k]] > 0)
+			w->unseen_runs[e->runs[k]]--;
+	e->id = 0;
+}
+
+/*
+ * Moves w's unseen_head past the sends taken out; when none is left, the
+ * unseen counts start afresh (no rounding residue, the file table free).
+ */
+static void
+unseen_trim(InferPoolWorker *w)
+{
+	uint64		oldest = w->sent_requests >= INFER_POOL_UNSEEN ?
+		w->sent_requests - INFER_POOL_UNSEEN + 1 : 0;
+
+	w->unseen_head = Max(w->unseen_head, oldest);
+	while (w->unseen_head <= w->sent_requests &&
+		   unseen_send(w, w->unseen_head) == NULL)
+		w->unseen_head++;
+	if (w->unseen_head > w->sent_requests)
+	{
+		w->unseen_ms = 0;
+		w->nunseen = 0;
 	}
 }
 
 /*
- * Adds a request of rows rows to the in-flight work of worker's pool slot:
- * worker->est_ms estimated milliseconds, and its model runs (worker->runs)
- * to the slot's unseen counts; *out records it for
- * InferPoolRemoveInflight.  No-op (out->slot = 0) for slot 0 or without
- * shared memory.
+ * Takes out of w's unseen work every send made at or before made (the
+ * pool's clock): the worker had them when it made the state just folded,
+ * so that state's queue holds them.  A send a little before made may
+ * still have been on its way (a state made before the worker received
+ * it): it is not counted until the next state.
+ */
+static void
+unseen_fold(InferPoolWorker *w, TimestampTz made)
+{
+	for (uint64 id = w->unseen_head; id <= w->sent_requests; id++)
+	{
+		InferPoolSend *e = unseen_send(w, id);
+
+		if (e != NULL && e->sent <= made)
+			unseen_take(w, e);
+	}
+	unseen_trim(w);
+}
+
+/*
+ * Adds a request of rows rows, sent at sent (taken just before the send),
+ * to the in-flight work of worker's pool slot: worker->est_ms estimated
+ * milliseconds, and its model runs (worker->runs) to the slot's unseen
+ * work until a state made after sent is folded (InferPoolFold) or it is
+ * answered; *out records it for InferPoolRemoveInflight.  The slot keeps
+ * the last INFER_POOL_UNSEEN sends: an older one still unseen is taken as
+ * seen.  No-op (out->slot = 0) for slot 0 or without shared memory.
  */
 void
-InferPoolAddInflight(const InferWorker *worker, int rows, InferPoolInflight *out)
+InferPoolAddInflight(const InferWorker *worker, int rows, TimestampTz sent,
+					 InferPoolInflight *out)
 {
 	InferPoolWorker *w;
 	int			slot = worker->pool_slot;
@@ -362,15 +426,24 @@ InferPoolAddInflight(const InferWorker *worker, int rows, InferPoolInflight *out
 	w = &pool->workers[slot - 1];
 	if (w->used)
 	{
+		uint64		id = ++w->sent_requests;
+		InferPoolSend *e = &w->unseen[id % INFER_POOL_UNSEEN];
+
+		if (e->id != 0)
+			unseen_take(w, e);	/* the oldest, INFER_POOL_UNSEEN sends ago */
+		e->id = id;
+		e->sent = sent;
+		e->ms = worker->est_ms;
+		e->nruns = 0;
+		add_unseen_runs(w, worker, e);
+		unseen_trim(w);
+		w->unseen_ms += worker->est_ms;
 		w->inflight_requests++;
 		w->inflight_rows += rows;
 		w->inflight_ms += worker->est_ms;
-		w->unseen_ms += worker->est_ms;
-		add_unseen_runs(w, worker, out);
-		w->sent_requests++;
 		out->slot = slot;
 		out->generation = w->generation;
-		out->folds = w->folds;
+		out->send_id = id;
 		out->rows = rows;
 		out->ms = worker->est_ms;
 	}
@@ -406,17 +479,17 @@ InferPoolAnswered(InferPoolInflight *in, uint64 served)
 	w = &pool->workers[in->slot - 1];
 	if (w->used && w->generation == in->generation)
 	{
+		InferPoolSend *e = unseen_send(w, in->send_id);
+
 		w->served_seen = Max(w->served_seen, served);
 		w->inflight_requests = Max(w->inflight_requests - 1, 0);
 		w->inflight_rows = Max(w->inflight_rows - in->rows, 0);
 		w->inflight_ms = Max(w->inflight_ms - in->ms, 0.0);
 		/* not yet in a state the worker sent: not in its backlog either */
-		if (w->folds == in->folds)
+		if (e != NULL)
 		{
-			w->unseen_ms = Max(w->unseen_ms - in->ms, 0.0);
-			for (int k = 0; k < in->nunseen; k++)
-				if (w->unseen_runs[in->unseen[k]] > 0)
-					w->unseen_runs[in->unseen[k]]--;
+			unseen_take(w, e);
+			unseen_trim(w);
 		}
 		/* in the last state's backlog, but done now (placement.c) */
 		else
@@ -427,8 +500,10 @@ InferPoolAnswered(InferPoolInflight *in, uint64 served)
 		/* no rounding residue once nothing is in flight */
 		if (w->inflight_requests == 0)
 		{
-			w->inflight_ms = w->unseen_ms = 0;
-			w->nunseen = 0;
+			w->inflight_ms = 0;
+			for (int k = 0; k < INFER_POOL_UNSEEN; k++)
+				w->unseen[k].id = 0;
+			unseen_trim(w);
 		}
 	}
 	LWLockRelease(pool->lock);
@@ -535,10 +610,20 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 	/* a new run counts its answers from 0 */
 	if (Abs(started - w->started) >= USECS_PER_SEC)
 		w->served_seen = 0;
+
+	/*
+	 * When the state was made, in the pool's clock: now less the uptime is
+	 * the run's start plus this state's delay on its way and in the
+	 * monitor's queue; the least of that over the run's states is the
+	 * start plus the least delay seen (workers on other hosts: no clock is
+	 * compared, only the uptime's seconds).
+	 */
+	if (w->folds == 0 || Abs(started - w->started) >= USECS_PER_SEC)
+		w->made_base = started;
+	w->made_base = Min(w->made_base, started);
+	unseen_fold(w, w->made_base + (TimestampTz) (st->uptime_s * 1000000.0));
 	w->published = published;
 	w->folds++;
-	w->unseen_ms = 0;
-	w->nunseen = 0;
 	w->done_ms = 0;
 	w->done_requests = 0;
 	w->seq = st->seq;

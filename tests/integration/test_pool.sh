@@ -33,7 +33,11 @@
 #       to s1 when it is idle;
 #   (g) a model that no worker has timed yet is taken at the pool's mean
 #       time per row of the models it has timed (not a fixed 10 ms), then
-#       at its own timing once it has run (debug1 placement lines).
+#       at its own timing once it has run (debug1 placement lines);
+#   (h) a request sent to s1 after the last state s1 made, that state
+#       folded after the send (the pool monitor stopped meanwhile, s1
+#       stopped so that no later state comes): the request still counts
+#       in s1's wait, so cost sends the next one elsewhere.
 #
 # Prints "pool: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts (workers, background psql, the postmaster) is stopped
@@ -473,6 +477,61 @@ sleep 0.2 # the state that carries the new timing
 second=$(fresh_compute)
 check "(g) an untimed model is taken at the pool's mean per row ($first ms), then at its own timing ($second ms)" \
 	"$first then $second" '^compute 1(2[5-9]|3[0-4])\.[0-9] then compute 2(4[89]|[5-6][0-9])\.[0-9]$'
+
+# --- (h) a send that the last folded state was made before ---------------------
+# A background session opens its connection to s1 (one slow.onnx row:
+# slow.onnx is resident on s1 only, so locality sends it there) and waits.
+# The pool monitor is stopped, s1 publishes a few states, and is stopped
+# too; then the session sends a second row to s1 over that connection.
+# The monitor goes on and folds those states: they were made before the
+# send, so the request stays in s1's wait (250 ms), and cost sends the
+# next slow.onnx row to s2 or s3 (a 10 ms load) rather than behind it on
+# s1.  (Taking every request sent before a fold as seen made s1 look
+# idle: s1 chosen.)
+q >"$tmp/h1.out" 2>&1 <<EOF &
+SET infer.placement = locality;
+SET infer.worker_timeout = '60s';
+SELECT 'h0 ' || infer.predict('slow', data)::text FROM img WHERE n = 3;
+\\! touch $tmp/h.warm
+\\! while [ ! -e $tmp/h.go ]; do sleep 0.01; done
+SELECT 'h1 ' || infer.predict('slow', data)::text FROM img WHERE n = 1;
+EOF
+h1=$!
+pids+=("$h1")
+for _ in $(seq 200); do
+	[ -e "$tmp/h.warm" ] && break
+	sleep 0.05
+done
+MON=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_infer pool monitor'")
+seq0=$(q -c "SELECT state_seq FROM infer.workers WHERE name = 's1'")
+q -c "SELECT sig_at(1, 1, 'STOP', $MON)" >/dev/null
+sleep 0.35 # s1's heartbeats (every 100 ms) wait in the monitor's socket
+kill -STOP "$PID_s1"
+touch "$tmp/h.go"
+for _ in $(seq 100); do
+	[ "$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's1'")" = 1 ] && break
+	sleep 0.01
+done
+q -c "SELECT sig_at(1, 1, 'CONT', $MON)" >/dev/null
+folded=0
+for _ in $(seq 100); do
+	[ "$(q -c "SELECT state_seq > $seq0 FROM infer.workers WHERE name = 's1'")" = t ] && folded=1 && break
+	sleep 0.01
+done
+q >"$tmp/h2.out" 2>&1 <<EOF &
+SET infer.placement = cost;
+SET infer.worker_timeout = '60s';
+SET client_min_messages = debug1;
+SELECT 'h2 ' || infer.predict('slow', data)::text FROM img WHERE n = 2;
+EOF
+h2=$!
+pids+=("$h2")
+wait_grep 'pg_infer placement: 1 rows of slow.onnx' "$tmp/h2.out" 100 0.02
+kill -CONT "$PID_s1"
+wait "$h1" "$h2"
+check "(h) a state made before a send, folded after it: the request still counts in s1's wait; the next goes elsewhere" \
+	"folded=$folded $(grep -o 'rows of slow.onnx to "s[0-9]" (wait [0-9]*' "$tmp/h2.out") $(cat "$tmp/h1.out" "$tmp/h2.out" | grep -oE '^h[0-2] ' | tr -d '\n')" \
+	'^folded=1 rows of slow\.onnx to "s[23]" \(wait 0 h0 h1 h2 $'
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]

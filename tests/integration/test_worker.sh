@@ -438,10 +438,7 @@ if start_worker "$tmp/worker3.log"; then
 	"$CLIENT" --endpoint "$EP" --timeout-ms 20000 ocr "${batch[@]}" >"$tmp/busy.out" &
 	cpid=$!
 	pids+=("$cpid")
-	for _ in $(seq 100); do
-		grep -q 'loaded dictionary' "$tmp/worker3.log" && break
-		sleep 0.1
-	done
+	wait_grep 'loaded dictionary' "$tmp/worker3.log" 100 0.1
 	sleep 0.5
 	stop_worker TERM 30
 	wait "$cpid"

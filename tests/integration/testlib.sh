@@ -54,6 +54,17 @@ use_cluster_cleanup() {
 	chmod 755 "$tmp"
 }
 
+# wait_grep PATTERN FILE TRIES PAUSE: waits until FILE has a line
+# matching PATTERN (grep's basic regular expression), looking TRIES times
+# PAUSE seconds apart; 1 if it never does.
+wait_grep() {
+	for _ in $(seq "$3"); do
+		grep -q -- "$1" "$2" 2>/dev/null && return 0
+		sleep "$4"
+	done
+	return 1
+}
+
 # q ARGS...: psql ($TESTENV_PG_BIN) unaligned, no headers; stops at the
 # first error.  A test may define its own q after sourcing this file.
 q() {
