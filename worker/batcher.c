@@ -15,7 +15,8 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "worker/engine/engine.h"
 
 /* A peer that sent a request of a key, and when it last did. */
 typedef struct peer_seen
@@ -44,10 +45,7 @@ struct batcher
 int64_t
 batcher_now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return ie_now_ns() / 1000;
 }
 
 /* New empty queue; see batcher.h. */

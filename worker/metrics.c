@@ -9,7 +9,7 @@
  * an HTTP request takes it to copy M's numbers and the state message into
  * a snapshot, then unpacks and formats that without it.  M.address (the
  * port is known only once bound) is under the lock too.  M.daemon,
- * M.endpoint, M.peers and M.t0 are written only while no HTTP thread runs
+ * M.endpoint, M.peers and M.t0_ns are written only while no HTTP thread runs
  * (before MHD_start_daemon, after MHD_stop_daemon).
  */
 #include "worker/metrics.h"
@@ -26,10 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "common/pg_infer.pb-c.h"
 #include "common/protocol.h"
+#include "worker/engine/engine.h"
 #include "worker/log.h"
 
 /* Upper bounds of the duration histograms' buckets, in seconds. */
@@ -94,7 +94,7 @@ static struct metrics_state
 	char		address[300];	/* bound HOST:PORT */
 	char		endpoint[300];	/* the worker's request endpoint */
 	char	   *peers;			/* --dashboard-peers, or NULL */
-	struct timespec t0;			/* metrics_start's time (monotonic) */
+	int64_t		t0_ns;			/* metrics_start's time (ie_now_ns) */
 }			M = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* A growing text buffer; on out of memory it stays short and says so. */
@@ -190,10 +190,7 @@ sb_label(strbuf *b, const char *s)
 static double
 since_start(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double) (now.tv_sec - M.t0.tv_sec) + (now.tv_nsec - M.t0.tv_nsec) / 1e9;
+	return (double) (ie_now_ns() - M.t0_ns) / 1e9;
 }
 
 /* Adds one observation of v seconds to h. */
@@ -750,7 +747,7 @@ metrics_start(const char *addr, const char *endpoint, const char *peers,
 	snprintf(M.endpoint, sizeof(M.endpoint), "%s", endpoint != NULL ? endpoint : "");
 	free(M.peers);
 	M.peers = peers != NULL ? strdup(peers) : NULL;
-	clock_gettime(CLOCK_MONOTONIC, &M.t0);
+	M.t0_ns = ie_now_ns();
 	/* its thread inherits this mask: signals stay with the main thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

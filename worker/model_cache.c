@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include <openssl/evp.h>
 #include <unistd.h>
@@ -456,10 +455,7 @@ check_digest(const Pginfer__ModelSpec *spec, const uint8_t have[32],
 static int64_t
 now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return ie_now_ns() / 1000;
 }
 
 /* The models-list entry of key (normal form), or NULL; lock held. */

@@ -10,7 +10,6 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* The calling thread's open log, or NULL. */
 static _Thread_local model_calls *open_log;
@@ -19,10 +18,7 @@ static _Thread_local model_calls *open_log;
 double
 model_calls_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+	return (double) ie_now_ns() / 1e6;
 }
 
 /* Empties *log and opens it on this thread; see model_calls.h. */

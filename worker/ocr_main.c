@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "worker/engine/engine.h"
 #include "worker/image.h"
@@ -100,10 +99,7 @@ print_json_str(const char *s)
 static double
 now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return ie_now_ns() / 1e6;
 }
 
 /* Loads one model from dir/name; NULL with a message on stderr. */

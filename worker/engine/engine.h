@@ -282,6 +282,12 @@ void		ie_set_threads(int n);
 int			ie_get_threads(void);
 
 /*
+ * Nanoseconds on CLOCK_MONOTONIC, from an arbitrary point: the one clock
+ * of the engine's thread pool and profiles, and of the worker's timings.
+ */
+int64_t		ie_now_ns(void);
+
+/*
  * Devices (docs/gpu.md).  A model runs on the device that was the process
  * default when it was loaded: IE_DEVICE_CPU, or CUDA device N >= 0 when the
  * engine was built with CUDA.  On a CUDA device the weights are uploaded

@@ -12,7 +12,6 @@
  */
 #include <stdatomic.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -64,16 +63,6 @@ profile_on(void)
 	if (on < 0)
 		on = getenv("IE_PROFILE") != NULL;
 	return on;
-}
-
-/* Monotonic seconds, for the profile. */
-static double
-prof_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Formats "model '<name>': <message>" into err; returns -1. */
@@ -246,11 +235,11 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 				ctx.donor = owned[v0];
 		}
 		operr[0] = '\0';
-		t0 = profile_on() ? prof_now() : 0.0;
+		t0 = profile_on() ? ie_now_ns() / 1e9 : 0.0;
 		rc = pn->fn(&ctx);
 		if (profile_on())
 			fprintf(stderr, "ie_profile %s %s%s %.3f ms\n", pn->op_type, pn->name,
-					pn->epilogue ? " (fused)" : "", (prof_now() - t0) * 1000.0);
+					pn->epilogue ? " (fused)" : "", (ie_now_ns() / 1e9 - t0) * 1000.0);
 		if (rc != 0)
 		{
 			for (int j = 0; j < pn->n_outputs; j++)

@@ -82,9 +82,9 @@ typedef struct task_range
 static task_range job_range[IE_POOL_MAX_THREADS];
 static _Alignas(64) atomic_int job_active;	/* pool threads counted in */
 
-/* Nanoseconds on the monotonic clock. */
-static int64_t
-now_ns(void)
+/* Nanoseconds on the monotonic clock; see engine.h. */
+int64_t
+ie_now_ns(void)
 {
 	struct timespec ts;
 
@@ -137,7 +137,7 @@ run_tasks(ie_task_fn fn, void *arg, int nt, int slot)
 static unsigned
 wait_region(unsigned seen)
 {
-	int64_t		t0 = now_ns();
+	int64_t		t0 = ie_now_ns();
 	unsigned	g;
 	int			spins = 0;
 
@@ -148,7 +148,7 @@ wait_region(unsigned seen)
 			return g;
 		spin_round(++spins);
 		/* read the clock every 64 rounds: it costs more than a pause */
-		if ((spins & 63) == 0 && now_ns() - t0 > IE_SPIN_NS)
+		if ((spins & 63) == 0 && ie_now_ns() - t0 > IE_SPIN_NS)
 			break;
 	}
 	pthread_mutex_lock(&pool_lock);
@@ -217,13 +217,13 @@ grow_pool(int want)
 static void
 wait_joined(void)
 {
-	int64_t		t0 = now_ns();
+	int64_t		t0 = ie_now_ns();
 	int			spins = 0;
 
 	while (atomic_load(&job_active) > 0)
 	{
 		spin_round(++spins);
-		if ((spins & 63) == 0 && now_ns() - t0 > IE_SPIN_NS)
+		if ((spins & 63) == 0 && ie_now_ns() - t0 > IE_SPIN_NS)
 		{
 			pthread_mutex_lock(&pool_lock);
 			atomic_store(&caller_sleeping, 1);

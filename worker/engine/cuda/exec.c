@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "worker/engine/cuda/cuda_int.h"
 #include "worker/engine/cuda/kernels.h"
@@ -77,15 +76,6 @@ static cu_prof_entry prof[CU_PROF_SLOTS];
 static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t prof_once = PTHREAD_ONCE_INIT;
 static bool prof_on;
-
-static double
-prof_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int
 prof_cmp(const void *a, const void *b)
@@ -771,7 +761,7 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 		cu_op_fn	fn = cm->native[k] ? cu_op_lookup(pn->op_type) : NULL;
 		int			rc;
 		bool		on_cpu = true;
-		double		t0 = prof_on ? prof_now_ms() : 0;
+		double		t0 = prof_on ? ie_now_ns() / 1e6 : 0;
 
 		prof_node_copies = 0;
 
@@ -809,7 +799,7 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 		if (prof_on && rc == 0)
 		{
 			cudaStreamSynchronize(c->stream);
-			prof_add(pn->op_type, on_cpu, prof_now_ms() - t0, prof_node_copies);
+			prof_add(pn->op_type, on_cpu, ie_now_ns() / 1e6 - t0, prof_node_copies);
 		}
 		if (rc != 0)
 		{
