@@ -1038,7 +1038,6 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
 	Pginfer__RunFragment *run;
 	bool	   *omit;
 	size_t		k = 0;
-	TimestampTz sent;
 
 	if (req->packed == NULL || need == NULL || req->resends >= 2)
 		ereport(ERROR,
@@ -1088,7 +1087,6 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
 
 	client_read_monitor(s);
 	req->disconnects_at_send = s->disconnects;
-	sent = GetCurrentTimestamp();
 	if (!client_send_frames(s, req, req->packed, req->packed_len, req->npayloads,
 							req->payloads, req->payload_lens, omit, NULL))
 		ereport(ERROR,
@@ -1098,7 +1096,7 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
 						zmq_strerror(zmq_errno()))));
 	dlist_push_tail(&client_pending, &req->node);
 	req->linked = true;
-	InferPoolAddInflight(&req->worker, req->npayloads, sent, &req->inflight);
+	InferPoolAddInflight(&req->worker, req->npayloads, &req->inflight);
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -1148,7 +1146,6 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	bool		down;
 	bool		first;
 	bool	   *omit = NULL;
-	TimestampTz sent;
 
 	req = palloc0(sizeof(InferRequest));
 	req->socket = s;
@@ -1227,7 +1224,6 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	client_read_monitor(s);
 	req->disconnects_at_send = s->disconnects;
 	req->watch_slot = watch;
-	sent = GetCurrentTimestamp();
 	if (!client_send_frames(s, req, buf, len, npayloads, payloads, payload_lens,
 							omit, &first))
 	{
@@ -1260,7 +1256,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	req->forget.arg = req;
 	MemoryContextRegisterResetCallback(req->owner, &req->forget);
 	/* the pool's in-flight estimate, taken back with the request */
-	InferPoolAddInflight(worker, npayloads, sent, &req->inflight);
+	InferPoolAddInflight(worker, npayloads, &req->inflight);
 	return req;
 
 send_failed:

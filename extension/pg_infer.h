@@ -191,7 +191,7 @@ typedef struct InferPoolSend
 {
 	uint64		id;				/* the slot's sent_requests at the send; 0:
 								 * taken out */
-	TimestampTz sent;			/* just before it was sent */
+	TimestampTz sent;			/* just after it was sent */
 	double		ms;				/* its estimate (InferWorker.est_ms) */
 	int			nruns;			/* the unseen_runs entries it adds to */
 	int8		runs[INFER_POOL_MODELS];
@@ -213,10 +213,11 @@ typedef struct InferPoolWorker
 								 * as a PONG) */
 	/* the worker's last WorkerState */
 	uint64		seq;
-	TimestampTz started;		/* the worker's start (now - uptime): its run */
-	TimestampTz made_base;		/* the least (fold time - uptime) of its
-								 * run: a state was made at made_base +
-								 * uptime */
+	char		worker_id[64];	/* its WorkerState.worker_id (HOST:PID) */
+	TimestampTz started;		/* its run's start in the pool's clock: the
+								 * least (fold time - uptime) over the run's
+								 * states (InferPoolFold) */
+	double		uptime_s;		/* the last state's uptime */
 	uint32		queue_length;
 	uint32		busy_threads;
 	double		backlog_ms;
@@ -283,7 +284,7 @@ extern InferPoolStatus InferPoolStatusOf(const InferPoolWorker *w,
 										 TimestampTz now);
 extern uint32 InferPoolNextTurn(void);
 extern void InferPoolAddInflight(const InferWorker *worker, int rows,
-								 TimestampTz sent, InferPoolInflight *out);
+								 InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
 extern void InferPoolAnswered(InferPoolInflight *in, uint64 served);
 extern void InferPoolMarkDown(int slot, bool draining);

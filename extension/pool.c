@@ -331,11 +331,14 @@ add_unseen_runs(InferPoolWorker *w, const InferWorker *worker,
 			k++;
 		if (k == w->nunseen)
 		{
+			/* an entry no unseen send counts any more is free */
+			for (k = 0; k < w->nunseen && w->unseen_runs[k] > 0; k++)
+				;
 			if (k == INFER_POOL_MODELS)
 				continue;
 			strlcpy(w->unseen_files[k], worker->runs[r], INFER_POOL_MODEL_LEN);
 			w->unseen_runs[k] = 0;
-			w->nunseen++;
+			w->nunseen = Max(w->nunseen, k + 1);
 		}
 		w->unseen_runs[k]++;
 		e->runs[e->nruns++] = (int8) k;
@@ -386,9 +389,9 @@ unseen_trim(InferPoolWorker *w)
 /*
  * Takes out of w's unseen work every send made at or before made (the
  * pool's clock): the worker had them when it made the state just folded,
- * so that state's queue holds them.  A send a little before made may
- * still have been on its way (a state made before the worker received
- * it): it is not counted until the next state.
+ * so that state's queue holds them.  A send just before made may still
+ * have been on its way (a state made before the worker received it): it
+ * is not counted until the next state.
  */
 static void
 unseen_fold(InferPoolWorker *w, TimestampTz made)
@@ -404,20 +407,22 @@ unseen_fold(InferPoolWorker *w, TimestampTz made)
 }
 
 /*
- * Adds a request of rows rows, sent at sent (taken just before the send),
- * to the in-flight work of worker's pool slot: worker->est_ms estimated
- * milliseconds, and its model runs (worker->runs) to the slot's unseen
- * work until a state made after sent is folded (InferPoolFold) or it is
- * answered; *out records it for InferPoolRemoveInflight.  The slot keeps
- * the last INFER_POOL_UNSEEN sends: an older one still unseen is taken as
- * seen.  No-op (out->slot = 0) for slot 0 or without shared memory.
+ * Adds a request of rows rows, sent just now (the time is taken after the
+ * send: a state made just before it may already hold it, counted twice
+ * until the next state, rather than none), to the in-flight work of
+ * worker's pool slot: worker->est_ms estimated milliseconds, and its
+ * model runs (worker->runs) to the slot's unseen work until a state made
+ * after the send is folded (InferPoolFold) or it is answered; *out
+ * records it for InferPoolRemoveInflight.  The slot keeps the last
+ * INFER_POOL_UNSEEN sends: an older one still unseen is taken as seen.
+ * No-op (out->slot = 0) for slot 0 or without shared memory.
  */
 void
-InferPoolAddInflight(const InferWorker *worker, int rows, TimestampTz sent,
-					 InferPoolInflight *out)
+InferPoolAddInflight(const InferWorker *worker, int rows, InferPoolInflight *out)
 {
 	InferPoolWorker *w;
 	int			slot = worker->pool_slot;
+	TimestampTz sent = GetCurrentTimestamp();
 
 	memset(out, 0, sizeof(*out));
 	if (pool == NULL || slot < 1 || slot > pool->max_workers)
@@ -562,6 +567,36 @@ InferPoolIsDown(int slot)
 }
 
 /*
+ * How fast a run's start (InferPoolWorker.started) may move forward, in
+ * seconds per second of the pool's clock: up to 0.1% of drift between the
+ * worker's clock and the pool's, and a step back of the pool's clock
+ * undone at that pace.
+ */
+#define POOL_START_CREEP 1e-3
+
+/*
+ * Whether st comes from the run of the worker whose state w holds
+ * (started: now less st's uptime): the same worker_id (HOST:PID), and
+ * either a later state (seq and uptime grown: a state late on its way is
+ * of the run however late) or an earlier one whose run started within a
+ * second of w's (a PUB state that a backend's PONG overtook).  A worker
+ * restarted under the same id (a container's PID 1) starts its seq and
+ * uptime again.
+ */
+static bool
+same_run(const InferPoolWorker *w, const Pginfer__WorkerState *st,
+		 TimestampTz started)
+{
+	if (w->folds == 0 ||
+		strncmp(w->worker_id, st->worker_id ? st->worker_id : "",
+				sizeof(w->worker_id) - 1) != 0)
+		return false;
+	if (st->seq > w->seq)
+		return st->uptime_s >= w->uptime_s;
+	return Abs(started - w->started) < USECS_PER_SEC;
+}
+
+/*
  * Folds a worker's state into slot (when it still holds the same worker,
  * generation; 0: whichever it holds) and counts it as a heartbeat;
  * published: it came over the worker's PUB socket (else in a PONG).
@@ -573,6 +608,7 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 	InferPoolWorker *w;
 	TimestampTz now,
 				started;
+	bool		new_run;
 
 	if (pool == NULL || slot < 1 || slot > pool->max_workers || st == NULL)
 		return;
@@ -592,42 +628,46 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 		return;
 	}
 	w->draining = 0;
+	new_run = !same_run(w, st, started);
+	/* the run's start: creeps forward by POOL_START_CREEP, see below */
+	if (!new_run && w->heartbeat != 0 && now > w->heartbeat)
+		w->started += (TimestampTz) ((now - w->heartbeat) * POOL_START_CREEP);
 	w->heartbeat = now;
 
 	/*
 	 * An older state than the one held (a PUB message that left before the
-	 * PONG a backend folded, say) is a heartbeat but no news.  seq grows
-	 * with every state one run of a worker sends; a run is known by its
-	 * start (now less its uptime, the same within a second for every state
-	 * of one run), so a restarted worker's states always count.
+	 * PONG a backend folded, say) is a heartbeat but no news.
 	 */
-	if (w->folds > 0 && st->seq < w->seq &&
-		Abs(started - w->started) < USECS_PER_SEC)
+	if (!new_run && st->seq < w->seq)
 	{
 		LWLockRelease(pool->lock);
 		return;
 	}
-	/* a new run counts its answers from 0 */
-	if (Abs(started - w->started) >= USECS_PER_SEC)
-		w->served_seen = 0;
 
 	/*
 	 * When the state was made, in the pool's clock: now less the uptime is
 	 * the run's start plus this state's delay on its way and in the
 	 * monitor's queue; the least of that over the run's states is the
-	 * start plus the least delay seen (workers on other hosts: no clock is
-	 * compared, only the uptime's seconds).
+	 * start plus the least delay seen (no clock of the worker's is
+	 * compared with the pool's, only the uptime's seconds).  It creeps
+	 * forward, so that a worker clock slower than the pool's (another
+	 * host's) or a step of the pool's clock does not leave it behind.
 	 */
-	if (w->folds == 0 || Abs(started - w->started) >= USECS_PER_SEC)
-		w->made_base = started;
-	w->made_base = Min(w->made_base, started);
-	unseen_fold(w, w->made_base + (TimestampTz) (st->uptime_s * 1000000.0));
+	if (new_run)
+	{
+		w->started = started;
+		w->served_seen = 0;		/* a new run counts its answers from 0 */
+		strlcpy(w->worker_id, st->worker_id ? st->worker_id : "",
+				sizeof(w->worker_id));
+	}
+	w->started = Min(w->started, started);
+	w->uptime_s = st->uptime_s;
+	unseen_fold(w, w->started + (TimestampTz) (st->uptime_s * 1000000.0));
 	w->published = published;
 	w->folds++;
 	w->done_ms = 0;
 	w->done_requests = 0;
 	w->seq = st->seq;
-	w->started = started;
 	w->queue_length = st->queue_length;
 	w->busy_threads = st->busy_threads;
 	w->backlog_ms = st->backlog_ms;

@@ -481,8 +481,9 @@ check "(g) an untimed model is taken at the pool's mean per row ($first ms), the
 # --- (h) a send that the last folded state was made before ---------------------
 # A background session opens its connection to s1 (one slow.onnx row:
 # slow.onnx is resident on s1 only, so locality sends it there) and waits.
-# The pool monitor is stopped, s1 publishes a few states, and is stopped
-# too; then the session sends a second row to s1 over that connection.
+# The pool monitor is stopped, s1 publishes states for 1.2 s, and is
+# stopped too; then the session sends a second row to s1 over that
+# connection.
 # The monitor goes on and folds those states: they were made before the
 # send, so the request stays in s1's wait (250 ms), and cost sends the
 # next slow.onnx row to s2 or s3 (a 10 ms load) rather than behind it on
@@ -503,16 +504,19 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 MON=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_infer pool monitor'")
+kill -STOP "$MON"
 seq0=$(q -c "SELECT state_seq FROM infer.workers WHERE name = 's1'")
-q -c "SELECT sig_at(1, 1, 'STOP', $MON)" >/dev/null
-sleep 0.35 # s1's heartbeats (every 100 ms) wait in the monitor's socket
+# s1's heartbeats (every 100 ms) wait in the monitor's socket, the first
+# ones for over a second: a state that late is still of s1's run
+sleep 1.2
 kill -STOP "$PID_s1"
 touch "$tmp/h.go"
+sent=0
 for _ in $(seq 100); do
-	[ "$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's1'")" = 1 ] && break
+	[ "$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's1'")" = 1 ] && sent=1 && break
 	sleep 0.01
 done
-q -c "SELECT sig_at(1, 1, 'CONT', $MON)" >/dev/null
+kill -CONT "$MON"
 folded=0
 for _ in $(seq 100); do
 	[ "$(q -c "SELECT state_seq > $seq0 FROM infer.workers WHERE name = 's1'")" = t ] && folded=1 && break
@@ -530,8 +534,8 @@ wait_grep 'pg_infer placement: 1 rows of slow.onnx' "$tmp/h2.out" 100 0.02
 kill -CONT "$PID_s1"
 wait "$h1" "$h2"
 check "(h) a state made before a send, folded after it: the request still counts in s1's wait; the next goes elsewhere" \
-	"folded=$folded $(grep -o 'rows of slow.onnx to "s[0-9]" (wait [0-9]*' "$tmp/h2.out") $(cat "$tmp/h1.out" "$tmp/h2.out" | grep -oE '^h[0-2] ' | tr -d '\n')" \
-	'^folded=1 rows of slow\.onnx to "s[23]" \(wait 0 h0 h1 h2 $'
+	"sent=$sent folded=$folded $(grep -o 'rows of slow.onnx to "s[0-9]" (wait [0-9]*' "$tmp/h2.out") $(cat "$tmp/h1.out" "$tmp/h2.out" | grep -oE '^h[0-2] ' | tr -d '\n')" \
+	'^sent=1 folded=1 rows of slow\.onnx to "s[23]" \(wait 0 h0 h1 h2 $'
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]
