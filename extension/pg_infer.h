@@ -256,9 +256,9 @@ typedef struct InferPoolWorker
 	int			done_requests;	/* how many of them */
 	uint64		sent_requests;	/* since the slot was taken (the last
 								 * send's id) */
-	TimestampTz draining;		/* the start of a run that said it is
+	bool		draining;		/* the run whose state it holds said it is
 								 * shutting down (57P01): its states are
-								 * no heartbeat; 0: none */
+								 * no heartbeat (a new run's are) */
 } InferPoolWorker;
 
 /* What InferPoolAddInflight added, to take back (InferPoolRemoveInflight). */

@@ -536,7 +536,7 @@ InferPoolMarkDown(int slot, bool draining)
 	if (w->used)
 	{
 		if (draining && w->folds > 0)
-			w->draining = w->started;
+			w->draining = true;
 		w->heartbeat = 0;
 		w->registered = 0;
 	}
@@ -577,11 +577,12 @@ InferPoolIsDown(int slot)
 /*
  * Whether st comes from the run of the worker whose state w holds
  * (started: now less st's uptime): the same worker_id (HOST:PID), and
- * either a later state (seq and uptime grown: a state late on its way is
- * of the run however late) or an earlier one whose run started within a
- * second of w's (a PUB state that a backend's PONG overtook).  A worker
- * restarted under the same id (a container's PID 1) starts its seq and
- * uptime again.
+ * either a later state (seq and uptime grown) or an earlier one (seq and
+ * uptime not grown) whose start, however late it came, is before the
+ * held state was made: a worker restarted under the same id (a
+ * container's PID 1) starts its seq and uptime again, and after that.
+ * (A PONG a backend folded, or the monitor read first, overtakes PUB
+ * states.)
  */
 static bool
 same_run(const InferPoolWorker *w, const Pginfer__WorkerState *st,
@@ -593,7 +594,8 @@ same_run(const InferPoolWorker *w, const Pginfer__WorkerState *st,
 		return false;
 	if (st->seq > w->seq)
 		return st->uptime_s >= w->uptime_s;
-	return Abs(started - w->started) < USECS_PER_SEC;
+	return st->uptime_s <= w->uptime_s &&
+		started < w->started + (TimestampTz) (w->uptime_s * 1000000.0);
 }
 
 /*
@@ -621,14 +623,14 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 	}
 	now = GetCurrentTimestamp();
 	started = now - (TimestampTz) (st->uptime_s * 1000000.0);
+	new_run = !same_run(w, st, started);
 	/* a run that said it is shutting down stays down (InferPoolMarkDown) */
-	if (w->draining != 0 && Abs(started - w->draining) < USECS_PER_SEC)
+	if (w->draining && !new_run)
 	{
 		LWLockRelease(pool->lock);
 		return;
 	}
-	w->draining = 0;
-	new_run = !same_run(w, st, started);
+	w->draining = false;
 	/* the run's start: creeps forward by POOL_START_CREEP, see below */
 	if (!new_run && w->heartbeat != 0 && now > w->heartbeat)
 		w->started += (TimestampTz) ((now - w->heartbeat) * POOL_START_CREEP);

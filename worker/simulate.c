@@ -441,18 +441,21 @@ sim_profile_compute_ms(const sim_profile *p, const char *file, int rows)
 static int
 sleep_ms(double ms, volatile sig_atomic_t *stop)
 {
-	int64_t		end = ie_now_ns() + (int64_t) (ms * 1e6);
+	int64_t		end;
 
+	if (!(ms > 0))
+		return 0;
+	end = ie_now_ns() + (int64_t) ((ms < 1e9 ? ms : 1e9) * 1e6);	/* 11.6 days at most */
 	for (;;)
 	{
 		int64_t		now = ie_now_ns();
 		int64_t		until = end - now < 20000000 ? end : now + 20000000;
 		struct timespec ts;
 
-		if (stop != NULL && *stop)
-			return -1;
 		if (now >= end)
 			return 0;
+		if (stop != NULL && *stop)
+			return -1;
 		ts.tv_sec = (time_t) (until / 1000000000);
 		ts.tv_nsec = (long) (until % 1000000000);
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)

@@ -481,14 +481,15 @@ check "(g) an untimed model is taken at the pool's mean per row ($first ms), the
 # --- (h) a send that the last folded state was made before ---------------------
 # A background session opens its connection to s1 (one slow.onnx row:
 # slow.onnx is resident on s1 only, so locality sends it there) and waits.
-# The pool monitor is stopped, s1 publishes states for 1.2 s, and is
-# stopped too; then the session sends a second row to s1 over that
-# connection.
-# The monitor goes on and folds those states: they were made before the
-# send, so the request stays in s1's wait (250 ms), and cost sends the
-# next slow.onnx row to s2 or s3 (a 10 ms load) rather than behind it on
-# s1.  (Taking every request sent before a fold as seen made s1 look
-# idle: s1 chosen.)
+# The pool monitor is stopped, s1 publishes states for 1.2 s; a backend
+# folds a newer one (infer.load_model's answer), and s1 is stopped too;
+# then the session sends a second row to s1 over that connection.  The
+# monitor goes on and folds the held states, older than that one and over
+# a second late: they are of s1's run, made before the send, so the
+# request stays in s1's wait (250 ms), and cost sends the next slow.onnx
+# row to s2 or s3 (a 10 ms load) rather than behind it on s1.  (Taking
+# every request sent before a fold as seen, or a late state for a new
+# run's, made s1 look idle: s1 chosen.)
 q >"$tmp/h1.out" 2>&1 <<EOF &
 SET infer.placement = locality;
 SET infer.worker_timeout = '60s';
@@ -507,8 +508,10 @@ MON=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_infer pool
 kill -STOP "$MON"
 seq0=$(q -c "SELECT state_seq FROM infer.workers WHERE name = 's1'")
 # s1's heartbeats (every 100 ms) wait in the monitor's socket, the first
-# ones for over a second: a state that late is still of s1's run
+# ones for over a second
 sleep 1.2
+q -c "SELECT infer.load_model('slow', 's1')" >/dev/null
+seq1=$(q -c "SELECT state_seq FROM infer.workers WHERE name = 's1'")
 kill -STOP "$PID_s1"
 touch "$tmp/h.go"
 sent=0
@@ -516,12 +519,15 @@ for _ in $(seq 100); do
 	[ "$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's1'")" = 1 ] && sent=1 && break
 	sleep 0.01
 done
+sleep 0.3
 kill -CONT "$MON"
+# the monitor has folded the held states when s1's heartbeat is fresh again
 folded=0
 for _ in $(seq 100); do
-	[ "$(q -c "SELECT state_seq > $seq0 FROM infer.workers WHERE name = 's1'")" = t ] && folded=1 && break
+	[ "$(q -c "SELECT heartbeat_age < '150 ms' FROM infer.workers WHERE name = 's1'")" = t ] && folded=1 && break
 	sleep 0.01
 done
+[ "$seq1" -gt "$((seq0 + 5))" ] || folded="0 (seq $seq0 then $seq1)"
 q >"$tmp/h2.out" 2>&1 <<EOF &
 SET infer.placement = cost;
 SET infer.worker_timeout = '60s';
