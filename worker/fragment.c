@@ -38,6 +38,7 @@
 #include "worker/model_calls.h"
 #include "worker/ocr.h"
 #include "worker/preprocess.h"
+#include "worker/request.h"
 #include "worker/text.h"
 
 /* What prepare() resolves once per request. */
@@ -1337,15 +1338,6 @@ done:
 }
 
 /*
- * The fragment f of run: 0 is run->fragment, i > 0 more_fragments[i - 1].
- */
-static const Pginfer__Fragment *
-nth_fragment(const Pginfer__RunFragment *run, size_t f)
-{
-	return f == 0 ? run->fragment : run->more_fragments[f - 1];
-}
-
-/*
  * Whether fragment a, a single stage, is the first stage of b: equal
  * packed bytes once b's next is left out.
  */
@@ -1408,7 +1400,7 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 		return -1;
 	}
 	for (size_t f = 1; f < nf; f++)
-		if (nth_fragment(run, f) == NULL)
+		if (request_fragment_at(run, f) == NULL)
 		{
 			snprintf(err, errlen, "fragment %zu of the request is empty", f);
 			return -1;
@@ -1419,7 +1411,7 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 
 	for (size_t f = 0; f < nf; f++)
 	{
-		const Pginfer__Fragment *frag = nth_fragment(run, f);
+		const Pginfer__Fragment *frag = request_fragment_at(run, f);
 		Pginfer__RunFragment one = *run;
 		size_t		g;
 
@@ -1427,7 +1419,7 @@ fragment_run(model_cache *mc, const Pginfer__RunFragment *run,
 		one.n_more_fragments = 0;
 		/* a chain whose first stage is an earlier fragment starts from its rows */
 		for (g = 0; g < f; g++)
-			if (frag->next != NULL && same_first_stage(nth_fragment(run, g), frag))
+			if (frag->next != NULL && same_first_stage(request_fragment_at(run, g), frag))
 				break;
 		if (g < f)
 		{

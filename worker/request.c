@@ -273,6 +273,13 @@ request_fragment_unnamed_free(Pginfer__Fragment *f)
 	}
 }
 
+/* Fragment f of run; see request.h. */
+const Pginfer__Fragment *
+request_fragment_at(const Pginfer__RunFragment *run, size_t f)
+{
+	return f == 0 ? run->fragment : run->more_fragments[f - 1];
+}
+
 /* Whether the stages of a and b name the same models (same structure). */
 int
 request_same_names(const Pginfer__Fragment *a, const Pginfer__Fragment *b)
@@ -317,7 +324,7 @@ request_group_key(const Pginfer__RunFragment *run, size_t *len)
 	/* u[0]: fragment, u[1 + f]: more_fragments[f]; NULL for none */
 	for (size_t f = 0; f < nf; f++)
 	{
-		const Pginfer__Fragment *src = f == 0 ? run->fragment : run->more_fragments[f - 1];
+		const Pginfer__Fragment *src = request_fragment_at(run, f);
 
 		if (src == NULL)
 			continue;

@@ -75,6 +75,13 @@ void		request_fragment_unnamed_free(Pginfer__Fragment *f);
  */
 int			request_same_names(const Pginfer__Fragment *a, const Pginfer__Fragment *b);
 
+/*
+ * Fragment f of run: 0 is run->fragment, f > 0 more_fragments[f - 1]
+ * (0 <= f <= n_more_fragments; NULL where the request has none).
+ */
+const Pginfer__Fragment *request_fragment_at(const Pginfer__RunFragment *run,
+											 size_t f);
+
 /* Name of a message kind ("MSG_RUN_FRAGMENT"), for messages and logs. */
 const char *request_kind_name(Pginfer__MsgKind kind);
 

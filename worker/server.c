@@ -203,7 +203,7 @@ pin_run(model_cache *mc, const Pginfer__RunFragment *run, int delta)
 {
 	for (size_t f = 0; f <= run->n_more_fragments; f++)
 	{
-		const Pginfer__Fragment *fr = f == 0 ? run->fragment : run->more_fragments[f - 1];
+		const Pginfer__Fragment *fr = request_fragment_at(run, f);
 
 		for (; fr != NULL; fr = fr->next)
 			for (size_t m = 0; m < fr->n_models; m++)
@@ -785,7 +785,7 @@ run_estimate(const server *s, const Pginfer__RunFragment *run, int rows)
 
 	for (size_t f = 0; f <= run->n_more_fragments; f++)
 	{
-		const Pginfer__Fragment *fr = f == 0 ? run->fragment : run->more_fragments[f - 1];
+		const Pginfer__Fragment *fr = request_fragment_at(run, f);
 
 		for (; fr != NULL; fr = fr->next)
 		{
@@ -2385,7 +2385,7 @@ item_specs(const batch_item *it, const Pginfer__ModelSpec **specs, int *n)
 		return -1;
 	for (size_t f = 0; f <= run->n_more_fragments; f++)
 	{
-		const Pginfer__Fragment *fr = f == 0 ? run->fragment : run->more_fragments[f - 1];
+		const Pginfer__Fragment *fr = request_fragment_at(run, f);
 
 		for (; fr != NULL; fr = fr->next)
 			for (size_t m = 0; m < fr->n_models; m++)
