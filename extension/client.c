@@ -76,7 +76,8 @@
  *
  * A request to a worker with a pool slot (worker->pool_slot, set by
  * placement.c) adds its rows and estimate to the slot's in-flight work at
- * send; the reply's arrival, the cancel and the exit above take them back
+ * send (taking over the reservation placement made with its choice,
+ * InferPoolSent); the reply's arrival, the cancel and the exit above take them back
  * (InferPoolRemoveInflight), so an ERROR or a cancelled query leaves
  * nothing counted.
  *
@@ -1238,6 +1239,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 		if (zmq_errno() != EAGAIN || !first)
 			goto send_failed;
 		req->unsent = true;
+		InferPlacementRelease(worker);
 		return req;
 	}
 	if (omit != NULL)
@@ -1255,8 +1257,11 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	req->forget.func = client_forget;
 	req->forget.arg = req;
 	MemoryContextRegisterResetCallback(req->owner, &req->forget);
-	/* the pool's in-flight estimate, taken back with the request */
-	InferPoolAddInflight(worker, npayloads, &req->inflight);
+	/*
+	 * the pool's in-flight estimate (placement's reservation, dated now),
+	 * taken back with the request
+	 */
+	InferPoolSent(worker, npayloads, &req->inflight);
 	return req;
 
 send_failed:

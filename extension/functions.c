@@ -705,6 +705,7 @@ send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 			/* a worker that went down while the send waited to connect */
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
+			InferPlacementRelease(frag->worker);
 			if (edata->sqlerrcode != ERRCODE_CONNECTION_FAILURE ||
 				!InferPoolIsDown(frag->worker->pool_slot))
 			{

@@ -646,6 +646,7 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
+			InferPlacementRelease(worker);
 			/*
 			 * a worker that went down while we connected: another one that
 			 * is not down, or this error when there is none

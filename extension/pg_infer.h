@@ -78,6 +78,10 @@ typedef struct InferWorker
 								 * stage that uses it), for the pool's
 								 * unseen counts (InferPoolAddInflight) */
 	const char **runs;
+	struct InferPoolInflight *reserved; /* placement's reservation of the
+										 * request in the pool (pool.c
+										 * InferPoolReserveLocked), handed
+										 * to the send; NULL: none */
 } InferWorker;
 
 extern Pginfer__ModelSpec **InferCatalogGetModels(const char *const *names,
@@ -269,6 +273,7 @@ typedef struct InferPoolInflight
 	uint64		send_id;		/* its InferPoolSend.id */
 	int			rows;
 	double		ms;
+	bool		unsent;			/* reserved at the pick, not sent yet */
 } InferPoolInflight;
 
 extern int	infer_pool_max_workers;
@@ -285,6 +290,10 @@ extern InferPoolStatus InferPoolStatusOf(const InferPoolWorker *w,
 extern uint32 InferPoolNextTurn(void);
 extern void InferPoolAddInflight(const InferWorker *worker, int rows,
 								 InferPoolInflight *out);
+extern void InferPoolReserveLocked(const InferWorker *worker, int rows,
+								   InferPoolInflight *out);
+extern void InferPoolSent(const InferWorker *worker, int rows,
+						  InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
 extern void InferPoolAnswered(InferPoolInflight *in, uint64 served);
 extern void InferPoolMarkDown(int slot, bool draining);
@@ -361,6 +370,7 @@ extern InferWorker *InferPlacementPick(struct InferFragment **frags,
 									   int nfrags, int nrows, size_t bytes);
 extern bool InferPlacementSplits(struct InferFragment **frags, int nfrags,
 								 int nrows, size_t bytes);
+extern void InferPlacementRelease(const InferWorker *worker);
 extern void InferPlacementFree(InferWorker *worker);
 
 /* ----------

@@ -534,9 +534,14 @@ typedef struct PoolView
 	TimestampTz now;
 } PoolView;
 
-/* Fills v from the catalog and the pool.  Errors: as InferPlacementPick. */
+/*
+ * Fills v from the catalog and the pool.  hold: the pool's lock is taken
+ * exclusive and left held, for a choice and its reservation
+ * (InferPlacementPick); else it is held shared for the copy only.
+ * Errors: as InferPlacementPick.
+ */
 static void
-view_take(PoolView *v)
+view_take(PoolView *v, bool hold)
 {
 	v->workers = InferCatalogGetWorkers(&v->nworkers);
 	v->slots = palloc(sizeof(int) * v->nworkers);
@@ -546,15 +551,16 @@ view_take(PoolView *v)
 										v->workers[i].endpoint);
 
 	/* copy the slots out, so the lock is held only for the copy */
-	InferPoolLock(false);
 	for (int i = 0; i < v->nworkers; i++)
 		if (v->slots[i] != 0)
-		{
 			v->snap[i] = palloc(sizeof(InferPoolWorker));
+	InferPoolLock(hold);
+	for (int i = 0; i < v->nworkers; i++)
+		if (v->slots[i] != 0)
 			memcpy(v->snap[i], InferPoolSlot(v->slots[i]),
 				   sizeof(InferPoolWorker));
-		}
-	InferPoolUnlock();
+	if (!hold)
+		InferPoolUnlock();
 	v->now = GetCurrentTimestamp();
 }
 
@@ -681,12 +687,40 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	return pick;
 }
 
+/* Memory context callback: takes back a reservation never sent. */
+static void
+reserve_forget(void *arg)
+{
+	InferPoolRemoveInflight((InferPoolInflight *) arg);
+}
+
+/*
+ * Gives worker an empty reservation (worker->reserved) that the current
+ * memory context takes back when it goes, should the request never be
+ * sent (an error between the choice and the send).
+ */
+static void
+reserve_prepare(InferWorker *worker)
+{
+	MemoryContextCallback *cb = palloc(sizeof(MemoryContextCallback));
+
+	worker->reserved = palloc0(sizeof(InferPoolInflight));
+	cb->func = reserve_forget;
+	cb->arg = worker->reserved;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
+}
+
 /*
  * Chooses the worker for a request of nrows rows and bytes input bytes
  * that runs frags (nfrags fragments over the same rows, each with its
  * chained stages) by infer.placement, and returns it in the current
- * memory context with pool_slot and est_ms set.  Errors: no worker
- * registered (55000, see InferCatalogGetWorkers).
+ * memory context with pool_slot and est_ms set.  With the pool, the
+ * request is reserved in the chosen worker's in-flight work in the same
+ * hold of the pool's lock as the choice (worker->reserved): the send
+ * takes the reservation over (InferPoolSent); a request not sent gives it
+ * back (InferPlacementRelease, InferPlacementFree, or the end of the
+ * memory context).  Errors: no worker registered (55000, see
+ * InferCatalogGetWorkers).
  */
 InferWorker *
 InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
@@ -715,25 +749,35 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 		chosen->est_ms = PLACEMENT_DEFAULT_ROW_MS * nrows;
 		chosen->nruns = 0;
 		chosen->runs = NULL;
+		chosen->reserved = NULL;
 		return chosen;
 	}
 
 	nfiles = request_files(frags, nfrags, true, files);
 	nruns = request_files(frags, nfrags, false, runs);
-	view_take(&v);
+	chosen = palloc(sizeof(InferWorker));
+	chosen->runs = palloc(sizeof(char *) * Max(nruns, 1));
+	for (int r = 0; r < nruns; r++)
+		chosen->runs[r] = pstrdup(runs[r]);
+	reserve_prepare(chosen);
+
+	/*
+	 * Chosen and reserved under one exclusive hold of the pool's lock: the
+	 * backend that chooses next sees this request (InferPoolReserveLocked)
+	 */
+	view_take(&v, true);
 	est = palloc(sizeof(Estimate) * v.nworkers);
 	for (int i = 0; i < v.nworkers; i++)
 		estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, &est[i]);
 	pick = choose(est, v.nworkers, true, &key);
-
-	chosen = palloc(sizeof(InferWorker));
-	*chosen = v.workers[pick];
+	chosen->name = v.workers[pick].name;
+	chosen->endpoint = v.workers[pick].endpoint;
 	chosen->pool_slot = est[pick].slot;
 	chosen->est_ms = est[pick].load + est[pick].transfer + est[pick].compute;
 	chosen->nruns = nruns;
-	chosen->runs = palloc(sizeof(char *) * Max(nruns, 1));
-	for (int r = 0; r < nruns; r++)
-		chosen->runs[r] = pstrdup(runs[r]);
+	InferPoolReserveLocked(chosen, nrows, chosen->reserved);
+	InferPoolUnlock();
+
 	elog(DEBUG1, "pg_infer placement: %d rows of %s%s to \"%s\" (wait %.1f ms, load %.1f ms, transfer %.1f ms, compute %.1f ms, evict %.1f ms, delay to queued %.1f ms)",
 		 nrows, nfiles > 0 ? files[0] : "no model", nfiles > 1 ? " and more" : "",
 		 chosen->name, est[pick].wait, est[pick].load,
@@ -743,12 +787,27 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 }
 
 /*
- * Frees a worker InferPlacementPick returned, with its copied run names;
- * for a choice not used (InferFragmentPickUp passing over a down worker).
+ * Takes back the pool's reservation of the request worker was chosen for
+ * (InferPlacementPick), when it is not sent: the send failed, or another
+ * worker takes it.  No-op once the send has taken the reservation over
+ * (InferPoolSent) or without one.  Never raises an error.
+ */
+void
+InferPlacementRelease(const InferWorker *worker)
+{
+	if (worker != NULL && worker->reserved != NULL)
+		InferPoolRemoveInflight(worker->reserved);
+}
+
+/*
+ * Frees a worker InferPlacementPick returned, with its copied run names,
+ * and takes back its reservation; for a choice not used
+ * (InferFragmentPickUp passing over a down worker).
  */
 void
 InferPlacementFree(InferWorker *worker)
 {
+	InferPlacementRelease(worker);
 	for (int r = 0; r < worker->nruns; r++)
 		pfree(unconstify(char *, worker->runs[r]));
 	if (worker->runs != NULL)
@@ -791,7 +850,7 @@ InferPlacementSplits(InferFragment **frags, int nfrags, int nrows,
 	if (nfrags < 2 || !InferPoolEnabled() ||
 		infer_placement != INFER_PLACEMENT_COST)
 		return false;
-	view_take(&v);
+	view_take(&v, false);
 	est = palloc(sizeof(Estimate) * v.nworkers);
 	extra = palloc0(sizeof(double) * v.nworkers);
 

@@ -29,13 +29,16 @@
  * ZMQ_FD is edge-triggered.  An error ends the monitor; the postmaster
  * starts it again after a second (bgw_restart_time).
  *
- * In-flight work: client.c adds a request's rows and estimated ms to its
- * worker's slot at send and takes them back when the reply arrives or the
- * request is forgotten (cancel, error, end of the owner's memory context,
- * process exit); see InferPoolAddInflight.
+ * In-flight work: placement.c reserves a request's rows and estimated ms
+ * in its worker's slot as it chooses the worker (InferPoolReserveLocked),
+ * client.c dates the reservation at send (InferPoolSent) and takes it
+ * back when the reply arrives or the request is forgotten (cancel, error,
+ * end of the owner's memory context, process exit); see
+ * InferPoolAddInflight.
  *
- * Locking: one LWLock guards every slot; it is held only to copy a few
- * fields, never across a ZeroMQ call.
+ * Locking: one LWLock guards every slot; it is held to copy a few fields,
+ * or exclusive across one placement choice (a copy of the slots and the
+ * arithmetic over them, no I/O), never across a ZeroMQ call.
  *
  *-------------------------------------------------------------------------
  */
@@ -407,27 +410,26 @@ unseen_fold(InferPoolWorker *w, TimestampTz made)
 }
 
 /*
- * Adds a request of rows rows, sent just now (the time is taken after the
- * send: a state made just before it may already hold it, counted twice
- * until the next state, rather than none), to the in-flight work of
- * worker's pool slot: worker->est_ms estimated milliseconds, and its
- * model runs (worker->runs) to the slot's unseen work until a state made
- * after the send is folded (InferPoolFold) or it is answered; *out
- * records it for InferPoolRemoveInflight.  The slot keeps the last
- * INFER_POOL_UNSEEN sends: an older one still unseen is taken as seen.
- * No-op (out->slot = 0) for slot 0 or without shared memory.
+ * Adds a request of rows rows to worker's pool slot, under the pool's
+ * exclusive lock: worker->est_ms to its in-flight and unseen work, and
+ * its model runs (worker->runs) to the slot's unseen counts, until a state
+ * made after sent is folded (InferPoolFold) or it is answered; *out
+ * records it for InferPoolRemoveInflight.  sent is DT_NOEND for a request
+ * not sent yet (InferPoolReserveLocked): no state takes it out until
+ * InferPoolSent dates it.  The slot keeps the last INFER_POOL_UNSEEN
+ * sends: an older one still unseen is taken as seen.  Sets out->slot = 0
+ * for slot 0 or a slot not in use.
  */
-void
-InferPoolAddInflight(const InferWorker *worker, int rows, InferPoolInflight *out)
+static void
+inflight_add(const InferWorker *worker, int rows, TimestampTz sent,
+			 InferPoolInflight *out)
 {
-	InferPoolWorker *w;
 	int			slot = worker->pool_slot;
-	TimestampTz sent = GetCurrentTimestamp();
+	InferPoolWorker *w;
 
 	memset(out, 0, sizeof(*out));
 	if (pool == NULL || slot < 1 || slot > pool->max_workers)
 		return;
-	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	w = &pool->workers[slot - 1];
 	if (w->used)
 	{
@@ -451,8 +453,81 @@ InferPoolAddInflight(const InferWorker *worker, int rows, InferPoolInflight *out
 		out->send_id = id;
 		out->rows = rows;
 		out->ms = worker->est_ms;
+		out->unsent = sent == DT_NOEND;
+	}
+}
+
+/*
+ * Adds a request of rows rows, sent just now, to the in-flight work of
+ * worker's pool slot (inflight_add).  The time is taken after the send: a
+ * state made just before it may already hold it, counted twice until the
+ * next state, rather than none.  No-op (out->slot = 0) for slot 0 or
+ * without shared memory.
+ */
+void
+InferPoolAddInflight(const InferWorker *worker, int rows, InferPoolInflight *out)
+{
+	TimestampTz sent = GetCurrentTimestamp();
+
+	memset(out, 0, sizeof(*out));
+	if (pool == NULL)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	inflight_add(worker, rows, sent, out);
+	LWLockRelease(pool->lock);
+}
+
+/*
+ * Reserves the request of rows rows that placement has just chosen worker
+ * for, under the pool's exclusive lock, which the caller holds and under
+ * which it made the choice (placement.c): the next backend's choice sees
+ * it, where one made between this choice and its send (the request's
+ * packing, a connection, 3 MB of image rows) would not.  It counts as
+ * InferPoolAddInflight's entry does, but no state takes it out of the
+ * unseen work until InferPoolSent dates the send; InferPoolRemoveInflight
+ * takes it back when the request is not sent.
+ */
+void
+InferPoolReserveLocked(const InferWorker *worker, int rows,
+					   InferPoolInflight *out)
+{
+	Assert(pool == NULL || LWLockHeldByMeInMode(pool->lock, LW_EXCLUSIVE));
+	inflight_add(worker, rows, DT_NOEND, out);
+}
+
+/*
+ * Counts the request sent just now to worker (rows rows) in the pool, in
+ * *out: placement's reservation (worker->reserved), dated now and handed
+ * over (the reservation then holds nothing), or else a new entry
+ * (InferPoolAddInflight: round_robin, no pool, a reservation taken back
+ * or already handed to an earlier send).  Never raises an error.
+ */
+void
+InferPoolSent(const InferWorker *worker, int rows, InferPoolInflight *out)
+{
+	InferPoolInflight *r = worker->reserved;
+	TimestampTz now;
+	InferPoolWorker *w;
+
+	if (pool == NULL || r == NULL || r->slot == 0)
+	{
+		InferPoolAddInflight(worker, rows, out);
+		return;
+	}
+	now = GetCurrentTimestamp();
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	w = &pool->workers[r->slot - 1];
+	if (w->used && w->generation == r->generation)
+	{
+		InferPoolSend *e = unseen_send(w, r->send_id);
+
+		if (e != NULL)
+			e->sent = now;
 	}
 	LWLockRelease(pool->lock);
+	*out = *r;
+	out->unsent = false;
+	r->slot = 0;
 }
 
 /*
@@ -497,7 +572,7 @@ InferPoolAnswered(InferPoolInflight *in, uint64 served)
 			unseen_trim(w);
 		}
 		/* in the last state's backlog, but done now (placement.c) */
-		else
+		else if (!in->unsent)
 		{
 			w->done_ms += in->ms;
 			w->done_requests++;

@@ -37,7 +37,10 @@
 #   (h) a request sent to s1 after the last state s1 made, that state
 #       folded after the send (the pool monitor stopped meanwhile, s1
 #       stopped so that no later state comes): the request still counts
-#       in s1's wait, so cost sends the next one elsewhere.
+#       in s1's wait, so cost sends the next one elsewhere;
+#   (i) a request placement chose a worker for counts in that worker's
+#       in-flight work while its send waits to connect (a backend
+#       choosing meanwhile sees it), and no more once the send failed.
 #
 # Prints "pool: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts (workers, background psql, the postmaster) is stopped
@@ -542,6 +545,44 @@ wait "$h1" "$h2"
 check "(h) a state made before a send, folded after it: the request still counts in s1's wait; the next goes elsewhere" \
 	"sent=$sent folded=$folded $(grep -o 'rows of slow.onnx to "s[0-9]" (wait [0-9]*' "$tmp/h2.out") $(cat "$tmp/h1.out" "$tmp/h2.out" | grep -oE '^h[0-2] ' | tr -d '\n')" \
 	'^sent=1 folded=1 rows of slow\.onnx to "s[23]" \(wait 0 h0 h1 h2 $'
+
+# --- (i) a choice counts in the pool before its send -------------------------------
+# The only worker registered is g, on a port nothing listens on, so each
+# send waits infer.timeout (2 s) to connect and fails (08006).  While it
+# waits, the request placement chose g for already counts in g's
+# in-flight work (reserved in the same hold of the pool's lock as the
+# choice): a backend choosing meanwhile sees it.  When the send fails,
+# the reservation is taken back.  Batched (InferBatch) and per-row
+# (infer.enable_batching = off) alike.  (Counted only at send, g showed
+# no request in flight.)
+gport=$(testenv_free_port)
+q <<EOF >/dev/null
+SELECT infer.drop_worker(name) FROM infer.workers;
+SELECT infer.add_worker('g', 'tcp://127.0.0.1:$gport');
+EOF
+for batching in on off; do
+	q >"$tmp/i.out" 2>&1 <<EOF &
+\set VERBOSITY verbose
+SET infer.placement = least_loaded;
+SET infer.enable_batching = $batching;
+SET infer.worker_timeout = '60s';
+SET infer.timeout = '2s';
+SELECT infer.predict('slow', data) FROM img WHERE n = 1;
+EOF
+	ib=$!
+	pids+=("$ib")
+	during=0
+	for _ in $(seq 100); do
+		during=$(q -c "SELECT inflight_requests || '/' || inflight_rows FROM infer.workers WHERE name = 'g'")
+		[ "$during" = 1/1 ] && break
+		sleep 0.02
+	done
+	wait "$ib"
+	after=$(q -c "SELECT inflight_requests || '/' || inflight_rows || '/' || inflight_ms FROM infer.workers WHERE name = 'g'")
+	check "(i) batching $batching: the request chosen for g counts while its send waits ($during), and not after it failed ($after)" \
+		"during=$during after=$after $(grep -o 'ERROR:  08006' "$tmp/i.out")" \
+		'^during=1/1 after=0/0/0 ERROR:  08006$'
+done
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]
