@@ -259,7 +259,9 @@ typedef struct InferPoolWorker
 								 * before it: in its backlog, but done */
 	int			done_requests;	/* how many of them */
 	uint64		sent_requests;	/* since the slot was taken (the last
-								 * send's id) */
+								 * send's id; a reservation takes one) */
+	uint64		requests_sent;	/* sent since the slot was taken (a
+								 * reservation counts at its send) */
 	bool		draining;		/* the run whose state it holds said it is
 								 * shutting down (57P01): its states are
 								 * no heartbeat (a new run's are) */

@@ -67,7 +67,9 @@
  * (InferPlacementSplits): DESIGN.md's "kept together unless moving is
  * cheaper".
  *
- * Runs in a backend's main thread; reads the pool under its shared lock.
+ * Runs in a backend's main thread; reads the pool under its shared lock,
+ * except InferPlacementPick, which chooses and reserves the request under
+ * one exclusive hold (a copy of the slots and the arithmetic over them).
  *
  *-------------------------------------------------------------------------
  */

@@ -454,6 +454,8 @@ inflight_add(const InferWorker *worker, int rows, TimestampTz sent,
 		out->rows = rows;
 		out->ms = worker->est_ms;
 		out->unsent = sent == DT_NOEND;
+		if (!out->unsent)
+			w->requests_sent++;
 	}
 }
 
@@ -498,7 +500,8 @@ InferPoolReserveLocked(const InferWorker *worker, int rows,
 /*
  * Counts the request sent just now to worker (rows rows) in the pool, in
  * *out: placement's reservation (worker->reserved), dated now and handed
- * over (the reservation then holds nothing), or else a new entry
+ * over (the reservation then holds nothing; its rows, those placement was
+ * given, stand: every caller sends those), or else a new entry
  * (InferPoolAddInflight: round_robin, no pool, a reservation taken back
  * or already handed to an earlier send).  Never raises an error.
  */
@@ -523,6 +526,7 @@ InferPoolSent(const InferWorker *worker, int rows, InferPoolInflight *out)
 
 		if (e != NULL)
 			e->sent = now;
+		w->requests_sent++;
 	}
 	LWLockRelease(pool->lock);
 	*out = *r;
@@ -1363,7 +1367,7 @@ infer_worker_state(PG_FUNCTION_ARGS)
 	values[11] = PointerGetDatum(construct_array(models, nres, TEXTOID, -1,
 												 false, TYPALIGN_INT));
 	values[12] = Int64GetDatum((int64) w.seq);
-	values[13] = Int64GetDatum((int64) w.sent_requests);
+	values[13] = Int64GetDatum((int64) w.requests_sent);
 	values[14] = CStringGetTextDatum(w.published ? "publish" : "ping");
 	if (w.heartbeat == 0)
 		for (int i = 2; i < WORKER_STATE_COLS; i++)

@@ -552,7 +552,8 @@ check "(h) a state made before a send, folded after it: the request still counts
 # waits, the request placement chose g for already counts in g's
 # in-flight work (reserved in the same hold of the pool's lock as the
 # choice): a backend choosing meanwhile sees it.  When the send fails,
-# the reservation is taken back.  Batched (InferBatch) and per-row
+# the reservation is taken back, and g has been sent nothing
+# (requests_sent 0).  Batched (InferBatch) and per-row
 # (infer.enable_batching = off) alike.  (Counted only at send, g showed
 # no request in flight.)
 gport=$(testenv_free_port)
@@ -578,10 +579,10 @@ EOF
 		sleep 0.02
 	done
 	wait "$ib"
-	after=$(q -c "SELECT inflight_requests || '/' || inflight_rows || '/' || inflight_ms FROM infer.workers WHERE name = 'g'")
+	after=$(q -c "SELECT inflight_requests || '/' || inflight_rows || '/' || inflight_ms || '/' || requests_sent FROM infer.workers WHERE name = 'g'")
 	check "(i) batching $batching: the request chosen for g counts while its send waits ($during), and not after it failed ($after)" \
 		"during=$during after=$after $(grep -o 'ERROR:  08006' "$tmp/i.out")" \
-		'^during=1/1 after=0/0/0 ERROR:  08006$'
+		'^during=1/1 after=0/0/0/0 ERROR:  08006$'
 done
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
