@@ -336,16 +336,20 @@ report_worker_error(int elevel, const char *sqlstate, const char *message,
 }
 
 /*
- * Picks the worker of frag's next request (round-robin, in the current
- * memory context); call it before pushing frag's error context, as "no
- * worker" concerns no worker and no model.  Errors: those of
- * InferCatalogPickWorker.
+ * Picks the worker of frag's next request, one row of len bytes at
+ * *payload, by infer.placement (placement.c), in the current memory
+ * context; call it before pushing frag's error context, as "no worker"
+ * concerns no worker and no model.  The row is staged first
+ * (InferClientStageInputs), so that placement's transfer term sees which
+ * worker's input cache holds it, and the send that follows with the same
+ * arrays reuses its digest.  Errors: those of InferPlacementPick.
  */
 void
-InferFragmentPickWorker(InferFragment *frag)
+InferFragmentPickWorker(InferFragment *frag, const void *const *payload,
+						const size_t *len)
 {
-	/* one row, its size unknown here: see placement.c */
-	frag->worker = InferPlacementPick(&frag, 1, 1, 0);
+	InferClientStageInputs(1, payload, len);
+	frag->worker = InferPlacementPick(&frag, 1, 1, *len);
 }
 
 /*
@@ -813,7 +817,7 @@ run_one(InferFunction fn, const char *model, const void *payload,
 	oldcxt = MemoryContextSwitchTo(cxt);
 
 	InferFragmentInit(&frag, fn, model);
-	InferFragmentPickWorker(&frag);
+	InferFragmentPickWorker(&frag, &payload, &payload_len);
 	InferFragmentPushContext(&frag);
 
 	(void) InferStatsNewCall(); /* each call counts in infer.stats */

@@ -430,7 +430,9 @@ extern void InferFragmentInit(InferFragment *frag, InferFunction fn,
 extern void InferFragmentPushContext(InferFragment *frag);
 extern void InferFragmentPopContext(InferFragment *frag);
 extern char *InferFragmentDescribe(const InferFragment *frag);
-extern void InferFragmentPickWorker(InferFragment *frag);
+extern void InferFragmentPickWorker(InferFragment *frag,
+									const void *const *payload,
+									const size_t *len);
 extern InferWorker *InferFragmentPickUp(InferFragment **frags, int nfrags,
 										int nrows, size_t bytes);
 extern InferFragment *InferFragmentChain(InferFragment *frag,

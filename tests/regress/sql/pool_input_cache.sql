@@ -145,6 +145,19 @@ SET infer.placement = cost;
 SELECT * FROM pg_temp.input_counters(
 	'SELECT n, infer.predict(''ppocr_cls'', data) FROM img, generate_series(1, 3) WHERE n <= 2')
  WHERE input_counters ~ '(Inference Workers|Rows From Worker Cache)';
+-- per-row calls (no InferBatch) too: placement sees their input's digest,
+-- so each of the six goes to ic (requests_sent per worker, before and
+-- after), and the answers are the reference's
+CREATE TEMP TABLE sent0 AS
+SELECT name, requests_sent FROM infer.workers WHERE name IN ('ic', 'ic_other');
+SET infer.enable_batching = off;
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE infer.predict('ppocr_cls', img.data) IS DISTINCT FROM ref.v) AS differ
+  FROM img JOIN ref USING (n), generate_series(1, 3)
+ WHERE n <= 2;
+RESET infer.enable_batching;
+SELECT w.name, w.requests_sent - s.requests_sent AS sent
+  FROM infer.workers w JOIN sent0 s USING (name) ORDER BY w.name;
 RESET infer.bandwidth;
 RESET infer.placement;
 SELECT infer.drop_worker('ic_other');
