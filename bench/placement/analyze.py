@@ -7,8 +7,17 @@ NAME.counters from the workers' state).
         exit 0 when run NAME's p95 slowdown is at most BOUND, else 1
     analyze.py --report DIR --workers N --bound B --search-pattern P
                --time-scale S --load L [--plot PNG]
-        the table of every main-PATTERN-POLICY run, the workers each
-        policy needs (search-POLICY-N runs), the plot, and the RESULT line
+        the table of every main-PATTERN-POLICY run (main-PATTERN-POLICY-rK
+        for the K-th repeat, K >= 2), the workers each policy needs
+        (search-POLICY-N runs), the plot, and the RESULT line
+
+A pattern run more than once per policy (bench.sh GAMMA_REPEATS) is
+summed up by each policy's median run by p95 (the lower of the middle
+two for an even count): its row is marked "median" under the repeats'
+rows, and the plot, the ratios and the hit rate of the RESULT line are
+its; the RESULT line then also carries the repeats and each repeat's
+p95_vs_least_loaded (the repeats interleave the policies, so that each
+repeat compares them over the same minutes).
 
 A run's figures are over its jobs after the first 10% (by arrival; the
 paper's warm-up, workflows.json warmup_fraction_dropped): latency is
@@ -98,6 +107,16 @@ def counters(path):
     return tot
 
 
+def print_row(pattern, label, s):
+    """One line of the table: run s of pattern under label."""
+    print("%-8s %-19s %5d %6d %8.0f %8.0f %8.0f %8.2f %8.2f %8.3f %8.3f %6d %6d %6d" %
+          (pattern, label, s["jobs"], s["failed"], s["p50"], s["p95"], s["p99"],
+           s["slow_p50"], s["slow_p95"], s["hit_rate"], s["hit_rate_all"],
+           s["loads"], s["evictions"], s["uses"]))
+    for e in s["errors"]:
+        print("    failed: %s" % e)
+
+
 def arg(name, default=None):
     if name in sys.argv:
         return sys.argv[sys.argv.index(name) + 1]
@@ -130,22 +149,25 @@ def main():
     print("best time per workflow (alone on a warm idle worker, ms): " +
           ", ".join("%s %.1f" % (k, v) for k, v in sorted(best.items())))
     print()
-    print("%-8s %-13s %5s %6s %8s %8s %8s %8s %8s %8s %8s %6s %6s %6s" %
+    print("%-8s %-19s %5s %6s %8s %8s %8s %8s %8s %8s %8s %6s %6s %6s" %
           ("pattern", "policy", "jobs", "failed", "p50_ms", "p95_ms", "p99_ms",
            "slow_p50", "slow_p95", "hit_rate", "hit_all", "loads", "evict", "uses"))
+    reps = {}
     for p in patterns:
         for pol in POLICIES:
-            name = "main-%s-%s" % (p, pol)
-            if name not in runs:
+            names = [r for r in runs if r == "main-%s-%s" % (p, pol) or
+                     re.match(r"main-%s-%s-r\d+$" % (p, pol), r)]
+            names.sort(key=lambda r: int(r.rsplit("-r", 1)[1]) if "-r" in r[len("main-"):] else 1)
+            if not names:
                 continue
-            s = stats(d, name, best)
-            res[(p, pol)] = s
-            print("%-8s %-13s %5d %6d %8.0f %8.0f %8.0f %8.2f %8.2f %8.3f %8.3f %6d %6d %6d" %
-                  (p, pol, s["jobs"], s["failed"], s["p50"], s["p95"], s["p99"],
-                   s["slow_p50"], s["slow_p95"], s["hit_rate"], s["hit_rate_all"],
-                   s["loads"], s["evictions"], s["uses"]))
-            for e in s["errors"]:
-                print("    failed: %s" % e)
+            reps[(p, pol)] = [stats(d, n, best) for n in names]
+            for k, s in enumerate(reps[(p, pol)]):
+                label = pol if len(names) == 1 else "%s #%d" % (pol, k + 1)
+                print_row(p, label, s)
+            ordered = sorted(reps[(p, pol)], key=lambda s: s["p95"])
+            res[(p, pol)] = ordered[(len(ordered) - 1) // 2]
+            if len(names) > 1:
+                print_row(p, "%s median" % pol, res[(p, pol)])
 
     # the search: fewest workers under the bound, per policy
     need = {}
@@ -211,7 +233,7 @@ def main():
         return "%.2f" % (a["p95"] / b["p95"]) if a and b else "-"
 
     cost = res.get(("gamma", "cost"))
-    failed = sum(s["failed"] for s in res.values())
+    failed = sum(s["failed"] for runs_of in reps.values() for s in runs_of)
     line = ("RESULT: p95_vs_round_robin=%s p95_vs_least_loaded=%s hit_rate=%s "
             "p95_vs_locality=%s" % (ratio("round_robin"), ratio("least_loaded"),
                                     "%.3f" % cost["hit_rate"] if cost else "-",
@@ -226,6 +248,13 @@ def main():
     line += " p95_floor_ms=%s" % floor
     if cost and floor not in ("-", ""):
         line += " cost_p95_over_floor=%.2f" % (cost["p95"] / float(floor))
+    # each repeat's ratio, cost against least_loaded, in the repeats' order
+    rc, rl = reps.get(("gamma", "cost"), []), reps.get(("gamma", "least_loaded"), [])
+    if len(rc) > 1:
+        line += " repeats=%d" % len(rc)
+        if len(rl) == len(rc):
+            line += " p95_vs_least_loaded_each=%s" % "/".join(
+                "%.2f" % (b["p95"] / a["p95"]) for a, b in zip(rc, rl))
     print()
     print(line)
 

@@ -16,6 +16,10 @@
 #      --gpu-memory GPU_MEMORY), registered anew; placement-driver (driver.c)
 #      replays the arrivals over CONNECTIONS libpq connections with
 #      infer.placement set; then each worker's counters (worker-client ping).
+#      gamma, the headline, is run GAMMA_REPEATS times, each repeat running
+#      every policy in turn (main-gamma-POLICY, then -r2, -r3): one run
+#      moves by 10 to 20% on 2 shared cores, and analyze.py sums the
+#      repeats up by each policy's median.
 #   5. The search: for each policy, the fewest workers (from 2 to 8) whose
 #      p95 slowdown stays under SLOWDOWN_BOUND, on SEARCH_PATTERN with
 #      SEARCH_JOBS jobs.
@@ -26,7 +30,8 @@
 #      and the RESULT line.
 #
 # Environment: WORKERS (5), JOBS (jobs of a gamma run: 300), OTHER_JOBS
-# (of the other patterns' runs: 150), PATTERNS ("gamma poisson uniform
+# (of the other patterns' runs: 150), GAMMA_REPEATS (3: how many times each
+# policy's gamma run is made), PATTERNS ("gamma poisson uniform
 # trace"), POLICIES ("cost round_robin least_loaded locality"), COMPUTE_SCALE
 # (TIME_SCALE: the profile's compute and load times alone; a small one with
 # the same arrivals shows what the system itself costs), TIME_SCALE
@@ -57,6 +62,7 @@ CONNECTIONS=${CONNECTIONS:-128}
 SEED=${SEED:-1}
 GPU_MEMORY=${GPU_MEMORY:-14000000000}
 SLOWDOWN_BOUND=${SLOWDOWN_BOUND:-5}
+GAMMA_REPEATS=${GAMMA_REPEATS:-3}
 SEARCH=${SEARCH:-on}
 SEARCH_PATTERN=${SEARCH_PATTERN:-poisson}
 SEARCH_JOBS=${SEARCH_JOBS:-$([ "$FULL" = 1 ] && echo 400 || echo 120)}
@@ -188,9 +194,15 @@ PGOPTIONS="-c infer.placement=cost" "$DRIVER" --conninfo "$conninfo" --workflows
 pool_stop "$tmp/runs/best.counters"
 
 for pattern in $PATTERNS; do
-	for policy in $POLICIES; do
-		if [ "$pattern" = gamma ]; then n_jobs=$JOBS; else n_jobs=$OTHER_JOBS; fi
-		run "main-$pattern-$policy" "$pattern" "$policy" "$WORKERS" "$n_jobs"
+	reps=1
+	[ "$pattern" = gamma ] && reps=$GAMMA_REPEATS
+	for rep in $(seq "$reps"); do
+		for policy in $POLICIES; do
+			if [ "$pattern" = gamma ]; then n_jobs=$JOBS; else n_jobs=$OTHER_JOBS; fi
+			name="main-$pattern-$policy"
+			[ "$rep" -gt 1 ] && name="$name-r$rep"
+			run "$name" "$pattern" "$policy" "$WORKERS" "$n_jobs"
+		done
 	done
 done
 
