@@ -1467,7 +1467,9 @@ InferClientRaiseLost(ErrorData *lost, int nrows, int sends)
 								 sends),
 						sends, infer_retries);
 	else
-		more = psprintf("No other inference worker is up to take the request (%d rows).",
+		more = psprintf(ngettext("No other inference worker is up to take the request (%d row).",
+								 "No other inference worker is up to take the request (%d rows).",
+								 nrows),
 						nrows);
 	lost->detail = psprintf("%s%s%s", lost->detail ? lost->detail : "",
 							lost->detail ? " " : "", more);

@@ -51,12 +51,12 @@
  * least_loaded =
  * argmin of wait; locality = the most of M1..Mk resident, then least wait;
  * round_robin = in turn over the registered workers, per backend, as
- * before there was a pool (the baseline: it ignores the live state, down
- * workers included).  Candidates within PLACEMENT_TIE_MS (or 1%) of the
- * best are tied, and ties go in turn over a counter all backends share,
- * so equal workers share the load.  Under the other policies down workers
- * get nothing while any other is up (when all are down, all are
- * candidates, so the caller gets the connection error).  Without the
+ * before there was a pool (the baseline: it ignores the live state but
+ * for passing over down workers, round_robin_pick).  Candidates within
+ * PLACEMENT_TIE_MS (or 1%) of the best are tied, and ties go in turn over
+ * a counter all backends share, so equal workers share the load.  Under
+ * every policy down workers get nothing while any other is up (when all
+ * are down, all are candidates, so the caller gets the connection error).  Without the
  * pool's shared memory every policy is round robin.  The chosen worker's
  * est_ms (load + transfer + compute) is what client.c puts in flight.
  *
@@ -689,6 +689,30 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	return pick;
 }
 
+/*
+ * round_robin's pick at turn rr among workers (n, ordered by name): the
+ * next in turn that the pool does not hold down (the turn moves past the
+ * down ones, so that the others keep sharing the load evenly), or rr's
+ * own when every worker is down, so that the statement gets the usual
+ * connection error.  Without the pool nothing is down.  Errors: none but
+ * out of memory (InferPoolRegister).
+ */
+static int
+round_robin_pick(const InferWorker *workers, int n, uint32 rr)
+{
+	for (int k = 0; k < n; k++)
+	{
+		const InferWorker *w = &workers[(rr + k) % n];
+
+		if (!InferPoolIsDown(InferPoolRegister(w->name, w->endpoint)))
+		{
+			placement_rr_next += k;
+			return (rr + k) % n;
+		}
+	}
+	return rr % n;
+}
+
 /* Memory context callback: takes back a reservation never sent. */
 static void
 reserve_forget(void *arg)
@@ -746,7 +770,7 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 		InferWorker *workers = InferCatalogGetWorkers(&nworkers);
 
 		chosen = palloc(sizeof(InferWorker));
-		*chosen = workers[rr % nworkers];
+		*chosen = workers[round_robin_pick(workers, nworkers, rr)];
 		chosen->pool_slot = InferPoolRegister(chosen->name, chosen->endpoint);
 		chosen->est_ms = PLACEMENT_DEFAULT_ROW_MS * nrows;
 		chosen->nruns = 0;

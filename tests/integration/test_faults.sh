@@ -404,7 +404,7 @@ lose s2 KILL k_alone 1 "SET infer.enable_batching = off; SET infer.timeout = '3s
 check "(k) alone, s2 killed during a per-row query: 08006 within infer.timeout + 1 s ($ms ms)" \
 	"rc=$rc ms=$ms $out" '^rc=[1-9][0-9]* ms=([0-9]{1,3}|[1-3][0-9]{3}) held=1 ' \
 	'ERROR:  08006: lost the connection to inference worker "s2"' \
-	'DETAIL:  The worker closed the connection or exited before it answered\. No other inference worker is up to take the request \(1 rows\)\.'
+	'DETAIL:  The worker closed the connection or exited before it answered\. No other inference worker is up to take the request \(1 row\)\.'
 # both down now: a new query gets infer.worker_timeout to connect, not the
 # whole infer.timeout
 t0=$(date +%s%N)

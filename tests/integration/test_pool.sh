@@ -40,7 +40,9 @@
 #       in s1's wait, so cost sends the next one elsewhere;
 #   (i) a request placement chose a worker for counts in that worker's
 #       in-flight work while its send waits to connect (a backend
-#       choosing meanwhile sees it), and no more once the send failed.
+#       choosing meanwhile sees it), and no more once the send failed;
+#   (j) round_robin passes over a worker held down (SIGSTOP) while
+#       others are up: every row, none sent to it.
 #
 # Prints "pool: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts (workers, background psql, the postmaster) is stopped
@@ -261,7 +263,7 @@ ms=$(ms_since "$t0")
 check "(f) the only worker hung: ERROR 08006 in $ms ms, within infer.timeout (3 s) + 1 s" \
 	"rc=$rc ms=$ms $out" '^rc=[1-9][0-9]* ms=([0-9]{1,3}|[1-3][0-9]{3}) ' \
 	"ERROR:  08006: inference worker \"w2\" at tcp://127\.0\.0\.1:${ports[1]} stopped answering while it held the request" \
-	'DETAIL:  No heartbeat came from the worker for infer\.worker_timeout \(1000 ms\): it is hung or unreachable\. No other inference worker is up to take the request \(1 rows\)\.' \
+	'DETAIL:  No heartbeat came from the worker for infer\.worker_timeout \(1000 ms\): it is hung or unreachable\. No other inference worker is up to take the request \(1 row\)\.' \
 	'HINT:  Check the worker.s process and log'
 
 # both resume; w1 has been hung for longer than its query's infer.timeout
@@ -584,6 +586,50 @@ EOF
 		"during=$during after=$after $(grep -o 'ERROR:  08006' "$tmp/i.out")" \
 		'^during=1/1 after=0/0/0/0 ERROR:  08006$'
 done
+
+# --- (j) round_robin passes over a worker held down ---------------------------------
+# One session connects to s1, s2 and s3 (a round_robin query), then s3 is
+# stopped (SIGSTOP) and held down (no heartbeat for infer.worker_timeout):
+# round_robin gives its turns to s1 and s2, and the next query returns
+# every row with b's answers.  (Sending s3 its turns over the open
+# connection, as round_robin did, left those batches waiting
+# infer.timeout, 5 s, and failed the query: the lost-worker watch covers
+# requests sent while a worker is up.)
+q <<EOF >/dev/null
+SELECT infer.drop_worker(name) FROM infer.workers;
+SELECT infer.add_worker('s1', 'tcp://127.0.0.1:${sports[0]}');
+SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${sports[1]}');
+SELECT infer.add_worker('s3', 'tcp://127.0.0.1:${sports[2]}');
+EOF
+ok=1
+for i in 1 2 3; do wait_status "s$i" up || ok=0; done
+out=$(q 2>&1 <<EOF
+SET infer.placement = round_robin;
+SET infer.batch_size = 1;
+SET infer.max_inflight = 2;
+SET infer.timeout = '5s';
+SELECT 'j_warm ' || count(v) FROM (SELECT infer.classify('fast', data) AS v FROM img WHERE n <= 6 OFFSET 0) x;
+\! kill -STOP $PID_s3
+DO \$\$
+BEGIN
+	FOR i IN 1..100 LOOP
+		EXIT WHEN (SELECT status FROM infer.workers WHERE name = 's3') = 'down';
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END
+\$\$;
+SELECT 'j_status ' || status || ' ' || requests_sent FROM infer.workers WHERE name = 's3';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE j_rr AS $FAST_Q;
+SELECT 'j_after ' || requests_sent FROM infer.workers WHERE name = 's3';
+EOF
+)
+kill -CONT "$PID_s3"
+warm=$(grep -o 'j_warm [0-9]*' <<<"$out")
+st=$(grep -o 'j_status [a-z]* [0-9]*' <<<"$out")
+after=$(grep -o 'j_after [0-9]*' <<<"$out")
+check "(j) round_robin, s3 held down (SIGSTOP) after the session connected to it: its turns go to s1 and s2, every row with b's answers" \
+	"ok=$ok $warm ${st% *} sent=$(( ${after##* } - ${st##* } )) $(workers_line "$out") $(digest j_rr 2>&1)" \
+	"^ok=1 j_warm 6 j_status down sent=0 Inference Workers: s[12]: 1[0-9] requests, 1[0-9] rows; s[12]: 1[0-9] requests, 1[0-9] rows $B_REF\$"
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]
