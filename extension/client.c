@@ -96,6 +96,7 @@
 #include <pthread.h>
 #include <zmq.h>
 
+#include "access/xact.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "lib/ilist.h"
@@ -159,11 +160,12 @@ struct InferRequest
 /* The rows InferClientStageInputs hashed (see the banner). */
 typedef struct ClientStaged
 {
-	MemoryContext cxt;			/* holds digests and hashed */
+	MemoryContext cxt;			/* holds digests, hashed and row_lens */
 	int			nrows;			/* 0: nothing staged */
 	uint64		counter;		/* client_request_counter at staging */
-	const void *const *payloads;
-	const size_t *lens;
+	const void *const *payloads;	/* the caller's arrays, compared only: */
+	const size_t *lens;			/* they may be gone by the next call */
+	size_t	   *row_lens;		/* nrows: a copy of lens */
 	size_t		total;			/* bytes of the rows */
 	uint8	   *digests;		/* nrows * PGINFER_SHA256_LEN */
 	bool	   *hashed;			/* nrows: long enough to be named */
@@ -845,6 +847,29 @@ client_hash_rows(int nrows, const void *const *payloads, const size_t *lens,
 }
 
 /*
+ * Transaction callbacks: an error between the staging and the send (no
+ * worker registered, a cancel) leaves the staged digests behind, naming
+ * arrays that are gone; a later request whose arrays happen to sit at the
+ * same addresses must not take them for its own rows (an omitted row
+ * would be answered from another row's cached bytes).  They are dropped
+ * at any abort, a subtransaction's (a PL/pgSQL EXCEPTION block) included.
+ */
+static void
+client_staged_xact(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		client_staged.nrows = 0;
+}
+
+static void
+client_staged_subxact(SubXactEvent event, SubTransactionId sub,
+					  SubTransactionId parent, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		client_staged.nrows = 0;
+}
+
+/*
  * Hashes the rows of the request about to be placed and sent (payloads[i]
  * of payload_lens[i] bytes, the arrays the send will be given), so that
  * placement's transfer term sees which rows each worker holds
@@ -861,11 +886,17 @@ InferClientStageInputs(int nrows, const void *const *payloads,
 	if (infer_input_cache_min_bytes < 0 || nrows <= 0)
 		return;
 	if (st->cxt == NULL)
+	{
 		st->cxt = AllocSetContextCreate(TopMemoryContext, "pg_infer staged inputs",
 										ALLOCSET_SMALL_SIZES);
+		RegisterXactCallback(client_staged_xact, NULL);
+		RegisterSubXactCallback(client_staged_subxact, NULL);
+	}
 	MemoryContextReset(st->cxt);
 	st->digests = MemoryContextAlloc(st->cxt, (Size) nrows * PGINFER_SHA256_LEN);
 	st->hashed = MemoryContextAlloc(st->cxt, sizeof(bool) * nrows);
+	st->row_lens = MemoryContextAlloc(st->cxt, sizeof(size_t) * nrows);
+	memcpy(st->row_lens, payload_lens, sizeof(size_t) * nrows);
 	client_hash_rows(nrows, payloads, payload_lens, st->digests, st->hashed);
 	st->total = 0;
 	for (int i = 0; i < nrows; i++)
@@ -895,7 +926,7 @@ InferClientUncachedBytes(const struct InferPoolWorker *w, size_t bytes)
 		if (st->hashed[i] &&
 			pginfer_bloom_probe(w->input_bloom, PGINFER_BLOOM_BYTES, w->bloom_hashes,
 								st->digests + i * PGINFER_SHA256_LEN))
-			left -= st->lens[i];
+			left -= st->row_lens[i];
 	return left;
 }
 

@@ -356,8 +356,8 @@ InferFragmentPickWorker(InferFragment *frag, const void *const *payload,
  * The worker placement chooses for a request of nfrags fragments over
  * nrows rows (bytes in all) that is not down, in the current memory
  * context, or NULL when there is none: for a request whose worker was
- * lost.  Placement is asked once per registered worker (round_robin names
- * down workers too, the other policies only when every worker is down).
+ * lost.  Placement is asked once per registered worker (every policy
+ * names a down worker only when every worker is down).
  * Errors: those of InferPlacementPick.
  */
 InferWorker *
@@ -731,6 +731,7 @@ send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 			return reply;
 		if (attempt >= infer_retries)
 			InferClientRaiseLost(lost, 1, attempt + 1);
+		InferClientStageInputs(1, payload, len);
 		next = InferFragmentPickUp(&frag, 1, 1, *len);
 		if (next == NULL)
 			InferClientRaiseLost(lost, 1, 0);

@@ -107,6 +107,12 @@ def counters(path):
     return tot
 
 
+def repeat_of(name):
+    """K of run main-PATTERN-POLICY-rK, 1 of main-PATTERN-POLICY."""
+    m = re.search(r"-r(\d+)$", name)
+    return int(m.group(1)) if m else 1
+
+
 def print_row(pattern, label, s):
     """One line of the table: run s of pattern under label."""
     print("%-8s %-19s %5d %6d %8.0f %8.0f %8.0f %8.2f %8.2f %8.3f %8.3f %6d %6d %6d" %
@@ -157,7 +163,7 @@ def main():
         for pol in POLICIES:
             names = [r for r in runs if r == "main-%s-%s" % (p, pol) or
                      re.match(r"main-%s-%s-r\d+$" % (p, pol), r)]
-            names.sort(key=lambda r: int(r.rsplit("-r", 1)[1]) if "-r" in r[len("main-"):] else 1)
+            names.sort(key=repeat_of)
             if not names:
                 continue
             reps[(p, pol)] = [stats(d, n, best) for n in names]

@@ -40,7 +40,9 @@ SELECT infer.predict('ppocr_cls', '\x00');
 
 -- a worker nobody listens for: an error after infer.timeout, naming the
 -- worker, its endpoint and the models; infer.on_error = null does not
--- turn it into NULL
+-- turn it into NULL.  (infer.worker_timeout is raised so that neither
+-- worker is held down before the end: round_robin would pass over it.)
+SET infer.worker_timeout = '60s';
 SELECT infer.add_worker('unreachable', 'tcp://127.0.0.1:1');
 SET infer.timeout = 500;
 SELECT infer.classify('ppocr_cls', '\x00');
@@ -82,3 +84,4 @@ RESET infer.timeout;
 
 SELECT infer.drop_worker('unreachable');
 SELECT infer.drop_worker('unreachable2');
+RESET infer.worker_timeout;

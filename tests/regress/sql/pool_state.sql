@@ -61,8 +61,9 @@ SELECT f || '#' || i, pg_read_binary_file(current_setting('regress.test_data_dir
   FROM unnest(ARRAY['line_upright.png', 'line_rot180.png']) AS f,
 	   generate_series(1, 4) AS i;
 
--- the policies that use the live state: the down worker gets no batch
--- (round_robin, the baseline, ignores status), and results are right
+-- the policies that use the live state: the down worker gets no batch,
+-- and results are right (round_robin passes over it too:
+-- tests/integration/test_pool.sh (j))
 CREATE FUNCTION pg_temp.workers_used(q text) RETURNS SETOF text
 LANGUAGE plpgsql AS $$
 DECLARE
