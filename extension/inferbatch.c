@@ -721,6 +721,64 @@ raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
 }
 
 /*
+ * After a worker (pool slot pool_slot) was lost while it held part done's
+ * request (08006: the connection dropped, or it stopped answering), sends
+ * again at once the scan's other requests that worker holds, in the
+ * batches in flight: they are lost too, and each would otherwise wait,
+ * counted in flight on the lost worker, until the scan came to it in
+ * input order (behind the re-sent requests it waits for first).  Each
+ * counts the worker among those that lost its rows, as its own wait would
+ * have.  A request whose rows have been lost as many times as the next
+ * loss would make poison, or that no worker that is up can take, is left
+ * for its own wait (wait_part), which raises what it must.  Runs with no
+ * fragment's error context pushed.  Errors: those of send_part.
+ */
+static void
+resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	if (pool_slot == 0)
+		return;
+	for (int k = 0; k < st->ninflight; k++)
+	{
+		BatchSlot  *slot = &st->ring[(st->head + k) % st->ring_size];
+
+		if (slot->received)
+			continue;
+		for (int c = 0; c < st->ncalls; c++)
+		{
+			BatchPart  *part = &slot->parts[c];
+			InferRequest *held = part->req;
+			const char *name;
+			bool		known;
+			int			i;
+
+			if (part == done || held == NULL || part->worker == NULL ||
+				part->worker->pool_slot != pool_slot ||
+				part->nlost + 1 >= INFERBATCH_MAX_LOST_WORKERS)
+				continue;
+			MemoryContextSwitchTo(slot->cxt);
+			name = pstrdup(part->worker->name);
+			if (!send_part(st, part, true, false))
+			{
+				MemoryContextSwitchTo(oldcxt);
+				return;			/* no worker up: each wait raises it */
+			}
+			InferClientForget(held);
+			for (known = false, i = 0; i < part->nlost && !known; i++)
+				known = strcmp(part->lost_on[i], name) == 0;
+			if (!known)
+				part->lost_on[part->nlost++] = name;
+			ereport(DEBUG1,
+					(errmsg("pg_infer: inference worker \"%s\" was lost; sending the %d rows it also held to \"%s\"",
+							name, part->nsent, part->worker->name)));
+		}
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
  * Waits for the reply to part's request (its sender's, see BatchPart; its
  * first row is the child's row first_row).  When its worker is lost while it
  * holds the request (08006: the connection dropped, SIGKILL or exit; or
@@ -748,6 +806,7 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 		ErrorData  *lost;
 		InferReply *reply = InferClientWaitOrLost(part->req, &lost);
 		bool		not_run;
+		int			lost_slot;
 
 		if (reply != NULL)
 			return reply;
@@ -782,9 +841,13 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 						part->worker->name, part->worker->endpoint,
 						lost->message, part->nsent)));
 		InferFragmentPopContext(&bc->frag);
+		lost_slot = part->worker->pool_slot;
 		if (!send_part(st, part, true, false))
 			InferClientRaiseLost(lost, part->nsent, 0);
 		FreeErrorData(lost);
+		/* the lost worker's other requests are lost too: sent again now */
+		if (!not_run)
+			resend_held(st, lost_slot, part);
 		bc->frag.worker = part->worker;
 		InferFragmentPushContext(&bc->frag);
 	}

@@ -25,7 +25,8 @@
 #       (08006) within infer.timeout plus 1 s;
 #   (c) w3 is stopped mid-query, holds infer.max_inflight batches, and is
 #       killed (SIGKILL): those batches go to w1 and w2 (rows sent =
-#       rows + held rows) and the query returns every row once;
+#       rows + held rows), all at the first wait that finds w3 lost, and
+#       the query returns every row once;
 #   (d) w3 started again on the same endpoint is up again and is used;
 #   (b) with three simulated workers (--simulate, sleeping compute), s1
 #       kept busy by a background session is avoided under cost and
@@ -290,6 +291,7 @@ SET infer.placement = locality;
 SET infer.batch_size = 1;
 SET infer.max_inflight = 4;
 SET infer.worker_timeout = '60s';
+SET client_min_messages = debug1;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE c_killed AS $DET_Q;
 EOF
 bg=$!
@@ -312,6 +314,11 @@ check "(c) w3 stopped at row 8 holds 4 batches, is killed; the query completes" 
 check "(c) ... its 4 rows went to w1/w2: rows sent = 16 + 4 ($line)" \
 	"sent=$((r3 + r12)) w1_w2=$r12 $(q -c "SELECT string_agg(name || ':' || status || ':' || inflight_requests, ' ' ORDER BY name) FROM infer.workers")" \
 	'^sent=20 w1_w2=(9|1[0-6]) w1:up:0 w2:up:0 w3:down:0$'
+# the first wait that finds w3 lost sends the three others it held at once,
+# not each when the scan comes to it (behind the re-sent ones)
+check "(c) ... the loss found at the first wait: w3's three other batches re-sent at once" \
+	"$(grep -c 'inference worker "w3" was lost; sending the 1 rows it also held to "w[12]"' "$tmp/c.out") $(grep -c 'sending its 1 rows to another worker' "$tmp/c.out")" \
+	'^3 1$'
 
 # --- (d) the worker comes back on the same endpoint ------------------------------
 start_pool_worker w3 "${ports[2]}" || exit 1
