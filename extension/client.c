@@ -481,6 +481,16 @@ InferClientUnsent(const InferRequest *req)
 }
 
 /*
+ * Whether req went out and still waits for its answer: no reply read for
+ * it yet (one may be on its way), not unsent, not forgotten.
+ */
+bool
+InferClientAwaiting(const InferRequest *req)
+{
+	return req->linked && !req->unsent && req->reply == NULL;
+}
+
+/*
  * Forgets req (unanswered: its worker is told to drop it, and a late
  * reply is dropped).  Never raises an error.  Idempotent.
  */

@@ -166,6 +166,8 @@ typedef struct BatchPart
 	bool	   *isnull;
 	InferRow  **failed;			/* per batch row: the rejected row, or NULL */
 	int			nlost;			/* distinct workers lost while they held it */
+	int			early;			/* sends made when another request found
+								 * its worker lost (resend_held) */
 	const char *lost_on[INFERBATCH_MAX_LOST_WORKERS];	/* their names */
 } BatchPart;
 
@@ -728,9 +730,11 @@ raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
  * counted in flight on the lost worker, until the scan came to it in
  * input order (behind the re-sent requests it waits for first).  Each
  * counts the worker among those that lost its rows, as its own wait would
- * have.  A request whose rows have been lost as many times as the next
- * loss would make poison, or that no worker that is up can take, is left
- * for its own wait (wait_part), which raises what it must.  Runs with no
+ * have, and the send among its infer.retries.  A request already
+ * answered, never sent or forgotten, one whose rows have been lost as
+ * many times as the next loss would make poison, one with no re-send left
+ * or one that no worker that is up can take is left for its own wait
+ * (wait_part), which sees to it.  Runs with no
  * fragment's error context pushed.  Errors: those of send_part.
  */
 static void
@@ -754,9 +758,12 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 			bool		known;
 			int			i;
 
+			/* answered, never sent or forgotten: its own wait sees to it */
 			if (part == done || held == NULL || part->worker == NULL ||
 				part->worker->pool_slot != pool_slot ||
-				part->nlost + 1 >= INFERBATCH_MAX_LOST_WORKERS)
+				!InferClientAwaiting(held) ||
+				part->nlost + 1 >= INFERBATCH_MAX_LOST_WORKERS ||
+				part->early + 1 > infer_retries)
 				continue;
 			MemoryContextSwitchTo(slot->cxt);
 			name = pstrdup(part->worker->name);
@@ -766,6 +773,7 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 				return;			/* no worker up: each wait raises it */
 			}
 			InferClientForget(held);
+			part->early++;
 			for (known = false, i = 0; i < part->nlost && !known; i++)
 				known = strcmp(part->lost_on[i], name) == 0;
 			if (!known)
@@ -829,11 +837,12 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 				part->lost_on[part->nlost++] = pstrdup(part->worker->name);
 		}
 		if (part->nlost >= INFERBATCH_MAX_LOST_WORKERS ||
-			attempt >= infer_retries)
+			part->early + attempt >= infer_retries)
 		{
 			if (not_run)
-				InferClientRaiseLost(lost, part->nsent, attempt + 1);
-			raise_poison(part, first_row, attempt + 1, lost);
+				InferClientRaiseLost(lost, part->nsent,
+									 part->early + attempt + 1);
+			raise_poison(part, first_row, part->early + attempt + 1, lost);
 		}
 
 		ereport(DEBUG1,

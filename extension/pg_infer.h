@@ -131,6 +131,7 @@ extern InferReply *InferClientModelRequest(const InferWorker *worker,
 											const char *request);
 extern void InferClientForget(InferRequest *req);
 extern bool InferClientUnsent(const InferRequest *req);
+extern bool InferClientAwaiting(const InferRequest *req);
 extern InferReply *InferClientWaitOrLost(InferRequest *req, ErrorData **lost);
 extern void InferClientRaiseLost(ErrorData *lost, int nrows, int sends);
 
