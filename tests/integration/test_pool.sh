@@ -88,6 +88,17 @@ wait_status() {
 	return 1
 }
 
+# register_sims: the simulated workers s1, s2, s3 (ports sports[]) are the
+# only ones registered.
+register_sims() {
+	q <<EOF >/dev/null
+SELECT infer.drop_worker(name) FROM infer.workers;
+SELECT infer.add_worker('s1', 'tcp://127.0.0.1:${sports[0]}');
+SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${sports[1]}');
+SELECT infer.add_worker('s3', 'tcp://127.0.0.1:${sports[2]}');
+EOF
+}
+
 # workers_line OUTPUT: the "Inference Workers" line of an EXPLAIN ANALYZE.
 workers_line() {
 	grep -o 'Inference Workers: .*' <<<"$1"
@@ -386,11 +397,8 @@ for i in 1 2 3; do
 	start_pool_worker "s$i" "${sports[$((i - 1))]}" --model-dir "$tmp/sim" \
 		--simulate "$tmp/sim/profile.json" || exit 1
 done
+register_sims
 q <<EOF >/dev/null
-SELECT infer.drop_worker(name) FROM infer.workers;
-SELECT infer.add_worker('s1', 'tcp://127.0.0.1:${sports[0]}');
-SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${sports[1]}');
-SELECT infer.add_worker('s3', 'tcp://127.0.0.1:${sports[2]}');
 SELECT infer.create_model('slow', 'slow.onnx', 'classify', labels => '{a,b}');
 SELECT infer.create_model('fast', 'fast.onnx', 'classify', labels => '{a,b}');
 EOF
@@ -602,12 +610,7 @@ done
 # connection, as round_robin did, left those batches waiting
 # infer.timeout, 5 s, and failed the query: the lost-worker watch covers
 # requests sent while a worker is up.)
-q <<EOF >/dev/null
-SELECT infer.drop_worker(name) FROM infer.workers;
-SELECT infer.add_worker('s1', 'tcp://127.0.0.1:${sports[0]}');
-SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${sports[1]}');
-SELECT infer.add_worker('s3', 'tcp://127.0.0.1:${sports[2]}');
-EOF
+register_sims
 ok=1
 for i in 1 2 3; do wait_status "s$i" up || ok=0; done
 out=$(q 2>&1 <<EOF
