@@ -56,8 +56,8 @@
  * PLACEMENT_TIE_MS (or 1%) of the best are tied, and ties go in turn over
  * a counter all backends share, so equal workers share the load.  Under
  * every policy down workers get nothing while any other is up (when all
- * are down, all are candidates, so the caller gets the connection error).  Without the
- * pool's shared memory every policy is round robin.  The chosen worker's
+ * are down, all are candidates, so the caller gets the connection error).
+ * Without the pool's shared memory every policy is round robin.  The chosen worker's
  * est_ms (load + transfer + compute) is what client.c puts in flight.
  *
  * Several fragments over the same input (InferBatch's calls of one
@@ -694,22 +694,24 @@ choose(const Estimate *est, int n, bool turn, double *key)
  * next in turn that the pool does not hold down (the turn moves past the
  * down ones, so that the others keep sharing the load evenly), or rr's
  * own when every worker is down, so that the statement gets the usual
- * connection error.  Without the pool nothing is down.  Errors: none but
- * out of memory (InferPoolRegister).
+ * connection error; its pool slot in *slot.  Without the pool nothing is
+ * down.  Errors: none but out of memory (InferPoolRegister).
  */
 static int
-round_robin_pick(const InferWorker *workers, int n, uint32 rr)
+round_robin_pick(const InferWorker *workers, int n, uint32 rr, int *slot)
 {
 	for (int k = 0; k < n; k++)
 	{
 		const InferWorker *w = &workers[(rr + k) % n];
 
-		if (!InferPoolIsDown(InferPoolRegister(w->name, w->endpoint)))
+		*slot = InferPoolRegister(w->name, w->endpoint);
+		if (!InferPoolIsDown(*slot))
 		{
 			placement_rr_next += k;
 			return (rr + k) % n;
 		}
 	}
+	*slot = InferPoolRegister(workers[rr % n].name, workers[rr % n].endpoint);
 	return rr % n;
 }
 
@@ -768,10 +770,11 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 	{
 		int			nworkers;
 		InferWorker *workers = InferCatalogGetWorkers(&nworkers);
+		int			slot;
 
 		chosen = palloc(sizeof(InferWorker));
-		*chosen = workers[round_robin_pick(workers, nworkers, rr)];
-		chosen->pool_slot = InferPoolRegister(chosen->name, chosen->endpoint);
+		*chosen = workers[round_robin_pick(workers, nworkers, rr, &slot)];
+		chosen->pool_slot = slot;
 		chosen->est_ms = PLACEMENT_DEFAULT_ROW_MS * nrows;
 		chosen->nruns = 0;
 		chosen->runs = NULL;
