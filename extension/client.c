@@ -481,13 +481,21 @@ InferClientUnsent(const InferRequest *req)
 }
 
 /*
- * Whether req went out and still waits for its answer: no reply read for
- * it yet (one may be on its way), not unsent, not forgotten.
+ * Whether req went out, still waits for its answer (none read yet, not
+ * forgotten) and is lost now, as its own wait (InferClientWaitOrLost)
+ * would find it: its connection dropped after it was sent, or the pool
+ * finds its worker silent (InferPoolIsSilent).  A request sent over the
+ * connection made again to a worker restarted on the endpoint is not
+ * lost with the requests of the run before.  Reads the socket's events.
  */
 bool
-InferClientAwaiting(const InferRequest *req)
+InferClientLostNow(InferRequest *req)
 {
-	return req->linked && !req->unsent && req->reply == NULL;
+	if (!req->linked || req->unsent || req->reply != NULL)
+		return false;
+	client_read_monitor(req->socket);
+	return req->socket->disconnects != req->disconnects_at_send ||
+		(req->watch_slot != 0 && InferPoolIsSilent(req->watch_slot));
 }
 
 /*
@@ -559,8 +567,8 @@ client_has_event(InferSocket *s, int want)
  * Waits until the socket's ZMQ_EVENTS has `want` (ZMQ_POLLIN/POLLOUT) or
  * the deadline passes; with req != NULL (a request in flight), also ends
  * when the worker disconnects after req was sent; with watch_slot != 0,
- * also when the pool finds that slot's worker down (CLIENT_DISCONNECTED
- * both).  Lets interrupts through (see client_check_interrupts).
+ * also when the pool finds that slot's worker down (with req, silent:
+ * InferPoolIsSilent) (CLIENT_DISCONNECTED both).  Lets interrupts through (see client_check_interrupts).
  */
 static ClientWait
 client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req,
@@ -579,8 +587,15 @@ client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req,
 		if (req != NULL && s->disconnects != req->disconnects_at_send)
 			return CLIENT_DISCONNECTED;
 
-		/* the pool monitor found the worker down meanwhile */
-		if (watch_slot != 0 && InferPoolIsDown(watch_slot))
+		/*
+		 * the pool found the worker down meanwhile; with a request in
+		 * flight, for want of a heartbeat (a drop marked by a backend
+		 * concerns the requests sent before it, which the socket's own
+		 * count catches)
+		 */
+		if (watch_slot != 0 &&
+			(req != NULL ? InferPoolIsSilent(watch_slot) :
+			 InferPoolIsDown(watch_slot)))
 			return CLIENT_DISCONNECTED;
 
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),

@@ -726,16 +726,21 @@ raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
  * After a worker (pool slot pool_slot) was lost while it held part done's
  * request (08006: the connection dropped, or it stopped answering), sends
  * again at once the scan's other requests that worker holds, in the
- * batches in flight: they are lost too, and each would otherwise wait,
- * counted in flight on the lost worker, until the scan came to it in
+ * batches in flight that its own wait would find lost now
+ * (InferClientLostNow: one sent over a connection made after the drop, to
+ * the worker restarted on its endpoint, is not): each would otherwise
+ * wait, counted in flight on the lost worker, until the scan came to it in
  * input order (behind the re-sent requests it waits for first).  Each
  * counts the worker among those that lost its rows, as its own wait would
  * have, and the send among its infer.retries.  A request already
- * answered, never sent or forgotten, one whose rows have been lost as
- * many times as the next loss would make poison, one with no re-send left
- * or one that no worker that is up can take is left for its own wait
- * (wait_part), which sees to it.  Runs with no
- * fragment's error context pushed.  Errors: those of send_part.
+ * answered, never sent, forgotten or not lost, one whose rows have been
+ * lost as many times as the next loss would make poison, or one with no
+ * re-send left is left for its own wait (wait_part), which sees to it; so
+ * are all that remain when no worker is up (each wait raises the loss),
+ * unless the worker chosen for one goes down while its send waits to
+ * connect and none other is up: that loss is raised at once (the
+ * statement fails either way).  Runs with no fragment's error context
+ * pushed.  Errors: those of send_part.
  */
 static void
 resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
@@ -758,10 +763,13 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 			bool		known;
 			int			i;
 
-			/* answered, never sent or forgotten: its own wait sees to it */
+			/*
+			 * answered, never sent, forgotten or not lost (sent to a new
+			 * run of the worker): its own wait sees to it
+			 */
 			if (part == done || held == NULL || part->worker == NULL ||
 				part->worker->pool_slot != pool_slot ||
-				!InferClientAwaiting(held) ||
+				!InferClientLostNow(held) ||
 				part->nlost + 1 >= INFERBATCH_MAX_LOST_WORKERS ||
 				part->early + 1 > infer_retries)
 				continue;

@@ -131,7 +131,7 @@ extern InferReply *InferClientModelRequest(const InferWorker *worker,
 											const char *request);
 extern void InferClientForget(InferRequest *req);
 extern bool InferClientUnsent(const InferRequest *req);
-extern bool InferClientAwaiting(const InferRequest *req);
+extern bool InferClientLostNow(InferRequest *req);
 extern InferReply *InferClientWaitOrLost(InferRequest *req, ErrorData **lost);
 extern void InferClientRaiseLost(ErrorData *lost, int nrows, int sends);
 
@@ -266,6 +266,9 @@ typedef struct InferPoolWorker
 	bool		draining;		/* the run whose state it holds said it is
 								 * shutting down (57P01): its states are
 								 * no heartbeat (a new run's are) */
+	TimestampTz dropped_at;		/* when a backend marked it down as its
+								 * connection dropped (InferPoolMarkDown);
+								 * 0 once a state is folded after that */
 } InferPoolWorker;
 
 /* What InferPoolAddInflight added, to take back (InferPoolRemoveInflight). */
@@ -300,6 +303,7 @@ extern void InferPoolSent(const InferWorker *worker, int rows,
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
 extern void InferPoolAnswered(InferPoolInflight *in, uint64 served);
 extern void InferPoolMarkDown(int slot, bool draining);
+extern bool InferPoolIsSilent(int slot);
 extern bool InferPoolIsDown(int slot);
 extern InferPoolStatus InferPoolSlotStatus(int slot);
 extern void InferPoolFold(int slot, uint32 generation,

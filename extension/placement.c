@@ -779,6 +779,14 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 		chosen->nruns = 0;
 		chosen->runs = NULL;
 		chosen->reserved = NULL;
+		/* reserved at the choice, as below: a send may wait to connect */
+		if (slot != 0)
+		{
+			reserve_prepare(chosen);
+			InferPoolLock(true);
+			InferPoolReserveLocked(chosen, nrows, chosen->reserved);
+			InferPoolUnlock();
+		}
 		return chosen;
 	}
 

@@ -502,7 +502,7 @@ InferPoolReserveLocked(const InferWorker *worker, int rows,
  * *out: placement's reservation (worker->reserved), dated now and handed
  * over (the reservation then holds nothing; its rows, those placement was
  * given, stand: every caller sends those), or else a new entry
- * (InferPoolAddInflight: round_robin, no pool, a reservation taken back
+ * (InferPoolAddInflight: no pool at the choice, a reservation taken back
  * or already handed to an earlier send).  Never raises an error.
  */
 void
@@ -616,10 +616,43 @@ InferPoolMarkDown(int slot, bool draining)
 	{
 		if (draining && w->folds > 0)
 			w->draining = true;
+		w->dropped_at = draining ? 0 : GetCurrentTimestamp();
 		w->heartbeat = 0;
 		w->registered = 0;
 	}
 	LWLockRelease(pool->lock);
+}
+
+/*
+ * Whether slot's worker is down for want of a heartbeat (hung,
+ * unreachable, or a run that said it is shutting down), not only because
+ * a backend marked it down when its connection dropped (InferPoolMarkDown)
+ * within infer.worker_timeout: a request that went out over a connection
+ * made after the drop (to a worker restarted on the endpoint) is then
+ * still awaited, as each backend's own socket sees a drop that concerns
+ * its requests (client.c).  False for slot 0.
+ */
+bool
+InferPoolIsSilent(int slot)
+{
+	InferPoolWorker *w;
+	bool		silent = false;
+
+	if (pool == NULL || slot < 1 || slot > pool->max_workers)
+		return false;
+	LWLockAcquire(pool->lock, LW_SHARED);
+	w = &pool->workers[slot - 1];
+	if (w->used)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		silent = InferPoolStatusOf(w, now) == INFER_POOL_DOWN &&
+			(w->dropped_at == 0 ||
+			 TimestampDifferenceExceeds(w->dropped_at, now,
+										infer_worker_timeout_ms));
+	}
+	LWLockRelease(pool->lock);
+	return silent;
 }
 
 /* Status of slot's worker now (UNKNOWN for slot 0 or a free slot). */
@@ -710,6 +743,7 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 		return;
 	}
 	w->draining = false;
+	w->dropped_at = 0;
 	/* the run's start: creeps forward by POOL_START_CREEP, see below */
 	if (!new_run && w->heartbeat != 0 && now > w->heartbeat)
 		w->started += (TimestampTz) ((now - w->heartbeat) * POOL_START_CREEP);
