@@ -184,6 +184,8 @@ static InferSocket *client_sockets = NULL;
 static uint64 client_request_counter = 0;
 static int	client_monitor_counter = 0;
 static dlist_head client_pending = DLIST_STATIC_INIT(client_pending);
+
+static void client_dispatch(InferSocket *s, const InferWorker *worker);
 static ClientStaged client_staged;
 
 /*
@@ -483,15 +485,21 @@ InferClientUnsent(const InferRequest *req)
 /*
  * Whether req went out, still waits for its answer (none read yet, not
  * forgotten) and is lost now, as its own wait (InferClientWaitOrLost)
- * would find it: its connection dropped after it was sent, or the pool
- * finds its worker silent (InferPoolIsSilent).  A request sent over the
- * connection made again to a worker restarted on the endpoint is not
- * lost with the requests of the run before.  Reads the socket's events.
+ * would find it: no reply waits on its socket, and its connection dropped
+ * after it was sent or the pool finds its worker silent
+ * (InferPoolIsSilent).  A request sent over the connection made again to
+ * a worker restarted on the endpoint is not lost with the requests of the
+ * run before.  Reads the replies and events waiting on the socket.
+ * Errors: 08P01 for a reply that cannot be read (client_dispatch).
  */
 bool
 InferClientLostNow(InferRequest *req)
 {
 	if (!req->linked || req->unsent || req->reply != NULL)
+		return false;
+	/* a reply already received wins over a disconnection (client_wait) */
+	client_dispatch(req->socket, &req->worker);
+	if (req->reply != NULL || !req->linked)
 		return false;
 	client_read_monitor(req->socket);
 	return req->socket->disconnects != req->disconnects_at_send ||
@@ -1500,7 +1508,9 @@ InferClientWaitOrLost(InferRequest *req, ErrorData **lost)
 	PG_END_TRY();
 	if (edata == NULL)
 		return reply;
-	InferPoolMarkDown(req->worker.pool_slot, not_run);
+	InferPoolMarkDown(req->worker.pool_slot, not_run,
+					  req->unsent ||
+					  req->socket->disconnects != req->disconnects_at_send);
 	InferClientForget(req);
 	*lost = edata;
 	return NULL;

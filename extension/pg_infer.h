@@ -302,7 +302,7 @@ extern void InferPoolSent(const InferWorker *worker, int rows,
 						  InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
 extern void InferPoolAnswered(InferPoolInflight *in, uint64 served);
-extern void InferPoolMarkDown(int slot, bool draining);
+extern void InferPoolMarkDown(int slot, bool draining, bool dropped);
 extern bool InferPoolIsSilent(int slot);
 extern bool InferPoolIsDown(int slot);
 extern InferPoolStatus InferPoolSlotStatus(int slot);

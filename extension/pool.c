@@ -595,16 +595,22 @@ InferPoolAnswered(InferPoolInflight *in, uint64 served)
 }
 
 /*
- * Marks slot down now: a backend lost its connection to the worker, or
- * (draining) the worker answered that it is shutting down (57P01).  Its
- * heartbeat is forgotten and its registration dated back, so it is down
- * until the monitor hears from it again; when draining, the states its
- * present run may still send are no heartbeat (InferPoolFold), so it gets
- * no new work, and a new run of a worker at that endpoint (a restart) is
- * up again at its first state.  No-op for slot 0.
+ * Marks slot down now, as a backend lost a request there: the connection
+ * to the worker dropped (dropped), the worker stopped answering (no
+ * heartbeat for infer.worker_timeout: neither flag), or (draining) it
+ * answered that it is shutting down (57P01).  Its heartbeat is forgotten
+ * and its registration dated back, so it is down until the monitor hears
+ * from it again; when draining, the states its present run may still send
+ * are no heartbeat (InferPoolFold), so it gets no new work, and a new run
+ * of a worker at that endpoint (a restart) is up again at its first
+ * state.  A drop is dated (dropped_at, see InferPoolIsSilent) when the
+ * worker was not down already, and only by the first backend to see it:
+ * the requests of other backends sent before it see it themselves, and a
+ * later date would put off their finding a worker that never comes back.
+ * A hang or a drain is no drop.  No-op for slot 0.
  */
 void
-InferPoolMarkDown(int slot, bool draining)
+InferPoolMarkDown(int slot, bool draining, bool dropped)
 {
 	InferPoolWorker *w;
 
@@ -614,9 +620,15 @@ InferPoolMarkDown(int slot, bool draining)
 	w = &pool->workers[slot - 1];
 	if (w->used)
 	{
+		TimestampTz now = GetCurrentTimestamp();
+
 		if (draining && w->folds > 0)
 			w->draining = true;
-		w->dropped_at = draining ? 0 : GetCurrentTimestamp();
+		if (!dropped || draining)
+			w->dropped_at = 0;
+		else if (w->dropped_at == 0 &&
+				 InferPoolStatusOf(w, now) != INFER_POOL_DOWN)
+			w->dropped_at = now;
 		w->heartbeat = 0;
 		w->registered = 0;
 	}

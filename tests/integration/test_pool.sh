@@ -244,7 +244,9 @@ SET infer.placement = locality;
 SET infer.batch_size = 1;
 SET infer.worker_timeout = '1s';
 SET infer.timeout = '5s';
+SET client_min_messages = debug1;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE f_hung AS $F_Q;
+RESET client_min_messages;
 SELECT 'after: ' || string_agg(name || ':' || status || ':' || inflight_requests, ' ' ORDER BY name)
   FROM infer.workers;
 EOF
@@ -260,6 +262,11 @@ check "(f) ... done in $ms ms: after infer.worker_timeout (1 s), before infer.ti
 check "(f) ... w1 held $resent rows, sent again to w2/w3; it answered only rows before the stop ($line)" \
 	"resent=$resent answered_by_w1=$((r1 - resent)) $(grep -o 'after: .*' <<<"$out")" \
 	'^resent=[1-9][0-9]* answered_by_w1=[1-5] after: w1:down:0 w2:up:0 w3:up:0$'
+# the first wait that finds w1 hung sends the others it holds at once (a
+# hang is no drop: w1 is silent to them at once, InferPoolIsSilent)
+check "(f) ... the first wait to find w1 hung sent its $((resent - 1)) other batches at once" \
+	"$(grep -c 'sending its 1 rows to another worker' <<<"$out") $(grep -c 'inference worker "w1" was lost; sending the 1 rows it also held' <<<"$out")" \
+	"^1 $((resent - 1))\$"
 
 # Alone: w2 (the only worker left) stops at row 3; a clear error, in time.
 q -c "SELECT infer.drop_worker('w1'), infer.drop_worker('w3')" >/dev/null
@@ -665,6 +672,7 @@ SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${sports[1]}');
 EOF
 ok=1
 for i in 1 2; do wait_status "s$i" up || ok=0; done
+q -c "CREATE TABLE k_sent0 AS SELECT name, requests_sent AS sent0 FROM infer.workers" >/dev/null
 K_REF=$(q -c "SELECT count(*) || ' ' || count(DISTINCT n) || ' ' ||
 	md5(string_agg(n || '=' || v::text, ',' ORDER BY n)) FROM b_idle WHERE n <= 6")
 q >"$tmp/k.out" 2>&1 <<EOF &
@@ -681,10 +689,14 @@ SELECT t.n, infer.classify('fast', t.data) AS v
 EOF
 bg=$!
 pids+=("$bg")
+# held: each has the batch in flight and sent (requests_sent moves at the
+# send, the in-flight count at the choice): its k_warm row, the query's
+# 1st or 2nd and 3rd or 4th
 held=
 for _ in $(seq 100); do
-	held=$(q -c "SELECT string_agg(name || ':' || inflight_requests, ' ' ORDER BY name) FROM infer.workers")
-	[ "$held" = "s1:1 s2:1" ] && break
+	held=$(q -c "SELECT string_agg(name || ':' || inflight_requests || ':' || (requests_sent - s.sent0), ' ' ORDER BY name)
+	               FROM infer.workers JOIN k_sent0 s USING (name)")
+	[ "$held" = "s1:1:3 s2:1:3" ] && break
 	sleep 0.05
 done
 kill -KILL "$PID_s2"
@@ -697,7 +709,7 @@ rc=$?
 line=$(workers_line "$(cat "$tmp/k.out")")
 check "(k) s2 killed and restarted while it held a batch: every row once, b's answers" \
 	"ok=$ok held=$held rc=$rc $(digest k_restart 2>&1)" \
-	"^ok=1 held=s1:1 s2:1 rc=0 $K_REF\$"
+	"^ok=1 held=s1:1:3 s2:1:3 rc=0 $K_REF\$"
 check "(k) ... only the batch the old s2 held is sent again: 7 requests for 6 batches, 3 to s2 ($line)" \
 	"sent=$(($(wcount "$line" s1 requests) + $(wcount "$line" s2 requests))) s2=$(wcount "$line" s2 requests) $(grep -c 'sending its 1 rows to another worker' "$tmp/k.out") $(grep -c 'rows it also held' "$tmp/k.out")" \
 	'^sent=7 s2=3 1 0$'
