@@ -69,6 +69,14 @@ on_stop_signal(int signo)
 	stop_requested = 1;
 }
 
+/* SIGCONT handler: counts the resume (server_resumes), nothing else. */
+static void
+on_continue_signal(int signo)
+{
+	(void) signo;
+	server_resumes++;
+}
+
 /* Prints the usage text to f. */
 static void
 usage(FILE *f)
@@ -231,7 +239,12 @@ parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* Installs on_stop_signal for SIGTERM and SIGINT (no SA_RESTART). */
+/*
+ * Installs on_stop_signal for SIGTERM and SIGINT (no SA_RESTART: the loop
+ * sees the stop at once), and on_continue_signal for SIGCONT (SA_RESTART;
+ * the waits that a signal interrupts whatever its flags are retried, as
+ * after SIGTERM).
+ */
 static void
 install_signals(void)
 {
@@ -242,6 +255,9 @@ install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_continue_signal;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGCONT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -109,6 +109,7 @@ typedef struct job
 	double		load_ms;		/* model loads inside the job */
 	double		est_ms;			/* expected compute, for the backlog */
 	int64_t		started_us;
+	sig_atomic_t resumes;		/* server_resumes as the job was made */
 	state_sample samples[JOB_MAX_SAMPLES];
 	int			n_samples;
 	struct job *next;			/* pending loads */
@@ -188,6 +189,8 @@ typedef struct queued_request
 } queued_request;
 
 /* Monotonic clock in microseconds. */
+volatile sig_atomic_t server_resumes = 0;
+
 static int64_t
 now_us(void)
 {
@@ -1354,7 +1357,10 @@ group_finish(server *s, job *j, server_reply **replies)
 
 	s->batches_run++;
 	s->rows_run += (uint64_t) total;
-	if (total > 0)
+	if (total > 0 && j->resumes != server_resumes)
+		log_info("a run of %d rows took %.1f ms across a stop of the process (SIGSTOP, SIGCONT): its times are not kept",
+				 total, fr->compute_ms);
+	else if (total > 0)
 	{
 		/* Moving average of the cost of a row, for the backlog estimate. */
 		double	   *avg = &s->ms_per_row[kind_slot(reqs[0]->run->fragment->kind)];
@@ -2161,6 +2167,7 @@ group_job_new(batch_item **items, int n)
 	if (j == NULL)
 		goto fail;
 	j->kind = JOB_GROUP;
+	j->resumes = server_resumes;
 	j->items = items;
 	j->n_items = n;
 	j->stop = &j->abort;

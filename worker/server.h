@@ -176,6 +176,14 @@ const char *server_endpoint(const server *s);
 const char *server_state_endpoint(const server *s);
 
 /*
+ * How many times the process was resumed after a stop (SIGCONT), counted by
+ * the program's SIGCONT handler (infer-worker's main.c); a run during which
+ * it moved was stopped for a while, so its wall times are not the model's
+ * and are kept out of the timings and the backlog estimate.
+ */
+extern volatile sig_atomic_t server_resumes;
+
+/*
  * Serves requests until *stop becomes non-zero (checked at least every
  * poll_ms milliseconds, whenever a signal interrupts the wait, and
  * between the rows of a request, which is then answered with MSG_ERROR

@@ -205,6 +205,9 @@ state_timings_record(state_timings *t, const char *file, int rows, double ms)
 		if (t->t[i].rows == rows && strcmp(t->t[i].file, file) == 0)
 		{
 			slot = &t->t[i];
+			/* one stall moves the mean by at most alpha x (step - 1) */
+			if (slot->ms > 0 && ms > STATE_EWMA_MAX_STEP * slot->ms)
+				ms = STATE_EWMA_MAX_STEP * slot->ms;
 			slot->ms = (1 - STATE_EWMA_ALPHA) * slot->ms + STATE_EWMA_ALPHA * ms;
 			slot->runs++;
 			slot->stamp = ++t->clock;

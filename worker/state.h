@@ -17,7 +17,15 @@
  * state_timings: an exponentially weighted mean (weight STATE_EWMA_ALPHA
  * for the newest run) of the milliseconds one model takes for a batch of
  * n rows, kept per model file and exact batch size, at most
- * STATE_MAX_TIMINGS entries (the least recently updated goes first).
+ * STATE_MAX_TIMINGS entries (the least recently updated goes first).  A
+ * run longer than STATE_EWMA_MAX_STEP times the mean counts as that many
+ * times it (a clipped mean): one stall that is not the model's (the
+ * machine swapping, a paused virtual machine) raises the mean by 90% at
+ * most, where it could make it many times the model's and keep cost
+ * placement away from the worker, which then never runs the model again
+ * to correct it; a lasting slowdown is followed within a few runs.  (A
+ * run across a SIGSTOP of the worker is not folded at all: server.h,
+ * server_resumes.)
  * state_timings_estimate() answers for any batch size by linear
  * interpolation between the measured sizes, and beyond the largest in
  * proportion to the rows.
@@ -38,6 +46,7 @@ typedef struct state_pub state_pub;
 typedef struct state_timings state_timings;
 
 #define STATE_EWMA_ALPHA 0.3
+#define STATE_EWMA_MAX_STEP 4.0
 #define STATE_MAX_TIMINGS 256
 /* Messages the PUB socket queues per subscriber before it drops. */
 #define STATE_SNDHWM 8

@@ -46,7 +46,9 @@
 #       others are up: every row, none sent to it;
 #   (k) a worker killed while it holds a batch and restarted on its
 #       endpoint before the next: only the batch the old run held is
-#       sent again, not the one sent to the new run.
+#       sent again, not the one sent to the new run;
+#   (l) a worker stopped (SIGSTOP) in the middle of a run and resumed
+#       keeps that run's time out of its timings.
 #
 # Prints "pool: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts (workers, background psql, the postmaster) is stopped
@@ -713,6 +715,36 @@ check "(k) s2 killed and restarted while it held a batch: every row once, b's an
 check "(k) ... only the batch the old s2 held is sent again: 7 requests for 6 batches, 3 to s2 ($line)" \
 	"sent=$(($(wcount "$line" s1 requests) + $(wcount "$line" s2 requests))) s2=$(wcount "$line" s2 requests) $(grep -c 'sending its 1 rows to another worker' "$tmp/k.out") $(grep -c 'rows it also held' "$tmp/k.out")" \
 	'^sent=7 s2=3 1 0$'
+
+# --- (l) a run across a stop of the worker keeps no timing ------------------------
+# s1 holds slow.onnx (250 ms a row, timed there since (b)); a request of one
+# row goes to it, and s1 is stopped (SIGSTOP) 100 ms after the send, in the
+# middle of the run, and resumed (SIGCONT) 1.5 s later: the run's wall time
+# (about 1.75 s) is not the model's, and s1 keeps it out of its timings (its
+# log says so), so its timing of slow.onnx at one row stays near 250 ms.
+# (Kept, it made 0.7 x 250 + 0.3 x 1750 = 700 ms, and cost placement
+# passed over s1 from then on.)
+t_before=$(q -c "SELECT round((timings->'s1'->'batch_ms'->>'1')::numeric) FROM infer.models WHERE name = 'slow'")
+q >"$tmp/l.out" 2>&1 <<EOF &
+SET infer.placement = locality;
+SELECT 'l_rows ' || count(infer.predict('slow', data)) FROM img WHERE n = 1;
+EOF
+bg=$!
+pids+=("$bg")
+for _ in $(seq 100); do
+	[ "$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's1'")" = 1 ] && break
+	sleep 0.02
+done
+sleep 0.1
+kill -STOP "$PID_s1"
+sleep 1.5
+kill -CONT "$PID_s1"
+wait "$bg"
+sleep 0.5
+t_after=$(q -c "SELECT round((timings->'s1'->'batch_ms'->>'1')::numeric) FROM infer.models WHERE name = 'slow'")
+check "(l) s1 stopped for 1.5 s in a 250 ms run: the run's time is not kept (timing ${t_before} ms before, ${t_after} ms after)" \
+	"$(grep -o 'l_rows [0-9]*' "$tmp/l.out") before=$((t_before >= 200 && t_before <= 320)) after=$((t_after >= 200 && t_after <= 320)) $(grep -c 'across a stop of the process' "$tmp/s1.log")" \
+	'^l_rows 1 before=1 after=1 1$'
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]

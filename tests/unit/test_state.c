@@ -79,7 +79,18 @@ test_timings(void)
 		  state_timings_estimate(t, "a.onnx", 16) < 142.1, "scaled %g",
 		  state_timings_estimate(t, "a.onnx", 16));
 	CHECK_EXPR(state_timings_estimate(t, "b.onnx", 1) == -1);
-	CHECK_EXPR(state_timings_list(t, &list, &n) == 0 && n == 2);
+	/* a run over 4 times the mean counts as 4 times it: 0.7 * 20 + 0.3 * 80 */
+	state_timings_record(t, "c.onnx", 1, 20);
+	state_timings_record(t, "c.onnx", 1, 5000);
+	CHECK(state_timings_estimate(t, "c.onnx", 1) > 37.99 &&
+		  state_timings_estimate(t, "c.onnx", 1) < 38.01, "clipped %g",
+		  state_timings_estimate(t, "c.onnx", 1));
+	/* within 4 times, as it is: 0.7 * 38 + 0.3 * 100 = 56.6 */
+	state_timings_record(t, "c.onnx", 1, 100);
+	CHECK(state_timings_estimate(t, "c.onnx", 1) > 56.59 &&
+		  state_timings_estimate(t, "c.onnx", 1) < 56.61, "unclipped %g",
+		  state_timings_estimate(t, "c.onnx", 1));
+	CHECK_EXPR(state_timings_list(t, &list, &n) == 0 && n == 3);
 	for (size_t i = 0; list != NULL && i < n; i++)
 		if (list[i]->batch_size == 8)
 			CHECK_EXPR(list[i]->runs == 2 && strcmp(list[i]->file, "a.onnx") == 0);
