@@ -652,10 +652,14 @@ main(int argc, char **argv)
 	}
 	install_signals();
 
-	/* ZeroMQ's I/O threads inherit this mask: signals stay with us. */
+	/*
+	 * ZeroMQ's I/O threads and the CURVE authenticator inherit this mask:
+	 * signals stay with us (SIGCONT too: its count is read on this thread).
+	 */
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGCONT);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	w.ext.max_message_bytes = (int64_t) w.max_message_bytes;
 	srv = server_new_ext(&w.opts, &w.ext, err, sizeof(err));

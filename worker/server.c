@@ -490,7 +490,8 @@ server_destroy(server **sp)
 	if (s->sock != NULL)
 		zmq_close(s->sock);
 	if (s->ctx != NULL)
-		zmq_ctx_term(s->ctx);
+		while (zmq_ctx_term(s->ctx) != 0 && zmq_errno() == EINTR)
+			;
 	model_cache_destroy(&s->cache);
 	input_cache_destroy(&s->inputs);
 	sim_profile_destroy(&s->sim);
@@ -1430,6 +1431,7 @@ run_group(server *s, const Pginfer__Header *const *reqs,
 		return -1;
 	}
 	j->kind = JOB_GROUP;
+	j->resumes = server_resumes;
 	j->n_items = n;
 	j->reqs = (const Pginfer__Header **) reqs;
 	j->frames = (const void *const **) frames;
@@ -1849,9 +1851,13 @@ drain:
 		zmq_msg_t	m;
 
 		zmq_msg_init(&m);
-		if (zmq_msg_recv(&m, s->sock, 0) < 0 && zmq_errno() != EINTR)
+		if (zmq_msg_recv(&m, s->sock, 0) < 0)
 		{
+			int			e = zmq_errno();
+
 			zmq_msg_close(&m);
+			if (e == EINTR)
+				continue;		/* the rest of the message is still to read */
 			break;
 		}
 		more = zmq_msg_more(&m);

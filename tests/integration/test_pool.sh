@@ -394,7 +394,8 @@ cat >"$tmp/sim/profile.json" <<'EOF'
   "models": {
     "slow.onnx": {"bytes": 30000000, "compute_ms": [[1, 250]]},
     "fast.onnx": {"bytes": 600000000, "compute_ms": [[1, 5], [16, 20]]},
-    "fresh.onnx": {"bytes": 600000000, "compute_ms": [[1, 250]]}
+    "fresh.onnx": {"bytes": 600000000, "compute_ms": [[1, 250]]},
+    "pause.onnx": {"bytes": 30000000, "compute_ms": [[1, 1000]]}
   }
 }
 EOF
@@ -717,33 +718,43 @@ check "(k) ... only the batch the old s2 held is sent again: 7 requests for 6 ba
 	'^sent=7 s2=3 1 0$'
 
 # --- (l) a run across a stop of the worker keeps no timing ------------------------
-# s1 holds slow.onnx (250 ms a row, timed there since (b)); a request of one
-# row goes to it, and s1 is stopped (SIGSTOP) 100 ms after the send, in the
-# middle of the run, and resumed (SIGCONT) 1.5 s later: the run's wall time
-# (about 1.75 s) is not the model's, and s1 keeps it out of its timings (its
-# log says so), so its timing of slow.onnx at one row stays near 250 ms.
-# (Kept, it made 0.7 x 250 + 0.3 x 1750 = 700 ms, and cost placement
-# passed over s1 from then on.)
-t_before=$(q -c "SELECT round((timings->'s1'->'batch_ms'->>'1')::numeric) FROM infer.models WHERE name = 'slow'")
+# pause.onnx (1000 ms a row) is made resident on s1 and timed there by one
+# run; then a request of one row goes to s1, which is stopped (SIGSTOP)
+# 300 ms after the send, in the middle of the run, and resumed (SIGCONT)
+# 1.5 s later: the run's wall time (about 2.5 s) is not the model's, and s1
+# keeps it out of its timings (its log says so), so its timing of
+# pause.onnx at one row stays near 1000 ms.  (Kept, it made 0.7 x 1000 +
+# 0.3 x 2500 = 1450 ms; a worker paused 4 s under a 150 ms model kept a
+# 1330 ms mean, and cost placement passed over it from then on.)
+q <<EOF >/dev/null
+SELECT infer.create_model('pause', 'pause.onnx', 'classify', labels => '{a,b}');
+SELECT infer.load_model('pause', 's1');
+SET infer.placement = locality;
+SELECT count(infer.predict('pause', data)) FROM img WHERE n = 1;
+EOF
+sleep 0.3
+t_before=$(q -c "SELECT round((timings->'s1'->'batch_ms'->>'1')::numeric) FROM infer.models WHERE name = 'pause'")
+sent0=$(q -c "SELECT requests_sent FROM infer.workers WHERE name = 's1'")
 q >"$tmp/l.out" 2>&1 <<EOF &
 SET infer.placement = locality;
-SELECT 'l_rows ' || count(infer.predict('slow', data)) FROM img WHERE n = 1;
+SELECT 'l_rows ' || count(infer.predict('pause', data)) FROM img WHERE n = 2;
 EOF
 bg=$!
 pids+=("$bg")
+# sent (requests_sent moves at the send, the in-flight count at the choice)
 for _ in $(seq 100); do
-	[ "$(q -c "SELECT inflight_requests FROM infer.workers WHERE name = 's1'")" = 1 ] && break
+	[ "$(q -c "SELECT requests_sent - $sent0 FROM infer.workers WHERE name = 's1'")" = 1 ] && break
 	sleep 0.02
 done
-sleep 0.1
+sleep 0.3
 kill -STOP "$PID_s1"
 sleep 1.5
 kill -CONT "$PID_s1"
 wait "$bg"
 sleep 0.5
-t_after=$(q -c "SELECT round((timings->'s1'->'batch_ms'->>'1')::numeric) FROM infer.models WHERE name = 'slow'")
-check "(l) s1 stopped for 1.5 s in a 250 ms run: the run's time is not kept (timing ${t_before} ms before, ${t_after} ms after)" \
-	"$(grep -o 'l_rows [0-9]*' "$tmp/l.out") before=$((t_before >= 200 && t_before <= 320)) after=$((t_after >= 200 && t_after <= 320)) $(grep -c 'across a stop of the process' "$tmp/s1.log")" \
+t_after=$(q -c "SELECT round((timings->'s1'->'batch_ms'->>'1')::numeric) FROM infer.models WHERE name = 'pause'")
+check "(l) s1 stopped for 1.5 s in a 1000 ms run: the run's time is not kept (timing ${t_before} ms before, ${t_after} ms after)" \
+	"$(grep -o 'l_rows [0-9]*' "$tmp/l.out") before=$((t_before >= 900 && t_before <= 1150)) after=$((t_after >= 900 && t_after <= 1150)) $(grep -c 'across a stop of the process' "$tmp/s1.log")" \
 	'^l_rows 1 before=1 after=1 1$'
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
