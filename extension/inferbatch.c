@@ -723,6 +723,20 @@ raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
 }
 
 /*
+ * Counts the worker name (palloc'd by the caller, kept) among those that
+ * lost part's rows, once each, up to INFERBATCH_MAX_LOST_WORKERS.
+ */
+static void
+note_lost_on(BatchPart *part, const char *name)
+{
+	for (int i = 0; i < part->nlost; i++)
+		if (strcmp(part->lost_on[i], name) == 0)
+			return;
+	if (part->nlost < INFERBATCH_MAX_LOST_WORKERS)
+		part->lost_on[part->nlost++] = name;
+}
+
+/*
  * After a worker (pool slot pool_slot) was lost while it held part done's
  * request (08006: the connection dropped, or it stopped answering), sends
  * again at once the scan's other requests that worker holds, in the
@@ -760,8 +774,6 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 			BatchPart  *part = &slot->parts[c];
 			InferRequest *held = part->req;
 			const char *name;
-			bool		known;
-			int			i;
 
 			/*
 			 * answered, never sent, forgotten or not lost (sent to a new
@@ -782,10 +794,7 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 			}
 			InferClientForget(held);
 			part->early++;
-			for (known = false, i = 0; i < part->nlost && !known; i++)
-				known = strcmp(part->lost_on[i], name) == 0;
-			if (!known)
-				part->lost_on[part->nlost++] = name;
+			note_lost_on(part, name);
 			ereport(DEBUG1,
 					(errmsg("pg_infer: inference worker \"%s\" was lost; sending the %d rows it also held to \"%s\"",
 							name, part->nsent, part->worker->name)));
@@ -836,14 +845,7 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 
 		/* the workers that lost it, each once */
 		if (!not_run)
-		{
-			bool		known = false;
-
-			for (int i = 0; i < part->nlost && !known; i++)
-				known = strcmp(part->lost_on[i], part->worker->name) == 0;
-			if (!known && part->nlost < INFERBATCH_MAX_LOST_WORKERS)
-				part->lost_on[part->nlost++] = pstrdup(part->worker->name);
-		}
+			note_lost_on(part, pstrdup(part->worker->name));
 		if (part->nlost >= INFERBATCH_MAX_LOST_WORKERS ||
 			part->early + attempt >= infer_retries)
 		{
