@@ -33,6 +33,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,7 @@ struct model_cache
 	double		load_ms_total;	/* over every load so far */
 	model_cache_counts counts;	/* loads, evictions, hits, misses */
 	model_loader loader;		/* loader.load NULL: read the file */
+	volatile sig_atomic_t *resumes; /* the process's resume count, or NULL */
 	uint64_t	run;			/* model_cache_begin_run() count; 0: none yet */
 };
 
@@ -740,6 +743,8 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	char	   *key = NULL;
 	int64_t		t0;
 	double		ms;
+	sig_atomic_t resumes0;
+	bool		stopped;
 	const char *sq = NULL;
 	ie_precision precision;
 	char		perr[128];
@@ -830,10 +835,12 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	pthread_mutex_unlock(&mc->lock);
 
 	t0 = now_us();
+	resumes0 = mc->resumes != NULL ? *mc->resumes : 0;
 	if (load_entry(mc, e, spec, precision, &model, &bytes, sha, &from_store, sqlstate,
 				   err, errlen) != 0)
 		goto fail;
 	ms = (now_us() - t0) / 1000.0;
+	stopped = mc->resumes != NULL && *mc->resumes != resumes0;
 
 	pthread_mutex_lock(&mc->lock);
 	/* The engine's figure may exceed the estimate: room for that too. */
@@ -849,7 +856,8 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	e->known = 1;
 	e->busy = 0;
 	e->bytes = bytes;
-	e->load_ms = ms;
+	if (!stopped)
+		e->load_ms = ms;
 	e->last_used_us = now_us();
 	e->from_store = from_store;
 	e->precision = precision;
@@ -865,8 +873,12 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	pthread_mutex_unlock(&mc->lock);
 	if (loaded_ms != NULL)
 		*loaded_ms = ms;
-	log_info("loaded model \"%s\" (%llu bytes of weights) in %.1f ms",
-			 e->file, (unsigned long long) bytes, ms);
+	if (stopped)
+		log_info("loaded model \"%s\" (%llu bytes of weights) in %.1f ms, across a stop of the process: its load time stays %.1f ms (0: none)",
+				 e->file, (unsigned long long) bytes, ms, e->load_ms);
+	else
+		log_info("loaded model \"%s\" (%llu bytes of weights) in %.1f ms",
+				 e->file, (unsigned long long) bytes, ms);
 	return 0;
 
 fail:
@@ -1234,6 +1246,15 @@ model_cache_set_loader(model_cache *mc, const model_loader *loader)
 {
 	pthread_mutex_lock(&mc->lock);
 	mc->loader = *loader;
+	pthread_mutex_unlock(&mc->lock);
+}
+
+/* Sets the process's resume count; see model_cache.h. */
+void
+model_cache_set_resume_count(model_cache *mc, volatile sig_atomic_t *resumes)
+{
+	pthread_mutex_lock(&mc->lock);
+	mc->resumes = resumes;
 	pthread_mutex_unlock(&mc->lock);
 }
 

@@ -56,6 +56,7 @@
 #ifndef INFER_MODEL_CACHE_H
 #define INFER_MODEL_CACHE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -168,6 +169,17 @@ typedef struct model_loader
 
 /* Uses loader (copied) instead of the files and the engine. */
 void		model_cache_set_loader(model_cache *mc, const model_loader *loader);
+
+/*
+ * Gives the cache the process's count of resumes from a stop (SIGCONT:
+ * server_resumes), read before and after each load: a load during which it
+ * moved (the process was stopped, SIGSTOP, and resumed) keeps the model's
+ * load time as it was (measured before, declared by the loader, or none),
+ * as its wall time includes the stop and placement estimates loads from
+ * it.  NULL (the default): every load's time is kept.
+ */
+void		model_cache_set_resume_count(model_cache *mc,
+										 volatile sig_atomic_t *resumes);
 
 /* Sets the capacity in bytes (0: no cap); evicts nothing by itself. */
 void		model_cache_set_capacity(model_cache *mc, uint64_t bytes);

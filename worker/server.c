@@ -316,6 +316,7 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 	if (s->cache == NULL)
 		goto fail;
 	model_cache_set_capacity(s->cache, ext->gpu_memory);
+	model_cache_set_resume_count(s->cache, &server_resumes);
 	s->no_uploads = ext->no_uploads;
 	s->batch_hold = ext->batch_hold == 0 ? SERVER_DEFAULT_BATCH_HOLD :
 		ext->batch_hold > 0 ? ext->batch_hold : 0;

@@ -49,6 +49,8 @@
 #       sent again, not the one sent to the new run;
 #   (l) a worker stopped (SIGSTOP) in the middle of a run and resumed
 #       keeps that run's time out of its timings.
+#   (m) ... and one stopped in the middle of a model load keeps that
+#       load's time out of the model's load time.
 #
 # Prints "pool: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts (workers, background psql, the postmaster) is stopped
@@ -395,7 +397,8 @@ cat >"$tmp/sim/profile.json" <<'EOF'
     "slow.onnx": {"bytes": 30000000, "compute_ms": [[1, 250]]},
     "fast.onnx": {"bytes": 600000000, "compute_ms": [[1, 5], [16, 20]]},
     "fresh.onnx": {"bytes": 600000000, "compute_ms": [[1, 250]]},
-    "pause.onnx": {"bytes": 30000000, "compute_ms": [[1, 1000]]}
+    "pause.onnx": {"bytes": 30000000, "compute_ms": [[1, 1000]]},
+    "heavy.onnx": {"bytes": 3000000000, "compute_ms": [[1, 5]]}
   }
 }
 EOF
@@ -756,6 +759,35 @@ t_after=$(q -c "SELECT round((timings->'s1'->'batch_ms'->>'1')::numeric) FROM in
 check "(l) s1 stopped for 1.5 s in a 1000 ms run: the run's time is not kept (timing ${t_before} ms before, ${t_after} ms after)" \
 	"$(grep -o 'l_rows [0-9]*' "$tmp/l.out") before=$((t_before >= 900 && t_before <= 1150)) after=$((t_after >= 900 && t_after <= 1150)) $(grep -c 'across a stop of the process' "$tmp/s1.log")" \
 	'^l_rows 1 before=1 after=1 1$'
+
+# --- (m) a model load across a stop of the worker keeps no load time -------------
+# heavy.onnx takes 1000 ms to load (3 GB at 3 GB/s), the load time the
+# simulated s1 declares for it; s1 is stopped 300 ms into an explicit load
+# and resumed 1.5 s later: the load's wall time (about 2.5 s) is not the
+# model's, so the load time s1 publishes, which placement adds for a
+# worker that lacks the model, stays 1000 ms (kept, it was about 2500).
+q -c "SELECT infer.create_model('heavy', 'heavy.onnx', 'classify', labels => '{a,b}')" >/dev/null
+m_before=$(q -c "SELECT round((timings->'s1'->>'load_ms')::numeric) FROM infer.models WHERE name = 'heavy'")
+q >"$tmp/m.out" 2>&1 <<EOF &
+SELECT infer.load_model('heavy', 's1') AS m_load;
+SELECT 'm_loaded ' || count(*) FROM jsonb_object_keys((SELECT timings FROM infer.models WHERE name = 'heavy'));
+EOF
+bg=$!
+pids+=("$bg")
+for _ in $(seq 100); do
+	[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%AS m_load;%' AND pid <> pg_backend_pid()")" = 1 ] && break
+	sleep 0.02
+done
+sleep 0.3
+kill -STOP "$PID_s1"
+sleep 1.5
+kill -CONT "$PID_s1"
+wait "$bg"
+sleep 0.5
+m_after=$(q -c "SELECT round((timings->'s1'->>'load_ms')::numeric) FROM infer.models WHERE name = 'heavy'")
+check "(m) s1 stopped for 1.5 s in a 1000 ms load: the load's time is not kept (load time ${m_before} ms before, ${m_after} ms after)" \
+	"$(grep -o 'm_loaded [0-9]*' "$tmp/m.out") before=${m_before} after=${m_after} $(grep -c 'heavy.onnx.*across a stop of the process' "$tmp/s1.log")" \
+	'^m_loaded [0-9]+ before=1000 after=1000 1$'
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]
