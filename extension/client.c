@@ -132,6 +132,7 @@ struct InferRequest
 	InferWorker worker;			/* copied into the owner's context */
 	uint64		request_id;
 	uint64		disconnects_at_send;	/* socket's count when sent */
+	TimestampTz handed_at;		/* when it last went to the socket */
 	int			watch_slot;		/* pool slot of a worker up at send, or 0 */
 	TimestampTz deadline;
 	int			timeout_ms;
@@ -1152,6 +1153,7 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
 
 	client_read_monitor(s);
 	req->disconnects_at_send = s->disconnects;
+	req->handed_at = GetCurrentTimestamp();
 	if (!client_send_frames(s, req, req->packed, req->packed_len, req->npayloads,
 							req->payloads, req->payload_lens, omit, NULL))
 		ereport(ERROR,
@@ -1288,6 +1290,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	/* Disconnections before this point concern earlier requests. */
 	client_read_monitor(s);
 	req->disconnects_at_send = s->disconnects;
+	req->handed_at = GetCurrentTimestamp();
 	req->watch_slot = watch;
 	if (!client_send_frames(s, req, buf, len, npayloads, payloads, payload_lens,
 							omit, &first))
@@ -1470,8 +1473,9 @@ client_raise_not_run(InferRequest *req, const InferReply *reply)
  * client_raise_not_run says: no result came back, and an inference call
  * has no side effects, so sending it again is safe).  req is then
  * forgotten (a late reply is dropped) and its worker marked down in the
- * pool (InferPoolMarkDown, draining for 57P01), so placement
- * leaves it out.  Without the pool nothing says which worker is up: the
+ * pool (InferPoolMarkDown, draining for 57P01; not when the pool already
+ * holds a run of the worker that started after req went out, as a worker
+ * restarted on its endpoint), so placement leaves it out.  Without the pool nothing says which worker is up: the
  * loss is raised and a 57P01 reply returned.  Other errors are raised;
  * other replies are returned.
  */
@@ -1508,9 +1512,12 @@ InferClientWaitOrLost(InferRequest *req, ErrorData **lost)
 	PG_END_TRY();
 	if (edata == NULL)
 		return reply;
+	/* a drop read now, for an error that did not come from client_wait */
+	client_read_monitor(req->socket);
 	InferPoolMarkDown(req->worker.pool_slot, not_run,
 					  req->unsent ||
-					  req->socket->disconnects != req->disconnects_at_send);
+					  req->socket->disconnects != req->disconnects_at_send,
+					  req->handed_at);
 	InferClientForget(req);
 	*lost = edata;
 	return NULL;

@@ -266,9 +266,10 @@ typedef struct InferPoolWorker
 	bool		draining;		/* the run whose state it holds said it is
 								 * shutting down (57P01): its states are
 								 * no heartbeat (a new run's are) */
-	TimestampTz dropped_at;		/* when a backend marked it down as its
-								 * connection dropped (InferPoolMarkDown);
-								 * 0 once a state is folded after that */
+	TimestampTz marked_at;		/* when a backend marked it down as its
+								 * connection dropped or it answered 57P01
+								 * (InferPoolMarkDown); 0 once a state is
+								 * folded after that */
 } InferPoolWorker;
 
 /* What InferPoolAddInflight added, to take back (InferPoolRemoveInflight). */
@@ -302,7 +303,8 @@ extern void InferPoolSent(const InferWorker *worker, int rows,
 						  InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
 extern void InferPoolAnswered(InferPoolInflight *in, uint64 served);
-extern void InferPoolMarkDown(int slot, bool draining, bool dropped);
+extern void InferPoolMarkDown(int slot, bool draining, bool dropped,
+							  TimestampTz sent_at);
 extern bool InferPoolIsSilent(int slot);
 extern bool InferPoolIsDown(int slot);
 extern InferPoolStatus InferPoolSlotStatus(int slot);

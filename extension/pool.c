@@ -595,22 +595,33 @@ InferPoolAnswered(InferPoolInflight *in, uint64 served)
 }
 
 /*
- * Marks slot down now, as a backend lost a request there: the connection
- * to the worker dropped (dropped), the worker stopped answering (no
- * heartbeat for infer.worker_timeout: neither flag), or (draining) it
- * answered that it is shutting down (57P01).  Its heartbeat is forgotten
- * and its registration dated back, so it is down until the monitor hears
- * from it again; when draining, the states its present run may still send
- * are no heartbeat (InferPoolFold), so it gets no new work, and a new run
- * of a worker at that endpoint (a restart) is up again at its first
- * state.  A drop is dated (dropped_at, see InferPoolIsSilent) when the
+ * Marks slot down now, as a backend lost a request there that went out at
+ * sent_at: the connection to the worker dropped (dropped), the worker
+ * stopped answering (no heartbeat for infer.worker_timeout: neither
+ * flag), or (draining) it answered that it is shutting down (57P01).  Its
+ * heartbeat is forgotten and its registration dated back, so it is down
+ * until the monitor hears from it again; when draining, the states its
+ * present run may still send are no heartbeat (InferPoolFold), so it gets
+ * no new work, and a new run of a worker at that endpoint (a restart) is
+ * up again at its first state.
+ *
+ * A drop or a drain is dated (marked_at, see InferPoolIsSilent) when the
  * worker was not down already, and only by the first backend to see it:
- * the requests of other backends sent before it see it themselves, and a
- * later date would put off their finding a worker that never comes back.
- * A hang or a drain is no drop.  No-op for slot 0.
+ * the requests of other backends sent before it see it themselves (their
+ * connection drops, or the worker answers them 57P01 too once it has
+ * stopped the one it runs), and a later date would put off their finding
+ * a worker that never comes back.  A hang is not dated: it concerns every
+ * request the worker holds.
+ *
+ * No-op when the slot holds a run of the worker that started after
+ * sent_at (its state folded: a worker restarted on the endpoint): that
+ * run never had the request, and marking it would take a healthy worker
+ * down, for good when draining, as the new run's states would then count
+ * for nothing.  A backend reads a reply or a drop late when it waits for
+ * another part of its query first.  No-op for slot 0.
  */
 void
-InferPoolMarkDown(int slot, bool draining, bool dropped)
+InferPoolMarkDown(int slot, bool draining, bool dropped, TimestampTz sent_at)
 {
 	InferPoolWorker *w;
 
@@ -618,17 +629,17 @@ InferPoolMarkDown(int slot, bool draining, bool dropped)
 		return;
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	w = &pool->workers[slot - 1];
-	if (w->used)
+	if (w->used && !(w->folds > 0 && w->started > sent_at))
 	{
 		TimestampTz now = GetCurrentTimestamp();
 
 		if (draining && w->folds > 0)
 			w->draining = true;
-		if (!dropped || draining)
-			w->dropped_at = 0;
-		else if (w->dropped_at == 0 &&
+		if (!dropped && !draining)
+			w->marked_at = 0;
+		else if (w->marked_at == 0 &&
 				 InferPoolStatusOf(w, now) != INFER_POOL_DOWN)
-			w->dropped_at = now;
+			w->marked_at = now;
 		w->heartbeat = 0;
 		w->registered = 0;
 	}
@@ -636,13 +647,17 @@ InferPoolMarkDown(int slot, bool draining, bool dropped)
 }
 
 /*
- * Whether slot's worker is down for want of a heartbeat (hung,
- * unreachable, or a run that said it is shutting down), not only because
- * a backend marked it down when its connection dropped (InferPoolMarkDown)
- * within infer.worker_timeout: a request that went out over a connection
- * made after the drop (to a worker restarted on the endpoint) is then
- * still awaited, as each backend's own socket sees a drop that concerns
- * its requests (client.c).  False for slot 0.
+ * Whether slot's worker is down for want of a heartbeat (hung or
+ * unreachable), not only because a backend marked it down within
+ * infer.worker_timeout when its connection dropped or it answered that it
+ * is shutting down (InferPoolMarkDown): a request that went out over a
+ * connection made after the drop (to a worker restarted on the endpoint)
+ * is then still awaited, as each backend's own socket sees a drop that
+ * concerns its requests (client.c), and so is one that a shutting-down
+ * worker runs, as it answers that too (57P01) once it has stopped it
+ * between rows: lost for want of a heartbeat, it would be counted a loss
+ * on the worker and spend one of infer.retries.  A worker still silent
+ * infer.worker_timeout after the mark is lost.  False for slot 0.
  */
 bool
 InferPoolIsSilent(int slot)
@@ -659,8 +674,8 @@ InferPoolIsSilent(int slot)
 		TimestampTz now = GetCurrentTimestamp();
 
 		silent = InferPoolStatusOf(w, now) == INFER_POOL_DOWN &&
-			(w->dropped_at == 0 ||
-			 TimestampDifferenceExceeds(w->dropped_at, now,
+			(w->marked_at == 0 ||
+			 TimestampDifferenceExceeds(w->marked_at, now,
 										infer_worker_timeout_ms));
 	}
 	LWLockRelease(pool->lock);
@@ -755,7 +770,7 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 		return;
 	}
 	w->draining = false;
-	w->dropped_at = 0;
+	w->marked_at = 0;
 	/* the run's start: creeps forward by POOL_START_CREEP, see below */
 	if (!new_run && w->heartbeat != 0 && now > w->heartbeat)
 		w->started += (TimestampTz) ((now - w->heartbeat) * POOL_START_CREEP);

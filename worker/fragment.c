@@ -934,7 +934,7 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 		if (stop != NULL && *stop)
 		{
 			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
-			snprintf(err, errlen, "the worker is shutting down; %d of %d rows were not run",
+			snprintf(err, errlen, "the run was stopped between rows; %d of %d rows were not run",
 					 n_rows - i, n_rows);
 			goto done;
 		}
@@ -1170,7 +1170,7 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 		if (stop != NULL && *stop)
 		{
 			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
-			snprintf(err, errlen, "the worker is shutting down; %d of %d rows were not run",
+			snprintf(err, errlen, "the run was stopped between rows; %d of %d rows were not run",
 					 n_rows - i, n_rows);
 			goto fail;
 		}

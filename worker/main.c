@@ -242,8 +242,10 @@ parse_bytes(const char *s, uint64_t *out)
 /*
  * Installs on_stop_signal for SIGTERM and SIGINT (no SA_RESTART: the loop
  * sees the stop at once), and on_continue_signal for SIGCONT (SA_RESTART;
- * the waits that a signal interrupts whatever its flags are retried, as
- * after SIGTERM).
+ * the calls that a handled signal interrupts whatever the flags, polls
+ * and ZeroMQ's sends and receives, are retried on EINTR by the server, as
+ * they are after SIGTERM).  The threads the server starts block SIGCONT,
+ * so that the handler runs on the loop (server.h, server_resumes).
  */
 static void
 install_signals(void)

@@ -33,8 +33,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +66,8 @@ typedef struct cache_entry
 	int			pins;			/* queued or running requests needing it */
 	uint64_t	bytes;			/* weight bytes (resident), else expected */
 	double		load_ms;		/* last measured (or expected) load time */
+	double		load_ms_before; /* load_ms before the last load */
+	uint64_t	load_no;		/* counts.loads at the last load; 0: none */
 	int64_t		last_used_us;	/* monotonic */
 	uint64_t	held_run;		/* the run (model_cache.run) model_cache_get()
 								 * last handed its model out in */
@@ -86,7 +86,6 @@ struct model_cache
 	double		load_ms_total;	/* over every load so far */
 	model_cache_counts counts;	/* loads, evictions, hits, misses */
 	model_loader loader;		/* loader.load NULL: read the file */
-	volatile sig_atomic_t *resumes; /* the process's resume count, or NULL */
 	uint64_t	run;			/* model_cache_begin_run() count; 0: none yet */
 };
 
@@ -743,8 +742,6 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	char	   *key = NULL;
 	int64_t		t0;
 	double		ms;
-	sig_atomic_t resumes0;
-	bool		stopped;
 	const char *sq = NULL;
 	ie_precision precision;
 	char		perr[128];
@@ -835,12 +832,10 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	pthread_mutex_unlock(&mc->lock);
 
 	t0 = now_us();
-	resumes0 = mc->resumes != NULL ? *mc->resumes : 0;
 	if (load_entry(mc, e, spec, precision, &model, &bytes, sha, &from_store, sqlstate,
 				   err, errlen) != 0)
 		goto fail;
 	ms = (now_us() - t0) / 1000.0;
-	stopped = mc->resumes != NULL && *mc->resumes != resumes0;
 
 	pthread_mutex_lock(&mc->lock);
 	/* The engine's figure may exceed the estimate: room for that too. */
@@ -856,8 +851,8 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	e->known = 1;
 	e->busy = 0;
 	e->bytes = bytes;
-	if (!stopped)
-		e->load_ms = ms;
+	e->load_ms_before = e->load_ms;
+	e->load_ms = ms;
 	e->last_used_us = now_us();
 	e->from_store = from_store;
 	e->precision = precision;
@@ -870,15 +865,12 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	mc->n_models++;
 	mc->load_ms_total += ms;
 	mc->counts.loads++;
+	e->load_no = mc->counts.loads;
 	pthread_mutex_unlock(&mc->lock);
 	if (loaded_ms != NULL)
 		*loaded_ms = ms;
-	if (stopped)
-		log_info("loaded model \"%s\" (%llu bytes of weights) in %.1f ms, across a stop of the process: its load time stays %.1f ms (0: none)",
-				 e->file, (unsigned long long) bytes, ms, e->load_ms);
-	else
-		log_info("loaded model \"%s\" (%llu bytes of weights) in %.1f ms",
-				 e->file, (unsigned long long) bytes, ms);
+	log_info("loaded model \"%s\" (%llu bytes of weights) in %.1f ms",
+			 e->file, (unsigned long long) bytes, ms);
 	return 0;
 
 fail:
@@ -1249,15 +1241,6 @@ model_cache_set_loader(model_cache *mc, const model_loader *loader)
 	pthread_mutex_unlock(&mc->lock);
 }
 
-/* Sets the process's resume count; see model_cache.h. */
-void
-model_cache_set_resume_count(model_cache *mc, volatile sig_atomic_t *resumes)
-{
-	pthread_mutex_lock(&mc->lock);
-	mc->resumes = resumes;
-	pthread_mutex_unlock(&mc->lock);
-}
-
 /* Sets the capacity (0: none). */
 void
 model_cache_set_capacity(model_cache *mc, uint64_t bytes)
@@ -1313,6 +1296,27 @@ model_cache_load_ms_total(model_cache *mc)
 	v = mc->load_ms_total;
 	pthread_mutex_unlock(&mc->lock);
 	return v;
+}
+
+/* Takes back the load times of loads after `since`; see model_cache.h. */
+int
+model_cache_untime_loads(model_cache *mc, uint64_t since)
+{
+	int			n = 0;
+
+	pthread_mutex_lock(&mc->lock);
+	for (cache_entry *e = mc->models; e != NULL; e = e->next)
+	{
+		if (e->load_no == 0 || e->load_no <= since)
+			continue;
+		log_info("model \"%s\": a load of %.1f ms across a stop of the process (SIGSTOP, SIGCONT): its load time stays %.1f ms (0: none)",
+				 e->file, e->load_ms, e->load_ms_before);
+		e->load_ms = e->load_ms_before;
+		e->load_no = 0;
+		n++;
+	}
+	pthread_mutex_unlock(&mc->lock);
+	return n;
 }
 
 /* Declares a model a loader knows; see model_cache.h. */

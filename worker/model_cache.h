@@ -56,7 +56,6 @@
 #ifndef INFER_MODEL_CACHE_H
 #define INFER_MODEL_CACHE_H
 
-#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -170,17 +169,6 @@ typedef struct model_loader
 /* Uses loader (copied) instead of the files and the engine. */
 void		model_cache_set_loader(model_cache *mc, const model_loader *loader);
 
-/*
- * Gives the cache the process's count of resumes from a stop (SIGCONT:
- * server_resumes), read before and after each load: a load during which it
- * moved (the process was stopped, SIGSTOP, and resumed) keeps the model's
- * load time as it was (measured before, declared by the loader, or none),
- * as its wall time includes the stop and placement estimates loads from
- * it.  NULL (the default): every load's time is kept.
- */
-void		model_cache_set_resume_count(model_cache *mc,
-										 volatile sig_atomic_t *resumes);
-
 /* Sets the capacity in bytes (0: no cap); evicts nothing by itself. */
 void		model_cache_set_capacity(model_cache *mc, uint64_t bytes);
 uint64_t	model_cache_capacity(model_cache *mc);
@@ -220,6 +208,19 @@ model_cache_counts model_cache_get_counts(model_cache *mc);
 int			model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
 								double *loaded_ms, const char **sqlstate,
 								char *err, size_t errlen);
+
+/*
+ * Takes back the load time (load_ms) of each model whose last load came
+ * after the first `since` loads (model_cache_get_counts().loads read
+ * before), as its wall time included a stop of the process (SIGSTOP,
+ * then SIGCONT) and placement estimates loads from it: the model keeps
+ * the load time it had before (measured earlier, declared by the loader,
+ * or 0: none).  Logs each.  Returns how many were taken back.  The server
+ * calls it on the thread that counts resumes (server_resumes) once a job
+ * that loaded models is done, as only there a resume is known to have
+ * been counted.
+ */
+int			model_cache_untime_loads(model_cache *mc, uint64_t since);
 
 /*
  * Declares a model a loader knows (bytes, expected load_ms) so that the

@@ -109,7 +109,10 @@ typedef struct job
 	double		load_ms;		/* model loads inside the job */
 	double		est_ms;			/* expected compute, for the backlog */
 	int64_t		started_us;
-	sig_atomic_t resumes;		/* server_resumes as the job was made */
+	sig_atomic_t resumes;		/* server_resumes as the job began */
+	uint64_t	loads0;			/* the cache's loads as the job began */
+	int			began;			/* job_begin() done (not so for a job
+								 * answered at shutdown unrun) */
 	state_sample samples[JOB_MAX_SAMPLES];
 	int			n_samples;
 	struct job *next;			/* pending loads */
@@ -188,9 +191,9 @@ typedef struct queued_request
 	uint64_t	bytes;			/* its frames but the routing id */
 } queued_request;
 
-/* Monotonic clock in microseconds. */
 volatile sig_atomic_t server_resumes = 0;
 
+/* Monotonic clock in microseconds. */
 static int64_t
 now_us(void)
 {
@@ -316,7 +319,6 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 	if (s->cache == NULL)
 		goto fail;
 	model_cache_set_capacity(s->cache, ext->gpu_memory);
-	model_cache_set_resume_count(s->cache, &server_resumes);
 	s->no_uploads = ext->no_uploads;
 	s->batch_hold = ext->batch_hold == 0 ? SERVER_DEFAULT_BATCH_HOLD :
 		ext->batch_hold > 0 ? ext->batch_hold : 0;
@@ -1311,6 +1313,50 @@ log_model_calls(const job *j, const fragment_result *fr)
 }
 
 /*
+ * Whether every request of group job j was cancelled while it ran (the
+ * loop then stops it between rows, as for a shutdown: cancel_running).
+ */
+static int
+group_all_cancelled(const job *j)
+{
+	if (j->cancelled == NULL || j->n_items == 0)
+		return 0;
+	for (int k = 0; k < j->n_items; k++)
+		if (!j->cancelled[k])
+			return 0;
+	return 1;
+}
+
+/*
+ * Notes, as j begins (on the loop thread), the process's resume count
+ * (server_resumes) and the model cache's loads, for job_across_stop().
+ */
+static void
+job_begin(server *s, job *j)
+{
+	j->resumes = server_resumes;
+	j->loads0 = model_cache_get_counts(s->cache).loads;
+	j->began = 1;
+}
+
+/*
+ * Whether j, done, ran (job_begin) across a stop of the process (SIGSTOP, then
+ * SIGCONT: the resume count moved since job_begin); if so, the models it
+ * loaded keep the load time they had (model_cache_untime_loads), as the
+ * load's wall time included the stop.  Only on the loop thread: the
+ * SIGCONT handler runs there, so the resume is counted before the loop
+ * can see a job done; a compute thread may see its load end first.
+ */
+static int
+job_across_stop(server *s, job *j)
+{
+	if (!j->began || j->resumes == server_resumes)
+		return 0;
+	model_cache_untime_loads(s->cache, j->loads0);
+	return 1;
+}
+
+/*
  * The bookkeeping part of a group run, on the loop's thread: counters,
  * timings, and replies[k] for each request (its MSG_RESULT, or MSG_ERROR
  * when the run failed as a whole).  Returns 0, or -1 when memory runs out
@@ -1326,6 +1372,7 @@ group_finish(server *s, job *j, server_reply **replies)
 	int			total = 0,
 				off = 0,
 				rc = 0;
+	int			across = job_across_stop(s, j);
 
 	for (int k = 0; k < n; k++)
 	{
@@ -1341,9 +1388,17 @@ group_finish(server *s, job *j, server_reply **replies)
 		 */
 		const char *msg = j->err;
 
+		if (strcmp(j->sqlstate, FRAGMENT_SQLSTATE_SHUTDOWN) == 0 &&
+			group_all_cancelled(j))
+		{
+			/* stopped as every request of it was cancelled: no one to answer */
+			log_info("%s, as its %d requests were cancelled", j->err, n);
+			return rc;
+		}
 		if (strcmp(j->sqlstate, FRAGMENT_SQLSTATE_SHUTDOWN) == 0)
 		{
-			log_info("%s: answering its %d requests with 57P01", j->err, n);
+			log_info("the worker is shutting down; %s: answering its %d requests with 57P01",
+					 j->err, n);
 			msg = "the worker is shutting down; the request was stopped before it "
 				  "finished and returned no result";
 		}
@@ -1359,7 +1414,7 @@ group_finish(server *s, job *j, server_reply **replies)
 
 	s->batches_run++;
 	s->rows_run += (uint64_t) total;
-	if (total > 0 && j->resumes != server_resumes)
+	if (total > 0 && across)
 		log_info("a run of %d rows took %.1f ms across a stop of the process (SIGSTOP, SIGCONT): its times are not kept",
 				 total, fr->compute_ms);
 	else if (total > 0)
@@ -1432,7 +1487,7 @@ run_group(server *s, const Pginfer__Header *const *reqs,
 		return -1;
 	}
 	j->kind = JOB_GROUP;
-	j->resumes = server_resumes;
+	job_begin(s, j);
 	j->n_items = n;
 	j->reqs = (const Pginfer__Header **) reqs;
 	j->frames = (const void *const **) frames;
@@ -1538,6 +1593,7 @@ model_reply(server *s, const Pginfer__Header *req)
 				hint[512];
 	double		ms = 0;
 	int			rc;
+	job			j = {0};		/* its job_begin() figures only */
 
 	if (req->kind == PGINFER__MSG_KIND__MSG_UNLOAD_MODEL)
 	{
@@ -1557,7 +1613,9 @@ model_reply(server *s, const Pginfer__Header *req)
 		return pong_reply(s, req->request_id);
 	}
 	model_cache_pin(s->cache, spec->file, +1);
+	job_begin(s, &j);
 	rc = load_model(s, spec, &ms, &sqlstate, err, sizeof(err));
+	(void) job_across_stop(s, &j);
 	model_cache_pin(s->cache, spec->file, -1);
 	if (rc != 0)
 		return error_reply(req->request_id, sqlstate, err,
@@ -1724,6 +1782,23 @@ free_buffer(void *data, void *hint)
 }
 
 /*
+ * zmq_msg_send(), sent again when a signal interrupts it (EINTR: the
+ * SIGCONT handler runs on this thread after a stop, as may the stop
+ * signals' handlers): ZeroMQ has not taken the part then, and a part
+ * left unsent within a message would leave the ROUTER mid-message, the
+ * next reply's parts appended to it.  Returns zmq_msg_send()'s result.
+ */
+static int
+msg_send(zmq_msg_t *m, void *sock, int flags)
+{
+	int			rc;
+
+	while ((rc = zmq_msg_send(m, sock, flags)) < 0 && zmq_errno() == EINTR)
+		;
+	return rc;
+}
+
+/*
  * Sends one message part that takes over buf (malloc'd, len bytes; NULL
  * for an empty frame).  *buf is set to NULL once ZeroMQ owns it.
  */
@@ -1744,7 +1819,7 @@ send_owned(void *sock, void **buf, size_t len, int more)
 			return -1;
 		*buf = NULL;
 	}
-	if (zmq_msg_send(&m, sock, more ? ZMQ_SNDMORE : 0) < 0)
+	if (msg_send(&m, sock, more ? ZMQ_SNDMORE : 0) < 0)
 	{
 		zmq_msg_close(&m);
 		return -1;
@@ -1761,7 +1836,7 @@ send_reply(server *s, zmq_msg_t *id, server_reply *r)
 
 	zmq_msg_init(&idcopy);
 	zmq_msg_copy(&idcopy, id);
-	if (zmq_msg_send(&idcopy, s->sock, ZMQ_SNDMORE) < 0)
+	if (msg_send(&idcopy, s->sock, ZMQ_SNDMORE) < 0)
 	{
 		zmq_msg_close(&idcopy);
 		return -1;
@@ -2174,7 +2249,6 @@ group_job_new(batch_item **items, int n)
 	if (j == NULL)
 		goto fail;
 	j->kind = JOB_GROUP;
-	j->resumes = server_resumes;
 	j->items = items;
 	j->n_items = n;
 	j->stop = &j->abort;
@@ -2298,7 +2372,10 @@ job_complete(server *s, job *j, int shutdown)
 					 j->kind == JOB_PUT ? "stored" : "loaded");
 		}
 		if (j->kind == JOB_LOAD)
+		{
 			model_cache_pin(s->cache, j->req->model->model->file, -1);
+			(void) job_across_stop(s, j);
+		}
 		r = j->rc == 0 ? pong_reply(s, j->req->request_id) :
 			error_reply(j->req->request_id, j->sqlstate, j->err,
 						j->kind == JOB_PUT ? put_hint(j->sqlstate) :
@@ -2507,6 +2584,7 @@ start_next_job(server *s, int force)
 	batch_item **items;
 	int			n_items;
 	int			idle = 0;
+	int			sent;
 
 	if (s->running != NULL)
 		return;
@@ -2547,8 +2625,12 @@ start_next_job(server *s, int force)
 			j->est_ms += run_estimate(s, j->reqs[k]->run, j->items[k]->n_rows);
 	}
 	j->started_us = now_us();
+	job_begin(s, j);
 	s->running = j;
-	if (zmq_send(s->pipe_loop, &j, sizeof(j), 0) != (int) sizeof(j))
+	while ((sent = zmq_send(s->pipe_loop, &j, sizeof(j), 0)) < 0 &&
+		   zmq_errno() == EINTR)
+		;
+	if (sent != (int) sizeof(j))
 	{
 		/* Cannot happen with an inproc PAIR short of memory: run it here. */
 		log_warn("compute pipe: %s; running the job on the loop", zmq_strerror(zmq_errno()));
@@ -2650,6 +2732,89 @@ stop_compute_thread(server *s)
 	s->thread_started = 0;
 }
 
+/*
+ * Answers every queued request and model load with 57P01 (the worker is
+ * stopping: they will not run).  Returns how many jobs were answered.
+ */
+static int
+answer_unrun(server *s)
+{
+	batch_item **items;
+	int			n_items;
+	int			n = 0;
+
+	while (s->loads != NULL)
+	{
+		job		   *j = s->loads;
+
+		s->loads = j->next;
+		j->next = NULL;
+		job_complete(s, j, 1);
+		n++;
+	}
+	while (batcher_next(s->queue, now_us(), 1, &items, &n_items) > 0)
+	{
+		job		   *j = group_job_new(items, n_items);
+
+		if (j != NULL)
+			job_complete(s, j, 1);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * How long a stopping worker keeps its connections after its last answer,
+ * in ms, and how long at most in all.  A backend's socket (ZMQ_IMMEDIATE)
+ * drops the messages it has not read when the connection closes: without
+ * a moment, the backend waiting for one of the 57P01 answers would mostly
+ * see the connection lost instead, and read none of the others it holds
+ * (docs/placement.md, "A worker lost mid-query").  Requests that come
+ * meanwhile (sent before the backend knew, or there but not read yet, as
+ * when the worker was stopped, SIGSTOP, with them on their way) are
+ * answered 57P01 too, not lost with the connection.
+ */
+#define SERVER_SHUTDOWN_GRACE_MS 100
+#define SERVER_SHUTDOWN_MAX_MS 1000
+
+/*
+ * A stopping worker's last moments: answers what is queued with 57P01,
+ * then reads the socket and answers each request that comes the same way,
+ * until SERVER_SHUTDOWN_GRACE_MS have passed since the last answer (or
+ * since the start), SERVER_SHUTDOWN_MAX_MS at most.
+ */
+static void
+shutdown_drain(server *s, zmq_msg_t **parts, int *cap)
+{
+	int64_t		start = now_us();
+	int64_t		until = start + SERVER_SHUTDOWN_GRACE_MS * 1000;
+
+	for (;;)
+	{
+		zmq_pollitem_t item = {s->sock, 0, ZMQ_POLLIN, 0};
+		int64_t		now;
+		int			n;
+		char		derr[256];
+
+		if (answer_unrun(s) > 0)
+			until = now_us() + SERVER_SHUTDOWN_GRACE_MS * 1000;
+		now = now_us();
+		if (until > start + SERVER_SHUTDOWN_MAX_MS * 1000)
+			until = start + SERVER_SHUTDOWN_MAX_MS * 1000;
+		if (now >= until)
+			break;
+		n = zmq_poll(&item, 1, (long) ((until - now + 999) / 1000));
+		if (n < 0 && zmq_errno() != EINTR)
+			break;
+		if (n > 0 && drain_socket(s, parts, cap, DRAIN_MAX, derr, sizeof(derr)) != 0)
+		{
+			log_warn("reading the last requests: %s", derr);
+			break;
+		}
+	}
+	answer_unrun(s);
+}
+
 /* Serves until *stop is set; see server.h. */
 int
 server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
@@ -2657,8 +2822,6 @@ server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 {
 	int			cap = 16;
 	zmq_msg_t  *parts = malloc((size_t) cap * sizeof(zmq_msg_t));
-	batch_item **items;
-	int			n_items;
 	int			rc = -1;
 
 	if (parts == NULL)
@@ -2720,23 +2883,12 @@ fail:
 		s->running->abort = 1;
 		collect_job(s);
 	}
-	stop_compute_thread(s);
 	/* What is still queued will not run: say so to each peer. */
-	while (s->loads != NULL)
-	{
-		job		   *j = s->loads;
-
-		s->loads = j->next;
-		j->next = NULL;
-		job_complete(s, j, 1);
-	}
-	while (batcher_next(s->queue, now_us(), 1, &items, &n_items) > 0)
-	{
-		job		   *j = group_job_new(items, n_items);
-
-		if (j != NULL)
-			job_complete(s, j, 1);
-	}
+	if (rc == 0)
+		shutdown_drain(s, &parts, &cap);
+	else
+		answer_unrun(s);
+	stop_compute_thread(s);
 	s->stop = NULL;
 	free(parts);
 	return rc;

@@ -177,9 +177,11 @@ const char *server_state_endpoint(const server *s);
 
 /*
  * How many times the process was resumed after a stop (SIGCONT), counted by
- * the program's SIGCONT handler (infer-worker's main.c); a run during which
- * it moved was stopped for a while, so its wall times are not the model's
- * and are kept out of the timings and the backlog estimate.
+ * the program's SIGCONT handler (infer-worker's main.c) on the thread that
+ * runs server_serve (the loop); a run or model load during which it moved
+ * was stopped for a while, so its wall times are not the model's: they are
+ * kept out of the timings, the backlog estimate and the models' load
+ * times.  Read on the loop only.
  */
 extern volatile sig_atomic_t server_resumes;
 

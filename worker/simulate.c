@@ -645,7 +645,7 @@ sim_run(sim_profile *p, model_cache *mc, const Pginfer__RunFragment *run,
 					if (sleep_ms(want, stop) != 0)
 					{
 						*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
-						snprintf(err, errlen, "the worker is shutting down; the request was abandoned");
+						snprintf(err, errlen, "the run was stopped in a model call");
 						return -1;
 					}
 					if (*n_samples < max_samples)

@@ -163,9 +163,15 @@ state_pub_due(const state_pub *p, int64_t now_us)
 int
 state_pub_send(state_pub *p, const void *buf, size_t len, int64_t now_us)
 {
+	int			rc;
+
 	p->last_us = now_us;
 	p->dirty = 0;
-	if (zmq_send(p->sock, buf, len, ZMQ_DONTWAIT) < 0)
+	/* sent again when a signal interrupts it (the SIGCONT handler, say) */
+	while ((rc = zmq_send(p->sock, buf, len, ZMQ_DONTWAIT)) < 0 &&
+		   zmq_errno() == EINTR)
+		;
+	if (rc < 0)
 	{
 		if (zmq_errno() != EAGAIN)
 			log_debug("state message dropped: %s", zmq_strerror(zmq_errno()));

@@ -981,7 +981,7 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 		if (stop != NULL && *stop)
 		{
 			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
-			snprintf(err, errlen, "the worker is shutting down; %d of %d texts were not run",
+			snprintf(err, errlen, "the run was stopped between rows; %d of %d texts were not run",
 					 n_ok - start, n_rows);
 			goto done;
 		}

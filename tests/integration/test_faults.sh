@@ -404,13 +404,14 @@ check "(k) ... s1 down, s2 up, nothing in flight" \
 	"$(q -c "SELECT string_agg(name || ':' || status || ':' || inflight_requests, ' ' ORDER BY name) FROM infer.workers")" \
 	'^s1:down:0 s2:up:0$'
 # alone: s2 killed during the same query, s1 down (the call in flight, or
-# chosen and waiting to connect, as above: then the wait is infer.timeout)
+# chosen and waiting to connect, as above: then the wait ends when the
+# pool finds s2 down, infer.worker_timeout after its last heartbeat)
 lose s2 KILL k_alone 1 "SET infer.enable_batching = off; SET infer.timeout = '3s';
 \\set VERBOSITY verbose"
 check "(k) alone, s2 killed during a per-row query: 08006 within infer.timeout + 1 s ($ms ms)" \
 	"rc=$rc ms=$ms $out" '^rc=[1-9][0-9]* ms=([0-9]{1,3}|[1-3][0-9]{3}) held=1 ' \
 	'ERROR:  08006: (lost the connection to|could not connect to) inference worker "s2"' \
-	'DETAIL:  (The worker closed the connection or exited before it answered|No connection was made within 3000 ms \(infer\.timeout\): the worker is unreachable)\. No other inference worker is up to take the request \(1 row\)\.'
+	'DETAIL:  (The worker closed the connection or exited before it answered|The worker went down \(no heartbeat for infer\.worker_timeout\) while the request waited for a connection)\. No other inference worker is up to take the request \(1 row\)\.'
 # both down now: a new query gets infer.worker_timeout to connect, not the
 # whole infer.timeout
 t0=$(date +%s%N)

@@ -1075,7 +1075,7 @@ test_fragment_run(void)
 	CHECK_EXPR(fragment_run(mc, &q.run, rows, lens, 2, 0, 64, &stop, &r, &sqlstate, err, sizeof(err)) == -1);
 	CHECK_EXPR(r == NULL);
 	CHECK_STR(sqlstate, FRAGMENT_SQLSTATE_SHUTDOWN);
-	CHECK_CONTAINS(err, "shutting down");
+	CHECK_CONTAINS(err, "stopped between rows; 2 of 2 rows were not run");
 
 done:
 	free(png);
