@@ -34,6 +34,7 @@
 
 #include "access/detoast.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -170,17 +171,20 @@ check_predict_task(const InferFragment *frag, const Pginfer__ModelSpec *model)
 
 /*
  * Refuses a model whose registered task is not `task`, for the function's
- * stage `role` ("detector", ...).  ERROR 42809 (wrong_object_type).
+ * stage `role` ("detector", ...); guc, when not NULL, names the setting
+ * the model came from (the detail says so).  ERROR 42809
+ * (wrong_object_type).
  */
 static void
 check_task(const InferFragment *frag, const Pginfer__ModelSpec *model,
-		   const char *task, const char *role)
+		   const char *task, const char *role, const char *guc)
 {
 	if (strcmp(model->task, task) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("model \"%s\" has task \"%s\", but %s needs a %s with task \"%s\"",
 						model->name, model->task, frag->funcname, role, task),
+				 guc ? errdetail("Setting %s names it.", guc) : 0,
 				 errhint("Choose a model whose task is %s; see infer.models.",
 						 task)));
 }
@@ -247,16 +251,19 @@ InferFragmentInit(InferFragment *frag, InferFunction fn, const char *model)
 					frag->models[2] = dr[1];
 				}
 				frag->nmodels = 3;
-				check_task(frag, frag->models[0], "detect_text", "detector");
+				check_task(frag, frag->models[0], "detect_text", "detector",
+						   gucs[0]);
 				if (use_cls)
-					check_task(frag, frag->models[1], "classify", "classifier");
-				check_task(frag, frag->models[2], "recognize_text", "recognizer");
+					check_task(frag, frag->models[1], "classify", "classifier",
+							   gucs[1]);
+				check_task(frag, frag->models[2], "recognize_text", "recognizer",
+						   gucs[2]);
 				break;
 			}
 		case INFER_FN_DETECT_TEXT:
 			check_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT,
 											infer_ocr_detector, "infer.ocr_detector"),
-					   "detect_text", "detector");
+					   "detect_text", "detector", "infer.ocr_detector");
 			break;
 		case INFER_FN_PREDICT:
 			check_predict_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_PREDICT,
@@ -265,17 +272,17 @@ InferFragmentInit(InferFragment *frag, InferFunction fn, const char *model)
 		case INFER_FN_CLASSIFY:
 			check_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY,
 											model, NULL),
-					   "classify", "model");
+					   "classify", "model", NULL);
 			break;
 		case INFER_FN_EMBED:
 			check_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT,
 											model, NULL),
-					   "embed_text", "model");
+					   "embed_text", "model", NULL);
 			break;
 		case INFER_FN_CLASSIFY_TEXT:
 			check_task(frag, init_one_model(frag, PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT,
 											model, NULL),
-					   "classify_text", "text classifier");
+					   "classify_text", "text classifier", NULL);
 			break;
 		case INFER_FN_NONE:
 			elog(ERROR, "pg_infer: no ML function");
@@ -481,6 +488,68 @@ InferFragmentSendMany(InferFragment **frags, int nfrags, int nrows,
 }
 
 /*
+ * The code point of the first character of UTF-8 string s (len bytes) that
+ * the database's encoding cannot hold, or 0 when it holds them all (or s is
+ * not valid UTF-8 or no conversion exists: from_worker raises those).
+ * Through PostgreSQL's conversion (pg_do_encoding_conversion_buf, noError).
+ */
+static pg_wchar
+untranslatable_char(const char *s)
+{
+	int			enc = GetDatabaseEncoding();
+	int			len;
+	int			done;
+	Oid			proc;
+	unsigned char *buf;
+
+	if (s == NULL || s[0] == '\0' || enc == PG_UTF8 || enc == PG_SQL_ASCII)
+		return 0;
+	len = strlen(s);
+	proc = FindDefaultConversionProc(PG_UTF8, enc);
+	if (!OidIsValid(proc) || !pg_verify_mbstr(PG_UTF8, s, len, true))
+		return 0;
+	buf = palloc((Size) len * MAX_CONVERSION_GROWTH + 1);
+	done = pg_do_encoding_conversion_buf(proc, PG_UTF8, enc,
+										 (unsigned char *) s, len, buf,
+										 len * MAX_CONVERSION_GROWTH + 1, true);
+	pfree(buf);
+	return done < len ? utf8_to_unicode((const unsigned char *) s + done) : 0;
+}
+
+/*
+ * Turns row answer res (ok) whose text (OCR, a label, detect_text's JSON)
+ * the database's encoding cannot hold into a row that failed with 22P05
+ * (untranslatable_character), its strings allocated in cxt: the worker
+ * answers in UTF-8, and the OCR recognizer's alphabet has characters (CJK
+ * and full-width punctuation) that LATIN1, for one, lacks.  A failed row
+ * raises its error when its value is wanted, so infer.on_error = null
+ * turns it into a WARNING and NULL, as for a row the worker rejected,
+ * where the conversion's own error would fail the whole statement.
+ */
+static void
+check_row_encoding(Pginfer__RowResult *res, MemoryContext cxt)
+{
+	pg_wchar	c;
+
+	if (!res->ok)
+		return;
+	c = untranslatable_char(res->text);
+	if (c == 0)
+		c = untranslatable_char(res->json);
+	if (c == 0)
+		return;
+	res->ok = false;
+	res->sqlstate = MemoryContextStrdup(cxt, "22P05");
+	res->message = MemoryContextStrdup(cxt,
+									   psprintf("the answer has the character U+%04X, which has no equivalent in encoding \"%s\"",
+												(unsigned int) c, GetDatabaseEncodingName()));
+	res->detail = MemoryContextStrdup(cxt,
+									  "The worker answers in UTF-8; the answer is converted to the database's encoding.");
+	res->hint = MemoryContextStrdup(cxt,
+									"Use a database created with ENCODING 'UTF8', or set infer.on_error = null to get NULL and a WARNING for such rows.");
+}
+
+/*
  * Checks reply, the answer to frag's request over nrows rows with
  * row_ids, and fills rows[i] with row i's answer (pointing into the
  * reply).  A whole-request error (MSG_ERROR) is raised with the worker's
@@ -498,7 +567,8 @@ InferFragmentCollect(InferFragment *frag, InferReply *reply, int nrows,
 /*
  * InferFragmentCollect for fragment number `fragment` of a request that
  * carried several (InferFragmentSendMany: 0 is the first): only the
- * reply's rows of that fragment count.
+ * reply's rows of that fragment count.  A row whose text the database's
+ * encoding cannot hold is left failed too (check_row_encoding).
  */
 void
 InferFragmentCollectOf(InferFragment *frag, InferReply *reply, int fragment,
@@ -538,6 +608,7 @@ InferFragmentCollectOf(InferFragment *frag, InferReply *reply, int fragment,
 				continue;
 			memset(&rows[r], 0, sizeof(InferRow));
 			rows[r].result = result->rows[i];
+			check_row_encoding(rows[r].result, GetMemoryChunkContext(reply));
 			/* payload frames follow the result rows, one per row */
 			if (i < (size_t) reply->nframes)
 			{

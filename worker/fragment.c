@@ -442,19 +442,33 @@ prepare(model_cache *mc, const Pginfer__RunFragment *run, frag_plan *p,
 	}
 }
 
-/* Records a decoding failure of row i with the SQLSTATE its status calls for. */
+/*
+ * Records a decoding failure of row i with the SQLSTATE its status calls
+ * for.  max_pixels is the limit that applied (fragment_max_pixels of the
+ * request's, the session's infer.max_pixels, and worker_limit, the
+ * worker's --max-pixels): the hint names the one to raise.
+ */
 static void
 row_decode_error(fragment_result *r, int i, image_status st, const char *derr,
-				 int64_t max_pixels)
+				 int64_t max_pixels, const Pginfer__RunFragment *run,
+				 int64_t worker_limit)
 {
 	char		msg[160];
+	char		hint[200];
+	int64_t		requested = (int64_t) run->max_pixels;
 
 	if (st == IMAGE_ERR_TOO_LARGE)
 	{
 		snprintf(msg, sizeof(msg), "image is larger than the limit of %lld pixels",
 				 (long long) max_pixels);
-		fragment_row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, derr,
-						   "Downscale the image, or raise the worker's --max-pixels.");
+		if (requested > 0 && requested == max_pixels && requested < worker_limit)
+			snprintf(hint, sizeof(hint), "Downscale the image, or raise infer.max_pixels (this session's limit; the worker's --max-pixels is %lld).",
+					 (long long) worker_limit);
+		else if (requested > 0 && requested == max_pixels)
+			snprintf(hint, sizeof(hint), "Downscale the image, or raise both infer.max_pixels and the worker's --max-pixels.");
+		else
+			snprintf(hint, sizeof(hint), "Downscale the image, or raise the worker's --max-pixels.");
+		fragment_row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, derr, hint);
 	}
 	else if (st == IMAGE_ERR_NOMEM)
 		fragment_row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY,
@@ -890,9 +904,9 @@ done:
 static int
 run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 			   const void *const *rows, const size_t *rows_len, int n_rows,
-			   int64_t limit, int max_batch, volatile sig_atomic_t *stop,
-			   fragment_result *r, const char **sqlstate, char *err,
-			   size_t errlen)
+			   int64_t limit, int64_t worker_limit, int max_batch,
+			   volatile sig_atomic_t *stop, fragment_result *r,
+			   const char **sqlstate, char *err, size_t errlen)
 {
 	pending_batch *batches = NULL;
 	int			n_batches = 0;
@@ -944,7 +958,7 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 		{
 			log_debug("row %llu: %s: %s", (unsigned long long) run->row_ids[i],
 					  image_status_name(st), derr);
-			row_decode_error(r, i, st, derr, limit);
+			row_decode_error(r, i, st, derr, limit, run, worker_limit);
 			image_destroy(&img);
 			continue;
 		}
@@ -1118,6 +1132,7 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 	fragment_result *r = NULL;
 	frag_plan	plan;
 	int64_t		limit = fragment_max_pixels(run->max_pixels, max_pixels);
+	int64_t		worker_limit = fragment_max_pixels(0, max_pixels);
 	double		t0 = model_calls_now_ms();
 
 	*out = NULL;
@@ -1153,7 +1168,8 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 		plan.kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY)
 	{
 		if (run_image_rows(&plan, run, rows, rows_len, n_rows, limit,
-						   max_batch, stop, r, sqlstate, err, errlen) != 0)
+						   worker_limit, max_batch, stop, r, sqlstate, err,
+						   errlen) != 0)
 			goto fail;
 		r->compute_ms = model_calls_now_ms() - t0;
 		*out = r;
@@ -1180,7 +1196,7 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 		{
 			log_debug("row %llu: %s: %s", (unsigned long long) run->row_ids[i],
 					  image_status_name(st), derr);
-			row_decode_error(r, i, st, derr, limit);
+			row_decode_error(r, i, st, derr, limit, run, worker_limit);
 			image_destroy(&img);
 			continue;
 		}
