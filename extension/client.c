@@ -833,6 +833,8 @@ client_dispatch(InferSocket *s, const InferWorker *worker)
 		req->linked = false;
 		InferPoolAnswered(&req->inflight, reply->header->result != NULL ?
 						  reply->header->result->served : 0);
+		if (reply->header->kind == PGINFER__MSG_KIND__MSG_RESULT)
+			InferResultCheckEncoding(reply->header->result, cxt);
 		if (reply->header->kind != PGINFER__MSG_KIND__MSG_NEED_INPUT)
 			client_stats_done(req, reply);
 	}

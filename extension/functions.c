@@ -517,36 +517,47 @@ untranslatable_char(const char *s)
 }
 
 /*
- * Turns row answer res (ok) whose text (OCR, a label, detect_text's JSON)
- * the database's encoding cannot hold into a row that failed with 22P05
- * (untranslatable_character), its strings allocated in cxt: the worker
- * answers in UTF-8, and the OCR recognizer's alphabet has characters (CJK
- * and full-width punctuation) that LATIN1, for one, lacks.  A failed row
- * raises its error when its value is wanted, so infer.on_error = null
- * turns it into a WARNING and NULL, as for a row the worker rejected,
- * where the conversion's own error would fail the whole statement.
+ * Turns each row answer of result (a worker's MSG_RESULT) whose text (OCR,
+ * a label, detect_text's JSON) the database's encoding cannot hold into a
+ * row that failed with 22P05 (untranslatable_character), its strings
+ * allocated in cxt (the reply's context): the worker answers in UTF-8,
+ * and the OCR recognizer's alphabet has characters (CJK and full-width
+ * punctuation) that LATIN1, for one, lacks.  A failed row raises its error
+ * when its value is wanted, so infer.on_error = null turns it into a
+ * WARNING and NULL, as for a row the worker rejected, where the
+ * conversion's own error would fail the whole statement; infer.stats
+ * counts it among the errors.  Called as the reply arrives (client.c).
+ * Never raises an error.
  */
-static void
-check_row_encoding(Pginfer__RowResult *res, MemoryContext cxt)
+void
+InferResultCheckEncoding(Pginfer__Result *result, MemoryContext cxt)
 {
-	pg_wchar	c;
+	int			enc = GetDatabaseEncoding();
 
-	if (!res->ok)
+	if (result == NULL || enc == PG_UTF8 || enc == PG_SQL_ASCII)
 		return;
-	c = untranslatable_char(res->text);
-	if (c == 0)
-		c = untranslatable_char(res->json);
-	if (c == 0)
-		return;
-	res->ok = false;
-	res->sqlstate = MemoryContextStrdup(cxt, "22P05");
-	res->message = MemoryContextStrdup(cxt,
-									   psprintf("the answer has the character U+%04X, which has no equivalent in encoding \"%s\"",
-												(unsigned int) c, GetDatabaseEncodingName()));
-	res->detail = MemoryContextStrdup(cxt,
-									  "The worker answers in UTF-8; the answer is converted to the database's encoding.");
-	res->hint = MemoryContextStrdup(cxt,
-									"Use a database created with ENCODING 'UTF8', or set infer.on_error = null to get NULL and a WARNING for such rows.");
+	for (size_t i = 0; i < result->n_rows; i++)
+	{
+		Pginfer__RowResult *res = result->rows[i];
+		MemoryContext oldcxt;
+		pg_wchar	c;
+
+		if (!res->ok)
+			continue;
+		c = untranslatable_char(res->text);
+		if (c == 0)
+			c = untranslatable_char(res->json);
+		if (c == 0)
+			continue;
+		oldcxt = MemoryContextSwitchTo(cxt);
+		res->ok = false;
+		res->sqlstate = pstrdup("22P05");
+		res->message = psprintf("the answer has the character U+%04X, which has no equivalent in encoding \"%s\"",
+								(unsigned int) c, GetDatabaseEncodingName());
+		res->detail = pstrdup("The worker answers in UTF-8; the answer is converted to the database's encoding.");
+		res->hint = pstrdup("Use a database created with ENCODING 'UTF8', or set infer.on_error = null to get NULL and a WARNING for such rows.");
+		MemoryContextSwitchTo(oldcxt);
+	}
 }
 
 /*
@@ -568,7 +579,7 @@ InferFragmentCollect(InferFragment *frag, InferReply *reply, int nrows,
  * InferFragmentCollect for fragment number `fragment` of a request that
  * carried several (InferFragmentSendMany: 0 is the first): only the
  * reply's rows of that fragment count.  A row whose text the database's
- * encoding cannot hold is left failed too (check_row_encoding).
+ * encoding cannot hold arrives failed (InferResultCheckEncoding).
  */
 void
 InferFragmentCollectOf(InferFragment *frag, InferReply *reply, int fragment,
@@ -608,7 +619,6 @@ InferFragmentCollectOf(InferFragment *frag, InferReply *reply, int fragment,
 				continue;
 			memset(&rows[r], 0, sizeof(InferRow));
 			rows[r].result = result->rows[i];
-			check_row_encoding(rows[r].result, GetMemoryChunkContext(reply));
 			/* payload frames follow the result rows, one per row */
 			if (i < (size_t) reply->nframes)
 			{

@@ -269,7 +269,8 @@ typedef struct InferPoolWorker
 	TimestampTz marked_at;		/* when a backend marked it down as its
 								 * connection dropped or it answered 57P01
 								 * (InferPoolMarkDown); 0 once a state is
-								 * folded after that */
+								 * folded after that (a draining run's
+								 * states are not) */
 } InferPoolWorker;
 
 /* What InferPoolAddInflight added, to take back (InferPoolRemoveInflight). */
@@ -462,6 +463,7 @@ extern void InferFragmentCollectOf(InferFragment *frag, InferReply *reply,
 								   int fragment, int nrows,
 								   const uint64 *row_ids, InferRow *rows);
 extern void InferRowReportError(const InferRow *row, int elevel);
+extern void InferResultCheckEncoding(Pginfer__Result *result, MemoryContext cxt);
 extern Datum InferRowDatum(const InferFragment *frag, const InferRow *row);
 extern const char *InferTextPayload(text *input, size_t *len);
 extern bool InferTextWithinLimit(Datum input, InferFunction fn,

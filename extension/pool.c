@@ -1118,6 +1118,17 @@ monitor_drain(int i, MonSlot *s, TimestampTz now)
 				break;
 			if (h == NULL)
 				continue;
+
+			/*
+			 * a ping answered 57P01: the worker is stopping (it answers
+			 * every request so until it closes), and gets no new work
+			 * from now on, as when a backend's request is answered so
+			 */
+			if (which == 0 && h->version == PGINFER_PROTOCOL_VERSION &&
+				h->kind == PGINFER__MSG_KIND__MSG_ERROR && h->error != NULL &&
+				h->error->sqlstate != NULL &&
+				strcmp(h->error->sqlstate, "57P01") == 0)
+				InferPoolMarkDown(i + 1, true, false, now);
 			if (h->version == PGINFER_PROTOCOL_VERSION && h->state != NULL &&
 				(h->kind == PGINFER__MSG_KIND__MSG_PONG ||
 				 h->kind == PGINFER__MSG_KIND__MSG_STATE))

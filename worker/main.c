@@ -646,6 +646,18 @@ main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 256 << 20);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	ie_set_threads((int) w.threads);
+
+	/*
+	 * The threads started from here on inherit this mask (a CUDA driver's,
+	 * ZeroMQ's I/O threads, the CURVE authenticator): the signals stay
+	 * with this thread, SIGCONT too, whose count is read here (server.h,
+	 * server_resumes).
+	 */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGCONT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
 	if (ie_set_device(w.device, err, sizeof(err)) != 0)
 	{
 		log_error("could not start: --device %s: %s",
@@ -653,16 +665,6 @@ main(int argc, char **argv)
 		goto done;
 	}
 	install_signals();
-
-	/*
-	 * ZeroMQ's I/O threads and the CURVE authenticator inherit this mask:
-	 * signals stay with us (SIGCONT too: its count is read on this thread).
-	 */
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGCONT);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
 	w.ext.max_message_bytes = (int64_t) w.max_message_bytes;
 	srv = server_new_ext(&w.opts, &w.ext, err, sizeof(err));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -131,6 +131,8 @@ struct server
 	int			no_uploads;		/* --no-uploads */
 	uint64_t	max_upload_bytes;	/* --max-upload-bytes */
 	int			batch_hold;		/* --batch-hold percent; 0: none */
+	int			stopping;		/* shutdown_drain under way */
+	uint64_t	stopping_answers;	/* requests it refused (57P01) */
 	int64_t		gate_now_us;	/* the queue scan's clock (group_may_run) */
 	int64_t		gate_held_us;	/* arrival of the oldest group the scan
 								 * held back for memory, or 0 */
@@ -2133,6 +2135,24 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 		pginfer__header__free_unpacked(req, NULL);
 		return;
 	}
+	if (s->stopping)
+	{
+		/*
+		 * Stopping (shutdown_drain): nothing new is served, not even a
+		 * ping, whose answer (a state) would count as a heartbeat in the
+		 * pool; a run's inputs are not resolved (no MSG_NEED_INPUT).
+		 */
+		server_reply *r = error_reply(req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
+									  "the worker is shutting down; the request was not run",
+									  hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0));
+
+		if (r != NULL && send_reply(s, &parts[0], r) != 0)
+			log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
+		server_reply_destroy(&r);
+		s->stopping_answers++;
+		pginfer__header__free_unpacked(req, NULL);
+		return;
+	}
 	if (req->kind == PGINFER__MSG_KIND__MSG_LOAD_MODEL && s->pipe_loop != NULL)
 	{
 		/* A load takes time: the compute thread does it, in turn. */
@@ -2779,7 +2799,8 @@ answer_unrun(server *s)
 
 /*
  * A stopping worker's last moments: answers what is queued with 57P01,
- * then reads the socket and answers each request that comes the same way,
+ * then reads the socket and answers each request that comes the same way
+ * (a ping too: dispatch_message, s->stopping; a cancel is still obeyed),
  * until SERVER_SHUTDOWN_GRACE_MS have passed since the last answer (or
  * since the start), SERVER_SHUTDOWN_MAX_MS at most.
  */
@@ -2788,7 +2809,9 @@ shutdown_drain(server *s, zmq_msg_t **parts, int *cap)
 {
 	int64_t		start = now_us();
 	int64_t		until = start + SERVER_SHUTDOWN_GRACE_MS * 1000;
+	uint64_t	refused = s->stopping_answers;
 
+	s->stopping = 1;
 	for (;;)
 	{
 		zmq_pollitem_t item = {s->sock, 0, ZMQ_POLLIN, 0};
@@ -2796,8 +2819,9 @@ shutdown_drain(server *s, zmq_msg_t **parts, int *cap)
 		int			n;
 		char		derr[256];
 
-		if (answer_unrun(s) > 0)
+		if (answer_unrun(s) > 0 || s->stopping_answers != refused)
 			until = now_us() + SERVER_SHUTDOWN_GRACE_MS * 1000;
+		refused = s->stopping_answers;
 		now = now_us();
 		if (until > start + SERVER_SHUTDOWN_MAX_MS * 1000)
 			until = start + SERVER_SHUTDOWN_MAX_MS * 1000;

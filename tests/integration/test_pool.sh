@@ -400,7 +400,7 @@ cat >"$tmp/sim/profile.json" <<'EOF'
     "fast.onnx": {"bytes": 600000000, "compute_ms": [[1, 5], [16, 20]]},
     "fresh.onnx": {"bytes": 600000000, "compute_ms": [[1, 250]]},
     "pause.onnx": {"bytes": 30000000, "compute_ms": [[1, 1000]]},
-    "heavy.onnx": {"bytes": 3000000000, "compute_ms": [[1, 5]]}
+    "heavy.onnx": {"bytes": 9000000000, "compute_ms": [[1, 5]]}
   }
 }
 EOF
@@ -765,13 +765,16 @@ check "(l) s1 stopped for 3 s in a 1000 ms run: the run's time is not kept (timi
 	'^l_rows 1 before=1 after=1 1$'
 
 # --- (m) a model load across a stop of the worker keeps no load time -------------
-# heavy.onnx takes 1000 ms to load (3 GB at 3 GB/s), the load time the
-# simulated s1 declares for it; s1 is stopped 300 ms into an explicit load
-# and resumed 1.5 s later: the load's wall time (about 1.8 s: the
-# simulated load sleeps to a deadline) is not the model's, so the load
-# time s1 publishes, which placement adds for a worker that lacks the
-# model, stays 1000 ms (kept, it was 1805 ms).  The load runs on the
-# compute thread; the loop, which counts the resume, takes its time back.
+# heavy.onnx takes 3000 ms to load (9 GB at 3 GB/s), the load time the
+# simulated s1 declares for it; s1 is stopped about 1 s into an explicit
+# load (1 s after the call is active: time for the request to reach s1 on
+# a loaded machine) and resumed 3 s later: the load's wall time (about
+# 4 s: the simulated load sleeps to a deadline, which passes during the
+# stop) is not the model's, so the load time s1 publishes, which placement
+# adds for a worker that lacks the model, stays 3000 ms (kept, it was
+# about 4000; with a 1000 ms load and a 1.5 s stop, 1805 ms).  The load
+# runs on the compute thread; the loop, which counts the resume, takes its
+# time back.
 q -c "SELECT infer.create_model('heavy', 'heavy.onnx', 'classify', labels => '{a,b}')" >/dev/null
 m_before=$(q -c "SELECT round((timings->'s1'->>'load_ms')::numeric) FROM infer.models WHERE name = 'heavy'")
 q >"$tmp/m.out" 2>&1 <<EOF &
@@ -785,16 +788,16 @@ for _ in $(seq 100); do
 	[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%AS m_load;%' AND pid <> pg_backend_pid()")" = 1 ] && break
 	sleep 0.02
 done
-sleep 0.3
+sleep 1
 kill -STOP "$PID_s1"
-sleep 1.5
+sleep 3
 kill -CONT "$PID_s1"
 wait "$bg"
 sleep 0.5
 m_after=$(q -c "SELECT round((timings->'s1'->>'load_ms')::numeric) FROM infer.models WHERE name = 'heavy'")
-check "(m) s1 stopped for 1.5 s in a 1000 ms load: the load's time is not kept (load time ${m_before} ms before, ${m_after} ms after)" \
+check "(m) s1 stopped for 3 s in a 3000 ms load: the load's time is not kept (load time ${m_before} ms before, ${m_after} ms after)" \
 	"$(grep -o 'm_loaded [0-9]*' "$tmp/m.out") before=${m_before} after=${m_after} $(grep -c 'heavy.onnx.*across a stop of the process' "$tmp/s1.log")" \
-	'^m_loaded [0-9]+ before=1000 after=1000 1$'
+	'^m_loaded [1-9][0-9]* before=3000 after=3000 1$'
 
 # --- (n) a late 57P01 of a worker's old run does not take its new run down --------
 # s1 and s2, round_robin, one batch a row, three in flight (the scan reads
@@ -862,13 +865,15 @@ done
 check "(n) s2 stopped (SIGTERM) and restarted while the query held its answers: every row once, b's answers" \
 	"held=$held new_run=$new_run rc=$rc $(digest n_restart 2>&1)" \
 	"^held=s1:1:6 s2:2:6 new_run=1 rc=0 $N_REF\$"
-# (the backend mostly reads the second 57P01 with the first, as the test
+# (s2 answers the pool monitor's pings 57P01 too while it stops, so its
+# log has at least the two; the backend mostly reads the second 57P01 with
+# the first, as the test
 # means; when it comes just after, the backend is waiting on s1 by then, and
 # the connection's close drops it: the 10th goes out again as lost with the
 # connection, as docs/placement.md says)
 check "(n) ... s2 answered both its batches 57P01 as it stopped, both went out again, and the new s2 is up after the query ($(grep -c 'is shutting down.*sending its 1 rows' "$tmp/n.out") of them on the 57P01)" \
-	"$(grep -c "infer-worker\[$old_s2\] WARN request [0-9]*: error 57P01: the worker is shutting down" "$tmp/s2.log") $(grep -cE '(is shutting down|lost the connection).*sending its 1 rows to another worker' "$tmp/n.out") up_after=$up_after" \
-	'^2 2 up_after=1$'
+	"$(($(grep -c "infer-worker\[$old_s2\] WARN request [0-9]*: error 57P01: the worker is shutting down" "$tmp/s2.log") >= 2)) $(grep -cE '(is shutting down|lost the connection).*sending its 1 rows to another worker' "$tmp/n.out") up_after=$up_after" \
+	'^1 2 up_after=1$'
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]
