@@ -1516,7 +1516,7 @@ InferClientWaitOrLost(InferRequest *req, ErrorData **lost)
 		return reply;
 	/* a drop read now, for an error that did not come from client_wait */
 	client_read_monitor(req->socket);
-	InferPoolMarkDown(req->worker.pool_slot, not_run,
+	InferPoolMarkDown(req->worker.pool_slot, 0, not_run,
 					  req->unsent ||
 					  req->socket->disconnects != req->disconnects_at_send,
 					  req->handed_at);

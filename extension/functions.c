@@ -505,6 +505,9 @@ untranslatable_char(const char *s)
 	if (s == NULL || s[0] == '\0' || enc == PG_UTF8 || enc == PG_SQL_ASCII)
 		return 0;
 	len = strlen(s);
+	/* beyond what a buffer can hold: left to from_worker's conversion */
+	if ((Size) len >= (MaxAllocSize - 1) / MAX_CONVERSION_GROWTH)
+		return 0;
 	proc = FindDefaultConversionProc(PG_UTF8, enc);
 	if (!OidIsValid(proc) || !pg_verify_mbstr(PG_UTF8, s, len, true))
 		return 0;
@@ -526,8 +529,9 @@ untranslatable_char(const char *s)
  * when its value is wanted, so infer.on_error = null turns it into a
  * WARNING and NULL, as for a row the worker rejected, where the
  * conversion's own error would fail the whole statement; infer.stats
- * counts it among the errors.  Called as the reply arrives (client.c).
- * Never raises an error.
+ * counts it among the errors.  Called as the reply arrives (client.c),
+ * in a transaction.  Raises only what a catalog lookup
+ * (FindDefaultConversionProc) or palloc may.
  */
 void
 InferResultCheckEncoding(Pginfer__Result *result, MemoryContext cxt)

@@ -304,8 +304,8 @@ extern void InferPoolSent(const InferWorker *worker, int rows,
 						  InferPoolInflight *out);
 extern void InferPoolRemoveInflight(InferPoolInflight *in);
 extern void InferPoolAnswered(InferPoolInflight *in, uint64 served);
-extern void InferPoolMarkDown(int slot, bool draining, bool dropped,
-							  TimestampTz sent_at);
+extern void InferPoolMarkDown(int slot, uint32 generation, bool draining,
+							  bool dropped, TimestampTz sent_at);
 extern bool InferPoolIsSilent(int slot);
 extern bool InferPoolIsDown(int slot);
 extern InferPoolStatus InferPoolSlotStatus(int slot);

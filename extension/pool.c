@@ -595,8 +595,9 @@ InferPoolAnswered(InferPoolInflight *in, uint64 served)
 }
 
 /*
- * Marks slot down now, as a backend lost a request there that went out at
- * sent_at: the connection to the worker dropped (dropped), the worker
+ * Marks slot down now (when it still holds the worker of generation; 0:
+ * whichever it holds), as a backend lost a request there that went out at
+ * sent_at (or the pool monitor's ping sent then was answered 57P01): the connection to the worker dropped (dropped), the worker
  * stopped answering (no heartbeat for infer.worker_timeout: neither
  * flag), or (draining) it answered that it is shutting down (57P01).  Its
  * heartbeat is forgotten and its registration dated back, so it is down
@@ -621,7 +622,8 @@ InferPoolAnswered(InferPoolInflight *in, uint64 served)
  * another part of its query first.  No-op for slot 0.
  */
 void
-InferPoolMarkDown(int slot, bool draining, bool dropped, TimestampTz sent_at)
+InferPoolMarkDown(int slot, uint32 generation, bool draining, bool dropped,
+				  TimestampTz sent_at)
 {
 	InferPoolWorker *w;
 
@@ -629,7 +631,8 @@ InferPoolMarkDown(int slot, bool draining, bool dropped, TimestampTz sent_at)
 		return;
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	w = &pool->workers[slot - 1];
-	if (w->used && !(w->folds > 0 && w->started > sent_at))
+	if (w->used && (generation == 0 || w->generation == generation) &&
+		!(w->folds > 0 && w->started > sent_at))
 	{
 		TimestampTz now = GetCurrentTimestamp();
 
@@ -878,6 +881,9 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
  */
 
 /* The monitor's own view of one slot: its sockets. */
+/* Pings a monitor slot remembers the send time of (monitor_ping). */
+#define MON_PINGS 16
+
 typedef struct MonSlot
 {
 	uint32		generation;		/* of the slot these sockets serve; 0 none */
@@ -890,6 +896,9 @@ typedef struct MonSlot
 	InferCurveKeys keys;
 	TimestampTz last_ping;
 	TimestampTz last_sub_state; /* last MSG_STATE over sub */
+	/* the last pings sent, by request id modulo MON_PINGS (id 0: none) */
+	uint64		ping_ids[MON_PINGS];
+	TimestampTz ping_sent[MON_PINGS];
 } MonSlot;
 
 static void *mon_context = NULL;
@@ -1122,13 +1131,18 @@ monitor_drain(int i, MonSlot *s, TimestampTz now)
 			/*
 			 * a ping answered 57P01: the worker is stopping (it answers
 			 * every request so until it closes), and gets no new work
-			 * from now on, as when a backend's request is answered so
+			 * from now on, as when a backend's request is answered so;
+			 * dated by the ping's send, so that an answer read after a
+			 * restart marks nothing (InferPoolMarkDown)
 			 */
 			if (which == 0 && h->version == PGINFER_PROTOCOL_VERSION &&
 				h->kind == PGINFER__MSG_KIND__MSG_ERROR && h->error != NULL &&
 				h->error->sqlstate != NULL &&
-				strcmp(h->error->sqlstate, "57P01") == 0)
-				InferPoolMarkDown(i + 1, true, false, now);
+				strcmp(h->error->sqlstate, "57P01") == 0 &&
+				h->request_id != 0 &&
+				s->ping_ids[h->request_id % MON_PINGS] == h->request_id)
+				InferPoolMarkDown(i + 1, s->generation, true, false,
+								  s->ping_sent[h->request_id % MON_PINGS]);
 			if (h->version == PGINFER_PROTOCOL_VERSION && h->state != NULL &&
 				(h->kind == PGINFER__MSG_KIND__MSG_PONG ||
 				 h->kind == PGINFER__MSG_KIND__MSG_STATE))
@@ -1191,6 +1205,8 @@ monitor_ping(MonSlot *s, TimestampTz now)
 	(void) zmq_send(s->dealer, buf, pginfer__header__pack(&hdr, buf),
 					ZMQ_DONTWAIT);
 	s->last_ping = now;
+	s->ping_ids[hdr.request_id % MON_PINGS] = hdr.request_id;
+	s->ping_sent[hdr.request_id % MON_PINGS] = now;
 }
 
 /* A wait event set over the latch, postmaster death and every socket. */

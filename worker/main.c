@@ -648,14 +648,16 @@ main(int argc, char **argv)
 	ie_set_threads((int) w.threads);
 
 	/*
-	 * The threads started from here on inherit this mask (a CUDA driver's,
-	 * ZeroMQ's I/O threads, the CURVE authenticator): the signals stay
-	 * with this thread, SIGCONT too, whose count is read here (server.h,
-	 * server_resumes).
+	 * The threads started from here on inherit these masks: SIGCONT, whose
+	 * count is read on this thread (server.h, server_resumes), is blocked
+	 * in a device driver's (a stop and continue act on the process
+	 * whatever the masks; SIGTERM keeps its default action while the
+	 * device starts, so a start that hangs can still be stopped), and the
+	 * stop signals too in ZeroMQ's I/O threads and the CURVE
+	 * authenticator, so that all three reach this thread.  (Threads a
+	 * library starts before main, as OpenBLAS's, keep theirs.)
 	 */
 	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGCONT);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	if (ie_set_device(w.device, err, sizeof(err)) != 0)
@@ -665,6 +667,9 @@ main(int argc, char **argv)
 		goto done;
 	}
 	install_signals();
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &block, NULL);
 	w.ext.max_message_bytes = (int64_t) w.max_message_bytes;
 	srv = server_new_ext(&w.opts, &w.ext, err, sizeof(err));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

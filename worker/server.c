@@ -2149,7 +2149,9 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 		if (r != NULL && send_reply(s, &parts[0], r) != 0)
 			log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
 		server_reply_destroy(&r);
-		s->stopping_answers++;
+		/* a ping's answer is read at once: it needs no grace */
+		if (req->kind != PGINFER__MSG_KIND__MSG_PING)
+			s->stopping_answers++;
 		pginfer__header__free_unpacked(req, NULL);
 		return;
 	}
@@ -2801,14 +2803,15 @@ answer_unrun(server *s)
  * A stopping worker's last moments: answers what is queued with 57P01,
  * then reads the socket and answers each request that comes the same way
  * (a ping too: dispatch_message, s->stopping; a cancel is still obeyed),
- * until SERVER_SHUTDOWN_GRACE_MS have passed since the last answer (or
- * since the start), SERVER_SHUTDOWN_MAX_MS at most.
+ * until SERVER_SHUTDOWN_GRACE_MS have passed since the last answer to a
+ * request (or since the start).  It reads for SERVER_SHUTDOWN_MAX_MS at
+ * most, then only waits out the last answer's grace.
  */
 static void
 shutdown_drain(server *s, zmq_msg_t **parts, int *cap)
 {
 	int64_t		start = now_us();
-	int64_t		until = start + SERVER_SHUTDOWN_GRACE_MS * 1000;
+	int64_t		last = start;
 	uint64_t	refused = s->stopping_answers;
 
 	s->stopping = 1;
@@ -2816,18 +2819,23 @@ shutdown_drain(server *s, zmq_msg_t **parts, int *cap)
 	{
 		zmq_pollitem_t item = {s->sock, 0, ZMQ_POLLIN, 0};
 		int64_t		now;
+		int64_t		until;
+		int			reading;
 		int			n;
 		char		derr[256];
 
 		if (answer_unrun(s) > 0 || s->stopping_answers != refused)
-			until = now_us() + SERVER_SHUTDOWN_GRACE_MS * 1000;
+			last = now_us();
 		refused = s->stopping_answers;
 		now = now_us();
-		if (until > start + SERVER_SHUTDOWN_MAX_MS * 1000)
-			until = start + SERVER_SHUTDOWN_MAX_MS * 1000;
+		until = last + SERVER_SHUTDOWN_GRACE_MS * 1000;
 		if (now >= until)
 			break;
-		n = zmq_poll(&item, 1, (long) ((until - now + 999) / 1000));
+		reading = now < start + SERVER_SHUTDOWN_MAX_MS * 1000;
+		if (reading && until > start + SERVER_SHUTDOWN_MAX_MS * 1000)
+			until = start + SERVER_SHUTDOWN_MAX_MS * 1000;
+		/* no item: zmq_poll only waits */
+		n = zmq_poll(&item, reading ? 1 : 0, (long) ((until - now + 999) / 1000));
 		if (n < 0 && zmq_errno() != EINTR)
 			break;
 		if (n > 0 && drain_socket(s, parts, cap, DRAIN_MAX, derr, sizeof(derr)) != 0)
