@@ -127,6 +127,41 @@ digest() {
 	             md5(string_agg(n || '=' || v::text, ',' ORDER BY n)) FROM $1"
 }
 
+# stopped_query LABEL AT LAST WANT [PREFIX]: runs in the background (pid
+# in bg, output in $tmp/LABEL.out) a round_robin query of img rows 1 to
+# LAST into table LABEL_restart, one batch a row, three in flight (the
+# scan reads ahead as many rows as it has returned), after two warm-up
+# rows (the session connects to s1 and s2), with s1 and s2 stopped
+# (SIGSTOP) as the scan reads row AT; PREFIX (EXPLAIN ...) goes before its
+# CREATE TABLE.  Waits (5 s at most) until the workers hold what WANT says
+# ("name:in flight:sent since table LABEL_sent0 was made" each; the sent
+# count moves at the send, the in-flight count at the choice); sets held
+# to the last reading.
+stopped_query() {
+	local label=$1 at=$2 last=$3 want=$4 prefix=${5:-}
+	q >"$tmp/$label.out" 2>&1 <<EOF &
+SET infer.placement = round_robin;
+SET infer.batch_size = 1;
+SET infer.max_inflight = 3;
+SET infer.worker_timeout = '60s';
+SELECT '${label}_warm ' || count(v) FROM (SELECT infer.classify('fast', data) AS v FROM img WHERE n <= 2 OFFSET 0) x;
+SET client_min_messages = debug1;
+$prefix CREATE TABLE ${label}_restart AS
+SELECT t.n, infer.classify('fast', t.data) AS v
+  FROM (SELECT sig_at(sig_at(n, $at, 'STOP', $PID_s1), $at, 'STOP', $PID_s2) AS n, data
+          FROM img WHERE n <= $last OFFSET 0) AS t;
+EOF
+	bg=$!
+	pids+=("$bg")
+	held=
+	for _ in $(seq 100); do
+		held=$(q -c "SELECT string_agg(name || ':' || inflight_requests || ':' || (requests_sent - s.sent0), ' ' ORDER BY name)
+		               FROM infer.workers JOIN ${label}_sent0 s USING (name)")
+		[ "$held" = "$want" ] && break
+		sleep 0.05
+	done
+}
+
 # --- the cluster and three real workers ----------------------------------------
 if ! testenv_start_cluster "$tmp/pg" >"$tmp/cluster.log" 2>&1; then
 	cat "$tmp/cluster.log"
@@ -683,30 +718,10 @@ for i in 1 2; do wait_status "s$i" up || ok=0; done
 q -c "CREATE TABLE k_sent0 AS SELECT name, requests_sent AS sent0 FROM infer.workers" >/dev/null
 K_REF=$(q -c "SELECT count(*) || ' ' || count(DISTINCT n) || ' ' ||
 	md5(string_agg(n || '=' || v::text, ',' ORDER BY n)) FROM b_idle WHERE n <= 6")
-q >"$tmp/k.out" 2>&1 <<EOF &
-SET infer.placement = round_robin;
-SET infer.batch_size = 1;
-SET infer.max_inflight = 3;
-SET infer.worker_timeout = '60s';
-SELECT 'k_warm ' || count(v) FROM (SELECT infer.classify('fast', data) AS v FROM img WHERE n <= 2 OFFSET 0) x;
-SET client_min_messages = debug1;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE k_restart AS
-SELECT t.n, infer.classify('fast', t.data) AS v
-  FROM (SELECT sig_at(sig_at(n, 3, 'STOP', $PID_s1), 3, 'STOP', $PID_s2) AS n, data
-          FROM img WHERE n <= 6 OFFSET 0) AS t;
-EOF
-bg=$!
-pids+=("$bg")
 # held: each has the batch in flight and sent (requests_sent moves at the
 # send, the in-flight count at the choice): its k_warm row, the query's
 # 1st or 2nd and 3rd or 4th
-held=
-for _ in $(seq 100); do
-	held=$(q -c "SELECT string_agg(name || ':' || inflight_requests || ':' || (requests_sent - s.sent0), ' ' ORDER BY name)
-	               FROM infer.workers JOIN k_sent0 s USING (name)")
-	[ "$held" = "s1:1:3 s2:1:3" ] && break
-	sleep 0.05
-done
+stopped_query k 3 6 's1:1:3 s2:1:3' 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)'
 kill -KILL "$PID_s2"
 start_pool_worker s2 "${sports[1]}" --model-dir "$tmp/sim" \
 	--simulate "$tmp/sim/profile.json" || exit 1
@@ -817,27 +832,7 @@ n_seq0=$(q -c "SELECT state_seq FROM infer.workers WHERE name = 's2'")
 q -c "CREATE TABLE n_sent0 AS SELECT name, requests_sent AS sent0 FROM infer.workers" >/dev/null
 N_REF=$(q -c "SELECT count(*) || ' ' || count(DISTINCT n) || ' ' ||
 	md5(string_agg(n || '=' || v::text, ',' ORDER BY n)) FROM b_idle WHERE n <= 10")
-q >"$tmp/n.out" 2>&1 <<EOF &
-SET infer.placement = round_robin;
-SET infer.batch_size = 1;
-SET infer.max_inflight = 3;
-SET infer.worker_timeout = '60s';
-SELECT 'n_warm ' || count(v) FROM (SELECT infer.classify('fast', data) AS v FROM img WHERE n <= 2 OFFSET 0) x;
-SET client_min_messages = debug1;
-CREATE TABLE n_restart AS
-SELECT t.n, infer.classify('fast', t.data) AS v
-  FROM (SELECT sig_at(sig_at(n, 8, 'STOP', $PID_s1), 8, 'STOP', $PID_s2) AS n, data
-          FROM img WHERE n <= 10 OFFSET 0) AS t;
-EOF
-bg=$!
-pids+=("$bg")
-held=
-for _ in $(seq 100); do
-	held=$(q -c "SELECT string_agg(name || ':' || inflight_requests || ':' || (requests_sent - s.sent0), ' ' ORDER BY name)
-	               FROM infer.workers JOIN n_sent0 s USING (name)")
-	[ "$held" = "s1:1:6 s2:2:6" ] && break
-	sleep 0.05
-done
+stopped_query n 8 10 's1:1:6 s2:2:6'
 sleep 0.1
 old_s2=$PID_s2
 kill -TERM "$old_s2"
