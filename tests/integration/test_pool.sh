@@ -162,6 +162,18 @@ EOF
 	done
 }
 
+# stop_s1_during_bg AFTER FOR: AFTER seconds on, stops s1 (SIGSTOP) for
+# FOR seconds, then waits for the background psql bg to end and 0.5 s
+# more (s1's next state reaches the pool).
+stop_s1_during_bg() {
+	sleep "$1"
+	kill -STOP "$PID_s1"
+	sleep "$2"
+	kill -CONT "$PID_s1"
+	wait "$bg"
+	sleep 0.5
+}
+
 # --- the cluster and three real workers ----------------------------------------
 if ! testenv_start_cluster "$tmp/pg" >"$tmp/cluster.log" 2>&1; then
 	cat "$tmp/cluster.log"
@@ -768,12 +780,7 @@ for _ in $(seq 100); do
 	[ "$(q -c "SELECT requests_sent - $sent0 FROM infer.workers WHERE name = 's1'")" = 1 ] && break
 	sleep 0.02
 done
-sleep 0.3
-kill -STOP "$PID_s1"
-sleep 3
-kill -CONT "$PID_s1"
-wait "$bg"
-sleep 0.5
+stop_s1_during_bg 0.3 3
 t_after=$(q -c "SELECT round((timings->'s1'->'batch_ms'->>'1')::numeric) FROM infer.models WHERE name = 'pause'")
 check "(l) s1 stopped for 3 s in a 1000 ms run: the run's time is not kept (timing ${t_before} ms before, ${t_after} ms after)" \
 	"$(grep -o 'l_rows [0-9]*' "$tmp/l.out") before=$((t_before >= 900 && t_before <= 1150)) after=$((t_after >= 900 && t_after <= 1150)) $(grep -c 'across a stop of the process' "$tmp/s1.log")" \
@@ -803,12 +810,7 @@ for _ in $(seq 100); do
 	[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%AS m_load;%' AND pid <> pg_backend_pid()")" = 1 ] && break
 	sleep 0.02
 done
-sleep 1
-kill -STOP "$PID_s1"
-sleep 3
-kill -CONT "$PID_s1"
-wait "$bg"
-sleep 0.5
+stop_s1_during_bg 1 3
 m_after=$(q -c "SELECT round((timings->'s1'->>'load_ms')::numeric) FROM infer.models WHERE name = 'heavy'")
 check "(m) s1 stopped for 3 s in a 3000 ms load: the load's time is not kept (load time ${m_before} ms before, ${m_after} ms after)" \
 	"$(grep -o 'm_loaded [0-9]*' "$tmp/m.out") before=${m_before} after=${m_after} $(grep -c 'heavy.onnx.*across a stop of the process' "$tmp/s1.log")" \
