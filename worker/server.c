@@ -70,6 +70,18 @@
 #define JOB_MAX_SAMPLES 256
 
 /*
+ * What watch_begin() notes as work begins on the loop thread, so that
+ * watch_across_stop() can tell whether the work ran across a stop of the
+ * process.
+ */
+typedef struct stop_watch
+{
+	sig_atomic_t resumes;		/* server_resumes */
+	uint64_t	loads0;			/* the model cache's loads */
+	int			began;			/* watch_begin() done */
+} stop_watch;
+
+/*
  * Work for the compute thread: a group of requests, a model load, or the
  * store of an uploaded model (hashing, writing and fsync of up to
  * --max-message-bytes would hold the socket loop's pings otherwise).
@@ -109,10 +121,8 @@ typedef struct job
 	double		load_ms;		/* model loads inside the job */
 	double		est_ms;			/* expected compute, for the backlog */
 	int64_t		started_us;
-	sig_atomic_t resumes;		/* server_resumes as the job began */
-	uint64_t	loads0;			/* the cache's loads as the job began */
-	int			began;			/* job_begin() done (not so for a job
-								 * answered at shutdown unrun) */
+	stop_watch	watch;			/* as it began (not for a job answered at
+								 * shutdown unrun) */
 	state_sample samples[JOB_MAX_SAMPLES];
 	int			n_samples;
 	struct job *next;			/* pending loads */
@@ -1330,31 +1340,33 @@ group_all_cancelled(const job *j)
 }
 
 /*
- * Notes, as j begins (on the loop thread), the process's resume count
- * (server_resumes) and the model cache's loads, for job_across_stop().
+ * Notes in *w, as work begins (on the loop thread), the process's resume
+ * count (server_resumes) and the model cache's loads, for
+ * watch_across_stop().
  */
 static void
-job_begin(server *s, job *j)
+watch_begin(server *s, stop_watch *w)
 {
-	j->resumes = server_resumes;
-	j->loads0 = model_cache_get_counts(s->cache).loads;
-	j->began = 1;
+	w->resumes = server_resumes;
+	w->loads0 = model_cache_get_counts(s->cache).loads;
+	w->began = 1;
 }
 
 /*
- * Whether j, done, ran (job_begin) across a stop of the process (SIGSTOP, then
- * SIGCONT: the resume count moved since job_begin); if so, the models it
- * loaded keep the load time they had (model_cache_untime_loads), as the
- * load's wall time included the stop.  Only on the loop thread: the
- * SIGCONT handler runs there, so the resume is counted before the loop
- * can see a job done; a compute thread may see its load end first.
+ * Whether the work watched by w, done, ran across a stop of the process
+ * (SIGSTOP, then SIGCONT: the resume count moved since watch_begin); if
+ * so, the models it loaded keep the load time they had
+ * (model_cache_untime_loads), as the load's wall time included the stop.
+ * Only on the loop thread: the SIGCONT handler runs there, so the resume
+ * is counted before the loop can see the work done; a compute thread may
+ * see its load end first.  0 for work never begun.
  */
 static int
-job_across_stop(server *s, job *j)
+watch_across_stop(server *s, const stop_watch *w)
 {
-	if (!j->began || j->resumes == server_resumes)
+	if (!w->began || w->resumes == server_resumes)
 		return 0;
-	model_cache_untime_loads(s->cache, j->loads0);
+	model_cache_untime_loads(s->cache, w->loads0);
 	return 1;
 }
 
@@ -1374,7 +1386,7 @@ group_finish(server *s, job *j, server_reply **replies)
 	int			total = 0,
 				off = 0,
 				rc = 0;
-	int			across = job_across_stop(s, j);
+	int			across = watch_across_stop(s, &j->watch);
 
 	for (int k = 0; k < n; k++)
 	{
@@ -1489,7 +1501,7 @@ run_group(server *s, const Pginfer__Header *const *reqs,
 		return -1;
 	}
 	j->kind = JOB_GROUP;
-	job_begin(s, j);
+	watch_begin(s, &j->watch);
 	j->n_items = n;
 	j->reqs = (const Pginfer__Header **) reqs;
 	j->frames = (const void *const **) frames;
@@ -1595,7 +1607,7 @@ model_reply(server *s, const Pginfer__Header *req)
 				hint[512];
 	double		ms = 0;
 	int			rc;
-	job			j = {0};		/* its job_begin() figures only */
+	stop_watch	watch = {0};
 
 	if (req->kind == PGINFER__MSG_KIND__MSG_UNLOAD_MODEL)
 	{
@@ -1615,9 +1627,9 @@ model_reply(server *s, const Pginfer__Header *req)
 		return pong_reply(s, req->request_id);
 	}
 	model_cache_pin(s->cache, spec->file, +1);
-	job_begin(s, &j);
+	watch_begin(s, &watch);
 	rc = load_model(s, spec, &ms, &sqlstate, err, sizeof(err));
-	(void) job_across_stop(s, &j);
+	(void) watch_across_stop(s, &watch);
 	model_cache_pin(s->cache, spec->file, -1);
 	if (rc != 0)
 		return error_reply(req->request_id, sqlstate, err,
@@ -2396,7 +2408,7 @@ job_complete(server *s, job *j, int shutdown)
 		if (j->kind == JOB_LOAD)
 		{
 			model_cache_pin(s->cache, j->req->model->model->file, -1);
-			(void) job_across_stop(s, j);
+			(void) watch_across_stop(s, &j->watch);
 		}
 		r = j->rc == 0 ? pong_reply(s, j->req->request_id) :
 			error_reply(j->req->request_id, j->sqlstate, j->err,
@@ -2647,7 +2659,7 @@ start_next_job(server *s, int force)
 			j->est_ms += run_estimate(s, j->reqs[k]->run, j->items[k]->n_rows);
 	}
 	j->started_us = now_us();
-	job_begin(s, j);
+	watch_begin(s, &j->watch);
 	s->running = j;
 	while ((sent = zmq_send(s->pipe_loop, &j, sizeof(j), 0)) < 0 &&
 		   zmq_errno() == EINTR)
