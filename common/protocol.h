@@ -40,6 +40,21 @@
 
 #define PGINFER_PROTOCOL_VERSION 1
 
+/*
+ * The least --max-message-bytes a worker takes.  ZeroMQ applies the limit
+ * (ZMQ_MAXMSGSIZE) to a frame as it arrives on the wire, and under CURVE
+ * that frame is a MESSAGE command: the frame's bytes plus
+ * PGINFER_CURVE_FRAME_OVERHEAD (the command name "\7MESSAGE", 8; a nonce,
+ * 8; the box's MAC, 16; a flags byte, 1: RFC 26/CurveZMQ, "MESSAGE
+ * command").  A worker publishes the largest payload it reads
+ * (WorkerState.max_message_bytes: the limit less that overhead when CURVE
+ * is on), so every worker reads a row of PGINFER_SMALL_ROW_BYTES, and a
+ * backend asks the pool for the workers' limits only for a larger row.
+ */
+#define PGINFER_MIN_MESSAGE_BYTES 1024
+#define PGINFER_CURVE_FRAME_OVERHEAD 33
+#define PGINFER_SMALL_ROW_BYTES (PGINFER_MIN_MESSAGE_BYTES - PGINFER_CURVE_FRAME_OVERHEAD)
+
 /* Default decoded-image limit: 50 megapixels. */
 #define PGINFER_DEFAULT_MAX_PIXELS (50LL * 1000 * 1000)
 

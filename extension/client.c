@@ -32,7 +32,10 @@
  * too, so a worker that goes away while it holds a request is an error
  * at once (08006), not after infer.timeout.  That includes a worker that
  * drops the connection because a frame of the request was larger than its
- * --max-message-bytes (ZMQ_MAXMSGSIZE): the request fails with 08006.  A
+ * --max-message-bytes (ZMQ_MAXMSGSIZE): the request fails with 08006.
+ * (A row is not sent larger than that once the pool has the worker's
+ * state: placement passes over such a worker and InferRowWithinLimit
+ * refuses a row no worker reads; a header can still be larger.)  A
  * worker that was up when the request was sent and that the pool then
  * finds down (no heartbeat for infer.worker_timeout: hung, though still
  * connected) is 08006 too, "stopped answering", once the pool says so.

@@ -356,27 +356,31 @@ InferFragmentPickWorker(InferFragment *frag, const void *const *payload,
 						const size_t *len)
 {
 	InferClientStageInputs(1, payload, len);
-	frag->worker = InferPlacementPick(&frag, 1, 1, *len);
+	frag->worker = InferPlacementPick(&frag, 1, 1, *len, *len, NULL, 0);
 }
 
 /*
  * The worker placement chooses for a request of nfrags fragments over
- * nrows rows (bytes in all) that is not down, in the current memory
- * context, or NULL when there is none: for a request whose worker was
- * lost.  Placement is asked once per registered worker (every policy
+ * nrows rows (bytes in all, the largest largest bytes) that is not down,
+ * in the current memory context, or NULL when there is none: for a
+ * request whose worker was lost.  Among the workers that are not down,
+ * placement prefers one that reads the largest row, then one not named in
+ * avoid (navoid names: those that lost these rows before).  Placement is asked once per registered worker (every policy
  * names a down worker only when every worker is down).
  * Errors: those of InferPlacementPick.
  */
 InferWorker *
 InferFragmentPickUp(InferFragment **frags, int nfrags, int nrows,
-					size_t bytes)
+					size_t bytes, size_t largest, const char *const *avoid,
+					int navoid)
 {
 	int			nworkers;
 
 	pfree(InferCatalogGetWorkers(&nworkers));
 	for (int i = 0; i < nworkers; i++)
 	{
-		InferWorker *worker = InferPlacementPick(frags, nfrags, nrows, bytes);
+		InferWorker *worker = InferPlacementPick(frags, nfrags, nrows, bytes,
+												 largest, avoid, navoid);
 
 		if (!InferPoolIsDown(worker->pool_slot))
 			return worker;
@@ -766,8 +770,8 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
  * frag->worker and returns its reply.  When the worker loses it
  * (InferClientWaitOrLost: gone or hung, 08006; shutting down, 57P01), or
  * goes down while the send waits to connect (08006, see InferClientSend),
- * it goes to another worker that is not down (InferFragmentPickUp), up to
- * infer.retries times, as InferBatch's requests do; after that, or with no
+ * it goes to another worker that is not down (InferFragmentPickUp; one
+ * that has not lost it, while there is one), up to infer.retries times, as InferBatch's requests do; after that, or with no
  * such worker, the loss is raised (InferClientRaiseLost).  frag's error
  * context must be the innermost one; it names the worker of each send.
  */
@@ -775,6 +779,9 @@ static InferReply *
 send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 		 const size_t *len)
 {
+	int			retries = infer_retries;
+	const char **lost_on = palloc(sizeof(char *) * (retries + 1));
+
 	for (int attempt = 0;; attempt++)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
@@ -814,12 +821,17 @@ send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 		}
 		if (reply != NULL)
 			return reply;
-		if (attempt >= infer_retries)
+		if (attempt >= retries)
 			InferClientRaiseLost(lost, 1, attempt + 1);
 		InferClientStageInputs(1, payload, len);
-		next = InferFragmentPickUp(&frag, 1, 1, *len);
+		lost_on[attempt] = frag->worker->name;
+		next = InferFragmentPickUp(&frag, 1, 1, *len, *len, lost_on,
+								   attempt + 1);
 		if (next == NULL)
 			InferClientRaiseLost(lost, 1, 0);
+		/* the workers that read the row went down: none up does */
+		if (!InferWorkerReads(next, *len))
+			InferRaiseRowTooLarge(next, *len, frag->fn, NULL, 0, ERROR);
 		ereport(DEBUG1,
 				(errmsg("pg_infer: inference worker \"%s\" at %s was lost (%s); sending the row to \"%s\"",
 						frag->worker->name, frag->worker->endpoint,
@@ -904,6 +916,18 @@ run_one(InferFunction fn, const char *model, const void *payload,
 
 	InferFragmentInit(&frag, fn, model);
 	InferFragmentPickWorker(&frag, &payload, &payload_len);
+	/* a row no worker reads: placement had none that does */
+	if (!InferWorkerReads(frag.worker, payload_len))
+	{
+		InferRaiseRowTooLarge(frag.worker, payload_len, fn, model, 0,
+							  infer_on_error == INFER_ON_ERROR_NULL ?
+							  WARNING : ERROR);
+		InferPlacementFree(frag.worker);
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextDelete(cxt);
+		*isnull = true;
+		return (Datum) 0;
+	}
 	InferFragmentPushContext(&frag);
 
 	(void) InferStatsNewCall(); /* each call counts in infer.stats */
@@ -1050,6 +1074,94 @@ InferTextWithinLimit(Datum input, InferFunction fn, const char *model,
 					   InferFunctionName(fn), model),
 			 errhint("Split the text, or raise infer.max_text_bytes.")));
 	return false;
+}
+
+/*
+ * Raises 54000 at elevel for an input row of len bytes larger than limit,
+ * the largest row an inference worker that is up reads (worker's
+ * --max-message-bytes), naming fn, model (NULL: the OCR settings' models)
+ * and, for row > 0, the scan's row number (from 1).
+ */
+static void
+report_too_large(int elevel, size_t len, uint64 limit, const char *worker,
+				 InferFunction fn, const char *model, int64 row)
+{
+	StringInfoData call;
+
+	initStringInfo(&call);
+	appendStringInfoString(&call, InferFunctionName(fn));
+	if (model != NULL)
+		appendStringInfo(&call, " with model \"%s\"", model);
+	ereport(elevel,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("input of %zu bytes is larger than any inference worker reads",
+					len),
+			 row > 0 ?
+			 errdetail("The input of row " INT64_FORMAT " was for %s; it was not sent.  The largest an inference worker that is up reads is " UINT64_FORMAT " bytes (\"%s\", its --max-message-bytes).",
+					   row, call.data, limit, worker) :
+			 errdetail("The input was for %s; it was not sent.  The largest an inference worker that is up reads is " UINT64_FORMAT " bytes (\"%s\", its --max-message-bytes).",
+					   call.data, limit, worker),
+			 errhint("Start the inference workers with a larger --max-message-bytes, or send a smaller input.")));
+	pfree(call.data);
+}
+
+/*
+ * Whether an input row of len bytes can be sent: limit is the largest row
+ * an inference worker that is not down reads (InferPlacementRowLimit: its
+ * --max-message-bytes, worker its name; 0: no limit known), and a larger
+ * frame would make it drop the connection, the request lost (ZeroMQ's
+ * ZMQ_MAXMSGSIZE).  When the row is larger, raises 54000 naming fn,
+ * model (NULL: the OCR settings' models), for row > 0 the scan's row
+ * number (from 1), the limit and the worker: as an ERROR, or as a WARNING
+ * with infer.on_error = null, and returns false (the call's value is then
+ * NULL); nothing is sent.
+ */
+bool
+InferRowWithinLimit(size_t len, uint64 limit, const char *worker,
+					InferFunction fn, const char *model, int64 row)
+{
+	if (limit == 0 || len <= limit)
+		return true;
+	report_too_large(infer_on_error == INFER_ON_ERROR_NULL ? WARNING : ERROR,
+					 len, limit, worker, fn, model, row);
+	return false;
+}
+
+/*
+ * Whether worker (placement's choice) reads a row of len bytes: its
+ * --max-message-bytes, as the pool last heard it, is not smaller (or not
+ * known).  Placement chooses one that does not only when no worker that is
+ * up does.
+ */
+bool
+InferWorkerReads(const InferWorker *worker, size_t len)
+{
+	return worker->max_row_bytes == 0 || len <= worker->max_row_bytes;
+}
+
+/*
+ * Raises 54000 at elevel (see InferRowWithinLimit) for a request whose
+ * largest row, of len bytes, worker does not read (InferWorkerReads), as
+ * placement found no worker up that does: a row checked before the
+ * workers that read it went down, or a per-row call.  The limit named is
+ * the largest a worker up reads, or worker's own should the pool say
+ * otherwise by now.  Takes worker's reservation back first.
+ */
+void
+InferRaiseRowTooLarge(const InferWorker *worker, size_t len, InferFunction fn,
+					  const char *model, int64 row, int elevel)
+{
+	const char *name;
+	uint64		limit;
+
+	InferPlacementRelease(worker);
+	limit = InferPlacementRowLimit(&name);
+	if (limit == 0 || len <= limit)
+	{
+		limit = worker->max_row_bytes;
+		name = worker->name;
+	}
+	report_too_large(elevel, len, limit, name, fn, model, row);
 }
 
 /*

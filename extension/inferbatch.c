@@ -574,19 +574,33 @@ carried_frags(InferBatchState *st, const BatchPart *part)
 	return frags;
 }
 
+/* The size of part's largest row, in bytes. */
+static size_t
+part_largest(const BatchPart *part)
+{
+	size_t		largest = 0;
+
+	for (int i = 0; i < part->nsent; i++)
+		largest = Max(largest, part->lens[i]);
+	return largest;
+}
+
 /*
  * The worker placement chooses for part's request (over its nfrags
- * fragments frags).  A re-send (the worker that held the rows was lost)
- * never goes to a worker that is down (InferFragmentPickUp); NULL then
- * when there is none.
+ * fragments frags; bytes in all, the largest row largest bytes), not one that lost its rows before while another is
+ * there (part->lost_on).  A re-send (the worker that held the rows was
+ * lost) never goes to a worker that is down (InferFragmentPickUp); NULL
+ * then when there is none.
  */
 static InferWorker *
 pick_worker(InferFragment **frags, int nfrags, BatchPart *part,
-			size_t bytes, bool resend)
+			size_t bytes, size_t largest, bool resend)
 {
 	if (resend)
-		return InferFragmentPickUp(frags, nfrags, part->nsent, bytes);
-	return InferPlacementPick(frags, nfrags, part->nsent, bytes);
+		return InferFragmentPickUp(frags, nfrags, part->nsent, bytes, largest,
+								   part->lost_on, part->nlost);
+	return InferPlacementPick(frags, nfrags, part->nsent, bytes, largest,
+							  part->lost_on, part->nlost);
 }
 
 /*
@@ -608,6 +622,7 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 	BatchCall  *bc = &st->calls[part->carried[0]];
 	InferFragment **frags = carried_frags(st, part);
 	size_t		bytes = 0;
+	size_t		largest = part_largest(part);
 	size_t		sent = 0;
 	ErrorData  *volatile lost = NULL;	/* the last worker's failure */
 
@@ -621,7 +636,7 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 		MemoryContext cxt = CurrentMemoryContext;
 		volatile bool sent_ok = false;
 		InferWorker *worker = pick_worker(frags, part->ncarried, part, bytes,
-										  resend);
+										  largest, resend);
 
 		if (worker == NULL && lost != NULL)
 			InferClientRaiseLost(lost, part->nsent, 0);
@@ -630,6 +645,10 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 			pfree(frags);
 			return false;
 		}
+		/* the workers that read its largest row went down since the fill */
+		if (!InferWorkerReads(worker, largest))
+			InferRaiseRowTooLarge(worker, largest, bc->stage_fn[bc->nstages - 1],
+								  bc->stage_model[bc->nstages - 1], 0, ERROR);
 		/* frags[0] is bc->frag: the request goes where placement says */
 		bc->frag.worker = worker;
 		InferStatsSetCall(st->stats_call);
@@ -724,16 +743,19 @@ raise_poison(BatchPart *part, int64 first_row, int sends, ErrorData *edata)
 
 /*
  * Counts the worker name (palloc'd by the caller, kept) among those that
- * lost part's rows, once each, up to INFERBATCH_MAX_LOST_WORKERS.
+ * lost part's rows, once each, up to INFERBATCH_MAX_LOST_WORKERS; true
+ * when it was not counted yet (it is the last one then).
  */
-static void
+static bool
 note_lost_on(BatchPart *part, const char *name)
 {
 	for (int i = 0; i < part->nlost; i++)
 		if (strcmp(part->lost_on[i], name) == 0)
-			return;
-	if (part->nlost < INFERBATCH_MAX_LOST_WORKERS)
-		part->lost_on[part->nlost++] = name;
+			return false;
+	if (part->nlost >= INFERBATCH_MAX_LOST_WORKERS)
+		return false;
+	part->lost_on[part->nlost++] = name;
+	return true;
 }
 
 /*
@@ -774,6 +796,7 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 			BatchPart  *part = &slot->parts[c];
 			InferRequest *held = part->req;
 			const char *name;
+			bool		noted;
 
 			/*
 			 * answered, never sent, forgotten or not lost (sent to a new
@@ -787,14 +810,21 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 				continue;
 			MemoryContextSwitchTo(slot->cxt);
 			name = pstrdup(part->worker->name);
+			/*
+			 * noted first, so that the re-send goes to another while one is
+			 * up; taken back when nothing is sent (its wait counts it, or
+			 * not, as it finds the loss)
+			 */
+			noted = note_lost_on(part, name);
 			if (!send_part(st, part, true, false))
 			{
+				if (noted)
+					part->nlost--;
 				MemoryContextSwitchTo(oldcxt);
 				return;			/* no worker up: each wait raises it */
 			}
 			InferClientForget(held);
 			part->early++;
-			note_lost_on(part, name);
 			ereport(DEBUG1,
 					(errmsg("pg_infer: inference worker \"%s\" was lost; sending the %d rows it also held to \"%s\"",
 							name, part->nsent, part->worker->name)));
@@ -845,7 +875,7 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 
 		/* the workers that lost it, each once */
 		if (!not_run)
-			note_lost_on(part, pstrdup(part->worker->name));
+			(void) note_lost_on(part, pstrdup(part->worker->name));
 		if (part->nlost >= INFERBATCH_MAX_LOST_WORKERS ||
 			part->early + attempt >= infer_retries)
 		{
@@ -894,7 +924,8 @@ send_group(InferBatchState *st, BatchCall *bc, BatchSlot *slot,
 		for (int i = 0; i < part->nsent; i++)
 			bytes += part->lens[i];
 		InferClientStageInputs(part->nsent, part->payloads, part->lens);
-		if (InferPlacementSplits(frags, bc->nmembers, part->nsent, bytes))
+		if (InferPlacementSplits(frags, bc->nmembers, part->nsent, bytes,
+								 part_largest(part)))
 		{
 			for (int m = 0; m < bc->nmembers; m++)
 			{
@@ -936,6 +967,9 @@ fill_and_send(InferBatchState *st)
 	MemoryContext oldcxt;
 	int			target = Min(st->next_size, infer_batch_size);
 	size_t		bytes = 0;
+	bool		limit_known = false;
+	uint64		row_limit = 0;
+	const char *limit_worker = NULL;
 
 	st->next_size = Min(st->next_size * 2, infer_batch_size);
 	slot_clear(slot);
@@ -1008,6 +1042,17 @@ fill_and_send(InferBatchState *st)
 				len = VARSIZE_ANY_EXHDR(img);
 			}
 			MemoryContextSwitchTo(slot->cxt);
+			/* a row larger than any worker reads: an ERROR, or NULL */
+			if (len > PGINFER_SMALL_ROW_BYTES && !limit_known)
+			{
+				row_limit = InferPlacementRowLimit(&limit_worker);
+				limit_known = true;
+			}
+			if (!InferRowWithinLimit(len, row_limit, limit_worker,
+									 bc->stage_fn[bc->nstages - 1],
+									 bc->stage_model[bc->nstages - 1],
+									 st->pulled))
+				continue;
 			copy = palloc(Max(len, 1));
 			memcpy(copy, data, len);
 			slot->imgs[c][r] = copy;

@@ -82,6 +82,8 @@ typedef struct InferWorker
 										 * request in the pool (pool.c
 										 * InferPoolReserveLocked), handed
 										 * to the send; NULL: none */
+	uint64		max_row_bytes;	/* the largest row it reads (its
+								 * --max-message-bytes); 0: not known */
 } InferWorker;
 
 extern Pginfer__ModelSpec **InferCatalogGetModels(const char *const *names,
@@ -232,6 +234,8 @@ typedef struct InferPoolWorker
 	uint64		gpu_memory_total;
 	uint64		gpu_memory_free;
 	uint64		gpu_memory_cap;
+	uint64		max_message_bytes;	/* the largest frame it reads; 0: not
+									 * said */
 	uint64		requests_served;
 	uint64		served_seen;	/* the highest Result.served of its run's
 								 * replies (InferPoolAnswered) */
@@ -308,6 +312,7 @@ extern void InferPoolMarkDown(int slot, uint32 generation, bool draining,
 							  bool dropped, TimestampTz sent_at);
 extern bool InferPoolIsSilent(int slot);
 extern bool InferPoolIsDown(int slot);
+extern uint64 InferPoolRowLimit(int slot);
 extern InferPoolStatus InferPoolSlotStatus(int slot);
 extern void InferPoolFold(int slot, uint32 generation,
 						  const Pginfer__WorkerState *state, bool published);
@@ -377,9 +382,13 @@ extern int	infer_bandwidth_mb;
 
 struct InferFragment;
 extern InferWorker *InferPlacementPick(struct InferFragment **frags,
-									   int nfrags, int nrows, size_t bytes);
+									   int nfrags, int nrows, size_t bytes,
+									   size_t largest,
+									   const char *const *avoid,
+									   int navoid);
 extern bool InferPlacementSplits(struct InferFragment **frags, int nfrags,
-								 int nrows, size_t bytes);
+								 int nrows, size_t bytes, size_t largest);
+extern uint64 InferPlacementRowLimit(const char **worker);
 extern void InferPlacementRelease(const InferWorker *worker);
 extern void InferPlacementFree(InferWorker *worker);
 
@@ -442,7 +451,17 @@ extern void InferFragmentPickWorker(InferFragment *frag,
 									const void *const *payload,
 									const size_t *len);
 extern InferWorker *InferFragmentPickUp(InferFragment **frags, int nfrags,
-										int nrows, size_t bytes);
+										int nrows, size_t bytes,
+										size_t largest,
+										const char *const *avoid,
+										int navoid);
+extern bool InferRowWithinLimit(size_t len, uint64 limit, const char *worker,
+								InferFunction fn, const char *model,
+								int64 row);
+extern bool InferWorkerReads(const InferWorker *worker, size_t len);
+extern void InferRaiseRowTooLarge(const InferWorker *worker, size_t len,
+								  InferFunction fn, const char *model,
+								  int64 row, int elevel);
 extern InferFragment *InferFragmentChain(InferFragment *frag,
 										 InferFunction fn,
 										 const char *model);

@@ -109,11 +109,15 @@ typedef struct Estimate
 	double		evict;			/* cost: reload time of what a load evicts */
 	bool		evicts;			/* cost: its load needs an eviction */
 	double		external;		/* cost: delay added to queued requests */
+	bool		too_small;		/* the request's largest row is over its
+								 * --max-message-bytes */
+	bool		avoided;		/* it lost the request's rows before */
 } Estimate;
 
 
 static double compute_ms(const InferPoolWorker *w, const char *file, int nrows,
 						 InferPoolWorker *const *all, int nall);
+static bool avoided(const char *name, const char *const *avoid, int navoid);
 
 /*
  * The model files of frags (every stage of each), at most
@@ -512,15 +516,21 @@ policy_key(const Estimate *e)
 }
 
 /*
- * Whether e is left out: down (while any is up); under cost, without room
+ * Whether e is left out: down (while any is up); reading no row as large
+ * as the request's largest (while any that is not left out as down
+ * does: a larger frame would make it drop the connection); one that lost
+ * the request's rows before (while any other not left out so far is
+ * there); under cost, without room
  * (while any has room), or needing an eviction while a worker with room
  * holds every model of the request already (holder).
  */
 static bool
-excluded(const Estimate *e, bool any_up, bool any_room, bool holder)
+excluded(const Estimate *e, bool any_up, bool any_fits, bool any_other,
+		 bool any_room, bool holder)
 {
-	return (e->down && any_up) || (e->no_room && any_room) ||
-		(e->evicts && holder);
+	return (e->down && any_up) || (e->too_small && any_fits) ||
+		(e->avoided && any_other) ||
+		(e->no_room && any_room) || (e->evicts && holder);
 }
 
 /*
@@ -568,13 +578,14 @@ view_take(PoolView *v, bool hold)
 
 /*
  * e, worker i of v's estimate (see the banner) for a request of nrows rows
- * and bytes input bytes whose distinct model files are files (each loaded
+ * and bytes input bytes (the largest row largest bytes) whose distinct model files are files (each loaded
  * once) and whose model runs are runs (each computed once: a file two
  * fragments use runs twice).
  */
 static void
 estimate(const PoolView *v, int i, const char **files, int nfiles,
-		 const char **runs, int nruns, int nrows, size_t bytes, Estimate *e)
+		 const char **runs, int nruns, int nrows, size_t bytes,
+		 size_t largest, Estimate *e)
 {
 	const InferPoolWorker *w = v->snap[i];
 	bool		cost = infer_placement == INFER_PLACEMENT_COST;
@@ -591,6 +602,7 @@ estimate(const PoolView *v, int i, const char **files, int nfiles,
 		return;
 	}
 	e->down = InferPoolStatusOf(w, v->now) == INFER_POOL_DOWN;
+	e->too_small = w->max_message_bytes > 0 && largest > w->max_message_bytes;
 	if (w->heartbeat != 0)
 	{
 		double		age = TimestampDifferenceMilliseconds(w->heartbeat, v->now);
@@ -644,6 +656,8 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	int		   *tied = palloc(sizeof(int) * n);
 	int			pick;
 	bool		any_up = false;
+	bool		any_fits = false;
+	bool		any_other = false;
 	bool		any_room = false;
 	bool		holder = false;
 	bool		locality = infer_placement == INFER_PLACEMENT_LOCALITY;
@@ -651,16 +665,23 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	for (int i = 0; i < n; i++)
 		any_up |= !est[i].down;
 	for (int i = 0; i < n; i++)
-		any_room |= !est[i].no_room && !(est[i].down && any_up);
+		any_fits |= !est[i].too_small && !(est[i].down && any_up);
+	for (int i = 0; i < n; i++)
+		any_other |= !est[i].avoided && !(est[i].down && any_up) &&
+			!(est[i].too_small && any_fits);
+	for (int i = 0; i < n; i++)
+		any_room |= !est[i].no_room && !(est[i].down && any_up) &&
+			!(est[i].too_small && any_fits) && !(est[i].avoided && any_other);
 	/* a model is loaded over another only where no worker holds it yet */
 	for (int i = 0; i < n; i++)
 		holder |= infer_placement == INFER_PLACEMENT_COST &&
-			est[i].load == 0 && !est[i].no_room && !(est[i].down && any_up);
+			est[i].load == 0 && !est[i].no_room && !(est[i].down && any_up) &&
+			!(est[i].too_small && any_fits) && !(est[i].avoided && any_other);
 
 	/* the best key (locality: among the most resident) */
 	for (int i = 0; i < n; i++)
 	{
-		if (excluded(&est[i], any_up, any_room, holder))
+		if (excluded(&est[i], any_up, any_fits, any_other, any_room, holder))
 			continue;
 		if (locality && est[i].resident != best_resident)
 		{
@@ -675,7 +696,7 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	{
 		double		k;
 
-		if (excluded(&est[i], any_up, any_room, holder) ||
+		if (excluded(&est[i], any_up, any_fits, any_other, any_room, holder) ||
 			(locality && est[i].resident != best_resident))
 			continue;
 		k = policy_key(&est[i]);
@@ -692,27 +713,47 @@ choose(const Estimate *est, int n, bool turn, double *key)
 /*
  * round_robin's pick at turn rr among workers (n, ordered by name): the
  * next in turn that the pool does not hold down (the turn moves past the
- * down ones, so that the others keep sharing the load evenly), or rr's
- * own when every worker is down, so that the statement gets the usual
- * connection error; its pool slot in *slot.  Without the pool nothing is
- * down.  Errors: none but out of memory (InferPoolRegister).
+ * down ones, so that the others keep sharing the load evenly), that reads
+ * a row of largest bytes (its --max-message-bytes) and that is not among
+ * avoid (navoid names); failing that the next not down that reads it, then
+ * the next not down; or rr's own when every worker is down, so that the
+ * statement gets the usual connection error; its pool slot in *slot.
+ * Without the pool nothing is down and no limit is known.  Errors: none
+ * but out of memory (InferPoolRegister).
  */
 static int
-round_robin_pick(const InferWorker *workers, int n, uint32 rr, int *slot)
+round_robin_pick(const InferWorker *workers, int n, uint32 rr, size_t largest,
+				 const char *const *avoid, int navoid, int *slot)
 {
-	for (int k = 0; k < n; k++)
+	for (int pass = 0; pass < 3; pass++)
 	{
-		const InferWorker *w = &workers[(rr + k) % n];
-
-		*slot = InferPoolRegister(w->name, w->endpoint);
-		if (!InferPoolIsDown(*slot))
+		for (int k = 0; k < n; k++)
 		{
+			const InferWorker *w = &workers[(rr + k) % n];
+			uint64		limit;
+
+			*slot = InferPoolRegister(w->name, w->endpoint);
+			limit = InferPoolRowLimit(*slot);
+			if (InferPoolIsDown(*slot) ||
+				(pass < 2 && limit != 0 && largest > limit) ||
+				(pass < 1 && avoided(w->name, avoid, navoid)))
+				continue;
 			placement_rr_next += k;
 			return (rr + k) % n;
 		}
 	}
 	*slot = InferPoolRegister(workers[rr % n].name, workers[rr % n].endpoint);
 	return rr % n;
+}
+
+/* Whether name is among avoid (navoid names). */
+static bool
+avoided(const char *name, const char *const *avoid, int navoid)
+{
+	for (int i = 0; i < navoid; i++)
+		if (strcmp(name, avoid[i]) == 0)
+			return true;
+	return false;
 }
 
 /* Memory context callback: takes back a reservation never sent. */
@@ -740,18 +781,24 @@ reserve_prepare(InferWorker *worker)
 
 /*
  * Chooses the worker for a request of nrows rows and bytes input bytes
- * that runs frags (nfrags fragments over the same rows, each with its
- * chained stages) by infer.placement, and returns it in the current
- * memory context with pool_slot and est_ms set.  With the pool, the
- * request is reserved in the chosen worker's in-flight work in the same
- * hold of the pool's lock as the choice (worker->reserved): the send
+ * (its largest row largest bytes) that runs frags (nfrags fragments over
+ * the same rows, each with its chained stages) by infer.placement, and
+ * returns it in the current memory context with pool_slot, est_ms and
+ * max_row_bytes set.  Among the workers that are not down (all, when
+ * every one is), one that reads the largest row (by its
+ * --max-message-bytes) is preferred, then one not named in avoid (navoid
+ * names: the workers that lost these rows before); the policy chooses
+ * among those.  With the pool, the request is reserved in the chosen
+ * worker's in-flight work in the same hold of the pool's lock as the
+ * choice (worker->reserved): the send
  * takes the reservation over (InferPoolSent); a request not sent gives it
  * back (InferPlacementRelease, InferPlacementFree, or the end of the
  * memory context).  Errors: no worker registered (55000, see
  * InferCatalogGetWorkers).
  */
 InferWorker *
-InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
+InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes,
+				   size_t largest, const char *const *avoid, int navoid)
 {
 	PoolView	v;
 	InferWorker *chosen;
@@ -773,8 +820,10 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 		int			slot;
 
 		chosen = palloc(sizeof(InferWorker));
-		*chosen = workers[round_robin_pick(workers, nworkers, rr, &slot)];
+		*chosen = workers[round_robin_pick(workers, nworkers, rr, largest,
+										   avoid, navoid, &slot)];
 		chosen->pool_slot = slot;
+		chosen->max_row_bytes = InferPoolRowLimit(slot);
 		chosen->est_ms = PLACEMENT_DEFAULT_ROW_MS * nrows;
 		chosen->nruns = 0;
 		chosen->runs = NULL;
@@ -805,11 +854,17 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 	view_take(&v, true);
 	est = palloc(sizeof(Estimate) * v.nworkers);
 	for (int i = 0; i < v.nworkers; i++)
-		estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, &est[i]);
+	{
+		estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, largest,
+				 &est[i]);
+		est[i].avoided = avoided(v.workers[i].name, avoid, navoid);
+	}
 	pick = choose(est, v.nworkers, true, &key);
 	chosen->name = v.workers[pick].name;
 	chosen->endpoint = v.workers[pick].endpoint;
 	chosen->pool_slot = est[pick].slot;
+	chosen->max_row_bytes = v.snap[pick] != NULL ?
+		v.snap[pick]->max_message_bytes : 0;
 	chosen->est_ms = est[pick].load + est[pick].transfer + est[pick].compute;
 	chosen->nruns = nruns;
 	InferPoolReserveLocked(chosen, nrows, chosen->reserved);
@@ -821,6 +876,58 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes)
 		 est[pick].transfer, est[pick].compute, est[pick].evict,
 		 est[pick].external);
 	return chosen;
+}
+
+/*
+ * The largest input row, in bytes, that a registered inference worker the
+ * pool does not hold down reads (its WorkerState.max_message_bytes, from
+ * --max-message-bytes: a larger frame makes it drop the sender's
+ * connection unread), with that worker's name in *worker (palloc'd in the
+ * current memory context); 0 when no limit is known: without the pool,
+ * with every worker down, or when one that is not down has not said its
+ * limit (no state yet, an older worker).  Errors: those of
+ * InferCatalogGetWorkers.
+ */
+uint64
+InferPlacementRowLimit(const char **worker)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext tmp;
+	PoolView	v;
+	uint64		limit = 0;
+	int			best = -1;
+
+	*worker = NULL;
+	if (!InferPoolEnabled())
+		return 0;
+	tmp = AllocSetContextCreate(cxt, "pg_infer row limit",
+								ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(tmp);
+	view_take(&v, false);
+	for (int i = 0; i < v.nworkers; i++)
+	{
+		const InferPoolWorker *w = v.snap[i];
+
+		if (w != NULL && InferPoolStatusOf(w, v.now) == INFER_POOL_DOWN)
+			continue;
+		if (w == NULL || w->max_message_bytes == 0)
+		{
+			best = -1;			/* one up says nothing: no limit known */
+			break;
+		}
+		if (best < 0 || w->max_message_bytes > limit)
+		{
+			limit = w->max_message_bytes;
+			best = i;
+		}
+	}
+	MemoryContextSwitchTo(cxt);
+	if (best >= 0)
+		*worker = pstrdup(v.workers[best].name);
+	else
+		limit = 0;
+	MemoryContextDelete(tmp);
+	return limit;
 }
 
 /*
@@ -854,7 +961,8 @@ InferPlacementFree(InferWorker *worker)
 
 /*
  * Under cost, whether frags (nfrags > 1 fragments over the same nrows rows
- * of bytes input bytes, which one request would carry with the input once
+ * of bytes input bytes, the largest largest bytes, which one request
+ * would carry with the input once
  * and run one after another on one worker) had better go apart, one
  * request per fragment, each placed on its own: DESIGN.md "Placement"
  * keeps them together unless moving is cheaper.  Together: the cost key
@@ -867,7 +975,7 @@ InferPlacementFree(InferWorker *worker)
  */
 bool
 InferPlacementSplits(InferFragment **frags, int nfrags, int nrows,
-					 size_t bytes)
+					 size_t bytes, size_t largest)
 {
 	PoolView	v;
 	const char *files[PLACEMENT_MAX_FILES];
@@ -894,7 +1002,8 @@ InferPlacementSplits(InferFragment **frags, int nfrags, int nrows,
 	nfiles = request_files(frags, nfrags, true, files);
 	nruns = request_files(frags, nfrags, false, runs);
 	for (int i = 0; i < v.nworkers; i++)
-		estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, &est[i]);
+		estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, largest,
+				 &est[i]);
 	pick = choose(est, v.nworkers, false, &together);
 	initStringInfo(&where);
 	appendStringInfo(&where, "together on \"%s\" %.1f ms; apart on",
@@ -906,7 +1015,8 @@ InferPlacementSplits(InferFragment **frags, int nfrags, int nrows,
 		nruns = request_files(&frags[f], 1, false, runs);
 		for (int i = 0; i < v.nworkers; i++)
 		{
-			estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, &est[i]);
+			estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, largest,
+					 &est[i]);
 			est[i].wait += extra[i];
 		}
 		pick = choose(est, v.nworkers, false, &key);

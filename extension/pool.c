@@ -685,6 +685,25 @@ InferPoolIsSilent(int slot)
 	return silent;
 }
 
+/*
+ * The largest frame slot's worker said it reads (WorkerState.
+ * max_message_bytes, its --max-message-bytes), in bytes; 0 when it has
+ * said none (no state yet, an older worker) and for slot 0.
+ */
+uint64
+InferPoolRowLimit(int slot)
+{
+	uint64		limit = 0;
+
+	if (pool == NULL || slot < 1 || slot > pool->max_workers)
+		return 0;
+	LWLockAcquire(pool->lock, LW_SHARED);
+	if (pool->workers[slot - 1].used)
+		limit = pool->workers[slot - 1].max_message_bytes;
+	LWLockRelease(pool->lock);
+	return limit;
+}
+
 /* Status of slot's worker now (UNKNOWN for slot 0 or a free slot). */
 InferPoolStatus
 InferPoolSlotStatus(int slot)
@@ -822,6 +841,7 @@ InferPoolFold(int slot, uint32 generation, const Pginfer__WorkerState *st,
 	w->gpu_memory_total = st->gpu_memory_total;
 	w->gpu_memory_free = st->gpu_memory_free;
 	w->gpu_memory_cap = st->gpu_memory_cap;
+	w->max_message_bytes = st->max_message_bytes;
 	w->requests_served = st->requests_served;
 	strlcpy(w->device, st->device ? st->device : "", sizeof(w->device));
 	strlcpy(w->state_endpoint, st->state_endpoint ? st->state_endpoint : "",

@@ -399,9 +399,11 @@ apply_option(void *arg, int code, const char *flag, const char *value,
 			snprintf(err, errlen, "%s must be an integer from 0 to 100, not \"%s\"", flag, value);
 			return -1;
 		case 'M':
-			if (parse_int(value, 1024, LLONG_MAX, &w->max_message_bytes) == 0)
+			if (parse_int(value, PGINFER_MIN_MESSAGE_BYTES, LLONG_MAX,
+						  &w->max_message_bytes) == 0)
 				return 0;
-			snprintf(err, errlen, "%s must be an integer of at least 1024, not \"%s\"", flag, value);
+			snprintf(err, errlen, "%s must be an integer of at least %d, not \"%s\"",
+					 flag, PGINFER_MIN_MESSAGE_BYTES, value);
 			return -1;
 		case 'S':
 			w->ext.state_endpoint = value;

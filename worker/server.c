@@ -138,6 +138,9 @@ struct server
 	input_cache *inputs;		/* the input cache (capacity 0: off) */
 	sim_profile *sim;			/* --simulate, or NULL */
 	int64_t		max_pixels;
+	int64_t		max_message_bytes;	/* the largest frame payload its
+									 * socket reads (ZMQ_MAXMSGSIZE, less
+									 * CURVE's overhead) */
 	int			no_uploads;		/* --no-uploads */
 	uint64_t	max_upload_bytes;	/* --max-upload-bytes */
 	int			batch_hold;		/* --batch-hold percent; 0: none */
@@ -384,6 +387,9 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 		snprintf(err, errlen, "could not set ZMQ_MAXMSGSIZE: %s", zmq_strerror(errno));
 		goto fail;
 	}
+	/* the largest payload it reads: under CURVE a frame grows on the wire */
+	s->max_message_bytes = max_msg -
+		(curve_enabled() ? PGINFER_CURVE_FRAME_OVERHEAD : 0);
 	/*
 	 * No send high-water mark: at the default (1000 messages per peer) a
 	 * ROUTER drops a reply silently once a backend has that many unread;
@@ -982,6 +988,7 @@ pack_state(server *s, Pginfer__MsgKind kind, uint64_t request_id, size_t *len)
 	st.input_cache_bytes = ic.bytes;
 	st.input_cache_entries = ic.entries;
 	st.input_cache_capacity = ic.capacity;
+	st.max_message_bytes = (uint64_t) s->max_message_bytes;
 	if (ic.capacity > 0 &&
 		input_cache_bloom(s->inputs, bloom, sizeof(bloom), PGINFER_BLOOM_HASHES) == 0)
 	{

@@ -158,6 +158,38 @@ out=$(q -c "SET infer.timeout = 20000" -c "$CLS" \
 	-c "SELECT status, heartbeat_age < interval '1 second', device, state_source FROM infer.workers")
 check "the pool monitor hears the CURVE worker: up, fresh heartbeat, over its CURVE PUB socket" "$out" '^0,180$' '^up\|t\|cpu\|publish$'
 
+# A CURVE worker with --max-message-bytes 65536 reads rows of up to 65503
+# bytes (a frame grows by 33 on the wire under CURVE) and says so: a row of
+# 65503 bytes reaches it (not an image: its own row error, 22P03), one of
+# 65504 is refused before it is sent (54000); nothing drops the connection.
+C64PORT=$(testenv_free_port)
+"$WORKER" --listen "tcp://127.0.0.1:$C64PORT" --model-dir "$MODEL_DIR" \
+	--curve-secret-key "$k/worker.key" --curve-allowed-clients "$k/allowed" \
+	--max-message-bytes 65536 2>"$tmp/curve64.log" &
+C64PID=$!
+pids+=("$C64PID")
+disown "$C64PID"
+testenv_wait_port "$C64PORT" 20 || fail "CURVE worker of 64 KiB did not start" "$(cat "$tmp/curve64.log")"
+q -c "SELECT infer.drop_worker('wc')" \
+	-c "SELECT infer.add_worker('wc64', 'tcp://127.0.0.1:$C64PORT', '$WPUB')" >/dev/null
+for _ in $(seq 50); do
+	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'wc64'")" = up ] && break
+	sleep 0.1
+done
+out=$(q -c "SET infer.on_error = 'null'" -c "SET client_min_messages = debug1" \
+	-c "SELECT n, infer.classify('ppocr_cls', decode(repeat('ab', n), 'hex')) IS NULL FROM (VALUES (65503), (65504)) AS v(n) ORDER BY n" 2>&1)
+check "CURVE, --max-message-bytes 65536: a row of 65503 bytes is sent (its own 22P03), one of 65504 refused (54000)" \
+	"$out" 'WARNING:  (54000: )?input of 65504 bytes is larger than any inference worker reads' \
+	'The largest an inference worker that is up reads is 65503 bytes \("wc64"' \
+	'^65503\|t$' '^65504\|t$'
+check_not "... the 65503-byte row was not refused, and nothing was lost" "$out" \
+	'input of 65503 bytes|was lost|lost the connection'
+check "... the 65503-byte row reached the worker: its own error" \
+	"$(q -c "SELECT errors FROM infer.stats WHERE worker = 'wc64'" 2>&1)" '^1$'
+q -c "SELECT infer.drop_worker('wc64')" \
+	-c "SELECT infer.add_worker('wc', '$CEP', '$WPUB')" >/dev/null
+kill "$C64PID" 2>/dev/null
+
 # the unlisted pair: nothing comes back, the worker logs the refusal
 T0=$(date +%s%N)
 out=$(q -c "SET infer.curve_secret_key_file = '$pk/unlisted.key'" \

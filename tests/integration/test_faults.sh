@@ -10,12 +10,18 @@
 #       two rows of 48 kB), and a query of another session is answered at
 #       once;
 #   (c) the same with a query cancel (pg_cancel_backend);
-#   (p) a poison row (one that makes every worker drop the connection:
-#       larger than their --max-message-bytes) is not sent for ever: with
-#       infer.retries = 2 it is the statement's error after it failed on
-#       the two workers, naming the row and both workers; with
-#       infer.retries = 0 after the first; the workers are up again and the
-#       other rows are answered;
+#   (r) a row larger than every worker's --max-message-bytes (which the
+#       workers publish) is refused before it is sent: 54000 naming the
+#       row, the limit and a worker; NULL and a WARNING under
+#       infer.on_error = null, the other rows answered in order; per-row
+#       calls alike; no connection lost;
+#   (p) a poison request (one that makes every worker drop the
+#       connection: a header over their --max-message-bytes) is not sent
+#       for ever: with infer.retries = 2 it is the statement's error after
+#       it failed on the two workers (a re-send never goes back to a
+#       worker that lost it while the other is up), naming the rows and
+#       both workers; with infer.retries = 0 after the first; the workers
+#       are up again and the rows in smaller requests are answered;
 #   (h) more requests outstanding at one worker, on one socket, than
 #       ZeroMQ's default high-water mark (1000 messages): every row is
 #       answered once, with its own answer;
@@ -38,6 +44,10 @@
 #       resident on its own worker), one worker killed (SIGKILL) mid-query:
 #       its requests go to the other, every row once with both calls' own
 #       answers;
+#   (w) s2 restarted with a larger --max-message-bytes than s1's: a row
+#       over s1's limit goes to s2 under every policy, no connection lost;
+#       s2 killed while it holds that row (batched, then per-row): 54000,
+#       the row not sent to s1;
 #   and no PostgreSQL crash-restart at any point (the postmaster's log).
 #
 # The workers are simulated (--simulate: real infer-worker processes, the
@@ -61,12 +71,13 @@ use_cluster_cleanup
 
 
 
-# start_sim_worker NAME PORT: a simulated infer-worker on 127.0.0.1:PORT
-# (frames over 64 KiB drop the connection), log in $tmp/NAME.log; sets
-# PID_<NAME>; waits until it listens.
+# start_sim_worker NAME PORT [FLAG...]: a simulated infer-worker on
+# 127.0.0.1:PORT (frames over 64 KiB drop the connection, unless a FLAG
+# says otherwise), log in $tmp/NAME.log; sets PID_<NAME>; waits until it
+# listens.
 start_sim_worker() {
 	start_named_worker "$1" "$2" --model-dir "$tmp/sim" \
-		--simulate "$tmp/sim/profile.json" --max-message-bytes 65536
+		--simulate "$tmp/sim/profile.json" --max-message-bytes 65536 "${@:3}"
 }
 
 # wait_sql SQL VALUE [TRIES]: waits (TRIES x 0.1 s, default 50) until SQL
@@ -126,7 +137,8 @@ cat >"$tmp/sim/profile.json" <<'EOF'
     "slow.onnx": {"bytes": 1000000, "compute_ms": [[1, 300], [16, 4800]]},
     "quick.onnx": {"bytes": 1000000, "compute_ms": [[1, 3], [64, 150]]},
     "mid.onnx": {"bytes": 1000000, "compute_ms": [[1, 20], [16, 320]]},
-    "mid2.onnx": {"bytes": 1000000, "compute_ms": [[1, 20], [16, 320]]}
+    "mid2.onnx": {"bytes": 1000000, "compute_ms": [[1, 20], [16, 320]]},
+    "tiny.onnx": {"bytes": 1000000, "compute_ms": [[1, 0.01], [2048, 2]]}
   }
 }
 EOF
@@ -141,6 +153,7 @@ SELECT infer.create_model('slow', 'slow.onnx', 'classify', labels => '{a,b}');
 SELECT infer.create_model('quick', 'quick.onnx', 'classify', labels => '{a,b}');
 SELECT infer.create_model('mid', 'mid.onnx', 'classify', labels => '{a,b}');
 SELECT infer.create_model('mid2', 'mid2.onnx', 'classify', labels => '{a,b}');
+SELECT infer.create_model('tiny', 'tiny.onnx', 'classify', labels => '{a,b}');
 -- small distinct rows; the simulated answer names each row's SHA-256
 CREATE TABLE t (n int PRIMARY KEY, data bytea NOT NULL);
 INSERT INTO t SELECT n, convert_to('row ' || n, 'UTF8') FROM generate_series(1, 2400) AS n;
@@ -148,11 +161,14 @@ INSERT INTO t SELECT n, convert_to('row ' || n, 'UTF8') FROM generate_series(1, 
 CREATE TABLE big (n int PRIMARY KEY, data bytea NOT NULL);
 INSERT INTO big SELECT n, convert_to(n || repeat(chr(65 + n % 26), 48000), 'UTF8')
   FROM generate_series(1, 100) AS n;
--- row 3 is larger than the workers' --max-message-bytes (64 KiB)
+-- row 3 is larger than the workers' --max-message-bytes (64 KiB): (r)
 CREATE TABLE p (n int PRIMARY KEY, data bytea NOT NULL);
 INSERT INTO p SELECT n, CASE WHEN n = 3 THEN decode(repeat('ab', 100000), 'hex')
                              ELSE convert_to('poison test ' || n, 'UTF8') END
   FROM generate_series(1, 5) AS n;
+-- 4100 small rows: (p) sends 2048 of them in one request
+CREATE TABLE hp (n int PRIMARY KEY, data bytea NOT NULL);
+INSERT INTO hp SELECT n, convert_to('h' || n, 'UTF8') FROM generate_series(1, 4100) AS n;
 EOF
 ok=1
 wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up || ok=0
@@ -244,53 +260,85 @@ memory_freed() {
 victim pg_terminate_backend t 'FATAL:  terminating connection due to administrator command'
 victim pg_cancel_backend c 'ERROR:  canceling statement due to user request'
 
-# --- (p) a poison row: retries bounded ---------------------------------------------
+# --- (r) a row larger than every worker reads ---------------------------------------
+# Row 3 (100000 bytes) is over both workers' --max-message-bytes (64 KiB),
+# which they publish: it is refused before it is sent (54000), as a row's
+# error, and nothing is sent that would make a worker drop the connection.
 POISON_Q="SELECT n, infer.classify('quick', data) FROM p ORDER BY n"
 t0=$(date +%s%N)
 out=$(q 2>&1 <<EOF
 \set VERBOSITY verbose
 SET infer.placement = round_robin;
-SET infer.batch_size = 1;
+SET infer.batch_size = 2;
+SET client_min_messages = debug1;
+$POISON_Q;
+EOF
+)
+rc=$?
+check "(r) a row over every worker's --max-message-bytes: 54000 before it is sent ($(ms_since "$t0") ms)" \
+	"rc=$rc $out" '^rc=[1-9]' \
+	'ERROR:  54000: input of 100000 bytes is larger than any inference worker reads' \
+	'DETAIL:  The input of row 3 was for infer\.classify with model "quick"; it was not sent\.  The largest an inference worker that is up reads is 65536 bytes \("s[12]", its --max-message-bytes\)\.' \
+	'HINT:  Start the inference workers with a larger --max-message-bytes, or send a smaller input\.'
+check_not "(r) ... no connection was lost" "$out" 'was lost|lost the connection'
+out=$(q 2>&1 <<EOF
+SET infer.placement = cost;
+SET infer.on_error = 'null';
+SELECT string_agg(n || '=' || coalesce(v, 'NULL'), ',') FROM (SELECT n, infer.classify('quick', data) AS v FROM p ORDER BY n) AS s;
+EOF
+)
+check "(r) ... with infer.on_error = null: row 3 NULL with a WARNING, the others answered in order" \
+	"$out" 'WARNING:  input of 100000 bytes is larger than any inference worker reads' \
+	'^1=sim:quick:[0-9a-f]+,2=sim:quick:[0-9a-f]+,3=NULL,4=sim:quick:[0-9a-f]+,5=sim:quick:[0-9a-f]+$'
+out=$(q -c "SET infer.enable_batching = off" -c "SET infer.on_error = 'null'" \
+	-c "SELECT count(*) FILTER (WHERE v IS NULL) || ' ' || count(v) FROM (SELECT infer.classify('quick', data) AS v FROM p) AS s" 2>&1)
+check "(r) ... per-row calls: the same refusal" "$out" \
+	'WARNING:  input of 100000 bytes is larger than any inference worker reads' '^1 4$'
+check "(r) ... both workers up" \
+	"$(q -c "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers")" '^up,up$'
+
+# --- (p) a poison request: retries bounded ------------------------------------------
+# A request that makes every worker drop the connection: a batch of 2048
+# rows whose header, with each row's SHA-256 (infer.input_cache_min_bytes
+# = 0), is over the workers' 64 KiB (the rows alone are small; the ramp-up
+# sends 1, 2, 4, ..., 1024 rows first, whose headers fit).  It is not sent
+# for ever: after the two workers lost it, or after infer.retries sends.
+POISON_Q="SELECT count(v) FROM (SELECT infer.classify('tiny', data) AS v FROM hp OFFSET 0) AS s"
+t0=$(date +%s%N)
+out=$(q 2>&1 <<EOF
+\set VERBOSITY verbose
+SET infer.placement = round_robin;
+SET infer.batch_size = 2048;
+SET infer.input_cache_min_bytes = 0;
 $POISON_Q;
 EOF
 )
 rc=$?
 ms=$(ms_since "$t0")
-check "(p) poison row, infer.retries = 2: its error after 2 workers, in $ms ms" \
+check "(p) poison request, infer.retries = 2: its error after the 2 workers lost it, in $ms ms" \
 	"rc=$rc ms=$ms $out" '^rc=[1-9][0-9]* ms=([0-9]{1,3}|[1-4][0-9]{3}) ' \
-	'ERROR:  08006: inference of row 3 failed on inference workers "s[12]", "s[12]"' \
+	'ERROR:  08006: inference of rows 2048 to 4095 \(2048 rows sent\) failed on inference workers "s[12]", "s[12]"' \
 	'DETAIL:  The request was sent 2 times \(infer\.retries = 2\) and each worker lost it: lost the connection to inference worker "s[12]"'
 check_not "(p) ... the two workers are distinct" "$out" '"s1", "s1"|"s2", "s2"'
 ok=1
 wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up || ok=0
-# batches of 1, 2, 2 rows (the ramp-up): row 3 is in the second
-out=$(q 2>&1 <<EOF
-SET infer.placement = round_robin;
-SET infer.batch_size = 2;
-$POISON_Q;
-EOF
-)
-check "(p) in a batch of 2 rows: the batch's rows are named" "ok=$ok $out" '^ok=1' \
-	'ERROR:  inference of rows 2 to 3 \(2 rows sent\) failed on inference workers "s[12]", "s[12]"'
-ok=1
-wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up || ok=0
 out=$(q 2>&1 <<EOF
 \set VERBOSITY verbose
-SET infer.placement = round_robin;
-SET infer.batch_size = 1;
+SET infer.placement = cost;
+SET infer.batch_size = 2048;
+SET infer.input_cache_min_bytes = 0;
 SET infer.retries = 0;
 $POISON_Q;
 EOF
 )
 check "(p) infer.retries = 0: its error after the first worker" "ok=$ok $out" '^ok=1' \
-	'ERROR:  08006: inference of row 3 failed on inference worker "s[12]"$' \
+	'ERROR:  08006: inference of rows 2048 to 4095 \(2048 rows sent\) failed on inference worker "s[12]"$' \
 	'DETAIL:  The request was sent 1 time \(infer\.retries = 0\)'
 ok=1
 wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up || ok=0
-check "(p) ... the workers are up again; the other rows are answered" \
-	"ok=$ok $(q -c "SET infer.placement = round_robin" \
-		-c "SELECT count(DISTINCT v) FROM (SELECT infer.classify('quick', data) AS v FROM p WHERE n <> 3 OFFSET 0) AS s")" \
-	'^ok=1 4$'
+check "(p) ... the workers are up again; the same rows in smaller requests are answered" \
+	"ok=$ok $(q -c "SET infer.batch_size = 1024" -c "SET infer.input_cache_min_bytes = 0" -c "$POISON_Q")" \
+	'^ok=1 4100$'
 check "(p) infer.retries is a user setting, 0 to 16" \
 	"$(q -c "SELECT setting || ' ' || context || ' ' || min_val || ' ' || max_val FROM pg_settings WHERE name = 'infer.retries'")" \
 	'^2 user 0 16$'
@@ -382,10 +430,10 @@ lose() {
 worker log: $(tail -n 12 "$tmp/$name.log")"
 }
 
-# restart NAME PORT: starts worker NAME again on its endpoint; waits until
-# both workers are up.
+# restart NAME PORT [FLAG...]: starts worker NAME again on its endpoint;
+# waits until both workers are up.
 restart() {
-	start_sim_worker "$1" "$2" || exit 1
+	start_sim_worker "$@" || exit 1
 	wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up 100
 }
 
@@ -493,6 +541,43 @@ check "(g) ... the calls went apart, and what s2 held went to s1" \
 	'^held=[2-8] ' '2 fragments over 2 rows go apart \(together on "s[12]"' \
 	'was lost \(lost the connection to inference worker "s2"[^)]*\); sending its [12] rows to another worker'
 restart s2 "${ports[1]}"
+
+# --- (w) workers that read different sizes --------------------------------------------
+# s2 restarted with --max-message-bytes 1 MiB: row 3 (100000 bytes) goes to
+# s2 under every policy, and s1 never gets it (it would drop the connection)
+kill -KILL "$PID_s2"
+wait_sql "SELECT status FROM infer.workers WHERE name = 's2'" down 100
+restart s2 "${ports[1]}" --max-message-bytes 1048576
+for policy in round_robin least_loaded locality cost; do
+	out=$(q -c "SET infer.placement = $policy" -c "SET infer.batch_size = 1" \
+		-c "SET client_min_messages = debug1" \
+		-c "SELECT string_agg(n || '=' || coalesce(v, 'NULL'), ',' ORDER BY n) FROM (SELECT n, infer.classify('quick', data) AS v FROM p) AS s" 2>&1)
+	check "(w) $policy: row 3, over s1's limit, answered by s2; every row once, in order" \
+		"$out" '^1=sim:quick:[0-9a-f]+,2=sim:quick:[0-9a-f]+,3=sim:quick:[0-9a-f]+,4=sim:quick:[0-9a-f]+,5=sim:quick:[0-9a-f]+$'
+	check_not "(w) ... $policy: no connection lost" "$out" 'was lost|lost the connection'
+done
+# s2 killed while it holds row 3 (slow.onnx, 300 ms): the re-send finds
+# only s1 up, which does not read it: 54000, not sent to s1
+for batching in on off; do
+	q >"$tmp/w_$batching.out" 2>&1 <<EOF &
+\set VERBOSITY verbose
+SET infer.enable_batching = $batching;
+SELECT infer.classify('slow', data) FROM p WHERE n = 3;
+EOF
+	bg=$!
+	pids+=("$bg")
+	wait_held s2 1
+	kill -KILL "$PID_s2"
+	wait "$bg"
+	rc=$?
+	out="held=$held rc=$rc $(cat "$tmp/w_$batching.out")"
+	check "(w) enable_batching = $batching: s2 killed while it held row 3, only s1 up: 54000, not sent to s1" \
+		"$out" '^held=1 rc=[1-9]' \
+		'ERROR:  54000: input of 100000 bytes is larger than any inference worker reads' \
+		'DETAIL:  The input was for infer\.classify[^;]*; it was not sent\.  The largest an inference worker that is up reads is 65536 bytes \("s1", its --max-message-bytes\)\.'
+	check_not "(w) ... s1 lost nothing" "$out" 'inference worker "s1"[^(]*while it held'
+	restart s2 "${ports[1]}" --max-message-bytes 1048576
+done
 
 # --- no crash-restart ----------------------------------------------------------------
 check_not "no PostgreSQL crash-restart (postmaster log)" "$(cat "$PGLOG")" \

@@ -466,6 +466,8 @@ if start_worker "$tmp/worker4.log" --model-dir "$mdir" --max-message-bytes 10485
 	C4=("$CLIENT" --endpoint "$EP")
 	check "the bound worker logs its message limit" "$(cat "$tmp/worker4.log")" \
 		'max message 1048576 bytes'
+	check "... and publishes it in its state" "$("${C4[@]}" ping)" \
+		'^PONG .* max_message_bytes=1048576( |$)'
 	# 1 row id, 200000 empty frames: at most 65537 frames are kept, then 54000.
 	out=$("${C4[@]}" --timeout-ms 20000 bulk 1 200000 0)
 	check "1 row with 200000 empty frames gets MSG_ERROR 54000 naming the limit" "$out" \

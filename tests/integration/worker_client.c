@@ -278,9 +278,10 @@ print_state_fields(const Pginfer__WorkerState *st)
 		   (unsigned long long) st->host_memory_total,
 		   (unsigned long long) st->host_memory_free, st->device,
 		   st->state_endpoint);
-	printf(" request_bytes=%llu heap_bytes=%llu",
+	printf(" request_bytes=%llu heap_bytes=%llu max_message_bytes=%llu",
 		   (unsigned long long) st->request_bytes,
-		   (unsigned long long) st->heap_bytes);
+		   (unsigned long long) st->heap_bytes,
+		   (unsigned long long) st->max_message_bytes);
 	printf(" model_loads=%llu model_evictions=%llu model_hits=%llu model_misses=%llu",
 		   (unsigned long long) st->model_loads,
 		   (unsigned long long) st->model_evictions,
