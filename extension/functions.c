@@ -115,7 +115,9 @@ InferFragmentDescribe(const InferFragment *frag)
 
 /*
  * Error context callback: names the function, its models and the worker,
- * so an error from the worker or the connection says where it came from.
+ * so an error from the worker or the connection says where it came from,
+ * and, for a row's own error in a batch, which input row it is (the
+ * scan's row number, from 1, as InferBatch's other messages count them).
  */
 static void
 fragment_error_context(void *arg)
@@ -123,7 +125,10 @@ fragment_error_context(void *arg)
 	InferFragment *frag = (InferFragment *) arg;
 	char	   *what = InferFragmentDescribe(frag);
 
-	if (frag->worker != NULL)
+	if (frag->worker != NULL && frag->row > 0)
+		errcontext("%s on inference worker \"%s\" at %s, input row " INT64_FORMAT,
+				   what, frag->worker->name, frag->worker->endpoint, frag->row);
+	else if (frag->worker != NULL)
 		errcontext("%s on inference worker \"%s\" at %s", what,
 				   frag->worker->name, frag->worker->endpoint);
 	else

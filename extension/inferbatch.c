@@ -1206,11 +1206,13 @@ emit_row(InferBatchState *st, BatchSlot *slot, int r)
 		if (part->failed[r] == NULL)
 			continue;
 		bc->frag.worker = part->worker;
+		bc->frag.row = slot->first_row + r;
 		InferFragmentPushContext(&bc->frag);
 		InferRowReportError(part->failed[r],
 							infer_on_error == INFER_ON_ERROR_NULL ?
 							WARNING : ERROR);
 		InferFragmentPopContext(&bc->frag);
+		bc->frag.row = 0;
 	}
 
 	ExecClearTuple(scan);

@@ -430,6 +430,9 @@ typedef struct InferFragment
 	Pginfer__ModelSpec **models;
 	int			nmodels;		/* models with an empty file are skipped */
 	InferWorker *worker;		/* NULL until a request is sent */
+	int64		row;			/* the input row (the scan's row number,
+								 * from 1) whose error is being raised;
+								 * 0: none */
 	ErrorContextCallback errcallback;	/* see InferFragmentPushContext */
 } InferFragment;
 

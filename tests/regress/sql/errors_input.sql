@@ -44,6 +44,32 @@ SELECT infer.ocr(data) FROM bad WHERE name = 'text_file.png';
 SELECT infer.ocr(data) FROM bad WHERE name = 'huge_dimensions.png';
 :sqlstate
 
+-- a row's error names its input row (the scan's row number, from 1) in
+-- its context: in batches of 1, 2 and 1 rows (the ramp-up), and of 1
+CREATE TEMP TABLE mix (n int PRIMARY KEY, data bytea NOT NULL);
+INSERT INTO mix
+SELECT n, CASE WHEN n = 3 THEN (SELECT data FROM bad WHERE name = 'text_file.png')
+			   ELSE pg_read_binary_file(current_setting('regress.test_data_dir') ||
+										'/line_upright.png') END
+  FROM generate_series(1, 4) AS n;
+CREATE FUNCTION pg_temp.row_of_error(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	st text; ctx text;
+BEGIN
+	EXECUTE q;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, ctx = PG_EXCEPTION_CONTEXT;
+	RETURN st || ', ' || coalesce(substring(ctx FROM 'input row [0-9]+'), 'no row');
+END
+$$;
+SELECT pg_temp.row_of_error($$SELECT n, infer.classify('ppocr_cls', data)
+								FROM (SELECT * FROM mix ORDER BY n) AS s$$) AS ramp_up;
+SET infer.batch_size = 1;
+SELECT pg_temp.row_of_error($$SELECT n, infer.classify('ppocr_cls', data)
+								FROM (SELECT * FROM mix ORDER BY n) AS s$$) AS batches_of_one;
+RESET infer.batch_size;
+
 -- infer.max_pixels goes with the request: a smaller limit rejects a
 -- normal image
 SET infer.max_pixels = 1000;
