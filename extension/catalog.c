@@ -20,11 +20,13 @@
  */
 #include "pg_infer.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 
 #include "curve.h"
 
@@ -262,18 +264,28 @@ InferCatalogGetModels(const char *const *names, const char *const *gucs,
 
 /*
  * Connects to SPI and runs worker_query (every registered worker, ordered
- * by name); the caller reads SPI_tuptable and calls SPI_finish.  None
- * registered: ERROR 55000 (object_not_in_prerequisite_state).
+ * by name); the caller reads SPI_tuptable and calls SPI_finish.  The
+ * registry is read in the latest snapshot, not the statement's: a worker
+ * another session dropped (infer.drop_worker, committed) gets no further
+ * request even from a statement that started before, and one it added is
+ * used at once (docs/dba.md).  In parallel mode, where no new snapshot may
+ * be taken, the statement's snapshot is read.  None registered: ERROR
+ * 55000 (object_not_in_prerequisite_state).
  */
 static void
 select_workers(void)
 {
 	int			rc;
+	SPIPlanPtr	plan;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute_plan(saved_plan(&worker_plan, worker_query, 0, NULL),
-						  NULL, NULL, true, 0);
+	plan = saved_plan(&worker_plan, worker_query, 0, NULL);
+	if (IsInParallelMode())
+		rc = SPI_execute_plan(plan, NULL, NULL, true, 0);
+	else
+		rc = SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(),
+								  InvalidSnapshot, true, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)

@@ -120,6 +120,9 @@ typedef struct InferSocket
 	void	   *sock;
 	void	   *monitor;		/* PAIR socket receiving sock's events */
 	uint64		disconnects;	/* ZMQ_EVENT_DISCONNECTED events seen */
+	bool		connected;		/* the last event seen was CONNECTED */
+	TimestampTz dropped_at;		/* when a DISCONNECTED event was read that
+								 * no CONNECTED followed; 0: none */
 	WaitEventSet *waitset;		/* latch, postmaster death, both ZMQ_FDs */
 } InferSocket;
 
@@ -398,7 +401,8 @@ client_socket(const InferWorker *worker)
 }
 
 /*
- * Reads the socket's pending monitor events and counts disconnections.
+ * Reads the socket's pending monitor events: counts disconnections and
+ * notes whether the socket is connected now (and since when it is not).
  * An event is two frames: 6 bytes (uint16 event, uint32 value) and the
  * endpoint.
  */
@@ -425,7 +429,16 @@ client_read_monitor(InferSocket *s)
 
 				memcpy(&event, zmq_msg_data(&msg), sizeof(event));
 				if (event == ZMQ_EVENT_DISCONNECTED)
+				{
 					s->disconnects++;
+					s->connected = false;
+					s->dropped_at = GetCurrentTimestamp();
+				}
+				else if (event == ZMQ_EVENT_CONNECTED)
+				{
+					s->connected = true;
+					s->dropped_at = 0;
+				}
 			}
 			first = false;
 			more = zmq_msg_more(&msg);
@@ -576,11 +589,24 @@ client_has_event(InferSocket *s, int want)
 #define CLIENT_WATCH_MS 100
 
 /*
+ * How long a connection that dropped may take to come back (ZeroMQ tries
+ * again every ZMQ_RECONNECT_IVL, 100 ms by default) before a send waiting
+ * for it marks the worker down in the pool (client_wait).
+ */
+#define CLIENT_RECONNECT_GRACE_MS 250
+
+/*
  * Waits until the socket's ZMQ_EVENTS has `want` (ZMQ_POLLIN/POLLOUT) or
  * the deadline passes; with req != NULL (a request in flight), also ends
  * when the worker disconnects after req was sent; with watch_slot != 0,
  * also when the pool finds that slot's worker down (with req, silent:
- * InferPoolIsSilent) (CLIENT_DISCONNECTED both).  Lets interrupts through (see client_check_interrupts).
+ * InferPoolIsSilent) (CLIENT_DISCONNECTED both).  A wait for a connection
+ * (POLLOUT, no req) on a socket whose connection dropped and has not come
+ * back within CLIENT_RECONNECT_GRACE_MS marks the worker down in the pool
+ * (InferPoolMarkDown, as a drop while it held a request does), so that
+ * this send and every backend's placement go elsewhere at once rather
+ * than after infer.worker_timeout without a heartbeat: the worker exited
+ * or was killed.  Lets interrupts through (see client_check_interrupts).
  */
 static ClientWait
 client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req,
@@ -598,6 +624,13 @@ client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req,
 		client_read_monitor(s);
 		if (req != NULL && s->disconnects != req->disconnects_at_send)
 			return CLIENT_DISCONNECTED;
+
+		/* a connection that dropped and does not come back */
+		if (watch_slot != 0 && req == NULL && want == ZMQ_POLLOUT &&
+			!s->connected && s->dropped_at != 0 &&
+			TimestampDifferenceExceeds(s->dropped_at, GetCurrentTimestamp(),
+									   CLIENT_RECONNECT_GRACE_MS))
+			InferPoolMarkDown(watch_slot, 0, false, true, s->dropped_at);
 
 		/*
 		 * the pool found the worker down meanwhile; with a request in
@@ -1286,7 +1319,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 											infer_worker_timeout_ms));
 	if (waited == CLIENT_DISCONNECTED)
 		client_raise_no_connection(worker,
-								   pstrdup("The worker went down (no heartbeat for infer.worker_timeout) while the request waited for a connection."));
+								   pstrdup("The worker went down while the request waited for a connection (its connection dropped and did not come back, or no heartbeat came for infer.worker_timeout)."));
 	if (waited != CLIENT_READY)
 		client_raise_no_connection(worker,
 								   psprintf("No connection was made within %d ms (infer.timeout): the worker is unreachable.",
@@ -1585,7 +1618,8 @@ InferClientModelRequest(const InferWorker *worker, Pginfer__Header *hdr,
 
 		ereport(ERROR,
 				(errcode(MAKE_SQLSTATE(st[0], st[1], st[2], st[3], st[4])),
-				 errmsg("inference worker \"%s\" %s: %s", worker->name, failed,
+				 errmsg("inference worker \"%s\" at %s %s: %s", worker->name,
+						worker->endpoint, failed,
 						e && e->message ? e->message : "no message"),
 				 e && e->hint && e->hint[0] ? errhint("%s", e->hint) : 0));
 	}

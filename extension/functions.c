@@ -836,7 +836,7 @@ send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 			InferClientRaiseLost(lost, 1, 0);
 		/* the workers that read the row went down: none up does */
 		if (!InferWorkerReads(next, *len))
-			InferRaiseRowTooLarge(next, *len, frag->fn, NULL, 0, ERROR);
+			InferRaiseRowTooLarge(next, *len, frag->fn, NULL, 0, true, ERROR);
 		ereport(DEBUG1,
 				(errmsg("pg_infer: inference worker \"%s\" at %s was lost (%s); sending the row to \"%s\"",
 						frag->worker->name, frag->worker->endpoint,
@@ -924,7 +924,7 @@ run_one(InferFunction fn, const char *model, const void *payload,
 	/* a row no worker reads: placement had none that does */
 	if (!InferWorkerReads(frag.worker, payload_len))
 	{
-		InferRaiseRowTooLarge(frag.worker, payload_len, fn, model, 0,
+		InferRaiseRowTooLarge(frag.worker, payload_len, fn, model, 0, false,
 							  infer_on_error == INFER_ON_ERROR_NULL ?
 							  WARNING : ERROR);
 		InferPlacementFree(frag.worker);
@@ -1085,29 +1085,37 @@ InferTextWithinLimit(Datum input, InferFunction fn, const char *model,
  * Raises 54000 at elevel for an input row of len bytes larger than limit,
  * the largest row an inference worker that is up reads (worker's
  * --max-message-bytes), naming fn, model (NULL: the OCR settings' models)
- * and, for row > 0, the scan's row number (from 1).
+ * and, for row > 0, the scan's row number (from 1).  lost: the row had
+ * gone to workers that read it, which went down while they held it, and
+ * it is not sent again.
  */
 static void
 report_too_large(int elevel, size_t len, uint64 limit, const char *worker,
-				 InferFunction fn, const char *model, int64 row)
+				 InferFunction fn, const char *model, int64 row, bool lost)
 {
-	StringInfoData call;
+	StringInfoData what;
 
-	initStringInfo(&call);
-	appendStringInfoString(&call, InferFunctionName(fn));
+	initStringInfo(&what);
+	if (row > 0)
+		appendStringInfo(&what, "The input of row " INT64_FORMAT " was for %s",
+						 row, InferFunctionName(fn));
+	else
+		appendStringInfo(&what, "The input was for %s", InferFunctionName(fn));
 	if (model != NULL)
-		appendStringInfo(&call, " with model \"%s\"", model);
+		appendStringInfo(&what, " with model \"%s\"", model);
+	appendStringInfoString(&what, lost ?
+						   "; the workers that read it went down while they held it, and it was not sent again." :
+						   "; it was not sent.");
 	ereport(elevel,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("input of %zu bytes is larger than any inference worker reads",
 					len),
-			 row > 0 ?
-			 errdetail("The input of row " INT64_FORMAT " was for %s; it was not sent.  The largest an inference worker that is up reads is " UINT64_FORMAT " bytes (\"%s\", its --max-message-bytes).",
-					   row, call.data, limit, worker) :
-			 errdetail("The input was for %s; it was not sent.  The largest an inference worker that is up reads is " UINT64_FORMAT " bytes (\"%s\", its --max-message-bytes).",
-					   call.data, limit, worker),
+			 errdetail("%s  The largest an inference worker that is up reads is " UINT64_FORMAT " bytes (\"%s\", its --max-message-bytes).",
+					   what.data, limit, worker),
+			 lost ?
+			 errhint("Start the workers that read it again, or one with a larger --max-message-bytes, and run the statement again.") :
 			 errhint("Start the inference workers with a larger --max-message-bytes, or send a smaller input.")));
-	pfree(call.data);
+	pfree(what.data);
 }
 
 /*
@@ -1128,7 +1136,7 @@ InferRowWithinLimit(size_t len, uint64 limit, const char *worker,
 	if (limit == 0 || len <= limit)
 		return true;
 	report_too_large(infer_on_error == INFER_ON_ERROR_NULL ? WARNING : ERROR,
-					 len, limit, worker, fn, model, row);
+					 len, limit, worker, fn, model, row, false);
 	return false;
 }
 
@@ -1145,17 +1153,22 @@ InferWorkerReads(const InferWorker *worker, size_t len)
 }
 
 /*
- * Raises 54000 at elevel (see InferRowWithinLimit) for a request whose
- * largest row, of len bytes, worker does not read (InferWorkerReads), as
- * placement found no worker up that does: a row checked before the
- * workers that read it went down, or a per-row call.  The limit named is
- * the largest a worker up reads, or worker's own should the pool say
- * otherwise by now.  Takes worker's reservation back first.
+ * Raises 54000 for a request whose largest row (row, the scan's row
+ * number from 1; 0: not known), of len bytes, worker does not read
+ * (InferWorkerReads), as placement found no worker up that does: a row
+ * checked before the workers that read it went down, a per-row call, or
+ * (lost) a row that such workers held when they went down, at elevel
+ * (a per-row call's first send: as InferRowWithinLimit, a WARNING with
+ * infer.on_error = null, after which it returns; otherwise ERROR, as a
+ * lost worker's is).  The limit named is the largest a worker up reads,
+ * or worker's own should the pool say otherwise by now.  Takes worker's
+ * reservation back first.
  */
 void
 InferRaiseRowTooLarge(const InferWorker *worker, size_t len, InferFunction fn,
-					  const char *model, int64 row, int elevel)
+					  const char *model, int64 row, bool lost, int elevel)
 {
+
 	const char *name;
 	uint64		limit;
 
@@ -1166,7 +1179,7 @@ InferRaiseRowTooLarge(const InferWorker *worker, size_t len, InferFunction fn,
 		limit = worker->max_row_bytes;
 		name = worker->name;
 	}
-	report_too_large(elevel, len, limit, name, fn, model, row);
+	report_too_large(elevel, len, limit, name, fn, model, row, lost);
 }
 
 /*

@@ -155,6 +155,7 @@ typedef struct BatchPart
 	int		   *carried;		/* sender: their indexes, the sender first,
 								 * each its fragment in that order */
 	int			nsent;			/* rows sent (non-NULL images) */
+	int64		first_row;		/* the child's row number of batch row 0 */
 	int		   *row_of;			/* batch row of each row sent */
 	uint64	   *row_ids;
 	const void **payloads;
@@ -574,14 +575,25 @@ carried_frags(InferBatchState *st, const BatchPart *part)
 	return frags;
 }
 
-/* The size of part's largest row, in bytes. */
+/*
+ * The size of part's largest row, in bytes; its row number (the child's,
+ * from 1) in *row when row is not NULL (0 for a part without rows).
+ */
 static size_t
-part_largest(const BatchPart *part)
+part_largest(const BatchPart *part, int64 *row)
 {
 	size_t		largest = 0;
 
+	if (row != NULL)
+		*row = 0;
 	for (int i = 0; i < part->nsent; i++)
-		largest = Max(largest, part->lens[i]);
+	{
+		if (i > 0 && part->lens[i] <= largest)
+			continue;
+		largest = part->lens[i];
+		if (row != NULL)
+			*row = part->first_row + part->row_of[i];
+	}
 	return largest;
 }
 
@@ -622,7 +634,8 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 	BatchCall  *bc = &st->calls[part->carried[0]];
 	InferFragment **frags = carried_frags(st, part);
 	size_t		bytes = 0;
-	size_t		largest = part_largest(part);
+	int64		largest_row;
+	size_t		largest = part_largest(part, &largest_row);
 	size_t		sent = 0;
 	ErrorData  *volatile lost = NULL;	/* the last worker's failure */
 
@@ -645,10 +658,15 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 			pfree(frags);
 			return false;
 		}
-		/* the workers that read its largest row went down since the fill */
+		/*
+		 * the workers that read its largest row went down since the fill
+		 * (or, for a re-send, while they held it): the statement's error,
+		 * as when no worker is up
+		 */
 		if (!InferWorkerReads(worker, largest))
 			InferRaiseRowTooLarge(worker, largest, bc->stage_fn[bc->nstages - 1],
-								  bc->stage_model[bc->nstages - 1], 0, ERROR);
+								  bc->stage_model[bc->nstages - 1], largest_row,
+								  resend, ERROR);
 		/* frags[0] is bc->frag: the request goes where placement says */
 		bc->frag.worker = worker;
 		InferStatsSetCall(st->stats_call);
@@ -925,7 +943,7 @@ send_group(InferBatchState *st, BatchCall *bc, BatchSlot *slot,
 			bytes += part->lens[i];
 		InferClientStageInputs(part->nsent, part->payloads, part->lens);
 		if (InferPlacementSplits(frags, bc->nmembers, part->nsent, bytes,
-								 part_largest(part)))
+								 part_largest(part, NULL)))
 		{
 			for (int m = 0; m < bc->nmembers; m++)
 			{
@@ -1075,6 +1093,7 @@ fill_and_send(InferBatchState *st)
 	{
 		BatchPart  *part = &slot->parts[c];
 
+		part->first_row = slot->first_row;
 		part->values = palloc0(sizeof(Datum) * slot->nrows);
 		part->isnull = palloc(sizeof(bool) * slot->nrows);
 		part->failed = palloc0(sizeof(InferRow *) * slot->nrows);

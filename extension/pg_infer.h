@@ -464,7 +464,7 @@ extern bool InferRowWithinLimit(size_t len, uint64 limit, const char *worker,
 extern bool InferWorkerReads(const InferWorker *worker, size_t len);
 extern void InferRaiseRowTooLarge(const InferWorker *worker, size_t len,
 								  InferFunction fn, const char *model,
-								  int64 row, int elevel);
+								  int64 row, bool lost, int elevel);
 extern InferFragment *InferFragmentChain(InferFragment *frag,
 										 InferFunction fn,
 										 const char *model);

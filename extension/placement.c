@@ -1061,6 +1061,12 @@ model_request(const char *model, const char *name, bool load)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("inference worker \"%s\" does not exist", name),
 				 errhint("See infer.workers.")));
+	/*
+	 * with its pool slot, a worker the pool holds down gets
+	 * infer.worker_timeout to connect, not the whole infer.timeout
+	 * (InferClientSend)
+	 */
+	worker->pool_slot = InferPoolRegister(worker->name, worker->endpoint);
 	spec = InferCatalogGetModels(&model, NULL, 1);
 	mreq.model = spec[0];
 	hdr.kind = load ? PGINFER__MSG_KIND__MSG_LOAD_MODEL :

@@ -1452,10 +1452,11 @@ infer_worker_state(PG_FUNCTION_ARGS)
 
 	memset(nulls, false, sizeof(nulls));
 	values[0] = CStringGetTextDatum(status_names[InferPoolStatusOf(&w, now)]);
+	/* a state folded after now was taken is no older than 0 */
 	if (w.heartbeat != 0)
 		values[1] = IntervalPGetDatum(DatumGetIntervalP(
 														DirectFunctionCall2(timestamp_mi,
-																			TimestampTzGetDatum(now),
+																			TimestampTzGetDatum(Max(now, w.heartbeat)),
 																			TimestampTzGetDatum(w.heartbeat))));
 	else
 		nulls[1] = true;

@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -323,13 +324,28 @@ prom_head(strbuf *b, const char *name, const char *type, const char *help)
 	sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/*
+ * A sample's value and the line's end: counts and bytes exactly (an
+ * integral value within 2^53, as a uint64 counter up to that is), times
+ * and ratios to 10 digits.
+ */
+static void
+sb_value(strbuf *b, double v)
+{
+	if (fabs(v) < 9007199254740992.0 && v == (double) (long long) v)
+		sb_printf(b, "%lld\n", (long long) v);
+	else
+		sb_printf(b, "%.10g\n", v);
+}
+
 /* One metric of one sample without labels. */
 static void
 prom_one(strbuf *b, const char *name, const char *type, const char *help,
 		 double v)
 {
 	prom_head(b, name, type, help);
-	sb_printf(b, "%s %.10g\n", name, v);
+	sb_printf(b, "%s ", name);
+	sb_value(b, v);
 }
 
 /* One sample of name labelled with model file: name{model="file"} value. */
@@ -338,11 +354,8 @@ prom_model(strbuf *b, const char *name, const char *file, double v)
 {
 	sb_printf(b, "%s{model=", name);
 	sb_label(b, file);
-	/* counts and bytes exactly, times to 10 digits */
-	if (v == (double) (long long) v)
-		sb_printf(b, "} %lld\n", (long long) v);
-	else
-		sb_printf(b, "} %.10g\n", v);
+	sb_printf(b, "} ");
+	sb_value(b, v);
 }
 
 /* A histogram in Prometheus form: cumulative buckets, _sum, _count. */

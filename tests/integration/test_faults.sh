@@ -40,6 +40,14 @@
 #       answers; the stopped worker is down; infer.stats counts each lost
 #       request as one error of the worker that lost it, and every row
 #       answered once;
+#   (x) an idle worker killed (SIGKILL) during a batched round_robin
+#       query with infer.worker_timeout 60 s: the next send to it finds
+#       its connection gone and marks it down after 250 ms, so the query
+#       ends within 10 s with every row once (not after infer.timeout);
+#       infer.load_model on it then fails after infer.worker_timeout, not
+#       infer.timeout;
+#   (d) a worker dropped (infer.drop_worker) while a round_robin query
+#       runs: that query sends it no more requests, every row once;
 #   (g) two calls over one input that cost sends apart (each model
 #       resident on its own worker), one worker killed (SIGKILL) mid-query:
 #       its requests go to the other, every row once with both calls' own
@@ -459,7 +467,7 @@ lose s2 KILL k_alone 1 "SET infer.enable_batching = off; SET infer.timeout = '3s
 check "(k) alone, s2 killed during a per-row query: 08006 within infer.timeout + 1 s ($ms ms)" \
 	"rc=$rc ms=$ms $out" '^rc=[1-9][0-9]* ms=([0-9]{1,3}|[1-3][0-9]{3}) held=1 ' \
 	'ERROR:  08006: (lost the connection to|could not connect to) inference worker "s2"' \
-	'DETAIL:  (The worker closed the connection or exited before it answered|The worker went down \(no heartbeat for infer\.worker_timeout\) while the request waited for a connection)\. No other inference worker is up to take the request \(1 row\)\.'
+	'DETAIL:  (The worker closed the connection or exited before it answered|The worker went down while the request waited for a connection \(its connection dropped and did not come back, or no heartbeat came for infer\.worker_timeout\))\. No other inference worker is up to take the request \(1 row\)\.'
 # both down now: a new query gets infer.worker_timeout to connect, not the
 # whole infer.timeout
 t0=$(date +%s%N)
@@ -513,6 +521,67 @@ check "(s) s1 stopped (SIGTERM) during a per-row query: every row once, the refe
 check "(s) ... s1 answered 57P01 for the call it held (or closed first), which went to s2" "$out" \
 	'^held=1 ' 'was lost \((inference worker "s1" at [^ ]+ is shutting down and did not run the request|lost the connection to inference worker "s1"[^)]*)\); sending the row to "s2"'
 restart s1 "${ports[0]}"
+
+# (x) SIGKILL of an idle s1 under round_robin, one batch in flight at a
+# time, with a long infer.worker_timeout (60 s): s1 is killed while s2
+# runs the scan's batch, so the next batch, s1's turn, is the first to
+# meet the lost connection, with no request of s1's to notice it by.  The
+# send marks s1 down once its connection has not come back for 250 ms, and
+# the batch goes to s2, rather than the send waiting for a connection
+# until infer.timeout (20 s) and failing.
+q -c "SELECT infer.load_model('mid', 's1')" -c "SELECT infer.load_model('mid', 's2')" >/dev/null
+printf '%s\n' "SET infer.placement = round_robin;" "SET infer.worker_timeout = '60s';" \
+	"SET infer.timeout = '20s';" "SET infer.batch_size = 4;" "SET infer.max_inflight = 1;" \
+	"SET client_min_messages = debug1;" \
+	"CREATE TABLE x_batch AS SELECT n, infer.classify('mid', data) AS v FROM t WHERE n <= 150;" |
+	q >"$tmp/x_batch.out" 2>&1 &
+bg=$!
+pids+=("$bg")
+sleep 0.3
+wait_held s2 1
+t0=$(date +%s%N)
+kill -KILL "$PID_s1"
+wait "$bg"
+rc=$?
+ms=$(ms_since "$t0")
+check "(x) idle s1 killed under round_robin, infer.worker_timeout 60 s: every row once, the reference's answers, $ms ms after the kill" \
+	"rc=$rc ms=$ms $(digest x_batch 2>&1)" "^rc=0 ms=([0-9]{1,3}|[1-9][0-9]{3}) $REF_MID\$" 
+check "(x) ... s1 down, nothing in flight" \
+	"$(q -c "SELECT string_agg(name || ':' || status || ':' || inflight_requests, ' ' ORDER BY name) FROM infer.workers")" \
+	'^s1:down:0 s2:up:0$'
+t0=$(date +%s%N)
+out=$(q -c "SET infer.timeout = '20s'" -c "SET infer.worker_timeout = '1s'" \
+	-c "SELECT infer.load_model('mid', 's1')" 2>&1)
+ms=$(ms_since "$t0")
+check "(x) ... infer.load_model on the down s1: 08006 within infer.worker_timeout + 1 s, not infer.timeout ($ms ms)" \
+	"ms=$ms $out" '^ms=([0-9]{1,3}|1[0-9]{3}) ' \
+	'could not connect to inference worker "s1"' 'The pool holds the worker down'
+restart s1 "${ports[0]}"
+
+# (d) s2 dropped (infer.drop_worker, another session) while a round_robin
+# query runs: the query sends it nothing more (it reads the registry in
+# the latest snapshot), and every row comes back once.  12 rows of
+# slow.onnx (300 ms), one at a time, two in flight: about 6 to each
+# worker without the drop; s2 held at most 2 when it was dropped.
+q -c "SELECT infer.stats_reset()" -c "SELECT infer.load_model('slow', 's2')" >/dev/null
+printf '%s\n' "SET infer.placement = round_robin;" "SET infer.batch_size = 1;" \
+	"SET infer.max_inflight = 2;" \
+	"CREATE TABLE d_drop AS SELECT n, infer.classify('slow', data) AS v FROM t WHERE n <= 12;" |
+	q >"$tmp/d_drop.out" 2>&1 &
+bg=$!
+pids+=("$bg")
+wait_held s2 1
+q -c "SELECT infer.drop_worker('s2')" >/dev/null
+wait "$bg"
+rc=$?
+check "(d) s2 dropped mid-query: every row once, each its own answer" \
+	"rc=$rc $(q -c "SELECT count(*) || ' ' || count(DISTINCT n) || ' ' || count(*) FILTER (WHERE v = 'sim:slow:' || left(encode(sha256(data), 'hex'), 16)) FROM d_drop JOIN t USING (n)" 2>&1)" \
+	'^rc=0 12 12 12$'
+check "(d) ... s2 got no request after the drop (at most the 2 it could hold), s1 the rest" \
+	"$(q -c "SELECT string_agg(worker || ':' || rows, ' ' ORDER BY worker) FROM infer.stats WHERE model = 'slow'" 2>&1)" \
+	'^s1:(1[0-2]|9) s2:[1-3]$'
+q -c "SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${ports[1]}')" >/dev/null
+wait_sql "SELECT string_agg(status, ',' ORDER BY name) FROM infer.workers" up,up 100
 
 # --- (g) a group of calls sent apart, one of its workers killed -----------------
 q -c "CREATE TABLE ref_two AS SELECT n, infer.classify('mid', data) AS a, infer.classify('mid2', data) AS b FROM t WHERE n <= 150" >/dev/null
@@ -574,7 +643,8 @@ EOF
 	check "(w) enable_batching = $batching: s2 killed while it held row 3, only s1 up: 54000, not sent to s1" \
 		"$out" '^held=1 rc=[1-9]' \
 		'ERROR:  54000: input of 100000 bytes is larger than any inference worker reads' \
-		'DETAIL:  The input was for infer\.classify[^;]*; it was not sent\.  The largest an inference worker that is up reads is 65536 bytes \("s1", its --max-message-bytes\)\.'
+		"DETAIL:  The input $([ "$batching" = on ] && echo 'of row 1 ')was for infer"'\.classify[^;]*; the workers that read it went down while they held it, and it was not sent again\.  The largest an inference worker that is up reads is 65536 bytes \("s1", its --max-message-bytes\)\.' \
+		'HINT:  Start the workers that read it again, or one with a larger --max-message-bytes, and run the statement again\.'
 	check_not "(w) ... s1 lost nothing" "$out" 'inference worker "s1"[^(]*while it held'
 	restart s2 "${ports[1]}" --max-message-bytes 1048576
 done

@@ -185,7 +185,7 @@ start_worker "$tmp/a.log" --model-dir "$MODEL_DIR" --threads 2 \
 EPA=$EP
 PIDA=$WPID
 start_worker "$tmp/b.log" --model-dir "$MODEL_DIR" --threads 1 \
-	--metrics-listen "127.0.0.1:$MB" || exit 1
+	--metrics-listen "127.0.0.1:$MB" --gpu-memory 25275990020 || exit 1
 EPB=$EP
 PIDB=$WPID
 A=("$CLIENT" --endpoint "$EPA" --timeout-ms "$OCR_TIMEOUT_MS")
@@ -195,6 +195,8 @@ out=$("$WORKER" --listen 'tcp://127.0.0.1:*' --model-dir "$MODEL_DIR" --metrics-
 check "a metrics port already in use is refused (exit 1)" "$out rc=$?" 'rc=1$' \
 	"could not start: --metrics-listen 127\.0\.0\.1:$MA: could not listen"
 
+check "a byte count is exact, not rounded to 10 digits (B's --gpu-memory 25275990020)" \
+	"$(body "http://127.0.0.1:$MB/metrics")" '^infer_worker_gpu_memory_cap_bytes 25275990020$'
 m=$(body "http://127.0.0.1:$MA/metrics")
 check "a fresh worker counts nothing" "$m" '^infer_worker_requests_total 0$' \
 	'^infer_worker_inferences_total 0$' '^infer_worker_queue_duration_seconds_count 0$' \
