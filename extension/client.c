@@ -590,27 +590,31 @@ client_has_event(InferSocket *s, int want)
 
 /*
  * How long a connection that dropped may take to come back (ZeroMQ tries
- * again every ZMQ_RECONNECT_IVL, 100 ms by default) before a send waiting
+ * again every ZMQ_RECONNECT_IVL, 100 ms by default, plus up to as much
+ * again at random, and a refused try costs another) before a send waiting
  * for it marks the worker down in the pool (client_wait).
  */
-#define CLIENT_RECONNECT_GRACE_MS 250
+#define CLIENT_RECONNECT_GRACE_MS 500
 
 /*
  * Waits until the socket's ZMQ_EVENTS has `want` (ZMQ_POLLIN/POLLOUT) or
  * the deadline passes; with req != NULL (a request in flight), also ends
  * when the worker disconnects after req was sent; with watch_slot != 0,
  * also when the pool finds that slot's worker down (with req, silent:
- * InferPoolIsSilent) (CLIENT_DISCONNECTED both).  A wait for a connection
- * (POLLOUT, no req) on a socket whose connection dropped and has not come
- * back within CLIENT_RECONNECT_GRACE_MS marks the worker down in the pool
- * (InferPoolMarkDown, as a drop while it held a request does), so that
- * this send and every backend's placement go elsewhere at once rather
- * than after infer.worker_timeout without a heartbeat: the worker exited
- * or was killed.  Lets interrupts through (see client_check_interrupts).
+ * InferPoolIsSilent) (CLIENT_DISCONNECTED both).  With give_up, a wait
+ * for a connection (POLLOUT, no req) on a socket whose connection dropped
+ * and has not come back within CLIENT_RECONNECT_GRACE_MS, while the pool
+ * has heard nothing from the worker since, marks the worker down in the
+ * pool (InferPoolMarkDown, as a drop while it held a request does), so
+ * that this send and every backend's placement go elsewhere at once
+ * rather than after infer.worker_timeout without a heartbeat: the worker
+ * exited or was killed.  (The caller sets give_up only while another
+ * worker is up: a lone worker restarting is waited for, as before.)  Lets
+ * interrupts through (see client_check_interrupts).
  */
 static ClientWait
 client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req,
-			int watch_slot)
+			int watch_slot, bool give_up)
 {
 	for (;;)
 	{
@@ -626,10 +630,11 @@ client_wait(InferSocket *s, int want, TimestampTz deadline, InferRequest *req,
 			return CLIENT_DISCONNECTED;
 
 		/* a connection that dropped and does not come back */
-		if (watch_slot != 0 && req == NULL && want == ZMQ_POLLOUT &&
+		if (give_up && watch_slot != 0 && req == NULL && want == ZMQ_POLLOUT &&
 			!s->connected && s->dropped_at != 0 &&
 			TimestampDifferenceExceeds(s->dropped_at, GetCurrentTimestamp(),
-									   CLIENT_RECONNECT_GRACE_MS))
+									   CLIENT_RECONNECT_GRACE_MS) &&
+			!InferPoolHeardSince(watch_slot, s->dropped_at))
 			InferPoolMarkDown(watch_slot, 0, false, true, s->dropped_at);
 
 		/*
@@ -1310,7 +1315,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	waited = client_wait(s, ZMQ_POLLOUT,
 						 down ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 															infer_worker_timeout_ms) :
-						 req->deadline, NULL, watch);
+						 req->deadline, NULL, watch, worker->others_up);
 	if (waited != CLIENT_READY)
 		client_stats_done(req, NULL);
 	if (waited == CLIENT_TIMEOUT && down)
@@ -1425,7 +1430,7 @@ InferClientWait(InferRequest *req)
 		if (!req->linked)
 			elog(ERROR, "pg_infer: waiting for a cancelled request");
 		switch (client_wait(req->socket, ZMQ_POLLIN, req->deadline, req,
-							req->watch_slot))
+							req->watch_slot, false))
 		{
 			case CLIENT_READY:
 				break;

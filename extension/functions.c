@@ -836,7 +836,8 @@ send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 			InferClientRaiseLost(lost, 1, 0);
 		/* the workers that read the row went down: none up does */
 		if (!InferWorkerReads(next, *len))
-			InferRaiseRowTooLarge(next, *len, frag->fn, NULL, 0, true, ERROR);
+			InferRaiseRowTooLarge(next, *len, frag->fn, NULL, 0, req != NULL,
+								  ERROR);
 		ereport(DEBUG1,
 				(errmsg("pg_infer: inference worker \"%s\" at %s was lost (%s); sending the row to \"%s\"",
 						frag->worker->name, frag->worker->endpoint,

@@ -636,6 +636,7 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 	size_t		bytes = 0;
 	int64		largest_row;
 	size_t		largest = part_largest(part, &largest_row);
+	bool		held = resend;	/* a lost worker held the rows */
 	size_t		sent = 0;
 	ErrorData  *volatile lost = NULL;	/* the last worker's failure */
 
@@ -660,13 +661,13 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 		}
 		/*
 		 * the workers that read its largest row went down since the fill
-		 * (or, for a re-send, while they held it): the statement's error,
-		 * as when no worker is up
+		 * (or while they held it): the statement's error, as when no
+		 * worker is up
 		 */
 		if (!InferWorkerReads(worker, largest))
 			InferRaiseRowTooLarge(worker, largest, bc->stage_fn[bc->nstages - 1],
 								  bc->stage_model[bc->nstages - 1], largest_row,
-								  resend, ERROR);
+								  held, ERROR);
 		/* frags[0] is bc->frag: the request goes where placement says */
 		bc->frag.worker = worker;
 		InferStatsSetCall(st->stats_call);

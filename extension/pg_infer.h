@@ -84,6 +84,9 @@ typedef struct InferWorker
 										 * to the send; NULL: none */
 	uint64		max_row_bytes;	/* the largest row it reads (its
 								 * --max-message-bytes); 0: not known */
+	bool		others_up;		/* placement saw another worker that is
+								 * not down (client.c: a send that finds
+								 * the connection gone may give up early) */
 } InferWorker;
 
 extern Pginfer__ModelSpec **InferCatalogGetModels(const char *const *names,
@@ -312,6 +315,7 @@ extern void InferPoolMarkDown(int slot, uint32 generation, bool draining,
 							  bool dropped, TimestampTz sent_at);
 extern bool InferPoolIsSilent(int slot);
 extern bool InferPoolIsDown(int slot);
+extern bool InferPoolHeardSince(int slot, TimestampTz since);
 extern uint64 InferPoolRowLimit(int slot);
 extern InferPoolStatus InferPoolSlotStatus(int slot);
 extern void InferPoolFold(int slot, uint32 generation,

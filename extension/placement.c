@@ -783,8 +783,8 @@ reserve_prepare(InferWorker *worker)
  * Chooses the worker for a request of nrows rows and bytes input bytes
  * (its largest row largest bytes) that runs frags (nfrags fragments over
  * the same rows, each with its chained stages) by infer.placement, and
- * returns it in the current memory context with pool_slot, est_ms and
- * max_row_bytes set.  Among the workers that are not down (all, when
+ * returns it in the current memory context with pool_slot, est_ms,
+ * max_row_bytes and others_up set.  Among the workers that are not down (all, when
  * every one is), one that reads the largest row (by its
  * --max-message-bytes) is preferred, then one not named in avoid (navoid
  * names: the workers that lost these rows before); the policy chooses
@@ -818,10 +818,16 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes,
 		int			nworkers;
 		InferWorker *workers = InferCatalogGetWorkers(&nworkers);
 		int			slot;
+		int			pick = round_robin_pick(workers, nworkers, rr, largest,
+											avoid, navoid, &slot);
 
 		chosen = palloc(sizeof(InferWorker));
-		*chosen = workers[round_robin_pick(workers, nworkers, rr, largest,
-										   avoid, navoid, &slot)];
+		*chosen = workers[pick];
+		chosen->others_up = false;
+		for (int i = 0; i < nworkers && slot != 0; i++)
+			chosen->others_up |= i != pick &&
+				!InferPoolIsDown(InferPoolRegister(workers[i].name,
+												   workers[i].endpoint));
 		chosen->pool_slot = slot;
 		chosen->max_row_bytes = InferPoolRowLimit(slot);
 		chosen->est_ms = PLACEMENT_DEFAULT_ROW_MS * nrows;
@@ -865,6 +871,9 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes,
 	chosen->pool_slot = est[pick].slot;
 	chosen->max_row_bytes = v.snap[pick] != NULL ?
 		v.snap[pick]->max_message_bytes : 0;
+	chosen->others_up = false;
+	for (int i = 0; i < v.nworkers; i++)
+		chosen->others_up |= i != pick && !est[i].down;
 	chosen->est_ms = est[pick].load + est[pick].transfer + est[pick].compute;
 	chosen->nruns = nruns;
 	InferPoolReserveLocked(chosen, nrows, chosen->reserved);
@@ -1062,11 +1071,12 @@ model_request(const char *model, const char *name, bool load)
 				 errmsg("inference worker \"%s\" does not exist", name),
 				 errhint("See infer.workers.")));
 	/*
-	 * with its pool slot, a worker the pool holds down gets
-	 * infer.worker_timeout to connect, not the whole infer.timeout
-	 * (InferClientSend)
+	 * a worker the pool holds down gets infer.worker_timeout to connect,
+	 * not the whole infer.timeout (InferClientSend); one up is sent to
+	 * without the pool, so that a long load is never taken for a hang
 	 */
-	worker->pool_slot = InferPoolRegister(worker->name, worker->endpoint);
+	if (InferPoolIsDown(InferPoolRegister(worker->name, worker->endpoint)))
+		worker->pool_slot = InferPoolRegister(worker->name, worker->endpoint);
 	spec = InferCatalogGetModels(&model, NULL, 1);
 	mreq.model = spec[0];
 	hdr.kind = load ? PGINFER__MSG_KIND__MSG_LOAD_MODEL :

@@ -686,6 +686,24 @@ InferPoolIsSilent(int slot)
 }
 
 /*
+ * Whether the pool folded a state of slot's worker after since (a
+ * heartbeat: it is alive, or a new run of it is); false for slot 0.
+ */
+bool
+InferPoolHeardSince(int slot, TimestampTz since)
+{
+	bool		heard = false;
+
+	if (pool == NULL || slot < 1 || slot > pool->max_workers)
+		return false;
+	LWLockAcquire(pool->lock, LW_SHARED);
+	heard = pool->workers[slot - 1].used &&
+		pool->workers[slot - 1].heartbeat > since;
+	LWLockRelease(pool->lock);
+	return heard;
+}
+
+/*
  * The largest frame slot's worker said it reads (WorkerState.
  * max_message_bytes, its --max-message-bytes), in bytes; 0 when it has
  * said none (no state yet, an older worker) and for slot 0.
