@@ -516,11 +516,22 @@ policy_key(const Estimate *e)
 }
 
 /*
- * Whether e is left out: down (while any is up); reading no row as large
- * as the request's largest (while any that is not left out as down
- * does: a larger frame would make it drop the connection); one that lost
- * the request's rows before (while any other not left out so far is
- * there); under cost, without room
+ * Whether e is passed over before its cost is looked at: down (while any
+ * is up); reading no row as large as the request's largest (while any not
+ * passed over as down does: a larger frame would make it drop the
+ * connection); one that lost the request's rows before (while any other
+ * not passed over so far is there).  choose() finds the any_ flags in that
+ * order, each among the workers the earlier ones leave.
+ */
+static bool
+passed_over(const Estimate *e, bool any_up, bool any_fits, bool any_other)
+{
+	return (e->down && any_up) || (e->too_small && any_fits) ||
+		(e->avoided && any_other);
+}
+
+/*
+ * Whether e is left out: passed over (above); under cost, without room
  * (while any has room), or needing an eviction while a worker with room
  * holds every model of the request already (holder).
  */
@@ -528,8 +539,7 @@ static bool
 excluded(const Estimate *e, bool any_up, bool any_fits, bool any_other,
 		 bool any_room, bool holder)
 {
-	return (e->down && any_up) || (e->too_small && any_fits) ||
-		(e->avoided && any_other) ||
+	return passed_over(e, any_up, any_fits, any_other) ||
 		(e->no_room && any_room) || (e->evicts && holder);
 }
 
@@ -578,9 +588,9 @@ view_take(PoolView *v, bool hold)
 
 /*
  * e, worker i of v's estimate (see the banner) for a request of nrows rows
- * and bytes input bytes (the largest row largest bytes) whose distinct model files are files (each loaded
- * once) and whose model runs are runs (each computed once: a file two
- * fragments use runs twice).
+ * and bytes input bytes (the largest row largest bytes) whose distinct
+ * model files are files (each loaded once) and whose model runs are runs
+ * (each computed once: a file two fragments use runs twice).
  */
 static void
 estimate(const PoolView *v, int i, const char **files, int nfiles,
@@ -665,18 +675,18 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	for (int i = 0; i < n; i++)
 		any_up |= !est[i].down;
 	for (int i = 0; i < n; i++)
-		any_fits |= !est[i].too_small && !(est[i].down && any_up);
+		any_fits |= !est[i].too_small && !passed_over(&est[i], any_up, false, false);
 	for (int i = 0; i < n; i++)
-		any_other |= !est[i].avoided && !(est[i].down && any_up) &&
-			!(est[i].too_small && any_fits);
+		any_other |= !est[i].avoided &&
+			!passed_over(&est[i], any_up, any_fits, false);
 	for (int i = 0; i < n; i++)
-		any_room |= !est[i].no_room && !(est[i].down && any_up) &&
-			!(est[i].too_small && any_fits) && !(est[i].avoided && any_other);
+		any_room |= !est[i].no_room &&
+			!passed_over(&est[i], any_up, any_fits, any_other);
 	/* a model is loaded over another only where no worker holds it yet */
 	for (int i = 0; i < n; i++)
 		holder |= infer_placement == INFER_PLACEMENT_COST &&
-			est[i].load == 0 && !est[i].no_room && !(est[i].down && any_up) &&
-			!(est[i].too_small && any_fits) && !(est[i].avoided && any_other);
+			est[i].load == 0 && !est[i].no_room &&
+			!passed_over(&est[i], any_up, any_fits, any_other);
 
 	/* the best key (locality: among the most resident) */
 	for (int i = 0; i < n; i++)
