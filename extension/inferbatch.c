@@ -599,8 +599,8 @@ part_largest(const BatchPart *part, int64 *row)
 
 /*
  * The worker placement chooses for part's request (over its nfrags
- * fragments frags; bytes in all, the largest row largest bytes), not one that lost its rows before while another is
- * there (part->lost_on).  A re-send (the worker that held the rows was
+ * fragments frags; bytes in all, the largest row largest bytes), not one
+ * that lost its rows before while another is there (part->lost_on).  A re-send (the worker that held the rows was
  * lost) never goes to a worker that is down (InferFragmentPickUp); NULL
  * then when there is none.
  */
