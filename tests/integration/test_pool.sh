@@ -132,7 +132,8 @@ digest() {
 # LAST into table LABEL_restart, one batch a row, three in flight (the
 # scan reads ahead as many rows as it has returned), after two warm-up
 # rows (the session connects to s1 and s2), with s1 and s2 stopped
-# (SIGSTOP) as the scan reads row AT; PREFIX (EXPLAIN ...) goes before its
+# (SIGSTOP) as the scan reads row AT, once both have answered what they
+# were sent before (settle_at); PREFIX (EXPLAIN ...) goes before its
 # CREATE TABLE.  Waits (5 s at most) until the workers hold what WANT says
 # ("name:in flight:sent since table LABEL_sent0 was made" each; the sent
 # count moves at the send, the in-flight count at the choice); sets held
@@ -148,7 +149,7 @@ SELECT '${label}_warm ' || count(v) FROM (SELECT infer.classify('fast', data) AS
 SET client_min_messages = debug1;
 $prefix CREATE TABLE ${label}_restart AS
 SELECT t.n, infer.classify('fast', t.data) AS v
-  FROM (SELECT sig_at(sig_at(n, $at, 'STOP', $PID_s1), $at, 'STOP', $PID_s2) AS n, data
+  FROM (SELECT sig_at(sig_at(settle_at(n, $at), $at, 'STOP', $PID_s1), $at, 'STOP', $PID_s2) AS n, data
           FROM img WHERE n <= $last OFFSET 0) AS t;
 EOF
 	bg=$!
@@ -204,6 +205,29 @@ BEGIN
 	IF n = at THEN
 		EXECUTE format('COPY (SELECT 1) TO PROGRAM %L',
 					   format('kill -%s %s; cat >/dev/null', sig, pid));
+	END IF;
+	RETURN n;
+END \$\$;
+-- settle_at(n, at): n; when n = at, waits (5 s at most) until s1 and s2,
+-- in states made since (state_seq two on: a state comes on each change
+-- and at least every 100 ms), hold no request: the rows the scan sent
+-- before are answered, and their answers wait in its socket.  (Else
+-- which rows the workers hold when stopped there hangs on how fast they
+-- answered: test (n) found s1 still running the 7th now and then.)
+CREATE FUNCTION settle_at(n int, at int) RETURNS int
+LANGUAGE plpgsql AS \$\$
+DECLARE
+	seq0 jsonb;
+BEGIN
+	IF n = at THEN
+		SELECT jsonb_object_agg(name, state_seq) INTO seq0
+		  FROM infer.workers WHERE name IN ('s1', 's2');
+		FOR i IN 1..250 LOOP
+			EXIT WHEN (SELECT count(*) FROM infer.workers
+						WHERE name IN ('s1', 's2') AND queue_length = 0
+						  AND state_seq >= (seq0->>name)::bigint + 2) = 2;
+			PERFORM pg_sleep(0.02);
+		END LOOP;
 	END IF;
 	RETURN n;
 END \$\$;

@@ -63,7 +63,9 @@ SELECT f || '#' || i, pg_read_binary_file(current_setting('regress.test_data_dir
 
 -- the policies that use the live state: the down worker gets no batch,
 -- and results are right (round_robin passes over it too:
--- tests/integration/test_pool.sh (j))
+-- tests/integration/test_pool.sh (j)); ppocr_cls resident on both live
+-- workers, so that locality's choice does not hang on what the tests
+-- before this one left loaded
 CREATE FUNCTION pg_temp.workers_used(q text) RETURNS SETOF text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -75,6 +77,7 @@ BEGIN
 		END IF;
 	END LOOP;
 END $$;
+SELECT infer.load_model('ppocr_cls', 'pool_a') AS a, infer.load_model('ppocr_cls', 'pool_b') AS b;
 SET infer.batch_size = 1;
 SET infer.placement = locality;
 SELECT DISTINCT w FROM pg_temp.workers_used(
