@@ -57,6 +57,8 @@ typedef struct frag_plan
 	float		mean[3];
 	float		std[3];
 	int			bgr;
+	bool		out_not_batched;	/* first output does not keep the rows in
+									 * its first dimension (output_batched) */
 } frag_plan;
 
 /* Name of a fragment kind, for messages. */
@@ -311,6 +313,41 @@ prepare_ocr(model_cache *mc, const Pginfer__Fragment *frag, frag_plan *p,
 								&p->ocr.dict_len, sqlstate, err, errlen);
 }
 
+/*
+ * Whether the declarations of model's first output allow its first
+ * dimension to be the rows of a batch (input 0's first dimension): not
+ * when that dimension is fixed at more than 1 ([3, N, 1, 1]), nor when a
+ * later dimension has the name (ONNX dim_param) of the input's first
+ * ([T, N, C] against [N, 3, H, W]).  Else (a dynamic first dimension, or
+ * no declared shape) the batched run's output says it: flush_batch splits
+ * it by rows when its first dimension is the batch's row count.
+ * Exporters name dimensions as they please (paddle2onnx names every one
+ * apart, "p2o.DynamicDimension.0" and ".3" for the same batch), so a name
+ * that differs proves nothing.
+ */
+static bool
+output_batched(const ie_model *model)
+{
+	int64_t		dims[IE_MAX_DIMS];
+	int			rank = ie_model_output_shape(model, 0, NULL, dims);
+	const char *batch = ie_model_dim_param(model, 0, 0, 0);
+
+	if (rank < 1)
+		return true;
+	if (dims[0] > 1)
+		return false;
+	for (int d = 1; batch != NULL && d < rank; d++)
+	{
+		const char *name = ie_model_dim_param(model, 1, 0, d);
+
+		if (name != NULL && strcmp(name, batch) == 0 &&
+			!(ie_model_dim_param(model, 1, 0, 0) != NULL &&
+			  strcmp(ie_model_dim_param(model, 1, 0, 0), batch) == 0))
+			return false;
+	}
+	return true;
+}
+
 /* Resolves the model and preprocessing of FRAG_PREDICT / FRAG_CLASSIFY. */
 static int
 prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
@@ -406,6 +443,7 @@ prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
 		(dims[2] > 0 && dims[2] <= 65536 ? (int) dims[2] : 0);
 	p->in_w = spec->input_width > 0 ? spec->input_width :
 		(dims[3] > 0 && dims[3] <= 65536 ? (int) dims[3] : 0);
+	p->out_not_batched = !output_batched(p->model);
 	return 0;
 }
 
@@ -828,9 +866,17 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 
 	if (b->count == 0)
 		return 0;
-	/* The tensor may have room for more rows than it holds: say how many. */
+	/*
+	 * The tensor may have room for more rows than it holds (its room
+	 * doubles, pending_reserve): say how many, in its shape and in its
+	 * byte count, which operators that copy a tensor whole (Identity,
+	 * Concat) or keep its buffer (Flatten, Reshape) go by.
+	 */
 	if (b->input != NULL)
+	{
 		b->input->dims[0] = b->count;
+		b->input->nbytes = (size_t) b->count * plane_floats(b) * sizeof(float);
+	}
 	c = model_call(p, b, 0, b->count, &out, r, sqlstate, err, errlen);
 	if (c < 0)
 		goto done;
@@ -917,8 +963,12 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 		ie_model_n_inputs(p->model) == 1;
 	int			rc = -1;
 
-	/* A model whose batch dimension is fixed runs one row at a time. */
-	if (ie_model_input_shape(p->model, 0, &dtype, dims) >= 1 && dims[0] >= 0)
+	/*
+	 * A model whose batch dimension is fixed, or whose output does not
+	 * keep the rows in its first dimension, runs one row at a time.
+	 */
+	if ((ie_model_input_shape(p->model, 0, &dtype, dims) >= 1 && dims[0] >= 0) ||
+		p->out_not_batched)
 		max_batch = 1;
 	if (max_batch < 1)
 		max_batch = 1;

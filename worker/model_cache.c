@@ -46,6 +46,21 @@
 #include "worker/model_store.h"
 #include "worker/ocr.h"
 
+/*
+ * What tells a file apart from the one read before under its name: a copy
+ * over it (another size or modification time), a rename over it (another
+ * inode), a change of its status (ctime, which even a copy that keeps the
+ * size and the mtime moves).
+ */
+typedef struct file_stamp
+{
+	dev_t		dev;
+	ino_t		ino;
+	off_t		size;
+	struct timespec mtime;
+	struct timespec ctime;
+} file_stamp;
+
 typedef struct cache_entry
 {
 	char	   *file;			/* relative to the model directory */
@@ -69,6 +84,10 @@ typedef struct cache_entry
 	double		load_ms_before; /* load_ms before the last load */
 	uint64_t	load_no;		/* counts.loads at the last load; 0: none */
 	int64_t		last_used_us;	/* monotonic */
+	file_stamp	disk;			/* models list: the file in the model
+								 * directory as it was when the resident
+								 * model was read from it (disk.size < 0:
+								 * not read from there) */
 	uint64_t	held_run;		/* the run (model_cache.run) model_cache_get()
 								 * last handed its model out in */
 	struct cache_entry *next;
@@ -302,15 +321,41 @@ spec_label(const Pginfer__ModelSpec *spec)
 	return spec_named(spec) ? spec->name : spec->file;
 }
 
+/* st's stamp (file_stamp). */
+static file_stamp
+stamp_of(const struct stat *st)
+{
+	file_stamp	s;
+
+	memset(&s, 0, sizeof(s));
+	s.dev = st->st_dev;
+	s.ino = st->st_ino;
+	s.size = st->st_size;
+	s.mtime = st->st_mtim;
+	s.ctime = st->st_ctim;
+	return s;
+}
+
+/* Whether two stamps differ. */
+static int
+stamps_differ(const file_stamp *a, const file_stamp *b)
+{
+	return a->dev != b->dev || a->ino != b->ino || a->size != b->size ||
+		a->mtime.tv_sec != b->mtime.tv_sec || a->mtime.tv_nsec != b->mtime.tv_nsec ||
+		a->ctime.tv_sec != b->ctime.tv_sec || a->ctime.tv_nsec != b->ctime.tv_nsec;
+}
+
 /*
  * Reads the regular file rel (already checked) of model `model` (its name,
  * for messages) whole, after resolving it inside the model directory
  * (model_store_resolve: a symbolic link that leads outside is refused).
- * Returns the bytes (malloc'd) and *len, or NULL with *sqlstate and err.
+ * Returns the bytes (malloc'd), *len and, when stamp is not NULL, the
+ * opened file's stamp; or NULL with *sqlstate and err.
  */
 static uint8_t *
 read_model_file(const model_cache *mc, const char *rel, const char *model,
-				size_t *len, const char **sqlstate, char *err, size_t errlen)
+				size_t *len, file_stamp *stamp, const char **sqlstate, char *err,
+				size_t errlen)
 {
 	char	   *path = NULL;
 	uint8_t    *buf = NULL;
@@ -389,6 +434,8 @@ read_model_file(const model_cache *mc, const char *rel, const char *model,
 	close(fd);
 	free(path);
 	*len = got;
+	if (stamp != NULL)
+		*stamp = stamp_of(&st);
 	return buf;
 
 not_regular:
@@ -579,22 +626,27 @@ make_room(model_cache *mc, const cache_entry *self, const char *file,
  * copy of those bytes (model_store.h) if this worker holds one, else the
  * file spec->file itself.  *from gets the name read (relative to the
  * model directory; a static buffer for the uploaded copy, as loads come
- * from one thread at a time).  NULL with *sqlstate and err as
- * read_model_file; a file missing both ways names the digest.
+ * from one thread at a time), and *disk the stamp of the file in the
+ * model directory read (size -1 when it was the uploaded copy).  NULL
+ * with *sqlstate and err as read_model_file; a file missing both ways
+ * names the digest.
  */
 static uint8_t *
 read_registered_bytes(const model_cache *mc, const cache_entry *e,
 					  const Pginfer__ModelSpec *spec, size_t *len,
-					  const char **from, const char **sqlstate, char *err,
-					  size_t errlen)
+					  const char **from, file_stamp *disk, const char **sqlstate,
+					  char *err, size_t errlen)
 {
 	static char stored[MODEL_STORE_NAME_LEN];
 	uint8_t    *buf;
 
+	memset(disk, 0, sizeof(*disk));
+	disk->size = -1;
+
 	if (spec->sha256.len == 32)
 	{
 		model_store_name(spec->sha256.data, stored);
-		buf = read_model_file(mc, stored, spec->name, len, sqlstate, err, errlen);
+		buf = read_model_file(mc, stored, spec->name, len, NULL, sqlstate, err, errlen);
 		if (buf != NULL || strcmp(*sqlstate, PGINFER_SQLSTATE_NO_MODEL) != 0)
 		{
 			*from = stored;
@@ -602,7 +654,7 @@ read_registered_bytes(const model_cache *mc, const cache_entry *e,
 		}
 	}
 	*from = e->file;
-	buf = read_model_file(mc, e->file, spec->name, len, sqlstate, err, errlen);
+	buf = read_model_file(mc, e->file, spec->name, len, disk, sqlstate, err, errlen);
 	if (buf == NULL && spec->sha256.len == 32 &&
 		strcmp(*sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0)
 		snprintf(err, errlen, "model file \"%s\"%s%s%s is neither in model directory \"%s\" nor uploaded to this worker (no \"%s\")",
@@ -631,14 +683,16 @@ load_error_sqlstate(const char *lerr)
 /*
  * Loads key's entry e (marked busy, lock released by the caller around
  * this call): reads and checks the file and hands it to the engine, or
- * asks the loader.  Sets *model (NULL with a loader) and *bytes.
+ * asks the loader.  Sets *model (NULL with a loader), *bytes and *disk
+ * (read_registered_bytes).
  */
 static int
 load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
 		   ie_precision precision, ie_model **model, uint64_t *bytes, uint8_t sha[32],
-		   int *from_store, const char **sqlstate, char *err, size_t errlen)
+		   int *from_store, file_stamp *disk, const char **sqlstate, char *err,
+		   size_t errlen)
 {
-	ie_load_opts opts = {precision};
+	ie_load_opts opts = {precision, e->file};
 	uint8_t    *buf = NULL;
 	size_t		len = 0;
 	char		lerr[512];
@@ -648,6 +702,8 @@ load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
 
 	*model = NULL;
 	*from_store = 0;
+	memset(disk, 0, sizeof(*disk));
+	disk->size = -1;
 	if (mc->loader.load != NULL)
 	{
 		if (mc->loader.size(mc->loader.ctx, e->file, &est, err, errlen) != 0)
@@ -672,7 +728,7 @@ load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
 		*bytes = est;
 		return 0;
 	}
-	buf = read_registered_bytes(mc, e, spec, &len, &from, sqlstate, err, errlen);
+	buf = read_registered_bytes(mc, e, spec, &len, &from, disk, sqlstate, err, errlen);
 	if (buf == NULL)
 		return -1;
 	model_sha256(buf, len, sha);
@@ -726,6 +782,28 @@ reload_needed(const cache_entry *e, const Pginfer__ModelSpec *spec,
 }
 
 /*
+ * Whether e's model, read from the model directory, is no longer what
+ * its file there holds: the file's stamp changed since (copied or renamed
+ * over, touched).  A file that cannot be looked at now (removed) is no
+ * change: the resident model goes on serving.  A stat(2) a use.
+ */
+static int
+disk_changed(const model_cache *mc, const cache_entry *e)
+{
+	char		path[PATH_MAX];
+	struct stat st;
+	file_stamp	now;
+
+	if (e->disk.size < 0 || mc->loader.load != NULL)
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/%s", mc->dir, e->file) >= (int) sizeof(path) ||
+		stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	now = stamp_of(&st);
+	return stamps_differ(&now, &e->disk);
+}
+
+/*
  * Makes spec->file resident; see model_cache.h.  in_run: for
  * model_cache_get() in a run, which must not reload a model the run holds
  * (an explicit load comes between runs, when none is held).
@@ -745,6 +823,7 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	const char *sq = NULL;
 	ie_precision precision;
 	char		perr[128];
+	file_stamp	disk;
 
 	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
 	if (loaded_ms != NULL)
@@ -820,6 +899,19 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 				 e->file, ie_precision_name(precision), ie_precision_name(e->precision));
 		make_not_resident(mc, e);
 	}
+	else if (e->resident && !e->busy && !e->from_store &&
+			 !(in_run && mc->run != 0 && e->held_run == mc->run) &&
+			 disk_changed(mc, e))
+	{
+		/*
+		 * the file was replaced in the model directory since it was read:
+		 * serve what it holds now (a run that holds the model finishes
+		 * with it; the next one loads the file again)
+		 */
+		log_info("model file \"%s\" changed in the model directory since it was loaded: loading it again",
+				 e->file);
+		make_not_resident(mc, e);
+	}
 	if (e->resident)
 	{
 		e->last_used_us = now_us();
@@ -832,7 +924,7 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	pthread_mutex_unlock(&mc->lock);
 
 	t0 = now_us();
-	if (load_entry(mc, e, spec, precision, &model, &bytes, sha, &from_store, sqlstate,
+	if (load_entry(mc, e, spec, precision, &model, &bytes, sha, &from_store, &disk, sqlstate,
 				   err, errlen) != 0)
 		goto fail;
 	ms = (now_us() - t0) / 1000.0;
@@ -855,6 +947,7 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	e->load_ms = ms;
 	e->last_used_us = now_us();
 	e->from_store = from_store;
+	e->disk = disk;
 	e->precision = precision;
 	if (mc->loader.load == NULL)
 	{

@@ -789,6 +789,25 @@ test_unary_and_minmax(void)
 		  ((float *) out[0]->data)[0] == 0 && isnan(((float *) out[0]->data)[1]),
 		  "min nan: %s", err);
 	ie_tensor_destroy(&out[0]);
+	/* Relu keeps a NaN (ONNX's reference np.clip(x, 0, inf), ONNX Runtime) */
+	CHECK(run_op("Relu", 14, 1, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ((float *) out[0]->data)[0] == 1 && isnan(((float *) out[0]->data)[1]) &&
+		  ((float *) out[0]->data)[2] == 0, "relu nan: %s", err);
+	ie_tensor_destroy(&out[0]);
+	{
+		/* GlobalMaxPool: a plane with a NaN anywhere gives NaN (np.max) */
+		int64_t		d4[4] = {1, 3, 1, 2};
+		float		v[6] = {NAN, NAN, 1, NAN, -3, 2};
+		ie_tensor  *G = tu_float_tensor(4, d4, v);
+		const ie_tensor *ing[1] = {G};
+
+		CHECK(run_op("GlobalMaxPool", 1, 1, ing, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dims[1] == 3 && isnan(((float *) out[0]->data)[0]) &&
+			  isnan(((float *) out[0]->data)[1]) && ((float *) out[0]->data)[2] == 2,
+			  "global max pool nan: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&G);
+	}
 	{
 		int32_t		v[3] = {INT32_MIN, -5, 7};
 		int8_t		v8[3] = {-128, -3, 4};

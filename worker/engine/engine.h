@@ -144,6 +144,8 @@ const char *ie_precision_name(ie_precision p);
 typedef struct ie_load_opts
 {
 	ie_precision precision;		/* default FP32 (ie_set_tf32(1): TF32) */
+	const char *name;			/* what messages call a model loaded from
+								 * bytes (its file name); NULL: "<memory>" */
 } ie_load_opts;
 
 /* ie_model_load_file and _bytes with options (opts may be NULL). */
@@ -169,6 +171,18 @@ const char *ie_model_output_name(const ie_model *model, int i);
  */
 int			ie_model_input_shape(const ie_model *model, int i, ie_dtype *dtype,
 								 int64_t dims[IE_MAX_DIMS]);
+
+/* Declared type and shape of output i, as ie_model_input_shape. */
+int			ie_model_output_shape(const ie_model *model, int i, ie_dtype *dtype,
+								  int64_t dims[IE_MAX_DIMS]);
+
+/*
+ * The name of dimension d of input i (output 0) or output i (non-zero)
+ * when it is declared symbolic (ONNX TensorShapeProto.Dimension
+ * dim_param, "N", "batch_size"), else NULL (a fixed or unnamed dimension,
+ * no declared shape, or an index out of range).  Points into the model.
+ */
+const char *ie_model_dim_param(const ie_model *model, int output, int i, int d);
 
 /* Bytes the model's weights take (initializers and Constant outputs). */
 size_t		ie_model_weight_bytes(const ie_model *model);

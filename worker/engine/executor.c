@@ -101,6 +101,11 @@ check_input(const ie_model *m, int i, const ie_tensor *t, char *err, size_t errl
 	if (io->dtype != IE_UNDEFINED && t->dtype != io->dtype)
 		return run_error(m, err, errlen, "input '%s' must be %s, got %s", io->name,
 						 ie_dtype_name(io->dtype), ie_dtype_name(t->dtype));
+	/* operators copy or keep a tensor by its byte count: it must be the shape's */
+	if (t->nbytes != (size_t) ie_tensor_numel(t) * ie_dtype_size(t->dtype))
+		return run_error(m, err, errlen, "input '%s' %s holds %zu bytes, not its shape's %zu",
+						 io->name, ie_shape_str(got, sizeof(got), t->ndim, t->dims), t->nbytes,
+						 (size_t) ie_tensor_numel(t) * ie_dtype_size(t->dtype));
 	if (io->rank < 0)
 		return 0;
 	if (t->ndim != io->rank)

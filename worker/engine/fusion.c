@@ -112,7 +112,8 @@ arg_const(const ep_arg *a, int64_t c)
  * The step kernels, one plain loop each so the compiler vectorises them
  * (SSE2 here; AVX2 in the clone below).  Min and max are written as
  * comparisons, which vectorise and give fminf/fmaxf's results, NaN
- * included, for these operand orders.
+ * included, for these operand orders; Relu's keeps a NaN (x < 0 ? 0 : x),
+ * as op_relu does.
  */
 #if defined(__GNUC__) && !defined(__clang__)
 #define EP_VECTORISE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
@@ -168,7 +169,7 @@ ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool byco
 #undef BIN
 		case EP_RELU:
 			for (int i = 0; i < len; i++)
-				d[i] = ra[i] > 0.0f ? ra[i] : 0.0f;
+				d[i] = ra[i] < 0.0f ? 0.0f : ra[i];
 			break;
 		case EP_CLIP:
 			{
@@ -194,7 +195,7 @@ ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool byco
 					float		v = al * ra[i] + be;
 
 					v = v < 1.0f ? v : 1.0f;
-					d[i] = v > 0.0f ? v : 0.0f;
+					d[i] = v < 0.0f ? 0.0f : v;
 				}
 				break;
 			}
@@ -278,7 +279,7 @@ ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool byco
 						CHAIN_LOOP((void) 0);
 						break;
 					case ACT_RELU:
-						CHAIN_LOOP(v = v > 0.0f ? v : 0.0f);
+						CHAIN_LOOP(v = v < 0.0f ? 0.0f : v);
 						break;
 					case ACT_CLIP:
 						CHAIN_LOOP(v = v < lo ? lo : v; v = v > hi ? hi : v);

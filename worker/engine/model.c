@@ -465,6 +465,10 @@ read_value_info(loader *ld, const Onnx__ValueInfoProto *vi, ie_plan_io *io,
 		const Onnx__TensorShapeProto__Dimension *dim = sh->dim[d];
 
 		io->dims[d] = -1;
+		if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+			dim->dim_param != NULL && dim->dim_param[0] != '\0' &&
+			(io->dim_param[d] = strdup(dim->dim_param)) == NULL)
+			return load_error(ld, "out of memory");
 		if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
 			dim->dim_value > 0)
 			io->dims[d] = dim->dim_value;
@@ -516,6 +520,15 @@ fold_node(loader *ld, ie_plan_node *pn)
 	return 0;
 }
 
+/* Frees what a graph input's or output's record owns. */
+static void
+plan_io_free(ie_plan_io *io)
+{
+	free(io->name);
+	for (int d = 0; d < IE_MAX_DIMS; d++)
+		free(io->dim_param[d]);
+}
+
 /* Frees a model and nulls the caller's pointer. */
 void
 ie_model_destroy(ie_model **mp)
@@ -536,10 +549,10 @@ ie_model_destroy(ie_model **mp)
 	free(m->last_use);
 	free(m->is_output);
 	for (int i = 0; i < m->n_inputs; i++)
-		free(m->inputs[i].name);
+		plan_io_free(&m->inputs[i]);
 	free(m->inputs);
 	for (int i = 0; i < m->n_outputs; i++)
-		free(m->outputs[i].name);
+		plan_io_free(&m->outputs[i]);
 	free(m->outputs);
 	for (int k = 0; k < m->n_nodes; k++)
 		ie_plan_node_free(&m->nodes[k]);
@@ -956,12 +969,13 @@ ie_model_load_bytes(const void *bytes, size_t len, char *err, size_t errlen)
 	return load_model(bytes, len, "<memory>", NULL, err, errlen);
 }
 
-/* ie_model_load_bytes with load options (engine.h). */
+/* ie_model_load_bytes with load options (engine.h), named opts->name. */
 ie_model *
 ie_model_load_bytes_opts(const void *bytes, size_t len, const ie_load_opts *opts,
 						 char *err, size_t errlen)
 {
-	return load_model(bytes, len, "<memory>", opts, err, errlen);
+	return load_model(bytes, len, opts != NULL && opts->name != NULL ? opts->name : "<memory>",
+					  opts, err, errlen);
 }
 
 /* Loads a model file; messages name the file (without its folder). */
@@ -1041,19 +1055,21 @@ ie_model_output_name(const ie_model *model, int i)
 	return (i >= 0 && i < model->n_outputs) ? model->outputs[i].name : NULL;
 }
 
-/*
- * Declared type and shape of input i (dynamic dims are -1).  An input
- * declared without a shape reports rank 0.
- */
-int
-ie_model_input_shape(const ie_model *model, int i, ie_dtype *dtype,
-					 int64_t dims[IE_MAX_DIMS])
+/* The record of input i (output 0) or output i (else); NULL if none. */
+static const ie_plan_io *
+model_io(const ie_model *model, int output, int i)
 {
-	const ie_plan_io *io;
+	if (output)
+		return (i >= 0 && i < model->n_outputs) ? &model->outputs[i] : NULL;
+	return (i >= 0 && i < model->n_inputs) ? &model->inputs[i] : NULL;
+}
 
-	if (i < 0 || i >= model->n_inputs)
+/* io's declared type and shape; see ie_model_input_shape. */
+static int
+io_shape(const ie_plan_io *io, ie_dtype *dtype, int64_t dims[IE_MAX_DIMS])
+{
+	if (io == NULL)
 		return -1;
-	io = &model->inputs[i];
 	if (dtype != NULL)
 		*dtype = io->dtype;
 	if (io->rank < 0)
@@ -1062,6 +1078,36 @@ ie_model_input_shape(const ie_model *model, int i, ie_dtype *dtype,
 		for (int d = 0; d < io->rank; d++)
 			dims[d] = io->dims[d];
 	return io->rank;
+}
+
+/*
+ * Declared type and shape of input i (dynamic dims are -1).  An input
+ * declared without a shape reports rank 0.
+ */
+int
+ie_model_input_shape(const ie_model *model, int i, ie_dtype *dtype,
+					 int64_t dims[IE_MAX_DIMS])
+{
+	return io_shape(model_io(model, 0, i), dtype, dims);
+}
+
+/* Declared type and shape of output i, as ie_model_input_shape. */
+int
+ie_model_output_shape(const ie_model *model, int i, ie_dtype *dtype,
+					  int64_t dims[IE_MAX_DIMS])
+{
+	return io_shape(model_io(model, 1, i), dtype, dims);
+}
+
+/* Name of a dynamic dimension (ONNX dim_param); see engine.h. */
+const char *
+ie_model_dim_param(const ie_model *model, int output, int i, int d)
+{
+	const ie_plan_io *io = model_io(model, output, i);
+
+	if (io == NULL || d < 0 || d >= io->rank || d >= IE_MAX_DIMS)
+		return NULL;
+	return io->dim_param[d];
 }
 
 /* Bytes held as constants: initializers, Constant outputs, folded nodes. */

@@ -43,6 +43,8 @@ typedef struct ie_plan_io
 	ie_dtype	dtype;			/* IE_UNDEFINED when not declared */
 	int			rank;			/* -1 when the shape is not declared */
 	int64_t		dims[IE_MAX_DIMS];	/* -1 for a dynamic dimension */
+	char	   *dim_param[IE_MAX_DIMS]; /* a dynamic dimension's name (ONNX
+										 * dim_param), or NULL */
 } ie_plan_io;
 
 struct ie_model

@@ -988,7 +988,11 @@ op_hardsigmoid(ie_node_ctx *ctx)
 				fmax(0.0, fmin(1.0, (double) alpha * x + (double) beta)));
 }
 
-/* Relu: y = max(0, x); float, double and the signed integer types. */
+/*
+ * Relu: y = max(0, x); float, double and the signed integer types.  NaN
+ * stays NaN (the ONNX reference, np.clip(x, 0, inf), and ONNX Runtime),
+ * not fmaxf's 0: written x < 0 ? 0 : x.
+ */
 EW_VECTORISE static int
 op_relu(ie_node_ctx *ctx)
 {
@@ -1000,7 +1004,7 @@ op_relu(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "expects 1 input");
 #define RELU_LOOP(T) \
 	do { const T *xs = x->data; T *ys = o->data; \
-		for (int64_t i = 0; i < n; i++) ys[i] = xs[i] > 0 ? xs[i] : 0; } while (0)
+		for (int64_t i = 0; i < n; i++) ys[i] = xs[i] < 0 ? 0 : xs[i]; } while (0)
 	switch (x->dtype)
 	{
 		case IE_FLOAT:

@@ -99,12 +99,17 @@ gp_planes(const gp_job *j, int64_t p0, int64_t p1)
 
 		if (j->is_max)
 		{
+			/* a NaN anywhere is the plane's maximum (np.max, ONNX Runtime) */
 			float		m = -INFINITY;
+			bool		nan = false;
 
 			for (int64_t i = 0; i < j->plane; i++)
+			{
 				if (x[i] > m)
 					m = x[i];
-			j->y[p] = m;
+				nan |= isnan(x[i]);
+			}
+			j->y[p] = nan ? NAN : m;
 		}
 		else
 			j->y[p] = j->plane > 0 ? (float) (plane_sum(x, j->plane) / j->plane) : NAN;
@@ -127,7 +132,8 @@ gp_task(void *arg, int64_t t, int worker)
 
 /*
  * GlobalAveragePool / GlobalMaxPool: X[N, C, ...] -> [N, C, 1, ...], the
- * mean (in double) or maximum of each channel plane.
+ * mean (in double) or maximum of each channel plane (NaN when the plane
+ * holds one: a NaN propagates through both).
  */
 static int
 global_pool(ie_node_ctx *ctx, int is_max)

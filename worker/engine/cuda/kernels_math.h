@@ -45,7 +45,7 @@ ie_k_unop(int op, float x, float p0, float p1)
 {
 	switch (op)
 	{
-		case CU_RELU: return x > 0.0f ? x : 0.0f;
+		case CU_RELU: return x < 0.0f ? 0.0f : x;	/* NaN stays NaN */
 		case CU_SIGMOID: return 1.0f / (1.0f + expf(-x));
 		case CU_TANH: return tanhf(x);
 		case CU_SQRT: return sqrtf(x);

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""make_user_models.py OUTDIR: small ONNX image models of the kind a user
+registers with infer.create_model (task raw), for
+tests/integration/test_user_models.sh.
+
+Each takes x: float [N, 3, 8, 8] (N named "N", ONNX dim_param) and its
+first operator is one that copies or keeps its input tensor whole, so
+that a batch tensor whose byte count is not its shape's shows:
+
+  first_identity.onnx  Identity -> GlobalAveragePool -> Flatten
+                       y [N, 3]: each channel's mean
+  first_concat.onnx    Concat(x, x, axis 1) -> GlobalAveragePool -> Flatten
+                       y [N, 6]: the channel means twice
+  mlp.onnx             Flatten -> Gemm (192x16) -> Relu -> Gemm (16x4)
+                       -> Softmax, y [N, 4] (weights from numpy's
+                       default_rng(7), opset 13)
+  mlp_b.onnx           the same graph, weights from default_rng(8):
+                       other answers
+  batch_transpose.onnx GlobalAveragePool -> Transpose (perm 1, 0, 2, 3)
+                       y [3, N, 1, 1]: the batch is not the output's
+                       first dimension
+
+Each model is checked with onnx.checker.  Prints the files written.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def image_input():
+    return helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])
+
+
+def save(outdir, name, nodes, output, inits=()):
+    graph = helper.make_graph(nodes, name, [image_input()], [output],
+                              initializer=list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="pg_infer tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = os.path.join(outdir, name + ".onnx")
+    onnx.save(model, path)
+    print(path)
+
+
+def main():
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    y = lambda shape: helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+
+    save(outdir, "first_identity", [
+        helper.make_node("Identity", ["x"], ["a"]),
+        helper.make_node("GlobalAveragePool", ["a"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ], y(["N", 3]))
+    save(outdir, "first_concat", [
+        helper.make_node("Concat", ["x", "x"], ["a"], axis=1),
+        helper.make_node("GlobalAveragePool", ["a"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ], y(["N", 6]))
+
+    for name, seed in (("mlp", 7), ("mlp_b", 8)):
+        rng = np.random.default_rng(seed)
+        w1 = numpy_helper.from_array(rng.normal(0, 0.1, (192, 16)).astype(np.float32), "w1")
+        b1 = numpy_helper.from_array(rng.normal(0, 0.1, (16,)).astype(np.float32), "b1")
+        w2 = numpy_helper.from_array(rng.normal(0, 0.5, (16, 4)).astype(np.float32), "w2")
+        b2 = numpy_helper.from_array(rng.normal(0, 0.1, (4,)).astype(np.float32), "b2")
+        save(outdir, name, [
+            helper.make_node("Flatten", ["x"], ["f"]),
+            helper.make_node("Gemm", ["f", "w1", "b1"], ["h"]),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("Gemm", ["r", "w2", "b2"], ["l"]),
+            helper.make_node("Softmax", ["l"], ["y"], axis=1),
+        ], y(["N", 4]), [w1, b1, w2, b2])
+
+    save(outdir, "batch_transpose", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Transpose", ["g"], ["y"], perm=[1, 0, 2, 3]),
+    ], y([3, "N", 1, 1]))
+
+
+if __name__ == "__main__":
+    main()

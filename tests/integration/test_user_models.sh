@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# test_user_models.sh: a user's own ONNX image models (infer.create_model,
+# task raw), batched.  A real PostgreSQL with pg_infer and one real
+# infer-worker (CPU) on 127.0.0.1 over a model directory of small models
+# that make_user_models.py writes with onnx.helper, and 25 real images of
+# ../shared/data/ocr.  For each model, infer.predict over the 25 rows in
+# batches (infer.batch_size 3, 7 and the default: batches of 1, 2, 4, 3,
+# 7, ..., so that the worker's batch tensor, whose room doubles, holds
+# fewer rows than it has room for) gives, row by row, what the same call
+# gives one row at a time (infer.enable_batching = off), within 1e-5:
+#   (b) first_identity, first_concat (operators that copy their input
+#       whole: the worker exited on a heap corruption), mlp (Flatten
+#       first: "reshape changes the size"), batch_transpose (output
+#       [3, N, 1, 1]: split by rows where N was 3, the rows' values came
+#       back transposed);
+#   (v) batch_transpose's per-row values are the channel means that
+#       first_identity gives;
+#   (w) the worker is the one started, and its log has no allocator abort;
+#   (f) a model file replaced in the model directory (copied over, then
+#       renamed over) is read again at the next use, without
+#       infer.unload_model: the answers are the new file's.
+# Prints "user_models: N passed, M failed"; exits 1 on any failure.  Every
+# process it starts is stopped by pid on every exit path.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$(pwd)
+
+# shellcheck source=tests/integration/testlib.sh
+. tests/integration/testlib.sh
+PYTHON=${PYTHON:-$BUILD/venv/bin/python}
+require_bins user_models "$WORKER" "$PYTHON"
+case $WORKER in /*) ;; *) WORKER=$ROOT/$WORKER ;; esac
+OCR_DATA=$(cd "${OCR_DATA:-$ROOT/../shared/data/ocr}" && pwd)
+
+use_cluster_cleanup
+
+MODELS=$tmp/models
+if ! "$PYTHON" tests/integration/make_user_models.py "$MODELS" >"$tmp/make.log" 2>&1; then
+	cat "$tmp/make.log"
+	echo "user_models: 0 passed, 1 failed"
+	exit 1
+fi
+chmod -R a+rX "$MODELS"
+if ! testenv_start_cluster "$tmp/pg" >"$tmp/cluster.log" 2>&1; then
+	cat "$tmp/cluster.log"
+	echo "user_models: 0 passed, 1 failed"
+	exit 1
+fi
+port=$(testenv_free_port)
+start_named_worker w "$port" --model-dir "$MODELS" || exit 1
+FIRST_PID=$PID_w
+
+# worker_up: starts the worker again should it have exited (each check
+# below then stands on its own; (w) says whether it had to), and waits
+# until the pool holds it up.
+worker_up() {
+	if ! kill -0 "$PID_w" 2>/dev/null; then
+		start_named_worker w "$port" --model-dir "$MODELS" || exit 1
+	fi
+	for _ in $(seq 100); do
+		[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'w'" 2>/dev/null)" = up ] && return
+		sleep 0.05
+	done
+}
+
+q <<EOF >/dev/null
+CREATE EXTENSION pg_infer;
+SELECT infer.add_worker('w', 'tcp://127.0.0.1:$port');
+CREATE TABLE img (n int PRIMARY KEY, data bytea NOT NULL);
+INSERT INTO img
+SELECT row_number() OVER (ORDER BY f), pg_read_binary_file('$OCR_DATA/' || f)
+  FROM pg_ls_dir('$OCR_DATA') AS f
+ WHERE f ~ '^p[0-9]+_.*\.(png|jpg)$'
+ ORDER BY f LIMIT 25;
+SELECT infer.create_model(m, m || '.onnx', 'raw')
+  FROM unnest(ARRAY['first_identity', 'first_concat', 'mlp', 'batch_transpose']) AS m;
+-- differ(a, b): whether two answers differ by more than 1e-5 (or in length)
+CREATE FUNCTION differ(a real[], b real[]) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS \$\$
+	SELECT a IS NULL OR b IS NULL OR cardinality(a) <> cardinality(b) OR
+		   (SELECT bool_or(abs(x - y) > 1e-5 OR (x = 'NaN') <> (y = 'NaN'))
+			  FROM unnest(a, b) AS u(x, y))
+\$\$;
+EOF
+check "25 real images" "$(q -c "SELECT count(*) FROM img")" '^25$'
+
+# --- (b) batched answers are the row-by-row answers -------------------------
+for m in first_identity first_concat mlp batch_transpose; do
+	worker_up
+	q >"$tmp/$m.out" 2>&1 <<EOF
+SET infer.enable_batching = off;
+CREATE TABLE ref_$m AS SELECT n, infer.predict('$m', data) AS v FROM img;
+SELECT 'ref ' || count(*) || ' ' || count(*) FILTER (WHERE cardinality(v) > 0) FROM ref_$m;
+RESET infer.enable_batching;
+SET infer.batch_size = 3;
+SELECT 'bs3 ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
+  FROM (SELECT n, infer.predict('$m', data) AS v FROM img) b JOIN ref_$m r USING (n);
+SET infer.batch_size = 7;
+SELECT 'bs7 ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
+  FROM (SELECT n, infer.predict('$m', data) AS v FROM img) b JOIN ref_$m r USING (n);
+RESET infer.batch_size;
+SELECT 'bsd ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
+  FROM (SELECT n, infer.predict('$m', data) AS v FROM img) b JOIN ref_$m r USING (n);
+EOF
+	out=$(tr '\n' ' ' <"$tmp/$m.out")
+	check "(b) $m: batches of 3, 7 and the default answer each row as it is answered alone" \
+		"$out" '^ref 25 25 bs3 25 0 bs7 25 0 bsd 25 0 $'
+done
+
+# --- (v) the per-row values are right, not only alike ----------------------
+check "(v) batch_transpose's rows are first_identity's channel means (output [3, N, 1, 1])" \
+	"$(q -c "SELECT count(*) || ' ' || count(*) FILTER (WHERE differ(t.v, i.v))
+	           FROM ref_batch_transpose t JOIN ref_first_identity i USING (n)")" '^25 0$'
+check "(v) the channel means are means of values in [0, 1] (pixel / 255, no mean or std)" \
+	"$(q -c "SELECT count(*) FROM ref_first_identity, unnest(v) AS x WHERE x < 0 OR x > 1")" '^0$'
+
+# --- (w) the worker survived -------------------------------------------------
+check "(w) the worker started is still running, and its log has no allocator abort" \
+	"alive=$(kill -0 "$FIRST_PID" 2>/dev/null && echo 1 || echo 0) aborts=$(grep -ciE 'double free|corruption|malloc\(\)|free\(\)' "$tmp/w.log")" \
+	'^alive=1 aborts=0$'
+
+# --- (f) a model file replaced on disk ----------------------------------------
+worker_up
+cp "$MODELS/mlp.onnx" "$MODELS/swap.onnx"
+chmod a+r "$MODELS/swap.onnx"
+swap_query="SELECT count(*) FILTER (WHERE NOT differ(s.v, r.v)) FROM (SELECT n, infer.predict('swap', data) AS v FROM img) s JOIN"
+q -c "SELECT infer.create_model('swap', 'swap.onnx', 'raw')" >/dev/null
+q -c "SELECT infer.create_model('mlp_b', 'mlp_b.onnx', 'raw')" >/dev/null
+q -c "CREATE TABLE ref_mlp_b AS SELECT n, infer.predict('mlp_b', data) AS v FROM img" >/dev/null
+first=$(q -c "$swap_query ref_mlp r USING (n)")
+# copied over (the same inode; the size and the modification time change)
+cp "$MODELS/mlp_b.onnx" "$MODELS/swap.onnx"
+copied=$(q -c "$swap_query ref_mlp_b r USING (n)")
+# renamed over (another inode)
+cp "$MODELS/mlp.onnx" "$MODELS/swap.new"
+chmod a+r "$MODELS/swap.new"
+mv "$MODELS/swap.new" "$MODELS/swap.onnx"
+renamed=$(q -c "$swap_query ref_mlp r USING (n)")
+check "(f) swap.onnx answers as mlp.onnx, then as mlp_b.onnx once copied over, then as mlp.onnx once renamed over (rows that match)" \
+	"first=$first copied=$copied renamed=$renamed reloads=$(grep -c 'model file "swap.onnx" changed in the model directory since it was loaded' "$tmp/w.log")" \
+	'^first=25 copied=25 renamed=25 reloads=2$'
+
+echo "user_models: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
