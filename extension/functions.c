@@ -118,12 +118,33 @@ InferFragmentDescribe(const InferFragment *frag)
  * so an error from the worker or the connection says where it came from,
  * and, for a row's own error in a batch, which input row it is (the
  * scan's row number, from 1, as InferBatch's other messages count them).
+ * While a request that carries other calls' fragments too is waited for
+ * (frag->with), they are named after it: an error of the request as a
+ * whole may be theirs.
  */
 static void
 fragment_error_context(void *arg)
 {
 	InferFragment *frag = (InferFragment *) arg;
 	char	   *what = InferFragmentDescribe(frag);
+
+	if (frag->nwith > 0)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, what);
+		for (int i = 0; i < frag->nwith; i++)
+		{
+			char	   *other = InferFragmentDescribe(frag->with[i]);
+
+			appendStringInfo(&buf, i == 0 ? " (in one request with %s" : ", %s", other);
+			pfree(other);
+		}
+		appendStringInfoChar(&buf, ')');
+		pfree(what);
+		what = buf.data;
+	}
 
 	if (frag->worker != NULL && frag->row > 0)
 		errcontext("%s on inference worker \"%s\" at %s, input row " INT64_FORMAT,
@@ -589,6 +610,22 @@ InferFragmentCollect(InferFragment *frag, InferReply *reply, int nrows,
 }
 
 /*
+ * Raises the worker's whole-request error (MSG_ERROR) that reply is, if
+ * it is one, with the worker's SQLSTATE, message, detail and hint.
+ */
+void
+InferReplyRaiseError(const InferReply *reply)
+{
+	Pginfer__Error *e;
+
+	if (reply->header->kind != PGINFER__MSG_KIND__MSG_ERROR)
+		return;
+	e = reply->header->error;
+	report_worker_error(ERROR, e ? e->sqlstate : NULL, e ? e->message : NULL,
+						e ? e->detail : NULL, e ? e->hint : NULL);
+}
+
+/*
  * InferFragmentCollect for fragment number `fragment` of a request that
  * carried several (InferFragmentSendMany: 0 is the first): only the
  * reply's rows of that fragment count.  A row whose text the database's
@@ -601,14 +638,7 @@ InferFragmentCollectOf(InferFragment *frag, InferReply *reply, int fragment,
 	Pginfer__Result *result;
 	size_t		next = 0;
 
-	if (reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR)
-	{
-		Pginfer__Error *e = reply->header->error;
-
-		report_worker_error(ERROR, e ? e->sqlstate : NULL,
-							e ? e->message : NULL,
-							e ? e->detail : NULL, e ? e->hint : NULL);
-	}
+	InferReplyRaiseError(reply);
 	if (reply->header->kind != PGINFER__MSG_KIND__MSG_RESULT ||
 		reply->header->result == NULL)
 		ereport(ERROR,

@@ -1136,6 +1136,24 @@ fill_and_send(InferBatchState *st)
 }
 
 /*
+ * Points frag->with at the fragments of the other calls part's request
+ * carries (its first is frag's own call), for the error context of the
+ * wait; the array lives in the scan's context.
+ */
+static void
+carried_with(InferBatchState *st, const BatchPart *part, InferFragment *frag)
+{
+	frag->nwith = 0;
+	if (part->ncarried < 2)
+		return;
+	if (frag->with == NULL)
+		frag->with = MemoryContextAlloc(st->scan_cxt,
+										sizeof(InferFragment *) * st->ncalls);
+	for (int m = 1; m < part->ncarried; m++)
+		frag->with[frag->nwith++] = &st->calls[part->carried[m]].frag;
+}
+
+/*
  * Waits for the answers of slot's requests and turns each row's answer
  * into its value (in the slot's context); rejected rows are kept for
  * emit_row.  Whole-request and transport errors are raised here.
@@ -1156,6 +1174,7 @@ receive(InferBatchState *st, BatchSlot *slot)
 		if (part->req == NULL)
 			continue;
 		bc->frag.worker = part->worker;
+		carried_with(st, part, &bc->frag);
 		InferFragmentPushContext(&bc->frag);
 		INSTR_TIME_SET_CURRENT(start);
 		reply = wait_part(st, part, slot->first_row);
@@ -1175,7 +1194,10 @@ receive(InferBatchState *st, BatchSlot *slot)
 			st->stats->bytes -= saved;
 			st->stats->input_resends += resends;
 		}
+		/* the worker's error for the request names every call it carried */
+		InferReplyRaiseError(reply);
 		InferFragmentPopContext(&bc->frag);
+		bc->frag.nwith = 0;
 
 		for (int m = 0; m < part->ncarried; m++)
 		{

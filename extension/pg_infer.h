@@ -437,6 +437,10 @@ typedef struct InferFragment
 	int64		row;			/* the input row (the scan's row number,
 								 * from 1) whose error is being raised;
 								 * 0: none */
+	struct InferFragment **with;	/* the other calls' fragments in the
+									 * request being waited for (calls over
+									 * one input), for the error context */
+	int			nwith;
 	ErrorContextCallback errcallback;	/* see InferFragmentPushContext */
 } InferFragment;
 
@@ -452,6 +456,7 @@ extern const char *InferFunctionName(InferFunction fn);
 extern void InferFragmentInit(InferFragment *frag, InferFunction fn,
 							  const char *model);
 extern void InferFragmentPushContext(InferFragment *frag);
+extern void InferReplyRaiseError(const InferReply *reply);
 extern void InferFragmentPopContext(InferFragment *frag);
 extern char *InferFragmentDescribe(const InferFragment *frag);
 extern void InferFragmentPickWorker(InferFragment *frag,

@@ -438,6 +438,24 @@ prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
 				 ie_model_input_name(p->model, 0), spec->file);
 		return -1;
 	}
+	/* a registered size the model's fixed one refuses: every row would fail */
+	if ((spec->input_height > 0 && dims[2] > 0 && dims[2] != spec->input_height) ||
+		(spec->input_width > 0 && dims[3] > 0 && dims[3] != spec->input_width))
+	{
+		snprintf(err, errlen,
+				 "model \"%s\" is registered with input_height %d and input_width %d, but its input \"%s\" is fixed at height %lld and width %lld",
+				 spec->name && spec->name[0] ? spec->name : spec->file, spec->input_height, spec->input_width,
+				 ie_model_input_name(p->model, 0), (long long) dims[2], (long long) dims[3]);
+		return -1;
+	}
+	if (ie_model_output_shape(p->model, 0, &dtype, NULL) >= 0 &&
+		dtype != IE_UNDEFINED && dtype != IE_FLOAT)
+	{
+		snprintf(err, errlen,
+				 "first output \"%s\" of model \"%s\" is %s; infer.predict and infer.classify read a float output",
+				 ie_model_output_name(p->model, 0), spec->file, ie_dtype_name(dtype));
+		return -1;
+	}
 	/* Size: the spec's, else the model's declared one, else the image's. */
 	p->in_h = spec->input_height > 0 ? spec->input_height :
 		(dims[2] > 0 && dims[2] <= 65536 ? (int) dims[2] : 0);
@@ -795,6 +813,7 @@ model_call(const frag_plan *p, const pending_batch *b, int k0, int n, ie_tensor 
 	}
 	if (n_out < 1 || outputs[0] == NULL || outputs[0]->dtype != IE_FLOAT)
 	{
+		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
 		snprintf(err, errlen, "first output of model \"%s\" is not float (it is %s)",
 				 p->spec->file,
 				 n_out >= 1 && outputs[0] ? ie_dtype_name(outputs[0]->dtype) : "missing");

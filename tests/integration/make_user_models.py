@@ -19,6 +19,9 @@ that a batch tensor whose byte count is not its shape's shows:
   batch_transpose.onnx GlobalAveragePool -> Transpose (perm 1, 0, 2, 3)
                        y [3, N, 1, 1]: the batch is not the output's
                        first dimension
+  int_out.onnx         GlobalAveragePool -> Flatten -> Cast (int64):
+                       y int64 [N, 3], an output the image functions
+                       cannot read
 
 Each model is checked with onnx.checker.  Prints the files written.
 """
@@ -80,6 +83,12 @@ def main():
         helper.make_node("GlobalAveragePool", ["x"], ["g"]),
         helper.make_node("Transpose", ["g"], ["y"], perm=[1, 0, 2, 3]),
     ], y([3, "N", 1, 1]))
+
+    save(outdir, "int_out", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Cast", ["f"], ["y"], to=TensorProto.INT64),
+    ], helper.make_tensor_value_info("y", TensorProto.INT64, ["N", 3]))
 
 
 if __name__ == "__main__":

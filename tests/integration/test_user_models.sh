@@ -18,7 +18,11 @@
 #   (w) the worker is the one started, and its log has no allocator abort;
 #   (f) a model file replaced in the model directory (copied over, then
 #       renamed over) is read again at the next use, without
-#       infer.unload_model: the answers are the new file's.
+#       infer.unload_model: the answers are the new file's;
+#   (e) models that do not fit the image functions are refused with
+#       22023 before any row runs: an int64 output, a registered input
+#       size that the model's fixed one refuses; the error of a request
+#       that carries two calls over one input names both in its context.
 # Prints "user_models: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts is stopped by pid on every exit path.
 set -u
@@ -139,6 +143,26 @@ renamed=$(q -c "$swap_query ref_mlp r USING (n)")
 check "(f) swap.onnx answers as mlp.onnx, then as mlp_b.onnx once copied over, then as mlp.onnx once renamed over (rows that match)" \
 	"first=$first copied=$copied renamed=$renamed reloads=$(grep -c 'model file "swap.onnx" changed in the model directory since it was loaded' "$tmp/w.log")" \
 	'^first=25 copied=25 renamed=25 reloads=2$'
+
+# --- (e) models that do not fit ----------------------------------------------
+worker_up
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SELECT infer.create_model('int_out', 'int_out.onnx', 'raw');
+SELECT infer.create_model('wrong_size', 'first_identity.onnx', 'raw', input_height => 16, input_width => 8);
+SELECT infer.predict('int_out', data) FROM img WHERE n = 1;
+SELECT infer.predict('wrong_size', data) FROM img WHERE n = 1;
+SELECT infer.predict('first_identity', data), infer.predict('int_out', data) FROM img WHERE n <= 2;
+EOF
+)
+check "(e) an int64 output: 22023 naming the output and the model" "$out" \
+	'ERROR:  22023: first output "y" of model "int_out.onnx" is int64; infer.predict and infer.classify read a float output'
+check "(e) a registered size the model's fixed input refuses: 22023 naming both" "$out" \
+	'ERROR:  22023: model "wrong_size" is registered with input_height 16 and input_width 8, but its input "x" is fixed at height 8 and width 8'
+check "(e) two calls in one request: the context names both" "$out" \
+	'CONTEXT:  infer.predict: model "first_identity" \(in one request with infer.predict: model "int_out"\) on inference worker "w"'
+check "(e) ... and the worker is the one started" \
+	"alive=$(kill -0 "$FIRST_PID" 2>/dev/null && echo 1 || echo 0)" '^alive=1$'
 
 echo "user_models: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
