@@ -100,11 +100,19 @@ BEGIN
 	END IF;
 	IF create_model.input_height IS NULL OR create_model.input_width IS NULL
 	   OR create_model.input_height < 0 OR create_model.input_width < 0 THEN
-		RAISE EXCEPTION 'invalid input size %x% for model "%"',
+		RAISE EXCEPTION 'invalid input size (input_height %, input_width %) for model "%"',
 			create_model.input_height, create_model.input_width,
 			create_model.name
 			USING ERRCODE = 'invalid_parameter_value',
 				HINT = 'Give a height and width in pixels, or 0 to keep the image''s size.';
+	END IF;
+	-- the workers' limit (worker/fragment.h, FRAGMENT_MAX_INPUT_SIDE)
+	IF create_model.input_height > 8192 OR create_model.input_width > 8192 THEN
+		RAISE EXCEPTION 'input size (input_height %, input_width %) of model "%" exceeds the workers'' limit of 8192 pixels a side',
+			create_model.input_height, create_model.input_width,
+			create_model.name
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give the size the model takes, at most 8192 pixels a side.';
 	END IF;
 	IF coalesce(create_model.color_order, '') NOT IN ('RGB', 'BGR') THEN
 		RAISE EXCEPTION 'invalid color order "%" for model "%"',
@@ -119,6 +127,12 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				HINT = 'The resize mode is stretch, keep_ratio_pad or limit_min_side.';
 	END IF;
+	IF create_model.resize_mode <> 'stretch' THEN
+		RAISE EXCEPTION 'resize mode "%" of model "%" is not implemented by the workers',
+			create_model.resize_mode, create_model.name
+			USING ERRCODE = 'feature_not_supported',
+				HINT = 'Register the model with resize_mode => ''stretch'': images are resized to input_height x input_width, their aspect ratio not kept.';
+	END IF;
 	IF coalesce(create_model.compute_precision, '') NOT IN ('fp32', 'tf32', 'fp16', 'bf16') THEN
 		RAISE EXCEPTION 'invalid precision "%" for model "%"',
 			create_model.compute_precision, create_model.name
@@ -129,10 +143,12 @@ BEGIN
 	   OR coalesce(cardinality(create_model.std), 1) NOT IN (1, 3)
 	   OR array_position(create_model.mean, NULL) IS NOT NULL
 	   OR array_position(create_model.std, NULL) IS NOT NULL
-	   OR 0 = ANY (create_model.std) THEN
+	   OR 0 = ANY (create_model.std)
+	   OR EXISTS (SELECT 1 FROM unnest(create_model.mean || create_model.std) AS v
+				  WHERE v IN ('NaN', 'Infinity', '-Infinity')) THEN
 		RAISE EXCEPTION 'invalid mean or std for model "%"', create_model.name
 			USING ERRCODE = 'invalid_parameter_value',
-				DETAIL = 'mean and std hold 1 value (all channels) or 3 (one per channel), none NULL, and std no zero.',
+				DETAIL = 'mean and std hold 1 value (all channels) or 3 (one per channel), each a finite number, and std no zero.',
 				HINT = 'Values apply to pixel/255, for example mean => ''{0.5,0.5,0.5}'', std => ''{0.5,0.5,0.5}''.';
 	END IF;
 	IF EXISTS (SELECT 1 FROM infer.model_registry m

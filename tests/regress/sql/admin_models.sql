@@ -20,7 +20,7 @@ SELECT compute_precision FROM infer.model_registry WHERE name = 'm_raw';
 SELECT infer.create_model(name => 'm_cls', file => 'cls.onnx',
 	task => 'classify', input_height => 224, input_width => 224,
 	mean => '{0.485,0.456,0.406}', std => '{0.229,0.224,0.225}',
-	color_order => 'BGR', resize_mode => 'keep_ratio_pad',
+	color_order => 'BGR', resize_mode => 'stretch',
 	labels => '{cat,dog}', version => '2', compute_precision => 'bf16');
 SELECT compute_precision FROM infer.model_registry WHERE name = 'm_cls';
 SELECT name, task, input_height, input_width, mean, std, color_order,
@@ -55,6 +55,15 @@ SELECT infer.create_model('m_x', 'x.onnx', 'raw', color_order => 'rgb');
 :sqlstate
 SELECT infer.create_model('m_x', 'x.onnx', 'raw', resize_mode => 'crop');
 :sqlstate
+-- the two other modes are known, but no worker implements them: refused
+-- here rather than by every worker at the first row
+SELECT infer.create_model('m_x', 'x.onnx', 'raw', resize_mode => 'keep_ratio_pad');
+:sqlstate
+SELECT infer.create_model('m_x', 'x.onnx', 'raw', resize_mode => 'limit_min_side');
+:sqlstate
+-- over the workers' 8192 pixels a side
+SELECT infer.create_model('m_x', 'x.onnx', 'raw', input_height => 9000, input_width => 100);
+:sqlstate
 SELECT infer.create_model('m_x', 'x.onnx', 'raw', compute_precision => 'fp64');
 :sqlstate
 SELECT infer.create_model('m_x', 'x.onnx', 'raw', compute_precision => NULL);
@@ -64,6 +73,10 @@ SELECT infer.create_model('m_x', 'x.onnx', 'raw', mean => '{0.5,0.5}');
 SELECT infer.create_model('m_x', 'x.onnx', 'raw', std => '{0.5,0,0.5}');
 :sqlstate
 SELECT infer.create_model('m_x', 'x.onnx', 'raw', mean => '{0.5,NULL,0.5}');
+:sqlstate
+SELECT infer.create_model('m_x', 'x.onnx', 'raw', mean => '{NaN}');
+:sqlstate
+SELECT infer.create_model('m_x', 'x.onnx', 'raw', std => '{1,Infinity,1}');
 :sqlstate
 SELECT count(*) FROM infer.models WHERE name = 'm_x';
 
