@@ -789,6 +789,19 @@ test_unary_and_minmax(void)
 		  ((float *) out[0]->data)[0] == 0 && isnan(((float *) out[0]->data)[1]),
 		  "min nan: %s", err);
 	ie_tensor_destroy(&out[0]);
+	/* ArgMax and ArgMin: a NaN wins, at its first place (numpy.argmax) */
+	CHECK(run_op("ArgMax", 13, 1, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->dtype == IE_INT64 && ((int64_t *) out[0]->data)[0] == 1,
+		  "argmax nan: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("ArgMin", 13, 1, in2 + 1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ((int64_t *) out[0]->data)[0] == 2, "argmin nan: %s", err);
+	ie_tensor_destroy(&out[0]);
+	/* LeakyRelu keeps a NaN too */
+	CHECK(run_op("LeakyRelu", 6, 1, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ((float *) out[0]->data)[0] == 1 && isnan(((float *) out[0]->data)[1]) &&
+		  fabsf(((float *) out[0]->data)[2] + 0.02f) < 1e-7f, "leakyrelu nan: %s", err);
+	ie_tensor_destroy(&out[0]);
 	/* Relu keeps a NaN (ONNX's reference np.clip(x, 0, inf), ONNX Runtime) */
 	CHECK(run_op("Relu", 14, 1, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
 		  ((float *) out[0]->data)[0] == 1 && isnan(((float *) out[0]->data)[1]) &&

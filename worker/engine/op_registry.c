@@ -55,7 +55,7 @@ static const struct
 	{"Expand", 2}, {"Reshape", 2}, {"Tile", 2},
 	{"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2},
 	{"LayerNormalization", 2},
-	{"Where", 3}, {"Range", 3},
+	{"Where", 3}, {"Range", 3}, {"PRelu", 2},
 	{"BatchNormalization", 5},
 	{NULL, 0}
 };

@@ -420,6 +420,8 @@ UNSIGNED_KERNELS(u64, uint64_t)
 
 ROW_KERNEL(pow_f32, float, powf(x, y))
 ROW_KERNEL(pow_f64, double, pow(x, y))
+ROW_KERNEL(prelu_f32, float, x < 0 ? x * y : x)
+ROW_KERNEL(prelu_f64, double, x < 0 ? x * y : x)
 
 /*
  * Min and Max: a NaN operand gives NaN (as numpy's minimum/maximum and
@@ -977,6 +979,130 @@ op_sigmoid(ie_node_ctx *ctx)
 	return unary_math(ctx, VM_SIGMOID);
 }
 
+/*
+ * The activations of the ONNX operator list (onnx/docs/Operators.md), each
+ * y = f(x) elementwise over float and double, attributes with the spec's
+ * defaults.  A NaN stays NaN (x < 0 is false for it).
+ */
+
+/* LeakyRelu: x < 0 ? alpha * x : x; alpha 0.01. */
+static int
+op_leakyrelu(ie_node_ctx *ctx)
+{
+	float		alpha = ie_attr_float(ctx, "alpha", 0.01f);
+
+	UNARY_FLOAT(ctx, x < 0 ? alpha * x : x, x < 0 ? (double) alpha * x : x);
+}
+
+/* Elu: x < 0 ? alpha * (exp(x) - 1) : x; alpha 1. */
+static int
+op_elu(ie_node_ctx *ctx)
+{
+	float		alpha = ie_attr_float(ctx, "alpha", 1.0f);
+
+	UNARY_FLOAT(ctx, x < 0 ? alpha * expm1f(x) : x, x < 0 ? (double) alpha * expm1(x) : x);
+}
+
+/* Celu (opset 12): max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha 1. */
+static int
+op_celu(ie_node_ctx *ctx)
+{
+	float		alpha = ie_attr_float(ctx, "alpha", 1.0f);
+
+	if (alpha == 0.0f)
+		return ie_op_error(ctx, "alpha must not be 0");
+	UNARY_FLOAT(ctx, x < 0 ? alpha * expm1f(x / alpha) : x,
+				x < 0 ? (double) alpha * expm1(x / (double) alpha) : x);
+}
+
+/*
+ * Selu: gamma * (x <= 0 ? alpha * (exp(x) - 1) : x); the defaults are the
+ * paper's constants (Klambauer et al., "Self-Normalizing Neural Networks",
+ * NIPS 2017), as the ONNX spec gives them.
+ */
+static int
+op_selu(ie_node_ctx *ctx)
+{
+	float		alpha = ie_attr_float(ctx, "alpha", 1.67326319217681884765625f);
+	float		gamma = ie_attr_float(ctx, "gamma", 1.05070102214813232421875f);
+
+	UNARY_FLOAT(ctx, gamma * (x <= 0 ? alpha * expm1f(x) : x),
+				(double) gamma * (x <= 0 ? (double) alpha * expm1(x) : x));
+}
+
+/* Softplus: log(exp(x) + 1), as max(x, 0) + log1p(exp(-|x|)) (no overflow). */
+static int
+op_softplus(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))),
+				fmax(x, 0.0) + log1p(exp(-fabs(x))));
+}
+
+/* Softsign: x / (1 + |x|). */
+static int
+op_softsign(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)));
+}
+
+/* HardSwish (opset 14): x * max(0, min(1, x / 6 + 1 / 2)). */
+static int
+op_hardswish(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f)),
+				x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5)));
+}
+
+/* Sin and Cos (opset 7). */
+static int
+op_sin(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, sinf(x), sin(x));
+}
+
+static int
+op_cos(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, cosf(x), cos(x));
+}
+
+/*
+ * PRelu: x < 0 ? slope * x : x, slope broadcast to x's shape (ONNX's
+ * unidirectional broadcasting: the output has x's shape), float or double.
+ */
+static int
+op_prelu(ie_node_ctx *ctx)
+{
+	const ie_tensor *x,
+			   *s;
+	bcast_plan	p;
+	ie_tensor  *o;
+	char		s1[128],
+				s2[128];
+
+	if (two_inputs(ctx) != 0)
+		return -1;
+	x = ctx->inputs[0];
+	s = ctx->inputs[1];
+	if ((x->dtype != IE_FLOAT && x->dtype != IE_DOUBLE) || s->dtype != x->dtype)
+		return ie_op_error(ctx, "element types %s and %s are not supported",
+						   ie_dtype_name(x->dtype), ie_dtype_name(s->dtype));
+	if (broadcast_output(ctx, x, s, x->dtype, &p, &o) != 0)
+		return -1;
+	ctx->outputs[0] = o;
+	if (o->ndim != x->ndim || memcmp(o->dims, x->dims, sizeof(int64_t) * x->ndim) != 0)
+		return ie_op_error(ctx, "slope %s does not broadcast to the input's shape %s",
+						   ie_shape_str(s1, sizeof(s1), s->ndim, s->dims),
+						   ie_shape_str(s2, sizeof(s2), x->ndim, x->dims));
+	if (x->dtype == IE_FLOAT)
+		run_rows(&p, x->data, sizeof(float), s->data, sizeof(float), o->data,
+				 sizeof(float), prelu_f32, ctx->n_threads);
+	else
+		run_rows(&p, x->data, sizeof(double), s->data, sizeof(double), o->data,
+				 sizeof(double), prelu_f64, ctx->n_threads);
+	return 0;
+}
+
 /* HardSigmoid: y = max(0, min(1, alpha * x + beta)); alpha 0.2, beta 0.5. */
 static int
 op_hardsigmoid(ie_node_ctx *ctx)
@@ -1482,6 +1608,16 @@ const ie_op_def ie_ops_elementwise[] = {
 	{"Relu", op_relu},
 	{"Sigmoid", op_sigmoid},
 	{"HardSigmoid", op_hardsigmoid},
+	{"LeakyRelu", op_leakyrelu},
+	{"Elu", op_elu},
+	{"Celu", op_celu},
+	{"Selu", op_selu},
+	{"Softplus", op_softplus},
+	{"Softsign", op_softsign},
+	{"HardSwish", op_hardswish},
+	{"Sin", op_sin},
+	{"Cos", op_cos},
+	{"PRelu", op_prelu},
 	{"Identity", op_identity},
 	{"Clip", op_clip},
 	{"Exp", op_exp},

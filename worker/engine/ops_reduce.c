@@ -12,6 +12,7 @@
  * Threading: no state outside the call.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -286,7 +287,101 @@ REDUCE_OP(op_reduce_l2, RED_L2, 18)
 REDUCE_OP(op_reduce_log_sum, RED_LOG_SUM, 18)
 REDUCE_OP(op_reduce_log_sum_exp, RED_LOG_SUM_EXP, 18)
 
+/*
+ * ArgMax / ArgMin (opsets 1, 11, 12, 13): the index (int64) along axis
+ * (default 0) of the largest / smallest element; keepdims (default 1)
+ * keeps the axis as 1; select_last_index (opset 12, default 0) takes the
+ * last of equal ones.  A NaN wins, its first occurrence (numpy.argmax, the
+ * ONNX reference).  Float, double, int32 and int64 inputs.
+ */
+#define ARG_SCAN(T, IS_NAN) \
+	do { \
+		const T    *x_ = (const T *) X->data; \
+		for (int64_t o_ = 0; o_ < outer; o_++) \
+			for (int64_t i_ = 0; i_ < inner; i_++) \
+			{ \
+				const T    *p_ = x_ + o_ * len * inner + i_; \
+				int64_t		best_ = 0; \
+				for (int64_t k_ = 1; k_ < len && !(IS_NAN(p_[best_ * inner])); k_++) \
+				{ \
+					T			v_ = p_[k_ * inner], b_ = p_[best_ * inner]; \
+					if (IS_NAN(v_) || (is_max ? v_ > b_ : v_ < b_) || (last && v_ == b_)) \
+						best_ = k_; \
+				} \
+				y[o_ * inner + i_] = best_; \
+			} \
+	} while (0)
+#define NOT_NAN(v) false
+
+static int
+arg_extreme(ie_node_ctx *ctx, bool is_max)
+{
+	const ie_tensor *X = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+	int64_t		axis = ie_attr_int(ctx, "axis", 0);
+	bool		keepdims = ie_attr_int(ctx, "keepdims", 1) != 0;
+	bool		last = ie_attr_int(ctx, "select_last_index", 0) != 0;
+	int64_t		odims[IE_MAX_DIMS];
+	int64_t		outer = 1,
+				inner = 1,
+				len;
+	int			ond = 0;
+	ie_tensor  *Y;
+	int64_t    *y;
+
+	if (X == NULL)
+		return ie_op_error(ctx, "needs input data");
+	if (axis < 0)
+		axis += X->ndim;
+	if (axis < 0 || axis >= X->ndim)
+		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
+						   (long long) ie_attr_int(ctx, "axis", 0), X->ndim);
+	len = X->dims[axis];
+	if (len == 0)
+		return ie_op_error(ctx, "axis %lld is empty", (long long) axis);
+	for (int d = 0; d < X->ndim; d++)
+	{
+		if (d < axis)
+			outer *= X->dims[d];
+		else if (d > axis)
+			inner *= X->dims[d];
+		if (d != axis)
+			odims[ond++] = X->dims[d];
+		else if (keepdims)
+			odims[ond++] = 1;
+	}
+	Y = ie_tensor_new(IE_INT64, ond, odims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	y = Y->data;
+	switch (X->dtype)
+	{
+		case IE_FLOAT: ARG_SCAN(float, isnan); break;
+		case IE_DOUBLE: ARG_SCAN(double, isnan); break;
+		case IE_INT32: ARG_SCAN(int32_t, NOT_NAN); break;
+		case IE_INT64: ARG_SCAN(int64_t, NOT_NAN); break;
+		default:
+			return ie_op_error(ctx, "unsupported input type %s (float, double, int32, int64)",
+							   ie_dtype_name(X->dtype));
+	}
+	return 0;
+}
+
+static int
+op_argmax(ie_node_ctx *ctx)
+{
+	return arg_extreme(ctx, true);
+}
+
+static int
+op_argmin(ie_node_ctx *ctx)
+{
+	return arg_extreme(ctx, false);
+}
+
 const ie_op_def ie_ops_reduce[] = {
+	{"ArgMax", op_argmax},
+	{"ArgMin", op_argmin},
 	{"ReduceMean", op_reduce_mean},
 	{"ReduceSum", op_reduce_sum},
 	{"ReduceMax", op_reduce_max},

@@ -1205,6 +1205,244 @@ op_range(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* Outputs of one Split node, at most. */
+#define IE_MAX_SPLIT 64
+
+/*
+ * Split (opsets 1, 2, 11, 13): the input cut along axis (default 0) into
+ * one piece per output, of the sizes of `split` (an attribute before
+ * opset 13, input 1 from 13; opset 1's input 1 too), or equal pieces
+ * when it is not given (the axis must then divide evenly: the uneven last
+ * piece of num_outputs is opset 18).
+ */
+static int
+op_split(ie_node_ctx *ctx)
+{
+	const ie_tensor *X = need_input(ctx, 0, "input");
+	int64_t		sizes[IE_MAX_SPLIT];
+	int			n = -1,
+				axis;
+	int64_t		outer = 1,
+				inner = 1,
+				off = 0,
+				total = 0;
+	size_t		es;
+
+	if (X == NULL)
+		return -1;
+	if (ctx->n_outputs < 1 || ctx->n_outputs > IE_MAX_SPLIT)
+		return ie_op_error(ctx, "has %d outputs; 1 to %d are supported",
+						   ctx->n_outputs, IE_MAX_SPLIT);
+	if ((axis = norm_axis(ie_attr_int(ctx, "axis", 0), X->ndim)) < 0)
+		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
+						   (long long) ie_attr_int(ctx, "axis", 0), X->ndim);
+	if (ctx->n_inputs > 1 && ctx->inputs[1] != NULL)
+	{
+		if ((n = read_ints(ctx, ctx->inputs[1], "split", sizes, IE_MAX_SPLIT)) < 0)
+			return -1;
+	}
+	else
+	{
+		const int64_t *v;
+		int			na = ie_attr_ints(ctx, "split", &v);
+
+		if (na > IE_MAX_SPLIT)
+			return ie_op_error(ctx, "split has %d values, at most %d are supported",
+							   na, IE_MAX_SPLIT);
+		for (int i = 0; i < na; i++)
+			sizes[i] = v[i];
+		n = na;
+	}
+	if (n < 0)
+	{
+		if (X->dims[axis] % ctx->n_outputs != 0)
+			return ie_op_error(ctx, "dimension %lld of axis %d does not split into %d equal parts",
+							   (long long) X->dims[axis], axis, ctx->n_outputs);
+		n = ctx->n_outputs;
+		for (int i = 0; i < n; i++)
+			sizes[i] = X->dims[axis] / n;
+	}
+	if (n != ctx->n_outputs)
+		return ie_op_error(ctx, "split has %d sizes for %d outputs", n, ctx->n_outputs);
+	for (int i = 0; i < n; i++)
+	{
+		if (sizes[i] < 0)
+			return ie_op_error(ctx, "split size %lld is negative", (long long) sizes[i]);
+		total += sizes[i];
+	}
+	if (total != X->dims[axis])
+		return ie_op_error(ctx, "split sizes add up to %lld, axis %d has %lld",
+						   (long long) total, axis, (long long) X->dims[axis]);
+	for (int d = 0; d < axis; d++)
+		outer *= X->dims[d];
+	for (int d = axis + 1; d < X->ndim; d++)
+		inner *= X->dims[d];
+	es = ie_dtype_size(X->dtype);
+	for (int i = 0; i < n; i++)
+	{
+		int64_t		dims[IE_MAX_DIMS];
+		ie_tensor  *o;
+		size_t		block = (size_t) (sizes[i] * inner) * es;
+
+		memcpy(dims, X->dims, sizeof(int64_t) * X->ndim);
+		dims[axis] = sizes[i];
+		o = ie_tensor_new_uninit(X->dtype, X->ndim, dims);
+		if (o == NULL)
+			return ie_op_error(ctx, "out of memory for output %d", i);
+		ctx->outputs[i] = o;
+		for (int64_t r = 0; r < outer && block > 0; r++)
+			memcpy((char *) o->data + r * block,
+				   (const char *) X->data + ((size_t) (r * X->dims[axis] + off) * inner) * es,
+				   block);
+		off += sizes[i];
+	}
+	return 0;
+}
+
+/*
+ * The source index along one dimension of n elements for output index j
+ * less the leading pad (mode: 0 constant, 1 edge, 2 reflect); -1 for the
+ * constant.  Reflect mirrors without repeating the edge (numpy's "reflect").
+ */
+static int64_t
+pad_source(int64_t j, int64_t n, int mode)
+{
+	if (j >= 0 && j < n)
+		return j;
+	if (mode == 0)
+		return -1;
+	if (mode == 1)
+		return j < 0 ? 0 : n - 1;
+	if (n == 1)
+		return 0;
+	/* reflect, period 2n - 2 */
+	{
+		int64_t		period = 2 * n - 2;
+
+		j %= period;
+		if (j < 0)
+			j += period;
+		return j < n ? j : period - j;
+	}
+}
+
+/*
+ * Pad (opsets 1, 2, 11, 13): the input with pads[d] elements before and
+ * pads[rank + d] after dimension d (negative: cut), filled by mode
+ * "constant" (the value: an attribute before opset 11, optional input 2
+ * from 11; 0 by default), "edge" (the nearest element) or "reflect" (the
+ * mirror image, numpy.pad's "reflect").  Opset 1 calls pads "paddings";
+ * from 11 they are input 1.  An element at a time, by strides.
+ */
+static int
+op_pad(ie_node_ctx *ctx)
+{
+	const ie_tensor *X = need_input(ctx, 0, "data");
+	const char *mode_s = ie_attr_string(ctx, "mode", "constant");
+	int64_t		pads[2 * IE_MAX_DIMS];
+	int64_t		dims[IE_MAX_DIMS],
+				istride[IE_MAX_DIMS],
+				idx[IE_MAX_DIMS] = {0};
+	char		cval[16] = {0};
+	int			mode,
+				np;
+	size_t		es;
+	ie_tensor  *o;
+	int64_t		n;
+
+	if (X == NULL)
+		return -1;
+	if (strcmp(mode_s, "constant") == 0)
+		mode = 0;
+	else if (strcmp(mode_s, "edge") == 0)
+		mode = 1;
+	else if (strcmp(mode_s, "reflect") == 0)
+		mode = 2;
+	else
+		return ie_op_error(ctx, "mode \"%s\" is not supported (constant, edge, reflect)",
+						   mode_s);
+	es = ie_dtype_size(X->dtype);
+	if (ctx->opset >= 11)
+	{
+		const ie_tensor *P = need_input(ctx, 1, "pads");
+
+		if (P == NULL || (np = read_ints(ctx, P, "pads", pads, 2 * IE_MAX_DIMS)) < 0)
+			return -1;
+		if (ctx->n_inputs > 2 && ctx->inputs[2] != NULL)
+		{
+			const ie_tensor *V = ctx->inputs[2];
+
+			if (V->dtype != X->dtype || ie_tensor_numel(V) != 1 || es > sizeof(cval))
+				return ie_op_error(ctx, "constant_value must be one %s",
+								   ie_dtype_name(X->dtype));
+			memcpy(cval, V->data, es);
+		}
+	}
+	else
+	{
+		const int64_t *v;
+		float		value = ie_attr_float(ctx, "value", 0.0f);
+
+		np = ie_attr_ints(ctx, ctx->opset < 2 ? "paddings" : "pads", &v);
+		if (np < 0 || np > 2 * IE_MAX_DIMS)
+			return ie_op_error(ctx, "attribute 'pads' is required");
+		for (int i = 0; i < np; i++)
+			pads[i] = v[i];
+		if (X->dtype == IE_FLOAT)
+			memcpy(cval, &value, sizeof(float));
+		else if (X->dtype == IE_DOUBLE)
+		{
+			double		dv = value;
+
+			memcpy(cval, &dv, sizeof(double));
+		}
+		else if (value != 0.0f)
+			return ie_op_error(ctx, "a constant value for %s is not supported",
+							   ie_dtype_name(X->dtype));
+	}
+	if (np != 2 * X->ndim)
+		return ie_op_error(ctx, "pads has %d values for rank %d (2 x rank are needed)",
+						   np, X->ndim);
+	for (int d = 0; d < X->ndim; d++)
+	{
+		dims[d] = X->dims[d] + pads[d] + pads[X->ndim + d];
+		if (dims[d] < 0)
+			return ie_op_error(ctx, "pads cut dimension %d (%lld) below 0", d,
+							   (long long) X->dims[d]);
+		if (mode != 0 && X->dims[d] == 0 && dims[d] > 0)
+			return ie_op_error(ctx, "mode %s cannot pad the empty dimension %d", mode_s, d);
+	}
+	if ((o = new_output_as(ctx, X->dtype, X->ndim, dims, true)) == NULL)
+		return -1;
+	istride[X->ndim > 0 ? X->ndim - 1 : 0] = 1;
+	for (int d = X->ndim - 2; d >= 0; d--)
+		istride[d] = istride[d + 1] * X->dims[d + 1];
+	n = ie_tensor_numel(o);
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		src = 0;
+		bool		fill = false;
+
+		for (int d = 0; d < X->ndim && !fill; d++)
+		{
+			int64_t		j = pad_source(idx[d] - pads[d], X->dims[d], mode);
+
+			if (j < 0)
+				fill = true;
+			else
+				src += j * istride[d];
+		}
+		memcpy((char *) o->data + i * es, fill ? cval : (const char *) X->data + src * es, es);
+		for (int d = X->ndim - 1; d >= 0; d--)
+		{
+			if (++idx[d] < dims[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}
+
 const ie_op_def ie_ops_shape[] = {
 	{"Constant", op_constant},
 	{"Concat", op_concat},
@@ -1221,5 +1459,7 @@ const ie_op_def ie_ops_shape[] = {
 	{"Tile", op_tile},
 	{"ConstantOfShape", op_constant_of_shape},
 	{"Range", op_range},
+	{"Split", op_split},
+	{"Pad", op_pad},
 	{NULL, NULL}
 };
