@@ -314,6 +314,19 @@ prepare_ocr(model_cache *mc, const Pginfer__Fragment *frag, frag_plan *p,
 }
 
 /*
+ * The name (ONNX dim_param) of dimension d of model's first input
+ * (output 0) or first output (1), or NULL when it has none or "?" (a
+ * placeholder, not a name).
+ */
+static const char *
+dim_name(const ie_model *model, int output, int d)
+{
+	const char *name = ie_model_dim_param(model, output, 0, d);
+
+	return name != NULL && strcmp(name, "?") != 0 ? name : NULL;
+}
+
+/*
  * Whether the declarations of model's first output allow its first
  * dimension to be the rows of a batch (input 0's first dimension): not
  * when that dimension is fixed at more than 1 ([3, N, 1, 1]), nor when a
@@ -322,29 +335,28 @@ prepare_ocr(model_cache *mc, const Pginfer__Fragment *frag, frag_plan *p,
  * no declared shape) the batched run's output says it: flush_batch splits
  * it by rows when its first dimension is the batch's row count.
  * Exporters name dimensions as they please (paddle2onnx names every one
- * apart, "p2o.DynamicDimension.0" and ".3" for the same batch), so a name
- * that differs proves nothing.
+ * apart, "p2o.DynamicDimension.0" and ".3" for the same batch, and some
+ * "?", which names nothing), so a name that differs proves nothing.  A
+ * known limitation: a [T, N, C] output whose names do not show it is
+ * split by rows when T happens to equal the rows run.
  */
 static bool
 output_batched(const ie_model *model)
 {
 	int64_t		dims[IE_MAX_DIMS];
 	int			rank = ie_model_output_shape(model, 0, NULL, dims);
-	const char *batch = ie_model_dim_param(model, 0, 0, 0);
+	const char *batch = dim_name(model, 0, 0);
 
 	if (rank < 1)
 		return true;
 	if (dims[0] > 1)
 		return false;
-	for (int d = 1; batch != NULL && d < rank; d++)
-	{
-		const char *name = ie_model_dim_param(model, 1, 0, d);
-
-		if (name != NULL && strcmp(name, batch) == 0 &&
-			!(ie_model_dim_param(model, 1, 0, 0) != NULL &&
-			  strcmp(ie_model_dim_param(model, 1, 0, 0), batch) == 0))
+	if (batch == NULL || (dim_name(model, 1, 0) != NULL &&
+						  strcmp(dim_name(model, 1, 0), batch) == 0))
+		return true;
+	for (int d = 1; d < rank; d++)
+		if (dim_name(model, 1, d) != NULL && strcmp(dim_name(model, 1, d), batch) == 0)
 			return false;
-	}
 	return true;
 }
 

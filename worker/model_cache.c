@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 #include <unistd.h>
@@ -52,6 +53,13 @@
  * inode), a change of its status (ctime, which even a copy that keeps the
  * size and the mtime moves).
  */
+/*
+ * How long a model file must be left alone (its modification time that
+ * far behind) before a change to it is read: a copy over it is written
+ * over time, and the resident model serves meanwhile.
+ */
+#define MODEL_FILE_SETTLE_MS 1000
+
 typedef struct file_stamp
 {
 	dev_t		dev;
@@ -782,25 +790,52 @@ reload_needed(const cache_entry *e, const Pginfer__ModelSpec *spec,
 }
 
 /*
- * Whether e's model, read from the model directory, is no longer what
- * its file there holds: the file's stamp changed since (copied or renamed
- * over, touched).  A file that cannot be looked at now (removed) is no
- * change: the resident model goes on serving.  A stat(2) a use.
+ * The stamp of the file key (normalised, relative) in the model directory
+ * now, for disk_changed: a stat(2) a use, made without the cache's lock
+ * (a slow file system must not hold up the worker's loop, which takes
+ * it).  size -1 when there is nothing to compare: no such regular file
+ * (removed: the resident model goes on serving), a simulated device, or a
+ * file modified less than MODEL_FILE_SETTLE_MS ago (a copy over it may be
+ * under way; it is read once it has been left alone that long).
  */
-static int
-disk_changed(const model_cache *mc, const cache_entry *e)
+static file_stamp
+disk_stamp(const model_cache *mc, const char *key)
 {
 	char		path[PATH_MAX];
 	struct stat st;
-	file_stamp	now;
+	struct timespec now;
+	file_stamp	s;
 
-	if (e->disk.size < 0 || mc->loader.load != NULL)
+	memset(&s, 0, sizeof(s));
+	s.size = -1;
+	if (mc->loader.load != NULL ||
+		snprintf(path, sizeof(path), "%s/%s", mc->dir, key) >= (int) sizeof(path) ||
+		stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+		clock_gettime(CLOCK_REALTIME, &now) != 0)
+		return s;
+	if ((now.tv_sec - st.st_mtim.tv_sec) * 1000 +
+		(now.tv_nsec - st.st_mtim.tv_nsec) / 1000000 < MODEL_FILE_SETTLE_MS)
+		return s;
+	return stamp_of(&st);
+}
+
+/*
+ * Whether e's model, read from the model directory, is no longer what its
+ * file there holds: the file's stamp now (disk_stamp) differs from the one
+ * it had when it was read (copied or renamed over, touched).  Not when the
+ * request names the SHA-256 of the resident bytes: the registration pins
+ * those, whatever the file holds now.  Lock held.
+ */
+static int
+disk_changed(const cache_entry *e, const file_stamp *now,
+			 const Pginfer__ModelSpec *spec)
+{
+	if (e->disk.size < 0 || now->size < 0)
 		return 0;
-	if (snprintf(path, sizeof(path), "%s/%s", mc->dir, e->file) >= (int) sizeof(path) ||
-		stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+	if (e->has_sha256 && spec->sha256.len == 32 &&
+		memcmp(e->sha256, spec->sha256.data, 32) == 0)
 		return 0;
-	now = stamp_of(&st);
-	return stamps_differ(&now, &e->disk);
+	return stamps_differ(now, &e->disk);
 }
 
 /*
@@ -823,7 +858,8 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	const char *sq = NULL;
 	ie_precision precision;
 	char		perr[128];
-	file_stamp	disk;
+	file_stamp	disk,
+				disk_now;
 
 	*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
 	if (loaded_ms != NULL)
@@ -844,6 +880,7 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	key = normalise_path(spec->file, sqlstate, err, errlen);
 	if (key == NULL)
 		return -1;
+	disk_now = disk_stamp(mc, key);
 
 	pthread_mutex_lock(&mc->lock);
 	e = find_or_add_key(mc, key);
@@ -901,7 +938,7 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	}
 	else if (e->resident && !e->busy && !e->from_store &&
 			 !(in_run && mc->run != 0 && e->held_run == mc->run) &&
-			 disk_changed(mc, e))
+			 disk_changed(e, &disk_now, spec))
 	{
 		/*
 		 * the file was replaced in the model directory since it was read:

@@ -19,6 +19,8 @@ that a batch tensor whose byte count is not its shape's shows:
   batch_transpose.onnx GlobalAveragePool -> Transpose (perm 1, 0, 2, 3)
                        y [3, N, 1, 1]: the batch is not the output's
                        first dimension
+  seq_first.onnx       GlobalAveragePool -> Flatten -> Transpose: y [C, N]
+                       (both named), the batch in the second dimension
   int_out.onnx         GlobalAveragePool -> Flatten -> Cast (int64):
                        y int64 [N, 3], an output the image functions
                        cannot read
@@ -83,6 +85,12 @@ def main():
         helper.make_node("GlobalAveragePool", ["x"], ["g"]),
         helper.make_node("Transpose", ["g"], ["y"], perm=[1, 0, 2, 3]),
     ], y([3, "N", 1, 1]))
+
+    save(outdir, "seq_first", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Transpose", ["f"], ["y"], perm=[1, 0]),
+    ], y(["C", "N"]))
 
     save(outdir, "int_out", [
         helper.make_node("GlobalAveragePool", ["x"], ["g"]),

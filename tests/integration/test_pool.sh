@@ -223,11 +223,14 @@ BEGIN
 		SELECT jsonb_object_agg(name, state_seq) INTO seq0
 		  FROM infer.workers WHERE name IN ('s1', 's2');
 		FOR i IN 1..250 LOOP
-			EXIT WHEN (SELECT count(*) FROM infer.workers
-						WHERE name IN ('s1', 's2') AND queue_length = 0
-						  AND state_seq >= (seq0->>name)::bigint + 2) = 2;
+			IF (SELECT count(*) FROM infer.workers
+				 WHERE name IN ('s1', 's2') AND queue_length = 0
+				   AND state_seq >= (seq0->>name)::bigint + 2) = 2 THEN
+				RETURN n;
+			END IF;
 			PERFORM pg_sleep(0.02);
 		END LOOP;
+		RAISE WARNING 'settle_at: s1 and s2 had not answered what they hold after 5 s';
 	END IF;
 	RETURN n;
 END \$\$;

@@ -12,12 +12,15 @@
 #       whole: the worker exited on a heap corruption), mlp (Flatten
 #       first: "reshape changes the size"), batch_transpose (output
 #       [3, N, 1, 1]: split by rows where N was 3, the rows' values came
-#       back transposed);
-#   (v) batch_transpose's per-row values are the channel means that
-#       first_identity gives;
+#       back transposed), seq_first (output [C, N], the names say where
+#       the batch is);
+#   (v) batch_transpose's and seq_first's per-row values are the channel
+#       means that first_identity gives;
 #   (w) the worker is the one started, and its log has no allocator abort;
-#   (f) a model file replaced in the model directory (copied over, then
-#       renamed over) is read again at the next use, without
+#   (f) a model file replaced in the model directory is read again at a
+#       use once it has been left alone for a second (copied over: the
+#       first use after the copy still gets the old answers), or at once
+#       when renamed over it (written earlier), without
 #       infer.unload_model: the answers are the new file's;
 #   (e) models that do not fit the image functions are refused with
 #       22023 before any row runs: an int64 output, a registered input
@@ -77,7 +80,7 @@ SELECT row_number() OVER (ORDER BY f), pg_read_binary_file('$OCR_DATA/' || f)
  WHERE f ~ '^p[0-9]+_.*\.(png|jpg)$'
  ORDER BY f LIMIT 25;
 SELECT infer.create_model(m, m || '.onnx', 'raw')
-  FROM unnest(ARRAY['first_identity', 'first_concat', 'mlp', 'batch_transpose']) AS m;
+  FROM unnest(ARRAY['first_identity', 'first_concat', 'mlp', 'batch_transpose', 'seq_first']) AS m;
 -- differ(a, b): whether two answers differ by more than 1e-5 (or in length)
 CREATE FUNCTION differ(a real[], b real[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS \$\$
@@ -89,7 +92,7 @@ EOF
 check "25 real images" "$(q -c "SELECT count(*) FROM img")" '^25$'
 
 # --- (b) batched answers are the row-by-row answers -------------------------
-for m in first_identity first_concat mlp batch_transpose; do
+for m in first_identity first_concat mlp batch_transpose seq_first; do
 	worker_up
 	q >"$tmp/$m.out" 2>&1 <<EOF
 SET infer.enable_batching = off;
@@ -112,9 +115,11 @@ EOF
 done
 
 # --- (v) the per-row values are right, not only alike ----------------------
-check "(v) batch_transpose's rows are first_identity's channel means (output [3, N, 1, 1])" \
-	"$(q -c "SELECT count(*) || ' ' || count(*) FILTER (WHERE differ(t.v, i.v))
-	           FROM ref_batch_transpose t JOIN ref_first_identity i USING (n)")" '^25 0$'
+for m in batch_transpose seq_first; do
+	check "(v) $m's rows are first_identity's channel means" \
+		"$(q -c "SELECT count(*) || ' ' || count(*) FILTER (WHERE differ(t.v, i.v))
+		           FROM ref_$m t JOIN ref_first_identity i USING (n)")" '^25 0$'
+done
 check "(v) the channel means are means of values in [0, 1] (pixel / 255, no mean or std)" \
 	"$(q -c "SELECT count(*) FROM ref_first_identity, unnest(v) AS x WHERE x < 0 OR x > 1")" '^0$'
 
@@ -132,17 +137,21 @@ q -c "SELECT infer.create_model('swap', 'swap.onnx', 'raw')" >/dev/null
 q -c "SELECT infer.create_model('mlp_b', 'mlp_b.onnx', 'raw')" >/dev/null
 q -c "CREATE TABLE ref_mlp_b AS SELECT n, infer.predict('mlp_b', data) AS v FROM img" >/dev/null
 first=$(q -c "$swap_query ref_mlp r USING (n)")
-# copied over (the same inode; the size and the modification time change)
+# copied over (the same inode; the size and the modification time change):
+# read once left alone for a second
 cp "$MODELS/mlp_b.onnx" "$MODELS/swap.onnx"
+settling=$(q -c "$swap_query ref_mlp r USING (n)")
+sleep 1.2
 copied=$(q -c "$swap_query ref_mlp_b r USING (n)")
-# renamed over (another inode)
+# renamed over (another inode), written a second before: read at once
 cp "$MODELS/mlp.onnx" "$MODELS/swap.new"
 chmod a+r "$MODELS/swap.new"
+sleep 1.2
 mv "$MODELS/swap.new" "$MODELS/swap.onnx"
 renamed=$(q -c "$swap_query ref_mlp r USING (n)")
-check "(f) swap.onnx answers as mlp.onnx, then as mlp_b.onnx once copied over, then as mlp.onnx once renamed over (rows that match)" \
-	"first=$first copied=$copied renamed=$renamed reloads=$(grep -c 'model file "swap.onnx" changed in the model directory since it was loaded' "$tmp/w.log")" \
-	'^first=25 copied=25 renamed=25 reloads=2$'
+check "(f) swap.onnx answers as mlp.onnx; just copied over, still so; a second on, as mlp_b.onnx; renamed over, at once as mlp.onnx (rows that match)" \
+	"first=$first settling=$settling copied=$copied renamed=$renamed reloads=$(grep -c 'model file "swap.onnx" changed in the model directory since it was loaded' "$tmp/w.log")" \
+	'^first=25 settling=25 copied=25 renamed=25 reloads=2$'
 
 # --- (e) models that do not fit ----------------------------------------------
 worker_up

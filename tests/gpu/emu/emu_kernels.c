@@ -86,14 +86,14 @@ block_fold(int op, float init, int64_t n, float (*f) (const void *, int64_t), co
 		{
 			float		v = f(arg, k);
 
-			acc = op == CU_RMAX ? fmaxf(acc, v) : op == CU_RMIN ? fminf(acc, v) : acc + v;
+			acc = op == CU_RMAX ? ie_k_max(acc, v) : op == CU_RMIN ? ie_k_min(acc, v) : acc + v;
 		}
 		sh[t] = acc;
 	}
 	for (int w = THREADS / 2; w > 0; w /= 2)
 		for (int t = 0; t < w; t++)
-			sh[t] = op == CU_RMAX ? fmaxf(sh[t], sh[t + w]) :
-				op == CU_RMIN ? fminf(sh[t], sh[t + w]) : sh[t] + sh[t + w];
+			sh[t] = op == CU_RMAX ? ie_k_max(sh[t], sh[t + w]) :
+				op == CU_RMIN ? ie_k_min(sh[t], sh[t + w]) : sh[t] + sh[t + w];
 	return sh[0];
 }
 
@@ -158,8 +158,8 @@ cu_k_reduce(int op, const float *x, float *y, int64_t outer, int64_t r, int64_t 
 		float		acc = op == CU_RMAX ? -INFINITY : op == CU_RMIN ? INFINITY : 0.0f;
 
 		for (int64_t k = 0; k < r; k++)
-			acc = op == CU_RMAX ? fmaxf(acc, p[k * inner]) :
-				op == CU_RMIN ? fminf(acc, p[k * inner]) : acc + p[k * inner];
+			acc = op == CU_RMAX ? ie_k_max(acc, p[k * inner]) :
+				op == CU_RMIN ? ie_k_min(acc, p[k * inner]) : acc + p[k * inner];
 		y[i] = op == CU_RMEAN ? acc / (float) r : acc;
 	}
 	return cudaSuccess;
@@ -195,7 +195,7 @@ cu_k_softmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner, 
 					sum = 0.0f;
 
 		for (int64_t k = 0; k < n; k++)
-			mx = fmaxf(mx, p[k * inner]);
+			mx = ie_k_max(mx, p[k * inner]);
 		for (int64_t k = 0; k < n; k++)
 			sum += expf(p[k * inner] - mx);
 		for (int64_t k = 0; k < n; k++)

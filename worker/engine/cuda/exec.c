@@ -744,6 +744,15 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 			run_error(m, err, errlen, e2);
 			goto fail;
 		}
+		/* the upload copies a host tensor by its byte count: the shape's */
+		if (t != NULL && t->nbytes != (size_t) ie_tensor_numel(t) * ie_dtype_size(t->dtype))
+		{
+			snprintf(e2, sizeof(e2), "input '%s' holds %zu bytes, not its shape's %zu",
+					 io->name, t->nbytes,
+					 (size_t) ie_tensor_numel(t) * ie_dtype_size(t->dtype));
+			run_error(m, err, errlen, e2);
+			goto fail;
+		}
 		if (d != NULL)
 		{
 			slots[io->value].dev = d;	/* the run's from here on */

@@ -146,7 +146,7 @@ block_reduce(float *sh, int op)
 			float		a = sh[threadIdx.x],
 						b = sh[threadIdx.x + w];
 
-			sh[threadIdx.x] = op == CU_RMAX ? fmaxf(a, b) : op == CU_RMIN ? fminf(a, b) : a + b;
+			sh[threadIdx.x] = op == CU_RMAX ? ie_k_max(a, b) : op == CU_RMIN ? ie_k_min(a, b) : a + b;
 		}
 		__syncthreads();
 	}
@@ -167,7 +167,7 @@ k_reduce_rows(int op, const float *x, float *y, int64_t r)
 	float		acc = reduce_init(op);
 
 	for (int64_t k = threadIdx.x; k < r; k += THREADS)
-		acc = op == CU_RMAX ? fmaxf(acc, row[k]) : op == CU_RMIN ? fminf(acc, row[k]) : acc + row[k];
+		acc = op == CU_RMAX ? ie_k_max(acc, row[k]) : op == CU_RMIN ? ie_k_min(acc, row[k]) : acc + row[k];
 	sh[threadIdx.x] = acc;
 	block_reduce(sh, op);
 	if (threadIdx.x == 0)
@@ -189,8 +189,8 @@ k_reduce_cols(int op, const float *x, float *y, int64_t outer, int64_t r, int64_
 		float		acc = reduce_init(op);
 
 		for (int64_t k = 0; k < r; k++)
-			acc = op == CU_RMAX ? fmaxf(acc, p[k * inner]) :
-				op == CU_RMIN ? fminf(acc, p[k * inner]) : acc + p[k * inner];
+			acc = op == CU_RMAX ? ie_k_max(acc, p[k * inner]) :
+				op == CU_RMIN ? ie_k_min(acc, p[k * inner]) : acc + p[k * inner];
 		y[i] = op == CU_RMEAN ? acc / (float) r : acc;
 	}
 }
@@ -219,7 +219,7 @@ k_softmax_rows(const float *x, float *y, int64_t n, int log)
 				sum = 0.0f;
 
 	for (int64_t k = threadIdx.x; k < n; k += THREADS)
-		mx = fmaxf(mx, row[k]);
+		mx = ie_k_max(mx, row[k]);
 	sh[threadIdx.x] = mx;
 	block_reduce(sh, CU_RMAX);
 	mx = sh[0];
@@ -250,7 +250,7 @@ k_softmax_cols(const float *x, float *y, int64_t outer, int64_t n, int64_t inner
 					sum = 0.0f;
 
 		for (int64_t k = 0; k < n; k++)
-			mx = fmaxf(mx, p[k * inner]);
+			mx = ie_k_max(mx, p[k * inner]);
 		for (int64_t k = 0; k < n; k++)
 			sum += expf(p[k * inner] - mx);
 		for (int64_t k = 0; k < n; k++)

@@ -22,6 +22,23 @@
 #define IE_HD static inline
 #endif
 
+/*
+ * max and min that keep a NaN of either operand (numpy's maximum and
+ * minimum, ONNX Runtime, the CPU backend's Max, Min, ReduceMax and
+ * GlobalMaxPool), where fmaxf and fminf drop it.
+ */
+IE_HD float
+ie_k_max(float a, float b)
+{
+	return (a > b || a != a) ? a : b;
+}
+
+IE_HD float
+ie_k_min(float a, float b)
+{
+	return (a < b || a != a) ? a : b;
+}
+
 /* a op b for the binary operators of kernels.h. */
 IE_HD float
 ie_k_binop(int op, float a, float b)
@@ -33,8 +50,8 @@ ie_k_binop(int op, float a, float b)
 		case CU_MUL: return a * b;
 		case CU_DIV: return a / b;
 		case CU_POW: return powf(a, b);
-		case CU_MAX: return fmaxf(a, b);
-		case CU_MIN: return fminf(a, b);
+		case CU_MAX: return ie_k_max(a, b);
+		case CU_MIN: return ie_k_min(a, b);
 	}
 	return 0.0f;
 }
