@@ -711,10 +711,11 @@ store_row_output(const frag_plan *p, fragment_result *r, int i, const float *v,
 		row->ok = 1;
 		return 0;
 	}
-	if (n == 0 || n > p->spec->n_labels)
+	/* more labels than scores is a registration for another model too */
+	if (n == 0 || n != p->spec->n_labels)
 	{
 		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
-		snprintf(err, errlen, "classify model \"%s\" gives %zu scores but has %zu labels",
+		snprintf(err, errlen, "classify model \"%s\" gives %zu scores but has %zu labels; register it with one label per score",
 				 p->spec->file, n, p->spec->n_labels);
 		return -1;
 	}

@@ -764,8 +764,8 @@ cmp_rows(const void *a, const void *b)
 /*
  * Stores a classifier's answer for the rows of a batch: out is its scores
  * [n, k]; row k gets spec->labels[argmax of its scores] as text.  -1 with
- * sqlstate/err when the output is not [n, k] float or there are fewer
- * labels than scores.
+ * sqlstate/err when the output is not [n, k] float or the labels are not
+ * one per score.
  */
 static int
 store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
@@ -783,9 +783,9 @@ store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
 		return -1;
 	}
 	k = (size_t) out->dims[1];
-	if (k > spec->n_labels)
+	if (k != spec->n_labels)
 	{
-		snprintf(err, errlen, "text classifier \"%s\" gives %zu scores but has %zu labels",
+		snprintf(err, errlen, "text classifier \"%s\" gives %zu scores but has %zu labels; register it with one label per score",
 				 spec->file, k, spec->n_labels);
 		return -1;
 	}

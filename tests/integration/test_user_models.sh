@@ -24,8 +24,10 @@
 #       infer.unload_model: the answers are the new file's;
 #   (e) models that do not fit the image functions are refused with
 #       22023 before any row runs: an int64 output, a registered input
-#       size that the model's fixed one refuses; the error of a request
-#       that carries two calls over one input names both in its context.
+#       size that the model's fixed one refuses; a classifier registered
+#       with more labels than it gives scores (as with fewer); the error
+#       of a request that carries two calls over one input names both in
+#       its context.
 # Prints "user_models: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts is stopped by pid on every exit path.
 set -u
@@ -159,6 +161,11 @@ out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
 \set ON_ERROR_STOP 0
 SELECT infer.create_model('int_out', 'int_out.onnx', 'raw');
 SELECT infer.create_model('wrong_size', 'first_identity.onnx', 'raw', input_height => 16, input_width => 8);
+SELECT infer.create_model('mlp_cls5', 'mlp.onnx', 'classify', labels => '{a,b,c,d,e}');
+SELECT infer.create_model('mlp_cls4', 'mlp.onnx', 'classify', labels => '{a,b,c,d}');
+SELECT infer.classify('mlp_cls5', data) FROM img WHERE n = 1;
+SELECT 'cls4 ' || count(*) || ' ' || count(*) FILTER (WHERE l IN ('a', 'b', 'c', 'd'))
+  FROM (SELECT infer.classify('mlp_cls4', data) AS l FROM img) s;
 SELECT infer.predict('int_out', data) FROM img WHERE n = 1;
 SELECT infer.predict('wrong_size', data) FROM img WHERE n = 1;
 SELECT infer.predict('first_identity', data), infer.predict('int_out', data) FROM img WHERE n <= 2;
@@ -168,6 +175,9 @@ check "(e) an int64 output: 22023 naming the output and the model" "$out" \
 	'ERROR:  22023: first output "y" of model "int_out.onnx" is int64; infer.predict and infer.classify read a float output'
 check "(e) a registered size the model's fixed input refuses: 22023 naming both" "$out" \
 	'ERROR:  22023: model "wrong_size" is registered with input_height 16 and input_width 8, but its input "x" is fixed at height 8 and width 8'
+check "(e) 5 labels for 4 scores: 22023; 4 labels: a label for every row" "$out" \
+	'ERROR:  22023: classify model "mlp.onnx" gives 4 scores but has 5 labels; register it with one label per score' \
+	'^cls4 25 25$'
 check "(e) two calls in one request: the context names both" "$out" \
 	'CONTEXT:  infer.predict: model "first_identity" \(in one request with infer.predict: model "int_out"\) on inference worker "w"'
 check "(e) ... and the worker is the one started" \
