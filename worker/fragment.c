@@ -42,6 +42,19 @@
 #include "worker/text.h"
 
 /* What prepare() resolves once per request. */
+/*
+ * Whether a model's first output keeps the rows of a batch in its first
+ * dimension (output_layout): known from the declarations, or to be found
+ * by a run (flush_batch's check, whose verdict is kept with the loaded
+ * model).
+ */
+typedef enum out_layout
+{
+	OUT_ROWS_FIRST,				/* yes: split it by rows */
+	OUT_NOT_ROWS,				/* no: run rows alone */
+	OUT_UNKNOWN					/* check at the first batch of 2 or more */
+} out_layout;
+
 typedef struct frag_plan
 {
 	Pginfer__FragmentKind kind;
@@ -57,8 +70,8 @@ typedef struct frag_plan
 	float		mean[3];
 	float		std[3];
 	int			bgr;
-	bool		out_not_batched;	/* first output does not keep the rows in
-									 * its first dimension (output_batched) */
+	out_layout	out;			/* where the first output keeps the rows */
+	model_cache *mc;			/* the cache holding model (its verdict) */
 } frag_plan;
 
 /* Name of a fragment kind, for messages. */
@@ -327,37 +340,69 @@ dim_name(const ie_model *model, int output, int d)
 }
 
 /*
- * Whether the declarations of model's first output allow its first
- * dimension to be the rows of a batch (input 0's first dimension): not
- * when that dimension is fixed at more than 1 ([3, N, 1, 1]), nor when a
- * later dimension has the name (ONNX dim_param) of the input's first
- * ([T, N, C] against [N, 3, H, W]).  Else (a dynamic first dimension, or
- * no declared shape) the batched run's output says it: flush_batch splits
- * it by rows when its first dimension is the batch's row count.
- * Exporters name dimensions as they please (paddle2onnx names every one
- * apart, "p2o.DynamicDimension.0" and ".3" for the same batch, and some
- * "?", which names nothing), so a name that differs proves nothing.  A
- * known limitation: a [T, N, C] output whose names do not show it is
- * split by rows when T happens to equal the rows run.
+ * What the declarations of model's first output say of its rows (input
+ * 0's first dimension): OUT_ROWS_FIRST when its first dimension has the
+ * name (ONNX dim_param) of the input's first; OUT_NOT_ROWS when it is
+ * fixed at more than 1 ([3, N, 1, 1]) or a later dimension has the
+ * input's name ([T, N, C] against [N, 3, H, W]); else OUT_UNKNOWN (no
+ * declared shape, unnamed or otherwise named dimensions), which a run
+ * settles (flush_batch).  Exporters name dimensions as they please
+ * (paddle2onnx names every one apart, "p2o.DynamicDimension.0" and ".3"
+ * for the same batch, and some "?", which names nothing), so a name that
+ * differs proves nothing.
  */
-static bool
-output_batched(const ie_model *model)
+static out_layout
+output_layout(const ie_model *model)
 {
 	int64_t		dims[IE_MAX_DIMS];
 	int			rank = ie_model_output_shape(model, 0, NULL, dims);
 	const char *batch = dim_name(model, 0, 0);
 
-	if (rank < 1)
-		return true;
-	if (dims[0] > 1)
-		return false;
-	if (batch == NULL || (dim_name(model, 1, 0) != NULL &&
-						  strcmp(dim_name(model, 1, 0), batch) == 0))
-		return true;
+	if (rank >= 1 && dims[0] > 1)
+		return OUT_NOT_ROWS;
+	if (rank < 1 || batch == NULL)
+		return OUT_UNKNOWN;
+	if (dim_name(model, 1, 0) != NULL && strcmp(dim_name(model, 1, 0), batch) == 0)
+		return OUT_ROWS_FIRST;
 	for (int d = 1; d < rank; d++)
 		if (dim_name(model, 1, d) != NULL && strcmp(dim_name(model, 1, d), batch) == 0)
-			return false;
-	return true;
+			return OUT_NOT_ROWS;
+	return OUT_UNKNOWN;
+}
+
+/*
+ * The verdicts flush_batch keeps with a loaded model whose output layout
+ * the declarations leave open (model_cache_set_aux; dropped with the
+ * model when it is unloaded or loaded again).
+ */
+static const char verdict_rows_first = 'r';
+static const char verdict_not_rows = 'n';
+
+/* p->out, or for OUT_UNKNOWN the verdict kept with the model, if any. */
+static out_layout
+plan_layout(const frag_plan *p)
+{
+	const void *v;
+
+	if (p->out != OUT_UNKNOWN || p->mc == NULL)
+		return p->out;
+	v = model_cache_get_aux(p->mc, p->spec->file);
+	return v == &verdict_rows_first ? OUT_ROWS_FIRST :
+		v == &verdict_not_rows ? OUT_NOT_ROWS : OUT_UNKNOWN;
+}
+
+/* Keeps the verdict rows_first with p's model (plan_layout). */
+static void
+keep_verdict(const frag_plan *p, bool rows_first)
+{
+	if (p->mc == NULL)
+		return;
+	if (model_cache_set_aux(p->mc, p->spec->file,
+							(void *) (rows_first ? &verdict_rows_first : &verdict_not_rows),
+							NULL) == 0)
+		log_info("model \"%s\": its first output's rows %s (checked against a row run alone); %s",
+				 p->spec->file, rows_first ? "come first" : "do not come first",
+				 rows_first ? "rows run in batches" : "rows run one at a time");
 }
 
 /* Resolves the model and preprocessing of FRAG_PREDICT / FRAG_CLASSIFY. */
@@ -473,7 +518,16 @@ prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
 		(dims[2] > 0 && dims[2] <= 65536 ? (int) dims[2] : 0);
 	p->in_w = spec->input_width > 0 ? spec->input_width :
 		(dims[3] > 0 && dims[3] <= 65536 ? (int) dims[3] : 0);
-	p->out_not_batched = !output_batched(p->model);
+	/* a fixed batch of more than one: no request holds exactly that */
+	if (dims[0] > 1)
+	{
+		snprintf(err, errlen,
+				 "model \"%s\" takes a fixed batch of %lld images (input \"%s\"); the image functions run one row, or a batch of any size: export it with a batch dimension of 1 or a dynamic one",
+				 spec->file, (long long) dims[0], ie_model_input_name(p->model, 0));
+		return -1;
+	}
+	p->out = output_layout(p->model);
+	p->mc = mc;
 	return 0;
 }
 
@@ -880,13 +934,56 @@ row_run_failed(const frag_plan *p, fragment_result *r, int i,
 }
 
 /*
+ * Whether out, the first output of b's rows run as one batch, whose first
+ * dimension is their count, keeps the rows there: 1 yes, 0 no, -1 with
+ * sqlstate/err on a request error.  What the declarations say
+ * (plan_layout), or, when they leave it open, what a run of the batch's
+ * first row alone shows: its output must be out's first slice (the
+ * tolerance of ONNX's backend tests, numpy.allclose rtol 1e-3, atol 1e-5;
+ * NaN matches NaN).  A [T, N, C] output with T the row count fails it, as
+ * does a model that mixes the rows of a batch.  The verdict is kept with
+ * the loaded model (keep_verdict), so the check costs one row run a load.
+ */
+static int
+rows_first(const frag_plan *p, const pending_batch *b, const ie_tensor *out,
+		   fragment_result *r, const char **sqlstate, char *err, size_t errlen)
+{
+	out_layout	layout = plan_layout(p);
+	ie_tensor  *one = NULL;
+	size_t		per = (size_t) ie_tensor_numel(out) / (size_t) b->count;
+	bool		same;
+	int			c;
+
+	if (layout != OUT_UNKNOWN)
+		return layout == OUT_ROWS_FIRST;
+	c = model_call(p, b, 0, 1, &one, r, sqlstate, err, errlen);
+	if (c != 0)
+	{
+		/* the row's own error comes again when the rows run alone */
+		ie_tensor_destroy(&one);
+		err[0] = '\0';
+		return c < 0 ? -1 : 0;
+	}
+	same = (size_t) ie_tensor_numel(one) == per;
+	for (size_t i = 0; same && i < per; i++)
+	{
+		float		x = ((const float *) out->data)[i],
+					y = ((const float *) one->data)[i];
+
+		same = (isnan(x) && isnan(y)) || fabsf(x - y) <= 1e-5f + 1e-3f * fabsf(y);
+	}
+	ie_tensor_destroy(&one);
+	keep_verdict(p, same);
+	return same;
+}
+
+/*
  * Runs the rows of b as one N-row tensor and splits the first output back
- * per row (row k gets numel / N values starting at k * numel / N).  When
- * the output does not keep the batch in its first dimension, or the
- * batched run fails where a row may be at fault (input size from the
- * image, or out of memory), each row is run again alone and a row whose
- * run fails gets its own error (row_run_failed).  Empties b.  -1 with
- * sqlstate/err on a request error.
+ * per row (row k gets numel / N values starting at k * numel / N) when its
+ * first dimension is N and keeps the rows there (rows_first).  Otherwise,
+ * or when the batched run fails (a row may be at fault, or the batch), each
+ * row is run again alone and a row whose run fails gets its own error
+ * (row_run_failed).  Empties b.  -1 with sqlstate/err on a request error.
  */
 static int
 flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
@@ -895,6 +992,8 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 	ie_tensor  *out = NULL;
 	int			rc = -1;
 	int			c;
+	int			split = 0;
+	bool		batch_failed = false;
 
 	if (b->count == 0)
 		return 0;
@@ -914,21 +1013,25 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		goto done;
 	if (c > 0)
 	{
-		int			oom = strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) == 0;
-
-		if (b->count == 1 || !(oom || p->in_h == 0 || p->in_w == 0))
+		if (b->count == 1)
 		{
 			if (row_run_failed(p, r, b->row[0], sqlstate, err, errlen) != 0)
 				goto done;
-			/* one row, or a shape not from the image (already -1 above) */
 			rc = 0;
 			goto done;
 		}
+		/*
+		 * a row may be at fault (its size, memory), or the batch itself:
+		 * a model that fixes a batch of 1 inside (Reshape to [1, ...])
+		 */
+		batch_failed = strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) != 0;
 		log_debug("model \"%s\": a %d-row batch of %dx%d inputs failed (%s); running rows alone",
 				  p->spec->file, b->count, b->w, b->h, err);
 	}
-	else if (b->count == 1 ||
-			 (out->ndim >= 1 && out->dims[0] == b->count))
+	else if (b->count > 1 && out->ndim >= 1 && out->dims[0] == b->count &&
+			 (split = rows_first(p, b, out, r, sqlstate, err, errlen)) < 0)
+		goto done;
+	if (c == 0 && (b->count == 1 || split > 0))
 	{
 		size_t		per = (size_t) ie_tensor_numel(out) / (size_t) b->count;
 
@@ -939,7 +1042,7 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		rc = 0;
 		goto done;
 	}
-	else
+	if (c == 0)
 		log_debug("model \"%s\": output of a %d-row batch has shape [%lld,...]; running rows alone",
 				  p->spec->file, b->count, out->ndim >= 1 ? (long long) out->dims[0] : -1LL);
 
@@ -955,6 +1058,15 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 			if (row_run_failed(p, r, b->row[k], sqlstate, err, errlen) != 0)
 				goto done;
 			continue;
+		}
+		/*
+		 * the batch failed where this row alone runs, at the model's own
+		 * input size (no row's size to blame): the model runs rows alone
+		 */
+		if (batch_failed && p->in_h > 0 && p->in_w > 0)
+		{
+			keep_verdict(p, false);
+			batch_failed = false;
 		}
 		if (store_row_output(p, r, b->row[k], out->data, (size_t) ie_tensor_numel(out),
 							 sqlstate, err, errlen) != 0)
@@ -1000,7 +1112,7 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 	 * keep the rows in its first dimension, runs one row at a time.
 	 */
 	if ((ie_model_input_shape(p->model, 0, &dtype, dims) >= 1 && dims[0] >= 0) ||
-		p->out_not_batched)
+		plan_layout(p) == OUT_NOT_ROWS)
 		max_batch = 1;
 	if (max_batch < 1)
 		max_batch = 1;

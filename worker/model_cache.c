@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,7 @@ typedef struct file_stamp
 	off_t		size;
 	struct timespec mtime;
 	struct timespec ctime;
+	bool		recent;			/* modified within MODEL_FILE_SETTLE_MS */
 } file_stamp;
 
 typedef struct cache_entry
@@ -336,6 +338,7 @@ stamp_of(const struct stat *st)
 	file_stamp	s;
 
 	memset(&s, 0, sizeof(s));
+	s.recent = false;
 	s.dev = st->st_dev;
 	s.ino = st->st_ino;
 	s.size = st->st_size;
@@ -794,9 +797,8 @@ reload_needed(const cache_entry *e, const Pginfer__ModelSpec *spec,
  * now, for disk_changed: a stat(2) a use, made without the cache's lock
  * (a slow file system must not hold up the worker's loop, which takes
  * it).  size -1 when there is nothing to compare: no such regular file
- * (removed: the resident model goes on serving), a simulated device, or a
- * file modified less than MODEL_FILE_SETTLE_MS ago (a copy over it may be
- * under way; it is read once it has been left alone that long).
+ * (removed: the resident model goes on serving) or a simulated device.
+ * recent when it was modified less than MODEL_FILE_SETTLE_MS ago.
  */
 static file_stamp
 disk_stamp(const model_cache *mc, const char *key)
@@ -813,24 +815,30 @@ disk_stamp(const model_cache *mc, const char *key)
 		stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
 		clock_gettime(CLOCK_REALTIME, &now) != 0)
 		return s;
-	if ((now.tv_sec - st.st_mtim.tv_sec) * 1000 +
-		(now.tv_nsec - st.st_mtim.tv_nsec) / 1000000 < MODEL_FILE_SETTLE_MS)
-		return s;
-	return stamp_of(&st);
+	s = stamp_of(&st);
+	s.recent = (now.tv_sec - st.st_mtim.tv_sec) * 1000 +
+		(now.tv_nsec - st.st_mtim.tv_nsec) / 1000000 < MODEL_FILE_SETTLE_MS;
+	return s;
 }
 
 /*
  * Whether e's model, read from the model directory, is no longer what its
  * file there holds: the file's stamp now (disk_stamp) differs from the one
- * it had when it was read (copied or renamed over, touched).  Not when the
- * request names the SHA-256 of the resident bytes: the registration pins
- * those, whatever the file holds now.  Lock held.
+ * it had when it was read (copied or renamed over, touched).  A file
+ * written in place (the same inode) counts once it has been left alone
+ * for MODEL_FILE_SETTLE_MS: a copy onto it is written over time, and the
+ * resident model serves meanwhile; another inode (a rename over it, which
+ * is atomic) counts at once.  Not when the request names the SHA-256 of
+ * the resident bytes: the registration pins those, whatever the file
+ * holds now.  Lock held.
  */
 static int
 disk_changed(const cache_entry *e, const file_stamp *now,
 			 const Pginfer__ModelSpec *spec)
 {
 	if (e->disk.size < 0 || now->size < 0)
+		return 0;
+	if (now->recent && now->dev == e->disk.dev && now->ino == e->disk.ino)
 		return 0;
 	if (e->has_sha256 && spec->sha256.len == 32 &&
 		memcmp(e->sha256, spec->sha256.data, 32) == 0)

@@ -21,6 +21,12 @@ that a batch tensor whose byte count is not its shape's shows:
                        first dimension
   seq_first.onnx       GlobalAveragePool -> Flatten -> Transpose: y [C, N]
                        (both named), the batch in the second dimension
+  undeclared.onnx      the same, y [?, ?] (no size, no name): the worker
+                       finds where the rows are by running one alone
+  reshape_b1.onnx      Reshape to [1, 192] (a batch of 1 fixed inside, as
+                       exporters write) -> Gemm (192x4): y [N, 4], runs
+                       only a row at a time
+  fixed_b4.onnx        first_identity with its batch fixed at 4: x [4, 3, 8, 8]
   int_out.onnx         GlobalAveragePool -> Flatten -> Cast (int64):
                        y int64 [N, 3], an output the image functions
                        cannot read
@@ -91,6 +97,32 @@ def main():
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("Transpose", ["f"], ["y"], perm=[1, 0]),
     ], y(["C", "N"]))
+
+    save(outdir, "undeclared", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Transpose", ["f"], ["y"], perm=[1, 0]),
+    ], helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None]))
+
+    rng = np.random.default_rng(9)
+    w = numpy_helper.from_array(rng.normal(0, 0.1, (192, 4)).astype(np.float32), "w")
+    shape = numpy_helper.from_array(np.array([1, 192], dtype=np.int64), "shape")
+    save(outdir, "reshape_b1", [
+        helper.make_node("Reshape", ["x", "shape"], ["f"]),
+        helper.make_node("Gemm", ["f", "w"], ["y"]),
+    ], y(["N", 4]), [w, shape])
+
+    graph = helper.make_graph([
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ], "fixed_b4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3, 8, 8])],
+        [y([4, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="pg_infer tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(outdir, "fixed_b4.onnx"))
+    print(os.path.join(outdir, "fixed_b4.onnx"))
 
     save(outdir, "int_out", [
         helper.make_node("GlobalAveragePool", ["x"], ["g"]),

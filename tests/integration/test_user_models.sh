@@ -13,18 +13,22 @@
 #       first: "reshape changes the size"), batch_transpose (output
 #       [3, N, 1, 1]: split by rows where N was 3, the rows' values came
 #       back transposed), seq_first (output [C, N], the names say where
-#       the batch is);
+#       the batch is), undeclared (the same without a declared shape: the
+#       rows of other requests merged into one run, even other sessions',
+#       came back in its rows), reshape_b1 (a batch of 1 fixed inside:
+#       XX000 "cannot reshape" once batched);
 #   (v) batch_transpose's and seq_first's per-row values are the channel
 #       means that first_identity gives;
 #   (w) the worker is the one started, and its log has no allocator abort;
 #   (f) a model file replaced in the model directory is read again at a
 #       use once it has been left alone for a second (copied over: the
 #       first use after the copy still gets the old answers), or at once
-#       when renamed over it (written earlier), without
+#       when a copy just written is renamed over it, without
 #       infer.unload_model: the answers are the new file's;
 #   (e) models that do not fit the image functions are refused with
 #       22023 before any row runs: an int64 output, a registered input
-#       size that the model's fixed one refuses; a classifier registered
+#       size that the model's fixed one refuses, a batch fixed at 4 (it
+#       was XX000 at the first row); a classifier registered
 #       with more labels than it gives scores (as with fewer); the error
 #       of a request that carries two calls over one input names both in
 #       its context.
@@ -82,7 +86,8 @@ SELECT row_number() OVER (ORDER BY f), pg_read_binary_file('$OCR_DATA/' || f)
  WHERE f ~ '^p[0-9]+_.*\.(png|jpg)$'
  ORDER BY f LIMIT 25;
 SELECT infer.create_model(m, m || '.onnx', 'raw')
-  FROM unnest(ARRAY['first_identity', 'first_concat', 'mlp', 'batch_transpose', 'seq_first']) AS m;
+  FROM unnest(ARRAY['first_identity', 'first_concat', 'mlp', 'batch_transpose', 'seq_first',
+					'undeclared', 'reshape_b1']) AS m;
 -- differ(a, b): whether two answers differ by more than 1e-5 (or in length)
 CREATE FUNCTION differ(a real[], b real[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS \$\$
@@ -94,7 +99,7 @@ EOF
 check "25 real images" "$(q -c "SELECT count(*) FROM img")" '^25$'
 
 # --- (b) batched answers are the row-by-row answers -------------------------
-for m in first_identity first_concat mlp batch_transpose seq_first; do
+for m in first_identity first_concat mlp batch_transpose seq_first undeclared reshape_b1; do
 	worker_up
 	q >"$tmp/$m.out" 2>&1 <<EOF
 SET infer.enable_batching = off;
@@ -117,7 +122,7 @@ EOF
 done
 
 # --- (v) the per-row values are right, not only alike ----------------------
-for m in batch_transpose seq_first; do
+for m in batch_transpose seq_first undeclared; do
 	check "(v) $m's rows are first_identity's channel means" \
 		"$(q -c "SELECT count(*) || ' ' || count(*) FILTER (WHERE differ(t.v, i.v))
 		           FROM ref_$m t JOIN ref_first_identity i USING (n)")" '^25 0$'
@@ -145,10 +150,9 @@ cp "$MODELS/mlp_b.onnx" "$MODELS/swap.onnx"
 settling=$(q -c "$swap_query ref_mlp r USING (n)")
 sleep 1.2
 copied=$(q -c "$swap_query ref_mlp_b r USING (n)")
-# renamed over (another inode), written a second before: read at once
+# renamed over (another inode), just written: read at once
 cp "$MODELS/mlp.onnx" "$MODELS/swap.new"
 chmod a+r "$MODELS/swap.new"
-sleep 1.2
 mv "$MODELS/swap.new" "$MODELS/swap.onnx"
 renamed=$(q -c "$swap_query ref_mlp r USING (n)")
 check "(f) swap.onnx answers as mlp.onnx; just copied over, still so; a second on, as mlp_b.onnx; renamed over, at once as mlp.onnx (rows that match)" \
@@ -161,6 +165,8 @@ out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
 \set ON_ERROR_STOP 0
 SELECT infer.create_model('int_out', 'int_out.onnx', 'raw');
 SELECT infer.create_model('wrong_size', 'first_identity.onnx', 'raw', input_height => 16, input_width => 8);
+SELECT infer.create_model('fixed_b4', 'fixed_b4.onnx', 'raw');
+SELECT infer.predict('fixed_b4', data) FROM img WHERE n = 1;
 SELECT infer.create_model('mlp_cls5', 'mlp.onnx', 'classify', labels => '{a,b,c,d,e}');
 SELECT infer.create_model('mlp_cls4', 'mlp.onnx', 'classify', labels => '{a,b,c,d}');
 SELECT infer.classify('mlp_cls5', data) FROM img WHERE n = 1;
@@ -175,6 +181,8 @@ check "(e) an int64 output: 22023 naming the output and the model" "$out" \
 	'ERROR:  22023: first output "y" of model "int_out.onnx" is int64; infer.predict and infer.classify read a float output'
 check "(e) a registered size the model's fixed input refuses: 22023 naming both" "$out" \
 	'ERROR:  22023: model "wrong_size" is registered with input_height 16 and input_width 8, but its input "x" is fixed at height 8 and width 8'
+check "(e) a batch fixed at 4: 22023 saying so" "$out" \
+	'ERROR:  22023: model "fixed_b4.onnx" takes a fixed batch of 4 images \(input "x"\)'
 check "(e) 5 labels for 4 scores: 22023; 4 labels: a label for every row" "$out" \
 	'ERROR:  22023: classify model "mlp.onnx" gives 4 scores but has 5 labels; register it with one label per score' \
 	'^cls4 25 25$'

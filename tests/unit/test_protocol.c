@@ -382,7 +382,10 @@ test_sha256(void)
  * dyn_batch 2 a ReduceMean over axis 0 (keepdims 0) follows, so the output
  * [3,1,1] does not keep the batch in its first dimension; with dyn_batch 3
  * a MaxPool with a 3x3 kernel (no padding) comes first, so an input with a
- * side under 3 fails to run.
+ * side under 3 fails to run.  With dyn_batch 1 and 3 the output is
+ * declared [n, 3, 1, 1], its rows first (the worker need not check where
+ * they are by a run of one alone: flush_batch's rows_first); otherwise it
+ * has no declared shape.
  */
 static int
 write_gap_model(const char *path, int dyn_batch)
@@ -408,9 +411,12 @@ write_gap_model(const char *path, int dyn_batch)
 				tout = ONNX__TYPE_PROTO__INIT;
 	Onnx__TypeProto__Tensor ttin = ONNX__TYPE_PROTO__TENSOR__INIT,
 				ttout = ONNX__TYPE_PROTO__TENSOR__INIT;
-	Onnx__TensorShapeProto shin = ONNX__TENSOR_SHAPE_PROTO__INIT;
-	Onnx__TensorShapeProto__Dimension dims[4];
-	Onnx__TensorShapeProto__Dimension *dimp[4];
+	Onnx__TensorShapeProto shin = ONNX__TENSOR_SHAPE_PROTO__INIT,
+				shout = ONNX__TENSOR_SHAPE_PROTO__INIT;
+	Onnx__TensorShapeProto__Dimension dims[4],
+				odims[4];
+	Onnx__TensorShapeProto__Dimension *dimp[4],
+			   *odimp[4];
 	char	   *in_names[1] = {"x"},
 			   *out_names[1] = {"y"};
 	uint8_t    *buf;
@@ -423,7 +429,15 @@ write_gap_model(const char *path, int dyn_batch)
 
 		dims[i] = init;
 		dimp[i] = &dims[i];
+		odims[i] = init;
+		odims[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+		odims[i].dim_value = i == 1 ? 3 : 1;
+		odimp[i] = &odims[i];
 	}
+	odims[0].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+	odims[0].dim_param = "n";
+	shout.n_dim = 4;
+	shout.dim = odimp;
 	if (dyn_batch)
 	{
 		dims[0].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
@@ -451,6 +465,8 @@ write_gap_model(const char *path, int dyn_batch)
 	vin.type = &tin;
 	ttout.has_elem_type = 1;
 	ttout.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	if (dyn_batch == 1 || dyn_batch == 3)
+		ttout.shape = &shout;
 	tout.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
 	tout.tensor_type = &ttout;
 	vout.name = "y";

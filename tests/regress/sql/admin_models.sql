@@ -78,6 +78,8 @@ SELECT infer.create_model('m_x', 'x.onnx', 'raw', mean => '{NaN}');
 :sqlstate
 SELECT infer.create_model('m_x', 'x.onnx', 'raw', std => '{1,Infinity,1}');
 :sqlstate
+SELECT infer.create_model('m_x', 'x.onnx', 'classify', labels => '{a,NULL,c}');
+:sqlstate
 SELECT count(*) FROM infer.models WHERE name = 'm_x';
 
 -- dropping
