@@ -371,37 +371,37 @@ output_layout(const ie_model *model)
 }
 
 /*
- * The verdicts flush_batch keeps with a loaded model whose output layout
- * the declarations leave open (model_cache_set_aux; dropped with the
- * model when it is unloaded or loaded again).
+ * The verdicts flush_batch keeps with a loaded model (model_cache_set_layout;
+ * dropped with the model when it is unloaded or loaded again).
  */
-static const char verdict_rows_first = 'r';
-static const char verdict_not_rows = 'n';
+#define VERDICT_ROWS_FIRST 1
+#define VERDICT_NOT_ROWS 2
 
-/* p->out, or for OUT_UNKNOWN the verdict kept with the model, if any. */
+/*
+ * Where p's model keeps the rows: "not rows" kept with the model wins (a
+ * batch failed where its rows alone ran, whatever the declarations say);
+ * else the declarations, or for OUT_UNKNOWN a verdict kept, if any.
+ */
 static out_layout
 plan_layout(const frag_plan *p)
 {
-	const void *v;
+	int			v = p->mc != NULL ? model_cache_get_layout(p->mc, p->spec->file) : 0;
 
-	if (p->out != OUT_UNKNOWN || p->mc == NULL)
+	if (v == VERDICT_NOT_ROWS)
+		return OUT_NOT_ROWS;
+	if (p->out != OUT_UNKNOWN)
 		return p->out;
-	v = model_cache_get_aux(p->mc, p->spec->file);
-	return v == &verdict_rows_first ? OUT_ROWS_FIRST :
-		v == &verdict_not_rows ? OUT_NOT_ROWS : OUT_UNKNOWN;
+	return v == VERDICT_ROWS_FIRST ? OUT_ROWS_FIRST : OUT_UNKNOWN;
 }
 
-/* Keeps the verdict rows_first with p's model (plan_layout). */
+/* Keeps the verdict rows_first with p's model (plan_layout), saying why. */
 static void
-keep_verdict(const frag_plan *p, bool rows_first)
+keep_verdict(const frag_plan *p, bool rows_first, const char *why)
 {
-	if (p->mc == NULL)
-		return;
-	if (model_cache_set_aux(p->mc, p->spec->file,
-							(void *) (rows_first ? &verdict_rows_first : &verdict_not_rows),
-							NULL) == 0)
-		log_info("model \"%s\": its first output's rows %s (checked against a row run alone); %s",
-				 p->spec->file, rows_first ? "come first" : "do not come first",
+	if (p->mc != NULL &&
+		model_cache_set_layout(p->mc, p->spec->file,
+							   rows_first ? VERDICT_ROWS_FIRST : VERDICT_NOT_ROWS) == 0)
+		log_info("model \"%s\": %s; %s", p->spec->file, why,
 				 rows_first ? "rows run in batches" : "rows run one at a time");
 }
 
@@ -938,11 +938,14 @@ row_run_failed(const frag_plan *p, fragment_result *r, int i,
  * dimension is their count, keeps the rows there: 1 yes, 0 no, -1 with
  * sqlstate/err on a request error.  What the declarations say
  * (plan_layout), or, when they leave it open, what a run of the batch's
- * first row alone shows: its output must be out's first slice (the
+ * last row alone shows: its output must be out's last slice (the
  * tolerance of ONNX's backend tests, numpy.allclose rtol 1e-3, atol 1e-5;
- * NaN matches NaN).  A [T, N, C] output with T the row count fails it, as
- * does a model that mixes the rows of a batch.  The verdict is kept with
- * the loaded model (keep_verdict), so the check costs one row run a load.
+ * NaN matches NaN, an infinity itself).  A [T, N, C] output with T the row
+ * count fails it, as does a model that mixes the rows of a batch (unless
+ * the batch's rows are alike).  The last row, not the first: an output
+ * that lists the first row's items first (a batch index, then a box)
+ * matches for row 0.  The verdict is kept with the loaded model
+ * (keep_verdict), so the check costs one row run a load.
  */
 static int
 rows_first(const frag_plan *p, const pending_batch *b, const ie_tensor *out,
@@ -951,29 +954,34 @@ rows_first(const frag_plan *p, const pending_batch *b, const ie_tensor *out,
 	out_layout	layout = plan_layout(p);
 	ie_tensor  *one = NULL;
 	size_t		per = (size_t) ie_tensor_numel(out) / (size_t) b->count;
+	int			last = b->count - 1;
+	const float *slice = (const float *) out->data + (size_t) last * per;
 	bool		same;
 	int			c;
 
 	if (layout != OUT_UNKNOWN)
 		return layout == OUT_ROWS_FIRST;
-	c = model_call(p, b, 0, 1, &one, r, sqlstate, err, errlen);
+	c = model_call(p, b, last, 1, &one, r, sqlstate, err, errlen);
 	if (c != 0)
 	{
-		/* the row's own error comes again when the rows run alone */
 		ie_tensor_destroy(&one);
+		if (c < 0)
+			return -1;
+		/* the row's own error comes again when the rows run alone */
 		err[0] = '\0';
-		return c < 0 ? -1 : 0;
+		return 0;
 	}
 	same = (size_t) ie_tensor_numel(one) == per;
 	for (size_t i = 0; same && i < per; i++)
 	{
-		float		x = ((const float *) out->data)[i],
+		float		x = slice[i],
 					y = ((const float *) one->data)[i];
 
-		same = (isnan(x) && isnan(y)) || fabsf(x - y) <= 1e-5f + 1e-3f * fabsf(y);
+		same = x == y || (isnan(x) && isnan(y)) || fabsf(x - y) <= 1e-5f + 1e-3f * fabsf(y);
 	}
 	ie_tensor_destroy(&one);
-	keep_verdict(p, same);
+	keep_verdict(p, same, same ? "the last row of a batch, run alone, gives its slice of the batch's first output: the rows come first there"
+				 : "the last row of a batch, run alone, does not give its slice of the batch's first output: the rows do not come first there (or the model mixes the rows of a batch)");
 	return same;
 }
 
@@ -1008,6 +1016,9 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		b->input->dims[0] = b->count;
 		b->input->nbytes = (size_t) b->count * plane_floats(b) * sizeof(float);
 	}
+	/* a model known to run rows alone: no batched run first */
+	if (b->count > 1 && plan_layout(p) == OUT_NOT_ROWS)
+		goto alone;
 	c = model_call(p, b, 0, b->count, &out, r, sqlstate, err, errlen);
 	if (c < 0)
 		goto done;
@@ -1024,7 +1035,8 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		 * a row may be at fault (its size, memory), or the batch itself:
 		 * a model that fixes a batch of 1 inside (Reshape to [1, ...])
 		 */
-		batch_failed = strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) != 0;
+		batch_failed = strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) != 0 &&
+			strcasestr(err, "alloc") == NULL;
 		log_debug("model \"%s\": a %d-row batch of %dx%d inputs failed (%s); running rows alone",
 				  p->spec->file, b->count, b->w, b->h, err);
 	}
@@ -1042,9 +1054,13 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		rc = 0;
 		goto done;
 	}
+	if (c == 0 && split == 0 && plan_layout(p) == OUT_UNKNOWN)
+		keep_verdict(p, false, "the first dimension of a batch's first output is not its rows");
 	if (c == 0)
 		log_debug("model \"%s\": output of a %d-row batch has shape [%lld,...]; running rows alone",
 				  p->spec->file, b->count, out->ndim >= 1 ? (long long) out->dims[0] : -1LL);
+
+alone:
 
 	/* One row at a time. */
 	for (int k = 0; k < b->count; k++)
@@ -1060,12 +1076,12 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 			continue;
 		}
 		/*
-		 * the batch failed where this row alone runs, at the model's own
-		 * input size (no row's size to blame): the model runs rows alone
+		 * the batch failed where this row alone runs (the batch's rows
+		 * share one size): the model runs rows alone
 		 */
-		if (batch_failed && p->in_h > 0 && p->in_w > 0)
+		if (batch_failed)
 		{
-			keep_verdict(p, false);
+			keep_verdict(p, false, "a batch failed where its rows alone run");
 			batch_failed = false;
 		}
 		if (store_row_output(p, r, b->row[k], out->data, (size_t) ie_tensor_numel(out),

@@ -85,6 +85,9 @@ typedef struct cache_entry
 	int			dict_len;
 	void	   *aux;			/* models list only: the caller's data */
 	void		(*aux_free) (void *aux);
+	int			layout;			/* models list: the caller's verdict on the
+								 * loaded model's output layout
+								 * (model_cache_set_layout); 0: none */
 	int			resident;		/* models list: holds memory now */
 	int			busy;			/* a load of it is under way */
 	int			known;			/* loaded once, or declared by the loader */
@@ -557,6 +560,7 @@ make_not_resident(model_cache *mc, cache_entry *e)
 		e->aux_free(e->aux);
 	e->aux = NULL;
 	e->aux_free = NULL;
+	e->layout = 0;
 	ie_model_destroy(&e->model);
 	e->resident = 0;
 	mc->used -= e->bytes <= mc->used ? e->bytes : mc->used;
@@ -824,13 +828,12 @@ disk_stamp(const model_cache *mc, const char *key)
 /*
  * Whether e's model, read from the model directory, is no longer what its
  * file there holds: the file's stamp now (disk_stamp) differs from the one
- * it had when it was read (copied or renamed over, touched).  A file
- * written in place (the same inode) counts once it has been left alone
- * for MODEL_FILE_SETTLE_MS: a copy onto it is written over time, and the
- * resident model serves meanwhile; another inode (a rename over it, which
- * is atomic) counts at once.  Not when the request names the SHA-256 of
- * the resident bytes: the registration pins those, whatever the file
- * holds now.  Lock held.
+ * it had when it was read (copied or renamed over, touched), once it has
+ * been left alone for MODEL_FILE_SETTLE_MS: a copy onto it, or into a new
+ * file under its name (rm and cp, install(1)), is written over time, and
+ * the resident model serves meanwhile.  Not when the request names the
+ * SHA-256 of the resident bytes: the registration pins those, whatever
+ * the file holds now.  Lock held.
  */
 static int
 disk_changed(const cache_entry *e, const file_stamp *now,
@@ -838,7 +841,7 @@ disk_changed(const cache_entry *e, const file_stamp *now,
 {
 	if (e->disk.size < 0 || now->size < 0)
 		return 0;
-	if (now->recent && now->dev == e->disk.dev && now->ino == e->disk.ino)
+	if (now->recent)
 		return 0;
 	if (e->has_sha256 && spec->sha256.len == 32 &&
 		memcmp(e->sha256, spec->sha256.data, 32) == 0)
@@ -1324,6 +1327,38 @@ model_cache_set_aux(model_cache *mc, const char *file, void *aux,
 		e->aux_free(e->aux);
 	e->aux = aux;
 	e->aux_free = aux_free;
+	pthread_mutex_unlock(&mc->lock);
+	return 0;
+}
+
+/* The layout verdict of file's loaded model; see model_cache.h. */
+int
+model_cache_get_layout(model_cache *mc, const char *file)
+{
+	cache_entry *e;
+	int			layout;
+
+	pthread_mutex_lock(&mc->lock);
+	e = find_model_entry(mc, file);
+	layout = e != NULL && e->resident ? e->layout : 0;
+	pthread_mutex_unlock(&mc->lock);
+	return layout;
+}
+
+/* Keeps a layout verdict with file's loaded model; see model_cache.h. */
+int
+model_cache_set_layout(model_cache *mc, const char *file, int layout)
+{
+	cache_entry *e;
+
+	pthread_mutex_lock(&mc->lock);
+	e = find_model_entry(mc, file);
+	if (e == NULL || !e->resident)
+	{
+		pthread_mutex_unlock(&mc->lock);
+		return -1;
+	}
+	e->layout = layout;
 	pthread_mutex_unlock(&mc->lock);
 	return 0;
 }

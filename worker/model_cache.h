@@ -138,6 +138,16 @@ int			model_cache_get_dict(model_cache *mc, const char *labels_file,
 int			model_cache_unload(model_cache *mc, const char *file);
 
 /*
+ * A verdict of the caller's on the loaded model of file (fragment.c: where
+ * its first output keeps the rows of a batch), kept until the model is
+ * unloaded or loaded again: get returns it, 0 when none is kept or no
+ * such model is loaded; set returns 0, or -1 when no such model is
+ * loaded.  Apart from the aux data, which text models hold.
+ */
+int			model_cache_get_layout(model_cache *mc, const char *file);
+int			model_cache_set_layout(model_cache *mc, const char *file, int layout);
+
+/*
  * The data attached to the loaded model of file (any spelling of the
  * path), or NULL when none is attached or no such model is loaded.
  */

@@ -23,6 +23,8 @@ that a batch tensor whose byte count is not its shape's shows:
                        (both named), the batch in the second dimension
   undeclared.onnx      the same, y [?, ?] (no size, no name): the worker
                        finds where the rows are by running one alone
+  unnamed.onnx         first_identity with y [?, ?] (no size, no name): rows
+                       first, which the worker finds by the same check
   reshape_b1.onnx      Reshape to [1, 192] (a batch of 1 fixed inside, as
                        exporters write) -> Gemm (192x4): y [N, 4], runs
                        only a row at a time
@@ -102,6 +104,11 @@ def main():
         helper.make_node("GlobalAveragePool", ["x"], ["g"]),
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("Transpose", ["f"], ["y"], perm=[1, 0]),
+    ], helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None]))
+
+    save(outdir, "unnamed", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
     ], helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None]))
 
     rng = np.random.default_rng(9)

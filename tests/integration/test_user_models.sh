@@ -15,15 +15,18 @@
 #       back transposed), seq_first (output [C, N], the names say where
 #       the batch is), undeclared (the same without a declared shape: the
 #       rows of other requests merged into one run, even other sessions',
-#       came back in its rows), reshape_b1 (a batch of 1 fixed inside:
-#       XX000 "cannot reshape" once batched);
+#       came back in its rows), unnamed (rows first, declared [?, ?]:
+#       the check finds them first, and it batches), reshape_b1 (a batch
+#       of 1 fixed inside: XX000 "cannot reshape" once batched);
+#   (c) the worker's verdicts, one a model load: undeclared and reshape_b1
+#       run rows alone, unnamed in batches;
 #   (v) batch_transpose's and seq_first's per-row values are the channel
 #       means that first_identity gives;
 #   (w) the worker is the one started, and its log has no allocator abort;
 #   (f) a model file replaced in the model directory is read again at a
 #       use once it has been left alone for a second (copied over: the
 #       first use after the copy still gets the old answers), or at once
-#       when a copy just written is renamed over it, without
+#       when a copy written a second before is renamed over it, without
 #       infer.unload_model: the answers are the new file's;
 #   (e) models that do not fit the image functions are refused with
 #       22023 before any row runs: an int64 output, a registered input
@@ -87,7 +90,7 @@ SELECT row_number() OVER (ORDER BY f), pg_read_binary_file('$OCR_DATA/' || f)
  ORDER BY f LIMIT 25;
 SELECT infer.create_model(m, m || '.onnx', 'raw')
   FROM unnest(ARRAY['first_identity', 'first_concat', 'mlp', 'batch_transpose', 'seq_first',
-					'undeclared', 'reshape_b1']) AS m;
+					'undeclared', 'unnamed', 'reshape_b1']) AS m;
 -- differ(a, b): whether two answers differ by more than 1e-5 (or in length)
 CREATE FUNCTION differ(a real[], b real[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS \$\$
@@ -99,7 +102,7 @@ EOF
 check "25 real images" "$(q -c "SELECT count(*) FROM img")" '^25$'
 
 # --- (b) batched answers are the row-by-row answers -------------------------
-for m in first_identity first_concat mlp batch_transpose seq_first undeclared reshape_b1; do
+for m in first_identity first_concat mlp batch_transpose seq_first undeclared unnamed reshape_b1; do
 	worker_up
 	q >"$tmp/$m.out" 2>&1 <<EOF
 SET infer.enable_batching = off;
@@ -121,8 +124,17 @@ EOF
 		"$out" '^ref 25 25 bs3 25 0 bs7 25 0 bsd 25 0 $'
 done
 
+# --- (c) the verdicts, each once --------------------------------------------
+# verdict MODEL TEXT: the worker's verdicts on MODEL that say TEXT
+verdict() {
+	grep -c "model \"$1.onnx\": .*$2" "$tmp/w.log"
+}
+check "(c) undeclared runs rows alone, unnamed in batches, reshape_b1 rows alone: one verdict each" \
+	"undeclared=$(verdict undeclared 'rows run one at a time') unnamed=$(verdict unnamed 'gives its slice.*rows run in batches') reshape_b1=$(verdict reshape_b1 'a batch failed where its rows alone run') all=$(grep -c 'rows run one at a time\|rows run in batches' "$tmp/w.log")" \
+	'^undeclared=1 unnamed=1 reshape_b1=1 all=3$'
+
 # --- (v) the per-row values are right, not only alike ----------------------
-for m in batch_transpose seq_first undeclared; do
+for m in batch_transpose seq_first undeclared unnamed; do
 	check "(v) $m's rows are first_identity's channel means" \
 		"$(q -c "SELECT count(*) || ' ' || count(*) FILTER (WHERE differ(t.v, i.v))
 		           FROM ref_$m t JOIN ref_first_identity i USING (n)")" '^25 0$'
@@ -150,9 +162,10 @@ cp "$MODELS/mlp_b.onnx" "$MODELS/swap.onnx"
 settling=$(q -c "$swap_query ref_mlp r USING (n)")
 sleep 1.2
 copied=$(q -c "$swap_query ref_mlp_b r USING (n)")
-# renamed over (another inode), just written: read at once
+# renamed over (another inode), written a second before: read at once
 cp "$MODELS/mlp.onnx" "$MODELS/swap.new"
 chmod a+r "$MODELS/swap.new"
+sleep 1.2
 mv "$MODELS/swap.new" "$MODELS/swap.onnx"
 renamed=$(q -c "$swap_query ref_mlp r USING (n)")
 check "(f) swap.onnx answers as mlp.onnx; just copied over, still so; a second on, as mlp_b.onnx; renamed over, at once as mlp.onnx (rows that match)" \
