@@ -337,7 +337,7 @@ BEGIN
 				DETAIL = 'mean and std hold 1 value (all channels) or 3 (one per channel), each a finite number, and std no zero.',
 				HINT = 'Values apply to pixel/255, for example mean => ''{0.5,0.5,0.5}'', std => ''{0.5,0.5,0.5}''.';
 	END IF;
-	IF array_position(create_model.labels, NULL) IS NOT NULL THEN
+	IF EXISTS (SELECT 1 FROM unnest(create_model.labels) AS l WHERE l IS NULL) THEN
 		RAISE EXCEPTION 'labels of model "%" hold a NULL', create_model.name
 			USING ERRCODE = 'null_value_not_allowed',
 				HINT = 'Give one label, a text, per score of the model.';

@@ -41,7 +41,6 @@
 #include "worker/request.h"
 #include "worker/text.h"
 
-/* What prepare() resolves once per request. */
 /*
  * Whether a model's first output keeps the rows of a batch in its first
  * dimension (output_layout): known from the declarations, or to be found
@@ -55,6 +54,7 @@ typedef enum out_layout
 	OUT_UNKNOWN					/* check at the first batch of 2 or more */
 } out_layout;
 
+/* What prepare() resolves once per request. */
 typedef struct frag_plan
 {
 	Pginfer__FragmentKind kind;
