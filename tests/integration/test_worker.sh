@@ -169,8 +169,12 @@ B=$DATA/p01_web_docs.png
 Cimg=$DATA/p22_kjv_page.png
 BAD=$DATA/bad/corrupt_middle.jpg
 P=("${C[@]}" --timeout-ms "$OCR_TIMEOUT_MS" --all-values)
+# (A twice alone first: the worker checks where the classifier's output
+# [-1, 2] keeps its rows at its first batch of two rows after a load, a
+# run of one row more, docs/sql.md "Models"; that happens here, before the
+# counts)
 for size in 48x192 0x0; do
-	alone=$("${P[@]}" --input-size $size predict $cls "$A")
+	alone=$("${P[@]}" --input-size $size predict $cls "$A" "$A")
 	va=$(values "$alone" 0)
 	before=$("${C[@]}" ping)
 	out=$("${P[@]}" --input-size $size predict $cls "$B" "$A" "$BAD" "$Cimg" "$A")
@@ -300,7 +304,8 @@ if start_worker "$tmp/dyn.log" --threads 2 --log-level debug --max-batch 4 \
 	D=("$CLIENT" --endpoint "$EP" --timeout-ms "$OCR_TIMEOUT_MS" --all-values --input-size 48x192)
 	vb=$(values "$("${P[@]}" --input-size 48x192 predict $cls "$B")" 0)
 	vc=$(values "$("${P[@]}" --input-size 48x192 predict $cls "$Cimg")" 0)
-	va=$(values "$("${P[@]}" --input-size 48x192 predict $cls "$A")" 0)
+	# two rows, on this worker: the output layout's check (above) here
+	va=$(values "$("${D[@]}" predict $cls "$A" "$A")" 0)
 	# Round 1 makes both clients active peers; in round 2 the first request
 	# to arrive waits for the other client, which is active, and they merge.
 	before=$("$CLIENT" --endpoint "$EP" ping)
