@@ -948,10 +948,10 @@ row_run_failed(const frag_plan *p, fragment_result *r, int i,
  * (keep_verdict), so the check costs one row run a load.
  */
 static int
-rows_first(const frag_plan *p, const pending_batch *b, const ie_tensor *out,
-		   fragment_result *r, const char **sqlstate, char *err, size_t errlen)
+rows_first(const frag_plan *p, out_layout layout, const pending_batch *b,
+		   const ie_tensor *out, fragment_result *r, const char **sqlstate,
+		   char *err, size_t errlen)
 {
-	out_layout	layout = plan_layout(p);
 	ie_tensor  *one = NULL;
 	size_t		per = (size_t) ie_tensor_numel(out) / (size_t) b->count;
 	int			last = b->count - 1;
@@ -1002,6 +1002,7 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 	int			c;
 	int			split = 0;
 	bool		batch_failed = false;
+	out_layout	layout;
 
 	if (b->count == 0)
 		return 0;
@@ -1017,7 +1018,9 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		b->input->nbytes = (size_t) b->count * plane_floats(b) * sizeof(float);
 	}
 	/* a model known to run rows alone: no batched run first */
-	if (b->count > 1 && plan_layout(p) == OUT_NOT_ROWS)
+	/* the model's layout, read once a batch (plan_layout takes the cache's lock) */
+	layout = b->count > 1 ? plan_layout(p) : p->out;
+	if (b->count > 1 && layout == OUT_NOT_ROWS)
 		goto alone;
 	c = model_call(p, b, 0, b->count, &out, r, sqlstate, err, errlen);
 	if (c < 0)
@@ -1041,7 +1044,7 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 				  p->spec->file, b->count, b->w, b->h, err);
 	}
 	else if (b->count > 1 && out->ndim >= 1 && out->dims[0] == b->count &&
-			 (split = rows_first(p, b, out, r, sqlstate, err, errlen)) < 0)
+			 (split = rows_first(p, layout, b, out, r, sqlstate, err, errlen)) < 0)
 		goto done;
 	if (c == 0 && (b->count == 1 || split > 0))
 	{
@@ -1054,7 +1057,9 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		rc = 0;
 		goto done;
 	}
-	if (c == 0 && split == 0 && plan_layout(p) == OUT_UNKNOWN)
+	/* (rows_first keeps its own verdict when it ran) */
+	if (c == 0 && split == 0 && layout == OUT_UNKNOWN &&
+		!(out->ndim >= 1 && out->dims[0] == b->count))
 		keep_verdict(p, false, "the first dimension of a batch's first output is not its rows");
 	if (c == 0)
 		log_debug("model \"%s\": output of a %d-row batch has shape [%lld,...]; running rows alone",
