@@ -342,6 +342,11 @@ BEGIN
 			USING ERRCODE = 'null_value_not_allowed',
 				HINT = 'Give one label, a text, per score of the model.';
 	END IF;
+	IF create_model.labels IS NOT NULL AND create_model.labels_file IS NOT NULL THEN
+		RAISE EXCEPTION 'model "%" has both labels and a labels_file', create_model.name
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give the labels in one place: labels => ARRAY[...], or labels_file => a file in the workers'' model directory holding one label a line.';
+	END IF;
 	IF EXISTS (SELECT 1 FROM infer.model_registry m
 			   WHERE m.name = create_model.name) THEN
 		RAISE EXCEPTION 'model "%" already exists', create_model.name

@@ -72,6 +72,9 @@ typedef struct frag_plan
 	int			bgr;
 	out_layout	out;			/* where the first output keeps the rows */
 	model_cache *mc;			/* the cache holding model (its verdict) */
+	/* FRAG_CLASSIFY: the labels, in the order of the scores */
+	const char *const *labels;
+	size_t		n_labels;
 } frag_plan;
 
 /* Name of a fragment kind, for messages. */
@@ -468,13 +471,10 @@ prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
 				 spec->file, FRAGMENT_MAX_INPUT_SIDE);
 		return -1;
 	}
-	if (frag->kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY && spec->n_labels == 0)
-	{
-		snprintf(err, errlen, "classify model \"%s\" (file \"%s\") has no labels: "
-				 "register it with labels (infer.create_model(..., labels => ARRAY[...]))",
-				 spec->name && spec->name[0] ? spec->name : spec->file, spec->file);
+	if (frag->kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY &&
+		model_cache_get_labels(mc, spec, &p->labels, &p->n_labels, sqlstate,
+							   err, errlen) != 0)
 		return -1;
-	}
 
 	p->model = model_cache_get(mc, spec, sqlstate, err, errlen);
 	if (p->model == NULL)
@@ -766,14 +766,17 @@ store_row_output(const frag_plan *p, fragment_result *r, int i, const float *v,
 		return 0;
 	}
 	/* more labels than scores is a registration for another model too */
-	if (n == 0 || n != p->spec->n_labels)
+	if (n == 0 || n != p->n_labels)
 	{
 		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
-		snprintf(err, errlen, "classify model \"%s\" gives %zu scores but has %zu labels; register it with one label per score",
-				 p->spec->file, n, p->spec->n_labels);
+		snprintf(err, errlen, "classify model \"%s\" gives %zu scores but has %zu labels%s%s%s; register it with one label per score",
+				 p->spec->file, n, p->n_labels,
+				 p->spec->n_labels == 0 ? " (the lines of \"" : "",
+				 p->spec->n_labels == 0 ? p->spec->labels_file : "",
+				 p->spec->n_labels == 0 ? "\")" : "");
 		return -1;
 	}
-	row->text = dup_field(p->spec->labels[argmax(v, n)]);
+	row->text = dup_field(p->labels[argmax(v, n)]);
 	row->ok = 1;
 	return 0;
 }
@@ -912,7 +915,7 @@ row_run_failed(const frag_plan *p, fragment_result *r, int i,
 
 	if (p->in_h > 0 && p->in_w > 0)
 	{
-		snprintf(msg, sizeof(msg), "%s", err);
+		snprintf(msg, sizeof(msg), "%s", ie_message_body(err));
 		snprintf(err, errlen, "model \"%s\" failed: %s", p->spec->file, msg);
 		return -1;
 	}
@@ -924,7 +927,7 @@ row_run_failed(const frag_plan *p, fragment_result *r, int i,
 	else
 	{
 		snprintf(msg, sizeof(msg), "image too small for model \"%s\": %s",
-				 p->spec->file, err);
+				 p->spec->file, ie_message_body(err));
 		fragment_row_error(r, i, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
 						   "Give the model an input size, or pass a larger image.");
 	}

@@ -764,7 +764,7 @@ load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
 	{
 		*sqlstate = load_error_sqlstate(lerr);
 		snprintf(err, errlen, "could not load model file \"%s\": %s",
-				 spec->file, lerr);
+				 spec->file, ie_message_body(lerr));
 		goto fail;
 	}
 	*bytes = ie_model_weight_bytes(*model);
@@ -1200,6 +1200,38 @@ fail:
 	free(path);
 	entry_free(e);
 	return -1;
+}
+
+/* The labels of a classifier spec; see model_cache.h. */
+int
+model_cache_get_labels(model_cache *mc, const Pginfer__ModelSpec *spec,
+					   const char *const **labels, size_t *n_labels,
+					   const char **sqlstate, char *err, size_t errlen)
+{
+	const char *const *dict;
+	int			dict_len;
+
+	if (spec->n_labels > 0)
+	{
+		*labels = (const char *const *) spec->labels;
+		*n_labels = spec->n_labels;
+		return 0;
+	}
+	if (spec->labels_file == NULL || spec->labels_file[0] == '\0')
+	{
+		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
+		snprintf(err, errlen, "classify model \"%s\" (file \"%s\") has no labels: "
+				 "register it with labels => ARRAY[...], or with labels_file => a file in the model directory holding one label a line",
+				 spec_label(spec), spec->file);
+		return -1;
+	}
+	if (model_cache_get_dict(mc, spec->labels_file, &dict, &dict_len, sqlstate,
+							 err, errlen) != 0)
+		return -1;
+	/* the dictionary is blank, the file's lines, space (ocr_dict_load) */
+	*labels = dict + 1;
+	*n_labels = (size_t) dict_len - 2;
+	return 0;
 }
 
 /* Unlinks and frees the entry named file from *list; 1 when found. */

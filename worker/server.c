@@ -1074,6 +1074,12 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	}
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_IN_USE) == 0)
 		return "Unload it once its queued requests are done.";
+	if (strcmp(sqlstate, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
+		return "Export the model without it (ONNX opsets 1 to 17 of the default domain, weights inside the file); docs/sql.md, \"Models\", says what a model needs.";
+	if (strcmp(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED) == 0)
+		return "Copy the model file into the model directory again (check it with onnx.checker.check_model), or register the new file with infer.drop_model() and infer.create_model().";
+	if (strcmp(sqlstate, PGINFER_SQLSTATE_INTERNAL) == 0)
+		return "Check that the model's registration (infer.models: task, input size, mean and std) fits its inputs and outputs; the worker's log names the request.";
 	return NULL;
 }
 

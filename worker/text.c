@@ -761,16 +761,24 @@ cmp_rows(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* A classifier's labels (model_cache_get_labels), in score order. */
+typedef struct text_labels
+{
+	const char *const *v;
+	size_t		n;
+} text_labels;
+
 /*
  * Stores a classifier's answer for the rows of a batch: out is its scores
- * [n, k]; row k gets spec->labels[argmax of its scores] as text.  -1 with
+ * [n, k]; row k gets labels->v[argmax of its scores] as text.  -1 with
  * sqlstate/err when the output is not [n, k] float or the labels are not
  * one per score.
  */
 static int
 store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
-			 const char *out_name, const text_row *rows, int n,
-			 fragment_result *r, const char **sqlstate, char *err, size_t errlen)
+			 const text_labels *labels, const char *out_name,
+			 const text_row *rows, int n, fragment_result *r,
+			 const char **sqlstate, char *err, size_t errlen)
 {
 	size_t		k;
 
@@ -783,16 +791,19 @@ store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
 		return -1;
 	}
 	k = (size_t) out->dims[1];
-	if (k != spec->n_labels)
+	if (k != labels->n)
 	{
-		snprintf(err, errlen, "text classifier \"%s\" gives %zu scores but has %zu labels; register it with one label per score",
-				 spec->file, k, spec->n_labels);
+		snprintf(err, errlen, "text classifier \"%s\" gives %zu scores but has %zu labels%s%s%s; register it with one label per score",
+				 spec->file, k, labels->n,
+				 spec->n_labels == 0 ? " (the lines of \"" : "",
+				 spec->n_labels == 0 ? spec->labels_file : "",
+				 spec->n_labels == 0 ? "\")" : "");
 		return -1;
 	}
 	for (int j = 0; j < n; j++)
 	{
 		Pginfer__RowResult *row = &r->rows[rows[j].index];
-		const char *label = spec->labels[argmax((const float *) out->data + (size_t) j * k, k)];
+		const char *label = labels->v[argmax((const float *) out->data + (size_t) j * k, k)];
 		char	   *s = strdup(label != NULL ? label : "");
 
 		if (s == NULL)
@@ -811,14 +822,15 @@ store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
 
 /*
  * Runs rows[0..n) (sorted, so rows[n-1] is the longest) as one batch and
- * stores each row's vector (classify: label) in r, with the model call's
- * time as one sample of n rows.  -1 with sqlstate/err on a request error.
+ * stores each row's vector (a classifier, labels not NULL: its label) in
+ * r, with the model call's time as one sample of n rows.  -1 with
+ * sqlstate/err on a request error.
  */
 static int
 run_batch(const ie_model *model, const text_model *tm,
-		  const Pginfer__ModelSpec *spec, int classify, const text_row *rows,
-		  int n, fragment_result *r, const char **sqlstate, char *err,
-		  size_t errlen)
+		  const Pginfer__ModelSpec *spec, const text_labels *labels,
+		  const text_row *rows, int n, fragment_result *r,
+		  const char **sqlstate, char *err, size_t errlen)
 {
 	int			len = rows[n - 1].n;
 	int64_t		dims[2] = {n, len};
@@ -865,12 +877,13 @@ run_batch(const ie_model *model, const text_model *tm,
 	{
 		*sqlstate = strstr(lerr, "out of memory") != NULL ?
 			PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL;
-		snprintf(err, errlen, "text model \"%s\" failed: %s", spec->file, lerr);
+		snprintf(err, errlen, "text model \"%s\" failed: %s", spec->file,
+				 ie_message_body(lerr));
 		goto done;
 	}
-	if (classify)
+	if (labels != NULL)
 	{
-		rc = store_labels(outputs[tm->out_logits], spec,
+		rc = store_labels(outputs[tm->out_logits], spec, labels,
 						  ie_model_output_name(model, tm->out_logits), rows, n, r,
 						  sqlstate, err, errlen);
 		goto done;
@@ -937,6 +950,7 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 	const ie_model *model = NULL;
 	text_model *tm = NULL;
 	text_row   *tr = NULL;
+	text_labels labels = {NULL, 0};
 	int			classify = frag->kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT;
 	int			n_ok = 0,
 				rc = -1;
@@ -949,6 +963,10 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 		return -1;
 	}
 	spec = frag->models[0];
+	if (classify &&
+		model_cache_get_labels(mc, spec, &labels.v, &labels.n, sqlstate, err,
+							   errlen) != 0)
+		return -1;
 	if (get_text_model(mc, spec, &model, &tm, sqlstate, err, errlen) != 0)
 		return -1;
 	if (max_batch < 1)
@@ -995,8 +1013,8 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 			   (size_t) (n + 1) * (size_t) tr[start + n].n <= TEXT_MAX_BATCH_TOKENS &&
 			   tr[start + n].n <= tr[start].n * TEXT_PAD_RATIO + TEXT_PAD_SLACK)
 			n++;
-		if (run_batch(model, tm, spec, classify, tr + start, n, r, sqlstate, err,
-					  errlen) != 0)
+		if (run_batch(model, tm, spec, classify ? &labels : NULL, tr + start, n,
+					  r, sqlstate, err, errlen) != 0)
 			goto done;
 		start += n;
 	}

@@ -32,6 +32,11 @@ that a batch tensor whose byte count is not its shape's shows:
   int_out.onnx         GlobalAveragePool -> Flatten -> Cast (int64):
                        y int64 [N, 3], an output the image functions
                        cannot read
+  reshape_100.onnx     Reshape to [-1, 100]: no image's 192 values fit,
+                       every run fails in the engine
+  labels4.txt          4 labels for mlp's 4 scores, one a line (the
+                       second line "\r\n" ended): cat, dog, bird, fish
+  labels5.txt          the same and a fifth, "eel"
 
 Each model is checked with onnx.checker.  Prints the files written.
 """
@@ -130,6 +135,17 @@ def main():
     onnx.checker.check_model(model)
     onnx.save(model, os.path.join(outdir, "fixed_b4.onnx"))
     print(os.path.join(outdir, "fixed_b4.onnx"))
+
+    shape = numpy_helper.from_array(np.array([-1, 100], dtype=np.int64), "shape")
+    save(outdir, "reshape_100", [
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+    ], y(["N", 100]), [shape])
+
+    for name, text in (("labels4.txt", b"cat\ndog\r\nbird\nfish\n"),
+                       ("labels5.txt", b"cat\ndog\r\nbird\nfish\neel\n")):
+        with open(os.path.join(outdir, name), "wb") as out:
+            out.write(text)
+        print(os.path.join(outdir, name))
 
     save(outdir, "int_out", [
         helper.make_node("GlobalAveragePool", ["x"], ["g"]),

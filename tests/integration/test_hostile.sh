@@ -191,13 +191,16 @@ GOOD_MODEL=cls.onnx
 still_serves "B before the hostile models" "$B_PID" "${B[@]}"
 for m in unknown_op.onnx truncated.onnx empty.onnx; do
 	case $m in
-		unknown_op.onnx) st=0A000 want="unsupported operator 'LSTM' \\(node 'Conv@0'\\)" ;;
-		truncated.onnx) st=XX001 want='not an ONNX model \(the bytes do not parse as a ModelProto\)' ;;
-		*) st=XX001 want='not an ONNX model \(no graph\)' ;;
+		unknown_op.onnx) st=0A000 want="unsupported operator 'LSTM' \\(node 'Conv@0'\\)"
+			hint='hint=Export the model without it' ;;
+		truncated.onnx) st=XX001 want='not an ONNX model \(the bytes do not parse as a ModelProto\)'
+			hint='hint=Copy the model file into the model directory again' ;;
+		*) st=XX001 want='not an ONNX model \(no graph\)'
+			hint='hint=Copy the model file into the model directory again' ;;
 	esac
 	out=$("${B[@]}" --timeout-ms "$TIMEOUT_MS" --input-size 48x192 predict "$m" "$GOOD")
-	check "$m: $st naming the file and the cause" "$out" \
-		"^ERROR sqlstate=$st message=could not load model file \"$m\": .*$want"
+	check "$m: $st naming the file (once) and the cause, with a hint" "$out" \
+		"^ERROR sqlstate=$st message=could not load model file \"$m\": [^']*$want" "$hint"
 	check "... also on MSG_LOAD_MODEL" "$("${B[@]}" --timeout-ms "$TIMEOUT_MS" load "$m")" \
 		"^ERROR sqlstate=$st message=could not load model file \"$m\": .*$want"
 	still_serves "after $m" "$B_PID" "${B[@]}"

@@ -34,7 +34,14 @@
 #       was XX000 at the first row); a classifier registered
 #       with more labels than it gives scores (as with fewer); the error
 #       of a request that carries two calls over one input names both in
-#       its context.
+#       its context;
+#   (l) a classifier's labels from labels_file (one a line, "\n" or
+#       "\r\n" ended) give each row the label its place in the file
+#       says, the one labels => ARRAY[...] gives at that place; 5 lines
+#       for 4 scores is 22023 naming the file; a file the model directory
+#       lacks is 58P01; labels and labels_file both is refused (22023);
+#   (m) a model that fails in the engine: XX000 naming the model once
+#       (the engine's "model '...':" opening left out), with a hint.
 # Prints "user_models: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts is stopped by pid on every exit path.
 set -u
@@ -188,6 +195,17 @@ SELECT 'cls4 ' || count(*) || ' ' || count(*) FILTER (WHERE l IN ('a', 'b', 'c',
 SELECT infer.predict('int_out', data) FROM img WHERE n = 1;
 SELECT infer.predict('wrong_size', data) FROM img WHERE n = 1;
 SELECT infer.predict('first_identity', data), infer.predict('int_out', data) FROM img WHERE n <= 2;
+SELECT infer.create_model('mlp_clsf', 'mlp.onnx', 'classify', labels_file => 'labels4.txt');
+SELECT infer.create_model('mlp_clsf5', 'mlp.onnx', 'classify', labels_file => 'labels5.txt');
+SELECT infer.create_model('mlp_clsnf', 'mlp.onnx', 'classify', labels_file => 'nope.txt');
+SELECT infer.create_model('mlp_both', 'mlp.onnx', 'classify', labels => '{a,b,c,d}', labels_file => 'labels4.txt');
+SELECT 'clsf ' || count(*) || ' ' || count(DISTINCT c) || ' ' ||
+	   count(*) FILTER (WHERE f = (ARRAY['cat', 'dog', 'bird', 'fish'])[ascii(c) - 96])
+  FROM (SELECT infer.classify('mlp_cls4', data) AS c, infer.classify('mlp_clsf', data) AS f FROM img) s;
+SELECT infer.classify('mlp_clsf5', data) FROM img WHERE n = 1;
+SELECT infer.classify('mlp_clsnf', data) FROM img WHERE n = 1;
+SELECT infer.create_model('reshape_100', 'reshape_100.onnx', 'raw');
+SELECT infer.predict('reshape_100', data) FROM img WHERE n = 1;
 EOF
 )
 check "(e) an int64 output: 22023 naming the output and the model" "$out" \
@@ -201,6 +219,19 @@ check "(e) 5 labels for 4 scores: 22023; 4 labels: a label for every row" "$out"
 	'^cls4 25 25$'
 check "(e) two calls in one request: the context names both" "$out" \
 	'CONTEXT:  infer.predict: model "first_identity" \(in one request with infer.predict: model "int_out"\) on inference worker "w"'
+check "(l) labels_file: each of 25 rows gets the file's line at the place mlp_cls4's label has in {a,b,c,d}" \
+	"$out" '^clsf 25 [2-4] 25$'
+check "(l) 5 lines for 4 scores: 22023 naming the file" "$out" \
+	'ERROR:  22023: classify model "mlp.onnx" gives 4 scores but has 5 labels \(the lines of "labels5.txt"\); register it with one label per score'
+check "(l) a labels file the model directory lacks: 58P01" "$out" \
+	'ERROR:  58P01: labels file "nope.txt" not found in model directory'
+check "(l) labels and labels_file both: refused" "$out" \
+	'ERROR:  22023: model "mlp_both" has both labels and a labels_file'
+check "(m) a model the engine fails: XX000 naming it once, with a hint" "$out" \
+	'ERROR:  XX000: model "reshape_100.onnx" failed: ' \
+	'HINT:  Check that the model.s registration'
+check_not "(m) ... its message does not repeat the engine's opening" "$out" \
+	"failed: model '"
 check "(e) ... and the worker is the one started" \
 	"alive=$(kill -0 "$FIRST_PID" 2>/dev/null && echo 1 || echo 0)" '^alive=1$'
 

@@ -198,6 +198,13 @@ int			ie_model_run(const ie_model *model, const ie_tensor *const *inputs,
 						 ie_tensor **outputs, char *err, size_t errlen);
 
 /*
+ * An error message of the engine's load or run functions past its
+ * "model '<name>': " opening, for a caller whose own message names the
+ * model; err itself when it has no such opening.  Points into err.
+ */
+const char *ie_message_body(const char *err);
+
+/*
  * Image preprocessing on the model's device (docs/gpu.md).  An image:
  * 8-bit RGB pixels, interleaved, height rows of width * 3 bytes, resized
  * to resize_w x resize_h (bilinear: cv::resize INTER_LINEAR on 8-bit

@@ -85,6 +85,17 @@ run_error(const ie_model *m, char *err, size_t errlen, const char *fmt,...)
 	return -1;
 }
 
+/* An engine message past "model '<name>': "; see engine.h. */
+const char *
+ie_message_body(const char *err)
+{
+	const char *end;
+
+	if (strncmp(err, "model '", 7) != 0 || (end = strstr(err + 7, "': ")) == NULL)
+		return err;
+	return end + 3;
+}
+
 /* Checks input i against its declaration: type, rank and fixed dims. */
 static int
 check_input(const ie_model *m, int i, const ie_tensor *t, char *err, size_t errlen)

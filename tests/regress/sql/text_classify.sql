@@ -32,6 +32,16 @@ SELECT count(*) AS texts, count(*) FILTER (WHERE g.label = r.label) AS as_refere
 SELECT r.id, left(r.body, 50) AS text, g.label
   FROM cref r JOIN cgot g USING (id) WHERE r.id > 40 ORDER BY r.id;
 
+-- the same model with its labels from prompt_task/labels.txt (one a line,
+-- in the order of the scores) gives every text the same label
+SELECT infer.create_model('prompt_task_file', 'prompt_task/model.onnx', 'classify_text',
+	labels_file => 'prompt_task/labels.txt');
+SELECT count(*) AS texts,
+       count(*) FILTER (WHERE infer.classify('prompt_task_file', r.body) = g.label)
+       AS same_label
+  FROM cref r JOIN cgot g USING (id);
+SELECT infer.drop_model('prompt_task_file');
+
 -- one request a row gives the same labels as the batches
 SET infer.enable_batching = off;
 EXPLAIN (COSTS OFF) SELECT id, infer.classify('prompt_task', body) FROM cref;
