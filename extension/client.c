@@ -58,7 +58,13 @@
  * reply is received into a child context of the owner; a reset callback
  * on the owner unlinks the request and sends MSG_CANCEL when it is still
  * unanswered, so an error, a rescan or the end of a batch can never leave
- * a dangling request behind.  Replies nobody waits for are dropped.
+ * a dangling request behind.  Replies nobody waits for are dropped.  A
+ * portal that fails in a subtransaction (a cursor FETCHed inside a
+ * SAVEPOINT, then ROLLBACK TO it) keeps its memory until the transaction
+ * ends, so a request also remembers the resource owner that was current
+ * when it was sent (the portal's, in a FETCH) and is cancelled when that
+ * owner is released on abort (client_resowner_release): the worker stops
+ * its work and the pool stops counting it at the rollback, not at COMMIT.
  *
  * The input cache (docs/placement.md): a MSG_RUN_FRAGMENT names each row
  * of at least infer.input_cache_min_bytes bytes by its SHA-256
@@ -107,6 +113,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -143,6 +150,8 @@ struct InferRequest
 	TimestampTz deadline;
 	int			timeout_ms;
 	MemoryContext owner;		/* the reply's context is a child of it */
+	ResourceOwner resowner;		/* current at send; released on abort, it
+								 * cancels the request */
 	InferReply *reply;			/* NULL until it arrives */
 	MemoryContextCallback forget;	/* on the owner's reset or deletion */
 	InferPoolInflight inflight; /* its share of the pool's in-flight work */
@@ -193,11 +202,37 @@ static int	client_monitor_counter = 0;
 static dlist_head client_pending = DLIST_STATIC_INIT(client_pending);
 
 static void client_dispatch(InferSocket *s, const InferWorker *worker);
+static void client_cancel(InferRequest *req);
 static ClientStaged client_staged;
 
 /*
- * Load-time check: the linked libzmq must be 4.x or later (ZMQ_IMMEDIATE,
- * zmq_msg_more).  Creates nothing.
+ * Resource release callback: on abort (isCommit false), cancels the
+ * requests sent while the owner being released (CurrentResourceOwner
+ * during the callback: resowner.c, ResourceOwnerReleaseInternal) was
+ * current.  See the banner.  Never raises an error.
+ */
+static void
+client_resowner_release(ResourceReleasePhase phase, bool isCommit,
+						bool isTopLevel, void *arg)
+{
+	dlist_mutable_iter iter;
+
+	if (isCommit || phase != RESOURCE_RELEASE_BEFORE_LOCKS ||
+		CurrentResourceOwner == NULL)
+		return;
+	dlist_foreach_modify(iter, &client_pending)
+	{
+		InferRequest *req = dlist_container(InferRequest, node, iter.cur);
+
+		if (req->resowner == CurrentResourceOwner)
+			client_cancel(req);
+	}
+}
+
+/*
+ * Load-time set-up: the linked libzmq must be 4.x or later (ZMQ_IMMEDIATE,
+ * zmq_msg_more); the resource release callback that cancels the requests
+ * of an aborted owner.  Creates no socket.
  */
 void
 InferClientInit(void)
@@ -212,6 +247,7 @@ InferClientInit(void)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("pg_infer needs libzmq 4 or later, found %d.%d.%d",
 						major, minor, patch)));
+	RegisterResourceReleaseCallback(client_resowner_release, NULL);
 }
 
 /*
@@ -281,6 +317,7 @@ client_socket(const InferWorker *worker)
 	const InferCurveKeys *curve;
 	void	   *sock;
 	void	   *monitor = NULL;
+	WaitEventSet *volatile waitset = NULL;
 	char		monitor_addr[64];
 	int			zero = 0;
 	int			one = 1;
@@ -385,16 +422,30 @@ client_socket(const InferWorker *worker)
 				 errhint("Drop the worker with infer.drop_worker() and add it again with an endpoint like tcp://host:port.")));
 	}
 
+	/* the wait set can fail (no file descriptor left): close both sockets */
+	PG_TRY();
+	{
+		waitset = CreateWaitEventSet(TopMemoryContext, 4);
+		AddWaitEventToSet(waitset, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+		AddWaitEventToSet(waitset, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET,
+						  NULL, NULL);
+		AddWaitEventToSet(waitset, WL_SOCKET_READABLE, fd, NULL, NULL);
+		AddWaitEventToSet(waitset, WL_SOCKET_READABLE, monitor_fd, NULL, NULL);
+	}
+	PG_CATCH();
+	{
+		if (waitset != NULL)
+			FreeWaitEventSet(waitset);
+		zmq_close(monitor);
+		zmq_close(sock);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	s = MemoryContextAllocZero(TopMemoryContext, sizeof(InferSocket));
 	s->endpoint = MemoryContextStrdup(TopMemoryContext, worker->endpoint);
 	s->sock = sock;
 	s->monitor = monitor;
-	s->waitset = CreateWaitEventSet(TopMemoryContext, 4);
-	AddWaitEventToSet(s->waitset, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
-	AddWaitEventToSet(s->waitset, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET,
-					  NULL, NULL);
-	AddWaitEventToSet(s->waitset, WL_SOCKET_READABLE, fd, NULL, NULL);
-	AddWaitEventToSet(s->waitset, WL_SOCKET_READABLE, monitor_fd, NULL, NULL);
+	s->waitset = waitset;
 	s->next = client_sockets;
 	client_sockets = s;
 	return s;
@@ -1289,6 +1340,7 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	req->request_id = request->request_id;
 	req->timeout_ms = timeout_ms;
 	req->owner = CurrentMemoryContext;
+	req->resowner = CurrentResourceOwner;
 	req->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												timeout_ms);
 

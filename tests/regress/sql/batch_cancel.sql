@@ -157,6 +157,27 @@ SELECT pg_temp.wait_for_cancels(pg_backend_pid(), :cancels_before) AS worker_got
 SELECT string_agg(infer.classify('ppocr_cls', data), ',' ORDER BY id) AS labels
   FROM cancel_img WHERE id <= 6;
 
+-- a cursor FETCHed inside a savepoint, stopped by its statement_timeout:
+-- ROLLBACK TO fails the cursor (it cannot run again) but keeps its memory
+-- until the transaction ends; its batches in flight are cancelled at the
+-- rollback all the same, and the pool counts none of them from then on
+SELECT pg_temp.worker_cancels(pg_backend_pid()) AS cancels_before \gset
+BEGIN;
+DECLARE c CURSOR FOR SELECT infer.classify('ppocr_cls', data) AS l
+	FROM cancel_img, generate_series(1, 50000);
+SAVEPOINT s1;
+SET LOCAL statement_timeout = '1s';
+\set SHOW_CONTEXT never
+FETCH ALL FROM c \g /dev/null
+\set SHOW_CONTEXT errors
+ROLLBACK TO s1;
+SELECT inflight_requests, inflight_rows FROM infer.workers WHERE name = 'regress';
+SELECT pg_temp.wait_for_cancels(pg_backend_pid(), :cancels_before) AS worker_got_cancels;
+FETCH 1 FROM c;
+ROLLBACK;
+SELECT string_agg(infer.classify('ppocr_cls', data), ',' ORDER BY id) AS labels
+  FROM cancel_img WHERE id <= 6;
+
 SELECT dblink_disconnect('victim');
 DROP TABLE cancel_img;
 SELECT infer.drop_worker('regress');
