@@ -1238,12 +1238,12 @@ infer_embed(PG_FUNCTION_ARGS)
 }
 
 /*
- * Whether the text argument argno of the call is a constant written in the
- * query (a Const in the call's expression), rather than a column, a
- * parameter or the value of another expression.
+ * Whether argument argno of the call is a value given once for the whole
+ * statement, a constant or a parameter (InferArgIsStatementValue), rather
+ * than a column or the value of another expression.
  */
 static bool
-arg_is_literal(FunctionCallInfo fcinfo, int argno)
+arg_is_statement_value(FunctionCallInfo fcinfo, int argno)
 {
 	Node	   *expr = fcinfo->flinfo != NULL ? fcinfo->flinfo->fn_expr : NULL;
 	List	   *args;
@@ -1251,7 +1251,8 @@ arg_is_literal(FunctionCallInfo fcinfo, int argno)
 	if (expr == NULL || !IsA(expr, FuncExpr))
 		return false;
 	args = ((FuncExpr *) expr)->args;
-	return list_length(args) > argno && IsA(list_nth(args, argno), Const);
+	return list_length(args) > argno &&
+		InferArgIsStatementValue(list_nth(args, argno));
 }
 
 /*
@@ -1262,9 +1263,11 @@ arg_is_literal(FunctionCallInfo fcinfo, int argno)
  *
  * An untyped string constant, such as '\x89504e47...', resolves to this
  * overload rather than to infer.classify(text, bytea); so that such calls
- * written for an image classifier keep their meaning, a constant input
- * given to a model of any other task is read as bytea's input form and
- * classified as an image (the planner leaves these calls unbatched).
+ * written for an image classifier keep their meaning, a constant or a
+ * parameter given to an image classifier (task classify) is read as
+ * bytea's input form and classified as an image (the planner leaves these
+ * calls unbatched), under a custom plan and a generic one alike; every
+ * other model gets the text, and 42809 unless its task is classify_text.
  */
 Datum
 infer_classify_text(PG_FUNCTION_ARGS)
@@ -1274,8 +1277,8 @@ infer_classify_text(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		out;
 
-	if (arg_is_literal(fcinfo, 1) &&
-		strcmp(InferCatalogGetModels(names, NULL, 1)[0]->task, "classify_text") != 0)
+	if (arg_is_statement_value(fcinfo, 1) &&
+		strcmp(InferCatalogGetModels(names, NULL, 1)[0]->task, "classify") == 0)
 	{
 		char	   *lit = TextDatumGetCString(PG_GETARG_DATUM(1));
 		Datum		img = DirectFunctionCall1(byteain, CStringGetDatum(lit));

@@ -508,6 +508,7 @@ extern bool InferTextWithinLimit(Datum input, InferFunction fn,
 
 extern void InferPlannerInit(void);
 extern InferFunction InferPlannerFunction(Oid funcid);
+extern bool InferArgIsStatementValue(const Node *node);
 
 /* ----------
  * inferbatch.c: the InferBatch custom scan (batched, pipelined ML calls)

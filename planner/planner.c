@@ -181,6 +181,21 @@ ml_lookup(void)
 }
 
 /*
+ * Whether node is a value given once for the whole statement: a constant
+ * or a query parameter ($1).  The two must go together: a custom plan of
+ * a prepared statement has its parameters as constants (the planner puts
+ * them in: clauses.c, eval_const_expressions), a generic plan keeps them
+ * as parameters, and a call must mean the same under both.
+ */
+bool
+InferArgIsStatementValue(const Node *node)
+{
+	return node != NULL &&
+		(IsA(node, Const) ||
+		 (IsA(node, Param) && ((const Param *) node)->paramkind == PARAM_EXTERN));
+}
+
+/*
  * Returns which ML function funcid is, INFER_FN_NONE for any other
  * function.  Needs a transaction.
  */
@@ -224,9 +239,9 @@ contains_ml(Node *node)
  * Whether the ML call can be batched: its model argument (predict,
  * classify, embed) is a constant or a query parameter, so one fragment
  * serves every row, and its image (or text) argument holds no ML call and
- * no subplan.  infer.classify(text, text) over a constant is left per row:
- * for an image classifier the constant is an image in bytea's input form
- * (see infer_classify_text).
+ * no subplan.  infer.classify(text, text) over a constant or a parameter
+ * is left per row: for an image classifier that value is an image in
+ * bytea's input form (see infer_classify_text).
  */
 static bool
 call_is_batchable(FuncExpr *call)
@@ -240,7 +255,7 @@ call_is_batchable(FuncExpr *call)
 		if (list_length(call->args) != 2 || !model_arg_is_fixed(call))
 			return false;
 		img = lsecond(call->args);
-		if (fn == INFER_FN_CLASSIFY_TEXT && IsA(img, Const))
+		if (fn == INFER_FN_CLASSIFY_TEXT && InferArgIsStatementValue(img))
 			return false;
 	}
 	else

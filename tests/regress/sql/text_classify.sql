@@ -103,4 +103,24 @@ BEGIN
 END
 $$;
 
+-- a prepared statement's parameter given to an image classifier is an
+-- image in bytea's input form under a custom plan (the planner makes it a
+-- constant) as under a generic plan (here 8 bytes of a PNG signature:
+-- 22P03, the same both times); an expression over a column is text
+-- (42809); an embedding model given a constant is told it needs
+-- classify_text
+PREPARE cls(text) AS SELECT infer.classify('ppocr_cls', $1);
+SET plan_cache_mode = force_custom_plan;
+EXECUTE cls('\x89504e470d0a1a0a');
+:sqlstate
+SET plan_cache_mode = force_generic_plan;
+EXECUTE cls('\x89504e470d0a1a0a');
+:sqlstate
+RESET plan_cache_mode;
+DEALLOCATE cls;
+SELECT infer.classify('ppocr_cls', body || '') FROM cref WHERE id = 1;
+:sqlstate
+SELECT infer.classify('minilm', 'hello');
+:sqlstate
+
 SELECT infer.drop_worker('regress');
