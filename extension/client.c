@@ -130,6 +130,8 @@ typedef struct InferSocket
 	bool		connected;		/* the last event seen was CONNECTED */
 	TimestampTz dropped_at;		/* when a DISCONNECTED event was read that
 								 * no CONNECTED followed; 0: none */
+	TimestampTz answered_at;	/* when a reply last came to one of this
+								 * backend's pending requests; 0: none */
 	WaitEventSet *waitset;		/* latch, postmaster death, both ZMQ_FDs */
 } InferSocket;
 
@@ -920,6 +922,7 @@ client_dispatch(InferSocket *s, const InferWorker *worker)
 			continue;
 		}
 		MemoryContextSetParent(cxt, req->owner);
+		s->answered_at = GetCurrentTimestamp();
 		req->reply = reply;
 		dlist_delete(&req->node);
 		req->linked = false;
@@ -1455,7 +1458,25 @@ client_take_need_input(InferRequest *req)
 }
 
 /*
- * Waits for req's reply (until the deadline set at send) and returns it;
+ * The time req's wait ends: infer.timeout (req->timeout_ms) after its send
+ * or after the last reply its worker sent to one of this backend's
+ * requests, whichever is later.  So a request queued on the worker behind
+ * this backend's other batches (infer.max_inflight of them) waits while
+ * the worker answers those, and infer.timeout bounds how long the worker
+ * may leave the backend without any answer, not the queue's length.
+ */
+static TimestampTz
+client_deadline(const InferRequest *req)
+{
+	if (req->socket->answered_at == 0)
+		return req->deadline;
+	return Max(req->deadline,
+			   TimestampTzPlusMilliseconds(req->socket->answered_at,
+										   req->timeout_ms));
+}
+
+/*
+ * Waits for req's reply (until client_deadline) and returns it;
  * it lives in a child context of req's owner.  Replies to other requests
  * read meanwhile go to those.  Errors: 57014 when the worker did not
  * answer in time (the request is then cancelled), 08006 when it went
@@ -1481,7 +1502,7 @@ InferClientWait(InferRequest *req)
 		/* Can't happen: callers never wait on a request they cancelled. */
 		if (!req->linked)
 			elog(ERROR, "pg_infer: waiting for a cancelled request");
-		switch (client_wait(req->socket, ZMQ_POLLIN, req->deadline, req,
+		switch (client_wait(req->socket, ZMQ_POLLIN, client_deadline(req), req,
 							req->watch_slot, false))
 		{
 			case CLIENT_READY:
@@ -1494,7 +1515,8 @@ InferClientWait(InferRequest *req)
 						 errmsg("inference worker \"%s\" at %s did not answer within %d ms",
 								req->worker.name, req->worker.endpoint,
 								req->timeout_ms),
-						 errdetail("The worker is busy or stuck; the request was cancelled."),
+						 errdetail("The worker answered none of this session's requests for infer.timeout (%d ms): it is busy with other work, or stuck; the request was cancelled.",
+								   req->timeout_ms),
 						 errhint("Raise infer.timeout, add workers with infer.add_worker(), or check the worker's log.")));
 				break;
 			case CLIENT_DISCONNECTED:

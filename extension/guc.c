@@ -63,8 +63,9 @@ InferGucInit(void)
 	DefineCustomIntVariable("infer.timeout",
 							"Time an inference call waits for its worker.",
 							"Covers connecting to the worker and waiting for "
-							"its reply; on expiry the call fails and the "
-							"worker is told to drop the request.",
+							"its reply while the worker answers none of the "
+							"session's requests; on expiry the call fails and "
+							"the worker is told to drop the request.",
 							&infer_timeout_ms,
 							30000, 1, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,

@@ -18,7 +18,10 @@
  * that a LIMIT above pays for few rows, the batches of a scan hold 1, 2,
  * 4, ... rows, the rows read ahead never outnumber the rows already
  * returned, and a LIMIT right above (its count and offset are in
- * custom_exprs) caps the rows read.  The calls whose input expressions
+ * custom_exprs) caps the rows read.  A slow model's batches stay small
+ * (batch_rows_cap): the ring's batches, as the last answer measured
+ * them, fit in a quarter of infer.timeout, so that a worker that runs
+ * them, even merged into one run, answers well within it.  The calls whose input expressions
  * are equal() form a group (see BatchCall), and each group of the slot is
  * one MSG_RUN_FRAGMENT request that carries the input once and a fragment
  * per call (a chained call's fragment has its stages), to the worker
@@ -206,6 +209,8 @@ typedef struct InferBatchState
 	int			head;			/* oldest batch in flight */
 	int			ninflight;
 	int			next_size;		/* rows of the next batch (ramp-up) */
+	double		row_ms;			/* the workers' compute a row, as the last
+								 * answer showed (0: none yet) */
 	int64		bound;			/* most rows to read from the child; -1 */
 	int64		pulled;			/* rows read from the child */
 	int64		consumed;		/* rows handed to ExecScan */
@@ -972,6 +977,28 @@ send_group(InferBatchState *st, BatchCall *bc, BatchSlot *slot,
 }
 
 /*
+ * The most rows a batch may hold so that the ring's batches
+ * (infer.max_inflight of them) take at most a quarter of infer.timeout at
+ * the compute a row the last answer showed (st->row_ms: the run's time
+ * over the request's rows, which overstates it for a run that merged
+ * requests, so the cap errs small).  A fast model is not held back (30 s,
+ * 4 in flight: at 29 ms a row and more); OCR at about a second a page
+ * runs a page or two a batch, which costs it nothing (its pages run one
+ * after the other: docs/performance.md, ocr_speedup).  INT_MAX before the
+ * first answer.
+ */
+static int
+batch_rows_cap(const InferBatchState *st)
+{
+	double		rows;
+
+	if (st->row_ms <= 0)
+		return INT_MAX;
+	rows = (double) infer_timeout_ms / (4.0 * st->ring_size * st->row_ms);
+	return rows >= INT_MAX ? INT_MAX : Max(1, (int) rows);
+}
+
+/*
  * Fills the next free slot with rows of the child and sends one request
  * per group of calls (one input, a fragment per call of the group).
  * Returns false (and sets child_done) when the child had no more rows (or
@@ -984,7 +1011,8 @@ fill_and_send(InferBatchState *st)
 	PlanState  *child = outerPlanState(st);
 	ExprContext *econtext = st->arg_econtext;
 	MemoryContext oldcxt;
-	int			target = Min(st->next_size, infer_batch_size);
+	int			target = Min(Min(st->next_size, infer_batch_size),
+								 batch_rows_cap(st));
 	size_t		bytes = 0;
 	bool		limit_known = false;
 	uint64		row_limit = 0;
@@ -1182,7 +1210,11 @@ receive(InferBatchState *st, BatchSlot *slot)
 		INSTR_TIME_SUBTRACT(waited, start);
 		st->stats->wait_ms += INSTR_TIME_GET_MILLISEC(waited);
 		if (reply->header->result != NULL)
+		{
 			st->stats->compute_ms += reply->header->result->compute_ms;
+			if (part->nsent > 0)
+				st->row_ms = reply->header->result->compute_ms / part->nsent;
+		}
 		{
 			int64		cached,
 						saved,
