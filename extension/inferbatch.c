@@ -74,6 +74,8 @@
 
 /* Distinct workers a request may lose before its rows are the error. */
 #define INFERBATCH_MAX_LOST_WORKERS 2
+/* most workers a call's requests avoid for lacking a file (58P01) */
+#define INFERBATCH_MAX_LACKING 8
 
 /* Inference workers with their own counters in BatchStats; more share one. */
 #define INFERBATCH_STATS_WORKERS 8
@@ -144,6 +146,10 @@ typedef struct BatchCall
 	bool		ready;			/* frag set up */
 	bool		progress_noted; /* its models are in infer.progress */
 	InferFragment frag;			/* set up at the first row sent, in scan_cxt */
+	/* sender: workers that answered 58P01 (a file of its models missing
+	 * there), avoided by its requests from then on; names in scan_cxt */
+	int			nlacking;
+	const char *lacking_on[INFERBATCH_MAX_LACKING];
 } BatchCall;
 
 /*
@@ -173,6 +179,7 @@ typedef struct BatchPart
 	int			early;			/* sends made when another request found
 								 * its worker lost (resend_held) */
 	const char *lost_on[INFERBATCH_MAX_LOST_WORKERS];	/* their names */
+	int			lacking_at_send;	/* the sender's nlacking when it went */
 } BatchPart;
 
 /* One batch: a slot of the ring. */
@@ -605,19 +612,28 @@ part_largest(const BatchPart *part, int64 *row)
 /*
  * The worker placement chooses for part's request (over its nfrags
  * fragments frags; bytes in all, the largest row largest bytes), not one
- * that lost its rows before while another is there (part->lost_on).  A re-send (the worker that held the rows was
- * lost) never goes to a worker that is down (InferFragmentPickUp); NULL
- * then when there is none.
+ * that lost its rows before (part->lost_on) or lacks a file of the
+ * sender bc's models (bc->lacking_on) while another is there.  A re-send
+ * (the worker that held the rows was lost, or lacked a file) never goes
+ * to a worker that is down (InferFragmentPickUp); NULL then when there is
+ * none.
  */
 static InferWorker *
-pick_worker(InferFragment **frags, int nfrags, BatchPart *part,
-			size_t bytes, size_t largest, bool resend)
+pick_worker(const BatchCall *bc, InferFragment **frags, int nfrags,
+			BatchPart *part, size_t bytes, size_t largest, bool resend)
 {
+	const char *avoid[INFERBATCH_MAX_LOST_WORKERS + INFERBATCH_MAX_LACKING];
+	int			navoid = 0;
+
+	for (int i = 0; i < part->nlost; i++)
+		avoid[navoid++] = part->lost_on[i];
+	for (int i = 0; i < bc->nlacking; i++)
+		avoid[navoid++] = bc->lacking_on[i];
 	if (resend)
 		return InferFragmentPickUp(frags, nfrags, part->nsent, bytes, largest,
-								   part->lost_on, part->nlost);
+								   avoid, navoid);
 	return InferPlacementPick(frags, nfrags, part->nsent, bytes, largest,
-							  part->lost_on, part->nlost);
+							  avoid, navoid);
 }
 
 /*
@@ -654,8 +670,8 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		volatile bool sent_ok = false;
-		InferWorker *worker = pick_worker(frags, part->ncarried, part, bytes,
-										  largest, resend);
+		InferWorker *worker = pick_worker(bc, frags, part->ncarried, part,
+										  bytes, largest, resend);
 
 		if (worker == NULL && lost != NULL)
 			InferClientRaiseLost(lost, part->nsent, 0);
@@ -716,6 +732,7 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 	if (lost != NULL)
 		FreeErrorData(lost);
 	part->worker = bc->frag.worker;
+	part->lacking_at_send = bc->nlacking;
 	count_request(st->stats, part->worker, part->nsent, sent);
 	if (!bc->progress_noted)
 	{
@@ -875,6 +892,39 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
  * Other errors (cancel, timeout, the worker's own) are raised.  Runs in
  * the slot's memory context.
  */
+/*
+ * Whether reply is a worker's MSG_ERROR 58P01 (undefined_file): a file of
+ * the request's models (the model, its labels file, a text model's
+ * vocabulary) is not in that worker's model directory.
+ */
+static bool
+lacks_file(const InferReply *reply)
+{
+	const Pginfer__Error *e = reply->header->error;
+
+	return reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR && e != NULL &&
+		e->sqlstate != NULL && strcmp(e->sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0;
+}
+
+/*
+ * Notes, in bc (the sender), that worker name lacks a file of its models,
+ * which part's request found; whether part's rows are to go to another
+ * worker: not when placement sent them there knowing it (no other worker
+ * was up: the error is the statement's), nor when the list is full.
+ */
+static bool
+note_lacking(InferBatchState *st, BatchCall *bc, const BatchPart *part,
+			 const char *name)
+{
+	for (int i = 0; i < bc->nlacking; i++)
+		if (strcmp(bc->lacking_on[i], name) == 0)
+			return i >= part->lacking_at_send;
+	if (bc->nlacking >= INFERBATCH_MAX_LACKING)
+		return false;
+	bc->lacking_on[bc->nlacking++] = MemoryContextStrdup(st->scan_cxt, name);
+	return true;
+}
+
 static InferReply *
 wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 {
@@ -887,6 +937,26 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 		bool		not_run;
 		int			lost_slot;
 
+		/*
+		 * a worker without a file of the models (a model directory set up
+		 * apart from the others): the rows go to another one, and this
+		 * call's requests avoid it from now on; the error stands when it
+		 * was noted before or no other worker is up
+		 */
+		if (reply != NULL && lacks_file(reply) &&
+			note_lacking(st, bc, part, part->worker->name))
+		{
+			ereport(DEBUG1,
+					(errmsg("pg_infer: inference worker \"%s\" at %s lacks a file (%s); sending its %d rows to another worker",
+							part->worker->name, part->worker->endpoint,
+							reply->header->error->message, part->nsent)));
+			InferFragmentPopContext(&bc->frag);
+			if (!send_part(st, part, true, false))
+				return reply;
+			bc->frag.worker = part->worker;
+			InferFragmentPushContext(&bc->frag);
+			continue;
+		}
 		if (reply != NULL)
 			return reply;
 		/*

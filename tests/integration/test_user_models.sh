@@ -41,7 +41,11 @@
 #       for 4 scores is 22023 naming the file; a file the model directory
 #       lacks is 58P01; labels and labels_file both is refused (22023);
 #   (m) a model that fails in the engine: XX000 naming the model once
-#       (the engine's "model '...':" opening left out), with a hint.
+#       (the engine's "model '...':" opening left out), with a hint;
+#   (o) a second worker whose model directory lacks the files (58P01):
+#       under round_robin, the batches it gets go to the worker that has
+#       them, every row as alone, and it gets no more of the query's
+#       batches; a model whose file no worker has is still 58P01.
 # Prints "user_models: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts is stopped by pid on every exit path.
 set -u
@@ -234,6 +238,38 @@ check_not "(m) ... its message does not repeat the engine's opening" "$out" \
 	"failed: model '"
 check "(e) ... and the worker is the one started" \
 	"alive=$(kill -0 "$FIRST_PID" 2>/dev/null && echo 1 || echo 0)" '^alive=1$'
+
+# --- (o) a worker that lacks the files -------------------------------------
+worker_up
+mkdir -p "$tmp/empty_models"
+chmod a+rx "$tmp/empty_models"
+port2=$(testenv_free_port)
+start_named_worker w2 "$port2" --model-dir "$tmp/empty_models" || exit 1
+q -c "SELECT infer.add_worker('w2', 'tcp://127.0.0.1:$port2')" >/dev/null
+for _ in $(seq 100); do
+	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'w2'" 2>/dev/null)" = up ] && break
+	sleep 0.05
+done
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SET infer.placement = round_robin;
+SET infer.batch_size = 3;
+SELECT 'lack ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
+  FROM (SELECT n, infer.predict('mlp', data) AS v FROM img) b JOIN ref_mlp r USING (n);
+EOF
+)
+check "(o) round_robin over w and w2, which lacks mlp.onnx: all 25 rows, each as alone" "$out" '^lack 25 0$'
+check "(o) ... w2 answered 58P01 once, then got none of the query's batches" \
+	"$(grep -c 'error 58P01' "$tmp/w2.log")" '^1$'
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SET infer.placement = round_robin;
+SELECT infer.create_model('nowhere', 'nowhere.onnx', 'raw');
+SELECT infer.predict('nowhere', data) FROM img WHERE n <= 4;
+EOF
+)
+check "(o) a model file no worker has: 58P01" "$out" \
+	'ERROR:  58P01: model file "nowhere.onnx" of model "nowhere" not found in model directory'
 
 echo "user_models: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
