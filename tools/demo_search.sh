@@ -9,7 +9,7 @@
 #     embeds them:  INSERT ... SELECT id, infer.embed('minilm', body), which
 #     the planner batches (InferBatch; the plan is checked and printed);
 #   - runs a few questions as
-#       ORDER BY infer.similarity((SELECT infer.embed('minilm', q)), emb) DESC LIMIT 5
+#       ORDER BY infer.similarity((SELECT infer.embed('minilm', q)), emb) DESC NULLS LAST LIMIT 5
 #     (the scalar subquery embeds the question once, not once a row);
 #   - labels the questions with the text classifier prompt_task
 #     (infer.classify(model, text));
@@ -56,7 +56,7 @@ SELECT to_char(s.score, '0.000'), s.label, left(s.body, 110)
   FROM (SELECT infer.similarity((SELECT infer.embed('minilm', :'q')), t.emb) AS score,
                t.label, t.body
           FROM ($sql) AS t) AS s
- ORDER BY s.score DESC
+ ORDER BY s.score DESC NULLS LAST
  LIMIT 5;
 SQL
 	t1=$(date +%s%N)

@@ -472,7 +472,7 @@ read_config(model_cache *mc, const Pginfer__ModelSpec *spec, text_config *cfg,
 	*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
 	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 	{
-		snprintf(err, errlen, "text model \"%s\" has no model.json beside it (%s)",
+		snprintf(err, errlen, "text model \"%s\" has no model.json beside it (%s); a text model is a folder in the model directory (model.onnx, vocab.txt, model.json), copied there whole: infer.upload_model carries a model.onnx alone",
 				 spec->file, path);
 		goto done;
 	}

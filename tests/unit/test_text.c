@@ -21,6 +21,7 @@
 
 #include "common/protocol.h"
 #include "tests/unit/testutil.h"
+#include "worker/argmax.h"
 #include "worker/fragment.h"
 #include "worker/model_cache.h"
 #include "worker/text.h"
@@ -392,9 +393,30 @@ done:
 	free(longest);
 }
 
+/*
+ * The classifiers' argmax: the first largest, and the first NaN wherever
+ * it is, as numpy.argmax.
+ */
+static void
+test_argmax(void)
+{
+	const float ties[] = {1, 3, 3, 2};
+	const float nan_mid[] = {0, NAN, 5, 1};
+	const float nan_last[] = {0, 5, NAN};
+	const float all_nan[] = {NAN, NAN};
+	const float one[] = {-1};
+
+	CHECK(argmax(ties, 4) == 1, "argmax of {1,3,3,2} is the first 3, index 1");
+	CHECK(argmax(nan_mid, 4) == 1, "argmax of {0,NaN,5,1} is the NaN's index 1 (numpy)");
+	CHECK(argmax(nan_last, 3) == 2, "argmax of {0,5,NaN} is the NaN's index 2 (numpy)");
+	CHECK(argmax(all_nan, 2) == 0, "argmax of {NaN,NaN} is 0");
+	CHECK(argmax(one, 1) == 0, "argmax of one value is 0");
+}
+
 int
 main(void)
 {
+	test_argmax();
 	test_config();
 	test_pool();
 	test_model();
