@@ -1067,15 +1067,35 @@ infer_classify(PG_FUNCTION_ARGS)
 /*
  * The bytes of input in UTF-8 (the wire's encoding for text), and their
  * number in *len: input's own bytes when the database encoding is UTF-8,
- * else a palloc'd conversion (characters UTF-8 cannot represent, or bytes
- * invalid in an SQL_ASCII database, raise PostgreSQL's conversion error).
+ * else a palloc'd conversion.  In an SQL_ASCII database, which stores any
+ * bytes, a text that is not valid UTF-8 is the row's error (22021 naming
+ * fn, model and, for row > 0, the scan's row number), as an ERROR, or as
+ * a WARNING with infer.on_error = null, and NULL is returned (the call's
+ * value is then NULL).  Every other server encoding converts to UTF-8.
  */
 const char *
-InferTextPayload(text *input, size_t *len)
+InferTextPayload(text *input, size_t *len, InferFunction fn,
+				 const char *model, int64 row)
 {
 	const char *s = VARDATA_ANY(input);
 	int			n = VARSIZE_ANY_EXHDR(input);
-	char	   *u = pg_server_to_any(s, n, PG_UTF8);
+	char	   *u;
+
+	if (GetDatabaseEncoding() == PG_SQL_ASCII &&
+		!pg_verify_mbstr(PG_UTF8, s, n, true))
+	{
+		ereport(infer_on_error == INFER_ON_ERROR_NULL ? WARNING : ERROR,
+				(errcode(ERRCODE_CHARACTER_NOT_IN_REPERTOIRE),
+				 errmsg("text is not valid UTF-8, the encoding the workers read"),
+				 row > 0 ?
+				 errdetail("The text of row " INT64_FORMAT " was for %s with model \"%s\"; it was not sent.",
+						   row, InferFunctionName(fn), model) :
+				 errdetail("The text was for %s with model \"%s\"; it was not sent.",
+						   InferFunctionName(fn), model),
+				 errhint("An SQL_ASCII database stores any bytes: convert the text to UTF-8 before the call, or use a database created with ENCODING 'UTF8'.")));
+		return NULL;
+	}
+	u = pg_server_to_any(s, n, PG_UTF8);
 
 	/* a converted string is NUL-terminated, and text holds no NUL */
 	*len = u == s ? (size_t) n : strlen(u);
@@ -1230,7 +1250,9 @@ infer_embed(PG_FUNCTION_ARGS)
 
 	if (!InferTextWithinLimit(PG_GETARG_DATUM(1), INFER_FN_EMBED, model, 0))
 		PG_RETURN_NULL();
-	utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len);
+	utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len, INFER_FN_EMBED, model, 0);
+	if (utf8 == NULL)
+		PG_RETURN_NULL();
 	out = run_one(INFER_FN_EMBED, model, utf8, len, &isnull);
 	if (isnull)
 		PG_RETURN_NULL();
@@ -1276,9 +1298,18 @@ infer_classify_text(PG_FUNCTION_ARGS)
 	const char *names[1] = {model};
 	bool		isnull;
 	Datum		out;
+	const char *task = arg_is_statement_value(fcinfo, 1) ?
+		InferCatalogGetModels(names, NULL, 1)[0]->task : NULL;
 
-	if (arg_is_statement_value(fcinfo, 1) &&
-		strcmp(InferCatalogGetModels(names, NULL, 1)[0]->task, "classify") == 0)
+	/* a value for the statement: an image for an image classifier */
+	if (task != NULL && strcmp(task, "classify") != 0 &&
+		strcmp(task, "classify_text") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" has task \"%s\", but infer.classify needs an image classifier (task \"classify\") or a text classifier (task \"classify_text\")",
+						model, task),
+				 errhint("Choose a model whose task is classify or classify_text; see infer.models.")));
+	if (task != NULL && strcmp(task, "classify") == 0)
 	{
 		char	   *lit = TextDatumGetCString(PG_GETARG_DATUM(1));
 		Datum		img = DirectFunctionCall1(byteain, CStringGetDatum(lit));
@@ -1293,7 +1324,10 @@ infer_classify_text(PG_FUNCTION_ARGS)
 		if (!InferTextWithinLimit(PG_GETARG_DATUM(1), INFER_FN_CLASSIFY_TEXT,
 								  model, 0))
 			PG_RETURN_NULL();
-		utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len);
+		utf8 = InferTextPayload(PG_GETARG_TEXT_PP(1), &len,
+								INFER_FN_CLASSIFY_TEXT, model, 0);
+		if (utf8 == NULL)
+			PG_RETURN_NULL();
 		out = run_one(INFER_FN_CLASSIFY_TEXT, model, utf8, len, &isnull);
 	}
 	if (isnull)

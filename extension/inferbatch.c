@@ -875,24 +875,6 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 }
 
 /*
- * Waits for the reply to part's request (its sender's, see BatchPart; its
- * first row is the child's row first_row).  When its worker is lost while it
- * holds the request (08006: the connection dropped, SIGKILL or exit; or
- * the pool found it down, no heartbeat for infer.worker_timeout, so hung,
- * SIGSTOP), or it answers that it is shutting down (57P01, SIGTERM: it
- * returned no result), it is marked down in the pool and the request
- * forgotten (a late reply is dropped; InferClientWaitOrLost), and the same
- * rows go again to a worker that is not down, up to infer.retries times,
- * so that the statement still returns every row once.  Once the request
- * has been lost by INFERBATCH_MAX_LOST_WORKERS distinct workers (57P01,
- * or a request that never went out, does not count: the rows are not to
- * blame), or infer.retries is used up, its rows are the error
- * (raise_poison; that loss itself when it did not count); with no other
- * worker up the loss is raised, saying so.
- * Other errors (cancel, timeout, the worker's own) are raised.  Runs in
- * the slot's memory context.
- */
-/*
  * Whether reply is a worker's MSG_ERROR 58P01 (undefined_file): a file of
  * the request's models (the model, its labels file, a text model's
  * vocabulary) is not in that worker's model directory.
@@ -925,12 +907,32 @@ note_lacking(InferBatchState *st, BatchCall *bc, const BatchPart *part,
 	return true;
 }
 
+/*
+ * Waits for the reply to part's request (its sender's, see BatchPart; its
+ * first row is the child's row first_row).  When its worker is lost while it
+ * holds the request (08006: the connection dropped, SIGKILL or exit; or
+ * the pool found it down, no heartbeat for infer.worker_timeout, so hung,
+ * SIGSTOP), or it answers that it is shutting down (57P01, SIGTERM: it
+ * returned no result), it is marked down in the pool and the request
+ * forgotten (a late reply is dropped; InferClientWaitOrLost), and the same
+ * rows go again to a worker that is not down, up to infer.retries times,
+ * so that the statement still returns every row once.  Once the request
+ * has been lost by INFERBATCH_MAX_LOST_WORKERS distinct workers (57P01,
+ * or a request that never went out, does not count: the rows are not to
+ * blame), or infer.retries is used up, its rows are the error
+ * (raise_poison; that loss itself when it did not count); with no other
+ * worker up the loss is raised, saying so.  A worker that answers 58P01
+ * (it lacks a file of the models) has the rows sent to another worker
+ * (note_lacking), which is no retry.  Other errors (cancel, timeout, the worker's own) are raised.  Runs in
+ * the slot's memory context.
+ */
 static InferReply *
 wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 {
 	BatchCall  *bc = &st->calls[part->carried[0]];
 
-	for (int attempt = 0;; attempt++)
+	/* attempt: the re-sends of a lost request (infer.retries) */
+	for (int attempt = 0;;)
 	{
 		ErrorData  *lost;
 		InferReply *reply = InferClientWaitOrLost(part->req, &lost);
@@ -952,7 +954,10 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 							reply->header->error->message, part->nsent)));
 			InferFragmentPopContext(&bc->frag);
 			if (!send_part(st, part, true, false))
+			{
+				InferFragmentPushContext(&bc->frag);
 				return reply;
+			}
 			bc->frag.worker = part->worker;
 			InferFragmentPushContext(&bc->frag);
 			continue;
@@ -993,6 +998,7 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 			resend_held(st, lost_slot, part);
 		bc->frag.worker = part->worker;
 		InferFragmentPushContext(&bc->frag);
+		attempt++;
 	}
 }
 
@@ -1150,7 +1156,18 @@ fill_and_send(InferBatchState *st)
 			 */
 			MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 			if (bc->text_input)
-				data = InferTextPayload(DatumGetTextPP(d), &len);
+			{
+				/* not UTF-8 in an SQL_ASCII database: an ERROR, or NULL */
+				data = InferTextPayload(DatumGetTextPP(d), &len,
+										bc->stage_fn[bc->nstages - 1],
+										bc->stage_model[bc->nstages - 1],
+										st->pulled);
+				if (data == NULL)
+				{
+					MemoryContextSwitchTo(slot->cxt);
+					continue;
+				}
+			}
 			else
 			{
 				bytea	   *img = DatumGetByteaPP(d);
@@ -1260,6 +1277,7 @@ static void
 receive(InferBatchState *st, BatchSlot *slot)
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(slot->cxt);
+	double		row_ms = 0;		/* the slowest part's compute a row */
 
 	for (int c = 0; c < st->ncalls; c++)
 	{
@@ -1283,7 +1301,7 @@ receive(InferBatchState *st, BatchSlot *slot)
 		{
 			st->stats->compute_ms += reply->header->result->compute_ms;
 			if (part->nsent > 0)
-				st->row_ms = reply->header->result->compute_ms / part->nsent;
+				row_ms = Max(row_ms, reply->header->result->compute_ms / part->nsent);
 		}
 		{
 			int64		cached,
@@ -1328,6 +1346,9 @@ receive(InferBatchState *st, BatchSlot *slot)
 		}
 	}
 	MemoryContextSwitchTo(oldcxt);
+	/* batch_rows_cap sizes the batches by the slowest call of the node */
+	if (row_ms > 0)
+		st->row_ms = row_ms;
 	slot->received = true;
 	InferProgressAdd(&st->progress, slot->nrows, 0, -1);
 }

@@ -496,7 +496,9 @@ extern void InferFragmentCollectOf(InferFragment *frag, InferReply *reply,
 extern void InferRowReportError(const InferRow *row, int elevel);
 extern void InferResultCheckEncoding(Pginfer__Result *result, MemoryContext cxt);
 extern Datum InferRowDatum(const InferFragment *frag, const InferRow *row);
-extern const char *InferTextPayload(text *input, size_t *len);
+extern const char *InferTextPayload(text *input, size_t *len,
+									InferFunction fn, const char *model,
+									int64 row);
 extern bool InferTextWithinLimit(Datum input, InferFunction fn,
 								 const char *model, int64 row);
 

@@ -181,18 +181,39 @@ ml_lookup(void)
 }
 
 /*
- * Whether node is a value given once for the whole statement: a constant
- * or a query parameter ($1).  The two must go together: a custom plan of
- * a prepared statement has its parameters as constants (the planner puts
- * them in: clauses.c, eval_const_expressions), a generic plan keeps them
- * as parameters, and a call must mean the same under both.
+ * expression_tree_walker callback of InferArgIsStatementValue: true at
+ * anything whose value may change from row to row (a column, a
+ * parameter other than a query's, which is how the executor sees an
+ * outer column or a subquery's value, a subquery, an aggregate).
+ */
+static bool
+varies_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var) || IsA(node, PlaceHolderVar) || IsA(node, SubLink) ||
+		IsA(node, SubPlan) || IsA(node, AlternativeSubPlan) ||
+		IsA(node, Aggref) || IsA(node, WindowFunc) || IsA(node, GroupingFunc))
+		return true;
+	if (IsA(node, Param))
+		return ((Param *) node)->paramkind != PARAM_EXTERN;
+	return expression_tree_walker(node, varies_walker, context);
+}
+
+/*
+ * Whether node is a value given once for the whole statement: an
+ * expression of constants and query parameters ($1) with no volatile
+ * function.  Constants and parameters must go together: a custom plan of
+ * a prepared statement has its parameters, and what it can fold over
+ * them ($1::varchar, $1 || ''), as constants (the planner puts them in:
+ * clauses.c, eval_const_expressions), a generic plan keeps them as
+ * parameters, and a call must mean the same under both.
  */
 bool
 InferArgIsStatementValue(const Node *node)
 {
-	return node != NULL &&
-		(IsA(node, Const) ||
-		 (IsA(node, Param) && ((const Param *) node)->paramkind == PARAM_EXTERN));
+	return node != NULL && !varies_walker((Node *) node, NULL) &&
+		!contain_volatile_functions((Node *) node);
 }
 
 /*

@@ -1228,9 +1228,14 @@ model_cache_get_labels(model_cache *mc, const Pginfer__ModelSpec *spec,
 	if (model_cache_get_dict(mc, spec->labels_file, &dict, &dict_len, sqlstate,
 							 err, errlen) != 0)
 		return -1;
-	/* the dictionary is blank, the file's lines, space (ocr_dict_load) */
+	/*
+	 * the dictionary is blank, the file's lines, space (ocr_dict_load);
+	 * blank lines at the file's end are no labels
+	 */
 	*labels = dict + 1;
 	*n_labels = (size_t) dict_len - 2;
+	while (*n_labels > 0 && (*labels)[*n_labels - 1][0] == '\0')
+		(*n_labels)--;
 	return 0;
 }
 

@@ -133,8 +133,8 @@ int			model_cache_get_dict(model_cache *mc, const char *labels_file,
  * The class labels of a classifier spec (infer.classify's kinds), in the
  * order of its scores: spec->labels when it has some, else the lines of
  * spec->labels_file (relative to the model directory; one label a line,
- * "\n" or "\r\n" ended, read with the OCR dictionary's loader and kept
- * in the cache as it is).  Sets *labels (owned by spec or the cache) and
+ * "\n" or "\r\n" ended, blank lines at the end left out, read with the
+ * OCR dictionary's loader and kept in the cache as it is).  Sets *labels (owned by spec or the cache) and
  * *n_labels.  Returns 0, or -1 with *sqlstate and err: 22023 when the
  * spec has neither, 58P01 when the file is not in the model directory,
  * XX000 when it cannot be read or is empty.

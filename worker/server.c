@@ -1054,7 +1054,7 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0)
 	{
 		snprintf(buf, buflen,
-				 "Copy the file into the worker's model directory (%s), or fix the model's file name; for an uploaded model, send it to this worker with infer.push_models().",
+				 "Copy the file into the worker's model directory (%s), or fix the file's name in the model's registration (infer.models); for an uploaded model, send it to this worker with infer.push_models().",
 				 s->model_dir);
 		return buf;
 	}
@@ -1079,7 +1079,7 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED) == 0)
 		return "Copy the model file into the model directory again (check it with onnx.checker.check_model), or register the new file with infer.drop_model() and infer.create_model().";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_INTERNAL) == 0)
-		return "Check that the model's registration (infer.models: task, input size, mean and std) fits its inputs and outputs; the worker's log names the request.";
+		return "The worker's log names the request; check the model's registration (infer.models: task, input size, mean and std, labels) against its files.";
 	return NULL;
 }
 

@@ -35,7 +35,8 @@ that a batch tensor whose byte count is not its shape's shows:
   reshape_100.onnx     Reshape to [-1, 100]: no image's 192 values fit,
                        every run fails in the engine
   labels4.txt          4 labels for mlp's 4 scores, one a line (the
-                       second line "\r\n" ended): cat, dog, bird, fish
+                       second line "\r\n" ended, a blank line at the
+                       end): cat, dog, bird, fish
   labels5.txt          the same and a fifth, "eel"
 
 Each model is checked with onnx.checker.  Prints the files written.
@@ -141,7 +142,7 @@ def main():
         helper.make_node("Reshape", ["x", "shape"], ["y"]),
     ], y(["N", 100]), [shape])
 
-    for name, text in (("labels4.txt", b"cat\ndog\r\nbird\nfish\n"),
+    for name, text in (("labels4.txt", b"cat\ndog\r\nbird\nfish\n\n"),
                        ("labels5.txt", b"cat\ndog\r\nbird\nfish\neel\n")):
         with open(os.path.join(outdir, name), "wb") as out:
             out.write(text)

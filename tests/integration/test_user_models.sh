@@ -233,7 +233,7 @@ check "(l) labels and labels_file both: refused" "$out" \
 	'ERROR:  22023: model "mlp_both" has both labels and a labels_file'
 check "(m) a model the engine fails: XX000 naming it once, with a hint" "$out" \
 	'ERROR:  XX000: model "reshape_100.onnx" failed: ' \
-	'HINT:  Check that the model.s registration'
+	'HINT:  The worker.s log names the request; check the model.s registration'
 check_not "(m) ... its message does not repeat the engine's opening" "$out" \
 	"failed: model '"
 check "(e) ... and the worker is the one started" \

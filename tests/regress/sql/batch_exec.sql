@@ -3,6 +3,10 @@
 -- cursors fetched in small steps, rescans, per-row errors inside a batch,
 -- NULLs, OCR, and cancellation by statement_timeout.
 LOAD 'pg_infer';
+-- the batch counts below are the ramp's (1, 2, 4, ...): an infer.timeout
+-- far above any batch's time keeps batch_rows_cap (which sizes a slow
+-- model's batches to a quarter of it) out of them
+SET infer.timeout = '1h';
 SELECT infer.add_worker('regress', current_setting('regress.worker_endpoint'));
 
 -- ids 1..200: odd ids upright (label 0), even ids upside down (180)

@@ -7,6 +7,10 @@
 -- SHOW_CONTEXT never: the context names the worker's port
 \set SHOW_CONTEXT never
 LOAD 'pg_infer';
+-- the batch counts below are the ramp's (1, 2, 4, ...): an infer.timeout
+-- far above any batch's time keeps batch_rows_cap (which sizes a slow
+-- model's batches to a quarter of it) out of them
+SET infer.timeout = '1h';
 -- same_vec(a, b): both NULL, or vectors of one length within 1e-5 of each
 -- other in every value.  A vector of a batch and the same row's alone
 -- agree to float rounding only: the matrix products (OpenBLAS) may group

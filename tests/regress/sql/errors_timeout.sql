@@ -73,6 +73,13 @@ BEGIN
 	  FROM (SELECT infer.ocr(data) AS t FROM img, generate_series(1, 7)
 			 WHERE name = 'p08_doc_on_desk.jpg') AS s;
 	RAISE NOTICE 'pages read: %', n;
+	-- the same with a fast call of another input in the node, last: the
+	-- slowest call's time sizes the batches
+	SELECT count(t) + count(l) INTO n
+	  FROM (SELECT infer.ocr(d.data) AS t, infer.classify('ppocr_cls', c.data) AS l
+			  FROM img d, img c, generate_series(1, 7)
+			 WHERE d.name = 'p08_doc_on_desk.jpg' AND c.name = 'line_upright.png') AS s;
+	RAISE NOTICE 'pages and lines read: %', n;
 END
 $$;
 

@@ -13,6 +13,10 @@
 -- Uses worker 4 of tests/regress/run.sh alone (runs before pool_resend,
 -- which kills it again; the pidfile is kept up to date).
 \set sqlstate '\\echo SQLSTATE :LAST_ERROR_SQLSTATE'
+-- the batch counts below are the ramp's (1, 2, 4, ...): an infer.timeout
+-- far above any batch's time keeps batch_rows_cap (which sizes a slow
+-- model's batches to a quarter of it) out of them
+SET infer.timeout = '1h';
 SELECT infer.add_worker('ic', current_setting('regress.worker4_endpoint'));
 
 CREATE FUNCTION pg_temp.wait_up() RETURNS boolean

@@ -118,6 +118,16 @@ EXECUTE cls('\x89504e470d0a1a0a');
 :sqlstate
 RESET plan_cache_mode;
 DEALLOCATE cls;
+-- also through a cast and an expression the custom plan folds
+PREPARE cls2(varchar) AS SELECT infer.classify('ppocr_cls', $1 || '');
+SET plan_cache_mode = force_custom_plan;
+EXECUTE cls2('\x89504e470d0a1a0a');
+:sqlstate
+SET plan_cache_mode = force_generic_plan;
+EXECUTE cls2('\x89504e470d0a1a0a');
+:sqlstate
+RESET plan_cache_mode;
+DEALLOCATE cls2;
 SELECT infer.classify('ppocr_cls', body || '') FROM cref WHERE id = 1;
 :sqlstate
 SELECT infer.classify('minilm', 'hello');

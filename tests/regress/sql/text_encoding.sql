@@ -47,3 +47,24 @@ SELECT f, t IS NULL AS is_null, t = :'p12_utf8' AS as_in_utf8
   FROM (SELECT f, infer.ocr(img) AS t FROM scans) s ORDER BY f;
 \c pg_infer_regress
 DROP DATABASE pg_infer_latin1 WITH (FORCE);
+
+-- an SQL_ASCII database stores any bytes: a text that is not UTF-8 (here
+-- 0xC3 0x28) is its row's error, 22021 naming the row, which
+-- infer.on_error = null turns into a WARNING and NULL, the other rows
+-- answered; batched and one row at a time
+CREATE DATABASE pg_infer_sqlascii TEMPLATE template0 ENCODING 'SQL_ASCII'
+	LC_COLLATE 'C' LC_CTYPE 'C';
+\c pg_infer_sqlascii
+CREATE EXTENSION pg_infer;
+SELECT infer.add_worker('regress', current_setting('regress.worker_endpoint'));
+CREATE TABLE notes (n int, t text);
+INSERT INTO notes VALUES (1, 'ok'), (2, E'bad\xc3('), (3, 'fine');
+SELECT n, infer.embed('minilm', t) IS NULL AS is_null FROM notes ORDER BY n;
+SET infer.on_error = 'null';
+SELECT n, e IS NULL AS is_null, cardinality(e) AS dims
+  FROM (SELECT n, infer.embed('minilm', t) AS e FROM notes) s ORDER BY n;
+SET infer.enable_batching = off;
+SELECT n, e IS NULL AS is_null, cardinality(e) AS dims
+  FROM (SELECT n, infer.embed('minilm', t) AS e FROM notes) s ORDER BY n;
+\c pg_infer_regress
+DROP DATABASE pg_infer_sqlascii WITH (FORCE);
