@@ -1065,6 +1065,20 @@ infer_classify(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The errdetail of a text refused before it was sent: for fn with model,
+ * naming the scan's row number (from 1) when row > 0.
+ */
+static int
+text_not_sent_detail(InferFunction fn, const char *model, int64 row)
+{
+	if (row > 0)
+		return errdetail("The text of row " INT64_FORMAT " was for %s with model \"%s\"; it was not sent.",
+						 row, InferFunctionName(fn), model);
+	return errdetail("The text was for %s with model \"%s\"; it was not sent.",
+					 InferFunctionName(fn), model);
+}
+
+/*
  * The bytes of input in UTF-8 (the wire's encoding for text), and their
  * number in *len: input's own bytes when the database encoding is UTF-8,
  * else a palloc'd conversion.  In an SQL_ASCII database, which stores any
@@ -1087,11 +1101,7 @@ InferTextPayload(text *input, size_t *len, InferFunction fn,
 		ereport(infer_on_error == INFER_ON_ERROR_NULL ? WARNING : ERROR,
 				(errcode(ERRCODE_CHARACTER_NOT_IN_REPERTOIRE),
 				 errmsg("text is not valid UTF-8, the encoding the workers read"),
-				 row > 0 ?
-				 errdetail("The text of row " INT64_FORMAT " was for %s with model \"%s\"; it was not sent.",
-						   row, InferFunctionName(fn), model) :
-				 errdetail("The text was for %s with model \"%s\"; it was not sent.",
-						   InferFunctionName(fn), model),
+				 text_not_sent_detail(fn, model, row),
 				 errhint("An SQL_ASCII database stores any bytes: convert the text to UTF-8 before the call, or use a database created with ENCODING 'UTF8'.")));
 		return NULL;
 	}
@@ -1123,11 +1133,7 @@ InferTextWithinLimit(Datum input, InferFunction fn, const char *model,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("text of %zu bytes is longer than infer.max_text_bytes (%d bytes)",
 					(size_t) len, infer_max_text_bytes),
-			 row > 0 ?
-			 errdetail("The text of row " INT64_FORMAT " was for %s with model \"%s\"; it was not sent.",
-					   row, InferFunctionName(fn), model) :
-			 errdetail("The text was for %s with model \"%s\"; it was not sent.",
-					   InferFunctionName(fn), model),
+			 text_not_sent_detail(fn, model, row),
 			 errhint("Split the text, or raise infer.max_text_bytes.")));
 	return false;
 }
