@@ -21,8 +21,8 @@
  * custom_exprs) caps the rows read.  A slow model's batches stay small
  * (batch_rows_cap): the ring's batches, as the last answer measured
  * them, fit in a quarter of infer.timeout, so that a worker that runs
- * them, even merged into one run, answers well within it.  The calls whose input expressions
- * are equal() form a group (see BatchCall), and each group of the slot is
+ * them, even merged into one run, answers well within it.  The calls
+ * whose input expressions are equal() form a group (see BatchCall), and each group of the slot is
  * one MSG_RUN_FRAGMENT request that carries the input once and a fragment
  * per call (a chained call's fragment has its stages), to the worker
  * that infer.placement chooses for it (placement.c).  The
@@ -923,8 +923,8 @@ note_lacking(InferBatchState *st, BatchCall *bc, const BatchPart *part,
  * (raise_poison; that loss itself when it did not count); with no other
  * worker up the loss is raised, saying so.  A worker that answers 58P01
  * (it lacks a file of the models) has the rows sent to another worker
- * (note_lacking), which is no retry.  Other errors (cancel, timeout, the worker's own) are raised.  Runs in
- * the slot's memory context.
+ * (note_lacking), which is no retry.  Other errors (cancel, timeout, the
+ * worker's own) are raised.  Runs in the slot's memory context.
  */
 static InferReply *
 wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
@@ -1057,8 +1057,9 @@ send_group(InferBatchState *st, BatchCall *bc, BatchSlot *slot,
  * (infer.max_inflight of them) take at most a quarter of infer.timeout at
  * the compute a row the last answer showed (st->row_ms: the run's time
  * over the request's rows, which overstates it for a run that merged
- * requests, so the cap errs small).  A fast model is not held back (30 s,
- * 4 in flight: at 29 ms a row and more); OCR at about a second a page
+ * requests, so the cap errs small).  With the defaults (30 s, 4 in
+ * flight, batches of 64) it binds only from 29 ms a row; OCR at about a
+ * second a page
  * runs a page or two a batch, which costs it nothing (its pages run one
  * after the other: docs/performance.md, ocr_speedup).  INT_MAX before the
  * first answer.
