@@ -769,11 +769,8 @@ store_row_output(const frag_plan *p, fragment_result *r, int i, const float *v,
 	if (n == 0 || n != p->n_labels)
 	{
 		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
-		snprintf(err, errlen, "classify model \"%s\" gives %zu scores but has %zu labels%s%s%s; register it with one label per score",
-				 p->spec->file, n, p->n_labels,
-				 p->spec->n_labels == 0 ? " (the lines of \"" : "",
-				 p->spec->n_labels == 0 ? p->spec->labels_file : "",
-				 p->spec->n_labels == 0 ? "\")" : "");
+		model_cache_labels_mismatch("classify model", p->spec, n, p->n_labels,
+									err, errlen);
 		return -1;
 	}
 	row->text = dup_field(p->labels[argmax(v, n)]);

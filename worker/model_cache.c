@@ -1239,6 +1239,21 @@ model_cache_get_labels(model_cache *mc, const Pginfer__ModelSpec *spec,
 	return 0;
 }
 
+/* The message of scores not one per label; see model_cache.h. */
+void
+model_cache_labels_mismatch(const char *what, const Pginfer__ModelSpec *spec,
+							size_t scores, size_t n_labels, char *err,
+							size_t errlen)
+{
+	int			from_file = spec->n_labels == 0;
+
+	snprintf(err, errlen, "%s \"%s\" gives %zu scores but has %zu labels%s%s%s; register it with one label per score",
+			 what, spec->file, scores, n_labels,
+			 from_file ? " (the lines of \"" : "",
+			 from_file ? spec->labels_file : "",
+			 from_file ? "\")" : "");
+}
+
 /* Unlinks and frees the entry named file from *list; 1 when found. */
 static int
 list_remove(cache_entry **list, const char *file)

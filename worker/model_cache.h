@@ -139,6 +139,17 @@ int			model_cache_get_dict(model_cache *mc, const char *labels_file,
  * spec has neither, 58P01 when the file is not in the model directory,
  * XX000 when it cannot be read or is empty.
  */
+/*
+ * Formats into err the message of a classifier spec (what: "classify
+ * model", "text classifier") whose scores (their count) are not one per
+ * label (n_labels, model_cache_get_labels's), naming its labels_file
+ * when the labels came from it.
+ */
+void		model_cache_labels_mismatch(const char *what,
+										const Pginfer__ModelSpec *spec,
+										size_t scores, size_t n_labels,
+										char *err, size_t errlen);
+
 int			model_cache_get_labels(model_cache *mc,
 								   const Pginfer__ModelSpec *spec,
 								   const char *const **labels,

@@ -793,11 +793,8 @@ store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
 	k = (size_t) out->dims[1];
 	if (k != labels->n)
 	{
-		snprintf(err, errlen, "text classifier \"%s\" gives %zu scores but has %zu labels%s%s%s; register it with one label per score",
-				 spec->file, k, labels->n,
-				 spec->n_labels == 0 ? " (the lines of \"" : "",
-				 spec->n_labels == 0 ? spec->labels_file : "",
-				 spec->n_labels == 0 ? "\")" : "");
+		model_cache_labels_mismatch("text classifier", spec, k, labels->n,
+									err, errlen);
 		return -1;
 	}
 	for (int j = 0; j < n; j++)
