@@ -29,6 +29,84 @@ SELECT pg_catalog.pg_extension_config_dump('infer.model_files', '');
 ALTER TABLE infer.model_registry ADD COLUMN compute_precision text NOT NULL
 	DEFAULT 'fp32' CHECK (compute_precision IN ('fp32', 'tf32', 'fp16', 'bf16'));
 
+-- one of the models CREATE EXTENSION registers, as it made it: left out of
+-- pg_dump, as CREATE EXTENSION makes it again.  0.1 left every row under
+-- these names out of pg_dump; a row under such a name with another file
+-- is the user's, and a bundled model missing was dropped.
+ALTER TABLE infer.model_registry ADD COLUMN bundled boolean NOT NULL
+	DEFAULT false;
+UPDATE infer.model_registry m SET bundled = true
+  FROM (VALUES ('ppocr_det', 'ch_PP-OCRv4_det_infer.onnx'),
+			   ('ppocr_cls', 'ch_ppocr_mobile_v2.0_cls_infer.onnx'),
+			   ('ppocr_rec', 'ch_PP-OCRv4_rec_infer.onnx'),
+			   ('minilm', 'minilm/model.onnx'),
+			   ('prompt_task', 'prompt_task/model.onnx')) AS b (name, file)
+ WHERE m.name = b.name AND m.file = b.file;
+
+-- The bundled models (infer.model_registry.bundled) that infer.drop_model
+-- removed, so that a restore of pg_dump's output removes them again from
+-- what CREATE EXTENSION makes.
+CREATE TABLE infer.dropped_bundled_models (
+	name		text PRIMARY KEY,
+	dropped		timestamptz NOT NULL DEFAULT now()
+);
+
+-- pg_dump and restore (docs/dba.md "Backup and upgrade"): CREATE EXTENSION
+-- registers the bundled models first, then the rows of the configuration
+-- tables come back.  A model registered under a bundled model's name takes
+-- that model's place, and a dropped bundled model is removed again, in
+-- whichever order the two tables come back.
+CREATE FUNCTION infer._replace_bundled_model()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	DELETE FROM infer.model_registry m WHERE m.name = NEW.name AND m.bundled;
+	RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER replace_bundled BEFORE INSERT ON infer.model_registry
+	FOR EACH ROW WHEN (NOT NEW.bundled)
+	EXECUTE FUNCTION infer._replace_bundled_model();
+CREATE TRIGGER drop_bundled AFTER INSERT ON infer.dropped_bundled_models
+	FOR EACH ROW EXECUTE FUNCTION infer._replace_bundled_model();
+
+INSERT INTO infer.dropped_bundled_models (name)
+SELECT b FROM unnest(ARRAY['ppocr_det', 'ppocr_cls', 'ppocr_rec', 'minilm',
+						   'prompt_task']) AS b
+ WHERE NOT EXISTS (SELECT 1 FROM infer.model_registry m WHERE m.name = b);
+SELECT pg_catalog.pg_extension_config_dump('infer.model_registry',
+	'WHERE NOT bundled');
+SELECT pg_catalog.pg_extension_config_dump('infer.dropped_bundled_models', '');
+
+-- Unregisters a model.
+CREATE OR REPLACE FUNCTION infer.drop_model(name text)
+RETURNS void
+LANGUAGE plpgsql STRICT VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	was_bundled boolean;
+BEGIN
+	DELETE FROM infer.model_registry m WHERE m.name = drop_model.name
+		RETURNING m.bundled INTO was_bundled;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'model "%" does not exist', drop_model.name
+			USING ERRCODE = 'undefined_object',
+				HINT = 'See infer.models for the registered models.';
+	END IF;
+	-- a restore of pg_dump's output drops it again
+	IF was_bundled THEN
+		INSERT INTO infer.dropped_bundled_models (name)
+		VALUES (drop_model.name) ON CONFLICT DO NOTHING;
+	END IF;
+END
+$$;
+
+
 -- infer.models gains columns in the middle, infer.create_model an
 -- argument (compute_precision) and infer.load_model its arguments' order
 -- (model, worker): new objects

@@ -43,8 +43,41 @@ CREATE TABLE infer.model_registry (
 	created		timestamptz NOT NULL DEFAULT now(),
 	-- math of MatMul, Gemm and Conv on a GPU (docs/gpu.md "Precision")
 	compute_precision text NOT NULL DEFAULT 'fp32'
-				CHECK (compute_precision IN ('fp32', 'tf32', 'fp16', 'bf16'))
+				CHECK (compute_precision IN ('fp32', 'tf32', 'fp16', 'bf16')),
+	-- one of the models CREATE EXTENSION registers, as it made it: left
+	-- out of pg_dump, as CREATE EXTENSION makes it again
+	bundled		boolean NOT NULL DEFAULT false
 );
+
+-- The bundled models (infer.model_registry.bundled) that infer.drop_model
+-- removed, so that a restore of pg_dump's output removes them again from
+-- what CREATE EXTENSION makes.
+CREATE TABLE infer.dropped_bundled_models (
+	name		text PRIMARY KEY,
+	dropped		timestamptz NOT NULL DEFAULT now()
+);
+
+-- pg_dump and restore (docs/dba.md "Backup and upgrade"): CREATE EXTENSION
+-- registers the bundled models first, then the rows of the configuration
+-- tables come back.  A model registered under a bundled model's name takes
+-- that model's place, and a dropped bundled model is removed again, in
+-- whichever order the two tables come back.
+CREATE FUNCTION infer._replace_bundled_model()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	DELETE FROM infer.model_registry m WHERE m.name = NEW.name AND m.bundled;
+	RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER replace_bundled BEFORE INSERT ON infer.model_registry
+	FOR EACH ROW WHEN (NOT NEW.bundled)
+	EXECUTE FUNCTION infer._replace_bundled_model();
+CREATE TRIGGER drop_bundled AFTER INSERT ON infer.dropped_bundled_models
+	FOR EACH ROW EXECUTE FUNCTION infer._replace_bundled_model();
 
 -- Model files uploaded from the database (infer.upload_model): their bytes
 -- and SHA-256, kept so that workers added later get them too.  A model
@@ -61,8 +94,6 @@ ALTER TABLE infer.model_files ALTER COLUMN data SET STORAGE EXTERNAL;
 
 SELECT pg_catalog.pg_extension_config_dump('infer.worker_registry', '');
 SELECT pg_catalog.pg_extension_config_dump('infer.model_files', '');
-SELECT pg_catalog.pg_extension_config_dump('infer.model_registry',
-	$$WHERE name NOT IN ('ppocr_det', 'ppocr_cls', 'ppocr_rec')$$);
 
 -- ---------------------------------------------------------------------
 -- Workers
@@ -567,12 +598,20 @@ LANGUAGE plpgsql STRICT VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	was_bundled boolean;
 BEGIN
-	DELETE FROM infer.model_registry m WHERE m.name = drop_model.name;
+	DELETE FROM infer.model_registry m WHERE m.name = drop_model.name
+		RETURNING m.bundled INTO was_bundled;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'model "%" does not exist', drop_model.name
 			USING ERRCODE = 'undefined_object',
 				HINT = 'See infer.models for the registered models.';
+	END IF;
+	-- a restore of pg_dump's output drops it again
+	IF was_bundled THEN
+		INSERT INTO infer.dropped_bundled_models (name)
+		VALUES (drop_model.name) ON CONFLICT DO NOTHING;
 	END IF;
 END
 $$;
@@ -673,9 +712,10 @@ SELECT infer.create_model('prompt_task', 'prompt_task/model.onnx', 'classify_tex
 		'Chatbot Arena Elo (Code)', 'Chatbot Arena Elo (Vision)', 'GPQA', 'HLE',
 		'IFBench', 'LegalBench', 'LiveCodeBench', 'MMLU-Pro', 'MMMU',
 		'SWE-bench-Pro', 'SciCode', 'Tau2-bench']);
+UPDATE infer.model_registry SET bundled = true;
 SELECT pg_catalog.pg_extension_config_dump('infer.model_registry',
-	$$WHERE name NOT IN ('ppocr_det', 'ppocr_cls', 'ppocr_rec', 'minilm',
-						 'prompt_task')$$);
+	'WHERE NOT bundled');
+SELECT pg_catalog.pg_extension_config_dump('infer.dropped_bundled_models', '');
 
 CREATE FUNCTION infer.embed(model text, input text)
 RETURNS real[]

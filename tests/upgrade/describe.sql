@@ -1,8 +1,9 @@
 -- describe.sql: one line per object of the pg_infer extension, with what
 -- makes it what it is: a function's full definition and privileges, a
 -- relation's kind, columns, constraints, storage, view query and
--- privileges, the schema's privileges, and the extension's configuration
--- tables (pg_extension_config_dump).  test_upgrade.sh compares its output
+-- privileges, the triggers on its tables, the schema's privileges, and the
+-- extension's configuration tables (pg_extension_config_dump).
+-- test_upgrade.sh compares its output
 -- after ALTER EXTENSION ... UPDATE with a fresh CREATE EXTENSION.
 \pset format unaligned
 \pset tuples_only on
@@ -57,6 +58,12 @@ SELECT line FROM (
 	UNION ALL
 	SELECT 'config ' || c::regclass::text || ' ' || coalesce(w, '')
 	  FROM ext, unnest(ext.extconfig, ext.extcondition) AS u(c, w)
+	UNION ALL
+	SELECT 'trigger ' || pg_get_triggerdef(t.oid) || ' enabled=' ||
+		   t.tgenabled::text
+	  FROM members m JOIN pg_trigger t ON m.classid = 'pg_class'::regclass
+									  AND t.tgrelid = m.objid
+	 WHERE NOT t.tgisinternal
 	UNION ALL
 	SELECT 'comment ' || pg_describe_object(m.classid, m.objid, m.objsubid) ||
 		   ' ' || d.description

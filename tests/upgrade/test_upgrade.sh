@@ -15,7 +15,11 @@
 #     CREATE EXTENSION of the default version makes it, and so are the
 #     models it registers itself;
 #   - the user's worker and model are still registered, and pg_dump of
-#     the updated database restores into a fresh one.
+#     the updated database restores into a fresh one;
+#   - the bundled models a user dropped, or registered again under the
+#     same name with another file, stay as the user left them across the
+#     update and across pg_dump and restore (plain format through psql,
+#     custom format through pg_restore); likewise on the default version.
 # Prints "upgrade: N passed, M failed"; exits 1 on any failure.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -51,8 +55,9 @@ describe() {
 	q -d "$1" -f tests/upgrade/describe.sql
 	q -d "$1" -c "SELECT name, file, task, input_height, input_width, mean,
 	                     std, color_order, resize_mode, labels, labels_file,
-	                     version
-	                FROM infer.model_registry ORDER BY name"
+	                     version, compute_precision, bundled
+	                FROM infer.model_registry ORDER BY name" \
+	  -c "SELECT 'dropped ' || name FROM infer.dropped_bundled_models ORDER BY name"
 }
 
 q -d postgres -c "CREATE DATABASE fresh" || exit 1
@@ -65,6 +70,55 @@ fi
 check "fresh install is version $default" \
 	"$(q -d fresh -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_infer'")" \
 	"^$default\$"
+
+# registry DB: the model registrations and the dropped bundled models.
+registry() {
+	q -d "$1" -c "SELECT name || ' ' || file || ' ' || version || ' ' || bundled
+	                FROM infer.model_registry ORDER BY name" \
+	  -c "SELECT 'dropped ' || name FROM infer.dropped_bundled_models ORDER BY name"
+}
+
+# user_bundled_changes DB: drops the bundled prompt_task, registers
+# minilm again with another file, adds m_user.
+user_bundled_changes() {
+	q -d "$1" >/dev/null <<'EOF'
+SELECT infer.drop_model('prompt_task');
+SELECT infer.drop_model('minilm');
+SELECT infer.create_model('minilm', 'my_minilm/model.onnx', 'embed_text', version => '2');
+SELECT infer.create_model('m_user', 'some_model.onnx', 'raw');
+EOF
+}
+
+# check_dump_restore NAME DB: pg_dump of DB restored into two new
+# databases (plain through psql, custom through pg_restore) has DB's
+# registry (registry), which holds the changes of user_bundled_changes.
+check_dump_restore() {
+	local name=$1 db=$2 want out
+	want=$(registry "$db" 2>&1)
+	check "$name: the registry before pg_dump" "$want" \
+		'^minilm my_minilm/model\.onnx 2 false$' '^m_user some_model\.onnx 1 false$' \
+		'^ppocr_det ch_PP-OCRv4_det_infer\.onnx 1 true$' '^dropped prompt_task$'
+	check_not "$name: prompt_task dropped" "$want" '^prompt_task '
+	q -d postgres -c "CREATE DATABASE ${db}_plain" -c "CREATE DATABASE ${db}_custom" || exit 1
+	if "$TESTENV_PG_BIN/pg_dump" -d "$db" -f "$tmp/$db.plain.sql" 2>"$tmp/$db.dump.err" &&
+		out=$(q -d "${db}_plain" -f "$tmp/$db.plain.sql" 2>&1 >/dev/null) &&
+		"$TESTENV_PG_BIN/pg_dump" -Fc -d "$db" -f "$tmp/$db.custom" 2>>"$tmp/$db.dump.err" &&
+		out=$("$TESTENV_PG_BIN/pg_restore" --exit-on-error -d "${db}_custom" "$tmp/$db.custom" 2>&1); then
+		out=$(registry "${db}_plain" 2>&1)
+		if [ "$out" = "$want" ]; then pass "$name: psql restore = the dumped registry"
+		else fail "$name: psql restore differs from the dumped registry" "$(diff <(echo "$want") <(echo "$out"))"; fi
+		out=$(registry "${db}_custom" 2>&1)
+		if [ "$out" = "$want" ]; then pass "$name: pg_restore = the dumped registry"
+		else fail "$name: pg_restore differs from the dumped registry" "$(diff <(echo "$want") <(echo "$out"))"; fi
+	else
+		fail "$name: pg_dump / restore" "$(cat "$tmp/$db.dump.err"; echo "$out")"
+	fi
+}
+
+q -d postgres -c "CREATE DATABASE changed" || exit 1
+q -d changed -c "CREATE EXTENSION pg_infer" || exit 1
+user_bundled_changes changed
+check_dump_restore "$default" changed
 
 for v in "${released[@]}"; do
 	db="from_${v//./_}"
@@ -109,6 +163,12 @@ EOF
 		fail "pg_dump / restore of the database updated from $v" \
 			"$(cat "$tmp/$db.dump.err"; echo "$out")"
 	fi
+	# bundled models changed before the update
+	q -d postgres -c "CREATE DATABASE ${db}_changed" || exit 1
+	q -d "${db}_changed" -c "CREATE EXTENSION pg_infer VERSION '$v'" || exit 1
+	user_bundled_changes "${db}_changed"
+	q -d "${db}_changed" -c "ALTER EXTENSION pg_infer UPDATE" || exit 1
+	check_dump_restore "updated from $v" "${db}_changed"
 done
 
 echo "upgrade: $passed passed, $failed failed"
