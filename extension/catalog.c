@@ -270,10 +270,10 @@ InferCatalogGetModels(const char *const *names, const char *const *gucs,
  * request even from a statement that started before, and one it added is
  * used at once (docs/dba.md).  In parallel mode, where no new snapshot may
  * be taken, the statement's snapshot is read.  None registered: ERROR
- * 55000 (object_not_in_prerequisite_state).
+ * 55000 (object_not_in_prerequisite_state), unless missing_ok.
  */
 static void
-select_workers(void)
+select_workers(bool missing_ok)
 {
 	int			rc;
 	SPIPlanPtr	plan;
@@ -288,7 +288,7 @@ select_workers(void)
 								  InvalidSnapshot, true, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
+	if (SPI_processed == 0 && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no inference worker is registered"),
@@ -319,7 +319,7 @@ InferCatalogPickWorker(void)
 	HeapTuple	tuple;
 	TupleDesc	desc;
 
-	select_workers();
+	select_workers(false);
 
 	tuple = SPI_tuptable->vals[worker_rr_next++ % SPI_processed];
 	desc = SPI_tuptable->tupdesc;
@@ -338,11 +338,22 @@ InferCatalogPickWorker(void)
 InferWorker *
 InferCatalogGetWorkers(int *nworkers)
 {
+	return InferCatalogListWorkers(nworkers, false);
+}
+
+/*
+ * InferCatalogGetWorkers, or, with missing_ok, an empty array (*nworkers
+ * 0) when none is registered.
+ */
+InferWorker *
+InferCatalogListWorkers(int *nworkers, bool missing_ok)
+{
 	MemoryContext cxt = CurrentMemoryContext;
 	InferWorker *workers;
 
-	select_workers();
-	workers = MemoryContextAllocZero(cxt, sizeof(InferWorker) * SPI_processed);
+	select_workers(missing_ok);
+	workers = MemoryContextAllocZero(cxt, sizeof(InferWorker) *
+									 Max(SPI_processed, 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		workers[i].name = spi_text(SPI_tuptable->vals[i],

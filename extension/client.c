@@ -205,6 +205,7 @@ static dlist_head client_pending = DLIST_STATIC_INIT(client_pending);
 
 static void client_dispatch(InferSocket *s, const InferWorker *worker);
 static void client_cancel(InferRequest *req);
+static void client_stats_done(InferRequest *req, const InferReply *reply);
 static ClientStaged client_staged;
 
 /*
@@ -583,6 +584,18 @@ InferClientLostNow(InferRequest *req)
 void
 InferClientForget(InferRequest *req)
 {
+	client_cancel(req);
+}
+
+/*
+ * Forgets req, which its worker lost (InferClientLostNow), counting it in
+ * infer.stats as a failed request, as its own wait would have.  Never
+ * raises an error.
+ */
+void
+InferClientForgetLost(InferRequest *req)
+{
+	client_stats_done(req, NULL);
 	client_cancel(req);
 }
 

@@ -610,6 +610,21 @@ InferFragmentCollect(InferFragment *frag, InferReply *reply, int nrows,
 }
 
 /*
+ * Whether reply is a worker's MSG_ERROR 58P01 (undefined_file): a file of
+ * the request's models (the model, its labels file, a text model's
+ * vocabulary) is not in that worker's model directory, so that another
+ * worker may run the same rows.
+ */
+bool
+InferReplyLacksFile(const InferReply *reply)
+{
+	const Pginfer__Error *e = reply->header->error;
+
+	return reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR && e != NULL &&
+		e->sqlstate != NULL && strcmp(e->sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0;
+}
+
+/*
  * Raises the worker's whole-request error (MSG_ERROR) that reply is, if
  * it is one, with the worker's SQLSTATE, message, detail and hint.
  */
@@ -800,24 +815,80 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 	return (Datum) 0;
 }
 
+/* most workers a row-at-a-time call passes over for lacking a file (58P01) */
+#define INFER_ROW_MAX_LACKING 8
+
+/* Whether worker is among names (n of them). */
+static bool
+lacking(const InferWorker *worker, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], worker->name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * After frag->worker answered 58P01 (it lacks a file of frag's models;
+ * InferReplyLacksFile), the worker to send the row (*payload, *len bytes)
+ * to instead, with frag->worker added to avoid (*navoid names, room for
+ * one more), or NULL when the error stands: that worker was passed over
+ * before (placement sent the row back to it, no other being up), or no
+ * other worker that is not down reads the row.  Errors: those of
+ * InferPlacementPick.
+ */
+static InferWorker *
+pick_not_lacking(InferFragment *frag, const void *const *payload,
+				 const size_t *len, const char **avoid, int *navoid,
+				 int nlost)
+{
+	InferWorker *next;
+
+	if (lacking(frag->worker, avoid + nlost, *navoid - nlost))
+		return NULL;
+	avoid[(*navoid)++] = frag->worker->name;
+	InferClientStageInputs(1, payload, len);
+	next = InferFragmentPickUp(&frag, 1, 1, *len, *len, avoid, *navoid);
+	if (next != NULL &&
+		(lacking(next, avoid + nlost, *navoid - nlost) ||
+		 !InferWorkerReads(next, *len)))
+	{
+		InferPlacementFree(next);
+		next = NULL;
+	}
+	return next;
+}
+
 /*
  * Sends frag's request over one row (row_id; *payload, *len bytes) to
  * frag->worker and returns its reply.  When the worker loses it
  * (InferClientWaitOrLost: gone or hung, 08006; shutting down, 57P01), or
  * goes down while the send waits to connect (08006, see InferClientSend),
  * it goes to another worker that is not down (InferFragmentPickUp; one
- * that has not lost it, while there is one), up to infer.retries times, as InferBatch's requests do; after that, or with no
- * such worker, the loss is raised (InferClientRaiseLost).  frag's error
- * context must be the innermost one; it names the worker of each send.
+ * that has not lost it, while there is one), up to infer.retries times,
+ * as InferBatch's requests do; after that, or with no such worker, the
+ * loss is raised (InferClientRaiseLost).  A worker that answers 58P01 (a
+ * file of frag's models missing there) has the row sent to another one
+ * that is not down, which is no retry (pick_not_lacking; the 58P01 reply
+ * is returned when there is none).  frag's error context must be the
+ * innermost one; it names the worker of each send.
  */
 static InferReply *
 send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 		 const size_t *len)
 {
 	int			retries = infer_retries;
-	const char **lost_on = palloc(sizeof(char *) * (retries + 1));
 
-	for (int attempt = 0;; attempt++)
+	/*
+	 * the workers not to send the row to again: the first nlost lost it,
+	 * the others lack a file of frag's models
+	 */
+	const char **avoid = palloc(sizeof(char *) *
+								(retries + 1 + INFER_ROW_MAX_LACKING));
+	int			navoid = 0;
+	int			nlost = 0;
+
+	for (int attempt = 0;;)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		InferRequest *volatile req = NULL;
@@ -855,13 +926,29 @@ send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 			lost = waited;
 		}
 		if (reply != NULL)
-			return reply;
+		{
+			if (!InferReplyLacksFile(reply) ||
+				navoid - nlost >= INFER_ROW_MAX_LACKING ||
+				(next = pick_not_lacking(frag, payload, len, avoid, &navoid,
+										 nlost)) == NULL)
+				return reply;
+			ereport(DEBUG1,
+					(errmsg("pg_infer: inference worker \"%s\" at %s lacks a file (%s); sending the row to \"%s\"",
+							frag->worker->name, frag->worker->endpoint,
+							reply->header->error->message, next->name)));
+			frag->worker = next;
+			continue;
+		}
 		if (attempt >= retries)
 			InferClientRaiseLost(lost, 1, attempt + 1);
 		InferClientStageInputs(1, payload, len);
-		lost_on[attempt] = frag->worker->name;
-		next = InferFragmentPickUp(&frag, 1, 1, *len, *len, lost_on,
-								   attempt + 1);
+		/* the lost ones first: keep the names after them */
+		memmove(avoid + nlost + 1, avoid + nlost,
+				sizeof(char *) * (navoid - nlost));
+		avoid[nlost++] = frag->worker->name;
+		navoid++;
+		attempt++;
+		next = InferFragmentPickUp(&frag, 1, 1, *len, *len, avoid, navoid);
 		if (next == NULL)
 			InferClientRaiseLost(lost, 1, 0);
 		/* the workers that read the row went down: none up does */

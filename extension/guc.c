@@ -201,7 +201,12 @@ InferGucInit(void)
 							"is up; a worker is stale (still used) after "
 							"half this time.",
 							&infer_worker_timeout_ms,
-							2000, 10, INT_MAX,
+							/*
+							 * at least 2.5 heartbeats (a state every 100
+							 * ms, pool.c), so that a worker that is up
+							 * stays up
+							 */
+							2000, 250, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 

@@ -402,11 +402,16 @@ eval_limit(InferBatchState *st, ExprState *expr)
 	return Max(DatumGetInt64(d), 0);
 }
 
-/* Whether calls a and b send the same input (see BatchCall). */
+/*
+ * Whether calls a and b send the same input (see BatchCall): equal()
+ * input expressions that are not volatile (InferExprIsVolatile: each
+ * occurrence of random() is its own value).
+ */
 static bool
 same_input(const BatchCall *a, const BatchCall *b)
 {
-	return a->text_input == b->text_input && equal(a->input, b->input);
+	return a->text_input == b->text_input && equal(a->input, b->input) &&
+		!InferExprIsVolatile((Node *) a->input);
 }
 
 /*
@@ -864,7 +869,7 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 				MemoryContextSwitchTo(oldcxt);
 				return;			/* no worker up: each wait raises it */
 			}
-			InferClientForget(held);
+			InferClientForgetLost(held);
 			part->early++;
 			ereport(DEBUG1,
 					(errmsg("pg_infer: inference worker \"%s\" was lost; sending the %d rows it also held to \"%s\"",
@@ -872,20 +877,6 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 		}
 	}
 	MemoryContextSwitchTo(oldcxt);
-}
-
-/*
- * Whether reply is a worker's MSG_ERROR 58P01 (undefined_file): a file of
- * the request's models (the model, its labels file, a text model's
- * vocabulary) is not in that worker's model directory.
- */
-static bool
-lacks_file(const InferReply *reply)
-{
-	const Pginfer__Error *e = reply->header->error;
-
-	return reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR && e != NULL &&
-		e->sqlstate != NULL && strcmp(e->sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0;
 }
 
 /*
@@ -945,7 +936,7 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 		 * call's requests avoid it from now on; the error stands when it
 		 * was noted before or no other worker is up
 		 */
-		if (reply != NULL && lacks_file(reply) &&
+		if (reply != NULL && InferReplyLacksFile(reply) &&
 			note_lacking(st, bc, part, part->worker->name))
 		{
 			ereport(DEBUG1,

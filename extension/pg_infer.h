@@ -94,6 +94,7 @@ extern Pginfer__ModelSpec **InferCatalogGetModels(const char *const *names,
 												  int nmodels);
 extern InferWorker *InferCatalogPickWorker(void);
 extern InferWorker *InferCatalogGetWorkers(int *nworkers);
+extern InferWorker *InferCatalogListWorkers(int *nworkers, bool missing_ok);
 
 /* ----------
  * client.c: the ZeroMQ client (one context per backend, a DEALER socket
@@ -135,6 +136,7 @@ extern InferReply *InferClientModelRequest(const InferWorker *worker,
 											const char *failed,
 											const char *request);
 extern void InferClientForget(InferRequest *req);
+extern void InferClientForgetLost(InferRequest *req);
 extern bool InferClientUnsent(const InferRequest *req);
 extern bool InferClientLostNow(InferRequest *req);
 extern InferReply *InferClientWaitOrLost(InferRequest *req, ErrorData **lost);
@@ -160,6 +162,7 @@ extern void InferClientInputStats(const InferRequest *req, int64 *rows_cached,
 #define INFER_POOL_ENDPOINT_LEN 256
 #define INFER_POOL_MODEL_LEN 128
 #define INFER_POOL_MODELS 16	/* models kept per worker */
+#define INFER_POOL_DATABASES 8	/* databases tracked per worker */
 #define INFER_POOL_TIMINGS 32	/* (model, batch size) timings per worker */
 #define INFER_POOL_UNSEEN 128	/* sends kept per worker until a state holds
 								 * them */
@@ -212,7 +215,15 @@ typedef struct InferPoolWorker
 {
 	bool		used;
 	uint32		generation;		/* +1 each time the slot is (re)used */
-	char		name[NAMEDATALEN];
+	/*
+	 * the databases whose registry holds the endpoint, as their backends
+	 * met it (InferPoolRegister); infer.drop_worker frees the slot when
+	 * the last of them drops it.  dbs_overflow: more met it than fit.
+	 */
+	int			ndbs;
+	Oid			dbs[INFER_POOL_DATABASES];
+	bool		dbs_overflow;
+	char		name[NAMEDATALEN];	/* its name in the first database */
 	char		endpoint[INFER_POOL_ENDPOINT_LEN];
 	char		state_endpoint[INFER_POOL_ENDPOINT_LEN];	/* "" unknown */
 	char		server_key[41];	/* CURVE server public key (Z85), "" plain */
@@ -457,6 +468,7 @@ extern void InferFragmentInit(InferFragment *frag, InferFunction fn,
 							  const char *model);
 extern void InferFragmentPushContext(InferFragment *frag);
 extern void InferReplyRaiseError(const InferReply *reply);
+extern bool InferReplyLacksFile(const InferReply *reply);
 extern void InferFragmentPopContext(InferFragment *frag);
 extern char *InferFragmentDescribe(const InferFragment *frag);
 extern void InferFragmentPickWorker(InferFragment *frag,
@@ -511,6 +523,7 @@ extern bool InferTextWithinLimit(Datum input, InferFunction fn,
 extern void InferPlannerInit(void);
 extern InferFunction InferPlannerFunction(Oid funcid);
 extern bool InferArgIsStatementValue(const Node *node);
+extern bool InferExprIsVolatile(const Node *node);
 
 /* ----------
  * inferbatch.c: the InferBatch custom scan (batched, pipelined ML calls)

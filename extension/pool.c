@@ -13,7 +13,9 @@
  * Endpoints: backends put every worker they read from
  * infer.worker_registry (infer.add_worker, each placement, the
  * infer.workers view) into a slot, so the monitor needs no database
- * connection and serves every database; infer.drop_worker frees the slot.
+ * connection and serves every database; the slot notes each database
+ * that did, and infer.drop_worker frees it when the last database still
+ * there (of those it notes) drops the worker.
  *
  * The monitor (one process, no database) keeps a DEALER socket per slot
  * and sends MSG_PING on it: every 100 ms while it has no state stream
@@ -66,6 +68,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 /* The shared part. */
@@ -224,11 +227,33 @@ pool_note_key(int slot, const char *endpoint)
 		SetLatch(pool->monitor_latch);
 }
 
+/* Whether w notes the current database (see InferPoolWorker.dbs). */
+static bool
+pool_has_db(const InferPoolWorker *w)
+{
+	for (int i = 0; i < w->ndbs; i++)
+		if (w->dbs[i] == MyDatabaseId)
+			return true;
+	return false;
+}
+
+/* Notes the current database in w, with the lock held exclusive. */
+static void
+pool_add_db(InferPoolWorker *w)
+{
+	if (pool_has_db(w))
+		return;
+	if (w->ndbs < INFER_POOL_DATABASES)
+		w->dbs[w->ndbs++] = MyDatabaseId;
+	else
+		w->dbs_overflow = true;
+}
+
 /*
  * The slot (1-based) of the worker at endpoint, taking a free one when it
- * has none (and waking the monitor); 0 without shared memory, when every
- * slot is taken (a WARNING says so, once per statement) or the endpoint
- * is too long.
+ * has none (and waking the monitor), with the current database noted in
+ * it; 0 without shared memory, when every slot is taken (a WARNING says
+ * so, once per statement) or the endpoint is too long.
  */
 int
 InferPoolRegister(const char *name, const char *endpoint)
@@ -236,6 +261,7 @@ InferPoolRegister(const char *name, const char *endpoint)
 	static InferOncePerStatement slots_warned;
 	int			slot = 0;
 	int			free_slot = 0;
+	bool		noted = false;
 
 	if (pool == NULL || strlen(endpoint) >= INFER_POOL_ENDPOINT_LEN)
 		return 0;
@@ -243,20 +269,28 @@ InferPoolRegister(const char *name, const char *endpoint)
 	for (int i = 0; i < pool->max_workers && slot == 0; i++)
 		if (pool->workers[i].used &&
 			strcmp(pool->workers[i].endpoint, endpoint) == 0)
+		{
 			slot = i + 1;
+			noted = pool_has_db(&pool->workers[i]) ||
+				pool->workers[i].dbs_overflow;
+		}
 	LWLockRelease(pool->lock);
-	if (slot != 0)
+	if (slot != 0 && noted)
 	{
 		pool_note_key(slot, endpoint);
 		return slot;
 	}
 
+	slot = 0;
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < pool->max_workers && slot == 0; i++)
 	{
 		if (pool->workers[i].used &&
 			strcmp(pool->workers[i].endpoint, endpoint) == 0)
+		{
 			slot = i + 1;
+			pool_add_db(&pool->workers[i]);
+		}
 		else if (!pool->workers[i].used && free_slot == 0)
 			free_slot = i + 1;
 	}
@@ -271,6 +305,7 @@ InferPoolRegister(const char *name, const char *endpoint)
 		strlcpy(w->name, name, NAMEDATALEN);
 		strlcpy(w->endpoint, endpoint, INFER_POOL_ENDPOINT_LEN);
 		w->registered = GetCurrentTimestamp();
+		pool_add_db(w);
 		slot = free_slot;
 	}
 	LWLockRelease(pool->lock);
@@ -1380,22 +1415,71 @@ infer_pool_register(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* infer._pool_forget(endpoint): frees the endpoint's slot, if any. */
+/*
+ * The databases w notes (InferPoolWorker.dbs) that no longer exist, into
+ * gone[]; returns how many.  Reads the catalog: call it without the lock.
+ */
+static int
+pool_gone_dbs(const InferPoolWorker *w, Oid *gone)
+{
+	int			n = 0;
+
+	for (int d = 0; d < w->ndbs; d++)
+		if (w->dbs[d] != MyDatabaseId &&
+			!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(w->dbs[d])))
+			gone[n++] = w->dbs[d];
+	return n;
+}
+
+/*
+ * infer._pool_forget(endpoint): this database drops the worker at
+ * endpoint.  Its slot is freed when no other database that still exists
+ * has met it (InferPoolWorker.dbs); otherwise the slot, its live state and
+ * the other databases' work in flight stay.
+ */
 Datum
 infer_pool_forget(PG_FUNCTION_ARGS)
 {
 	char	   *endpoint = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	InferPoolWorker *copy;
+	Oid			gone[INFER_POOL_DATABASES];
+	int			ngone = 0;
 
 	if (pool == NULL)
 		PG_RETURN_VOID();
-	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	copy = palloc0(sizeof(InferPoolWorker));
+	LWLockAcquire(pool->lock, LW_SHARED);
 	for (int i = 0; i < pool->max_workers; i++)
 		if (pool->workers[i].used &&
 			strcmp(pool->workers[i].endpoint, endpoint) == 0)
+			memcpy(copy, &pool->workers[i], sizeof(InferPoolWorker));
+	LWLockRelease(pool->lock);
+	ngone = pool_gone_dbs(copy, gone);
+
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < pool->max_workers; i++)
+	{
+		InferPoolWorker *w = &pool->workers[i];
+		int			n = 0;
+
+		if (!w->used || strcmp(w->endpoint, endpoint) != 0)
+			continue;
+		for (int d = 0; d < w->ndbs; d++)
 		{
-			pool->workers[i].used = false;
-			pool->workers[i].generation++;
+			bool		drop = w->dbs[d] == MyDatabaseId;
+
+			for (int g = 0; g < ngone && !drop; g++)
+				drop = w->dbs[d] == gone[g];
+			if (!drop)
+				w->dbs[n++] = w->dbs[d];
 		}
+		w->ndbs = n;
+		if (n == 0 && !w->dbs_overflow)
+		{
+			w->used = false;
+			w->generation++;
+		}
+	}
 	LWLockRelease(pool->lock);
 	if (pool->monitor_latch != NULL)
 		SetLatch(pool->monitor_latch);

@@ -839,12 +839,26 @@ infer_progress(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The name this database's registry (workers, n of them) gives the
+ * worker at endpoint, or NULL when it holds none there.
+ */
+static const char *
+local_name(const InferWorker *workers, int n, const char *endpoint)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(workers[i].endpoint, endpoint) == 0)
+			return workers[i].name;
+	return NULL;
+}
+
+/*
  * infer._model_state(file): where the model file is resident, by the
  * pool's state (resident_on: worker names, in slot order), and what the
  * workers measured for it (timings: a jsonb object by worker name of
  * {"load_ms": its load time, "batch_ms": {"<batch size>": ms, ...}},
- * workers that report nothing on it left out).  NULLs without shared
- * memory.
+ * workers that report nothing on it left out).  Names are this database's
+ * (the pool serves every database); workers it does not register are
+ * left out.  NULLs without shared memory.
  */
 Datum
 infer_model_state(PG_FUNCTION_ARGS)
@@ -859,6 +873,8 @@ infer_model_state(PG_FUNCTION_ARGS)
 	StringInfoData json;
 	bool		any = false;
 	InferPoolWorker *w;
+	InferWorker *registered;
+	int			nregistered;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -868,6 +884,7 @@ infer_model_state(PG_FUNCTION_ARGS)
 
 	names = palloc(sizeof(Datum) * Max(max_workers, 1));
 	w = palloc(sizeof(InferPoolWorker));
+	registered = InferCatalogListWorkers(&nregistered, true);
 	initStringInfo(&json);
 	appendStringInfoChar(&json, '{');
 	for (int slot = 1; slot <= max_workers; slot++)
@@ -876,11 +893,13 @@ infer_model_state(PG_FUNCTION_ARGS)
 		bool		reported = false;
 		double		load_ms = -1;
 		StringInfoData batch;
+		const char *name;
 
 		InferPoolLock(false);
 		memcpy(w, InferPoolSlot(slot), sizeof(InferPoolWorker));
 		InferPoolUnlock();
-		if (!w->used || w->heartbeat == 0)
+		if (!w->used || w->heartbeat == 0 ||
+			(name = local_name(registered, nregistered, w->endpoint)) == NULL)
 			continue;
 		for (int i = 0; i < w->nmodels; i++)
 			if (strcmp(w->models[i].file, file) == 0)
@@ -899,12 +918,12 @@ infer_model_state(PG_FUNCTION_ARGS)
 			reported = true;
 		}
 		if (resident)
-			names[nres++] = CStringGetTextDatum(w->name);
+			names[nres++] = CStringGetTextDatum(name);
 		if (!reported)
 			continue;
 		if (any)
 			appendStringInfoString(&json, ", ");
-		escape_json(&json, w->name);
+		escape_json(&json, name);
 		appendStringInfoString(&json, ": {\"load_ms\": ");
 		if (load_ms >= 0)
 			appendStringInfo(&json, "%.3f", load_ms);

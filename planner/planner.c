@@ -81,6 +81,7 @@
 #include "extension/pg_infer.h"
 
 #include "catalog/dependency.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -95,7 +96,9 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
 #include "parser/parse_func.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 static planner_hook_type prev_planner_hook = NULL;
@@ -128,6 +131,8 @@ typedef struct MapContext
 } MapContext;
 
 static int	list_index_of(List *list, Node *node);
+static int	call_index_of(List *calls, Node *call);
+static int	list_index_of_ptr(List *list, Node *node);
 static bool model_arg_is_fixed(FuncExpr *call);
 static Plan *rewrite_plan(RewriteState *rs, Plan *plan, Limit *limit);
 static Plan *batch_node(RewriteState *rs, Plan *plan, Limit *limit);
@@ -141,7 +146,11 @@ ml_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 
 /*
  * Looks up the ML functions' OIDs (InvalidOid for those that do not exist
- * or do not belong to extension pg_infer).  Needs a transaction.
+ * or do not belong to extension pg_infer).  Needs a transaction.  Reads
+ * the catalog directly, with no privilege check: every statement of every
+ * role is planned through here, and a role that may not use schema infer
+ * still plans its other queries (calling an ML function stays refused at
+ * execution, 42501).
  */
 static void
 ml_lookup(void)
@@ -161,22 +170,26 @@ ml_lookup(void)
 		{INFER_FN_CLASSIFY_TEXT, "classify", 2, {TEXTOID, TEXTOID}},
 	};
 	Oid			ext;
+	Oid			nsp;
 
 	/* an invalidation during the look-up makes the next call look again */
 	ml_valid = true;
 	memset(ml_oids, 0, sizeof(ml_oids));
 	ext = get_extension_oid("pg_infer", true);
-	if (!OidIsValid(ext))
+	nsp = get_namespace_oid("infer", true);
+	if (!OidIsValid(ext) || !OidIsValid(nsp))
 		return;
 	for (size_t i = 0; i < lengthof(sigs); i++)
 	{
-		List	   *name = list_make2(makeString("infer"),
-									  makeString((char *) sigs[i].name));
-		Oid			f = LookupFuncName(name, sigs[i].nargs, sigs[i].args, true);
+		oidvector  *args = buildoidvector(sigs[i].args, sigs[i].nargs);
+		Oid			f = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+										CStringGetDatum(sigs[i].name),
+										PointerGetDatum(args),
+										ObjectIdGetDatum(nsp));
 
 		if (OidIsValid(f) && getExtensionOfObject(ProcedureRelationId, f) == ext)
 			ml_oids[sigs[i].fn] = f;
-		list_free_deep(name);
+		pfree(args);
 	}
 }
 
@@ -394,7 +407,7 @@ collect_calls_walker(Node *node, CollectContext *context)
 			return expression_tree_walker(node, collect_calls_walker,
 										  (void *) context);
 		}
-		if (!context->conditional && !list_member(context->calls, node))
+		if (!context->conditional && call_index_of(context->calls, node) < 0)
 			context->calls = lappend(context->calls, node);
 		return false;
 	}
@@ -448,7 +461,7 @@ map_mutator(Node *node, MapContext *context)
 	if (node == NULL)
 		return NULL;
 	if (context->calls != NIL && is_ml_call(node) &&
-		(pos = list_index_of(context->calls, node)) >= 0)
+		(pos = call_index_of(context->calls, node)) >= 0)
 	{
 		FuncExpr   *call = (FuncExpr *) node;
 
@@ -478,6 +491,68 @@ list_index_of(List *list, Node *node)
 
 	foreach(lc, list)
 		if (equal(lfirst(lc), node))
+			return foreach_current_index(lc);
+	return -1;
+}
+
+/* check_functions_in_node callback: whether func_id is volatile */
+static bool
+volatile_checker(Oid func_id, void *context)
+{
+	return func_volatile(func_id) == PROVOLATILE_VOLATILE;
+}
+
+/*
+ * expression_tree_walker callback: whether node holds a volatile function
+ * other than the ML functions (which are VOLATILE as they ask a worker),
+ * or a sequence's next value, as contain_volatile_functions counts them.
+ */
+static bool
+volatile_arg_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, NextValueExpr))
+		return true;
+	if (!is_ml_call(node) &&
+		check_functions_in_node(node, volatile_checker, context))
+		return true;
+	return expression_tree_walker(node, volatile_arg_walker, context);
+}
+
+/*
+ * Whether node holds a volatile function other than the ML functions
+ * (random(), nextval(), a function left VOLATILE): two occurrences of
+ * such an expression are two evaluations in PostgreSQL, which InferBatch
+ * must not merge into one (calls, shared input).
+ */
+bool
+InferExprIsVolatile(const Node *node)
+{
+	return volatile_arg_walker((Node *) node, NULL);
+}
+
+/*
+ * Index in calls of the batched call that serves call, or -1.  Calls are
+ * one when equal(), unless their arguments are volatile
+ * (InferExprIsVolatile): then only the same node serves it.
+ */
+static int
+call_index_of(List *calls, Node *call)
+{
+	if (InferExprIsVolatile((Node *) ((FuncExpr *) call)->args))
+		return list_index_of_ptr(calls, call);
+	return list_index_of(calls, call);
+}
+
+/* Index of node itself (the same pointer) in list, or -1. */
+static int
+list_index_of_ptr(List *list, Node *node)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (lfirst(lc) == node)
 			return foreach_current_index(lc);
 	return -1;
 }

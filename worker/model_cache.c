@@ -124,7 +124,11 @@ struct model_cache
 static void entry_free(cache_entry *e);
 static char *key_of(const char *file);
 
-/* New empty cache over model_dir; NULL with err when it is not a directory. */
+/*
+ * New empty cache over model_dir; NULL with err when it is not a
+ * directory or the worker's user may not open files in it (no search
+ * permission: every model would fail).
+ */
 model_cache *
 model_cache_new(const char *model_dir, char *err, size_t errlen)
 {
@@ -146,6 +150,12 @@ model_cache_new(const char *model_dir, char *err, size_t errlen)
 	{
 		snprintf(err, errlen, "model directory \"%s\" is not a directory",
 				 model_dir);
+		goto fail;
+	}
+	if (access(model_dir, X_OK) != 0)
+	{
+		snprintf(err, errlen, "model directory \"%s\" cannot be read by the worker (user id %d): %s",
+				 model_dir, (int) geteuid(), strerror(errno));
 		goto fail;
 	}
 	mc = calloc(1, sizeof(*mc));
@@ -386,10 +396,8 @@ read_model_file(const model_cache *mc, const char *rel, const char *model,
 	/* stat first: opening a FIFO or a device could block or have effects. */
 	if (stat(path, &st) != 0)
 	{
-		if (errno == ENOENT || errno == ENOTDIR)
-			*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
-		snprintf(err, errlen, "model file \"%s\" not found in model directory \"%s\": %s",
-				 rel, mc->dir, strerror(errno));
+		*sqlstate = model_store_unreachable(mc->dir, "model file", rel, model,
+											errno, err, errlen);
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode))
@@ -399,10 +407,8 @@ read_model_file(const model_cache *mc, const char *rel, const char *model,
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 	{
-		if (errno == ENOENT || errno == ENOTDIR)
-			*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
-		snprintf(err, errlen, "model file \"%s\" not found in model directory \"%s\": %s",
-				 rel, mc->dir, strerror(errno));
+		*sqlstate = model_store_unreachable(mc->dir, "model file", rel, model,
+											errno, err, errlen);
 		goto fail;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
@@ -1175,6 +1181,13 @@ model_cache_get_dict(model_cache *mc, const char *labels_file,
 		*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
 		snprintf(err, errlen, "labels file \"%s\" not found in model directory \"%s\"",
 				 labels_file, mc->dir);
+		goto fail;
+	}
+	if (access(path, R_OK) != 0)
+	{
+		*sqlstate = model_store_unreachable(mc->dir, "labels file",
+											labels_file, NULL, errno, err,
+											errlen);
 		goto fail;
 	}
 	e->dict_len = ocr_dict_load(path, &e->dict, lerr, sizeof(lerr));

@@ -65,6 +65,28 @@ path_inside(const char *real_dir, const char *path)
 	return strncmp(path, real_dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
+/* Reports a file of dir that cannot be reached; see model_store.h. */
+const char *
+model_store_unreachable(const char *dir, const char *what, const char *rel,
+						const char *model, int eno, char *err, size_t errlen)
+{
+	char		mbuf[300];
+
+	if (eno == EACCES || eno == EPERM)
+	{
+		snprintf(err, errlen, "%s \"%s\"%s in model directory \"%s\" cannot be read by the worker (user id %d): %s",
+				 what, rel, of_model(model, mbuf, sizeof(mbuf)), dir,
+				 (int) geteuid(), strerror(eno));
+		return PGINFER_SQLSTATE_NO_MODEL;
+	}
+	snprintf(err, errlen, "%s \"%s\"%s not found in model directory \"%s\": %s",
+			 what, rel, of_model(model, mbuf, sizeof(mbuf)), dir, strerror(eno));
+	if (eno == ENOENT || eno == ENOTDIR)
+		return PGINFER_SQLSTATE_NO_MODEL;
+	return eno == ENOMEM ? PGINFER_SQLSTATE_OUT_OF_MEMORY :
+		PGINFER_SQLSTATE_INTERNAL;
+}
+
 /* Resolves rel inside dir; see model_store.h. */
 char *
 model_store_resolve(const char *dir, const char *rel, const char *what,
@@ -88,8 +110,8 @@ model_store_resolve(const char *dir, const char *rel, const char *what,
 	real_dir = realpath(dir, NULL);
 	if (real_dir == NULL)
 	{
-		*sqlstate = PGINFER_SQLSTATE_INTERNAL;
-		snprintf(err, errlen, "model directory \"%s\": %s", dir, strerror(errno));
+		*sqlstate = model_store_unreachable(dir, what, rel, model, errno, err,
+											errlen);
 		goto fail;
 	}
 	n = strlen(dir) + strlen(rel) + 2;
@@ -104,14 +126,8 @@ model_store_resolve(const char *dir, const char *rel, const char *what,
 	real = realpath(joined, NULL);
 	if (real == NULL)
 	{
-		if (errno == ENOENT || errno == ENOTDIR)
-			*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
-		else if (errno == ENOMEM)
-			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-		else
-			*sqlstate = PGINFER_SQLSTATE_INTERNAL;
-		snprintf(err, errlen, "%s \"%s\"%s not found in model directory \"%s\": %s",
-				 what, rel, of_model(model, mbuf, sizeof(mbuf)), dir, strerror(errno));
+		*sqlstate = model_store_unreachable(dir, what, rel, model, errno, err,
+											errlen);
 		goto fail;
 	}
 	if (!path_inside(real_dir, real))

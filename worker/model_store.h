@@ -46,12 +46,26 @@
  * go into the messages.  Returns a malloc'd absolute path; or NULL with
  * *sqlstate: PGINFER_SQLSTATE_BAD_PARAM for an unsafe name or one that
  * resolves outside dir, PGINFER_SQLSTATE_NO_MODEL when the file (or a
- * folder on its way) does not exist, _OUT_OF_MEMORY; and a message in err
- * that names the file, the model and dir.
+ * folder on its way) does not exist or the worker's user may not read it
+ * (model_store_unreachable), _OUT_OF_MEMORY; and a message in err that
+ * names the file, the model and dir.
  */
 char	   *model_store_resolve(const char *dir, const char *rel, const char *what,
 								const char *model, const char **sqlstate,
 								char *err, size_t errlen);
+
+/*
+ * Formats into err the failure, with errno eno, to reach what ("model
+ * file", "labels file") rel of model (may be NULL or "") in the model
+ * directory dir, and returns its SQLSTATE: PGINFER_SQLSTATE_NO_MODEL when
+ * this worker cannot have the file, as it is not there (ENOENT, ENOTDIR)
+ * or its user may not read it or a folder on its way (EACCES, EPERM):
+ * another worker may have it (the backend sends the rows there);
+ * _OUT_OF_MEMORY for ENOMEM; _INTERNAL otherwise.
+ */
+const char *model_store_unreachable(const char *dir, const char *what,
+									const char *rel, const char *model,
+									int eno, char *err, size_t errlen);
 
 /*
  * Checks that path (dir joined with a checked relative name, as the text

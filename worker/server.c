@@ -1054,7 +1054,7 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0)
 	{
 		snprintf(buf, buflen,
-				 "Copy the file into the worker's model directory (%s), or fix the file's name in the model's registration (infer.models); for an uploaded model, send it to this worker with infer.push_models().",
+				 "Copy the file into the worker's model directory (%s), readable by the worker's user, or fix the file's name in the model's registration (infer.models); for an uploaded model, send it to this worker with infer.push_models().",
 				 s->model_dir);
 		return buf;
 	}
@@ -1464,9 +1464,15 @@ group_finish(server *s, job *j, server_reply **replies)
 	if (n > 1)
 	{
 		s->merged_batches++;
-		log_info("merged %d requests (%d rows) into one %s run of %.1f ms (%d model calls)",
-				 n, total, fragment_kind_name(reqs[0]->run->fragment->kind),
-				 fr->compute_ms, fr->model_runs);
+		/* model calls: counted for predict and classify runs only */
+		if (fr->model_runs > 0)
+			log_info("merged %d requests (%d rows) into one %s run of %.1f ms (%d model calls)",
+					 n, total, fragment_kind_name(reqs[0]->run->fragment->kind),
+					 fr->compute_ms, fr->model_runs);
+		else
+			log_info("merged %d requests (%d rows) into one %s run of %.1f ms",
+					 n, total, fragment_kind_name(reqs[0]->run->fragment->kind),
+					 fr->compute_ms);
 	}
 	log_model_calls(j, fr);
 	for (int k = 0; k < n; k++)
@@ -2454,6 +2460,8 @@ job_complete(server *s, job *j, int shutdown)
 				/* A request cancelled while it ran gets no reply. */
 				if (j->cancelled != NULL && j->cancelled[k])
 				{
+					log_info("request %llu: its result is dropped, as it was cancelled while it ran",
+							 (unsigned long long) j->reqs[k]->request_id);
 					server_reply_destroy(&replies[k]);
 					continue;
 				}

@@ -39,7 +39,9 @@
 #       they go to the other worker, every row once with the reference's
 #       answers; the stopped worker is down; infer.stats counts each lost
 #       request as one error of the worker that lost it, and every row
-#       answered once;
+#       answered once; likewise a worker killed (SIGKILL) while it holds
+#       several batches: those sent again before their own wait found
+#       the loss count too;
 #   (x) an idle worker killed (SIGKILL) during a batched round_robin
 #       query with infer.worker_timeout 60 s: the next send to it finds
 #       its connection gone and marks it down after 500 ms, so the query
@@ -527,6 +529,17 @@ check "(s) s1 stopped (SIGTERM) during a per-row query: every row once, the refe
 # (s) above accepts)
 check "(s) ... s1 answered 57P01 for the call it held (or closed first), which went to s2" "$out" \
 	'^held=1 ' 'was lost \((inference worker "s1" at [^ ]+ is shutting down and did not run the request|lost the connection to inference worker "s1"[^)]*)\); sending the row to "s2"'
+restart s1 "${ports[0]}"
+
+# (k) batched, SIGKILL while s1 holds several requests of slow.onnx (300
+# ms a row, so that they are still there): the ones the scan sends again
+# before their own wait found the loss count in infer.stats too
+LOSE_MODEL=slow LOSE_ROWS=10 lose s1 KILL k_batch 4 "SET infer.batch_size = 1; SET infer.max_inflight = 8;"
+check "(k) s1 killed while it held batches: every row once, the reference's answers" \
+	"rc=$rc $(digest k_batch 2>&1)" "^rc=0 $REF_SLOW\$"
+errs=$(cut -d' ' -f2 <<<"$stats")
+check "(k) ... infer.stats: 10 rows answered, an error of s1's for each request it lost ($errs, 2 to 8)" \
+	"$stats ok=$([ "${errs:-0}" -ge 2 ] && [ "${errs:-0}" -le 8 ] && echo 1)" '^10 [0-9]+ 0 ok=1$'
 restart s1 "${ports[0]}"
 
 # (x) SIGKILL of an idle s1 under round_robin, one batch in flight at a

@@ -45,7 +45,12 @@
 #   (o) a second worker whose model directory lacks the files (58P01):
 #       under round_robin, the batches it gets go to the worker that has
 #       them, every row as alone, and it gets no more of the query's
-#       batches; a model whose file no worker has is still 58P01.
+#       batches; one row at a time (infer.enable_batching = off) each row
+#       w2 gets goes to w too; a model whose file no worker has is still
+#       58P01; a third worker, run as the server's user, whose copy of
+#       the file that user may not read answers 58P01 saying so, and its
+#       batches go to w likewise; a worker whose model directory that user
+#       may not open refuses to start, saying so.
 # Prints "user_models: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts is stopped by pid on every exit path.
 set -u
@@ -264,12 +269,58 @@ check "(o) ... w2 answered 58P01 once, then got none of the query's batches" \
 out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
 \set ON_ERROR_STOP 0
 SET infer.placement = round_robin;
+SET infer.enable_batching = off;
+SELECT 'row ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
+  FROM (SELECT n, infer.predict('mlp', data) AS v FROM img WHERE n <= 6) b
+  JOIN ref_mlp r USING (n);
+EOF
+)
+check "(o) one row at a time over w and w2: all 6 rows, each as alone" "$out" '^row 6 0$'
+check "(o) ... the rows w2 got (58P01) went to w" \
+	"$(grep -c 'error 58P01' "$tmp/w2.log")" '^[2-9]$'
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SET infer.placement = round_robin;
 SELECT infer.create_model('nowhere', 'nowhere.onnx', 'raw');
 SELECT infer.predict('nowhere', data) FROM img WHERE n <= 4;
 EOF
 )
 check "(o) a model file no worker has: 58P01" "$out" \
 	'ERROR:  58P01: model file "nowhere.onnx" of model "nowhere" not found in model directory'
+locked=$tmp/locked_models
+mkdir -p "$locked"
+cp "$MODELS/mlp.onnx" "$locked/mlp.onnx"
+chmod a+rx "$locked"
+chmod 000 "$locked/mlp.onnx"
+port3=$(testenv_free_port)
+worker_prefix=("${testenv_as_pg[@]}")
+start_named_worker w3 "$port3" --model-dir "$locked" || exit 1
+worker_prefix=()
+q -c "SELECT infer.add_worker('w3', 'tcp://127.0.0.1:$port3')" >/dev/null
+for _ in $(seq 100); do
+	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'w3'" 2>/dev/null)" = up ] && break
+	sleep 0.05
+done
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SET infer.placement = round_robin;
+SET infer.batch_size = 3;
+SELECT 'locked ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
+  FROM (SELECT n, infer.predict('mlp', data) AS v FROM img) b JOIN ref_mlp r USING (n);
+EOF
+)
+check "(o) round_robin over w, w2 and w3, whose mlp.onnx its user may not read: all 25 rows, each as alone" \
+	"$out" '^locked 25 0$'
+check "(o) ... w3 answered 58P01, saying the file cannot be read" "$(cat "$tmp/w3.log")" \
+	'error 58P01: model file "mlp\.onnx" of model "mlp" in model directory ".*" cannot be read by the worker \(user id [0-9]+\): Permission denied'
+mkdir -p "$tmp/closed_models"
+chmod 000 "$tmp/closed_models"
+out=$(timeout 20 ${testenv_as_pg[@]+"${testenv_as_pg[@]}"} "$WORKER" \
+	--listen "tcp://127.0.0.1:$(testenv_free_port)" --model-dir "$tmp/closed_models" 2>&1; echo "exit $?")
+chmod 755 "$tmp/closed_models"
+check "(o) a model directory the worker's user may not open: no start" "$out" \
+	'could not start: model directory ".*closed_models" cannot be read by the worker \(user id [0-9]+\): Permission denied' \
+	'^exit 1$'
 
 echo "user_models: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

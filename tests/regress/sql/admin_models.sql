@@ -110,6 +110,9 @@ SET infer.no_such_setting = 1;
 :sqlstate
 SET infer.max_pixels = -1;
 :sqlstate
+-- below 2.5 heartbeats (a state every 100 ms) every worker would be down
+SET infer.worker_timeout = '100ms';
+:sqlstate
 SET infer.on_error = 'null';
 SET infer.timeout = '2s';
 SHOW infer.on_error;

@@ -114,6 +114,23 @@ SELECT name, inflight_requests, inflight_rows, inflight_ms
   FROM infer.workers ORDER BY name;
 SELECT sum(requests_sent) > 0 AS counted FROM infer.workers;
 
+-- a second database registers pool_a's endpoint under its own name and
+-- drops it again: here pool_a keeps its live state (the pool's slot is the
+-- server's), and infer.models names each database's own workers
+CREATE DATABASE pg_infer_pool_other;
+\c pg_infer_pool_other
+CREATE EXTENSION pg_infer;
+SELECT infer.add_worker('other_a', current_setting('regress.worker2_endpoint'));
+SELECT name, status IS NOT NULL AS tracked FROM infer.workers;
+SELECT resident_on FROM infer.models WHERE name = 'ppocr_cls';
+SELECT infer.drop_worker('other_a');
+\c pg_infer_regress
+SELECT name, status, heartbeat_age < interval '1 second' AS fresh
+  FROM infer.workers WHERE name IN ('pool_a', 'pool_b') ORDER BY name;
+SELECT (SELECT array_agg(w ORDER BY w) FROM unnest(resident_on) AS w) AS resident_on
+  FROM infer.models WHERE name = 'ppocr_cls';
+DROP DATABASE pg_infer_pool_other WITH (FORCE);
+
 RESET infer.worker_timeout;
 RESET infer.placement;
 RESET infer.batch_size;

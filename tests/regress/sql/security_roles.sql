@@ -102,6 +102,22 @@ INSERT INTO infer.worker_registry (name, endpoint) VALUES ('evil', 'tcp://127.0.
 :sqlstate
 RESET ROLE;
 
+-- a session of a role that may not use schema infer: its first statement,
+-- which has the planner look the ML functions up, plans and runs (it was
+-- 42501 on schema infer); once the role takes infer_user (NOINHERIT: only
+-- by SET ROLE) its calls are batched
+SELECT current_user AS orig_user \gset
+CREATE ROLE regress_login LOGIN NOINHERIT IN ROLE infer_user;
+GRANT SELECT ON public.sec_img TO infer_user;
+\c - regress_login
+SELECT 1 AS one;
+SET ROLE infer_user;
+EXPLAIN (COSTS OFF) SELECT id, infer.classify('ppocr_cls', data) FROM public.sec_img;
+SELECT id, infer.classify('ppocr_cls', data) FROM public.sec_img ORDER BY id;
+\c - :orig_user
+REVOKE SELECT ON public.sec_img FROM infer_user;
+DROP ROLE regress_login;
+
 SELECT name FROM infer.workers ORDER BY name;
 SELECT infer.drop_worker('regress');
 DROP TABLE public.sec_img;

@@ -91,4 +91,20 @@ SELECT infer.embed('no_such_model', 'x');
 SELECT infer.embed('ppocr_cls', 'x');
 :sqlstate
 
+-- two calls written alike over a volatile argument (nextval, random) are
+-- two calls, as PostgreSQL evaluates each occurrence; alike calls over a
+-- column stay one (shared input)
+CREATE TEMP SEQUENCE vol_seq;
+EXPLAIN (COSTS OFF)
+SELECT infer.embed('minilm', 'q' || nextval('vol_seq')) AS a,
+	   infer.embed('minilm', 'q' || nextval('vol_seq')) AS b,
+	   infer.embed('minilm', body) AS c, infer.embed('minilm', body) AS d
+  FROM ref;
+SELECT count(*) AS rows_, count(*) FILTER (WHERE a = b) AS same_ab,
+	   count(*) FILTER (WHERE c = d) AS same_cd, currval('vol_seq') AS nextvals
+  FROM (SELECT infer.embed('minilm', 'q' || nextval('vol_seq')) AS a,
+			   infer.embed('minilm', 'q' || nextval('vol_seq')) AS b,
+			   infer.embed('minilm', body) AS c, infer.embed('minilm', body) AS d
+		  FROM ref WHERE id <= 6) s;
+
 SELECT infer.drop_worker('regress');
