@@ -223,6 +223,8 @@ typedef struct InferPoolWorker
 	int			ndbs;
 	Oid			dbs[INFER_POOL_DATABASES];
 	bool		dbs_overflow;
+	/* when a backend last looked the slot up (InferPoolRegister) */
+	pg_atomic_uint64 touched;
 	char		name[NAMEDATALEN];	/* its name in the first database */
 	char		endpoint[INFER_POOL_ENDPOINT_LEN];
 	char		state_endpoint[INFER_POOL_ENDPOINT_LEN];	/* "" unknown */

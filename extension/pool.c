@@ -128,6 +128,8 @@ pool_shmem_startup(void)
 		pool->lock = &(GetNamedLWLockTranche(POOL_TRANCHE))->lock;
 		pool->max_workers = infer_pool_max_workers;
 		pg_atomic_init_u32(&pool->turn, 0);
+		for (int i = 0; i < pool->max_workers; i++)
+			pg_atomic_init_u64(&pool->workers[i].touched, 0);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -250,10 +252,45 @@ pool_add_db(InferPoolWorker *w)
 }
 
 /*
+ * With every slot taken, the slot (0-based) to give a new endpoint: the
+ * one no backend has looked up for the longest, at least
+ * POOL_RECLAIM_IDLE_S seconds, with no work in flight (a worker dropped
+ * in every database whose note stayed: DROP EXTENSION, a rolled-back
+ * infer.add_worker, more databases than a slot notes); -1 when none.  A
+ * database that still registers it gets a slot again at its next use,
+ * its state from the next heartbeat.  With the lock held exclusive.
+ */
+#define POOL_RECLAIM_IDLE_S 60
+static int
+pool_reclaimable(TimestampTz now)
+{
+	int			best = -1;
+	uint64		oldest = 0;
+
+	for (int i = 0; i < pool->max_workers; i++)
+	{
+		InferPoolWorker *w = &pool->workers[i];
+		uint64		t = pg_atomic_read_u64(&w->touched);
+
+		if (!w->used || w->inflight_requests > 0 ||
+			!TimestampDifferenceExceeds((TimestampTz) t, now,
+										POOL_RECLAIM_IDLE_S * 1000))
+			continue;
+		if (best < 0 || t < oldest)
+		{
+			best = i;
+			oldest = t;
+		}
+	}
+	return best;
+}
+
+/*
  * The slot (1-based) of the worker at endpoint, taking a free one when it
  * has none (and waking the monitor), with the current database noted in
- * it; 0 without shared memory, when every slot is taken (a WARNING says
- * so, once per statement) or the endpoint is too long.
+ * it; with none free, one idle for long (pool_reclaimable).  0 without
+ * shared memory, when every slot is taken and busy (a WARNING says so,
+ * once per statement) or the endpoint is too long.
  */
 int
 InferPoolRegister(const char *name, const char *endpoint)
@@ -262,9 +299,12 @@ InferPoolRegister(const char *name, const char *endpoint)
 	int			slot = 0;
 	int			free_slot = 0;
 	bool		noted = false;
+	TimestampTz now;
+	char	   *reclaimed = NULL;
 
 	if (pool == NULL || strlen(endpoint) >= INFER_POOL_ENDPOINT_LEN)
 		return 0;
+	now = GetCurrentTimestamp();
 	LWLockAcquire(pool->lock, LW_SHARED);
 	for (int i = 0; i < pool->max_workers && slot == 0; i++)
 		if (pool->workers[i].used &&
@@ -273,6 +313,7 @@ InferPoolRegister(const char *name, const char *endpoint)
 			slot = i + 1;
 			noted = pool_has_db(&pool->workers[i]) ||
 				pool->workers[i].dbs_overflow;
+			pg_atomic_write_u64(&pool->workers[i].touched, (uint64) now);
 		}
 	LWLockRelease(pool->lock);
 	if (slot != 0 && noted)
@@ -290,9 +331,22 @@ InferPoolRegister(const char *name, const char *endpoint)
 		{
 			slot = i + 1;
 			pool_add_db(&pool->workers[i]);
+			pg_atomic_write_u64(&pool->workers[i].touched, (uint64) now);
 		}
 		else if (!pool->workers[i].used && free_slot == 0)
 			free_slot = i + 1;
+	}
+	if (slot == 0 && free_slot == 0)
+	{
+		int			idle = pool_reclaimable(now);
+
+		if (idle >= 0)
+		{
+			/* logged once the lock is released */
+			reclaimed = psprintf("\"%s\" at %s", pool->workers[idle].name,
+								 pool->workers[idle].endpoint);
+			free_slot = idle + 1;
+		}
 	}
 	if (slot == 0 && free_slot != 0)
 	{
@@ -304,11 +358,16 @@ InferPoolRegister(const char *name, const char *endpoint)
 		w->generation = generation;
 		strlcpy(w->name, name, NAMEDATALEN);
 		strlcpy(w->endpoint, endpoint, INFER_POOL_ENDPOINT_LEN);
-		w->registered = GetCurrentTimestamp();
+		w->registered = now;
+		pg_atomic_init_u64(&w->touched, (uint64) now);
 		pool_add_db(w);
 		slot = free_slot;
 	}
 	LWLockRelease(pool->lock);
+	if (reclaimed != NULL)
+		ereport(LOG,
+				(errmsg("pg_infer: the pool's slot of inference worker %s, unused for over %d s, goes to \"%s\" at %s",
+						reclaimed, POOL_RECLAIM_IDLE_S, name, endpoint)));
 	if (slot != 0)
 		pool_note_key(slot, endpoint);
 	if (slot == 0 && InferFirstInStatement(&slots_warned))

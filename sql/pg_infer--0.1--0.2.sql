@@ -31,23 +31,42 @@ ALTER TABLE infer.model_registry ADD COLUMN compute_precision text NOT NULL
 
 -- one of the models CREATE EXTENSION registers, as it made it: left out of
 -- pg_dump, as CREATE EXTENSION makes it again.  0.1 left every row under
--- these names out of pg_dump; a row under such a name with another file
--- is the user's, and a bundled model missing was dropped.
+-- these names out of pg_dump; a row under such a name with any setting
+-- other than 0.1's CREATE EXTENSION gave it is the user's, and the bundled
+-- model of that name counts as dropped, as does one that is missing.
 ALTER TABLE infer.model_registry ADD COLUMN bundled boolean NOT NULL
 	DEFAULT false;
 UPDATE infer.model_registry m SET bundled = true
-  FROM (VALUES ('ppocr_det', 'ch_PP-OCRv4_det_infer.onnx'),
-			   ('ppocr_cls', 'ch_ppocr_mobile_v2.0_cls_infer.onnx'),
-			   ('ppocr_rec', 'ch_PP-OCRv4_rec_infer.onnx'),
-			   ('minilm', 'minilm/model.onnx'),
-			   ('prompt_task', 'prompt_task/model.onnx')) AS b (name, file)
- WHERE m.name = b.name AND m.file = b.file;
+  FROM (VALUES
+		('ppocr_det', 'ch_PP-OCRv4_det_infer.onnx', 'detect_text', 0, 0,
+		 '{0.5,0.5,0.5}'::real[], '{0.5,0.5,0.5}'::real[], NULL::text[], NULL),
+		('ppocr_cls', 'ch_ppocr_mobile_v2.0_cls_infer.onnx', 'classify', 48, 192,
+		 '{0.5,0.5,0.5}', '{0.5,0.5,0.5}', '{0,180}', NULL),
+		('ppocr_rec', 'ch_PP-OCRv4_rec_infer.onnx', 'recognize_text', 0, 0,
+		 '{0.5,0.5,0.5}', '{0.5,0.5,0.5}', NULL, 'ppocr_keys_v1.txt'),
+		('minilm', 'minilm/model.onnx', 'embed_text', 0, 0, NULL, NULL, NULL, NULL),
+		('prompt_task', 'prompt_task/model.onnx', 'classify_text', 0, 0, NULL, NULL,
+		 ARRAY['AIME-2024', 'AIME-2025', 'Chatbot Arena Elo',
+			   'Chatbot Arena Elo (Code)', 'Chatbot Arena Elo (Vision)', 'GPQA',
+			   'HLE', 'IFBench', 'LegalBench', 'LiveCodeBench', 'MMLU-Pro',
+			   'MMMU', 'SWE-bench-Pro', 'SciCode', 'Tau2-bench'], NULL))
+	   AS b (name, file, task, input_height, input_width, mean, std, labels,
+			 labels_file)
+ WHERE m.name = b.name AND m.file = b.file AND m.task = b.task
+   AND m.input_height = b.input_height AND m.input_width = b.input_width
+   AND m.mean IS NOT DISTINCT FROM b.mean AND m.std IS NOT DISTINCT FROM b.std
+   AND m.labels IS NOT DISTINCT FROM b.labels
+   AND m.labels_file IS NOT DISTINCT FROM b.labels_file
+   AND m.color_order = 'RGB' AND m.resize_mode = 'stretch' AND m.version = '1'
+   AND m.compute_precision = 'fp32';
 
--- The bundled models (infer.model_registry.bundled) that infer.drop_model
--- removed, so that a restore of pg_dump's output removes them again from
--- what CREATE EXTENSION makes.
+-- The names of bundled models (infer.model_registry.bundled) that
+-- infer.drop_model removed, so that a restore of pg_dump's output removes
+-- them again from what CREATE EXTENSION makes.  No key: a data-only
+-- restore into a database that already holds a name adds it again, which
+-- changes nothing.
 CREATE TABLE infer.dropped_bundled_models (
-	name		text PRIMARY KEY,
+	name		text NOT NULL,
 	dropped		timestamptz NOT NULL DEFAULT now()
 );
 
@@ -55,13 +74,16 @@ CREATE TABLE infer.dropped_bundled_models (
 -- registers the bundled models first, then the rows of the configuration
 -- tables come back.  A model registered under a bundled model's name takes
 -- that model's place, and a dropped bundled model is removed again, in
--- whichever order the two tables come back.
+-- whichever order the two tables come back; pg_restore --jobs loads them
+-- in two transactions at once, which the advisory lock (on the key of
+-- this table's OID) serializes, so that their deletes cannot deadlock.
 CREATE FUNCTION infer._replace_bundled_model()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+	PERFORM pg_advisory_xact_lock('infer.dropped_bundled_models'::regclass::oid::int8);
 	DELETE FROM infer.model_registry m WHERE m.name = NEW.name AND m.bundled;
 	RETURN NEW;
 END
@@ -76,7 +98,8 @@ CREATE TRIGGER drop_bundled AFTER INSERT ON infer.dropped_bundled_models
 INSERT INTO infer.dropped_bundled_models (name)
 SELECT b FROM unnest(ARRAY['ppocr_det', 'ppocr_cls', 'ppocr_rec', 'minilm',
 						   'prompt_task']) AS b
- WHERE NOT EXISTS (SELECT 1 FROM infer.model_registry m WHERE m.name = b);
+ WHERE NOT EXISTS (SELECT 1 FROM infer.model_registry m
+					WHERE m.name = b AND m.bundled);
 SELECT pg_catalog.pg_extension_config_dump('infer.model_registry',
 	'WHERE NOT bundled');
 SELECT pg_catalog.pg_extension_config_dump('infer.dropped_bundled_models', '');
@@ -99,9 +122,9 @@ BEGIN
 				HINT = 'See infer.models for the registered models.';
 	END IF;
 	-- a restore of pg_dump's output drops it again
-	IF was_bundled THEN
-		INSERT INTO infer.dropped_bundled_models (name)
-		VALUES (drop_model.name) ON CONFLICT DO NOTHING;
+	IF was_bundled AND NOT EXISTS (SELECT 1 FROM infer.dropped_bundled_models d
+								   WHERE d.name = drop_model.name) THEN
+		INSERT INTO infer.dropped_bundled_models (name) VALUES (drop_model.name);
 	END IF;
 END
 $$;
@@ -606,7 +629,8 @@ REVOKE ALL ON ALL TABLES IN SCHEMA infer FROM PUBLIC;
 GRANT infer_user TO infer_admin;
 GRANT USAGE ON SCHEMA infer TO infer_user;
 GRANT SELECT ON infer.worker_registry, infer.model_registry,
-	infer.workers, infer.models, infer.stats, infer.progress TO infer_user;
+	infer.dropped_bundled_models, infer.workers, infer.models, infer.stats,
+	infer.progress TO infer_user;
 GRANT EXECUTE ON FUNCTION infer.ocr(bytea), infer.detect_text(bytea),
 	infer.predict(text, bytea), infer.classify(text, bytea),
 	infer.embed(text, text), infer.classify(text, text),

@@ -49,11 +49,13 @@ CREATE TABLE infer.model_registry (
 	bundled		boolean NOT NULL DEFAULT false
 );
 
--- The bundled models (infer.model_registry.bundled) that infer.drop_model
--- removed, so that a restore of pg_dump's output removes them again from
--- what CREATE EXTENSION makes.
+-- The names of bundled models (infer.model_registry.bundled) that
+-- infer.drop_model removed, so that a restore of pg_dump's output removes
+-- them again from what CREATE EXTENSION makes.  No key: a data-only
+-- restore into a database that already holds a name adds it again, which
+-- changes nothing.
 CREATE TABLE infer.dropped_bundled_models (
-	name		text PRIMARY KEY,
+	name		text NOT NULL,
 	dropped		timestamptz NOT NULL DEFAULT now()
 );
 
@@ -61,13 +63,16 @@ CREATE TABLE infer.dropped_bundled_models (
 -- registers the bundled models first, then the rows of the configuration
 -- tables come back.  A model registered under a bundled model's name takes
 -- that model's place, and a dropped bundled model is removed again, in
--- whichever order the two tables come back.
+-- whichever order the two tables come back; pg_restore --jobs loads them
+-- in two transactions at once, which the advisory lock (on the key of
+-- this table's OID) serializes, so that their deletes cannot deadlock.
 CREATE FUNCTION infer._replace_bundled_model()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+	PERFORM pg_advisory_xact_lock('infer.dropped_bundled_models'::regclass::oid::int8);
 	DELETE FROM infer.model_registry m WHERE m.name = NEW.name AND m.bundled;
 	RETURN NEW;
 END
@@ -609,9 +614,9 @@ BEGIN
 				HINT = 'See infer.models for the registered models.';
 	END IF;
 	-- a restore of pg_dump's output drops it again
-	IF was_bundled THEN
-		INSERT INTO infer.dropped_bundled_models (name)
-		VALUES (drop_model.name) ON CONFLICT DO NOTHING;
+	IF was_bundled AND NOT EXISTS (SELECT 1 FROM infer.dropped_bundled_models d
+								   WHERE d.name = drop_model.name) THEN
+		INSERT INTO infer.dropped_bundled_models (name) VALUES (drop_model.name);
 	END IF;
 END
 $$;
@@ -825,7 +830,8 @@ REVOKE ALL ON ALL TABLES IN SCHEMA infer FROM PUBLIC;
 
 GRANT USAGE ON SCHEMA infer TO infer_user;
 GRANT SELECT ON infer.worker_registry, infer.model_registry,
-	infer.workers, infer.models, infer.stats, infer.progress TO infer_user;
+	infer.dropped_bundled_models, infer.workers, infer.models, infer.stats,
+	infer.progress TO infer_user;
 GRANT EXECUTE ON FUNCTION infer.ocr(bytea), infer.detect_text(bytea),
 	infer.predict(text, bytea), infer.classify(text, bytea),
 	infer.embed(text, text), infer.classify(text, text),

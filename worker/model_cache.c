@@ -1165,8 +1165,8 @@ model_cache_get_dict(model_cache *mc, const char *labels_file,
 	}
 	path = model_store_resolve(mc->dir, key, "labels file", NULL, sqlstate,
 							   err, errlen);
-	if (path == NULL && strcmp(*sqlstate, PGINFER_SQLSTATE_NO_MODEL) != 0)
-		goto fail;
+	if (path == NULL)
+		goto fail;				/* missing or unreadable: its message */
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)
 	{
@@ -1176,7 +1176,7 @@ model_cache_get_dict(model_cache *mc, const char *labels_file,
 	}
 	e->file = key;
 	key = NULL;
-	if (path == NULL || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 	{
 		*sqlstate = PGINFER_SQLSTATE_NO_MODEL;
 		snprintf(err, errlen, "labels file \"%s\" not found in model directory \"%s\"",

@@ -79,37 +79,55 @@ registry() {
 }
 
 # user_bundled_changes DB: drops the bundled prompt_task, registers
-# minilm again with another file, adds m_user.
+# minilm again with another file and ppocr_cls with its file and other
+# labels, adds m_user.
 user_bundled_changes() {
 	q -d "$1" >/dev/null <<'EOF'
 SELECT infer.drop_model('prompt_task');
 SELECT infer.drop_model('minilm');
 SELECT infer.create_model('minilm', 'my_minilm/model.onnx', 'embed_text', version => '2');
+SELECT infer.drop_model('ppocr_cls');
+SELECT infer.create_model('ppocr_cls', 'ch_ppocr_mobile_v2.0_cls_infer.onnx', 'classify',
+	input_height => 48, input_width => 192, labels => '{up,down}', version => 'mine');
 SELECT infer.create_model('m_user', 'some_model.onnx', 'raw');
 EOF
 }
 
-# check_dump_restore NAME DB: pg_dump of DB restored into two new
-# databases (plain through psql, custom through pg_restore) has DB's
-# registry (registry), which holds the changes of user_bundled_changes.
+# check_dump_restore NAME DB: pg_dump of DB restored into three new
+# databases (plain through psql; custom through pg_restore; directory
+# through pg_restore --jobs 2, which loads the two tables at once) has
+# DB's registry (registry), which holds the changes of
+# user_bundled_changes.
 check_dump_restore() {
 	local name=$1 db=$2 want out
 	want=$(registry "$db" 2>&1)
 	check "$name: the registry before pg_dump" "$want" \
 		'^minilm my_minilm/model\.onnx 2 false$' '^m_user some_model\.onnx 1 false$' \
-		'^ppocr_det ch_PP-OCRv4_det_infer\.onnx 1 true$' '^dropped prompt_task$'
+		'^ppocr_cls ch_ppocr_mobile_v2\.0_cls_infer\.onnx mine false$' \
+		'^ppocr_det ch_PP-OCRv4_det_infer\.onnx 1 true$' '^dropped prompt_task$' \
+		'^dropped minilm$' '^dropped ppocr_cls$'
 	check_not "$name: prompt_task dropped" "$want" '^prompt_task '
-	q -d postgres -c "CREATE DATABASE ${db}_plain" -c "CREATE DATABASE ${db}_custom" || exit 1
+	# the user's minilm dropped too: the bundled one stays away
+	q -d "$db" -c "SELECT infer.drop_model('minilm')" >/dev/null
+	want=$(registry "$db" 2>&1)
+	check_not "$name: minilm dropped" "$want" '^minilm '
+	q -d postgres -c "CREATE DATABASE ${db}_plain" -c "CREATE DATABASE ${db}_custom" \
+		-c "CREATE DATABASE ${db}_jobs" || exit 1
 	if "$TESTENV_PG_BIN/pg_dump" -d "$db" -f "$tmp/$db.plain.sql" 2>"$tmp/$db.dump.err" &&
 		out=$(q -d "${db}_plain" -f "$tmp/$db.plain.sql" 2>&1 >/dev/null) &&
 		"$TESTENV_PG_BIN/pg_dump" -Fc -d "$db" -f "$tmp/$db.custom" 2>>"$tmp/$db.dump.err" &&
-		out=$("$TESTENV_PG_BIN/pg_restore" --exit-on-error -d "${db}_custom" "$tmp/$db.custom" 2>&1); then
-		out=$(registry "${db}_plain" 2>&1)
-		if [ "$out" = "$want" ]; then pass "$name: psql restore = the dumped registry"
-		else fail "$name: psql restore differs from the dumped registry" "$(diff <(echo "$want") <(echo "$out"))"; fi
-		out=$(registry "${db}_custom" 2>&1)
-		if [ "$out" = "$want" ]; then pass "$name: pg_restore = the dumped registry"
-		else fail "$name: pg_restore differs from the dumped registry" "$(diff <(echo "$want") <(echo "$out"))"; fi
+		out=$("$TESTENV_PG_BIN/pg_restore" --exit-on-error -d "${db}_custom" "$tmp/$db.custom" 2>&1) &&
+		"$TESTENV_PG_BIN/pg_dump" -Fd -d "$db" -f "$tmp/$db.dir" 2>>"$tmp/$db.dump.err" &&
+		out=$("$TESTENV_PG_BIN/pg_restore" --exit-on-error --jobs 2 -d "${db}_jobs" "$tmp/$db.dir" 2>&1); then
+		for how in plain custom jobs; do
+			out=$(registry "${db}_$how" 2>&1)
+			if [ "$out" = "$want" ]; then
+				pass "$name: restored ($how) = the dumped registry"
+			else
+				fail "$name: restored ($how) differs from the dumped registry" \
+					"$(diff <(echo "$want") <(echo "$out"))"
+			fi
+		done
 	else
 		fail "$name: pg_dump / restore" "$(cat "$tmp/$db.dump.err"; echo "$out")"
 	fi
