@@ -8,6 +8,26 @@
 -- columns.  Each object is created as pg_infer--0.2.sql creates it.
 \echo Use "ALTER EXTENSION pg_infer UPDATE TO '0.2'" to load this file. \quit
 
+-- Schema infer must be a superuser's: CREATE EXTENSION 0.1 took
+-- over one that existed already, and its owner could then drop, rename or fill
+-- it, so that the SECURITY DEFINER functions below run that owner's
+-- objects as the superuser who installed (docs/security.md).
+DO $$
+BEGIN
+	IF NOT (SELECT r.rolsuper
+			  FROM pg_catalog.pg_namespace n
+			  JOIN pg_catalog.pg_roles r ON r.oid = n.nspowner
+			 WHERE n.nspname = 'infer') THEN
+		RAISE EXCEPTION 'schema "infer" is owned by role "%", which is not a superuser',
+			(SELECT pg_catalog.pg_get_userbyid(n.nspowner)
+			   FROM pg_catalog.pg_namespace n WHERE n.nspname = 'infer')
+			USING ERRCODE = 'insufficient_privilege',
+				DETAIL = 'pg_infer''s functions run as their owner, a superuser; the owner of their schema could replace what they call.',
+				HINT = 'Make a superuser its owner (ALTER SCHEMA infer OWNER TO ...) after checking what it holds, then update again.';
+	END IF;
+END
+$$;
+
 -- Model files uploaded from the database (infer.upload_model): their bytes
 -- and SHA-256, kept so that workers added later get them too.  A model
 -- registered on such a file carries the digest to the workers, which check

@@ -11,6 +11,26 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pg_infer" to load this file. \quit
 
+-- Schema infer must be a superuser's: CREATE EXTENSION takes over
+-- one that exists already, and its owner could then drop, rename or fill
+-- it, so that the SECURITY DEFINER functions below run that owner's
+-- objects as the superuser who installed (docs/security.md).
+DO $$
+BEGIN
+	IF NOT (SELECT r.rolsuper
+			  FROM pg_catalog.pg_namespace n
+			  JOIN pg_catalog.pg_roles r ON r.oid = n.nspowner
+			 WHERE n.nspname = 'infer') THEN
+		RAISE EXCEPTION 'schema "infer" is owned by role "%", which is not a superuser',
+			(SELECT pg_catalog.pg_get_userbyid(n.nspowner)
+			   FROM pg_catalog.pg_namespace n WHERE n.nspname = 'infer')
+			USING ERRCODE = 'insufficient_privilege',
+				DETAIL = 'pg_infer''s functions run as their owner, a superuser; the owner of their schema could replace what they call.',
+				HINT = 'Drop or rename that schema, or make a superuser its owner (ALTER SCHEMA infer OWNER TO ...), after checking what it holds, then create the extension again.';
+	END IF;
+END
+$$;
+
 -- ---------------------------------------------------------------------
 -- Registries (internal: change them through the functions below)
 -- ---------------------------------------------------------------------

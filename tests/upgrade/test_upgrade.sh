@@ -133,6 +133,26 @@ check_dump_restore() {
 	fi
 }
 
+# a schema infer that a role other than a superuser owns: CREATE EXTENSION,
+# and the update of a 0.1 installed into it, are refused (its owner could
+# swap what the SECURITY DEFINER functions call)
+q -d postgres -c "CREATE ROLE regress_schema_owner" -c "CREATE DATABASE owned" \
+	-c "CREATE DATABASE owned_01" || exit 1
+for db in owned owned_01; do
+	q -d "$db" -c "CREATE SCHEMA infer AUTHORIZATION regress_schema_owner" || exit 1
+done
+out=$(q -d owned -v VERBOSITY=verbose -c "CREATE EXTENSION pg_infer" 2>&1)
+check "a schema infer owned by a role that is not a superuser: CREATE EXTENSION refused" \
+	"$out $(q -d owned -c "SELECT count(*) FROM pg_extension WHERE extname = 'pg_infer'")" \
+	'ERROR:  42501: schema "infer" is owned by role "regress_schema_owner", which is not a superuser' \
+	' 0$'
+out=$(q -d owned_01 -v VERBOSITY=verbose -c "CREATE EXTENSION pg_infer VERSION '${released[0]}'" \
+	-c "ALTER EXTENSION pg_infer UPDATE" 2>&1)
+check "... and the update of ${released[0]} installed into it" \
+	"$out $(q -d owned_01 -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_infer'")" \
+	'ERROR:  42501: schema "infer" is owned by role "regress_schema_owner", which is not a superuser' \
+	" ${released[0]//./\\.}\$"
+
 q -d postgres -c "CREATE DATABASE changed" || exit 1
 q -d changed -c "CREATE EXTENSION pg_infer" || exit 1
 user_bundled_changes changed
