@@ -245,24 +245,33 @@ check "(e) ... and the worker is the one started" \
 	"alive=$(kill -0 "$FIRST_PID" 2>/dev/null && echo 1 || echo 0)" '^alive=1$'
 
 # --- (o) a worker that lacks the files -------------------------------------
+# add_up NAME PORT: registers the worker NAME started on PORT and waits
+# until the pool holds it up.
+add_up() {
+	q -c "SELECT infer.add_worker('$1', 'tcp://127.0.0.1:$2')" >/dev/null
+	for _ in $(seq 100); do
+		[ "$(q -c "SELECT status FROM infer.workers WHERE name = '$1'" 2>/dev/null)" = up ] && return
+		sleep 0.05
+	done
+}
+# mlp_round_robin LABEL: mlp over the 25 images in batches of 3 under
+# round_robin; prints "LABEL ROWS DIFFERING" (rows unlike ref_mlp's).
+mlp_round_robin() {
+	q -v VERBOSITY=verbose 2>&1 <<EOF
+\set ON_ERROR_STOP 0
+SET infer.placement = round_robin;
+SET infer.batch_size = 3;
+SELECT '$1 ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
+  FROM (SELECT n, infer.predict('mlp', data) AS v FROM img) b JOIN ref_mlp r USING (n);
+EOF
+}
 worker_up
 mkdir -p "$tmp/empty_models"
 chmod a+rx "$tmp/empty_models"
 port2=$(testenv_free_port)
 start_named_worker w2 "$port2" --model-dir "$tmp/empty_models" || exit 1
-q -c "SELECT infer.add_worker('w2', 'tcp://127.0.0.1:$port2')" >/dev/null
-for _ in $(seq 100); do
-	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'w2'" 2>/dev/null)" = up ] && break
-	sleep 0.05
-done
-out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
-\set ON_ERROR_STOP 0
-SET infer.placement = round_robin;
-SET infer.batch_size = 3;
-SELECT 'lack ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
-  FROM (SELECT n, infer.predict('mlp', data) AS v FROM img) b JOIN ref_mlp r USING (n);
-EOF
-)
+add_up w2 "$port2"
+out=$(mlp_round_robin lack)
 check "(o) round_robin over w and w2, which lacks mlp.onnx: all 25 rows, each as alone" "$out" '^lack 25 0$'
 check "(o) ... w2 answered 58P01 once, then got none of the query's batches" \
 	"$(grep -c 'error 58P01' "$tmp/w2.log")" '^1$'
@@ -296,19 +305,8 @@ port3=$(testenv_free_port)
 worker_prefix=("${testenv_as_pg[@]}")
 start_named_worker w3 "$port3" --model-dir "$locked" || exit 1
 worker_prefix=()
-q -c "SELECT infer.add_worker('w3', 'tcp://127.0.0.1:$port3')" >/dev/null
-for _ in $(seq 100); do
-	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'w3'" 2>/dev/null)" = up ] && break
-	sleep 0.05
-done
-out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
-\set ON_ERROR_STOP 0
-SET infer.placement = round_robin;
-SET infer.batch_size = 3;
-SELECT 'locked ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
-  FROM (SELECT n, infer.predict('mlp', data) AS v FROM img) b JOIN ref_mlp r USING (n);
-EOF
-)
+add_up w3 "$port3"
+out=$(mlp_round_robin locked)
 check "(o) round_robin over w, w2 and w3, whose mlp.onnx its user may not read: all 25 rows, each as alone" \
 	"$out" '^locked 25 0$'
 check "(o) ... w3 answered 58P01, saying the file cannot be read" "$(cat "$tmp/w3.log")" \
