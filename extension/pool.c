@@ -203,30 +203,17 @@ InferPoolNextTurn(void)
 }
 
 /*
- * Puts the CURVE server key this backend knows for endpoint (read from
- * infer.worker_registry, InferCurveKnownServerKey) into slot, so that the
- * pool monitor, which reads no catalog, pings and subscribes with CURVE;
- * wakes the monitor when it changed.  Nothing when the key is unknown here.
+ * Whether w is the slot of the worker at endpoint with CURVE server key
+ * key ('' plain; NULL: any).  A slot is a worker as one registry sees it:
+ * two databases that register one endpoint with different keys get a
+ * slot each, each watched with its own key, so that the one whose key is
+ * wrong sees its worker down and the other's stays up.
  */
-static void
-pool_note_key(int slot, const char *endpoint)
+static bool
+pool_slot_is(const InferPoolWorker *w, const char *endpoint, const char *key)
 {
-	const char *key = InferCurveKnownServerKey(endpoint);
-	InferPoolWorker *w = &pool->workers[slot - 1];
-	bool		changed = false;
-
-	if (key == NULL)
-		return;
-	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
-	if (w->used && strcmp(w->endpoint, endpoint) == 0 &&
-		strcmp(w->server_key, key) != 0)
-	{
-		strlcpy(w->server_key, key, sizeof(w->server_key));
-		changed = true;
-	}
-	LWLockRelease(pool->lock);
-	if (changed && pool->monitor_latch != NULL)
-		SetLatch(pool->monitor_latch);
+	return w->used && strcmp(w->endpoint, endpoint) == 0 &&
+		(key == NULL || strcmp(w->server_key, key) == 0);
 }
 
 /* Whether w notes the current database (see InferPoolWorker.dbs). */
@@ -302,13 +289,15 @@ InferPoolRegister(const char *name, const char *endpoint)
 	TimestampTz now;
 	char	   *reclaimed = NULL;
 
+	/* the CURVE key this backend read for it (infer.worker_registry) */
+	const char *key = InferCurveKnownServerKey(endpoint);
+
 	if (pool == NULL || strlen(endpoint) >= INFER_POOL_ENDPOINT_LEN)
 		return 0;
 	now = GetCurrentTimestamp();
 	LWLockAcquire(pool->lock, LW_SHARED);
 	for (int i = 0; i < pool->max_workers && slot == 0; i++)
-		if (pool->workers[i].used &&
-			strcmp(pool->workers[i].endpoint, endpoint) == 0)
+		if (pool_slot_is(&pool->workers[i], endpoint, key))
 		{
 			slot = i + 1;
 			noted = pool_has_db(&pool->workers[i]) ||
@@ -317,17 +306,13 @@ InferPoolRegister(const char *name, const char *endpoint)
 		}
 	LWLockRelease(pool->lock);
 	if (slot != 0 && noted)
-	{
-		pool_note_key(slot, endpoint);
 		return slot;
-	}
 
 	slot = 0;
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < pool->max_workers && slot == 0; i++)
 	{
-		if (pool->workers[i].used &&
-			strcmp(pool->workers[i].endpoint, endpoint) == 0)
+		if (pool_slot_is(&pool->workers[i], endpoint, key))
 		{
 			slot = i + 1;
 			pool_add_db(&pool->workers[i]);
@@ -358,6 +343,7 @@ InferPoolRegister(const char *name, const char *endpoint)
 		w->generation = generation;
 		strlcpy(w->name, name, NAMEDATALEN);
 		strlcpy(w->endpoint, endpoint, INFER_POOL_ENDPOINT_LEN);
+		strlcpy(w->server_key, key != NULL ? key : "", sizeof(w->server_key));
 		w->registered = now;
 		pg_atomic_init_u64(&w->touched, (uint64) now);
 		pool_add_db(w);
@@ -368,8 +354,6 @@ InferPoolRegister(const char *name, const char *endpoint)
 		ereport(LOG,
 				(errmsg("pg_infer: the pool's slot of inference worker %s, unused for over %d s, goes to \"%s\" at %s",
 						reclaimed, POOL_RECLAIM_IDLE_S, name, endpoint)));
-	if (slot != 0)
-		pool_note_key(slot, endpoint);
 	if (slot == 0 && InferFirstInStatement(&slots_warned))
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -1468,7 +1452,7 @@ infer_pool_register(PG_FUNCTION_ARGS)
 {
 	char	   *endpoint = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
-	/* the worker's CURVE key ('' plain) for the monitor (pool_note_key) */
+	/* the worker's CURVE key ('' plain): part of its slot's identity */
 	InferCurveNoteServerKey(endpoint, text_to_cstring(PG_GETARG_TEXT_PP(2)));
 	(void) InferPoolRegister(text_to_cstring(PG_GETARG_TEXT_PP(0)), endpoint);
 	PG_RETURN_VOID();
@@ -1550,7 +1534,8 @@ infer_pool_forget(PG_FUNCTION_ARGS)
 
 /*
  * Whether (name, endpoint) is a row of infer.worker_registry, read as the
- * caller (which also records the worker's CURVE key for pool_note_key).
+ * caller (which also records the worker's CURVE key, part of its slot's
+ * identity: InferPoolRegister).
  * infer._worker_state is granted to infer_user for the infer.workers
  * view: without this check a caller could fill the pool's slots with
  * endpoints of its own or change a worker's key in them.

@@ -43,6 +43,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pg_infer.h"
+#include "curve.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -840,13 +841,18 @@ infer_progress(PG_FUNCTION_ARGS)
 
 /*
  * The name this database's registry (workers, n of them) gives the
- * worker at endpoint, or NULL when it holds none there.
+ * worker of slot w, or NULL when it holds none there or registers it with
+ * another CURVE key (another database's slot, see InferPoolRegister).
  */
 static const char *
-local_name(const InferWorker *workers, int n, const char *endpoint)
+local_name(const InferWorker *workers, int n, const InferPoolWorker *w)
 {
+	const char *key = InferCurveKnownServerKey(w->endpoint);
+
+	if (key != NULL && strcmp(key, w->server_key) != 0)
+		return NULL;
 	for (int i = 0; i < n; i++)
-		if (strcmp(workers[i].endpoint, endpoint) == 0)
+		if (strcmp(workers[i].endpoint, w->endpoint) == 0)
 			return workers[i].name;
 	return NULL;
 }
@@ -899,7 +905,7 @@ infer_model_state(PG_FUNCTION_ARGS)
 		memcpy(w, InferPoolSlot(slot), sizeof(InferPoolWorker));
 		InferPoolUnlock();
 		if (!w->used || w->heartbeat == 0 ||
-			(name = local_name(registered, nregistered, w->endpoint)) == NULL)
+			(name = local_name(registered, nregistered, w)) == NULL)
 			continue;
 		for (int i = 0; i < w->nmodels; i++)
 			if (strcmp(w->models[i].file, file) == 0)

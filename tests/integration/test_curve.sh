@@ -13,6 +13,8 @@
 #     infer.classify through the CURVE worker (added with its public key)
 #     and gets the real answer (0 for an upright line, 180 for a rotated
 #     one, as the plain worker gives);
+#   - the same endpoint registered without the key in another database
+#     leaves the CURVE worker up in the first (each key its own slot);
 #   - a backend with the unlisted pair gets nothing: the query fails with
 #     the usual connection error (08006, no connection made within
 #     infer.timeout) within infer.timeout, and the worker logs
@@ -157,6 +159,21 @@ sleep 2.5
 out=$(q -c "SET infer.timeout = 20000" -c "$CLS" \
 	-c "SELECT status, heartbeat_age < interval '1 second', device, state_source FROM infer.workers")
 check "the pool monitor hears the CURVE worker: up, fresh heartbeat, over its CURVE PUB socket" "$out" '^0,180$' '^up\|t\|cpu\|publish$'
+# another database registers the same endpoint without the key: its
+# registration gets a slot of its own, watched plain (the worker answers
+# it nothing), and this database's worker stays up however often the other
+# database reads infer.workers
+q -c "CREATE DATABASE curve_other" >/dev/null
+q -d curve_other -c "CREATE EXTENSION pg_infer" -c "SELECT infer.add_worker('wc_plain', '$CEP')" >/dev/null
+for _ in $(seq 15); do
+	q -d curve_other -c "SELECT status FROM infer.workers" >/dev/null
+	sleep 0.2
+done
+out=$(q -c "SELECT status, heartbeat_age < interval '1 second' FROM infer.workers" \
+	-c "SELECT resident_on IS NOT NULL FROM infer.models WHERE name = 'ppocr_cls'")
+check "the same endpoint registered plain in another database: here still up, fresh" \
+	"$out $(q -d curve_other -c "SELECT status FROM infer.workers")" '^up\|t$' ' (unknown|down)$'
+q -c "DROP DATABASE curve_other WITH (FORCE)" >/dev/null
 
 # A CURVE worker with --max-message-bytes 65536 reads rows of up to 65503
 # bytes (a frame grows by 33 on the wire under CURVE) and says so: a row of
