@@ -59,6 +59,9 @@ SET application_name = '$1';
 ${2:+SET $2;}
 SET infer.batch_size = 2;
 SET infer.max_inflight = 2;
+-- batches as asked, however slow the pages (batch_rows_cap: a quarter of
+-- infer.timeout in flight), as the counts below rest on them
+SET infer.timeout = '1h';
 -- the same page 40 times: no input cache, so that every row is sent
 SET infer.input_cache_min_bytes = -1;
 SELECT 'pages ' || count(t) FROM (SELECT infer.ocr(data) AS t FROM pages) s;
