@@ -1067,6 +1067,54 @@ batch_rows_cap(const InferBatchState *st)
 }
 
 /*
+ * Whether the text d that leader bc's group shares has at most
+ * infer.max_text_bytes bytes (InferTextWithinLimit, for the scan's
+ * current row).  When it has more, each call of the group reports it, as
+ * each would one row at a time: the first ERROR ends the statement, with
+ * infer.on_error = null each call gives its WARNING (and NULL).
+ */
+static bool
+text_within_limit(InferBatchState *st, const BatchCall *bc, Datum d)
+{
+	bool		ok = true;
+
+	for (int m = 0; m < bc->nmembers; m++)
+	{
+		const BatchCall *mc = &st->calls[bc->members[m]];
+
+		if (!InferTextWithinLimit(d, mc->stage_fn[mc->nstages - 1],
+								  mc->stage_model[mc->nstages - 1], st->pulled))
+			ok = false;
+		if (ok)
+			break;				/* the same text: all of the group pass */
+	}
+	return ok;
+}
+
+/*
+ * The UTF-8 bytes of the text that leader bc's group shares
+ * (InferTextPayload, for the scan's current row), or NULL when they are
+ * not valid UTF-8 (an SQL_ASCII database): then each call of the group
+ * reports it, as in text_within_limit.
+ */
+static const char *
+text_payload(InferBatchState *st, const BatchCall *bc, text *t, size_t *len)
+{
+	const char *data = NULL;
+
+	for (int m = 0; m < bc->nmembers; m++)
+	{
+		const BatchCall *mc = &st->calls[bc->members[m]];
+
+		data = InferTextPayload(t, len, mc->stage_fn[mc->nstages - 1],
+								mc->stage_model[mc->nstages - 1], st->pulled);
+		if (data != NULL)
+			break;				/* the same text: all of the group pass */
+	}
+	return data;
+}
+
+/*
  * Fills the next free slot with rows of the child and sends one request
  * per group of calls (one input, a fragment per call of the group).
  * Returns false (and sets child_done) when the child had no more rows (or
@@ -1137,10 +1185,7 @@ fill_and_send(InferBatchState *st)
 			if (isnull)
 				continue;
 			/* a text over infer.max_text_bytes: an ERROR, or NULL */
-			if (bc->text_input &&
-				!InferTextWithinLimit(d, bc->stage_fn[bc->nstages - 1],
-									  bc->stage_model[bc->nstages - 1],
-									  st->pulled))
+			if (bc->text_input && !text_within_limit(st, bc, d))
 				continue;
 			/*
 			 * detoast (and convert text to UTF-8) in per-row memory: only
@@ -1150,10 +1195,7 @@ fill_and_send(InferBatchState *st)
 			if (bc->text_input)
 			{
 				/* not UTF-8 in an SQL_ASCII database: an ERROR, or NULL */
-				data = InferTextPayload(DatumGetTextPP(d), &len,
-										bc->stage_fn[bc->nstages - 1],
-										bc->stage_model[bc->nstages - 1],
-										st->pulled);
+				data = text_payload(st, bc, DatumGetTextPP(d), &len);
 				if (data == NULL)
 				{
 					MemoryContextSwitchTo(slot->cxt);

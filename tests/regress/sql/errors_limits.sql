@@ -43,6 +43,11 @@ SELECT id, infer.classify('prompt_task', body) FROM docs ORDER BY id;
 SET infer.on_error = 'null';
 SELECT id, array_length(infer.embed('minilm', body), 1) FROM docs ORDER BY id;
 SELECT infer.embed('minilm', body) IS NULL AS is_null FROM docs WHERE id = 2;
+-- two calls over the one text (a request carries it once): each call gives
+-- its WARNING, as one row at a time
+SELECT id, infer.embed('minilm', body) IS NULL AS embed_null,
+	   infer.classify('prompt_task', body) IS NULL AS classify_null
+  FROM docs ORDER BY id;
 -- ... and in a call outside a batched scan
 SELECT infer.classify('prompt_task', repeat('c', 1048577)) IS NULL AS per_row_null;
 RESET infer.on_error;
