@@ -818,16 +818,6 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 /* most workers a row-at-a-time call passes over for lacking a file (58P01) */
 #define INFER_ROW_MAX_LACKING 8
 
-/* Whether worker is among names (n of them). */
-static bool
-lacking(const InferWorker *worker, const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(names[i], worker->name) == 0)
-			return true;
-	return false;
-}
-
 /*
  * After frag->worker answered 58P01 (it lacks a file of frag's models;
  * InferReplyLacksFile), the worker to send the row (*payload, *len bytes)
@@ -844,13 +834,15 @@ pick_not_lacking(InferFragment *frag, const void *const *payload,
 {
 	InferWorker *next;
 
-	if (lacking(frag->worker, avoid + nlost, *navoid - nlost))
+	if (InferPlacementAvoided(frag->worker->name, avoid + nlost,
+							  *navoid - nlost))
 		return NULL;
 	avoid[(*navoid)++] = frag->worker->name;
 	InferClientStageInputs(1, payload, len);
 	next = InferFragmentPickUp(&frag, 1, 1, *len, *len, avoid, *navoid);
 	if (next != NULL &&
-		(lacking(next, avoid + nlost, *navoid - nlost) ||
+		(InferPlacementAvoided(next->name, avoid + nlost,
+							   *navoid - nlost) ||
 		 !InferWorkerReads(next, *len)))
 	{
 		InferPlacementFree(next);

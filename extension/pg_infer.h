@@ -406,6 +406,8 @@ extern InferWorker *InferPlacementPick(struct InferFragment **frags,
 extern bool InferPlacementSplits(struct InferFragment **frags, int nfrags,
 								 int nrows, size_t bytes, size_t largest);
 extern uint64 InferPlacementRowLimit(const char **worker);
+extern bool InferPlacementAvoided(const char *name, const char *const *avoid,
+								  int navoid);
 extern void InferPlacementRelease(const InferWorker *worker);
 extern void InferPlacementFree(InferWorker *worker);
 

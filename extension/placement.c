@@ -117,7 +117,6 @@ typedef struct Estimate
 
 static double compute_ms(const InferPoolWorker *w, const char *file, int nrows,
 						 InferPoolWorker *const *all, int nall);
-static bool avoided(const char *name, const char *const *avoid, int navoid);
 
 /*
  * The model files of frags (every stage of each), at most
@@ -746,7 +745,7 @@ round_robin_pick(const InferWorker *workers, int n, uint32 rr, size_t largest,
 			limit = InferPoolRowLimit(*slot);
 			if (InferPoolIsDown(*slot) ||
 				(pass < 2 && limit != 0 && largest > limit) ||
-				(pass < 1 && avoided(w->name, avoid, navoid)))
+				(pass < 1 && InferPlacementAvoided(w->name, avoid, navoid)))
 				continue;
 			placement_rr_next += k;
 			return (rr + k) % n;
@@ -756,9 +755,9 @@ round_robin_pick(const InferWorker *workers, int n, uint32 rr, size_t largest,
 	return rr % n;
 }
 
-/* Whether name is among avoid (navoid names). */
-static bool
-avoided(const char *name, const char *const *avoid, int navoid)
+/* Whether name is among avoid (navoid names).  Never raises an error. */
+bool
+InferPlacementAvoided(const char *name, const char *const *avoid, int navoid)
 {
 	for (int i = 0; i < navoid; i++)
 		if (strcmp(name, avoid[i]) == 0)
@@ -873,7 +872,7 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes,
 	{
 		estimate(&v, i, files, nfiles, runs, nruns, nrows, bytes, largest,
 				 &est[i]);
-		est[i].avoided = avoided(v.workers[i].name, avoid, navoid);
+		est[i].avoided = InferPlacementAvoided(v.workers[i].name, avoid, navoid);
 	}
 	pick = choose(est, v.nworkers, true, &key);
 	chosen->name = v.workers[pick].name;
