@@ -99,7 +99,8 @@
 /*
  * The input cache (RunFragment.input_sha256 / cached_rows, MSG_NEED_INPUT;
  * docs/placement.md).  Rows are named by the SHA-256 of their payload
- * bytes.  A worker summarises the digests it holds in a Bloom filter
+ * bytes, and cached under their key within the request's scope (below).
+ * A worker summarises the keys it holds in a Bloom filter
  * (B. H. Bloom, "Space/time trade-offs in hash coding with allowable
  * errors", CACM 13(7), 1970) of PGINFER_BLOOM_BITS bits, published as
  * WorkerState.input_bloom (bit i is bit i % 8, LSB first, of byte i / 8)
@@ -114,6 +115,13 @@
  * only costs a MSG_NEED_INPUT round trip, never a wrong answer.
  */
 #define PGINFER_SHA256_LEN		32
+/*
+ * Most bytes of RunFragment.input_scope.  A row is cached under its key,
+ * SHA-256(input_scope || digest) (the 32-byte digest itself when the scope
+ * is empty), and the filter holds keys: a client that probes the filter
+ * or leaves a row out finds only what was sent under its own scope.
+ */
+#define PGINFER_INPUT_SCOPE_MAX	64
 #define PGINFER_BLOOM_BITS		32768	/* m: a power of two */
 #define PGINFER_BLOOM_BYTES		(PGINFER_BLOOM_BITS / 8)
 #define PGINFER_BLOOM_HASHES	5		/* k */

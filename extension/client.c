@@ -68,9 +68,11 @@
  *
  * The input cache (docs/placement.md): a MSG_RUN_FRAGMENT names each row
  * of at least infer.input_cache_min_bytes bytes by its SHA-256
- * (RunFragment.input_sha256; -1 turns this off), and leaves out the bytes
- * of the rows that its worker's Bloom filter, in the pool's slot, says the
- * worker holds (cached_rows, an empty frame each).  A worker that does not
+ * (RunFragment.input_sha256; -1 turns this off) and its scope, the
+ * cluster, database and role (input_scope; the worker keeps each row under
+ * SHA-256(scope || digest), so one scope never finds another's rows),
+ * and leaves out the bytes of the rows that its worker's Bloom filter,
+ * in the pool's slot, holds the keys of (cached_rows, an empty frame each).  A worker that does not
  * hold some answers MSG_NEED_INPUT naming them; InferClientWait then sends
  * the request again at once, under the same id: first with the named rows'
  * bytes (the other rows left out are still held, or were cached when the
@@ -106,6 +108,7 @@
 #include <zmq.h>
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "lib/ilist.h"
@@ -176,9 +179,17 @@ struct InferRequest
 };
 
 /* The rows InferClientStageInputs hashed (see the banner). */
+/*
+ * RunFragment.input_scope: the cluster's system identifier, the database
+ * and the role (8 + 4 + 4 bytes), so that a worker shared by roles,
+ * databases or clusters answers a row from its input cache only to the
+ * scope that sent it (docs/security.md).
+ */
+#define CLIENT_SCOPE_LEN	16
+
 typedef struct ClientStaged
 {
-	MemoryContext cxt;			/* holds digests, hashed and row_lens */
+	MemoryContext cxt;			/* holds digests, keys, hashed and row_lens */
 	int			nrows;			/* 0: nothing staged */
 	uint64		counter;		/* client_request_counter at staging */
 	const void *const *payloads;	/* the caller's arrays, compared only: */
@@ -186,6 +197,8 @@ typedef struct ClientStaged
 	size_t	   *row_lens;		/* nrows: a copy of lens */
 	size_t		total;			/* bytes of the rows */
 	uint8	   *digests;		/* nrows * PGINFER_SHA256_LEN */
+	uint8	   *keys;			/* nrows * PGINFER_SHA256_LEN: cache keys */
+	uint8		scope[CLIENT_SCOPE_LEN];	/* the keys' scope */
 	bool	   *hashed;			/* nrows: long enough to be named */
 } ClientStaged;
 
@@ -974,19 +987,51 @@ client_sha256(const void *data, size_t len, uint8 *digest)
 }
 
 /*
+ * The input-cache scope of this backend's requests now (CLIENT_SCOPE_LEN
+ * bytes into scope): the cluster (pg_control's system identifier), the
+ * database and the current role (GetUserId: a SECURITY DEFINER
+ * function's owner inside it).
+ */
+static void
+client_input_scope(uint8 *scope)
+{
+	uint64		sysid = GetSystemIdentifier();
+	Oid			db = MyDatabaseId;
+	Oid			role = GetUserId();
+
+	StaticAssertStmt(sizeof(sysid) + sizeof(db) + sizeof(role) == CLIENT_SCOPE_LEN &&
+					 CLIENT_SCOPE_LEN <= PGINFER_INPUT_SCOPE_MAX,
+					 "input scope layout");
+	memcpy(scope, &sysid, sizeof(sysid));
+	memcpy(scope + sizeof(sysid), &db, sizeof(db));
+	memcpy(scope + sizeof(sysid) + sizeof(db), &role, sizeof(role));
+}
+
+/*
  * Hashes the rows of at least infer.input_cache_min_bytes bytes into
- * digests (nrows * PGINFER_SHA256_LEN) and marks them in hashed (nrows).
+ * digests (nrows * PGINFER_SHA256_LEN: RunFragment.input_sha256) and keys
+ * (the same size: SHA-256(scope || digest), what the worker caches them
+ * under and its Bloom filter holds; common/protocol.h), and marks them in
+ * hashed (nrows).  scope is client_input_scope's.
  */
 static void
 client_hash_rows(int nrows, const void *const *payloads, const size_t *lens,
-				 uint8 *digests, bool *hashed)
+				 const uint8 *scope, uint8 *digests, uint8 *keys, bool *hashed)
 {
+	uint8		buf[CLIENT_SCOPE_LEN + PGINFER_SHA256_LEN];
+
+	memcpy(buf, scope, CLIENT_SCOPE_LEN);
 	for (int i = 0; i < nrows; i++)
 	{
+		uint8	   *digest = digests + i * PGINFER_SHA256_LEN;
+
 		hashed[i] = infer_input_cache_min_bytes >= 0 &&
 			lens[i] >= (size_t) infer_input_cache_min_bytes;
-		if (hashed[i])
-			client_sha256(payloads[i], lens[i], digests + i * PGINFER_SHA256_LEN);
+		if (!hashed[i])
+			continue;
+		client_sha256(payloads[i], lens[i], digest);
+		memcpy(buf + CLIENT_SCOPE_LEN, digest, PGINFER_SHA256_LEN);
+		client_sha256(buf, sizeof(buf), keys + i * PGINFER_SHA256_LEN);
 	}
 }
 
@@ -1038,10 +1083,13 @@ InferClientStageInputs(int nrows, const void *const *payloads,
 	}
 	MemoryContextReset(st->cxt);
 	st->digests = MemoryContextAlloc(st->cxt, (Size) nrows * PGINFER_SHA256_LEN);
+	st->keys = MemoryContextAlloc(st->cxt, (Size) nrows * PGINFER_SHA256_LEN);
 	st->hashed = MemoryContextAlloc(st->cxt, sizeof(bool) * nrows);
 	st->row_lens = MemoryContextAlloc(st->cxt, sizeof(size_t) * nrows);
 	memcpy(st->row_lens, payload_lens, sizeof(size_t) * nrows);
-	client_hash_rows(nrows, payloads, payload_lens, st->digests, st->hashed);
+	client_input_scope(st->scope);
+	client_hash_rows(nrows, payloads, payload_lens, st->scope, st->digests,
+					 st->keys, st->hashed);
 	st->total = 0;
 	for (int i = 0; i < nrows; i++)
 		st->total += payload_lens[i];
@@ -1069,7 +1117,7 @@ InferClientUncachedBytes(const struct InferPoolWorker *w, size_t bytes)
 	for (int i = 0; i < st->nrows; i++)
 		if (st->hashed[i] &&
 			pginfer_bloom_probe(w->input_bloom, PGINFER_BLOOM_BYTES, w->bloom_hashes,
-								st->digests + i * PGINFER_SHA256_LEN))
+								st->keys + i * PGINFER_SHA256_LEN))
 			left -= st->row_lens[i];
 	return left;
 }
@@ -1103,19 +1151,28 @@ client_prepare_inputs(const InferWorker *worker, Pginfer__RunFragment *run,
 {
 	ClientStaged *st = &client_staged;
 	uint8	   *digests = palloc(Max((Size) npayloads * PGINFER_SHA256_LEN, 1));
+	uint8	   *keys = palloc(Max((Size) npayloads * PGINFER_SHA256_LEN, 1));
+	uint8	   *scope = palloc(CLIENT_SCOPE_LEN);
 	bool	   *hashed = palloc(sizeof(bool) * Max(npayloads, 1));
 	bool	   *omit = NULL;
 	int			ncached = 0;
 
+	client_input_scope(scope);
 	if (st->nrows == npayloads && st->payloads == payloads &&
-		st->lens == payload_lens && st->counter + 1 == client_request_counter)
+		st->lens == payload_lens && st->counter + 1 == client_request_counter &&
+		memcmp(st->scope, scope, CLIENT_SCOPE_LEN) == 0)
 	{
 		memcpy(digests, st->digests, (Size) npayloads * PGINFER_SHA256_LEN);
+		memcpy(keys, st->keys, (Size) npayloads * PGINFER_SHA256_LEN);
 		memcpy(hashed, st->hashed, sizeof(bool) * npayloads);
 	}
 	else
-		client_hash_rows(npayloads, payloads, payload_lens, digests, hashed);
+		client_hash_rows(npayloads, payloads, payload_lens, scope, digests,
+						 keys, hashed);
 	st->nrows = 0;
+
+	run->input_scope.data = scope;
+	run->input_scope.len = CLIENT_SCOPE_LEN;
 
 	run->n_input_sha256 = npayloads;
 	run->input_sha256 = palloc(sizeof(ProtobufCBinaryData) * npayloads);
@@ -1137,7 +1194,7 @@ client_prepare_inputs(const InferWorker *worker, Pginfer__RunFragment *run,
 			if (hashed[i] &&
 				pginfer_bloom_probe(w->input_bloom, PGINFER_BLOOM_BYTES,
 									w->bloom_hashes,
-									digests + i * PGINFER_SHA256_LEN))
+									keys + i * PGINFER_SHA256_LEN))
 			{
 				omit[i] = true;
 				ncached++;

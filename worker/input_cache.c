@@ -401,3 +401,23 @@ input_cache_sha256(const void *data, size_t len, uint8_t *digest)
 	/* The project's FIPS 180-4 code (the model cache checks files with it). */
 	model_sha256(data, len, digest);
 }
+
+/* The key of a digest under a scope; see input_cache.h. */
+int
+input_cache_key(const uint8_t *scope, size_t scope_len, const uint8_t *digest,
+				uint8_t *key)
+{
+	uint8_t		buf[PGINFER_INPUT_SCOPE_MAX + PGINFER_SHA256_LEN];
+
+	if (scope_len > PGINFER_INPUT_SCOPE_MAX)
+		return -1;
+	if (scope_len == 0)
+	{
+		memmove(key, digest, PGINFER_SHA256_LEN);
+		return 0;
+	}
+	memcpy(buf, scope, scope_len);
+	memcpy(buf + scope_len, digest, PGINFER_SHA256_LEN);
+	model_sha256(buf, scope_len + PGINFER_SHA256_LEN, key);
+	return 0;
+}

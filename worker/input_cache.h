@@ -1,9 +1,11 @@
 /*
  * input_cache.h
  *	  The worker's input cache: row payloads (image bytes, texts) kept by
- *	  the SHA-256 of their bytes, so that a backend need not ship an input
- *	  the worker already holds (DESIGN.md "Placement": transfer is 0 for
- *	  inputs W has cached by content hash; common/protocol.h, docs/placement.md).
+ *	  the SHA-256 of their bytes within the request's scope (the "digest"
+ *	  below is that key, input_cache_key), so that a backend need not ship
+ *	  an input the worker already holds for its scope (DESIGN.md
+ *	  "Placement": transfer is 0 for inputs W has cached by content hash;
+ *	  common/protocol.h, docs/placement.md).
  *
  * A bytes-capped LRU: an entry holds a private copy of the bytes; inserting
  * past the capacity evicts the least recently used entries that no request
@@ -58,7 +60,8 @@ void		input_cache_destroy(input_cache **c);
 
 /*
  * Keeps a copy of data[0..len) under digest (PGINFER_SHA256_LEN bytes; the
- * caller has checked that it is the bytes' SHA-256).  A digest already
+ * caller has checked that the bytes' SHA-256 is the one the key was made
+ * from).  A digest already
  * held is only made the most recently used.  Returns 0 when held
  * afterwards, 1 when not kept (larger than the capacity, or the room is
  * pinned), -1 when memory runs out.
@@ -95,5 +98,15 @@ int			input_cache_bloom(input_cache *c, uint8_t *bloom, size_t nbytes,
 
 /* SHA-256 (FIPS 180-4) of data[0..len) into digest[PGINFER_SHA256_LEN]. */
 void		input_cache_sha256(const void *data, size_t len, uint8_t *digest);
+
+/*
+ * The cache key of a row of digest digest[PGINFER_SHA256_LEN] sent under
+ * scope (scope_len bytes, at most PGINFER_INPUT_SCOPE_MAX; common/
+ * protocol.h): SHA-256(scope || digest) into key[PGINFER_SHA256_LEN], or
+ * the digest itself when scope_len is 0.  Returns 0, or -1 when the scope
+ * is too long (key untouched).
+ */
+int			input_cache_key(const uint8_t *scope, size_t scope_len,
+							const uint8_t *digest, uint8_t *key);
 
 #endif							/* INFER_INPUT_CACHE_H */

@@ -117,11 +117,18 @@ request_kind_name(Pginfer__MsgKind kind)
 /*
  * Checks a RunFragment's input-cache fields: input_sha256 none or one per
  * row, each empty or PGINFER_SHA256_LEN bytes; cached_rows ascending, in
- * range, each with a digest.  Returns 0, or -1 with a message in err.
+ * range, each with a digest; input_scope at most PGINFER_INPUT_SCOPE_MAX
+ * bytes.  Returns 0, or -1 with a message in err.
  */
 static int
 check_input_fields(const Pginfer__RunFragment *run, char *err, size_t errlen)
 {
+	if (run->input_scope.len > PGINFER_INPUT_SCOPE_MAX)
+	{
+		snprintf(err, errlen, "MSG_RUN_FRAGMENT request: input_scope has %zu bytes, at most %d are allowed",
+				 run->input_scope.len, PGINFER_INPUT_SCOPE_MAX);
+		return -1;
+	}
 	if (run->n_input_sha256 != 0 && run->n_input_sha256 != run->n_row_ids)
 	{
 		snprintf(err, errlen, "MSG_RUN_FRAGMENT request with %zu input digests for %zu rows",

@@ -647,7 +647,8 @@ need_input_reply(uint64_t request_id, uint32_t *rows, size_t n)
 
 /*
  * Resolves the rows of run (payload frames frames[i] of lens[i] bytes)
- * against the input cache into *ri: the rows in cached_rows are taken
+ * against the input cache into *ri, each row under its key in the
+ * request's input_scope (input_cache_key): the rows in cached_rows are taken
  * from the cache and pinned (before anything is inserted, so that no
  * insert of this request evicts them); every other row with a digest is
  * checked against its bytes (a mismatch marks it bad: no bytes, never
@@ -655,7 +656,8 @@ need_input_reply(uint64_t request_id, uint32_t *rows, size_t n)
  * nothing.  Returns 0; 1 when some cached rows are not held: *missing
  * gets their indexes (malloc'd, *n_missing of them) and ri holds nothing;
  * -1 with *sqlstate and err for a cached row whose frame is not empty or
- * when memory runs out.
+ * when memory runs out.  The request's fields were checked at intake
+ * (request_check_header: the scope's length among them).
  */
 static int
 resolve_inputs(server *s, const Pginfer__RunFragment *run,
@@ -667,6 +669,7 @@ resolve_inputs(server *s, const Pginfer__RunFragment *run,
 	size_t		nm = 0;
 	size_t		k = 0;
 	input_cache_stats info;
+	uint8_t		key[PGINFER_SHA256_LEN];
 
 	memset(ri, 0, sizeof(*ri));
 	*missing = NULL;
@@ -689,7 +692,7 @@ resolve_inputs(server *s, const Pginfer__RunFragment *run,
 		ri->len[i] = lens[i];
 	}
 
-	/* Rows left out: from the cache, pinned. */
+	/* Rows left out: from the cache under their key, pinned. */
 	for (size_t c = 0; c < run->n_cached_rows; c++)
 	{
 		uint32_t	r = run->cached_rows[c];
@@ -701,8 +704,9 @@ resolve_inputs(server *s, const Pginfer__RunFragment *run,
 					 r, lens[r]);
 			goto fail;
 		}
-		ri->pins[r] = input_cache_get(s->inputs, run->input_sha256[r].data,
-									  &ri->data[r], &ri->len[r]);
+		(void) input_cache_key(run->input_scope.data, run->input_scope.len,
+							   run->input_sha256[r].data, key);
+		ri->pins[r] = input_cache_get(s->inputs, key, &ri->data[r], &ri->len[r]);
 		if (ri->pins[r] == NULL)
 			nm++;
 		else
@@ -729,7 +733,9 @@ resolve_inputs(server *s, const Pginfer__RunFragment *run,
 			ri->len[i] = 0;
 			continue;
 		}
-		if (input_cache_put(s->inputs, digest, frames[i], lens[i]) < 0)
+		(void) input_cache_key(run->input_scope.data, run->input_scope.len,
+							   digest, key);
+		if (input_cache_put(s->inputs, key, frames[i], lens[i]) < 0)
 			log_warn("out of memory caching an input of %zu bytes", lens[i]);
 	}
 

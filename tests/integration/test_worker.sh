@@ -551,8 +551,9 @@ fi
 # (empty frames, --cached-rows) are answered from the cache with the same
 # values; a row left out that the worker does not hold gets MSG_NEED_INPUT,
 # and sending it again answers it right; a row whose bytes do not match
-# its digest fails alone with XX001 and is not cached; a restarted worker
-# (empty cache) asks for every row left out; --input-cache 0 caches nothing.
+# its digest fails alone with XX001 and is not cached; a row cached under
+# one input_scope is not found under another; a restarted worker (empty
+# cache) asks for every row left out; --input-cache 0 caches nothing.
 out=$("$WORKER" --help 2>&1)
 check "--help explains --input-cache" "$out" '--input-cache MB' '0 = off \(default 256\)'
 out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --input-cache -1 2>&1)
@@ -619,6 +620,26 @@ if start_worker "$tmp/worker_ic.log" --threads 2 --input-cache 64; then
 	out=$("$CLIENT" --endpoint "$EP" ping)
 	check "state: 6 hits, 2 misses, 3 entries" "$out" \
 		' input_cache_hits=6 input_cache_misses=2 ' ' input_cache_entries=3 '
+	# scopes (RunFragment.input_scope): B, held unscoped, sent again under
+	# scope a; left out under scope b it is asked for, under a it is held
+	out=$("${IC[@]}" --input-scope tenant-a --input-sha256 "$hb" predict $cls "$IB")
+	check "a row sent under a scope is answered" "$out" '^ROW 0 id=100 ok=1 '
+	check "... and cached under its scope's key: a 4th entry" \
+		"$("$CLIENT" --endpoint "$EP" ping)" ' input_cache_entries=4 '
+	out=$("${IC[@]}" --input-scope tenant-b --input-sha256 "$hb" --cached-rows 0 predict $cls "$IB")
+	check "another scope that leaves it out gets MSG_NEED_INPUT (not another scope's row)" "$out" \
+		'^NEED_INPUT rows=0 '
+	out=$("${IC[@]}" --input-scope tenant-a --input-sha256 "$hb" --cached-rows 0 predict $cls "$IB")
+	if [ "$(row_values "$out" 0)" = "$vb" ]; then
+		pass "... its own scope that leaves it out is answered from the cache ($vb)"
+	else
+		fail "... its own scope that leaves it out is answered from the cache" "$out"
+	fi
+	out=$("${IC[@]}" --input-scope tenant-a --input-sha256 "$ha" --cached-rows 0 predict $cls "$IA")
+	check "a row cached with no scope is not found under a scope" "$out" '^NEED_INPUT rows=0 '
+	out=$("${IC[@]}" --input-scope "$(printf 's%.0s' $(seq 65))" --input-sha256 "$hb" predict $cls "$IB")
+	check "an input_scope over 64 bytes is refused (08P01)" "$out" \
+		'^ERROR sqlstate=08P01 message=MSG_RUN_FRAGMENT request: input_scope has 65 bytes, at most 64'
 	stop_worker TERM
 	# the same endpoint, an empty cache: every row left out is asked for
 	port_ep=$EP

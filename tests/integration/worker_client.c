@@ -62,7 +62,9 @@
  * leaves those rows' payload frames empty (the worker is to take them from
  * its cache), and --resend answers a MSG_NEED_INPUT as a backend does:
  * the same request again with the named rows' bytes (at most twice),
- * printing each reply.  All three apply to a single client.
+ * printing each reply; --input-scope TEXT sends TEXT's bytes as the
+ * request's input_scope (the worker then caches and finds the rows under
+ * SHA-256(TEXT || digest)).  All four apply to a single client.
  *
  * Output, one item a line:
  *	  PONG worker_id=W served=N batches=B rows=R merged=M model_runs=K
@@ -101,6 +103,7 @@
 /* The input-cache options (see the banner) and the rows a MSG_NEED_INPUT named. */
 static const char *opt_input_sha256 = NULL;
 static const char *opt_cached_rows = NULL;
+static const char *opt_input_scope = NULL;
 static int	opt_resend = 0;
 static uint8_t ic_digests[MAX_FRAMES][32];
 static ProtobufCBinaryData ic_sha256[MAX_FRAMES];
@@ -186,7 +189,7 @@ bits_set(const uint8_t *b, size_t len)
 }
 
 /*
- * Applies --input-sha256 and --cached-rows to run over n rows of lens[]:
+ * Applies --input-scope, --input-sha256 and --cached-rows to run over n rows of lens[]:
  * the digests, the cached rows, and their frames' lengths set to 0 (the
  * real ones kept in ic_lens).  Returns 0, or -1 on a bad list.
  */
@@ -197,6 +200,11 @@ setup_input_cache(Pginfer__RunFragment *run, int n, size_t *lens)
 	char	   *save = NULL;
 	int			k = 0;
 
+	if (opt_input_scope != NULL)
+	{
+		run->input_scope.data = (uint8_t *) opt_input_scope;
+		run->input_scope.len = strlen(opt_input_scope);
+	}
 	if (opt_input_sha256 != NULL)
 	{
 		snprintf(buf, sizeof(buf), "%s", opt_input_sha256);
@@ -496,6 +504,7 @@ usage(void)
 			"         [--embed MODEL] [--also ocr|detect] [--also-chain MODEL]\n"
 			"         [--state-endpoint EP] [--cancel-after-ms N] [--names N0,N1,...]\n"
 			"         [--input-sha256 H,H,...] [--cached-rows I,J,...] [--resend]\n"
+			"         [--input-scope TEXT]\n"
 			"         COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
@@ -837,6 +846,8 @@ main(int argc, char **argv)
 			opt_input_sha256 = argv[++i];
 		else if (strcmp(argv[i], "--cached-rows") == 0)
 			opt_cached_rows = argv[++i];
+		else if (strcmp(argv[i], "--input-scope") == 0)
+			opt_input_scope = argv[++i];
 		else if (strcmp(argv[i], "--cancel-after-ms") == 0)
 		{
 			o.cancel_after_ms = atoi(argv[++i]);
@@ -1171,11 +1182,12 @@ main(int argc, char **argv)
 		return 2;
 	}
 	client_start[n_clients] = n_frames;
-	if ((opt_input_sha256 != NULL || opt_cached_rows != NULL) &&
+	if ((opt_input_sha256 != NULL || opt_cached_rows != NULL ||
+		 opt_input_scope != NULL) &&
 		(h.run == NULL || n_clients > 1 ||
 		 setup_input_cache(&run, n_frames, lens) != 0))
 	{
-		fprintf(stderr, "worker-client: bad --input-sha256 or --cached-rows (one per row, one client)\n");
+		fprintf(stderr, "worker-client: bad --input-sha256, --cached-rows or --input-scope (one per row, one client)\n");
 		goto done;
 	}
 

@@ -61,6 +61,34 @@ test_sha256(void)
 		  "sha256(448 bits) = %s", h);
 }
 
+/*
+ * input_cache_key: the digest itself without a scope; SHA-256(scope ||
+ * digest) with one (values from Python's hashlib over the same bytes),
+ * the longest scope allowed; one byte more is refused.
+ */
+static void
+test_key(void)
+{
+	uint8_t		d[PGINFER_SHA256_LEN];
+	uint8_t		k[PGINFER_SHA256_LEN];
+	uint8_t		zeros[PGINFER_INPUT_SCOPE_MAX + 1] = {0};
+	char		h[65];
+
+	input_cache_sha256("abc", 3, d);
+	CHECK_EXPR(input_cache_key(NULL, 0, d, k) == 0 && memcmp(k, d, sizeof(d)) == 0);
+	CHECK_EXPR(input_cache_key((const uint8_t *) "tenant-a", 8, d, k) == 0);
+	hex(k, h);
+	CHECK(strcmp(h, "18d3c04861ed1fe7370411e6b6e82ca6d6ee1a88af84ea089b42813fdec1b43c") == 0,
+		  "key(tenant-a, sha256(abc)) = %s", h);
+	CHECK_EXPR(input_cache_key(zeros, PGINFER_INPUT_SCOPE_MAX, d, k) == 0);
+	hex(k, h);
+	CHECK(strcmp(h, "5c80e8f555d18ed244493fd6c96ce357212bb64063f988438b6d489f30fcc13a") == 0,
+		  "key(64 zero bytes, sha256(abc)) = %s", h);
+	memset(k, 0xAB, sizeof(k));
+	CHECK_EXPR(input_cache_key(zeros, PGINFER_INPUT_SCOPE_MAX + 1, d, k) == -1 &&
+			   k[0] == 0xAB && k[31] == 0xAB);
+}
+
 /* put/get: bytes come back equal, hits and misses counted, a copy is kept. */
 static void
 test_put_get(void)
@@ -490,6 +518,7 @@ int
 main(void)
 {
 	test_sha256();
+	test_key();
 	test_put_get();
 	test_lru_and_pins();
 	test_many_and_bloom();

@@ -108,6 +108,29 @@ SELECT count(*) AS rows,
   FROM img JOIN ref USING (n);
 RESET infer.enable_batching;
 
+-- the cache's scope is the cluster, the database and the role
+-- (RunFragment.input_scope): another role sending the same images finds
+-- none of them held (Rows From Worker Cache: 0, every byte sent), and
+-- once its own sends have reached the pool, its own; the answers are the
+-- reference's, and the first role still finds its own
+CREATE ROLE regress_ic_other IN ROLE infer_user;
+GRANT SELECT ON img, ref TO regress_ic_other;
+SET ROLE regress_ic_other;
+SELECT * FROM pg_temp.input_counters(
+	'SELECT n, infer.predict(''ppocr_cls'', data) FROM img');
+SELECT pg_temp.wait_states() AS states_folded;
+SELECT * FROM pg_temp.input_counters(
+	'SELECT n, infer.predict(''ppocr_cls'', data) FROM img');
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE infer.predict('ppocr_cls', img.data) IS DISTINCT FROM ref.v) AS differ
+  FROM img JOIN ref USING (n);
+RESET ROLE;
+SELECT * FROM pg_temp.input_counters(
+	'SELECT n, infer.predict(''ppocr_cls'', data) FROM img')
+ WHERE input_counters ~ 'Rows From Worker Cache';
+DROP OWNED BY regress_ic_other;
+DROP ROLE regress_ic_other;
+
 -- the worker restarted with an empty cache; its old filter may still be
 -- in shared memory when the query starts
 DO $$
