@@ -27,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cer import cer, manifest_rows  # noqa: E402
+from cer import cer, manifest_rows, normalize  # noqa: E402
 
 # Where the same real images live when their Debian packages are installed;
 # used only for images missing from the shared folder.

@@ -17,10 +17,11 @@
  *	- lines whose recognition score is under text_score are dropped.
  * Beyond RapidOCR, so that a thin image cannot grow without bound: an image
  * with a side under MIN_TEXT_SIDE pixels, or one whose short side rounds to
- * 0 in a resize, has no text (an empty result, not an error); after the
- * short-side resize the long side is brought back to 2000 pixels; and
- * ocr_detect() caps its input (OCR_DET_MAX_SIDE, OCR_DET_MAX_PIXELS).
- * None of these changes an image RapidOCR handles within those sizes.
+ * 0 in a resize, has no text (an empty result, not an error; RapidOCR
+ * raises ResizeImgError there); after the short-side resize a long side
+ * over OCR_DET_MAX_SIDE is brought back to it; and ocr_detect() caps its
+ * input (OCR_DET_MAX_SIDE, OCR_DET_MAX_PIXELS).  None of these changes an
+ * image RapidOCR handles within those sizes.
  * The pixels stay RGB throughout; the tensors are built in B, G, R plane
  * order because that is what RapidOCR feeds the models.
  *
@@ -303,16 +304,18 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 
 	/*
 	 * Not RapidOCR's: raising the short side may have pushed the long side
-	 * past max_side_len again (aspect ratio over 2000 / 30); bring it back,
-	 * composing the ratios so boxes still map to the previous step's input.
+	 * past what the detector takes (OCR_DET_MAX_SIDE; aspect ratio over
+	 * 4000 / 30); bring it back to that, composing the ratios so boxes
+	 * still map to the previous step's input.  Up to there RapidOCR's
+	 * sizes stand (a 2000x15 strip runs as 4000x32, banded to 4000x1000).
 	 */
-	if ((cur->width > cur->height ? cur->width : cur->height) > MAX_SIDE_LEN)
+	if ((cur->width > cur->height ? cur->width : cur->height) > OCR_DET_MAX_SIDE)
 	{
 		double		r = cur->height > cur->width ?
-			(double) MAX_SIDE_LEN / cur->height : (double) MAX_SIDE_LEN / cur->width;
+			(double) OCR_DET_MAX_SIDE / cur->height : (double) OCR_DET_MAX_SIDE / cur->width;
 		float		ch = 1,
 					cw = 1;
-		int			rc = rescale(&work, &cur, r, &ch, &cw, MAX_SIDE_LEN, "long",
+		int			rc = rescale(&work, &cur, r, &ch, &cw, OCR_DET_MAX_SIDE, "long",
 							 err, errlen);
 
 		if (rc > 0)
