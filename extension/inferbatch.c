@@ -1047,8 +1047,10 @@ send_group(InferBatchState *st, BatchCall *bc, BatchSlot *slot,
  * The most rows a batch may hold so that the ring's batches
  * (infer.max_inflight of them) take at most a quarter of infer.timeout at
  * the compute a row the last answer showed (st->row_ms: the run's time
- * over the request's rows, which overstates it for a run that merged
- * requests, so the cap errs small).  With the defaults (30 s, 4 in
+ * over the request's rows that some call answered, which overstates it
+ * for a run that merged requests, so the cap errs small; rows refused
+ * at once are left out, and an answer of none of them leaves it as it
+ * was).  With the defaults (30 s, 4 in
  * flight, batches of 64) it binds only from 29 ms a row; OCR at about a
  * second a page
  * runs a page or two a batch, which costs it nothing (its pages run one
@@ -1320,6 +1322,7 @@ receive(InferBatchState *st, BatchSlot *slot)
 		InferReply *reply;
 		instr_time	start;
 		instr_time	waited;
+		int			nok = 0;	/* rows some carried call answered */
 
 		if (part->req == NULL)
 			continue;
@@ -1332,11 +1335,7 @@ receive(InferBatchState *st, BatchSlot *slot)
 		INSTR_TIME_SUBTRACT(waited, start);
 		st->stats->wait_ms += INSTR_TIME_GET_MILLISEC(waited);
 		if (reply->header->result != NULL)
-		{
 			st->stats->compute_ms += reply->header->result->compute_ms;
-			if (part->nsent > 0)
-				row_ms = Max(row_ms, reply->header->result->compute_ms / part->nsent);
-		}
 		{
 			int64		cached,
 						saved,
@@ -1378,6 +1377,23 @@ receive(InferBatchState *st, BatchSlot *slot)
 			}
 			InferFragmentPopContext(&mc->frag);
 		}
+		for (int i = 0; i < part->nsent; i++)
+		{
+			bool		ok = false;
+
+			for (int m = 0; m < part->ncarried && !ok; m++)
+				ok = slot->parts[part->carried[m]].rows[i].result->ok;
+			nok += ok;
+		}
+
+		/*
+		 * The compute a row, over the rows answered: a row refused at once
+		 * (not an image) costs nothing, and counting it would let the next
+		 * batch grow past what infer.timeout allows (a backfill with
+		 * infer.on_error = null failed on the batch after a bad row).
+		 */
+		if (reply->header->result != NULL && nok > 0)
+			row_ms = Max(row_ms, reply->header->result->compute_ms / nok);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	/* batch_rows_cap sizes the batches by the slowest call of the node */
