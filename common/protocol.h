@@ -115,6 +115,21 @@
  * only costs a MSG_NEED_INPUT round trip, never a wrong answer.
  */
 #define PGINFER_SHA256_LEN		32
+
+/*
+ * The shape of a MSG_RUN_FRAGMENT a worker accepts (worker/request.c
+ * refuses the others before unpacking them): at most
+ * PGINFER_MAX_REQUEST_FRAGMENTS fragments (RunFragment.fragment and
+ * more_fragments), each stage with at most PGINFER_MAX_FRAGMENT_MODELS
+ * models (OCR's detector, classifier and recognizer), and at most
+ * PGINFER_MAX_RESULT_ROWS rows over all fragments (rows times
+ * fragments: the size of the answer).  A backend whose calls sharing an
+ * input pass either count sends them in separate requests
+ * (extension/inferbatch.c, group_calls and send_group).
+ */
+#define PGINFER_MAX_REQUEST_FRAGMENTS	16
+#define PGINFER_MAX_FRAGMENT_MODELS		3
+#define PGINFER_MAX_RESULT_ROWS			65536
 /*
  * Most bytes of RunFragment.input_scope.  A row is cached under its key,
  * SHA-256(input_scope || digest) (the 32-byte digest itself when the scope

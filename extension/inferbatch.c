@@ -418,7 +418,9 @@ same_input(const BatchCall *a, const BatchCall *b)
  * Groups the calls that send something (model names not NULL) by their
  * input expression (equal()): each group's first call is its leader,
  * which sends one request carrying the input once and a fragment per
- * member (see BatchCall).
+ * member (see BatchCall).  A group holds at most
+ * PGINFER_MAX_REQUEST_FRAGMENTS calls (what a worker accepts in one
+ * request: common/protocol.h); a call past that leads a group of its own.
  */
 static void
 group_calls(InferBatchState *st)
@@ -436,7 +438,8 @@ group_calls(InferBatchState *st)
 		{
 			BatchCall  *lc = &st->calls[j];
 
-			if (lc->all_null || lc->leader != j || !same_input(lc, bc))
+			if (lc->all_null || lc->leader != j || !same_input(lc, bc) ||
+				lc->nmembers >= PGINFER_MAX_REQUEST_FRAGMENTS)
 				continue;
 			bc->leader = j;
 			break;
@@ -996,8 +999,9 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 /*
  * Sends the rows of part, leader bc's part of slot: one request that
  * carries them once with a fragment per call of the group, or, when
- * placement finds that cheaper (InferPlacementSplits), one request per
- * call, each member's part pointing at the leader's rows.  Runs in the
+ * placement finds that cheaper (InferPlacementSplits) or the rows times
+ * the calls pass PGINFER_MAX_RESULT_ROWS, one request per call, each
+ * member's part pointing at the leader's rows.  Runs in the
  * slot's memory context.  Errors: those of send_part.
  */
 static void
@@ -1015,7 +1019,9 @@ send_group(InferBatchState *st, BatchCall *bc, BatchSlot *slot,
 		for (int i = 0; i < part->nsent; i++)
 			bytes += part->lens[i];
 		InferClientStageInputs(part->nsent, part->payloads, part->lens);
-		if (InferPlacementSplits(frags, bc->nmembers, part->nsent, bytes,
+		/* apart also when one request would answer too many rows */
+		if ((int64) part->nsent * bc->nmembers > PGINFER_MAX_RESULT_ROWS ||
+			InferPlacementSplits(frags, bc->nmembers, part->nsent, bytes,
 								 part_largest(part, NULL)))
 		{
 			for (int m = 0; m < bc->nmembers; m++)

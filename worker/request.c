@@ -13,6 +13,9 @@
 
 #include "common/protocol.h"
 
+#define CPP_STR_(x) #x
+#define CPP_STR(x) CPP_STR_(x)
+
 /* Reads a varint at *p (< end) into *v; 0, or -1 if it runs past end. */
 static int
 wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -29,32 +32,55 @@ wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return -1;
 }
 
-/*
- * Depth of the deepest Fragment chain in the wire bytes [p, end) of a
- * message of type `what` (0 Header, 1 RunFragment, 2 Fragment at chain
- * depth `depth`), stopping once it passes REQUEST_MAX_FRAGMENT_DEPTH (so the scan
- * recurses at most that deep).  Bytes that are not valid wire format
- * give 0: the unpack rejects them.  Schema: Header.run = 4,
- * RunFragment.fragment = 1 and more_fragments = 4, Fragment.next = 4.
- */
-static int
-wire_fragment_depth(const uint8_t *p, const uint8_t *end, int what, int depth)
+/* What wire_scan finds of a header's fragments (see request_unpack). */
+typedef struct wire_counts
 {
-	int			deepest = what == 2 ? depth : 0;
+	int			depth;			/* the deepest Fragment.next chain */
+	int			fragments;		/* RunFragment.fragment + more_fragments */
+	int			models;			/* the most ModelSpecs of one Fragment */
+} wire_counts;
 
-	while (p < end && deepest <= REQUEST_MAX_FRAGMENT_DEPTH)
+/* Whether c passes a limit already (the scan stops there). */
+static int
+wire_over(const wire_counts *c)
+{
+	return c->depth > REQUEST_MAX_FRAGMENT_DEPTH ||
+		c->fragments > PGINFER_MAX_REQUEST_FRAGMENTS ||
+		c->models > PGINFER_MAX_FRAGMENT_MODELS;
+}
+
+/*
+ * Counts into *c what the wire bytes [p, end) of a message of type `what`
+ * (0 Header, 1 RunFragment, 2 Fragment at chain depth `depth`) hold of
+ * fragments: the depth of the deepest Fragment chain, the fragments of
+ * the RunFragment and the most models of one Fragment, stopping once one
+ * passes its limit (so the scan recurses at most
+ * REQUEST_MAX_FRAGMENT_DEPTH deep, and no count runs on).  Bytes that are
+ * not valid wire format end the scan: the unpack rejects them.  Schema:
+ * Header.run = 4, RunFragment.fragment = 1 and more_fragments = 4,
+ * Fragment.models = 2 and next = 4.
+ */
+static void
+wire_scan(const uint8_t *p, const uint8_t *end, int what, int depth,
+		  wire_counts *c)
+{
+	int			models = 0;
+
+	if (what == 2 && depth > c->depth)
+		c->depth = depth;
+	while (p < end && !wire_over(c))
 	{
 		uint64_t	tag,
 					len;
 		int			sub = -1;
 
 		if (wire_varint(&p, end, &tag) != 0)
-			return deepest;
+			return;
 		switch (tag & 7)
 		{
 			case 0:
 				if (wire_varint(&p, end, &len) != 0)
-					return deepest;
+					return;
 				continue;
 			case 1:
 				len = 8;
@@ -64,44 +90,65 @@ wire_fragment_depth(const uint8_t *p, const uint8_t *end, int what, int depth)
 				break;
 			case 2:
 				if (wire_varint(&p, end, &len) != 0)
-					return deepest;
+					return;
 				if (what == 0 && (tag >> 3) == 4)
 					sub = 1;
 				else if (what == 1 && ((tag >> 3) == 1 || (tag >> 3) == 4))
+				{
 					sub = 2;
+					c->fragments++;
+				}
 				else if (what == 2 && (tag >> 3) == 4)
 					sub = 2;
+				else if (what == 2 && (tag >> 3) == 2 && ++models > c->models)
+					c->models = models;
 				break;
 			default:
-				return deepest;
+				return;
 		}
 		if (len > (uint64_t) (end - p))
-			return deepest;
-		if (sub >= 0)
-		{
-			int			d = wire_fragment_depth(p, p + len, sub,
-												what == 2 ? depth + 1 : 1);
-
-			if (d > deepest)
-				deepest = d;
-		}
+			return;
+		if (sub >= 0 && !wire_over(c))
+			wire_scan(p, p + len, sub, what == 2 ? depth + 1 : 1, c);
 		p += len;
 	}
-	return deepest;
 }
 
 /*
- * Unpacks a header frame; NULL when it is no pginfer.Header or nests
- * Fragment.next deeper than REQUEST_MAX_FRAGMENT_DEPTH (refused unread).
+ * Unpacks a header frame; NULL when it is no pginfer.Header or its
+ * fragments pass a limit (refused unread); *why (may be NULL) then says
+ * which.
  */
 Pginfer__Header *
-request_unpack(const void *data, size_t len)
+request_unpack(const void *data, size_t len, const char **why)
 {
 	const uint8_t *p = data;
+	wire_counts c = {0, 0, 0};
+	Pginfer__Header *h;
+	const char *dummy;
 
-	if (wire_fragment_depth(p, p + len, 0, 0) > REQUEST_MAX_FRAGMENT_DEPTH)
+	if (why == NULL)
+		why = &dummy;
+	wire_scan(p, p + len, 0, 0, &c);
+	if (c.depth > REQUEST_MAX_FRAGMENT_DEPTH)
+	{
+		*why = "it chains Fragment.next more than " CPP_STR(REQUEST_MAX_FRAGMENT_DEPTH) " deep";
 		return NULL;
-	return pginfer__header__unpack(NULL, len, p);
+	}
+	if (c.fragments > PGINFER_MAX_REQUEST_FRAGMENTS)
+	{
+		*why = "it carries more than " CPP_STR(PGINFER_MAX_REQUEST_FRAGMENTS) " fragments";
+		return NULL;
+	}
+	if (c.models > PGINFER_MAX_FRAGMENT_MODELS)
+	{
+		*why = "a fragment has more than " CPP_STR(PGINFER_MAX_FRAGMENT_MODELS) " models";
+		return NULL;
+	}
+	h = pginfer__header__unpack(NULL, len, p);
+	if (h == NULL)
+		*why = "it is not a pginfer.Header";
+	return h;
 }
 
 /* Name of a message kind, for messages and logs. */
@@ -189,6 +236,16 @@ request_check_header(const Pginfer__Header *h, int n_payload,
 				*sqlstate = PGINFER_SQLSTATE_TOO_LARGE;
 				snprintf(err, errlen, "%s request with %zu rows, more than the %d one request may carry",
 						 request_kind_name(h->kind), h->run->n_row_ids, REQUEST_MAX_ROWS);
+				return -1;
+			}
+			if (h->run->n_row_ids * (1 + h->run->n_more_fragments) > PGINFER_MAX_RESULT_ROWS)
+			{
+				*sqlstate = PGINFER_SQLSTATE_TOO_LARGE;
+				snprintf(err, errlen, "%s request of %zu rows for %zu fragments: %zu result rows, more than the %d one request may ask",
+						 request_kind_name(h->kind), h->run->n_row_ids,
+						 1 + h->run->n_more_fragments,
+						 h->run->n_row_ids * (1 + h->run->n_more_fragments),
+						 PGINFER_MAX_RESULT_ROWS);
 				return -1;
 			}
 			want = (int) h->run->n_row_ids;

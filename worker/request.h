@@ -28,18 +28,24 @@
 #define REQUEST_MAX_FRAGMENT_DEPTH 16
 
 /*
- * Unpacks a header frame of len bytes; NULL when it is no pginfer.Header
- * or nests Fragment.next deeper than REQUEST_MAX_FRAGMENT_DEPTH (refused
- * unread).  Free with pginfer__header__free_unpacked(h, NULL).
+ * Unpacks a header frame of len bytes; NULL when it is no pginfer.Header,
+ * or when it nests Fragment.next deeper than REQUEST_MAX_FRAGMENT_DEPTH,
+ * carries more than PGINFER_MAX_REQUEST_FRAGMENTS fragments or gives a
+ * fragment more than PGINFER_MAX_FRAGMENT_MODELS models (common/
+ * protocol.h): those are refused unread, from a scan of the wire bytes,
+ * since protobuf-c would allocate every message of them first (and
+ * placement pins each model); *why (may be NULL) then names the reason.
+ * Free with pginfer__header__free_unpacked(h, NULL).
  */
-Pginfer__Header *request_unpack(const void *data, size_t len);
+Pginfer__Header *request_unpack(const void *data, size_t len, const char **why);
 
 /*
  * Checks an unpacked request header: protocol version, a part for its
  * kind (run, model), the input-cache fields (one digest of 32 bytes or
  * none per row; cached rows ascending, in range, with a digest), and
  * n_payload payload frames as the kind needs (run: one per row id, at
- * most REQUEST_MAX_ROWS; put-model: one, the file's bytes; the others:
+ * most REQUEST_MAX_ROWS, and at most PGINFER_MAX_RESULT_ROWS rows over
+ * all its fragments; put-model: one, the file's bytes; the others:
  * none).  Returns 0, or -1 with
  * *sqlstate (PGINFER_SQLSTATE_TOO_LARGE for too many rows, _PROTOCOL
  * otherwise) and a message in err.

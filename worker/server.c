@@ -1724,17 +1724,17 @@ server_handle(server *s, const void *header, size_t header_len,
 {
 	Pginfer__Header *req = NULL;
 	const char *sqlstate = PGINFER_SQLSTATE_PROTOCOL;
+	const char *why = NULL;
 	char		err[512];
 	server_reply *r = NULL;
 
 	*out = NULL;
-	req = request_unpack(header, header_len);
+	req = request_unpack(header, header_len, &why);
 	if (req == NULL)
 	{
 		snprintf(err, sizeof(err),
-				 "malformed request: the header frame (%zu bytes) is not a pginfer.Header"
-				 " (or chains Fragment.next more than %d deep)",
-				 header_len, REQUEST_MAX_FRAGMENT_DEPTH);
+				 "malformed request: the header frame (%zu bytes) was refused: %s",
+				 header_len, why);
 		r = error_reply(0, PGINFER_SQLSTATE_PROTOCOL, err, NULL);
 		goto done;
 	}
@@ -1994,7 +1994,7 @@ refuse_too_many(server *s, zmq_msg_t *parts, int64_t n_payload)
 	char		msg[256];
 	server_reply *r;
 
-	req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
+	req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), NULL);
 	if (req != NULL)
 	{
 		id = req->request_id;
@@ -2152,7 +2152,7 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	char		err[512];
 
 	if (n >= 2)
-		req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]));
+		req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), NULL);
 	if (req == NULL || request_check_header(req, n - 2, &sqlstate, err, sizeof(err)) != 0)
 		goto serve_now;
 	if (req->kind == PGINFER__MSG_KIND__MSG_CANCEL)

@@ -152,7 +152,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (copy == NULL)
 		return 0;
 	memcpy(copy, data + 1, size - 1);
-	h = request_unpack(copy, size - 1);
+	h = request_unpack(copy, size - 1, NULL);
 	if (h != NULL)
 	{
 		err[0] = '\0';

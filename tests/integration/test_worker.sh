@@ -104,6 +104,35 @@ check "Fragment.next a million deep gets MSG_ERROR, no crash" \
 check "Fragment.next 15 deep is unpacked" "$("${C[@]}" deep 15)" \
 	'^ERROR sqlstate=22023 message=unknown fragment kind 0 .*request_id=7'
 check "worker alive after the deep chain" "$("${C[@]}" ping)" '^PONG '
+# the shape of a request (common/protocol.h): at most 3 models a stage,
+# 16 fragments, 65536 rows over all fragments; refused before protobuf-c
+# allocates them (a stage of 20000 models once held the worker's loop
+# for 12 s, pinning each; fragments times rows multiplied the answer)
+cls=ch_ppocr_mobile_v2.0_cls_infer.onnx
+PIMG=$DATA/p05_street_sign.jpg
+check "a stage of 3 models is run" \
+	"$("${C[@]}" --input-size 48x192 --pad-models 2 predict $cls "$PIMG")" '^ROW 0 id=100 ok=1 '
+check "a stage of 4 models is refused (08P01)" \
+	"$("${C[@]}" --input-size 48x192 --pad-models 3 predict $cls "$PIMG")" \
+	'^ERROR sqlstate=08P01 message=malformed request: .*a fragment has more than 3 models'
+t0=$(date +%s%N)
+out=$("${C[@]}" --input-size 48x192 --pad-models 20000 predict $cls "$PIMG")
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "a stage of 20000 models is refused" "$out" '^ERROR sqlstate=08P01 .*more than 3 models'
+if [ "$ms" -lt 2000 ]; then
+	pass "... at once ($ms ms), and the worker still answers: $("${C[@]}" ping | cut -c1-4)"
+else
+	fail "... at once" "$ms ms"
+fi
+out=$("${C[@]}" --input-size 48x192 --copies 15 predict $cls "$PIMG")
+check "16 fragments over a row are run: 16 answers" "$(grep -Ec '^ROW [0-9]+ id=100 ok=1 ' <<<"$out")" '^16$'
+check "17 fragments are refused (08P01)" \
+	"$("${C[@]}" --input-size 48x192 --copies 16 predict $cls "$PIMG")" \
+	'^ERROR sqlstate=08P01 message=malformed request: .*more than 16 fragments'
+check "65536 rows for 2 fragments are refused (54000)" \
+	"$("${C[@]}" --copies 1 bulk 65536 65536 0)" \
+	'^ERROR sqlstate=54000 message=MSG_RUN_FRAGMENT request of 65536 rows for 2 fragments: 131072 result rows, more than the 65536'
+check "worker alive after the shapes" "$("${C[@]}" ping)" '^PONG '
 check "wrong frame count gets MSG_ERROR" "$("${C[@]}" frames 3)" \
 	'^ERROR sqlstate=08P01 message=.*3 payload frames, expected 1'
 check "zero payload frames for one row gets MSG_ERROR" "$("${C[@]}" frames 0)" \

@@ -104,6 +104,11 @@
 static const char *opt_input_sha256 = NULL;
 static const char *opt_cached_rows = NULL;
 static const char *opt_input_scope = NULL;
+static int	opt_pad_models = 0;
+static int	opt_copies = 0;
+static Pginfer__ModelSpec **pad_ptrs = NULL;
+static Pginfer__ModelSpec *pad_specs = NULL;
+static Pginfer__Fragment **copy_ptrs = NULL;
 static int	opt_resend = 0;
 static uint8_t ic_digests[MAX_FRAMES][32];
 static ProtobufCBinaryData ic_sha256[MAX_FRAMES];
@@ -186,6 +191,47 @@ bits_set(const uint8_t *b, size_t len)
 	for (size_t i = 0; i < len; i++)
 		n += __builtin_popcount(b[i]);
 	return n;
+}
+
+/*
+ * Applies --pad-models N (frag gets N more models, files that do not
+ * exist) and --copies N (run carries N copies of frag in
+ * more_fragments): requests of a shape a worker refuses.  Returns 0, or
+ * -1 when memory runs out.
+ */
+static int
+pad_shape(Pginfer__Fragment *frag, Pginfer__RunFragment *run)
+{
+	if (opt_pad_models > 0)
+	{
+		size_t		n = frag->n_models + (size_t) opt_pad_models;
+
+		pad_ptrs = calloc(n, sizeof(*pad_ptrs));
+		pad_specs = calloc((size_t) opt_pad_models, sizeof(*pad_specs));
+		if (pad_ptrs == NULL || pad_specs == NULL)
+			return -1;
+		for (size_t m = 0; m < frag->n_models; m++)
+			pad_ptrs[m] = frag->models[m];
+		for (int k = 0; k < opt_pad_models; k++)
+		{
+			pginfer__model_spec__init(&pad_specs[k]);
+			pad_specs[k].file = "no_such_model.onnx";
+			pad_ptrs[frag->n_models + (size_t) k] = &pad_specs[k];
+		}
+		frag->models = pad_ptrs;
+		frag->n_models = n;
+	}
+	if (opt_copies > 0)
+	{
+		copy_ptrs = calloc((size_t) opt_copies, sizeof(*copy_ptrs));
+		if (copy_ptrs == NULL)
+			return -1;
+		for (int k = 0; k < opt_copies; k++)
+			copy_ptrs[k] = frag;
+		run->n_more_fragments = (size_t) opt_copies;
+		run->more_fragments = copy_ptrs;
+	}
+	return 0;
 }
 
 /*
@@ -504,7 +550,7 @@ usage(void)
 			"         [--embed MODEL] [--also ocr|detect] [--also-chain MODEL]\n"
 			"         [--state-endpoint EP] [--cancel-after-ms N] [--names N0,N1,...]\n"
 			"         [--input-sha256 H,H,...] [--cached-rows I,J,...] [--resend]\n"
-			"         [--input-scope TEXT]\n"
+			"         [--input-scope TEXT] [--pad-models N] [--copies N]\n"
 			"         COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
@@ -848,6 +894,10 @@ main(int argc, char **argv)
 			opt_cached_rows = argv[++i];
 		else if (strcmp(argv[i], "--input-scope") == 0)
 			opt_input_scope = argv[++i];
+		else if (strcmp(argv[i], "--pad-models") == 0)
+			opt_pad_models = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--copies") == 0)
+			opt_copies = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--cancel-after-ms") == 0)
 		{
 			o.cancel_after_ms = atoi(argv[++i]);
@@ -1131,6 +1181,8 @@ main(int argc, char **argv)
 		run.n_row_ids = (size_t) n_frames;
 		run.row_ids = row_ids;
 		h.run = &run;
+		if (pad_shape(&frag, &run) != 0)
+			goto done;
 	}
 	else if (strcmp(cmd, "bulk") == 0)
 	{
@@ -1167,6 +1219,8 @@ main(int argc, char **argv)
 		run.row_ids = bulk_ids;
 		h.kind = PGINFER__MSG_KIND__MSG_RUN_FRAGMENT;
 		h.run = &run;
+		if (pad_shape(&frag, &run) != 0)
+			goto done;
 	}
 	else if (strcmp(cmd, "deep") == 0)
 	{
@@ -1308,6 +1362,9 @@ main(int argc, char **argv)
 done:
 	free(bulk_ids);
 	free(bulk_buf);
+	free(pad_ptrs);
+	free(pad_specs);
+	free(copy_ptrs);
 	if (owns_frames)
 		for (int k = 0; k < n_frames; k++)
 			free(frames[k]);

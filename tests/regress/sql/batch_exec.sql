@@ -39,6 +39,40 @@ SELECT pg_temp.explain($$SELECT id FROM img
 	WHERE infer.classify('ppocr_cls', data) = '180' LIMIT 2$$);
 SELECT id FROM img WHERE infer.classify('ppocr_cls', data) = '180' LIMIT 2;
 
+-- 17 calls over one input (17 names of the direction classifier, so
+-- that they are not merged as one call): a worker takes at most 16
+-- fragments in a request (common/protocol.h), so the 17th leads a
+-- request of its own: 6 requests for the 3 batches (infer.workers'
+-- requests_sent); every answer is the row's label
+SELECT count(infer.create_model('regress_cls_' || k, 'ch_ppocr_mobile_v2.0_cls_infer.onnx',
+	'classify', input_height => 48, input_width => 192,
+	mean => '{0.5,0.5,0.5}', std => '{0.5,0.5,0.5}', labels => '{0,180}')) AS models
+  FROM generate_series(1, 17) AS k;
+CREATE TEMP TABLE sent0 AS
+SELECT requests_sent FROM infer.workers WHERE name = 'regress';
+DO $$
+DECLARE
+	q text := 'SELECT id, ' ||
+		(SELECT string_agg(format('infer.classify(%L, data) AS c%s', 'regress_cls_' || k, k), ', ')
+		   FROM generate_series(1, 17) AS k) || ' FROM img WHERE id <= 6';
+	r record;
+	n int := 0;
+BEGIN
+	FOR r IN EXECUTE q LOOP
+		IF r.c1 = ('{180,0}'::text[])[r.id % 2 + 1] AND
+		   r.c1 = r.c16 AND r.c1 = r.c17 AND r.c2 = r.c15 THEN
+			n := n + 1;
+		END IF;
+	END LOOP;
+	RAISE NOTICE '17 calls: % of 6 rows right', n;
+END
+$$;
+SELECT w.requests_sent - s.requests_sent AS requests
+  FROM infer.workers w, sent0 s WHERE w.name = 'regress';
+DROP TABLE sent0;
+SELECT count(infer.drop_model('regress_cls_' || k)) AS dropped
+  FROM generate_series(1, 17) AS k;
+
 -- a call after an ML filter is sent for the rows that pass only
 SELECT pg_temp.explain($$SELECT id, (infer.predict('ppocr_cls', data))[2] > 0.5 AS rot
 	FROM img WHERE infer.classify('ppocr_cls', data) = '0' AND id <= 20 LIMIT 8$$);
