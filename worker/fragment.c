@@ -1291,7 +1291,8 @@ ocr_samples(const frag_plan *p, const model_calls *log, fragment_result *r)
  * Fills row i of r from a decoded image by the OCR pipeline (FRAG_OCR,
  * FRAG_DETECT_TEXT), each image on its own, and samples its model calls
  * (the stages run them through model_calls_run).  A failure is recorded
- * in the row; returns 0.
+ * in the row; returns 0, or 1 when the run was stopped in the row (its
+ * stop flag, p->params.stop: nothing recorded).
  */
 static int
 run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
@@ -1309,6 +1310,8 @@ run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
 	model_calls_close(&log);
 	ocr_samples(p, &log, r);
 	model_calls_free(&log);
+	if (rc == OCR_STOPPED)
+		return 1;
 	if (rc != 0)
 	{
 		fragment_row_error(r, i, strstr(lerr, "out of memory") != NULL ?
@@ -1391,7 +1394,11 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 		return 0;
 	}
 
-	/* OCR: every image through the whole pipeline on its own. */
+	/*
+	 * OCR: every image through the whole pipeline on its own; a stop is
+	 * also seen between the model calls of a page (ocr_params.stop).
+	 */
+	plan.params.stop = stop;
 	for (int i = 0; i < n_rows; i++)
 	{
 		image_rgb  *img = NULL;
@@ -1415,7 +1422,14 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 			image_destroy(&img);
 			continue;
 		}
-		run_ocr_row(&plan, img, r, i);
+		if (run_ocr_row(&plan, img, r, i) > 0)
+		{
+			image_destroy(&img);
+			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
+			snprintf(err, errlen, "the run was stopped in row %d; %d of %d rows were not run",
+					 i + 1, n_rows - i, n_rows);
+			goto fail;
+		}
 		image_destroy(&img);
 	}
 	r->compute_ms = model_calls_now_ms() - t0;

@@ -62,6 +62,7 @@ ocr_params_default(ocr_params *p)
 	p->cls_thresh = 0.9f;
 	p->text_score = 0.5f;
 	p->use_cls = 1;
+	p->stop = NULL;
 }
 
 /* Appends a copy of s to the list, growing it; -1 when memory runs out. */
@@ -264,6 +265,8 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 	char	  **texts = NULL;
 	float	   *scores = NULL;
 	ocr_result *res = NULL;
+	int			rc;
+	int			stopped = 0;
 
 	*out = NULL;
 	if (img->width < 1 || img->height < 1)
@@ -353,6 +356,8 @@ ocr_run(const ocr_models *models, const ocr_params *params,
 	nb = ocr_detect(models->det, params, cur, page, &boxes, err, errlen);
 	if (nb < 0)
 		goto fail;
+	if (params->stop != NULL && *params->stop)
+		goto stopped;
 
 detected:
 	res = calloc(1, sizeof(ocr_result));
@@ -394,8 +399,13 @@ detected:
 			ocr_classify(models->cls, crops, nb, params->cls_thresh, rotated,
 						 err, errlen) < 0)
 			goto fail;
-		if (ocr_recognize(models->rec, models->dict, models->dict_len, crops, nb,
-						  texts, scores, err, errlen) < 0)
+		if (params->stop != NULL && *params->stop)
+			goto stopped;
+		rc = ocr_recognize(models->rec, models->dict, models->dict_len, crops,
+						   nb, texts, scores, params->stop, err, errlen);
+		if (rc == OCR_STOPPED)
+			goto stopped;
+		if (rc < 0)
 			goto fail;
 	}
 	for (int i = 0; i < nb; i++)
@@ -433,6 +443,10 @@ detected:
 	}
 	goto done;
 
+stopped:
+	snprintf(err, errlen, "OCR: stopped (%d text boxes found)", nb);
+	stopped = 1;
+	goto fail;
 nomem:
 	snprintf(err, errlen, "OCR: out of memory on a %dx%d image", img->width,
 			 img->height);
@@ -457,7 +471,7 @@ done:
 	free(boxes);
 	image_destroy(&work);
 	*out = res;
-	return res ? 0 : -1;
+	return res ? 0 : stopped ? OCR_STOPPED : -1;
 }
 
 /* Lines joined by newlines; malloc'd, NULL when memory runs out. */

@@ -25,6 +25,8 @@
 #ifndef INFER_OCR_H
 #define INFER_OCR_H
 
+#include <signal.h>
+
 #include "worker/engine/engine.h"
 #include "worker/image.h"
 
@@ -38,7 +40,18 @@ typedef struct ocr_params
 	float		cls_thresh;		/* 0.9 */
 	float		text_score;		/* 0.5 */
 	int			use_cls;		/* 1 */
+	/*
+	 * Not RapidOCR's: NULL, or a flag that ocr_run() reads between model
+	 * calls (after detection, between recognition batches): once it is
+	 * non-zero, ocr_run() stops and returns OCR_STOPPED, so that a worker
+	 * stopping or cancelling a run does not wait for a dense page's
+	 * hundreds of lines.
+	 */
+	volatile sig_atomic_t *stop;
 } ocr_params;
+
+/* ocr_run()'s return when params->stop was raised (no result). */
+#define OCR_STOPPED (-2)
 
 /* The models and dictionary of one OCR fragment (borrowed, not owned). */
 typedef struct ocr_models
@@ -80,8 +93,9 @@ void		ocr_dict_free(char ***dict, int dict_len);
 /*
  * Runs the whole fragment (detect_only = 0) or the detector alone
  * (detect_only = 1: lines with boxes and scores, empty text).  Returns 0 and
- * sets *out, or -1 with a message in err (a model error; an image with no
- * text is a success with n_lines 0).
+ * sets *out, -1 with a message in err (a model error; an image with no
+ * text is a success with n_lines 0), or OCR_STOPPED when params->stop
+ * was raised.
  */
 int			ocr_run(const ocr_models *models, const ocr_params *params,
 					const image_rgb *img, int detect_only, ocr_result **out,

@@ -241,11 +241,13 @@ int			ocr_classify(const ie_model *cls, ocr_crop *crops, int n,
 /*
  * ocr_rec.c: the recogniser over crops[0..n) (batches of 6 by aspect
  * ratio); texts[i] (malloc'd UTF-8) and scores[i] for each crop.  Returns
- * 0, or -1 with a message in err.
+ * 0, -1 with a message in err, or OCR_STOPPED (nothing kept) when stop
+ * (may be NULL) is non-zero before a batch.
  */
 int			ocr_recognize(const ie_model *rec, const char *const *dict,
 						  int dict_len, const ocr_crop *crops, int n,
-						  char **texts, float *scores, char *err,
+						  char **texts, float *scores,
+						  volatile sig_atomic_t *stop, char *err,
 						  size_t errlen);
 
 /*

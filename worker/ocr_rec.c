@@ -316,11 +316,12 @@ ocr_ctc_decode(const float *probs, int T, int C, const char *const *dict,
 int
 ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 			  const ocr_crop *crops, int n, char **texts, float *scores,
-			  char *err, size_t errlen)
+			  volatile sig_atomic_t *stop, char *err, size_t errlen)
 {
 	ratio_idx  *o = NULL;
 	ie_tensor  *outs[1] = {NULL};
 	int			oom;
+	int			rc = -1;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -340,6 +341,12 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 		int			T,
 					C;
 
+		if (stop != NULL && *stop)
+		{
+			snprintf(err, errlen, "text recogniser: stopped after %d of %d crops", b, n);
+			rc = OCR_STOPPED;
+			goto fail;
+		}
 		for (int k = 0; k < m; k++)
 			if (o[b + k].ratio > max_ratio)
 				max_ratio = o[b + k].ratio;
@@ -390,5 +397,5 @@ fail:
 	}
 	free(o);
 	ie_tensor_destroy(&outs[0]);
-	return -1;
+	return rc;
 }

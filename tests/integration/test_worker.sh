@@ -483,6 +483,50 @@ else
 	fail "third worker starts"
 fi
 
+# SIGTERM in the middle of one dense page (2000x2000, 99 lines of small
+# words: a minute of OCR on a loaded 2-core machine): the run stops
+# between the page's model calls, not after the page (which outlasted
+# systemd's TimeoutStopSec), and the request gets 57P01
+dense=$tmp/dense.png
+if [ -n "${PYTHON:-}" ] && "$PYTHON" - "$dense" <<'PY'
+import random
+import sys
+
+from PIL import Image, ImageDraw, ImageFont
+
+random.seed(7)
+words = ["alpha", "delta", "order", "total", "amount", "street", "invoice",
+         "berlin", "parcel", "notice", "2024", "12.80"]
+img = Image.new("RGB", (2000, 2000), "white")
+draw = ImageDraw.Draw(img)
+font = ImageFont.load_default(size=14)
+for y in range(10, 1990, 20):
+    draw.text((10, y), " ".join(random.choice(words) for _ in range(40)),
+              font=font, fill="black")
+img.save(sys.argv[1])
+PY
+then
+	if start_worker "$tmp/worker3b.log" --log-level info; then
+		"$CLIENT" --endpoint "$EP" --timeout-ms 600000 ocr "$dense" >"$tmp/dense.out" &
+		cpid=$!
+		pids+=("$cpid")
+		wait_grep 'loaded dictionary' "$tmp/worker3b.log" 100 0.1
+		sleep 1
+		t0=$(date +%s)
+		stop_worker TERM 600
+		wait "$cpid"
+		check "SIGTERM during one dense page: exit 0 ($(($(date +%s) - t0)) s after)" \
+			"$STOPPED" '^exit=0$'
+		check "... the page was stopped in its row, the request gets 57P01" \
+			"$(cat "$tmp/dense.out" "$tmp/worker3b.log")" '^ERROR sqlstate=57P01 ' \
+			'the run was stopped in row 1; 1 of 1 rows were not run'
+	else
+		fail "dense-page worker starts"
+	fi
+else
+	fail "the dense page is made (PYTHON with Pillow: ${PYTHON:-unset})"
+fi
+
 # --- request limits, model paths, odd files, log escaping -----------------
 # A worker with --max-message-bytes 1 MiB (a header of 70000 row ids is
 # about 210 kB) over a model dir of its own: a

@@ -15,5 +15,5 @@ CHECK_TARGETS += check-worker
 
 .PHONY: check-worker
 check-worker: $(BUILD)/bin/infer-worker $(WORKER_CLIENT)
-	BUILD=$(BUILD) MODEL_DIR=$(MODEL_DIR) SHARED=$(SHARED) \
+	BUILD=$(BUILD) MODEL_DIR=$(MODEL_DIR) SHARED=$(SHARED) PYTHON=$(PYTHON) \
 		tests/integration/test_worker.sh
