@@ -25,15 +25,21 @@ def over_white8(c, a):
 def reference_rgb(path):
     """RGB uint8 array (h, w, 3) as worker/image.c should decode path."""
     im = Image.open(path)
-    im = ImageOps.exif_transpose(im)
+    if im.format == "JPEG":
+        # the worker reads EXIF orientation from JPEGs only (not PNG eXIf)
+        im = ImageOps.exif_transpose(im)
     mode = im.mode
     if mode in ("I;16", "I;16B", "I"):
         v = np.array(im).astype(np.int64)
         g = (v * 255 + 32767) // 65535
         return np.repeat(g[..., None], 3, axis=2).astype(np.uint8)
-    if mode == "P" and "transparency" in im.info:
+    # a tRNS chunk is transparency for palette, gray and RGB PNGs alike
+    if mode in ("P", "RGB") and "transparency" in im.info:
         im = im.convert("RGBA")
         mode = "RGBA"
+    elif mode == "L" and "transparency" in im.info:
+        im = im.convert("LA")
+        mode = "LA"
     if mode == "LA":
         a = np.array(im).astype(np.int64)
         g = over_white8(a[..., 0], a[..., 1])

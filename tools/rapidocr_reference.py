@@ -69,13 +69,16 @@ def decode_like_worker(path):
     from PIL import Image, ImageOps
 
     im = Image.open(path)
-    im = ImageOps.exif_transpose(im)
+    if im.format == "JPEG":
+        # the worker reads EXIF orientation from JPEGs only (not PNG eXIf)
+        im = ImageOps.exif_transpose(im)
     if im.mode in ("I;16", "I;16B", "I;16L", "I"):
         a = np.asarray(im).astype(np.float64)
         a = np.clip(np.round(a * 255.0 / 65535.0), 0, 255).astype(np.uint8)
         im = Image.fromarray(a, "L")
+    # a tRNS chunk is transparency for palette, gray and RGB PNGs alike
     has_alpha = im.mode in ("RGBA", "LA", "PA") or (
-        im.mode == "P" and "transparency" in im.info)
+        im.mode in ("P", "L", "RGB") and "transparency" in im.info)
     if has_alpha:
         im = im.convert("RGBA")
         bg = Image.new("RGBA", im.size, (255, 255, 255, 255))

@@ -595,6 +595,10 @@ row_decode_error(fragment_result *r, int i, image_status st, const char *derr,
 	else if (st == IMAGE_ERR_NOMEM)
 		fragment_row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY,
 						   "out of memory decoding image", derr, NULL);
+	else if (st == IMAGE_ERR_UNSUPPORTED)
+		fragment_row_error(r, i, PGINFER_SQLSTATE_BAD_IMAGE,
+						   "invalid image: unsupported kind of image", derr,
+						   "Convert the image to an 8-bit baseline or progressive JPEG, or to a PNG.");
 	else
 	{
 		snprintf(msg, sizeof(msg), "invalid image: %s", image_status_name(st));

@@ -109,6 +109,8 @@ image_status_name(image_status st)
 			return "too large";
 		case IMAGE_ERR_NOMEM:
 			return "out of memory";
+		case IMAGE_ERR_UNSUPPORTED:
+			return "unsupported kind of image";
 	}
 	return "unknown status";
 }
@@ -406,7 +408,7 @@ png_run(png_ctx *c)
 	rowbytes = png_get_rowbytes(c->png, c->info);
 	if (channels < 1 || channels > 4 || (depth != 8 && depth != 16) ||
 		rowbytes < (size_t) width * (size_t) channels * (size_t) (depth / 8))
-		return set_error(c->err, c->errlen, IMAGE_ERR_FORMAT,
+		return set_error(c->err, c->errlen, IMAGE_ERR_UNSUPPORTED,
 						 "unsupported PNG layout after expansion (%d channels of %d bits)",
 						 channels, depth);
 
@@ -523,6 +525,7 @@ static bool
 jpeg_code_unsupported(int code)
 {
 	return code == JERR_BAD_PRECISION || code == JERR_NOT_COMPILED ||
+		code == JERR_SOF_UNSUPPORTED ||
 		code == JERR_ARITH_NOTIMPL || code == JERR_NOTIMPL ||
 		code == JERR_CONVERSION_NOTIMPL || code == JERR_CCIR601_NOTIMPL;
 }
@@ -540,7 +543,7 @@ jpeg_on_error(j_common_ptr cinfo)
 		c->st = set_error(c->err, c->errlen, IMAGE_ERR_NOMEM,
 						  "out of memory decoding JPEG: %s", msg);
 	else if (jpeg_code_unsupported(code))
-		c->st = set_error(c->err, c->errlen, IMAGE_ERR_FORMAT,
+		c->st = set_error(c->err, c->errlen, IMAGE_ERR_UNSUPPORTED,
 						  "unsupported JPEG: %s", msg);
 	else if (code == JERR_IMAGE_TOO_BIG)
 		/* a side over JPEG_MAX_DIMENSION, refused from the header */
@@ -626,9 +629,17 @@ jpeg_exif_orientation(const struct jpeg_decompress_struct *cinfo)
 		exif_data_unset_option(ed, EXIF_DATA_OPTION_FOLLOW_SPECIFICATION);
 		exif_data_load_data(ed, m->data, m->data_length);
 		e = exif_content_get_entry(ed->ifd[EXIF_IFD_0], EXIF_TAG_ORIENTATION);
+		/* SHORT by the standard; LONG in some writers' files (Pillow reads it) */
 		if (e != NULL && e->format == EXIF_FORMAT_SHORT && e->components >= 1 &&
 			e->data != NULL && e->size >= 2)
 			o = exif_get_short(e->data, exif_data_get_byte_order(ed));
+		else if (e != NULL && e->format == EXIF_FORMAT_LONG && e->components >= 1 &&
+				 e->data != NULL && e->size >= 4)
+		{
+			ExifLong	l = exif_get_long(e->data, exif_data_get_byte_order(ed));
+
+			o = l <= 8 ? (int) l : 0;
+		}
 		exif_data_unref(ed);
 		return (o >= 1 && o <= 8) ? o : 1;
 	}
@@ -693,7 +704,7 @@ jpeg_run(jpeg_ctx *c, const uint8_t *data, size_t len, int64_t max_pixels)
 		d->out_color_space = JCS_RGB;
 	jpeg_start_decompress(d);
 	if (d->output_components != (cmyk ? 4 : d->out_color_space == JCS_RGB ? 3 : 1))
-		return set_error(c->err, c->errlen, IMAGE_ERR_FORMAT,
+		return set_error(c->err, c->errlen, IMAGE_ERR_UNSUPPORTED,
 						 "unsupported JPEG: %d output components",
 						 d->output_components);
 

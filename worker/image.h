@@ -28,7 +28,9 @@ typedef enum image_status
 	IMAGE_ERR_TRUNCATED,		/* the data ends before the image does */
 	IMAGE_ERR_CORRUPT,			/* decoder reported damaged data */
 	IMAGE_ERR_TOO_LARGE,		/* width * height over the pixel limit */
-	IMAGE_ERR_NOMEM
+	IMAGE_ERR_NOMEM,
+	IMAGE_ERR_UNSUPPORTED		/* a JPEG or PNG of a kind not decoded
+								 * (12-bit, lossless, hierarchical JPEG) */
 } image_status;
 
 typedef struct image_rgb

@@ -296,10 +296,14 @@ block_colour(int bx, int by, uint8_t rgb[3])
 	memcpy(rgb, colours[by * 3 + bx], 3);
 }
 
+/* make_jpeg writes the Orientation tag as a LONG instead of a SHORT. */
+static bool exif_as_long = false;
+
 /*
  * Encodes a 48x32 picture of six 16x16 blocks as a JPEG (quality 95) with
  * an EXIF APP1 whose IFD0 holds Orientation = orientation (0: no APP1), in
- * big- or little-endian TIFF order.  gray: one-component JPEG.
+ * big- or little-endian TIFF order, a SHORT (a LONG with exif_as_long).
+ * gray: one-component JPEG.
  */
 static membuf
 make_jpeg(int orientation, bool little_endian, bool gray)
@@ -329,21 +333,21 @@ make_jpeg(int orientation, bool little_endian, bool gray)
 		uint8_t    *t = app1 + 6;
 
 		memcpy(app1, "Exif\0\0", 6);
+		memset(t + 18, 0, 8);	/* value and its padding, next IFD = 0 */
 		if (little_endian)
 		{
 			memcpy(t, "II\x2a\0\x08\0\0\0", 8);
 			memcpy(t + 8, "\x01\0" "\x12\x01" "\x03\0" "\x01\0\0\0", 10);
+			t[12] = exif_as_long ? 4 : 3;
 			t[18] = (uint8_t) orientation;
-			t[19] = 0;
 		}
 		else
 		{
 			memcpy(t, "MM\0\x2a\0\0\0\x08", 8);
 			memcpy(t + 8, "\0\x01" "\x01\x12" "\0\x03" "\0\0\0\x01", 10);
-			t[18] = 0;
-			t[19] = (uint8_t) orientation;
+			t[13] = exif_as_long ? 4 : 3;
+			t[exif_as_long ? 21 : 19] = (uint8_t) orientation;
 		}
-		memset(t + 20, 0, 6);	/* value padding, next IFD = 0 */
 		jpeg_write_marker(&c, JPEG_APP0 + 1, app1, sizeof(app1));
 	}
 	for (y = 0; y < 32; y++)
@@ -373,10 +377,12 @@ make_jpeg(int orientation, bool little_endian, bool gray)
 
 /*
  * All 8 EXIF orientations, from the TIFF 6.0 definition of where the stored
- * row 0 and column 0 go: each block centre must land where that says.
+ * row 0 and column 0 go: each block centre must land where that says.  Run
+ * twice: the tag as a SHORT (the standard), then as a LONG (some writers';
+ * Pillow applies it too).
  */
 static void
-test_exif_orientations(void)
+exif_orientations(void)
 {
 	/* row 0 at: 0 top, 1 bottom, 2 left, 3 right; column 0 at: 0 left,
 	 * 1 right, 2 top, 3 bottom */
@@ -394,7 +400,8 @@ test_exif_orientations(void)
 		int			bx,
 					by;
 
-		CHECK(st == IMAGE_OK, "orientation %d: decode: %s", o, err);
+		CHECK(st == IMAGE_OK, "orientation %d%s: decode: %s", o,
+			  exif_as_long ? " (LONG)" : "", err);
 		if (st == IMAGE_OK)
 		{
 			CHECK(img->width == (swap ? 32 : 48) && img->height == (swap ? 48 : 32),
@@ -422,8 +429,65 @@ test_exif_orientations(void)
 					}
 					block_colour(bx, by, rgb);
 					CHECK(pixel_near(img, dx, dy, rgb, 12),
-						  "orientation %d: block (%d,%d) not at (%d,%d)", o, bx, by, dx, dy);
+						  "orientation %d%s: block (%d,%d) not at (%d,%d)", o,
+						  exif_as_long ? " (LONG)" : "", bx, by, dx, dy);
 				}
+		}
+		image_destroy(&img);
+		free(jpg.data);
+	}
+}
+
+static void
+test_exif_orientations(void)
+{
+	exif_orientations();
+	exif_as_long = true;
+	exif_orientations();
+	exif_as_long = false;
+}
+
+/*
+ * JPEGs of kinds libjpeg-turbo does not decode (its start-of-frame marker
+ * patched: SOF1 with 12-bit samples, SOF3 lossless, SOF5 hierarchical) are
+ * IMAGE_ERR_UNSUPPORTED, whose message names the kind, not "corrupt" or
+ * "not an image" (image trial).
+ */
+static void
+test_unsupported_jpegs(void)
+{
+	static const struct
+	{
+		uint8_t		marker;
+		uint8_t		precision;
+		const char *in_message;
+	}			cases[] = {
+		{0xC1, 12, "unsupported JPEG: Unsupported JPEG data precision 12"},
+		{0xC3, 8, "unsupported JPEG: Unsupported JPEG process: SOF type 0xc3"},
+		{0xC5, 8, "unsupported JPEG: Unsupported JPEG process: SOF type 0xc5"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		membuf		jpg = make_jpeg(0, false, false);
+		image_rgb  *img = NULL;
+		char		err[256] = "";
+		image_status st;
+		size_t		k;
+
+		for (k = 0; k + 4 < jpg.len; k++)
+			if (jpg.data[k] == 0xFF && jpg.data[k + 1] == 0xC0)
+				break;
+		CHECK(k + 4 < jpg.len, "no SOF0 marker in the test JPEG");
+		if (k + 4 < jpg.len)
+		{
+			jpg.data[k + 1] = cases[i].marker;
+			jpg.data[k + 4] = cases[i].precision;
+			st = image_decode(jpg.data, jpg.len, MAX_PIXELS, &img, err, sizeof(err));
+			CHECK(st == IMAGE_ERR_UNSUPPORTED && img == NULL &&
+				  strstr(err, cases[i].in_message) != NULL,
+				  "SOF 0x%02x: status %s, \"%s\"", cases[i].marker,
+				  image_status_name(st), err);
 		}
 		image_destroy(&img);
 		free(jpg.data);
@@ -815,6 +879,7 @@ main(void)
 	test_bad_inputs();
 	test_pixel_limit();
 	test_exif_orientations();
+	test_unsupported_jpegs();
 	test_gray_jpeg();
 	test_synthetic_pngs();
 	test_format_messages();
