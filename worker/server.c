@@ -1771,8 +1771,8 @@ server_handle(server *s, const void *header, size_t header_len,
 			break;
 		case PGINFER__MSG_KIND__MSG_CANCEL:
 			/* Without a socket nothing is queued: the one named is done or unknown. */
-			log_info("request %llu: cancel ignored (no request of that id is queued)",
-					 (unsigned long long) req->request_id);
+			log_debug("request %llu: cancel ignored (no request of that id is queued)",
+					  (unsigned long long) req->request_id);
 			pginfer__header__free_unpacked(req, NULL);
 			return 0;
 		default:
@@ -2165,10 +2165,15 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 
 		if (removed > 0)
 			state_changed(s);
-		log_info("request %llu: cancel %s", (unsigned long long) req->request_id,
-				 removed > 0 ? "dropped the queued request" :
-				 running > 0 ? "dropped the running request (it gets no reply)" :
-				 "ignored (no request of that id is queued or running)");
+		/* a cancel that finds nothing is common (the answer crossed it)
+		 * and costs a client nothing to send: not logged at info */
+		if (removed > 0 || running > 0)
+			log_info("request %llu: cancel %s", (unsigned long long) req->request_id,
+					 removed > 0 ? "dropped the queued request" :
+					 "dropped the running request (it gets no reply)");
+		else
+			log_debug("request %llu: cancel ignored (no request of that id is queued or running)",
+					  (unsigned long long) req->request_id);
 		pginfer__header__free_unpacked(req, NULL);
 		return;
 	}
