@@ -32,12 +32,26 @@ wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return -1;
 }
 
-/* What wire_scan finds of a header's fragments (see request_unpack). */
+/*
+ * Most ModelSpecs a header may hold in all: every stage of every fragment
+ * full.  protobuf-c merges the copies of a message field that is not
+ * repeated (Fragment.next sent twice is one stage with both copies'
+ * models), so the scan bounds the total, and request_check_header the
+ * models of each stage once unpacked.
+ */
+#define REQUEST_MAX_MODELS 768
+_Static_assert(REQUEST_MAX_MODELS == PGINFER_MAX_REQUEST_FRAGMENTS *
+			   REQUEST_MAX_FRAGMENT_DEPTH * PGINFER_MAX_FRAGMENT_MODELS,
+			   "REQUEST_MAX_MODELS: every stage of every fragment full");
+
+/* What wire_scan finds of a header (see request_unpack). */
 typedef struct wire_counts
 {
 	int			depth;			/* the deepest Fragment.next chain */
-	int			fragments;		/* RunFragment.fragment + more_fragments */
-	int			models;			/* the most ModelSpecs of one Fragment */
+	int			fragments;		/* RunFragment.fragment + more_fragments
+								 * fields, every copy counted */
+	int			models;			/* Fragment.models fields, in all */
+	uint64_t	request_id;		/* Header.request_id (the last copy) */
 } wire_counts;
 
 /* Whether c passes a limit already (the scan stops there). */
@@ -46,26 +60,25 @@ wire_over(const wire_counts *c)
 {
 	return c->depth > REQUEST_MAX_FRAGMENT_DEPTH ||
 		c->fragments > PGINFER_MAX_REQUEST_FRAGMENTS ||
-		c->models > PGINFER_MAX_FRAGMENT_MODELS;
+		c->models > REQUEST_MAX_MODELS;
 }
 
 /*
  * Counts into *c what the wire bytes [p, end) of a message of type `what`
- * (0 Header, 1 RunFragment, 2 Fragment at chain depth `depth`) hold of
- * fragments: the depth of the deepest Fragment chain, the fragments of
- * the RunFragment and the most models of one Fragment, stopping once one
+ * (0 Header, 1 RunFragment, 2 Fragment at chain depth `depth`) hold: the
+ * depth of the deepest Fragment chain, the fragment fields of the
+ * RunFragment and the model fields of all fragments, stopping once one
  * passes its limit (so the scan recurses at most
- * REQUEST_MAX_FRAGMENT_DEPTH deep, and no count runs on).  Bytes that are
- * not valid wire format end the scan: the unpack rejects them.  Schema:
- * Header.run = 4, RunFragment.fragment = 1 and more_fragments = 4,
+ * REQUEST_MAX_FRAGMENT_DEPTH deep, and no count runs on); and the
+ * header's request_id.  Bytes that are not valid wire format end the
+ * scan: the unpack rejects them.  Schema: Header.request_id = 3 and
+ * run = 4, RunFragment.fragment = 1 and more_fragments = 4,
  * Fragment.models = 2 and next = 4.
  */
 static void
 wire_scan(const uint8_t *p, const uint8_t *end, int what, int depth,
 		  wire_counts *c)
 {
-	int			models = 0;
-
 	if (what == 2 && depth > c->depth)
 		c->depth = depth;
 	while (p < end && !wire_over(c))
@@ -81,6 +94,8 @@ wire_scan(const uint8_t *p, const uint8_t *end, int what, int depth,
 			case 0:
 				if (wire_varint(&p, end, &len) != 0)
 					return;
+				if (what == 0 && (tag >> 3) == 3)
+					c->request_id = len;
 				continue;
 			case 1:
 				len = 8;
@@ -100,8 +115,8 @@ wire_scan(const uint8_t *p, const uint8_t *end, int what, int depth,
 				}
 				else if (what == 2 && (tag >> 3) == 4)
 					sub = 2;
-				else if (what == 2 && (tag >> 3) == 2 && ++models > c->models)
-					c->models = models;
+				else if (what == 2 && (tag >> 3) == 2)
+					c->models++;
 				break;
 			default:
 				return;
@@ -114,41 +129,53 @@ wire_scan(const uint8_t *p, const uint8_t *end, int what, int depth,
 	}
 }
 
-/*
- * Unpacks a header frame; NULL when it is no pginfer.Header or its
- * fragments pass a limit (refused unread); *why (may be NULL) then says
- * which.
- */
+/* Unpacks a header frame, or refuses it; see request.h. */
 Pginfer__Header *
-request_unpack(const void *data, size_t len, const char **why)
+request_unpack(const void *data, size_t len, request_refusal *why)
 {
 	const uint8_t *p = data;
-	wire_counts c = {0, 0, 0};
+	wire_counts c = {0, 0, 0, 0};
 	Pginfer__Header *h;
-	const char *dummy;
+	request_refusal dummy;
 
 	if (why == NULL)
 		why = &dummy;
+	why->limit = 0;
+	why->request_id = 0;
 	wire_scan(p, p + len, 0, 0, &c);
-	if (c.depth > REQUEST_MAX_FRAGMENT_DEPTH)
+	if (wire_over(&c))
 	{
-		*why = "it chains Fragment.next more than " CPP_STR(REQUEST_MAX_FRAGMENT_DEPTH) " deep";
-		return NULL;
-	}
-	if (c.fragments > PGINFER_MAX_REQUEST_FRAGMENTS)
-	{
-		*why = "it carries more than " CPP_STR(PGINFER_MAX_REQUEST_FRAGMENTS) " fragments";
-		return NULL;
-	}
-	if (c.models > PGINFER_MAX_FRAGMENT_MODELS)
-	{
-		*why = "a fragment has more than " CPP_STR(PGINFER_MAX_FRAGMENT_MODELS) " models";
+		why->limit = 1;
+		why->request_id = c.request_id;
+		why->reason = c.depth > REQUEST_MAX_FRAGMENT_DEPTH ?
+			"it chains Fragment.next more than " CPP_STR(REQUEST_MAX_FRAGMENT_DEPTH) " deep" :
+			c.fragments > PGINFER_MAX_REQUEST_FRAGMENTS ?
+			"it carries more than " CPP_STR(PGINFER_MAX_REQUEST_FRAGMENTS) " fragments" :
+			"its fragments name more than " CPP_STR(REQUEST_MAX_MODELS) " models";
 		return NULL;
 	}
 	h = pginfer__header__unpack(NULL, len, p);
 	if (h == NULL)
-		*why = "it is not a pginfer.Header";
+		why->reason = "it is not a pginfer.Header";
 	return h;
+}
+
+/*
+ * Checks that no stage of f's chain has more than
+ * PGINFER_MAX_FRAGMENT_MODELS models; 0, or -1 with a message in err.
+ */
+static int
+check_stage_models(const Pginfer__Fragment *f, size_t which, char *err,
+				   size_t errlen)
+{
+	for (int stage = 1; f != NULL; f = f->next, stage++)
+		if (f->n_models > PGINFER_MAX_FRAGMENT_MODELS)
+		{
+			snprintf(err, errlen, "MSG_RUN_FRAGMENT request: stage %d of fragment %zu has %zu models, more than the %d a stage may have",
+					 stage, which, f->n_models, PGINFER_MAX_FRAGMENT_MODELS);
+			return -1;
+		}
+	return 0;
 }
 
 /* Name of a message kind, for messages and logs. */
@@ -248,6 +275,11 @@ request_check_header(const Pginfer__Header *h, int n_payload,
 						 PGINFER_MAX_RESULT_ROWS);
 				return -1;
 			}
+			*sqlstate = PGINFER_SQLSTATE_TOO_LARGE;
+			for (size_t f = 0; f <= h->run->n_more_fragments; f++)
+				if (check_stage_models(request_fragment_at(h->run, f), f, err, errlen) != 0)
+					return -1;
+			*sqlstate = PGINFER_SQLSTATE_PROTOCOL;
 			want = (int) h->run->n_row_ids;
 			if (check_input_fields(h->run, err, errlen) != 0)
 				return -1;

@@ -13,6 +13,7 @@
 #define INFER_REQUEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/pg_infer.pb-c.h"
 
@@ -27,17 +28,28 @@
  */
 #define REQUEST_MAX_FRAGMENT_DEPTH 16
 
+/* Why request_unpack refused a header frame. */
+typedef struct request_refusal
+{
+	const char *reason;			/* "it carries more than 16 fragments", ... */
+	int			limit;			/* 1: a limit on its shape (SQLSTATE 54000),
+								 * 0: not a pginfer.Header (08P01) */
+	uint64_t	request_id;		/* its request_id, when limit (else 0) */
+} request_refusal;
+
 /*
  * Unpacks a header frame of len bytes; NULL when it is no pginfer.Header,
  * or when it nests Fragment.next deeper than REQUEST_MAX_FRAGMENT_DEPTH,
- * carries more than PGINFER_MAX_REQUEST_FRAGMENTS fragments or gives a
- * fragment more than PGINFER_MAX_FRAGMENT_MODELS models (common/
+ * carries more than PGINFER_MAX_REQUEST_FRAGMENTS fragments, or names
+ * more models than that many fragments of full stages hold (common/
  * protocol.h): those are refused unread, from a scan of the wire bytes,
  * since protobuf-c would allocate every message of them first (and
- * placement pins each model); *why (may be NULL) then names the reason.
- * Free with pginfer__header__free_unpacked(h, NULL).
+ * placement pins each model); *why (may be NULL) then says why, with
+ * the request_id the scan read for a refusal by limit.  The models of
+ * each stage (PGINFER_MAX_FRAGMENT_MODELS) are checked once unpacked, by
+ * request_check_header.  Free with pginfer__header__free_unpacked(h, NULL).
  */
-Pginfer__Header *request_unpack(const void *data, size_t len, const char **why);
+Pginfer__Header *request_unpack(const void *data, size_t len, request_refusal *why);
 
 /*
  * Checks an unpacked request header: protocol version, a part for its
@@ -45,9 +57,10 @@ Pginfer__Header *request_unpack(const void *data, size_t len, const char **why);
  * none per row; cached rows ascending, in range, with a digest), and
  * n_payload payload frames as the kind needs (run: one per row id, at
  * most REQUEST_MAX_ROWS, and at most PGINFER_MAX_RESULT_ROWS rows over
- * all its fragments; put-model: one, the file's bytes; the others:
- * none).  Returns 0, or -1 with
- * *sqlstate (PGINFER_SQLSTATE_TOO_LARGE for too many rows, _PROTOCOL
+ * all its fragments, each stage with at most PGINFER_MAX_FRAGMENT_MODELS
+ * models; put-model: one, the file's bytes; the others: none).  Returns 0, or -1 with
+ * *sqlstate (PGINFER_SQLSTATE_TOO_LARGE for too many rows, result rows
+ * or models a stage, _PROTOCOL
  * otherwise) and a message in err.
  */
 int			request_check_header(const Pginfer__Header *h, int n_payload,

@@ -1724,17 +1724,26 @@ server_handle(server *s, const void *header, size_t header_len,
 {
 	Pginfer__Header *req = NULL;
 	const char *sqlstate = PGINFER_SQLSTATE_PROTOCOL;
-	const char *why = NULL;
+	request_refusal why;
 	char		err[512];
 	server_reply *r = NULL;
 
 	*out = NULL;
 	req = request_unpack(header, header_len, &why);
+	if (req == NULL && why.limit)
+	{
+		snprintf(err, sizeof(err),
+				 "request refused unread: the header frame (%zu bytes) was refused: %s",
+				 header_len, why.reason);
+		r = error_reply(why.request_id, PGINFER_SQLSTATE_TOO_LARGE, err,
+						"Send fewer fragments or models in one request (common/protocol.h).");
+		goto done;
+	}
 	if (req == NULL)
 	{
 		snprintf(err, sizeof(err),
 				 "malformed request: the header frame (%zu bytes) was refused: %s",
-				 header_len, why);
+				 header_len, why.reason);
 		r = error_reply(0, PGINFER_SQLSTATE_PROTOCOL, err, NULL);
 		goto done;
 	}

@@ -105,6 +105,7 @@ static const char *opt_input_sha256 = NULL;
 static const char *opt_cached_rows = NULL;
 static const char *opt_input_scope = NULL;
 static int	opt_pad_models = 0;
+static int	opt_merge_models = 0;
 static int	opt_copies = 0;
 static Pginfer__ModelSpec **pad_ptrs = NULL;
 static Pginfer__ModelSpec *pad_specs = NULL;
@@ -156,12 +157,54 @@ print_escaped(const char *s)
 	}
 }
 
+/*
+ * --merge-models N: sends h packed, followed by N more copies of a header
+ * holding only run.fragment with 3 models (files that do not exist).
+ * protobuf-c merges the copies of a field that is not repeated, so the
+ * worker unpacks one stage of 3 + 3N models (more with --pad-models).
+ */
+static int
+send_merged_header(void *sock, const Pginfer__Header *h, int more)
+{
+	Pginfer__ModelSpec spec = PGINFER__MODEL_SPEC__INIT;
+	Pginfer__ModelSpec *specs[3] = {&spec, &spec, &spec};
+	Pginfer__Fragment f = PGINFER__FRAGMENT__INIT;
+	Pginfer__RunFragment r = PGINFER__RUN_FRAGMENT__INIT;
+	Pginfer__Header x = PGINFER__HEADER__INIT;
+	size_t		hl = pginfer__header__get_packed_size(h),
+				xl;
+	uint8_t    *buf;
+	int			rc;
+
+	spec.file = "no_such_model.onnx";
+	f.n_models = 3;
+	f.models = specs;
+	r.fragment = &f;
+	x.run = &r;
+	xl = pginfer__header__get_packed_size(&x);
+	buf = malloc(hl + xl * (size_t) opt_merge_models);
+	if (buf == NULL)
+		return -1;
+	pginfer__header__pack(h, buf);
+	for (int k = 0; k < opt_merge_models; k++)
+		pginfer__header__pack(&x, buf + hl + xl * (size_t) k);
+	rc = zmq_send(sock, buf, hl + xl * (size_t) opt_merge_models,
+				  more ? ZMQ_SNDMORE : 0) < 0 ? -1 : 0;
+	free(buf);
+	return rc;
+}
+
 /* Sends header h followed by n payload frames (copied by ZeroMQ). */
 static int
 send_request(void *sock, const Pginfer__Header *h, void *const *frames,
 			 const size_t *lens, int n)
 {
-	if (client_send_header(sock, h, n > 0) != 0)
+	if (opt_merge_models > 0)
+	{
+		if (send_merged_header(sock, h, n > 0) != 0)
+			return -1;
+	}
+	else if (client_send_header(sock, h, n > 0) != 0)
 		return -1;
 	for (int i = 0; i < n; i++)
 		if (zmq_send(sock, frames[i], lens[i], i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
@@ -551,6 +594,7 @@ usage(void)
 			"         [--state-endpoint EP] [--cancel-after-ms N] [--names N0,N1,...]\n"
 			"         [--input-sha256 H,H,...] [--cached-rows I,J,...] [--resend]\n"
 			"         [--input-scope TEXT] [--pad-models N] [--copies N]\n"
+			"         [--merge-models N]\n"
 			"         COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
@@ -896,6 +940,8 @@ main(int argc, char **argv)
 			opt_input_scope = argv[++i];
 		else if (strcmp(argv[i], "--pad-models") == 0)
 			opt_pad_models = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--merge-models") == 0)
+			opt_merge_models = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--copies") == 0)
 			opt_copies = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--cancel-after-ms") == 0)
