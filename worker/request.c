@@ -34,10 +34,9 @@ wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 
 /*
  * Most ModelSpecs a header may hold in all: every stage of every fragment
- * full.  protobuf-c merges the copies of a message field that is not
- * repeated (Fragment.next sent twice is one stage with both copies'
- * models), so the scan bounds the total, and request_check_header the
- * models of each stage once unpacked.
+ * full.  The scan refuses a second copy of a message field that is not
+ * repeated (below), so every stage is one Fragment on the wire; the
+ * models of each stage are checked once unpacked (request_check_header).
  */
 #define REQUEST_MAX_MODELS 768
 _Static_assert(REQUEST_MAX_MODELS == PGINFER_MAX_REQUEST_FRAGMENTS *
@@ -48,10 +47,10 @@ _Static_assert(REQUEST_MAX_MODELS == PGINFER_MAX_REQUEST_FRAGMENTS *
 typedef struct wire_counts
 {
 	int			depth;			/* the deepest Fragment.next chain */
-	int			fragments;		/* RunFragment.fragment + more_fragments
-								 * fields, every copy counted */
+	int			fragments;		/* RunFragment.fragment + more_fragments */
 	int			models;			/* Fragment.models fields, in all */
-	uint64_t	request_id;		/* Header.request_id (the last copy) */
+	int			copies;			/* a message field that is not repeated
+								 * came twice in one message */
 } wire_counts;
 
 /* Whether c passes a limit already (the scan stops there). */
@@ -60,73 +59,125 @@ wire_over(const wire_counts *c)
 {
 	return c->depth > REQUEST_MAX_FRAGMENT_DEPTH ||
 		c->fragments > PGINFER_MAX_REQUEST_FRAGMENTS ||
-		c->models > REQUEST_MAX_MODELS;
+		c->models > REQUEST_MAX_MODELS || c->copies;
 }
 
 /*
- * Counts into *c what the wire bytes [p, end) of a message of type `what`
- * (0 Header, 1 RunFragment, 2 Fragment at chain depth `depth`) hold: the
- * depth of the deepest Fragment chain, the fragment fields of the
- * RunFragment and the model fields of all fragments, stopping once one
- * passes its limit (so the scan recurses at most
- * REQUEST_MAX_FRAGMENT_DEPTH deep, and no count runs on); and the
- * header's request_id.  Bytes that are not valid wire format end the
- * scan: the unpack rejects them.  Schema: Header.request_id = 3 and
- * run = 4, RunFragment.fragment = 1 and more_fragments = 4,
- * Fragment.models = 2 and next = 4.
+ * Reads the tag and the extent of the field at *p (< end): *num the field
+ * number, *wt the wire type, [*body, *body + *len) its bytes (the value
+ * of a varint in *len); *p moves past it.  0, or -1 when the bytes are not
+ * valid wire format there (the unpack rejects them).
+ */
+static int
+wire_field(const uint8_t **p, const uint8_t *end, uint32_t *num, int *wt,
+		   const uint8_t **body, uint64_t *len)
+{
+	uint64_t	tag;
+
+	if (wire_varint(p, end, &tag) != 0 || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
+		return -1;
+	*num = (uint32_t) (tag >> 3);
+	*wt = (int) (tag & 7);
+	*body = *p;
+	switch (*wt)
+	{
+		case 0:
+			return wire_varint(p, end, len);
+		case 1:
+			*len = 8;
+			break;
+		case 5:
+			*len = 4;
+			break;
+		case 2:
+			if (wire_varint(p, end, len) != 0)
+				return -1;
+			*body = *p;
+			break;
+		default:
+			return -1;
+	}
+	if (*len > (uint64_t) (end - *p))
+		return -1;
+	*p += *len;
+	return 0;
+}
+
+/*
+ * Counts into *c what the wire bytes [p, end) of a message of type desc
+ * (a Fragment at chain depth `chain`) hold, from the schema's descriptors:
+ * every message field is followed, so that a field that is not repeated
+ * but comes twice in one message is seen (protobuf-c merges the copies,
+ * each merge copying the repeated fields gathered so far: 200000 copies
+ * of Header.run, 5 bytes each, held a worker's loop for 12 s), as are the
+ * depth of the deepest Fragment chain, the fragments of the RunFragment
+ * and the models of all fragments.  Stops once one passes its limit (so
+ * the scan recurses at most REQUEST_MAX_FRAGMENT_DEPTH deep in a chain;
+ * no other message of the schema nests itself).  Bytes that are not valid
+ * wire format end the scan: the unpack rejects them.
  */
 static void
-wire_scan(const uint8_t *p, const uint8_t *end, int what, int depth,
-		  wire_counts *c)
+wire_scan(const uint8_t *p, const uint8_t *end,
+		  const ProtobufCMessageDescriptor *desc, int chain, wire_counts *c)
 {
-	if (what == 2 && depth > c->depth)
-		c->depth = depth;
+	uint64_t	seen = 0;		/* fields (by index) that are not repeated */
+
+	if (desc == &pginfer__fragment__descriptor && chain > c->depth)
+		c->depth = chain;
 	while (p < end && !wire_over(c))
 	{
-		uint64_t	tag,
-					len;
-		int			sub = -1;
+		uint32_t	num;
+		int			wt;
+		const uint8_t *body;
+		uint64_t	len;
+		const ProtobufCFieldDescriptor *f;
+		unsigned	idx;
 
-		if (wire_varint(&p, end, &tag) != 0)
+		if (wire_field(&p, end, &num, &wt, &body, &len) != 0)
 			return;
-		switch (tag & 7)
+		f = protobuf_c_message_descriptor_get_field(desc, num);
+		if (f == NULL || wt != 2 || f->type != PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		idx = (unsigned) (f - desc->fields);
+		if (f->label != PROTOBUF_C_LABEL_REPEATED && idx < 64)
 		{
-			case 0:
-				if (wire_varint(&p, end, &len) != 0)
-					return;
-				if (what == 0 && (tag >> 3) == 3)
-					c->request_id = len;
-				continue;
-			case 1:
-				len = 8;
-				break;
-			case 5:
-				len = 4;
-				break;
-			case 2:
-				if (wire_varint(&p, end, &len) != 0)
-					return;
-				if (what == 0 && (tag >> 3) == 4)
-					sub = 1;
-				else if (what == 1 && ((tag >> 3) == 1 || (tag >> 3) == 4))
-				{
-					sub = 2;
-					c->fragments++;
-				}
-				else if (what == 2 && (tag >> 3) == 4)
-					sub = 2;
-				else if (what == 2 && (tag >> 3) == 2)
-					c->models++;
-				break;
-			default:
+			if (seen & ((uint64_t) 1 << idx))
+			{
+				c->copies = 1;
 				return;
+			}
+			seen |= (uint64_t) 1 << idx;
 		}
-		if (len > (uint64_t) (end - p))
-			return;
-		if (sub >= 0 && !wire_over(c))
-			wire_scan(p, p + len, sub, what == 2 ? depth + 1 : 1, c);
-		p += len;
+		if (desc == &pginfer__run_fragment__descriptor &&
+			(num == 1 || num == 4))
+			c->fragments++;
+		else if (desc == &pginfer__fragment__descriptor && num == 2)
+			c->models++;
+		if (!wire_over(c))
+			wire_scan(body, body + len, f->descriptor,
+					  desc == &pginfer__fragment__descriptor ? chain + 1 : 1, c);
 	}
+}
+
+/* The last Header.request_id in the header bytes [p, end), or 0. */
+static uint64_t
+wire_request_id(const uint8_t *p, const uint8_t *end)
+{
+	uint64_t	id = 0;
+
+	while (p < end)
+	{
+		uint32_t	num;
+		int			wt;
+		const uint8_t *body;
+		uint64_t	len;
+
+		if (wire_field(&p, end, &num, &wt, &body, &len) != 0)
+			break;
+		if (num == 3 && wt == 0)
+			id = len;
+	}
+	return id;
 }
 
 /* Unpacks a header frame, or refuses it; see request.h. */
@@ -142,12 +193,14 @@ request_unpack(const void *data, size_t len, request_refusal *why)
 		why = &dummy;
 	why->limit = 0;
 	why->request_id = 0;
-	wire_scan(p, p + len, 0, 0, &c);
+	wire_scan(p, p + len, &pginfer__header__descriptor, 0, &c);
 	if (wire_over(&c))
 	{
 		why->limit = 1;
-		why->request_id = c.request_id;
-		why->reason = c.depth > REQUEST_MAX_FRAGMENT_DEPTH ?
+		why->request_id = wire_request_id(p, p + len);
+		why->reason = c.copies ?
+			"a message field that is not repeated comes more than once" :
+			c.depth > REQUEST_MAX_FRAGMENT_DEPTH ?
 			"it chains Fragment.next more than " CPP_STR(REQUEST_MAX_FRAGMENT_DEPTH) " deep" :
 			c.fragments > PGINFER_MAX_REQUEST_FRAGMENTS ?
 			"it carries more than " CPP_STR(PGINFER_MAX_REQUEST_FRAGMENTS) " fragments" :

@@ -1999,16 +1999,19 @@ static void
 refuse_too_many(server *s, zmq_msg_t *parts, int64_t n_payload)
 {
 	Pginfer__Header *req;
+	request_refusal why;
 	uint64_t	id = 0;
 	char		msg[256];
 	server_reply *r;
 
-	req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), NULL);
+	req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), &why);
 	if (req != NULL)
 	{
 		id = req->request_id;
 		pginfer__header__free_unpacked(req, NULL);
 	}
+	else if (why.limit)
+		id = why.request_id;
 	snprintf(msg, sizeof(msg),
 			 "request has %lld payload frames, more than the %d rows one request may carry",
 			 (long long) n_payload, SERVER_MAX_ROWS);
