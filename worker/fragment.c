@@ -382,18 +382,21 @@ output_layout(const ie_model *model)
 
 /*
  * Where p's model keeps the rows: "not rows" kept with the model wins (a
- * batch failed where its rows alone ran, whatever the declarations say);
- * else the declarations, or for OUT_UNKNOWN a verdict kept, if any.
+ * batch failed where its rows alone ran, or the check of rows_first), as
+ * do declarations that put the rows elsewhere; rows first only from a
+ * verdict kept, so that a model whose output is declared [N, ...] is
+ * checked once a load too (OUT_UNKNOWN until then): the declaration says
+ * where the rows are, not that they stay apart, and a MaxPool's Indices,
+ * counted over the whole batch tensor (ONNX MaxPool-12, "Indices"), give
+ * row k values k * C * H * W higher than the row gets alone.
  */
 static out_layout
 plan_layout(const frag_plan *p)
 {
 	int			v = p->mc != NULL ? model_cache_get_layout(p->mc, p->spec->file) : 0;
 
-	if (v == VERDICT_NOT_ROWS)
+	if (v == VERDICT_NOT_ROWS || p->out == OUT_NOT_ROWS)
 		return OUT_NOT_ROWS;
-	if (p->out != OUT_UNKNOWN)
-		return p->out;
 	return v == VERDICT_ROWS_FIRST ? OUT_ROWS_FIRST : OUT_UNKNOWN;
 }
 
@@ -940,9 +943,9 @@ row_run_failed(const frag_plan *p, fragment_result *r, int i,
 /*
  * Whether out, the first output of b's rows run as one batch, whose first
  * dimension is their count, keeps the rows there: 1 yes, 0 no, -1 with
- * sqlstate/err on a request error.  What the declarations say
- * (plan_layout), or, when they leave it open, what a run of the batch's
- * last row alone shows: its output must be out's last slice (the
+ * sqlstate/err on a request error.  A verdict kept (plan_layout), or,
+ * until there is one, what a run of the batch's last row alone shows
+ * (whatever the output's declared shape): its output must be out's last slice (the
  * tolerance of ONNX's backend tests, numpy.allclose rtol 1e-3, atol 1e-5;
  * NaN matches NaN, an infinity itself).  A [T, N, C] output with T the row
  * count fails it, as does a model that mixes the rows of a batch (unless

@@ -28,6 +28,11 @@ that a batch tensor whose byte count is not its shape's shows:
   reshape_b1.onnx      Reshape to [1, 192] (a batch of 1 fixed inside, as
                        exporters write) -> Gemm (192x4): y [N, 4], runs
                        only a row at a time
+  maxpool_indices.onnx MaxPool (2x2, stride 2) -> its Indices -> Cast
+                       (float) -> Flatten: y [N, 48], declared rows first,
+                       but the indices count over the whole batch tensor
+                       (row k's are k * 192 higher than alone), so the
+                       rows must run alone (opset 12)
   fixed_b4.onnx        first_identity with its batch fixed at 4: x [4, 3, 8, 8]
   int_out.onnx         GlobalAveragePool -> Flatten -> Cast (int64):
                        y int64 [N, 3], an output the image functions
@@ -124,6 +129,18 @@ def main():
         helper.make_node("Reshape", ["x", "shape"], ["f"]),
         helper.make_node("Gemm", ["f", "w"], ["y"]),
     ], y(["N", 4]), [w, shape])
+
+    graph = helper.make_graph([
+        helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Cast", ["i"], ["c"], to=TensorProto.FLOAT),
+        helper.make_node("Flatten", ["c"], ["y"]),
+    ], "maxpool_indices", [image_input()], [y(["N", 48])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)],
+                              producer_name="pg_infer tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(outdir, "maxpool_indices.onnx"))
+    print(os.path.join(outdir, "maxpool_indices.onnx"))
 
     graph = helper.make_graph([
         helper.make_node("GlobalAveragePool", ["x"], ["g"]),

@@ -19,7 +19,9 @@
 #       the check finds them first, and it batches), reshape_b1 (a batch
 #       of 1 fixed inside: XX000 "cannot reshape" once batched);
 #   (c) the worker's verdicts, one a model load: undeclared and reshape_b1
-#       run rows alone, unnamed in batches;
+#       run rows alone, unnamed in batches; a declared [N, ...] output is
+#       checked too: maxpool_indices (MaxPool's Indices count over the
+#       whole batch: row k came back k * 192 higher) runs rows alone;
 #   (v) batch_transpose's and seq_first's per-row values are the channel
 #       means that first_identity gives;
 #   (w) the worker is the one started, and its log has no allocator abort;
@@ -106,7 +108,7 @@ SELECT row_number() OVER (ORDER BY f), pg_read_binary_file('$OCR_DATA/' || f)
  ORDER BY f LIMIT 25;
 SELECT infer.create_model(m, m || '.onnx', 'raw')
   FROM unnest(ARRAY['first_identity', 'first_concat', 'mlp', 'batch_transpose', 'seq_first',
-					'undeclared', 'unnamed', 'reshape_b1']) AS m;
+					'undeclared', 'unnamed', 'reshape_b1', 'maxpool_indices']) AS m;
 -- differ(a, b): whether two answers differ by more than 1e-5 (or in length)
 CREATE FUNCTION differ(a real[], b real[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS \$\$
@@ -118,7 +120,8 @@ EOF
 check "25 real images" "$(q -c "SELECT count(*) FROM img")" '^25$'
 
 # --- (b) batched answers are the row-by-row answers -------------------------
-for m in first_identity first_concat mlp batch_transpose seq_first undeclared unnamed reshape_b1; do
+for m in first_identity first_concat mlp batch_transpose seq_first undeclared unnamed reshape_b1 \
+	maxpool_indices; do
 	worker_up
 	q >"$tmp/$m.out" 2>&1 <<EOF
 SET infer.enable_batching = off;
@@ -146,8 +149,11 @@ verdict() {
 	grep -c "model \"$1.onnx\": .*$2" "$tmp/w.log"
 }
 check "(c) undeclared runs rows alone, unnamed in batches, reshape_b1 rows alone: one verdict each" \
-	"undeclared=$(verdict undeclared 'rows run one at a time') unnamed=$(verdict unnamed 'gives its slice.*rows run in batches') reshape_b1=$(verdict reshape_b1 'a batch failed where its rows alone run') all=$(grep -c 'rows run one at a time\|rows run in batches' "$tmp/w.log")" \
-	'^undeclared=1 unnamed=1 reshape_b1=1 all=3$'
+	"undeclared=$(verdict undeclared 'rows run one at a time') unnamed=$(verdict unnamed 'gives its slice.*rows run in batches') reshape_b1=$(verdict reshape_b1 'a batch failed where its rows alone run')" \
+	'^undeclared=1 unnamed=1 reshape_b1=1$'
+check "(c) declared rows first is checked too: first_identity and mlp in batches, maxpool_indices rows alone" \
+	"first_identity=$(verdict first_identity 'gives its slice.*rows run in batches') mlp=$(verdict mlp 'gives its slice.*rows run in batches') maxpool_indices=$(verdict maxpool_indices 'does not give its slice.*rows run one at a time') all=$(grep -c 'rows run one at a time\|rows run in batches' "$tmp/w.log")" \
+	'^first_identity=1 mlp=1 maxpool_indices=1 all=7$'
 
 # --- (v) the per-row values are right, not only alike ----------------------
 for m in batch_transpose seq_first undeclared unnamed; do

@@ -1155,12 +1155,20 @@ test_batched_run(void)
 		CHECK_EXPR(alone != NULL && alone->rows[0].ok && alone->n_values[0] == 3 &&
 			  alone->model_runs == 1);
 	}
-	/* B, A, bad, A, B, A: five good rows of one shape, one call. */
+	/*
+	 * B, A, bad, A, B, A: five good rows of one shape, one call; the first
+	 * batch after the load also runs its last row alone, once, to check
+	 * that the output keeps the rows apart (fragment.c, rows_first), so
+	 * two calls the first time and one the second.
+	 */
 	{
 		const void *rows[6] = {pb, pa, junk, pa, pb, pa};
 		size_t		lens[6] = {lb, la, sizeof(junk) - 1, la, lb, la};
 
 		q.run.n_row_ids = 6;
+		r = run_rows(mc, &q.run, rows, lens, 6, 64);
+		CHECK_EXPR(r != NULL && r->n_rows == 6 && r->model_runs == 2);
+		fragment_result_destroy(&r);
 		r = run_rows(mc, &q.run, rows, lens, 6, 64);
 		CHECK_EXPR(r != NULL && r->n_rows == 6 && r->model_runs == 1);
 		if (r != NULL && alone != NULL && alone->values[0] != NULL && r->n_rows == 6)
@@ -1541,7 +1549,10 @@ test_run_group(void)
 		server_reply_destroy(&replies[k]);
 	}
 
-	/* The counters: one merged batch of 3 rows, one model call. */
+	/*
+	 * The counters: one merged batch of 3 rows, one model call, and the
+	 * check of its last row alone (the first batch after the load).
+	 */
 	{
 		Pginfer__Header ph = PGINFER__HEADER__INIT;
 		Pginfer__Header *u;
@@ -1558,7 +1569,7 @@ test_run_group(void)
 		CHECK_EXPR(u && u->state);
 		if (u && u->state)
 			CHECK_EXPR(u->state->batches_run == 1 && u->state->merged_batches == 1 &&
-				  u->state->rows_run == 3 && u->state->model_runs == 1 &&
+				  u->state->rows_run == 3 && u->state->model_runs == 2 &&
 				  u->state->requests_served == 2 && u->state->queue_length == 0 &&
 				  u->state->backlog_ms == 0.0);
 		if (u)
