@@ -76,6 +76,10 @@
 #define PGINFER_SQLSTATE_INTERNAL		"XX000"	/* internal_error */
 #define PGINFER_SQLSTATE_PROTOCOL		"08P01"	/* protocol_violation */
 #define PGINFER_SQLSTATE_OUT_OF_MEMORY	"53200"	/* out_of_memory */
+#define PGINFER_SQLSTATE_CLIENT_LIMIT	"53400"	/* configuration_limit_exceeded:
+												 * the client holds more than
+												 * the worker's
+												 * --max-client-bytes */
 #define PGINFER_SQLSTATE_BAD_TEXT		"22021"	/* character_not_in_repertoire */
 #define PGINFER_SQLSTATE_IN_USE			"55006"	/* object_in_use */
 #define PGINFER_SQLSTATE_NOT_SUPPORTED	"0A000"	/* feature_not_supported: a

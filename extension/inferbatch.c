@@ -874,7 +874,7 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 			}
 			InferClientForgetLost(held);
 			part->early++;
-			ereport(DEBUG1,
+			ereport(LOG,
 					(errmsg("pg_infer: inference worker \"%s\" was lost; sending the %d rows it also held to \"%s\"",
 							name, part->nsent, part->worker->name)));
 		}
@@ -942,7 +942,7 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 		if (reply != NULL && InferReplyLacksFile(reply) &&
 			note_lacking(st, bc, part, part->worker->name))
 		{
-			ereport(DEBUG1,
+			ereport(LOG,
 					(errmsg("pg_infer: inference worker \"%s\" at %s lacks a file (%s); sending its %d rows to another worker",
 							part->worker->name, part->worker->endpoint,
 							reply->header->error->message, part->nsent)));
@@ -978,7 +978,7 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 			raise_poison(part, first_row, part->early + attempt + 1, lost);
 		}
 
-		ereport(DEBUG1,
+		ereport(LOG,
 				(errmsg("pg_infer: inference worker \"%s\" at %s was lost (%s); sending its %d rows to another worker",
 						part->worker->name, part->worker->endpoint,
 						lost->message, part->nsent)));

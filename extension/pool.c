@@ -1012,6 +1012,7 @@ typedef struct MonSlot
 	InferCurveKeys keys;
 	TimestampTz last_ping;
 	TimestampTz last_sub_state; /* last MSG_STATE over sub */
+	InferPoolStatus logged;		/* the status monitor_log_status logged */
 	/* the last pings sent, by request id modulo MON_PINGS (id 0: none) */
 	uint64		ping_ids[MON_PINGS];
 	TimestampTz ping_sent[MON_PINGS];
@@ -1043,6 +1044,7 @@ monitor_close(MonSlot *s)
 		zmq_close(s->sub);
 	s->dealer = s->sub = NULL;
 	s->generation = 0;
+	s->logged = INFER_POOL_UNKNOWN;
 	s->sub_endpoint[0] = '\0';
 	s->server_key[0] = '\0';
 	s->curve = false;
@@ -1165,6 +1167,64 @@ monitor_sync(void)
 		}
 	}
 	return changed;
+}
+
+/*
+ * Logs (LOG: the server's log, not a client's) slot i's worker coming up
+ * and going down, each once a change, so that a DBA finds a worker lost,
+ * hung or never reached (a wrong endpoint) in the log, not only in
+ * infer.workers.  Stale, the half-way status, is not logged.  The name is
+ * the slot's (the first database's that registered the endpoint).
+ */
+static void
+monitor_log_status(int i, MonSlot *s, TimestampTz now)
+{
+	InferPoolWorker *w = &pool->workers[i];
+	InferPoolStatus st;
+	char		name[NAMEDATALEN];
+	char		endpoint[INFER_POOL_ENDPOINT_LEN];
+	char		worker_id[64];
+	uint64		folds;
+	TimestampTz heartbeat;
+	TimestampTz registered;
+
+	LWLockAcquire(pool->lock, LW_SHARED);
+	st = w->used ? InferPoolStatusOf(w, now) : INFER_POOL_UNKNOWN;
+	strlcpy(name, w->name, sizeof(name));
+	strlcpy(endpoint, w->endpoint, sizeof(endpoint));
+	strlcpy(worker_id, w->worker_id, sizeof(worker_id));
+	folds = w->folds;
+	heartbeat = w->heartbeat;
+	registered = w->registered;
+	LWLockRelease(pool->lock);
+
+	if (st == s->logged || st == INFER_POOL_STALE || st == INFER_POOL_UNKNOWN)
+		return;
+	if (st == INFER_POOL_UP)
+		ereport(LOG,
+				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is up",
+						name, endpoint),
+				 errdetail("Its state names it %s.", worker_id)));
+	else if (folds == 0)
+		ereport(LOG,
+				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is down",
+						name, endpoint),
+				 errdetail("It has not answered since it was registered, %ld ms ago.",
+						   registered != 0 ? (long) TimestampDifferenceMilliseconds(registered, now) : 0L),
+				 errhint("Check that a worker listens at that endpoint, and its CURVE key.")));
+	else if (heartbeat == 0)
+		ereport(LOG,
+				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is down",
+						name, endpoint),
+				 errdetail("A backend lost its connection to it, or it answered that it is shutting down.")));
+	else
+		ereport(LOG,
+				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is down",
+						name, endpoint),
+				 errdetail("Its last state came %ld ms ago, more than infer.worker_timeout (%d ms).",
+						   (long) TimestampDifferenceMilliseconds(heartbeat, now),
+						   infer_worker_timeout_ms)));
+	s->logged = st;
 }
 
 /*
@@ -1414,6 +1474,7 @@ InferPoolMonitorMain(Datum arg)
 				continue;
 			changed |= monitor_drain(i, &mon_slots[i], now);
 			monitor_ping(&mon_slots[i], now);
+			monitor_log_status(i, &mon_slots[i], now);
 		}
 		if (changed || ws == NULL)
 		{

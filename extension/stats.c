@@ -859,7 +859,8 @@ local_name(const InferWorker *workers, int n, const InferPoolWorker *w)
 
 /*
  * infer._model_state(file): where the model file is resident, by the
- * pool's state (resident_on: worker names, in slot order), and what the
+ * pool's state (resident_on: worker names, in slot order; a worker down is
+ * left out), and what the
  * workers measured for it (timings: a jsonb object by worker name of
  * {"load_ms": its load time, "batch_ms": {"<batch size>": ms, ...}},
  * workers that report nothing on it left out).  Names are this database's
@@ -923,7 +924,8 @@ infer_model_state(PG_FUNCTION_ARGS)
 							 w->timings[i].batch_size, w->timings[i].ms);
 			reported = true;
 		}
-		if (resident)
+		/* a worker down (killed idle, hung) holds nothing that can be used */
+		if (resident && InferPoolStatusOf(w, GetCurrentTimestamp()) != INFER_POOL_DOWN)
 			names[nres++] = CStringGetTextDatum(name);
 		if (!reported)
 			continue;

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <ini.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 struct config
@@ -136,6 +137,20 @@ read_line(char *str, int num, void *stream)
 	return str;
 }
 
+/*
+ * Whether value holds "#" after white space: meant as a comment after the
+ * value, which inih does not take as one (only " ;"), so that a path or an
+ * endpoint would end in it.
+ */
+static bool
+hash_comment(const char *value)
+{
+	for (const char *p = strchr(value, '#'); p != NULL; p = strchr(p + 1, '#'))
+		if (p > value && (p[-1] == ' ' || p[-1] == '\t'))
+			return true;
+	return false;
+}
+
 /* inih's handler: one "key = value" (section is "" outside sections). */
 static int
 on_key(void *user, const char *section, const char *name, const char *value)
@@ -169,6 +184,13 @@ on_key(void *user, const char *section, const char *name, const char *value)
 	if (c->line[i] != 0)
 	{
 		snprintf(msg, sizeof(msg), "key \"%s\" is set twice (first on line %d)", name, c->line[i]);
+		read_error(rs, msg);
+		return 0;
+	}
+	if (hash_comment(value))
+	{
+		/* inih ends a value at " ;" only: the rest would be a path's */
+		snprintf(msg, sizeof(msg), "the value of \"%s\" has \" #\" in it, which does not start a comment after a value; start such a comment with \" ;\", or put it on its own line", name);
 		read_error(rs, msg);
 		return 0;
 	}

@@ -12,6 +12,7 @@
  *				   [--curve-secret-key FILE --curve-allowed-clients FILE]
  *				   [--metrics-listen HOST:PORT] [--dashboard-peers LIST]
  *				   [--uploads on|off | --no-uploads] [--max-upload-bytes BYTES]
+ *				   [--max-client-bytes BYTES]
  *				   [--config FILE] [--print-config]
  *	  infer-worker --curve-keygen PREFIX
  *
@@ -40,12 +41,14 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "common/protocol.h"
+#include "worker/clients.h"
 #include "worker/config.h"
 #include "worker/curve.h"
 #include "worker/engine/engine.h"
@@ -69,12 +72,24 @@ on_stop_signal(int signo)
 	stop_requested = 1;
 }
 
-/* SIGCONT handler: counts the resume (server_resumes), nothing else. */
+/*
+ * SIGCONT handler: counts the resume (server_resumes) and notes its time
+ * (server_resumed_us; clock_gettime is async-signal-safe), nothing else.
+ */
 static void
 on_continue_signal(int signo)
 {
 	(void) signo;
+	atomic_store(&server_resumed_us, ie_now_ns() / 1000);
 	server_resumes++;
+}
+
+/* SIGHUP handler: counts it (server_hangups; the loop logs it), nothing else. */
+static void
+on_hangup_signal(int signo)
+{
+	(void) signo;
+	server_hangups++;
 }
 
 /* Prints the usage text to f. */
@@ -173,6 +188,13 @@ usage(FILE *f)
 			"                      --model-dir/.uploaded together (suffixes K, M, G,\n"
 			"                      T); an upload beyond it fails with SQLSTATE 54000\n"
 			"                      (default 1G)\n"
+			"  --max-client-bytes BYTES\n"
+			"                      most bytes one client connection may hold in the\n"
+			"                      worker: its queued requests and the answers it has\n"
+			"                      not read (suffixes K, M, G, T); past it, its new\n"
+			"                      requests are refused with SQLSTATE 53400, and\n"
+			"                      dropped once those refusals pass it by 1M too; the\n"
+			"                      answers already made are kept (default 256M)\n"
 			"  --curve-keygen PREFIX\n"
 			"                      write a new key pair to PREFIX.key (secret, 0600)\n"
 			"                      and PREFIX.pub (never overwriting), and exit\n"
@@ -183,7 +205,9 @@ usage(FILE *f)
 			"  --print-config      print the effective settings in that format, exit\n"
 			"  --help              show this text and exit\n"
 			"\n"
-			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).\n",
+			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).  SIGHUP is\n"
+			"logged and ignored: the settings are read at start only; restart the\n"
+			"worker to change them.\n",
 			(long long) PGINFER_DEFAULT_MAX_PIXELS,
 			(long long) PGINFER_DEFAULT_MAX_TEXT_BYTES, SERVER_DEFAULT_MAX_BATCH,
 			SERVER_DEFAULT_QUEUE_DELAY_US, SERVER_DEFAULT_BATCH_HOLD, SERVER_MAX_ROWS,
@@ -260,6 +284,9 @@ install_signals(void)
 	sa.sa_handler = on_continue_signal;
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGCONT, &sa, NULL);
+	/* SIGHUP would end the worker (and systemd would not restart it) */
+	sa.sa_handler = on_hangup_signal;
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -309,6 +336,7 @@ static const struct option longopts[] = {
 	{"uploads", required_argument, NULL, 'u'},
 	{"no-uploads", no_argument, NULL, 'N'},
 	{"max-upload-bytes", required_argument, NULL, 'U'},
+	{"max-client-bytes", required_argument, NULL, 'B'},
 	{"curve-keygen", required_argument, NULL, 'G'},
 	{"config", required_argument, NULL, 'C'},
 	{"print-config", no_argument, NULL, 'P'},
@@ -416,7 +444,9 @@ apply_option(void *arg, int code, const char *flag, const char *value,
 		case 'D':
 			if (ie_device_parse(value, &w->device, why, sizeof(why)) == 0)
 				return 0;
-			snprintf(err, errlen, "%s: %s", flag, why);
+			/* why says "device must be ...": the flag's own name instead */
+			snprintf(err, errlen, "%s %s", flag,
+					 strncmp(why, "device ", 7) == 0 ? why + 7 : why);
 			return -1;
 		case 'i':
 			w->ext.simulate = value;
@@ -471,6 +501,18 @@ apply_option(void *arg, int code, const char *flag, const char *value,
 			}
 			snprintf(err, errlen, "%s must be a positive byte count such as 1073741824, 512M or 4G, not \"%s\"", flag, value);
 			return -1;
+		case 'B':
+			{
+				uint64_t	b;
+
+				if (parse_bytes(value, &b) == 0 && b >= 1 && b <= (uint64_t) INT64_MAX)
+				{
+					w->ext.max_client_bytes = (int64_t) b;
+					return 0;
+				}
+			}
+			snprintf(err, errlen, "%s must be a positive byte count such as 268435456, 256M or 1G, not \"%s\"", flag, value);
+			return -1;
 		default:
 			snprintf(err, errlen, "%s is not a setting", flag);
 			return -1;
@@ -517,6 +559,9 @@ option_default(int code)
 			return "on";
 		case 'U':
 			snprintf(buf, sizeof(buf), "%lld", (long long) SERVER_DEFAULT_MAX_UPLOAD_BYTES);
+			return buf;
+		case 'B':
+			snprintf(buf, sizeof(buf), "%lld", (long long) CLIENT_DEFAULT_MAX_BYTES);
 			return buf;
 		default:
 			return NULL;

@@ -464,6 +464,15 @@ render_metrics(strbuf *b, const snapshot *s)
 			  "Bytes of the requests the worker holds now, queued or running (their messages' frames).");
 	sb_printf(b, "infer_worker_request_bytes %llu\n",
 			  (unsigned long long) st->request_bytes);
+	prom_one(b, "infer_worker_unread_answer_bytes", "gauge",
+			 "Bytes of answers the worker keeps for clients that have not read them yet (each message counted 1 KiB more).",
+			 (double) st->unread_answer_bytes);
+	prom_head(b, "infer_worker_client_limit_requests_total", "counter",
+			  "Requests not run because their client held more than --max-client-bytes: refused (SQLSTATE 53400) or dropped unanswered.");
+	sb_printf(b, "infer_worker_client_limit_requests_total{action=\"refused\"} %llu\n",
+			  (unsigned long long) st->client_limit_refusals);
+	sb_printf(b, "infer_worker_client_limit_requests_total{action=\"dropped\"} %llu\n",
+			  (unsigned long long) st->client_limit_drops);
 	prom_head(b, "infer_worker_heap_bytes", "gauge",
 			  "Bytes the worker's allocator has handed out and not had back (0: not known).");
 	sb_printf(b, "infer_worker_heap_bytes %llu\n",

@@ -96,6 +96,8 @@ typedef struct cache_entry
 	double		load_ms;		/* last measured (or expected) load time */
 	double		load_ms_before; /* load_ms before the last load */
 	uint64_t	load_no;		/* counts.loads at the last load; 0: none */
+	int64_t		load_start_us;	/* the last load's span (now_us) */
+	int64_t		load_end_us;
 	int64_t		last_used_us;	/* monotonic */
 	file_stamp	disk;			/* models list: the file in the model
 								 * directory as it was when the resident
@@ -999,6 +1001,8 @@ acquire(model_cache *mc, const Pginfer__ModelSpec *spec, int in_run,
 	e->bytes = bytes;
 	e->load_ms_before = e->load_ms;
 	e->load_ms = ms;
+	e->load_start_us = t0;
+	e->load_end_us = t0 + (int64_t) (ms * 1000.0);
 	e->last_used_us = now_us();
 	e->from_store = from_store;
 	e->disk = disk;
@@ -1538,7 +1542,7 @@ model_cache_load_ms_total(model_cache *mc)
 
 /* Takes back the load times of loads after `since`; see model_cache.h. */
 int
-model_cache_untime_loads(model_cache *mc, uint64_t since)
+model_cache_untime_loads(model_cache *mc, uint64_t since, int64_t resumed_us)
 {
 	int			n = 0;
 
@@ -1546,6 +1550,11 @@ model_cache_untime_loads(model_cache *mc, uint64_t since)
 	for (cache_entry *e = mc->models; e != NULL; e = e->next)
 	{
 		if (e->load_no == 0 || e->load_no <= since)
+			continue;
+		/* a load wholly before the stop, or after the resume */
+		if (resumed_us > 0 &&
+			(e->load_end_us < resumed_us - MODEL_CACHE_RESUME_SLACK_US ||
+			 e->load_start_us >= resumed_us))
 			continue;
 		log_info("model \"%s\": a load of %.1f ms across a stop of the process (SIGSTOP, SIGCONT): its load time stays %.1f ms (0: none)",
 				 e->file, e->load_ms, e->load_ms_before);
@@ -1624,8 +1633,12 @@ key_repeated(char *const *keys, int i)
 
 /*
  * The bytes the model of key will hold once resident: its resident or
- * last known size, else the loader's figure.  0 when unknown (a model
- * file never loaded); lock held.
+ * last known size, else the loader's figure, else, for a model file never
+ * loaded, the size of the file key names in the model directory (an ONNX
+ * file is its weights and a little more: MiniLM's 90,314,964 bytes of
+ * file hold 90,265,716 of weights), so that its first load waits for room
+ * as later ones do.  0 when unknown (no such regular file, a name that
+ * leaves the directory, an uploaded copy); lock held.
  */
 static uint64_t
 expected_bytes(model_cache *mc, const char *key)
@@ -1633,12 +1646,18 @@ expected_bytes(model_cache *mc, const char *key)
 	const cache_entry *e = find_key(mc, key);
 	uint64_t	bytes = 0;
 	char		err[256];
+	char		path[PATH_MAX];
+	struct stat st;
 
 	if (e != NULL && (e->resident || e->known) && e->bytes > 0)
 		return e->bytes;
 	if (mc->loader.size != NULL &&
 		mc->loader.size(mc->loader.ctx, key, &bytes, err, sizeof(err)) == 0)
 		return bytes;
+	if (mc->loader.load == NULL && key[0] != '/' && strstr(key, "..") == NULL &&
+		snprintf(path, sizeof(path), "%s/%s", mc->dir, key) < (int) sizeof(path) &&
+		stat(path, &st) == 0 && S_ISREG(st.st_mode))
+		return (uint64_t) st.st_size;
 	return 0;
 }
 

@@ -249,15 +249,22 @@ int			model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
 /*
  * Takes back the load time (load_ms) of each model whose last load came
  * after the first `since` loads (model_cache_get_counts().loads read
- * before), as its wall time included a stop of the process (SIGSTOP,
- * then SIGCONT) and placement estimates loads from it: the model keeps
- * the load time it had before (measured earlier, declared by the loader,
- * or 0: none).  Logs each.  Returns how many were taken back.  The server
- * calls it on the thread that counts resumes (server_resumes) once a job
- * that loaded models is done, as only there a resume is known to have
- * been counted.
+ * before) and spanned resumed_us (monotonic microseconds of the last
+ * SIGCONT: it began before and ended after it, less
+ * MODEL_CACHE_RESUME_SLACK_US; resumed_us 0: every such load), as its wall
+ * time included a stop of the process (SIGSTOP, then SIGCONT) and
+ * placement estimates loads from it: the model keeps the load time it had
+ * before (measured earlier, declared by the loader, or 0: none).  A load
+ * of the same job that ended before the stop keeps its time.  Logs each.
+ * Returns how many were taken back.  The server calls it on the thread
+ * that counts resumes (server_resumes) once a job that loaded models is
+ * done, as only there a resume is known to have been counted.
  */
-int			model_cache_untime_loads(model_cache *mc, uint64_t since);
+/* A thread may take a load's end time just before the SIGCONT handler runs. */
+#define MODEL_CACHE_RESUME_SLACK_US 50000
+
+int			model_cache_untime_loads(model_cache *mc, uint64_t since,
+									 int64_t resumed_us);
 
 /*
  * Declares a model a loader knows (bytes, expected load_ms) so that the

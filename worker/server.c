@@ -55,6 +55,7 @@
 
 #include "common/protocol.h"
 #include "worker/batcher.h"
+#include "worker/clients.h"
 #include "worker/curve.h"
 #include "worker/fragment.h"
 #include "worker/input_cache.h"
@@ -144,7 +145,13 @@ struct server
 	int			no_uploads;		/* --no-uploads */
 	uint64_t	max_upload_bytes;	/* --max-upload-bytes */
 	int			batch_hold;		/* --batch-hold percent; 0: none */
+	client_table *clients;		/* what each client connection holds */
+	int64_t		max_client_bytes;	/* --max-client-bytes */
+	uint64_t	client_refused; /* requests refused over it (53400) */
+	uint64_t	client_dropped; /* and dropped unanswered, past the
+								 * refusals' allowance */
 	int			stopping;		/* shutdown_drain under way */
+	sig_atomic_t hangups_seen;	/* server_hangups logged */
 	uint64_t	stopping_answers;	/* requests it refused (57P01) */
 	int64_t		gate_now_us;	/* the queue scan's clock (group_may_run) */
 	int64_t		gate_held_us;	/* arrival of the oldest group the scan
@@ -204,9 +211,13 @@ typedef struct queued_request
 	row_inputs	rows;			/* its rows' bytes */
 	_Atomic uint64_t *held;		/* server.request_bytes, holding bytes */
 	uint64_t	bytes;			/* its frames but the routing id */
+	client_entry *client;		/* its client, holding client_counted */
+	int64_t		client_counted;
 } queued_request;
 
 volatile sig_atomic_t server_resumes = 0;
+_Atomic int64_t server_resumed_us = 0;
+volatile sig_atomic_t server_hangups = 0;
 
 /* Monotonic clock in microseconds. */
 static int64_t
@@ -259,6 +270,7 @@ queued_request_free(void *data)
 		pin_run(q->pinned, q->header->run, -1);
 	if (q->held != NULL)
 		atomic_fetch_sub(q->held, q->bytes);
+	client_release(q->client, q->client_counted);
 	row_inputs_free(&q->rows);
 	for (int i = 0; i < q->n_parts; i++)
 		zmq_msg_close(&q->parts[i]);
@@ -319,7 +331,10 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 	s->queue = batcher_new(s->max_batch, opts->max_queue_delay_us >= 0 ?
 						   opts->max_queue_delay_us : SERVER_DEFAULT_QUEUE_DELAY_US);
 	s->timings = state_timings_new();
-	if (s->queue == NULL || s->timings == NULL)
+	s->clients = client_table_new();
+	s->max_client_bytes = ext->max_client_bytes > 0 ? ext->max_client_bytes :
+		CLIENT_DEFAULT_MAX_BYTES;
+	if (s->queue == NULL || s->timings == NULL || s->clients == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -513,6 +528,8 @@ server_destroy(server **sp)
 	if (s->ctx != NULL)
 		while (zmq_ctx_term(s->ctx) != 0 && zmq_errno() == EINTR)
 			;
+	/* after the context: ZeroMQ's last free callbacks touch the table */
+	client_table_destroy(&s->clients);
 	model_cache_destroy(&s->cache);
 	input_cache_destroy(&s->inputs);
 	sim_profile_destroy(&s->sim);
@@ -995,6 +1012,9 @@ pack_state(server *s, Pginfer__MsgKind kind, uint64_t request_id, size_t *len)
 	st.input_cache_entries = ic.entries;
 	st.input_cache_capacity = ic.capacity;
 	st.max_message_bytes = (uint64_t) s->max_message_bytes;
+	st.unread_answer_bytes = (uint64_t) client_table_unread(s->clients);
+	st.client_limit_refusals = s->client_refused;
+	st.client_limit_drops = s->client_dropped;
 	if (ic.capacity > 0 &&
 		input_cache_bloom(s->inputs, bloom, sizeof(bloom), PGINFER_BLOOM_HASHES) == 0)
 	{
@@ -1385,7 +1405,7 @@ watch_across_stop(server *s, const stop_watch *w)
 {
 	if (!w->began || w->resumes == server_resumes)
 		return 0;
-	model_cache_untime_loads(s->cache, w->loads0);
+	model_cache_untime_loads(s->cache, w->loads0, atomic_load(&server_resumed_us));
 	return 1;
 }
 
@@ -1821,14 +1841,6 @@ server_reply_destroy(server_reply **rp)
 	*rp = NULL;
 }
 
-/* zmq_msg_init_data's deallocator for malloc'd buffers. */
-static void
-free_buffer(void *data, void *hint)
-{
-	(void) hint;
-	free(data);
-}
-
 /*
  * zmq_msg_send(), sent again when a signal interrupts it (EINTR: the
  * SIGCONT handler runs on this thread after a stop, as may the stop
@@ -1848,10 +1860,11 @@ msg_send(zmq_msg_t *m, void *sock, int flags)
 
 /*
  * Sends one message part that takes over buf (malloc'd, len bytes; NULL
- * for an empty frame).  *buf is set to NULL once ZeroMQ owns it.
+ * for an empty frame), counted as unread for client (may be NULL) until
+ * ZeroMQ lets go of it.  *buf is set to NULL once ZeroMQ owns it.
  */
 static int
-send_owned(void *sock, void **buf, size_t len, int more)
+send_owned(void *sock, void **buf, size_t len, int more, client_entry *client)
 {
 	zmq_msg_t	m;
 
@@ -1863,7 +1876,7 @@ send_owned(void *sock, void **buf, size_t len, int more)
 	}
 	else
 	{
-		if (zmq_msg_init_data(&m, *buf, len, free_buffer, NULL) != 0)
+		if (client_msg_init(&m, *buf, len, client) != 0)
 			return -1;
 		*buf = NULL;
 	}
@@ -1881,6 +1894,8 @@ send_reply(server *s, zmq_msg_t *id, server_reply *r)
 {
 	zmq_msg_t	idcopy;
 	void	   *hdr = r->header;
+	client_entry *client = client_table_get(s->clients, zmq_msg_data(id),
+											zmq_msg_size(id));
 
 	zmq_msg_init(&idcopy);
 	zmq_msg_copy(&idcopy, id);
@@ -1890,7 +1905,7 @@ send_reply(server *s, zmq_msg_t *id, server_reply *r)
 		return -1;
 	}
 	r->header = NULL;
-	if (send_owned(s->sock, &hdr, r->header_len, r->n_frames > 0) != 0)
+	if (send_owned(s->sock, &hdr, r->header_len, r->n_frames > 0, client) != 0)
 	{
 		free(hdr);
 		return -1;
@@ -1898,7 +1913,7 @@ send_reply(server *s, zmq_msg_t *id, server_reply *r)
 	for (int i = 0; i < r->n_frames; i++)
 	{
 		if (send_owned(s->sock, &r->frames[i], r->frame_len[i],
-					   i + 1 < r->n_frames) != 0)
+					   i + 1 < r->n_frames, client) != 0)
 			return -1;
 	}
 	return 0;
@@ -2020,6 +2035,107 @@ refuse_too_many(server *s, zmq_msg_t *parts, int64_t n_payload)
 	if (r != NULL && send_reply(s, &parts[0], r) != 0)
 		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
 	server_reply_destroy(&r);
+}
+
+/*
+ * The client of a received message (parts[0] its routing id, parts[1] the
+ * header when n >= 2) for logs: its address when ZeroMQ knows it, and its
+ * routing id in hex.
+ */
+static void
+client_name(zmq_msg_t *parts, int n, char *buf, size_t buflen)
+{
+	const unsigned char *id = zmq_msg_data(&parts[0]);
+	size_t		len = zmq_msg_size(&parts[0]);
+	const char *addr = n >= 2 ? zmq_msg_gets(&parts[1], "Peer-Address") : NULL;
+	size_t		at;
+
+	at = (size_t) snprintf(buf, buflen, "%s (routing id ", addr != NULL ? addr : "?");
+	for (size_t i = 0; i < len && i < 16 && at + 3 < buflen; i++)
+		at += (size_t) snprintf(buf + at, buflen - at, "%02x", id[i]);
+	if (at + 2 < buflen)
+		snprintf(buf + at, buflen - at, ")");
+}
+
+/*
+ * Whether the client of a received message (parts[0..n)) holds more than
+ * --max-client-bytes in the worker (worker/clients.h): its queued and
+ * running requests and the answers it has not read.  Such a client's
+ * request is not run: it is answered with MSG_ERROR 53400, or dropped
+ * unanswered once even those answers would pass the limit by
+ * CLIENT_REFUSAL_ALLOWANCE, since the client reads none of them.  A cancel
+ * is never refused (it only takes work away).  Logs once when a client
+ * goes over and once when it is back under.
+ */
+static int
+client_over_limit(server *s, zmq_msg_t *parts, int n)
+{
+	client_entry *c = client_table_get(s->clients, zmq_msg_data(&parts[0]),
+									   zmq_msg_size(&parts[0]));
+	int64_t		held = client_held(c);
+	Pginfer__Header *req = NULL;
+	request_refusal why;
+	uint64_t	id = 0;
+	char		who[128];
+	char		msg[512];
+	uint8_t    *h;
+	size_t		hlen;
+	server_reply *r;
+
+	if (held <= s->max_client_bytes)
+	{
+		if (client_set_over(c, 0))
+		{
+			client_name(parts, n, who, sizeof(who));
+			log_info("client %s holds %lld bytes, under --max-client-bytes %lld again: its requests are served (requests not run since the worker started: %llu refused, %llu dropped, all clients)",
+					 who, (long long) held, (long long) s->max_client_bytes,
+					 (unsigned long long) s->client_refused,
+					 (unsigned long long) s->client_dropped);
+		}
+		return 0;
+	}
+	if (n >= 2)
+	{
+		req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), &why);
+		if (req != NULL)
+			id = req->request_id;
+		else if (why.limit)
+			id = why.request_id;
+	}
+	if (req != NULL && req->kind == PGINFER__MSG_KIND__MSG_CANCEL)
+	{
+		pginfer__header__free_unpacked(req, NULL);
+		return 0;
+	}
+	if (req != NULL)
+		pginfer__header__free_unpacked(req, NULL);
+	if (!client_set_over(c, 1))
+	{
+		client_name(parts, n, who, sizeof(who));
+		log_warn("client %s holds %lld bytes (requests queued and answers it has not read), over --max-client-bytes %lld: its requests are refused until it reads its answers",
+				 who, (long long) held, (long long) s->max_client_bytes);
+	}
+	if (held > s->max_client_bytes + CLIENT_REFUSAL_ALLOWANCE)
+	{
+		s->client_dropped++;
+		return 1;
+	}
+	s->client_refused++;
+	snprintf(msg, sizeof(msg),
+			 "the worker holds %lld bytes for this connection (requests queued and answers not read yet), over its limit of %lld bytes; the request was not run",
+			 (long long) held, (long long) s->max_client_bytes);
+	/* not error_reply: one WARN an episode, not one a request */
+	log_debug("request %llu: error %s: %s", (unsigned long long) id,
+			  PGINFER_SQLSTATE_CLIENT_LIMIT, msg);
+	hlen = 0;
+	h = server_pack_error(id, PGINFER_SQLSTATE_CLIENT_LIMIT, msg, NULL,
+						  "Read the answers of the requests sent before sending more, or start the worker with a larger --max-client-bytes.",
+						  &hlen);
+	r = reply_with_header(h, hlen);
+	if (r != NULL && send_reply(s, &parts[0], r) != 0)
+		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
+	server_reply_destroy(&r);
+	return 1;
 }
 
 /* Answers one received message (parts[0] is the routing id). */
@@ -2268,6 +2384,9 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 		q->bytes += zmq_msg_size(&q->parts[i]);
 	q->held = &s->request_bytes;
 	atomic_fetch_add(q->held, q->bytes);
+	q->client = client_table_get(s->clients, zmq_msg_data(&q->parts[0]),
+								 zmq_msg_size(&q->parts[0]));
+	q->client_counted = client_hold(q->client, (int64_t) q->bytes);
 	/* The rows' bytes, now that the frames have moved (a small one moves). */
 	if (queue_inputs(s, q) != 0)
 	{
@@ -2762,6 +2881,8 @@ drain_socket(server *s, zmq_msg_t **parts, int *cap, int max,
 		if (recv_parts(s, parts, cap, &n, &dropped) != 0)
 			log_warn("dropped a request of %d or more frames: %s", n,
 					 zmq_strerror(zmq_errno()));
+		else if (client_over_limit(s, *parts, n))
+			;
 		else if (dropped > 0)
 			refuse_too_many(s, *parts, (int64_t) n - 2 + dropped);
 		else
@@ -2943,6 +3064,11 @@ server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 		if (state_ms < timeout)
 			timeout = state_ms;
 		n = zmq_poll(items_poll, 2, timeout);
+		if (s->hangups_seen != server_hangups)
+		{
+			s->hangups_seen = server_hangups;
+			log_info("SIGHUP ignored: the worker reads its settings (--config and its flags) at start only; restart it to change them");
+		}
 		if (n < 0)
 		{
 			if (zmq_errno() == EINTR)

@@ -77,6 +77,7 @@
 #define INFER_SERVER_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -147,6 +148,11 @@ typedef struct server_ext_opts
 								 * expected run its group may wait for
 								 * more of its fragment (batcher.h); 0:
 								 * SERVER_DEFAULT_BATCH_HOLD; < 0: none */
+	int64_t		max_client_bytes;	/* --max-client-bytes: most bytes one
+									 * client connection may hold in the
+									 * worker (requests and unread answers,
+									 * worker/clients.h); 0:
+									 * CLIENT_DEFAULT_MAX_BYTES */
 } server_ext_opts;
 
 /* Default --batch-hold, in percent of the expected run. */
@@ -184,6 +190,22 @@ const char *server_state_endpoint(const server *s);
  * times.  Read on the loop only.
  */
 extern volatile sig_atomic_t server_resumes;
+
+/*
+ * When the last resume came (ie_now_ns() / 1000, monotonic microseconds),
+ * set by the same handler beside server_resumes: a model load counts as
+ * stopped only when it began before it and ended after it
+ * (model_cache_untime_loads).  0: none yet.  Lock-free, so a handler may
+ * set it.
+ */
+extern _Atomic int64_t server_resumed_us;
+
+/*
+ * How many times the process got SIGHUP, counted by the program's handler;
+ * the loop logs that it ignores it (the worker reads its settings at start
+ * only).
+ */
+extern volatile sig_atomic_t server_hangups;
 
 /*
  * Serves requests until *stop becomes non-zero (checked at least every

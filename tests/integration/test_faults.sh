@@ -443,7 +443,7 @@ lose() {
 	ms=$(ms_since "$t0")
 	stats=$(q -c "SELECT sum(rows) || ' ' || coalesce(sum(errors) FILTER (WHERE worker = '$name'), 0) || ' ' ||
 		coalesce(sum(errors) FILTER (WHERE worker <> '$name'), 0) FROM infer.stats WHERE model = '$model'")
-	out="held=$held $(grep -E '^(ERROR|DETAIL|DEBUG:  pg_infer: )' "$tmp/$label.out" | head -c 3000)
+	out="held=$held $(grep -E '^(ERROR|DETAIL|DEBUG:  pg_infer: |LOG:  pg_infer: )' "$tmp/$label.out" | head -c 3000)
 worker log: $(tail -n 12 "$tmp/$name.log")"
 }
 
@@ -619,7 +619,7 @@ check "(g) s2 killed while it held requests of a group sent apart: every row onc
 # (the first split and the losses: a slow run logs many placements first)
 check "(g) ... the calls went apart, and what s2 held went to s1" \
 	"held=$held $(grep -E -m1 '^DEBUG:  pg_infer placement: 2 fragments over 2 rows go apart' "$tmp/g_two.out")
-$(grep -E '^DEBUG:  pg_infer: .*was lost' "$tmp/g_two.out" | head -n 8)" \
+$(grep -E '^LOG:  pg_infer: .*was lost' "$tmp/g_two.out" | head -n 8)" \
 	'^held=[2-8] ' '2 fragments over 2 rows go apart \(together on "s[12]"' \
 	'was lost \(lost the connection to inference worker "s2"[^)]*\); sending its [12] rows to another worker'
 restart s2 "${ports[1]}"

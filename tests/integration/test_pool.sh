@@ -52,7 +52,9 @@
 #   (m) ... and one stopped in the middle of a model load keeps that
 #       load's time out of the model's load time.
 #   (n) a worker restarted while a query still has to read the answer
-#       its old run gave as it shut down (SIGTERM) is not taken down.
+#       its old run gave as it shut down (SIGTERM) is not taken down;
+#   the server's log says when a worker went down (and why) and came up,
+#   and which batches went to another worker.
 #
 # Prints "pool: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts (workers, background psql, the postmaster) is stopped
@@ -713,6 +715,7 @@ SET infer.batch_size = 1;
 SET infer.max_inflight = 2;
 SET infer.timeout = '5s';
 SELECT 'j_warm ' || count(v) FROM (SELECT infer.classify('fast', data) AS v FROM img WHERE n <= 6 OFFSET 0) x;
+SELECT 'j_res_up ' || ('s3' = ANY (resident_on)) FROM infer.models WHERE name = 'fast';
 \! kill -STOP $PID_s3
 DO \$\$
 BEGIN
@@ -723,6 +726,7 @@ BEGIN
 END
 \$\$;
 SELECT 'j_status ' || status || ' ' || requests_sent FROM infer.workers WHERE name = 's3';
+SELECT 'j_res_down ' || ('s3' = ANY (resident_on)) FROM infer.models WHERE name = 'fast';
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE j_rr AS $FAST_Q;
 SELECT 'j_after ' || requests_sent FROM infer.workers WHERE name = 's3';
 EOF
@@ -734,6 +738,9 @@ after=$(grep -o 'j_after [0-9]*' <<<"$out")
 check "(j) round_robin, s3 held down (SIGSTOP) after the session connected to it: its turns go to s1 and s2, every row with b's answers" \
 	"ok=$ok $warm ${st% *} sent=$(( ${after##* } - ${st##* } )) $(workers_line "$out") $(digest j_rr 2>&1)" \
 	"^ok=1 j_warm 6 j_status down sent=0 Inference Workers: s[12]: 1[0-9] requests, 1[0-9] rows; s[12]: 1[0-9] requests, 1[0-9] rows $B_REF\$"
+
+check "(j) infer.models.resident_on names s3 while it is up, and leaves it out while it is down" \
+	"$(grep -o 'j_res_[a-z]* [tf]' <<<"$out" | tr '\n' ' ')" '^j_res_up t j_res_down f $'
 
 # --- (k) a worker restarted while it held batches ------------------------------------
 # s1 and s2 only, round_robin, one batch a row, three in flight (the scan
@@ -899,6 +906,19 @@ check "(n) s2 stopped (SIGTERM) and restarted while the query held its answers: 
 check "(n) ... s2 answered both its batches 57P01 as it stopped, both went out again, and the new s2 is up after the query ($(grep -c 'is shutting down.*sending its 1 rows' "$tmp/n.out") of them on the 57P01)" \
 	"$(grep -cE "infer-worker\[$old_s2\] WARN request [0-9]{10,}: error 57P01: the worker is shutting down" "$tmp/s2.log") $(grep -cE '(is shutting down|lost the connection).*sending its 1 rows to another worker' "$tmp/n.out") up_after=$up_after" \
 	'^2 2 up_after=1$'
+
+# --- the server's log ---------------------------------------------------------------
+# The pool monitor logs each worker coming up and going down (s2, killed
+# and stopped above, both ways, with why), and a backend logs each batch it
+# sends again for a lost worker, at LOG: the server's log, not the client.
+pglog=$(cat "$tmp/pg/postgres.log")
+check "the server's log says s2 went down and came up again, and why, and what went to another worker" \
+	"$pglog" \
+	'LOG:  pg_infer pool monitor: inference worker "s2" at tcp://127\.0\.0\.1:[0-9]+ is down' \
+	'DETAIL:  (A backend lost its connection to it, or it answered that it is shutting down|Its last state came [0-9]+ ms ago, more than infer\.worker_timeout)' \
+	'LOG:  pg_infer pool monitor: inference worker "s2" at tcp://127\.0\.0\.1:[0-9]+ is up' \
+	'DETAIL:  Its state names it [^ ]+:[0-9]+\.' \
+	'LOG:  pg_infer: inference worker "s[123]" at tcp://[^ ]+ was lost \(.*\); sending its [0-9]+ rows to another worker'
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]

@@ -20,11 +20,13 @@
 # two-model requests that each wait for a model the other's queued
 # request pins both run (the oldest evicts what only queued work needs);
 # unload works; a cancel of a running request abandons it (no reply);
-# SIGTERM abandons a simulated run (57P01) and the worker
+# a stop (SIGSTOP, SIGCONT) during a run after its model loaded drops the
+# run's time and keeps the load's; SIGTERM abandons a simulated run (57P01) and the worker
 # exits 0 at once; the residency counters (model_loads, model_evictions,
 # model_hits, model_misses) count a load, a hit, and a miss after an
 # eviction exactly; bad --gpu-memory and --simulate values are refused; a
-# real (not simulated) worker evicts by the engine's weight bytes; a real
+# real (not simulated) worker evicts by the engine's weight bytes, and a
+# model it never loaded waits for room by its file's size; a real
 # worker's timings hold each model call at its own rows (OCR: detector at
 # 1 row, classifier and recognizer at the lines; predict 16 + 4 rows;
 # embed by length), within the run's compute time.
@@ -50,7 +52,8 @@ cat >"$SIM/profile.json" <<'EOF'
     "slow.onnx": {"bytes": 100000000, "compute_ms": [[1, 1500]]},
     "a.onnx":    {"bytes": 300000000, "compute_ms": [[1, 20], [8, 90]]},
     "b.onnx":    {"bytes": 300000000, "compute_ms": [[1, 30]]},
-    "huge.onnx": {"bytes": 2000000000, "compute_ms": [[1, 10]]}
+    "huge.onnx": {"bytes": 2000000000, "compute_ms": [[1, 10]]},
+    "late.onnx": {"bytes": 300000000, "compute_ms": [[1, 1500]]}
   }
 }
 EOF
@@ -207,6 +210,24 @@ check "a cancel of a running request: no reply, the run abandoned, the worker id
 	' busy=0 ' 'ms=([0-9]{1,3}|1[0-3][0-9]{2})$'
 check "the log says the cancel dropped the running request" "$(cat "$tmp/sim.log")" \
 	'cancel dropped the running request'
+
+# A stop of the process during a run, after the run's model has loaded
+# (late.onnx: 100 ms to load, then 1500 ms to run; stopped 600 ms after
+# the send, for 1 s): the run's time is not kept, the load's is (it ended
+# before the stop; every load of the job lost its time before).
+"${C[@]}" --timeout-ms 8000 predict late.onnx "$R1" >"$tmp/late.out" &
+c1=$!
+pids+=("$c1")
+sleep 0.6
+kill -STOP "$WPID"
+sleep 1
+kill -CONT "$WPID"
+wait "$c1"
+out=$("${C[@]}" ping)
+check "a stop during a run, after its model loaded: the run's time is dropped, the load's kept" \
+	"$(cat "$tmp/late.out") $out load_lines=$(grep -c 'late\.onnx": a load of' "$tmp/sim.log") run_lines=$(grep -c 'a run of 1 rows took .* across a stop' "$tmp/sim.log")" \
+	'^ROW 0 id=100 ok=1 ' 'late\.onnx:resident:300000000:(9[0-9]|1[0-4][0-9])\.[0-9]:' \
+	' load_lines=0 run_lines=1$'
 
 "${C[@]}" --timeout-ms 5000 predict slow.onnx "$R1" >"$tmp/term.out" &
 c1=$!
@@ -438,6 +459,32 @@ check "real models: the classifier does not fit beside the detector under 5M, wh
 check "the recognizer (10 MB) is larger than the cap: 53200" \
 	"$("${C[@]}" --timeout-ms 20000 load ch_PP-OCRv4_rec_infer.onnx)" \
 	'^ERROR sqlstate=53200 message=model "ch_PP-OCRv4_rec_infer\.onnx" needs [0-9]+ bytes, more than the 5242880'
+
+# A model never loaded since the start waits for room as a known one does
+# (its file's size the estimate): under 100M, an embed of MiniLM (90 MB)
+# sent while an OCR run holds the OCR models (16 MB) waits for the run,
+# then evicts them.  (It failed with 53200 "the resident models are in
+# use" until the worker had loaded it once: after every restart.)
+if start_worker "$tmp/real2.log" --model-dir "$MODEL_DIR" --gpu-memory 100M --threads 1; then
+	C2=("$CLIENT" --endpoint "$EP" --timeout-ms 60000)
+	OD=${SHARED:-../shared}/data/ocr
+	printf 'a first sentence to embed' >"$tmp/first.txt"
+	"${C2[@]}" ocr "$OD/p08_doc_on_desk.jpg" "$OD/p38_multi_noticeboard.jpg" >"$tmp/ocr2.out" &
+	c1=$!
+	pids+=("$c1")
+	for _ in $(seq 100); do
+		grep -q 'loaded model "ch_PP-OCRv4_rec_infer.onnx"' "$tmp/real2.log" && break
+		sleep 0.05
+	done
+	out=$("${C2[@]}" embed minilm/model.onnx "$tmp/first.txt")
+	wait "$c1"
+	check "a first load under the cap waits for the run that holds the room, then evicts" \
+		"$out $(cat "$tmp/ocr2.out") evicted=$(grep -c 'evicting model "ch_PP-OCRv4_.*to make room for "minilm/model.onnx"' "$tmp/real2.log")" \
+		'^ROW 0 id=100 ok=1 n_values=384 ' 'ROW 1 id=101 ok=1 ' 'evicted=[12]$'
+	check_not "... no 53200" "$out" 'sqlstate=53200'
+else
+	fail "real worker under 100M starts"
+fi
 
 # --- measured timings of real runs: each model call at its own rows ----------
 # A real worker times every engine call (worker/fragment.h "Timings"): an

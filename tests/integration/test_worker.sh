@@ -21,7 +21,8 @@
 # once get their own rows and the PONG counts one merged batch, a PING is
 # answered while a request waits in the queue, a cancel drops a queued
 # request, and SIGTERM answers queued requests with 57P01; a second worker
-# on the same endpoint fails to start; SIGTERM and SIGINT make an idle
+# on the same endpoint fails to start; SIGHUP is logged and ignored;
+# SIGTERM and SIGINT make an idle
 # worker exit 0 within 2 s, and SIGTERM abandons a long batch (MSG_ERROR
 # 57P01) and exits 0 within 3 s.  Limits: a request with too many rows or
 # payload frames gets 54000 (and the worker's peak RSS stays small), a
@@ -32,7 +33,9 @@
 # with digests are cached, rows left out are answered from it bit for bit,
 # a row not held gets MSG_NEED_INPUT (and its resend is answered), a lying
 # digest fails its row with XX001, a restarted worker asks for every row
-# left out, --input-cache 0 caches nothing.
+# left out, --input-cache 0 caches nothing.  A client that sends and
+# never reads is held to --max-client-bytes (answered, then refused with
+# 53400, then dropped), while one that reads its answers is never refused.
 #
 # Prints "worker: N passed, M failed"; exits 1 on any failure.  Every
 # worker it starts is killed by pid on exit.
@@ -465,6 +468,13 @@ rc=$?
 check "a second worker on the same endpoint fails to start" "$(cat "$other_log") rc=$rc" \
 	'rc=1' 'could not bind'
 
+# SIGHUP (a reload, to most daemons) ended the worker with no word
+kill -HUP "$WPID"
+sleep 0.3
+check "SIGHUP is logged and ignored: the worker still answers" \
+	"$("$CLIENT" --endpoint "$EP" ping | cut -c1-4) $(grep -c 'SIGHUP ignored: the worker reads its settings (--config and its flags) at start only' "$tmp/worker.log")" \
+	'^PONG 1$'
+
 stop_worker TERM
 check "SIGTERM: exit 0 within 2 s" "$STOPPED" '^exit=0$'
 check "SIGTERM: 'shutting down' logged" "$(cat "$tmp/worker.log")" 'INFO shutting down'
@@ -630,6 +640,67 @@ if start_worker "$tmp/worker4.log" --model-dir "$mdir" --max-message-bytes 10485
 	check "the limits worker exits 0 on SIGTERM" "$STOPPED" '^exit=0$'
 else
 	fail "limits worker starts"
+fi
+
+# --- a client that does not read its answers (--max-client-bytes) ---------
+# A client that sends 20000 pings from a socket that reads little: the
+# worker keeps what it has answered up to --max-client-bytes (4 MiB here),
+# then refuses with 53400 up to 1 MiB more of refusals, then drops; it
+# logs the episode once each way, serves another client all the while,
+# and serves the first again once it has read.  One connection sending
+# request after request that it reads (12 rounds of 3 images, about 350
+# kB a request, over a 1 MiB limit) is never refused: what a request
+# holds is given back when it is answered.
+out=$("$WORKER" --help 2>&1)
+check "--help explains --max-client-bytes" "$out" '--max-client-bytes BYTES' 'SQLSTATE 53400' \
+	'default 256M'
+out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --max-client-bytes 0 2>&1)
+check "--max-client-bytes 0 is refused (exit 2)" "$out rc=$?" 'rc=2' 'max-client-bytes must be a positive byte count'
+if start_worker "$tmp/worker_cb.log" --max-client-bytes 4M --threads 1; then
+	out=$("$CLIENT" --endpoint "$EP" --timeout-ms 5000 flood 20000)
+	held=$(grep '^HELD ' <<<"$out" | head -n -1 | tail -1)
+	unread=$(sed -n 's/.*unread_answer_bytes=\([0-9]*\).*/\1/p' <<<"$held")
+	refusals=$(sed -n 's/.* refusals=\([0-9]*\).*/\1/p' <<<"$held")
+	drops=$(sed -n 's/.* drops=\([0-9]*\).*/\1/p' <<<"$held")
+	pongs=$(sed -n 's/^FLOOD .* pongs=\([0-9]*\).*/\1/p' <<<"$out")
+	refused=$(sed -n 's/^FLOOD .* refused=\([0-9]*\).*/\1/p' <<<"$out")
+	# 4 MiB, plus 1 MiB of refusals, plus one answer of a few kB
+	if [ "${unread:-0}" -gt 4194304 ] && [ "${unread:-0}" -le $((5242880 + 16384)) ]; then
+		pass "the worker holds the unread answers up to the limit and the refusals' allowance ($unread bytes)"
+	else
+		fail "the worker holds the unread answers up to the limit and the refusals' allowance" "$out"
+	fi
+	if [ "${refusals:-0}" -gt 0 ] && [ "${drops:-0}" -gt 0 ] &&
+		[ "$refusals" = "$refused" ] &&
+		[ $((pongs + refused + drops)) -eq 20000 ]; then
+		pass "every ping was answered, refused (53400) or dropped: $pongs + $refused + $drops"
+	else
+		fail "every ping was answered, refused (53400) or dropped" "$out"
+	fi
+	check "a refusal names the limit and the flag" "$out" \
+		'^REFUSAL request_id=[0-9]+ message=the worker holds [0-9]+ bytes for this connection \(requests queued and answers not read yet\), over its limit of 4194304 bytes; the request was not run \| hint=.*--max-client-bytes'
+	check "once it has read, the client is served again and the worker holds nothing for it" \
+		"$out" '^FLOOD sent=20000 ' '^AFTER pong$' '^HELD unread_answer_bytes=0 '
+	check "the episode is logged once each way, not once a request" \
+		"$(grep -c 'over --max-client-bytes 4194304: its requests are refused' "$tmp/worker_cb.log") $(grep -c 'under --max-client-bytes 4194304 again' "$tmp/worker_cb.log") $(grep -c 'error 53400' "$tmp/worker_cb.log")" \
+		'^1 1 0$'
+	check "the log names the client" "$(cat "$tmp/worker_cb.log")" \
+		'WARN client 127\.0\.0\.1 \(routing id [0-9a-f]+\) holds [0-9]+ bytes'
+	stop_worker TERM
+else
+	fail "client-limit worker starts"
+fi
+if start_worker "$tmp/worker_cb1.log" --max-client-bytes 1M --threads 1; then
+	out=$("$CLIENT" --endpoint "$EP" --timeout-ms 20000 --input-size 48x192 --rounds 12 \
+		predict $cls "$DATA/p08_doc_on_desk.jpg" "$DATA/p38_multi_noticeboard.jpg" \
+		"$DATA/p31_lift_notice_exif6.jpg")
+	check "one connection's 12 requests of 350 kB that it reads pass a 1 MiB limit" "$out" \
+		'^RESULT rows=3 frames=3 request_id=7 served=12' '^ROW 2 id=102 ok=1 '
+	check "... and nothing is refused" "$("$CLIENT" --endpoint "$EP" ping)" \
+		' unread_answer_bytes=0 client_limit_refusals=0 client_limit_drops=0 '
+	stop_worker TERM
+else
+	fail "1 MiB client-limit worker starts"
 fi
 
 # --- the input cache ------------------------------------------------------

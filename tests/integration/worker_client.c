@@ -52,6 +52,9 @@
  *									 stages), built as raw wire bytes
  *	  frames N						 MSG_RUN_FRAGMENT with one row id and N
  *									 payload frames
+ *	  flood N						 N pings from a client that reads no
+ *									 answer until the worker's state is
+ *									 steady (flood_command)
  *	  bulk ROWS N BYTES				 MSG_RUN_FRAGMENT whose header names ROWS
  *									 row ids, followed by N payload frames
  *									 of BYTES zero bytes each (N and BYTES
@@ -90,6 +93,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include <zmq.h>
 
@@ -379,6 +383,10 @@ print_state_fields(const Pginfer__WorkerState *st)
 		   (unsigned long long) st->request_bytes,
 		   (unsigned long long) st->heap_bytes,
 		   (unsigned long long) st->max_message_bytes);
+	printf(" unread_answer_bytes=%llu client_limit_refusals=%llu client_limit_drops=%llu",
+		   (unsigned long long) st->unread_answer_bytes,
+		   (unsigned long long) st->client_limit_refusals,
+		   (unsigned long long) st->client_limit_drops);
 	printf(" model_loads=%llu model_evictions=%llu model_hits=%llu model_misses=%llu",
 		   (unsigned long long) st->model_loads,
 		   (unsigned long long) st->model_evictions,
@@ -600,7 +608,7 @@ usage(void)
 			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
 			"          load MODEL [SHA256HEX] |\n"
 			"          unload MODEL | cancel | garbage | deep N | frames N | state [COUNT] |\n"
-			"          bulk ROWS N BYTES\n"
+			"          bulk ROWS N BYTES | flood N\n"
 			"(\"+\" among FILEs: send the parts from separate clients at once)\n");
 }
 
@@ -665,6 +673,163 @@ open_client(void *ctx, const char *endpoint)
 		return NULL;
 	}
 	return sock;
+}
+
+/*
+ * One ping on sock and its PONG's state (NULL when none came within
+ * timeout_ms or the answer was no PONG); free with
+ * pginfer__header__free_unpacked.
+ */
+static Pginfer__Header *
+ping_state(void *sock, uint64_t request_id, int timeout_ms)
+{
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
+	Pginfer__Header *r = NULL;
+	zmq_msg_t	m;
+
+	h.version = PGINFER_PROTOCOL_VERSION;
+	h.kind = PGINFER__MSG_KIND__MSG_PING;
+	h.request_id = request_id;
+	if (send_request(sock, &h, NULL, NULL, 0) != 0 ||
+		zmq_poll(&item, 1, timeout_ms) <= 0)
+		return NULL;
+	zmq_msg_init(&m);
+	if (zmq_msg_recv(&m, sock, 0) >= 0)
+		r = pginfer__header__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+	while (zmq_msg_more(&m))
+	{
+		zmq_msg_close(&m);
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, sock, 0) < 0)
+			break;
+	}
+	zmq_msg_close(&m);
+	if (r != NULL && (r->kind != PGINFER__MSG_KIND__MSG_PONG || r->state == NULL))
+	{
+		pginfer__header__free_unpacked(r, NULL);
+		r = NULL;
+	}
+	return r;
+}
+
+/* Prints "HELD ..." from a second client's ping (what the worker holds). */
+static int
+print_held(void *watch, uint64_t request_id, int timeout_ms, uint64_t *key)
+{
+	Pginfer__Header *r = ping_state(watch, request_id, timeout_ms);
+
+	if (r == NULL)
+	{
+		printf("HELD none\n");
+		return -1;
+	}
+	printf("HELD unread_answer_bytes=%llu refusals=%llu drops=%llu\n",
+		   (unsigned long long) r->state->unread_answer_bytes,
+		   (unsigned long long) r->state->client_limit_refusals,
+		   (unsigned long long) r->state->client_limit_drops);
+	if (key != NULL)
+		*key = r->state->client_limit_refusals * 1000003ULL +
+			r->state->client_limit_drops * 7919ULL + r->state->unread_answer_bytes;
+	pginfer__header__free_unpacked(r, NULL);
+	return 0;
+}
+
+/*
+ * The "flood N" command: a client that sends N pings (request ids 1000,
+ * 1001, ...) without reading any answer, from a socket that reads little
+ * (ZMQ_RCVHWM 1, ZMQ_RCVBUF 4096), so that the worker keeps the answers.
+ * A second client then pings every 200 ms until two states agree and
+ * prints what the worker holds ("HELD ..."); the first reads every answer
+ * and prints "FLOOD sent=N pongs=P refused=R other=O" (refused: MSG_ERROR
+ * 53400), pings once more ("AFTER pong" or "AFTER none") and the second
+ * prints "HELD ..." again.  Returns 0, or 2 on a socket error.
+ */
+static int
+flood_command(void *ctx, const char *endpoint, long n, int timeout_ms)
+{
+	void	   *sock = zmq_socket(ctx, ZMQ_DEALER);
+	void	   *watch = open_client(ctx, endpoint);
+	int			one = 1,
+				small = 4096,
+				zero = 0;
+	long		pongs = 0,
+				refused = 0,
+				other = 0;
+	uint64_t	last = 0,
+				key = 1;
+	Pginfer__Header *after;
+
+	if (sock == NULL || watch == NULL)
+		return 2;
+	zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(sock, ZMQ_RCVHWM, &one, sizeof(one));
+	zmq_setsockopt(sock, ZMQ_RCVBUF, &small, sizeof(small));
+	zmq_setsockopt(sock, ZMQ_SNDHWM, &zero, sizeof(zero));
+	if (zmq_connect(sock, endpoint) != 0)
+		return 2;
+	for (long k = 0; k < n; k++)
+	{
+		Pginfer__Header h = PGINFER__HEADER__INIT;
+
+		h.version = PGINFER_PROTOCOL_VERSION;
+		h.kind = PGINFER__MSG_KIND__MSG_PING;
+		h.request_id = 1000 + (uint64_t) k;
+		if (send_request(sock, &h, NULL, NULL, 0) != 0)
+			return 2;
+	}
+	for (int turn = 0; turn < 100 && key != last; turn++)
+	{
+		last = key;
+		usleep(200000);
+		if (print_held(watch, 10 + (uint64_t) turn, timeout_ms, &key) != 0)
+			return 2;
+	}
+	for (;;)
+	{
+		zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
+		Pginfer__Header *r = NULL;
+		zmq_msg_t	m;
+
+		if (zmq_poll(&item, 1, 2000) <= 0)
+			break;
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, sock, 0) >= 0)
+			r = pginfer__header__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+		while (zmq_msg_more(&m))
+		{
+			zmq_msg_close(&m);
+			zmq_msg_init(&m);
+			if (zmq_msg_recv(&m, sock, 0) < 0)
+				break;
+		}
+		zmq_msg_close(&m);
+		if (r != NULL && r->kind == PGINFER__MSG_KIND__MSG_PONG)
+			pongs++;
+		else if (r != NULL && r->kind == PGINFER__MSG_KIND__MSG_ERROR &&
+				 r->error != NULL && r->error->sqlstate != NULL &&
+				 strcmp(r->error->sqlstate, "53400") == 0)
+		{
+			if (refused == 0)
+				printf("REFUSAL request_id=%llu message=%s | hint=%s\n",
+					   (unsigned long long) r->request_id, r->error->message,
+					   r->error->hint != NULL ? r->error->hint : "");
+			refused++;
+		}
+		else
+			other++;
+		if (r != NULL)
+			pginfer__header__free_unpacked(r, NULL);
+	}
+	printf("FLOOD sent=%ld pongs=%ld refused=%ld other=%ld\n", n, pongs, refused, other);
+	after = ping_state(sock, 5, timeout_ms);
+	printf("AFTER %s\n", after != NULL ? "pong" : "none");
+	if (after != NULL)
+		pginfer__header__free_unpacked(after, NULL);
+	print_held(watch, 6, timeout_ms, NULL);
+	zmq_close(sock);
+	zmq_close(watch);
+	return 0;
 }
 
 /*
@@ -1028,6 +1193,20 @@ main(int argc, char **argv)
 	}
 	cmd = argv[i++];
 
+	if (strcmp(cmd, "flood") == 0)
+	{
+		long		count = i < argc ? atol(argv[i]) : 0;
+
+		ctx = zmq_ctx_new();
+		if (ctx == NULL || count < 1)
+		{
+			usage();
+			return 2;
+		}
+		rc = flood_command(ctx, o.endpoint, count, o.timeout_ms);
+		zmq_ctx_term(ctx);
+		return rc;
+	}
 	if (strcmp(cmd, "state") == 0)
 	{
 		int			count = i < argc ? atoi(argv[i]) : 1;

@@ -140,6 +140,15 @@ test_errors(void)
 	CHECK(strstr(err, ".conf:2: sections are not used (found [worker])") != NULL, "section: %s", err);
 	CHECK_EXPR(read_text("threads = 1\n\nthreads = 2\n", &s, err, sizeof(err)) == -1);
 	CHECK(error_is(err, "3: key \"threads\" is set twice (first on line 1)"), "twice: %s", err);
+	/* " #" after a value is no comment to inih: refused, not kept in the value */
+	CHECK_EXPR(read_text("listen = tcp://127.0.0.1:5555   # the request socket\n", &s, err,
+						 sizeof(err)) == -1);
+	CHECK(error_is(err, "1: the value of \"listen\" has \" #\" in it, which does not start a comment after a value; start such a comment with \" ;\", or put it on its own line"),
+		  "hash comment: %s", err);
+	CHECK(read_text("listen = tcp://127.0.0.1:5555 ; the request socket\nlog-level = debug#x\n",
+					&s, err, sizeof(err)) == 0 &&
+		  strcmp(s.log, "l=tcp://127.0.0.1:5555;v=debug#x;") == 0,
+		  "' ;' ends a value, a '#' within one stays: %s %s", err, s.log);
 	CHECK_EXPR(read_text("keygen = /tmp/k\n", &s, err, sizeof(err)) == -1);
 	CHECK(strstr(err, ":1: unknown key \"keygen\"") != NULL, "not a key: %s", err);
 	CHECK_EXPR(read_text("verbose = 1\n", &s, err, sizeof(err)) == -1);
