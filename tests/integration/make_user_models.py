@@ -58,10 +58,10 @@ def image_input():
     return helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])
 
 
-def save(outdir, name, nodes, output, inits=()):
-    graph = helper.make_graph(nodes, name, [image_input()], [output],
+def save(outdir, name, nodes, output, inits=(), opset=13, x=None):
+    graph = helper.make_graph(nodes, name, [x or image_input()], [output],
                               initializer=list(inits))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="pg_infer tests")
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -130,29 +130,16 @@ def main():
         helper.make_node("Gemm", ["f", "w"], ["y"]),
     ], y(["N", 4]), [w, shape])
 
-    graph = helper.make_graph([
+    save(outdir, "maxpool_indices", [
         helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("Cast", ["i"], ["c"], to=TensorProto.FLOAT),
         helper.make_node("Flatten", ["c"], ["y"]),
-    ], "maxpool_indices", [image_input()], [y(["N", 48])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)],
-                              producer_name="pg_infer tests")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, os.path.join(outdir, "maxpool_indices.onnx"))
-    print(os.path.join(outdir, "maxpool_indices.onnx"))
+    ], y(["N", 48]), opset=12)
 
-    graph = helper.make_graph([
+    save(outdir, "fixed_b4", [
         helper.make_node("GlobalAveragePool", ["x"], ["g"]),
         helper.make_node("Flatten", ["g"], ["y"]),
-    ], "fixed_b4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3, 8, 8])],
-        [y([4, 3])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                              producer_name="pg_infer tests")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, os.path.join(outdir, "fixed_b4.onnx"))
-    print(os.path.join(outdir, "fixed_b4.onnx"))
+    ], y([4, 3]), x=helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3, 8, 8]))
 
     shape = numpy_helper.from_array(np.array([-1, 100], dtype=np.int64), "shape")
     save(outdir, "reshape_100", [

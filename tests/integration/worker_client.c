@@ -676,24 +676,16 @@ open_client(void *ctx, const char *endpoint)
 }
 
 /*
- * One ping on sock and its PONG's state (NULL when none came within
- * timeout_ms or the answer was no PONG); free with
- * pginfer__header__free_unpacked.
+ * Reads one whole reply from sock (which has one waiting) and returns its
+ * unpacked header, the other parts read and dropped; NULL when it does not
+ * unpack.  Free with pginfer__header__free_unpacked.
  */
 static Pginfer__Header *
-ping_state(void *sock, uint64_t request_id, int timeout_ms)
+recv_header(void *sock)
 {
-	Pginfer__Header h = PGINFER__HEADER__INIT;
-	zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
 	Pginfer__Header *r = NULL;
 	zmq_msg_t	m;
 
-	h.version = PGINFER_PROTOCOL_VERSION;
-	h.kind = PGINFER__MSG_KIND__MSG_PING;
-	h.request_id = request_id;
-	if (send_request(sock, &h, NULL, NULL, 0) != 0 ||
-		zmq_poll(&item, 1, timeout_ms) <= 0)
-		return NULL;
 	zmq_msg_init(&m);
 	if (zmq_msg_recv(&m, sock, 0) >= 0)
 		r = pginfer__header__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
@@ -705,6 +697,28 @@ ping_state(void *sock, uint64_t request_id, int timeout_ms)
 			break;
 	}
 	zmq_msg_close(&m);
+	return r;
+}
+
+/*
+ * One ping on sock and its PONG's state (NULL when none came within
+ * timeout_ms or the answer was no PONG); free with
+ * pginfer__header__free_unpacked.
+ */
+static Pginfer__Header *
+ping_state(void *sock, uint64_t request_id, int timeout_ms)
+{
+	Pginfer__Header h = PGINFER__HEADER__INIT;
+	zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
+	Pginfer__Header *r;
+
+	h.version = PGINFER_PROTOCOL_VERSION;
+	h.kind = PGINFER__MSG_KIND__MSG_PING;
+	h.request_id = request_id;
+	if (send_request(sock, &h, NULL, NULL, 0) != 0 ||
+		zmq_poll(&item, 1, timeout_ms) <= 0)
+		return NULL;
+	r = recv_header(sock);
 	if (r != NULL && (r->kind != PGINFER__MSG_KIND__MSG_PONG || r->state == NULL))
 	{
 		pginfer__header__free_unpacked(r, NULL);
@@ -788,22 +802,11 @@ flood_command(void *ctx, const char *endpoint, long n, int timeout_ms)
 	for (;;)
 	{
 		zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
-		Pginfer__Header *r = NULL;
-		zmq_msg_t	m;
+		Pginfer__Header *r;
 
 		if (zmq_poll(&item, 1, 2000) <= 0)
 			break;
-		zmq_msg_init(&m);
-		if (zmq_msg_recv(&m, sock, 0) >= 0)
-			r = pginfer__header__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
-		while (zmq_msg_more(&m))
-		{
-			zmq_msg_close(&m);
-			zmq_msg_init(&m);
-			if (zmq_msg_recv(&m, sock, 0) < 0)
-				break;
-		}
-		zmq_msg_close(&m);
+		r = recv_header(sock);
 		if (r != NULL && r->kind == PGINFER__MSG_KIND__MSG_PONG)
 			pongs++;
 		else if (r != NULL && r->kind == PGINFER__MSG_KIND__MSG_ERROR &&
