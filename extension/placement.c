@@ -111,6 +111,8 @@ typedef struct Estimate
 	double		external;		/* cost: delay added to queued requests */
 	bool		too_small;		/* the request's largest row is over its
 								 * --max-message-bytes */
+	bool		no_memory;		/* its models together are more than its
+								 * model memory (lacks_memory) */
 	bool		avoided;		/* it lost the request's rows before */
 } Estimate;
 
@@ -155,6 +157,50 @@ find_model(const InferPoolWorker *w, const char *file)
 		if (strcmp(w->models[i].file, file) == 0)
 			return &w->models[i];
 	return NULL;
+}
+
+/*
+ * The bytes file holds when resident, as w reports it, or, when w has not
+ * reported it, the first of the other workers (all, nall) that has; 0
+ * when none has.
+ */
+static uint64
+model_bytes(const InferPoolWorker *w, const char *file,
+			InferPoolWorker *const *all, int nall)
+{
+	const InferPoolModel *m = find_model(w, file);
+	uint64		bytes = m != NULL ? m->bytes : 0;
+
+	for (int i = 0; i < nall && bytes == 0; i++)
+	{
+		const InferPoolModel *o = all[i] ? find_model(all[i], file) : NULL;
+
+		if (o != NULL)
+			bytes = o->bytes;
+	}
+	return bytes;
+}
+
+/*
+ * Whether w (NULL: not known) cannot hold the request's models (files,
+ * nfiles) at all: their bytes together (model_bytes) are more than its
+ * model memory (WorkerState.gpu_memory_cap: --gpu-memory, or the device's
+ * or host's memory), so that a load among them fails there with 53200
+ * whatever it evicts.  Every policy passes such a worker over while
+ * another can take the request: round_robin and least_loaded sent it
+ * every turn's batch, and each statement failed.
+ */
+static bool
+lacks_memory(const InferPoolWorker *w, const char **files, int nfiles,
+			 InferPoolWorker *const *all, int nall)
+{
+	uint64		total = 0;
+
+	if (w == NULL || w->gpu_memory_cap == 0)
+		return false;
+	for (int f = 0; f < nfiles; f++)
+		total += model_bytes(w, files[f], all, nall);
+	return total > w->gpu_memory_cap;
 }
 
 /*
@@ -399,17 +445,11 @@ memory_terms(const InferPoolWorker *w, const char **files, int nfiles,
 	for (int f = 0; f < nfiles; f++)
 	{
 		const InferPoolModel *m = find_model(w, files[f]);
-		uint64		bytes = m != NULL ? m->bytes : 0;
+		uint64		bytes;
 
 		if (m != NULL && m->queued > 0)
 			continue;			/* held already */
-		for (int i = 0; i < nall && bytes == 0; i++)
-		{
-			const InferPoolModel *o = all[i] ? find_model(all[i], files[f]) : NULL;
-
-			if (o != NULL)
-				bytes = o->bytes;
-		}
+		bytes = model_bytes(w, files[f], all, nall);
 		/* the request holds it from now on, resident or not */
 		held += bytes;
 		if (m == NULL || !m->resident)
@@ -516,16 +556,17 @@ policy_key(const Estimate *e)
 
 /*
  * Whether e is passed over before its cost is looked at: down (while any
- * is up); reading no row as large as the request's largest (while any not
- * passed over as down does: a larger frame would make it drop the
- * connection); one that lost the request's rows before (while any other
+ * is up); reading no row as large as the request's largest, or holding
+ * less model memory than the request's models take (while any not passed
+ * over as down does neither: a larger frame would make it drop the
+ * connection, a load would fail); one that lost the request's rows before (while any other
  * not passed over so far is there).  choose() finds the any_ flags in that
  * order, each among the workers the earlier ones leave.
  */
 static bool
 passed_over(const Estimate *e, bool any_up, bool any_fits, bool any_other)
 {
-	return (e->down && any_up) || (e->too_small && any_fits) ||
+	return (e->down && any_up) || ((e->too_small || e->no_memory) && any_fits) ||
 		(e->avoided && any_other);
 }
 
@@ -612,6 +653,7 @@ estimate(const PoolView *v, int i, const char **files, int nfiles,
 	}
 	e->down = InferPoolStatusOf(w, v->now) == INFER_POOL_DOWN;
 	e->too_small = w->max_message_bytes > 0 && largest > w->max_message_bytes;
+	e->no_memory = lacks_memory(w, files, nfiles, v->snap, v->nworkers);
 	if (w->heartbeat != 0)
 	{
 		double		age = TimestampDifferenceMilliseconds(w->heartbeat, v->now);
@@ -674,7 +716,8 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	for (int i = 0; i < n; i++)
 		any_up |= !est[i].down;
 	for (int i = 0; i < n; i++)
-		any_fits |= !est[i].too_small && !passed_over(&est[i], any_up, false, false);
+		any_fits |= !est[i].too_small && !est[i].no_memory &&
+			!passed_over(&est[i], any_up, false, false);
 	for (int i = 0; i < n; i++)
 		any_other |= !est[i].avoided &&
 			!passed_over(&est[i], any_up, any_fits, false);
@@ -723,16 +766,18 @@ choose(const Estimate *est, int n, bool turn, double *key)
  * round_robin's pick at turn rr among workers (n, ordered by name): the
  * next in turn that the pool does not hold down (the turn moves past the
  * down ones, so that the others keep sharing the load evenly), that reads
- * a row of largest bytes (its --max-message-bytes) and that is not among
- * avoid (navoid names); failing that the next not down that reads it, then
- * the next not down; or rr's own when every worker is down, so that the
- * statement gets the usual connection error; its pool slot in *slot.
- * Without the pool nothing is down and no limit is known.  Errors: none
- * but out of memory (InferPoolRegister).
+ * a row of largest bytes (its --max-message-bytes), that can hold the
+ * request's models (no_memory[k] false for workers[k]; NULL: all can) and
+ * that is not among avoid (navoid names); failing that the next not down
+ * that reads it and holds them, then the next not down; or rr's own when
+ * every worker is down, so that the statement gets the usual connection
+ * error; its pool slot in *slot.  Without the pool nothing is down and no
+ * limit is known.  Errors: none but out of memory (InferPoolRegister).
  */
 static int
 round_robin_pick(const InferWorker *workers, int n, uint32 rr, size_t largest,
-				 const char *const *avoid, int navoid, int *slot)
+				 const bool *no_memory, const char *const *avoid, int navoid,
+				 int *slot)
 {
 	for (int pass = 0; pass < 3; pass++)
 	{
@@ -745,6 +790,7 @@ round_robin_pick(const InferWorker *workers, int n, uint32 rr, size_t largest,
 			limit = InferPoolRowLimit(*slot);
 			if (InferPoolIsDown(*slot) ||
 				(pass < 2 && limit != 0 && largest > limit) ||
+				(pass < 2 && no_memory != NULL && no_memory[(rr + k) % n]) ||
 				(pass < 1 && InferPlacementAvoided(w->name, avoid, navoid)))
 				continue;
 			placement_rr_next += k;
@@ -822,13 +868,29 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes,
 
 	/* every pick moves the turn, as InferCatalogPickWorker's did */
 	rr = placement_rr_next++;
+	nfiles = request_files(frags, nfrags, true, files);
 	if (!InferPoolEnabled() || infer_placement == INFER_PLACEMENT_ROUND_ROBIN)
 	{
 		int			nworkers;
-		InferWorker *workers = InferCatalogGetWorkers(&nworkers);
+		InferWorker *workers;
+		bool	   *no_memory = NULL;
 		int			slot;
-		int			pick = round_robin_pick(workers, nworkers, rr, largest,
-											avoid, navoid, &slot);
+		int			pick;
+
+		if (InferPoolEnabled())
+		{
+			/* the pool's view: which workers cannot hold the models */
+			view_take(&v, false);
+			workers = v.workers;
+			nworkers = v.nworkers;
+			no_memory = palloc0(sizeof(bool) * Max(nworkers, 1));
+			for (int i = 0; i < nworkers; i++)
+				no_memory[i] = lacks_memory(v.snap[i], files, nfiles, v.snap, nworkers);
+		}
+		else
+			workers = InferCatalogGetWorkers(&nworkers);
+		pick = round_robin_pick(workers, nworkers, rr, largest, no_memory,
+								avoid, navoid, &slot);
 
 		chosen = palloc(sizeof(InferWorker));
 		*chosen = workers[pick];
@@ -854,7 +916,6 @@ InferPlacementPick(InferFragment **frags, int nfrags, int nrows, size_t bytes,
 		return chosen;
 	}
 
-	nfiles = request_files(frags, nfrags, true, files);
 	nruns = request_files(frags, nfrags, false, runs);
 	chosen = palloc(sizeof(InferWorker));
 	chosen->runs = palloc(sizeof(char *) * Max(nruns, 1));

@@ -1205,12 +1205,18 @@ monitor_log_status(int i, MonSlot *s, TimestampTz now)
 				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is up",
 						name, endpoint),
 				 errdetail("Its state names it %s.", worker_id)));
+	else if (folds == 0 && registered == 0)
+		ereport(LOG,
+				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is down",
+						name, endpoint),
+				 errdetail("A backend lost its connection to it before it had answered the pool."),
+				 errhint("Check that a worker listens at that endpoint, and its CURVE key.")));
 	else if (folds == 0)
 		ereport(LOG,
 				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is down",
 						name, endpoint),
 				 errdetail("It has not answered since it was registered, %ld ms ago.",
-						   registered != 0 ? (long) TimestampDifferenceMilliseconds(registered, now) : 0L),
+						   (long) TimestampDifferenceMilliseconds(registered, now)),
 				 errhint("Check that a worker listens at that endpoint, and its CURVE key.")));
 	else if (heartbeat == 0)
 		ereport(LOG,

@@ -12,8 +12,11 @@
 #include "worker/clients.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "worker/log.h"
 
 #define CLIENT_BUCKETS 1024
 
@@ -25,6 +28,7 @@ struct client_entry
 	client_entry *next;
 	client_table *table;
 	_Atomic int64_t bytes;		/* held requests and unread answers, counted */
+	_Atomic int64_t unread;		/* the unread answers of those */
 	_Atomic int64_t refs;		/* client_hold and counted frames */
 	int			over;			/* client_set_over */
 	size_t		id_len;
@@ -65,6 +69,23 @@ entry_idle(client_entry *e)
 	return atomic_load(&e->refs) == 0;
 }
 
+/*
+ * Logs that a client that was over its limit holds nothing any more (its
+ * entry is about to go: the over flag would go with it).
+ */
+static void
+log_over_ended(const client_entry *e)
+{
+	char		hex[2 * 16 + 1];
+	size_t		n = e->id_len < 16 ? e->id_len : 16;
+
+	for (size_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", e->id[i]);
+	hex[2 * n] = '\0';
+	log_info("client (routing id %s) holds nothing any more (it read its answers, or its connection closed): under --max-client-bytes again",
+			 hex);
+}
+
 /* Frees the idle entries of one bucket but keep (which may be NULL). */
 static void
 prune_bucket(client_entry **head, const client_entry *keep)
@@ -78,6 +99,8 @@ prune_bucket(client_entry **head, const client_entry *keep)
 		if (e != keep && entry_idle(e))
 		{
 			*link = e->next;
+			if (e->over)
+				log_over_ended(e);
 			free(e);
 		}
 		else
@@ -151,6 +174,12 @@ client_held(const client_entry *c)
 }
 
 int64_t
+client_unread(const client_entry *c)
+{
+	return c != NULL ? atomic_load(&((client_entry *) c)->unread) : 0;
+}
+
+int64_t
 client_table_unread(const client_table *t)
 {
 	return t != NULL ? atomic_load(&((client_table *) t)->unread) : 0;
@@ -208,6 +237,7 @@ free_counted(void *data, void *hint)
 
 	free(data);
 	atomic_fetch_sub(&c->table->unread, counted);
+	atomic_fetch_sub(&c->unread, counted);
 	free(f);
 	client_release(c, counted);
 }
@@ -225,9 +255,11 @@ client_msg_init(zmq_msg_t *m, void *buf, size_t len, client_entry *c)
 	f->client = c;
 	f->counted = client_hold(c, (int64_t) len);
 	atomic_fetch_add(&c->table->unread, f->counted);
+	atomic_fetch_add(&c->unread, f->counted);
 	if (zmq_msg_init_data(m, buf, len, free_counted, f) != 0)
 	{
 		atomic_fetch_sub(&c->table->unread, f->counted);
+		atomic_fetch_sub(&c->unread, f->counted);
 		client_release(c, f->counted);
 		free(f);
 		return -1;

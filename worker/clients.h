@@ -32,14 +32,21 @@
 typedef struct client_table client_table;
 typedef struct client_entry client_entry;
 
-/* Default --max-client-bytes: 256 MiB. */
-#define CLIENT_DEFAULT_MAX_BYTES ((int64_t) 256 * 1024 * 1024)
+/*
+ * Default --max-client-bytes: 1 GiB, so that a backend that keeps
+ * infer.max_inflight (4) requests of rows as large as --max-message-bytes
+ * (256 MiB) allows is not refused.
+ */
+#define CLIENT_DEFAULT_MAX_BYTES ((int64_t) 1024 * 1024 * 1024)
 
 /*
  * Bytes a message is counted for beside its payload (measured: about 1 KiB
- * of heap per queued request of one small row; tests/integration/test_worker.sh).
+ * of heap per queued request of one small row; tests/integration/test_worker.sh),
+ * and each further frame of a request (a row: its zmq_msg_t, its row id
+ * unpacked, its entries in the request's row tables, about 140 bytes).
  */
 #define CLIENT_MESSAGE_OVERHEAD 1024
+#define CLIENT_FRAME_OVERHEAD 256
 
 /*
  * Refusals (MSG_ERROR answers) a client over its limit still gets, in
@@ -61,7 +68,8 @@ void		client_table_destroy(client_table **t);
 /*
  * The entry of the client whose routing id is id[0..len), made when it has
  * none (len at most 255, ZeroMQ's limit).  Entries that hold nothing are
- * pruned as the table is used, so the pointer is valid only until the next
+ * pruned as the table is used (one that was over its limit logs, at INFO,
+ * that it holds nothing any more), so the pointer is valid only until the next
  * call on the table unless the caller holds it (client_hold).  NULL when
  * memory runs out.
  */
@@ -69,6 +77,9 @@ client_entry *client_table_get(client_table *t, const void *id, size_t len);
 
 /* Bytes the client holds now: requests held plus answers unread, with overheads. */
 int64_t		client_held(const client_entry *c);
+
+/* Of those, the answers it has not read (client_msg_init), with overheads. */
+int64_t		client_unread(const client_entry *c);
 
 /* Answer bytes all clients have not read yet, with overheads. */
 int64_t		client_table_unread(const client_table *t);

@@ -146,7 +146,7 @@ const char metrics_dashboard_html[] =
 "    '<tr><td>GPU memory</td><td><span class=\"gpu-used\">' + fmtBytes(g.used) + '</span> of <span class=\"gpu-total\">' +\n"
 "    fmtBytes(g.total) + '</span><div class=\"bar\"><div style=\"width:' + pct.toFixed(1) + '%\"></div></div></td></tr>' +\n"
 "    '<tr><td>requests</td><td><span class=\"requests\">' + num(d.requests_total) + \"</span> (\" + num(d.request_failures_total) + \" failed)</td></tr>\" +\n"
-"    '<tr><td>rows</td><td><span class=\"rows\">' + num(d.inferences_total) + \"</span></td></tr>\" +\n"
+"    '<tr><td>rows</td><td><span class=\"rows\">' + num(d.inferences_total) + '</span> (<span class=\"rows-failed\">' + num(d.inference_failures_total) + \"</span> failed)</td></tr>\" +\n"
 "    '<tr><td>throughput</td><td><span class=\"throughput\">' + recentRate(w.series, 10).toFixed(1) + \"</span> rows/s (last 10 s), \" +\n"
 "    '<span class=\"throughput-1m\">' + recentRate(w.series, 60).toFixed(2) + \"</span> rows/s (last minute)</td></tr>\" +\n"
 "    '<tr><td>resident models</td><td><ul class=\"models\">' + models + \"</ul></td></tr>\" +\n"

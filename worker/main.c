@@ -80,7 +80,8 @@ static void
 on_continue_signal(int signo)
 {
 	(void) signo;
-	atomic_store(&server_resumed_us, ie_now_ns() / 1000);
+	atomic_store(&server_resumed_us[server_resumes % SERVER_RESUMES_KEPT],
+				 ie_now_ns() / 1000);
 	server_resumes++;
 }
 
@@ -192,9 +193,10 @@ usage(FILE *f)
 			"                      most bytes one client connection may hold in the\n"
 			"                      worker: its queued requests and the answers it has\n"
 			"                      not read (suffixes K, M, G, T); past it, its new\n"
-			"                      requests are refused with SQLSTATE 53400, and\n"
-			"                      dropped once those refusals pass it by 1M too; the\n"
-			"                      answers already made are kept (default 256M)\n"
+			"                      requests, and its queued ones once its unread\n"
+			"                      answers pass it, are refused with SQLSTATE 53400,\n"
+			"                      and dropped once those refusals pass it by 1M too;\n"
+			"                      the answers already made are kept (default 1G)\n"
 			"  --curve-keygen PREFIX\n"
 			"                      write a new key pair to PREFIX.key (secret, 0600)\n"
 			"                      and PREFIX.pub (never overwriting), and exit\n"

@@ -1542,19 +1542,26 @@ model_cache_load_ms_total(model_cache *mc)
 
 /* Takes back the load times of loads after `since`; see model_cache.h. */
 int
-model_cache_untime_loads(model_cache *mc, uint64_t since, int64_t resumed_us)
+model_cache_untime_loads(model_cache *mc, uint64_t since,
+						 const int64_t *resumed, int n_resumed)
 {
 	int			n = 0;
+	int			known = 0;
 
+	for (int k = 0; k < n_resumed; k++)
+		known |= resumed[k] > 0;
 	pthread_mutex_lock(&mc->lock);
 	for (cache_entry *e = mc->models; e != NULL; e = e->next)
 	{
+		int			spans = !known;
+
 		if (e->load_no == 0 || e->load_no <= since)
 			continue;
-		/* a load wholly before the stop, or after the resume */
-		if (resumed_us > 0 &&
-			(e->load_end_us < resumed_us - MODEL_CACHE_RESUME_SLACK_US ||
-			 e->load_start_us >= resumed_us))
+		/* a load that began before a resume and ended after it */
+		for (int k = 0; k < n_resumed && !spans; k++)
+			spans = resumed[k] > 0 && e->load_start_us < resumed[k] &&
+				e->load_end_us >= resumed[k] - MODEL_CACHE_RESUME_SLACK_US;
+		if (!spans)
 			continue;
 		log_info("model \"%s\": a load of %.1f ms across a stop of the process (SIGSTOP, SIGCONT): its load time stays %.1f ms (0: none)",
 				 e->file, e->load_ms, e->load_ms_before);

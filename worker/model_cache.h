@@ -249,9 +249,9 @@ int			model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
 /*
  * Takes back the load time (load_ms) of each model whose last load came
  * after the first `since` loads (model_cache_get_counts().loads read
- * before) and spanned resumed_us (monotonic microseconds of the last
- * SIGCONT: it began before and ended after it, less
- * MODEL_CACHE_RESUME_SLACK_US; resumed_us 0: every such load), as its wall
+ * before) and spanned one of resumed[0..n) (monotonic microseconds of
+ * recent SIGCONTs, 0 for none: it began before one and ended after it,
+ * less MODEL_CACHE_RESUME_SLACK_US; none known: every such load), as its wall
  * time included a stop of the process (SIGSTOP, then SIGCONT) and
  * placement estimates loads from it: the model keeps the load time it had
  * before (measured earlier, declared by the loader, or 0: none).  A load
@@ -264,7 +264,7 @@ int			model_cache_acquire(model_cache *mc, const Pginfer__ModelSpec *spec,
 #define MODEL_CACHE_RESUME_SLACK_US 50000
 
 int			model_cache_untime_loads(model_cache *mc, uint64_t since,
-									 int64_t resumed_us);
+									 const int64_t *resumed, int n);
 
 /*
  * Declares a model a loader knows (bytes, expected load_ms) so that the

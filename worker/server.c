@@ -150,6 +150,8 @@ struct server
 	uint64_t	client_refused; /* requests refused over it (53400) */
 	uint64_t	client_dropped; /* and dropped unanswered, past the
 								 * refusals' allowance */
+	int64_t		over_warned_us; /* warn_over's last line */
+	uint64_t	over_unwarned;	/* and the clients it left out since */
 	int			stopping;		/* shutdown_drain under way */
 	sig_atomic_t hangups_seen;	/* server_hangups logged */
 	uint64_t	stopping_answers;	/* requests it refused (57P01) */
@@ -216,7 +218,7 @@ typedef struct queued_request
 } queued_request;
 
 volatile sig_atomic_t server_resumes = 0;
-_Atomic int64_t server_resumed_us = 0;
+_Atomic int64_t server_resumed_us[SERVER_RESUMES_KEPT];
 volatile sig_atomic_t server_hangups = 0;
 
 /* Monotonic clock in microseconds. */
@@ -1103,7 +1105,7 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
 		return "Export the model without it (ONNX opsets 1 to 17 of the default domain, weights inside the file); docs/sql.md, \"Models\", says what a model needs.";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED) == 0)
-		return "Copy the model file into the model directory again (check it with onnx.checker.check_model), or register the new file with infer.drop_model() and infer.create_model().";
+		return "Copy the model file into the model directory again (check it with onnx.checker.check_model), or register the new file with infer.drop_model() and infer.create_model(); for an uploaded model, upload it again with infer.upload_model().";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_INTERNAL) == 0)
 		return "The worker's log names the request; check the model's registration (infer.models: task, input size, mean and std, labels) against its files.";
 	return NULL;
@@ -1405,7 +1407,13 @@ watch_across_stop(server *s, const stop_watch *w)
 {
 	if (!w->began || w->resumes == server_resumes)
 		return 0;
-	model_cache_untime_loads(s->cache, w->loads0, atomic_load(&server_resumed_us));
+	{
+		int64_t		resumed[SERVER_RESUMES_KEPT];
+
+		for (int k = 0; k < SERVER_RESUMES_KEPT; k++)
+			resumed[k] = atomic_load(&server_resumed_us[k]);
+		model_cache_untime_loads(s->cache, w->loads0, resumed, SERVER_RESUMES_KEPT);
+	}
 	return 1;
 }
 
@@ -2058,14 +2066,72 @@ client_name(zmq_msg_t *parts, int n, char *buf, size_t buflen)
 }
 
 /*
+ * Logs, at WARN, that a client went over --max-client-bytes: at most one
+ * line a second over all clients (a client that connects again and again
+ * is a new one each time), the lines left out counted in the next.
+ */
+static void
+warn_over(server *s, zmq_msg_t *parts, int n, int64_t held, const char *when)
+{
+	int64_t		now = now_us();
+	char		who[128];
+
+	if (s->over_warned_us != 0 && now - s->over_warned_us < 1000000)
+	{
+		s->over_unwarned++;
+		return;
+	}
+	client_name(parts, n, who, sizeof(who));
+	log_warn("client %s holds %lld bytes (requests queued and answers it has not read), over --max-client-bytes %lld: its requests are refused%s until it reads its answers (%llu more clients went over since the last such line)",
+			 who, (long long) held, (long long) s->max_client_bytes, when,
+			 (unsigned long long) s->over_unwarned);
+	s->over_warned_us = now;
+	s->over_unwarned = 0;
+}
+
+/*
+ * Answers request_id of the client whose routing id is peer (c its entry,
+ * holding held bytes) with MSG_ERROR 53400 instead of running it, or,
+ * once even such answers would pass --max-client-bytes by
+ * CLIENT_REFUSAL_ALLOWANCE, drops it unanswered (the client reads none of
+ * them).  Counts it either way.
+ */
+static void
+refuse_for_client(server *s, zmq_msg_t *peer, uint64_t request_id, int64_t held)
+{
+	char		msg[512];
+	uint8_t    *h;
+	size_t		hlen = 0;
+	server_reply *r;
+
+	if (held > s->max_client_bytes + CLIENT_REFUSAL_ALLOWANCE)
+	{
+		s->client_dropped++;
+		return;
+	}
+	s->client_refused++;
+	snprintf(msg, sizeof(msg),
+			 "the worker holds %lld bytes for this connection (requests queued and answers not read yet), over its limit of %lld bytes; the request was not run",
+			 (long long) held, (long long) s->max_client_bytes);
+	/* not error_reply: one WARN an episode, not one a request */
+	log_debug("request %llu: error %s: %s", (unsigned long long) request_id,
+			  PGINFER_SQLSTATE_CLIENT_LIMIT, msg);
+	h = server_pack_error(request_id, PGINFER_SQLSTATE_CLIENT_LIMIT, msg, NULL,
+						  "Read the answers of the requests sent before sending more, or start the worker with a larger --max-client-bytes.",
+						  &hlen);
+	r = reply_with_header(h, hlen);
+	if (r != NULL && send_reply(s, peer, r) != 0)
+		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
+	server_reply_destroy(&r);
+}
+
+/*
  * Whether the client of a received message (parts[0..n)) holds more than
  * --max-client-bytes in the worker (worker/clients.h): its queued and
  * running requests and the answers it has not read.  Such a client's
- * request is not run: it is answered with MSG_ERROR 53400, or dropped
- * unanswered once even those answers would pass the limit by
- * CLIENT_REFUSAL_ALLOWANCE, since the client reads none of them.  A cancel
- * is never refused (it only takes work away).  Logs once when a client
- * goes over and once when it is back under.
+ * request is not run (refuse_for_client).  A cancel is never refused (it
+ * only takes work away).  Logs when a client goes over (warn_over) and
+ * when it is back under.
  */
 static int
 client_over_limit(server *s, zmq_msg_t *parts, int n)
@@ -2077,10 +2143,6 @@ client_over_limit(server *s, zmq_msg_t *parts, int n)
 	request_refusal why;
 	uint64_t	id = 0;
 	char		who[128];
-	char		msg[512];
-	uint8_t    *h;
-	size_t		hlen;
-	server_reply *r;
 
 	if (held <= s->max_client_bytes)
 	{
@@ -2110,32 +2172,44 @@ client_over_limit(server *s, zmq_msg_t *parts, int n)
 	if (req != NULL)
 		pginfer__header__free_unpacked(req, NULL);
 	if (!client_set_over(c, 1))
-	{
-		client_name(parts, n, who, sizeof(who));
-		log_warn("client %s holds %lld bytes (requests queued and answers it has not read), over --max-client-bytes %lld: its requests are refused until it reads its answers",
-				 who, (long long) held, (long long) s->max_client_bytes);
-	}
-	if (held > s->max_client_bytes + CLIENT_REFUSAL_ALLOWANCE)
-	{
-		s->client_dropped++;
-		return 1;
-	}
-	s->client_refused++;
-	snprintf(msg, sizeof(msg),
-			 "the worker holds %lld bytes for this connection (requests queued and answers not read yet), over its limit of %lld bytes; the request was not run",
-			 (long long) held, (long long) s->max_client_bytes);
-	/* not error_reply: one WARN an episode, not one a request */
-	log_debug("request %llu: error %s: %s", (unsigned long long) id,
-			  PGINFER_SQLSTATE_CLIENT_LIMIT, msg);
-	hlen = 0;
-	h = server_pack_error(id, PGINFER_SQLSTATE_CLIENT_LIMIT, msg, NULL,
-						  "Read the answers of the requests sent before sending more, or start the worker with a larger --max-client-bytes.",
-						  &hlen);
-	r = reply_with_header(h, hlen);
-	if (r != NULL && send_reply(s, &parts[0], r) != 0)
-		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
-	server_reply_destroy(&r);
+		warn_over(s, parts, n, held, "");
+	refuse_for_client(s, &parts[0], id, held);
 	return 1;
+}
+
+/*
+ * Takes out of items[0..*n) (a group about to run) the requests whose
+ * client has more answers unread than --max-client-bytes allows, and
+ * refuses them (refuse_for_client): a request admitted while its client
+ * was under the limit would otherwise still run, and a small request can
+ * have a large answer (a row of text, 1.5 kB of embedding), so that a
+ * client that queued many and read none grew the worker 61 times past the
+ * limit.  A client that reads its answers has none unread for long, so
+ * its requests always run.  *n gets the count left.
+ */
+static void
+refuse_unread_clients(server *s, batch_item **items, int *n)
+{
+	int			kept = 0;
+
+	for (int k = 0; k < *n; k++)
+	{
+		queued_request *q = items[k]->data;
+		int64_t		unread = q != NULL ? client_unread(q->client) : 0;
+
+		if (unread <= s->max_client_bytes)
+		{
+			items[kept++] = items[k];
+			continue;
+		}
+		if (!client_set_over(q->client, 1))
+			warn_over(s, q->parts, q->n_parts, client_held(q->client),
+					  ", even those queued,");
+		refuse_for_client(s, &q->parts[0], items[k]->request_id,
+						  client_held(q->client));
+		batch_item_destroy(&items[k]);
+	}
+	*n = kept;
 }
 
 /* Answers one received message (parts[0] is the routing id). */
@@ -2312,9 +2386,25 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 		 * ping, whose answer (a state) would count as a heartbeat in the
 		 * pool; a run's inputs are not resolved (no MSG_NEED_INPUT).
 		 */
-		server_reply *r = error_reply(req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
-									  "the worker is shutting down; the request was not run",
-									  hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0));
+		server_reply *r;
+
+		/* a ping is the pool monitor's, every 100 ms: not a WARN each */
+		if (req->kind == PGINFER__MSG_KIND__MSG_PING)
+		{
+			size_t		hlen = 0;
+			uint8_t    *h = server_pack_error(req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
+											  "the worker is shutting down; the request was not run",
+											  NULL, hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0),
+											  &hlen);
+
+			log_debug("request %llu: ping answered %s while shutting down",
+					  (unsigned long long) req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN);
+			r = reply_with_header(h, hlen);
+		}
+		else
+			r = error_reply(req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
+							"the worker is shutting down; the request was not run",
+							hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0));
 
 		if (r != NULL && send_reply(s, &parts[0], r) != 0)
 			log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
@@ -2386,7 +2476,8 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 	atomic_fetch_add(q->held, q->bytes);
 	q->client = client_table_get(s->clients, zmq_msg_data(&q->parts[0]),
 								 zmq_msg_size(&q->parts[0]));
-	q->client_counted = client_hold(q->client, (int64_t) q->bytes);
+	q->client_counted = client_hold(q->client, (int64_t) q->bytes +
+									(int64_t) (n - 2) * CLIENT_FRAME_OVERHEAD);
 	/* The rows' bytes, now that the frames have moved (a small one moves). */
 	if (queue_inputs(s, q) != 0)
 	{
@@ -2812,6 +2903,13 @@ start_next_job(server *s, int force)
 			log_error("out of memory taking a group from the queue");
 		if (n <= 0)
 			return;
+		refuse_unread_clients(s, items, &n_items);
+		if (n_items == 0)
+		{
+			free(items);
+			state_changed(s);
+			return;
+		}
 		if (n_items > 1)
 			log_debug("running %d queued requests as one batch", n_items);
 		reserve_room(s, items[0], idle);
@@ -2992,6 +3090,7 @@ shutdown_drain(server *s, zmq_msg_t **parts, int *cap)
 	uint64_t	refused = s->stopping_answers;
 
 	s->stopping = 1;
+	log_info("stopping: the requests queued, and those that come meanwhile, are answered 57P01 (not run)");
 	for (;;)
 	{
 		zmq_pollitem_t item = {s->sock, 0, ZMQ_POLLIN, 0};

@@ -192,13 +192,15 @@ const char *server_state_endpoint(const server *s);
 extern volatile sig_atomic_t server_resumes;
 
 /*
- * When the last resume came (ie_now_ns() / 1000, monotonic microseconds),
- * set by the same handler beside server_resumes: a model load counts as
- * stopped only when it began before it and ended after it
- * (model_cache_untime_loads).  0: none yet.  Lock-free, so a handler may
- * set it.
+ * When the last SERVER_RESUMES_KEPT resumes came (ie_now_ns() / 1000,
+ * monotonic microseconds; resume k at [k % SERVER_RESUMES_KEPT]), set by
+ * the same handler before it counts server_resumes: a model load counts as
+ * stopped only when it began before one and ended after it
+ * (model_cache_untime_loads).  0: none.  Lock-free, so a handler may set
+ * them.
  */
-extern _Atomic int64_t server_resumed_us;
+#define SERVER_RESUMES_KEPT 8
+extern _Atomic int64_t server_resumed_us[SERVER_RESUMES_KEPT];
 
 /*
  * How many times the process got SIGHUP, counted by the program's handler;

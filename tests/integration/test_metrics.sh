@@ -309,6 +309,7 @@ else
 	ida=$(body "http://127.0.0.1:$MA/state.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["worker_id"])')
 	idb=$(body "http://127.0.0.1:$MB/state.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["worker_id"])')
 	rows_a=$(metric "$(body "http://127.0.0.1:$MA/metrics")" infer_worker_inferences_total)
+	bad_a=$(metric "$(body "http://127.0.0.1:$MA/metrics")" infer_worker_inference_failures_total)
 	chrome --dump-dom "http://127.0.0.1:$MA/" >"$tmp/dom_a.html"
 	chrome --dump-dom "http://127.0.0.1:$MB/?peers=127.0.0.1:$MA" >"$tmp/dom_b.html"
 	# one line per worker card: addr queue rows throughput models
@@ -324,9 +325,9 @@ for part in dom.split('data-worker="')[1:]:
         return m.group(1) if m else "?"
     h2 = re.search(r"<h2>([^<]*)</h2>", part)
     models = ",".join(sorted(re.findall(r'<li class="model">([^<]*)</li>', part)))
-    print("%s id=%s queue=%s rows=%s throughput=%s/%s models=%s" % (
+    print("%s id=%s queue=%s rows=%s failed=%s throughput=%s/%s models=%s" % (
         addr, h2.group(1) if h2 else "?", span("queue"), span("rows"),
-        span("throughput"), span("throughput-1m"), models or "-"))
+        span("rows-failed"), span("throughput"), span("throughput-1m"), models or "-"))
 PY
 	}
 	ca=$(cards "$tmp/dom_a.html")
@@ -334,8 +335,8 @@ PY
 	check "A's dashboard shows both workers (A's peers), ids and resident models" "$ca" \
 		"^127\.0\.0\.1:$MA id=${ida//./\\.} .* models=$DET,$REC,$CLS$" \
 		"^127\.0\.0\.1:$MB id=${idb//./\\.} .* models=($DET,$REC,)?$CLS$"
-	check "... A's rows equal its inferences_total ($rows_a), its last minute's throughput above 0" "$ca" \
-		"^127\.0\.0\.1:$MA .* rows=$rows_a throughput=[0-9.]+/([1-9][0-9]*\.[0-9]+|0\.[0-9]*[1-9][0-9]*) "
+	check "... A's rows equal its inferences_total ($rows_a), its failed rows its inference_failures_total ($bad_a), its last minute's throughput above 0" "$ca" \
+		"^127\.0\.0\.1:$MA .* rows=$rows_a failed=$bad_a throughput=[0-9.]+/([1-9][0-9]*\.[0-9]+|0\.[0-9]*[1-9][0-9]*) "
 	check "... B's queue is at least 1 while its load runs" "$ca" \
 		"^127\.0\.0\.1:$MB .* queue=[1-9] "
 	check "B's dashboard with ?peers= naming A shows both" "$cb" \

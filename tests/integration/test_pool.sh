@@ -53,6 +53,8 @@
 #       load's time out of the model's load time.
 #   (n) a worker restarted while a query still has to read the answer
 #       its old run gave as it shut down (SIGTERM) is not taken down;
+#   (o) a worker whose model memory (--gpu-memory) is smaller than a
+#       model gets none of its batches under least_loaded and round_robin;
 #   the server's log says when a worker went down (and why) and came up,
 #   and which batches went to another worker.
 #
@@ -906,6 +908,42 @@ check "(n) s2 stopped (SIGTERM) and restarted while the query held its answers: 
 check "(n) ... s2 answered both its batches 57P01 as it stopped, both went out again, and the new s2 is up after the query ($(grep -c 'is shutting down.*sending its 1 rows' "$tmp/n.out") of them on the 57P01)" \
 	"$(grep -cE "infer-worker\[$old_s2\] WARN request [0-9]{10,}: error 57P01: the worker is shutting down" "$tmp/s2.log") $(grep -cE '(is shutting down|lost the connection).*sending its 1 rows to another worker' "$tmp/n.out") up_after=$up_after" \
 	'^2 2 up_after=1$'
+
+# --- (o) a worker too small for a model gets none of its batches ---------------------
+# s3 again with --gpu-memory 4G: heavy.onnx (9 GB, the profile says, so
+# every worker reports its size) cannot load there whatever it evicts.
+# least_loaded and round_robin pass it over, as cost does, and every row
+# is answered.  (They sent it its turns, and each failed with 53200: the
+# statement failed.)
+testenv_stop_pid "$PID_s3" TERM
+start_pool_worker s3 "${sports[2]}" --model-dir "$tmp/sim" \
+	--simulate "$tmp/sim/profile.json" --gpu-memory 4G || exit 1
+register_sims
+ok=1
+for i in 1 2 3; do wait_status "s$i" up || ok=0; done
+# the control: a model that fits s3 gets its turns there
+out=$(q 2>&1 <<EOF
+SET infer.placement = round_robin;
+SET infer.batch_size = 1;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT infer.classify('fast', data) FROM img WHERE n <= 6;
+EOF
+)
+line=$(workers_line "$out")
+check "(o) s3 with --gpu-memory 4G is up, and round_robin gives it its turns of fast.onnx (600 MB) ($line)" \
+	"ok=$ok s3=$(wcount "$line" s3 requests)" '^ok=1 s3=2$'
+for pol in least_loaded round_robin; do
+	out=$(q 2>&1 <<EOF
+SET infer.placement = $pol;
+SET infer.batch_size = 1;
+SET infer.worker_timeout = '60s';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT infer.classify('heavy', data) FROM img WHERE n <= 6;
+EOF
+)
+	line=$(workers_line "$out")
+	check "(o) $pol: s3 (4G) cannot hold heavy.onnx (9 GB) and gets none of its batches; every row answered ($line)" \
+		"sent=$(($(wcount "$line" s1 rows) + $(wcount "$line" s2 rows))) s3=$(wcount "$line" s3 requests) errors=$(grep -c ERROR <<<"$out")" \
+		'^sent=6 s3=0 errors=0$'
+done
 
 # --- the server's log ---------------------------------------------------------------
 # The pool monitor logs each worker coming up and going down (s2, killed

@@ -653,7 +653,7 @@ fi
 # holds is given back when it is answered.
 out=$("$WORKER" --help 2>&1)
 check "--help explains --max-client-bytes" "$out" '--max-client-bytes BYTES' 'SQLSTATE 53400' \
-	'default 256M'
+	'default 1G'
 out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --max-client-bytes 0 2>&1)
 check "--max-client-bytes 0 is refused (exit 2)" "$out rc=$?" 'rc=2' 'max-client-bytes must be a positive byte count'
 if start_worker "$tmp/worker_cb.log" --max-client-bytes 4M --threads 1; then
@@ -689,6 +689,36 @@ if start_worker "$tmp/worker_cb.log" --max-client-bytes 4M --threads 1; then
 	stop_worker TERM
 else
 	fail "client-limit worker starts"
+fi
+# Small requests whose answers are large, queued unread: a request admitted
+# while its client was under the limit is refused when its turn comes, once
+# the answers the client has not read pass the limit.  500 embeds of 8
+# one-character rows (about 3 kB counted each, 13 kB of answer) under a
+# 2 MiB limit: unread stays within the limit, the refusals' 1 MiB and one
+# merged run's answers (the worker made all 6.5 MB of answers before).
+if start_worker "$tmp/worker_cb2.log" --max-client-bytes 2M --threads 1; then
+	printf 'x' >"$tmp/x.txt"
+	xs=()
+	for _ in 1 2 3 4 5 6 7 8; do xs+=("$tmp/x.txt"); done
+	out=$("$CLIENT" --endpoint "$EP" --timeout-ms 30000 --flood 500 embed minilm/model.onnx "${xs[@]}")
+	held=$(grep '^HELD ' <<<"$out" | head -n -1 | tail -1)
+	unread=$(sed -n 's/.*unread_answer_bytes=\([0-9]*\).*/\1/p' <<<"$held")
+	drops=$(sed -n 's/.* drops=\([0-9]*\).*/\1/p' <<<"$held")
+	results=$(sed -n 's/^FLOOD .* results=\([0-9]*\).*/\1/p' <<<"$out")
+	refused=$(sed -n 's/^FLOOD .* refused=\([0-9]*\).*/\1/p' <<<"$out")
+	if [ "${unread:-0}" -gt 2097152 ] && [ "${unread:-0}" -le $((3145728 + 8 * 14000)) ] &&
+		[ "${refused:-0}" -gt 0 ] && [ $((results + refused + drops)) -eq 500 ]; then
+		pass "queued small requests with large answers: unread held to the limit ($unread bytes), $results answered, $refused refused, $drops dropped"
+	else
+		fail "queued small requests with large answers: unread held to the limit" "$out"
+	fi
+	check "... and once it has read, the client is served again" "$out" \
+		'^AFTER pong$' '^HELD unread_answer_bytes=0 '
+	check "... the log says the queued ones were refused too" "$(cat "$tmp/worker_cb2.log")" \
+		'over --max-client-bytes 2097152: its requests are refused(, even those queued,)? until it reads'
+	stop_worker TERM
+else
+	fail "client-limit worker for queued requests starts"
 fi
 if start_worker "$tmp/worker_cb1.log" --max-client-bytes 1M --threads 1; then
 	out=$("$CLIENT" --endpoint "$EP" --timeout-ms 20000 --input-size 48x192 --rounds 12 \

@@ -54,7 +54,9 @@
  *									 payload frames
  *	  flood N						 N pings from a client that reads no
  *									 answer until the worker's state is
- *									 steady (flood_command)
+ *									 steady (flood_command); --flood N
+ *									 with another command: N copies of
+ *									 its request the same way
  *	  bulk ROWS N BYTES				 MSG_RUN_FRAGMENT whose header names ROWS
  *									 row ids, followed by N payload frames
  *									 of BYTES zero bytes each (N and BYTES
@@ -111,6 +113,7 @@ static const char *opt_input_scope = NULL;
 static int	opt_pad_models = 0;
 static int	opt_merge_models = 0;
 static int	opt_copies = 0;
+static long opt_flood = 0;		/* --flood N: N copies, unread (flood_command) */
 static Pginfer__ModelSpec **pad_ptrs = NULL;
 static Pginfer__ModelSpec *pad_specs = NULL;
 static Pginfer__Fragment **copy_ptrs = NULL;
@@ -602,7 +605,7 @@ usage(void)
 			"         [--state-endpoint EP] [--cancel-after-ms N] [--names N0,N1,...]\n"
 			"         [--input-sha256 H,H,...] [--cached-rows I,J,...] [--resend]\n"
 			"         [--input-scope TEXT] [--pad-models N] [--copies N]\n"
-			"         [--merge-models N]\n"
+			"         [--merge-models N] [--flood N]\n"
 			"         COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
@@ -742,9 +745,12 @@ print_held(void *watch, uint64_t request_id, int timeout_ms, uint64_t *key)
 		   (unsigned long long) r->state->unread_answer_bytes,
 		   (unsigned long long) r->state->client_limit_refusals,
 		   (unsigned long long) r->state->client_limit_drops);
+	/* steady: the same counts, and nothing queued (a load may come first) */
 	if (key != NULL)
-		*key = r->state->client_limit_refusals * 1000003ULL +
-			r->state->client_limit_drops * 7919ULL + r->state->unread_answer_bytes;
+		*key = r->state->queue_length > 0 ? 0 :
+			1 + r->state->client_limit_refusals * 1000003ULL +
+			r->state->client_limit_drops * 7919ULL + r->state->unread_answer_bytes +
+			r->state->requests_served * 104729ULL;
 	pginfer__header__free_unpacked(r, NULL);
 	return 0;
 }
@@ -752,15 +758,20 @@ print_held(void *watch, uint64_t request_id, int timeout_ms, uint64_t *key)
 /*
  * The "flood N" command: a client that sends N pings (request ids 1000,
  * 1001, ...) without reading any answer, from a socket that reads little
- * (ZMQ_RCVHWM 1, ZMQ_RCVBUF 4096), so that the worker keeps the answers.
+ * (ZMQ_RCVHWM 1, ZMQ_RCVBUF 4096), so that the worker keeps the answers;
+ * with req (--flood N and a command), N copies of that request (its
+ * frames[0..nframes)) instead, each under its own request id.
  * A second client then pings every 200 ms until two states agree and
- * prints what the worker holds ("HELD ..."); the first reads every answer
+ * nothing is queued (30 s at most), and prints what the worker holds
+ * ("HELD ..."); the first reads every answer
  * and prints "FLOOD sent=N pongs=P refused=R other=O" (refused: MSG_ERROR
  * 53400), pings once more ("AFTER pong" or "AFTER none") and the second
  * prints "HELD ..." again.  Returns 0, or 2 on a socket error.
  */
 static int
-flood_command(void *ctx, const char *endpoint, long n, int timeout_ms)
+flood_command(void *ctx, const char *endpoint, long n, int timeout_ms,
+			  const Pginfer__Header *req, void *const *frames,
+			  const size_t *lens, int nframes)
 {
 	void	   *sock = zmq_socket(ctx, ZMQ_DEALER);
 	void	   *watch = open_client(ctx, endpoint);
@@ -771,7 +782,7 @@ flood_command(void *ctx, const char *endpoint, long n, int timeout_ms)
 				refused = 0,
 				other = 0;
 	uint64_t	last = 0,
-				key = 1;
+				key = 0;
 	Pginfer__Header *after;
 
 	if (sock == NULL || watch == NULL)
@@ -786,13 +797,18 @@ flood_command(void *ctx, const char *endpoint, long n, int timeout_ms)
 	{
 		Pginfer__Header h = PGINFER__HEADER__INIT;
 
-		h.version = PGINFER_PROTOCOL_VERSION;
-		h.kind = PGINFER__MSG_KIND__MSG_PING;
+		if (req != NULL)
+			h = *req;
+		else
+		{
+			h.version = PGINFER_PROTOCOL_VERSION;
+			h.kind = PGINFER__MSG_KIND__MSG_PING;
+		}
 		h.request_id = 1000 + (uint64_t) k;
-		if (send_request(sock, &h, NULL, NULL, 0) != 0)
+		if (send_request(sock, &h, frames, lens, req != NULL ? nframes : 0) != 0)
 			return 2;
 	}
-	for (int turn = 0; turn < 100 && key != last; turn++)
+	for (int turn = 0; turn < 150 && (key == 0 || key != last); turn++)
 	{
 		last = key;
 		usleep(200000);
@@ -807,7 +823,8 @@ flood_command(void *ctx, const char *endpoint, long n, int timeout_ms)
 		if (zmq_poll(&item, 1, 2000) <= 0)
 			break;
 		r = recv_header(sock);
-		if (r != NULL && r->kind == PGINFER__MSG_KIND__MSG_PONG)
+		if (r != NULL && (r->kind == PGINFER__MSG_KIND__MSG_PONG ||
+						  r->kind == PGINFER__MSG_KIND__MSG_RESULT))
 			pongs++;
 		else if (r != NULL && r->kind == PGINFER__MSG_KIND__MSG_ERROR &&
 				 r->error != NULL && r->error->sqlstate != NULL &&
@@ -824,7 +841,8 @@ flood_command(void *ctx, const char *endpoint, long n, int timeout_ms)
 		if (r != NULL)
 			pginfer__header__free_unpacked(r, NULL);
 	}
-	printf("FLOOD sent=%ld pongs=%ld refused=%ld other=%ld\n", n, pongs, refused, other);
+	printf("FLOOD sent=%ld %s=%ld refused=%ld other=%ld\n", n,
+		   req != NULL ? "results" : "pongs", pongs, refused, other);
 	after = ping_state(sock, 5, timeout_ms);
 	printf("AFTER %s\n", after != NULL ? "pong" : "none");
 	if (after != NULL)
@@ -1112,6 +1130,8 @@ main(int argc, char **argv)
 			opt_merge_models = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--copies") == 0)
 			opt_copies = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--flood") == 0)
+			opt_flood = atol(argv[++i]);
 		else if (strcmp(argv[i], "--cancel-after-ms") == 0)
 		{
 			o.cancel_after_ms = atoi(argv[++i]);
@@ -1206,7 +1226,7 @@ main(int argc, char **argv)
 			usage();
 			return 2;
 		}
-		rc = flood_command(ctx, o.endpoint, count, o.timeout_ms);
+		rc = flood_command(ctx, o.endpoint, count, o.timeout_ms, NULL, NULL, NULL, 0);
 		zmq_ctx_term(ctx);
 		return rc;
 	}
@@ -1477,6 +1497,12 @@ main(int argc, char **argv)
 	if (ctx == NULL)
 	{
 		fprintf(stderr, "worker-client: zmq: %s\n", zmq_strerror(errno));
+		goto done;
+	}
+	if (opt_flood > 0)
+	{
+		rc = flood_command(ctx, o.endpoint, opt_flood, o.timeout_ms, &h,
+						   (void *const *) frames, lens, n_frames);
 		goto done;
 	}
 	for (int c = 0; c < n_clients; c++)

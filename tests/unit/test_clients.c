@@ -2,7 +2,8 @@
  * test_clients.c
  *	  Unit tests of what the worker counts for each client connection
  *	  (worker/clients.c): one entry a routing id, holds and releases with
- *	  the per-message overhead, answer frames counted until ZeroMQ lets go
+ *	  the per-message overhead (held requests are no unread answers),
+ *	  answer frames counted until ZeroMQ lets go
  *	  of them (sent over a real inproc pair and read, or closed unsent),
  *	  and idle entries pruned while held ones are kept.
  *
@@ -36,7 +37,8 @@ test_entries(void)
 		  "a hold counts its bytes and the overhead: %lld", (long long) client_held(a));
 	cb = client_hold(b, 0);
 	CHECK(client_held(b) == CLIENT_MESSAGE_OVERHEAD, "an empty request counts the overhead");
-	CHECK(client_table_unread(t) == 0, "held requests are not unread answers");
+	CHECK(client_table_unread(t) == 0 && client_unread(a) == 0,
+		  "held requests are not unread answers");
 	CHECK(client_set_over(a, 1) == 0 && client_set_over(a, 1) == 1 &&
 		  client_set_over(a, 0) == 1 && client_set_over(a, 0) == 0,
 		  "client_set_over returns the state before");
@@ -98,7 +100,7 @@ test_frames(void)
 	zmq_bind(rx, "inproc://test_clients");
 	zmq_connect(tx, "inproc://test_clients");
 	CHECK(client_msg_init(&m, buf, 3000, c) == 0, "a counted frame is made");
-	CHECK(client_held(c) == one && client_table_unread(t) == one,
+	CHECK(client_held(c) == one && client_table_unread(t) == one && client_unread(c) == one,
 		  "it counts as unread for its client and in all: %lld, %lld",
 		  (long long) client_held(c), (long long) client_table_unread(t));
 	CHECK(zmq_msg_send(&m, tx, 0) == 3000, "it is sent");
@@ -108,7 +110,7 @@ test_frames(void)
 		  memcmp(zmq_msg_data(&got), buf, 3000) == 0,
 		  "the other end reads the same bytes (inproc passes the buffer)");
 	zmq_msg_close(&got);
-	CHECK(client_held(c) == 0 && client_table_unread(t) == 0,
+	CHECK(client_held(c) == 0 && client_table_unread(t) == 0 && client_unread(c) == 0,
 		  "once ZeroMQ lets go of it, nothing counts: %lld",
 		  (long long) client_held(c));
 
