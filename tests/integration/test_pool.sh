@@ -102,7 +102,8 @@ wait_status() {
 }
 
 # register_sims: the simulated workers s1, s2, s3 (ports sports[]) are the
-# only ones registered.
+# only ones registered.  sims_up: that, and waits until all three are up;
+# ok=0 if one is not.
 register_sims() {
 	q <<EOF >/dev/null
 SELECT infer.drop_worker(name) FROM infer.workers;
@@ -110,6 +111,11 @@ SELECT infer.add_worker('s1', 'tcp://127.0.0.1:${sports[0]}');
 SELECT infer.add_worker('s2', 'tcp://127.0.0.1:${sports[1]}');
 SELECT infer.add_worker('s3', 'tcp://127.0.0.1:${sports[2]}');
 EOF
+}
+sims_up() {
+	register_sims
+	ok=1
+	for i in 1 2 3; do wait_status "s$i" up || ok=0; done
 }
 
 # workers_line OUTPUT: the "Inference Workers" line of an EXPLAIN ANALYZE.
@@ -493,13 +499,11 @@ for i in 1 2 3; do
 	start_pool_worker "s$i" "${sports[$((i - 1))]}" --model-dir "$tmp/sim" \
 		--simulate "$tmp/sim/profile.json" || exit 1
 done
-register_sims
 q <<EOF >/dev/null
 SELECT infer.create_model('slow', 'slow.onnx', 'classify', labels => '{a,b}');
 SELECT infer.create_model('fast', 'fast.onnx', 'classify', labels => '{a,b}');
 EOF
-ok=1
-for i in 1 2 3; do wait_status "s$i" up || ok=0; done
+sims_up
 FAST_Q="SELECT n, infer.classify('fast', data) AS v FROM img"
 # slow.onnx's first run on s1 gives s1 its timing, so that a request in
 # flight there counts 250 ms; then s1 is idle again.  slow.onnx runs as
@@ -708,9 +712,7 @@ done
 # connection, as round_robin did, left those batches waiting
 # infer.timeout, 5 s, and failed the query: the lost-worker watch covers
 # requests sent while a worker is up.)
-register_sims
-ok=1
-for i in 1 2 3; do wait_status "s$i" up || ok=0; done
+sims_up
 out=$(q 2>&1 <<EOF
 SET infer.placement = round_robin;
 SET infer.batch_size = 1;
@@ -918,9 +920,7 @@ check "(n) ... s2 answered both its batches 57P01 as it stopped, both went out a
 testenv_stop_pid "$PID_s3" TERM
 start_pool_worker s3 "${sports[2]}" --model-dir "$tmp/sim" \
 	--simulate "$tmp/sim/profile.json" --gpu-memory 4G || exit 1
-register_sims
-ok=1
-for i in 1 2 3; do wait_status "s$i" up || ok=0; done
+sims_up
 # the control: a model that fits s3 gets its turns there
 out=$(q 2>&1 <<EOF
 SET infer.placement = round_robin;

@@ -656,14 +656,21 @@ check "--help explains --max-client-bytes" "$out" '--max-client-bytes BYTES' 'SQ
 	'default 1G'
 out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --max-client-bytes 0 2>&1)
 check "--max-client-bytes 0 is refused (exit 2)" "$out rc=$?" 'rc=2' 'max-client-bytes must be a positive byte count'
-if start_worker "$tmp/worker_cb.log" --max-client-bytes 4M --threads 1; then
-	out=$("$CLIENT" --endpoint "$EP" --timeout-ms 5000 flood 20000)
-	held=$(grep '^HELD ' <<<"$out" | head -n -1 | tail -1)
+# flood_counts OUT: from worker-client's flood output, what the worker held
+# before the client read (unread, refusals, drops: its last HELD line but
+# one) and what the client read (answered: pongs or results, refused)
+flood_counts() {
+	local held
+	held=$(grep '^HELD ' <<<"$1" | head -n -1 | tail -1)
 	unread=$(sed -n 's/.*unread_answer_bytes=\([0-9]*\).*/\1/p' <<<"$held")
 	refusals=$(sed -n 's/.* refusals=\([0-9]*\).*/\1/p' <<<"$held")
 	drops=$(sed -n 's/.* drops=\([0-9]*\).*/\1/p' <<<"$held")
-	pongs=$(sed -n 's/^FLOOD .* pongs=\([0-9]*\).*/\1/p' <<<"$out")
-	refused=$(sed -n 's/^FLOOD .* refused=\([0-9]*\).*/\1/p' <<<"$out")
+	answered=$(sed -n 's/^FLOOD .* \(pongs\|results\)=\([0-9]*\).*/\2/p' <<<"$1")
+	refused=$(sed -n 's/^FLOOD .* refused=\([0-9]*\).*/\1/p' <<<"$1")
+}
+if start_worker "$tmp/worker_cb.log" --max-client-bytes 4M --threads 1; then
+	out=$("$CLIENT" --endpoint "$EP" --timeout-ms 5000 flood 20000)
+	flood_counts "$out"
 	# 4 MiB, plus 1 MiB of refusals, plus one answer of a few kB
 	if [ "${unread:-0}" -gt 4194304 ] && [ "${unread:-0}" -le $((5242880 + 16384)) ]; then
 		pass "the worker holds the unread answers up to the limit and the refusals' allowance ($unread bytes)"
@@ -672,8 +679,8 @@ if start_worker "$tmp/worker_cb.log" --max-client-bytes 4M --threads 1; then
 	fi
 	if [ "${refusals:-0}" -gt 0 ] && [ "${drops:-0}" -gt 0 ] &&
 		[ "$refusals" = "$refused" ] &&
-		[ $((pongs + refused + drops)) -eq 20000 ]; then
-		pass "every ping was answered, refused (53400) or dropped: $pongs + $refused + $drops"
+		[ $((answered + refused + drops)) -eq 20000 ]; then
+		pass "every ping was answered, refused (53400) or dropped: $answered + $refused + $drops"
 	else
 		fail "every ping was answered, refused (53400) or dropped" "$out"
 	fi
@@ -701,14 +708,10 @@ if start_worker "$tmp/worker_cb2.log" --max-client-bytes 2M --threads 1; then
 	xs=()
 	for _ in 1 2 3 4 5 6 7 8; do xs+=("$tmp/x.txt"); done
 	out=$("$CLIENT" --endpoint "$EP" --timeout-ms 30000 --flood 500 embed minilm/model.onnx "${xs[@]}")
-	held=$(grep '^HELD ' <<<"$out" | head -n -1 | tail -1)
-	unread=$(sed -n 's/.*unread_answer_bytes=\([0-9]*\).*/\1/p' <<<"$held")
-	drops=$(sed -n 's/.* drops=\([0-9]*\).*/\1/p' <<<"$held")
-	results=$(sed -n 's/^FLOOD .* results=\([0-9]*\).*/\1/p' <<<"$out")
-	refused=$(sed -n 's/^FLOOD .* refused=\([0-9]*\).*/\1/p' <<<"$out")
+	flood_counts "$out"
 	if [ "${unread:-0}" -gt 2097152 ] && [ "${unread:-0}" -le $((3145728 + 8 * 14000)) ] &&
-		[ "${refused:-0}" -gt 0 ] && [ $((results + refused + drops)) -eq 500 ]; then
-		pass "queued small requests with large answers: unread held to the limit ($unread bytes), $results answered, $refused refused, $drops dropped"
+		[ "${refused:-0}" -gt 0 ] && [ $((answered + refused + drops)) -eq 500 ]; then
+		pass "queued small requests with large answers: unread held to the limit ($unread bytes), $answered answered, $refused refused, $drops dropped"
 	else
 		fail "queued small requests with large answers: unread held to the limit" "$out"
 	fi
