@@ -161,21 +161,25 @@ find_model(const InferPoolWorker *w, const char *file)
 
 /*
  * The bytes file holds when resident, as w reports it, or, when w has not
- * reported it, the first of the other workers (all, nall) that has; 0
- * when none has.
+ * reported it, the least that any of the other workers (all, nall)
+ * reports (a figure depends on the device and the precision: the least
+ * does not keep w from a model it could hold, which it would then never
+ * load and never report); 0 when none has.
  */
 static uint64
 model_bytes(const InferPoolWorker *w, const char *file,
 			InferPoolWorker *const *all, int nall)
 {
 	const InferPoolModel *m = find_model(w, file);
-	uint64		bytes = m != NULL ? m->bytes : 0;
+	uint64		bytes = 0;
 
-	for (int i = 0; i < nall && bytes == 0; i++)
+	if (m != NULL && m->bytes > 0)
+		return m->bytes;
+	for (int i = 0; i < nall; i++)
 	{
 		const InferPoolModel *o = all[i] ? find_model(all[i], file) : NULL;
 
-		if (o != NULL)
+		if (o != NULL && o->bytes > 0 && (bytes == 0 || o->bytes < bytes))
 			bytes = o->bytes;
 	}
 	return bytes;
@@ -556,18 +560,20 @@ policy_key(const Estimate *e)
 
 /*
  * Whether e is passed over before its cost is looked at: down (while any
- * is up); reading no row as large as the request's largest, or holding
- * less model memory than the request's models take (while any not passed
- * over as down does neither: a larger frame would make it drop the
- * connection, a load would fail); one that lost the request's rows before (while any other
- * not passed over so far is there).  choose() finds the any_ flags in that
- * order, each among the workers the earlier ones leave.
+ * is up); reading no row as large as the request's largest (while any
+ * not passed over so far reads it: a larger frame would make it drop the
+ * connection); holding less model memory than the request's models take
+ * (while any not passed over so far holds them: a load would fail); one
+ * that lost the request's rows before (while any other not passed over so
+ * far is there).  choose() finds the any_ flags in that order, each among
+ * the workers the earlier ones leave.
  */
 static bool
-passed_over(const Estimate *e, bool any_up, bool any_fits, bool any_other)
+passed_over(const Estimate *e, bool any_up, bool any_reads, bool any_holds,
+			bool any_other)
 {
-	return (e->down && any_up) || ((e->too_small || e->no_memory) && any_fits) ||
-		(e->avoided && any_other);
+	return (e->down && any_up) || (e->too_small && any_reads) ||
+		(e->no_memory && any_holds) || (e->avoided && any_other);
 }
 
 /*
@@ -576,10 +582,10 @@ passed_over(const Estimate *e, bool any_up, bool any_fits, bool any_other)
  * holds every model of the request already (holder).
  */
 static bool
-excluded(const Estimate *e, bool any_up, bool any_fits, bool any_other,
-		 bool any_room, bool holder)
+excluded(const Estimate *e, bool any_up, bool any_reads, bool any_holds,
+		 bool any_other, bool any_room, bool holder)
 {
-	return passed_over(e, any_up, any_fits, any_other) ||
+	return passed_over(e, any_up, any_reads, any_holds, any_other) ||
 		(e->no_room && any_room) || (e->evicts && holder);
 }
 
@@ -707,7 +713,8 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	int		   *tied = palloc(sizeof(int) * n);
 	int			pick;
 	bool		any_up = false;
-	bool		any_fits = false;
+	bool		any_reads = false;
+	bool		any_holds = false;
 	bool		any_other = false;
 	bool		any_room = false;
 	bool		holder = false;
@@ -716,24 +723,27 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	for (int i = 0; i < n; i++)
 		any_up |= !est[i].down;
 	for (int i = 0; i < n; i++)
-		any_fits |= !est[i].too_small && !est[i].no_memory &&
-			!passed_over(&est[i], any_up, false, false);
+		any_reads |= !est[i].too_small &&
+			!passed_over(&est[i], any_up, false, false, false);
+	for (int i = 0; i < n; i++)
+		any_holds |= !est[i].no_memory &&
+			!passed_over(&est[i], any_up, any_reads, false, false);
 	for (int i = 0; i < n; i++)
 		any_other |= !est[i].avoided &&
-			!passed_over(&est[i], any_up, any_fits, false);
+			!passed_over(&est[i], any_up, any_reads, any_holds, false);
 	for (int i = 0; i < n; i++)
 		any_room |= !est[i].no_room &&
-			!passed_over(&est[i], any_up, any_fits, any_other);
+			!passed_over(&est[i], any_up, any_reads, any_holds, any_other);
 	/* a model is loaded over another only where no worker holds it yet */
 	for (int i = 0; i < n; i++)
 		holder |= infer_placement == INFER_PLACEMENT_COST &&
 			est[i].load == 0 && !est[i].no_room &&
-			!passed_over(&est[i], any_up, any_fits, any_other);
+			!passed_over(&est[i], any_up, any_reads, any_holds, any_other);
 
 	/* the best key (locality: among the most resident) */
 	for (int i = 0; i < n; i++)
 	{
-		if (excluded(&est[i], any_up, any_fits, any_other, any_room, holder))
+		if (excluded(&est[i], any_up, any_reads, any_holds, any_other, any_room, holder))
 			continue;
 		if (locality && est[i].resident != best_resident)
 		{
@@ -748,7 +758,7 @@ choose(const Estimate *est, int n, bool turn, double *key)
 	{
 		double		k;
 
-		if (excluded(&est[i], any_up, any_fits, any_other, any_room, holder) ||
+		if (excluded(&est[i], any_up, any_reads, any_holds, any_other, any_room, holder) ||
 			(locality && est[i].resident != best_resident))
 			continue;
 		k = policy_key(&est[i]);
@@ -769,7 +779,9 @@ choose(const Estimate *est, int n, bool turn, double *key)
  * a row of largest bytes (its --max-message-bytes), that can hold the
  * request's models (no_memory[k] false for workers[k]; NULL: all can) and
  * that is not among avoid (navoid names); failing that the next not down
- * that reads it and holds them, then the next not down; or rr's own when
+ * that reads it and holds them, then one that reads it (a larger frame
+ * drops the connection; a load that does not fit only fails), then the
+ * next not down; or rr's own when
  * every worker is down, so that the statement gets the usual connection
  * error; its pool slot in *slot.  Without the pool nothing is down and no
  * limit is known.  Errors: none but out of memory (InferPoolRegister).
@@ -779,7 +791,7 @@ round_robin_pick(const InferWorker *workers, int n, uint32 rr, size_t largest,
 				 const bool *no_memory, const char *const *avoid, int navoid,
 				 int *slot)
 {
-	for (int pass = 0; pass < 3; pass++)
+	for (int pass = 0; pass < 4; pass++)
 	{
 		for (int k = 0; k < n; k++)
 		{
@@ -789,7 +801,7 @@ round_robin_pick(const InferWorker *workers, int n, uint32 rr, size_t largest,
 			*slot = InferPoolRegister(w->name, w->endpoint);
 			limit = InferPoolRowLimit(*slot);
 			if (InferPoolIsDown(*slot) ||
-				(pass < 2 && limit != 0 && largest > limit) ||
+				(pass < 3 && limit != 0 && largest > limit) ||
 				(pass < 2 && no_memory != NULL && no_memory[(rr + k) % n]) ||
 				(pass < 1 && InferPlacementAvoided(w->name, avoid, navoid)))
 				continue;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "worker/log.h"
 
@@ -29,6 +30,7 @@ struct client_entry
 	client_table *table;
 	_Atomic int64_t bytes;		/* held requests and unread answers, counted */
 	_Atomic int64_t unread;		/* the unread answers of those */
+	_Atomic int64_t over_since; /* when unread went over the limit; 0: not */
 	_Atomic int64_t refs;		/* client_hold and counted frames */
 	int			over;			/* client_set_over */
 	size_t		id_len;
@@ -39,6 +41,7 @@ struct client_table
 {
 	client_entry *buckets[CLIENT_BUCKETS];
 	_Atomic int64_t unread;		/* counted answer bytes of every client */
+	int64_t		limit;			/* --max-client-bytes */
 	int			lookups;
 };
 
@@ -109,9 +112,23 @@ prune_bucket(client_entry **head, const client_entry *keep)
 }
 
 client_table *
-client_table_new(void)
+client_table_new(int64_t limit)
 {
-	return calloc(1, sizeof(client_table));
+	client_table *t = calloc(1, sizeof(client_table));
+
+	if (t != NULL)
+		t->limit = limit;
+	return t;
+}
+
+/* Monotonic clock in microseconds. */
+static int64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 void
@@ -179,6 +196,29 @@ client_unread(const client_entry *c)
 	return c != NULL ? atomic_load(&((client_entry *) c)->unread) : 0;
 }
 
+bool
+client_stalled(client_entry *c)
+{
+	int64_t		since;
+	int64_t		now = mono_us();
+
+	if (c == NULL)
+		return false;
+	if (atomic_load(&c->unread) <= c->table->limit)
+	{
+		atomic_store(&c->over_since, 0);
+		return false;
+	}
+	since = atomic_load(&c->over_since);
+	if (since == 0)
+	{
+		/* over, and not noted yet (a release raced the note) */
+		atomic_compare_exchange_strong(&c->over_since, &since, now);
+		return false;
+	}
+	return now - since >= CLIENT_STALL_US;
+}
+
 int64_t
 client_table_unread(const client_table *t)
 {
@@ -237,7 +277,8 @@ free_counted(void *data, void *hint)
 
 	free(data);
 	atomic_fetch_sub(&c->table->unread, counted);
-	atomic_fetch_sub(&c->unread, counted);
+	if (atomic_fetch_sub(&c->unread, counted) - counted <= c->table->limit)
+		atomic_store(&c->over_since, 0);
 	free(f);
 	client_release(c, counted);
 }
@@ -255,7 +296,12 @@ client_msg_init(zmq_msg_t *m, void *buf, size_t len, client_entry *c)
 	f->client = c;
 	f->counted = client_hold(c, (int64_t) len);
 	atomic_fetch_add(&c->table->unread, f->counted);
-	atomic_fetch_add(&c->unread, f->counted);
+	if (atomic_fetch_add(&c->unread, f->counted) + f->counted > c->table->limit)
+	{
+		int64_t		none = 0;
+
+		atomic_compare_exchange_strong(&c->over_since, &none, mono_us());
+	}
 	if (zmq_msg_init_data(m, buf, len, free_counted, f) != 0)
 	{
 		atomic_fetch_sub(&c->table->unread, f->counted);

@@ -24,6 +24,7 @@
 #ifndef INFER_CLIENTS_H
 #define INFER_CLIENTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,14 +50,26 @@ typedef struct client_entry client_entry;
 #define CLIENT_FRAME_OVERHEAD 256
 
 /*
- * Refusals (MSG_ERROR answers) a client over its limit still gets, in
- * bytes counted: past max_bytes plus this, its requests are dropped
- * unanswered, since each answer would only be held too.
+ * Refusals (MSG_ERROR answers) a stalled client still gets, in bytes
+ * counted: past the limit plus this, its requests are dropped unanswered,
+ * since each answer would only be held too.
  */
 #define CLIENT_REFUSAL_ALLOWANCE ((int64_t) 1024 * 1024)
 
-/* New, empty table.  NULL when memory runs out. */
-client_table *client_table_new(void);
+/*
+ * How long a client's unread answers must stay over the limit for it to
+ * count as stalled (client_stalled), in microseconds: an answer just sent
+ * counts as unread until ZeroMQ has written it out, so a client that reads
+ * as answers come is over for a moment after each large one, and must not
+ * be refused for it.
+ */
+#define CLIENT_STALL_US 1000000
+
+/*
+ * New, empty table for clients that may hold limit bytes (--max-client-bytes).
+ * NULL when memory runs out.
+ */
+client_table *client_table_new(int64_t limit);
 
 /*
  * Frees *t and its entries; sets *t to NULL.  Call only once no ZeroMQ
@@ -80,6 +93,13 @@ int64_t		client_held(const client_entry *c);
 
 /* Of those, the answers it has not read (client_msg_init), with overheads. */
 int64_t		client_unread(const client_entry *c);
+
+/*
+ * Whether the client's unread answers have been over the table's limit
+ * for CLIENT_STALL_US or more without a break (it is not reading, or far
+ * slower than the answers come).  Thread of the socket loop.
+ */
+bool		client_stalled(client_entry *c);
 
 /* Answer bytes all clients have not read yet, with overheads. */
 int64_t		client_table_unread(const client_table *t);

@@ -333,9 +333,9 @@ server_new_ext(const server_opts *opts, const server_ext_opts *ext,
 	s->queue = batcher_new(s->max_batch, opts->max_queue_delay_us >= 0 ?
 						   opts->max_queue_delay_us : SERVER_DEFAULT_QUEUE_DELAY_US);
 	s->timings = state_timings_new();
-	s->clients = client_table_new();
 	s->max_client_bytes = ext->max_client_bytes > 0 ? ext->max_client_bytes :
 		CLIENT_DEFAULT_MAX_BYTES;
+	s->clients = client_table_new(s->max_client_bytes);
 	if (s->queue == NULL || s->timings == NULL || s->clients == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
@@ -995,8 +995,16 @@ pack_state(server *s, Pginfer__MsgKind kind, uint64_t request_id, size_t *len)
 	st.n_timings = n_timings;
 	st.timings = timings;
 	st.device = "cpu";
-	/* on a CUDA device: its name and cudaMemGetInfo() figures */
+	/*
+	 * on a CUDA device: its name and cudaMemGetInfo() figures, and without
+	 * --gpu-memory the device's total as the cap (not the host's, which
+	 * may be smaller: 128 GiB beside a 141 GB H200)
+	 */
+	if (cap == 0)
+		st.gpu_memory_cap = 0;
 	state_device_memory(&st);
+	if (st.gpu_memory_cap == 0)
+		st.gpu_memory_cap = st.host_memory_total;
 	st.requests_served = s->requests_served;
 	st.batches_run = s->batches_run;
 	st.rows_run = s->rows_run;
@@ -2090,21 +2098,38 @@ warn_over(server *s, zmq_msg_t *parts, int n, int64_t held, const char *when)
 }
 
 /*
+ * Whether client c's unread answers keep its requests from running: over
+ * twice --max-client-bytes, or over it for CLIENT_STALL_US
+ * (client_stalled).  An answer just sent counts until ZeroMQ has written it
+ * out, so a client that reads as answers come is over the limit only for
+ * that moment, and only a single answer larger than twice the limit blocks
+ * it.
+ */
+static bool
+answers_blocked(server *s, client_entry *c)
+{
+	return client_unread(c) > 2 * s->max_client_bytes || client_stalled(c);
+}
+
+/*
  * Answers request_id of the client whose routing id is peer (c its entry,
  * holding held bytes) with MSG_ERROR 53400 instead of running it, or,
- * once even such answers would pass --max-client-bytes by
- * CLIENT_REFUSAL_ALLOWANCE, drops it unanswered (the client reads none of
- * them).  Counts it either way.
+ * with may_drop, when the client's answers block it (answers_blocked) and
+ * its unread answers pass --max-client-bytes by CLIENT_REFUSAL_ALLOWANCE,
+ * drops it unanswered (the client reads none of them).  Counts it either
+ * way.
  */
 static void
-refuse_for_client(server *s, zmq_msg_t *peer, uint64_t request_id, int64_t held)
+refuse_for_client(server *s, zmq_msg_t *peer, client_entry *c,
+				  uint64_t request_id, int64_t held, bool may_drop)
 {
 	char		msg[512];
 	uint8_t    *h;
 	size_t		hlen = 0;
 	server_reply *r;
 
-	if (held > s->max_client_bytes + CLIENT_REFUSAL_ALLOWANCE)
+	if (may_drop && client_unread(c) > s->max_client_bytes + CLIENT_REFUSAL_ALLOWANCE &&
+		answers_blocked(s, c))
 	{
 		s->client_dropped++;
 		return;
@@ -2126,12 +2151,12 @@ refuse_for_client(server *s, zmq_msg_t *peer, uint64_t request_id, int64_t held)
 }
 
 /*
- * Whether the client of a received message (parts[0..n)) holds more than
- * --max-client-bytes in the worker (worker/clients.h): its queued and
- * running requests and the answers it has not read.  Such a client's
- * request is not run (refuse_for_client).  A cancel is never refused (it
- * only takes work away).  Logs when a client goes over (warn_over) and
- * when it is back under.
+ * Whether the client of a received message (parts[0..n)) is over
+ * --max-client-bytes (worker/clients.h): its queued and running requests
+ * alone pass it, or its unread answers block it (answers_blocked).  Such
+ * a client's request is not run (refuse_for_client).  A
+ * cancel is never refused (it only takes work away).  Logs when a client
+ * goes over (warn_over) and when it is back under.
  */
 static int
 client_over_limit(server *s, zmq_msg_t *parts, int n)
@@ -2144,7 +2169,7 @@ client_over_limit(server *s, zmq_msg_t *parts, int n)
 	uint64_t	id = 0;
 	char		who[128];
 
-	if (held <= s->max_client_bytes)
+	if (held - client_unread(c) <= s->max_client_bytes && !answers_blocked(s, c))
 	{
 		if (client_set_over(c, 0))
 		{
@@ -2173,19 +2198,20 @@ client_over_limit(server *s, zmq_msg_t *parts, int n)
 		pginfer__header__free_unpacked(req, NULL);
 	if (!client_set_over(c, 1))
 		warn_over(s, parts, n, held, "");
-	refuse_for_client(s, &parts[0], id, held);
+	refuse_for_client(s, &parts[0], c, id, held, true);
 	return 1;
 }
 
 /*
  * Takes out of items[0..*n) (a group about to run) the requests whose
- * client has more answers unread than --max-client-bytes allows, and
- * refuses them (refuse_for_client): a request admitted while its client
- * was under the limit would otherwise still run, and a small request can
- * have a large answer (a row of text, 1.5 kB of embedding), so that a
- * client that queued many and read none grew the worker 61 times past the
- * limit.  A client that reads its answers has none unread for long, so
- * its requests always run.  *n gets the count left.
+ * client's unread answers block it (answers_blocked), and refuses them
+ * with 53400, never dropping one (refuse_for_client): a request admitted while
+ * its client was under the limit would otherwise still run, and a small
+ * request can have a large answer (a row of text, 1.5 kB of embedding),
+ * so that a client that queued many and read none grew the worker 61
+ * times past the limit.  A client that reads its answers is over only for
+ * the moment an answer takes to go out, so its requests run.  *n gets the
+ * count left.
  */
 static void
 refuse_unread_clients(server *s, batch_item **items, int *n)
@@ -2195,9 +2221,8 @@ refuse_unread_clients(server *s, batch_item **items, int *n)
 	for (int k = 0; k < *n; k++)
 	{
 		queued_request *q = items[k]->data;
-		int64_t		unread = q != NULL ? client_unread(q->client) : 0;
 
-		if (unread <= s->max_client_bytes)
+		if (q == NULL || !answers_blocked(s, q->client))
 		{
 			items[kept++] = items[k];
 			continue;
@@ -2205,8 +2230,8 @@ refuse_unread_clients(server *s, batch_item **items, int *n)
 		if (!client_set_over(q->client, 1))
 			warn_over(s, q->parts, q->n_parts, client_held(q->client),
 					  ", even those queued,");
-		refuse_for_client(s, &q->parts[0], items[k]->request_id,
-						  client_held(q->client));
+		refuse_for_client(s, &q->parts[0], q->client, items[k]->request_id,
+						  client_held(q->client), false);
 		batch_item_destroy(&items[k]);
 	}
 	*n = kept;

@@ -114,6 +114,7 @@ static int	opt_pad_models = 0;
 static int	opt_merge_models = 0;
 static int	opt_copies = 0;
 static long opt_flood = 0;		/* --flood N: N copies, unread (flood_command) */
+static int	opt_flood_read = 0; /* --flood-read: read them as they come */
 static Pginfer__ModelSpec **pad_ptrs = NULL;
 static Pginfer__ModelSpec *pad_specs = NULL;
 static Pginfer__Fragment **copy_ptrs = NULL;
@@ -605,7 +606,7 @@ usage(void)
 			"         [--state-endpoint EP] [--cancel-after-ms N] [--names N0,N1,...]\n"
 			"         [--input-sha256 H,H,...] [--cached-rows I,J,...] [--resend]\n"
 			"         [--input-scope TEXT] [--pad-models N] [--copies N]\n"
-			"         [--merge-models N] [--flood N]\n"
+			"         [--merge-models N] [--flood N [--flood-read]]\n"
 			"         COMMAND [ARGS...]\n"
 			"commands: ping | ocr FILE... | detect FILE... | predict MODEL FILE... |\n"
 			"          classify MODEL LABELS FILE... | embed MODEL FILE... |\n"
@@ -760,7 +761,9 @@ print_held(void *watch, uint64_t request_id, int timeout_ms, uint64_t *key)
  * 1001, ...) without reading any answer, from a socket that reads little
  * (ZMQ_RCVHWM 1, ZMQ_RCVBUF 4096), so that the worker keeps the answers;
  * with req (--flood N and a command), N copies of that request (its
- * frames[0..nframes)) instead, each under its own request id.
+ * frames[0..nframes)) instead, each under its own request id.  With
+ * --flood-read, a client that reads as answers come instead: default
+ * socket options, no wait for a steady state, every answer read at once.
  * A second client then pings every 200 ms until two states agree and
  * nothing is queued (30 s at most), and prints what the worker holds
  * ("HELD ..."); the first reads every answer
@@ -788,8 +791,11 @@ flood_command(void *ctx, const char *endpoint, long n, int timeout_ms,
 	if (sock == NULL || watch == NULL)
 		return 2;
 	zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof(zero));
-	zmq_setsockopt(sock, ZMQ_RCVHWM, &one, sizeof(one));
-	zmq_setsockopt(sock, ZMQ_RCVBUF, &small, sizeof(small));
+	if (!opt_flood_read)
+	{
+		zmq_setsockopt(sock, ZMQ_RCVHWM, &one, sizeof(one));
+		zmq_setsockopt(sock, ZMQ_RCVBUF, &small, sizeof(small));
+	}
 	zmq_setsockopt(sock, ZMQ_SNDHWM, &zero, sizeof(zero));
 	if (zmq_connect(sock, endpoint) != 0)
 		return 2;
@@ -808,7 +814,7 @@ flood_command(void *ctx, const char *endpoint, long n, int timeout_ms,
 		if (send_request(sock, &h, frames, lens, req != NULL ? nframes : 0) != 0)
 			return 2;
 	}
-	for (int turn = 0; turn < 150 && (key == 0 || key != last); turn++)
+	for (int turn = 0; !opt_flood_read && turn < 150 && (key == 0 || key != last); turn++)
 	{
 		last = key;
 		usleep(200000);
@@ -820,7 +826,7 @@ flood_command(void *ctx, const char *endpoint, long n, int timeout_ms,
 		zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
 		Pginfer__Header *r;
 
-		if (zmq_poll(&item, 1, 2000) <= 0)
+		if (zmq_poll(&item, 1, opt_flood_read ? timeout_ms : 2000) <= 0)
 			break;
 		r = recv_header(sock);
 		if (r != NULL && (r->kind == PGINFER__MSG_KIND__MSG_PONG ||
@@ -840,6 +846,8 @@ flood_command(void *ctx, const char *endpoint, long n, int timeout_ms,
 			other++;
 		if (r != NULL)
 			pginfer__header__free_unpacked(r, NULL);
+		if (opt_flood_read && pongs + refused + other >= n)
+			break;
 	}
 	printf("FLOOD sent=%ld %s=%ld refused=%ld other=%ld\n", n,
 		   req != NULL ? "results" : "pongs", pongs, refused, other);
@@ -1103,6 +1111,11 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--resend") == 0)
 		{
 			opt_resend = 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--flood-read") == 0)
+		{
+			opt_flood_read = 1;
 			continue;
 		}
 		if (i + 1 >= argc)

@@ -3,7 +3,8 @@
  *	  Unit tests of what the worker counts for each client connection
  *	  (worker/clients.c): one entry a routing id, holds and releases with
  *	  the per-message overhead (held requests are no unread answers),
- *	  answer frames counted until ZeroMQ lets go
+ *	  a client stalled once its unread answers stay over the limit for
+ *	  CLIENT_STALL_US, answer frames counted until ZeroMQ lets go
  *	  of them (sent over a real inproc pair and read, or closed unsent),
  *	  and idle entries pruned while held ones are kept.
  *
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "worker/clients.h"
@@ -23,7 +25,7 @@
 static void
 test_entries(void)
 {
-	client_table *t = client_table_new();
+	client_table *t = client_table_new(1 << 20);
 	client_entry *a = client_table_get(t, "\x00\x01\x02\x03\x04", 5);
 	client_entry *b = client_table_get(t, "\x00\x01\x02\x03\x05", 5);
 	int64_t		ca,
@@ -57,7 +59,7 @@ test_entries(void)
 static void
 test_pruning(void)
 {
-	client_table *t = client_table_new();
+	client_table *t = client_table_new(1 << 20);
 	client_entry *idle = client_table_get(t, "idle", 4);
 	client_entry *kept = client_table_get(t, "kept", 4);
 	int64_t		c = client_hold(kept, 10);
@@ -89,7 +91,7 @@ test_frames(void)
 	void	   *ctx = zmq_ctx_new();
 	void	   *tx = zmq_socket(ctx, ZMQ_PAIR);
 	void	   *rx = zmq_socket(ctx, ZMQ_PAIR);
-	client_table *t = client_table_new();
+	client_table *t = client_table_new(1000);
 	client_entry *c = client_table_get(t, "peer", 4);
 	zmq_msg_t	m,
 				got;
@@ -105,6 +107,9 @@ test_frames(void)
 		  (long long) client_held(c), (long long) client_table_unread(t));
 	CHECK(zmq_msg_send(&m, tx, 0) == 3000, "it is sent");
 	CHECK(client_held(c) == one, "a frame sent and not yet read still counts");
+	CHECK(!client_stalled(c), "over the limit (1000) for a moment: not stalled");
+	usleep(CLIENT_STALL_US + 50000);
+	CHECK(client_stalled(c), "over it for CLIENT_STALL_US: stalled");
 	zmq_msg_init(&got);
 	CHECK(zmq_msg_recv(&got, rx, 0) == 3000 &&
 		  memcmp(zmq_msg_data(&got), buf, 3000) == 0,
@@ -113,6 +118,7 @@ test_frames(void)
 	CHECK(client_held(c) == 0 && client_table_unread(t) == 0 && client_unread(c) == 0,
 		  "once ZeroMQ lets go of it, nothing counts: %lld",
 		  (long long) client_held(c));
+	CHECK(!client_stalled(c), "read: not stalled any more");
 
 	buf = malloc(10);
 	CHECK(client_msg_init(&m, buf, 10, c) == 0 &&
