@@ -1205,31 +1205,31 @@ monitor_log_status(int i, MonSlot *s, TimestampTz now)
 				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is up",
 						name, endpoint),
 				 errdetail("Its state names it %s.", worker_id)));
-	else if (folds == 0 && registered == 0)
-		ereport(LOG,
-				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is down",
-						name, endpoint),
-				 errdetail("A backend lost its connection to it before it had answered the pool."),
-				 errhint("Check that a worker listens at that endpoint, and its CURVE key.")));
-	else if (folds == 0)
-		ereport(LOG,
-				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is down",
-						name, endpoint),
-				 errdetail("It has not answered since it was registered, %ld ms ago.",
-						   (long) TimestampDifferenceMilliseconds(registered, now)),
-				 errhint("Check that a worker listens at that endpoint, and its CURVE key.")));
-	else if (heartbeat == 0)
-		ereport(LOG,
-				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is down",
-						name, endpoint),
-				 errdetail("A backend lost its connection to it, or it answered that it is shutting down.")));
 	else
+	{
+		/* why it is down: never heard from, lost by a backend, or silent */
+		const char *hint = folds == 0 ?
+			"Check that a worker listens at that endpoint, and its CURVE key." : NULL;
+		char	   *why;
+
+		if (folds == 0 && registered == 0)
+			why = pstrdup("A backend lost its connection to it before it had answered the pool.");
+		else if (folds == 0)
+			why = psprintf("It has not answered since it was registered, %ld ms ago.",
+						   (long) TimestampDifferenceMilliseconds(registered, now));
+		else if (heartbeat == 0)
+			why = pstrdup("A backend lost its connection to it, or it answered that it is shutting down.");
+		else
+			why = psprintf("Its last state came %ld ms ago, more than infer.worker_timeout (%d ms).",
+						   (long) TimestampDifferenceMilliseconds(heartbeat, now),
+						   infer_worker_timeout_ms);
 		ereport(LOG,
 				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is down",
 						name, endpoint),
-				 errdetail("Its last state came %ld ms ago, more than infer.worker_timeout (%d ms).",
-						   (long) TimestampDifferenceMilliseconds(heartbeat, now),
-						   infer_worker_timeout_ms)));
+				 errdetail_internal("%s", why),
+				 hint != NULL ? errhint("%s", hint) : 0));
+		pfree(why);
+	}
 	s->logged = st;
 }
 

@@ -266,6 +266,18 @@ parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* parse_bytes of a count from 1 to INT64_MAX into *out; -1 when not one. */
+static int
+parse_positive_bytes(const char *s, int64_t *out)
+{
+	uint64_t	b;
+
+	if (parse_bytes(s, &b) != 0 || b < 1 || b > (uint64_t) INT64_MAX)
+		return -1;
+	*out = (int64_t) b;
+	return 0;
+}
+
 /*
  * Installs on_stop_signal for SIGTERM and SIGINT (no SA_RESTART: the loop
  * sees the stop at once), and on_continue_signal for SIGCONT (SA_RESTART;
@@ -493,28 +505,14 @@ apply_option(void *arg, int code, const char *flag, const char *value,
 			snprintf(err, errlen, "%s must be on or off, not \"%s\"", flag, value);
 			return -1;
 		case 'U':
-			{
-				uint64_t	b;
-
-				if (parse_bytes(value, &b) == 0 && b >= 1 && b <= (uint64_t) INT64_MAX)
-				{
-					w->ext.max_upload_bytes = (int64_t) b;
-					return 0;
-				}
-			}
+			if (parse_positive_bytes(value, &w->ext.max_upload_bytes) == 0)
+				return 0;
 			snprintf(err, errlen, "%s must be a positive byte count such as 1073741824, 512M or 4G, not \"%s\"", flag, value);
 			return -1;
 		case 'B':
-			{
-				uint64_t	b;
-
-				if (parse_bytes(value, &b) == 0 && b >= 1 && b <= (uint64_t) INT64_MAX)
-				{
-					w->ext.max_client_bytes = (int64_t) b;
-					return 0;
-				}
-			}
-			snprintf(err, errlen, "%s must be a positive byte count such as 268435456, 256M or 1G, not \"%s\"", flag, value);
+			if (parse_positive_bytes(value, &w->ext.max_client_bytes) == 0)
+				return 0;
+			snprintf(err, errlen, "%s must be a positive byte count such as 1073741824, 512M or 2G, not \"%s\"", flag, value);
 			return -1;
 		default:
 			snprintf(err, errlen, "%s is not a setting", flag);

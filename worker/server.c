@@ -626,18 +626,34 @@ reply_with_header(uint8_t *header, size_t len)
 	return r;
 }
 
+/*
+ * MSG_ERROR reply; logs the error at WARN, or with quiet at DEBUG (answers
+ * that come by the thousand, such as a flooding client's refusals, are
+ * logged once an episode elsewhere).
+ */
+static server_reply *
+error_reply_logged(uint64_t request_id, const char *sqlstate, const char *message,
+				   const char *hint, bool quiet)
+{
+	size_t		len = 0;
+	uint8_t    *buf;
+
+	if (quiet)
+		log_debug("request %llu: error %s: %s", (unsigned long long) request_id,
+				  sqlstate, message);
+	else
+		log_warn("request %llu: error %s: %s", (unsigned long long) request_id,
+				 sqlstate, message);
+	buf = server_pack_error(request_id, sqlstate, message, NULL, hint, &len);
+	return reply_with_header(buf, len);
+}
+
 /* MSG_ERROR reply; logs the error at WARN. */
 static server_reply *
 error_reply(uint64_t request_id, const char *sqlstate, const char *message,
 			const char *hint)
 {
-	size_t		len = 0;
-	uint8_t    *buf;
-
-	log_warn("request %llu: error %s: %s", (unsigned long long) request_id,
-			 sqlstate, message);
-	buf = server_pack_error(request_id, sqlstate, message, NULL, hint, &len);
-	return reply_with_header(buf, len);
+	return error_reply_logged(request_id, sqlstate, message, hint, false);
 }
 
 /*
@@ -2114,22 +2130,19 @@ answers_blocked(server *s, client_entry *c)
 /*
  * Answers request_id of the client whose routing id is peer (c its entry,
  * holding held bytes) with MSG_ERROR 53400 instead of running it, or,
- * with may_drop, when the client's answers block it (answers_blocked) and
- * its unread answers pass --max-client-bytes by CLIENT_REFUSAL_ALLOWANCE,
- * drops it unanswered (the client reads none of them).  Counts it either
- * way.
+ * with may_drop (the caller found that its answers block it,
+ * answers_blocked) when its unread answers pass --max-client-bytes by
+ * CLIENT_REFUSAL_ALLOWANCE, drops it unanswered (the client reads none of
+ * them).  Counts it either way.
  */
 static void
 refuse_for_client(server *s, zmq_msg_t *peer, client_entry *c,
 				  uint64_t request_id, int64_t held, bool may_drop)
 {
 	char		msg[512];
-	uint8_t    *h;
-	size_t		hlen = 0;
 	server_reply *r;
 
-	if (may_drop && client_unread(c) > s->max_client_bytes + CLIENT_REFUSAL_ALLOWANCE &&
-		answers_blocked(s, c))
+	if (may_drop && client_unread(c) > s->max_client_bytes + CLIENT_REFUSAL_ALLOWANCE)
 	{
 		s->client_dropped++;
 		return;
@@ -2138,13 +2151,10 @@ refuse_for_client(server *s, zmq_msg_t *peer, client_entry *c,
 	snprintf(msg, sizeof(msg),
 			 "the worker holds %lld bytes for this connection (requests queued and answers not read yet), over its limit of %lld bytes; the request was not run",
 			 (long long) held, (long long) s->max_client_bytes);
-	/* not error_reply: one WARN an episode, not one a request */
-	log_debug("request %llu: error %s: %s", (unsigned long long) request_id,
-			  PGINFER_SQLSTATE_CLIENT_LIMIT, msg);
-	h = server_pack_error(request_id, PGINFER_SQLSTATE_CLIENT_LIMIT, msg, NULL,
-						  "Read the answers of the requests sent before sending more, or start the worker with a larger --max-client-bytes.",
-						  &hlen);
-	r = reply_with_header(h, hlen);
+	/* quiet: one WARN an episode (warn_over), not one a request */
+	r = error_reply_logged(request_id, PGINFER_SQLSTATE_CLIENT_LIMIT, msg,
+						   "Read the answers of the requests sent before sending more, or start the worker with a larger --max-client-bytes.",
+						   true);
 	if (r != NULL && send_reply(s, peer, r) != 0)
 		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
 	server_reply_destroy(&r);
@@ -2168,8 +2178,9 @@ client_over_limit(server *s, zmq_msg_t *parts, int n)
 	request_refusal why;
 	uint64_t	id = 0;
 	char		who[128];
+	bool		blocked = answers_blocked(s, c);
 
-	if (held - client_unread(c) <= s->max_client_bytes && !answers_blocked(s, c))
+	if (held - client_unread(c) <= s->max_client_bytes && !blocked)
 	{
 		if (client_set_over(c, 0))
 		{
@@ -2198,7 +2209,7 @@ client_over_limit(server *s, zmq_msg_t *parts, int n)
 		pginfer__header__free_unpacked(req, NULL);
 	if (!client_set_over(c, 1))
 		warn_over(s, parts, n, held, "");
-	refuse_for_client(s, &parts[0], c, id, held, true);
+	refuse_for_client(s, &parts[0], c, id, held, blocked);
 	return 1;
 }
 
@@ -2221,17 +2232,18 @@ refuse_unread_clients(server *s, batch_item **items, int *n)
 	for (int k = 0; k < *n; k++)
 	{
 		queued_request *q = items[k]->data;
+		int64_t		held;
 
 		if (q == NULL || !answers_blocked(s, q->client))
 		{
 			items[kept++] = items[k];
 			continue;
 		}
+		held = client_held(q->client);
 		if (!client_set_over(q->client, 1))
-			warn_over(s, q->parts, q->n_parts, client_held(q->client),
-					  ", even those queued,");
+			warn_over(s, q->parts, q->n_parts, held, ", even those queued,");
 		refuse_for_client(s, &q->parts[0], q->client, items[k]->request_id,
-						  client_held(q->client), false);
+						  held, false);
 		batch_item_destroy(&items[k]);
 	}
 	*n = kept;
@@ -2411,25 +2423,11 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 		 * ping, whose answer (a state) would count as a heartbeat in the
 		 * pool; a run's inputs are not resolved (no MSG_NEED_INPUT).
 		 */
-		server_reply *r;
-
 		/* a ping is the pool monitor's, every 100 ms: not a WARN each */
-		if (req->kind == PGINFER__MSG_KIND__MSG_PING)
-		{
-			size_t		hlen = 0;
-			uint8_t    *h = server_pack_error(req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
-											  "the worker is shutting down; the request was not run",
-											  NULL, hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0),
-											  &hlen);
-
-			log_debug("request %llu: ping answered %s while shutting down",
-					  (unsigned long long) req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN);
-			r = reply_with_header(h, hlen);
-		}
-		else
-			r = error_reply(req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
-							"the worker is shutting down; the request was not run",
-							hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0));
+		server_reply *r = error_reply_logged(req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
+											 "the worker is shutting down; the request was not run",
+											 hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0),
+											 req->kind == PGINFER__MSG_KIND__MSG_PING);
 
 		if (r != NULL && send_reply(s, &parts[0], r) != 0)
 			log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
