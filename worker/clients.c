@@ -32,7 +32,7 @@ struct client_entry
 	_Atomic int64_t unread;		/* the unread answers of those */
 	_Atomic int64_t over_since; /* when unread went over the limit; 0: not */
 	_Atomic int64_t refs;		/* client_hold and counted frames */
-	int			over;			/* client_set_over */
+	client_over over;			/* client_set_over */
 	size_t		id_len;
 	unsigned char id[];
 };
@@ -102,7 +102,7 @@ prune_bucket(client_entry **head, const client_entry *keep)
 		if (e != keep && entry_idle(e))
 		{
 			*link = e->next;
-			if (e->over)
+			if (e->over == CLIENT_OVER_LOGGED)
 				log_over_ended(e);
 			free(e);
 		}
@@ -225,13 +225,13 @@ client_table_unread(const client_table *t)
 	return t != NULL ? atomic_load(&((client_table *) t)->unread) : 0;
 }
 
-int
-client_set_over(client_entry *c, int over)
+client_over
+client_set_over(client_entry *c, client_over over)
 {
-	int			was;
+	client_over was;
 
 	if (c == NULL)
-		return 0;
+		return CLIENT_UNDER;
 	was = c->over;
 	c->over = over;
 	return was;

@@ -111,11 +111,21 @@ int64_t		client_table_unread(const client_table *t);
  */
 int64_t		client_hold(client_entry *c, int64_t bytes);
 
+/* A client's standing against its limit (client_set_over). */
+typedef enum client_over
+{
+	CLIENT_UNDER = 0,			/* under its limit */
+	CLIENT_OVER,				/* over, its WARN line left out (rate limit) */
+	CLIENT_OVER_LOGGED			/* over, and its WARN line written */
+} client_over;
+
 /*
- * Sets whether the client is over its limit now; returns whether it was
- * before (so that an episode is logged once).  Thread of the socket loop.
+ * Sets the client's standing (client_over); returns the one before, so
+ * that an episode is logged once each way: its "back under" line is
+ * written only when its "over" line was (CLIENT_OVER_LOGGED).  Thread of
+ * the socket loop.
  */
-int			client_set_over(client_entry *c, int over);
+client_over client_set_over(client_entry *c, client_over over);
 
 /* Undoes client_hold(c, ...) that returned counted.  Any thread. */
 void		client_release(client_entry *c, int64_t counted);

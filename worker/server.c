@@ -2090,21 +2090,31 @@ client_name(zmq_msg_t *parts, int n, char *buf, size_t buflen)
 }
 
 /*
- * Logs, at WARN, that a client went over --max-client-bytes: at most one
- * line a second over all clients (a client that connects again and again
- * is a new one each time), the lines left out counted in the next.
+ * Notes that client c went over --max-client-bytes, unless it was over
+ * already, and logs it at WARN: at most one line a second over all
+ * clients (a client that connects again and again is a new one each
+ * time), the lines left out counted in the next.  Only an episode logged
+ * here gets its "under again" line (client_set_over).
  */
 static void
-warn_over(server *s, zmq_msg_t *parts, int n, int64_t held, const char *when)
+warn_over(server *s, client_entry *c, zmq_msg_t *parts, int n, int64_t held,
+		  const char *when)
 {
 	int64_t		now = now_us();
 	char		who[128];
+	client_over was = client_set_over(c, CLIENT_OVER);
 
+	if (was != CLIENT_UNDER)
+	{
+		client_set_over(c, was);	/* the same episode */
+		return;
+	}
 	if (s->over_warned_us != 0 && now - s->over_warned_us < 1000000)
 	{
 		s->over_unwarned++;
 		return;
 	}
+	client_set_over(c, CLIENT_OVER_LOGGED);
 	client_name(parts, n, who, sizeof(who));
 	log_warn("client %s holds %lld bytes (requests queued and answers it has not read), over --max-client-bytes %lld: its requests are refused%s until it reads its answers (%llu more clients went over since the last such line)",
 			 who, (long long) held, (long long) s->max_client_bytes, when,
@@ -2182,7 +2192,7 @@ client_over_limit(server *s, zmq_msg_t *parts, int n)
 
 	if (held - client_unread(c) <= s->max_client_bytes && !blocked)
 	{
-		if (client_set_over(c, 0))
+		if (client_set_over(c, CLIENT_UNDER) == CLIENT_OVER_LOGGED)
 		{
 			client_name(parts, n, who, sizeof(who));
 			log_info("client %s holds %lld bytes, under --max-client-bytes %lld again: its requests are served (requests not run since the worker started: %llu refused, %llu dropped, all clients)",
@@ -2207,8 +2217,7 @@ client_over_limit(server *s, zmq_msg_t *parts, int n)
 	}
 	if (req != NULL)
 		pginfer__header__free_unpacked(req, NULL);
-	if (!client_set_over(c, 1))
-		warn_over(s, parts, n, held, "");
+	warn_over(s, c, parts, n, held, "");
 	refuse_for_client(s, &parts[0], c, id, held, blocked);
 	return 1;
 }
@@ -2240,8 +2249,8 @@ refuse_unread_clients(server *s, batch_item **items, int *n)
 			continue;
 		}
 		held = client_held(q->client);
-		if (!client_set_over(q->client, 1))
-			warn_over(s, q->parts, q->n_parts, held, ", even those queued,");
+		warn_over(s, q->client, q->parts, q->n_parts, held,
+				  ", even those queued,");
 		refuse_for_client(s, &q->parts[0], q->client, items[k]->request_id,
 						  held, false);
 		batch_item_destroy(&items[k]);

@@ -688,9 +688,19 @@ if start_worker "$tmp/worker_cb.log" --max-client-bytes 4M --threads 1; then
 	fi
 	check "once it has read, the client is served again and the worker holds nothing for it" \
 		"$out" '^FLOOD sent=20000 ' '^AFTER pong$' '^HELD unread_answer_bytes=0 '
-	check "the episode is logged once each way, not once a request" \
-		"$(grep -c 'over --max-client-bytes 4194304: its requests are refused' "$tmp/worker_cb.log") $(grep -c 'under --max-client-bytes 4194304 again' "$tmp/worker_cb.log") $(grep -c 'error 53400' "$tmp/worker_cb.log")" \
-		'^1 1 0$'
+	# The client's ZeroMQ reads answers into its queue while the program
+	# does not, so the worker can see it dip under and go over again: each
+	# logged "over" line gets one "under again" line, and the "over" lines
+	# come at most once a second (warn_over), never once a request.
+	n_over=$(grep -c 'over --max-client-bytes 4194304: its requests are refused' "$tmp/worker_cb.log")
+	n_under=$(grep -c 'under --max-client-bytes 4194304 again' "$tmp/worker_cb.log")
+	n_err=$(grep -c 'error 53400' "$tmp/worker_cb.log")
+	if [ "$n_over" -ge 1 ] && [ "$n_over" -le 10 ] && [ "$n_under" = "$n_over" ] && [ "$n_err" = 0 ]; then
+		pass "the episodes are logged once each way, not once a request ($n_over over, $n_under under)"
+	else
+		fail "the episodes are logged once each way, not once a request" \
+			"over lines $n_over, under lines $n_under, error lines $n_err"
+	fi
 	check "the log names the client" "$(cat "$tmp/worker_cb.log")" \
 		'WARN client 127\.0\.0\.1 \(routing id [0-9a-f]+\) holds [0-9]+ bytes'
 	stop_worker TERM

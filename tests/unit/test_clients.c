@@ -41,8 +41,10 @@ test_entries(void)
 	CHECK(client_held(b) == CLIENT_MESSAGE_OVERHEAD, "an empty request counts the overhead");
 	CHECK(client_table_unread(t) == 0 && client_unread(a) == 0,
 		  "held requests are not unread answers");
-	CHECK(client_set_over(a, 1) == 0 && client_set_over(a, 1) == 1 &&
-		  client_set_over(a, 0) == 1 && client_set_over(a, 0) == 0,
+	CHECK(client_set_over(a, CLIENT_OVER) == CLIENT_UNDER &&
+		  client_set_over(a, CLIENT_OVER_LOGGED) == CLIENT_OVER &&
+		  client_set_over(a, CLIENT_UNDER) == CLIENT_OVER_LOGGED &&
+		  client_set_over(a, CLIENT_UNDER) == CLIENT_UNDER,
 		  "client_set_over returns the state before");
 	client_release(a, ca);
 	client_release(b, cb);
@@ -65,8 +67,8 @@ test_pruning(void)
 	int64_t		c = client_hold(kept, 10);
 	char		id[32];
 
-	client_set_over(idle, 1);
-	client_set_over(kept, 1);
+	client_set_over(idle, CLIENT_OVER);
+	client_set_over(kept, CLIENT_OVER);
 	for (int i = 0; i < 10000; i++)
 	{
 		int			n = snprintf(id, sizeof(id), "peer %d", i);
@@ -74,8 +76,10 @@ test_pruning(void)
 		client_table_get(t, id, (size_t) n);
 	}
 	idle = client_table_get(t, "idle", 4);
-	CHECK(client_set_over(idle, 0) == 0, "an idle entry was pruned (its flag is new)");
-	CHECK(client_table_get(t, "kept", 4) == kept && client_set_over(kept, 1) == 1 &&
+	CHECK(client_set_over(idle, CLIENT_UNDER) == CLIENT_UNDER,
+		  "an idle entry was pruned (its flag is new)");
+	CHECK(client_table_get(t, "kept", 4) == kept &&
+		  client_set_over(kept, CLIENT_OVER) == CLIENT_OVER &&
 		  client_held(kept) == c, "a held entry survives the sweeps");
 	client_release(kept, c);
 	client_table_destroy(&t);
