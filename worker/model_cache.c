@@ -689,13 +689,14 @@ read_registered_bytes(const model_cache *mc, const cache_entry *e,
 
 /*
  * The SQLSTATE of the engine's load error lerr: 0A000 for what the engine
- * lacks (an operator, an opset, a tensor type), 53200 for memory, XX001
+ * lacks (an operator, an opset, a tensor type, an attribute value), 53200
+ * for memory, XX001
  * (data_corrupted) for a file that is no complete, valid ONNX model.
  */
 static const char *
 load_error_sqlstate(const char *lerr)
 {
-	if (strstr(lerr, "unsupported operator") != NULL ||
+	if (strstr(lerr, "unsupported") != NULL ||
 		strstr(lerr, "not supported") != NULL)
 		return PGINFER_SQLSTATE_NOT_SUPPORTED;
 	if (strstr(lerr, "out of memory") != NULL)

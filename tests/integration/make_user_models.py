@@ -39,6 +39,13 @@ that a batch tensor whose byte count is not its shape's shows:
                        cannot read
   reshape_100.onnx     Reshape to [-1, 100]: no image's 192 values fit,
                        every run fails in the engine
+  cast_bf16.onnx       GlobalAveragePool -> Flatten -> Cast (bfloat16)
+                       -> Cast (float): a valid model whose bfloat16 the
+                       engine lacks (0A000 at load, not at the first run)
+  bad_attr.onnx        GlobalAveragePool -> Flatten -> Relu with an
+                       attribute "foo" Relu does not have: not valid ONNX
+                       (onnx.checker refuses it; saved unchecked), XX001
+                       at load
   labels4.txt          4 labels for mlp's 4 scores, one a line (the
                        second line "\r\n" ended, a blank line at the
                        end): cat, dog, bird, fish
@@ -58,13 +65,21 @@ def image_input():
     return helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])
 
 
-def save(outdir, name, nodes, output, inits=(), opset=13, x=None):
+def save(outdir, name, nodes, output, inits=(), opset=13, x=None, valid=True):
     graph = helper.make_graph(nodes, name, [x or image_input()], [output],
                               initializer=list(inits))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="pg_infer tests")
     model.ir_version = 8
-    onnx.checker.check_model(model)
+    if valid:
+        onnx.checker.check_model(model)
+    else:
+        try:
+            onnx.checker.check_model(model)
+        except onnx.checker.ValidationError:
+            pass
+        else:
+            sys.exit("make_user_models: %s was meant to be invalid" % name)
     path = os.path.join(outdir, name + ".onnx")
     onnx.save(model, path)
     print(path)
@@ -145,6 +160,19 @@ def main():
     save(outdir, "reshape_100", [
         helper.make_node("Reshape", ["x", "shape"], ["y"]),
     ], y(["N", 100]), [shape])
+
+    save(outdir, "cast_bf16", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Cast", ["f"], ["h"], to=TensorProto.BFLOAT16),
+        helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT),
+    ], y(["N", 3]))
+
+    save(outdir, "bad_attr", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Relu", ["f"], ["y"], name="relu_foo", foo=3),
+    ], y(["N", 3]), valid=False)
 
     for name, text in (("labels4.txt", b"cat\ndog\r\nbird\nfish\n\n"),
                        ("labels5.txt", b"cat\ndog\r\nbird\nfish\neel\n")):

@@ -1,7 +1,9 @@
 # tests/onnx/: the ONNX conformance runner and the real-model checks.
 #
-# check-onnx runs ONNX's node tests (those whose operators the engine
-# implements) against tests/onnx/known_failures.txt; check-models builds
+# check-onnx checks that worker/engine/op_schemas.h is what
+# tools/gen_op_schemas.py makes of the pinned onnx package, then runs ONNX's
+# node tests (those whose operators the engine implements) against
+# tests/onnx/known_failures.txt; check-models builds
 # test folders for the OCR models (tools/make_model_tests.py, reference
 # outputs from ONNX Runtime) and requires a relative L2 error <= 1e-4; it
 # does the same for the text encoder build/models/minilm/model.onnx
@@ -23,6 +25,7 @@ CHECK_TARGETS += check-onnx check-models
 
 .PHONY: check-onnx check-models
 check-onnx: $(ONNX_CONFORMANCE)
+	$(PYTHON) tools/gen_op_schemas.py --check
 	$(ONNX_CONFORMANCE) --node-dir $(ONNX_NODE_DIR) --known tests/onnx/known_failures.txt
 
 check-models: $(ONNX_CONFORMANCE)

@@ -213,6 +213,48 @@ attr(Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType t
 	return a;
 }
 
+/* An INT attribute of n. */
+static void
+attr_int(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+
+	a->has_i = 1;
+	a->i = v;
+}
+
+/* A FLOAT attribute of n. */
+static void
+attr_float(Onnx__NodeProto *n, const char *name, float v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+
+	a->has_f = 1;
+	a->f = v;
+}
+
+/* A STRING attribute of n. */
+static void
+attr_string(Onnx__NodeProto *n, const char *name, const char *v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+
+	a->has_s = 1;
+	a->s.len = strlen(v);
+	a->s.data = (uint8_t *) str(v);
+}
+
+/* An INTS attribute of n. */
+static void
+attr_ints(Onnx__NodeProto *n, const char *name, const int64_t *v, int k)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+
+	a->n_ints = k;
+	a->ints = alloc(k * sizeof(int64_t));
+	memcpy(a->ints, v, k * sizeof(int64_t));
+}
+
 typedef struct graph_spec
 {
 	int			opset;
@@ -414,6 +456,67 @@ test_load_errors(void)
 	m = load(&g, err, sizeof(err));
 	CHECK(m == NULL && strstr(err, "graph output 'Y' is not produced") != NULL,
 		  "missing output: %s", err);
+
+	/* attributes against the operator's schema (op_schemas.h) */
+	g.nodes[1] = node("Relu", "relu_1", "A", "Y");
+	attr_int(g.nodes[1], "foo", 3);
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strcmp(err, "model '<memory>': Relu node 'relu_1': attribute 'foo' "
+							  "is not an attribute of Relu-6 (opset 12)") == 0,
+		  "unknown attribute: %s", err);
+
+	g.nodes[1] = node("Softmax", "softmax_1", "A", "Y");
+	attr_float(g.nodes[1], "axis", 0.0f);
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strcmp(err, "model '<memory>': Softmax node 'softmax_1': attribute "
+							  "'axis' must have type INT in Softmax-11") == 0,
+		  "attribute of the wrong type (an INT read as its default): %s", err);
+
+	g.nodes[1] = node("Softmax", "softmax_1", "A", "Y");
+	attr_int(g.nodes[1], "axis", 0);
+	attr_int(g.nodes[1], "axis", -1);
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "Softmax node 'softmax_1': attribute 'axis' is given twice") != NULL,
+		  "an attribute given twice: %s", err);
+
+	g.nodes[1] = node("Cast", "cast_1", "A", "Y");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "Cast node 'cast_1': required attribute 'to' of Cast-9 is missing") != NULL,
+		  "a required attribute missing: %s", err);
+
+	g.nodes[1] = node("LayerNormalization", "ln_1", "A,A", "Y");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "operator LayerNormalization does not exist in opset 12 "
+							  "(it came in opset 17)") != NULL,
+		  "an operator newer than the model's opset: %s", err);
+
+	/* attribute values the operator lacks fail the load, not the first run */
+	g.nodes[1] = node("Pad", "pad_1", "A,P", "Y");
+	attr_string(g.nodes[1], "mode", "wrap");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "Pad node 'pad_1': mode \"wrap\" is not supported "
+							  "(constant, edge, reflect)") != NULL,
+		  "Pad mode wrap at load: %s", err);
+
+	g.nodes[1] = node("MaxPool", "pool_1", "A", "Y");
+	attr_ints(g.nodes[1], "kernel_shape", (int64_t[]) {2}, 1);
+	attr_int(g.nodes[1], "ceil_mode", 2);
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "MaxPool node 'pool_1': unsupported ceil_mode 2 (0 or 1)") != NULL,
+		  "MaxPool ceil_mode 2 at load: %s", err);
+
+	g.nodes[1] = node("Resize", "resize_1", "A,,S", "Y");
+	attr_string(g.nodes[1], "mode", "area");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "Resize node 'resize_1': unsupported mode \"area\"") != NULL,
+		  "Resize mode area at load: %s", err);
+
+	/* the same node is fine where its version defines the attribute */
+	g.nodes[1] = node("LeakyRelu", "lrelu_1", "A", "Y");
+	attr_float(g.nodes[1], "alpha", 0.5f);
+	m = load(&g, err, sizeof(err));
+	CHECK(m != NULL, "a node whose attributes match its schema loads: %s", m ? "" : err);
+	ie_model_destroy(&m);
 
 	m = ie_model_load_file("../shared/data/ocr/manifest.tsv", err, sizeof(err));
 	if (m == NULL && strstr(err, "cannot open") != NULL)
@@ -717,17 +820,6 @@ test_threads(void)
 
 
 /* ---- fusion, pool, buffer cache ---- */
-
-/* An INTS attribute of n. */
-static void
-attr_ints(Onnx__NodeProto *n, const char *name, const int64_t *v, int k)
-{
-	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-
-	a->n_ints = k;
-	a->ints = alloc(k * sizeof(int64_t));
-	memcpy(a->ints, v, k * sizeof(int64_t));
-}
 
 /* A float constant of the given shape holding vals (n of them). */
 static Onnx__TensorProto *

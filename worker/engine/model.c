@@ -22,10 +22,6 @@
 #include "worker/engine/fusion.h"
 #include "worker/engine/model_int.h"
 
-/* The default-domain opsets whose operator versions the engine knows. */
-#define IE_OPSET_MIN 1
-#define IE_OPSET_MAX 17
-
 /* Most bytes a model file may have (protobuf's own limit is 2 GiB). */
 #define IE_MODEL_MAX_BYTES ((size_t) 2 << 30)
 
@@ -585,14 +581,18 @@ read_opset(loader *ld, const Onnx__ModelProto *mp)
 }
 
 /*
- * Binds node np (graph position idx) into pn: operator look-up, attributes,
+ * Binds node np (graph position idx) into pn: operator look-up, attributes
+ * (checked against the operator's ONNX schema, ie_op_check_attrs, and its
+ * values against what the operator implements, ie_op_check_lookup),
  * output values.  Input values are resolved later, once all outputs exist.
  */
 static int
 bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 {
 	char		namebuf[32];
+	char		aerr[256];
 	const char *op = np->op_type ? np->op_type : "";
+	ie_op_fn	check;
 
 	if (np->name != NULL && np->name[0] != '\0')
 		pn->name = strdup(np->name);
@@ -612,12 +612,27 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 		return load_error(ld, "unsupported operator '%s' (node '%s')", op, pn->name);
 	if (decode_attrs(ld, np, pn) != 0)
 		return -1;
+	if (ie_op_check_attrs(op, ld->m->opset, pn->n_attrs, pn->attrs, aerr,
+						  sizeof(aerr)) != 0)
+		return load_error(ld, "%s node '%s': %s", op, pn->name, aerr);
 	/* every ONNX operator has at least one output (it may be named ""):
 	 * operators write output 0 without asking */
 	if (np->n_output == 0)
 		return load_error(ld, "%s node '%s' has no outputs", op, pn->name);
 	pn->n_inputs = (int) np->n_input;
 	pn->n_outputs = (int) np->n_output;
+	if ((check = ie_op_check_lookup(op)) != NULL)
+	{
+		ie_node_ctx cctx = {
+			.op_type = op, .node_name = pn->name, .opset = ld->m->opset,
+			.n_inputs = pn->n_inputs, .n_outputs = pn->n_outputs,
+			.n_attrs = pn->n_attrs, .attrs = pn->attrs, .n_threads = 1,
+			.err = aerr, .errlen = sizeof(aerr)
+		};
+
+		if (check(&cctx) != 0)
+			return load_error(ld, "%s", aerr);
+	}
 	for (int i = 0; i < ie_op_min_inputs(op); i++)
 		if (i >= pn->n_inputs || np->input[i] == NULL || np->input[i][0] == '\0')
 			return load_error(ld, "%s node '%s': required input %d is missing "

@@ -22,6 +22,13 @@
 
 #include "worker/engine/engine.h"
 
+/*
+ * The default-domain opsets whose operator versions the engine knows
+ * (op_schemas.h holds their attributes up to IE_OPSET_MAX).
+ */
+#define IE_OPSET_MIN 1
+#define IE_OPSET_MAX 17
+
 /* Attribute kinds: the values of onnx.AttributeProto.AttributeType. */
 typedef enum ie_attr_type
 {
@@ -103,6 +110,21 @@ extern const ie_op_def ie_ops_reduce[];
 extern const ie_op_def ie_ops_gather[];
 
 /*
+ * Load-time checks of attribute values, by op_type (same entry type, the
+ * function a check): a value the operator does not implement ("unsupported
+ * ..." or "... is not supported" from ie_op_error) fails the load rather
+ * than the first run.  A check sees op_type, node_name, opset, the
+ * attributes and n_inputs/n_outputs (the node's counts), no inputs.  The
+ * operator runs the same check, so a direct call (tests) gets the same
+ * error.
+ */
+extern const ie_op_def ie_op_checks_conv[];
+extern const ie_op_def ie_op_checks_pool[];
+extern const ie_op_def ie_op_checks_norm[];
+extern const ie_op_def ie_op_checks_resize[];
+extern const ie_op_def ie_op_checks_shape[];
+
+/*
  * Moves src's buffer into a new tensor of shape dims (same byte count),
  * leaving src empty; NULL (src untouched) when the sizes differ or memory
  * runs out.  Defined in tensor.c.
@@ -112,11 +134,23 @@ ie_tensor  *ie_tensor_take(ie_tensor *src, int ndim, const int64_t *dims);
 /* The operator for op_type in the default ONNX domain, or NULL. */
 ie_op_fn	ie_op_lookup(const char *op_type);
 
+/* The load-time attribute check of op_type (ie_op_checks_*), or NULL. */
+ie_op_fn	ie_op_check_lookup(const char *op_type);
+
 /*
  * Inputs a node of op_type must name (none omitted, "" is omitted): the
  * loader refuses nodes with fewer (ONNX Operators.md, required inputs).
  */
 int			ie_op_min_inputs(const char *op_type);
+
+/*
+ * Checks a node's attributes (attrs[0..n_attrs)) against ONNX's schema of
+ * op_type at opset (op_schemas.h): each one defined by that version, with
+ * its type, none twice, every required one there.  0, or -1 with a message
+ * in err.  Run by the loader on every node.
+ */
+int			ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
+							  const ie_attr *attrs, char *err, size_t errlen);
 
 /* Attribute look-ups; the default when the node does not set it. */
 const ie_attr *ie_attr_find(const ie_node_ctx *ctx, const char *name);

@@ -6,10 +6,12 @@
  * The tables are constant; nothing here keeps state, so it is safe from any
  * thread.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "worker/engine/op.h"
+#include "worker/engine/op_schemas.h"
 
 static const ie_op_def *const op_tables[] = {
 	ie_ops_elementwise,
@@ -23,15 +25,37 @@ static const ie_op_def *const op_tables[] = {
 	ie_ops_gather,
 };
 
+static const ie_op_def *const check_tables[] = {
+	ie_op_checks_conv,
+	ie_op_checks_pool,
+	ie_op_checks_norm,
+	ie_op_checks_resize,
+	ie_op_checks_shape,
+};
+
+/* The function of op_type in tables[0..n), or NULL. */
+static ie_op_fn
+table_lookup(const ie_op_def *const *tables, size_t n, const char *op_type)
+{
+	for (size_t t = 0; t < n; t++)
+		for (const ie_op_def *d = tables[t]; d->op_type != NULL; d++)
+			if (strcmp(d->op_type, op_type) == 0)
+				return d->fn;
+	return NULL;
+}
+
 /* The operator implementing op_type (default ONNX domain), or NULL. */
 ie_op_fn
 ie_op_lookup(const char *op_type)
 {
-	for (size_t t = 0; t < sizeof(op_tables) / sizeof(op_tables[0]); t++)
-		for (const ie_op_def *d = op_tables[t]; d->op_type != NULL; d++)
-			if (strcmp(d->op_type, op_type) == 0)
-				return d->fn;
-	return NULL;
+	return table_lookup(op_tables, sizeof(op_tables) / sizeof(op_tables[0]), op_type);
+}
+
+ie_op_fn
+ie_op_check_lookup(const char *op_type)
+{
+	return table_lookup(check_tables, sizeof(check_tables) / sizeof(check_tables[0]),
+						op_type);
 }
 
 /*
@@ -72,6 +96,180 @@ ie_op_min_inputs(const char *op_type)
 		if (strcmp(op_min_inputs[i].op_type, op_type) == 0)
 			return op_min_inputs[i].min_inputs;
 	return 1;
+}
+
+/* The letter op_schemas.h gives attribute type t ('?' for none). */
+static char
+attr_type_letter(ie_attr_type t)
+{
+	switch (t)
+	{
+		case IE_ATTR_FLOAT:
+			return 'f';
+		case IE_ATTR_INT:
+			return 'i';
+		case IE_ATTR_STRING:
+			return 's';
+		case IE_ATTR_TENSOR:
+			return 't';
+		case IE_ATTR_FLOATS:
+			return 'F';
+		case IE_ATTR_INTS:
+			return 'I';
+		case IE_ATTR_STRINGS:
+			return 'S';
+		default:
+			return '?';
+	}
+}
+
+/* The ONNX name of the attribute type op_schemas.h writes as letter. */
+static const char *
+attr_type_name(char letter)
+{
+	switch (letter)
+	{
+		case 'f':
+			return "FLOAT";
+		case 'i':
+			return "INT";
+		case 's':
+			return "STRING";
+		case 't':
+			return "TENSOR";
+		case 'g':
+			return "GRAPH";
+		case 'F':
+			return "FLOATS";
+		case 'I':
+			return "INTS";
+		case 'S':
+			return "STRINGS";
+		case 'T':
+			return "TENSORS";
+		case 'G':
+			return "GRAPHS";
+		case 'p':
+			return "SPARSE_TENSOR";
+		case 'P':
+			return "SPARSE_TENSORS";
+		default:
+			return "TYPE_PROTO";
+	}
+}
+
+/*
+ * The schema attributes of op_type's version for opset (the newest version
+ * whose since_version is at most opset), or NULL when op_type has none
+ * there.
+ */
+static const char *
+schema_attrs(const char *op_type, int opset, int *since)
+{
+	const char *attrs = NULL;
+
+	for (int i = 0; op_schemas[i].op_type != NULL; i++)
+		if (strcmp(op_schemas[i].op_type, op_type) == 0 &&
+			op_schemas[i].since <= opset)
+		{
+			attrs = op_schemas[i].attrs;
+			*since = op_schemas[i].since;
+		}
+	return attrs;
+}
+
+/*
+ * Finds attribute name among the "name:T[!]" words of attrs: returns its
+ * word, or NULL.
+ */
+static const char *
+schema_find(const char *attrs, const char *name)
+{
+	size_t		len = strlen(name);
+
+	for (const char *w = attrs; *w != '\0';)
+	{
+		if (strncmp(w, name, len) == 0 && w[len] == ':')
+			return w;
+		w += strcspn(w, " ");
+		w += strspn(w, " ");
+	}
+	return NULL;
+}
+
+/*
+ * Checks a node's attributes against the ONNX schema of op_type's version
+ * for opset (op_schemas.h, generated from onnx.defs; ONNX IR spec,
+ * "Attributes"): every attribute must be one that version defines, of the
+ * type it defines, and every attribute it requires must be there, as
+ * ONNX's checker and ONNX Runtime require.  Returns 0, or -1 with
+ * "attribute ..." in err; an operator that came after opset gives -1
+ * with "operator ... does not exist in opset ...".
+ */
+int
+ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
+				  const ie_attr *attrs, char *err, size_t errlen)
+{
+	int			since = 0;
+	const char *schema = schema_attrs(op_type, opset, &since);
+
+	if (schema == NULL)
+	{
+		if (schema_attrs(op_type, IE_OPSET_MAX, &since) == NULL)
+			snprintf(err, errlen, "operator %s has no schema in op_schemas.h (regenerate it with tools/gen_op_schemas.py)",
+					 op_type);
+		else
+			snprintf(err, errlen, "operator %s does not exist in opset %d (it came in opset %d)",
+					 op_type, opset, since);
+		return -1;
+	}
+	for (int i = 0; i < n_attrs; i++)
+	{
+		const char *w = schema_find(schema, attrs[i].name);
+		size_t		len = strlen(attrs[i].name);
+
+		if (w == NULL)
+		{
+			snprintf(err, errlen, "attribute '%s' is not an attribute of %s-%d (opset %d)",
+					 attrs[i].name, op_type, since, opset);
+			return -1;
+		}
+		if (w[len + 1] != attr_type_letter(attrs[i].type))
+		{
+			snprintf(err, errlen, "attribute '%s' must have type %s in %s-%d",
+					 attrs[i].name, attr_type_name(w[len + 1]), op_type, since);
+			return -1;
+		}
+		for (int j = 0; j < i; j++)
+			if (strcmp(attrs[j].name, attrs[i].name) == 0)
+			{
+				snprintf(err, errlen, "attribute '%s' is given twice", attrs[i].name);
+				return -1;
+			}
+	}
+	for (const char *w = schema; *w != '\0';)
+	{
+		size_t		n = strcspn(w, " ");
+
+		if (w[n - 1] == '!')
+		{
+			size_t		name_len = strcspn(w, ":");
+			bool		found = false;
+
+			for (int i = 0; i < n_attrs && !found; i++)
+				found = strlen(attrs[i].name) == name_len &&
+					strncmp(attrs[i].name, w, name_len) == 0;
+			if (!found)
+			{
+				snprintf(err, errlen, "required attribute '%.*s' of %s-%d is missing",
+						 (int) name_len, w, op_type, since);
+				return -1;
+			}
+		}
+		w += n;
+		w += strspn(w, " ");
+	}
+	return 0;
 }
 
 /* The node's attribute called name, or NULL. */

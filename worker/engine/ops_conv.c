@@ -1351,3 +1351,16 @@ const ie_op_def ie_ops_conv[] = {
 	{"ConvTranspose", op_conv_transpose},
 	{NULL, NULL}
 };
+
+/* Conv's and ConvTranspose's auto_pad: run by the loader on every node. */
+static int
+conv_check_attrs(ie_node_ctx *ctx)
+{
+	return ie_spatial_check_auto_pad(ctx, ie_attr_string(ctx, "auto_pad", "NOTSET"));
+}
+
+const ie_op_def ie_op_checks_conv[] = {
+	{"Conv", conv_check_attrs},
+	{"ConvTranspose", conv_check_attrs},
+	{NULL, NULL}
+};

@@ -40,6 +40,38 @@
 #define SM_LANES 16
 
 /*
+ * The BatchNormalization the engine implements: spatial 1 (opsets < 9),
+ * training_mode 0 or 1, and no saved_mean/saved_var outputs (opsets < 9
+ * training).  Run by the loader on every such node (ie_op_check_lookup) and
+ * by the operator.
+ */
+static int
+batchnorm_check_attrs(ie_node_ctx *ctx)
+{
+	int64_t		training = ie_attr_int(ctx, "training_mode", 0);
+
+	if (ie_attr_int(ctx, "spatial", 1) != 1)
+		return ie_op_error(ctx, "unsupported spatial=0");
+	if (training != 0 && training != 1)
+		return ie_op_error(ctx, "unsupported training_mode %lld", (long long) training);
+	if (ctx->n_outputs > 3)
+		return ie_op_error(ctx, "unsupported outputs saved_mean/saved_var (opset < 9 training)");
+	return 0;
+}
+
+/* LayerNormalization's stash_type: 1 (float) alone. */
+static int
+layernorm_check_attrs(ie_node_ctx *ctx)
+{
+	int64_t		stash = ie_attr_int(ctx, "stash_type", 1);
+
+	if (stash != 1)
+		return ie_op_error(ctx, "unsupported stash_type %lld (only 1, float)",
+						   (long long) stash);
+	return 0;
+}
+
+/*
  * BatchNormalization (opsets 1..15): X[N, C, ...] with per-channel scale,
  * B, mean, var [C]: Y = (X - mean) / sqrt(var + epsilon) * scale + B.
  * training_mode=1 (opset 14+) normalises with the batch's own mean and
@@ -71,8 +103,8 @@ op_batchnorm(ie_node_ctx *ctx)
 	for (int i = 0; i < 5; i++)
 		if (ctx->inputs[i] == NULL || ctx->inputs[i]->dtype != IE_FLOAT)
 			return ie_op_error(ctx, "input %d missing or not float", i);
-	if (ie_attr_int(ctx, "spatial", 1) != 1)
-		return ie_op_error(ctx, "unsupported spatial=0");
+	if (batchnorm_check_attrs(ctx) != 0)
+		return -1;
 	X = ctx->inputs[0];
 	if (X->ndim < 2)
 		return ie_op_error(ctx, "input rank %d (at least 2)", X->ndim);
@@ -83,8 +115,6 @@ op_batchnorm(ie_node_ctx *ctx)
 	for (int i = 1; i < 5; i++)
 		if (ie_tensor_numel(ctx->inputs[i]) != C)
 			return ie_op_error(ctx, "input %d must have %lld values", i, (long long) C);
-	if (training != 0 && training != 1)
-		return ie_op_error(ctx, "unsupported training_mode %lld", (long long) training);
 	scale = ctx->inputs[1]->data;
 	bias = ctx->inputs[2]->data;
 	mean = ctx->inputs[3]->data;
@@ -104,8 +134,6 @@ op_batchnorm(ie_node_ctx *ctx)
 	}
 	rmean = ctx->n_outputs > 1 ? ctx->outputs[1]->data : NULL;
 	rvar = ctx->n_outputs > 2 ? ctx->outputs[2]->data : NULL;
-	if (ctx->n_outputs > 3)
-		return ie_op_error(ctx, "unsupported outputs saved_mean/saved_var (opset < 9 training)");
 
 	for (int64_t c = 0; c < C; c++)
 	{
@@ -629,7 +657,6 @@ op_layernorm(ie_node_ctx *ctx)
 			   *B;
 	int64_t		axis = ie_attr_int(ctx, "axis", -1);
 	float		eps = ie_attr_float(ctx, "epsilon", 1e-5f);
-	int64_t		stash = ie_attr_int(ctx, "stash_type", 1);
 	int64_t		outer = 1,
 				D = 1,
 				sdims[IE_MAX_DIMS];
@@ -648,9 +675,8 @@ op_layernorm(ie_node_ctx *ctx)
 						   ie_dtype_name(X->dtype));
 	if (S->dtype != X->dtype || (B != NULL && B->dtype != X->dtype))
 		return ie_op_error(ctx, "Scale and B must have X's type %s", ie_dtype_name(X->dtype));
-	if (stash != 1)
-		return ie_op_error(ctx, "unsupported stash_type %lld (only 1, float)",
-						   (long long) stash);
+	if (layernorm_check_attrs(ctx) != 0)
+		return -1;
 	if (axis < 0)
 		axis += X->ndim;
 	if (axis < 0 || axis >= X->ndim)
@@ -715,5 +741,11 @@ const ie_op_def ie_ops_norm[] = {
 	{"Softmax", op_softmax},
 	{"LogSoftmax", op_log_softmax},
 	{"LayerNormalization", op_layernorm},
+	{NULL, NULL}
+};
+
+const ie_op_def ie_op_checks_norm[] = {
+	{"BatchNormalization", batchnorm_check_attrs},
+	{"LayerNormalization", layernorm_check_attrs},
 	{NULL, NULL}
 };

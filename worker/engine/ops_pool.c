@@ -190,8 +190,30 @@ op_global_max_pool(ie_node_ctx *ctx)
 }
 
 /*
+ * The attribute values AveragePool and MaxPool implement: ceil_mode,
+ * storage_order and count_include_pad 0 or 1, auto_pad one of the spec's
+ * four.  Run by the loader on every such node (ie_op_check_lookup) and by
+ * the operators.
+ */
+static int
+pool_check_attrs(ie_node_ctx *ctx)
+{
+	static const char *const flags[] = {"ceil_mode", "storage_order", "count_include_pad"};
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+	{
+		int64_t		v = ie_attr_int(ctx, flags[i], 0);
+
+		if (v != 0 && v != 1)
+			return ie_op_error(ctx, "unsupported %s %lld (0 or 1)", flags[i], (long long) v);
+	}
+	return ie_spatial_check_auto_pad(ctx, ie_attr_string(ctx, "auto_pad", "NOTSET"));
+}
+
+/*
  * Reads kernel_shape (required), strides, dilations, pads, auto_pad and
- * ceil_mode and computes the output extents of a windowed pool (spatial.c).
+ * ceil_mode (checked by pool_check_attrs) and computes the output extents
+ * of a windowed pool (spatial.c).
  */
 static int
 pool_geometry(ie_node_ctx *ctx, const ie_tensor *X, ie_spatial *g)
@@ -203,8 +225,6 @@ pool_geometry(ie_node_ctx *ctx, const ie_tensor *X, ie_spatial *g)
 	if (ie_spatial_read_kernel(ctx, g, NULL) != 0 ||
 		ie_spatial_read_attrs(ctx, g) != 0)
 		return -1;
-	if (ceil_mode != 0 && ceil_mode != 1)
-		return ie_op_error(ctx, "unsupported ceil_mode %lld", (long long) ceil_mode);
 	return ie_spatial_output(ctx, g, X->dims + 2, auto_pad, (int) ceil_mode);
 }
 
@@ -512,10 +532,8 @@ window_pool(ie_node_ctx *ctx, int is_max)
 	X = ctx->inputs[0];
 	if (X->dtype != IE_FLOAT)
 		return byte_max_pool(ctx);
-	if (storage_order != 0 && storage_order != 1)
-		return ie_op_error(ctx, "unsupported storage_order %lld", (long long) storage_order);
-	if (count_pad != 0 && count_pad != 1)
-		return ie_op_error(ctx, "unsupported count_include_pad %lld", (long long) count_pad);
+	if (pool_check_attrs(ctx) != 0)
+		return -1;
 	if (pool_geometry(ctx, X, &g) != 0)
 		return -1;
 	ie_spatial_out_dims(&g, X->dims[0], X->dims[1], odims);
@@ -561,5 +579,11 @@ const ie_op_def ie_ops_pool[] = {
 	{"GlobalMaxPool", op_global_max_pool},
 	{"AveragePool", op_average_pool},
 	{"MaxPool", op_max_pool},
+	{NULL, NULL}
+};
+
+const ie_op_def ie_op_checks_pool[] = {
+	{"AveragePool", pool_check_attrs},
+	{"MaxPool", pool_check_attrs},
 	{NULL, NULL}
 };

@@ -423,6 +423,20 @@ resize_parse(ie_node_ctx *ctx, resize_cfg *cfg, int legacy)
 	return 0;
 }
 
+/*
+ * The string attributes of Resize and Upsample (resize_parse, the forms
+ * of opset 10 and Upsample for those): run by the loader on every such
+ * node (ie_op_check_lookup).
+ */
+static int
+resize_check_attrs(ie_node_ctx *ctx)
+{
+	resize_cfg	cfg;
+
+	return resize_parse(ctx, &cfg,
+						strcmp(ctx->op_type, "Upsample") == 0 || ctx->opset < 11);
+}
+
 /* Reads float tensor element i (float or double scales/roi). */
 static int
 read_float(const ie_tensor *t, int64_t i, float *out)
@@ -662,5 +676,11 @@ op_upsample(ie_node_ctx *ctx)
 const ie_op_def ie_ops_resize[] = {
 	{"Resize", op_resize},
 	{"Upsample", op_upsample},
+	{NULL, NULL}
+};
+
+const ie_op_def ie_op_checks_resize[] = {
+	{"Resize", resize_check_attrs},
+	{"Upsample", resize_check_attrs},
 	{NULL, NULL}
 };

@@ -885,6 +885,26 @@ convert(const void *src, ie_dtype from, void *dst, ie_dtype to, int64_t n)
 }
 
 /*
+ * Cast's 'to' (required: the loader's schema check sees to that), one of
+ * the types cast_type_ok accepts or float16: run by the loader on every
+ * Cast node and by the operator.  An opset 1 'to' is a type name, which the
+ * engine does not read.
+ */
+static int
+cast_check_attrs(ie_node_ctx *ctx)
+{
+	const ie_attr *a = ie_attr_find(ctx, "to");
+
+	if (a == NULL || a->type != IE_ATTR_INT)
+		return ie_op_error(ctx, "attribute 'to' must be an INT (the type names of opset 1 are not supported)");
+	if (!cast_type_ok((ie_dtype) a->i) && a->i != IE_FLOAT16)
+		return ie_op_error(ctx, "cast to %s (%lld) is not supported",
+						   a->i == 16 ? "bfloat16" : ie_dtype_name((ie_dtype) a->i),
+						   (long long) a->i);
+	return 0;
+}
+
+/*
  * Cast: converts to attribute 'to' among float, double, float16, bool and
  * the 8- to 64-bit integer types; float16 goes through float.  Strings and
  * bfloat16 are errors.
@@ -899,14 +919,9 @@ op_cast(ie_node_ctx *ctx)
 			   *tmp = NULL;
 	int64_t		n;
 
-	if (x == NULL)
+	if (x == NULL || cast_check_attrs(ctx) != 0)
 		return -1;
-	if (a == NULL || a->type != IE_ATTR_INT)
-		return ie_op_error(ctx, "attribute 'to' is required");
 	to = (ie_dtype) a->i;
-	if (!cast_type_ok(to) && to != IE_FLOAT16)
-		return ie_op_error(ctx, "cast to %s (%lld) is not supported",
-						   a->i == 16 ? "bfloat16" : ie_dtype_name(to), (long long) a->i);
 	if (!cast_type_ok(x->dtype) && x->dtype != IE_FLOAT16)
 		return ie_op_error(ctx, "cast from %s is not supported", ie_dtype_name(x->dtype));
 	if ((o = new_output(ctx, to, x->ndim, x->dims)) == NULL)
@@ -1327,6 +1342,36 @@ pad_source(int64_t j, int64_t n, int mode)
 }
 
 /*
+ * Pad's mode as 0 (constant), 1 (edge) or 2 (reflect) into *mode; -1 for
+ * another one ("wrap" came in opset 19).
+ */
+static int
+pad_mode(ie_node_ctx *ctx, int *mode)
+{
+	const char *mode_s = ie_attr_string(ctx, "mode", "constant");
+
+	if (strcmp(mode_s, "constant") == 0)
+		*mode = 0;
+	else if (strcmp(mode_s, "edge") == 0)
+		*mode = 1;
+	else if (strcmp(mode_s, "reflect") == 0)
+		*mode = 2;
+	else
+		return ie_op_error(ctx, "mode \"%s\" is not supported (constant, edge, reflect)",
+						   mode_s);
+	return 0;
+}
+
+/* Pad's mode (pad_mode): run by the loader on every Pad node. */
+static int
+pad_check_attrs(ie_node_ctx *ctx)
+{
+	int			mode;
+
+	return pad_mode(ctx, &mode);
+}
+
+/*
  * Pad (opsets 1, 2, 11, 13): the input with pads[d] elements before and
  * pads[rank + d] after dimension d (negative: cut), filled by mode
  * "constant" (the value: an attribute before opset 11, optional input 2
@@ -1350,17 +1395,8 @@ op_pad(ie_node_ctx *ctx)
 	ie_tensor  *o;
 	int64_t		n;
 
-	if (X == NULL)
+	if (X == NULL || pad_mode(ctx, &mode) != 0)
 		return -1;
-	if (strcmp(mode_s, "constant") == 0)
-		mode = 0;
-	else if (strcmp(mode_s, "edge") == 0)
-		mode = 1;
-	else if (strcmp(mode_s, "reflect") == 0)
-		mode = 2;
-	else
-		return ie_op_error(ctx, "mode \"%s\" is not supported (constant, edge, reflect)",
-						   mode_s);
 	es = ie_dtype_size(X->dtype);
 	if (ctx->opset >= 11)
 	{
@@ -1461,5 +1497,11 @@ const ie_op_def ie_ops_shape[] = {
 	{"Range", op_range},
 	{"Split", op_split},
 	{"Pad", op_pad},
+	{NULL, NULL}
+};
+
+const ie_op_def ie_op_checks_shape[] = {
+	{"Cast", cast_check_attrs},
+	{"Pad", pad_check_attrs},
 	{NULL, NULL}
 };
