@@ -21,8 +21,6 @@
 
 #define CLIENT_BUCKETS 1024
 
-/* Lookups between two sweeps of the whole table. */
-#define CLIENT_SWEEP_EVERY 4096
 
 struct client_entry
 {
@@ -160,17 +158,19 @@ client_table_get(client_table *t, const void *id, size_t len)
 
 	if (t == NULL || len > 255)
 		return NULL;
-	if (++t->lookups >= CLIENT_SWEEP_EVERY)
-	{
-		t->lookups = 0;
-		for (int b = 0; b < CLIENT_BUCKETS; b++)
-			prune_bucket(&t->buckets[b], NULL);
-	}
 	head = &t->buckets[id_hash(id, len) % CLIENT_BUCKETS];
 	for (e = *head; e != NULL; e = e->next)
 		if (e->id_len == len && memcmp(e->id, id, len) == 0)
 			break;
-	prune_bucket(head, e);
+	/* the entry looked up is kept: its client is here, and its flag with it */
+	if (++t->lookups >= CLIENT_SWEEP_EVERY)
+	{
+		t->lookups = 0;
+		for (int b = 0; b < CLIENT_BUCKETS; b++)
+			prune_bucket(&t->buckets[b], e);
+	}
+	else
+		prune_bucket(head, e);
 	if (e != NULL)
 		return e;
 	e = calloc(1, sizeof(*e) + len);

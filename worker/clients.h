@@ -111,6 +111,9 @@ int64_t		client_table_unread(const client_table *t);
  */
 int64_t		client_hold(client_entry *c, int64_t bytes);
 
+/* Lookups between two sweeps of the whole table for idle entries. */
+#define CLIENT_SWEEP_EVERY 4096
+
 /* A client's standing against its limit (client_set_over). */
 typedef enum client_over
 {

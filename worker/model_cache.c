@@ -688,20 +688,23 @@ read_registered_bytes(const model_cache *mc, const cache_entry *e,
 }
 
 /*
- * The SQLSTATE of the engine's load error lerr: 0A000 for what the engine
- * lacks (an operator, an opset, a tensor type, an attribute value), 53200
- * for memory, XX001
- * (data_corrupted) for a file that is no complete, valid ONNX model.
+ * The SQLSTATE of the kind of an engine load error (engine.h): 0A000 for
+ * what the engine lacks (an operator, an opset, a tensor type, an
+ * attribute value), 53200 for memory, XX001 (data_corrupted) for a file
+ * that is no complete, valid ONNX model.
  */
 static const char *
-load_error_sqlstate(const char *lerr)
+load_error_sqlstate(ie_load_error kind)
 {
-	if (strstr(lerr, "unsupported") != NULL ||
-		strstr(lerr, "not supported") != NULL)
-		return PGINFER_SQLSTATE_NOT_SUPPORTED;
-	if (strstr(lerr, "out of memory") != NULL)
-		return PGINFER_SQLSTATE_OUT_OF_MEMORY;
-	return PGINFER_SQLSTATE_DATA_CORRUPTED;
+	switch (kind)
+	{
+		case IE_LOAD_NOT_SUPPORTED:
+			return PGINFER_SQLSTATE_NOT_SUPPORTED;
+		case IE_LOAD_NO_MEMORY:
+			return PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		default:
+			return PGINFER_SQLSTATE_DATA_CORRUPTED;
+	}
 }
 
 /*
@@ -716,7 +719,8 @@ load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
 		   int *from_store, file_stamp *disk, const char **sqlstate, char *err,
 		   size_t errlen)
 {
-	ie_load_opts opts = {precision, e->file};
+	ie_load_error kind = IE_LOAD_OK;
+	ie_load_opts opts = {.precision = precision, .name = e->file, .error = &kind};
 	uint8_t    *buf = NULL;
 	size_t		len = 0;
 	char		lerr[512];
@@ -771,7 +775,7 @@ load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
 	*model = ie_model_load_bytes_opts(buf, len, &opts, lerr, sizeof(lerr));
 	if (*model == NULL)
 	{
-		*sqlstate = load_error_sqlstate(lerr);
+		*sqlstate = load_error_sqlstate(kind);
 		snprintf(err, errlen, "could not load model file \"%s\": %s",
 				 spec->file, ie_message_body(lerr));
 		goto fail;

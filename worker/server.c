@@ -1129,7 +1129,7 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
 		return "Export the model without it (ONNX opsets 1 to 17 of the default domain, weights inside the file); docs/sql.md, \"Models\", says what a model needs.";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED) == 0)
-		return "Copy the model file into the model directory again (check it with onnx.checker.check_model), or register the new file with infer.drop_model() and infer.create_model(); for an uploaded model, upload it again with infer.upload_model().";
+		return "Check the file with onnx.checker.check_model, which names what is wrong: export the model again if it is not valid ONNX, or copy it into the model directory again if it was damaged; register a new file with infer.drop_model() and infer.create_model(), and upload an uploaded model again with infer.upload_model().";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_INTERNAL) == 0)
 		return "The worker's log names the request; check the model's registration (infer.models: task, input size, mean and std, labels) against its files.";
 	return NULL;
@@ -2090,11 +2090,12 @@ client_name(zmq_msg_t *parts, int n, char *buf, size_t buflen)
 }
 
 /*
- * Notes that client c went over --max-client-bytes, unless it was over
- * already, and logs it at WARN: at most one line a second over all
- * clients (a client that connects again and again is a new one each
- * time), the lines left out counted in the next.  Only an episode logged
- * here gets its "under again" line (client_set_over).
+ * Notes that client c is over --max-client-bytes and logs it at WARN once
+ * an episode: at most one line a second over all clients (a client that
+ * connects again and again is a new one each time), the lines left out
+ * counted in the next; an episode left out is logged at its next refusal
+ * once the second has passed.  Only an episode logged here gets its "under
+ * again" line (client_set_over).
  */
 static void
 warn_over(server *s, client_entry *c, zmq_msg_t *parts, int n, int64_t held,
@@ -2104,16 +2105,19 @@ warn_over(server *s, client_entry *c, zmq_msg_t *parts, int n, int64_t held,
 	char		who[128];
 	client_over was = client_set_over(c, CLIENT_OVER);
 
-	if (was != CLIENT_UNDER)
+	if (was == CLIENT_OVER_LOGGED)
 	{
-		client_set_over(c, was);	/* the same episode */
+		client_set_over(c, was);	/* the same episode, logged */
 		return;
 	}
 	if (s->over_warned_us != 0 && now - s->over_warned_us < 1000000)
 	{
-		s->over_unwarned++;
+		if (was == CLIENT_UNDER)
+			s->over_unwarned++;
 		return;
 	}
+	if (was == CLIENT_OVER && s->over_unwarned > 0)
+		s->over_unwarned--;		/* this one, left out before */
 	client_set_over(c, CLIENT_OVER_LOGGED);
 	client_name(parts, n, who, sizeof(who));
 	log_warn("client %s holds %lld bytes (requests queued and answers it has not read), over --max-client-bytes %lld: its requests are refused%s until it reads its answers (%llu more clients went over since the last such line)",

@@ -148,7 +148,7 @@ load_for(const char *path, int device, ie_precision precision)
 {
 	char		err[1024];
 	ie_model   *m;
-	ie_load_opts opts = {precision, NULL};
+	ie_load_opts opts = {.precision = precision};
 
 	if (ie_set_device(device, err, sizeof(err)) != 0)
 	{

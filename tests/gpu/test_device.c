@@ -73,7 +73,7 @@ check_precision(const char *node_dir)
 	char		err[1024],
 				path[4096];
 	ie_precision p = IE_PRECISION_BF16;
-	ie_load_opts opts = {IE_PRECISION_FP16, NULL};
+	ie_load_opts opts = {.precision = IE_PRECISION_FP16};
 	ie_model   *m;
 
 	for (int i = 0; i < 4; i++)

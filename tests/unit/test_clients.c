@@ -55,6 +55,31 @@ test_entries(void)
 }
 
 /*
+ * The entry a lookup finds survives the sweep that lookup makes, idle or
+ * not: its flag (an episode logged over, whose "under again" line is still
+ * to come) stays with it.
+ */
+static void
+test_sweep_keeps_the_entry_looked_up(void)
+{
+	client_table *t = client_table_new(1 << 20);
+	client_entry *me = client_table_get(t, "me", 2);
+	int			lost = 0;
+
+	client_set_over(me, CLIENT_OVER_LOGGED);
+	for (int i = 0; i < 2 * CLIENT_SWEEP_EVERY; i++)
+	{
+		client_entry *e = client_table_get(t, "me", 2);
+
+		if (client_set_over(e, CLIENT_OVER_LOGGED) != CLIENT_OVER_LOGGED)
+			lost++;
+	}
+	CHECK(lost == 0, "an idle entry looked up keeps its flag through the sweeps (lost %d times)",
+		  lost);
+	client_table_destroy(&t);
+}
+
+/*
  * Idle entries are pruned (a fresh entry comes back with its over flag
  * clear); an entry with a hold survives every sweep.
  */
@@ -147,6 +172,7 @@ main(void)
 {
 	test_entries();
 	test_pruning();
+	test_sweep_keeps_the_entry_looked_up();
 	test_frames();
 	return tu_report("test_clients");
 }

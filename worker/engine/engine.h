@@ -140,12 +140,26 @@ int			ie_precision_parse(const char *s, ie_precision *p, char *err, size_t errle
 /* "fp32", "tf32", "fp16", "bf16"; NULL for another value. */
 const char *ie_precision_name(ie_precision p);
 
+/*
+ * What kind of failure a model load was (ie_load_opts.error), decided from
+ * the engine's own message formats, never from names the file holds.
+ */
+typedef enum ie_load_error
+{
+	IE_LOAD_OK = 0,
+	IE_LOAD_INVALID,			/* not a complete, valid ONNX model */
+	IE_LOAD_NOT_SUPPORTED,		/* valid, but it needs what the engine lacks */
+	IE_LOAD_NO_MEMORY
+} ie_load_error;
+
 /* Options of one model load; NULL options mean the process defaults. */
 typedef struct ie_load_opts
 {
 	ie_precision precision;		/* default FP32 (ie_set_tf32(1): TF32) */
 	const char *name;			/* what messages call a model loaded from
 								 * bytes (its file name); NULL: "<memory>" */
+	ie_load_error *error;		/* where the kind of the load's failure goes
+								 * (IE_LOAD_OK when it loads), or NULL */
 } ie_load_opts;
 
 /* ie_model_load_file and _bytes with options (opts may be NULL). */

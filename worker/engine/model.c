@@ -42,19 +42,29 @@ typedef struct loader
 	name_map	map;
 	char	   *err;
 	size_t		errlen;
+	ie_load_error kind;			/* of the error in err */
 } loader;
 
-/* Formats "model '<name>': <message>" into the loader's err; returns -1. */
+/*
+ * Formats "model '<name>': <message>" into the loader's err, its kind
+ * kind; returns -1.
+ */
 static int
-load_error(loader *ld, const char *fmt,...)
-	__attribute__((format(printf, 2, 3)));
+load_error_kind(loader *ld, ie_load_error kind, const char *fmt,...)
+	__attribute__((format(printf, 3, 4)));
+
+/* load_error_kind with the kind of the message's format (ie_error_kind_of). */
+#define FIRST_ARG(a, ...) a
+#define load_error(ld, ...) \
+	load_error_kind((ld), ie_error_kind_of(FIRST_ARG(__VA_ARGS__, "")), __VA_ARGS__)
 
 static int
-load_error(loader *ld, const char *fmt,...)
+load_error_kind(loader *ld, ie_load_error kind, const char *fmt,...)
 {
 	va_list		ap;
 	int			n;
 
+	ld->kind = kind;
 	n = snprintf(ld->err, ld->errlen, "model '%s': ", ld->name);
 	if (n < 0 || (size_t) n >= ld->errlen)
 		return -1;
@@ -178,7 +188,8 @@ proto_type_name(int32_t t)
 /*
  * TensorProto -> new tensor.  Values come from raw_data (little-endian, as
  * ONNX stores it; this engine runs on little-endian hosts) or from the typed
- * field that onnx.proto assigns to the element type.
+ * field that onnx.proto assigns to the element type.  Returns 0, or minus
+ * the kind of the error (-IE_LOAD_INVALID, which is -1, ...) with a message.
  */
 int
 ie_tensor_from_proto(const Onnx__TensorProto *tp, ie_tensor **out,
@@ -197,24 +208,24 @@ ie_tensor_from_proto(const Onnx__TensorProto *tp, ie_tensor **out,
 	{
 		snprintf(err, errlen, "tensor '%s': element type %s (%d) is not supported",
 				 name, proto_type_name(tp->data_type), (int) tp->data_type);
-		return -1;
+		return -IE_LOAD_NOT_SUPPORTED;
 	}
 	if (tp->has_data_location &&
 		tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
 	{
 		snprintf(err, errlen, "tensor '%s': external data is not supported", name);
-		return -1;
+		return -IE_LOAD_NOT_SUPPORTED;
 	}
 	if (tp->segment != NULL)
 	{
 		snprintf(err, errlen, "tensor '%s': segmented tensors are not supported", name);
-		return -1;
+		return -IE_LOAD_NOT_SUPPORTED;
 	}
 	if (tp->n_dims > IE_MAX_DIMS)
 	{
 		snprintf(err, errlen, "tensor '%s': rank %zu exceeds the engine's limit of %d",
 				 name, tp->n_dims, IE_MAX_DIMS);
-		return -1;
+		return -IE_LOAD_NOT_SUPPORTED;
 	}
 	for (size_t i = 0; i < tp->n_dims; i++)
 	{
@@ -230,7 +241,7 @@ ie_tensor_from_proto(const Onnx__TensorProto *tp, ie_tensor **out,
 	if (t == NULL)
 	{
 		snprintf(err, errlen, "tensor '%s': out of memory or size overflow", name);
-		return -1;
+		return -IE_LOAD_NO_MEMORY;
 	}
 	n = (size_t) ie_tensor_numel(t);
 	if (tp->has_raw_data)
@@ -334,6 +345,7 @@ static int
 decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 {
 	char		terr[256];
+	int			rc;
 
 	pn->attrs = calloc(np->n_attribute ? np->n_attribute : 1, sizeof(ie_attr));
 	if (pn->attrs == NULL)
@@ -399,9 +411,10 @@ decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 					if (ap->t == NULL)
 						return load_error(ld, "%s node '%s': attribute '%s' has no tensor",
 										  pn->op_type, pn->name, a->name);
-					if (ie_tensor_from_proto(ap->t, &t, terr, sizeof(terr)) != 0)
-						return load_error(ld, "%s node '%s': attribute '%s': %s",
-										  pn->op_type, pn->name, a->name, terr);
+					if ((rc = ie_tensor_from_proto(ap->t, &t, terr, sizeof(terr))) != 0)
+						return load_error_kind(ld, (ie_load_error) -rc,
+											   "%s node '%s': attribute '%s': %s",
+											   pn->op_type, pn->name, a->name, terr);
 					a->t = t;
 					break;
 				}
@@ -495,13 +508,14 @@ fold_node(loader *ld, ie_plan_node *pn)
 	ie_node_ctx_init(&ctx, m, pn, ins, outs, 1,
 					 operr, sizeof(operr));
 	operr[0] = '\0';
+	ctx.err_kind = IE_LOAD_INVALID;
 	if (pn->fn(&ctx) != 0)
 	{
 		for (int j = 0; j < pn->n_outputs; j++)
 			ie_tensor_destroy(&outs[j]);
 		if (operr[0] == '\0')
 			snprintf(operr, sizeof(operr), "%s node '%s': failed", pn->op_type, pn->name);
-		return load_error(ld, "%s", operr);
+		return load_error_kind(ld, ctx.err_kind, "%s", operr);
 	}
 	for (int j = 0; j < pn->n_outputs; j++)
 	{
@@ -590,7 +604,7 @@ static int
 bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 {
 	char		namebuf[32];
-	char		aerr[256];
+	char		aerr[512];
 	const char *op = np->op_type ? np->op_type : "";
 	ie_op_fn	check;
 
@@ -614,7 +628,7 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 		return -1;
 	if (ie_op_check_attrs(op, ld->m->opset, pn->n_attrs, pn->attrs, aerr,
 						  sizeof(aerr)) != 0)
-		return load_error(ld, "%s node '%s': %s", op, pn->name, aerr);
+		return load_error_kind(ld, IE_LOAD_INVALID, "%s node '%s': %s", op, pn->name, aerr);
 	/* every ONNX operator has at least one output (it may be named ""):
 	 * operators write output 0 without asking */
 	if (np->n_output == 0)
@@ -631,7 +645,7 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 		};
 
 		if (check(&cctx) != 0)
-			return load_error(ld, "%s", aerr);
+			return load_error_kind(ld, cctx.err_kind, "%s", aerr);
 	}
 	for (int i = 0; i < ie_op_min_inputs(op); i++)
 		if (i >= pn->n_inputs || np->input[i] == NULL || np->input[i][0] == '\0')
@@ -759,6 +773,7 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 	ie_plan_node *bound = NULL;
 	int			n_bound = 0;
 	char		terr[256];
+	int			rc;
 
 	memset(&ld, 0, sizeof(ld));
 	ld.name = name;
@@ -804,9 +819,9 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 			load_error(&ld, "out of memory");
 			goto fail;
 		}
-		if (ie_tensor_from_proto(tp, &ld.m->consts[v], terr, sizeof(terr)) != 0)
+		if ((rc = ie_tensor_from_proto(tp, &ld.m->consts[v], terr, sizeof(terr))) != 0)
 		{
-			load_error(&ld, "initializer: %s", terr);
+			load_error_kind(&ld, (ie_load_error) -rc, "initializer: %s", terr);
 			goto fail;
 		}
 		ld.m->weight_bytes += ld.m->consts[v]->nbytes;
@@ -946,7 +961,10 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 	if (!ld.m->on_cuda &&
 		(getenv("IE_FUSION") == NULL || strcmp(getenv("IE_FUSION"), "0") != 0) &&
 		ie_fuse_plan(ld.m, err, errlen) != 0)
+	{
+		ld.kind = IE_LOAD_NO_MEMORY;	/* its only failure */
 		goto fail;
+	}
 	for (int v = 0; v < ld.m->n_values; v++)
 		ld.m->last_use[v] = -1;
 	for (int k = 0; k < ld.m->n_nodes; k++)
@@ -955,7 +973,12 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 				ld.m->last_use[ld.m->nodes[k].inputs[i]] = k;
 	/* on a CUDA device: weights uploaded once, here */
 	if (ld.m->on_cuda && ie_cuda_model_prepare(ld.m, err, errlen) != 0)
+	{
+		/* a valid model the device cannot take, or its memory is short */
+		ld.kind = strstr(err, "out of memory") != NULL ? IE_LOAD_NO_MEMORY :
+			IE_LOAD_NOT_SUPPORTED;
 		goto fail;
+	}
 
 	for (int k = 0; k < n_bound; k++)
 		ie_plan_node_free(&bound[k]);
@@ -963,9 +986,13 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 	free(ld.map.keys);
 	free(ld.map.vals);
 	onnx__model_proto__free_unpacked(mp, NULL);
+	if (opts != NULL && opts->error != NULL)
+		*opts->error = IE_LOAD_OK;
 	return ld.m;
 
 fail:
+	if (opts != NULL && opts->error != NULL)
+		*opts->error = ld.kind != IE_LOAD_OK ? ld.kind : IE_LOAD_INVALID;
 	for (int k = 0; k < n_bound; k++)
 		ie_plan_node_free(&bound[k]);
 	free(bound);

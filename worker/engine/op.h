@@ -81,6 +81,7 @@ typedef struct ie_node_ctx
 	int			n_threads;
 	char	   *err;
 	size_t		errlen;
+	ie_load_error err_kind;		/* ie_op_error's: ie_error_kind_of its format */
 	/* element-wise nodes fused into this Conv (fusion.h), or NULL */
 	const struct ie_epilogue *epilogue;
 	/* inputs[0] itself when the executor drops it after this node (no
@@ -169,8 +170,18 @@ int			ie_attr_floats(const ie_node_ctx *ctx, const char *name,
 						   const float **vals);
 
 /*
- * Formats "<op_type> node '<name>': <message>" into ctx->err and returns -1,
- * so an operator can `return ie_op_error(ctx, "...", ...);`.
+ * The kind of an error whose message the engine formats from fmt (a
+ * format string of the engine's own, never text from a model file):
+ * IE_LOAD_NOT_SUPPORTED when it says "unsupported", "not supported", "does
+ * not support" or "engine's limit", IE_LOAD_NO_MEMORY for "out of memory",
+ * else IE_LOAD_INVALID.
+ */
+ie_load_error ie_error_kind_of(const char *fmt);
+
+/*
+ * Formats "<op_type> node '<name>': <message>" into ctx->err, sets
+ * ctx->err_kind (ie_error_kind_of(fmt)) and returns -1, so an operator can
+ * `return ie_op_error(ctx, "...", ...);`.
  */
 int			ie_op_error(ie_node_ctx *ctx, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));

@@ -159,9 +159,12 @@ attr_type_name(char letter)
 }
 
 /*
- * The schema attributes of op_type's version for opset (the newest version
- * whose since_version is at most opset), or NULL when op_type has none
- * there.
+ * The schema attributes of op_type's version for opset: the newest version
+ * whose since_version is at most opset, or, for an operator newer than
+ * opset, its first version (ONNX Runtime runs LayerNormalization, opset 17,
+ * in models of older opsets, as its transformer optimizer writes them, and
+ * the engine has always run such nodes).  NULL when op_schemas.h lacks
+ * op_type.
  */
 static const char *
 schema_attrs(const char *op_type, int opset, int *since)
@@ -170,23 +173,27 @@ schema_attrs(const char *op_type, int opset, int *since)
 
 	for (int i = 0; op_schemas[i].op_type != NULL; i++)
 		if (strcmp(op_schemas[i].op_type, op_type) == 0 &&
-			op_schemas[i].since <= opset)
+			(op_schemas[i].since <= opset || attrs == NULL))
 		{
 			attrs = op_schemas[i].attrs;
 			*since = op_schemas[i].since;
+			if (op_schemas[i].since > opset)
+				break;
 		}
 	return attrs;
 }
 
 /*
  * Finds attribute name among the "name:T[!]" words of attrs: returns its
- * word, or NULL.
+ * word, or NULL (always for a name holding a space or a colon).
  */
 static const char *
 schema_find(const char *attrs, const char *name)
 {
 	size_t		len = strlen(name);
 
+	if (strpbrk(name, " :") != NULL)
+		return NULL;
 	for (const char *w = attrs; *w != '\0';)
 	{
 		if (strncmp(w, name, len) == 0 && w[len] == ':')
@@ -202,9 +209,10 @@ schema_find(const char *attrs, const char *name)
  * for opset (op_schemas.h, generated from onnx.defs; ONNX IR spec,
  * "Attributes"): every attribute must be one that version defines, of the
  * type it defines, and every attribute it requires must be there, as
- * ONNX's checker and ONNX Runtime require.  Returns 0, or -1 with
- * "attribute ..." in err; an operator that came after opset gives -1
- * with "operator ... does not exist in opset ...".
+ * ONNX's checker and ONNX Runtime require (attributes named "__..." are
+ * skipped, as the checker skips them).  An operator newer than opset is
+ * checked against its first version (schema_attrs).  Returns 0, or -1
+ * with "attribute ..." in err.
  */
 int
 ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
@@ -215,12 +223,8 @@ ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
 
 	if (schema == NULL)
 	{
-		if (schema_attrs(op_type, IE_OPSET_MAX, &since) == NULL)
-			snprintf(err, errlen, "operator %s has no schema in op_schemas.h (regenerate it with tools/gen_op_schemas.py)",
-					 op_type);
-		else
-			snprintf(err, errlen, "operator %s does not exist in opset %d (it came in opset %d)",
-					 op_type, opset, since);
+		snprintf(err, errlen, "operator %s has no schema in op_schemas.h (regenerate it with tools/gen_op_schemas.py)",
+				 op_type);
 		return -1;
 	}
 	for (int i = 0; i < n_attrs; i++)
@@ -228,6 +232,9 @@ ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
 		const char *w = schema_find(schema, attrs[i].name);
 		size_t		len = strlen(attrs[i].name);
 
+		/* names starting "__" are for tools: ONNX's checker skips them */
+		if (strncmp(attrs[i].name, "__", 2) == 0)
+			continue;
 		if (w == NULL)
 		{
 			snprintf(err, errlen, "attribute '%s' is not an attribute of %s-%d (opset %d)",
@@ -270,6 +277,17 @@ ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
 		w += strspn(w, " ");
 	}
 	return 0;
+}
+
+ie_load_error
+ie_error_kind_of(const char *fmt)
+{
+	if (strstr(fmt, "unsupported") != NULL || strstr(fmt, "not supported") != NULL ||
+		strstr(fmt, "does not support") != NULL || strstr(fmt, "engine's limit") != NULL)
+		return IE_LOAD_NOT_SUPPORTED;
+	if (strstr(fmt, "out of memory") != NULL)
+		return IE_LOAD_NO_MEMORY;
+	return IE_LOAD_INVALID;
 }
 
 /* The node's attribute called name, or NULL. */
@@ -335,6 +353,7 @@ ie_op_error(ie_node_ctx *ctx, const char *fmt,...)
 	va_list		ap;
 	int			n;
 
+	ctx->err_kind = ie_error_kind_of(fmt);
 	n = snprintf(ctx->err, ctx->errlen, "%s node '%s': ", ctx->op_type,
 				 ctx->node_name ? ctx->node_name : "");
 	if (n < 0 || (size_t) n >= ctx->errlen)

@@ -423,6 +423,15 @@ resize_parse(ie_node_ctx *ctx, resize_cfg *cfg, int legacy)
 	return 0;
 }
 
+/* Upsample's form: opset 7 on (opset 1's height_scale and width_scale not). */
+static int
+upsample_check_form(ie_node_ctx *ctx)
+{
+	if (ctx->opset < 7)
+		return ie_op_error(ctx, "the opset 1 form (height_scale, width_scale) is not supported");
+	return 0;
+}
+
 /*
  * The string attributes of Resize and Upsample (resize_parse, the forms
  * of opset 10 and Upsample for those): run by the loader on every such
@@ -433,8 +442,9 @@ resize_check_attrs(ie_node_ctx *ctx)
 {
 	resize_cfg	cfg;
 
-	return resize_parse(ctx, &cfg,
-						strcmp(ctx->op_type, "Upsample") == 0 || ctx->opset < 11);
+	if (strcmp(ctx->op_type, "Upsample") == 0)
+		return upsample_check_form(ctx) != 0 ? -1 : resize_parse(ctx, &cfg, 1);
+	return resize_parse(ctx, &cfg, ctx->opset < 11);
 }
 
 /* Reads float tensor element i (float or double scales/roi). */
@@ -663,7 +673,7 @@ op_upsample(ie_node_ctx *ctx)
 
 	if (ctx->n_inputs < 1 || ctx->inputs[0] == NULL)
 		return ie_op_error(ctx, "needs input X");
-	if (resize_parse(ctx, &cfg, 1) != 0)
+	if (upsample_check_form(ctx) != 0 || resize_parse(ctx, &cfg, 1) != 0)
 		return -1;
 	if (ctx->n_inputs > 1 && ctx->inputs[1] != NULL)
 		return resize_common(ctx, &cfg, ctx->inputs[1], NULL, 0, NULL, NULL);

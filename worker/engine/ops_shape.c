@@ -1001,6 +1001,15 @@ op_expand(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* Tile's form: opset 6 on (the opset 1 form is not implemented). */
+static int
+tile_check_attrs(ie_node_ctx *ctx)
+{
+	if (ctx->opset < 6)
+		return ie_op_error(ctx, "the opset 1 form (inputs tiles and axis) is not supported");
+	return 0;
+}
+
 /*
  * Tile (opset 6, 13): repeats the input repeats[d] times along each dim d;
  * repeats is a 1-D int64 input with one non-negative value per dim.
@@ -1023,10 +1032,8 @@ op_tile(ie_node_ctx *ctx)
 	ie_tensor  *o;
 	char	   *dst;
 
-	if (x == NULL || r == NULL)
+	if (x == NULL || r == NULL || tile_check_attrs(ctx) != 0)
 		return -1;
-	if (ctx->opset < 6)
-		return ie_op_error(ctx, "the opset 1 form (inputs tiles and axis) is not supported");
 	if ((n = read_ints(ctx, r, "repeats", rep, IE_MAX_DIMS)) < 0)
 		return -1;
 	nd = x->ndim;
@@ -1503,5 +1510,6 @@ const ie_op_def ie_ops_shape[] = {
 const ie_op_def ie_op_checks_shape[] = {
 	{"Cast", cast_check_attrs},
 	{"Pad", pad_check_attrs},
+	{"Tile", tile_check_attrs},
 	{NULL, NULL}
 };

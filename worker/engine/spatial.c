@@ -124,11 +124,15 @@ ie_spatial_read_attrs(ie_node_ctx *ctx, ie_spatial *s)
 	return 0;
 }
 
-/* 0 for the four auto_pad values the spec defines, else an error. */
+/*
+ * 0 for the four auto_pad values the spec defines and "" (NOTSET, as ONNX
+ * Runtime reads it; the callers treat it so), else an error.
+ */
 int
 ie_spatial_check_auto_pad(ie_node_ctx *ctx, const char *auto_pad)
 {
-	if (strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0 &&
+	if (auto_pad[0] != '\0' &&
+		strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0 &&
 		strcmp(auto_pad, "SAME_UPPER") != 0 && strcmp(auto_pad, "SAME_LOWER") != 0)
 		return ie_op_error(ctx, "unsupported auto_pad \"%s\"", auto_pad);
 	return 0;
