@@ -2116,8 +2116,6 @@ warn_over(server *s, client_entry *c, zmq_msg_t *parts, int n, int64_t held,
 			s->over_unwarned++;
 		return;
 	}
-	if (was == CLIENT_OVER && s->over_unwarned > 0)
-		s->over_unwarned--;		/* this one, left out before */
 	client_set_over(c, CLIENT_OVER_LOGGED);
 	client_name(parts, n, who, sizeof(who));
 	log_warn("client %s holds %lld bytes (requests queued and answers it has not read), over --max-client-bytes %lld: its requests are refused%s until it reads its answers (%llu more clients went over since the last such line)",

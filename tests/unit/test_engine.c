@@ -551,6 +551,7 @@ test_load_errors(void)
 
 		g.nodes[1] = node("Relu", "unsupported_relu", "A", "Y");
 		attr_int(g.nodes[1], "unsupported_flag", 1);
+		kind = IE_LOAD_OK;
 		m = load_kind(&g, err, sizeof(err), &kind);
 		CHECK(m == NULL && kind == IE_LOAD_INVALID,
 			  "an unknown attribute is IE_LOAD_INVALID whatever its name (%d): %s", kind, err);
@@ -558,16 +559,92 @@ test_load_errors(void)
 		longname[sizeof(longname) - 1] = '\0';
 		g.nodes[1] = node("Pad", longname, "A,P", "Y");
 		attr_string(g.nodes[1], "mode", "wrap");
+		kind = IE_LOAD_OK;
 		m = load_kind(&g, err, 200, &kind);
 		CHECK(m == NULL && kind == IE_LOAD_NOT_SUPPORTED && strstr(err, "wrap") == NULL,
 			  "Pad mode wrap is IE_LOAD_NOT_SUPPORTED though the message is cut (%d): %s",
 			  kind, err);
 		g.nodes[1] = node("LSTM", "lstm_1", "A", "Y");
+		kind = IE_LOAD_OK;
 		m = load_kind(&g, err, sizeof(err), &kind);
 		CHECK(m == NULL && kind == IE_LOAD_NOT_SUPPORTED, "an unknown operator: %d", kind);
 		g.nodes[1] = node("Relu", "relu_1", "A", "Y");
+		kind = IE_LOAD_INVALID;
 		m = load_kind(&g, err, sizeof(err), &kind);
 		CHECK(m != NULL && kind == IE_LOAD_OK, "a good load: %d", kind);
+		ie_model_destroy(&m);
+
+		/* a node folded at load that runs out of memory: 2^50 floats */
+		g.inits[g.n_inits++] = tensor_i64("S", (int64_t[]) {1 << 25, 1 << 25}, 2);
+		g.nodes[1] = node("ConstantOfShape", "cos_1", "S", "Y");
+		kind = IE_LOAD_OK;
+		m = load_kind(&g, err, sizeof(err), &kind);
+		CHECK(m == NULL && kind == IE_LOAD_NO_MEMORY && strstr(err, "out of memory") != NULL,
+			  "a folded node out of memory is IE_LOAD_NO_MEMORY (%d): %s", kind, err);
+		g.n_inits = 0;
+
+		/* a file that cannot be opened */
+		kind = IE_LOAD_OK;
+		m = ie_model_load_file_opts("/nonexistent/x.onnx", &(ie_load_opts) {.error = &kind},
+									err, sizeof(err));
+		CHECK(m == NULL && kind == IE_LOAD_INVALID, "a missing file: %d", kind);
+
+		/* an attribute twice, a "__" one too; a "__" one of any type is left out */
+		g.nodes[1] = node("Relu", "relu_1", "A", "Y");
+		attr_int(g.nodes[1], "__i", 1);
+		attr_int(g.nodes[1], "__i", 2);
+		kind = IE_LOAD_OK;
+		m = load_kind(&g, err, sizeof(err), &kind);
+		CHECK(m == NULL && kind == IE_LOAD_INVALID &&
+			  strstr(err, "attribute '__i' is given twice") != NULL, "__i twice: %s", err);
+		g.nodes[1] = node("Relu", "relu_1", "A", "Y");
+		attr(g.nodes[1], "__notes", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL, "a STRINGS attribute named __notes is left out: %s", m ? "" : err);
+		ie_model_destroy(&m);
+
+		/* an unknown attribute of a type the engine does not hold is still unknown */
+		g.nodes[1] = node("Relu", "relu_1", "A", "Y");
+		attr(g.nodes[1], "foo", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+		kind = IE_LOAD_OK;
+		m = load_kind(&g, err, sizeof(err), &kind);
+		CHECK(m == NULL && kind == IE_LOAD_INVALID &&
+			  strstr(err, "attribute 'foo' is not an attribute of Relu-6") != NULL,
+			  "Relu foo of type STRINGS: %s", err);
+
+		/* an operator newer than the opset, LayerNormalization aside */
+		g.nodes[1] = node("HardSwish", "hs_1", "A", "Y");
+		kind = IE_LOAD_OK;
+		m = load_kind(&g, err, sizeof(err), &kind);
+		CHECK(m == NULL && kind == IE_LOAD_INVALID &&
+			  strstr(err, "operator HardSwish does not exist in opset 12 (it came in opset 14)") != NULL,
+			  "HardSwish at opset 12: %s", err);
+
+		/* opset 1 forms: 0A000 at load */
+		g.opset = 5;
+		g.nodes[1] = node("Tile", "tile_1", "A,T,X", "Y");
+		kind = IE_LOAD_OK;
+		m = load_kind(&g, err, sizeof(err), &kind);
+		CHECK(m == NULL && kind == IE_LOAD_NOT_SUPPORTED &&
+			  strstr(err, "the opset 1 form (inputs tiles and axis) is not supported") != NULL,
+			  "Tile at opset 5: %s", err);
+		g.opset = 6;
+		g.nodes[1] = node("Upsample", "up_1", "A", "Y");
+		attr_float(g.nodes[1], "height_scale", 2.0f);
+		attr_float(g.nodes[1], "width_scale", 2.0f);
+		kind = IE_LOAD_OK;
+		m = load_kind(&g, err, sizeof(err), &kind);
+		CHECK(m == NULL && kind == IE_LOAD_NOT_SUPPORTED &&
+			  strstr(err, "the opset 1 form (height_scale, width_scale) is not supported") != NULL,
+			  "Upsample at opset 6: %s", err);
+		g.opset = 12;
+
+		/* auto_pad "" is NOTSET, as for ONNX Runtime */
+		g.nodes[1] = node("MaxPool", "pool_1", "A", "Y");
+		attr_ints(g.nodes[1], "kernel_shape", (int64_t[]) {2}, 1);
+		attr_string(g.nodes[1], "auto_pad", "");
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL, "MaxPool with auto_pad \"\" loads: %s", m ? "" : err);
 		ie_model_destroy(&m);
 	}
 

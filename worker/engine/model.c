@@ -353,9 +353,20 @@ decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 	for (size_t i = 0; i < np->n_attribute; i++)
 	{
 		const Onnx__AttributeProto *ap = np->attribute[i];
-		ie_attr    *a = &pn->attrs[pn->n_attrs++];
+		const char *name = ap->name ? ap->name : "";
+		ie_attr    *a;
 
-		a->name = strdup(ap->name ? ap->name : "");
+		/* a name twice is invalid, as for ONNX's checker, "__..." too */
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(np->attribute[j]->name ? np->attribute[j]->name : "", name) == 0)
+				return load_error_kind(ld, IE_LOAD_INVALID,
+									   "%s node '%s': attribute '%s' is given twice",
+									   pn->op_type, pn->name, name);
+		/* "__..." names are tools' own: the checker skips them, so do we */
+		if (strncmp(name, "__", 2) == 0)
+			continue;
+		a = &pn->attrs[pn->n_attrs++];
+		a->name = strdup(name);
 		if (a->name == NULL)
 			return load_error(ld, "out of memory");
 		a->type = (ie_attr_type) ap->type;
@@ -419,9 +430,13 @@ decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 					break;
 				}
 			default:
-				return load_error(ld, "%s node '%s': attribute '%s' has type %d, "
-								  "which the engine does not support",
-								  pn->op_type, pn->name, a->name, (int) ap->type);
+				/*
+				 * kept with its type and no value: ie_op_check_attrs refuses
+				 * it, as an attribute the operator's schema lacks or gives
+				 * another type (invalid), or one of a type the engine does
+				 * not hold (strings, graphs: not supported)
+				 */
+				break;
 		}
 	}
 	return 0;
@@ -604,9 +619,10 @@ static int
 bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 {
 	char		namebuf[32];
-	char		aerr[512];
+	char		aerr[512] = "";
 	const char *op = np->op_type ? np->op_type : "";
 	ie_op_fn	check;
+	ie_load_error kind = IE_LOAD_INVALID;
 
 	if (np->name != NULL && np->name[0] != '\0')
 		pn->name = strdup(np->name);
@@ -626,9 +642,9 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 		return load_error(ld, "unsupported operator '%s' (node '%s')", op, pn->name);
 	if (decode_attrs(ld, np, pn) != 0)
 		return -1;
-	if (ie_op_check_attrs(op, ld->m->opset, pn->n_attrs, pn->attrs, aerr,
+	if (ie_op_check_attrs(op, ld->m->opset, pn->n_attrs, pn->attrs, &kind, aerr,
 						  sizeof(aerr)) != 0)
-		return load_error_kind(ld, IE_LOAD_INVALID, "%s node '%s': %s", op, pn->name, aerr);
+		return load_error_kind(ld, kind, "%s node '%s': %s", op, pn->name, aerr);
 	/* every ONNX operator has at least one output (it may be named ""):
 	 * operators write output 0 without asking */
 	if (np->n_output == 0)
@@ -641,7 +657,7 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 			.op_type = op, .node_name = pn->name, .opset = ld->m->opset,
 			.n_inputs = pn->n_inputs, .n_outputs = pn->n_outputs,
 			.n_attrs = pn->n_attrs, .attrs = pn->attrs, .n_threads = 1,
-			.err = aerr, .errlen = sizeof(aerr)
+			.err = aerr, .errlen = sizeof(aerr), .err_kind = IE_LOAD_INVALID
 		};
 
 		if (check(&cctx) != 0)
@@ -1027,6 +1043,15 @@ ie_model_load_file(const char *path, char *err, size_t errlen)
 	return ie_model_load_file_opts(path, NULL, err, errlen);
 }
 
+/* Sets the kind of a load that failed before parsing; returns NULL. */
+static ie_model *
+file_failed(const ie_load_opts *opts, ie_load_error kind)
+{
+	if (opts != NULL && opts->error != NULL)
+		*opts->error = kind;
+	return NULL;
+}
+
 /* ie_model_load_file with load options (engine.h). */
 ie_model *
 ie_model_load_file_opts(const char *path, const ie_load_opts *opts, char *err, size_t errlen)
@@ -1040,28 +1065,35 @@ ie_model_load_file_opts(const char *path, const ie_load_opts *opts, char *err, s
 	if (f == NULL)
 	{
 		snprintf(err, errlen, "model '%s': cannot open '%s': %m", base, path);
-		return NULL;
+		return file_failed(opts, IE_LOAD_INVALID);
 	}
 	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
 		fseek(f, 0, SEEK_SET) != 0)
 	{
 		snprintf(err, errlen, "model '%s': cannot read '%s': %m", base, path);
 		fclose(f);
-		return NULL;
+		return file_failed(opts, IE_LOAD_INVALID);
 	}
 	if ((size_t) size > IE_MODEL_MAX_BYTES)
 	{
-		snprintf(err, errlen, "model '%s': file is too large (%ld bytes)", base, size);
+		snprintf(err, errlen, "model '%s': file is too large (%ld bytes, more than the engine's limit)",
+				 base, size);
 		fclose(f);
-		return NULL;
+		return file_failed(opts, IE_LOAD_NOT_SUPPORTED);
 	}
 	buf = malloc(size > 0 ? (size_t) size : 1);
-	if (buf == NULL || fread(buf, 1, (size_t) size, f) != (size_t) size)
+	if (buf == NULL)
+	{
+		snprintf(err, errlen, "model '%s': out of memory for %ld bytes", base, size);
+		fclose(f);
+		return file_failed(opts, IE_LOAD_NO_MEMORY);
+	}
+	if (fread(buf, 1, (size_t) size, f) != (size_t) size)
 	{
 		snprintf(err, errlen, "model '%s': cannot read '%s'", base, path);
 		free(buf);
 		fclose(f);
-		return NULL;
+		return file_failed(opts, IE_LOAD_INVALID);
 	}
 	fclose(f);
 	m = load_model(buf, (size_t) size, base, opts, err, errlen);

@@ -147,11 +147,14 @@ int			ie_op_min_inputs(const char *op_type);
 /*
  * Checks a node's attributes (attrs[0..n_attrs)) against ONNX's schema of
  * op_type at opset (op_schemas.h): each one defined by that version, with
- * its type, none twice, every required one there.  0, or -1 with a message
- * in err.  Run by the loader on every node.
+ * its type, every required one there, the operator not newer than opset
+ * (LayerNormalization excepted); IE_LOAD_INVALID, or IE_LOAD_NOT_SUPPORTED
+ * for a type the engine does not hold.  0, or -1 with the kind in *kind and
+ * a message in err.  Run by the loader on every node.
  */
 int			ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
-							  const ie_attr *attrs, char *err, size_t errlen);
+							  const ie_attr *attrs, ie_load_error *kind,
+							  char *err, size_t errlen);
 
 /* Attribute look-ups; the default when the node does not set it. */
 const ie_attr *ie_attr_find(const ie_node_ctx *ctx, const char *name);

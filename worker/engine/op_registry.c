@@ -6,6 +6,7 @@
  * The tables are constant; nothing here keeps state, so it is safe from any
  * thread.
  */
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -98,29 +99,16 @@ ie_op_min_inputs(const char *op_type)
 	return 1;
 }
 
-/* The letter op_schemas.h gives attribute type t ('?' for none). */
+/*
+ * The letter op_schemas.h gives attribute type t (onnx.proto's
+ * AttributeProto.AttributeType values), '?' for UNDEFINED or another value.
+ */
 static char
 attr_type_letter(ie_attr_type t)
 {
-	switch (t)
-	{
-		case IE_ATTR_FLOAT:
-			return 'f';
-		case IE_ATTR_INT:
-			return 'i';
-		case IE_ATTR_STRING:
-			return 's';
-		case IE_ATTR_TENSOR:
-			return 't';
-		case IE_ATTR_FLOATS:
-			return 'F';
-		case IE_ATTR_INTS:
-			return 'I';
-		case IE_ATTR_STRINGS:
-			return 'S';
-		default:
-			return '?';
-	}
+	static const char letters[] = "?fistgFISTGpPyY";
+
+	return (int) t >= 0 && (size_t) t < sizeof(letters) - 1 ? letters[t] : '?';
 }
 
 /* The ONNX name of the attribute type op_schemas.h writes as letter. */
@@ -205,54 +193,88 @@ schema_find(const char *attrs, const char *name)
 }
 
 /*
+ * Operators the engine runs in models of opsets older than their first
+ * version: ONNX Runtime registers LayerNormalization (opset 17) in the
+ * default domain from version 1, and its transformer optimizer writes it
+ * into opset 11 to 16 models.  Any other operator newer than the model's
+ * opset makes the model invalid, as for ONNX's checker.
+ */
+static const char *const runs_before_its_opset[] = {"LayerNormalization", NULL};
+
+static bool
+may_run_before_its_opset(const char *op_type)
+{
+	for (int i = 0; runs_before_its_opset[i] != NULL; i++)
+		if (strcmp(runs_before_its_opset[i], op_type) == 0)
+			return true;
+	return false;
+}
+
+/* Sets *kind and formats err; returns -1. */
+static int
+check_error(ie_load_error *kind, ie_load_error k, char *err, size_t errlen,
+			const char *fmt,...)
+__attribute__((format(printf, 5, 6)));
+
+static int
+check_error(ie_load_error *kind, ie_load_error k, char *err, size_t errlen,
+			const char *fmt,...)
+{
+	va_list		ap;
+
+	*kind = k;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/*
  * Checks a node's attributes against the ONNX schema of op_type's version
  * for opset (op_schemas.h, generated from onnx.defs; ONNX IR spec,
- * "Attributes"): every attribute must be one that version defines, of the
- * type it defines, and every attribute it requires must be there, as
- * ONNX's checker and ONNX Runtime require (attributes named "__..." are
- * skipped, as the checker skips them).  An operator newer than opset is
- * checked against its first version (schema_attrs).  Returns 0, or -1
- * with "attribute ..." in err.
+ * "Attributes"), as ONNX's checker and ONNX Runtime do: every attribute
+ * must be one that version defines, of the type it defines, and every
+ * attribute it requires must be there (IE_LOAD_INVALID); an operator newer
+ * than opset is invalid but for LayerNormalization (checked against its
+ * first version).  An attribute the schema defines with a type the engine
+ * does not hold (strings, graphs, ...) is IE_LOAD_NOT_SUPPORTED.  The
+ * loader leaves out attributes named "__..." and refuses duplicates before
+ * this.  Returns 0, or -1 with the kind in *kind and "attribute ..." or
+ * "operator ..." in err.
  */
 int
 ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
-				  const ie_attr *attrs, char *err, size_t errlen)
+				  const ie_attr *attrs, ie_load_error *kind, char *err,
+				  size_t errlen)
 {
 	int			since = 0;
 	const char *schema = schema_attrs(op_type, opset, &since);
 
 	if (schema == NULL)
-	{
-		snprintf(err, errlen, "operator %s has no schema in op_schemas.h (regenerate it with tools/gen_op_schemas.py)",
-				 op_type);
-		return -1;
-	}
+		return check_error(kind, IE_LOAD_INVALID, err, errlen,
+						   "operator %s has no schema in op_schemas.h (regenerate it with tools/gen_op_schemas.py)",
+						   op_type);
+	if (since > opset && !may_run_before_its_opset(op_type))
+		return check_error(kind, IE_LOAD_INVALID, err, errlen,
+						   "operator %s does not exist in opset %d (it came in opset %d)",
+						   op_type, opset, since);
 	for (int i = 0; i < n_attrs; i++)
 	{
 		const char *w = schema_find(schema, attrs[i].name);
 		size_t		len = strlen(attrs[i].name);
 
-		/* names starting "__" are for tools: ONNX's checker skips them */
-		if (strncmp(attrs[i].name, "__", 2) == 0)
-			continue;
 		if (w == NULL)
-		{
-			snprintf(err, errlen, "attribute '%s' is not an attribute of %s-%d (opset %d)",
-					 attrs[i].name, op_type, since, opset);
-			return -1;
-		}
+			return check_error(kind, IE_LOAD_INVALID, err, errlen,
+							   "attribute '%s' is not an attribute of %s-%d (opset %d)",
+							   attrs[i].name, op_type, since, opset);
 		if (w[len + 1] != attr_type_letter(attrs[i].type))
-		{
-			snprintf(err, errlen, "attribute '%s' must have type %s in %s-%d",
-					 attrs[i].name, attr_type_name(w[len + 1]), op_type, since);
-			return -1;
-		}
-		for (int j = 0; j < i; j++)
-			if (strcmp(attrs[j].name, attrs[i].name) == 0)
-			{
-				snprintf(err, errlen, "attribute '%s' is given twice", attrs[i].name);
-				return -1;
-			}
+			return check_error(kind, IE_LOAD_INVALID, err, errlen,
+							   "attribute '%s' must have type %s in %s-%d",
+							   attrs[i].name, attr_type_name(w[len + 1]), op_type, since);
+		if (strchr("fisFIt", w[len + 1]) == NULL)
+			return check_error(kind, IE_LOAD_NOT_SUPPORTED, err, errlen,
+							   "attribute '%s' has type %s, which the engine does not support",
+							   attrs[i].name, attr_type_name(w[len + 1]));
 	}
 	for (const char *w = schema; *w != '\0';)
 	{
@@ -267,11 +289,9 @@ ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
 				found = strlen(attrs[i].name) == name_len &&
 					strncmp(attrs[i].name, w, name_len) == 0;
 			if (!found)
-			{
-				snprintf(err, errlen, "required attribute '%.*s' of %s-%d is missing",
-						 (int) name_len, w, op_type, since);
-				return -1;
-			}
+				return check_error(kind, IE_LOAD_INVALID, err, errlen,
+								   "required attribute '%.*s' of %s-%d is missing",
+								   (int) name_len, w, op_type, since);
 		}
 		w += n;
 		w += strspn(w, " ");

@@ -193,7 +193,7 @@ op_matmul(ie_node_ctx *ctx)
 	/* broadcast batch axes */
 	nb = (ar > br ? ar : br) - 2;
 	if (nb + 2 > IE_MAX_DIMS)
-		return ie_op_error(ctx, "rank too large");
+		return ie_op_error(ctx, "rank %d is over the engine's limit of %d", nb + 2, IE_MAX_DIMS);
 	for (int i = 0; i < nb; i++)
 	{
 		int			ia = i - (nb - (ar - 2));

@@ -490,7 +490,10 @@ byte_max_pool(ie_node_ctx *ctx)
 	rc = window_pool(&fctx, 1);
 	ie_tensor_destroy(&F);
 	if (rc != 0)
+	{
+		ctx->err_kind = fctx.err_kind;
 		return -1;
+	}
 	/* narrow output 0 back to the input type (Indices stay int64) */
 	F = ctx->outputs[0];
 	Y = ie_tensor_new(X->dtype, F->ndim, F->dims);

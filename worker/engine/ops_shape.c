@@ -41,7 +41,7 @@ new_output_as(ie_node_ctx *ctx, ie_dtype dt, int ndim, const int64_t *dims, bool
 	o = uninit ? ie_tensor_new_uninit(dt, ndim, dims) : ie_tensor_new(dt, ndim, dims);
 	if (o == NULL)
 	{
-		ie_op_error(ctx, "cannot allocate the output (type %s, rank %d)",
+		ie_op_error(ctx, "out of memory for the output (type %s, rank %d)",
 					ie_dtype_name(dt), ndim);
 		return NULL;
 	}
@@ -94,7 +94,7 @@ read_ints(ie_node_ctx *ctx, const ie_tensor *t, const char *what,
 		return ie_op_error(ctx, "%s must be 1-D, got rank %d", what, t->ndim);
 	n = ie_tensor_numel(t);
 	if (n > max)
-		return ie_op_error(ctx, "%s has %lld values, at most %d are supported", what,
+		return ie_op_error(ctx, "%s has %lld values, more than the engine's limit of %d", what,
 						   (long long) n, max);
 	for (int64_t i = 0; i < n; i++)
 		ie_tensor_get_i64(t, i, &vals[i]);
@@ -511,7 +511,7 @@ read_axes(ie_node_ctx *ctx, int64_t *axes)
 		if (n < 0)
 			return 0;
 		if (n > IE_MAX_DIMS)
-			return ie_op_error(ctx, "too many axes (%d)", n);
+			return ie_op_error(ctx, "%d axes, more than the engine's limit of %d", n, IE_MAX_DIMS);
 		for (int i = 0; i < n; i++)
 			axes[i] = a[i];
 		return n;
@@ -634,7 +634,8 @@ op_slice(ie_node_ctx *ctx)
 		memcpy(ends, a, n * sizeof(int64_t));
 		n_axes = ie_attr_ints(ctx, "axes", &a);
 		if (n_axes > IE_MAX_DIMS)
-			return ie_op_error(ctx, "too many axes");
+			return ie_op_error(ctx, "%d axes, more than the engine's limit of %d", n_axes,
+							   IE_MAX_DIMS);
 		if (n_axes >= 0)
 			memcpy(axes, a, n_axes * sizeof(int64_t));
 	}
@@ -1253,7 +1254,7 @@ op_split(ie_node_ctx *ctx)
 	if (X == NULL)
 		return -1;
 	if (ctx->n_outputs < 1 || ctx->n_outputs > IE_MAX_SPLIT)
-		return ie_op_error(ctx, "has %d outputs; 1 to %d are supported",
+		return ie_op_error(ctx, "has %d outputs; 1 to %d are supported (the engine's limit)",
 						   ctx->n_outputs, IE_MAX_SPLIT);
 	if ((axis = norm_axis(ie_attr_int(ctx, "axis", 0), X->ndim)) < 0)
 		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
@@ -1269,7 +1270,7 @@ op_split(ie_node_ctx *ctx)
 		int			na = ie_attr_ints(ctx, "split", &v);
 
 		if (na > IE_MAX_SPLIT)
-			return ie_op_error(ctx, "split has %d values, at most %d are supported",
+			return ie_op_error(ctx, "split has %d values, more than the engine's limit of %d",
 							   na, IE_MAX_SPLIT);
 		for (int i = 0; i < na; i++)
 			sizes[i] = v[i];

@@ -1551,6 +1551,13 @@ ints_attr(cu_op *op, const char *name, int n, int64_t dflt, int64_t *out)
 	return 0;
 }
 
+/* auto_pad NOTSET, or "" (ONNX Runtime reads it as NOTSET, as the CPU does). */
+static bool
+plain_auto_pad_notset(const char *ap)
+{
+	return ap[0] == '\0' || strcmp(ap, "NOTSET") == 0;
+}
+
 /* auto_pad NOTSET or VALID (pads 0); the SAME_* modes run on the CPU. */
 static bool
 plain_auto_pad(cu_op *op, int64_t *pads)
@@ -1563,7 +1570,7 @@ plain_auto_pad(cu_op *op, int64_t *pads)
 			pads[i] = 0;
 		return true;
 	}
-	return strcmp(ap, "NOTSET") == 0;
+	return plain_auto_pad_notset(ap);
 }
 
 /* conv_direct's answer for a convolution it leaves to cuDNN */
@@ -1903,7 +1910,7 @@ op_convtranspose(cu_op *op)
 	if (xdt != IE_FLOAT || wdt != IE_FLOAT || xnd != 4 || wnd != 4 || g < 1 ||
 		wd[0] != xd[1] || xd[1] % g != 0 ||
 		ie_attr_find(nc, "output_shape") != NULL ||
-		strcmp(ie_attr_string(nc, "auto_pad", "NOTSET"), "NOTSET") != 0 ||
+		!plain_auto_pad_notset(ie_attr_string(nc, "auto_pad", "NOTSET")) ||
 		ints_attr(op, "pads", 4, 0, pads) != 0 ||
 		ints_attr(op, "strides", 2, 1, strides) != 0 ||
 		ints_attr(op, "dilations", 2, 1, dil) != 0 ||
