@@ -1364,6 +1364,52 @@ test_cast_bool(void)
 	ie_tensor_destroy(&X);
 }
 
+/*
+ * Mod's edges the node tests leave out: x mod 0 and INT64_MIN mod -1 give 0
+ * (no trap), fmod 0 takes the divisor's sign and fmod 1 the dividend's,
+ * and a float Mod without fmod 1 is refused as the spec requires.
+ */
+static void
+test_mod_edges(void)
+{
+	char		err[256];
+	int64_t		d[1] = {4};
+	ie_tensor  *A = ie_tensor_new(IE_INT64, 1, d),
+			   *B = ie_tensor_new(IE_INT64, 1, d),
+			   *F = tu_float_tensor(1, d, (float[]) {5.5f, -5.5f, 1, 2});
+	const ie_tensor *in[2] = {A, B},
+			   *fin[2] = {F, F};
+	ie_tensor  *out[1];
+	ie_attr		fmod1[1] = {attr_int("fmod", 1)};
+	int64_t    *a = A->data,
+			   *b = B->data,
+				want_mod[4] = {0, 0, 2, -2},
+				want_fmod[4] = {0, 0, -1, 1};
+
+	a[0] = 7;
+	b[0] = 0;
+	a[1] = INT64_MIN;
+	b[1] = -1;
+	a[2] = -7;
+	b[2] = 3;
+	a[3] = 7;
+	b[3] = -3;
+	CHECK(run_op("Mod", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  memcmp(out[0]->data, want_mod, sizeof(want_mod)) == 0,
+		  "Mod fmod 0: 7 mod 0, MIN mod -1, -7 mod 3, 7 mod -3 = 0, 0, 2, -2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("Mod", 13, 2, in, 1, fmod1, 1, out, err, sizeof(err)) == 0 &&
+		  memcmp(out[0]->data, want_fmod, sizeof(want_fmod)) == 0,
+		  "Mod fmod 1: 0, 0, -1, 1: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("Mod", 13, 2, fin, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "fmod must be 1 for float inputs") != NULL, "float Mod without fmod: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&A);
+	ie_tensor_destroy(&B);
+	ie_tensor_destroy(&F);
+}
+
 /* ---- ONNX node tests ---- */
 
 /* A TensorProto file as an ie_tensor (float, double, int32/64, uint8, bool). */
@@ -1663,6 +1709,7 @@ main(int argc, char **argv)
 	test_layernorm();
 	test_softmax_masked();
 	test_cast_bool();
+	test_mod_edges();
 	test_node_tests(verbose);
 	return tu_report("test_ops");
 }

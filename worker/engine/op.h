@@ -119,7 +119,9 @@ extern const ie_op_def ie_ops_gather[];
  * operator runs the same check, so a direct call (tests) gets the same
  * error.
  */
+extern const ie_op_def ie_op_checks_elementwise[];
 extern const ie_op_def ie_op_checks_conv[];
+extern const ie_op_def ie_op_checks_gather[];
 extern const ie_op_def ie_op_checks_pool[];
 extern const ie_op_def ie_op_checks_norm[];
 extern const ie_op_def ie_op_checks_resize[];

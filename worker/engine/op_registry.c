@@ -27,7 +27,9 @@ static const ie_op_def *const op_tables[] = {
 };
 
 static const ie_op_def *const check_tables[] = {
+	ie_op_checks_elementwise,
 	ie_op_checks_conv,
+	ie_op_checks_gather,
 	ie_op_checks_pool,
 	ie_op_checks_norm,
 	ie_op_checks_resize,
@@ -78,7 +80,8 @@ static const struct
 	{"GreaterOrEqual", 2},
 	{"MatMul", 2}, {"Gemm", 2}, {"Conv", 2}, {"ConvTranspose", 2},
 	{"Expand", 2}, {"Reshape", 2}, {"Tile", 2},
-	{"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2},
+	{"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2}, {"ScatterND", 3},
+	{"Mod", 2},
 	{"LayerNormalization", 2},
 	{"Where", 3}, {"Range", 3}, {"PRelu", 2},
 	{"BatchNormalization", 5},

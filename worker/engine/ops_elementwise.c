@@ -418,6 +418,31 @@ UNSIGNED_KERNELS(u32, uint32_t)
 SIGNED_KERNELS(i64, int64_t, uint64_t)
 UNSIGNED_KERNELS(u64, uint64_t)
 
+/*
+ * Mod (ONNX Operators.md, Mod-10/13): with fmod 0, the integer remainder
+ * with the divisor's sign (Python's %: mod_*); with fmod 1, C's fmod and
+ * %, the dividend's sign (fmod_*).  x mod 0 gives 0, as Div's x / 0 (an
+ * integer trap otherwise), and so does MIN mod -1.
+ */
+#define SIGNED_MOD_KERNELS(SUF, T) \
+ROW_KERNEL(fmod_##SUF, T, (T) (y == 0 || y == -1 ? 0 : x % y)) \
+ROW_KERNEL(mod_##SUF, T, (T) (y == 0 || y == -1 ? 0 : \
+							  (x % y != 0 && ((x % y < 0) != (y < 0))) ? x % y + y : x % y))
+#define UNSIGNED_MOD_KERNELS(SUF, T) \
+ROW_KERNEL(fmod_##SUF, T, (T) (y == 0 ? 0 : x % y)) \
+ROW_KERNEL(mod_##SUF, T, (T) (y == 0 ? 0 : x % y))
+
+SIGNED_MOD_KERNELS(i8, int8_t)
+UNSIGNED_MOD_KERNELS(u8, uint8_t)
+SIGNED_MOD_KERNELS(i16, int16_t)
+UNSIGNED_MOD_KERNELS(u16, uint16_t)
+SIGNED_MOD_KERNELS(i32, int32_t)
+UNSIGNED_MOD_KERNELS(u32, uint32_t)
+SIGNED_MOD_KERNELS(i64, int64_t)
+UNSIGNED_MOD_KERNELS(u64, uint64_t)
+ROW_KERNEL(fmod_f32, float, fmodf(x, y))
+ROW_KERNEL(fmod_f64, double, fmod(x, y))
+
 ROW_KERNEL(pow_f32, float, powf(x, y))
 ROW_KERNEL(pow_f64, double, pow(x, y))
 ROW_KERNEL(prelu_f32, float, x < 0 ? x * y : x)
@@ -501,12 +526,21 @@ enum binop
 	OP_AND,
 	OP_OR,
 	OP_XOR,
+	OP_MOD,
+	OP_FMOD,
 	N_BINOPS
 };
 
 /* The kernels of one operator for the ten numeric types. */
 #define NUMERIC(PRE) \
 	[IE_FLOAT] = PRE##_f32, [IE_DOUBLE] = PRE##_f64, \
+	[IE_INT8] = PRE##_i8, [IE_UINT8] = PRE##_u8, \
+	[IE_INT16] = PRE##_i16, [IE_UINT16] = PRE##_u16, \
+	[IE_INT32] = PRE##_i32, [IE_UINT32] = PRE##_u32, \
+	[IE_INT64] = PRE##_i64, [IE_UINT64] = PRE##_u64
+
+/* The kernels of one operator for the eight integer types. */
+#define INTEGER(PRE) \
 	[IE_INT8] = PRE##_i8, [IE_UINT8] = PRE##_u8, \
 	[IE_INT16] = PRE##_i16, [IE_UINT16] = PRE##_u16, \
 	[IE_INT32] = PRE##_i32, [IE_UINT32] = PRE##_u32, \
@@ -528,7 +562,10 @@ static const row_fn kernels[N_BINOPS][IE_UINT64 + 1] = {
 	[OP_AND] = {[IE_BOOL] = and_b},
 	[OP_OR] = {[IE_BOOL] = or_b},
 	[OP_XOR] = {[IE_BOOL] = xor_b},
+	[OP_MOD] = {INTEGER(mod)},
+	[OP_FMOD] = {INTEGER(fmod), [IE_FLOAT] = fmod_f32, [IE_DOUBLE] = fmod_f64},
 };
+#undef INTEGER
 #undef NUMERIC
 
 /* The kernel for op on dtype, or NULL when the type is not supported. */
@@ -633,6 +670,38 @@ static int op_greater_equal(ie_node_ctx *ctx) { return binary_op(ctx, OP_GE); }
 static int op_and(ie_node_ctx *ctx) { return binary_op(ctx, OP_AND); }
 static int op_or(ie_node_ctx *ctx) { return binary_op(ctx, OP_OR); }
 static int op_xor(ie_node_ctx *ctx) { return binary_op(ctx, OP_XOR); }
+
+/* Mod's fmod: 0 or 1 (run by the loader on every Mod node, and by Mod). */
+static int
+mod_check_attrs(ie_node_ctx *ctx)
+{
+	int64_t		fmod_attr = ie_attr_int(ctx, "fmod", 0);
+
+	if (fmod_attr != 0 && fmod_attr != 1)
+		return ie_op_error(ctx, "unsupported fmod %lld (0 or 1)", (long long) fmod_attr);
+	return 0;
+}
+
+/*
+ * Mod (opsets 10, 13): the remainder of A / B with broadcasting; fmod 0
+ * (integers only, as the spec requires) takes the divisor's sign, fmod 1
+ * the dividend's (integers, float, double).  Float16 is not implemented.
+ */
+static int
+op_mod(ie_node_ctx *ctx)
+{
+	bool		fmod_1;
+
+	if (two_inputs(ctx) != 0 || mod_check_attrs(ctx) != 0)
+		return -1;
+	fmod_1 = ie_attr_int(ctx, "fmod", 0) == 1;
+	if (!fmod_1 && (ctx->inputs[0]->dtype == IE_FLOAT || ctx->inputs[0]->dtype == IE_DOUBLE ||
+					ctx->inputs[0]->dtype == IE_FLOAT16))
+		return ie_op_error(ctx, "fmod must be 1 for %s inputs (ONNX Mod)",
+						   ie_dtype_name(ctx->inputs[0]->dtype));
+	return binary_apply(ctx, fmod_1 ? OP_FMOD : OP_MOD, ctx->inputs[0], ctx->inputs[1],
+						&ctx->outputs[0]);
+}
 
 /*
  * Min, Max, Sum and Mean over one or more inputs with multidirectional
@@ -1640,10 +1709,16 @@ const ie_op_def ie_ops_elementwise[] = {
 	{"And", op_and},
 	{"Or", op_or},
 	{"Xor", op_xor},
+	{"Mod", op_mod},
 	{"Min", op_min},
 	{"Max", op_max},
 	{"Sum", op_sum},
 	{"Mean", op_mean},
 	{"Where", op_where},
+	{NULL, NULL}
+};
+
+const ie_op_def ie_op_checks_elementwise[] = {
+	{"Mod", mod_check_attrs},
 	{NULL, NULL}
 };

@@ -316,9 +316,162 @@ op_gather_nd(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* ScatterND's reduction: 0 none, 1 add, 2 mul; -1 for another one. */
+static int
+scatter_reduction(ie_node_ctx *ctx, int *red)
+{
+	const char *r = ie_attr_string(ctx, "reduction", "none");
+
+	if (strcmp(r, "none") == 0)
+		*red = 0;
+	else if (strcmp(r, "add") == 0)
+		*red = 1;
+	else if (strcmp(r, "mul") == 0)
+		*red = 2;
+	else
+		return ie_op_error(ctx, "unsupported reduction \"%s\" (none, add, mul)", r);
+	return 0;
+}
+
+/* ScatterND's reduction (scatter_reduction): run by the loader on every node. */
+static int
+scatter_nd_check_attrs(ie_node_ctx *ctx)
+{
+	int			red;
+
+	return scatter_reduction(ctx, &red);
+}
+
+/* dst[i] = dst[i] (red: 1 add, 2 mul) src[i] for n elements of type dt. */
+#define COMBINE(T) \
+	do { \
+		T		   *d = dst; \
+		const T    *s = src; \
+		for (int64_t i = 0; i < n; i++) \
+			d[i] = red == 1 ? (T) (d[i] + s[i]) : (T) (d[i] * s[i]); \
+	} while (0)
+
+static int
+combine(ie_node_ctx *ctx, int red, ie_dtype dt, void *dst, const void *src, int64_t n)
+{
+	switch (dt)
+	{
+		case IE_FLOAT: COMBINE(float); break;
+		case IE_DOUBLE: COMBINE(double); break;
+		case IE_INT32: COMBINE(int32_t); break;
+		case IE_INT64: COMBINE(int64_t); break;
+		default:
+			return ie_op_error(ctx, "reduction on element type %s is not supported",
+							   ie_dtype_name(dt));
+	}
+	return 0;
+}
+#undef COMBINE
+
+/*
+ * ScatterND (opsets 11, 13, 16; ONNX Operators.md): the output is a copy
+ * of data in which, for each index tuple t of indices (its last dim k,
+ * 1 <= k <= rank of data), the slice data[t] (shape data.shape[k:]) is
+ * replaced by the matching slice of updates (shape indices.shape[:-1] +
+ * data.shape[k:]), or, with reduction add or mul (opset 16), combined with
+ * it (float, double, int32, int64).  Tuples are applied in order, so a
+ * repeated index keeps the last update, as ONNX Runtime does (the spec
+ * leaves it undefined).
+ */
+static int
+op_scatter_nd(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	const ie_tensor *ind = need_input(ctx, 1, "indices");
+	const ie_tensor *u = need_input(ctx, 2, "updates");
+	int64_t		xstride[IE_MAX_DIMS],
+				acc = 1,
+				n_tuples = 1,
+				slice = 1,
+				k;
+	int			red;
+	size_t		es,
+				block;
+	ie_tensor  *o;
+
+	if (x == NULL || ind == NULL || u == NULL || check_indices(ctx, ind) != 0 ||
+		scatter_reduction(ctx, &red) != 0)
+		return -1;
+	if (ind->ndim < 1 || x->ndim < 1)
+		return ie_op_error(ctx, "data and indices must have rank 1 or more");
+	if (u->dtype != x->dtype)
+		return ie_op_error(ctx, "updates are %s, data %s", ie_dtype_name(u->dtype),
+						   ie_dtype_name(x->dtype));
+	k = ind->dims[ind->ndim - 1];
+	if (k < 1 || k > x->ndim)
+		return ie_op_error(ctx, "the last indices dim (%lld) must be in [1, %d]",
+						   (long long) k, x->ndim);
+	if (u->ndim != ind->ndim - 1 + x->ndim - k)
+		return ie_op_error(ctx, "updates have rank %d, expected %lld", u->ndim,
+						   (long long) (ind->ndim - 1 + x->ndim - k));
+	for (int d = 0; d < ind->ndim - 1; d++)
+	{
+		if (u->dims[d] != ind->dims[d])
+			return ie_op_error(ctx, "updates dim %d is %lld, indices have %lld", d,
+							   (long long) u->dims[d], (long long) ind->dims[d]);
+		n_tuples *= ind->dims[d];
+	}
+	for (int d = (int) k; d < x->ndim; d++)
+	{
+		if (u->dims[ind->ndim - 1 + d - k] != x->dims[d])
+			return ie_op_error(ctx, "updates dim %lld is %lld, data has %lld",
+							   (long long) (ind->ndim - 1 + d - k),
+							   (long long) u->dims[ind->ndim - 1 + d - k],
+							   (long long) x->dims[d]);
+		slice *= x->dims[d];
+	}
+	for (int d = x->ndim - 1; d >= 0; d--)
+	{
+		xstride[d] = acc;
+		acc *= x->dims[d];
+	}
+	if ((o = ie_tensor_new_uninit(x->dtype, x->ndim, x->dims)) == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = o;
+	if (x->nbytes > 0)
+		memcpy(o->data, x->data, x->nbytes);
+	es = ie_dtype_size(x->dtype);
+	block = (size_t) slice * es;
+	for (int64_t t = 0; t < n_tuples; t++)
+	{
+		int64_t		off = 0;
+		char	   *dst;
+		const char *src = (const char *) u->data + (size_t) t * block;
+
+		for (int64_t j = 0; j < k; j++)
+		{
+			int64_t		v;
+
+			if (read_index(ctx, ind, t * k + j, (int) j, x->dims[j], &v) != 0)
+				return -1;
+			off += v * xstride[j];
+		}
+		dst = (char *) o->data + (size_t) off * es;
+		if (red == 0)
+		{
+			if (block > 0)
+				memcpy(dst, src, block);
+		}
+		else if (combine(ctx, red, x->dtype, dst, src, slice) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 const ie_op_def ie_ops_gather[] = {
 	{"Gather", op_gather},
 	{"GatherElements", op_gather_elements},
 	{"GatherND", op_gather_nd},
+	{"ScatterND", op_scatter_nd},
+	{NULL, NULL}
+};
+
+const ie_op_def ie_op_checks_gather[] = {
+	{"ScatterND", scatter_nd_check_attrs},
 	{NULL, NULL}
 };
