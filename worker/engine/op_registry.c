@@ -103,58 +103,37 @@ ie_op_min_inputs(const char *op_type)
 }
 
 /*
- * The letter op_schemas.h gives attribute type t (onnx.proto's
- * AttributeProto.AttributeType values), '?' for UNDEFINED or another value.
+ * onnx.proto's AttributeProto.AttributeType values (0 UNDEFINED to 14
+ * TYPE_PROTOS): their names, and the letters op_schemas.h writes them as.
  */
+static const char attr_letters[] = "?fistgFISTGpPyY";
+static const char *const attr_names[] = {
+	"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS",
+	"STRINGS", "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS",
+	"TYPE_PROTO", "TYPE_PROTOS"
+};
+
+/* The letter of attribute type t, '?' for UNDEFINED or another value. */
 static char
 attr_type_letter(ie_attr_type t)
 {
-	static const char letters[] = "?fistgFISTGpPyY";
-
-	return (int) t >= 0 && (size_t) t < sizeof(letters) - 1 ? letters[t] : '?';
+	return (int) t >= 0 && (size_t) t < sizeof(attr_letters) - 1 ? attr_letters[t] : '?';
 }
 
 /* The ONNX name of the attribute type op_schemas.h writes as letter. */
 static const char *
 attr_type_name(char letter)
 {
-	switch (letter)
-	{
-		case 'f':
-			return "FLOAT";
-		case 'i':
-			return "INT";
-		case 's':
-			return "STRING";
-		case 't':
-			return "TENSOR";
-		case 'g':
-			return "GRAPH";
-		case 'F':
-			return "FLOATS";
-		case 'I':
-			return "INTS";
-		case 'S':
-			return "STRINGS";
-		case 'T':
-			return "TENSORS";
-		case 'G':
-			return "GRAPHS";
-		case 'p':
-			return "SPARSE_TENSOR";
-		case 'P':
-			return "SPARSE_TENSORS";
-		default:
-			return "TYPE_PROTO";
-	}
+	const char *p = strchr(attr_letters, letter);
+
+	return p != NULL && *p != '\0' ? attr_names[p - attr_letters] : "UNDEFINED";
 }
 
 /*
  * The schema attributes of op_type's version for opset: the newest version
  * whose since_version is at most opset, or, for an operator newer than
- * opset, its first version (ONNX Runtime runs LayerNormalization, opset 17,
- * in models of older opsets, as its transformer optimizer writes them, and
- * the engine has always run such nodes).  NULL when op_schemas.h lacks
+ * opset, its first version (*since tells which; ie_op_check_attrs allows
+ * that for LayerNormalization alone).  NULL when op_schemas.h lacks
  * op_type.
  */
 static const char *
