@@ -320,6 +320,25 @@ load_kind(const graph_spec *g, char *err, size_t errlen, ie_load_error *kind)
 	return m;
 }
 
+/*
+ * Whether loading g fails with kind want and a message holding want_msg
+ * (into err); a model that loads is destroyed.
+ */
+static bool
+load_fails(const graph_spec *g, ie_load_error want, const char *want_msg,
+		   char *err, size_t errlen)
+{
+	ie_load_error kind = IE_LOAD_OK;
+	ie_model   *m = load_kind(g, err, errlen, &kind);
+
+	if (m != NULL)
+	{
+		ie_model_destroy(&m);
+		return false;
+	}
+	return kind == want && strstr(err, want_msg) != NULL;
+}
+
 /* load_kind without the kind. */
 static ie_model *
 load(const graph_spec *g, char *err, size_t errlen)
@@ -606,36 +625,24 @@ test_load_errors(void)
 		/* an unknown attribute of a type the engine does not hold is still unknown */
 		g.nodes[1] = node("Relu", "relu_1", "A", "Y");
 		attr(g.nodes[1], "foo", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
-		kind = IE_LOAD_OK;
-		m = load_kind(&g, err, sizeof(err), &kind);
-		CHECK(m == NULL && kind == IE_LOAD_INVALID &&
-			  strstr(err, "attribute 'foo' is not an attribute of Relu-6") != NULL,
+		CHECK(load_fails(&g, IE_LOAD_INVALID, "attribute 'foo' is not an attribute of Relu-6", err, sizeof(err)),
 			  "Relu foo of type STRINGS: %s", err);
 
 		/* an operator newer than the opset, LayerNormalization aside */
 		g.nodes[1] = node("HardSwish", "hs_1", "A", "Y");
-		kind = IE_LOAD_OK;
-		m = load_kind(&g, err, sizeof(err), &kind);
-		CHECK(m == NULL && kind == IE_LOAD_INVALID &&
-			  strstr(err, "operator HardSwish does not exist in opset 12 (it came in opset 14)") != NULL,
+		CHECK(load_fails(&g, IE_LOAD_INVALID, "operator HardSwish does not exist in opset 12 (it came in opset 14)", err, sizeof(err)),
 			  "HardSwish at opset 12: %s", err);
 
 		/* opset 1 forms: 0A000 at load */
 		g.opset = 5;
 		g.nodes[1] = node("Tile", "tile_1", "A,T,X", "Y");
-		kind = IE_LOAD_OK;
-		m = load_kind(&g, err, sizeof(err), &kind);
-		CHECK(m == NULL && kind == IE_LOAD_NOT_SUPPORTED &&
-			  strstr(err, "the opset 1 form (inputs tiles and axis) is not supported") != NULL,
+		CHECK(load_fails(&g, IE_LOAD_NOT_SUPPORTED, "the opset 1 form (inputs tiles and axis) is not supported", err, sizeof(err)),
 			  "Tile at opset 5: %s", err);
 		g.opset = 6;
 		g.nodes[1] = node("Upsample", "up_1", "A", "Y");
 		attr_float(g.nodes[1], "height_scale", 2.0f);
 		attr_float(g.nodes[1], "width_scale", 2.0f);
-		kind = IE_LOAD_OK;
-		m = load_kind(&g, err, sizeof(err), &kind);
-		CHECK(m == NULL && kind == IE_LOAD_NOT_SUPPORTED &&
-			  strstr(err, "the opset 1 form (height_scale, width_scale) is not supported") != NULL,
+		CHECK(load_fails(&g, IE_LOAD_NOT_SUPPORTED, "the opset 1 form (height_scale, width_scale) is not supported", err, sizeof(err)),
 			  "Upsample at opset 6: %s", err);
 		g.opset = 12;
 

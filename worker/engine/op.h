@@ -166,6 +166,14 @@ const char *ie_attr_string(const ie_node_ctx *ctx, const char *name,
 						   const char *dflt);
 
 /*
+ * The position in choices (NULL-ended) of string attribute name (dflt when
+ * the node does not set it) into *out; for a value not among them, -1 after
+ * the error '<name> "<value>" is not supported (<choices>)'.
+ */
+int			ie_attr_choice(ie_node_ctx *ctx, const char *name, const char *dflt,
+						   const char *const *choices, int *out);
+
+/*
  * The ints of attribute name: returns their count and sets *vals, or
  * returns -1 (and leaves *vals alone) when the node does not set it.
  */

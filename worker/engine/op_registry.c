@@ -292,6 +292,26 @@ ie_error_kind_of(const char *fmt)
 	return IE_LOAD_INVALID;
 }
 
+int
+ie_attr_choice(ie_node_ctx *ctx, const char *name, const char *dflt,
+			   const char *const *choices, int *out)
+{
+	const char *v = ie_attr_string(ctx, name, dflt);
+	char		list[128] = "";
+
+	for (int i = 0; choices[i] != NULL; i++)
+	{
+		if (strcmp(v, choices[i]) == 0)
+		{
+			*out = i;
+			return 0;
+		}
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 i > 0 ? ", " : "", choices[i]);
+	}
+	return ie_op_error(ctx, "%s \"%s\" is not supported (%s)", name, v, list);
+}
+
 /* The node's attribute called name, or NULL. */
 const ie_attr *
 ie_attr_find(const ie_node_ctx *ctx, const char *name)

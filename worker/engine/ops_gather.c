@@ -320,17 +320,9 @@ op_gather_nd(ie_node_ctx *ctx)
 static int
 scatter_reduction(ie_node_ctx *ctx, int *red)
 {
-	const char *r = ie_attr_string(ctx, "reduction", "none");
+	static const char *const reductions[] = {"none", "add", "mul", NULL};
 
-	if (strcmp(r, "none") == 0)
-		*red = 0;
-	else if (strcmp(r, "add") == 0)
-		*red = 1;
-	else if (strcmp(r, "mul") == 0)
-		*red = 2;
-	else
-		return ie_op_error(ctx, "unsupported reduction \"%s\" (none, add, mul)", r);
-	return 0;
+	return ie_attr_choice(ctx, "reduction", "none", reductions, red);
 }
 
 /* ScatterND's reduction (scatter_reduction): run by the loader on every node. */

@@ -1356,18 +1356,9 @@ pad_source(int64_t j, int64_t n, int mode)
 static int
 pad_mode(ie_node_ctx *ctx, int *mode)
 {
-	const char *mode_s = ie_attr_string(ctx, "mode", "constant");
+	static const char *const modes[] = {"constant", "edge", "reflect", NULL};
 
-	if (strcmp(mode_s, "constant") == 0)
-		*mode = 0;
-	else if (strcmp(mode_s, "edge") == 0)
-		*mode = 1;
-	else if (strcmp(mode_s, "reflect") == 0)
-		*mode = 2;
-	else
-		return ie_op_error(ctx, "mode \"%s\" is not supported (constant, edge, reflect)",
-						   mode_s);
-	return 0;
+	return ie_attr_choice(ctx, "mode", "constant", modes, mode);
 }
 
 /* Pad's mode (pad_mode): run by the loader on every Pad node. */
