@@ -831,9 +831,9 @@ run_on_device(const frag_plan *p, const pending_batch *b, int k0, int n,
  * gets the first output, which must be float.  On the CPU the rows come
  * from b's tensor (copied into one of their own for a single row of
  * several); on a device from b's images (run_on_device).  1 with sqlstate
- * and the engine's message in err when the run itself fails (53200 when
- * the engine ran out of memory, else XX000), -1 with sqlstate/err on any
- * other error.
+ * and the engine's message in err when the run itself fails (the kind the
+ * engine returns, model_calls_sqlstate: 53200 out of memory, 0A000 what
+ * the engine lacks, else XX000), -1 with sqlstate/err on any other error.
  */
 static int
 model_call(const frag_plan *p, const pending_batch *b, int k0, int n, ie_tensor **out,
@@ -878,9 +878,7 @@ model_call(const frag_plan *p, const pending_batch *b, int k0, int n, ie_tensor 
 		fragment_result_add_sample(r, p->spec->file, n, model_calls_now_ms() - t0);
 	else
 	{
-		/* the engine has no error codes; its allocation failures say this */
-		if (strstr(lerr, "out of memory") != NULL)
-			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		*sqlstate = model_calls_sqlstate(run);
 		snprintf(err, errlen, "%s", lerr);
 		rc = 1;
 		goto done;
@@ -905,10 +903,11 @@ done:
 }
 
 /*
- * A failed model run (model_call returned 1, err holds the engine's
- * message) of row i alone.  When the input shape came from the row's own
- * image the row gets the error (22023 "image too small for model", or
- * 53200) and 0 is returned; otherwise the request fails: -1 with
+ * A failed model run (model_call returned 1 with its sqlstate, err holds
+ * the engine's message) of row i alone.  When the input shape came from
+ * the row's own image the row gets the error (22023 "image too small for
+ * model", or 53200) and 0 is returned; otherwise, and for what the engine
+ * lacks (0A000: every row would fail alike), the request fails: -1 with
  * sqlstate/err naming the model.
  */
 static int
@@ -917,7 +916,8 @@ row_run_failed(const frag_plan *p, fragment_result *r, int i,
 {
 	char		msg[768];
 
-	if (p->in_h > 0 && p->in_w > 0)
+	if ((p->in_h > 0 && p->in_w > 0) ||
+		strcmp(*sqlstate, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
 	{
 		snprintf(msg, sizeof(msg), "%s", ie_message_body(err));
 		snprintf(err, errlen, "model \"%s\" failed: %s", p->spec->file, msg);
@@ -1311,19 +1311,27 @@ run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
 	char		lerr[512];
 	char	   *s;
 	int			rc;
+	ie_error_kind failed;
 
 	model_calls_open(&log);
 	rc = ocr_run(&p->ocr, &p->params, img, detect_only, &res, lerr, sizeof(lerr));
 	model_calls_close(&log);
 	ocr_samples(p, &log, r);
+	failed = log.failed;
 	model_calls_free(&log);
 	if (rc == OCR_STOPPED)
 		return 1;
 	if (rc != 0)
 	{
-		fragment_row_error(r, i, strstr(lerr, "out of memory") != NULL ?
-						   PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL,
-						   "text recognition failed", lerr, NULL);
+		/*
+		 * A model run's failure has the engine's kind; the pipeline's own
+		 * messages (ocr.c, ocr_det.c, ocr_rec.c) hold no name from a file.
+		 */
+		const char *state = failed != IE_ERR_NONE ? model_calls_sqlstate(-(int) failed) :
+			strstr(lerr, "out of memory") != NULL ? PGINFER_SQLSTATE_OUT_OF_MEMORY :
+			PGINFER_SQLSTATE_INTERNAL;
+
+		fragment_row_error(r, i, state, "text recognition failed", lerr, NULL);
 		return 0;
 	}
 	s = detect_only ? ocr_result_json(res) : ocr_result_text(res);

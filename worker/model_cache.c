@@ -694,13 +694,13 @@ read_registered_bytes(const model_cache *mc, const cache_entry *e,
  * that is no complete, valid ONNX model.
  */
 static const char *
-load_error_sqlstate(ie_load_error kind)
+load_error_sqlstate(ie_error_kind kind)
 {
 	switch (kind)
 	{
-		case IE_LOAD_NOT_SUPPORTED:
+		case IE_ERR_NOT_SUPPORTED:
 			return PGINFER_SQLSTATE_NOT_SUPPORTED;
-		case IE_LOAD_NO_MEMORY:
+		case IE_ERR_NO_MEMORY:
 			return PGINFER_SQLSTATE_OUT_OF_MEMORY;
 		default:
 			return PGINFER_SQLSTATE_DATA_CORRUPTED;
@@ -719,7 +719,7 @@ load_entry(model_cache *mc, cache_entry *e, const Pginfer__ModelSpec *spec,
 		   int *from_store, file_stamp *disk, const char **sqlstate, char *err,
 		   size_t errlen)
 {
-	ie_load_error kind = IE_LOAD_OK;
+	ie_error_kind kind = IE_ERR_NONE;
 	ie_load_opts opts = {.precision = precision, .name = e->file, .error = &kind};
 	uint8_t    *buf = NULL;
 	size_t		len = 0;

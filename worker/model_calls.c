@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/protocol.h"
+
 /* The calling thread's open log, or NULL. */
 static _Thread_local model_calls *open_log;
 
@@ -28,6 +30,7 @@ model_calls_open(model_calls *log)
 	assert(open_log == NULL);
 	log->n = 0;
 	log->dropped = 0;
+	log->failed = IE_ERR_NONE;
 	open_log = log;
 }
 
@@ -47,6 +50,30 @@ model_calls_free(model_calls *log)
 	free(log->calls);
 	log->calls = NULL;
 	log->n = log->cap = log->dropped = 0;
+	log->failed = IE_ERR_NONE;
+}
+
+/* The SQLSTATE of a failed run's kind; see model_calls.h. */
+const char *
+model_calls_sqlstate(int rc)
+{
+	switch (-rc)
+	{
+		case IE_ERR_NO_MEMORY:
+			return PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		case IE_ERR_NOT_SUPPORTED:
+			return PGINFER_SQLSTATE_NOT_SUPPORTED;
+		default:
+			return PGINFER_SQLSTATE_INTERNAL;
+	}
+}
+
+/* Notes a failed call's kind (rc < 0, what the engine returned) in the open log. */
+static void
+note_failure(int rc)
+{
+	if (rc < 0 && open_log != NULL)
+		open_log->failed = (ie_error_kind) -rc;
 }
 
 /* Appends one call to log, growing it by doubling; counts it as dropped when it cannot. */
@@ -92,6 +119,7 @@ model_calls_run_images(const ie_model *model, const ie_image *images, int n,
 
 	if (rc == 0 && open_log != NULL)
 		append(open_log, model, n, ms);
+	note_failure(rc);
 	return rc;
 }
 
@@ -111,5 +139,6 @@ model_calls_run(const ie_model *model, const ie_tensor *const *inputs,
 
 		append(open_log, model, rows, ms);
 	}
+	note_failure(rc);
 	return rc;
 }

@@ -43,6 +43,8 @@ typedef struct model_calls
 	int			n;
 	int			cap;
 	int			dropped;		/* calls not kept (MODEL_CALLS_MAX, memory) */
+	ie_error_kind failed;		/* the kind of the last call that failed
+								 * (engine.h), IE_ERR_NONE when none did */
 } model_calls;
 
 /*
@@ -60,8 +62,8 @@ void		model_calls_free(model_calls *log);
 /*
  * ie_model_run(model, inputs, outputs, err, errlen), timed; a call that
  * succeeds is appended to the thread's open log (when there is one), a
- * failed one is not (its time measures no compute).  Returns what
- * ie_model_run returns.
+ * failed one is not (its time measures no compute) but sets the log's
+ * failed.  Returns what ie_model_run returns.
  */
 int			model_calls_run(const ie_model *model, const ie_tensor *const *inputs,
 							ie_tensor **outputs, char *err, size_t errlen);
@@ -74,6 +76,17 @@ int			model_calls_run(const ie_model *model, const ie_tensor *const *inputs,
 int			model_calls_run_images(const ie_model *model, const ie_image *images, int n,
 								   const ie_image_norm *norm, ie_tensor **outputs,
 								   char *err, size_t errlen);
+
+/*
+ * The SQLSTATE (common/protocol.h) of a failed model run, from what
+ * ie_model_run returned (the negative of its kind, engine.h):
+ * PGINFER_SQLSTATE_OUT_OF_MEMORY (53200) when memory ran out,
+ * PGINFER_SQLSTATE_NOT_SUPPORTED (0A000) for what the engine lacks,
+ * PGINFER_SQLSTATE_INTERNAL (XX000) for the rest (inputs the model cannot
+ * take, device errors).  Never from the message, which holds the names of
+ * the model's file, nodes and tensors.
+ */
+const char *model_calls_sqlstate(int rc);
 
 /* Milliseconds since an arbitrary point, CLOCK_MONOTONIC. */
 double		model_calls_now_ms(void);

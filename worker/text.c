@@ -841,6 +841,7 @@ run_batch(const ie_model *model, const text_model *tm,
 	const ie_tensor *out;
 	char		lerr[512];
 	double		t0;
+	int			run;
 	int			rc = -1;
 
 	*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
@@ -868,12 +869,11 @@ run_batch(const ie_model *model, const text_model *tm,
 
 	r->model_runs++;
 	t0 = model_calls_now_ms();
-	if (ie_model_run(model, inputs, outputs, lerr, sizeof(lerr)) == 0)
+	if ((run = ie_model_run(model, inputs, outputs, lerr, sizeof(lerr))) == 0)
 		fragment_result_add_sample(r, spec->file, n, model_calls_now_ms() - t0);
 	else
 	{
-		*sqlstate = strstr(lerr, "out of memory") != NULL ?
-			PGINFER_SQLSTATE_OUT_OF_MEMORY : PGINFER_SQLSTATE_INTERNAL;
+		*sqlstate = model_calls_sqlstate(run);
 		snprintf(err, errlen, "text model \"%s\" failed: %s", spec->file,
 				 ie_message_body(lerr));
 		goto done;

@@ -46,6 +46,18 @@ that a batch tensor whose byte count is not its shape's shows:
                        attribute "foo" Relu does not have: not valid ONNX
                        (onnx.checker refuses it; saved unchecked), XX001
                        at load
+  named_oom.onnx       reshape_100 with its Reshape named "out of memory":
+                       the run fails for the shape (XX000), whatever the
+                       node's name says
+  f16_add.onnx         GlobalAveragePool -> Flatten -> Cast (float16) ->
+                       Add -> Cast (float): valid, loads, and its float16
+                       Add is what the engine lacks at run time (0A000);
+                       the Add is named "image too small"
+  f16_dyn.onnx         the same with x [N, 3, H, W] (the image's own size)
+  expand_huge.onnx     ReduceMean -> Expand to [1, 2^25, 2^25, 1] (2^50
+                       floats a row) -> ReduceMean -> Flatten: y [N, 1],
+                       out of memory at run time (53200); the Expand is
+                       named "not supported"
   labels4.txt          4 labels for mlp's 4 scores, one a line (the
                        second line "\r\n" ended, a blank line at the
                        end): cat, dog, bird, fish
@@ -173,6 +185,30 @@ def main():
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("Relu", ["f"], ["y"], name="relu_foo", foo=3),
     ], y(["N", 3]), valid=False)
+
+    shape = numpy_helper.from_array(np.array([-1, 100], dtype=np.int64), "shape")
+    save(outdir, "named_oom", [
+        helper.make_node("Reshape", ["x", "shape"], ["y"], name="out of memory"),
+    ], y(["N", 100]), [shape])
+
+    f16 = [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Cast", ["f"], ["h"], to=TensorProto.FLOAT16),
+        helper.make_node("Add", ["h", "h"], ["s"], name="image too small"),
+        helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT),
+    ]
+    save(outdir, "f16_add", f16, y(["N", 3]))
+    save(outdir, "f16_dyn", f16, y(["N", 3]),
+         x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]))
+
+    huge = numpy_helper.from_array(np.array([1, 1 << 25, 1 << 25, 1], dtype=np.int64), "huge")
+    save(outdir, "expand_huge", [
+        helper.make_node("ReduceMean", ["x"], ["m"], axes=[1, 2, 3]),
+        helper.make_node("Expand", ["m", "huge"], ["e"], name="not supported"),
+        helper.make_node("ReduceMean", ["e"], ["r"], axes=[1, 2, 3]),
+        helper.make_node("Flatten", ["r"], ["y"]),
+    ], y(["N", 1]), [huge])
 
     for name, text in (("labels4.txt", b"cat\ndog\r\nbird\nfish\n\n"),
                        ("labels5.txt", b"cat\ndog\r\nbird\nfish\neel\n")):

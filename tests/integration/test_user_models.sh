@@ -225,6 +225,18 @@ SELECT infer.create_model('cast_bf16', 'cast_bf16.onnx', 'raw');
 SELECT infer.predict('cast_bf16', data) FROM img WHERE n = 1;
 SELECT infer.create_model('bad_attr', 'bad_attr.onnx', 'raw');
 SELECT infer.predict('bad_attr', data) FROM img WHERE n = 1;
+SELECT infer.create_model('named_oom', 'named_oom.onnx', 'raw');
+SELECT infer.predict('named_oom', data) FROM img WHERE n = 1;
+SELECT infer.create_model('f16_add', 'f16_add.onnx', 'raw');
+SELECT infer.predict('f16_add', data) FROM img WHERE n = 1;
+SELECT infer.create_model('f16_dyn', 'f16_dyn.onnx', 'raw');
+SELECT infer.predict('f16_dyn', data) FROM img WHERE n <= 3;
+SET infer.on_error = 'null';
+SELECT 'f16_dyn null ' || count(*) FROM (SELECT infer.predict('f16_dyn', data) FROM img WHERE n <= 3) s;
+RESET infer.on_error;
+SELECT infer.create_model('expand_huge', 'expand_huge.onnx', 'raw');
+SELECT infer.predict('expand_huge', data) FROM img WHERE n = 1;
+SELECT 'after ' || count(*) FROM (SELECT infer.predict('mlp', data) FROM img) s;
 EOF
 )
 check "(e) an int64 output: 22023 naming the output and the model" "$out" \
@@ -261,6 +273,22 @@ check "(m) an attribute Relu does not have: XX001 at load naming it" "$out" \
 	'ERROR:  XX001: could not load model file "bad_attr\.onnx": .*Relu node .relu_foo.: attribute .foo. is not an attribute of Relu-13 \(opset 13\)' \
 	'HINT:  Check the file with onnx\.checker\.check_model, which names what is wrong: export the model again if it is not valid ONNX'
 check_not "(m) ... neither ran" "$out" 'XX000: model "(cast_bf16|bad_attr)\.onnx" failed'
+# At run time the engine returns the kind of its failure; the names in the
+# file (here "out of memory", "image too small", "not supported") play no
+# part in the SQLSTATE.
+check "(m) a Reshape that cannot be done, named \"out of memory\": XX000, not 53200" "$out" \
+	"ERROR:  XX000: model \"named_oom\\.onnx\" failed: Reshape node 'out of memory': "
+check "(m) float16 arithmetic at run time: 0A000 naming the node" "$out" \
+	"ERROR:  0A000: model \"f16_add\\.onnx\" failed: Add node 'image too small': element type float16 is not supported"
+check "(m) ... with the image's own size too: 0A000 for the request, not 22023 for each row" "$out" \
+	"ERROR:  0A000: model \"f16_dyn\\.onnx\" failed: Add node 'image too small': element type float16 is not supported"
+check_not "(m) ... no row reads \"image too small for model\"" "$out" 'image too small for model "f16_dyn'
+check "(m) ... infer.on_error = null leaves it an ERROR (both queries)" \
+	"$(grep -c 'ERROR:  0A000: model "f16_dyn\.onnx" failed' <<<"$out")" '^2$'
+check_not "(m) ... and gives no NULL rows" "$out" '^f16_dyn null'
+check "(m) 2^50 floats at run time, the node named \"not supported\": 53200" "$out" \
+	"ERROR:  53200: model \"expand_huge\\.onnx\" failed: Expand node 'not supported': out of memory for the output"
+check "(m) ... and the worker answers the next query, every row" "$out" '^after 25$'
 check "(e) ... and the worker is the one started" \
 	"alive=$(kill -0 "$FIRST_PID" 2>/dev/null && echo 1 || echo 0)" '^alive=1$'
 

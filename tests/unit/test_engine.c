@@ -309,7 +309,7 @@ pack(const graph_spec *g, size_t *len)
  * failure into *kind when kind is not NULL.
  */
 static ie_model *
-load_kind(const graph_spec *g, char *err, size_t errlen, ie_load_error *kind)
+load_kind(const graph_spec *g, char *err, size_t errlen, ie_error_kind *kind)
 {
 	size_t		len;
 	void	   *buf = pack(g, &len);
@@ -325,10 +325,10 @@ load_kind(const graph_spec *g, char *err, size_t errlen, ie_load_error *kind)
  * (into err); a model that loads is destroyed.
  */
 static bool
-load_fails(const graph_spec *g, ie_load_error want, const char *want_msg,
+load_fails(const graph_spec *g, ie_error_kind want, const char *want_msg,
 		   char *err, size_t errlen)
 {
-	ie_load_error kind = IE_LOAD_OK;
+	ie_error_kind kind = IE_ERR_NONE;
 	ie_model   *m = load_kind(g, err, errlen, &kind);
 
 	if (m != NULL)
@@ -565,56 +565,56 @@ test_load_errors(void)
 	 * still not supported
 	 */
 	{
-		ie_load_error kind = IE_LOAD_OK;
+		ie_error_kind kind = IE_ERR_NONE;
 		char		longname[300];
 
 		g.nodes[1] = node("Relu", "unsupported_relu", "A", "Y");
 		attr_int(g.nodes[1], "unsupported_flag", 1);
-		kind = IE_LOAD_OK;
+		kind = IE_ERR_NONE;
 		m = load_kind(&g, err, sizeof(err), &kind);
-		CHECK(m == NULL && kind == IE_LOAD_INVALID,
-			  "an unknown attribute is IE_LOAD_INVALID whatever its name (%d): %s", kind, err);
+		CHECK(m == NULL && kind == IE_ERR_INVALID,
+			  "an unknown attribute is IE_ERR_INVALID whatever its name (%d): %s", kind, err);
 		memset(longname, 'n', sizeof(longname) - 1);
 		longname[sizeof(longname) - 1] = '\0';
 		g.nodes[1] = node("Pad", longname, "A,P", "Y");
 		attr_string(g.nodes[1], "mode", "wrap");
-		kind = IE_LOAD_OK;
+		kind = IE_ERR_NONE;
 		m = load_kind(&g, err, 200, &kind);
-		CHECK(m == NULL && kind == IE_LOAD_NOT_SUPPORTED && strstr(err, "wrap") == NULL,
-			  "Pad mode wrap is IE_LOAD_NOT_SUPPORTED though the message is cut (%d): %s",
+		CHECK(m == NULL && kind == IE_ERR_NOT_SUPPORTED && strstr(err, "wrap") == NULL,
+			  "Pad mode wrap is IE_ERR_NOT_SUPPORTED though the message is cut (%d): %s",
 			  kind, err);
 		g.nodes[1] = node("LSTM", "lstm_1", "A", "Y");
-		kind = IE_LOAD_OK;
+		kind = IE_ERR_NONE;
 		m = load_kind(&g, err, sizeof(err), &kind);
-		CHECK(m == NULL && kind == IE_LOAD_NOT_SUPPORTED, "an unknown operator: %d", kind);
+		CHECK(m == NULL && kind == IE_ERR_NOT_SUPPORTED, "an unknown operator: %d", kind);
 		g.nodes[1] = node("Relu", "relu_1", "A", "Y");
-		kind = IE_LOAD_INVALID;
+		kind = IE_ERR_INVALID;
 		m = load_kind(&g, err, sizeof(err), &kind);
-		CHECK(m != NULL && kind == IE_LOAD_OK, "a good load: %d", kind);
+		CHECK(m != NULL && kind == IE_ERR_NONE, "a good load: %d", kind);
 		ie_model_destroy(&m);
 
 		/* a node folded at load that runs out of memory: 2^50 floats */
 		g.inits[g.n_inits++] = tensor_i64("S", (int64_t[]) {1 << 25, 1 << 25}, 2);
 		g.nodes[1] = node("ConstantOfShape", "cos_1", "S", "Y");
-		kind = IE_LOAD_OK;
+		kind = IE_ERR_NONE;
 		m = load_kind(&g, err, sizeof(err), &kind);
-		CHECK(m == NULL && kind == IE_LOAD_NO_MEMORY && strstr(err, "out of memory") != NULL,
-			  "a folded node out of memory is IE_LOAD_NO_MEMORY (%d): %s", kind, err);
+		CHECK(m == NULL && kind == IE_ERR_NO_MEMORY && strstr(err, "out of memory") != NULL,
+			  "a folded node out of memory is IE_ERR_NO_MEMORY (%d): %s", kind, err);
 		g.n_inits = 0;
 
 		/* a file that cannot be opened */
-		kind = IE_LOAD_OK;
+		kind = IE_ERR_NONE;
 		m = ie_model_load_file_opts("/nonexistent/x.onnx", &(ie_load_opts) {.error = &kind},
 									err, sizeof(err));
-		CHECK(m == NULL && kind == IE_LOAD_INVALID, "a missing file: %d", kind);
+		CHECK(m == NULL && kind == IE_ERR_INVALID, "a missing file: %d", kind);
 
 		/* an attribute twice, a "__" one too; a "__" one of any type is left out */
 		g.nodes[1] = node("Relu", "relu_1", "A", "Y");
 		attr_int(g.nodes[1], "__i", 1);
 		attr_int(g.nodes[1], "__i", 2);
-		kind = IE_LOAD_OK;
+		kind = IE_ERR_NONE;
 		m = load_kind(&g, err, sizeof(err), &kind);
-		CHECK(m == NULL && kind == IE_LOAD_INVALID &&
+		CHECK(m == NULL && kind == IE_ERR_INVALID &&
 			  strstr(err, "attribute '__i' is given twice") != NULL, "__i twice: %s", err);
 		g.nodes[1] = node("Relu", "relu_1", "A", "Y");
 		attr(g.nodes[1], "__notes", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
@@ -625,24 +625,24 @@ test_load_errors(void)
 		/* an unknown attribute of a type the engine does not hold is still unknown */
 		g.nodes[1] = node("Relu", "relu_1", "A", "Y");
 		attr(g.nodes[1], "foo", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
-		CHECK(load_fails(&g, IE_LOAD_INVALID, "attribute 'foo' is not an attribute of Relu-6", err, sizeof(err)),
+		CHECK(load_fails(&g, IE_ERR_INVALID, "attribute 'foo' is not an attribute of Relu-6", err, sizeof(err)),
 			  "Relu foo of type STRINGS: %s", err);
 
 		/* an operator newer than the opset, LayerNormalization aside */
 		g.nodes[1] = node("HardSwish", "hs_1", "A", "Y");
-		CHECK(load_fails(&g, IE_LOAD_INVALID, "operator HardSwish does not exist in opset 12 (it came in opset 14)", err, sizeof(err)),
+		CHECK(load_fails(&g, IE_ERR_INVALID, "operator HardSwish does not exist in opset 12 (it came in opset 14)", err, sizeof(err)),
 			  "HardSwish at opset 12: %s", err);
 
 		/* opset 1 forms: 0A000 at load */
 		g.opset = 5;
 		g.nodes[1] = node("Tile", "tile_1", "A,T,X", "Y");
-		CHECK(load_fails(&g, IE_LOAD_NOT_SUPPORTED, "the opset 1 form (inputs tiles and axis) is not supported", err, sizeof(err)),
+		CHECK(load_fails(&g, IE_ERR_NOT_SUPPORTED, "the opset 1 form (inputs tiles and axis) is not supported", err, sizeof(err)),
 			  "Tile at opset 5: %s", err);
 		g.opset = 6;
 		g.nodes[1] = node("Upsample", "up_1", "A", "Y");
 		attr_float(g.nodes[1], "height_scale", 2.0f);
 		attr_float(g.nodes[1], "width_scale", 2.0f);
-		CHECK(load_fails(&g, IE_LOAD_NOT_SUPPORTED, "the opset 1 form (height_scale, width_scale) is not supported", err, sizeof(err)),
+		CHECK(load_fails(&g, IE_ERR_NOT_SUPPORTED, "the opset 1 form (height_scale, width_scale) is not supported", err, sizeof(err)),
 			  "Upsample at opset 6: %s", err);
 		g.opset = 12;
 
@@ -735,6 +735,117 @@ test_constant_reshape(void)
 	}
 	ie_model_destroy(&m);
 	arena_reset();
+}
+
+/*
+ * run_fails: whether running m on in fails with kind want (the negative
+ * of ie_model_run's result) and a message holding want_msg (into err).
+ */
+static bool
+run_fails(const ie_model *m, const ie_tensor *in, ie_error_kind want,
+		  const char *want_msg, char *err, size_t errlen)
+{
+	ie_tensor  *out[1] = {NULL};
+	int			rc = ie_model_run(m, (const ie_tensor *const *) &in, out, err, errlen);
+
+	if (rc == 0)
+	{
+		ie_tensor_destroy(&out[0]);
+		return false;
+	}
+	return rc == -(int) want && out[0] == NULL && strstr(err, want_msg) != NULL;
+}
+
+/*
+ * The kind of a run's failure comes from what failed, never from the
+ * names in the file: each node below is named after another kind.
+ */
+static void
+test_run_error_kinds(void)
+{
+	int64_t		xd[2] = {-1, -1};
+	float		x[6] = {1, 2, 3, 4, 5, 6};
+	ie_tensor  *in = tu_float_tensor(2, (int64_t[]) {2, 3}, x);
+	char		err[512];
+	ie_model   *m;
+
+	/* a shape the node cannot take: IE_ERR_INVALID, named "out of memory" */
+	{
+		graph_spec	g = {0};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Reshape", "out of memory", "X,S", "Y");
+		g.inits[g.n_inits++] = tensor_i64("S", (int64_t[]) {0, 5}, 2);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL, "load Reshape: %s", err);
+		if (m != NULL)
+			CHECK(run_fails(m, in, IE_ERR_INVALID, "Reshape node 'out of memory'", err,
+							sizeof(err)),
+				  "a Reshape that cannot be done is IE_ERR_INVALID: %s", err);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+
+	/* float16 arithmetic, which the engine lacks: IE_ERR_NOT_SUPPORTED */
+	{
+		graph_spec	g = {0};
+		Onnx__NodeProto *c = node("Cast", "c16", "X", "H");
+
+		attr_int(c, "to", 10);	/* FLOAT16 */
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = c;
+		g.nodes[g.n_nodes++] = node("Add", "out of memory", "H,H", "S");
+		g.nodes[g.n_nodes++] = node("Cast", "c32", "S", "Y");
+		attr_int(g.nodes[2], "to", 1);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL, "load Cast+Add+Cast: %s", err);
+		if (m != NULL)
+			CHECK(run_fails(m, in, IE_ERR_NOT_SUPPORTED, "is not supported", err,
+							sizeof(err)),
+				  "float16 Add is IE_ERR_NOT_SUPPORTED: %s", err);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+
+	/* an output of 2^50 floats: IE_ERR_NO_MEMORY, named "not supported" */
+	{
+		graph_spec	g = {0};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Expand", "not supported", "X,S", "Y");
+		g.inits[g.n_inits++] = tensor_i64("S", (int64_t[]) {1 << 25, 1 << 25, 1, 1}, 4);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 4, (int64_t[]) {-1, -1, -1, -1});
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL, "load Expand: %s", err);
+		if (m != NULL)
+			CHECK(run_fails(m, in, IE_ERR_NO_MEMORY, "Expand node 'not supported'", err,
+							sizeof(err)),
+				  "an Expand out of memory is IE_ERR_NO_MEMORY: %s", err);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+
+	/* an input of another type: IE_ERR_INVALID, -1 as before kinds */
+	{
+		graph_spec	g = {0};
+		ie_tensor  *bad = ie_tensor_new(IE_INT64, 2, (int64_t[]) {2, 3});
+
+		m = load_add_relu(&g, (int64_t[]) {-1, 3}, (int64_t[]) {3},
+						  (float[]) {1, 1, 1}, err, sizeof(err));
+		CHECK(m != NULL, "load Add+Relu: %s", err);
+		if (m != NULL)
+			CHECK(run_fails(m, bad, IE_ERR_INVALID, "must be float", err, sizeof(err)) &&
+				  IE_ERR_INVALID == 1, "an input of another type is IE_ERR_INVALID: %s", err);
+		ie_tensor_destroy(&bad);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+	ie_tensor_destroy(&in);
 }
 
 /* Per-channel broadcasting, Clip in both forms, run-time operator errors. */
@@ -1738,6 +1849,7 @@ main(void)
 	test_add_relu();
 	test_load_errors();
 	test_constant_reshape();
+	test_run_error_kinds();
 	test_broadcast_clip();
 	test_shape_ops();
 	test_concurrent_runs();

@@ -141,16 +141,23 @@ int			ie_precision_parse(const char *s, ie_precision *p, char *err, size_t errle
 const char *ie_precision_name(ie_precision p);
 
 /*
- * What kind of failure a model load was (ie_load_opts.error), decided from
- * the engine's own message formats, never from names the file holds.
+ * The kind of a failed load (ie_load_opts.error) or run (the negative of
+ * ie_model_run's result), decided from the engine's own message formats
+ * and the device's status codes, never from names the model file holds.
+ * At a run: IE_ERR_INVALID for inputs that do not fit the model and for
+ * values an operator refuses (a shape it cannot take, an index out of
+ * range); IE_ERR_NOT_SUPPORTED for what the engine lacks (a type an
+ * operator does not compute); IE_ERR_NO_MEMORY when host or device memory
+ * ran out.  A device error (CUDA, cuBLAS, cuDNN) that is not out of
+ * memory is IE_ERR_INVALID too.
  */
-typedef enum ie_load_error
+typedef enum ie_error_kind
 {
-	IE_LOAD_OK = 0,
-	IE_LOAD_INVALID,			/* not a complete, valid ONNX model */
-	IE_LOAD_NOT_SUPPORTED,		/* valid, but it needs what the engine lacks */
-	IE_LOAD_NO_MEMORY
-} ie_load_error;
+	IE_ERR_NONE = 0,
+	IE_ERR_INVALID,				/* load: not a complete, valid ONNX model */
+	IE_ERR_NOT_SUPPORTED,		/* valid, but it needs what the engine lacks */
+	IE_ERR_NO_MEMORY
+} ie_error_kind;
 
 /* Options of one model load; NULL options mean the process defaults. */
 typedef struct ie_load_opts
@@ -158,8 +165,8 @@ typedef struct ie_load_opts
 	ie_precision precision;		/* default FP32 (ie_set_tf32(1): TF32) */
 	const char *name;			/* what messages call a model loaded from
 								 * bytes (its file name); NULL: "<memory>" */
-	ie_load_error *error;		/* where the kind of the load's failure goes
-								 * (IE_LOAD_OK when it loads), or NULL */
+	ie_error_kind *error;		/* where the kind of the load's failure goes
+								 * (IE_ERR_NONE when it loads), or NULL */
 } ie_load_opts;
 
 /* ie_model_load_file and _bytes with options (opts may be NULL). */
@@ -205,8 +212,10 @@ size_t		ie_model_weight_bytes(const ie_model *model);
  * Runs the model.  inputs[i] feeds graph input i (ie_model_n_inputs of
  * them, in order); on success outputs[j] receives a new tensor for graph
  * output j (ie_model_n_outputs of them), owned by the caller.  Checks
- * input types and ranks against the graph's declarations.  On failure no
- * output is left allocated.
+ * input types and ranks against the graph's declarations.  Returns 0, or
+ * on failure the negative of its kind (-IE_ERR_INVALID, which is -1,
+ * -IE_ERR_NOT_SUPPORTED, -IE_ERR_NO_MEMORY) with the message in err; no
+ * output is then left allocated.
  */
 int			ie_model_run(const ie_model *model, const ie_tensor *const *inputs,
 						 ie_tensor **outputs, char *err, size_t errlen);
@@ -262,9 +271,10 @@ typedef struct ie_image_norm
  * (8 bits a channel, before resizing) in one copy, the preprocessing is one
  * kernel, and the tensor never goes through host memory.  The result is
  * what ie_model_run gives on the tensor that pre_resize and
- * pre_normalize_chw make on the host.  Errors (-1 + err): a model on the
- * CPU ("preprocess on the host"), a model of several inputs, an empty
- * image or size, the input's checks of ie_model_run, device errors.
+ * pre_normalize_chw make on the host.  Errors (the negative of their kind,
+ * as ie_model_run, + err): a model on the CPU ("preprocess on the host"), a
+ * model of several inputs, an empty image or size, the input's checks of
+ * ie_model_run, device errors, out of memory.
  */
 int			ie_model_run_images(const ie_model *model, const ie_image *images, int n,
 								const ie_image_norm *norm, ie_tensor **outputs,

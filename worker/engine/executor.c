@@ -184,6 +184,7 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 	int			max_in = 1,
 				max_out = 1;
 	char		operr[1024];
+	ie_error_kind kind = IE_ERR_INVALID;	/* of a failure */
 
 	/* a model loaded for a CUDA device runs there (cuda/exec.c) */
 	if (m->on_cuda)
@@ -206,6 +207,7 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 	if (owned == NULL || view == NULL || ins == NULL || outs == NULL)
 	{
 		run_error(m, err, errlen, "out of memory");
+		kind = IE_ERR_NO_MEMORY;
 		goto fail;
 	}
 	for (int v = 0; v < m->n_values; v++)
@@ -264,6 +266,8 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 				snprintf(operr, sizeof(operr), "%s node '%s': failed", pn->op_type,
 						 pn->name);
 			run_error(m, err, errlen, "%s", operr);
+			if (ctx.err_kind != IE_ERR_NONE)
+				kind = ctx.err_kind;
 			goto fail;
 		}
 		for (int j = 0; j < pn->n_outputs; j++)
@@ -327,6 +331,7 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 			{
 				run_error(m, err, errlen, "out of memory copying output '%s'",
 						  m->outputs[j].name);
+				kind = IE_ERR_NO_MEMORY;
 				goto fail;
 			}
 		}
@@ -352,5 +357,5 @@ fail:
 	free(view);
 	free(ins);
 	free(outs);
-	return -1;
+	return -(int) kind;
 }

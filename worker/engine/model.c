@@ -42,7 +42,7 @@ typedef struct loader
 	name_map	map;
 	char	   *err;
 	size_t		errlen;
-	ie_load_error kind;			/* of the error in err */
+	ie_error_kind kind;			/* of the error in err */
 } loader;
 
 /*
@@ -50,7 +50,7 @@ typedef struct loader
  * kind; returns -1.
  */
 static int
-load_error_kind(loader *ld, ie_load_error kind, const char *fmt,...)
+load_error_kind(loader *ld, ie_error_kind kind, const char *fmt,...)
 	__attribute__((format(printf, 3, 4)));
 
 /* load_error_kind with the kind of the message's format (ie_error_kind_of). */
@@ -59,7 +59,7 @@ load_error_kind(loader *ld, ie_load_error kind, const char *fmt,...)
 	load_error_kind((ld), ie_error_kind_of(FIRST_ARG(__VA_ARGS__, "")), __VA_ARGS__)
 
 static int
-load_error_kind(loader *ld, ie_load_error kind, const char *fmt,...)
+load_error_kind(loader *ld, ie_error_kind kind, const char *fmt,...)
 {
 	va_list		ap;
 	int			n;
@@ -189,7 +189,7 @@ proto_type_name(int32_t t)
  * TensorProto -> new tensor.  Values come from raw_data (little-endian, as
  * ONNX stores it; this engine runs on little-endian hosts) or from the typed
  * field that onnx.proto assigns to the element type.  Returns 0, or minus
- * the kind of the error (-IE_LOAD_INVALID, which is -1, ...) with a message.
+ * the kind of the error (-IE_ERR_INVALID, which is -1, ...) with a message.
  */
 int
 ie_tensor_from_proto(const Onnx__TensorProto *tp, ie_tensor **out,
@@ -208,24 +208,24 @@ ie_tensor_from_proto(const Onnx__TensorProto *tp, ie_tensor **out,
 	{
 		snprintf(err, errlen, "tensor '%s': element type %s (%d) is not supported",
 				 name, proto_type_name(tp->data_type), (int) tp->data_type);
-		return -IE_LOAD_NOT_SUPPORTED;
+		return -IE_ERR_NOT_SUPPORTED;
 	}
 	if (tp->has_data_location &&
 		tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
 	{
 		snprintf(err, errlen, "tensor '%s': external data is not supported", name);
-		return -IE_LOAD_NOT_SUPPORTED;
+		return -IE_ERR_NOT_SUPPORTED;
 	}
 	if (tp->segment != NULL)
 	{
 		snprintf(err, errlen, "tensor '%s': segmented tensors are not supported", name);
-		return -IE_LOAD_NOT_SUPPORTED;
+		return -IE_ERR_NOT_SUPPORTED;
 	}
 	if (tp->n_dims > IE_MAX_DIMS)
 	{
 		snprintf(err, errlen, "tensor '%s': rank %zu exceeds the engine's limit of %d",
 				 name, tp->n_dims, IE_MAX_DIMS);
-		return -IE_LOAD_NOT_SUPPORTED;
+		return -IE_ERR_NOT_SUPPORTED;
 	}
 	for (size_t i = 0; i < tp->n_dims; i++)
 	{
@@ -241,7 +241,7 @@ ie_tensor_from_proto(const Onnx__TensorProto *tp, ie_tensor **out,
 	if (t == NULL)
 	{
 		snprintf(err, errlen, "tensor '%s': out of memory or size overflow", name);
-		return -IE_LOAD_NO_MEMORY;
+		return -IE_ERR_NO_MEMORY;
 	}
 	n = (size_t) ie_tensor_numel(t);
 	if (tp->has_raw_data)
@@ -359,7 +359,7 @@ decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 		/* a name twice is invalid, as for ONNX's checker, "__..." too */
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(np->attribute[j]->name ? np->attribute[j]->name : "", name) == 0)
-				return load_error_kind(ld, IE_LOAD_INVALID,
+				return load_error_kind(ld, IE_ERR_INVALID,
 									   "%s node '%s': attribute '%s' is given twice",
 									   pn->op_type, pn->name, name);
 		/* "__..." names are tools' own: the checker skips them, so do we */
@@ -423,7 +423,7 @@ decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 						return load_error(ld, "%s node '%s': attribute '%s' has no tensor",
 										  pn->op_type, pn->name, a->name);
 					if ((rc = ie_tensor_from_proto(ap->t, &t, terr, sizeof(terr))) != 0)
-						return load_error_kind(ld, (ie_load_error) -rc,
+						return load_error_kind(ld, (ie_error_kind) -rc,
 											   "%s node '%s': attribute '%s': %s",
 											   pn->op_type, pn->name, a->name, terr);
 					a->t = t;
@@ -523,7 +523,7 @@ fold_node(loader *ld, ie_plan_node *pn)
 	ie_node_ctx_init(&ctx, m, pn, ins, outs, 1,
 					 operr, sizeof(operr));
 	operr[0] = '\0';
-	ctx.err_kind = IE_LOAD_INVALID;
+	ctx.err_kind = IE_ERR_INVALID;
 	if (pn->fn(&ctx) != 0)
 	{
 		for (int j = 0; j < pn->n_outputs; j++)
@@ -622,7 +622,7 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 	char		aerr[512] = "";
 	const char *op = np->op_type ? np->op_type : "";
 	ie_op_fn	check;
-	ie_load_error kind = IE_LOAD_INVALID;
+	ie_error_kind kind = IE_ERR_INVALID;
 
 	if (np->name != NULL && np->name[0] != '\0')
 		pn->name = strdup(np->name);
@@ -657,7 +657,7 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 			.op_type = op, .node_name = pn->name, .opset = ld->m->opset,
 			.n_inputs = pn->n_inputs, .n_outputs = pn->n_outputs,
 			.n_attrs = pn->n_attrs, .attrs = pn->attrs, .n_threads = 1,
-			.err = aerr, .errlen = sizeof(aerr), .err_kind = IE_LOAD_INVALID
+			.err = aerr, .errlen = sizeof(aerr), .err_kind = IE_ERR_INVALID
 		};
 
 		if (check(&cctx) != 0)
@@ -837,7 +837,7 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 		}
 		if ((rc = ie_tensor_from_proto(tp, &ld.m->consts[v], terr, sizeof(terr))) != 0)
 		{
-			load_error_kind(&ld, (ie_load_error) -rc, "initializer: %s", terr);
+			load_error_kind(&ld, (ie_error_kind) -rc, "initializer: %s", terr);
 			goto fail;
 		}
 		ld.m->weight_bytes += ld.m->consts[v]->nbytes;
@@ -978,7 +978,7 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 		(getenv("IE_FUSION") == NULL || strcmp(getenv("IE_FUSION"), "0") != 0) &&
 		ie_fuse_plan(ld.m, err, errlen) != 0)
 	{
-		ld.kind = IE_LOAD_NO_MEMORY;	/* its only failure */
+		ld.kind = IE_ERR_NO_MEMORY;	/* its only failure */
 		goto fail;
 	}
 	for (int v = 0; v < ld.m->n_values; v++)
@@ -988,11 +988,10 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 			if (ld.m->nodes[k].inputs[i] >= 0)
 				ld.m->last_use[ld.m->nodes[k].inputs[i]] = k;
 	/* on a CUDA device: weights uploaded once, here */
-	if (ld.m->on_cuda && ie_cuda_model_prepare(ld.m, err, errlen) != 0)
+	if (ld.m->on_cuda && (rc = ie_cuda_model_prepare(ld.m, err, errlen)) != 0)
 	{
 		/* a valid model the device cannot take, or its memory is short */
-		ld.kind = strstr(err, "out of memory") != NULL ? IE_LOAD_NO_MEMORY :
-			IE_LOAD_NOT_SUPPORTED;
+		ld.kind = rc == -IE_ERR_NO_MEMORY ? IE_ERR_NO_MEMORY : IE_ERR_NOT_SUPPORTED;
 		goto fail;
 	}
 
@@ -1003,12 +1002,12 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 	free(ld.map.vals);
 	onnx__model_proto__free_unpacked(mp, NULL);
 	if (opts != NULL && opts->error != NULL)
-		*opts->error = IE_LOAD_OK;
+		*opts->error = IE_ERR_NONE;
 	return ld.m;
 
 fail:
 	if (opts != NULL && opts->error != NULL)
-		*opts->error = ld.kind != IE_LOAD_OK ? ld.kind : IE_LOAD_INVALID;
+		*opts->error = ld.kind != IE_ERR_NONE ? ld.kind : IE_ERR_INVALID;
 	for (int k = 0; k < n_bound; k++)
 		ie_plan_node_free(&bound[k]);
 	free(bound);
@@ -1045,7 +1044,7 @@ ie_model_load_file(const char *path, char *err, size_t errlen)
 
 /* Sets the kind of a load that failed before parsing; returns NULL. */
 static ie_model *
-file_failed(const ie_load_opts *opts, ie_load_error kind)
+file_failed(const ie_load_opts *opts, ie_error_kind kind)
 {
 	if (opts != NULL && opts->error != NULL)
 		*opts->error = kind;
@@ -1065,35 +1064,35 @@ ie_model_load_file_opts(const char *path, const ie_load_opts *opts, char *err, s
 	if (f == NULL)
 	{
 		snprintf(err, errlen, "model '%s': cannot open '%s': %m", base, path);
-		return file_failed(opts, IE_LOAD_INVALID);
+		return file_failed(opts, IE_ERR_INVALID);
 	}
 	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
 		fseek(f, 0, SEEK_SET) != 0)
 	{
 		snprintf(err, errlen, "model '%s': cannot read '%s': %m", base, path);
 		fclose(f);
-		return file_failed(opts, IE_LOAD_INVALID);
+		return file_failed(opts, IE_ERR_INVALID);
 	}
 	if ((size_t) size > IE_MODEL_MAX_BYTES)
 	{
 		snprintf(err, errlen, "model '%s': file is too large (%ld bytes, more than the engine's limit)",
 				 base, size);
 		fclose(f);
-		return file_failed(opts, IE_LOAD_NOT_SUPPORTED);
+		return file_failed(opts, IE_ERR_NOT_SUPPORTED);
 	}
 	buf = malloc(size > 0 ? (size_t) size : 1);
 	if (buf == NULL)
 	{
 		snprintf(err, errlen, "model '%s': out of memory for %ld bytes", base, size);
 		fclose(f);
-		return file_failed(opts, IE_LOAD_NO_MEMORY);
+		return file_failed(opts, IE_ERR_NO_MEMORY);
 	}
 	if (fread(buf, 1, (size_t) size, f) != (size_t) size)
 	{
 		snprintf(err, errlen, "model '%s': cannot read '%s'", base, path);
 		free(buf);
 		fclose(f);
-		return file_failed(opts, IE_LOAD_INVALID);
+		return file_failed(opts, IE_ERR_INVALID);
 	}
 	fclose(f);
 	m = load_model(buf, (size_t) size, base, opts, err, errlen);

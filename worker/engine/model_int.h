@@ -73,8 +73,8 @@ struct ie_model
 /*
  * Converts a TensorProto (raw_data or the typed fields) into a new tensor.
  * Fails with a message for strings, external data, segments, types the
- * engine does not hold (these return -IE_LOAD_NOT_SUPPORTED), and element
- * counts that do not match the dims (-IE_LOAD_INVALID, -1).
+ * engine does not hold (these return -IE_ERR_NOT_SUPPORTED), and element
+ * counts that do not match the dims (-IE_ERR_INVALID, -1).
  */
 int			ie_tensor_from_proto(const struct Onnx__TensorProto *tp,
 								 ie_tensor **out, char *err, size_t errlen);

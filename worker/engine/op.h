@@ -81,7 +81,7 @@ typedef struct ie_node_ctx
 	int			n_threads;
 	char	   *err;
 	size_t		errlen;
-	ie_load_error err_kind;		/* ie_op_error's: ie_error_kind_of its format */
+	ie_error_kind err_kind;		/* ie_op_error's: ie_error_kind_of its format */
 	/* element-wise nodes fused into this Conv (fusion.h), or NULL */
 	const struct ie_epilogue *epilogue;
 	/* inputs[0] itself when the executor drops it after this node (no
@@ -150,12 +150,12 @@ int			ie_op_min_inputs(const char *op_type);
  * Checks a node's attributes (attrs[0..n_attrs)) against ONNX's schema of
  * op_type at opset (op_schemas.h): each one defined by that version, with
  * its type, every required one there, the operator not newer than opset
- * (LayerNormalization excepted); IE_LOAD_INVALID, or IE_LOAD_NOT_SUPPORTED
+ * (LayerNormalization excepted); IE_ERR_INVALID, or IE_ERR_NOT_SUPPORTED
  * for a type the engine does not hold.  0, or -1 with the kind in *kind and
  * a message in err.  Run by the loader on every node.
  */
 int			ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
-							  const ie_attr *attrs, ie_load_error *kind,
+							  const ie_attr *attrs, ie_error_kind *kind,
 							  char *err, size_t errlen);
 
 /* Attribute look-ups; the default when the node does not set it. */
@@ -185,11 +185,11 @@ int			ie_attr_floats(const ie_node_ctx *ctx, const char *name,
 /*
  * The kind of an error whose message the engine formats from fmt (a
  * format string of the engine's own, never text from a model file):
- * IE_LOAD_NOT_SUPPORTED when it says "unsupported", "not supported", "does
- * not support" or "engine's limit", IE_LOAD_NO_MEMORY for "out of memory",
- * else IE_LOAD_INVALID.
+ * IE_ERR_NOT_SUPPORTED when it says "unsupported", "not supported", "does
+ * not support" or "engine's limit", IE_ERR_NO_MEMORY for "out of memory",
+ * else IE_ERR_INVALID.
  */
-ie_load_error ie_error_kind_of(const char *fmt);
+ie_error_kind ie_error_kind_of(const char *fmt);
 
 /*
  * Formats "<op_type> node '<name>': <message>" into ctx->err, sets

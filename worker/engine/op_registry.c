@@ -194,12 +194,12 @@ may_run_before_its_opset(const char *op_type)
 
 /* Sets *kind and formats err; returns -1. */
 static int
-check_error(ie_load_error *kind, ie_load_error k, char *err, size_t errlen,
+check_error(ie_error_kind *kind, ie_error_kind k, char *err, size_t errlen,
 			const char *fmt,...)
 __attribute__((format(printf, 5, 6)));
 
 static int
-check_error(ie_load_error *kind, ie_load_error k, char *err, size_t errlen,
+check_error(ie_error_kind *kind, ie_error_kind k, char *err, size_t errlen,
 			const char *fmt,...)
 {
 	va_list		ap;
@@ -216,28 +216,28 @@ check_error(ie_load_error *kind, ie_load_error k, char *err, size_t errlen,
  * for opset (op_schemas.h, generated from onnx.defs; ONNX IR spec,
  * "Attributes"), as ONNX's checker and ONNX Runtime do: every attribute
  * must be one that version defines, of the type it defines, and every
- * attribute it requires must be there (IE_LOAD_INVALID); an operator newer
+ * attribute it requires must be there (IE_ERR_INVALID); an operator newer
  * than opset is invalid but for LayerNormalization (checked against its
  * first version).  An attribute the schema defines with a type the engine
- * does not hold (strings, graphs, ...) is IE_LOAD_NOT_SUPPORTED.  The
+ * does not hold (strings, graphs, ...) is IE_ERR_NOT_SUPPORTED.  The
  * loader leaves out attributes named "__..." and refuses duplicates before
  * this.  Returns 0, or -1 with the kind in *kind and "attribute ..." or
  * "operator ..." in err.
  */
 int
 ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
-				  const ie_attr *attrs, ie_load_error *kind, char *err,
+				  const ie_attr *attrs, ie_error_kind *kind, char *err,
 				  size_t errlen)
 {
 	int			since = 0;
 	const char *schema = schema_attrs(op_type, opset, &since);
 
 	if (schema == NULL)
-		return check_error(kind, IE_LOAD_INVALID, err, errlen,
+		return check_error(kind, IE_ERR_INVALID, err, errlen,
 						   "operator %s has no schema in op_schemas.h (regenerate it with tools/gen_op_schemas.py)",
 						   op_type);
 	if (since > opset && !may_run_before_its_opset(op_type))
-		return check_error(kind, IE_LOAD_INVALID, err, errlen,
+		return check_error(kind, IE_ERR_INVALID, err, errlen,
 						   "operator %s does not exist in opset %d (it came in opset %d)",
 						   op_type, opset, since);
 	for (int i = 0; i < n_attrs; i++)
@@ -246,15 +246,15 @@ ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
 		size_t		len = strlen(attrs[i].name);
 
 		if (w == NULL)
-			return check_error(kind, IE_LOAD_INVALID, err, errlen,
+			return check_error(kind, IE_ERR_INVALID, err, errlen,
 							   "attribute '%s' is not an attribute of %s-%d (opset %d)",
 							   attrs[i].name, op_type, since, opset);
 		if (w[len + 1] != attr_type_letter(attrs[i].type))
-			return check_error(kind, IE_LOAD_INVALID, err, errlen,
+			return check_error(kind, IE_ERR_INVALID, err, errlen,
 							   "attribute '%s' must have type %s in %s-%d",
 							   attrs[i].name, attr_type_name(w[len + 1]), op_type, since);
 		if (strchr("fisFIt", w[len + 1]) == NULL)
-			return check_error(kind, IE_LOAD_NOT_SUPPORTED, err, errlen,
+			return check_error(kind, IE_ERR_NOT_SUPPORTED, err, errlen,
 							   "attribute '%s' has type %s, which the engine does not support",
 							   attrs[i].name, attr_type_name(w[len + 1]));
 	}
@@ -271,7 +271,7 @@ ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
 				found = strlen(attrs[i].name) == name_len &&
 					strncmp(attrs[i].name, w, name_len) == 0;
 			if (!found)
-				return check_error(kind, IE_LOAD_INVALID, err, errlen,
+				return check_error(kind, IE_ERR_INVALID, err, errlen,
 								   "required attribute '%.*s' of %s-%d is missing",
 								   (int) name_len, w, op_type, since);
 		}
@@ -281,15 +281,15 @@ ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
 	return 0;
 }
 
-ie_load_error
+ie_error_kind
 ie_error_kind_of(const char *fmt)
 {
 	if (strstr(fmt, "unsupported") != NULL || strstr(fmt, "not supported") != NULL ||
 		strstr(fmt, "does not support") != NULL || strstr(fmt, "engine's limit") != NULL)
-		return IE_LOAD_NOT_SUPPORTED;
+		return IE_ERR_NOT_SUPPORTED;
 	if (strstr(fmt, "out of memory") != NULL)
-		return IE_LOAD_NO_MEMORY;
-	return IE_LOAD_INVALID;
+		return IE_ERR_NO_MEMORY;
+	return IE_ERR_INVALID;
 }
 
 int

@@ -61,7 +61,9 @@ int			ie_cuda_mem_info(int device, uint64_t *free_bytes, uint64_t *total_bytes,
 /*
  * Uploads m's constant tensors to m->device and records which nodes have a
  * native kernel; logs once (stderr) the operators that will run on the CPU.
- * 0, or -1 with a message (the model is then released by its destroy).
+ * 0, or with a message (the model is then released by its destroy)
+ * -IE_ERR_NO_MEMORY when memory ran out, else -IE_ERR_NOT_SUPPORTED (no
+ * backend, no device, a device error: the device cannot take the model).
  */
 int			ie_cuda_model_prepare(struct ie_model *m, char *err, size_t errlen);
 

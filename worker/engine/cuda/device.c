@@ -34,28 +34,38 @@ typedef struct cu_tls
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
-/* "<what>: <CUDA error name>: <description>" into err. */
+/*
+ * "<what>: <description> (<CUDA error name>)" into err; returns -1.  An
+ * allocation failure reads "out of memory" here and in cu_blas_err and
+ * cu_dnn_err, so that ie_error_kind_of finds its kind (what is the
+ * engine's own words, never a name from the model file).
+ */
 int
 cu_err(char *err, size_t errlen, const char *what, cudaError_t e)
 {
-	snprintf(err, errlen, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+	snprintf(err, errlen, "%s: %s (%s)", what,
+			 e == cudaErrorMemoryAllocation ? "out of memory" : cudaGetErrorString(e),
+			 cudaGetErrorName(e));
 	return -1;
 }
 
-/* cuBLAS status into err. */
+/* cuBLAS status into err, as cu_err. */
 int
 cu_blas_err(char *err, size_t errlen, const char *what, cublasStatus_t s)
 {
-	snprintf(err, errlen, "%s: cuBLAS %s (%s)", what, cublasGetStatusString(s),
-			 cublasGetStatusName(s));
+	snprintf(err, errlen, "%s: %scuBLAS %s (%s)", what,
+			 s == CUBLAS_STATUS_ALLOC_FAILED ? "out of memory: " : "",
+			 cublasGetStatusString(s), cublasGetStatusName(s));
 	return -1;
 }
 
-/* cuDNN status into err. */
+/* cuDNN status into err, as cu_err. */
 int
 cu_dnn_err(char *err, size_t errlen, const char *what, cudnnStatus_t s)
 {
-	snprintf(err, errlen, "%s: cuDNN %s", what, cudnnGetErrorString(s));
+	snprintf(err, errlen, "%s: %scuDNN %s", what,
+			 s == CUDNN_STATUS_ALLOC_FAILED ? "out of memory: " : "",
+			 cudnnGetErrorString(s));
 	return -1;
 }
 

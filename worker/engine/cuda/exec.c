@@ -136,11 +136,24 @@ prof_add(const char *op_type, bool cpu, double ms, long copies)
 /* ---- load time ---- */
 
 /*
+ * cu_err into err, returning what iecu_model_prepare returns for status e:
+ * -IE_ERR_NO_MEMORY when the device's memory ran out, else
+ * -IE_ERR_NOT_SUPPORTED (a valid model the device cannot take).  The kind
+ * comes from e, not from the message, which may hold a weight's name.
+ */
+static int
+prepare_error(char *err, size_t errlen, const char *what, cudaError_t e)
+{
+	cu_err(err, errlen, what, e);
+	return e == cudaErrorMemoryAllocation ? -IE_ERR_NO_MEMORY : -IE_ERR_NOT_SUPPORTED;
+}
+
+/*
  * FP16/BF16 models: converts, once, each float constant that a MatMul,
  * Gemm or Conv reads in a 16-bit slot (cu_op_16bit_slot) into a 16-bit
  * device copy (consts16), and frees the FP32 device copy of those that
  * nothing else reads (a run that still needs one uploads it from the
- * host copy, which the model keeps).  0, or -1 with a message.
+ * host copy, which the model keeps).  0, or as iecu_model_prepare.
  */
 static int
 convert_weights(ie_model *m, cu_ctx *c, char *err, size_t errlen)
@@ -157,7 +170,7 @@ convert_weights(ie_model *m, cu_ctx *c, char *err, size_t errlen)
 		free(other);
 		snprintf(err, errlen, "model '%s': out of memory preparing it for cuda:%d",
 				 m->name, m->device);
-		return -1;
+		return -IE_ERR_NO_MEMORY;
 	}
 	for (int k = 0; k < m->n_nodes; k++)
 		for (int i = 0; i < m->nodes[k].n_inputs; i++)
@@ -181,7 +194,7 @@ convert_weights(ie_model *m, cu_ctx *c, char *err, size_t errlen)
 				free(other);
 				snprintf(err, errlen, "model '%s': out of memory preparing it for cuda:%d",
 						 m->name, m->device);
-				return -1;
+				return -IE_ERR_NO_MEMORY;
 			}
 			*h = *d;
 			h->dtype = bf16 ? CU_BFLOAT16 : IE_FLOAT16;
@@ -191,7 +204,7 @@ convert_weights(ie_model *m, cu_ctx *c, char *err, size_t errlen)
 			{
 				free(h);
 				free(other);
-				return cu_err(err, errlen, "16-bit weights (cudaMalloc)", e);
+				return prepare_error(err, errlen, "16-bit weights (cudaMalloc)", e);
 			}
 			cm->consts16[v] = h;
 			cm->device_bytes += h->nbytes;
@@ -199,14 +212,14 @@ convert_weights(ie_model *m, cu_ctx *c, char *err, size_t errlen)
 			if (e != cudaSuccess)
 			{
 				free(other);
-				return cu_err(err, errlen, "16-bit weights (conversion kernel)", e);
+				return prepare_error(err, errlen, "16-bit weights (conversion kernel)", e);
 			}
 		}
 	e = cudaStreamSynchronize(c->stream);
 	if (e != cudaSuccess)
 	{
 		free(other);
-		return cu_err(err, errlen, "16-bit weights (cudaStreamSynchronize)", e);
+		return prepare_error(err, errlen, "16-bit weights (cudaStreamSynchronize)", e);
 	}
 	for (int v = 0; v < m->n_values; v++)
 		if (cm->consts16[v] != NULL && !other[v])
@@ -220,7 +233,7 @@ convert_weights(ie_model *m, cu_ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
-/* Uploads every constant and marks the nodes with a native operator. */
+/* Uploads every constant and marks the nodes with a native operator (ie_cuda_model_prepare). */
 int
 iecu_model_prepare(ie_model *m, char *err, size_t errlen)
 {
@@ -242,8 +255,9 @@ iecu_model_prepare(ie_model *m, char *err, size_t errlen)
 	if (cm->consts == NULL || cm->native == NULL || cm->warned == NULL || cm->memo == NULL)
 		goto oom;
 	c = cu_ctx_get(m->device, err, errlen);
-	if (c == NULL)
-		return -1;
+	if (c == NULL)				/* err holds no name from the file */
+		return ie_error_kind_of(err) == IE_ERR_NO_MEMORY ? -IE_ERR_NO_MEMORY :
+			-IE_ERR_NOT_SUPPORTED;
 	for (int v = 0; v < m->n_values; v++)
 	{
 		ie_dtensor *d;
@@ -265,7 +279,7 @@ iecu_model_prepare(ie_model *m, char *err, size_t errlen)
 			free(d);
 			snprintf(fallback, sizeof(fallback), "model '%s': uploading weight '%s' (%zu bytes) to cuda:%d",
 					 m->name, m->value_names[v], h->nbytes, m->device);
-			return cu_err(err, errlen, fallback, e);
+			return prepare_error(err, errlen, fallback, e);
 		}
 		cm->consts[v] = d;
 		cm->device_bytes += h->nbytes;
@@ -273,16 +287,20 @@ iecu_model_prepare(ie_model *m, char *err, size_t errlen)
 		{
 			e = cudaMemcpy(d->ptr, h->data, h->nbytes, cudaMemcpyHostToDevice);
 			if (e != cudaSuccess)
-				return cu_err(err, errlen, "uploading weights (cudaMemcpy)", e);
+				return prepare_error(err, errlen, "uploading weights (cudaMemcpy)", e);
 		}
 	}
 	/* a pageable cudaMemcpy may return before its DMA ends: wait for it */
 	e = cudaDeviceSynchronize();
 	if (e != cudaSuccess)
-		return cu_err(err, errlen, "uploading weights (cudaDeviceSynchronize)", e);
-	if ((m->precision == IE_PRECISION_FP16 || m->precision == IE_PRECISION_BF16) &&
-		convert_weights(m, c, err, errlen) != 0)
-		return -1;
+		return prepare_error(err, errlen, "uploading weights (cudaDeviceSynchronize)", e);
+	if (m->precision == IE_PRECISION_FP16 || m->precision == IE_PRECISION_BF16)
+	{
+		int			rc = convert_weights(m, c, err, errlen);
+
+		if (rc != 0)
+			return rc;
+	}
 
 	fallback[0] = '\0';
 	for (int k = 0; k < m->n_nodes; k++)
@@ -302,7 +320,7 @@ iecu_model_prepare(ie_model *m, char *err, size_t errlen)
 oom:
 	snprintf(err, errlen, "model '%s': out of memory preparing it for cuda:%d",
 			 m->name, m->device);
-	return -1;
+	return -IE_ERR_NO_MEMORY;
 }
 
 /* Frees the uploaded weights and the per-node facts. */
@@ -577,12 +595,26 @@ slot_clear(cu_ctx *c, cu_slot *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Formats "model '<name>': <message>" into err; returns -1. */
+/*
+ * Formats "model '<name>' on cuda:<n>: <message>" into err; returns the
+ * negative of kind (engine.h, ie_model_run).
+ */
+static int
+run_error_kind(const ie_model *m, char *err, size_t errlen, ie_error_kind kind,
+			   const char *msg)
+{
+	snprintf(err, errlen, "model '%s' on cuda:%d: %s", m->name, m->device, msg);
+	return -(int) kind;
+}
+
+/*
+ * run_error_kind with the kind of msg, a message of the engine's own or of
+ * the device's libraries (cu_err, never names from the model file).
+ */
 static int
 run_error(const ie_model *m, char *err, size_t errlen, const char *msg)
 {
-	snprintf(err, errlen, "model '%s' on cuda:%d: %s", m->name, m->device, msg);
-	return -1;
+	return run_error_kind(m, err, errlen, ie_error_kind_of(msg), msg);
 }
 
 /*
@@ -655,6 +687,8 @@ run_on_cpu(cu_op *op)
 	}
 	if (rc != 0 && op->nc.err[0] == '\0')
 		ie_op_error(&op->nc, "failed");
+	else if (rc != 0)
+		op->nc.err_kind = ctx.err_kind;	/* the message is the operator's */
 	return rc;
 }
 
@@ -705,6 +739,7 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 	int			max_out = 1;
 	char		operr[1024];
 	char		e2[512];
+	int			rc_fail = -IE_ERR_INVALID;
 
 	if (errlen > 0)
 		err[0] = '\0';
@@ -718,7 +753,7 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 	outs = calloc(max_out, sizeof(*outs));
 	if (slots == NULL || outs == NULL)
 	{
-		run_error(m, err, errlen, "out of memory");
+		rc_fail = run_error_kind(m, err, errlen, IE_ERR_NO_MEMORY, "out of memory");
 		goto fail;
 	}
 	for (int v = 0; v < m->n_values; v++)
@@ -735,13 +770,13 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 		if (d == NULL && t == NULL)
 		{
 			snprintf(e2, sizeof(e2), "input '%s' is missing or invalid", io->name);
-			run_error(m, err, errlen, e2);
+			run_error_kind(m, err, errlen, IE_ERR_INVALID, e2);
 			goto fail;
 		}
 		if ((d != NULL && check_input(io, d->dtype, d->ndim, d->dims, e2, sizeof(e2)) != 0) ||
 			(t != NULL && check_input(io, t->dtype, t->ndim, t->dims, e2, sizeof(e2)) != 0))
 		{
-			run_error(m, err, errlen, e2);
+			run_error_kind(m, err, errlen, IE_ERR_INVALID, e2);
 			goto fail;
 		}
 		/* the upload copies a host tensor by its byte count: the shape's */
@@ -750,7 +785,7 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 			snprintf(e2, sizeof(e2), "input '%s' holds %zu bytes, not its shape's %zu",
 					 io->name, t->nbytes,
 					 (size_t) ie_tensor_numel(t) * ie_dtype_size(t->dtype));
-			run_error(m, err, errlen, e2);
+			run_error_kind(m, err, errlen, IE_ERR_INVALID, e2);
 			goto fail;
 		}
 		if (d != NULL)
@@ -816,7 +851,10 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 				slot_clear(c, &outs[j]);
 			if (operr[0] == '\0')
 				snprintf(operr, sizeof(operr), "%s node '%s': failed", pn->op_type, pn->name);
-			run_error(m, err, errlen, operr);
+			/* operr names the node: its kind is the one ie_op_error kept */
+			rc_fail = run_error_kind(m, err, errlen,
+									 op.nc.err_kind != IE_ERR_NONE ? op.nc.err_kind :
+									 IE_ERR_INVALID, operr);
 			goto fail;
 		}
 		for (int j = 0; j < pn->n_outputs; j++)
@@ -858,7 +896,7 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 		{
 			if (cu_download(c, s->dev, &s->host, e2, sizeof(e2)) != 0)
 			{
-				run_error(m, err, errlen, e2);
+				rc_fail = run_error(m, err, errlen, e2);
 				goto fail;
 			}
 			s->host_owned = true;
@@ -866,7 +904,7 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 		if (s->host == NULL)
 		{
 			snprintf(e2, sizeof(e2), "output '%s' was not produced", m->outputs[j].name);
-			run_error(m, err, errlen, e2);
+			run_error_kind(m, err, errlen, IE_ERR_INVALID, e2);
 			goto fail;
 		}
 		if (m->outputs[j].dtype != IE_UNDEFINED && s->host->dtype != m->outputs[j].dtype)
@@ -874,7 +912,7 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 			snprintf(e2, sizeof(e2), "output '%s' is declared %s but the graph made %s",
 					 m->outputs[j].name, ie_dtype_name(m->outputs[j].dtype),
 					 ie_dtype_name(s->host->dtype));
-			run_error(m, err, errlen, e2);
+			run_error_kind(m, err, errlen, IE_ERR_INVALID, e2);
 			goto fail;
 		}
 		bool		again = false;	/* the same value is a later output too */
@@ -889,7 +927,8 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 		}
 		else if ((outputs[j] = ie_tensor_clone(s->host)) == NULL)
 		{
-			run_error(m, err, errlen, "out of memory copying an output");
+			rc_fail = run_error_kind(m, err, errlen, IE_ERR_NO_MEMORY,
+									 "out of memory copying an output");
 			goto fail;
 		}
 	}
@@ -912,7 +951,7 @@ fail:
 		cu_dtensor_free(c, &dev_inputs[i]);
 	free(slots);
 	free(outs);
-	return -1;
+	return rc_fail;
 }
 
 /* ie_model_run on the device; see engine.h and the banner. */

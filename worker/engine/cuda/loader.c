@@ -188,7 +188,7 @@ ie_cuda_model_prepare(struct ie_model *m, char *err, size_t errlen)
 {
 	const backend *b = get_backend(err, errlen);
 
-	return b == NULL ? -1 : b->model_prepare(m, err, errlen);
+	return b == NULL ? -IE_ERR_NOT_SUPPORTED : b->model_prepare(m, err, errlen);
 }
 
 /* Frees the model's device part; a model never prepared has none. */

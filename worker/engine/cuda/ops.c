@@ -21,6 +21,21 @@
 #include "worker/engine/cuda/cuda_int.h"
 #include "worker/engine/cuda/kernels.h"
 
+/*
+ * ie_op_error with buf, a device library's message (cu_err and its
+ * siblings: the engine's own words and the library's, never names from
+ * the model file), whose kind it keeps (out of memory or not).
+ */
+static int
+cu_op_status_error(cu_op *op, const char *buf)
+{
+	ie_node_ctx *nc = cu_op_node(op);
+
+	ie_op_error(nc, "%s", buf);
+	nc->err_kind = ie_error_kind_of(buf);
+	return -1;
+}
+
 /* The status of a launch or an async copy: 0, or -1 with a message. */
 static int
 cuda_ok(cu_op *op, cudaError_t e, const char *what)
@@ -30,7 +45,7 @@ cuda_ok(cu_op *op, cudaError_t e, const char *what)
 	if (e == cudaSuccess)
 		return 0;
 	cu_err(buf, sizeof(buf), what, e);
-	return ie_op_error(cu_op_node(op), "%s", buf);
+	return cu_op_status_error(op, buf);
 }
 
 static int
@@ -41,7 +56,7 @@ blas_ok(cu_op *op, cublasStatus_t s, const char *what)
 	if (s == CUBLAS_STATUS_SUCCESS)
 		return 0;
 	cu_blas_err(buf, sizeof(buf), what, s);
-	return ie_op_error(cu_op_node(op), "%s", buf);
+	return cu_op_status_error(op, buf);
 }
 
 static int
@@ -52,7 +67,7 @@ dnn_ok(cu_op *op, cudnnStatus_t s, const char *what)
 	if (s == CUDNN_STATUS_SUCCESS)
 		return 0;
 	cu_dnn_err(buf, sizeof(buf), what, s);
-	return ie_op_error(cu_op_node(op), "%s", buf);
+	return cu_op_status_error(op, buf);
 }
 
 /* Product of dims[lo..hi). */
