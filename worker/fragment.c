@@ -904,14 +904,14 @@ done:
 
 /*
  * A failed model run (model_call returned 1 with its sqlstate, err holds
- * the engine's message) of row i alone.  When the input shape came from
- * the row's own image the row gets the error (22023 "image too small for
- * model", or 53200) and 0 is returned; otherwise, and for what the engine
- * lacks (0A000: every row would fail alike), the request fails: -1 with
- * sqlstate/err naming the model.
+ * the engine's message) of row i alone, of b's size.  When the input
+ * shape came from the row's own image the row gets the error (22023, the
+ * model cannot take an image of that size, or 53200) and 0 is returned;
+ * otherwise, and for what the engine lacks (0A000: every row would fail
+ * alike), the request fails: -1 with sqlstate/err naming the model.
  */
 static int
-row_run_failed(const frag_plan *p, fragment_result *r, int i,
+row_run_failed(const frag_plan *p, const pending_batch *b, fragment_result *r, int i,
 			   const char **sqlstate, char *err, size_t errlen)
 {
 	char		msg[768];
@@ -930,10 +930,10 @@ row_run_failed(const frag_plan *p, fragment_result *r, int i,
 	}
 	else
 	{
-		snprintf(msg, sizeof(msg), "image too small for model \"%s\": %s",
-				 p->spec->file, ie_message_body(err));
+		snprintf(msg, sizeof(msg), "model \"%s\" cannot take the row's image at its own size, %dx%d: %s",
+				 p->spec->file, b->w, b->h, ie_message_body(err));
 		fragment_row_error(r, i, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
-						   "Give the model an input size, or pass a larger image.");
+						   "The model is registered without an input size, so each image goes in at its own: register the size it was made for (infer.create_model's input_height and input_width), or pass images of a size it takes.");
 	}
 	*sqlstate = PGINFER_SQLSTATE_INTERNAL;
 	err[0] = '\0';
@@ -1036,7 +1036,7 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 	{
 		if (b->count == 1)
 		{
-			if (row_run_failed(p, r, b->row[0], sqlstate, err, errlen) != 0)
+			if (row_run_failed(p, b, r, b->row[0], sqlstate, err, errlen) != 0)
 				goto done;
 			rc = 0;
 			goto done;
@@ -1045,8 +1045,7 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		 * a row may be at fault (its size, memory), or the batch itself:
 		 * a model that fixes a batch of 1 inside (Reshape to [1, ...])
 		 */
-		batch_failed = strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) != 0 &&
-			strcasestr(err, "alloc") == NULL;
+		batch_failed = strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) != 0;
 		log_debug("model \"%s\": a %d-row batch of %dx%d inputs failed (%s); running rows alone",
 				  p->spec->file, b->count, b->w, b->h, err);
 	}
@@ -1083,7 +1082,7 @@ alone:
 			goto done;
 		if (c > 0)
 		{
-			if (row_run_failed(p, r, b->row[k], sqlstate, err, errlen) != 0)
+			if (row_run_failed(p, b, r, b->row[k], sqlstate, err, errlen) != 0)
 				goto done;
 			continue;
 		}

@@ -54,6 +54,9 @@ that a batch tensor whose byte count is not its shape's shows:
                        Add is what the engine lacks at run time (0A000);
                        the Add is named "image too small"
   f16_dyn.onnx         the same with x [N, 3, H, W] (the image's own size)
+  reshape_dyn.onnx     Reshape to [0, 100] with x [N, 3, H, W] (the image's
+                       own size): no image's values fit, each row fails
+                       alone (22023, naming its size)
   expand_huge.onnx     ReduceMean -> Expand to [1, 2^25, 2^25, 1] (2^50
                        floats a row) -> ReduceMean -> Flatten: y [N, 1],
                        out of memory at run time (53200); the Expand is
@@ -200,6 +203,12 @@ def main():
     ]
     save(outdir, "f16_add", f16, y(["N", 3]))
     save(outdir, "f16_dyn", f16, y(["N", 3]),
+         x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]))
+
+    shape = numpy_helper.from_array(np.array([0, 100], dtype=np.int64), "shape")
+    save(outdir, "reshape_dyn", [
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+    ], y(["N", 100]), [shape],
          x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]))
 
     huge = numpy_helper.from_array(np.array([1, 1 << 25, 1 << 25, 1], dtype=np.int64), "huge")

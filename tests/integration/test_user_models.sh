@@ -234,6 +234,11 @@ SELECT infer.predict('f16_dyn', data) FROM img WHERE n <= 3;
 SET infer.on_error = 'null';
 SELECT 'f16_dyn null ' || count(*) FROM (SELECT infer.predict('f16_dyn', data) FROM img WHERE n <= 3) s;
 RESET infer.on_error;
+SELECT infer.create_model('reshape_dyn', 'reshape_dyn.onnx', 'raw');
+SELECT infer.predict('reshape_dyn', data) FROM img WHERE n = 1;
+SET infer.on_error = 'null';
+SELECT 'reshape_dyn null ' || count(*) || ' ' || count(v) FROM (SELECT infer.predict('reshape_dyn', data) AS v FROM img WHERE n <= 3) s;
+RESET infer.on_error;
 SELECT infer.create_model('expand_huge', 'expand_huge.onnx', 'raw');
 SELECT infer.predict('expand_huge', data) FROM img WHERE n = 1;
 SELECT 'after ' || count(*) FROM (SELECT infer.predict('mlp', data) FROM img) s;
@@ -282,10 +287,14 @@ check "(m) float16 arithmetic at run time: 0A000 naming the node" "$out" \
 	"ERROR:  0A000: model \"f16_add\\.onnx\" failed: Add node 'image too small': element type float16 is not supported"
 check "(m) ... with the image's own size too: 0A000 for the request, not 22023 for each row" "$out" \
 	"ERROR:  0A000: model \"f16_dyn\\.onnx\" failed: Add node 'image too small': element type float16 is not supported"
-check_not "(m) ... no row reads \"image too small for model\"" "$out" 'image too small for model "f16_dyn'
+check_not "(m) ... no row error: the model, not the image's size" "$out" 'f16_dyn\.onnx. cannot take'
 check "(m) ... infer.on_error = null leaves it an ERROR (both queries)" \
 	"$(grep -c 'ERROR:  0A000: model "f16_dyn\.onnx" failed' <<<"$out")" '^2$'
 check_not "(m) ... and gives no NULL rows" "$out" '^f16_dyn null'
+check "(m) an image at its own size the model cannot take: 22023 for the row, naming its size and the node, with a hint" "$out" \
+	"ERROR:  22023: model \"reshape_dyn\\.onnx\" cannot take the row's image at its own size, [0-9]+x[0-9]+: Reshape node '#0': " \
+	'HINT:  The model is registered without an input size, so each image goes in at its own: register the size it was made for'
+check "(m) ... a row's own error: infer.on_error = null gives NULL for each row" "$out" '^reshape_dyn null 3 0$'
 check "(m) 2^50 floats at run time, the node named \"not supported\": 53200" "$out" \
 	"ERROR:  53200: model \"expand_huge\\.onnx\" failed: Expand node 'not supported': out of memory for the output"
 check "(m) ... and the worker answers the next query, every row" "$out" '^after 25$'

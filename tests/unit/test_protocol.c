@@ -1292,7 +1292,7 @@ test_row_model_errors(void)
 				CHECK_NEAR(r->values[0][0], 0.2, 1e-6);
 			CHECK_EXPR(!r->rows[1].ok && r->values[1] == NULL);
 			CHECK_STR(r->rows[1].sqlstate, PGINFER_SQLSTATE_BAD_PARAM);
-			CHECK_CONTAINS(r->rows[1].message, "image too small for model \"mpn.onnx\"");
+			CHECK_CONTAINS(r->rows[1].message, "model \"mpn.onnx\" cannot take the row's image at its own size, 2x3: ");
 			CHECK_CONTAINS(r->rows[1].message, "MaxPool");
 			CHECK_EXPR(r->rows[1].row_id == 2);
 		}
