@@ -3,7 +3,8 @@
  *	  Unit tests of the compute operators (ops_conv.c, ops_matmul.c,
  *	  ops_norm.c, ops_pool.c, ops_resize.c, ops_reduce.c) and of the
  *	  operators BERT-class text models add (ops_gather.c, LayerNormalization,
- *	  Where, comparisons, Expand, Tile, Range, ConstantOfShape, ...).
+ *	  Where, comparisons, Expand, Tile, Range, ConstantOfShape, ...), and
+ *	  Einsum (ops_einsum.c).
  *
  * Two kinds of checks: hand-built node contexts compared against naive
  * reference loops written here (depthwise, grouped, strided, dilated,
@@ -19,6 +20,7 @@
 #include <dirent.h>
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1410,6 +1412,290 @@ test_mod_edges(void)
 	ie_tensor_destroy(&F);
 }
 
+/*
+ * Einsum (ops_einsum.c): runs equation on inputs in[0..n) at opset 12;
+ * the operator's return code, its output in *out, its message in err.
+ */
+static int
+run_einsum(const char *equation, int n, const ie_tensor *const *in,
+		   ie_tensor **out, char *err, size_t errlen)
+{
+	ie_attr		a[1] = {attr_str("equation", equation)};
+
+	return run_op("Einsum", 12, n, in, 1, a, 1, out, err, errlen);
+}
+
+/* Whether float tensor t has shape dims[0..nd) and exactly the values want. */
+static bool
+float_tensor_is(const ie_tensor *t, int nd, const int64_t *dims, const float *want)
+{
+	if (t == NULL || t->dtype != IE_FLOAT || t->ndim != nd)
+		return false;
+	for (int i = 0; i < nd; i++)
+		if (t->dims[i] != dims[i])
+			return false;
+	return memcmp(t->data, want, t->nbytes) == 0;
+}
+
+/*
+ * Checks that Einsum gives exactly want (shape dims[0..nd)) for equation
+ * on the float inputs in[0..n) (small integers: every sum is exact).
+ */
+static void
+check_einsum(const char *equation, int n, const ie_tensor *const *in, int nd,
+			 const int64_t *dims, const float *want)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int			rc = run_einsum(equation, n, in, out, err, sizeof(err));
+
+	CHECK(rc == 0 && float_tensor_is(out[0], nd, dims, want),
+		  "Einsum \"%s\": rc %d, %s", equation, rc, err);
+	ie_tensor_destroy(&out[0]);
+}
+
+/* Checks that Einsum refuses equation on in[0..n) with a message holding msg. */
+static void
+check_einsum_fails(const char *equation, int n, const ie_tensor *const *in,
+				   const char *msg)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int			rc = run_einsum(equation, n, in, out, err, sizeof(err));
+
+	CHECK(rc == -1 && strstr(err, msg) != NULL,
+		  "Einsum \"%s\" must fail with \"%s\": rc %d, \"%s\"", equation, msg, rc, err);
+	ie_tensor_destroy(&out[0]);
+}
+
+/*
+ * Einsum's load-time check of equation for a node of n_inputs inputs:
+ * refused (with msg in the message and the error kind) or accepted
+ * (msg NULL).
+ */
+static void
+check_einsum_load(const char *equation, int n_inputs, const char *msg,
+				  ie_error_kind kind)
+{
+	char		err[256] = "";
+	ie_attr		a[1] = {attr_str("equation", equation)};
+	ie_op_fn	check = ie_op_check_lookup("Einsum");
+	ie_node_ctx ctx = {
+		.op_type = "Einsum", .node_name = "t", .opset = 12,
+		.n_inputs = n_inputs, .n_outputs = 1, .n_attrs = 1, .attrs = a,
+		.n_threads = 1, .err = err, .errlen = sizeof(err),
+		.err_kind = IE_ERR_INVALID
+	};
+	int			rc = check != NULL ? check(&ctx) : -2;
+
+	if (msg == NULL)
+		CHECK(rc == 0, "Einsum load check of \"%s\": rc %d, %s", equation, rc, err);
+	else
+		CHECK(rc == -1 && strstr(err, msg) != NULL && ctx.err_kind == kind,
+			  "Einsum load check of \"%s\" must fail with \"%s\" (kind %d): rc %d, kind %d, \"%s\"",
+			  equation, msg, (int) kind, rc, (int) ctx.err_kind, err);
+}
+
+/*
+ * Einsum on small integer-valued inputs, values exact: explicit and
+ * implicit outputs (implicit: the letters that occur once, in ASCII
+ * order), transposes, sums, diagonals and the trace, batch products,
+ * "..." with broadcasting, three operands, spaces, a scalar output and
+ * scalar inputs, int64 and int32 inputs.
+ */
+static void
+test_einsum(void)
+{
+	int64_t		d23[2] = {2, 3},
+				d32[2] = {3, 2},
+				d22[2] = {2, 2},
+				d33[2] = {3, 3},
+				d3[1] = {3},
+				d2[1] = {2},
+				d223[3] = {2, 2, 3},
+				d232[3] = {2, 3, 2},
+				d222[3] = {2, 2, 2},
+				d213[3] = {2, 1, 3};
+	ie_tensor  *A = tu_float_tensor(2, d23, (float[]) {1, 2, 3, 4, 5, 6}),
+			   *B = tu_float_tensor(2, d32, (float[]) {1, 0, 0, 1, 2, 3}),
+			   *M = tu_float_tensor(2, d33, (float[]) {1, 2, 3, 4, 5, 6, 7, 8, 9}),
+			   *V = tu_float_tensor(1, d3, (float[]) {1, 2, 3}),
+			   *X = tu_float_tensor(3, d223, (float[]) {1, 2, 3, 4, 5, 6, 2, 3, 4, 5, 6, 7}),
+			   *Y = tu_float_tensor(3, d232, (float[]) {1, 0, 0, 1, 2, 3, 1, 0, 0, 1, 2, 3}),
+			   *P = tu_float_tensor(3, d213, (float[]) {1, 2, 3, 4, 5, 6}),
+			   *Q = tu_float_tensor(2, d23, (float[]) {1, 1, 1, 1, 0, 0}),
+			   *S = tu_float_tensor(0, NULL, (float[]) {2}),
+			   *E = tu_float_tensor(2, d22, (float[]) {0, 1, 1, 0});
+	const ie_tensor *ab[2] = {A, B},
+			   *a[1] = {A},
+			   *m[1] = {M},
+			   *xy[2] = {X, Y},
+			   *pq[2] = {P, Q},
+			   *vvv[3] = {V, V, V},
+			   *abe[3] = {A, B, E},
+			   *sv[2] = {S, V},
+			   *s[1] = {S},
+			   *aq[2] = {A, Q};
+	const float ab_prod[4] = {7, 11, 16, 23},
+				a_t[6] = {1, 4, 2, 5, 3, 6};
+
+	check_einsum("ij,jk->ik", 2, ab, 2, d22, ab_prod);
+	check_einsum("ij,jk", 2, ab, 2, d22, ab_prod);	/* implicit: i, k */
+	check_einsum(" i j , j k -> i k ", 2, ab, 2, d22, ab_prod);
+	check_einsum("ij,jk->ki", 2, ab, 2, d22, (float[]) {7, 16, 11, 23});
+	check_einsum("ij->ji", 1, a, 2, d32, a_t);
+	check_einsum("ji", 1, a, 2, d32, a_t);	/* implicit: alphabetical, i then j */
+	check_einsum("ij", 1, a, 2, d23, (float[]) {1, 2, 3, 4, 5, 6});
+	check_einsum("aB", 1, a, 2, d32, a_t);	/* implicit: 'B' before 'a' */
+	check_einsum("ij->i", 1, a, 1, d2, (float[]) {6, 15});
+	check_einsum("ij->j", 1, a, 1, d3, (float[]) {5, 7, 9});
+	check_einsum("ij->", 1, a, 0, NULL, (float[]) {21});
+	check_einsum("ii->i", 1, m, 1, d3, (float[]) {1, 5, 9});
+	check_einsum("ii->", 1, m, 0, NULL, (float[]) {15});
+	check_einsum("ii", 1, m, 0, NULL, (float[]) {15});
+	check_einsum("ij,ij->", 2, aq, 0, NULL, (float[]) {10});
+	check_einsum("ij,ij->ij", 2, aq, 2, d23, (float[]) {1, 2, 3, 4, 0, 0});
+	check_einsum("bij,bjk->bik", 2, xy, 3, d222, (float[]) {7, 11, 16, 23, 10, 15, 19, 27});
+	check_einsum("bij,bjk->kbi", 2, xy, 3, d222, (float[]) {7, 16, 10, 19, 11, 23, 15, 27});
+	check_einsum("...ij,...jk->...ik", 2, xy, 3, d222,
+				 (float[]) {7, 11, 16, 23, 10, 15, 19, 27});
+	/* "..." broadcasts: P's [2, 1] with Q's [2] is [2, 2] */
+	check_einsum("...i,...i->...", 2, pq, 2, d22, (float[]) {6, 1, 15, 4});
+	check_einsum("...i,...i", 2, pq, 2, d22, (float[]) {6, 1, 15, 4});
+	check_einsum("i,i,i->", 3, vvv, 0, NULL, (float[]) {36});
+	check_einsum("i,i,i->i", 3, vvv, 1, d3, (float[]) {1, 8, 27});
+	check_einsum("ij,jk,kl->il", 3, abe, 2, d22, (float[]) {11, 7, 23, 16});
+	check_einsum(",i->i", 2, sv, 1, d3, (float[]) {2, 4, 6});
+	check_einsum("->", 1, s, 0, NULL, (float[]) {2});
+	check_einsum("", 1, s, 0, NULL, (float[]) {2});
+
+	/* integers: exact, int64 and int32 */
+	{
+		char		err[256];
+		ie_tensor  *IA = ie_tensor_new(IE_INT64, 2, d23),
+				   *IB = ie_tensor_new(IE_INT64, 2, d32),
+				   *IM = ie_tensor_new(IE_INT32, 2, d33),
+				   *out[1];
+		const ie_tensor *iab[2] = {IA, IB},
+				   *im[1] = {IM},
+				   *mixed[2] = {A, IB};
+		const int64_t want64[4] = {7, 9000000002LL, 8, 18000000005LL};
+
+		/* IA = [[1, 2, 3], [-4, 5, 6]], IB = [[1, 0], [0, 1], [2, 3e9]] */
+		for (int i = 0; i < 6; i++)
+		{
+			((int64_t *) IA->data)[i] = (int64_t) ((float *) A->data)[i];
+			((int64_t *) IB->data)[i] = (int64_t) ((float *) B->data)[i];
+		}
+		((int64_t *) IA->data)[3] = -4;
+		((int64_t *) IB->data)[5] = 3000000000LL;
+		for (int i = 0; i < 9; i++)
+			((int32_t *) IM->data)[i] = i + 1;
+		CHECK(run_einsum("ij,jk->ik", 2, iab, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_INT64 && out[0]->ndim == 2 &&
+			  memcmp(out[0]->data, want64, sizeof(want64)) == 0,
+			  "Einsum int64 ij,jk->ik: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_einsum("ii->", 1, im, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_INT32 && out[0]->ndim == 0 &&
+			  ((int32_t *) out[0]->data)[0] == 15,
+			  "Einsum int32 trace: %s", err);
+		ie_tensor_destroy(&out[0]);
+		check_einsum_fails("ij,jk->ik", 2, mixed, "input 1 is int64, input 0 is float");
+		ie_tensor_destroy(&IA);
+		ie_tensor_destroy(&IB);
+		ie_tensor_destroy(&IM);
+	}
+
+	/* refused at run: the inputs do not fit the equation */
+	check_einsum_fails("ij,jk->ik", 1, a, "has 2 operands, the node has 1 inputs");
+	check_einsum_fails("ij,jk->ik", 2, aq, "letter 'j' has size 3 in input 0 and 2 in input 1");
+	check_einsum_fails("ij->k", 1, a, "output letter 'k', which is in no input");
+	check_einsum_fails("ij->ii", 1, a, "output letter 'i' twice");
+	check_einsum_fails("i1->i", 1, a, "has '1' at offset 1, which is not a letter");
+	check_einsum_fails("ii->i", 1, a, "letter 'i' is repeated in input 0's term with sizes 2 and 3");
+	check_einsum_fails("", 1, a, "input 0 has rank 2, its term has 0 letters");
+	check_einsum_fails("->", 1, a, "input 0 has rank 2, its term has 0 letters");
+	check_einsum_fails("ijk->i", 1, a, "input 0 has rank 2, its term has 3 letters");
+	{
+		int64_t		d7[8] = {1, 1, 1, 1, 1, 1, 1, 2};
+		ie_tensor  *R = tu_float_tensor(8, d7, (float[]) {1, 2});
+		const ie_tensor *rv[2] = {R, V};
+
+		check_einsum_fails("...a,b->...ab", 2, rv, "an output of rank 9 is over the engine's limit of 8");
+		ie_tensor_destroy(&R);
+	}
+	{
+		ie_tensor  *H = ie_tensor_new(IE_FLOAT16, 1, d3);
+		const ie_tensor *h[1] = {H};
+
+		check_einsum_fails("i->", 1, h, "element type float16 is not supported");
+		ie_tensor_destroy(&H);
+	}
+
+	/* refused at load: the equation alone, against the node's input count */
+	check_einsum_load("ij,jk->ik", 2, NULL, IE_ERR_INVALID);
+	check_einsum_load("...,...->...", 2, NULL, IE_ERR_INVALID);
+	check_einsum_load("", 1, NULL, IE_ERR_INVALID);
+	check_einsum_load("->", 1, NULL, IE_ERR_INVALID);
+	check_einsum_load("ij,jk->ik", 3, "equation \"ij,jk->ik\" has 2 operands, the node has 3 inputs",
+					  IE_ERR_INVALID);
+	check_einsum_load("ij->k", 1, "output letter 'k', which is in no input", IE_ERR_INVALID);
+	check_einsum_load("ij->jij", 1, "output letter 'j' twice", IE_ERR_INVALID);
+	check_einsum_load("i->...i", 1, "\"...\" in the output and in no input", IE_ERR_INVALID);
+	check_einsum_load("i.j->i", 1, "a '.' outside \"...\"", IE_ERR_INVALID);
+	check_einsum_load("i..", 1, "a '.' outside \"...\"", IE_ERR_INVALID);
+	check_einsum_load("......", 1, "\"...\" twice in one term", IE_ERR_INVALID);
+	check_einsum_load("i-j", 1, "'-' not followed by '>'", IE_ERR_INVALID);
+	check_einsum_load("i-", 1, "'-' not followed by '>'", IE_ERR_INVALID);
+	check_einsum_load("i->i->i", 1, "\"->\" twice", IE_ERR_INVALID);
+	check_einsum_load("i->i,j", 1, "a ',' after \"->\"", IE_ERR_INVALID);
+	check_einsum_load("i\tj", 1, "byte 0x09 at offset 1", IE_ERR_INVALID);
+	check_einsum_load("\xc3\xa9->", 1, "equation \"?\?->\" has byte 0xc3 at offset 0", IE_ERR_INVALID);
+	check_einsum_load("ij;jk", 1, "has ';' at offset 2", IE_ERR_INVALID);
+	check_einsum_load("abcdefghi->a", 1, "more than 8 letters, the engine's limit",
+					  IE_ERR_NOT_SUPPORTED);
+	check_einsum_load("abcde,fghij", 2, "an output of more than 8 letters, the engine's limit",
+					  IE_ERR_NOT_SUPPORTED);
+	{
+		char		lng[4001];
+
+		memset(lng, 'a', 4000);
+		lng[4000] = '\0';
+		check_einsum_load(lng, 1, "equation \"aaaaaaaa", IE_ERR_NOT_SUPPORTED);
+		memset(lng, ',', 4000);
+		check_einsum_load(lng, 4001, "more than 32 operands, the engine's limit",
+						  IE_ERR_NOT_SUPPORTED);
+		memset(lng, ' ', 4000);
+		check_einsum_load(lng, 1, NULL, IE_ERR_INVALID);
+	}
+	{
+		/* a NUL byte inside the attribute's bytes */
+		char		err[256] = "";
+		ie_attr		at[1] = {{.name = "equation", .type = IE_ATTR_STRING, .s = "i\0j", .s_len = 3}};
+		ie_node_ctx ctx = {
+			.op_type = "Einsum", .node_name = "t", .opset = 12, .n_inputs = 1,
+			.n_outputs = 1, .n_attrs = 1, .attrs = at, .n_threads = 1,
+			.err = err, .errlen = sizeof(err)
+		};
+		ie_op_fn	check = ie_op_check_lookup("Einsum");
+
+		CHECK(check != NULL && check(&ctx) == -1 && strstr(err, "holds a NUL byte") != NULL,
+			  "Einsum equation with a NUL byte: %s", err);
+	}
+
+	ie_tensor_destroy(&A);
+	ie_tensor_destroy(&B);
+	ie_tensor_destroy(&M);
+	ie_tensor_destroy(&V);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&Y);
+	ie_tensor_destroy(&P);
+	ie_tensor_destroy(&Q);
+	ie_tensor_destroy(&S);
+	ie_tensor_destroy(&E);
+}
+
 /* ---- ONNX node tests ---- */
 
 /* A TensorProto file as an ie_tensor (float, double, int32/64, uint8, bool). */
@@ -1465,7 +1751,8 @@ owned_op(const char *op)
 		"ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
 		"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
 		"LayerNormalization", "Gather", "GatherElements", "Where", "Expand",
-		"Tile", "Range", "Min", "Max", "Sum", "Mean", "GatherND", "Size", NULL
+		"Tile", "Range", "Min", "Max", "Sum", "Mean", "GatherND", "Size", "Einsum",
+		NULL
 	};
 
 	for (int i = 0; ops[i]; i++)
@@ -1710,6 +1997,7 @@ main(int argc, char **argv)
 	test_softmax_masked();
 	test_cast_bool();
 	test_mod_edges();
+	test_einsum();
 	test_node_tests(verbose);
 	return tu_report("test_ops");
 }

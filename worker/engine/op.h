@@ -109,6 +109,7 @@ extern const ie_op_def ie_ops_matmul[];
 extern const ie_op_def ie_ops_resize[];
 extern const ie_op_def ie_ops_reduce[];
 extern const ie_op_def ie_ops_gather[];
+extern const ie_op_def ie_ops_einsum[];
 
 /*
  * Load-time checks of attribute values, by op_type (same entry type, the
@@ -122,6 +123,7 @@ extern const ie_op_def ie_ops_gather[];
 extern const ie_op_def ie_op_checks_elementwise[];
 extern const ie_op_def ie_op_checks_conv[];
 extern const ie_op_def ie_op_checks_gather[];
+extern const ie_op_def ie_op_checks_einsum[];
 extern const ie_op_def ie_op_checks_pool[];
 extern const ie_op_def ie_op_checks_norm[];
 extern const ie_op_def ie_op_checks_resize[];

@@ -24,12 +24,14 @@ static const ie_op_def *const op_tables[] = {
 	ie_ops_resize,
 	ie_ops_reduce,
 	ie_ops_gather,
+	ie_ops_einsum,
 };
 
 static const ie_op_def *const check_tables[] = {
 	ie_op_checks_elementwise,
 	ie_op_checks_conv,
 	ie_op_checks_gather,
+	ie_op_checks_einsum,
 	ie_op_checks_pool,
 	ie_op_checks_norm,
 	ie_op_checks_resize,

@@ -77,6 +77,7 @@ static const struct
 	{"Div", 7, ""},
 	{"Div", 13, ""},
 	{"Div", 14, ""},
+	{"Einsum", 12, "equation:s!"},
 	{"Elu", 1, "alpha:f consumed_inputs:I"},
 	{"Elu", 6, "alpha:f"},
 	{"Equal", 1, "axis:i broadcast:i"},
