@@ -434,7 +434,8 @@ decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 				 * kept with its type and no value: ie_op_check_attrs refuses
 				 * it, as an attribute the operator's schema lacks or gives
 				 * another type (invalid), or one of a type the engine does
-				 * not hold (strings, graphs: not supported)
+				 * not hold (lists of strings or tensors, graphs, sparse
+				 * tensors, types: not supported)
 				 */
 				break;
 		}
