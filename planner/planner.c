@@ -426,6 +426,22 @@ collect_calls_walker(Node *node, CollectContext *context)
 		context->conditional = saved;
 		return result;
 	}
+	if (IsA(node, ArrayCoerceExpr))
+	{
+		ArrayCoerceExpr *ac = (ArrayCoerceExpr *) node;
+
+		/*
+		 * A cast of an array (infer.predict(...)::numeric(3,2)[]): the
+		 * array always runs first; the per-element expression only for a
+		 * non-NULL, non-empty array.
+		 */
+		if (collect_calls_walker((Node *) ac->arg, context))
+			return true;
+		context->conditional = true;
+		result = collect_calls_walker((Node *) ac->elemexpr, context);
+		context->conditional = saved;
+		return result;
+	}
 	if (!evaluates_all_children(node))
 		context->conditional = true;
 	result = expression_tree_walker(node, collect_calls_walker, context);

@@ -77,6 +77,11 @@ SELECT pg_temp.same($$SELECT id, infer.predict('ppocr_cls', data) FROM img
 SELECT pg_temp.same($$SELECT id, (infer.predict('ppocr_cls', data))[2] > 0.5 FROM img
 	WHERE infer.classify('ppocr_cls', data) = '180' LIMIT 30$$);
 
+-- a cast of the result array (ArrayCoerceExpr): the call still batches
+EXPLAIN (COSTS OFF)
+SELECT id, infer.predict('ppocr_cls', data)::numeric(3,2)[] FROM img;
+SELECT pg_temp.same($$SELECT id, infer.predict('ppocr_cls', data)::numeric(3,2)[] FROM img$$);
+
 -- two functions over the same column: two fragments in one node
 EXPLAIN (COSTS OFF)
 SELECT id, infer.classify('ppocr_cls', data),
