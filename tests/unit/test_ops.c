@@ -1367,9 +1367,11 @@ test_cast_bool(void)
 }
 
 /*
- * Mod's edges the node tests leave out: x mod 0 and INT64_MIN mod -1 give 0
- * (no trap), fmod 0 takes the divisor's sign and fmod 1 the dividend's,
- * and a float Mod without fmod 1 is refused as the spec requires.
+ * Mod's and Div's edges the node tests leave out: INT64_MIN mod -1 gives 0
+ * (no trap), fmod 0 takes the divisor's sign and fmod 1 the dividend's, a
+ * float Mod without fmod 1 is refused as the spec requires, and an integer
+ * divisor with a zero fails the node as in ONNX Runtime ("Integer division
+ * by zero"), where a float one gives an infinity.
  */
 static void
 test_mod_edges(void)
@@ -1389,7 +1391,7 @@ test_mod_edges(void)
 				want_fmod[4] = {0, 0, -1, 1};
 
 	a[0] = 7;
-	b[0] = 0;
+	b[0] = 1;
 	a[1] = INT64_MIN;
 	b[1] = -1;
 	a[2] = -7;
@@ -1398,7 +1400,7 @@ test_mod_edges(void)
 	b[3] = -3;
 	CHECK(run_op("Mod", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
 		  memcmp(out[0]->data, want_mod, sizeof(want_mod)) == 0,
-		  "Mod fmod 0: 7 mod 0, MIN mod -1, -7 mod 3, 7 mod -3 = 0, 0, 2, -2: %s", err);
+		  "Mod fmod 0: 7 mod 1, MIN mod -1, -7 mod 3, 7 mod -3 = 0, 0, 2, -2: %s", err);
 	ie_tensor_destroy(&out[0]);
 	CHECK(run_op("Mod", 13, 2, in, 1, fmod1, 1, out, err, sizeof(err)) == 0 &&
 		  memcmp(out[0]->data, want_fmod, sizeof(want_fmod)) == 0,
@@ -1407,6 +1409,34 @@ test_mod_edges(void)
 	CHECK(run_op("Mod", 13, 2, fin, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
 		  strstr(err, "fmod must be 1 for float inputs") != NULL, "float Mod without fmod: %s", err);
 	ie_tensor_destroy(&out[0]);
+
+	/* a zero divisor, the third element */
+	b[2] = 0;
+	CHECK(run_op("Mod", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == -1 && out[0] == NULL &&
+		  strstr(err, "integer modulo by zero (element 2 of the divisor, int64)") != NULL,
+		  "Mod by zero: %s", err);
+	CHECK(run_op("Mod", 13, 2, in, 1, fmod1, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "integer modulo by zero (element 2") != NULL, "fmod by zero: %s", err);
+	CHECK(run_op("Div", 14, 2, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "integer division by zero (element 2 of the divisor, int64)") != NULL,
+		  "Div by zero: %s", err);
+	b[2] = 3;
+	CHECK(run_op("Div", 14, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ((int64_t *) out[0]->data)[0] == 7 && ((int64_t *) out[0]->data)[1] == INT64_MIN &&
+		  ((int64_t *) out[0]->data)[2] == -2 && ((int64_t *) out[0]->data)[3] == -2,
+		  "Div: 7 / 1, MIN / -1 (wraps), -7 / 3, 7 / -3 = 7, MIN, -2, -2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	{
+		ie_tensor  *Z = tu_float_tensor(1, d, (float[]) {0, 0, 0, 0});
+		const ie_tensor *zin[2] = {F, Z};
+
+		CHECK(run_op("Div", 14, 2, zin, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  isinf(((float *) out[0]->data)[0]) && ((float *) out[0]->data)[0] > 0 &&
+			  isinf(((float *) out[0]->data)[1]) && ((float *) out[0]->data)[1] < 0,
+			  "float Div by zero: +inf, -inf: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&Z);
+	}
 	ie_tensor_destroy(&A);
 	ie_tensor_destroy(&B);
 	ie_tensor_destroy(&F);

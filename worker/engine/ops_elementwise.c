@@ -397,8 +397,9 @@ ROW_KERNEL(sub_##SUF, T, (T) ((UT) x - (UT) y)) \
 ROW_KERNEL(mul_##SUF, T, (T) ((UT) x * (UT) y))
 
 /*
- * Integer division truncates; x / 0 gives 0 and MIN / -1 wraps, never a
- * trap.  SIGNED_KERNELS / UNSIGNED_KERNELS: all four kernels of one type.
+ * Integer division truncates and MIN / -1 wraps, never a trap; x / 0 gives
+ * 0 here, but binary_apply refuses a zero divisor first, as ONNX Runtime
+ * does.  SIGNED_KERNELS / UNSIGNED_KERNELS: all four kernels of one type.
  */
 #define SIGNED_KERNELS(SUF, T, UT) \
 INT_KERNELS(SUF, T, UT) \
@@ -421,8 +422,9 @@ UNSIGNED_KERNELS(u64, uint64_t)
 /*
  * Mod (ONNX Operators.md, Mod-10/13): with fmod 0, the integer remainder
  * with the divisor's sign (Python's %: mod_*); with fmod 1, C's fmod and
- * %, the dividend's sign (fmod_*).  x mod 0 gives 0, as Div's x / 0 (an
- * integer trap otherwise), and so does MIN mod -1.
+ * %, the dividend's sign (fmod_*).  x mod 0 gives 0 here, as Div's x / 0
+ * (binary_apply refuses a zero divisor first), and so does MIN mod -1 (a
+ * trap otherwise).
  */
 #define SIGNED_MOD_KERNELS(SUF, T) \
 ROW_KERNEL(fmod_##SUF, T, (T) (y == 0 || y == -1 ? 0 : x % y)) \
@@ -620,8 +622,26 @@ broadcast_output(ie_node_ctx *ctx, const ie_tensor *a, const ie_tensor *b,
 }
 
 /*
+ * The index of the first zero among the n elements of integer type dt at
+ * data, or -1 when there is none.
+ */
+static int64_t
+first_zero(ie_dtype dt, const void *data, int64_t n)
+{
+	size_t		es = ie_dtype_size(dt);
+	static const uint8_t zero[8] = {0};
+
+	for (int64_t i = 0; i < n; i++)
+		if (memcmp((const uint8_t *) data + (size_t) i * es, zero, es) == 0)
+			return i;
+	return -1;
+}
+
+/*
  * *out = a (op) b with broadcasting, a new tensor; a and b of one type,
- * which op implements (else an error naming the type).
+ * which op implements (else an error naming the type).  An integer Div or
+ * Mod with a zero in b fails, naming the element, as ONNX Runtime fails
+ * ("Integer division by zero"); ONNX leaves the result undefined.
  */
 static int
 binary_apply(ie_node_ctx *ctx, enum binop op, const ie_tensor *a,
@@ -639,6 +659,16 @@ binary_apply(ie_node_ctx *ctx, enum binop op, const ie_tensor *a,
 	fn = binary_kernel(op, a->dtype);
 	if (fn == NULL)
 		return ie_op_error(ctx, "element type %s is not supported", ie_dtype_name(a->dtype));
+	if ((op == OP_DIV || op == OP_MOD || op == OP_FMOD) && a->dtype != IE_FLOAT &&
+		a->dtype != IE_DOUBLE && ie_tensor_numel(a) > 0)
+	{
+		int64_t		z = first_zero(b->dtype, b->data, ie_tensor_numel(b));
+
+		if (z >= 0)
+			return ie_op_error(ctx, "integer %s by zero (element %lld of the divisor, %s)",
+							   op == OP_DIV ? "division" : "modulo", (long long) z,
+							   ie_dtype_name(b->dtype));
+	}
 	if (broadcast_output(ctx, a, b, odt, &p, out) != 0)
 		return -1;
 	run_rows(&p, a->data, es, b->data, es, (*out)->data, ie_dtype_size(odt), fn,
