@@ -820,8 +820,10 @@ store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
 /*
  * Runs rows[0..n) (sorted, so rows[n-1] is the longest) as one batch and
  * stores each row's vector (a classifier, labels not NULL: its label) in
- * r, with the model call's time as one sample of n rows.  -1 with
- * sqlstate/err on a request error.
+ * r, with the model call's time as one sample of n rows.  1 when the model
+ * run itself failed: sqlstate from its kind (model_calls_sqlstate), err the
+ * engine's message past its opening (ie_message_body); -1 with
+ * sqlstate/err on any other error.
  */
 static int
 run_batch(const ie_model *model, const text_model *tm,
@@ -874,8 +876,8 @@ run_batch(const ie_model *model, const text_model *tm,
 	else
 	{
 		*sqlstate = model_calls_sqlstate(run);
-		snprintf(err, errlen, "text model \"%s\" failed: %s", spec->file,
-				 ie_message_body(lerr));
+		snprintf(err, errlen, "%s", ie_message_body(lerr));
+		rc = 1;
 		goto done;
 	}
 	if (labels != NULL)
@@ -933,6 +935,51 @@ done:
 	ie_tensor_destroy(&mask);
 	ie_tensor_destroy(&types);
 	return rc;
+}
+
+/*
+ * Runs rows[0..n) through run_batch, and when the batch's run fails for
+ * what the model cannot take (XX000: a shape or an index, not memory nor
+ * what the engine lacks), each row alone: a row that fails alone gets the
+ * error (22023, naming its length in tokens), the others their vectors.
+ * 0, or -1 with sqlstate/err on a request error.
+ */
+static int
+run_rows(const ie_model *model, const text_model *tm, const Pginfer__ModelSpec *spec,
+		 const text_labels *labels, const text_row *rows, int n, fragment_result *r,
+		 const char **sqlstate, char *err, size_t errlen)
+{
+	char		msg[768];
+	int			c = run_batch(model, tm, spec, labels, rows, n, r, sqlstate, err, errlen);
+
+	if (c != 1)
+		return c;
+	if (strcmp(*sqlstate, PGINFER_SQLSTATE_INTERNAL) != 0)
+		goto request_error;
+	for (int k = 0; k < n; k++)
+	{
+		if (n > 1)
+		{
+			c = run_batch(model, tm, spec, labels, rows + k, 1, r, sqlstate, err, errlen);
+			if (c == 0)
+				continue;
+			if (c < 0)
+				return -1;
+			if (strcmp(*sqlstate, PGINFER_SQLSTATE_INTERNAL) != 0)
+				goto request_error;
+		}
+		snprintf(msg, sizeof(msg), "text model \"%s\" cannot take the row's text of %d tokens: %s",
+				 spec->file, rows[k].n, err);
+		fragment_row_error(r, rows[k].index, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
+						   "Check the model's max_seq_length in its model.json against the longest sequence the model takes, or shorten the text.");
+	}
+	return 0;
+
+request_error:
+	/* memory, or what the engine lacks: every row would fail alike */
+	snprintf(msg, sizeof(msg), "%s", err);
+	snprintf(err, errlen, "text model \"%s\" failed: %s", spec->file, msg);
+	return -1;
 }
 
 /* Runs FRAG_EMBED_TEXT or FRAG_CLASSIFY_TEXT over the rows; see text.h. */
@@ -1010,8 +1057,8 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 			   (size_t) (n + 1) * (size_t) tr[start + n].n <= TEXT_MAX_BATCH_TOKENS &&
 			   tr[start + n].n <= tr[start].n * TEXT_PAD_RATIO + TEXT_PAD_SLACK)
 			n++;
-		if (run_batch(model, tm, spec, classify ? &labels : NULL, tr + start, n,
-					  r, sqlstate, err, errlen) != 0)
+		if (run_rows(model, tm, spec, classify ? &labels : NULL, tr + start, n,
+					 r, sqlstate, err, errlen) != 0)
 			goto done;
 		start += n;
 	}

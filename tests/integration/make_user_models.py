@@ -61,6 +61,12 @@ that a batch tensor whose byte count is not its shape's shows:
                        floats a row) -> ReduceMean -> Flatten: y [N, 1],
                        out of memory at run time (53200); the Expand is
                        named "not supported"
+  txt_pos8/            a text model (docs/text.md) whose position table
+                       has 8 rows: token embeddings [20, 4] gathered by
+                       input_ids, plus the first `sequence` rows of the
+                       position table, so a text of more than 8 tokens
+                       fails the Add (a shape), its row alone; vocab.txt
+                       of 20 words, model.json max_seq_length 64
   labels4.txt          4 labels for mlp's 4 scores, one a line (the
                        second line "\r\n" ended, a blank line at the
                        end): cat, dog, bird, fish
@@ -98,6 +104,40 @@ def save(outdir, name, nodes, output, inits=(), opset=13, x=None, valid=True):
     path = os.path.join(outdir, name + ".onnx")
     onnx.save(model, path)
     print(path)
+
+
+def text_model(outdir, name):
+    """A text model folder whose sequences may have 8 tokens at most."""
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "one", "two", "three", "four", "five",
+             "six", "seven", "eight", "nine", "ten", "a", "b", "c", "d", "e", "f"]
+    rng = np.random.default_rng(11)
+    tok = numpy_helper.from_array(rng.normal(0, 1, (len(words), 4)).astype(np.float32), "tok")
+    pos = numpy_helper.from_array(rng.normal(0, 1, (8, 4)).astype(np.float32), "pos")
+    consts = [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+              for n, v in (("one", [1]), ("two", [2]), ("zero", [0]))]
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])
+    mask = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])
+    out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
+                                        ["batch", "sequence", 4])
+    graph = helper.make_graph([
+        helper.make_node("Gather", ["tok", "input_ids"], ["e"]),
+        helper.make_node("Shape", ["input_ids"], ["shape"]),
+        helper.make_node("Slice", ["shape", "one", "two"], ["seq"]),
+        helper.make_node("Slice", ["pos", "zero", "seq", "zero"], ["p"]),
+        helper.make_node("Add", ["e", "p"], ["last_hidden_state"], name="add_positions"),
+    ], name, [ids, mask], [out], initializer=[tok, pos] + consts)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="pg_infer tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    folder = os.path.join(outdir, name)
+    os.makedirs(folder, exist_ok=True)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    with open(os.path.join(folder, "vocab.txt"), "w") as f:
+        f.write("\n".join(words) + "\n")
+    with open(os.path.join(folder, "model.json"), "w") as f:
+        f.write('{"max_seq_length": 64, "pooling": "mean"}\n')
+    print(folder)
 
 
 def main():
@@ -218,6 +258,8 @@ def main():
         helper.make_node("ReduceMean", ["e"], ["r"], axes=[1, 2, 3]),
         helper.make_node("Flatten", ["r"], ["y"]),
     ], y(["N", 1]), [huge])
+
+    text_model(outdir, "txt_pos8")
 
     for name, text in (("labels4.txt", b"cat\ndog\r\nbird\nfish\n\n"),
                        ("labels5.txt", b"cat\ndog\r\nbird\nfish\neel\n")):

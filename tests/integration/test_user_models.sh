@@ -242,6 +242,15 @@ RESET infer.on_error;
 SELECT infer.create_model('expand_huge', 'expand_huge.onnx', 'raw');
 SELECT infer.predict('expand_huge', data) FROM img WHERE n = 1;
 SELECT 'after ' || count(*) FROM (SELECT infer.predict('mlp', data) FROM img) s;
+SELECT infer.create_model('txt_pos8', 'txt_pos8/model.onnx', 'embed_text');
+CREATE TEMP TABLE t8 (n int, t text);
+INSERT INTO t8 VALUES (1, 'one two'), (2, 'one two three four five six seven eight nine'),
+	(3, 'three four five'), (4, 'a b c d e f');
+SELECT n, infer.embed('txt_pos8', t) FROM t8 ORDER BY n;
+SET infer.on_error = 'null';
+SELECT 'txt_pos8 ' || string_agg(n || ':' || coalesce(array_length(e, 1)::text, 'null'), ' ' ORDER BY n)
+  FROM (SELECT n, infer.embed('txt_pos8', t) AS e FROM t8) s;
+RESET infer.on_error;
 EOF
 )
 check "(e) an int64 output: 22023 naming the output and the model" "$out" \
@@ -298,6 +307,12 @@ check "(m) ... a row's own error: infer.on_error = null gives NULL for each row"
 check "(m) 2^50 floats at run time, the node named \"not supported\": 53200" "$out" \
 	"ERROR:  53200: model \"expand_huge\\.onnx\" failed: Expand node 'not supported': out of memory for the output"
 check "(m) ... and the worker answers the next query, every row" "$out" '^after 25$'
+check "(m) a text of 11 tokens a text model's 8 positions cannot take: 22023 for its row, naming the tokens and the node, with a hint" "$out" \
+	"ERROR:  22023: text model \"txt_pos8/model\\.onnx\" cannot take the row's text of 11 tokens: Add node 'add_positions': shapes \\[1, 11, 4\\] and \\[8, 4\\] do not broadcast" \
+	'HINT:  Check the model.s max_seq_length in its model\.json' \
+	'CONTEXT: .*input row 2'
+check "(m) ... infer.on_error = null: NULL for that row alone, the others embedded (the batch ran again row by row)" \
+	"$out" '^txt_pos8 1:4 2:null 3:4 4:4$'
 check "(e) ... and the worker is the one started" \
 	"alive=$(kill -0 "$FIRST_PID" 2>/dev/null && echo 1 || echo 0)" '^alive=1$'
 
