@@ -1330,7 +1330,8 @@ run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
 			strstr(lerr, "out of memory") != NULL ? PGINFER_SQLSTATE_OUT_OF_MEMORY :
 			PGINFER_SQLSTATE_INTERNAL;
 
-		fragment_row_error(r, i, state, "text recognition failed", lerr, NULL);
+		fragment_row_error(r, i, state, detect_only ? "text detection failed" : "OCR failed",
+						   lerr, NULL);
 		return 0;
 	}
 	s = detect_only ? ocr_result_json(res) : ocr_result_text(res);

@@ -242,6 +242,10 @@ RESET infer.on_error;
 SELECT infer.create_model('expand_huge', 'expand_huge.onnx', 'raw');
 SELECT infer.predict('expand_huge', data) FROM img WHERE n = 1;
 SELECT 'after ' || count(*) FROM (SELECT infer.predict('mlp', data) FROM img) s;
+SELECT infer.create_model('det_f16', 'f16_dyn.onnx', 'detect_text');
+SET infer.ocr_detector = 'det_f16';
+SELECT infer.detect_text(data) FROM img WHERE n = 1;
+RESET infer.ocr_detector;
 SELECT infer.create_model('txt_pos8', 'txt_pos8/model.onnx', 'embed_text');
 CREATE TEMP TABLE t8 (n int, t text);
 INSERT INTO t8 VALUES (1, 'one two'), (2, 'one two three four five six seven eight nine'),
@@ -307,6 +311,9 @@ check "(m) ... a row's own error: infer.on_error = null gives NULL for each row"
 check "(m) 2^50 floats at run time, the node named \"not supported\": 53200" "$out" \
 	"ERROR:  53200: model \"expand_huge\\.onnx\" failed: Expand node 'not supported': out of memory for the output"
 check "(m) ... and the worker answers the next query, every row" "$out" '^after 25$'
+check "(m) a text detector that needs float16 arithmetic: 0A000 from the OCR pipeline's run, naming the model and the node" "$out" \
+	'ERROR:  0A000: text detection failed' \
+	"DETAIL:  model 'f16_dyn\\.onnx': Add node 'image too small': element type float16 is not supported"
 check "(m) a text of 11 tokens a text model's 8 positions cannot take: 22023 for its row, naming the tokens and the node, with a hint" "$out" \
 	"ERROR:  22023: text model \"txt_pos8/model\\.onnx\" cannot take the row's text of 11 tokens: Add node 'add_positions': shapes \\[1, 11, 4\\] and \\[8, 4\\] do not broadcast" \
 	'HINT:  Check the model.s max_seq_length in its model\.json' \
