@@ -801,7 +801,7 @@ run_on_device(const frag_plan *p, const pending_batch *b, int k0, int n,
 	if (ims == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -IE_ERR_NO_MEMORY;
 	}
 	for (int k = 0; k < n; k++)
 	{
@@ -878,7 +878,7 @@ model_call(const frag_plan *p, const pending_batch *b, int k0, int n, ie_tensor 
 		fragment_result_add_sample(r, p->spec->file, n, model_calls_now_ms() - t0);
 	else
 	{
-		*sqlstate = model_calls_sqlstate(run);
+		*sqlstate = model_calls_sqlstate((ie_error_kind) -run);
 		snprintf(err, errlen, "%s", lerr);
 		rc = 1;
 		goto done;
@@ -1034,7 +1034,8 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		goto done;
 	if (c > 0)
 	{
-		if (b->count == 1)
+		/* one row, or what the engine lacks: no row runs alone */
+		if (b->count == 1 || strcmp(*sqlstate, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
 		{
 			if (row_run_failed(p, b, r, b->row[0], sqlstate, err, errlen) != 0)
 				goto done;
@@ -1297,11 +1298,14 @@ ocr_samples(const frag_plan *p, const model_calls *log, fragment_result *r)
  * Fills row i of r from a decoded image by the OCR pipeline (FRAG_OCR,
  * FRAG_DETECT_TEXT), each image on its own, and samples its model calls
  * (the stages run them through model_calls_run).  A failure is recorded
- * in the row; returns 0, or 1 when the run was stopped in the row (its
- * stop flag, p->params.stop: nothing recorded).
+ * in the row, but for what the engine lacks (0A000: every row would fail
+ * alike), which fails the request: -1 with sqlstate/err.  Returns 0, or 1
+ * when the run was stopped in the row (its stop flag, p->params.stop:
+ * nothing recorded).
  */
 static int
-run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
+run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i,
+			const char **sqlstate, char *err, size_t errlen)
 {
 	Pginfer__RowResult *row = &r->rows[i];
 	int			detect_only = p->kind == PGINFER__FRAGMENT_KIND__FRAG_DETECT_TEXT;
@@ -1326,12 +1330,18 @@ run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i)
 		 * A model run's failure has the engine's kind; the pipeline's own
 		 * messages (ocr.c, ocr_det.c, ocr_rec.c) hold no name from a file.
 		 */
-		const char *state = failed != IE_ERR_NONE ? model_calls_sqlstate(-(int) failed) :
+		const char *what = detect_only ? "text detection failed" : "OCR failed";
+		const char *state = failed != IE_ERR_NONE ? model_calls_sqlstate(failed) :
 			strstr(lerr, "out of memory") != NULL ? PGINFER_SQLSTATE_OUT_OF_MEMORY :
 			PGINFER_SQLSTATE_INTERNAL;
 
-		fragment_row_error(r, i, state, detect_only ? "text detection failed" : "OCR failed",
-						   lerr, NULL);
+		if (strcmp(state, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
+		{
+			*sqlstate = state;
+			snprintf(err, errlen, "%s: %s", what, lerr);
+			return -1;
+		}
+		fragment_row_error(r, i, state, what, lerr, NULL);
 		return 0;
 	}
 	s = detect_only ? ocr_result_json(res) : ocr_result_text(res);
@@ -1419,6 +1429,7 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 		image_rgb  *img = NULL;
 		image_status st;
 		char		derr[512] = "";
+		int			rc;
 
 		if (stop != NULL && *stop)
 		{
@@ -1437,7 +1448,12 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 			image_destroy(&img);
 			continue;
 		}
-		if (run_ocr_row(&plan, img, r, i) > 0)
+		if ((rc = run_ocr_row(&plan, img, r, i, sqlstate, err, errlen)) < 0)
+		{
+			image_destroy(&img);
+			goto fail;
+		}
+		if (rc > 0)
 		{
 			image_destroy(&img);
 			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;

@@ -1,7 +1,7 @@
 /*
  * model_calls.c
- *	  Timing of engine model calls into the thread's open log; see
- *	  model_calls.h.
+ *	  Timing of engine model calls into the thread's open log, and the
+ *	  SQLSTATE of a failed call's kind; see model_calls.h.
  *
  * Threading: the open log is a _Thread_local pointer; nothing is shared.
  */
@@ -55,9 +55,9 @@ model_calls_free(model_calls *log)
 
 /* The SQLSTATE of a failed run's kind; see model_calls.h. */
 const char *
-model_calls_sqlstate(int rc)
+model_calls_sqlstate(ie_error_kind kind)
 {
-	switch (-rc)
+	switch (kind)
 	{
 		case IE_ERR_NO_MEMORY:
 			return PGINFER_SQLSTATE_OUT_OF_MEMORY;

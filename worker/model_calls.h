@@ -1,7 +1,8 @@
 /*
  * model_calls.h
  *	  The time of each engine model call (ie_model_run), for the worker's
- *	  measured compute time per model and batch size (state.h's timings).
+ *	  measured compute time per model and batch size (state.h's timings),
+ *	  the kind of a call that failed, and the SQLSTATE of that kind.
  *
  * Code that calls the engine deep inside a pipeline whose interface
  * carries no timing (the OCR stages under ocr_run(), which infer-ocr and
@@ -78,15 +79,15 @@ int			model_calls_run_images(const ie_model *model, const ie_image *images, int 
 								   char *err, size_t errlen);
 
 /*
- * The SQLSTATE (common/protocol.h) of a failed model run, from what
- * ie_model_run returned (the negative of its kind, engine.h):
- * PGINFER_SQLSTATE_OUT_OF_MEMORY (53200) when memory ran out,
+ * The SQLSTATE (common/protocol.h) of a failed model run's kind (engine.h;
+ * ie_model_run returns its negative): PGINFER_SQLSTATE_OUT_OF_MEMORY
+ * (53200) when memory ran out,
  * PGINFER_SQLSTATE_NOT_SUPPORTED (0A000) for what the engine lacks,
  * PGINFER_SQLSTATE_INTERNAL (XX000) for the rest (inputs the model cannot
  * take, device errors).  Never from the message, which holds the names of
  * the model's file, nodes and tensors.
  */
-const char *model_calls_sqlstate(int rc);
+const char *model_calls_sqlstate(ie_error_kind kind);
 
 /* Milliseconds since an arbitrary point, CLOCK_MONOTONIC. */
 double		model_calls_now_ms(void);

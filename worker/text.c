@@ -875,7 +875,7 @@ run_batch(const ie_model *model, const text_model *tm,
 		fragment_result_add_sample(r, spec->file, n, model_calls_now_ms() - t0);
 	else
 	{
-		*sqlstate = model_calls_sqlstate(run);
+		*sqlstate = model_calls_sqlstate((ie_error_kind) -run);
 		snprintf(err, errlen, "%s", ie_message_body(lerr));
 		rc = 1;
 		goto done;

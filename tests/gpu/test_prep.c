@@ -12,7 +12,8 @@
  * images given on the command line at the detector's and the
  * recogniser's sizes.  Every value must be equal (the kernels use the
  * host's integer arithmetic and the same float operations).  Then the
- * refusals: a model on the CPU, an empty batch.
+ * refusals: a model on the CPU, an empty batch; and the kind of a run that
+ * runs out of device memory (an Add of 2^43 floats), as on the CPU.
  *
  *	  gpu-test-prep DEVICE [IMAGE...]     (DEVICE: cuda:0)
  *
@@ -30,9 +31,12 @@
 #include "worker/ocr_geometry.h"
 #include "worker/preprocess.h"
 
-/* An ONNX model y = Identity(x), x float of any shape; NULL when out of memory. */
+/*
+ * An ONNX model of one node op_type (opset 13) over n_in (1 or 2) float
+ * inputs of any shape, x and x2, into y; NULL when out of memory.
+ */
 static ie_model *
-identity_model(char *err, size_t errlen)
+one_node_model(const char *op_type, int n_in, char *err, size_t errlen)
 {
 	Onnx__ModelProto model = ONNX__MODEL_PROTO__INIT;
 	Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT;
@@ -41,14 +45,15 @@ identity_model(char *err, size_t errlen)
 	Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
 	Onnx__NodeProto *nodes[1] = {&node};
 	Onnx__ValueInfoProto in = ONNX__VALUE_INFO_PROTO__INIT,
+				in2 = ONNX__VALUE_INFO_PROTO__INIT,
 				out = ONNX__VALUE_INFO_PROTO__INIT;
-	Onnx__ValueInfoProto *ins[1] = {&in},
+	Onnx__ValueInfoProto *ins[2] = {&in, &in2},
 			   *outs[1] = {&out};
 	Onnx__TypeProto tin = ONNX__TYPE_PROTO__INIT,
 				tout = ONNX__TYPE_PROTO__INIT;
 	Onnx__TypeProto__Tensor ttin = ONNX__TYPE_PROTO__TENSOR__INIT,
 				ttout = ONNX__TYPE_PROTO__TENSOR__INIT;
-	char	   *x = "x",
+	char	   *x[2] = {"x", "x2"},
 			   *y = "y";
 	uint8_t    *buf;
 	size_t		len;
@@ -57,10 +62,10 @@ identity_model(char *err, size_t errlen)
 	opset.domain = "";
 	opset.has_version = 1;
 	opset.version = 13;
-	node.op_type = "Identity";
-	node.name = "identity";
-	node.n_input = 1;
-	node.input = &x;
+	node.op_type = (char *) op_type;
+	node.name = "node";
+	node.n_input = n_in;
+	node.input = x;
 	node.n_output = 1;
 	node.output = &y;
 	ttin.has_elem_type = ttout.has_elem_type = 1;
@@ -68,14 +73,16 @@ identity_model(char *err, size_t errlen)
 	tin.value_case = tout.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
 	tin.tensor_type = &ttin;
 	tout.tensor_type = &ttout;
-	in.name = x;
+	in.name = x[0];
 	in.type = &tin;
+	in2.name = x[1];
+	in2.type = &tin;
 	out.name = y;
 	out.type = &tout;
-	graph.name = "identity";
+	graph.name = "one_node";
 	graph.n_node = 1;
 	graph.node = nodes;
-	graph.n_input = 1;
+	graph.n_input = n_in;
 	graph.input = ins;
 	graph.n_output = 1;
 	graph.output = outs;
@@ -233,7 +240,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: gpu-test-prep DEVICE [IMAGE...]\n");
 		return 2;
 	}
-	if ((cpu = identity_model(err, sizeof(err))) == NULL)
+	if ((cpu = one_node_model("Identity", 1, err, sizeof(err))) == NULL)
 	{
 		printf("FAIL the identity model: %s\n", err);
 		return 1;
@@ -245,7 +252,7 @@ main(int argc, char **argv)
 		ie_model_destroy(&cpu);
 		return 77;
 	}
-	if ((m = identity_model(err, sizeof(err))) == NULL)
+	if ((m = one_node_model("Identity", 1, err, sizeof(err))) == NULL)
 	{
 		printf("FAIL the identity model on %s: %s\n", argv[1], err);
 		return 1;
@@ -437,6 +444,50 @@ main(int argc, char **argv)
 		im.resize_w = 0;
 		rc = ie_model_run_images(m, &im, 1, &norm, &out, err, sizeof(err));
 		check(rc != 0 && out == NULL, "an empty size is refused", err);
+	}
+
+	/*
+	 * The kind of a run's failure on the device: an Add whose output, 2^43
+	 * floats, no device holds is out of memory (as on the CPU), not an
+	 * invalid run; a small one runs after it.
+	 */
+	{
+		int64_t		da[2] = {1, 1 << 22},
+					db[2] = {1 << 21, 1};
+		ie_tensor  *a = ie_tensor_new(IE_FLOAT, 2, da),
+				   *b = ie_tensor_new(IE_FLOAT, 2, db);
+		const ie_tensor *ab[2] = {a, b};
+		ie_tensor  *out = NULL;
+		ie_model   *add = NULL,
+				   *add_cpu = NULL;
+		int			rc;
+
+		ie_set_device(IE_DEVICE_CPU, err, sizeof(err));
+		add_cpu = one_node_model("Add", 2, err, sizeof(err));
+		ie_set_device(device, err, sizeof(err));
+		add = one_node_model("Add", 2, err, sizeof(err));
+		check(a != NULL && b != NULL && add != NULL && add_cpu != NULL, "the Add models", err);
+		if (a != NULL && b != NULL && add != NULL && add_cpu != NULL)
+		{
+			rc = ie_model_run(add_cpu, ab, &out, err, sizeof(err));
+			check(rc == -IE_ERR_NO_MEMORY && out == NULL && strstr(err, "out of memory") != NULL,
+				  "a 2^43-float Add on the CPU is IE_ERR_NO_MEMORY", err);
+			rc = ie_model_run(add, ab, &out, err, sizeof(err));
+			check(rc == -IE_ERR_NO_MEMORY && out == NULL && strstr(err, "out of memory") != NULL,
+				  "a 2^43-float Add on the device is IE_ERR_NO_MEMORY", err);
+			a->dims[1] = 2;
+			a->nbytes = 2 * sizeof(float);
+			b->dims[0] = 3;
+			b->nbytes = 3 * sizeof(float);
+			rc = ie_model_run(add, ab, &out, err, sizeof(err));
+			check(rc == 0 && out != NULL && out->dims[0] == 3 && out->dims[1] == 2,
+				  "a 3x2 Add on the device after it", err);
+			ie_tensor_destroy(&out);
+		}
+		ie_model_destroy(&add);
+		ie_model_destroy(&add_cpu);
+		ie_tensor_destroy(&a);
+		ie_tensor_destroy(&b);
 	}
 
 	ie_model_destroy(&m);

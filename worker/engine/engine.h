@@ -154,7 +154,8 @@ const char *ie_precision_name(ie_precision p);
 typedef enum ie_error_kind
 {
 	IE_ERR_NONE = 0,
-	IE_ERR_INVALID,				/* load: not a complete, valid ONNX model */
+	IE_ERR_INVALID,				/* load: not a complete, valid ONNX model;
+								 * run: what the model cannot take */
 	IE_ERR_NOT_SUPPORTED,		/* valid, but it needs what the engine lacks */
 	IE_ERR_NO_MEMORY
 } ie_error_kind;

@@ -61,9 +61,10 @@ int			ie_cuda_mem_info(int device, uint64_t *free_bytes, uint64_t *total_bytes,
 /*
  * Uploads m's constant tensors to m->device and records which nodes have a
  * native kernel; logs once (stderr) the operators that will run on the CPU.
- * 0, or with a message (the model is then released by its destroy)
- * -IE_ERR_NO_MEMORY when memory ran out, else -IE_ERR_NOT_SUPPORTED (no
- * backend, no device, a device error: the device cannot take the model).
+ * Returns 0, or on failure, with a message (the model is then released by
+ * its destroy), -IE_ERR_NO_MEMORY when memory ran out and
+ * -IE_ERR_NOT_SUPPORTED otherwise (no backend, no device, a device error:
+ * the device cannot take the model).
  */
 int			ie_cuda_model_prepare(struct ie_model *m, char *err, size_t errlen);
 

@@ -102,6 +102,16 @@ int			cu_blas_err(char *err, size_t errlen, const char *what, cublasStatus_t s);
 int			cu_dnn_err(char *err, size_t errlen, const char *what, cudnnStatus_t s);
 
 /*
+ * The kind (engine.h) of a message of cu_err, cu_blas_err, cu_dnn_err or
+ * another function of device.c: IE_ERR_NO_MEMORY when it reads "out of
+ * memory", which they write for an allocation failure only (decided from
+ * the status code, never from a library's description), else
+ * IE_ERR_INVALID.  Their messages hold the engine's words and the
+ * libraries', never a name from a model file.
+ */
+ie_error_kind cu_error_kind(const char *msg);
+
+/*
  * The calling thread's context for device, created on first use (stream,
  * cuBLAS and cuDNN handles); NULL with a message when that fails.
  */
@@ -164,6 +174,14 @@ cu_op_fn	cu_op_lookup(const char *op_type);
 
 /* The node context: attributes, names, error buffer (inputs not set). */
 ie_node_ctx *cu_op_node(cu_op *op);
+
+/*
+ * The node's error for a device function's failure: "<fmt...>: <msg>",
+ * msg that function's message, with msg's kind (cu_error_kind) in the
+ * node's err_kind; returns -1.
+ */
+int			cu_op_fail(cu_op *op, const char *msg, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
 cu_ctx	   *cu_op_ctx(cu_op *op);
 bool		cu_op_tf32(cu_op *op);
 

@@ -59,14 +59,32 @@ cu_blas_err(char *err, size_t errlen, const char *what, cublasStatus_t s)
 	return -1;
 }
 
+/* Whether cuDNN status s is an allocation failure (cuDNN 9: host or device). */
+static bool
+dnn_alloc_failed(cudnnStatus_t s)
+{
+#if CUDNN_MAJOR >= 9
+	return s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+		s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+#else
+	return s == CUDNN_STATUS_ALLOC_FAILED;
+#endif
+}
+
 /* cuDNN status into err, as cu_err. */
 int
 cu_dnn_err(char *err, size_t errlen, const char *what, cudnnStatus_t s)
 {
 	snprintf(err, errlen, "%s: %scuDNN %s", what,
-			 s == CUDNN_STATUS_ALLOC_FAILED ? "out of memory: " : "",
-			 cudnnGetErrorString(s));
+			 dnn_alloc_failed(s) ? "out of memory: " : "", cudnnGetErrorString(s));
 	return -1;
+}
+
+/* The kind of a message of this file's; see cuda_int.h. */
+ie_error_kind
+cu_error_kind(const char *msg)
+{
+	return strstr(msg, "out of memory") != NULL ? IE_ERR_NO_MEMORY : IE_ERR_INVALID;
 }
 
 /* Checks the driver, the device count and that a context can be made on device. */
@@ -174,7 +192,7 @@ cu_pool_get(cu_ctx *c, size_t n, size_t *cap, char *err, size_t errlen)
 	k = size_class(n, cap);
 	if (k >= CU_POOL_CLASSES)
 	{
-		snprintf(err, errlen, "device buffer of %zu bytes is too large", n);
+		snprintf(err, errlen, "out of memory for a device buffer of %zu bytes (more than the pool's largest size)", n);
 		return NULL;
 	}
 	if (c->pool[k].n > 0)

@@ -20,6 +20,7 @@
  * thread's context (stream, handles, pool: device.c); the model is only
  * read, except the atomic "fallback logged" flags.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,8 +256,8 @@ iecu_model_prepare(ie_model *m, char *err, size_t errlen)
 	if (cm->consts == NULL || cm->native == NULL || cm->warned == NULL || cm->memo == NULL)
 		goto oom;
 	c = cu_ctx_get(m->device, err, errlen);
-	if (c == NULL)				/* err holds no name from the file */
-		return ie_error_kind_of(err) == IE_ERR_NO_MEMORY ? -IE_ERR_NO_MEMORY :
+	if (c == NULL)				/* a device function's message */
+		return cu_error_kind(err) == IE_ERR_NO_MEMORY ? -IE_ERR_NO_MEMORY :
 			-IE_ERR_NOT_SUPPORTED;
 	for (int v = 0; v < m->n_values; v++)
 	{
@@ -367,6 +368,21 @@ cu_op_node(cu_op *op)
 	return &op->nc;
 }
 
+/* The node's error for a device function's failure; see cuda_int.h. */
+int
+cu_op_fail(cu_op *op, const char *msg, const char *fmt,...)
+{
+	char		what[256];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	ie_op_error(&op->nc, "%s: %s", what, msg);
+	op->nc.err_kind = cu_error_kind(msg);
+	return -1;
+}
+
 cu_ctx *
 cu_op_ctx(cu_op *op)
 {
@@ -462,7 +478,7 @@ cu_op_host(cu_op *op, int i)
 	{
 		if (cu_download(op->c, s->dev, &s->host, e2, sizeof(e2)) != 0)
 		{
-			ie_op_error(&op->nc, "input %d to the host: %s", i, e2);
+			cu_op_fail(op, e2, "input %d to the host", i);
 			return NULL;
 		}
 		prof_node_copies++;
@@ -489,7 +505,7 @@ cu_op_dev(cu_op *op, int i)
 	{
 		if (cu_upload(op->c, s->host, &s->dev, e2, sizeof(e2)) != 0)
 		{
-			ie_op_error(&op->nc, "input %d to the device: %s", i, e2);
+			cu_op_fail(op, e2, "input %d to the device", i);
 			return NULL;
 		}
 		prof_node_copies++;
@@ -559,7 +575,7 @@ cu_op_out(cu_op *op, int j, ie_dtype dtype, int ndim, const int64_t *dims)
 	d = cu_dtensor_new(op->c, dtype, ndim, dims, e2, sizeof(e2));
 	if (d == NULL)
 	{
-		ie_op_error(&op->nc, "output %d: %s", j, e2);
+		cu_op_fail(op, e2, "output %d", j);
 		return NULL;
 	}
 	cu_dtensor_free(op->c, &op->outs[j].dev);
@@ -609,12 +625,12 @@ run_error_kind(const ie_model *m, char *err, size_t errlen, ie_error_kind kind,
 
 /*
  * run_error_kind with the kind of msg, a message of the engine's own or of
- * the device's libraries (cu_err, never names from the model file).
+ * a device function (cu_error_kind; never names from the model file).
  */
 static int
 run_error(const ie_model *m, char *err, size_t errlen, const char *msg)
 {
-	return run_error_kind(m, err, errlen, ie_error_kind_of(msg), msg);
+	return run_error_kind(m, err, errlen, cu_error_kind(msg), msg);
 }
 
 /*

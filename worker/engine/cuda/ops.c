@@ -21,10 +21,10 @@
 #include "worker/engine/cuda/cuda_int.h"
 #include "worker/engine/cuda/kernels.h"
 
+
 /*
- * ie_op_error with buf, a device library's message (cu_err and its
- * siblings: the engine's own words and the library's, never names from
- * the model file), whose kind it keeps (out of memory or not).
+ * The node's error with buf, a message of cu_err, cu_blas_err or
+ * cu_dnn_err, and its kind (cu_error_kind: out of memory or not); -1.
  */
 static int
 cu_op_status_error(cu_op *op, const char *buf)
@@ -32,7 +32,7 @@ cu_op_status_error(cu_op *op, const char *buf)
 	ie_node_ctx *nc = cu_op_node(op);
 
 	ie_op_error(nc, "%s", buf);
-	nc->err_kind = ie_error_kind_of(buf);
+	nc->err_kind = cu_error_kind(buf);
 	return -1;
 }
 
@@ -1049,7 +1049,7 @@ op_gather(cu_op *op)
 		goto done;
 	if (cu_upload(cu_op_ctx(op), idx, &didx, e2, sizeof(e2)) != 0)
 	{
-		ie_op_error(cu_op_node(op), "indices to the device: %s", e2);
+		cu_op_fail(op, e2, "indices to the device");
 		goto done;
 	}
 	y = cu_op_out(op, 0, dt, ond, odims);
@@ -1169,7 +1169,7 @@ in16_get(cu_op *op, int i, in16 *o)
 						 e2, sizeof(e2));
 	if (o->tmp == NULL)
 	{
-		ie_op_error(cu_op_node(op), "16-bit copy of input %d: %s", i, e2);
+		cu_op_fail(op, e2, "16-bit copy of input %d", i);
 		return -1;
 	}
 	o->ptr = o->tmp;
@@ -1815,7 +1815,7 @@ op_conv(cu_op *op)
 			goto done;
 		if ((y16 = cu_pool_get(c, (size_t) prod(od, 0, 4) * 2, &y16_cap, e2, sizeof(e2))) == NULL)
 		{
-			ie_op_error(nc, "16-bit convolution output: %s", e2);
+			cu_op_fail(op, e2, "16-bit convolution output");
 			goto done;
 		}
 	}
@@ -1835,7 +1835,7 @@ op_conv(cu_op *op)
 		goto done;
 	if (ws_bytes > 0 && (ws = cu_pool_get(c, ws_bytes, &ws_cap, e2, sizeof(e2))) == NULL)
 	{
-		ie_op_error(nc, "cuDNN workspace: %s", e2);
+		cu_op_fail(op, e2, "cuDNN workspace");
 		goto done;
 	}
 	{
@@ -2017,7 +2017,7 @@ op_convtranspose(cu_op *op)
 		goto done;
 	if (ws_bytes > 0 && (ws = cu_pool_get(c, ws_bytes, &ws_cap, e2, sizeof(e2))) == NULL)
 	{
-		ie_op_error(nc, "cuDNN workspace: %s", e2);
+		cu_op_fail(op, e2, "cuDNN workspace");
 		goto done;
 	}
 	{
