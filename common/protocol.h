@@ -141,6 +141,8 @@
  * or leaves a row out finds only what was sent under its own scope.
  */
 #define PGINFER_INPUT_SCOPE_MAX	64
+/* Most bytes of Header.client a worker keeps (and logs). */
+#define PGINFER_CLIENT_MAX		200
 #define PGINFER_BLOOM_BITS		32768	/* m: a power of two */
 #define PGINFER_BLOOM_BYTES		(PGINFER_BLOOM_BITS / 8)
 #define PGINFER_BLOOM_HASHES	5		/* k */

@@ -109,6 +109,8 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "commands/dbcommands.h"
+#include "mb/pg_wchar.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "lib/ilist.h"
@@ -1008,6 +1010,27 @@ client_input_scope(uint8 *scope)
 }
 
 /*
+ * Who sends this backend's requests, for the worker's log lines about them
+ * (Header.client): "db=<database> user=<role> pid=<pid>", the database,
+ * the current role (GetUserId, as client_input_scope) and this process
+ * (a parallel worker's own pid in a parallel query), at most
+ * PGINFER_CLIENT_MAX bytes; palloc'd.  A name that cannot be read (a
+ * role dropped meanwhile) reads "?".
+ */
+static char *
+client_identity(void)
+{
+	char	   *db = get_database_name(MyDatabaseId);
+	char	   *role = GetUserNameFromId(GetUserId(), true);
+	char	   *s = psprintf("db=%s user=%s pid=%d", db ? db : "?", role ? role : "?",
+							 MyProcPid);
+
+	if (strlen(s) > PGINFER_CLIENT_MAX)
+		s[pg_mbcliplen(s, strlen(s), PGINFER_CLIENT_MAX)] = '\0';
+	return s;
+}
+
+/*
  * Hashes the rows of at least infer.input_cache_min_bytes bytes into
  * digests (nrows * PGINFER_SHA256_LEN: RunFragment.input_sha256) and keys
  * (the same size: SHA-256(scope || digest), what the worker caches them
@@ -1381,6 +1404,8 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	bool		first;
 	bool	   *omit = NULL;
 
+	if (request->client == NULL || request->client[0] == '\0')
+		request->client = client_identity();
 	req = palloc0(sizeof(InferRequest));
 	req->socket = s;
 	req->worker.name = pstrdup(worker->name);

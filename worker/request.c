@@ -180,6 +180,25 @@ wire_request_id(const uint8_t *p, const uint8_t *end)
 	return id;
 }
 
+/*
+ * Header.client made safe to log: cut at PGINFER_CLIENT_MAX bytes, and a
+ * byte that is not printable ASCII written '?' (in place).
+ */
+static void
+clean_client(Pginfer__Header *h)
+{
+	size_t		n;
+
+	if (h->client == NULL || h->client[0] == '\0')
+		return;
+	n = strlen(h->client);
+	if (n > PGINFER_CLIENT_MAX)
+		h->client[n = PGINFER_CLIENT_MAX] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char) h->client[i] < 0x20 || (unsigned char) h->client[i] > 0x7e)
+			h->client[i] = '?';
+}
+
 /* Unpacks a header frame, or refuses it; see request.h. */
 Pginfer__Header *
 request_unpack(const void *data, size_t len, request_refusal *why)
@@ -210,6 +229,8 @@ request_unpack(const void *data, size_t len, request_refusal *why)
 	h = pginfer__header__unpack(NULL, len, p);
 	if (h == NULL)
 		why->reason = "it is not a pginfer.Header";
+	else
+		clean_client(h);
 	return h;
 }
 

@@ -627,41 +627,53 @@ reply_with_header(uint8_t *header, size_t len)
 }
 
 /*
- * MSG_ERROR reply; logs the error at WARN, or with quiet at DEBUG (answers
- * that come by the thousand, such as a flooding client's refusals, are
- * logged once an episode elsewhere).
+ * A log line about a request, "request <id>: ...", ends with who sent it
+ * when its client said so (Header.client, made safe by request_unpack):
+ * "...; from db=shop user=app pid=4711".  FROM_FMT ends the format,
+ * FROM_ARGS(client) the arguments (client may be NULL).  At the end, so
+ * that what reads "request <id>: " still finds it.
+ */
+#define FROM_FMT "%s%s"
+#define FROM_ARGS(client) \
+	(client) != NULL && (client)[0] != '\0' ? "; from " : "", (client) != NULL ? (client) : ""
+
+/*
+ * MSG_ERROR reply to request_id, from client (Header.client, or NULL);
+ * logs the error at WARN, or with quiet at DEBUG (answers that come by the
+ * thousand, such as a flooding client's refusals, are logged once an
+ * episode elsewhere).
  */
 static server_reply *
-error_reply_logged(uint64_t request_id, const char *sqlstate, const char *message,
-				   const char *hint, bool quiet)
+error_reply_logged(uint64_t request_id, const char *client, const char *sqlstate,
+				   const char *message, const char *hint, bool quiet)
 {
 	size_t		len = 0;
 	uint8_t    *buf;
 
 	if (quiet)
-		log_debug("request %llu: error %s: %s", (unsigned long long) request_id,
-				  sqlstate, message);
+		log_debug("request %llu: error %s: %s" FROM_FMT, (unsigned long long) request_id,
+				  sqlstate, message, FROM_ARGS(client));
 	else
-		log_warn("request %llu: error %s: %s", (unsigned long long) request_id,
-				 sqlstate, message);
+		log_warn("request %llu: error %s: %s" FROM_FMT, (unsigned long long) request_id,
+				 sqlstate, message, FROM_ARGS(client));
 	buf = server_pack_error(request_id, sqlstate, message, NULL, hint, &len);
 	return reply_with_header(buf, len);
 }
 
-/* MSG_ERROR reply; logs the error at WARN. */
+/* MSG_ERROR reply; logs the error at WARN (see error_reply_logged). */
 static server_reply *
-error_reply(uint64_t request_id, const char *sqlstate, const char *message,
-			const char *hint)
+error_reply(uint64_t request_id, const char *client, const char *sqlstate,
+			const char *message, const char *hint)
 {
-	return error_reply_logged(request_id, sqlstate, message, hint, false);
+	return error_reply_logged(request_id, client, sqlstate, message, hint, false);
 }
 
 /*
- * MSG_NEED_INPUT for request_id naming rows[0..n) (indexes into its
- * row_ids); NULL when memory runs out.
+ * MSG_NEED_INPUT for request_id (from client, as error_reply_logged)
+ * naming rows[0..n) (indexes into its row_ids); NULL when memory runs out.
  */
 static server_reply *
-need_input_reply(uint64_t request_id, uint32_t *rows, size_t n)
+need_input_reply(uint64_t request_id, const char *client, uint32_t *rows, size_t n)
 {
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	Pginfer__NeedInput ni = PGINFER__NEED_INPUT__INIT;
@@ -674,8 +686,8 @@ need_input_reply(uint64_t request_id, uint32_t *rows, size_t n)
 	h.kind = PGINFER__MSG_KIND__MSG_NEED_INPUT;
 	h.request_id = request_id;
 	h.need_input = &ni;
-	log_info("request %llu: %zu of its rows left out for the input cache are not cached; asked for them",
-			 (unsigned long long) request_id, n);
+	log_info("request %llu: %zu of its rows left out for the input cache are not cached; asked for them" FROM_FMT,
+			 (unsigned long long) request_id, n, FROM_ARGS(client));
 	buf = pack_header(&h, &len);
 	return reply_with_header(buf, len);
 }
@@ -1489,7 +1501,7 @@ group_finish(server *s, job *j, server_reply **replies)
 		}
 		for (int k = 0; k < n; k++)
 		{
-			replies[k] = error_reply(reqs[k]->request_id, j->sqlstate, msg,
+			replies[k] = error_reply(reqs[k]->request_id, reqs[k]->client, j->sqlstate, msg,
 									 hint_for(s, j->sqlstate, hint, sizeof(hint)));
 			if (replies[k] == NULL)
 				rc = -1;
@@ -1549,10 +1561,10 @@ group_finish(server *s, job *j, server_reply **replies)
 			rc = -1;
 		else
 			s->requests_served++;
-		log_info("request %llu: %s over %d rows (%d ok, %d failed) in %.1f ms",
+		log_info("request %llu: %s over %d rows (%d ok, %d failed) in %.1f ms" FROM_FMT,
 				 (unsigned long long) reqs[k]->request_id,
 				 fragment_kind_name(reqs[k]->run->fragment->kind), nk, n_ok,
-				 nk - n_ok, fr->compute_ms);
+				 nk - n_ok, fr->compute_ms, FROM_ARGS(reqs[k]->client));
 		off += nk;
 	}
 	return rc;
@@ -1573,7 +1585,7 @@ run_group(server *s, const Pginfer__Header *const *reqs,
 	if (j == NULL)
 	{
 		for (int k = 0; k < n; k++)
-			replies[k] = error_reply(reqs[k]->request_id, PGINFER_SQLSTATE_OUT_OF_MEMORY,
+			replies[k] = error_reply(reqs[k]->request_id, reqs[k]->client, PGINFER_SQLSTATE_OUT_OF_MEMORY,
 									 "out of memory for a batch", NULL);
 		return -1;
 	}
@@ -1630,10 +1642,10 @@ run_reply(server *s, const Pginfer__Header *req, const void *const *frames,
 	rc = resolve_inputs(s, req->run, frames, frame_len, &ri, &missing,
 						&n_missing, &sqlstate, err, sizeof(err));
 	if (rc < 0)
-		return error_reply(req->request_id, sqlstate, err, NULL);
+		return error_reply(req->request_id, req->client, sqlstate, err, NULL);
 	if (rc > 0)
 	{
-		r = need_input_reply(req->request_id, missing, n_missing);
+		r = need_input_reply(req->request_id, req->client, missing, n_missing);
 		free(missing);
 		return r;
 	}
@@ -1694,12 +1706,12 @@ model_reply(server *s, const Pginfer__Header *req)
 			snprintf(err, sizeof(err),
 					 "model \"%s\" is in use by queued or running requests and cannot be unloaded",
 					 spec->file);
-			return error_reply(req->request_id, PGINFER_SQLSTATE_IN_USE, err,
+			return error_reply(req->request_id, req->client, PGINFER_SQLSTATE_IN_USE, err,
 							   hint_for(s, PGINFER_SQLSTATE_IN_USE, hint, sizeof(hint)));
 		}
 		if (rc == 0)
-			log_info("request %llu: unload of \"%s\", which is not loaded",
-					 (unsigned long long) req->request_id, spec->file);
+			log_info("request %llu: unload of \"%s\", which is not loaded" FROM_FMT,
+					 (unsigned long long) req->request_id, spec->file, FROM_ARGS(req->client));
 		state_changed(s);
 		return pong_reply(s, req->request_id);
 	}
@@ -1709,7 +1721,7 @@ model_reply(server *s, const Pginfer__Header *req)
 	(void) watch_across_stop(s, &watch);
 	model_cache_pin(s->cache, spec->file, -1);
 	if (rc != 0)
-		return error_reply(req->request_id, sqlstate, err,
+		return error_reply(req->request_id, req->client, sqlstate, err,
 						   hint_for(s, sqlstate, hint, sizeof(hint)));
 	return pong_reply(s, req->request_id);
 }
@@ -1738,8 +1750,8 @@ store_model(server *s, const Pginfer__Header *req, const void *data,
 									 s->max_upload_bytes, sqlstate, err,
 									 errlen) == 0)
 		return 0;
-	log_warn("request %llu: refused uploaded model file: %s",
-			 (unsigned long long) req->request_id, err);
+	log_warn("request %llu: refused uploaded model file: %s" FROM_FMT,
+			 (unsigned long long) req->request_id, err, FROM_ARGS(req->client));
 	return -1;
 }
 
@@ -1764,7 +1776,7 @@ put_model_reply(server *s, const Pginfer__Header *req, const void *data,
 	char		err[1024];
 
 	if (store_model(s, req, data, len, &sqlstate, err, sizeof(err)) != 0)
-		return error_reply(req->request_id, sqlstate, err, put_hint(sqlstate));
+		return error_reply(req->request_id, req->client, sqlstate, err, put_hint(sqlstate));
 	return pong_reply(s, req->request_id);
 }
 
@@ -1787,7 +1799,7 @@ server_handle(server *s, const void *header, size_t header_len,
 		snprintf(err, sizeof(err),
 				 "request refused unread: the header frame (%zu bytes) was refused: %s",
 				 header_len, why.reason);
-		r = error_reply(why.request_id, PGINFER_SQLSTATE_TOO_LARGE, err,
+		r = error_reply(why.request_id, NULL, PGINFER_SQLSTATE_TOO_LARGE, err,
 						"Send fewer fragments or models in one request (common/protocol.h).");
 		goto done;
 	}
@@ -1796,15 +1808,15 @@ server_handle(server *s, const void *header, size_t header_len,
 		snprintf(err, sizeof(err),
 				 "malformed request: the header frame (%zu bytes) was refused: %s",
 				 header_len, why.reason);
-		r = error_reply(0, PGINFER_SQLSTATE_PROTOCOL, err, NULL);
+		r = error_reply(0, NULL, PGINFER_SQLSTATE_PROTOCOL, err, NULL);
 		goto done;
 	}
-	log_debug("request %llu: %s, %d payload frames",
+	log_debug("request %llu: %s, %d payload frames" FROM_FMT,
 			  (unsigned long long) req->request_id, request_kind_name(req->kind),
-			  n_frames);
+			  n_frames, FROM_ARGS(req->client));
 	if (request_check_header(req, n_frames, &sqlstate, err, sizeof(err)) != 0)
 	{
-		r = error_reply(req->request_id, sqlstate, err,
+		r = error_reply(req->request_id, req->client, sqlstate, err,
 						req->version != PGINFER_PROTOCOL_VERSION ?
 						"Run the same pg_infer version in the database and on the workers." :
 						NULL);
@@ -1818,7 +1830,7 @@ server_handle(server *s, const void *header, size_t header_len,
 		case PGINFER__MSG_KIND__MSG_RUN_FRAGMENT:
 			/* With a compute thread only it may run fragments (queueing failed). */
 			if (s->pipe_loop != NULL)
-				r = error_reply(req->request_id, PGINFER_SQLSTATE_OUT_OF_MEMORY,
+				r = error_reply(req->request_id, req->client, PGINFER_SQLSTATE_OUT_OF_MEMORY,
 								"out of memory queueing the request", NULL);
 			else
 				r = run_reply(s, req, frames, frame_len);
@@ -1832,21 +1844,21 @@ server_handle(server *s, const void *header, size_t header_len,
 			break;
 		case PGINFER__MSG_KIND__MSG_CANCEL:
 			/* Without a socket nothing is queued: the one named is done or unknown. */
-			log_debug("request %llu: cancel ignored (no request of that id is queued)",
-					  (unsigned long long) req->request_id);
+			log_debug("request %llu: cancel ignored (no request of that id is queued)" FROM_FMT,
+					  (unsigned long long) req->request_id, FROM_ARGS(req->client));
 			pginfer__header__free_unpacked(req, NULL);
 			return 0;
 		default:
 			/* request_check_header() let only the kinds above through. */
 			snprintf(err, sizeof(err), "unexpected %s", request_kind_name(req->kind));
-			r = error_reply(req->request_id, PGINFER_SQLSTATE_INTERNAL, err, NULL);
+			r = error_reply(req->request_id, req->client, PGINFER_SQLSTATE_INTERNAL, err, NULL);
 			break;
 	}
 
 done:
 	/* A reply that could not be built still gets an answer if possible. */
 	if (r == NULL)
-		r = error_reply(req != NULL ? req->request_id : 0,
+		r = error_reply(req != NULL ? req->request_id : 0, req != NULL ? req->client : NULL,
 						PGINFER_SQLSTATE_OUT_OF_MEMORY,
 						"out of memory building the reply", NULL);
 	if (req != NULL)
@@ -2062,7 +2074,7 @@ refuse_too_many(server *s, zmq_msg_t *parts, int64_t n_payload)
 	snprintf(msg, sizeof(msg),
 			 "request has %lld payload frames, more than the %d rows one request may carry",
 			 (long long) n_payload, SERVER_MAX_ROWS);
-	r = error_reply(id, PGINFER_SQLSTATE_TOO_LARGE, msg,
+	r = error_reply(id, NULL, PGINFER_SQLSTATE_TOO_LARGE, msg,
 					"Send the rows in several requests.");
 	if (r != NULL && send_reply(s, &parts[0], r) != 0)
 		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
@@ -2164,7 +2176,7 @@ refuse_for_client(server *s, zmq_msg_t *peer, client_entry *c,
 			 "the worker holds %lld bytes for this connection (requests queued and answers not read yet), over its limit of %lld bytes; the request was not run",
 			 (long long) held, (long long) s->max_client_bytes);
 	/* quiet: one WARN an episode (warn_over), not one a request */
-	r = error_reply_logged(request_id, PGINFER_SQLSTATE_CLIENT_LIMIT, msg,
+	r = error_reply_logged(request_id, NULL, PGINFER_SQLSTATE_CLIENT_LIMIT, msg,
 						   "Read the answers of the requests sent before sending more, or start the worker with a larger --max-client-bytes.",
 						   true);
 	if (r != NULL && send_reply(s, peer, r) != 0)
@@ -2371,8 +2383,8 @@ queue_inputs(server *s, queued_request *q)
 	free(len);
 	if (rc == 0)
 		return 0;
-	r = rc > 0 ? need_input_reply(q->header->request_id, missing, n_missing) :
-		error_reply(q->header->request_id, sqlstate, err, NULL);
+	r = rc > 0 ? need_input_reply(q->header->request_id, q->header->client, missing, n_missing) :
+		error_reply(q->header->request_id, q->header->client, sqlstate, err, NULL);
 	if (rc < 0)
 		metrics_request_done(-1, n, 0, 1);
 	if (r != NULL && send_reply(s, &q->parts[0], r) != 0)
@@ -2418,12 +2430,12 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 		/* a cancel that finds nothing is common (the answer crossed it)
 		 * and costs a client nothing to send: not logged at info */
 		if (removed > 0 || running > 0)
-			log_info("request %llu: cancel %s", (unsigned long long) req->request_id,
+			log_info("request %llu: cancel %s" FROM_FMT, (unsigned long long) req->request_id,
 					 removed > 0 ? "dropped the queued request" :
-					 "dropped the running request (it gets no reply)");
+					 "dropped the running request (it gets no reply)", FROM_ARGS(req->client));
 		else
-			log_debug("request %llu: cancel ignored (no request of that id is queued or running)",
-					  (unsigned long long) req->request_id);
+			log_debug("request %llu: cancel ignored (no request of that id is queued or running)" FROM_FMT,
+					  (unsigned long long) req->request_id, FROM_ARGS(req->client));
 		pginfer__header__free_unpacked(req, NULL);
 		return;
 	}
@@ -2435,7 +2447,7 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 		 * pool; a run's inputs are not resolved (no MSG_NEED_INPUT).
 		 */
 		/* a ping is the pool monitor's, every 100 ms: not a WARN each */
-		server_reply *r = error_reply_logged(req->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
+		server_reply *r = error_reply_logged(req->request_id, req->client, FRAGMENT_SQLSTATE_SHUTDOWN,
 											 "the worker is shutting down; the request was not run",
 											 hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0),
 											 req->kind == PGINFER__MSG_KIND__MSG_PING);
@@ -2537,9 +2549,9 @@ dispatch_message(server *s, zmq_msg_t *parts, int n)
 		return;
 	}
 	state_changed(s);
-	log_debug("request %llu: queued %zu rows (%d requests, %d rows waiting)",
+	log_debug("request %llu: queued %zu rows (%d requests, %d rows waiting)" FROM_FMT,
 			  (unsigned long long) req->request_id, req->run->n_row_ids,
-			  batcher_length(s->queue), batcher_rows(s->queue));
+			  batcher_length(s->queue), batcher_rows(s->queue), FROM_ARGS(req->client));
 	free(key);
 	return;
 
@@ -2697,7 +2709,7 @@ job_complete(server *s, job *j, int shutdown)
 			(void) watch_across_stop(s, &j->watch);
 		}
 		r = j->rc == 0 ? pong_reply(s, j->req->request_id) :
-			error_reply(j->req->request_id, j->sqlstate, j->err,
+			error_reply(j->req->request_id, j->req->client, j->sqlstate, j->err,
 						j->kind == JOB_PUT ? put_hint(j->sqlstate) :
 						hint_for(s, j->sqlstate, hint, sizeof(hint)));
 		if (r != NULL && send_reply(s, &j->peer, r) != 0)
@@ -2714,7 +2726,7 @@ job_complete(server *s, job *j, int shutdown)
 		{
 			if (shutdown)
 				for (int k = 0; k < j->n_items; k++)
-					replies[k] = error_reply(j->reqs[k]->request_id, FRAGMENT_SQLSTATE_SHUTDOWN,
+					replies[k] = error_reply(j->reqs[k]->request_id, j->reqs[k]->client, FRAGMENT_SQLSTATE_SHUTDOWN,
 											 "the worker is shutting down; the request was not run",
 											 hint_for(s, FRAGMENT_SQLSTATE_SHUTDOWN, NULL, 0));
 			else if (group_finish(s, j, replies) != 0)
@@ -2727,8 +2739,9 @@ job_complete(server *s, job *j, int shutdown)
 				/* A request cancelled while it ran gets no reply. */
 				if (j->cancelled != NULL && j->cancelled[k])
 				{
-					log_info("request %llu: its result is dropped, as it was cancelled while it ran",
-							 (unsigned long long) j->reqs[k]->request_id);
+					log_info("request %llu: its result is dropped, as it was cancelled while it ran" FROM_FMT,
+							 (unsigned long long) j->reqs[k]->request_id,
+							 FROM_ARGS(j->reqs[k]->client));
 					server_reply_destroy(&replies[k]);
 					continue;
 				}

@@ -322,6 +322,15 @@ check "(m) ... infer.on_error = null: NULL for that row alone, the others embedd
 check "(e) ... and the worker is the one started" \
 	"alive=$(kill -0 "$FIRST_PID" 2>/dev/null && echo 1 || echo 0)" '^alive=1$'
 
+# --- (n) the worker's log names who sent each request -----------------------
+worker_up
+pid=$(q -c "SELECT pg_backend_pid() || ' ' || cardinality(infer.predict('mlp', data)) FROM img WHERE n = 1")
+check "(n) the worker's line about a request names the database, the role and the backend's pid" \
+	"$pid $(grep -c "request [0-9]*: predict over 1 rows (1 ok, 0 failed) in [0-9.]* ms; from db=postgres user=postgres pid=${pid% *}$" "$tmp/w.log")" \
+	'^[0-9]+ 4 1$'
+check "(n) ... and so does its error line" \
+	"$(grep -c "request [0-9]*: error 0A000: model \"f16_add\.onnx\" failed: .*; from db=postgres user=postgres pid=[0-9]*$" "$tmp/w.log")" '^1$'
+
 # --- (o) a worker that lacks the files -------------------------------------
 # add_up NAME PORT: registers the worker NAME started on PORT and waits
 # until the pool holds it up.
