@@ -1638,7 +1638,7 @@ test_einsum(void)
 	}
 
 	/* refused at run: the inputs do not fit the equation */
-	check_einsum_fails("ij,jk->ik", 1, a, "has 2 operands, the node has 1 inputs");
+	check_einsum_fails("ij,jk->ik", 1, a, "has 2 operands, the node has 1 input");
 	check_einsum_fails("ij,jk->ik", 2, aq, "letter 'j' has size 3 in input 0 and 2 in input 1");
 	check_einsum_fails("ij->k", 1, a, "output letter 'k', which is in no input");
 	check_einsum_fails("ij->ii", 1, a, "output letter 'i' twice");
@@ -1698,6 +1698,79 @@ test_einsum(void)
 						  IE_ERR_NOT_SUPPORTED);
 		memset(lng, ' ', 4000);
 		check_einsum_load(lng, 1, NULL, IE_ERR_INVALID);
+		/* invalid and over a limit: invalid (XX001), not 0A000 */
+		memset(lng, ',', 40);
+		lng[40] = '\0';
+		check_einsum_load(lng, 2, "has 41 operands, the node has 2 inputs", IE_ERR_INVALID);
+	}
+	check_einsum_load("abcdefghi,j->k", 2, "output letter 'k', which is in no input",
+					  IE_ERR_INVALID);
+	check_einsum_load("a->abcdefghi", 1, "output letter 'b', which is in no input",
+					  IE_ERR_INVALID);
+	/* spaces inside "->" and "..." too (ONNX: spaces anywhere; ORT takes them) */
+	check_einsum_load("ij,jk - > ik", 2, NULL, IE_ERR_INVALID);
+	check_einsum_load(". . .i->. . .i", 1, NULL, IE_ERR_INVALID);
+	check_einsum_load(". .", 1, "a '.' outside \"...\"", IE_ERR_INVALID);
+	check_einsum_load("i -", 1, "'-' not followed by '>'", IE_ERR_INVALID);
+	check_einsum_load("i ->...", 1, "\"...\" in the output and in no input", IE_ERR_INVALID);
+
+	/*
+	 * From review: a size-1 axis broadcasting against a long one is not
+	 * copied out ([65536, 1] and [1, 65536] was refused as a product over
+	 * the engine's limit); integer pairs sum a letter only one side has
+	 * first (i,j-> walked i x j); float sums in the strided loop are kept
+	 * in double (2^24 + 8 ones summed to 2^24 in float).
+	 */
+	{
+		int64_t		dc[2] = {65536, 1},
+					dr[2] = {1, 65536},
+					dn[1] = {(1 << 24) + 8},
+					di[1] = {4096};
+		ie_tensor  *C = ie_tensor_new(IE_FLOAT, 2, dc),
+				   *R = ie_tensor_new(IE_FLOAT, 2, dr),
+				   *N = ie_tensor_new(IE_FLOAT, 1, dn),
+				   *I = ie_tensor_new(IE_INT64, 1, di),
+				   *J = ie_tensor_new(IE_INT64, 1, di);
+		const ie_tensor *cr[2] = {C, R},
+				   *nn[1] = {N},
+				   *ij[2] = {I, J};
+		ie_tensor  *out[1] = {NULL};
+		char		err[256];
+		float		want;
+
+		for (int64_t i = 0; i < 65536; i++)
+		{
+			((float *) C->data)[i] = (float) (i % 3);
+			((float *) R->data)[i] = (float) (i % 5);
+		}
+		/* sum over a, b of C[a, 0] * R[0, b]: (21845 * 3) * (13107 * 10) */
+		want = 65535.0f * 131070.0f;
+		CHECK(run_einsum("ab,ab->", 2, cr, out, err, sizeof(err)) == 0 &&
+			  out[0]->ndim == 0 && fabsf(((float *) out[0]->data)[0] - want) <= want * 1e-6f,
+			  "ab,ab-> of [65536, 1] and [1, 65536]: %s", err);
+		ie_tensor_destroy(&out[0]);
+		for (int64_t i = 0; i < dn[0]; i++)
+			((float *) N->data)[i] = 1.0f;
+		CHECK(run_einsum("i->", 1, nn, out, err, sizeof(err)) == 0 &&
+			  ((float *) out[0]->data)[0] == (float) dn[0],
+			  "i-> over 2^24 + 8 ones: %.1f: %s",
+			  out[0] ? ((float *) out[0]->data)[0] : -1.0f, err);
+		ie_tensor_destroy(&out[0]);
+		for (int64_t i = 0; i < di[0]; i++)
+		{
+			((int64_t *) I->data)[i] = i;
+			((int64_t *) J->data)[i] = 2;
+		}
+		CHECK(run_einsum("i,j->", 2, ij, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_INT64 &&
+			  ((int64_t *) out[0]->data)[0] == (int64_t) 4095 * 4096 / 2 * 2 * 4096,
+			  "int64 i,j->: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&C);
+		ie_tensor_destroy(&R);
+		ie_tensor_destroy(&N);
+		ie_tensor_destroy(&I);
+		ie_tensor_destroy(&J);
 	}
 	{
 		/* a NUL byte inside the attribute's bytes */

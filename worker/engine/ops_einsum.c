@@ -15,14 +15,16 @@
  * One input goes through the strided loop (es_loop): transposes,
  * diagonals (a letter repeated in one term walks the diagonal) and sums.
  * Several are contracted pairwise from the left, each intermediate keeping
- * the labels that the output or a later input uses.  A float or double
- * pair is reduced to a batch of matrix products on OpenBLAS: each side is
- * first reduced alone to its distinct labels (diagonals, letters summed
- * nowhere else), then, unless it already has that layout, copied into
- * [batch, free, summed] order.  Integer pairs, and pairs with an empty
- * axis, go through the strided loop.  Sums are in the inputs' type (float
- * in float, as ONNX Runtime does); integer sums wrap around (two's
- * complement).
+ * the labels that the output or a later input uses.  Each side of a pair
+ * is first reduced alone to its distinct labels (diagonals, letters summed
+ * nowhere else); then a float or double pair is a batch of matrix products
+ * on OpenBLAS, each side, unless it already has that layout, copied into
+ * [batch, free, summed] order, and an integer pair goes through the
+ * strided loop, as do pairs with an empty axis.  An axis of size 1 that
+ * broadcasts against a longer one is left out of the views (never copied
+ * out).  The products sum in the inputs' type (OpenBLAS), the strided
+ * loop sums float in double (as ReduceSum, ops_reduce.c); integer sums
+ * wrap around (two's complement).
  *
  * Threading: no state outside the call; the products of a batch run as
  * tasks on the engine's pool (pool.h), OpenBLAS serial in each.
@@ -116,16 +118,28 @@ es_shown(const char *s, size_t len, char *buf)
 	buf[n] = '\0';
 }
 
+/* The index of the first byte of s[from, len) that is not a space, or len. */
+static size_t
+es_skip_spaces(const char *s, size_t len, size_t from)
+{
+	while (from < len && s[from] == ' ')
+		from++;
+	return from;
+}
+
 /*
  * Parses attribute equation (ONNX Operators.md, Einsum: terms of letters
  * and at most one "..." separated by ',', optionally "->" and the output's
- * term; spaces anywhere between tokens) into *eq, against the node's input
- * count.  Without "->" the output is "..." (when an input has it) then the
- * letters that occur once, in ASCII order, as numpy's einsum (ONNX's
- * reference) does.  Returns 0, or -1 after ie_op_error: "equation "..."
- * <problem>", "... engine's limit" for a term of more than IE_MAX_DIMS
- * letters or more than ES_MAX_OPERANDS operands.
+ * term; spaces anywhere, inside "->" and "..." too, as ONNX Runtime and
+ * ONNX's reference read them) into *eq, against the node's input count.
+ * Without "->" the output is "..." (when an input has it) then the letters
+ * that occur once, in ASCII order, as numpy's einsum (ONNX's reference)
+ * does.  Returns 0, or -1 after ie_op_error: "equation "..." <problem>"
+ * for an equation that is not valid (checked first), then "... engine's
+ * limit" for a term of more than IE_MAX_DIMS letters or more than
+ * ES_MAX_OPERANDS operands.
  */
+
 static int
 es_parse(ie_node_ctx *ctx, es_equation *eq)
 {
@@ -134,8 +148,11 @@ es_parse(ie_node_ctx *ctx, es_equation *eq)
 	int			count[ES_LETTERS] = {0};
 	bool		seen_out[ES_LETTERS] = {false};
 	bool		explicit_out = false;
+	bool		too_long = false;	/* a term of more than IE_MAX_DIMS letters */
+	es_term		spare;			/* the terms past ES_MAX_OPERANDS */
 	const char *s;
 	size_t		len;
+	int			n_in = 1;
 	es_term    *t;
 
 	if (a == NULL || a->type != IE_ATTR_STRING || a->s == NULL)
@@ -146,10 +163,15 @@ es_parse(ie_node_ctx *ctx, es_equation *eq)
 	if (memchr(s, '\0', len) != NULL)
 		return ie_op_error(ctx, "equation \"%s\" holds a NUL byte", shown);
 	memset(eq, 0, sizeof(*eq));
-	eq->n_in = 1;
 	t = &eq->in[0];
 	t->ell = -1;
 	eq->out.ell = -1;
+
+	/*
+	 * Whether it is valid ONNX is decided first, the engine's limits (terms
+	 * of IE_MAX_DIMS letters, ES_MAX_OPERANDS operands) after: past a limit
+	 * the scan goes on without keeping what it reads.
+	 */
 	for (size_t i = 0; i < len; i++)
 	{
 		unsigned char c = (unsigned char) s[i];
@@ -160,48 +182,55 @@ es_parse(ie_node_ctx *ctx, es_equation *eq)
 		{
 			if (explicit_out)
 				return ie_op_error(ctx, "equation \"%s\" has a ',' after \"->\"", shown);
-			if (eq->n_in == ES_MAX_OPERANDS)
-				return ie_op_error(ctx, "equation \"%s\" has more than %d operands, the engine's limit",
-								   shown, ES_MAX_OPERANDS);
-			t = &eq->in[eq->n_in++];
+			t = n_in < ES_MAX_OPERANDS ? &eq->in[n_in] : &spare;
+			memset(t, 0, sizeof(*t));
 			t->ell = -1;
+			n_in++;
 		}
 		else if (c == '-')
 		{
-			if (i + 1 >= len || s[i + 1] != '>')
+			size_t		j = es_skip_spaces(s, len, i + 1);
+
+			if (j >= len || s[j] != '>')
 				return ie_op_error(ctx, "equation \"%s\" has a '-' not followed by '>'", shown);
 			if (explicit_out)
 				return ie_op_error(ctx, "equation \"%s\" has \"->\" twice", shown);
 			explicit_out = true;
 			t = &eq->out;
-			i++;
+			i = j;
 		}
 		else if (c == '.')
 		{
-			if (i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.')
+			size_t		j1 = es_skip_spaces(s, len, i + 1),
+						j2 = j1 < len ? es_skip_spaces(s, len, j1 + 1) : len;
+
+			if (j2 >= len || s[j1] != '.' || s[j2] != '.')
 				return ie_op_error(ctx, "equation \"%s\" has a '.' outside \"...\"", shown);
 			if (t->ell >= 0)
 				return ie_op_error(ctx, "equation \"%s\" has \"...\" twice in one term", shown);
 			t->ell = t->n;
-			i += 2;
+			eq->any_ell |= !explicit_out;
+			i = j2;
 		}
 		else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
 		{
 			int			l = es_label(c);
 
-			if (t->n == IE_MAX_DIMS)
-				return ie_op_error(ctx, "equation \"%s\" has a term of more than %d letters, the engine's limit of dims",
-								   shown, IE_MAX_DIMS);
+			/* the inputs are all read when the output's letters come */
+			if (explicit_out && count[l] == 0)
+				return ie_op_error(ctx, "equation \"%s\" has output letter '%c', which is in no input",
+								   shown, c);
+			if (explicit_out && seen_out[l])
+				return ie_op_error(ctx, "equation \"%s\" has output letter '%c' twice",
+								   shown, c);
 			if (explicit_out)
-			{
-				if (seen_out[l])
-					return ie_op_error(ctx, "equation \"%s\" has output letter '%c' twice",
-									   shown, c);
 				seen_out[l] = true;
-			}
 			else
 				count[l]++;
-			t->letter[t->n++] = (int8_t) l;
+			if (t->n == IE_MAX_DIMS)
+				too_long = true;
+			else
+				t->letter[t->n++] = (int8_t) l;
 		}
 		else if (c >= 0x20 && c < 0x7f)
 			return ie_op_error(ctx, "equation \"%s\" has '%c' at offset %zu, which is not a letter, ',', \"...\", \"->\" or a space",
@@ -210,22 +239,23 @@ es_parse(ie_node_ctx *ctx, es_equation *eq)
 			return ie_op_error(ctx, "equation \"%s\" has byte 0x%02x at offset %zu, which is not a letter, ',', \"...\", \"->\" or a space",
 							   shown, c, i);
 	}
-	if (eq->n_in != ctx->n_inputs)
-		return ie_op_error(ctx, "equation \"%s\" has %d operands, the node has %d inputs",
-						   shown, eq->n_in, ctx->n_inputs);
-	for (int k = 0; k < eq->n_in; k++)
-		eq->any_ell |= eq->in[k].ell >= 0;
+	if (n_in != ctx->n_inputs)
+		return ie_op_error(ctx, "equation \"%s\" has %d operand%s, the node has %d input%s",
+						   shown, n_in, n_in == 1 ? "" : "s", ctx->n_inputs,
+						   ctx->n_inputs == 1 ? "" : "s");
+	if (explicit_out && eq->out.ell >= 0 && !eq->any_ell)
+		return ie_op_error(ctx, "equation \"%s\" has \"...\" in the output and in no input",
+						   shown);
+	/* valid: now the engine's limits */
+	if (n_in > ES_MAX_OPERANDS)
+		return ie_op_error(ctx, "equation \"%s\" has more than %d operands, the engine's limit",
+						   shown, ES_MAX_OPERANDS);
+	if (too_long)
+		return ie_op_error(ctx, "equation \"%s\" has a term of more than %d letters, the engine's limit of dims",
+						   shown, IE_MAX_DIMS);
+	eq->n_in = n_in;
 	if (explicit_out)
-	{
-		for (int j = 0; j < eq->out.n; j++)
-			if (count[eq->out.letter[j]] == 0)
-				return ie_op_error(ctx, "equation \"%s\" has output letter '%c', which is in no input",
-								   shown, es_char(eq->out.letter[j]));
-		if (eq->out.ell >= 0 && !eq->any_ell)
-			return ie_op_error(ctx, "equation \"%s\" has \"...\" in the output and in no input",
-							   shown);
 		return 0;
-	}
 	eq->out.ell = eq->any_ell ? 0 : -1;
 	for (int l = 0; l < ES_LETTERS; l++)
 		if (count[l] == 1)
@@ -343,11 +373,21 @@ es_bind(ie_node_ctx *ctx, const es_equation *eq, es_view *views,
 		es_view    *v = &views[k];
 		int64_t		st = 1;
 
+		int			m = 0;
+
 		for (int j = x->ndim - 1; j >= 0; j--)
 		{
 			v->stride[j] = x->dims[j] == 1 ? 0 : st;
 			st *= x->dims[j];
 		}
+		/* an axis of size 1 that broadcasts: the view does not vary along it */
+		for (int j = 0; j < x->ndim; j++)
+			if (x->dims[j] != 1 || sizes[v->lab[j]] == 1)
+			{
+				v->lab[m] = v->lab[j];
+				v->stride[m++] = v->stride[j];
+			}
+		v->n = m;
 	}
 	return 0;
 }
@@ -482,7 +522,7 @@ es_loop(ie_dtype dt, const es_view *v, int nv, const int8_t *olab, int no,
 	switch (dt)
 	{
 		case IE_FLOAT:
-			ES_LOOP(float, float);
+			ES_LOOP(float, double);
 			break;
 		case IE_DOUBLE:
 			ES_LOOP(double, double);
@@ -793,21 +833,40 @@ done:
 	return rc;
 }
 
+/* es_pair through the strided loop, a's kept labels first, then b's. */
+static int
+es_pair_loop(ie_node_ctx *ctx, ie_dtype dt, const es_view *a, const es_view *b,
+			 const bool *keep, const int64_t *sizes, es_view *res, ie_tensor **buf)
+{
+	es_view		v2[2] = {*a, *b};
+	bool		seen[ES_LABELS] = {false};
+	int8_t		lab[ES_LABELS];
+	int			n = 0;
+
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < v2[k].n; i++)
+			if (keep[v2[k].lab[i]] && !seen[v2[k].lab[i]])
+			{
+				seen[v2[k].lab[i]] = true;
+				lab[n++] = v2[k].lab[i];
+			}
+	return es_loop_into(ctx, dt, v2, 2, lab, n, sizes, res, buf);
+}
+
 /*
  * Contracts views a and b into a new buffer *buf (its view in *res) that
- * keeps the labels keep[] marks and sums the others: a float or double
- * pair without an empty axis as matrix products (es_pair_gemm), others
- * through the strided loop.
+ * keeps the labels keep[] marks and sums the others.  Each side is first
+ * reduced alone (es_reduce_alone: its diagonals, the letters only it
+ * has); then a float or double pair goes as matrix products
+ * (es_pair_gemm), others through the strided loop.  A pair with an empty
+ * axis goes straight to the loop.
  */
 static int
 es_pair(ie_node_ctx *ctx, ie_dtype dt, const es_view *a, const es_view *b,
 		const bool *keep, const int64_t *sizes, es_view *res, ie_tensor **buf)
 {
 	bool		need[ES_LABELS],
-				seen[ES_LABELS] = {false},
 				empty = false;
-	int8_t		lab[ES_LABELS];
-	int			n = 0;
 	es_view		ra,
 				rb;
 	ie_tensor  *ba = NULL,
@@ -818,25 +877,9 @@ es_pair(ie_node_ctx *ctx, ie_dtype dt, const es_view *a, const es_view *b,
 		empty |= sizes[a->lab[i]] == 0;
 	for (int i = 0; i < b->n; i++)
 		empty |= sizes[b->lab[i]] == 0;
-	if ((dt != IE_FLOAT && dt != IE_DOUBLE) || empty)
-	{
-		for (int k = 0; k < 2; k++)
-		{
-			const es_view *v = k == 0 ? a : b;
-
-			for (int i = 0; i < v->n; i++)
-				if (keep[v->lab[i]] && !seen[v->lab[i]])
-				{
-					seen[v->lab[i]] = true;
-					lab[n++] = v->lab[i];
-				}
-		}
-		{
-			es_view		v2[2] = {*a, *b};
-
-			return es_loop_into(ctx, dt, v2, 2, lab, n, sizes, res, buf);
-		}
-	}
+	if (empty)
+		return es_pair_loop(ctx, dt, a, b, keep, sizes, res, buf);
+	/* first each side alone: its diagonals, the letters only it has */
 	memcpy(need, keep, sizeof(need));
 	for (int i = 0; i < b->n; i++)
 		need[b->lab[i]] = true;
@@ -846,8 +889,10 @@ es_pair(ie_node_ctx *ctx, ie_dtype dt, const es_view *a, const es_view *b,
 	for (int i = 0; i < ra.n; i++)
 		need[ra.lab[i]] = true;
 	rc = es_reduce_alone(ctx, dt, b, need, sizes, &rb, &bb);
-	if (rc == 0)
+	if (rc == 0 && (dt == IE_FLOAT || dt == IE_DOUBLE))
 		rc = es_pair_gemm(ctx, dt, &ra, &rb, keep, sizes, ctx->n_threads, res, buf);
+	else if (rc == 0)
+		rc = es_pair_loop(ctx, dt, &ra, &rb, keep, sizes, res, buf);
 	ie_tensor_destroy(&ba);
 	ie_tensor_destroy(&bb);
 	return rc;
