@@ -493,9 +493,18 @@ prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
 	rank = ie_model_input_shape(p->model, 0, &dtype, dims);
 	if (rank != 4 || dtype != IE_FLOAT || (dims[1] != 3 && dims[1] >= 0))
 	{
+		char		shape[128];
+		size_t		n = 0;
+
+		/* "[N, 3, 224, 224]", -1 for a dynamic dimension */
+		for (int d = 0; d < rank && d < IE_MAX_DIMS && n < sizeof(shape); d++)
+			n += (size_t) snprintf(shape + n, sizeof(shape) - n, "%s%lld", d ? ", " : "[",
+								   (long long) dims[d]);
 		snprintf(err, errlen,
-				 "input \"%s\" of model \"%s\" is not a float NCHW image with 3 channels",
-				 ie_model_input_name(p->model, 0), spec->file);
+				 "input \"%s\" of model \"%s\" is %s %s%s, not an image: an image model's input is float [N, 3, H, W] (%s)",
+				 ie_model_input_name(p->model, 0), spec->file, ie_dtype_name(dtype),
+				 rank > 0 ? shape : "[", "]",
+				 rank != 4 ? "rank 4" : dtype != IE_FLOAT ? "float" : "3 channels");
 		return -1;
 	}
 	/* a registered size the model's fixed one refuses: every row would fail */

@@ -1212,7 +1212,7 @@ model_cache_get_dict(model_cache *mc, const char *labels_file,
 	free(path);
 	e->next = mc->dicts;
 	mc->dicts = e;
-	log_info("loaded dictionary \"%s\" (%d classes)", e->file, e->dict_len);
+	log_info("loaded dictionary \"%s\" (%d lines)", e->file, e->dict_len - 2);
 	*dict = (const char *const *) e->dict;
 	*dict_len = e->dict_len;
 	return 0;
@@ -1242,8 +1242,9 @@ model_cache_get_labels(model_cache *mc, const Pginfer__ModelSpec *spec,
 	if (spec->labels_file == NULL || spec->labels_file[0] == '\0')
 	{
 		*sqlstate = PGINFER_SQLSTATE_BAD_PARAM;
-		snprintf(err, errlen, "classify model \"%s\" (file \"%s\") has no labels: "
+		snprintf(err, errlen, "%s model \"%s\" (file \"%s\") has no labels: "
 				 "register it with labels => ARRAY[...], or with labels_file => a file in the model directory holding one label a line",
+				 spec->task != NULL && spec->task[0] != '\0' ? spec->task : "classify",
 				 spec_label(spec), spec->file);
 		return -1;
 	}

@@ -1118,7 +1118,7 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0)
 	{
 		snprintf(buf, buflen,
-				 "Copy the file into the worker's model directory (%s), readable by the worker's user, or fix the file's name in the model's registration (infer.models); for an uploaded model, send it to this worker with infer.push_models().",
+				 "Copy the file into the worker's model directory (%s), readable by the worker's user (a text model: its whole folder, model.onnx with model.json and vocab.txt), or fix the file's name in the model's registration (infer.models); for an uploaded model (an image model's one file), send it to this worker with infer.push_models().",
 				 s->model_dir);
 		return buf;
 	}

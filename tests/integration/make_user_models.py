@@ -61,6 +61,8 @@ that a batch tensor whose byte count is not its shape's shows:
                        floats a row) -> ReduceMean -> Flatten: y [N, 1],
                        out of memory at run time (53200); the Expand is
                        named "not supported"
+  gray.onnx            GlobalAveragePool -> Flatten over x [N, 1, 8, 8]:
+                       one channel, no image model (22023 naming its shape)
   txt_pos8/            a text model (docs/text.md) whose position table
                        has 8 rows: token embeddings [20, 4] gathered by
                        input_ids, plus the first `sequence` rows of the
@@ -258,6 +260,11 @@ def main():
         helper.make_node("ReduceMean", ["e"], ["r"], axes=[1, 2, 3]),
         helper.make_node("Flatten", ["r"], ["y"]),
     ], y(["N", 1]), [huge])
+
+    save(outdir, "gray", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ], y(["N", 1]), x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8]))
 
     text_model(outdir, "txt_pos8")
 

@@ -200,6 +200,8 @@ out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
 \set ON_ERROR_STOP 0
 SELECT infer.create_model('int_out', 'int_out.onnx', 'raw');
 SELECT infer.create_model('wrong_size', 'first_identity.onnx', 'raw', input_height => 16, input_width => 8);
+SELECT infer.create_model('gray', 'gray.onnx', 'raw');
+SELECT infer.predict('gray', data) FROM img WHERE n = 1;
 SELECT infer.create_model('fixed_b4', 'fixed_b4.onnx', 'raw');
 SELECT infer.predict('fixed_b4', data) FROM img WHERE n = 1;
 SELECT infer.create_model('mlp_cls5', 'mlp.onnx', 'classify', labels => '{a,b,c,d,e}');
@@ -261,6 +263,8 @@ check "(e) an int64 output: 22023 naming the output and the model" "$out" \
 	'ERROR:  22023: first output "y" of model "int_out.onnx" is int64; infer.predict and infer.classify read a float output'
 check "(e) a registered size the model's fixed input refuses: 22023 naming both" "$out" \
 	'ERROR:  22023: model "wrong_size" is registered with input_height 16 and input_width 8, but its input "x" is fixed at height 8 and width 8'
+check "(e) a one-channel input: 22023 naming its type and shape and what an image model takes" "$out" \
+	'ERROR:  22023: input "x" of model "gray\.onnx" is float \[-1, 1, 8, 8\], not an image: an image model.s input is float \[N, 3, H, W\] \(3 channels\)'
 check "(e) a batch fixed at 4: 22023 saying so" "$out" \
 	'ERROR:  22023: model "fixed_b4.onnx" takes a fixed batch of 4 images \(input "x"\)'
 check "(e) 5 labels for 4 scores: 22023; 4 labels: a label for every row" "$out" \

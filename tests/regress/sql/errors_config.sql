@@ -26,6 +26,9 @@ SELECT infer.classify('ppocr_det', '\x00');
 :sqlstate
 SELECT infer.predict('ppocr_rec', '\x00');
 :sqlstate
+-- a text model: the hint names the text functions
+SELECT infer.predict('minilm', '\x00');
+:sqlstate
 SET infer.ocr_recognizer = 'ppocr_cls';
 SELECT infer.ocr('\x00');
 :sqlstate
