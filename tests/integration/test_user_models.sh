@@ -227,6 +227,7 @@ SELECT infer.create_model('cast_bf16', 'cast_bf16.onnx', 'raw');
 SELECT infer.predict('cast_bf16', data) FROM img WHERE n = 1;
 SELECT infer.create_model('bad_attr', 'bad_attr.onnx', 'raw');
 SELECT infer.predict('bad_attr', data) FROM img WHERE n = 1;
+SELECT infer.load_model('bad_attr', 'w');
 SELECT infer.create_model('named_oom', 'named_oom.onnx', 'raw');
 SELECT infer.predict('named_oom', data) FROM img WHERE n = 1;
 SELECT infer.create_model('f16_add', 'f16_add.onnx', 'raw');
@@ -295,6 +296,8 @@ check "(m) an attribute Relu does not have: XX001 at load naming it" "$out" \
 	'ERROR:  XX001: could not load model file "bad_attr\.onnx": .*Relu node .relu_foo.: attribute .foo. is not an attribute of Relu-13 \(opset 13\)' \
 	'HINT:  Check the file with onnx\.checker\.check_model, which names what is wrong: export the model again if it is not valid ONNX'
 check_not "(m) ... neither ran" "$out" 'XX000: model "(cast_bf16|bad_attr)\.onnx" failed'
+check "(m) ... and infer.load_model finds it before any query: XX001 the same way" \
+	"$(grep -c 'ERROR:  XX001: .*could not load model file "bad_attr\.onnx": Relu node .relu_foo.: attribute .foo.' <<<"$out")" '^2$'
 # At run time the engine returns the kind of its failure; the names in the
 # file (here "out of memory", "image too small", "not supported") play no
 # part in the SQLSTATE.
