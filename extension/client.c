@@ -110,10 +110,11 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "commands/dbcommands.h"
-#include "mb/pg_wchar.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "lib/ilist.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -1010,24 +1011,32 @@ client_input_scope(uint8 *scope)
 }
 
 /*
- * Who sends this backend's requests, for the worker's log lines about them
- * (Header.client): "db=<database> user=<role> pid=<pid>", the database,
- * the current role (GetUserId, as client_input_scope) and this process
- * (a parallel worker's own pid in a parallel query), at most
- * PGINFER_CLIENT_MAX bytes; palloc'd.  A name that cannot be read (a
- * role dropped meanwhile) reads "?".
+ * Who sends a request, for the worker's log (Header.client): "db=<database>
+ * user=<session user> pid=<pid>", as pg_stat_activity's datname, usename
+ * and pid (a parallel worker's own pid), then " role=<role>" when the
+ * current role differs (SET ROLE; the owner inside a SECURITY DEFINER
+ * function such as infer.load_model).  At most PGINFER_CLIENT_MAX bytes;
+ * palloc'd; a name that cannot be read (dropped meanwhile) reads "?".
  */
 static char *
 client_identity(void)
 {
 	char	   *db = get_database_name(MyDatabaseId);
-	char	   *role = GetUserNameFromId(GetUserId(), true);
-	char	   *s = psprintf("db=%s user=%s pid=%d", db ? db : "?", role ? role : "?",
-							 MyProcPid);
+	char	   *user = GetUserNameFromId(GetSessionUserId(), true);
+	StringInfoData s;
 
-	if (strlen(s) > PGINFER_CLIENT_MAX)
-		s[pg_mbcliplen(s, strlen(s), PGINFER_CLIENT_MAX)] = '\0';
-	return s;
+	initStringInfo(&s);
+	appendStringInfo(&s, "db=%s user=%s pid=%d", db ? db : "?", user ? user : "?",
+					 MyProcPid);
+	if (GetUserId() != GetSessionUserId())
+	{
+		char	   *role = GetUserNameFromId(GetUserId(), true);
+
+		appendStringInfo(&s, " role=%s", role ? role : "?");
+	}
+	if (s.len > PGINFER_CLIENT_MAX)
+		s.data[pg_mbcliplen(s.data, s.len, PGINFER_CLIENT_MAX)] = '\0';
+	return s.data;
 }
 
 /*

@@ -192,8 +192,10 @@ check_predict_task(const InferFragment *frag, const Pginfer__ModelSpec *model)
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 			 errmsg("model \"%s\" has task \"%s\", but %s needs an image model (task classify, raw or embed_image)",
 					model->name, model->task, frag->funcname),
-			 strcmp(model->task, "embed_text") == 0 || strcmp(model->task, "classify_text") == 0 ?
-			 errhint("A text model takes text: use infer.embed(model, text) or infer.classify(model, text).") :
+			 strcmp(model->task, "embed_text") == 0 ?
+			 errhint("A text model takes text: use infer.embed(model, text).") :
+			 strcmp(model->task, "classify_text") == 0 ?
+			 errhint("A text model takes text: use infer.classify(model, text).") :
 			 errhint("Use infer.ocr() or infer.detect_text() for the OCR models, or register the model with task raw.")));
 }
 

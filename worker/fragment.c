@@ -493,17 +493,26 @@ prepare_image_model(model_cache *mc, const Pginfer__Fragment *frag,
 	rank = ie_model_input_shape(p->model, 0, &dtype, dims);
 	if (rank != 4 || dtype != IE_FLOAT || (dims[1] != 3 && dims[1] >= 0))
 	{
-		char		shape[128];
+		char		shape[256] = "";
 		size_t		n = 0;
 
-		/* "[N, 3, 224, 224]", -1 for a dynamic dimension */
-		for (int d = 0; d < rank && d < IE_MAX_DIMS && n < sizeof(shape); d++)
-			n += (size_t) snprintf(shape + n, sizeof(shape) - n, "%s%lld", d ? ", " : "[",
-								   (long long) dims[d]);
+		/* "[N, 1, 224, 224]": a dynamic dimension by its name, else "?" */
+		for (int d = 0; d < rank && n < sizeof(shape); d++)
+		{
+			const char *name = ie_model_dim_param(p->model, 0, 0, d);
+			int			k = dims[d] >= 0 ?
+				snprintf(shape + n, sizeof(shape) - n, "%s%lld", d ? ", " : "",
+						 (long long) dims[d]) :
+				snprintf(shape + n, sizeof(shape) - n, "%s%.20s", d ? ", " : "",
+						 name != NULL ? name : "?");
+
+			n += k > 0 ? (size_t) k : 0;
+		}
 		snprintf(err, errlen,
-				 "input \"%s\" of model \"%s\" is %s %s%s, not an image: an image model's input is float [N, 3, H, W] (%s)",
-				 ie_model_input_name(p->model, 0), spec->file, ie_dtype_name(dtype),
-				 rank > 0 ? shape : "[", "]",
+				 rank > 0 ?
+				 "input \"%s\" of model \"%s\" is %s [%s], not an image: an image model's input is float [N, 3, H, W] (%s)" :
+				 "input \"%s\" of model \"%s\" is %s with no declared shape%s, not an image: an image model's input is float [N, 3, H, W] (%s)",
+				 ie_model_input_name(p->model, 0), spec->file, ie_dtype_name(dtype), shape,
 				 rank != 4 ? "rank 4" : dtype != IE_FLOAT ? "float" : "3 channels");
 		return -1;
 	}

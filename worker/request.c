@@ -181,22 +181,14 @@ wire_request_id(const uint8_t *p, const uint8_t *end)
 }
 
 /*
- * Header.client made safe to log: cut at PGINFER_CLIENT_MAX bytes, and a
- * byte that is not printable ASCII written '?' (in place).
+ * Header.client cut at PGINFER_CLIENT_MAX bytes (in place); the log
+ * escapes what it holds (log_escape: control bytes, bytes not UTF-8).
  */
 static void
 clean_client(Pginfer__Header *h)
 {
-	size_t		n;
-
-	if (h->client == NULL || h->client[0] == '\0')
-		return;
-	n = strlen(h->client);
-	if (n > PGINFER_CLIENT_MAX)
-		h->client[n = PGINFER_CLIENT_MAX] = '\0';
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char) h->client[i] < 0x20 || (unsigned char) h->client[i] > 0x7e)
-			h->client[i] = '?';
+	if (h->client != NULL && strlen(h->client) > PGINFER_CLIENT_MAX)
+		h->client[PGINFER_CLIENT_MAX] = '\0';
 }
 
 /* Unpacks a header frame, or refuses it; see request.h. */

@@ -47,8 +47,8 @@ typedef struct request_refusal
  * placement pins each model); *why (may be NULL) then says why, with
  * the request_id the scan read for a refusal by limit.  The models of
  * each stage (PGINFER_MAX_FRAGMENT_MODELS) are checked once unpacked, by
- * request_check_header.  Header.client comes back safe to log (at most
- * PGINFER_CLIENT_MAX bytes of printable ASCII, '?' for any other byte).
+ * request_check_header.  Header.client comes back cut at
+ * PGINFER_CLIENT_MAX bytes.
  * Free with pginfer__header__free_unpacked(h, NULL).
  */
 Pginfer__Header *request_unpack(const void *data, size_t len, request_refusal *why);

@@ -630,8 +630,8 @@ reply_with_header(uint8_t *header, size_t len)
  * A log line about a request, "request <id>: ...", ends with who sent it
  * when its client said so (Header.client, made safe by request_unpack):
  * "...; from db=shop user=app pid=4711".  FROM_FMT ends the format,
- * FROM_ARGS(client) the arguments (client may be NULL).  At the end, so
- * that what reads "request <id>: " still finds it.
+ * FROM_ARGS(client) the arguments (client may be NULL; it is read three
+ * times).  At the end, so that what reads "request <id>: " still finds it.
  */
 #define FROM_FMT "%s%s"
 #define FROM_ARGS(client) \
@@ -1465,7 +1465,7 @@ group_finish(server *s, job *j, server_reply **replies)
 	const Pginfer__Header *const *reqs = j->reqs;
 	int			n = j->n_items;
 	fragment_result *fr = j->fr;
-	char		hint[512];
+	char		hint[1024];
 	int			total = 0,
 				off = 0,
 				rc = 0;
@@ -1693,7 +1693,7 @@ model_reply(server *s, const Pginfer__Header *req)
 	const Pginfer__ModelSpec *spec = req->model->model;
 	const char *sqlstate = PGINFER_SQLSTATE_INTERNAL;
 	char		err[1024],
-				hint[512];
+				hint[1024];
 	double		ms = 0;
 	int			rc;
 	stop_watch	watch = {0};
@@ -2061,12 +2061,14 @@ refuse_too_many(server *s, zmq_msg_t *parts, int64_t n_payload)
 	request_refusal why;
 	uint64_t	id = 0;
 	char		msg[256];
+	char		who[PGINFER_CLIENT_MAX + 1] = "";
 	server_reply *r;
 
 	req = request_unpack(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), &why);
 	if (req != NULL)
 	{
 		id = req->request_id;
+		snprintf(who, sizeof(who), "%s", req->client != NULL ? req->client : "");
 		pginfer__header__free_unpacked(req, NULL);
 	}
 	else if (why.limit)
@@ -2074,7 +2076,7 @@ refuse_too_many(server *s, zmq_msg_t *parts, int64_t n_payload)
 	snprintf(msg, sizeof(msg),
 			 "request has %lld payload frames, more than the %d rows one request may carry",
 			 (long long) n_payload, SERVER_MAX_ROWS);
-	r = error_reply(id, NULL, PGINFER_SQLSTATE_TOO_LARGE, msg,
+	r = error_reply(id, who, PGINFER_SQLSTATE_TOO_LARGE, msg,
 					"Send the rows in several requests.");
 	if (r != NULL && send_reply(s, &parts[0], r) != 0)
 		log_warn("could not send a reply: %s", zmq_strerror(zmq_errno()));
@@ -2152,8 +2154,9 @@ answers_blocked(server *s, client_entry *c)
 }
 
 /*
- * Answers request_id of the client whose routing id is peer (c its entry,
- * holding held bytes) with MSG_ERROR 53400 instead of running it, or,
+ * Answers request_id (from who, Header.client or NULL) of the client whose
+ * routing id is peer (c its entry, holding held bytes) with MSG_ERROR 53400
+ * instead of running it, or,
  * with may_drop (the caller found that its answers block it,
  * answers_blocked) when its unread answers pass --max-client-bytes by
  * CLIENT_REFUSAL_ALLOWANCE, drops it unanswered (the client reads none of
@@ -2161,7 +2164,7 @@ answers_blocked(server *s, client_entry *c)
  */
 static void
 refuse_for_client(server *s, zmq_msg_t *peer, client_entry *c,
-				  uint64_t request_id, int64_t held, bool may_drop)
+				  uint64_t request_id, const char *who, int64_t held, bool may_drop)
 {
 	char		msg[512];
 	server_reply *r;
@@ -2176,7 +2179,7 @@ refuse_for_client(server *s, zmq_msg_t *peer, client_entry *c,
 			 "the worker holds %lld bytes for this connection (requests queued and answers not read yet), over its limit of %lld bytes; the request was not run",
 			 (long long) held, (long long) s->max_client_bytes);
 	/* quiet: one WARN an episode (warn_over), not one a request */
-	r = error_reply_logged(request_id, NULL, PGINFER_SQLSTATE_CLIENT_LIMIT, msg,
+	r = error_reply_logged(request_id, who, PGINFER_SQLSTATE_CLIENT_LIMIT, msg,
 						   "Read the answers of the requests sent before sending more, or start the worker with a larger --max-client-bytes.",
 						   true);
 	if (r != NULL && send_reply(s, peer, r) != 0)
@@ -2232,7 +2235,7 @@ client_over_limit(server *s, zmq_msg_t *parts, int n)
 	if (req != NULL)
 		pginfer__header__free_unpacked(req, NULL);
 	warn_over(s, c, parts, n, held, "");
-	refuse_for_client(s, &parts[0], c, id, held, blocked);
+	refuse_for_client(s, &parts[0], c, id, NULL, held, blocked);
 	return 1;
 }
 
@@ -2266,7 +2269,7 @@ refuse_unread_clients(server *s, batch_item **items, int *n)
 		warn_over(s, q->client, q->parts, q->n_parts, held,
 				  ", even those queued,");
 		refuse_for_client(s, &q->parts[0], q->client, items[k]->request_id,
-						  held, false);
+						  q->header != NULL ? q->header->client : NULL, held, false);
 		batch_item_destroy(&items[k]);
 	}
 	*n = kept;
@@ -2690,7 +2693,7 @@ group_metrics(const job *j, int ran)
 static void
 job_complete(server *s, job *j, int shutdown)
 {
-	char		hint[512];
+	char		hint[1024];
 
 	if (j->kind != JOB_GROUP)
 	{

@@ -265,7 +265,7 @@ check "(e) an int64 output: 22023 naming the output and the model" "$out" \
 check "(e) a registered size the model's fixed input refuses: 22023 naming both" "$out" \
 	'ERROR:  22023: model "wrong_size" is registered with input_height 16 and input_width 8, but its input "x" is fixed at height 8 and width 8'
 check "(e) a one-channel input: 22023 naming its type and shape and what an image model takes" "$out" \
-	'ERROR:  22023: input "x" of model "gray\.onnx" is float \[-1, 1, 8, 8\], not an image: an image model.s input is float \[N, 3, H, W\] \(3 channels\)'
+	'ERROR:  22023: input "x" of model "gray\.onnx" is float \[N, 1, 8, 8\], not an image: an image model.s input is float \[N, 3, H, W\] \(3 channels\)'
 check "(e) a batch fixed at 4: 22023 saying so" "$out" \
 	'ERROR:  22023: model "fixed_b4.onnx" takes a fixed batch of 4 images \(input "x"\)'
 check "(e) 5 labels for 4 scores: 22023; 4 labels: a label for every row" "$out" \
@@ -335,6 +335,12 @@ pid=$(q -c "SELECT pg_backend_pid() || ' ' || cardinality(infer.predict('mlp', d
 check "(n) the worker's line about a request names the database, the role and the backend's pid" \
 	"$pid $(grep -c "request [0-9]*: predict over 1 rows (1 ok, 0 failed) in [0-9.]* ms; from db=postgres user=postgres pid=${pid% *}$" "$tmp/w.log")" \
 	'^[0-9]+ 4 1$'
+out=$(q -c "CREATE ROLE pginfer_logtest; GRANT infer_user TO pginfer_logtest; GRANT SELECT ON img TO pginfer_logtest" \
+	-c "SET ROLE pginfer_logtest" \
+	-c "SELECT pg_backend_pid() || ' ' || cardinality(infer.predict('mlp', data)) FROM img WHERE n = 2" \
+	-c "RESET ROLE" -c "REVOKE SELECT ON img FROM pginfer_logtest; DROP ROLE pginfer_logtest")
+check "(n) ... and under SET ROLE, the session user and the role" \
+	"$(grep -c "request [0-9]*: predict over 1 rows (1 ok, 0 failed) in [0-9.]* ms; from db=postgres user=postgres pid=${out% *} role=pginfer_logtest$" "$tmp/w.log")" '^1$'
 check "(n) ... and so does its error line" \
 	"$(grep -c "request [0-9]*: error 0A000: model \"f16_add\.onnx\" failed: .*; from db=postgres user=postgres pid=[0-9]*$" "$tmp/w.log")" '^1$'
 

@@ -1600,16 +1600,15 @@ test_log_levels(void)
 }
 
 /*
- * Header.client as request_unpack gives it: at most PGINFER_CLIENT_MAX
- * bytes, each byte that is not printable ASCII written '?', so that it can
- * go into a log line; an empty one stays empty.
+ * Header.client as request_unpack gives it: cut at PGINFER_CLIENT_MAX
+ * bytes, its bytes kept (the log escapes them, log_escape); an empty one
+ * stays empty.
  */
 static void
 test_client(void)
 {
 	Pginfer__Header h = PGINFER__HEADER__INIT;
 	char		client[301];
-	char		want[PGINFER_CLIENT_MAX + 1];
 	uint8_t    *buf;
 	size_t		len;
 	Pginfer__Header *u;
@@ -1617,17 +1616,13 @@ test_client(void)
 	memset(client, 'x', 300);
 	client[300] = '\0';
 	memcpy(client, "db=caf\xc3\xa9 user=a\nb pid=\x01" "7", 24);
-	memset(want, 'x', PGINFER_CLIENT_MAX);
-	want[PGINFER_CLIENT_MAX] = '\0';
-	memcpy(want, "db=caf?? user=a?b pid=?7", 24);
 	h.version = PGINFER_PROTOCOL_VERSION;
 	h.kind = PGINFER__MSG_KIND__MSG_PING;
 	h.client = client;
 	buf = pack(&h, &len);
 	u = request_unpack(buf, len, NULL);
-	CHECK_EXPR(u != NULL && u->client != NULL && strlen(u->client) == PGINFER_CLIENT_MAX);
-	if (u != NULL && u->client != NULL)
-		CHECK_STR(u->client, want);
+	CHECK_EXPR(u != NULL && u->client != NULL && strlen(u->client) == PGINFER_CLIENT_MAX &&
+			   strncmp(u->client, client, PGINFER_CLIENT_MAX) == 0);
 	pginfer__header__free_unpacked(u, NULL);
 	free(buf);
 

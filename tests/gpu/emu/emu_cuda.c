@@ -127,6 +127,12 @@ cudaError_t
 cudaMalloc(void **devPtr, size_t size)
 {
 	emu_counts.malloc++;
+	/* no more than the device's memory (cudaMemGetInfo's total) */
+	if (size > ((size_t) 16 << 30))
+	{
+		*devPtr = NULL;
+		return cudaErrorMemoryAllocation;
+	}
 	*devPtr = malloc(size > 0 ? size : 1);
 	if (*devPtr == NULL)
 		return cudaErrorMemoryAllocation;

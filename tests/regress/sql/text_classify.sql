@@ -41,7 +41,7 @@ SELECT count(*) AS texts,
        AS same_label
   FROM cref r JOIN cgot g USING (id);
 SELECT infer.drop_model('prompt_task_file');
--- registered without labels: 22023 naming its task
+-- registered without labels: an error naming its task (22023)
 SELECT infer.create_model('prompt_task_nolabels', 'prompt_task/model.onnx', 'classify_text');
 SELECT infer.classify('prompt_task_nolabels', 'a text');
 SELECT infer.drop_model('prompt_task_nolabels');
