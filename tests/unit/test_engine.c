@@ -757,6 +757,23 @@ run_fails(const ie_model *m, const ie_tensor *in, ie_error_kind want,
 }
 
 /*
+ * Whether g loads and then fails on in as run_fails says (a load that
+ * fails leaves its message in err); the model is destroyed, the arena
+ * reset.
+ */
+static bool
+graph_run_fails(const graph_spec *g, const ie_tensor *in, ie_error_kind want,
+				const char *want_msg, char *err, size_t errlen)
+{
+	ie_model   *m = load(g, err, errlen);
+	bool		ok = m != NULL && run_fails(m, in, want, want_msg, err, errlen);
+
+	ie_model_destroy(&m);
+	arena_reset();
+	return ok;
+}
+
+/*
  * The kind of a run's failure comes from what failed, never from the
  * names in the file: each node below is named after another kind.
  */
@@ -778,14 +795,9 @@ test_run_error_kinds(void)
 		g.inits[g.n_inits++] = tensor_i64("S", (int64_t[]) {0, 5}, 2);
 		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
 		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
-		m = load(&g, err, sizeof(err));
-		CHECK(m != NULL, "load Reshape: %s", err);
-		if (m != NULL)
-			CHECK(run_fails(m, in, IE_ERR_INVALID, "Reshape node 'out of memory'", err,
-							sizeof(err)),
-				  "a Reshape that cannot be done is IE_ERR_INVALID: %s", err);
-		ie_model_destroy(&m);
-		arena_reset();
+		CHECK(graph_run_fails(&g, in, IE_ERR_INVALID, "Reshape node 'out of memory'", err,
+							  sizeof(err)),
+			  "a Reshape that cannot be done is IE_ERR_INVALID: %s", err);
 	}
 
 	/* float16 arithmetic, which the engine lacks: IE_ERR_NOT_SUPPORTED */
@@ -801,14 +813,9 @@ test_run_error_kinds(void)
 		attr_int(g.nodes[2], "to", 1);
 		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
 		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
-		m = load(&g, err, sizeof(err));
-		CHECK(m != NULL, "load Cast+Add+Cast: %s", err);
-		if (m != NULL)
-			CHECK(run_fails(m, in, IE_ERR_NOT_SUPPORTED, "is not supported", err,
-							sizeof(err)),
-				  "float16 Add is IE_ERR_NOT_SUPPORTED: %s", err);
-		ie_model_destroy(&m);
-		arena_reset();
+		CHECK(graph_run_fails(&g, in, IE_ERR_NOT_SUPPORTED, "is not supported", err,
+							  sizeof(err)),
+			  "float16 Add is IE_ERR_NOT_SUPPORTED: %s", err);
 	}
 
 	/* an output of 2^50 floats: IE_ERR_NO_MEMORY, named "not supported" */
@@ -820,14 +827,9 @@ test_run_error_kinds(void)
 		g.inits[g.n_inits++] = tensor_i64("S", (int64_t[]) {1 << 25, 1 << 25, 1, 1}, 4);
 		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
 		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 4, (int64_t[]) {-1, -1, -1, -1});
-		m = load(&g, err, sizeof(err));
-		CHECK(m != NULL, "load Expand: %s", err);
-		if (m != NULL)
-			CHECK(run_fails(m, in, IE_ERR_NO_MEMORY, "Expand node 'not supported'", err,
-							sizeof(err)),
-				  "an Expand out of memory is IE_ERR_NO_MEMORY: %s", err);
-		ie_model_destroy(&m);
-		arena_reset();
+		CHECK(graph_run_fails(&g, in, IE_ERR_NO_MEMORY, "Expand node 'not supported'", err,
+							  sizeof(err)),
+			  "an Expand out of memory is IE_ERR_NO_MEMORY: %s", err);
 	}
 
 	/* an input of another type: IE_ERR_INVALID, -1 as before kinds */
