@@ -1592,6 +1592,10 @@ test_einsum(void)
 	/* "..." broadcasts: P's [2, 1] with Q's [2] is [2, 2] */
 	check_einsum("...i,...i->...", 2, pq, 2, d22, (float[]) {6, 1, 15, 4});
 	check_einsum("...i,...i", 2, pq, 2, d22, (float[]) {6, 1, 15, 4});
+	/* an output without "...": allowed where "..." stands for no axis */
+	check_einsum("...ij,...jk->ik", 2, ab, 2, d22, ab_prod);
+	check_einsum_fails("...ij,...jk->ik", 2, xy,
+					   "leaves \"...\" out of its output, and here \"...\" stands for 1 axis");
 	check_einsum("i,i,i->", 3, vvv, 0, NULL, (float[]) {36});
 	check_einsum("i,i,i->i", 3, vvv, 1, d3, (float[]) {1, 8, 27});
 	check_einsum("ij,jk,kl->il", 3, abe, 2, d22, (float[]) {11, 7, 23, 16});

@@ -899,6 +899,24 @@ es_pair(ie_node_ctx *ctx, ie_dtype dt, const es_view *a, const es_view *b,
 }
 
 /*
+ * Refuses an explicit output that leaves out the "..." its inputs have
+ * when "..." stands for n_ell > 0 axes, as numpy's einsum and ONNX
+ * Runtime do (ONNX's reference evaluator sums those axes instead; a
+ * model meaning that writes them as letters).  Returns -1 after
+ * ie_op_error.
+ */
+static int
+es_ellipsis_left_out(ie_node_ctx *ctx, int n_ell)
+{
+	const ie_attr *a = ie_attr_find(ctx, "equation");
+	char		shown[ES_SHOWN];
+
+	es_shown(a->s, a->s_len, shown);
+	return ie_op_error(ctx, "equation \"%s\" leaves \"...\" out of its output, and here \"...\" stands for %d %s (numpy and ONNX Runtime refuse this; write \"...\" in the output, or letters for the axes to sum)",
+					   shown, n_ell, n_ell == 1 ? "axis" : "axes");
+}
+
+/*
  * Einsum (opset 12; ONNX Operators.md): Output = the sum, over the letters
  * of the equation's inputs that its output lacks, of the product of the
  * inputs' elements, for each index of the output's letters.  Inputs
@@ -909,7 +927,8 @@ es_pair(ie_node_ctx *ctx, ie_dtype dt, const es_view *a, const es_view *b,
  * the diagonal; a letter's sizes must agree across inputs (a size 1
  * broadcasts).  The output has the output term's letters, "..." expanded,
  * at most IE_MAX_DIMS axes.  Errors: es_parse's, a rank or size that does
- * not match the equation, a mixed or unsupported type, counts over 2^63,
+ * not match the equation, an explicit output without the "..." that
+ * stands for one axis or more (es_ellipsis_left_out), a mixed or unsupported type, counts over 2^63,
  * out of memory.
  */
 static int
@@ -946,6 +965,8 @@ op_einsum(ie_node_ctx *ctx)
 							   ie_dtype_name(ctx->inputs[k]->dtype), ie_dtype_name(dt));
 	if (es_bind(ctx, &eq, views, sizes, &n_ell) != 0)
 		return -1;
+	if (n_ell > 0 && eq.out.ell < 0)
+		return es_ellipsis_left_out(ctx, n_ell);
 	no = eq.out.n + (eq.out.ell >= 0 ? n_ell : 0);
 	if (no > IE_MAX_DIMS)
 		return ie_op_error(ctx, "an output of rank %d is over the engine's limit of %d",
