@@ -946,6 +946,13 @@ row_run_failed(const frag_plan *p, const pending_batch *b, fragment_result *r, i
 		snprintf(msg, sizeof(msg), "out of memory running model \"%s\"", p->spec->file);
 		fragment_row_error(r, i, PGINFER_SQLSTATE_OUT_OF_MEMORY, msg, err, NULL);
 	}
+	else if (strcmp(*sqlstate, PGINFER_SQLSTATE_TOO_LARGE) == 0)
+	{
+		snprintf(msg, sizeof(msg), "model \"%s\" needs a tensor larger than the worker allows for the row's image at its own size, %dx%d: %s",
+				 p->spec->file, b->w, b->h, ie_message_body(err));
+		fragment_row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, NULL,
+						   "Pass a smaller image, register the input size the model was made for (infer.create_model's input_height and input_width), or start the worker with a larger --max-tensor-bytes.");
+	}
 	else
 	{
 		snprintf(msg, sizeof(msg), "model \"%s\" cannot take the row's image at its own size, %dx%d: %s",
@@ -1064,7 +1071,8 @@ flush_batch(const frag_plan *p, pending_batch *b, fragment_result *r,
 		 * a row may be at fault (its size, memory), or the batch itself:
 		 * a model that fixes a batch of 1 inside (Reshape to [1, ...])
 		 */
-		batch_failed = strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) != 0;
+		batch_failed = strcmp(*sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) != 0 &&
+			strcmp(*sqlstate, PGINFER_SQLSTATE_TOO_LARGE) != 0;
 		log_debug("model \"%s\": a %d-row batch of %dx%d inputs failed (%s); running rows alone",
 				  p->spec->file, b->count, b->w, b->h, err);
 	}
@@ -1127,6 +1135,52 @@ done:
 }
 
 /*
+ * Makes room in b for row i (pending_reserve).  When the engine refuses
+ * the batch's tensor for its size (ie_tensor_take_refusal: over the
+ * worker's --max-tensor-bytes) and b holds rows, they run first
+ * (flush_batch, *pending_bytes less theirs) and the room is sought for the
+ * row alone; a row whose input alone is refused gets 54000 and 1 is
+ * returned.  0 when there is room; -1 with sqlstate/err (53200 when
+ * memory ran out, or flush_batch's error).
+ */
+static int
+reserve_row(const frag_plan *p, pending_batch *b, int max_batch, bool on_device,
+			size_t *pending_bytes, fragment_result *r, int i,
+			const char **sqlstate, char *err, size_t errlen)
+{
+	char		why[256];
+	char		msg[512];
+
+	if (pending_reserve(b, max_batch, on_device) == 0)
+		return 0;
+	if (!ie_tensor_take_refusal(why, sizeof(why)))
+	{
+		*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory for a batch of %dx%d inputs", b->w, b->h);
+		return -1;
+	}
+	if (b->count > 0)
+	{
+		*pending_bytes -= batch_bytes(b);
+		if (flush_batch(p, b, r, sqlstate, err, errlen) != 0)
+			return -1;
+		if (pending_reserve(b, max_batch, on_device) == 0)
+			return 0;
+		if (!ie_tensor_take_refusal(why, sizeof(why)))
+		{
+			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
+			snprintf(err, errlen, "out of memory for a %dx%d input", b->w, b->h);
+			return -1;
+		}
+	}
+	snprintf(msg, sizeof(msg), "the row's %dx%d input to model \"%s\" is larger than the worker allows: %s",
+			 b->w, b->h, p->spec->file, why);
+	fragment_row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, NULL,
+					   "Pass a smaller image, register a smaller input size for the model (infer.create_model's input_height and input_width), or start the worker with a larger --max-tensor-bytes.");
+	return 1;
+}
+
+/*
  * FRAG_PREDICT / FRAG_CLASSIFY over every row: decode, resize (stretch),
  * normalise each row into the pending batch of its input shape (on a
  * device: keep its decoded image, preprocessed there), and run a batch
@@ -1183,7 +1237,8 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 		image_status st;
 		char		derr[512] = "";
 		int			h,
-					w;
+					w,
+					c;
 
 		if (stop != NULL && *stop)
 		{
@@ -1225,12 +1280,14 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 			b->h = h;
 			b->w = w;
 		}
-		if (pending_reserve(b, max_batch, on_device) != 0)
+		c = reserve_row(p, b, max_batch, on_device, &pending_bytes, r, i,
+						sqlstate, err, errlen);
+		if (c != 0)
 		{
 			image_destroy(&img);
-			*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-			snprintf(err, errlen, "out of memory for a batch of %dx%d inputs", w, h);
-			goto done;
+			if (c < 0)
+				goto done;
+			continue;
 		}
 		src = img;
 		if (on_device)

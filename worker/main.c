@@ -7,6 +7,7 @@
  *				   [--max-batch N]
  *				   [--max-queue-delay-us N] [--batch-hold PERCENT] [--max-message-bytes N]
  *				   [--state-listen ENDPOINT] [--gpu-memory BYTES]
+ *				   [--max-tensor-bytes BYTES]
  *				   [--simulate PROFILE.json] [--device cpu|cuda:N]
  *				   [--input-cache MB] [--log-level debug|info|warn|error]
  *				   [--curve-secret-key FILE --curve-allowed-clients FILE]
@@ -46,6 +47,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/protocol.h"
 #include "worker/clients.h"
@@ -152,6 +154,13 @@ usage(FILE *f)
 			"                      queued requests need the room, and fails with\n"
 			"                      SQLSTATE 53200 when its models exceed the cap;\n"
 			"                      0 = no cap (default 0)\n"
+			"  --max-tensor-bytes BYTES\n"
+			"                      most bytes one tensor may take on the CPU: a\n"
+			"                      weight, a batch's input, an operator's output\n"
+			"                      (suffixes K, M, G, T); a larger one fails with\n"
+			"                      SQLSTATE 54000: the row, when its image or text\n"
+			"                      went in at its own size, else the request or the\n"
+			"                      model's load; 0 = the host's memory (default 0)\n"
 			"  --device cpu|cuda:N  where models run (default cpu); cuda:N fails at\n"
 			"                      start when the build has no CUDA or the machine\n"
 			"                      has no usable CUDA device N (docs/gpu.md)\n"
@@ -279,6 +288,27 @@ parse_positive_bytes(const char *s, int64_t *out)
 }
 
 /*
+ * The engine's tensor limit (ie_set_max_tensor_bytes) for --max-tensor-bytes
+ * setting: the setting, or for 0 the host's physical memory
+ * (sysconf(_SC_PHYS_PAGES) pages of _SC_PAGESIZE bytes; SIZE_MAX / 2, the
+ * engine's own bound, when sysconf cannot say).  A tensor larger than the
+ * host's memory could never be filled: its run fails with SQLSTATE 54000
+ * at once instead of 53200, or of the kernel ending the worker.
+ */
+static size_t
+tensor_limit(uint64_t setting)
+{
+	long		pages = sysconf(_SC_PHYS_PAGES);
+	long		page = sysconf(_SC_PAGESIZE);
+
+	if (setting > 0)
+		return setting > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t) setting;
+	if (pages <= 0 || page <= 0 || (uint64_t) pages > SIZE_MAX / 2 / (uint64_t) page)
+		return SIZE_MAX / 2;
+	return (size_t) pages * (size_t) page;
+}
+
+/*
  * Installs on_stop_signal for SIGTERM and SIGINT (no SA_RESTART: the loop
  * sees the stop at once), and on_continue_signal for SIGCONT (SA_RESTART;
  * the calls that a handled signal interrupts whatever the flags, polls
@@ -316,6 +346,7 @@ typedef struct worker_settings
 	server_ext_opts ext;
 	long long	max_message_bytes;
 	long long	threads;
+	uint64_t	max_tensor_bytes;	/* --max-tensor-bytes; 0: the host's memory */
 	int			device;
 	log_level	level;
 	const char *curve_secret;
@@ -341,6 +372,7 @@ static const struct option longopts[] = {
 	{"log-level", required_argument, NULL, 'v'},
 	{"state-listen", required_argument, NULL, 'S'},
 	{"gpu-memory", required_argument, NULL, 'g'},
+	{"max-tensor-bytes", required_argument, NULL, 'T'},
 	{"simulate", required_argument, NULL, 'i'},
 	{"input-cache", required_argument, NULL, 'c'},
 	{"device", required_argument, NULL, 'D'},
@@ -456,6 +488,11 @@ apply_option(void *arg, int code, const char *flag, const char *value,
 				return 0;
 			snprintf(err, errlen, "%s must be a byte count such as 536870912, 512M or 2G, not \"%s\"", flag, value);
 			return -1;
+		case 'T':
+			if (parse_bytes(value, &w->max_tensor_bytes) == 0)
+				return 0;
+			snprintf(err, errlen, "%s must be a byte count such as 4294967296, 512M or 4G (0: the host's memory), not \"%s\"", flag, value);
+			return -1;
 		case 'D':
 			if (ie_device_parse(value, &w->device, why, sizeof(why)) == 0)
 				return 0;
@@ -530,6 +567,7 @@ option_default(int code)
 	{
 		case 't':
 		case 'g':
+		case 'T':
 			return "0";
 		case 'p':
 			snprintf(buf, sizeof(buf), "%lld", (long long) PGINFER_DEFAULT_MAX_PIXELS);
@@ -694,6 +732,7 @@ main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 256 << 20);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	ie_set_threads((int) w.threads);
+	ie_set_max_tensor_bytes(tensor_limit(w.max_tensor_bytes));
 
 	/*
 	 * The threads started from here on inherit these masks: SIGCONT, whose
@@ -745,7 +784,10 @@ main(int argc, char **argv)
 		log_warn("WARNING: listening on %s (state %s) without CURVE: anyone who can reach it may run models and read replies unencrypted; use --curve-secret-key and --curve-allowed-clients (docs/security.md)",
 				 server_endpoint(srv), server_state_endpoint(srv));
 	log_info("models run on %s", ie_device_str(w.device, devname, sizeof(devname)));
-	log_info("longest text row: %lld bytes", (long long) text_get_max_bytes());
+	log_info("longest text row: %lld bytes; largest tensor: %llu bytes%s",
+			 (long long) text_get_max_bytes(),
+			 (unsigned long long) tensor_limit(w.max_tensor_bytes),
+			 w.max_tensor_bytes == 0 ? " (the host's memory)" : "");
 	if (w.ext.simulate != NULL)
 		log_info("simulated device: profile \"%s\"", w.ext.simulate);
 	if (w.ext.input_cache < 0)

@@ -690,8 +690,9 @@ read_registered_bytes(const model_cache *mc, const cache_entry *e,
 /*
  * The SQLSTATE of the kind of an engine load error (engine.h): 0A000 for
  * what the engine lacks (an operator, an opset, a tensor type, an
- * attribute value), 53200 for memory, XX001 (data_corrupted) for a file
- * that is no complete, valid ONNX model.
+ * attribute value), 53200 for memory, 54000 for a weight over the tensor
+ * limit (--max-tensor-bytes), XX001 (data_corrupted) for a file that is no
+ * complete, valid ONNX model.
  */
 static const char *
 load_error_sqlstate(ie_error_kind kind)
@@ -702,6 +703,8 @@ load_error_sqlstate(ie_error_kind kind)
 			return PGINFER_SQLSTATE_NOT_SUPPORTED;
 		case IE_ERR_NO_MEMORY:
 			return PGINFER_SQLSTATE_OUT_OF_MEMORY;
+		case IE_ERR_LIMIT:
+			return PGINFER_SQLSTATE_TOO_LARGE;
 		default:
 			return PGINFER_SQLSTATE_DATA_CORRUPTED;
 	}

@@ -63,6 +63,8 @@ model_calls_sqlstate(ie_error_kind kind)
 			return PGINFER_SQLSTATE_OUT_OF_MEMORY;
 		case IE_ERR_NOT_SUPPORTED:
 			return PGINFER_SQLSTATE_NOT_SUPPORTED;
+		case IE_ERR_LIMIT:
+			return PGINFER_SQLSTATE_TOO_LARGE;
 		default:
 			return PGINFER_SQLSTATE_INTERNAL;
 	}

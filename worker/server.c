@@ -1138,6 +1138,8 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	}
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_IN_USE) == 0)
 		return "Unload it once its queued requests are done.";
+	if (strcmp(sqlstate, PGINFER_SQLSTATE_TOO_LARGE) == 0)
+		return "The message names the limit: send smaller input, or, for a tensor of a model (a weight, or one of its run), start the worker with a larger --max-tensor-bytes.";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
 		return "Export the model without it (ONNX opsets 1 to 17 of the default domain, weights inside the file); docs/sql.md, \"Models\", says what a model needs.";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED) == 0)
@@ -1453,6 +1455,45 @@ watch_across_stop(server *s, const stop_watch *w)
 	return 1;
 }
 
+/* Most failed rows of one request that log_failed_rows names. */
+#define LOG_FAILED_ROWS_MAX 10
+
+/*
+ * At the debug level, the errors of request req's failed rows (rows off ..
+ * off + n - 1 of fr): "request N: row 3 of 25 (row id 7): 54000 <message>"
+ * for the first LOG_FAILED_ROWS_MAX, then how many more failed.  Only
+ * counts reach the info line; these say why.
+ */
+static void
+log_failed_rows(const Pginfer__Header *req, const fragment_result *fr, int off, int n)
+{
+	int			shown = 0,
+				more = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		const Pginfer__RowResult *row = &fr->rows[off + i];
+
+		if (row->ok)
+			continue;
+		if (shown == LOG_FAILED_ROWS_MAX)
+		{
+			more++;
+			continue;
+		}
+		shown++;
+		log_debug("request %llu: row %d of %d (row id %llu): %s %s%s%s",
+				  (unsigned long long) req->request_id, i + 1, n,
+				  (unsigned long long) row->row_id,
+				  row->sqlstate != NULL ? row->sqlstate : "?",
+				  row->message != NULL ? row->message : "",
+				  row->detail != NULL && row->detail[0] != '\0' ? ": " : "",
+				  row->detail != NULL ? row->detail : "");
+	}
+	if (more > 0)
+		log_debug("request %llu: %d more rows failed", (unsigned long long) req->request_id, more);
+}
+
 /*
  * The bookkeeping part of a group run, on the loop's thread: counters,
  * timings, and replies[k] for each request (its MSG_RESULT, or MSG_ERROR
@@ -1554,6 +1595,8 @@ group_finish(server *s, job *j, server_reply **replies)
 			fail_bad_rows(fr, j->bad[k], total, off, nk);
 		for (int i = 0; i < nk; i++)
 			n_ok += fr->rows[off + i].ok ? 1 : 0;
+		if (n_ok < nk && log_get_level() <= LOG_LEVEL_DEBUG)
+			log_failed_rows(reqs[k], fr, off, nk);
 		replies[k] = result_reply(reqs[k], fr, total, off, nk,
 								  group_queue_ms(j, k),
 								  s->requests_served + 1);

@@ -938,10 +938,23 @@ done:
 }
 
 /*
- * Runs rows[0..n) through run_batch, and when the batch's run fails for
- * what the model cannot take (XX000: a shape or an index, not memory nor
- * what the engine lacks), each row alone: a row that fails alone gets the
- * error (22023, naming its length in tokens), the others their vectors.
+ * Whether a text batch's failed run (model_calls_sqlstate of its kind) may
+ * be its rows' fault, so that they run again alone: what the model cannot
+ * take (XX000: a shape or an index) or a tensor over the worker's limit
+ * (54000); not memory running out nor what the engine lacks.
+ */
+static bool
+row_may_be_at_fault(const char *sqlstate)
+{
+	return strcmp(sqlstate, PGINFER_SQLSTATE_INTERNAL) == 0 ||
+		strcmp(sqlstate, PGINFER_SQLSTATE_TOO_LARGE) == 0;
+}
+
+/*
+ * Runs rows[0..n) through run_batch, and when the batch's run fails in a
+ * way a row may be at fault for (row_may_be_at_fault), each row alone: a
+ * row that fails alone gets the error (22023, or 54000 for a tensor over
+ * the limit, naming its length in tokens), the others their vectors.
  * 0, or -1 with sqlstate/err on a request error.
  */
 static int
@@ -954,7 +967,7 @@ run_rows(const ie_model *model, const text_model *tm, const Pginfer__ModelSpec *
 
 	if (c != 1)
 		return c;
-	if (strcmp(*sqlstate, PGINFER_SQLSTATE_INTERNAL) != 0)
+	if (!row_may_be_at_fault(*sqlstate))
 		goto request_error;
 	for (int k = 0; k < n; k++)
 	{
@@ -965,8 +978,16 @@ run_rows(const ie_model *model, const text_model *tm, const Pginfer__ModelSpec *
 				continue;
 			if (c < 0)
 				return -1;
-			if (strcmp(*sqlstate, PGINFER_SQLSTATE_INTERNAL) != 0)
+			if (!row_may_be_at_fault(*sqlstate))
 				goto request_error;
+		}
+		if (strcmp(*sqlstate, PGINFER_SQLSTATE_TOO_LARGE) == 0)
+		{
+			snprintf(msg, sizeof(msg), "text model \"%s\" needs a tensor larger than the worker allows for the row's text of %d tokens: %s",
+					 spec->file, rows[k].n, err);
+			fragment_row_error(r, rows[k].index, PGINFER_SQLSTATE_TOO_LARGE, msg, NULL,
+							   "Shorten the text, lower the model's max_seq_length in its model.json, or start the worker with a larger --max-tensor-bytes.");
+			continue;
 		}
 		snprintf(msg, sizeof(msg), "text model \"%s\" cannot take the row's text of %d tokens: %s",
 				 spec->file, rows[k].n, err);

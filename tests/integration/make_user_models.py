@@ -59,8 +59,12 @@ that a batch tensor whose byte count is not its shape's shows:
                        alone (22023, naming its size)
   expand_huge.onnx     ReduceMean -> Expand to [1, 2^25, 2^25, 1] (2^50
                        floats a row) -> ReduceMean -> Flatten: y [N, 1],
-                       out of memory at run time (53200); the Expand is
-                       named "not supported"
+                       a tensor larger than the host's memory at run
+                       time (54000); the Expand is named "not supported"
+  dyn_concat.onnx      Concat(x, x, axis 1) -> GlobalAveragePool ->
+                       Flatten with x [N, 3, H, W] (the image's own
+                       size): y [N, 6], an intermediate tensor twice the
+                       input's size
   gray.onnx            GlobalAveragePool -> Flatten over x [N, 1, 8, 8]:
                        one channel, no image model (22023 naming its shape)
   txt_pos8/            a text model (docs/text.md) whose position table
@@ -251,6 +255,13 @@ def main():
     save(outdir, "reshape_dyn", [
         helper.make_node("Reshape", ["x", "shape"], ["y"]),
     ], y(["N", 100]), [shape],
+         x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]))
+
+    save(outdir, "dyn_concat", [
+        helper.make_node("Concat", ["x", "x"], ["c"], axis=1),
+        helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ], y(["N", 6]),
          x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]))
 
     huge = numpy_helper.from_array(np.array([1, 1 << 25, 1 << 25, 1], dtype=np.int64), "huge")

@@ -52,7 +52,15 @@
 #       58P01; a third worker, run as the server's user, whose copy of
 #       the file that user may not read answers 58P01 saying so, and its
 #       batches go to w likewise; a worker whose model directory that user
-#       may not open refuses to start, saying so.
+#       may not open refuses to start, saying so;
+#   (p) a worker started with --max-tensor-bytes 8M logs it; a model that
+#       takes each image at its own size fails the row whose tensor in
+#       the model passes the limit (54000, naming node, tensor and
+#       limit), and before the model the row whose input alone does, the
+#       other rows answered, and at the debug level its log names each
+#       failed row and its error; a worker without the setting runs all; a
+#       tensor larger than the host's memory (expand_huge, in (m)) is
+#       54000 too, with the default limit.
 # Prints "user_models: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts is stopped by pid on every exit path.
 set -u
@@ -315,8 +323,9 @@ check "(m) an image at its own size the model cannot take: 22023 for the row, na
 	"ERROR:  22023: model \"reshape_dyn\\.onnx\" cannot take the row's image at its own size, [0-9]+x[0-9]+: Reshape node '#0': " \
 	'HINT:  The model is registered without an input size, so each image goes in at its own: register the size it was made for'
 check "(m) ... a row's own error: infer.on_error = null gives NULL for each row" "$out" '^reshape_dyn null 3 0$'
-check "(m) 2^50 floats at run time, the node named \"not supported\": 53200" "$out" \
-	"ERROR:  53200: model \"expand_huge\\.onnx\" failed: Expand node 'not supported': out of memory for the output"
+check "(m) 2^50 floats at run time, more than the host's memory, the node named \"not supported\": 54000 naming the tensor, with a hint" "$out" \
+	"ERROR:  54000: model \"expand_huge\\.onnx\" failed: Expand node 'not supported': over the tensor limit for the output \\(type float, rank 4\\): a float tensor of shape \\[1, 33554432, 33554432, 1\\] is 4503599627370496 bytes, more than the [0-9]+ bytes a tensor may take" \
+	'HINT:  The message names the limit: send smaller input, or, for a tensor of a model \(a weight, or one of its run\), start the worker with a larger --max-tensor-bytes\.'
 check "(m) ... and the worker answers the next query, every row" "$out" '^after 25$'
 check "(m) a text detector that needs float16 arithmetic: 0A000 for the call, from the OCR pipeline's run, naming the model and the node" "$out" \
 	"ERROR:  0A000: text detection failed: model 'f16_dyn\\.onnx': Add node 'image too small': element type float16 is not supported"
@@ -419,6 +428,51 @@ chmod 755 "$tmp/closed_models"
 check "(o) a model directory the worker's user may not open: no start" "$out" \
 	'could not start: model directory ".*closed_models" cannot be read by the worker \(user id [0-9]+\): Permission denied' \
 	'^exit 1$'
+
+# --- (p) a worker with --max-tensor-bytes ----------------------------------
+# wl allows tensors of 8 MiB, and the others leave the pool.  dyn_concat
+# takes each image at its own size and makes a tensor twice its input's:
+# the 340x140 image (1.1 MB after the Concat) runs; the 900x400 one
+# (8.6 MB after it) fails its row at the Concat, the 1600x1000 one (a
+# 19.2 MB input) before the model runs: 54000 for those rows alone, each
+# naming the tensor.  On a worker without the setting all three run.
+portl=$(testenv_free_port)
+start_named_worker wl "$portl" --model-dir "$MODELS" --max-tensor-bytes 8M --log-level debug || exit 1
+q -c "SELECT infer.drop_worker(name) FROM infer.workers WHERE name IN ('w2', 'w3')" >/dev/null
+add_up wl "$portl"
+q -c "SELECT infer.drop_worker('w')" >/dev/null
+check "(p) the worker logs its tensor limit" "$(cat "$tmp/wl.log")" 'largest tensor: 8388608 bytes$'
+q -c "SELECT infer.create_model('dyn_concat', 'dyn_concat.onnx', 'raw')" \
+	-c "CREATE TABLE pick AS SELECT n, f FROM img, unnest(ARRAY['p21_curl_desc_small.png', 'p01_web_docs.png', 'p08_doc_on_desk.jpg']) AS f WHERE data = pg_read_binary_file('$OCR_DATA/' || f)" >/dev/null
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SELECT 'picked ' || count(*) FROM pick;
+SELECT f, cardinality(infer.predict('dyn_concat', data)) FROM img JOIN pick USING (n) WHERE f LIKE 'p01%';
+SELECT f, cardinality(infer.predict('dyn_concat', data)) FROM img JOIN pick USING (n) WHERE f LIKE 'p08%';
+SET infer.on_error = 'null';
+SELECT string_agg(f || ':' || coalesce(cardinality(v)::text, 'null'), ' ' ORDER BY f)
+  FROM (SELECT f, infer.predict('dyn_concat', data) AS v FROM img JOIN pick USING (n)) s;
+EOF
+)
+check "(p) three images picked" "$out" '^picked 3$'
+check "(p) a row whose tensor in the model is over the limit: 54000 for the row, naming the node, the tensor and the limit, with a hint" "$out" \
+	"ERROR:  54000: model \"dyn_concat\\.onnx\" needs a tensor larger than the worker allows for the row's image at its own size, 900x400: Concat node '#0': over the tensor limit for the output \\(type float, rank 4\\): a float tensor of shape \\[1, 6, 400, 900\\] is 8640000 bytes, more than the 8388608 bytes a tensor may take" \
+	'HINT:  Pass a smaller image, register the input size the model was made for'
+check "(p) a row whose input alone is over the limit: 54000 for the row, before the model runs" "$out" \
+	"ERROR:  54000: the row's 1600x1000 input to model \"dyn_concat\\.onnx\" is larger than the worker allows: a float tensor of shape \\[1, 3, 1000, 1600\\] is 19200000 bytes, more than the 8388608 bytes a tensor may take" \
+	'HINT:  Pass a smaller image, register a smaller input size'
+check "(p) infer.on_error = null: NULL for those two rows, the small image's 6 values" "$out" \
+	'^p01_web_docs\.png:null p08_doc_on_desk\.jpg:null p21_curl_desc_small\.png:6$'
+check "(p) at the debug level, the worker's log says why each row failed (each of the two rows failed in two queries)" \
+	"$(grep -c "request [0-9]*: row [1-3] of [1-3] (row id [0-9]*): 54000 model \"dyn_concat\.onnx\" needs a tensor larger than the worker allows for the row's image at its own size, 900x400: Concat node" "$tmp/wl.log") $(grep -c "request [0-9]*: row [1-3] of [1-3] (row id [0-9]*): 54000 the row's 1600x1000 input" "$tmp/wl.log")" \
+	'^2 2$'
+worker_up
+add_up w "$port"
+q -c "SELECT infer.drop_worker('wl')" >/dev/null
+out=$(q -c "SELECT string_agg(f || ':' || coalesce(cardinality(v)::text, 'null'), ' ' ORDER BY f)
+  FROM (SELECT f, infer.predict('dyn_concat', data) AS v FROM img JOIN pick USING (n)) s" 2>&1)
+check "(p) ... on a worker without the setting, all three run" "$out" \
+	'^p01_web_docs\.png:6 p08_doc_on_desk\.jpg:6 p21_curl_desc_small\.png:6$'
 
 echo "user_models: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

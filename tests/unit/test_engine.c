@@ -832,6 +832,75 @@ test_run_error_kinds(void)
 			  "an Expand out of memory is IE_ERR_NO_MEMORY: %s", err);
 	}
 
+	/* an output of 2^64 floats, past what a byte count holds: IE_ERR_LIMIT */
+	{
+		graph_spec	g = {0};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Expand", "out of memory", "X,S", "Y");
+		g.inits[g.n_inits++] = tensor_i64("S", (int64_t[]) {1LL << 32, 1LL << 31, 1, 1}, 4);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 4, (int64_t[]) {-1, -1, -1, -1});
+		CHECK(graph_run_fails(&g, in, IE_ERR_LIMIT,
+							  "a float tensor of shape [4294967296, 2147483648, 2, 3] has more bytes than the engine can count",
+							  err, sizeof(err)),
+			  "an Expand past 2^63 bytes is IE_ERR_LIMIT: %s", err);
+	}
+
+	/* over ie_set_max_tensor_bytes: IE_ERR_LIMIT, then the same run succeeds without it */
+	{
+		graph_spec	g = {0};
+		ie_model   *big;
+		ie_tensor  *out[1] = {NULL};
+		const ie_tensor *ins[1] = {in};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Expand", "e", "X,S", "Y");
+		g.inits[g.n_inits++] = tensor_i64("S", (int64_t[]) {512, 1024, 1, 1}, 4);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 4, (int64_t[]) {-1, -1, -1, -1});
+		big = load(&g, err, sizeof(err));
+		CHECK(big != NULL, "load Expand: %s", err);
+		if (big != NULL)
+		{
+			ie_set_max_tensor_bytes(1 << 20);
+			CHECK(run_fails(big, in, IE_ERR_LIMIT,
+							"Expand node 'e': over the tensor limit for the output (type float, rank 4): a float tensor of shape [512, 1024, 2, 3] is 12582912 bytes, more than the 1048576 bytes a tensor may take",
+							err, sizeof(err)),
+				  "an Expand over the tensor limit is IE_ERR_LIMIT: %s", err);
+			ie_set_max_tensor_bytes(0);
+			CHECK(ie_model_run(big, ins, out, err, sizeof(err)) == 0 && out[0] != NULL &&
+				  ie_tensor_numel(out[0]) == 512 * 1024 * 6,
+				  "the same Expand without a limit runs: %s", err);
+			ie_tensor_destroy(&out[0]);
+		}
+		ie_model_destroy(&big);
+		arena_reset();
+	}
+
+	/* a weight over ie_set_max_tensor_bytes: the load fails with IE_ERR_LIMIT */
+	{
+		graph_spec	g = {0};
+		float	   *w = calloc(131072 * 3, sizeof(float));
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Add", "a", "X,W", "Y");
+		g.inits[g.n_inits++] = tensor_f("W", 2, (int64_t[]) {131072, 3}, w, 131072 * 3, true);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+		ie_set_max_tensor_bytes(1 << 20);
+		CHECK(load_fails(&g, IE_ERR_LIMIT,
+						 "tensor 'W': over the tensor limit: a float tensor of shape [131072, 3] is 1572864 bytes, more than the 1048576 bytes a tensor may take",
+						 err, sizeof(err)),
+			  "a weight over the tensor limit fails the load with IE_ERR_LIMIT: %s", err);
+		ie_set_max_tensor_bytes(0);
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL, "the same model loads without the limit: %s", err);
+		ie_model_destroy(&m);
+		free(w);
+		arena_reset();
+	}
+
 	/* an input of another type: IE_ERR_INVALID, -1 as before kinds */
 	{
 		graph_spec	g = {0};

@@ -18,6 +18,7 @@
 #ifndef IE_ENGINE_H
 #define IE_ENGINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -88,12 +89,26 @@ void		ie_tensor_cache_clear(void);
 size_t		ie_tensor_cache_bytes(void);
 
 /*
- * Largest tensor data (bytes) the engine allocates, process-wide; a larger
- * one fails as if memory ran out ("out of memory" from the operator).
- * 0, the default, sets no limit.  For fuzzing and for hosts that would
- * rather fail a request than swap.
+ * Largest tensor data (bytes) the engine allocates, process-wide.  A
+ * larger one fails its operator's allocation: the run returns
+ * -IE_ERR_LIMIT, its message the operator's "out of memory ..." followed by
+ * the tensor's type, shape and byte count and the limit.  So does a
+ * tensor whose byte count passes SIZE_MAX / 2, with or without a limit.
+ * 0, the default, sets no limit.  For fuzzing, and for hosts that would
+ * rather fail a request than swap (infer-worker --max-tensor-bytes).
  */
 void		ie_set_max_tensor_bytes(size_t bytes);
+
+/*
+ * The calling thread's last tensor that ie_tensor_new(_uninit) refused for
+ * its size (over ie_set_max_tensor_bytes's limit, or a byte count past
+ * SIZE_MAX / 2), as "a <type> tensor of shape [..] is N bytes, more than
+ * the M bytes a tensor may take" into buf (len bytes): true, and the
+ * refusal is forgotten; false when there is none (the thread's last
+ * allocation succeeded or ran out of memory).  So a caller whose
+ * ie_tensor_new returned NULL tells a limit from memory running out.
+ */
+bool		ie_tensor_take_refusal(char *buf, size_t len);
 
 /* Deep copy of t, or NULL when memory runs out. */
 ie_tensor  *ie_tensor_clone(const ie_tensor *t);
@@ -157,7 +172,9 @@ typedef enum ie_error_kind
 	IE_ERR_INVALID,				/* load: not a complete, valid ONNX model;
 								 * run: what the model cannot take */
 	IE_ERR_NOT_SUPPORTED,		/* valid, but it needs what the engine lacks */
-	IE_ERR_NO_MEMORY
+	IE_ERR_NO_MEMORY,
+	IE_ERR_LIMIT				/* run: a tensor over ie_set_max_tensor_bytes's
+								 * limit, or too large to count in bytes */
 } ie_error_kind;
 
 /* Options of one model load; NULL options mean the process defaults. */

@@ -253,6 +253,7 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 				ctx.donor = owned[v0];
 		}
 		operr[0] = '\0';
+		ie_tensor_forget_refusal();
 		t0 = profile_on() ? ie_now_ns() / 1e9 : 0.0;
 		rc = pn->fn(&ctx);
 		if (profile_on())

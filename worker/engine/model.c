@@ -240,7 +240,14 @@ ie_tensor_from_proto(const Onnx__TensorProto *tp, ie_tensor **out,
 	t = ie_tensor_new(dt, (int) tp->n_dims, dims);
 	if (t == NULL)
 	{
-		snprintf(err, errlen, "tensor '%s': out of memory or size overflow", name);
+		char		why[256];
+
+		if (ie_tensor_take_refusal(why, sizeof(why)))
+		{
+			snprintf(err, errlen, "tensor '%s': over the tensor limit: %s", name, why);
+			return -IE_ERR_LIMIT;
+		}
+		snprintf(err, errlen, "tensor '%s': out of memory", name);
 		return -IE_ERR_NO_MEMORY;
 	}
 	n = (size_t) ie_tensor_numel(t);

@@ -19,6 +19,7 @@
 #define IE_OP_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 
 #include "worker/engine/engine.h"
 
@@ -196,7 +197,10 @@ ie_error_kind ie_error_kind_of(const char *fmt);
 /*
  * Formats "<op_type> node '<name>': <message>" into ctx->err, sets
  * ctx->err_kind (ie_error_kind_of(fmt)) and returns -1, so an operator can
- * `return ie_op_error(ctx, "...", ...);`.
+ * `return ie_op_error(ctx, "...", ...);`.  An "out of memory" message
+ * after a tensor refused for its size (ie_tensor_take_refusal) is
+ * IE_ERR_LIMIT instead: "over the tensor limit" in place of "out of
+ * memory", the refusal appended after ": ".
  */
 int			ie_op_error(ie_node_ctx *ctx, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));
@@ -217,5 +221,8 @@ int			ie_tensor_get_i64(const ie_tensor *t, int64_t idx, int64_t *out);
  * messages; returns buf.  Defined in ops_elementwise.c.
  */
 const char *ie_shape_str(char *buf, size_t len, int ndim, const int64_t *dims);
+
+/* Forgets the calling thread's last refusal (the executor, before a node). */
+void		ie_tensor_forget_refusal(void);
 
 #endif							/* IE_OP_H */

@@ -371,6 +371,28 @@ ie_attr_floats(const ie_node_ctx *ctx, const char *name, const float **vals)
 }
 
 /* "<op_type> node '<name>': <message>" into ctx->err; returns -1. */
+/*
+ * When an "out of memory" message (msg, room bytes, the part after the
+ * node's name) follows a tensor refused for its size: the kind becomes
+ * IE_ERR_LIMIT, "out of memory" reads "over the tensor limit" and the
+ * refusal is appended ("...: a float tensor of shape [..] is N bytes, more
+ * than the M bytes a tensor may take").
+ */
+static void
+limit_error(ie_node_ctx *ctx, char *msg, size_t room)
+{
+	static const char oom[] = "out of memory";
+	char		why[256];
+	char		rest[512];
+	char	   *at = strstr(msg, oom);
+
+	if (at == NULL || !ie_tensor_take_refusal(why, sizeof(why)))
+		return;
+	ctx->err_kind = IE_ERR_LIMIT;
+	snprintf(rest, sizeof(rest), "%s", at + strlen(oom));
+	snprintf(at, room - (size_t) (at - msg), "over the tensor limit%s: %s", rest, why);
+}
+
 int
 ie_op_error(ie_node_ctx *ctx, const char *fmt,...)
 {
@@ -385,6 +407,8 @@ ie_op_error(ie_node_ctx *ctx, const char *fmt,...)
 	va_start(ap, fmt);
 	vsnprintf(ctx->err + n, ctx->errlen - n, fmt, ap);
 	va_end(ap);
+	if (ctx->err_kind == IE_ERR_NO_MEMORY)
+		limit_error(ctx, ctx->err + n, ctx->errlen - n);
 	return -1;
 }
 

@@ -13,6 +13,7 @@
  * to push or pop a pointer.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,6 +209,61 @@ ie_tensor_numel(const ie_tensor *t)
 /* Largest tensor data allowed, in bytes; 0: no limit (ie_set_max_tensor_bytes). */
 static size_t max_tensor_bytes;
 
+/*
+ * The calling thread's last tensor refused for its size (over
+ * max_tensor_bytes, or a byte count past SIZE_MAX / 2), until
+ * ie_tensor_take_refusal reads it or an allocation fails for want of
+ * memory: what tells the two apart for ie_op_error.
+ */
+static _Thread_local struct
+{
+	bool		set;
+	bool		uncountable;	/* its byte count passes SIZE_MAX / 2 */
+	ie_dtype	dtype;
+	int			ndim;
+	int64_t		dims[IE_MAX_DIMS];
+	size_t		bytes;
+}			refused;
+
+/* Notes the refusal of a tensor of dtype and shape (bytes when countable). */
+static void
+note_refusal(ie_dtype dtype, int ndim, const int64_t *dims, bool uncountable,
+			 size_t bytes)
+{
+	refused.set = true;
+	refused.uncountable = uncountable;
+	refused.dtype = dtype;
+	refused.ndim = ndim;
+	memcpy(refused.dims, dims, (size_t) ndim * sizeof(dims[0]));
+	refused.bytes = bytes;
+}
+
+/* Forgets this thread's last refusal; see op.h. */
+void
+ie_tensor_forget_refusal(void)
+{
+	refused.set = false;
+}
+
+/* Describes and forgets this thread's last refusal; see op.h. */
+bool
+ie_tensor_take_refusal(char *buf, size_t len)
+{
+	char		shape[128];
+
+	if (!refused.set)
+		return false;
+	refused.set = false;
+	ie_shape_str(shape, sizeof(shape), refused.ndim, refused.dims);
+	if (refused.uncountable)
+		snprintf(buf, len, "a %s tensor of shape %s has more bytes than the engine can count",
+				 ie_dtype_name(refused.dtype), shape);
+	else
+		snprintf(buf, len, "a %s tensor of shape %s is %zu bytes, more than the %zu bytes a tensor may take",
+				 ie_dtype_name(refused.dtype), shape, refused.bytes, max_tensor_bytes);
+	return true;
+}
+
 /* Sets the largest tensor data the engine allocates; see engine.h. */
 void
 ie_set_max_tensor_bytes(size_t bytes)
@@ -226,17 +282,31 @@ ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims)
 	size_t		esize = ie_dtype_size(dtype);
 	size_t		n = 1;
 
+	refused.set = false;
 	if (esize == 0 || ndim < 0 || ndim > IE_MAX_DIMS)
 		return NULL;
 	for (int i = 0; i < ndim; i++)
 	{
-		if (dims[i] < 0 || (dims[i] > 0 && n > SIZE_MAX / esize / (size_t) dims[i]))
+		if (dims[i] < 0)
 			return NULL;
+		if (dims[i] == 0)
+			n = 0;
+	}
+	for (int i = 0; i < ndim && n > 0; i++)
+	{
+		if (n > SIZE_MAX / esize / (size_t) dims[i])
+		{
+			note_refusal(dtype, ndim, dims, true, 0);
+			return NULL;
+		}
 		n *= (size_t) dims[i];
 	}
 	if (n * esize > SIZE_MAX / 2 ||
 		(max_tensor_bytes > 0 && n * esize > max_tensor_bytes))
+	{
+		note_refusal(dtype, ndim, dims, n * esize > SIZE_MAX / 2, n * esize);
 		return NULL;
+	}
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
