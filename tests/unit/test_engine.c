@@ -184,6 +184,28 @@ tensor_i64(const char *name, const int64_t *vals, int n)
 	return t;
 }
 
+/* A tensor of element type dtype (any the engine holds) in raw_data. */
+static Onnx__TensorProto *
+tensor_raw(const char *name, ie_dtype dtype, int rank, const int64_t *dims,
+		   const void *vals, int n)
+{
+	Onnx__TensorProto *t = alloc(sizeof(*t));
+
+	onnx__tensor_proto__init(t);
+	t->name = str(name);
+	t->has_data_type = 1;
+	t->data_type = dtype;
+	t->n_dims = rank;
+	t->dims = alloc((rank > 0 ? rank : 1) * sizeof(int64_t));
+	if (rank > 0)
+		memcpy(t->dims, dims, rank * sizeof(int64_t));
+	t->has_raw_data = 1;
+	t->raw_data.len = n * ie_dtype_size(dtype);
+	t->raw_data.data = alloc(t->raw_data.len);
+	memcpy(t->raw_data.data, vals, t->raw_data.len);
+	return t;
+}
+
 /* A node; inputs and outputs as comma-separated names. */
 static Onnx__NodeProto *
 node(const char *op, const char *name, const char *ins, const char *outs)
@@ -915,6 +937,241 @@ test_run_error_kinds(void)
 		ie_tensor_destroy(&bad);
 		ie_model_destroy(&m);
 		arena_reset();
+	}
+	ie_tensor_destroy(&in);
+}
+
+/*
+ * Builds into g (zeroed) the graph Y = Cast<float>(Op(Cast<to>(X), ...)) at
+ * opset: X [2, 3] float, the op node named "op0" reading the cast "C" and
+ * then ins (more inputs, after "C,"), so its input types come from a node
+ * and are checked when it runs.
+ */
+static void
+cast_op_graph(graph_spec *g, int opset, int to, const char *op, const char *ins)
+{
+	int64_t		xd[2] = {2, 3};
+	char		names[64];
+
+	snprintf(names, sizeof(names), "C%s%s", ins[0] ? "," : "", ins);
+	g->opset = opset;
+	g->nodes[g->n_nodes] = node("Cast", "cast_in", "X", "C");
+	attr_int(g->nodes[g->n_nodes++], "to", to);
+	g->nodes[g->n_nodes++] = node(op, "op0", names, "R");
+	g->nodes[g->n_nodes] = node("Cast", "cast_out", "R", "Y");
+	attr_int(g->nodes[g->n_nodes++], "to", IE_FLOAT);
+	g->inputs[g->n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+	g->outputs[g->n_outputs++] = value_info("Y", IE_FLOAT, 2, (int64_t[]) {-1, -1});
+}
+
+/*
+ * Input element types the operator's ONNX schema does not allow make the
+ * model invalid (IE_ERR_INVALID), as ONNX Runtime refuses it: at the run
+ * when a node computes the type, at the load when an initializer or a
+ * declared graph input has it.  Each case beside one that is allowed.
+ */
+static void
+test_input_types(void)
+{
+	float		x[6] = {1, 2, 3, 4, 5, 6};
+	ie_tensor  *in = tu_float_tensor(2, (int64_t[]) {2, 3}, x);
+	ie_tensor  *out[1] = {NULL};
+	int64_t		xd[2] = {2, 3};
+	char		err[1024];
+	ie_model   *m;
+
+	/* uint8 Add: T of Add-13 lacks the 8- and 16-bit integers, Add-14 has them */
+	{
+		graph_spec	g = {0};
+
+		cast_op_graph(&g, 13, IE_UINT8, "Add", "C");
+		CHECK(graph_run_fails(&g, in, IE_ERR_INVALID,
+							  "model '<memory>': Add node 'op0' (Add-13, opset 13): input 0 'C' (A) "
+							  "is uint8, which T does not allow (float, int32, int64, float16, "
+							  "double, uint32, uint64, bfloat16)", err, sizeof(err)),
+			  "uint8 Add at opset 13 is refused: %s", err);
+	}
+	{
+		graph_spec	g = {0};
+
+		cast_op_graph(&g, 14, IE_UINT8, "Add", "C");
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &in, out, err,
+										sizeof(err)) == 0 &&
+			  ((float *) out[0]->data)[5] == 12.0f,
+			  "uint8 Add at opset 14 runs: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+
+	/* the same through a declared graph input: refused at load */
+	{
+		graph_spec	g = {0};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Add", "add0", "X,X", "Y");
+		g.inputs[g.n_inputs++] = value_info("X", IE_UINT8, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_UINT8, 2, xd);
+		CHECK(load_fails(&g, IE_ERR_INVALID, "Add node 'add0' (Add-13, opset 13): input 0 'X' "
+						 "(A) is uint8, which T does not allow", err, sizeof(err)),
+			  "a declared uint8 input of Add-13 fails the load: %s", err);
+		g.opset = 14;
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL, "a declared uint8 input of Add-14 loads: %s", m ? "" : err);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+
+	/* float + double: A and B are both T, which must be one type */
+	{
+		graph_spec	g = {0};
+
+		cast_op_graph(&g, 13, IE_DOUBLE, "Add", "X");
+		CHECK(graph_run_fails(&g, in, IE_ERR_INVALID,
+							  "Add node 'op0' (Add-13, opset 13): input 1 'X' (B) is float but "
+							  "input 0 'C' (A) is double: T must be one type", err, sizeof(err)),
+			  "Add of double and float is refused: %s", err);
+	}
+	{
+		graph_spec	g = {0};
+
+		cast_op_graph(&g, 13, IE_FLOAT, "Add", "X");
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &in, out, err,
+										sizeof(err)) == 0,
+			  "Add of float and float runs: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+
+	/* a homogeneous variadic input: Concat's values share T */
+	{
+		graph_spec	g = {0};
+
+		cast_op_graph(&g, 13, IE_DOUBLE, "Concat", "X,C");
+		attr_int(g.nodes[1], "axis", 0);
+		CHECK(graph_run_fails(&g, in, IE_ERR_INVALID,
+							  "Concat node 'op0' (Concat-13, opset 13): input 1 'X' (inputs) is "
+							  "float but input 0 'C' (inputs) is double: T must be one type",
+							  err, sizeof(err)),
+			  "Concat of double and float is refused: %s", err);
+	}
+
+	/* Reshape's shape is int64 alone: an int32 one is refused, at the run ... */
+	{
+		graph_spec	g = {0};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes] = node("Cast", "cast_s", "S64", "S");
+		attr_int(g.nodes[g.n_nodes++], "to", IE_INT32);
+		g.nodes[g.n_nodes++] = node("Reshape", "reshape0", "X,S", "Y");
+		g.inits[g.n_inits++] = tensor_i64("S64", (int64_t[]) {3, 2}, 2);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, (int64_t[]) {3, 2});
+		/* a Cast of a constant folds at load: the check runs after it */
+		CHECK(load_fails(&g, IE_ERR_INVALID, "Reshape node 'reshape0' (Reshape-13, opset 13): "
+						 "input 1 'S' (shape) is int32, which Reshape-13 does not allow (int64)",
+						 err, sizeof(err)),
+			  "Reshape with an int32 shape from a folded Cast is refused: %s", err);
+		arena_reset();
+	}
+	{
+		graph_spec	g = {0};
+
+		cast_op_graph(&g, 13, IE_INT32, "Reshape", "C");
+		g.nodes[1]->input[0] = str("X");
+		g.nodes[1]->input[1] = str("C");
+		CHECK(graph_run_fails(&g, in, IE_ERR_INVALID,
+							  "Reshape node 'op0' (Reshape-13, opset 13): input 1 'C' (shape) is "
+							  "int32, which Reshape-13 does not allow (int64)", err, sizeof(err)),
+			  "Reshape with an int32 shape computed at run is refused: %s", err);
+	}
+
+	/* ... and at load, for an initializer */
+	{
+		graph_spec	g = {0};
+		int32_t		s32[2] = {3, 2};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Reshape", "reshape0", "X,S", "Y");
+		g.inits[g.n_inits++] = tensor_raw("S", IE_INT32, 1, (int64_t[]) {2}, s32, 2);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, (int64_t[]) {3, 2});
+		CHECK(load_fails(&g, IE_ERR_INVALID, "model '<memory>': Reshape node 'reshape0' "
+						 "(Reshape-13, opset 13): input 1 'S' (shape) is int32, which "
+						 "Reshape-13 does not allow (int64)", err, sizeof(err)),
+			  "an int32 shape initializer fails the load: %s", err);
+		g.inits[0] = tensor_i64("S", (int64_t[]) {3, 2}, 2);
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &in, out, err,
+										sizeof(err)) == 0 &&
+			  out[0]->dims[0] == 3, "an int64 shape initializer runs: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+
+	/* an initializer whose type differs from the declared input it joins */
+	{
+		graph_spec	g = {0};
+		double		b[3] = {1, 2, 3};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Add", "add0", "X,B", "Y");
+		g.inits[g.n_inits++] = tensor_raw("B", IE_DOUBLE, 1, (int64_t[]) {3}, b, 3);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+		CHECK(load_fails(&g, IE_ERR_INVALID, "Add node 'add0' (Add-13, opset 13): input 1 'B' "
+						 "(B) is double but input 0 'X' (A) is float: T must be one type",
+						 err, sizeof(err)),
+			  "a double initializer added to a float input fails the load: %s", err);
+		arena_reset();
+	}
+
+	/* more inputs than the version takes */
+	{
+		graph_spec	g = {0};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Relu", "relu0", "X,X", "Y");
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+		CHECK(load_fails(&g, IE_ERR_INVALID, "Relu node 'relu0': it has 2 inputs, and Relu-13 "
+						 "takes at most 1", err, sizeof(err)),
+			  "a Relu with two inputs fails the load: %s", err);
+		arena_reset();
+	}
+
+	/*
+	 * LayerNormalization before opset 17 (ONNX Runtime's optimizer writes
+	 * it there) is checked against its first version and runs
+	 */
+	{
+		graph_spec	g = {0};
+		float		one[3] = {1, 1, 1};
+
+		g.opset = 12;
+		g.nodes[g.n_nodes++] = node("LayerNormalization", "ln0", "X,G", "Y");
+		g.inits[g.n_inits++] = tensor_f("G", 1, (int64_t[]) {3}, one, 3, true);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &in, out, err,
+										sizeof(err)) == 0,
+			  "LayerNormalization at opset 12 runs: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_model_destroy(&m);
+		arena_reset();
+		memset(&g, 0, sizeof(g));
+		cast_op_graph(&g, 12, IE_INT32, "LayerNormalization", "G");
+		g.inits[g.n_inits++] = tensor_f("G", 1, (int64_t[]) {3}, one, 3, true);
+		CHECK(graph_run_fails(&g, in, IE_ERR_INVALID,
+							  "LayerNormalization node 'op0' (LayerNormalization-17, opset 12): "
+							  "input 0 'C' (X) is int32, which T does not allow (float, float16, "
+							  "double, bfloat16)", err, sizeof(err)),
+			  "an int32 LayerNormalization at opset 12 is refused: %s", err);
 	}
 	ie_tensor_destroy(&in);
 }
@@ -1921,6 +2178,7 @@ main(void)
 	test_load_errors();
 	test_constant_reshape();
 	test_run_error_kinds();
+	test_input_types();
 	test_broadcast_clip();
 	test_shape_ops();
 	test_concurrent_runs();

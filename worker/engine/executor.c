@@ -132,6 +132,69 @@ check_input(const ie_model *m, int i, const ie_tensor *t, char *err, size_t errl
 	return 0;
 }
 
+/*
+ * Formats "<op> node '<name>' (<op>-<since>, opset <n>): input <i> '<value>'
+ * (<formal name>) " and then fmt into err; returns -1.
+ */
+static int
+type_error(const ie_model *m, const ie_plan_node *pn, int i, char *err, size_t errlen,
+		   const char *fmt,...)
+	__attribute__((format(printf, 6, 7)));
+
+static int
+type_error(const ie_model *m, const ie_plan_node *pn, int i, char *err, size_t errlen,
+		   const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	n = snprintf(err, errlen, "%s node '%s' (%s-%d, opset %d): input %d '%s' (%s) ",
+				 pn->op_type, pn->name, pn->op_type, pn->since, m->opset, i,
+				 m->value_names[pn->inputs[i]], pn->checks[i].formal->name);
+	if (n < 0 || (size_t) n >= errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Checks the types of a node's inputs; see model_int.h. */
+int
+ie_node_check_types(const ie_model *m, const ie_plan_node *pn, const ie_dtype *dtypes,
+					char *err, size_t errlen)
+{
+	char		list[256];
+
+	if (pn->checks == NULL)
+		return 0;
+	for (int i = 0; i < pn->n_inputs; i++)
+	{
+		const ie_input_check *c = &pn->checks[i];
+		unsigned	t = (unsigned) dtypes[i];
+		int			j = c->same_as;
+		bool		allowed = t < 32 && (c->types & ((uint32_t) 1 << t)) != 0;
+
+		if (t == IE_UNDEFINED)
+			continue;
+		if (!allowed && c->formal->constraint != NULL)
+			return type_error(m, pn, i, err, errlen, "is %s, which %s does not allow (%s)",
+							  ie_type_name((int) t), c->formal->constraint,
+							  ie_type_list(c->types, list, sizeof(list)));
+		if (!allowed)
+			return type_error(m, pn, i, err, errlen, "is %s, which %s-%d does not allow (%s)",
+							  ie_type_name((int) t), pn->op_type, pn->since,
+							  ie_type_list(c->types, list, sizeof(list)));
+		if (j >= 0 && dtypes[j] != IE_UNDEFINED && dtypes[j] != dtypes[i])
+			return type_error(m, pn, i, err, errlen,
+							  "is %s but input %d '%s' (%s) is %s: %s must be one type",
+							  ie_type_name((int) t), j, m->value_names[pn->inputs[j]],
+							  pn->checks[j].formal->name, ie_type_name(dtypes[j]),
+							  c->formal->constraint);
+	}
+	return 0;
+}
+
 /* Fills ctx for one node; see model_int.h. */
 void
 ie_node_ctx_init(ie_node_ctx *ctx, const ie_model *m, const ie_plan_node *pn,
@@ -180,6 +243,7 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 	ie_tensor **owned = NULL;	/* tensors this run allocated, by value */
 	const ie_tensor **view = NULL;	/* every value's tensor, by value */
 	const ie_tensor **ins = NULL;
+	ie_dtype   *dtypes = NULL;	/* the element types of ins */
 	ie_tensor **outs = NULL;
 	int			max_in = 1,
 				max_out = 1;
@@ -203,8 +267,9 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 	owned = calloc(m->n_values ? m->n_values : 1, sizeof(*owned));
 	view = calloc(m->n_values ? m->n_values : 1, sizeof(*view));
 	ins = calloc(max_in, sizeof(*ins));
+	dtypes = calloc(max_in, sizeof(*dtypes));
 	outs = calloc(max_out, sizeof(*outs));
-	if (owned == NULL || view == NULL || ins == NULL || outs == NULL)
+	if (owned == NULL || view == NULL || ins == NULL || dtypes == NULL || outs == NULL)
 	{
 		run_error(m, err, errlen, "out of memory");
 		kind = IE_ERR_NO_MEMORY;
@@ -237,6 +302,13 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 						  pn->op_type, pn->name, m->value_names[v]);
 				goto fail;
 			}
+			dtypes[i] = ins[i] != NULL ? ins[i]->dtype : IE_UNDEFINED;
+		}
+		/* types ONNX's schema does not allow here: an invalid model */
+		if (ie_node_check_types(m, pn, dtypes, operr, sizeof(operr)) != 0)
+		{
+			run_error(m, err, errlen, "%s", operr);
+			goto fail;
 		}
 		for (int j = 0; j < pn->n_outputs; j++)
 			outs[j] = NULL;
@@ -345,6 +417,7 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 	free(owned);
 	free(view);
 	free(ins);
+	free(dtypes);
 	free(outs);
 	return 0;
 
@@ -357,6 +430,7 @@ fail:
 	free(owned);
 	free(view);
 	free(ins);
+	free(dtypes);
 	free(outs);
 	return -(int) kind;
 }

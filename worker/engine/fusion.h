@@ -17,6 +17,12 @@
  * fused nodes leave the plan, and so do their intermediate tensors.
  * IE_FUSION=0 in the environment turns this off (for measurements).
  *
+ * A fused node keeps its op_type, inputs and input type checks (model_int.h,
+ * ie_plan_node.checks); the nodes fused into it leave with theirs, which
+ * would pass: every value of the chain is float (Conv, ConvTranspose and
+ * MatMul compute float alone) and so is every constant a step takes, and
+ * float is a type each version of these operators allows.
+ *
  * The epilogue computes every step in float in the order the graph does, so
  * results equal the unfused graph's, except BatchNormalization, which
  * becomes y = x * a + b with a = scale / sqrt(var + eps) and b = B - mean * a

@@ -459,6 +459,7 @@ ie_plan_node_free(ie_plan_node *pn)
 	free(pn->op_type);
 	free(pn->inputs);
 	free(pn->outputs);
+	free(pn->checks);
 	free_attrs(pn->attrs, pn->n_attrs);
 	memset(pn, 0, sizeof(*pn));
 }
@@ -520,6 +521,7 @@ fold_node(loader *ld, ie_plan_node *pn)
 {
 	ie_model   *m = ld->m;
 	const ie_tensor *ins[pn->n_inputs > 0 ? pn->n_inputs : 1];
+	ie_dtype	dtypes[pn->n_inputs > 0 ? pn->n_inputs : 1];
 	ie_tensor  *outs[pn->n_outputs > 0 ? pn->n_outputs : 1];
 	char		operr[512];
 	ie_node_ctx ctx;
@@ -528,6 +530,11 @@ fold_node(loader *ld, ie_plan_node *pn)
 		ins[i] = pn->inputs[i] >= 0 ? m->consts[pn->inputs[i]] : NULL;
 	for (int j = 0; j < pn->n_outputs; j++)
 		outs[j] = NULL;
+	for (int i = 0; i < pn->n_inputs; i++)
+		dtypes[i] = ins[i] != NULL ? ins[i]->dtype : IE_UNDEFINED;
+	/* a folded node's input types are checked here, as the executor would */
+	if (ie_node_check_types(m, pn, dtypes, operr, sizeof(operr)) != 0)
+		return load_error_kind(ld, IE_ERR_INVALID, "%s", operr);
 	ie_node_ctx_init(&ctx, m, pn, ins, outs, 1,
 					 operr, sizeof(operr));
 	operr[0] = '\0';
@@ -697,6 +704,78 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 			return load_error(ld, "out of memory");
 	}
 	return 0;
+}
+
+/*
+ * Sets up the input type checks of the bound nodes (ie_op_input_checks,
+ * op.h); fails on a node with more inputs than its operator's version
+ * takes.
+ */
+static int
+plan_input_checks(loader *ld, ie_plan_node *bound, int n)
+{
+	char		terr[512];
+
+	for (int k = 0; k < n; k++)
+	{
+		ie_plan_node *pn = &bound[k];
+
+		if (pn->n_inputs == 0)
+			continue;
+		pn->checks = calloc(pn->n_inputs, sizeof(ie_input_check));
+		if (pn->checks == NULL)
+			return load_error(ld, "out of memory");
+		if (ie_op_input_checks(pn->op_type, ld->m->opset, pn->n_inputs, pn->inputs,
+							   pn->checks, &pn->since, terr, sizeof(terr)) != 0)
+			return load_error_kind(ld, IE_ERR_INVALID, "%s node '%s': %s", pn->op_type,
+								   pn->name, terr);
+	}
+	return 0;
+}
+
+/*
+ * Checks the planned nodes' input types known before a run
+ * (ie_node_check_types): the constants' (initializers, folded nodes) and
+ * the graph inputs' declared element types, so that a model whose constant
+ * or declared input has a type the operator's schema does not allow fails
+ * its load.  Types computed at run are checked then (executor.c).
+ */
+static int
+check_known_types(loader *ld)
+{
+	ie_model   *m = ld->m;
+	ie_dtype   *known = calloc(m->n_values ? m->n_values : 1, sizeof(ie_dtype));
+	ie_dtype   *dtypes;
+	int			max_in = 1;
+	char		terr[1024];
+	int			rc = 0;
+
+	for (int k = 0; k < m->n_nodes; k++)
+		if (m->nodes[k].n_inputs > max_in)
+			max_in = m->nodes[k].n_inputs;
+	dtypes = calloc(max_in, sizeof(ie_dtype));
+	if (known == NULL || dtypes == NULL)
+	{
+		free(known);
+		free(dtypes);
+		return load_error(ld, "out of memory");
+	}
+	for (int v = 0; v < m->n_values; v++)
+		known[v] = m->consts[v] != NULL ? m->consts[v]->dtype : IE_UNDEFINED;
+	for (int i = 0; i < m->n_inputs; i++)
+		known[m->inputs[i].value] = m->inputs[i].dtype;
+	for (int k = 0; k < m->n_nodes && rc == 0; k++)
+	{
+		const ie_plan_node *pn = &m->nodes[k];
+
+		for (int i = 0; i < pn->n_inputs; i++)
+			dtypes[i] = pn->inputs[i] >= 0 ? known[pn->inputs[i]] : IE_UNDEFINED;
+		if (ie_node_check_types(m, pn, dtypes, terr, sizeof(terr)) != 0)
+			rc = load_error_kind(ld, IE_ERR_INVALID, "%s", terr);
+	}
+	free(known);
+	free(dtypes);
+	return rc;
 }
 
 /*
@@ -953,7 +1032,9 @@ load_model(const void *bytes, size_t len, const char *name, const ie_load_opts *
 			goto fail;
 	}
 
-	if (plan_nodes(&ld, bound, n_bound) != 0)
+	if (plan_input_checks(&ld, bound, n_bound) != 0 ||
+		plan_nodes(&ld, bound, n_bound) != 0 ||
+		check_known_types(&ld) != 0)
 		goto fail;
 
 	/* last use of each value, and which values leave as outputs */

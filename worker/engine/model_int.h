@@ -33,6 +33,10 @@ typedef struct ie_plan_node
 	ie_attr    *attrs;
 	struct ie_epilogue *epilogue;	/* element-wise nodes fused into this one
 									 * (fusion.h), or NULL */
+	ie_input_check *checks;		/* [n_inputs]: the element types its ONNX
+								 * schema allows each input (op.h), or NULL
+								 * when nothing is checked */
+	int			since;			/* the schema version checks come from */
 } ie_plan_node;
 
 /* A graph input or output as declared. */
@@ -78,6 +82,19 @@ struct ie_model
  */
 int			ie_tensor_from_proto(const struct Onnx__TensorProto *tp,
 								 ie_tensor **out, char *err, size_t errlen);
+
+/*
+ * Checks the element types of node pn's inputs, dtypes[0..pn->n_inputs)
+ * (IE_UNDEFINED for an omitted input or, at load, one not yet known),
+ * against pn->checks: each allowed by its type constraint, and equal to
+ * the input its constraint binds it to.  0, or -1 with "<op> node '<name>'
+ * (<op>-<version>, opset <n>): input ..." in err; the error is
+ * IE_ERR_INVALID, a model ONNX says is invalid.  Defined in executor.c,
+ * which runs it before every node; model.c runs it at load on what is
+ * known there.
+ */
+int			ie_node_check_types(const ie_model *m, const ie_plan_node *pn,
+								const ie_dtype *dtypes, char *err, size_t errlen);
 
 /* Frees one plan node's contents (model.c). */
 void		ie_plan_node_free(ie_plan_node *pn);

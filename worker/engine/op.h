@@ -25,7 +25,7 @@
 
 /*
  * The default-domain opsets whose operator versions the engine knows
- * (op_schemas.h holds their attributes up to IE_OPSET_MAX).
+ * (op_schemas.h holds their attributes and inputs up to IE_OPSET_MAX).
  */
 #define IE_OPSET_MIN 1
 #define IE_OPSET_MAX 17
@@ -136,6 +136,66 @@ extern const ie_op_def ie_op_checks_shape[];
  * runs out.  Defined in tensor.c.
  */
 ie_tensor  *ie_tensor_take(ie_tensor *src, int ndim, const int64_t *dims);
+
+/*
+ * One formal input of an operator version, as op_schemas.h lists them
+ * (generated from onnx.defs by tools/gen_op_schemas.py): its ONNX name, its
+ * type constraint ("T", "T1"; NULL for a fixed type such as Reshape's
+ * int64 shape), the element types it allows (bit t set for
+ * onnx.TensorProto.DataType t, which ie_dtype's values are), IE_IN_* flags,
+ * and group, the position of the first formal input of the same version
+ * with the same constraint (its own position when no earlier one has it).
+ */
+#define IE_IN_OPTIONAL		1	/* may be omitted ("") or left off the end */
+#define IE_IN_VARIADIC		2	/* the last formal input, taking the rest */
+#define IE_IN_HETEROGENEOUS 4	/* variadic inputs that may differ in type */
+
+typedef struct ie_formal_input
+{
+	const char *name;
+	const char *constraint;
+	uint32_t	types;
+	int			flags;
+	int			group;
+} ie_formal_input;
+
+/*
+ * How a node's input is checked before it runs, set at load by
+ * ie_op_input_checks: the element types it may have (bit t for ie_dtype t),
+ * the position of an earlier input of the node, present in it, whose type
+ * it must equal (both bound by one type constraint), or -1, and its formal
+ * input (for messages).
+ */
+typedef struct ie_input_check
+{
+	uint32_t	types;
+	int			same_as;
+	const ie_formal_input *formal;
+} ie_input_check;
+
+/*
+ * Fills checks[0..n_inputs) for a node of op_type at opset (the version
+ * ie_op_check_attrs checks the attributes of) whose input i is omitted
+ * when inputs[i] (its value index) is negative, from the version's formal
+ * inputs
+ * (op_schemas.h); the version's since_version into *since.  A node with
+ * more inputs than the version takes is invalid (ONNX IR spec, "Nodes";
+ * ONNX's checker and ONNX Runtime refuse it).  0, or -1 with a message in
+ * err (IE_ERR_INVALID).
+ */
+int			ie_op_input_checks(const char *op_type, int opset, int n_inputs,
+							   const int *inputs, ie_input_check *checks,
+							   int *since, char *err, size_t errlen);
+
+/*
+ * Writes the names of the element types in mask (bit t for
+ * onnx.TensorProto.DataType t), comma-separated, into buf (len bytes,
+ * truncated); returns buf.
+ */
+const char *ie_type_list(uint32_t mask, char *buf, size_t len);
+
+/* The ONNX name of element type t (any onnx.TensorProto.DataType value). */
+const char *ie_type_name(int t);
 
 /* The operator for op_type in the default ONNX domain, or NULL. */
 ie_op_fn	ie_op_lookup(const char *op_type);

@@ -132,27 +132,40 @@ attr_type_name(char letter)
 }
 
 /*
- * The schema attributes of op_type's version for opset: the newest version
+ * The op_schemas[] entry of op_type's version for opset: the newest version
  * whose since_version is at most opset, or, for an operator newer than
- * opset, its first version (*since tells which; ie_op_check_attrs allows
- * that for LayerNormalization alone).  NULL when op_schemas.h lacks
- * op_type.
+ * opset, its first version (ie_op_check_attrs allows that for
+ * LayerNormalization alone).  -1 when op_schemas.h lacks op_type.
+ */
+static int
+schema_version(const char *op_type, int opset)
+{
+	int			found = -1;
+
+	for (int i = 0; op_schemas[i].op_type != NULL; i++)
+		if (strcmp(op_schemas[i].op_type, op_type) == 0 &&
+			(op_schemas[i].since <= opset || found < 0))
+		{
+			found = i;
+			if (op_schemas[i].since > opset)
+				break;
+		}
+	return found;
+}
+
+/*
+ * The schema attributes of op_type's version for opset (schema_version),
+ * its since_version into *since; NULL when op_schemas.h lacks op_type.
  */
 static const char *
 schema_attrs(const char *op_type, int opset, int *since)
 {
-	const char *attrs = NULL;
+	int			i = schema_version(op_type, opset);
 
-	for (int i = 0; op_schemas[i].op_type != NULL; i++)
-		if (strcmp(op_schemas[i].op_type, op_type) == 0 &&
-			(op_schemas[i].since <= opset || attrs == NULL))
-		{
-			attrs = op_schemas[i].attrs;
-			*since = op_schemas[i].since;
-			if (op_schemas[i].since > opset)
-				break;
-		}
-	return attrs;
+	if (i < 0)
+		return NULL;
+	*since = op_schemas[i].since;
+	return op_schemas[i].attrs;
 }
 
 /*
@@ -281,6 +294,90 @@ ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
 		w += strspn(w, " ");
 	}
 	return 0;
+}
+
+/*
+ * The input checks of a node (op.h): input i takes formal input i, or the
+ * last one when that is variadic.  Inputs of one constraint must share one
+ * type, and so must a homogeneous variadic input's values (ONNX IR spec,
+ * "Type constraints"; OpSchema::FormalParameter::is_homogeneous), so each
+ * input points at the first present input before it of the same group.
+ */
+int
+ie_op_input_checks(const char *op_type, int opset, int n_inputs,
+				   const int *inputs, ie_input_check *checks, int *since,
+				   char *err, size_t errlen)
+{
+	int			v = schema_version(op_type, opset);
+	const ie_formal_input *formal;
+	int			n_formal;
+	bool		variadic;
+
+	if (v < 0)
+	{
+		snprintf(err, errlen, "operator %s has no schema in op_schemas.h (regenerate it with tools/gen_op_schemas.py)",
+				 op_type);
+		return -1;
+	}
+	*since = op_schemas[v].since;
+	formal = &op_schema_inputs[op_schemas[v].first_input];
+	n_formal = op_schemas[v].n_inputs;
+	variadic = n_formal > 0 && (formal[n_formal - 1].flags & IE_IN_VARIADIC) != 0;
+	if (n_inputs > n_formal && !variadic)
+	{
+		snprintf(err, errlen, "it has %d inputs, and %s-%d takes at most %d",
+				 n_inputs, op_type, *since, n_formal);
+		return -1;
+	}
+	for (int i = 0; i < n_inputs; i++)
+	{
+		const ie_formal_input *f = &formal[i < n_formal ? i : n_formal - 1];
+
+		checks[i].types = f->types;
+		checks[i].formal = f;
+		checks[i].same_as = -1;
+		if (f->constraint == NULL)
+			continue;
+		for (int j = 0; j < i && checks[i].same_as < 0; j++)
+		{
+			const ie_formal_input *g = checks[j].formal;
+			bool		same = g->group == f->group &&
+				(g != f || (f->flags & IE_IN_HETEROGENEOUS) == 0);
+
+			if (inputs[j] >= 0 && same)
+				checks[i].same_as = j;
+		}
+	}
+	return 0;
+}
+
+/* onnx.TensorProto.DataType's names, by value (onnx.proto, "DataType"). */
+static const char *const type_names[] = {
+	"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64",
+	"string", "bool", "float16", "double", "uint32", "uint64", "complex64",
+	"complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+	"float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0", "uint2",
+	"int2", "float6e2m3", "float6e3m2"
+};
+
+const char *
+ie_type_name(int t)
+{
+	return t >= 0 && (size_t) t < sizeof(type_names) / sizeof(type_names[0]) ?
+		type_names[t] : "unknown";
+}
+
+const char *
+ie_type_list(uint32_t mask, char *buf, size_t len)
+{
+	size_t		n = 0;
+
+	if (len > 0)
+		buf[0] = '\0';
+	for (int t = 0; t < 32 && n < len; t++)
+		if (mask & ((uint32_t) 1 << t))
+			n += snprintf(buf + n, len - n, "%s%s", n > 0 ? ", " : "", ie_type_name(t));
+	return buf;
 }
 
 ie_error_kind

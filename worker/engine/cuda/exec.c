@@ -740,6 +740,27 @@ check_input(const ie_plan_io *io, ie_dtype dtype, int ndim, const int64_t *dims,
 }
 
 /*
+ * Checks the element types of op's inputs against its ONNX schema, as
+ * executor.c does before every node (ie_node_check_types); the slots hold
+ * the graph's types at every precision (16-bit weights are copies of their
+ * own, cm->consts16, and 16-bit activations live inside an operator).
+ * dtypes has room for the node's inputs.  0, or -1 with the message in err.
+ */
+static int
+check_types(cu_op *op, ie_dtype *dtypes, char *err, size_t errlen)
+{
+	const ie_plan_node *pn = op->pn;
+	int64_t		dims[IE_MAX_DIMS];
+	int			ndim;
+
+	if (pn->checks == NULL)
+		return 0;
+	for (int i = 0; i < pn->n_inputs; i++)
+		cu_op_shape(op, i, &dtypes[i], &ndim, dims);
+	return ie_node_check_types(op->m, pn, dtypes, err, errlen);
+}
+
+/*
  * Runs m's plan on the device: inputs[i] on the host, or, where dev_inputs
  * is not NULL and dev_inputs[i] is, that device tensor, which the run takes
  * over (it is freed when no node needs it any more, and on failure).  See
@@ -752,7 +773,9 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 	ie_cuda_model *cm = m->cuda;
 	cu_slot    *slots = NULL;
 	cu_slot    *outs = NULL;
-	int			max_out = 1;
+	ie_dtype   *dtypes = NULL;	/* a node's input types (check_types) */
+	int			max_out = 1,
+				max_in = 1;
 	char		operr[1024];
 	char		e2[512];
 	int			rc_fail = -IE_ERR_INVALID;
@@ -763,11 +786,16 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 		outputs[j] = NULL;
 	pthread_once(&prof_once, prof_init);
 	for (int k = 0; k < m->n_nodes; k++)
+	{
 		if (m->nodes[k].n_outputs > max_out)
 			max_out = m->nodes[k].n_outputs;
+		if (m->nodes[k].n_inputs > max_in)
+			max_in = m->nodes[k].n_inputs;
+	}
 	slots = calloc(m->n_values ? m->n_values : 1, sizeof(*slots));
 	outs = calloc(max_out, sizeof(*outs));
-	if (slots == NULL || outs == NULL)
+	dtypes = calloc(max_in, sizeof(*dtypes));
+	if (slots == NULL || outs == NULL || dtypes == NULL)
 	{
 		rc_fail = run_error_kind(m, err, errlen, IE_ERR_NO_MEMORY, "out of memory");
 		goto fail;
@@ -834,6 +862,11 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 		ie_node_ctx_init(&op.nc, m, pn, NULL, NULL, ie_get_threads(), operr, sizeof(operr));
 		op.nc.epilogue = NULL;
 		operr[0] = '\0';
+		if (check_types(&op, dtypes, operr, sizeof(operr)) != 0)
+		{
+			rc_fail = run_error_kind(m, err, errlen, IE_ERR_INVALID, operr);
+			goto fail;
+		}
 		for (int j = 0; j < pn->n_outputs; j++)
 			memset(&outs[j], 0, sizeof(outs[j]));
 
@@ -952,6 +985,7 @@ run_plan(const ie_model *m, cu_ctx *c, const ie_tensor *const *inputs,
 		slot_clear(c, &slots[v]);
 	free(slots);
 	free(outs);
+	free(dtypes);
 	return 0;
 
 fail:
@@ -967,6 +1001,7 @@ fail:
 		cu_dtensor_free(c, &dev_inputs[i]);
 	free(slots);
 	free(outs);
+	free(dtypes);
 	return rc_fail;
 }
 
