@@ -46,6 +46,15 @@ that a batch tensor whose byte count is not its shape's shows:
                        attribute "foo" Relu does not have: not valid ONNX
                        (onnx.checker refuses it; saved unchecked), XX001
                        at load
+  int32_shape.onnx     GlobalAveragePool -> Flatten -> Reshape whose shape
+                       initializer is int32 (Reshape takes int64 alone):
+                       not valid ONNX (onnx.checker's full check, which
+                       infers types, refuses it), XX001 at load
+  u8_add.onnx          GlobalAveragePool -> Flatten -> Cast (uint8) -> Add
+                       -> Cast (float) at opset 13, whose Add does not take
+                       uint8 (Add-14 does): the type comes from a node, so
+                       the first run refuses it (XX000), as ONNX Runtime
+                       refuses the model
   named_oom.onnx       reshape_100 with its Reshape named "out of memory":
                        the run fails for the shape (XX000), whatever the
                        node's name says
@@ -93,12 +102,23 @@ def image_input():
 
 
 def save(outdir, name, nodes, output, inits=(), opset=13, x=None, valid=True):
+    """Writes the model; valid is True (onnx.checker passes it), False (it
+    refuses it) or "types" (it passes it, and its full check, which infers
+    the types, refuses it)."""
     graph = helper.make_graph(nodes, name, [x or image_input()], [output],
                               initializer=list(inits))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="pg_infer tests")
     model.ir_version = 8
-    if valid:
+    if valid == "types":
+        onnx.checker.check_model(model)
+        try:
+            onnx.checker.check_model(model, full_check=True)
+        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+            pass
+        else:
+            sys.exit("make_user_models: %s was meant to fail type inference" % name)
+    elif valid:
         onnx.checker.check_model(model)
     else:
         try:
@@ -234,6 +254,20 @@ def main():
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("Relu", ["f"], ["y"], name="relu_foo", foo=3),
     ], y(["N", 3]), valid=False)
+
+    shape32 = numpy_helper.from_array(np.array([-1, 3], dtype=np.int32), "shape32")
+    save(outdir, "int32_shape", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Reshape", ["g", "shape32"], ["y"], name="reshape_i32"),
+    ], y(["N", 3]), [shape32], valid="types")
+
+    save(outdir, "u8_add", [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Cast", ["f"], ["u"], to=TensorProto.UINT8),
+        helper.make_node("Add", ["u", "u"], ["s"], name="add_u8"),
+        helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT),
+    ], y(["N", 3]), valid="types")
 
     shape = numpy_helper.from_array(np.array([-1, 100], dtype=np.int64), "shape")
     save(outdir, "named_oom", [

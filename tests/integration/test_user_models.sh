@@ -236,6 +236,10 @@ SELECT infer.predict('cast_bf16', data) FROM img WHERE n = 1;
 SELECT infer.create_model('bad_attr', 'bad_attr.onnx', 'raw');
 SELECT infer.predict('bad_attr', data) FROM img WHERE n = 1;
 SELECT infer.load_model('bad_attr', 'w');
+SELECT infer.create_model('int32_shape', 'int32_shape.onnx', 'raw');
+SELECT infer.predict('int32_shape', data) FROM img WHERE n = 1;
+SELECT infer.create_model('u8_add', 'u8_add.onnx', 'raw');
+SELECT infer.predict('u8_add', data) FROM img WHERE n = 1;
 SELECT infer.create_model('named_oom', 'named_oom.onnx', 'raw');
 SELECT infer.predict('named_oom', data) FROM img WHERE n = 1;
 SELECT infer.create_model('f16_add', 'f16_add.onnx', 'raw');
@@ -306,6 +310,12 @@ check "(m) an attribute Relu does not have: XX001 at load naming it" "$out" \
 check_not "(m) ... neither ran" "$out" 'XX000: model "(cast_bf16|bad_attr)\.onnx" failed'
 check "(m) ... and infer.load_model finds it before any query: XX001 the same way" \
 	"$(grep -c 'ERROR:  XX001: .*could not load model file "bad_attr\.onnx": Relu node .relu_foo.: attribute .foo.' <<<"$out")" '^2$'
+# Input types an operator's ONNX schema does not allow, as ONNX Runtime
+# refuses them: a constant's at load, a computed one's at the first run.
+check "(m) an int32 shape for Reshape (int64 alone): XX001 at load naming node, version and types" "$out" \
+	"ERROR:  XX001: could not load model file \"int32_shape\\.onnx\": Reshape node 'reshape_i32' \\(Reshape-13, opset 13\\): input 1 'shape32' \\(shape\\) is int32, which Reshape-13 does not allow \\(int64\\)"
+check "(m) a uint8 Add at opset 13 (Add-14 takes it): XX000 at its run naming the types T allows" "$out" \
+	"ERROR:  XX000: model \"u8_add\\.onnx\" failed: Add node 'add_u8' \\(Add-13, opset 13\\): input 0 'u' \\(A\\) is uint8, which T does not allow \\(float, int32, int64, float16, double, uint32, uint64, bfloat16\\)"
 # At run time the engine returns the kind of its failure; the names in the
 # file (here "out of memory", "image too small", "not supported") play no
 # part in the SQLSTATE.
