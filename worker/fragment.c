@@ -374,13 +374,6 @@ output_layout(const ie_model *model)
 }
 
 /*
- * The verdicts flush_batch keeps with a loaded model (model_cache_set_layout;
- * dropped with the model when it is unloaded or loaded again).
- */
-#define VERDICT_ROWS_FIRST 1
-#define VERDICT_NOT_ROWS 2
-
-/*
  * Where p's model keeps the rows: "not rows" kept with the model wins (a
  * batch failed where its rows alone ran, or the check of rows_first), as
  * do declarations that put the rows elsewhere; rows first only from a
@@ -395,9 +388,9 @@ plan_layout(const frag_plan *p)
 {
 	int			v = p->mc != NULL ? model_cache_get_layout(p->mc, p->spec->file) : 0;
 
-	if (v == VERDICT_NOT_ROWS || p->out == OUT_NOT_ROWS)
+	if (v == MODEL_LAYOUT_NOT_ROWS || p->out == OUT_NOT_ROWS)
 		return OUT_NOT_ROWS;
-	return v == VERDICT_ROWS_FIRST ? OUT_ROWS_FIRST : OUT_UNKNOWN;
+	return v == MODEL_LAYOUT_ROWS_FIRST ? OUT_ROWS_FIRST : OUT_UNKNOWN;
 }
 
 /* Keeps the verdict rows_first with p's model (plan_layout), saying why. */
@@ -406,7 +399,7 @@ keep_verdict(const frag_plan *p, bool rows_first, const char *why)
 {
 	if (p->mc != NULL &&
 		model_cache_set_layout(p->mc, p->spec->file,
-							   rows_first ? VERDICT_ROWS_FIRST : VERDICT_NOT_ROWS) == 0)
+							   rows_first ? MODEL_LAYOUT_ROWS_FIRST : MODEL_LAYOUT_NOT_ROWS) == 0)
 		log_info("model \"%s\": %s; %s", p->spec->file, why,
 				 rows_first ? "rows run in batches" : "rows run one at a time");
 }

@@ -165,12 +165,18 @@ int			model_cache_get_labels(model_cache *mc,
 int			model_cache_unload(model_cache *mc, const char *file);
 
 /*
- * A verdict of the caller's on the loaded model of file (fragment.c: where
- * its first output keeps the rows of a batch), kept until the model is
- * unloaded or loaded again: get returns it, 0 when none is kept or no
- * such model is loaded; set returns 0, or -1 when no such model is
- * loaded.  Apart from the aux data, which text models hold.
+ * A verdict of the caller's on the loaded model of file, kept until the
+ * model is unloaded or loaded again: get returns it, 0 when none is kept
+ * or no such model is loaded; set returns 0, or -1 when no such model is
+ * loaded.  Apart from the aux data, which text models hold.  An image
+ * model's (fragment.c) says whether its first output keeps a batch's rows
+ * first (MODEL_LAYOUT_ROWS_FIRST) or not (MODEL_LAYOUT_NOT_ROWS: rows run
+ * one at a time); a text model's (text.c) is MODEL_LAYOUT_NOT_ROWS when a
+ * batch failed where its rows alone ran.
  */
+#define MODEL_LAYOUT_ROWS_FIRST 1
+#define MODEL_LAYOUT_NOT_ROWS 2
+
 int			model_cache_get_layout(model_cache *mc, const char *file);
 int			model_cache_set_layout(model_cache *mc, const char *file, int layout);
 

@@ -955,27 +955,45 @@ row_may_be_at_fault(const char *sqlstate)
  * way a row may be at fault for (row_may_be_at_fault), each row alone: a
  * row that fails alone gets the error (22023, or 54000 for a tensor over
  * the limit, naming its length in tokens), the others their vectors.
- * 0, or -1 with sqlstate/err on a request error.
+ * When a batch failed for a shape (XX000) where every row alone runs (an
+ * export that fixed a batch of 1 inside), the verdict is kept with the
+ * loaded model (model_cache_set_layout, MODEL_LAYOUT_NOT_ROWS), and its
+ * rows run alone from then on, without the batched run first.  0, or -1
+ * with sqlstate/err on a request error.
  */
 static int
-run_rows(const ie_model *model, const text_model *tm, const Pginfer__ModelSpec *spec,
-		 const text_labels *labels, const text_row *rows, int n, fragment_result *r,
+run_rows(model_cache *mc, const ie_model *model, const text_model *tm,
+		 const Pginfer__ModelSpec *spec, const text_labels *labels,
+		 const text_row *rows, int n, fragment_result *r,
 		 const char **sqlstate, char *err, size_t errlen)
 {
 	char		msg[768];
-	int			c = run_batch(model, tm, spec, labels, rows, n, r, sqlstate, err, errlen);
+	bool		batch_failed = false;	/* for a shape, with n > 1 rows */
+	int			ran = 0;		/* rows that ran alone */
+	int			c;
 
-	if (c != 1)
-		return c;
-	if (!row_may_be_at_fault(*sqlstate))
-		goto request_error;
+	if (n == 1 || model_cache_get_layout(mc, spec->file) != MODEL_LAYOUT_NOT_ROWS)
+	{
+		c = run_batch(model, tm, spec, labels, rows, n, r, sqlstate, err, errlen);
+		if (c != 1)
+			return c;
+		if (!row_may_be_at_fault(*sqlstate))
+			goto request_error;
+		batch_failed = n > 1 && strcmp(*sqlstate, PGINFER_SQLSTATE_INTERNAL) == 0;
+		if (n > 1)
+			log_debug("text model \"%s\": a %d-row batch failed (%s); running rows alone",
+					  spec->file, n, err);
+	}
 	for (int k = 0; k < n; k++)
 	{
 		if (n > 1)
 		{
 			c = run_batch(model, tm, spec, labels, rows + k, 1, r, sqlstate, err, errlen);
 			if (c == 0)
+			{
+				ran++;
 				continue;
+			}
 			if (c < 0)
 				return -1;
 			if (!row_may_be_at_fault(*sqlstate))
@@ -994,6 +1012,10 @@ run_rows(const ie_model *model, const text_model *tm, const Pginfer__ModelSpec *
 		fragment_row_error(r, rows[k].index, PGINFER_SQLSTATE_BAD_PARAM, msg, NULL,
 						   "Check the model's max_seq_length in its model.json against the longest sequence the model takes, or shorten the text.");
 	}
+	if (batch_failed && ran == n &&
+		model_cache_set_layout(mc, spec->file, MODEL_LAYOUT_NOT_ROWS) == 0)
+		log_info("text model \"%s\": a batch failed where its rows alone run; rows run one at a time",
+				 spec->file);
 	return 0;
 
 request_error:
@@ -1078,7 +1100,7 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 			   (size_t) (n + 1) * (size_t) tr[start + n].n <= TEXT_MAX_BATCH_TOKENS &&
 			   tr[start + n].n <= tr[start].n * TEXT_PAD_RATIO + TEXT_PAD_SLACK)
 			n++;
-		if (run_rows(model, tm, spec, classify ? &labels : NULL, tr + start, n,
+		if (run_rows(mc, model, tm, spec, classify ? &labels : NULL, tr + start, n,
 					 r, sqlstate, err, errlen) != 0)
 			goto done;
 		start += n;

@@ -82,6 +82,10 @@ that a batch tensor whose byte count is not its shape's shows:
                        position table, so a text of more than 8 tokens
                        fails the Add (a shape), its row alone; vocab.txt
                        of 20 words, model.json max_seq_length 64
+  txt_b1/              txt_pos8 with its output reshaped to [1, sequence,
+                       4]: a batch of 1 fixed inside, so that a batch of
+                       several rows fails (a shape) where each row alone
+                       runs
   labels4.txt          4 labels for mlp's 4 scores, one a line (the
                        second line "\r\n" ended, a blank line at the
                        end): cat, dog, bird, fish
@@ -132,26 +136,35 @@ def save(outdir, name, nodes, output, inits=(), opset=13, x=None, valid=True):
     print(path)
 
 
-def text_model(outdir, name):
-    """A text model folder whose sequences may have 8 tokens at most."""
+def text_model(outdir, name, batch1=False):
+    """A text model folder whose sequences may have 8 tokens at most; with
+    batch1, its output is reshaped to [1, sequence, 4], as an export that
+    fixed a batch of 1 inside, so that a batch of several rows fails."""
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "one", "two", "three", "four", "five",
              "six", "seven", "eight", "nine", "ten", "a", "b", "c", "d", "e", "f"]
     rng = np.random.default_rng(11)
     tok = numpy_helper.from_array(rng.normal(0, 1, (len(words), 4)).astype(np.float32), "tok")
     pos = numpy_helper.from_array(rng.normal(0, 1, (8, 4)).astype(np.float32), "pos")
     consts = [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
-              for n, v in (("one", [1]), ("two", [2]), ("zero", [0]))]
+              for n, v in (("one", [1]), ("two", [2]), ("zero", [0]), ("four", [4]))]
     ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])
     mask = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])
     out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
                                         ["batch", "sequence", 4])
-    graph = helper.make_graph([
+    nodes = [
         helper.make_node("Gather", ["tok", "input_ids"], ["e"]),
         helper.make_node("Shape", ["input_ids"], ["shape"]),
         helper.make_node("Slice", ["shape", "one", "two"], ["seq"]),
         helper.make_node("Slice", ["pos", "zero", "seq", "zero"], ["p"]),
-        helper.make_node("Add", ["e", "p"], ["last_hidden_state"], name="add_positions"),
-    ], name, [ids, mask], [out], initializer=[tok, pos] + consts)
+        helper.make_node("Add", ["e", "p"], ["h" if batch1 else "last_hidden_state"],
+                         name="add_positions"),
+    ]
+    if batch1:
+        nodes += [
+            helper.make_node("Concat", ["one", "seq", "four"], ["b1"], axis=0),
+            helper.make_node("Reshape", ["h", "b1"], ["last_hidden_state"], name="batch_of_one"),
+        ]
+    graph = helper.make_graph(nodes, name, [ids, mask], [out], initializer=[tok, pos] + consts)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
                               producer_name="pg_infer tests")
     model.ir_version = 8
@@ -312,6 +325,7 @@ def main():
     ], y(["N", 1]), x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8]))
 
     text_model(outdir, "txt_pos8")
+    text_model(outdir, "txt_b1", batch1=True)
 
     for name, text in (("labels4.txt", b"cat\ndog\r\nbird\nfish\n\n"),
                        ("labels5.txt", b"cat\ndog\r\nbird\nfish\neel\n")):

@@ -58,7 +58,10 @@
 #       the model passes the limit (54000, naming node, tensor and
 #       limit), and before the model the row whose input alone does, the
 #       other rows answered, and at the debug level its log names each
-#       failed row and its error; a worker without the setting runs all; a
+#       failed row and its error; a worker without the setting runs all;
+#       txt_b1, a text model whose batches fail for a shape where its rows
+#       alone run, embeds every row, the first batch again row by row,
+#       later ones row by row at once (the verdict kept); a
 #       tensor larger than the host's memory (expand_huge, in (m)) is
 #       54000 too, with the default limit.
 # Prints "user_models: N passed, M failed"; exits 1 on any failure.  Every
@@ -476,6 +479,30 @@ check "(p) infer.on_error = null: NULL for those two rows, the small image's 6 v
 check "(p) at the debug level, the worker's log says why each row failed (each of the two rows failed in two queries)" \
 	"$(grep -c "request [0-9]*: row [1-3] of [1-3] (row id [0-9]*): 54000 model \"dyn_concat\.onnx\" needs a tensor larger than the worker allows for the row's image at its own size, 900x400: Concat node" "$tmp/wl.log") $(grep -c "request [0-9]*: row [1-3] of [1-3] (row id [0-9]*): 54000 the row's 1600x1000 input" "$tmp/wl.log")" \
 	'^2 2$'
+# A text model whose batches fail for a shape (a batch of 1 fixed inside)
+# where its rows alone run: the first batch runs again row by row and the
+# verdict is kept; later batches run their rows alone at once.
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SELECT infer.create_model('txt_b1', 'txt_b1/model.onnx', 'embed_text');
+CREATE TABLE tb1 (n int, t text);
+INSERT INTO tb1 VALUES (1, 'one two'), (2, 'three four five'), (3, 'a b c d e f'), (4, 'six');
+SELECT 'first ' || string_agg(n || ':' || array_length(e, 1), ' ' ORDER BY n)
+  FROM (SELECT n, infer.embed('txt_b1', t) AS e FROM tb1) s;
+SELECT 'second ' || string_agg(n || ':' || array_length(e, 1), ' ' ORDER BY n)
+  FROM (SELECT n, infer.embed('txt_b1', t) AS e FROM tb1) s;
+CREATE TABLE tb1_batched AS SELECT n, infer.embed('txt_b1', t) AS e FROM tb1;
+SET infer.enable_batching = off;
+SELECT 'alike ' || count(*) FILTER (WHERE a.e = b.e) FROM tb1_batched a
+  JOIN (SELECT n, infer.embed('txt_b1', t) AS e FROM tb1) b USING (n);
+EOF
+)
+check "(p) a text model with a batch of 1 fixed inside: every row embedded, in both queries" "$out" \
+	'^first 1:4 2:4 3:4 4:4$' '^second 1:4 2:4 3:4 4:4$'
+check "(p) ... each row as it is one row at a time" "$out" '^alike 4$'
+check "(p) ... one batch failed and ran again row by row, and the verdict was kept: later batches run their rows alone" \
+	"$(grep -c 'text model "txt_b1/model\.onnx": a [0-9]*-row batch failed' "$tmp/wl.log") $(grep -c 'text model "txt_b1/model\.onnx": a batch failed where its rows alone run; rows run one at a time' "$tmp/wl.log")" \
+	'^1 1$'
 worker_up
 add_up w "$port"
 q -c "SELECT infer.drop_worker('wl')" >/dev/null
