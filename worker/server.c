@@ -1143,7 +1143,7 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
 		return "Export the model without it (ONNX opsets 1 to 17 of the default domain, weights inside the file); docs/sql.md, \"Models\", says what a model needs.";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED) == 0)
-		return "Check the file with onnx.checker.check_model, which names what is wrong: export the model again if it is not valid ONNX, or copy it into the model directory again if it was damaged (a file replaced under the same name is read at the next call); upload an uploaded model again with infer.upload_model().";
+		return "Check the file with onnx.checker.check_model(model, full_check=True), which names what is wrong: export the model again if it is not valid ONNX, or copy it into the model directory again if it was damaged (a file replaced under the same name is read at the next call); upload an uploaded model again with infer.upload_model().";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_INTERNAL) == 0)
 		return "The worker's log names the request; check the model's registration (infer.models: task, input size, mean and std, labels) against its files.";
 	return NULL;

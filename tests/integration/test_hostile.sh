@@ -194,9 +194,9 @@ for m in unknown_op.onnx truncated.onnx empty.onnx; do
 		unknown_op.onnx) st=0A000 want="unsupported operator 'LSTM' \\(node 'Conv@0'\\)"
 			hint='hint=Export the model without it' ;;
 		truncated.onnx) st=XX001 want='not an ONNX model \(the bytes do not parse as a ModelProto\)'
-			hint='hint=Check the file with onnx.checker.check_model, which names what is wrong' ;;
+			hint='hint=Check the file with onnx\.checker\.check_model\(model, full_check=True\), which names what is wrong' ;;
 		*) st=XX001 want='not an ONNX model \(no graph\)'
-			hint='hint=Check the file with onnx.checker.check_model, which names what is wrong' ;;
+			hint='hint=Check the file with onnx\.checker\.check_model\(model, full_check=True\), which names what is wrong' ;;
 	esac
 	out=$("${B[@]}" --timeout-ms "$TIMEOUT_MS" --input-size 48x192 predict "$m" "$GOOD")
 	check "$m: $st naming the file (once) and the cause, with a hint" "$out" \

@@ -309,7 +309,7 @@ check "(m) a Cast to bfloat16: 0A000 at load naming the node, with a hint" "$out
 	'HINT:  Export the model without it'
 check "(m) an attribute Relu does not have: XX001 at load naming it" "$out" \
 	'ERROR:  XX001: could not load model file "bad_attr\.onnx": .*Relu node .relu_foo.: attribute .foo. is not an attribute of Relu-13 \(opset 13\)' \
-	'HINT:  Check the file with onnx\.checker\.check_model, which names what is wrong: export the model again if it is not valid ONNX'
+	'HINT:  Check the file with onnx\.checker\.check_model\(model, full_check=True\), which names what is wrong: export the model again if it is not valid ONNX'
 check_not "(m) ... neither ran" "$out" 'XX000: model "(cast_bf16|bad_attr)\.onnx" failed'
 check "(m) ... and infer.load_model finds it before any query: XX001 the same way" \
 	"$(grep -c 'ERROR:  XX001: .*could not load model file "bad_attr\.onnx": Relu node .relu_foo.: attribute .foo.' <<<"$out")" '^2$'
