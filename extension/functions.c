@@ -614,18 +614,22 @@ InferFragmentCollect(InferFragment *frag, InferReply *reply, int nrows,
 }
 
 /*
- * Whether reply is a worker's MSG_ERROR 58P01 (undefined_file): a file of
- * the request's models (the model, its labels file, a text model's
- * vocabulary) is not in that worker's model directory, so that another
- * worker may run the same rows.
+ * Whether reply is a worker's whole-request error (MSG_ERROR) that says
+ * what that worker lacks, so that another worker may run the same rows:
+ * 58P01 (undefined_file), a file of the request's models (the model, its
+ * labels file, a text model's vocabulary) is not in its model directory;
+ * 53200 (out_of_memory), a model larger than its --gpu-memory cap, or its
+ * memory ran out for the request.
  */
 bool
-InferReplyLacksFile(const InferReply *reply)
+InferReplyWorkerLacks(const InferReply *reply)
 {
 	const Pginfer__Error *e = reply->header->error;
 
 	return reply->header->kind == PGINFER__MSG_KIND__MSG_ERROR && e != NULL &&
-		e->sqlstate != NULL && strcmp(e->sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0;
+		e->sqlstate != NULL &&
+		(strcmp(e->sqlstate, PGINFER_SQLSTATE_NO_MODEL) == 0 ||
+		 strcmp(e->sqlstate, PGINFER_SQLSTATE_OUT_OF_MEMORY) == 0);
 }
 
 /*
@@ -819,12 +823,12 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 	return (Datum) 0;
 }
 
-/* most workers a row-at-a-time call passes over for lacking a file (58P01) */
+/* most workers a row-at-a-time call passes over for lacking a file or memory */
 #define INFER_ROW_MAX_LACKING 8
 
 /*
- * After frag->worker answered 58P01 (it lacks a file of frag's models;
- * InferReplyLacksFile), the worker to send the row (*payload, *len bytes)
+ * After frag->worker answered that it lacks a file of frag's models or the
+ * memory for them (58P01, 53200; InferReplyWorkerLacks), the worker to send the row (*payload, *len bytes)
  * to instead, with frag->worker added to avoid (*navoid names, room for
  * one more), or NULL when the error stands: that worker was passed over
  * before (placement sent the row back to it, no other being up), or no
@@ -863,10 +867,10 @@ pick_not_lacking(InferFragment *frag, const void *const *payload,
  * it goes to another worker that is not down (InferFragmentPickUp; one
  * that has not lost it, while there is one), up to infer.retries times,
  * as InferBatch's requests do; after that, or with no such worker, the
- * loss is raised (InferClientRaiseLost).  A worker that answers 58P01 (a
- * file of frag's models missing there) has the row sent to another one
- * that is not down, which is no retry (pick_not_lacking; the 58P01 reply
- * is returned when there is none).  frag's error context must be the
+ * loss is raised (InferClientRaiseLost).  A worker that answers 58P01 or 53200
+ * (a file of frag's models missing there, or the memory for them) has the
+ * row sent to another one that is not down, which is no retry
+ * (pick_not_lacking; its reply is returned when there is none).  frag's error context must be the
  * innermost one; it names the worker of each send.
  */
 static InferReply *
@@ -923,14 +927,15 @@ send_one(InferFragment *frag, const uint64 *row_id, const void *const *payload,
 		}
 		if (reply != NULL)
 		{
-			if (!InferReplyLacksFile(reply) ||
+			if (!InferReplyWorkerLacks(reply) ||
 				navoid - nlost >= INFER_ROW_MAX_LACKING ||
 				(next = pick_not_lacking(frag, payload, len, avoid, &navoid,
 										 nlost)) == NULL)
 				return reply;
 			ereport(DEBUG1,
-					(errmsg("pg_infer: inference worker \"%s\" at %s lacks a file (%s); sending the row to \"%s\"",
+					(errmsg("pg_infer: inference worker \"%s\" at %s cannot run the request (%s: %s); sending the row to \"%s\"",
 							frag->worker->name, frag->worker->endpoint,
+							reply->header->error->sqlstate,
 							reply->header->error->message, next->name)));
 			frag->worker = next;
 			continue;

@@ -74,7 +74,7 @@
 
 /* Distinct workers a request may lose before its rows are the error. */
 #define INFERBATCH_MAX_LOST_WORKERS 2
-/* most workers a call's requests avoid for lacking a file (58P01) */
+/* most workers a call's requests avoid for lacking a file or memory (58P01, 53200) */
 #define INFERBATCH_MAX_LACKING 8
 
 /* Inference workers with their own counters in BatchStats; more share one. */
@@ -146,8 +146,9 @@ typedef struct BatchCall
 	bool		ready;			/* frag set up */
 	bool		progress_noted; /* its models are in infer.progress */
 	InferFragment frag;			/* set up at the first row sent, in scan_cxt */
-	/* sender: workers that answered 58P01 (a file of its models missing
-	 * there), avoided by its requests from then on; names in scan_cxt */
+	/* sender: workers that answered 58P01 or 53200 (a file of its models
+	 * missing there, or the memory for them), avoided by its requests from
+	 * then on; names in scan_cxt */
 	int			nlacking;
 	const char *lacking_on[INFERBATCH_MAX_LACKING];
 } BatchCall;
@@ -621,8 +622,9 @@ part_largest(const BatchPart *part, int64 *row)
  * The worker placement chooses for part's request (over its nfrags
  * fragments frags; bytes in all, the largest row largest bytes), not one
  * that lost its rows before (part->lost_on) or lacks a file of the
- * sender bc's models (bc->lacking_on) while another is there.  A re-send
- * (the worker that held the rows was lost, or lacked a file) never goes
+ * sender bc's models or the memory for them (bc->lacking_on) while another
+ * is there.  A re-send (the worker that held the rows was lost, or lacked
+ * a file or memory) never goes
  * to a worker that is down (InferFragmentPickUp); NULL then when there is
  * none.
  */
@@ -883,7 +885,8 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 }
 
 /*
- * Notes, in bc (the sender), that worker name lacks a file of its models,
+ * Notes, in bc (the sender), that worker name lacks a file of its models
+ * or the memory for them,
  * which part's request found; whether part's rows are to go to another
  * worker: not when placement sent them there knowing it (no other worker
  * was up: the error is the statement's), nor when the list is full.
@@ -916,8 +919,8 @@ note_lacking(InferBatchState *st, BatchCall *bc, const BatchPart *part,
  * blame), or infer.retries is used up, its rows are the error
  * (raise_poison; that loss itself when it did not count); with no other
  * worker up the loss is raised, saying so.  A worker that answers 58P01
- * (it lacks a file of the models) has the rows sent to another worker
- * (note_lacking), which is no retry.  Other errors (cancel, timeout, the
+ * or 53200 (it lacks a file of the models or the memory for them) has the
+ * rows sent to another worker (note_lacking), which is no retry.  Other errors (cancel, timeout, the
  * worker's own) are raised.  Runs in the slot's memory context.
  */
 static InferReply *
@@ -935,16 +938,18 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 
 		/*
 		 * a worker without a file of the models (a model directory set up
-		 * apart from the others): the rows go to another one, and this
-		 * call's requests avoid it from now on; the error stands when it
-		 * was noted before or no other worker is up
+		 * apart from the others) or the memory for them (a smaller
+		 * --gpu-memory): the rows go to another one, and this call's
+		 * requests avoid it from now on; the error stands when it was
+		 * noted before or no other worker is up
 		 */
-		if (reply != NULL && InferReplyLacksFile(reply) &&
+		if (reply != NULL && InferReplyWorkerLacks(reply) &&
 			note_lacking(st, bc, part, part->worker->name))
 		{
 			ereport(LOG,
-					(errmsg("pg_infer: inference worker \"%s\" at %s lacks a file (%s); sending its %d rows to another worker",
+					(errmsg("pg_infer: inference worker \"%s\" at %s cannot run the request (%s: %s); sending its %d rows to another worker",
 							part->worker->name, part->worker->endpoint,
+							reply->header->error->sqlstate,
 							reply->header->error->message, part->nsent)));
 			InferFragmentPopContext(&bc->frag);
 			if (!send_part(st, part, true, false))

@@ -472,7 +472,7 @@ extern void InferFragmentInit(InferFragment *frag, InferFunction fn,
 							  const char *model);
 extern void InferFragmentPushContext(InferFragment *frag);
 extern void InferReplyRaiseError(const InferReply *reply);
-extern bool InferReplyLacksFile(const InferReply *reply);
+extern bool InferReplyWorkerLacks(const InferReply *reply);
 extern void InferFragmentPopContext(InferFragment *frag);
 extern char *InferFragmentDescribe(const InferFragment *frag);
 extern void InferFragmentPickWorker(InferFragment *frag,

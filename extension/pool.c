@@ -1120,6 +1120,56 @@ monitor_curve_keys(MonSlot *s, const char *name)
 	return ok;
 }
 
+/* The key pair settings the monitor's CURVE sockets were made with. */
+static char *mon_secret_path = NULL;
+static char *mon_public_path = NULL;
+
+/*
+ * Whether the key pair settings (infer.curve_secret_key_file and
+ * infer.curve_public_key_file) differ from what the monitor last noted;
+ * notes them.
+ */
+static bool
+monitor_curve_paths_changed(void)
+{
+	const char *secret = infer_curve_secret_key_file ? infer_curve_secret_key_file : "";
+	const char *public = infer_curve_public_key_file ? infer_curve_public_key_file : "";
+	bool		changed = mon_secret_path == NULL ||
+		strcmp(mon_secret_path, secret) != 0 || strcmp(mon_public_path, public) != 0;
+
+	if (changed)
+	{
+		if (mon_secret_path != NULL)
+			pfree(mon_secret_path);
+		if (mon_public_path != NULL)
+			pfree(mon_public_path);
+		mon_secret_path = MemoryContextStrdup(TopMemoryContext, secret);
+		mon_public_path = MemoryContextStrdup(TopMemoryContext, public);
+	}
+	return changed;
+}
+
+/*
+ * After a configuration reload: the CURVE workers the monitor could not
+ * watch (its key pair was not set, or not usable) are tried again, and all
+ * CURVE workers when the key pair settings changed: monitor_sync makes
+ * their sockets anew.  Without it, such a worker stayed down until the
+ * server restarted, however the keys were fixed.
+ */
+static void
+monitor_curve_reload(void)
+{
+	bool		changed = monitor_curve_paths_changed();
+
+	for (int i = 0; i < pool->max_workers; i++)
+	{
+		MonSlot    *s = &mon_slots[i];
+
+		if (s->generation != 0 && s->server_key[0] != '\0' && (changed || !s->curve))
+			s->generation = 0;
+	}
+}
+
 /*
  * Brings the monitor's sockets in line with the slots: new workers get a
  * DEALER, dropped ones lose theirs.  Returns whether any socket changed.
@@ -1457,6 +1507,7 @@ InferPoolMonitorMain(Datum arg)
 	pool->monitor_latch = MyLatch;
 	LWLockRelease(pool->lock);
 	elog(LOG, "pg_infer pool monitor started (%d slots)", pool->max_workers);
+	(void) monitor_curve_paths_changed();
 
 	while (!ShutdownRequestPending)
 	{
@@ -1468,6 +1519,7 @@ InferPoolMonitorMain(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			monitor_curve_reload();
 		}
 		/* a backend with a PGPROC: DROP DATABASE waits on this barrier */
 		if (ProcSignalBarrierPending)

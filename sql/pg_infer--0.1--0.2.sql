@@ -335,12 +335,16 @@ BEGIN
 	IF add_worker.name IS NULL OR add_worker.endpoint IS NULL THEN
 		RETURN;
 	END IF;
+	-- the whole PREFIX.pub file may be given: its '#' lines and blanks go
+	add_worker.server_public_key := btrim(regexp_replace(add_worker.server_public_key,
+														 '(^|\n)[ \t]*#[^\n]*', '', 'g'),
+										  E' \t\r\n');
 	IF add_worker.server_public_key IS NOT NULL AND
 	   add_worker.server_public_key !~ '^[]0-9a-zA-Z.:+=^!/*?&<>()[{}@%$#-]{40}$' THEN
 		RAISE EXCEPTION 'invalid CURVE public key for inference worker "%"', add_worker.name
 			USING ERRCODE = 'invalid_parameter_value',
 				DETAIL = 'A CURVE key is 40 characters of Z85 text.',
-				HINT = 'Give the contents of the worker''s PREFIX.pub file (infer-worker --curve-keygen PREFIX).';
+				HINT = 'Give the key line of the worker''s PREFIX.pub file, or the whole file (its # lines are skipped; infer-worker --curve-keygen PREFIX wrote it).';
 	END IF;
 	IF add_worker.name = '' THEN
 		RAISE EXCEPTION 'inference worker name must not be empty'

@@ -145,9 +145,9 @@ out=$(q -c "SET infer.timeout = 20000" -c "$CLS")
 check "plain worker (two-argument add_worker): 0,180" "$out" '^0,180$'
 q -c "SELECT infer.drop_worker('plain')" >/dev/null
 
-out=$(q -c "SELECT infer.add_worker('wc', '$CEP', '$WPUB')" \
+out=$(q -c "SELECT infer.add_worker('wc', '$CEP', '$(cat "$k/worker.pub")')" \
 	-c "SELECT name, server_public_key = '$WPUB' FROM infer.worker_registry")
-check "add_worker with the worker's public key" "$out" '^wc\|t$'
+check "add_worker with the worker's public key, given as the whole worker.pub (its # line skipped)" "$out" '^wc\|t$'
 out=$(q -c "SET infer.timeout = 20000" -c "$CLS")
 check "a listed backend gets the CURVE worker's answer: 0,180" "$out" '^0,180$'
 out=$(q -c "SET infer.timeout = 20000" -c "SET infer.enable_batching = off" -c "$CLS")
@@ -246,6 +246,29 @@ chmod 600 "$pk/listed.key"
 out=$(q -c "SHOW infer.curve_secret_key_file" -c "SET ROLE infer_admin" -c "SET infer.curve_secret_key_file = '/tmp/x'")
 check "only a superuser may set infer.curve_secret_key_file" "$out" \
 	'42501: permission denied to set parameter "infer\.curve_secret_key_file"'
+
+# --- the pool monitor without a key pair, then with one after a reload -----------
+# A CURVE worker registered while the server has no key pair is not watched
+# (the monitor logs why) and goes down; once the key pair is set and the
+# configuration reloaded, the monitor tries again and the worker comes up,
+# without a restart.
+q -c "ALTER SYSTEM SET infer.curve_secret_key_file = ''" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+q -c "SELECT infer.drop_worker('wc')" -c "SELECT infer.add_worker('wr', '$CEP', '$WPUB')" >/dev/null
+for _ in $(seq 60); do
+	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'wr'")" = down ] && break
+	sleep 0.1
+done
+check "a CURVE worker added while the server has no key pair: not watched, down, the log says why" \
+	"$(q -c "SELECT status FROM infer.workers WHERE name = 'wr'") $(grep -c 'pool monitor: cannot watch CURVE worker "wr" .*no CURVE key pair' "$tmp/pg/postgres.log")" \
+	'^down [1-9]'
+q -c "ALTER SYSTEM RESET infer.curve_secret_key_file" -c "SELECT pg_reload_conf()" >/dev/null
+for _ in $(seq 60); do
+	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'wr'")" = up ] && break
+	sleep 0.1
+done
+out=$(q -c "SELECT status FROM infer.workers WHERE name = 'wr'" -c "SET infer.timeout = 20000" -c "$CLS")
+check "... the key pair set again and the configuration reloaded: up, and it answers" "$out" '^up$' '^0,180$'
 
 # --- the WARNING without CURVE on a non-loopback address -------------------------
 WPORT=$(testenv_free_port)

@@ -52,7 +52,9 @@
 #       58P01; a third worker, run as the server's user, whose copy of
 #       the file that user may not read answers 58P01 saying so, and its
 #       batches go to w likewise; a worker whose model directory that user
-#       may not open refuses to start, saying so;
+#       may not open refuses to start, saying so; a fourth worker
+#       whose --gpu-memory cap mlp.onnx passes answers 53200 and its
+#       batches go to w likewise, every row as alone;
 #   (p) a worker started with --max-tensor-bytes 8M logs it; a model that
 #       takes each image at its own size fails the row whose tensor in
 #       the model passes the limit (54000, naming node, tensor and
@@ -433,6 +435,18 @@ check "(o) round_robin over w, w2 and w3, whose mlp.onnx its user may not read: 
 	"$out" '^locked 25 0$'
 check "(o) ... w3 answered 58P01, saying the file cannot be read" "$(cat "$tmp/w3.log")" \
 	'error 58P01: model file "mlp\.onnx" of model "mlp" in model directory ".*" cannot be read by the worker \(user id [0-9]+\): Permission denied'
+# a worker whose --gpu-memory cap is smaller than mlp.onnx (12870 bytes):
+# the batches it gets answer 53200 and go to a worker that can hold it
+port4=$(testenv_free_port)
+start_named_worker w4 "$port4" --model-dir "$MODELS" --gpu-memory 4K || exit 1
+add_up w4 "$port4"
+out=$(mlp_round_robin small)
+check "(o) round_robin over w, w2, w3 and w4, whose cap mlp.onnx passes: all 25 rows, each as alone" \
+	"$out" '^small 25 0$'
+check "(o) ... w4 answered 53200 naming the cap, and the backend sent its rows on" \
+	"$(grep -c 'error 53200: model "mlp\.onnx" needs [0-9]* bytes, more than the 4096 bytes this worker may hold' "$tmp/w4.log") $(grep -c 'inference worker "w4" at .* cannot run the request (53200: model "mlp\.onnx" needs' "$tmp/pg/postgres.log")" \
+	'^[1-9][0-9]* [1-9][0-9]*$'
+q -c "SELECT infer.drop_worker('w4')" >/dev/null
 mkdir -p "$tmp/closed_models"
 chmod 000 "$tmp/closed_models"
 out=$(timeout 20 ${testenv_as_pg[@]+"${testenv_as_pg[@]}"} "$WORKER" \
