@@ -1133,7 +1133,8 @@ done:
  * worker's --max-tensor-bytes) and b holds rows, they run first
  * (flush_batch, *pending_bytes less theirs) and the room is sought for the
  * row alone; a row whose input alone is refused gets 54000 and 1 is
- * returned.  0 when there is room; -1 with sqlstate/err (53200 when
+ * returned, unless the model fixes its input size (every row would fail
+ * alike): then the request fails, -1 with 54000.  0 when there is room; -1 with sqlstate/err (53200 when
  * memory ran out, or flush_batch's error).
  */
 static int
@@ -1141,8 +1142,8 @@ reserve_row(const frag_plan *p, pending_batch *b, int max_batch, bool on_device,
 			size_t *pending_bytes, fragment_result *r, int i,
 			const char **sqlstate, char *err, size_t errlen)
 {
-	char		why[256];
-	char		msg[512];
+	char		why[384];
+	char		msg[768];
 
 	if (pending_reserve(b, max_batch, on_device) == 0)
 		return 0;
@@ -1165,6 +1166,14 @@ reserve_row(const frag_plan *p, pending_batch *b, int max_batch, bool on_device,
 			snprintf(err, errlen, "out of memory for a %dx%d input", b->w, b->h);
 			return -1;
 		}
+	}
+	if (p->in_h > 0 && p->in_w > 0)
+	{
+		/* the model's own input size: every row would fail alike */
+		*sqlstate = PGINFER_SQLSTATE_TOO_LARGE;
+		snprintf(err, errlen, "model \"%s\"'s %dx%d input is larger than the worker allows: %s",
+				 p->spec->file, b->w, b->h, why);
+		return -1;
 	}
 	snprintf(msg, sizeof(msg), "the row's %dx%d input to model \"%s\" is larger than the worker allows: %s",
 			 b->w, b->h, p->spec->file, why);
@@ -1409,7 +1418,9 @@ run_ocr_row(const frag_plan *p, const image_rgb *img, fragment_result *r, int i,
 			snprintf(err, errlen, "%s: %s", what, lerr);
 			return -1;
 		}
-		fragment_row_error(r, i, state, what, lerr, NULL);
+		fragment_row_error(r, i, state, what, lerr,
+						   strcmp(state, PGINFER_SQLSTATE_TOO_LARGE) == 0 ?
+						   "Start the worker with a larger --max-tensor-bytes (OCR resizes each page for its detector, so a smaller image need not help)." : NULL);
 		return 0;
 	}
 	s = detect_only ? ocr_result_json(res) : ocr_result_text(res);

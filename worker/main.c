@@ -408,6 +408,27 @@ settings_init(worker_settings *w)
 }
 
 /*
+ * Whether endpoint has the form of a ZeroMQ endpoint the worker binds:
+ * tcp://, ipc:// or inproc:// followed by an address (zmq_bind(3)).  What
+ * follows is zmq_bind's to judge at start; a missing transport (a bare
+ * "127.0.0.1:5555") is a bad option (exit 2), not a failed start.
+ */
+static bool
+endpoint_syntax_ok(const char *endpoint)
+{
+	static const char *const transports[] = {"tcp://", "ipc://", "inproc://"};
+
+	for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
+	{
+		size_t		n = strlen(transports[i]);
+
+		if (strncmp(endpoint, transports[i], n) == 0 && endpoint[n] != '\0')
+			return true;
+	}
+	return false;
+}
+
+/*
  * Applies one option (a config_apply_fn): code from longopts, flag its
  * name for messages ("--threads" or the file's "threads").  Returns 0, or
  * -1 with err saying what the value must be.
@@ -423,6 +444,12 @@ apply_option(void *arg, int code, const char *flag, const char *value,
 	switch (code)
 	{
 		case 'l':
+			if (!endpoint_syntax_ok(value))
+			{
+				snprintf(err, errlen, "%s must be a ZeroMQ endpoint such as tcp://127.0.0.1:5555, tcp://*:5555 or ipc:///run/infer.sock, not \"%s\"",
+						 flag, value);
+				return -1;
+			}
 			w->opts.endpoint = value;
 			return 0;
 		case 'm':
@@ -481,6 +508,12 @@ apply_option(void *arg, int code, const char *flag, const char *value,
 					 flag, PGINFER_MIN_MESSAGE_BYTES, value);
 			return -1;
 		case 'S':
+			if (!endpoint_syntax_ok(value))
+			{
+				snprintf(err, errlen, "%s must be a ZeroMQ endpoint such as tcp://127.0.0.1:5556 or tcp://127.0.0.1:*, not \"%s\"",
+						 flag, value);
+				return -1;
+			}
 			w->ext.state_endpoint = value;
 			return 0;
 		case 'g':

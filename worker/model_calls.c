@@ -8,6 +8,8 @@
 #include "worker/model_calls.h"
 
 #include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +78,29 @@ note_failure(int rc)
 {
 	if (rc < 0 && open_log != NULL)
 		open_log->failed = (ie_error_kind) -rc;
+}
+
+/* The failure of a tensor of the caller's own; see model_calls.h. */
+int
+model_calls_tensor_failed(char *err, size_t errlen, const char *fmt,...)
+{
+	char		what[256];
+	char		why[384];
+	va_list		ap;
+	ie_error_kind kind = IE_ERR_NO_MEMORY;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (ie_tensor_take_refusal(why, sizeof(why)))
+	{
+		kind = IE_ERR_LIMIT;
+		snprintf(err, errlen, "%s: over the tensor limit: %s", what, why);
+	}
+	else
+		snprintf(err, errlen, "%s: out of memory", what);
+	note_failure(-(int) kind);
+	return -(int) kind;
 }
 
 /* Appends one call to log, growing it by doubling; counts it as dropped when it cannot. */

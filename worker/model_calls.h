@@ -89,6 +89,18 @@ int			model_calls_run_images(const ie_model *model, const ie_image *images, int 
  */
 const char *model_calls_sqlstate(ie_error_kind kind);
 
+/*
+ * For a tensor of the caller's own (a pipeline's input batch) whose
+ * ie_tensor_new returned NULL: when the engine refused it for its size
+ * (ie_tensor_take_refusal: over --max-tensor-bytes), the thread's open log
+ * notes IE_ERR_LIMIT (54000) and err gets "<what>: over the tensor limit:
+ * <the refusal>"; otherwise IE_ERR_NO_MEMORY (53200) and "<what>: out of
+ * memory", what formatted from fmt.  Returns the kind's negative, as a
+ * failed ie_model_run does.
+ */
+int			model_calls_tensor_failed(char *err, size_t errlen, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
 /* Milliseconds since an arbitrary point, CLOCK_MONOTONIC. */
 double		model_calls_now_ms(void);
 

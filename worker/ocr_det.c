@@ -316,7 +316,10 @@ ocr_detect(const ie_model *det, const ocr_params *p, const image_rgb *img,
 		dims[3] = rw;
 		in = ie_tensor_new(IE_FLOAT, 4, dims);
 		if (in == NULL)
-			goto nomem;
+		{
+			model_calls_tensor_failed(err, errlen, "text detection: a %dx%d input", rw, rh);
+			goto fail;
+		}
 		pre_normalize_chw(rs, mean, stdv, 1, in->data, rh, rw, 0);
 		image_destroy(&rs);
 		ins[0] = in;

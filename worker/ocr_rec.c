@@ -102,10 +102,12 @@ crop_width(int w, int h, int max_w)
 /*
  * A new m x 3 x REC_H x w float tensor of the crops o[0..m) name, each
  * resized to height REC_H (crop_width) and normalised (mean and std 0.5,
- * BGR), zero-padded on the right; NULL when out of memory.
+ * BGR), zero-padded on the right; NULL with err when the tensor is over
+ * the limit or memory runs out (model_calls_tensor_failed).
  */
 static ie_tensor *
-batch_input(const ocr_crop *crops, const ratio_idx *o, int m, int w)
+batch_input(const char *what, const ocr_crop *crops, const ratio_idx *o, int m,
+			int w, char *err, size_t errlen)
 {
 	static const float mean[3] = {0.5f, 0.5f, 0.5f};
 	static const float stdv[3] = {0.5f, 0.5f, 0.5f};
@@ -113,7 +115,10 @@ batch_input(const ocr_crop *crops, const ratio_idx *o, int m, int w)
 	ie_tensor  *in = ie_tensor_new(IE_FLOAT, 4, dims);
 
 	if (in == NULL)
+	{
+		model_calls_tensor_failed(err, errlen, "%s: a batch of %d crops of %dx%d", what, m, w, REC_H);
 		return NULL;
+	}
 	for (int k = 0; k < m; k++)
 	{
 		const image_rgb *crop = crops[o[k].idx].img;
@@ -121,6 +126,7 @@ batch_input(const ocr_crop *crops, const ratio_idx *o, int m, int w)
 
 		if (rs == NULL)
 		{
+			snprintf(err, errlen, "%s: out of memory resizing a crop", what);
 			ie_tensor_destroy(&in);
 			return NULL;
 		}
@@ -135,18 +141,17 @@ batch_input(const ocr_crop *crops, const ratio_idx *o, int m, int w)
  * Runs model on the batch_input of crops o[0..m) (width w): on the model's
  * CUDA device the crops' pixels go there and are resized and normalised
  * there (ie_model_run_images, the same values), else batch_input here.
- * outs[0] receives the first output.  -1 with err; *oom set when memory
- * ran out here.
+ * outs[0] receives the first output.  -1 with err (what names the stage
+ * in batch_input's).
  */
 static int
 run_crops(const ie_model *model, const ocr_crop *crops, const ratio_idx *o, int m,
-		  int w, ie_tensor **outs, int *oom, char *err, size_t errlen)
+		  int w, ie_tensor **outs, const char *what, char *err, size_t errlen)
 {
 	const ie_tensor *ins[1];
 	ie_tensor  *in;
 	int			rc;
 
-	*oom = 0;
 	if (ie_model_device(model) != IE_DEVICE_CPU)
 	{
 		ie_image	ims[BATCH];
@@ -170,11 +175,8 @@ run_crops(const ie_model *model, const ocr_crop *crops, const ratio_idx *o, int 
 			snprintf(err, errlen, "a crop in device memory for a model on the CPU");
 			return -1;
 		}
-	if ((in = batch_input(crops, o, m, w)) == NULL)
-	{
-		*oom = 1;
+	if ((in = batch_input(what, crops, o, m, w, err, errlen)) == NULL)
 		return -1;
-	}
 	ins[0] = in;
 	rc = model_calls_run(model, ins, outs, err, errlen);
 	ie_tensor_destroy(&in);
@@ -188,8 +190,6 @@ ocr_classify(const ie_model *cls, ocr_crop *crops, int n, float thresh,
 {
 	ratio_idx  *o = NULL;
 	ie_tensor  *outs[1] = {NULL};
-	int			oom;
-
 	for (int i = 0; i < n; i++)
 		rotated[i] = 0;
 	if (n <= 0)
@@ -202,12 +202,9 @@ ocr_classify(const ie_model *cls, ocr_crop *crops, int n, float thresh,
 		int			m = n - b < BATCH ? n - b : BATCH;
 		const float *pr;
 
-		if (run_crops(cls, crops, o + b, m, CLS_W, outs, &oom, err, errlen) < 0)
-		{
-			if (oom)
-				goto nomem;
+		if (run_crops(cls, crops, o + b, m, CLS_W, outs, "direction classifier",
+					  err, errlen) < 0)
 			goto fail;
-		}
 		if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 2 ||
 			outs[0]->dims[0] != m || outs[0]->dims[1] < 2)
 		{
@@ -320,7 +317,6 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 {
 	ratio_idx  *o = NULL;
 	ie_tensor  *outs[1] = {NULL};
-	int			oom;
 	int			rc = -1;
 
 	for (int i = 0; i < n; i++)
@@ -351,12 +347,8 @@ ocr_recognize(const ie_model *rec, const char *const *dict, int dict_len,
 			if (o[b + k].ratio > max_ratio)
 				max_ratio = o[b + k].ratio;
 		bw = (int) (REC_H * max_ratio);
-		if (run_crops(rec, crops, o + b, m, bw, outs, &oom, err, errlen) < 0)
-		{
-			if (oom)
-				goto nomem;
+		if (run_crops(rec, crops, o + b, m, bw, outs, "text recogniser", err, errlen) < 0)
 			goto fail;
-		}
 		if (outs[0]->dtype != IE_FLOAT || outs[0]->ndim != 3 ||
 			outs[0]->dims[0] != m)
 		{

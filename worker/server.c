@@ -44,6 +44,7 @@
 #include "worker/server.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -148,6 +149,8 @@ struct server
 	client_table *clients;		/* what each client connection holds */
 	int64_t		max_client_bytes;	/* --max-client-bytes */
 	uint64_t	client_refused; /* requests refused over it (53400) */
+	int64_t		last_busy_us;	/* when a job last ran or waited */
+	bool		idle_trimmed;	/* release_idle_memory ran since then */
 	uint64_t	client_dropped; /* and dropped unanswered, past the
 								 * refusals' allowance */
 	int64_t		over_warned_us; /* warn_over's last line */
@@ -3216,6 +3219,39 @@ shutdown_drain(server *s, zmq_msg_t **parts, int *cap)
 	answer_unrun(s);
 }
 
+/* How long the worker is idle before release_idle_memory frees memory. */
+#define SERVER_IDLE_RELEASE_US ((int64_t) 2 * 1000 * 1000)
+
+/*
+ * Once nothing has run or waited for SERVER_IDLE_RELEASE_US, frees the
+ * engine's cached tensor buffers (up to 512 MiB that runs keep for the
+ * next, ie_tensor_cache_clear) and gives the heap's free memory back to the
+ * system (malloc_trim(3)), once an idle spell: an idle worker holds its
+ * models, its input cache and little else.  The next request allocates
+ * its buffers again.
+ */
+static void
+release_idle_memory(server *s, int64_t now)
+{
+	size_t		held;
+
+	if (s->running != NULL || batcher_length(s->queue) > 0)
+	{
+		s->last_busy_us = now;
+		s->idle_trimmed = false;
+		return;
+	}
+	if (s->idle_trimmed || now - s->last_busy_us < SERVER_IDLE_RELEASE_US)
+		return;
+	s->idle_trimmed = true;
+	held = ie_tensor_cache_bytes();
+	ie_tensor_cache_clear();
+	malloc_trim(0);
+	if (held > 0)
+		log_debug("idle for %lld ms: freed %zu bytes of the engine's cached tensor buffers and trimmed the heap",
+				  (long long) (SERVER_IDLE_RELEASE_US / 1000), held);
+}
+
 /* Serves until *stop is set; see server.h. */
 int
 server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
@@ -3277,6 +3313,7 @@ server_run(server *s, volatile sig_atomic_t *stop, int poll_ms,
 			break;
 		/* One job at a time; the socket is read while it runs. */
 		start_next_job(s, 0);
+		release_idle_memory(s, now_us());
 		if (state_pub_due(s->pub, now_us()))
 			publish_state(s);
 	}

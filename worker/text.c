@@ -847,8 +847,16 @@ run_batch(const ie_model *model, const text_model *tm,
 	int			rc = -1;
 
 	*sqlstate = PGINFER_SQLSTATE_OUT_OF_MEMORY;
-	if (ids == NULL || mask == NULL || types == NULL || inputs == NULL ||
-		outputs == NULL)
+	if (ids == NULL || mask == NULL || types == NULL)
+	{
+		/* over --max-tensor-bytes (54000), a row may be at fault: as a run */
+		run = model_calls_tensor_failed(err, errlen, "a batch of %d texts of %d tokens",
+										n, len);
+		*sqlstate = model_calls_sqlstate((ie_error_kind) -run);
+		rc = 1;
+		goto done;
+	}
+	if (inputs == NULL || outputs == NULL)
 	{
 		snprintf(err, errlen, "out of memory for a batch of %d texts of %d tokens", n, len);
 		goto done;

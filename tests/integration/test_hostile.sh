@@ -27,7 +27,10 @@
 #     renamed to LSTM (which the engine lacks: 0A000), the same file cut
 #     to half its bytes and an empty file (XX001, data_corrupted), and the
 #     real detector (4.7 MB) on a worker whose --gpu-memory is 2M (53200,
-#     refused from the file's size, before it is parsed or made resident).
+#     refused from the file's size, before it is parsed or made resident);
+#   - tensors over --max-tensor-bytes 8M: OCR's detector input for a small
+#     page (54000 for the row, naming the tensor and the limit), a model
+#     registered at 2048x2048 (54000 for the request, before it runs).
 # After each: the worker's pid is alive and a good request (predict with
 # the classifier) gives the same values as before the hostile input.
 #
@@ -213,7 +216,24 @@ check "... also on MSG_LOAD_MODEL, and it is not resident" \
 	"$("${B[@]}" load det.onnx) $("${B[@]}" ping)" '^ERROR sqlstate=53200 ' \
 	'PONG .*resident=cls\.onnx request_id'
 still_serves "after the model over the cap" "$B_PID" "${B[@]}"
-check_not "no worker logged a crash or an abort" "$(cat "$tmp/a.log" "$tmp/b.log")" \
+# --- worker C: the real models, --max-tensor-bytes 8M ------------------------
+# OCR's detector input for a small page (resized up to 1792x736) is over
+# the limit: 54000 for the row, from the pipeline's own tensor, naming it;
+# a model registered at 2048x2048 fails the request before it runs.
+start_worker "$tmp/c.log" --model-dir "$MODEL_DIR" --max-tensor-bytes 8M || exit 1
+C_PID=$WPID
+C=("$CLIENT" --endpoint "$EP")
+out=$("${C[@]}" --timeout-ms "$TIMEOUT_MS" ocr "$DATA/p21_curl_desc_small.png")
+check "OCR's detector input over --max-tensor-bytes: 54000 for the row, naming the tensor and the limit, with a hint" "$out" \
+	'^ROW 0 id=100 ok=0 sqlstate=54000 message=OCR failed \| detail=text detection: a 1792x736 input: over the tensor limit: a float tensor of shape \[1, 3, 736, 1792\] is 15826944 bytes, more than the 8388608 bytes a tensor may take \| hint=Start the worker with a larger --max-tensor-bytes'
+out=$("${C[@]}" --timeout-ms "$TIMEOUT_MS" --input-size 2048x2048 predict "$DET" "$GOOD")
+check "a model's fixed input over it: 54000 for the request, before the model runs" "$out" \
+	"^ERROR sqlstate=54000 message=model \"$DET\"'s 2048x2048 input is larger than the worker allows: a float tensor of shape \[1, 3, 2048, 2048\] is 50331648 bytes"
+GOOD_MODEL_C=$GOOD_MODEL
+GOOD_MODEL=$CLS
+still_serves "C after the tensor limit" "$C_PID" "${C[@]}"
+GOOD_MODEL=$GOOD_MODEL_C
+check_not "no worker logged a crash or an abort" "$(cat "$tmp/a.log" "$tmp/b.log" "$tmp/c.log")" \
 	'Segmentation|Aborted|AddressSanitizer|runtime error'
 
 for p in "${workers[@]}"; do

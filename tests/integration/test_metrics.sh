@@ -9,8 +9,9 @@
 # text again and starts the same worker (its port, batch size and metrics
 # endpoint); a flag overrides the file's key; an unknown key, a bad value,
 # a line without "=", a section, a key set twice and a missing file are
-# each refused with FILE:LINE and exit 2; a bad --metrics-listen exits 2
-# and a port already in use exits 1.
+# each refused with FILE:LINE and exit 2; a bad --metrics-listen exits 2,
+# and so does a --listen or --state-listen without its transport
+# (tcp://), saying what an endpoint is; a port already in use exits 1.
 #
 # Metrics: two real workers with the real models (build/models), each with
 # --metrics-listen on 127.0.0.1; requests through the worker protocol
@@ -176,6 +177,12 @@ check "a missing file is refused (exit 2)" "$out rc=$?" 'rc=2$' 'no_such\.conf: 
 out=$("$WORKER" --listen tcp://127.0.0.1:1 --model-dir "$MODEL_DIR" --metrics-listen 127.0.0.1:99999 2>&1)
 check "a bad --metrics-listen is refused (exit 2)" "$out rc=$?" 'rc=2$' \
 	'--metrics-listen: expected HOST:PORT'
+out=$("$WORKER" --listen 127.0.0.1:1 --model-dir "$MODEL_DIR" 2>&1)
+check "a --listen without its transport is refused (exit 2), saying what an endpoint is" "$out rc=$?" 'rc=2$' \
+	'--listen must be a ZeroMQ endpoint such as tcp://127\.0\.0\.1:5555, tcp://\*:5555 or ipc:///run/infer\.sock, not "127\.0\.0\.1:1"'
+conf_error "... also in the file, with file:line; and --state-listen likewise" \
+	$'listen = tcp://127.0.0.1:1\nstate-listen = 127.0.0.1:2\n' \
+	'@:2: state-listen must be a ZeroMQ endpoint such as tcp://127\.0\.0\.1:5556'
 
 # --- two live workers -------------------------------------------------------
 MA=$(testenv_free_port)
@@ -211,6 +218,7 @@ out=$("${A[@]}" classify $CLS only_one "$DATA/p04_slide_results.png")
 check "A: classify with too few labels fails as a whole" "$out" '^ERROR sqlstate=22023'
 out=$("${A[@]}" ocr "$DATA/p05_street_sign.jpg" "$DATA/p04_slide_results.png")
 check "A: OCR of 2 images" "$out" '^RESULT rows=2' '^ROW 0 id=100 ok=1 .*Baker'
+busy=$(metric "$(body "http://127.0.0.1:$MA/metrics")" infer_worker_heap_bytes)
 # B: classify 4 rows.
 out=$("${B[@]}" classify $CLS 0,180 "$DATA/p01_web_docs.png" "$DATA/p02_receipt_bakery.png" \
 	"$DATA/p04_slide_results.png" "$DATA/p05_street_sign.jpg")
@@ -238,6 +246,17 @@ check "A's gauges: idle, 3 resident models, model memory in use, no request held
 	'^infer_worker_gpu_memory_bytes\{state="total"\} [1-9]' \
 	'^infer_worker_host_memory_bytes\{state="used"\} [1-9]' \
 	"^infer_worker_info\{worker_id=\"[^\"]+:$PIDA\",endpoint=\"${EPA//./\\.}\",device=\"cpu\""
+# idle for 2 s, the worker frees the engine's cached tensor buffers (the
+# OCR runs left hundreds of MB there) and trims its heap
+if [ "$busy" != 0 ]; then
+	for _ in $(seq 50); do
+		idle=$(metric "$(body "http://127.0.0.1:$MA/metrics")" infer_worker_heap_bytes)
+		[ "$idle" -lt $((busy / 4)) ] && break
+		sleep 0.2
+	done
+	check "idle, A frees the engine's cached tensor buffers: heap $busy bytes after the runs, $idle idle" \
+		"$((idle < busy / 4 && busy > 50000000))" '^1$'
+fi
 check "B's /metrics counts its own requests only" \
 	"requests=$(metric "$mb" infer_worker_requests_total) rows=$(metric "$mb" infer_worker_inferences_total) runs=$(metric "$mb" infer_worker_executions_total) resident=$(metric "$mb" infer_worker_resident_models) cls=$(metric "$mb" "infer_worker_model_resident{model=\"$CLS\"}") det=$(metric "$mb" "infer_worker_model_resident{model=\"$DET\"}") ." \
 	'requests=1 rows=4 runs=1 resident=1 cls=1 det= \.'

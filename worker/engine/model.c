@@ -240,7 +240,7 @@ ie_tensor_from_proto(const Onnx__TensorProto *tp, ie_tensor **out,
 	t = ie_tensor_new(dt, (int) tp->n_dims, dims);
 	if (t == NULL)
 	{
-		char		why[256];
+		char		why[384];
 
 		if (ie_tensor_take_refusal(why, sizeof(why)))
 		{
@@ -539,6 +539,7 @@ fold_node(loader *ld, ie_plan_node *pn)
 					 operr, sizeof(operr));
 	operr[0] = '\0';
 	ctx.err_kind = IE_ERR_INVALID;
+	ie_tensor_forget_refusal();
 	if (pn->fn(&ctx) != 0)
 	{
 		for (int j = 0; j < pn->n_outputs; j++)

@@ -479,7 +479,7 @@ static void
 limit_error(ie_node_ctx *ctx, char *msg, size_t room)
 {
 	static const char oom[] = "out of memory";
-	char		why[256];
+	char		why[384];
 	char		rest[512];
 	char	   *at = strstr(msg, oom);
 

@@ -249,7 +249,7 @@ ie_tensor_forget_refusal(void)
 bool
 ie_tensor_take_refusal(char *buf, size_t len)
 {
-	char		shape[128];
+	char		shape[256];
 
 	if (!refused.set)
 		return false;
