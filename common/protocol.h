@@ -41,6 +41,13 @@
 #define PGINFER_PROTOCOL_VERSION 1
 
 /*
+ * The release this source is: the extension's default_version in
+ * sql/pg_infer.control (test_metrics.sh checks they agree), which
+ * infer-worker --version prints.
+ */
+#define PGINFER_RELEASE "0.2"
+
+/*
  * The least --max-message-bytes a worker takes.  ZeroMQ applies the limit
  * (ZMQ_MAXMSGSIZE) to a frame as it arrives on the wire, and under CURVE
  * that frame is a MESSAGE command: the frame's bytes plus

@@ -877,8 +877,9 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 			InferClientForgetLost(held);
 			part->early++;
 			ereport(LOG,
-					(errmsg("pg_infer: inference worker \"%s\" was lost; sending the %d rows it also held to \"%s\"",
-							name, part->nsent, part->worker->name)));
+					(errmsg_plural("pg_infer: inference worker \"%s\" was lost; sending the %d row it also held to \"%s\"",
+								   "pg_infer: inference worker \"%s\" was lost; sending the %d rows it also held to \"%s\"",
+								   part->nsent, name, part->nsent, part->worker->name)));
 		}
 	}
 	MemoryContextSwitchTo(oldcxt);
@@ -947,10 +948,11 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 			note_lacking(st, bc, part, part->worker->name))
 		{
 			ereport(LOG,
-					(errmsg("pg_infer: inference worker \"%s\" at %s cannot run the request (%s: %s); sending its %d rows to another worker",
-							part->worker->name, part->worker->endpoint,
-							reply->header->error->sqlstate,
-							reply->header->error->message, part->nsent)));
+					(errmsg_plural("pg_infer: inference worker \"%s\" at %s cannot run the request (%s: %s); sending its %d row to another worker",
+								   "pg_infer: inference worker \"%s\" at %s cannot run the request (%s: %s); sending its %d rows to another worker",
+								   part->nsent, part->worker->name, part->worker->endpoint,
+								   reply->header->error->sqlstate,
+								   reply->header->error->message, part->nsent)));
 			InferFragmentPopContext(&bc->frag);
 			if (!send_part(st, part, true, false))
 			{
@@ -984,9 +986,10 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 		}
 
 		ereport(LOG,
-				(errmsg("pg_infer: inference worker \"%s\" at %s was lost (%s); sending its %d rows to another worker",
-						part->worker->name, part->worker->endpoint,
-						lost->message, part->nsent)));
+				(errmsg_plural("pg_infer: inference worker \"%s\" at %s was lost (%s); sending its %d row to another worker",
+							   "pg_infer: inference worker \"%s\" at %s was lost (%s); sending its %d rows to another worker",
+							   part->nsent, part->worker->name, part->worker->endpoint,
+							   lost->message, part->nsent)));
 		InferFragmentPopContext(&bc->frag);
 		lost_slot = part->worker->pool_slot;
 		if (!send_part(st, part, true, false))

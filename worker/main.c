@@ -215,6 +215,7 @@ usage(FILE *f)
 			"                      their dashes (listen = tcp://127.0.0.1:5555); a\n"
 			"                      flag overrides its key (docs/operations.md)\n"
 			"  --print-config      print the effective settings in that format, exit\n"
+			"  --version           print the release and protocol version, and exit\n"
 			"  --help              show this text and exit\n"
 			"\n"
 			"SIGTERM or SIGINT stops the worker cleanly (exit status 0).  SIGHUP is\n"
@@ -388,6 +389,7 @@ static const struct option longopts[] = {
 	{"config", required_argument, NULL, 'C'},
 	{"print-config", no_argument, NULL, 'P'},
 	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0}
 };
 
@@ -687,6 +689,10 @@ read_options(int argc, char **argv, config *cfg, worker_settings *w)
 			case 'h':
 				usage(stdout);
 				return 0;
+			case 'V':
+				printf("infer-worker (pg_infer %s, protocol %d)\n", PGINFER_RELEASE,
+					   PGINFER_PROTOCOL_VERSION);
+				return 0;
 			case '?':
 				usage(stderr);
 				return 2;
@@ -798,6 +804,17 @@ main(int argc, char **argv)
 		log_error("could not start: %s", err);
 		goto done;
 	}
+	/* bound before the worker says it listens: a busy port fails the start first */
+	if (w.metrics_listen != NULL)
+	{
+		/* its thread blocks every signal itself (metrics.h) */
+		if (metrics_start(w.metrics_listen, server_endpoint(srv), w.dashboard_peers,
+						  err, sizeof(err)) != 0)
+		{
+			log_error("could not start: --metrics-listen %s: %s", w.metrics_listen, err);
+			goto done;
+		}
+	}
 	log_info("listening on %s (model dir \"%s\", %d engine threads, max %lld pixels, max batch %d rows, queue delay %lld us, max message %lld bytes)",
 			 server_endpoint(srv), w.opts.model_dir, ie_get_threads(),
 			 (long long) w.opts.max_pixels, w.opts.max_batch,
@@ -831,13 +848,6 @@ main(int argc, char **argv)
 
 	if (w.metrics_listen != NULL)
 	{
-		/* its thread blocks every signal itself (metrics.h) */
-		if (metrics_start(w.metrics_listen, server_endpoint(srv), w.dashboard_peers,
-						  err, sizeof(err)) != 0)
-		{
-			log_error("could not start: --metrics-listen %s: %s", w.metrics_listen, err);
-			goto done;
-		}
 		log_info("metrics on http://%s/metrics, dashboard on http://%s/",
 				 metrics_address(), metrics_address());
 		snprintf(err, sizeof(err), "tcp://%s", metrics_address());

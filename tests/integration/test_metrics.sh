@@ -103,11 +103,14 @@ check "--print-config prints the effective configuration and exits 0" "$out"$'\n
 printf '%s\n' "$out" >"$tmp/w.conf"
 # the actions are no keys, and --no-uploads is the key uploads = off
 flags=$("$WORKER" --help | grep -oE '^  --[a-z-]+' | sed 's/^  --//' |
-	grep -vxE 'help|config|print-config|curve-keygen|no-uploads' | sort -u)
+	grep -vxE 'help|version|config|print-config|curve-keygen|no-uploads' | sort -u)
 keys=$(grep -oE '^(# )?[a-z-]+ =' "$tmp/w.conf" | sed -E 's/^# //; s/ =$//' | sort -u)
 check "every flag of --help (but the actions) is a key of --print-config" \
 	"flags: $(echo $flags) | keys: $(echo $keys) | same=$([ "$flags" = "$keys" ] && echo yes)" \
 	'same=yes' ' metrics-listen ' ' dashboard-peers '
+check "--version prints the release of sql/pg_infer.control and the protocol, exit 0" \
+	"$("$WORKER" --version; echo "rc=$?")" \
+	"^infer-worker \\(pg_infer $(sed -nE "s/^default_version = '([^']+)'/\\1/p" sql/pg_infer.control | sed 's/\./\\./g'), protocol [0-9]+\\)$" '^rc=0$'
 check "--help explains --config, --print-config and the metrics endpoint" \
 	"$("$WORKER" --help)" '--config FILE' '--print-config' '--metrics-listen HOST:PORT' \
 	'--dashboard-peers'
@@ -201,6 +204,7 @@ B=("$CLIENT" --endpoint "$EPB" --timeout-ms "$OCR_TIMEOUT_MS")
 out=$("$WORKER" --listen 'tcp://127.0.0.1:*' --model-dir "$MODEL_DIR" --metrics-listen "127.0.0.1:$MA" 2>&1)
 check "a metrics port already in use is refused (exit 1)" "$out rc=$?" 'rc=1$' \
 	"could not start: --metrics-listen 127\.0\.0\.1:$MA: could not listen"
+check_not "... before the worker says it listens" "$out" 'INFO listening on'
 
 check "a byte count is exact, not rounded to 10 digits (B's --gpu-memory 25275990020)" \
 	"$(body "http://127.0.0.1:$MB/metrics")" '^infer_worker_gpu_memory_cap_bytes 25275990020$'

@@ -355,7 +355,7 @@ check "(f) ... w1 held $resent rows, sent again to w2/w3; it answered only rows 
 # the first wait that finds w1 hung sends the others it holds at once (a
 # hang is no drop: w1 is silent to them at once, InferPoolIsSilent)
 check "(f) ... the first wait to find w1 hung sent its $((resent - 1)) other batches at once" \
-	"$(grep -c 'sending its 1 rows to another worker' <<<"$out") $(grep -c 'inference worker "w1" was lost; sending the 1 rows it also held' <<<"$out")" \
+	"$(grep -c 'sending its 1 row to another worker' <<<"$out") $(grep -c 'inference worker "w1" was lost; sending the 1 row it also held' <<<"$out")" \
 	"^1 $((resent - 1))\$"
 
 # Alone: w2 (the only worker left) stops at row 3; a clear error, in time.
@@ -428,7 +428,7 @@ check "(c) ... its 4 rows went to w1/w2: rows sent = 16 + 4 ($line)" \
 # the first wait that finds w3 lost sends the three others it held at once,
 # not each when the scan comes to it (behind the re-sent ones)
 check "(c) ... the loss found at the first wait: w3's three other batches re-sent at once" \
-	"$(grep -c 'inference worker "w3" was lost; sending the 1 rows it also held to "w[12]"' "$tmp/c.out") $(grep -c 'sending its 1 rows to another worker' "$tmp/c.out")" \
+	"$(grep -c 'inference worker "w3" was lost; sending the 1 row it also held to "w[12]"' "$tmp/c.out") $(grep -c 'sending its 1 row to another worker' "$tmp/c.out")" \
 	'^3 1$'
 
 # --- (d) the worker comes back on the same endpoint ------------------------------
@@ -784,7 +784,7 @@ check "(k) s2 killed and restarted while it held a batch: every row once, b's an
 	"ok=$ok held=$held rc=$rc $(digest k_restart 2>&1)" \
 	"^ok=1 held=s1:1:3 s2:1:3 rc=0 $K_REF\$"
 check "(k) ... only the batch the old s2 held is sent again: 7 requests for 6 batches, 3 to s2 ($line)" \
-	"sent=$(($(wcount "$line" s1 requests) + $(wcount "$line" s2 requests))) s2=$(wcount "$line" s2 requests) $(grep -c 'sending its 1 rows to another worker' "$tmp/k.out") $(grep -c 'rows it also held' "$tmp/k.out")" \
+	"sent=$(($(wcount "$line" s1 requests) + $(wcount "$line" s2 requests))) s2=$(wcount "$line" s2 requests) $(grep -c 'sending its 1 row to another worker' "$tmp/k.out") $(grep -cE 'rows? it also held' "$tmp/k.out")" \
 	'^sent=7 s2=3 1 0$'
 
 # --- (l) a run across a stop of the worker keeps no timing ------------------------
@@ -907,8 +907,8 @@ check "(n) s2 stopped (SIGTERM) and restarted while the query held its answers: 
 # means; when it comes just after, the backend is waiting on s1 by then, and
 # the connection's close drops it: the 10th goes out again as lost with the
 # connection, as docs/placement.md says)
-check "(n) ... s2 answered both its batches 57P01 as it stopped, both went out again, and the new s2 is up after the query ($(grep -c 'is shutting down.*sending its 1 rows' "$tmp/n.out") of them on the 57P01)" \
-	"$(grep -cE "infer-worker\[$old_s2\] WARN request [0-9]{10,}: error 57P01: the worker is shutting down" "$tmp/s2.log") $(grep -cE '(is shutting down|lost the connection).*sending its 1 rows to another worker' "$tmp/n.out") up_after=$up_after" \
+check "(n) ... s2 answered both its batches 57P01 as it stopped, both went out again, and the new s2 is up after the query ($(grep -c 'is shutting down.*sending its 1 row ' "$tmp/n.out") of them on the 57P01)" \
+	"$(grep -cE "infer-worker\[$old_s2\] WARN request [0-9]{10,}: error 57P01: the worker is shutting down" "$tmp/s2.log") $(grep -cE '(is shutting down|lost the connection).*sending its 1 row to another worker' "$tmp/n.out") up_after=$up_after" \
 	'^2 2 up_after=1$'
 
 # --- (o) a worker too small for a model gets none of its batches ---------------------
@@ -956,7 +956,7 @@ check "the server's log says s2 went down and came up again, and why, and what w
 	'DETAIL:  (A backend lost its connection to it, or it answered that it is shutting down|Its last state came [0-9]+ ms ago, more than infer\.worker_timeout)' \
 	'LOG:  pg_infer pool monitor: inference worker "s2" at tcp://127\.0\.0\.1:[0-9]+ is up' \
 	'DETAIL:  Its state names it [^ ]+:[0-9]+\.' \
-	'LOG:  pg_infer: inference worker "s[123]" at tcp://[^ ]+ was lost \(.*\); sending its [0-9]+ rows to another worker'
+	'LOG:  pg_infer: inference worker "s[123]" at tcp://[^ ]+ was lost \(.*\); sending its [0-9]+ rows? to another worker'
 
 echo "pool: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]
