@@ -138,6 +138,8 @@ typedef struct InferSocket
 								 * no CONNECTED followed; 0: none */
 	TimestampTz answered_at;	/* when a reply last came to one of this
 								 * backend's pending requests; 0: none */
+	uint64		handshake_failures; /* ZMQ_EVENT_HANDSHAKE_FAILED_* seen */
+	uint16		handshake_event;	/* the last of them */
 	WaitEventSet *waitset;		/* latch, postmaster death, both ZMQ_FDs */
 } InferSocket;
 
@@ -410,7 +412,10 @@ client_socket(const InferWorker *worker)
 		(curve != NULL && InferCurveApply(sock, curve) != 0) ||
 		zmq_getsockopt(sock, ZMQ_FD, &fd, &fdlen) != 0 ||
 		zmq_socket_monitor(sock, monitor_addr,
-						   ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0 ||
+						   ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+						   ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+						   ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+						   ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0 ||
 		(monitor = zmq_socket(client_context, ZMQ_PAIR)) == NULL ||
 		zmq_setsockopt(monitor, ZMQ_LINGER, &zero, sizeof(zero)) != 0 ||
 		zmq_connect(monitor, monitor_addr) != 0 ||
@@ -508,6 +513,13 @@ client_read_monitor(InferSocket *s)
 				{
 					s->connected = true;
 					s->dropped_at = 0;
+				}
+				else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ||
+						 event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+						 event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+				{
+					s->handshake_failures++;
+					s->handshake_event = event;
 				}
 			}
 			first = false;
@@ -1367,14 +1379,27 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
 }
 
 /*
- * Raises 08006 for worker: no connection could be made, detail says why.
+ * Raises 08006 for worker (its socket s): no connection could be made,
+ * detail says why, and what s's ZeroMQ handshakes showed if they failed.
  */
-static void client_raise_no_connection(const InferWorker *worker,
+static void client_raise_no_connection(InferSocket *s, const InferWorker *worker,
 									   const char *detail) pg_attribute_noreturn();
 
 static void
-client_raise_no_connection(const InferWorker *worker, const char *detail)
+client_raise_no_connection(InferSocket *s, const InferWorker *worker, const char *detail)
 {
+	/*
+	 * A TCP connection that was made but whose ZeroMQ handshake failed:
+	 * something else listens there (the worker's state or metrics port,
+	 * another server), or the worker refused the CURVE key
+	 */
+	client_read_monitor(s);
+	if (s->handshake_failures > 0 && s->handshake_event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+		detail = psprintf("%s The worker refused this backend's CURVE key (%llu times): its --curve-allowed-clients file lacks the key of infer.curve_public_key_file.",
+						  detail, (unsigned long long) s->handshake_failures);
+	else if (s->handshake_failures > 0)
+		detail = psprintf("%s A connection was made (%llu times), but what listens there does not speak the worker's protocol (the ZeroMQ handshake failed): give the worker's --listen address, not its --state-listen or --metrics-listen port nor another server's.",
+						  detail, (unsigned long long) s->handshake_failures);
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("could not connect to inference worker \"%s\" at %s",
@@ -1478,14 +1503,14 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	if (waited != CLIENT_READY)
 		client_stats_done(req, NULL);
 	if (waited == CLIENT_TIMEOUT && down)
-		client_raise_no_connection(worker,
+		client_raise_no_connection(s, worker,
 								   psprintf("The pool holds the worker down (no heartbeat for infer.worker_timeout), and no connection was made within that time (%d ms).",
 											infer_worker_timeout_ms));
 	if (waited == CLIENT_DISCONNECTED)
-		client_raise_no_connection(worker,
+		client_raise_no_connection(s, worker,
 								   pstrdup("The worker went down while the request waited for a connection (its connection dropped and did not come back, or no heartbeat came for infer.worker_timeout)."));
 	if (waited != CLIENT_READY)
-		client_raise_no_connection(worker,
+		client_raise_no_connection(s, worker,
 								   psprintf("No connection was made within %d ms (infer.timeout): the worker is unreachable.",
 											timeout_ms));
 

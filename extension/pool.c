@@ -1220,6 +1220,59 @@ monitor_sync(void)
 }
 
 /*
+ * Whether pool slots a and b have a database in common (the caller holds
+ * the pool's lock).
+ */
+static bool
+slots_share_database(const InferPoolWorker *a, const InferPoolWorker *b)
+{
+	for (int k = 0; k < a->ndbs; k++)
+		for (int l = 0; l < b->ndbs; l++)
+			if (a->dbs[k] == b->dbs[l])
+				return true;
+	return false;
+}
+
+/*
+ * Logs, as slot i's worker (name at endpoint, whose state names it
+ * worker_id, HOST:PID) comes up, each other slot of a database in common
+ * whose state names the same process under another endpoint (the same
+ * worker registered twice, "tcp://localhost:5555" beside
+ * "tcp://127.0.0.1:5555"): placement would count it as two workers.
+ */
+static void
+monitor_log_twice(int i, const char *name, const char *endpoint, const char *worker_id)
+{
+	if (worker_id[0] == '\0')
+		return;
+	for (int j = 0; j < pool->max_workers; j++)
+	{
+		InferPoolWorker *o = &pool->workers[j];
+		char		other[NAMEDATALEN];
+		char		other_endpoint[INFER_POOL_ENDPOINT_LEN];
+		bool		same;
+
+		if (j == i)
+			continue;
+		LWLockAcquire(pool->lock, LW_SHARED);
+		same = o->used && pool->workers[i].used &&
+			strcmp(o->worker_id, worker_id) == 0 &&
+			strcmp(o->endpoint, endpoint) != 0 &&
+			slots_share_database(o, &pool->workers[i]);
+		strlcpy(other, o->name, sizeof(other));
+		strlcpy(other_endpoint, o->endpoint, sizeof(other_endpoint));
+		LWLockRelease(pool->lock);
+		if (same)
+			ereport(LOG,
+					(errmsg("pg_infer pool monitor: inference workers \"%s\" at %s and \"%s\" at %s are one process, %s",
+							name, endpoint, other, other_endpoint, worker_id),
+					 errdetail("Placement counts it as two workers: it gets twice its share of the work, and its load is split between them."),
+					 errhint("Keep one of them: infer.drop_worker('%s') or infer.drop_worker('%s').",
+							 name, other)));
+	}
+}
+
+/*
  * Logs (LOG: the server's log, not a client's) slot i's worker coming up
  * and going down, each once a change, so that a DBA finds a worker lost,
  * hung or never reached (a wrong endpoint) in the log, not only in
@@ -1251,10 +1304,13 @@ monitor_log_status(int i, MonSlot *s, TimestampTz now)
 	if (st == s->logged || st == INFER_POOL_STALE || st == INFER_POOL_UNKNOWN)
 		return;
 	if (st == INFER_POOL_UP)
+	{
 		ereport(LOG,
 				(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s is up",
 						name, endpoint),
 				 errdetail("Its state names it %s.", worker_id)));
+		monitor_log_twice(i, name, endpoint, worker_id);
+	}
 	else
 	{
 		/* why it is down: never heard from, lost by a backend, or silent */

@@ -54,7 +54,10 @@
 #       batches go to w likewise; a worker whose model directory that user
 #       may not open refuses to start, saying so; a fourth worker
 #       whose --gpu-memory cap mlp.onnx passes answers 53200 and its
-#       batches go to w likewise, every row as alone;
+#       batches go to w likewise, every row as alone; registered again
+#       as tcp://localhost, the server's log says the two are one process;
+#       a worker registered at PostgreSQL's own port is 08006 saying that
+#       what listens there does not speak the worker's protocol;
 #   (p) a worker started with --max-tensor-bytes 8M logs it; a model that
 #       takes each image at its own size fails the row whose tensor in
 #       the model passes the limit (54000, naming node, tensor and
@@ -369,10 +372,13 @@ check "(n) ... and so does its error line" \
 	"$(grep -c "request [0-9]*: error 0A000: model \"f16_add\.onnx\" failed: .*; from db=postgres user=postgres pid=[0-9]*$" "$tmp/w.log")" '^1$'
 
 # --- (o) a worker that lacks the files -------------------------------------
-# add_up NAME PORT: registers the worker NAME started on PORT and waits
+# add_up NAME PORT: registers the worker NAME started on PORT (or
+# HOST:PORT) and waits
 # until the pool holds it up.
 add_up() {
-	q -c "SELECT infer.add_worker('$1', 'tcp://127.0.0.1:$2')" >/dev/null
+	local ep=$2
+	case $ep in *:*) ;; *) ep=127.0.0.1:$ep ;; esac
+	q -c "SELECT infer.add_worker('$1', 'tcp://$ep')" >/dev/null
 	for _ in $(seq 100); do
 		[ "$(q -c "SELECT status FROM infer.workers WHERE name = '$1'" 2>/dev/null)" = up ] && return
 		sleep 0.05
@@ -446,7 +452,25 @@ check "(o) round_robin over w, w2, w3 and w4, whose cap mlp.onnx passes: all 25 
 check "(o) ... w4 answered 53200 naming the cap, and the backend sent its rows on" \
 	"$(grep -c 'error 53200: model "mlp\.onnx" needs [0-9]* bytes, more than the 4096 bytes this worker may hold' "$tmp/w4.log") $(grep -c 'inference worker "w4" at .* cannot run the request (53200: model "mlp\.onnx" needs' "$tmp/pg/postgres.log")" \
 	'^[1-9][0-9]* [1-9][0-9]*$'
-q -c "SELECT infer.drop_worker('w4')" >/dev/null
+# the same worker registered again under another spelling of its address:
+# the pool monitor logs that the two are one process
+add_up w4c "localhost:$port4"
+for _ in $(seq 50); do
+	grep -q 'inference workers "w4c" at tcp://localhost:[0-9]* and "w4" at tcp://127\.0\.0\.1:[0-9]* are one process' "$tmp/pg/postgres.log" && break
+	sleep 0.1
+done
+check "(o) ... w4 registered again as tcp://localhost: the server's log says they are one process, with a hint" \
+	"$(grep -A3 'inference workers "w4c" at tcp://localhost:[0-9]* and "w4" at tcp://127\.0\.0\.1:[0-9]* are one process' "$tmp/pg/postgres.log")" \
+	'are one process, [^ ]+:'"$PID_w4"'$' 'HINT:  Keep one of them: infer\.drop_worker'
+q -c "SELECT infer.drop_worker('w4')" -c "SELECT infer.drop_worker('w4c')" >/dev/null
+# a worker registered at an address where something else listens (this
+# PostgreSQL): 08006 saying the handshake failed and what to give
+out=$(q -v VERBOSITY=verbose -c "SELECT infer.add_worker('notaworker', 'tcp://127.0.0.1:$PGPORT')" \
+	-c "SET infer.timeout = 3000" -c "SELECT infer.load_model('mlp', 'notaworker')" 2>&1)
+q -c "SELECT infer.drop_worker('notaworker')" >/dev/null
+check "(o) a worker registered at PostgreSQL's own port: 08006, the detail says no worker protocol answers there" "$out" \
+	'ERROR:  08006: could not connect to inference worker "notaworker"' \
+	"DETAIL:  .* A connection was made \\([0-9]+ times\\), but what listens there does not speak the worker's protocol \\(the ZeroMQ handshake failed\\): give the worker's --listen address"
 mkdir -p "$tmp/closed_models"
 chmod 000 "$tmp/closed_models"
 out=$(timeout 20 ${testenv_as_pg[@]+"${testenv_as_pg[@]}"} "$WORKER" \
