@@ -1173,6 +1173,34 @@ test_input_types(void)
 							  "double, bfloat16)", err, sizeof(err)),
 			  "an int32 LayerNormalization at opset 12 is refused: %s", err);
 	}
+
+	/* a required input left out (""): Resize-11's roi; optional from Resize-13 */
+	for (int opset = 11; opset <= 13; opset += 2)
+	{
+		graph_spec	g = {0};
+
+		g.opset = opset;
+		g.nodes[g.n_nodes++] = node("Resize", "r", "X,,S", "Y");
+		g.inits[g.n_inits++] = tensor_f("S", 1, (int64_t[]) {2}, (float[]) {1, 2}, 2, true);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, (int64_t[]) {-1, -1});
+		if (opset == 11)
+			CHECK(load_fails(&g, IE_ERR_INVALID,
+							 "Resize node 'r': input 1 (roi) of Resize-11 is required, but the node leaves it out (\"\")",
+							 err, sizeof(err)),
+				  "Resize-11 without its roi is refused at load: %s", err);
+		else
+		{
+			m = load(&g, err, sizeof(err));
+			CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &in, out, err,
+											sizeof(err)) == 0 &&
+				  out[0]->ndim == 2 && out[0]->dims[1] == 6,
+				  "Resize-13 without its roi runs: %s", err);
+			ie_tensor_destroy(&out[0]);
+			ie_model_destroy(&m);
+		}
+		arena_reset();
+	}
 	ie_tensor_destroy(&in);
 }
 

@@ -177,11 +177,11 @@ typedef struct ie_input_check
  * Fills checks[0..n_inputs) for a node of op_type at opset (the version
  * ie_op_check_attrs checks the attributes of) whose input i is omitted
  * when inputs[i] (its value index) is negative, from the version's formal
- * inputs
- * (op_schemas.h); the version's since_version into *since.  A node with
- * more inputs than the version takes is invalid (ONNX IR spec, "Nodes";
- * ONNX's checker and ONNX Runtime refuse it).  0, or -1 with a message in
- * err (IE_ERR_INVALID).
+ * inputs (op_schemas.h); the version's since_version into *since.  A node
+ * with more inputs than the version takes, or that leaves out ("") an
+ * input the version requires (Resize-11's roi), is invalid (ONNX IR spec,
+ * "Nodes"; ONNX Runtime refuses both).  0, or -1 with a message in err
+ * (IE_ERR_INVALID).
  */
 int			ie_op_input_checks(const char *op_type, int opset, int n_inputs,
 							   const int *inputs, ie_input_check *checks,

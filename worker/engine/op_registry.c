@@ -333,6 +333,13 @@ ie_op_input_checks(const char *op_type, int opset, int n_inputs,
 	{
 		const ie_formal_input *f = &formal[i < n_formal ? i : n_formal - 1];
 
+		/* a required input left out ("") makes the node invalid, as for ORT */
+		if (inputs[i] < 0 && (f->flags & (IE_IN_OPTIONAL | IE_IN_VARIADIC)) == 0)
+		{
+			snprintf(err, errlen, "input %d (%s) of %s-%d is required, but the node leaves it out (\"\")",
+					 i, f->name, op_type, *since);
+			return -1;
+		}
 		checks[i].types = f->types;
 		checks[i].formal = f;
 		checks[i].same_as = -1;
