@@ -138,8 +138,16 @@ typedef struct InferSocket
 								 * no CONNECTED followed; 0: none */
 	TimestampTz answered_at;	/* when a reply last came to one of this
 								 * backend's pending requests; 0: none */
-	uint64		handshake_failures; /* ZMQ_EVENT_HANDSHAKE_FAILED_* seen */
-	uint16		handshake_event;	/* the last of them */
+	uint64		handshake_failures; /* ZMQ_EVENT_HANDSHAKE_FAILED_* seen, and
+									 * connections closed before their
+									 * handshake succeeded */
+	uint64		failures_at_wait;	/* handshake_failures when the current
+									 * wait for a connection began */
+	bool		handshaking;	/* connected, handshake not yet succeeded */
+	bool		refused;		/* the worker refused the CURVE key, and no
+								 * handshake succeeded since (ZeroMQ does
+								 * not connect again after a refusal) */
+	uint16		handshake_event;	/* the last failure's event */
 	WaitEventSet *waitset;		/* latch, postmaster death, both ZMQ_FDs */
 } InferSocket;
 
@@ -413,6 +421,7 @@ client_socket(const InferWorker *worker)
 		zmq_getsockopt(sock, ZMQ_FD, &fd, &fdlen) != 0 ||
 		zmq_socket_monitor(sock, monitor_addr,
 						   ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+						   ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
 						   ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
 						   ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
 						   ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0 ||
@@ -505,6 +514,13 @@ client_read_monitor(InferSocket *s)
 				memcpy(&event, zmq_msg_data(&msg), sizeof(event));
 				if (event == ZMQ_EVENT_DISCONNECTED)
 				{
+					/* closed before its handshake: a failed one too */
+					if (s->handshaking)
+					{
+						s->handshake_failures++;
+						s->handshake_event = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+					}
+					s->handshaking = false;
 					s->disconnects++;
 					s->connected = false;
 					s->dropped_at = GetCurrentTimestamp();
@@ -512,14 +528,24 @@ client_read_monitor(InferSocket *s)
 				else if (event == ZMQ_EVENT_CONNECTED)
 				{
 					s->connected = true;
+					s->handshaking = true;
 					s->dropped_at = 0;
+				}
+				else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+				{
+					s->handshaking = false;
+					s->refused = false;
 				}
 				else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ||
 						 event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
 						 event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
 				{
+					/* its DISCONNECTED follows: counted here, not there */
+					s->handshaking = false;
 					s->handshake_failures++;
 					s->handshake_event = event;
+					if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+						s->refused = true;
 				}
 			}
 			first = false;
@@ -1388,18 +1414,22 @@ static void client_raise_no_connection(InferSocket *s, const InferWorker *worker
 static void
 client_raise_no_connection(InferSocket *s, const InferWorker *worker, const char *detail)
 {
+	uint64		failed;
+
 	/*
-	 * A TCP connection that was made but whose ZeroMQ handshake failed:
-	 * something else listens there (the worker's state or metrics port,
-	 * another server), or the worker refused the CURVE key
+	 * TCP connections made during this wait whose ZeroMQ handshake failed:
+	 * the worker refused the CURVE key, or something else listens there
+	 * (the worker's state or metrics port, another server), or the worker
+	 * is hung
 	 */
 	client_read_monitor(s);
-	if (s->handshake_failures > 0 && s->handshake_event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-		detail = psprintf("%s The worker refused this backend's CURVE key (%llu times): its --curve-allowed-clients file lacks the key of infer.curve_public_key_file.",
-						  detail, (unsigned long long) s->handshake_failures);
-	else if (s->handshake_failures > 0)
-		detail = psprintf("%s A connection was made (%llu times), but what listens there does not speak the worker's protocol (the ZeroMQ handshake failed): give the worker's --listen address, not its --state-listen or --metrics-listen port nor another server's.",
-						  detail, (unsigned long long) s->handshake_failures);
+	failed = s->handshake_failures - s->failures_at_wait;
+	if (s->refused)
+		detail = psprintf("%s The worker refused this backend's CURVE key: its --curve-allowed-clients file lacks the key of infer.curve_public_key_file (once it has it, start a new session: this one does not try again).",
+						  detail);
+	else if (failed > 0)
+		detail = psprintf("%s Connections were made, but what listens there did not complete the worker's ZeroMQ handshake (failed handshakes: %llu): check that this is the worker's --listen address, not its --state-listen or --metrics-listen port nor another server's, and that the worker is not hung.",
+						  detail, (unsigned long long) failed);
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("could not connect to inference worker \"%s\" at %s",
@@ -1496,6 +1526,8 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	 * well within that.
 	 */
 	down = status == INFER_POOL_DOWN && infer_worker_timeout_ms < timeout_ms;
+	client_read_monitor(s);
+	s->failures_at_wait = s->handshake_failures;
 	waited = client_wait(s, ZMQ_POLLOUT,
 						 down ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 															infer_worker_timeout_ms) :

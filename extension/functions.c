@@ -828,12 +828,12 @@ InferRowDatum(const InferFragment *frag, const InferRow *row)
 
 /*
  * After frag->worker answered that it lacks a file of frag's models or the
- * memory for them (58P01, 53200; InferReplyWorkerLacks), the worker to send the row (*payload, *len bytes)
- * to instead, with frag->worker added to avoid (*navoid names, room for
- * one more), or NULL when the error stands: that worker was passed over
- * before (placement sent the row back to it, no other being up), or no
- * other worker that is not down reads the row.  Errors: those of
- * InferPlacementPick.
+ * memory for them (58P01, 53200; InferReplyWorkerLacks), the worker to
+ * send the row (*payload, *len bytes) to instead, with frag->worker added
+ * to avoid (*navoid names, room for one more), or NULL when the error
+ * stands: that worker was passed over before (placement sent the row back
+ * to it, no other being up), or no other worker that is not down reads the
+ * row.  Errors: those of InferPlacementPick.
  */
 static InferWorker *
 pick_not_lacking(InferFragment *frag, const void *const *payload,

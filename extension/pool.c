@@ -1013,6 +1013,8 @@ typedef struct MonSlot
 	TimestampTz last_ping;
 	TimestampTz last_sub_state; /* last MSG_STATE over sub */
 	InferPoolStatus logged;		/* the status monitor_log_status logged */
+	bool		rebuild;		/* monitor_sync makes the sockets anew */
+	TimestampTz built_at;		/* when monitor_sync last made them */
 	/* the last pings sent, by request id modulo MON_PINGS (id 0: none) */
 	uint64		ping_ids[MON_PINGS];
 	TimestampTz ping_sent[MON_PINGS];
@@ -1166,7 +1168,37 @@ monitor_curve_reload(void)
 		MonSlot    *s = &mon_slots[i];
 
 		if (s->generation != 0 && s->server_key[0] != '\0' && (changed || !s->curve))
-			s->generation = 0;
+			s->rebuild = true;
+	}
+}
+
+/* How often the monitor makes anew the sockets of a CURVE worker that is down. */
+#define MON_CURVE_RETRY_MS 10000
+
+/*
+ * Marks for monitor_sync the sockets of CURVE workers that are down and
+ * were made more than MON_CURVE_RETRY_MS ago: ZeroMQ does not connect again
+ * after a worker refused the key (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), so a
+ * worker whose allowed-clients file was fixed and that was started again
+ * would stay down.
+ */
+static void
+monitor_curve_retry(TimestampTz now)
+{
+	for (int i = 0; i < pool->max_workers; i++)
+	{
+		MonSlot    *s = &mon_slots[i];
+		InferPoolStatus st;
+
+		if (s->generation == 0 || !s->curve || s->rebuild ||
+			!TimestampDifferenceExceeds(s->built_at, now, MON_CURVE_RETRY_MS))
+			continue;
+		LWLockAcquire(pool->lock, LW_SHARED);
+		st = pool->workers[i].used ? InferPoolStatusOf(&pool->workers[i], now) :
+			INFER_POOL_UNKNOWN;
+		LWLockRelease(pool->lock);
+		if (st == INFER_POOL_DOWN)
+			s->rebuild = true;
 	}
 }
 
@@ -1185,6 +1217,7 @@ monitor_sync(void)
 		uint32		generation;
 		char		endpoint[INFER_POOL_ENDPOINT_LEN];
 		char		key[41];
+		InferPoolStatus logged;
 
 		LWLockAcquire(pool->lock, LW_SHARED);
 		generation = pool->workers[i].used ? pool->workers[i].generation : 0;
@@ -1192,10 +1225,16 @@ monitor_sync(void)
 		strlcpy(key, pool->workers[i].server_key, sizeof(key));
 		LWLockRelease(pool->lock);
 
-		if (generation == s->generation && strcmp(key, s->server_key) == 0)
+		if (generation == s->generation && strcmp(key, s->server_key) == 0 &&
+			!s->rebuild)
 			continue;
 		changed = true;
+		/* the same worker's sockets made anew: what was logged stands */
+		logged = generation == s->generation ? s->logged : INFER_POOL_UNKNOWN;
 		monitor_close(s);
+		s->rebuild = false;
+		s->logged = logged;
+		s->built_at = GetCurrentTimestamp();
 		if (generation == 0)
 			continue;
 		s->generation = generation;
@@ -1236,9 +1275,11 @@ slots_share_database(const InferPoolWorker *a, const InferPoolWorker *b)
 /*
  * Logs, as slot i's worker (name at endpoint, whose state names it
  * worker_id, HOST:PID) comes up, each other slot of a database in common
- * whose state names the same process under another endpoint (the same
- * worker registered twice, "tcp://localhost:5555" beside
- * "tcp://127.0.0.1:5555"): placement would count it as two workers.
+ * that is up and whose state names the same process and the same state
+ * endpoint under another request endpoint (the same worker registered
+ * twice, "tcp://localhost:5555" beside "tcp://127.0.0.1:5555"): placement
+ * would count it as two workers.  (Two workers in containers sharing the
+ * host's name, both PID 1, differ in their state endpoints.)
  */
 static void
 monitor_log_twice(int i, const char *name, const char *endpoint, const char *worker_id)
@@ -1256,7 +1297,10 @@ monitor_log_twice(int i, const char *name, const char *endpoint, const char *wor
 			continue;
 		LWLockAcquire(pool->lock, LW_SHARED);
 		same = o->used && pool->workers[i].used &&
+			InferPoolStatusOf(o, GetCurrentTimestamp()) == INFER_POOL_UP &&
 			strcmp(o->worker_id, worker_id) == 0 &&
+			o->state_endpoint[0] != '\0' &&
+			strcmp(o->state_endpoint, pool->workers[i].state_endpoint) == 0 &&
 			strcmp(o->endpoint, endpoint) != 0 &&
 			slots_share_database(o, &pool->workers[i]);
 		strlcpy(other, o->name, sizeof(other));
@@ -1577,6 +1621,7 @@ InferPoolMonitorMain(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			monitor_curve_reload();
 		}
+		monitor_curve_retry(GetCurrentTimestamp());
 		/* a backend with a PGPROC: DROP DATABASE waits on this barrier */
 		if (ProcSignalBarrierPending)
 			ProcessProcSignalBarrier();

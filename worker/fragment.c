@@ -1134,8 +1134,9 @@ done:
  * (flush_batch, *pending_bytes less theirs) and the room is sought for the
  * row alone; a row whose input alone is refused gets 54000 and 1 is
  * returned, unless the model fixes its input size (every row would fail
- * alike): then the request fails, -1 with 54000.  0 when there is room; -1 with sqlstate/err (53200 when
- * memory ran out, or flush_batch's error).
+ * alike): then the request fails, -1 with 54000.  0 when there is room;
+ * -1 with sqlstate/err (53200 when memory ran out, or flush_batch's
+ * error).
  */
 static int
 reserve_row(const frag_plan *p, pending_batch *b, int max_batch, bool on_device,

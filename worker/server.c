@@ -149,10 +149,10 @@ struct server
 	client_table *clients;		/* what each client connection holds */
 	int64_t		max_client_bytes;	/* --max-client-bytes */
 	uint64_t	client_refused; /* requests refused over it (53400) */
-	int64_t		last_busy_us;	/* when a job last ran or waited */
-	bool		idle_trimmed;	/* release_idle_memory ran since then */
 	uint64_t	client_dropped; /* and dropped unanswered, past the
 								 * refusals' allowance */
+	int64_t		last_busy_us;	/* when a job last ran or waited */
+	bool		idle_trimmed;	/* release_idle_memory ran since then */
 	int64_t		over_warned_us; /* warn_over's last line */
 	uint64_t	over_unwarned;	/* and the clients it left out since */
 	int			stopping;		/* shutdown_drain under way */

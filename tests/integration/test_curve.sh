@@ -23,6 +23,11 @@
 #     settings; a key pair that does not match is refused (28000); a
 #     malformed server key is refused by infer.add_worker (22023), and the
 #     two-argument infer.add_worker still adds a plain worker;
+#   - the pool monitor: a CURVE worker added while the server has no key
+#     pair is down and the log says why, and comes up after the pair is
+#     set and the configuration reloaded; one that refuses the server's
+#     key is down, and comes up within about 10 s once started again with
+#     the key allowed, without a reload;
 #   - a worker bound to 0.0.0.0 without CURVE logs a WARNING at start (it
 #     is stopped at once); one on 127.0.0.1 does not.
 #
@@ -213,9 +218,10 @@ out=$(q -c "SET infer.curve_secret_key_file = '$pk/unlisted.key'" \
 	-c "SET infer.curve_public_key_file = '$pk/unlisted.pub'" \
 	-c "SET infer.timeout = 2000" -c "$CLS")
 ms=$((($(date +%s%N) - T0) / 1000000))
-check "an unlisted backend gets nothing: the usual connection error (08006)" "$out" \
+check "an unlisted backend gets nothing: the connection error (08006), its detail saying the worker refused the key" "$out" \
 	'08006: could not connect to inference worker "wc" at tcp://127\.0\.0\.1:[0-9]+' \
-	'No connection was made within 2000 ms'
+	'No connection was made within 2000 ms' \
+	"The worker refused this backend's CURVE key: its --curve-allowed-clients file lacks the key of infer\.curve_public_key_file \(once it has it, start a new session"
 if [ "$ms" -lt 3500 ]; then # infer.timeout plus 1.5 s
 	pass "... within infer.timeout ($ms ms)"
 else
@@ -269,6 +275,43 @@ for _ in $(seq 60); do
 done
 out=$(q -c "SELECT status FROM infer.workers WHERE name = 'wr'" -c "SET infer.timeout = 20000" -c "$CLS")
 check "... the key pair set again and the configuration reloaded: up, and it answers" "$out" '^up$' '^0,180$'
+
+# A CURVE worker that refuses the server's key (its allowed-clients file
+# lacks it): ZeroMQ does not connect again after a refusal, so the pool
+# monitor makes its sockets anew every 10 s while it is down; started
+# again with the key allowed, it comes up without a reload or a restart.
+RPORT=$(testenv_free_port)
+key "$k/unlisted.pub" >"$k/allowed_other"
+"$WORKER" --listen "tcp://127.0.0.1:$RPORT" --model-dir "$MODEL_DIR" --curve-secret-key "$k/worker.key" \
+	--curve-allowed-clients "$k/allowed_other" 2>"$tmp/refusing.log" &
+RPID=$!
+pids+=("$RPID")
+disown "$RPID"
+testenv_wait_port "$RPORT" 20
+q -c "SELECT infer.add_worker('wk', 'tcp://127.0.0.1:$RPORT', '$WPUB')" >/dev/null
+for _ in $(seq 60); do
+	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'wk'")" = down ] && break
+	sleep 0.1
+done
+check "a CURVE worker that refuses the server's key: down, and it logs the refusal" \
+	"$(q -c "SELECT status FROM infer.workers WHERE name = 'wk'") $(grep -c 'refused CURVE client' "$tmp/refusing.log")" \
+	'^down [1-9]'
+testenv_stop_pid "$RPID" TERM
+"$WORKER" --listen "tcp://127.0.0.1:$RPORT" --model-dir "$MODEL_DIR" --curve-secret-key "$k/worker.key" \
+	--curve-allowed-clients "$k/allowed" 2>"$tmp/refusing2.log" &
+RPID=$!
+pids+=("$RPID")
+disown "$RPID"
+testenv_wait_port "$RPORT" 20
+T0=$(date +%s%N)
+for _ in $(seq 150); do
+	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'wk'")" = up ] && break
+	sleep 0.1
+done
+check "... started again with the key allowed: up within 10 s and a bit, no reload ($((($(date +%s%N) - T0) / 1000000)) ms)" \
+	"$(q -c "SELECT status FROM infer.workers WHERE name = 'wk'")" '^up$'
+q -c "SELECT infer.drop_worker('wk')" >/dev/null
+testenv_stop_pid "$RPID" TERM
 
 # --- the WARNING without CURVE on a non-loopback address -------------------------
 WPORT=$(testenv_free_port)

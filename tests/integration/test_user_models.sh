@@ -470,7 +470,7 @@ out=$(q -v VERBOSITY=verbose -c "SELECT infer.add_worker('notaworker', 'tcp://12
 q -c "SELECT infer.drop_worker('notaworker')" >/dev/null
 check "(o) a worker registered at PostgreSQL's own port: 08006, the detail says no worker protocol answers there" "$out" \
 	'ERROR:  08006: could not connect to inference worker "notaworker"' \
-	"DETAIL:  .* A connection was made \\([0-9]+ times\\), but what listens there does not speak the worker's protocol \\(the ZeroMQ handshake failed\\): give the worker's --listen address"
+	"DETAIL:  .* Connections were made, but what listens there did not complete the worker's ZeroMQ handshake \\(failed handshakes: [1-9][0-9]*\\): check that this is the worker's --listen address"
 mkdir -p "$tmp/closed_models"
 chmod 000 "$tmp/closed_models"
 out=$(timeout 20 ${testenv_as_pg[@]+"${testenv_as_pg[@]}"} "$WORKER" \
