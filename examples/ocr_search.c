@@ -15,13 +15,15 @@
  *
  * The table (default ocr_images) is created when missing:
  *
- *	  id serial PRIMARY KEY, name text, img bytea, text text, embedding real[]
+ *	  id serial PRIMARY KEY, name text, img bytea, text text, embedding real[],
+ *	  read boolean (whether its text was read; a column added to a table
+ *	  an earlier version of the program made)
  *
  * With IMAGE_FILEs, one transaction (all or nothing):
  *	  1. inserts each file, its base name and its bytes, with PQexecParams;
  *		 the bytes go as a binary parameter (format 1), so they are sent as
  *		 they are: no escaping, no hex doubling;
- *	  2. reads the text of every row that has none yet.  An UPDATE runs its
+ *	  2. reads the text of every row not read yet.  An UPDATE runs its
  *		 ML calls one row at a time (docs/sql.md lists what is batched), so
  *		 the text is computed by CREATE TABLE AS, which pg_infer batches,
  *		 and copied into the table by an UPDATE;
@@ -274,10 +276,16 @@ create_table(PGconn *conn, const char *table)
 
 	if (format_sql(sql, "CREATE TABLE IF NOT EXISTS %s ("
 				   "id serial PRIMARY KEY, name text NOT NULL, "
-				   "img bytea NOT NULL, text text, embedding real[])",
-				   table) != 0)
+				   "img bytea NOT NULL, text text, embedding real[], "
+				   "read boolean NOT NULL DEFAULT false)",
+				   table) != 0 ||
+		exec_command(conn, "creating the table", sql) != 0)
 		return -1;
-	return exec_command(conn, "creating the table", sql);
+	/* a table an earlier version of the program made lacks the column */
+	if (format_sql(sql, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS "
+				   "read boolean NOT NULL DEFAULT false", table) != 0)
+		return -1;
+	return exec_command(conn, "adding the column read", sql);
 }
 
 /*
@@ -319,9 +327,12 @@ insert_image(PGconn *conn, const char *table, const char *path)
 }
 
 /*
- * Reads the text of every row that has none, in batches, and prints it;
- * 0 or -1.  CREATE TABLE AS is batched by pg_infer, an UPDATE would call
- * infer.ocr one row at a time.
+ * Reads the text of every row not read yet (read is false), in batches,
+ * and prints it; 0 or -1.  CREATE TABLE AS is batched by pg_infer, an
+ * UPDATE would call infer.ocr one row at a time.  A row is marked read
+ * whatever its text: a bad image that infer.on_error = null made a NULL
+ * text (and a warning) is not read again at the next run, and prints as
+ * \N, as COPY writes a NULL.
  */
 static int
 recognise_text(PGconn *conn, const char *table)
@@ -331,11 +342,11 @@ recognise_text(PGconn *conn, const char *table)
 	double		t0 = now_ms();
 
 	if (format_sql(sql, "CREATE TEMP TABLE ocr_search_text ON COMMIT DROP AS "
-				   "SELECT id, infer.ocr(img) AS text FROM %s WHERE text IS NULL",
+				   "SELECT id, infer.ocr(img) AS text FROM %s WHERE NOT read",
 				   table) != 0 ||
 		exec_command(conn, "reading the text of the images (infer.ocr)", sql) != 0)
 		return -1;
-	if (format_sql(sql, "UPDATE %s AS t SET text = o.text "
+	if (format_sql(sql, "UPDATE %s AS t SET text = o.text, read = true "
 				   "FROM ocr_search_text AS o WHERE t.id = o.id",
 				   table) != 0 ||
 		exec_command(conn, "storing the text", sql) != 0)
@@ -352,7 +363,10 @@ recognise_text(PGconn *conn, const char *table)
 	for (int i = 0; i < PQntuples(res); i++)
 	{
 		printf("text %s\t%s\t", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
-		print_escaped(PQgetvalue(res, i, 2));
+		if (PQgetisnull(res, i, 2))
+			fputs("\\N", stdout);
+		else
+			print_escaped(PQgetvalue(res, i, 2));
 		putchar('\n');
 	}
 	PQclear(res);

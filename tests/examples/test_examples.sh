@@ -271,6 +271,15 @@ for e in corrupt_middle.jpg:22P03:'invalid image: corrupt' \
 		fail "bad image $file: exit $RC, $rows rows stored" "$(cat "$tmp/bad.err")"
 	fi
 done
+# infer.on_error = null: the bad image's text is NULL (printed \N) and a
+# warning; the next run reads only the new image, not the bad one again
+PGOPTIONS='-c infer.on_error=null' run_example null1 -t null_images \
+	"$OCR_DATA/p05_street_sign.jpg" "$OCR_DATA/bad/truncated_40pct.jpg"
+RC1=$RC
+PGOPTIONS='-c infer.on_error=null' run_example null2 -t null_images "$OCR_DATA/p10_platform_sign.jpg"
+check "on_error = null: the bad image's text is \\N, with a warning, exit 0; the next run reads only its new image" \
+	"RC=$RC1,$RC $(grep -c '^text 2'$'\t''truncated_40pct\.jpg'$'\t''\\N$' "$tmp/null1.out") $(grep -c 'WARNING:  invalid image: truncated' "$tmp/null1.err") $(grep '^recognised' "$tmp/null2.out" | cut -d' ' -f1-6) $(grep -c truncated "$tmp/null2.out" "$tmp/null2.err" | awk -F: '{s += $2} END {print s}')" \
+	'^RC=0,0 1 1 recognised the text of 1 images 0$'
 # the worker and the server are still there (start_named_worker set PID_w1)
 # shellcheck disable=SC2154
 check "errors: the worker is still up and answers" \
