@@ -254,6 +254,25 @@ check "only a superuser may set infer.curve_secret_key_file" "$out" \
 	'42501: permission denied to set parameter "infer\.curve_secret_key_file"'
 
 # --- the pool monitor without a key pair, then with one after a reload -----------
+# wait_status NAME STATUS TRIES: waits, 0.1 s apart, until infer.workers
+# shows worker NAME with STATUS.
+wait_status() {
+	for _ in $(seq "$3"); do
+		[ "$(q -c "SELECT status FROM infer.workers WHERE name = '$1'")" = "$2" ] && return
+		sleep 0.1
+	done
+}
+# start_curve_on PORT ALLOWED LOG: a CURVE worker on PORT (the worker's key
+# pair) that allows the keys of file ALLOWED, logging to LOG; its pid in RPID.
+start_curve_on() {
+	"$WORKER" --listen "tcp://127.0.0.1:$1" --model-dir "$MODEL_DIR" --curve-secret-key "$k/worker.key" \
+		--curve-allowed-clients "$2" 2>"$3" &
+	RPID=$!
+	pids+=("$RPID")
+	disown "$RPID"
+	testenv_wait_port "$1" 20
+}
+
 # A CURVE worker registered while the server has no key pair is not watched
 # (the monitor logs why) and goes down; once the key pair is set and the
 # configuration reloaded, the monitor tries again and the worker comes up,
@@ -261,18 +280,12 @@ check "only a superuser may set infer.curve_secret_key_file" "$out" \
 q -c "ALTER SYSTEM SET infer.curve_secret_key_file = ''" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 q -c "SELECT infer.drop_worker('wc')" -c "SELECT infer.add_worker('wr', '$CEP', '$WPUB')" >/dev/null
-for _ in $(seq 60); do
-	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'wr'")" = down ] && break
-	sleep 0.1
-done
+wait_status wr down 60
 check "a CURVE worker added while the server has no key pair: not watched, down, the log says why" \
 	"$(q -c "SELECT status FROM infer.workers WHERE name = 'wr'") $(grep -c 'pool monitor: cannot watch CURVE worker "wr" .*no CURVE key pair' "$tmp/pg/postgres.log")" \
 	'^down [1-9]'
 q -c "ALTER SYSTEM RESET infer.curve_secret_key_file" -c "SELECT pg_reload_conf()" >/dev/null
-for _ in $(seq 60); do
-	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'wr'")" = up ] && break
-	sleep 0.1
-done
+wait_status wr up 60
 out=$(q -c "SELECT status FROM infer.workers WHERE name = 'wr'" -c "SET infer.timeout = 20000" -c "$CLS")
 check "... the key pair set again and the configuration reloaded: up, and it answers" "$out" '^up$' '^0,180$'
 
@@ -282,32 +295,16 @@ check "... the key pair set again and the configuration reloaded: up, and it ans
 # again with the key allowed, it comes up without a reload or a restart.
 RPORT=$(testenv_free_port)
 key "$k/unlisted.pub" >"$k/allowed_other"
-"$WORKER" --listen "tcp://127.0.0.1:$RPORT" --model-dir "$MODEL_DIR" --curve-secret-key "$k/worker.key" \
-	--curve-allowed-clients "$k/allowed_other" 2>"$tmp/refusing.log" &
-RPID=$!
-pids+=("$RPID")
-disown "$RPID"
-testenv_wait_port "$RPORT" 20
+start_curve_on "$RPORT" "$k/allowed_other" "$tmp/refusing.log"
 q -c "SELECT infer.add_worker('wk', 'tcp://127.0.0.1:$RPORT', '$WPUB')" >/dev/null
-for _ in $(seq 60); do
-	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'wk'")" = down ] && break
-	sleep 0.1
-done
+wait_status wk down 60
 check "a CURVE worker that refuses the server's key: down, and it logs the refusal" \
 	"$(q -c "SELECT status FROM infer.workers WHERE name = 'wk'") $(grep -c 'refused CURVE client' "$tmp/refusing.log")" \
 	'^down [1-9]'
 testenv_stop_pid "$RPID" TERM
-"$WORKER" --listen "tcp://127.0.0.1:$RPORT" --model-dir "$MODEL_DIR" --curve-secret-key "$k/worker.key" \
-	--curve-allowed-clients "$k/allowed" 2>"$tmp/refusing2.log" &
-RPID=$!
-pids+=("$RPID")
-disown "$RPID"
-testenv_wait_port "$RPORT" 20
+start_curve_on "$RPORT" "$k/allowed" "$tmp/refusing2.log"
 T0=$(date +%s%N)
-for _ in $(seq 150); do
-	[ "$(q -c "SELECT status FROM infer.workers WHERE name = 'wk'")" = up ] && break
-	sleep 0.1
-done
+wait_status wk up 150
 check "... started again with the key allowed: up within 10 s and a bit, no reload ($((($(date +%s%N) - T0) / 1000000)) ms)" \
 	"$(q -c "SELECT status FROM infer.workers WHERE name = 'wk'")" '^up$'
 q -c "SELECT infer.drop_worker('wk')" >/dev/null

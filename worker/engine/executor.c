@@ -70,17 +70,25 @@ static int
 run_error(const ie_model *m, char *err, size_t errlen, const char *fmt,...)
 	__attribute__((format(printf, 4, 5)));
 
+/*
+ * Formats fmt (ap) into err after the n bytes of prefix it holds (what the
+ * prefix's snprintf returned); returns -1, what the callers return.
+ */
+static int
+format_after(char *err, size_t errlen, int n, const char *fmt, va_list ap)
+{
+	if (n >= 0 && (size_t) n < errlen)
+		vsnprintf(err + n, errlen - n, fmt, ap);
+	return -1;
+}
+
 static int
 run_error(const ie_model *m, char *err, size_t errlen, const char *fmt,...)
 {
 	va_list		ap;
-	int			n;
 
-	n = snprintf(err, errlen, "model '%s': ", m->name);
-	if (n < 0 || (size_t) n >= errlen)
-		return -1;
 	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - n, fmt, ap);
+	format_after(err, errlen, snprintf(err, errlen, "model '%s': ", m->name), fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -151,10 +159,8 @@ type_error(const ie_model *m, const ie_plan_node *pn, int i, char *err, size_t e
 	n = snprintf(err, errlen, "%s node '%s' (%s-%d, opset %d): input %d '%s' (%s) ",
 				 pn->op_type, pn->name, pn->op_type, pn->since, m->opset, i,
 				 m->value_names[pn->inputs[i]], pn->checks[i].formal->name);
-	if (n < 0 || (size_t) n >= errlen)
-		return -1;
 	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - n, fmt, ap);
+	format_after(err, errlen, n, fmt, ap);
 	va_end(ap);
 	return -1;
 }
