@@ -146,7 +146,8 @@ typedef struct InferSocket
 	bool		handshaking;	/* connected, handshake not yet succeeded */
 	bool		refused;		/* the worker refused the CURVE key, and no
 								 * handshake succeeded since (ZeroMQ does
-								 * not connect again after a refusal) */
+								 * not connect again after a refusal; the
+								 * next send does, client_connect_again) */
 	uint16		handshake_event;	/* the last failure's event */
 	WaitEventSet *waitset;		/* latch, postmaster death, both ZMQ_FDs */
 } InferSocket;
@@ -1405,6 +1406,31 @@ client_resend(InferRequest *req, const Pginfer__NeedInput *need)
 }
 
 /*
+ * Connects s anew to worker's endpoint after the worker refused s's CURVE
+ * key: ZeroMQ ends a connection whose handshake the peer refused and does
+ * not try it again (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), so without this a
+ * worker whose --curve-allowed-clients file was fixed, and which was
+ * started again, would stay out of reach for the rest of the session.  A
+ * worker that still refuses the key refuses this connection too, and the
+ * wait for it ends as before.  Errors: 22023 as in client_socket (the
+ * endpoint connected before, so not expected).
+ */
+static void
+client_connect_again(InferSocket *s, const InferWorker *worker)
+{
+	/* the refused connection may be gone already: ENOENT is fine */
+	(void) zmq_disconnect(s->sock, s->endpoint);
+	if (zmq_connect(s->sock, s->endpoint) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid endpoint \"%s\" for inference worker \"%s\": %s",
+						s->endpoint, worker->name, zmq_strerror(zmq_errno()))));
+	s->refused = false;
+	s->handshaking = false;
+	s->connected = false;
+}
+
+/*
  * Raises 08006 for worker (its socket s): no connection could be made,
  * detail says why, and what s's ZeroMQ handshakes showed if they failed.
  */
@@ -1425,7 +1451,7 @@ client_raise_no_connection(InferSocket *s, const InferWorker *worker, const char
 	client_read_monitor(s);
 	failed = s->handshake_failures - s->failures_at_wait;
 	if (s->refused)
-		detail = psprintf("%s The worker refused this backend's CURVE key: its --curve-allowed-clients file lacks the key of infer.curve_public_key_file (once it has it, start a new session: this one does not try again).",
+		detail = psprintf("%s The worker refused this backend's CURVE key: its --curve-allowed-clients file lacks the key of infer.curve_public_key_file (once the worker has it and has been started again, the next call connects anew).",
 						  detail);
 	else if (failed > 0)
 		detail = psprintf("%s Connections were made, but what listens there did not complete the worker's ZeroMQ handshake (failed handshakes: %llu): check that this is the worker's --listen address, not its --state-listen or --metrics-listen port nor another server's, and that the worker is not hung.",
@@ -1527,6 +1553,8 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	 */
 	down = status == INFER_POOL_DOWN && infer_worker_timeout_ms < timeout_ms;
 	client_read_monitor(s);
+	if (s->refused)
+		client_connect_again(s, worker);
 	s->failures_at_wait = s->handshake_failures;
 	waited = client_wait(s, ZMQ_POLLOUT,
 						 down ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(),

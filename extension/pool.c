@@ -1004,6 +1004,8 @@ typedef struct MonSlot
 {
 	uint32		generation;		/* of the slot these sockets serve; 0 none */
 	void	   *dealer;			/* PINGs to the request endpoint */
+	void	   *events;			/* PAIR receiving the dealer's handshake
+								 * events (monitor_handshakes), or NULL */
 	void	   *sub;			/* the worker's state stream, or NULL */
 	char		endpoint[INFER_POOL_ENDPOINT_LEN];
 	char		sub_endpoint[INFER_POOL_ENDPOINT_LEN];
@@ -1014,7 +1016,11 @@ typedef struct MonSlot
 	TimestampTz last_sub_state; /* last MSG_STATE over sub */
 	InferPoolStatus logged;		/* the status monitor_log_status logged */
 	bool		rebuild;		/* monitor_sync makes the sockets anew */
-	TimestampTz built_at;		/* when monitor_sync last made them */
+	bool		handshaking;	/* the dealer connected, no handshake yet */
+	int			retry_ms;		/* the wait after the last failed handshake
+								 * (0: none failed since one succeeded) */
+	TimestampTz retry_at;		/* monitor_sync makes the sockets anew then;
+								 * 0: not waiting */
 	/* the last pings sent, by request id modulo MON_PINGS (id 0: none) */
 	uint64		ping_ids[MON_PINGS];
 	TimestampTz ping_sent[MON_PINGS];
@@ -1023,6 +1029,11 @@ typedef struct MonSlot
 static void *mon_context = NULL;
 static MonSlot *mon_slots = NULL;
 static uint64 mon_request_id = 0;
+static int	mon_events_counter = 0;	/* names the events' inproc endpoints */
+
+/* The first and the longest wait before trying a failed handshake again. */
+#define MON_RETRY_FIRST_MS 1000
+#define MON_RETRY_MAX_MS 10000
 
 /* before_shmem_exit: no monitor any more. */
 static void
@@ -1042,9 +1053,13 @@ monitor_close(MonSlot *s)
 {
 	if (s->dealer)
 		zmq_close(s->dealer);
+	if (s->events)
+		zmq_close(s->events);
 	if (s->sub)
 		zmq_close(s->sub);
-	s->dealer = s->sub = NULL;
+	s->dealer = s->events = s->sub = NULL;
+	s->handshaking = false;
+	s->retry_at = 0;
 	s->generation = 0;
 	s->logged = INFER_POOL_UNKNOWN;
 	s->sub_endpoint[0] = '\0';
@@ -1172,34 +1187,137 @@ monitor_curve_reload(void)
 	}
 }
 
-/* How often the monitor makes anew the sockets of a CURVE worker that is down. */
-#define MON_CURVE_RETRY_MS 10000
-
 /*
- * Marks for monitor_sync the sockets of CURVE workers that are down and
- * were made more than MON_CURVE_RETRY_MS ago: ZeroMQ does not connect again
- * after a worker refused the key (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), so a
- * worker whose allowed-clients file was fixed and that was started again
- * would stay down.
+ * Watches s->dealer's handshakes (monitor_handshakes) through a new PAIR
+ * socket, s->events; call it before the dealer connects, as events sent
+ * before the PAIR is connected are lost.  Without it (logged) the monitor
+ * works as before, only without the back-off.
  */
 static void
-monitor_curve_retry(TimestampTz now)
+monitor_watch_handshakes(MonSlot *s)
 {
-	for (int i = 0; i < pool->max_workers; i++)
-	{
-		MonSlot    *s = &mon_slots[i];
-		InferPoolStatus st;
+	char		addr[64];
+	int			zero = 0;
 
-		if (s->generation == 0 || !s->curve || s->rebuild ||
-			!TimestampDifferenceExceeds(s->built_at, now, MON_CURVE_RETRY_MS))
-			continue;
-		LWLockAcquire(pool->lock, LW_SHARED);
-		st = pool->workers[i].used ? InferPoolStatusOf(&pool->workers[i], now) :
-			INFER_POOL_UNKNOWN;
-		LWLockRelease(pool->lock);
-		if (st == INFER_POOL_DOWN)
-			s->rebuild = true;
+	snprintf(addr, sizeof(addr), "inproc://pg_infer-pool-events-%d",
+			 ++mon_events_counter);
+	if (zmq_socket_monitor(s->dealer, addr,
+						   ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+						   ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+						   ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+						   ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+						   ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0 ||
+		(s->events = zmq_socket(mon_context, ZMQ_PAIR)) == NULL ||
+		zmq_setsockopt(s->events, ZMQ_LINGER, &zero, sizeof(zero)) != 0 ||
+		zmq_connect(s->events, addr) != 0)
+	{
+		elog(LOG, "pg_infer pool monitor: cannot watch the handshakes with %s: %s",
+			 s->endpoint, zmq_strerror(zmq_errno()));
+		if (s->events != NULL)
+			zmq_close(s->events);
+		s->events = NULL;
 	}
+}
+
+/*
+ * Logs slot i's first failed handshake since one succeeded (or since it
+ * was registered): event is the ZMQ_EVENT_HANDSHAKE_FAILED_* seen, or
+ * ZMQ_EVENT_DISCONNECTED for a connection closed before its handshake.
+ */
+static void
+monitor_log_handshake(int i, MonSlot *s, uint16_t event)
+{
+	char		name[NAMEDATALEN];
+
+	LWLockAcquire(pool->lock, LW_SHARED);
+	strlcpy(name, pool->workers[i].name, sizeof(name));
+	LWLockRelease(pool->lock);
+	ereport(LOG,
+			(errmsg("pg_infer pool monitor: inference worker \"%s\" at %s did not complete the ZeroMQ handshake",
+					name, s->endpoint),
+			 event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ?
+			 errdetail("The worker refused this server's CURVE key: its --curve-allowed-clients file lacks the key of infer.curve_public_key_file.") :
+			 errdetail("A connection was made, but what listens there closed it or did not answer as an inference worker: another server, or the worker's --state-listen or --metrics-listen port rather than its --listen one."),
+			 errhint("The monitor connects again after %d s, then at most every %d s, until a handshake succeeds.",
+					 MON_RETRY_FIRST_MS / 1000, MON_RETRY_MAX_MS / 1000)));
+}
+
+/*
+ * Reads the handshake events of slot i's dealer (s->events).  After a
+ * failed handshake (refused, not the protocol, or a connection closed
+ * before it ended) the slot's sockets are closed and made anew by
+ * monitor_sync after a wait that doubles from MON_RETRY_FIRST_MS up to
+ * MON_RETRY_MAX_MS and starts again at a handshake that succeeds: ZeroMQ
+ * connects again every ZMQ_RECONNECT_IVL (100 ms) after a connection that
+ * was made, so an endpoint where another server listens would get ten
+ * connections a second (PostgreSQL's own port logs each), and it never
+ * connects again after a worker refused the CURVE key, so such a worker,
+ * started again with the key allowed, would stay down.  Returns whether
+ * the sockets were closed.
+ */
+static bool
+monitor_handshakes(int i, MonSlot *s, TimestampTz now)
+{
+	uint16_t	failed = 0;
+
+	while (s->events != NULL)
+	{
+		zmq_msg_t	msg;
+		uint16_t	event = 0;
+		bool		more;
+
+		zmq_msg_init(&msg);
+		if (zmq_msg_recv(&msg, s->events, ZMQ_DONTWAIT) < 0)
+		{
+			zmq_msg_close(&msg);
+			break;
+		}
+		if (zmq_msg_size(&msg) >= sizeof(event))
+			memcpy(&event, zmq_msg_data(&msg), sizeof(event));
+		/* the second frame, the endpoint */
+		for (more = zmq_msg_more(&msg); more; more = zmq_msg_more(&msg))
+		{
+			zmq_msg_close(&msg);
+			zmq_msg_init(&msg);
+			if (zmq_msg_recv(&msg, s->events, ZMQ_DONTWAIT) < 0)
+				break;
+		}
+		zmq_msg_close(&msg);
+
+		if (event == ZMQ_EVENT_CONNECTED)
+			s->handshaking = true;
+		else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+		{
+			s->handshaking = false;
+			s->retry_ms = 0;
+		}
+		else if (event == ZMQ_EVENT_DISCONNECTED && s->handshaking)
+			failed = failed ? failed : event;
+		else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ||
+				 event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+				 event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+			failed = event;
+		if (event == ZMQ_EVENT_DISCONNECTED)
+			s->handshaking = false;
+	}
+	if (failed == 0)
+		return false;
+
+	if (s->retry_ms == 0)
+		monitor_log_handshake(i, s, failed);
+	s->retry_ms = s->retry_ms == 0 ? MON_RETRY_FIRST_MS :
+		Min(s->retry_ms * 2, MON_RETRY_MAX_MS);
+	s->retry_at = TimestampTzPlusMilliseconds(now, s->retry_ms);
+	if (s->dealer != NULL)
+		zmq_close(s->dealer);
+	if (s->events != NULL)
+		zmq_close(s->events);
+	if (s->sub != NULL)
+		zmq_close(s->sub);
+	s->dealer = s->events = s->sub = NULL;
+	s->sub_endpoint[0] = '\0';
+	s->handshaking = false;
+	return true;
 }
 
 /*
@@ -1210,6 +1328,7 @@ static bool
 monitor_sync(void)
 {
 	bool		changed = false;
+	TimestampTz now = GetCurrentTimestamp();
 
 	for (int i = 0; i < pool->max_workers; i++)
 	{
@@ -1218,6 +1337,7 @@ monitor_sync(void)
 		char		endpoint[INFER_POOL_ENDPOINT_LEN];
 		char		key[41];
 		InferPoolStatus logged;
+		int			retry_ms;
 
 		LWLockAcquire(pool->lock, LW_SHARED);
 		generation = pool->workers[i].used ? pool->workers[i].generation : 0;
@@ -1226,15 +1346,19 @@ monitor_sync(void)
 		LWLockRelease(pool->lock);
 
 		if (generation == s->generation && strcmp(key, s->server_key) == 0 &&
-			!s->rebuild)
+			!s->rebuild && (s->retry_at == 0 || now < s->retry_at))
 			continue;
 		changed = true;
-		/* the same worker's sockets made anew: what was logged stands */
+		/*
+		 * the same worker's sockets made anew: what was logged, and the
+		 * back-off of failed handshakes, stand
+		 */
 		logged = generation == s->generation ? s->logged : INFER_POOL_UNKNOWN;
+		retry_ms = generation == s->generation ? s->retry_ms : 0;
 		monitor_close(s);
 		s->rebuild = false;
 		s->logged = logged;
-		s->built_at = GetCurrentTimestamp();
+		s->retry_ms = retry_ms;
 		if (generation == 0)
 			continue;
 		s->generation = generation;
@@ -1246,13 +1370,17 @@ monitor_sync(void)
 		s->last_ping = 0;
 		s->last_sub_state = 0;
 		s->dealer = monitor_socket(s, ZMQ_DEALER);
+		if (s->dealer != NULL)
+			monitor_watch_handshakes(s);
 		if (s->dealer != NULL && zmq_connect(s->dealer, endpoint) != 0)
 		{
 			/* a bad endpoint: never heard from, so it goes down */
 			elog(LOG, "pg_infer pool monitor: cannot connect to %s: %s",
 				 endpoint, zmq_strerror(zmq_errno()));
 			zmq_close(s->dealer);
-			s->dealer = NULL;
+			if (s->events != NULL)
+				zmq_close(s->events);
+			s->dealer = s->events = NULL;
 		}
 	}
 	return changed;
@@ -1621,7 +1749,6 @@ InferPoolMonitorMain(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			monitor_curve_reload();
 		}
-		monitor_curve_retry(GetCurrentTimestamp());
 		/* a backend with a PGPROC: DROP DATABASE waits on this barrier */
 		if (ProcSignalBarrierPending)
 			ProcessProcSignalBarrier();
@@ -1631,6 +1758,7 @@ InferPoolMonitorMain(Datum arg)
 		{
 			if (mon_slots[i].generation == 0)
 				continue;
+			changed |= monitor_handshakes(i, &mon_slots[i], now);
 			changed |= monitor_drain(i, &mon_slots[i], now);
 			monitor_ping(&mon_slots[i], now);
 			monitor_log_status(i, &mon_slots[i], now);

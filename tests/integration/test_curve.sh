@@ -28,6 +28,11 @@
 #     set and the configuration reloaded; one that refuses the server's
 #     key is down, and comes up within about 10 s once started again with
 #     the key allowed, without a reload;
+#   - a session whose key a worker refused is answered at its next call
+#     once the worker has been started again with the key allowed;
+#   - a worker registered at PostgreSQL's own port: the monitor logs the
+#     failed handshake once and connects there a few times in 6 s, not
+#     ten times a second;
 #   - a worker bound to 0.0.0.0 without CURVE logs a WARNING at start (it
 #     is stopped at once); one on 127.0.0.1 does not.
 #
@@ -221,7 +226,7 @@ ms=$((($(date +%s%N) - T0) / 1000000))
 check "an unlisted backend gets nothing: the connection error (08006), its detail saying the worker refused the key" "$out" \
 	'08006: could not connect to inference worker "wc" at tcp://127\.0\.0\.1:[0-9]+' \
 	'No connection was made within 2000 ms' \
-	"The worker refused this backend's CURVE key: its --curve-allowed-clients file lacks the key of infer\.curve_public_key_file \(once it has it, start a new session"
+	"The worker refused this backend's CURVE key: its --curve-allowed-clients file lacks the key of infer\.curve_public_key_file \(once the worker has it and has been started again, the next call connects anew"
 if [ "$ms" -lt 3500 ]; then # infer.timeout plus 1.5 s
 	pass "... within infer.timeout ($ms ms)"
 else
@@ -309,6 +314,65 @@ check "... started again with the key allowed: up within 10 s and a bit, no relo
 	"$(q -c "SELECT status FROM infer.workers WHERE name = 'wk'")" '^up$'
 q -c "SELECT infer.drop_worker('wk')" >/dev/null
 testenv_stop_pid "$RPID" TERM
+
+# A session whose key a worker refused connects anew at its next call: the
+# worker, started again with that key allowed, answers the same session
+# (ZeroMQ alone never connects again after a refusal). psql's \! restarts
+# the worker between the session's two calls (restart.sh: stop the pid in
+# a file, start the worker with the arguments given, its pid in the file).
+UPORT=$(testenv_free_port)
+start_curve_on "$UPORT" "$k/allowed" "$tmp/session1.log"
+echo "$RPID" >"$tmp/session.pid"
+{
+	cat "$k/allowed"
+	key "$k/unlisted.pub"
+} >"$k/allowed_both"
+cat >"$tmp/restart.sh" <<'EOF'
+pidfile=$1 port=$2 log=$3
+shift 3
+kill -TERM "$(cat "$pidfile")"
+while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.1; done
+"$@" 2>"$log" </dev/null >/dev/null &
+echo $! >"$pidfile"
+for _ in $(seq 200); do
+	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && exit 0
+	sleep 0.1
+done
+EOF
+q -c "SELECT infer.drop_worker(name) FROM infer.worker_registry" \
+	-c "SELECT infer.add_worker('wu', 'tcp://127.0.0.1:$UPORT', '$WPUB')" >/dev/null
+wait_status wu up 60
+out=$(q -v ON_ERROR_STOP=0 -c "SET infer.curve_secret_key_file = '$pk/unlisted.key'" \
+	-c "SET infer.curve_public_key_file = '$pk/unlisted.pub'" \
+	-c "SET infer.timeout = 2000" -c "$CLS" \
+	-c "\\! bash $tmp/restart.sh $tmp/session.pid $UPORT $tmp/session2.log $WORKER --listen tcp://127.0.0.1:$UPORT --model-dir $MODEL_DIR --curve-secret-key $k/worker.key --curve-allowed-clients $k/allowed_both" \
+	-c "SET infer.timeout = 20000" -c "$CLS" 2>&1)
+pids+=("$(cat "$tmp/session.pid")")
+check "a session's key refused, then allowed after a restart of the worker: the same session's next call is answered" "$out" \
+	"The worker refused this backend's CURVE key: .*the next call connects anew" '^0,180$'
+check "... the restarted worker refused nothing" "$(grep -c 'refused CURVE client' "$tmp/session2.log")" '^0$'
+q -c "SELECT infer.drop_worker('wu')" >/dev/null
+testenv_stop_pid "$(cat "$tmp/session.pid")" TERM
+
+# A worker registered at an endpoint where another server listens (here
+# PostgreSQL's own port): ZeroMQ alone would connect there again every
+# 100 ms, each connection a line in PostgreSQL's log; the monitor logs the
+# failed handshake once and connects again after 1 s, 2 s, 4 s ... instead.
+before=$(grep -c 'invalid length of startup packet' "$tmp/pg/postgres.log")
+q -c "SELECT infer.add_worker('pgport', 'tcp://127.0.0.1:$PGPORT')" >/dev/null
+sleep 6
+lines=$(($(grep -c 'invalid length of startup packet' "$tmp/pg/postgres.log") - before))
+if [ "$lines" -ge 1 ] && [ "$lines" -le 4 ]; then
+	pass "a worker registered at PostgreSQL's own port: the monitor connects there 1 to 4 times in 6 s ($lines)"
+else
+	fail "a worker registered at PostgreSQL's own port: the monitor connects there 1 to 4 times in 6 s ($lines)"
+fi
+check "... and logs the failed handshake once, saying what may listen there" \
+	"$(grep -A 2 'inference worker "pgport" .*did not complete the ZeroMQ handshake' "$tmp/pg/postgres.log")
+$(grep -c 'inference worker "pgport" .*did not complete the ZeroMQ handshake' "$tmp/pg/postgres.log")" \
+	'DETAIL: +A connection was made, but what listens there closed it or did not answer as an inference worker' \
+	'HINT: +The monitor connects again after 1 s, then at most every 10 s' '^1$'
+q -c "SELECT infer.drop_worker('pgport')" >/dev/null
 
 # --- the WARNING without CURVE on a non-loopback address -------------------------
 WPORT=$(testenv_free_port)
