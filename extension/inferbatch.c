@@ -76,6 +76,13 @@
 #define INFERBATCH_MAX_LOST_WORKERS 2
 /* most workers a call's requests avoid for lacking a file or memory (58P01, 53200) */
 #define INFERBATCH_MAX_LACKING 8
+/*
+ * How long a call's requests avoid a worker that answered 53200: its
+ * memory may have been taken by other work only for a while (a worker
+ * whose --gpu-memory cap is below the model answers so again, and is
+ * avoided again).  58P01, a missing file, is avoided for the whole scan.
+ */
+#define INFERBATCH_LACKING_MEMORY_MS 2000
 
 /* Inference workers with their own counters in BatchStats; more share one. */
 #define INFERBATCH_STATS_WORKERS 8
@@ -147,10 +154,11 @@ typedef struct BatchCall
 	bool		progress_noted; /* its models are in infer.progress */
 	InferFragment frag;			/* set up at the first row sent, in scan_cxt */
 	/* sender: workers that answered 58P01 or 53200 (a file of its models
-	 * missing there, or the memory for them), avoided by its requests from
-	 * then on; names in scan_cxt */
+	 * missing there, or the memory for them), avoided by its requests until
+	 * lacking_until (0: for the rest of the scan); names in scan_cxt */
 	int			nlacking;
 	const char *lacking_on[INFERBATCH_MAX_LACKING];
+	TimestampTz lacking_until[INFERBATCH_MAX_LACKING];
 } BatchCall;
 
 /*
@@ -180,7 +188,8 @@ typedef struct BatchPart
 	int			early;			/* sends made when another request found
 								 * its worker lost (resend_held) */
 	const char *lost_on[INFERBATCH_MAX_LOST_WORKERS];	/* their names */
-	int			lacking_at_send;	/* the sender's nlacking when it went */
+	bool		to_lacking;		/* it went to a worker its sender avoided
+								 * (lacking_avoided): no other was up */
 } BatchPart;
 
 /* One batch: a slot of the ring. */
@@ -619,6 +628,16 @@ part_largest(const BatchPart *part, int64 *row)
 }
 
 /*
+ * Whether the sender bc's requests avoid its worker lacking_on[i] at now
+ * (see BatchCall).
+ */
+static bool
+lacking_avoided(const BatchCall *bc, int i, TimestampTz now)
+{
+	return bc->lacking_until[i] == 0 || now < bc->lacking_until[i];
+}
+
+/*
  * The worker placement chooses for part's request (over its nfrags
  * fragments frags; bytes in all, the largest row largest bytes), not one
  * that lost its rows before (part->lost_on) or lacks a file of the
@@ -634,11 +653,13 @@ pick_worker(const BatchCall *bc, InferFragment **frags, int nfrags,
 {
 	const char *avoid[INFERBATCH_MAX_LOST_WORKERS + INFERBATCH_MAX_LACKING];
 	int			navoid = 0;
+	TimestampTz now = GetCurrentTimestamp();
 
 	for (int i = 0; i < part->nlost; i++)
 		avoid[navoid++] = part->lost_on[i];
 	for (int i = 0; i < bc->nlacking; i++)
-		avoid[navoid++] = bc->lacking_on[i];
+		if (lacking_avoided(bc, i, now))
+			avoid[navoid++] = bc->lacking_on[i];
 	if (resend)
 		return InferFragmentPickUp(frags, nfrags, part->nsent, bytes, largest,
 								   avoid, navoid);
@@ -742,7 +763,10 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 	if (lost != NULL)
 		FreeErrorData(lost);
 	part->worker = bc->frag.worker;
-	part->lacking_at_send = bc->nlacking;
+	part->to_lacking = false;
+	for (int i = 0; i < bc->nlacking; i++)
+		if (strcmp(bc->lacking_on[i], part->worker->name) == 0)
+			part->to_lacking = lacking_avoided(bc, i, GetCurrentTimestamp());
 	count_request(st->stats, part->worker, part->nsent, sent);
 	if (!bc->progress_noted)
 	{
@@ -887,21 +911,35 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
 
 /*
  * Notes, in bc (the sender), that worker name lacks a file of its models
- * or the memory for them,
- * which part's request found; whether part's rows are to go to another
- * worker: not when placement sent them there knowing it (no other worker
- * was up: the error is the statement's), nor when the list is full.
+ * or (memory, 53200) the memory for them, which part's request found:
+ * avoided for the rest of the scan, or for INFERBATCH_LACKING_MEMORY_MS
+ * for memory.  Returns whether part's rows are to go to another worker:
+ * not when placement sent them there knowing it (no other worker was up:
+ * the error is the statement's), nor when the list is full.
  */
 static bool
 note_lacking(InferBatchState *st, BatchCall *bc, const BatchPart *part,
-			 const char *name)
+			 const char *name, bool memory)
 {
-	for (int i = 0; i < bc->nlacking; i++)
-		if (strcmp(bc->lacking_on[i], name) == 0)
-			return i >= part->lacking_at_send;
-	if (bc->nlacking >= INFERBATCH_MAX_LACKING)
+	TimestampTz until = memory ?
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+									INFERBATCH_LACKING_MEMORY_MS) : 0;
+	int			i;
+
+	if (part->to_lacking)
 		return false;
-	bc->lacking_on[bc->nlacking++] = MemoryContextStrdup(st->scan_cxt, name);
+	for (i = 0; i < bc->nlacking; i++)
+		if (strcmp(bc->lacking_on[i], name) == 0)
+			break;
+	if (i == bc->nlacking)
+	{
+		if (bc->nlacking >= INFERBATCH_MAX_LACKING)
+			return false;
+		bc->lacking_on[bc->nlacking++] = MemoryContextStrdup(st->scan_cxt, name);
+	}
+	else if (bc->lacking_until[i] == 0)
+		return true;			/* a missing file stands */
+	bc->lacking_until[i] = until;
 	return true;
 }
 
@@ -940,12 +978,16 @@ wait_part(InferBatchState *st, BatchPart *part, int64 first_row)
 		/*
 		 * a worker without a file of the models (a model directory set up
 		 * apart from the others) or the memory for them (a smaller
-		 * --gpu-memory): the rows go to another one, and this call's
-		 * requests avoid it from now on; the error stands when it was
-		 * noted before or no other worker is up
+		 * --gpu-memory, or memory taken by other work for a while): the
+		 * rows go to another one, and this call's requests avoid it from
+		 * now on (for memory, INFERBATCH_LACKING_MEMORY_MS); the error
+		 * stands when placement sent them there avoiding it (no other
+		 * worker was up)
 		 */
 		if (reply != NULL && InferReplyWorkerLacks(reply) &&
-			note_lacking(st, bc, part, part->worker->name))
+			note_lacking(st, bc, part, part->worker->name,
+						 strcmp(reply->header->error->sqlstate,
+								PGINFER_SQLSTATE_OUT_OF_MEMORY) == 0))
 		{
 			ereport(LOG,
 					(errmsg_plural("pg_infer: inference worker \"%s\" at %s cannot run the request (%s: %s); sending its %d row to another worker",

@@ -54,7 +54,9 @@
 #       batches go to w likewise; a worker whose model directory that user
 #       may not open refuses to start, saying so; a fourth worker
 #       whose --gpu-memory cap mlp.onnx passes answers 53200 and its
-#       batches go to w likewise, every row as alone; registered again
+#       batches go to w likewise, every row as alone; in a slow scan
+#       (5 s) it is avoided 2 s after each 53200, tried again, and passed
+#       over again, every row as alone; registered again
 #       as tcp://localhost, the server's log says the two are one process;
 #       a worker registered at PostgreSQL's own port is 08006 saying that
 #       what listens there does not speak the worker's protocol;
@@ -452,6 +454,27 @@ check "(o) round_robin over w, w2, w3 and w4, whose cap mlp.onnx passes: all 25 
 check "(o) ... w4 answered 53200 naming the cap, and the backend sent its rows on" \
 	"$(grep -c 'error 53200: model "mlp\.onnx" needs [0-9]* bytes, more than the 4096 bytes this worker may hold' "$tmp/w4.log") $(grep -c 'inference worker "w4" at .* cannot run the request (53200: model "mlp\.onnx" needs' "$tmp/pg/postgres.log")" \
 	'^[1-9][0-9]* [1-9][0-9]*$'
+# the same under a slow scan (its rows come 0.2 s apart, 5 s in all): w4 is
+# avoided for 2 s after each 53200 (its memory may be taken only for a
+# while), tried again after that, and passed over again
+before=$(grep -c 'error 53200' "$tmp/w4.log")
+out=$(q -v VERBOSITY=verbose 2>&1 <<'EOF'
+\set ON_ERROR_STOP 0
+SET infer.placement = round_robin;
+SET infer.batch_size = 3;
+SELECT 'slow ' || count(*) || ' ' || count(*) FILTER (WHERE differ(b.v, r.v))
+  FROM (SELECT n, infer.predict('mlp', data) AS v
+          FROM (SELECT n, data, pg_sleep(0.2) FROM img OFFSET 0) s) b
+  JOIN ref_mlp r USING (n);
+EOF
+)
+check "(o) ... a slow scan over the same workers: all 25 rows, each as alone" "$out" '^slow 25 0$'
+n53=$(($(grep -c 'error 53200' "$tmp/w4.log") - before))
+if [ "$n53" -ge 2 ]; then
+	pass "(o) ... w4 was tried again 2 s after its 53200, and passed over again ($n53 times)"
+else
+	fail "(o) ... w4 was tried again 2 s after its 53200, and passed over again ($n53 times)" "$out"
+fi
 # the same worker registered again under another spelling of its address:
 # the pool monitor logs that the two are one process
 add_up w4c "localhost:$port4"
