@@ -1984,6 +1984,233 @@ test_conv_transpose_disjoint(void)
 	ie_model_destroy(&m);
 }
 
+/* ---- operators' scratch buffers under the tensor limit ---- */
+
+/*
+ * Loads g (its input X of shape xd, rank nd, filled from frand) and runs
+ * it under a tensor limit of `small` bytes, which must fail with
+ * IE_ERR_LIMIT and the message want_msg, then under `big`, which must
+ * answer: returns the output (NULL when that fails, checks recorded) and
+ * the input into *in.  The limit is 0 (none) again after; the model is
+ * destroyed, the arena reset.
+ */
+static ie_tensor *
+run_small_then_big(const graph_spec *g, int nd, const int64_t *xd, size_t small,
+				   size_t big, const char *want_msg, ie_tensor **in)
+{
+	ie_tensor  *out[1] = {NULL};
+	ie_model   *m;
+	unsigned	seed = 5;
+	char		err[512];
+
+	*in = ie_tensor_new(IE_FLOAT, nd, xd);
+	for (int64_t i = 0; i < ie_tensor_numel(*in); i++)
+		((float *) (*in)->data)[i] = frand(&seed);
+	m = load(g, err, sizeof(err));
+	arena_reset();
+	CHECK(m != NULL, "load %s: %s", want_msg, err);
+	if (m == NULL)
+		return NULL;
+	ie_set_max_tensor_bytes(small);
+	CHECK(run_fails(m, *in, IE_ERR_LIMIT, want_msg, err, sizeof(err)),
+		  "a scratch buffer over the limit is IE_ERR_LIMIT \"%s\": %s", want_msg, err);
+	ie_set_max_tensor_bytes(big);
+	CHECK(ie_model_run(m, (const ie_tensor *const *) in, out, err, sizeof(err)) == 0,
+		  "under a limit it fits, %s runs: %s", g->nodes[0]->op_type, err);
+	ie_set_max_tensor_bytes(0);
+	ie_model_destroy(&m);
+	return out[0];
+}
+
+/*
+ * Builds into g (zeroed) the opset-13 graph of node n alone, its inputs X
+ * (shape xd) and W, a constant of shape wd holding w (nw values), its
+ * output Y (shape yd); all rank 4.
+ */
+static void
+conv_graph(graph_spec *g, Onnx__NodeProto *n, const int64_t *xd, const int64_t *yd,
+		   const int64_t *wd, const float *w, int nw)
+{
+	g->opset = 13;
+	g->nodes[g->n_nodes++] = n;
+	g->inits[g->n_inits++] = init_f("W", 4, wd, w, nw);
+	g->inputs[g->n_inputs++] = value_info("X", IE_FLOAT, 4, xd);
+	g->outputs[g->n_outputs++] = value_info("Y", IE_FLOAT, 4, yd);
+}
+
+/*
+ * A 9x9 ConvTranspose of a 64x64 plane: its col2im buffer [81, 4096] (1.3
+ * MB) is over a 1 MiB limit that its input and output fit; under 2 MiB it
+ * answers, as a direct sum says.
+ */
+static void
+test_scratch_conv_transpose(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[4] = {1, 1, 64, 64},
+				yd[4] = {1, 1, 72, 72},
+				wd[4] = {1, 1, 9, 9};
+	float		w[81];
+	unsigned	seed = 3;
+	ie_tensor  *in,
+			   *out;
+	double		maxerr = 0;
+
+	for (int i = 0; i < 81; i++)
+		w[i] = frand(&seed);
+	conv_graph(&g, node("ConvTranspose", "ct", "X,W", "Y"), xd, yd, wd, w, 81);
+	out = run_small_then_big(&g, 4, xd, 1 << 20, 2 << 20,
+							 "ConvTranspose node 'ct': over the tensor limit for the col2im buffer: "
+							 "a float buffer of shape [81, 4096] is 1327104 bytes, more than the 1048576 bytes a tensor may take",
+							 &in);
+	if (out != NULL)
+	{
+		const float *x = in->data;
+
+		for (int oy = 0; oy < 72; oy++)
+			for (int ox = 0; ox < 72; ox++)
+			{
+				double		r = 0;
+
+				for (int ky = 0; ky < 9; ky++)
+					for (int kx = 0; kx < 9; kx++)
+						if (oy - ky >= 0 && oy - ky < 64 && ox - kx >= 0 && ox - kx < 64)
+							r += (double) w[ky * 9 + kx] * x[(oy - ky) * 64 + ox - kx];
+				maxerr = fmax(maxerr, fabs(r - ((float *) out->data)[oy * 72 + ox]));
+			}
+		CHECK(maxerr < 1e-4, "ConvTranspose under the limit off by %g", maxerr);
+	}
+	ie_tensor_destroy(&out);
+	ie_tensor_destroy(&in);
+}
+
+/*
+ * A 9x9 Conv of two channels 9 x 4096: one output row's im2col band
+ * [162, 4088] (2.6 MB, built by the pool's tasks) is over a 2 MiB limit
+ * that the input (295 kB) and output (16 kB) fit; under 4 MiB it answers,
+ * as a direct sum says.
+ */
+static void
+test_scratch_conv_im2col(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[4] = {1, 2, 9, 4096},
+				yd[4] = {1, 1, 1, 4088},
+				wd[4] = {1, 2, 9, 9};
+	float		w[162];
+	unsigned	seed = 4;
+	ie_tensor  *in,
+			   *out;
+	double		maxerr = 0;
+
+	for (int i = 0; i < 162; i++)
+		w[i] = frand(&seed);
+	conv_graph(&g, node("Conv", "c", "X,W", "Y"), xd, yd, wd, w, 162);
+	out = run_small_then_big(&g, 4, xd, 2 << 20, 4 << 20,
+							 "Conv node 'c': over the tensor limit for the im2col buffer: "
+							 "a float buffer of shape [162, 4088] is 2649024 bytes, more than the 2097152 bytes a tensor may take",
+							 &in);
+	if (out != NULL)
+	{
+		const float *x = in->data;
+
+		for (int ox = 0; ox < 4088; ox++)
+		{
+			double		r = 0;
+
+			for (int c = 0; c < 2; c++)
+				for (int ky = 0; ky < 9; ky++)
+					for (int kx = 0; kx < 9; kx++)
+						r += (double) w[(c * 9 + ky) * 9 + kx] * x[(c * 9 + ky) * 4096 + ox + kx];
+			maxerr = fmax(maxerr, fabs(r - ((float *) out->data)[ox]));
+		}
+		CHECK(maxerr < 1e-4, "Conv under the limit off by %g", maxerr);
+	}
+	ie_tensor_destroy(&out);
+	ie_tensor_destroy(&in);
+}
+
+/*
+ * A depthwise 1x3 Conv with a column stride of 20000 over 64 x 64 planes:
+ * each plane's column phases [20000, 64, 1] (5 MB, the pool's tasks') are
+ * over a 1 MiB limit that the tensors fit; under 8 MiB it answers.
+ */
+static void
+test_scratch_conv_depthwise(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[4] = {1, 2, 64, 64},
+				yd[4] = {1, 2, 64, 1},
+				wd[4] = {2, 1, 1, 3},
+				strides[2] = {1, 20000};
+	float		w[6] = {0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.75f};
+	Onnx__NodeProto *n;
+	ie_tensor  *in,
+			   *out;
+	double		maxerr = 0;
+
+	n = node("Conv", "dw", "X,W", "Y");
+	attr_int(n, "group", 2);
+	attr_ints(n, "strides", strides, 2);
+	conv_graph(&g, n, xd, yd, wd, w, 6);
+	out = run_small_then_big(&g, 4, xd, 1 << 20, 8 << 20,
+							 "Conv node 'dw': over the tensor limit for the depthwise input plane: "
+							 "a float buffer of shape [20000, 64, 1] is 5120000 bytes, more than the 1048576 bytes a tensor may take",
+							 &in);
+	if (out != NULL)
+	{
+		const float *x = in->data;
+
+		for (int c = 0; c < 2; c++)
+			for (int oy = 0; oy < 64; oy++)
+			{
+				double		r = 0;
+
+				for (int kx = 0; kx < 3; kx++)
+					r += (double) w[c * 3 + kx] * x[(c * 64 + oy) * 64 + kx];
+				maxerr = fmax(maxerr, fabs(r - ((float *) out->data)[c * 64 + oy]));
+			}
+		CHECK(maxerr < 1e-5, "depthwise Conv under the limit off by %g", maxerr);
+	}
+	ie_tensor_destroy(&out);
+	ie_tensor_destroy(&in);
+}
+
+/*
+ * ReduceMean over an axis of 1 of X [200000, 1]: its accumulators, a
+ * double each (1.6 MB), are over a 1 MiB limit that X and Y (800 kB each)
+ * fit; under 2 MiB it answers X's values.
+ */
+static void
+test_scratch_reduce(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[2] = {200000, 1},
+				yd[1] = {200000},
+				axes[1] = {1};
+	Onnx__NodeProto *n;
+	ie_tensor  *in,
+			   *out;
+
+	g.opset = 13;
+	n = node("ReduceMean", "r", "X", "Y");
+	attr_ints(n, "axes", axes, 1);
+	attr_int(n, "keepdims", 0);
+	g.nodes[g.n_nodes++] = n;
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 1, yd);
+	out = run_small_then_big(&g, 2, xd, 1 << 20, 2 << 20,
+							 "ReduceMean node 'r': over the tensor limit for the accumulators: "
+							 "a double buffer of shape [200000] is 1600000 bytes, more than the 1048576 bytes a tensor may take",
+							 &in);
+	if (out != NULL)
+		CHECK(ie_tensor_numel(out) == 200000 &&
+			  memcmp(out->data, in->data, 200000 * sizeof(float)) == 0,
+			  "ReduceMean under the limit gives X's values");
+	ie_tensor_destroy(&out);
+	ie_tensor_destroy(&in);
+}
+
 /* MatMul -> Add(bias[N]) -> Relu fuses, and gives the unfused graph's bits. */
 static void
 test_matmul_fusion(void)
@@ -2218,6 +2445,10 @@ main(void)
 	test_tensor_cache();
 	test_gemm_direct();
 	test_conv_transpose_disjoint();
+	test_scratch_conv_transpose();
+	test_scratch_conv_im2col();
+	test_scratch_conv_depthwise();
+	test_scratch_reduce();
 	test_matmul_fusion();
 	test_text_batch_invariance();
 	return tu_report("test_engine");

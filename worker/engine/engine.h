@@ -89,13 +89,18 @@ void		ie_tensor_cache_clear(void);
 size_t		ie_tensor_cache_bytes(void);
 
 /*
- * Largest tensor data (bytes) the engine allocates, process-wide.  A
- * larger one fails its operator's allocation: the run returns
- * -IE_ERR_LIMIT, its message the operator's "out of memory ..." followed by
- * the tensor's type, shape and byte count and the limit.  So does a
- * tensor whose byte count passes SIZE_MAX / 2, with or without a limit.
- * 0, the default, sets no limit.  For fuzzing, and for hosts that would
- * rather fail a request than swap (infer-worker --max-tensor-bytes).
+ * Largest tensor data (bytes) the engine allocates, process-wide, and the
+ * largest scratch buffer an operator allocates for its own work whose
+ * size follows the input's shape (an im2col band, a ConvTranspose's
+ * column buffer, a reduction's accumulators; not tables sized by a rank
+ * or a kernel).  A larger one fails its operator's allocation: the run
+ * returns -IE_ERR_LIMIT, its message the operator's "out of memory ..."
+ * (which names the buffer) followed by the tensor's or buffer's type,
+ * shape and byte count and the limit.  So does one whose byte count
+ * passes SIZE_MAX / 2, with or without a limit.  0, the default, sets no
+ * limit.  For fuzzing, and for hosts that would rather fail a request
+ * than swap (infer-worker --max-tensor-bytes).  The CPU executor only:
+ * the CUDA executor's device memory is bounded by the device.
  */
 void		ie_set_max_tensor_bytes(size_t bytes);
 

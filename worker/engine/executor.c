@@ -270,6 +270,7 @@ ie_model_run(const ie_model *m, const ie_tensor *const *inputs,
 		if (m->nodes[k].n_outputs > max_out)
 			max_out = m->nodes[k].n_outputs;
 	}
+	/* sized by the graph, not the input: not checked against the tensor limit */
 	owned = calloc(m->n_values ? m->n_values : 1, sizeof(*owned));
 	view = calloc(m->n_values ? m->n_values : 1, sizeof(*view));
 	ins = calloc(max_in, sizeof(*ins));

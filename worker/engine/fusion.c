@@ -381,7 +381,11 @@ ie_epilogue_destroy(ie_epilogue **ep)
 	*ep = NULL;
 }
 
-/* Copies n floats into a new constant owned by ep; NULL when out of memory. */
+/*
+ * Copies n floats into a new constant owned by ep; NULL when out of memory.
+ * At load, from a constant of the model (a tensor the limit bounded), so
+ * not checked against the tensor limit like a run's scratch.
+ */
 static const float *
 ep_keep(ie_epilogue *ep, const float *src, int64_t n)
 {
@@ -580,6 +584,7 @@ make_step(const ie_model *m, const ie_plan_node *pn, const int *vals, int n_vals
 				return false;
 			p[i - 1] = t->data;
 		}
+		/* at load: one per channel, as the model's constants hold */
 		a = malloc(channels * sizeof(float));
 		b = malloc(channels * sizeof(float));
 		if (a == NULL || b == NULL)

@@ -285,4 +285,31 @@ const char *ie_shape_str(char *buf, size_t len, int ndim, const int64_t *dims);
 /* Forgets the calling thread's last refusal (the executor, before a node). */
 void		ie_tensor_forget_refusal(void);
 
+/*
+ * Whether an operator's scratch buffer of dtype and shape (ndim dims: the
+ * buffer's elements as the operator lays them out), one it allocates for
+ * its own work rather than as a tensor, fits ie_set_max_tensor_bytes's
+ * limit: true; false when it does not (or its byte count passes SIZE_MAX /
+ * 2), the refusal noted for the calling thread as "a <type> buffer of
+ * shape [..] is N bytes, more than the M bytes a tensor may take", so that
+ * the operator's "out of memory for <the buffer>" that follows becomes
+ * IE_ERR_LIMIT (ie_op_error); also false, nothing noted, for a negative
+ * extent.  A few compares, no allocation.
+ *
+ * Every such buffer sized by the input's shape is checked, on the thread
+ * that reports the node's error: a buffer that tasks on the pool's threads
+ * take (ie_thread_scratch) is checked at its largest before the parallel
+ * region, since a refusal noted on a pool thread is never seen by the
+ * caller.  Bookkeeping arrays sized by a rank, a kernel's taps or a
+ * channel count are not; each says why it is bounded.
+ */
+bool		ie_scratch_fits(ie_dtype dtype, int ndim, const int64_t *dims);
+
+/*
+ * malloc of a scratch buffer of dtype and shape (at least 1 byte) when
+ * ie_scratch_fits says it fits; NULL when it does not (refusal noted) or
+ * memory runs out.  Released with free().
+ */
+void	   *ie_scratch_new(ie_dtype dtype, int ndim, const int64_t *dims);
+
 #endif							/* IE_OP_H */

@@ -406,8 +406,45 @@ dw_have_avx512(void)
 #endif
 
 /*
- * The common depthwise case, 2-D with column stride 1 (any row stride): the
- * plane is copied into a
+ * Whether a depthwise plane of geometry g takes dw_plane_padded: 2-D, column
+ * stride 1 (any row stride), at most 64 taps.
+ */
+static bool
+dw_padded_applies(const ie_spatial *g)
+{
+	return g->k[0] == 1 && g->in[0] == 1 && g->stride[2] == 1 &&
+		g->k[1] * g->k[2] <= 64;
+}
+
+/*
+ * The shape of the scratch (this thread's, floats) conv_depthwise_plane
+ * takes for a plane of geometry g, into dims: [rows read, columns read] of
+ * dw_plane_padded's zero-bordered plane, or [phases, rows, columns] of the
+ * column phases of a column stride over 1.  Returns its rank; 0 when it
+ * takes none.  op_conv checks it against the tensor limit before the
+ * planes' tasks start.
+ */
+static int
+dw_scratch_shape(const ie_spatial *g, int64_t dims[3])
+{
+	int64_t		sx = g->stride[2];
+
+	if (dw_padded_applies(g))
+	{
+		dims[0] = (g->out[1] - 1) * g->stride[1] + (g->k[1] - 1) * g->dil[1] + 1;
+		dims[1] = (g->out[2] - 1) + (g->k[2] - 1) * g->dil[2] + 1;
+		return 2;
+	}
+	if (sx == 1)
+		return 0;
+	dims[0] = sx;
+	dims[1] = g->in[0] * g->in[1];
+	dims[2] = (g->in[2] + sx - 1) / sx;
+	return 3;
+}
+
+/*
+ * The common depthwise case (dw_padded_applies): the plane is copied into a
  * zero-bordered buffer (this thread's scratch) so that every tap of every
  * output is in range, and each output row is one pass of the vector kernel
  * with the same tap list.  Out-of-range taps add w * 0, so results equal
@@ -426,15 +463,17 @@ dw_plane_padded(const ie_spatial *g, const float *x, const float *w,
 	int64_t		oh = g->out[1],
 				ow = g->out[2];
 	int64_t		sy = g->stride[1];
-	int64_t		ph = (oh - 1) * sy + (kh - 1) * g->dil[1] + 1;	/* rows read */
-	int64_t		pw = (ow - 1) + (kw - 1) * g->dil[2] + 1;	/* columns read */
+	int64_t		pd[3];
+	int64_t		ph,
+				pw;
 	int			ntap = (int) (kh * kw);
 	const float *row[64];
 	int64_t		xoff[64];
 	float	   *pad;
 
-	if (ntap > 64)
-		return 1;				/* not handled here: the caller goes on */
+	(void) dw_scratch_shape(g, pd);
+	ph = pd[0];					/* rows read */
+	pw = pd[1];					/* columns read */
 	pad = ie_thread_scratch((size_t) (ph * pw) * sizeof(float));
 	if (pad == NULL)
 		return -1;
@@ -523,8 +562,9 @@ conv_depthwise_plane(const ie_spatial *g, const float *x, const float *w,
 	int64_t		ow = g->out[2];
 	int64_t		oplane = g->out[0] * g->out[1] * ow;
 	int64_t		sx = g->stride[2];
-	int64_t		nrows = g->in[0] * g->in[1];
-	int64_t		pw = (g->in[2] + sx - 1) / sx;
+	int64_t		pd[3] = {0, 0, 0};
+	int64_t		nrows,
+				pw;
 	const float **row = NULL;
 	const float **irow = NULL;
 	float	   *wt = NULL;
@@ -534,10 +574,13 @@ conv_depthwise_plane(const ie_spatial *g, const float *x, const float *w,
 	int			avx2 = dw_have_avx2();
 	int			rc = -1;
 
-	if (g->k[0] == 1 && g->in[0] == 1 && sx == 1 &&
-		(rc = dw_plane_padded(g, x, w, b, mult, y, avx2)) <= 0)
-		return rc;
-	rc = -1;
+	if (dw_padded_applies(g))
+		return dw_plane_padded(g, x, w, b, mult, y, avx2);
+	/* the phases' shape when sx > 1 (unused otherwise) */
+	(void) dw_scratch_shape(g, pd);
+	nrows = pd[1];
+	pw = pd[2];
+	/* per-tap tables: K is the weight's taps (a tensor the limit bounds), not the input's size */
 	row = malloc(sizeof(float *) * K);
 	irow = malloc(sizeof(float *) * K);
 	wt = malloc(sizeof(float) * K);
@@ -798,7 +841,8 @@ gemm_threads(int n_threads, const gemm_job *j)
  * images instead of one lane each.  Every element is the same multiply-add
  * chain over the channels, then the same bias and epilogue steps, as on
  * the per-image path, so results do not change.  Runs on the calling
- * thread (a few thousand multiply-adds); -1 when scratch memory runs out.
+ * thread (a few thousand multiply-adds); -1 when the scratch ([C + M, N]
+ * floats) is over the tensor limit (refusal noted) or memory runs out.
  */
 static int
 conv_pixel_images(const conv_geom *g, const float *x, const float *w,
@@ -807,9 +851,11 @@ conv_pixel_images(const conv_geom *g, const float *x, const float *w,
 	int64_t		n = g->n,
 				c = g->c,
 				m = g->m;
-	float	   *xt = ie_thread_scratch((size_t) ((c + m) * n) * sizeof(float));
+	float	   *xt = NULL;
 	float	   *yt;
 
+	if (ie_scratch_fits(IE_FLOAT, 2, (int64_t[]) {c + m, n}))
+		xt = ie_thread_scratch((size_t) ((c + m) * n) * sizeof(float));
 	if (xt == NULL)
 		return -1;
 	yt = xt + c * n;
@@ -927,7 +973,12 @@ op_conv(ie_node_ctx *ctx)
 		};
 		int64_t		planes = g.n * g.group;
 		int			nt = ctx->n_threads;
+		int64_t		sd[3];
+		int			snd = dw_scratch_shape(&g.sp, sd);
 
+		/* each task's scratch plane, checked here: see ie_scratch_fits */
+		if (snd > 0 && !ie_scratch_fits(IE_FLOAT, snd, sd))
+			return ie_op_error(ctx, "out of memory for the depthwise input plane");
 		/* below ~32K outputs per thread, the hand-off is not worth it */
 		if ((int64_t) nt * 32768 > planes * mg * opix)
 			nt = (int) (planes * mg * opix / 32768);
@@ -972,6 +1023,11 @@ op_conv(ie_node_ctx *ctx)
 		if (job.chunk > units)
 			job.chunk = units;
 		job.n_chunks = (units + job.chunk - 1) / job.chunk;
+		/* a band's im2col, checked here for the tasks (ie_scratch_fits):
+		 * at most CONV_COL_BUDGET floats unless one output row's is more */
+		if (!pointwise &&
+			!ie_scratch_fits(IE_FLOAT, 2, (int64_t[]) {cg * K, job.chunk * g.sp.out[2]}))
+			return ie_op_error(ctx, "out of memory for the im2col buffer");
 		if (direct_gemm_on() && pointwise && opix == 1 && g.group == 1)
 		{
 			if (conv_pixel_images(&g, xd, wd, bd, ctx->epilogue, yd) != 0)
@@ -1067,6 +1123,18 @@ typedef struct ct_job
 	atomic_int	failed;
 } ct_job;
 
+/*
+ * Floats of the scratch a ct_task takes for a band of nc input pixels: the
+ * tap's weights A [mg, cg], packed (gemm_direct.h), then the product
+ * [mg, nc].  op_conv_transpose checks the largest band's against the
+ * tensor limit before the tasks start.
+ */
+static int64_t
+ct_scratch_floats(const ct_job *j, int64_t nc)
+{
+	return j->mg * j->cg + ie_gd_packed_size(j->mg, j->cg) + j->mg * nc;
+}
+
 /* Task t of a ct_job. */
 static void
 ct_task(void *arg, int64_t t, int worker)
@@ -1088,14 +1156,14 @@ ct_task(void *arg, int64_t t, int worker)
 	int64_t		nc = (r1 - r0) * iw;
 	int64_t		ky = tap / kw,
 				kx = tap % kw;
-	int64_t		apn = ie_gd_packed_size(j->mg, j->cg);
+	int64_t		apn = ie_gd_packed_size(j->mg, j->cg);	/* see ct_scratch_floats */
 	float	   *a,
 			   *ap,
 			   *tmp;
 	const float *x = j->x + (n * g->c + gi * j->cg) * ih * iw + r0 * iw;
 
 	(void) worker;
-	a = ie_thread_scratch((size_t) (j->mg * j->cg + apn + j->mg * nc) * sizeof(float));
+	a = ie_thread_scratch((size_t) ct_scratch_floats(j, nc) * sizeof(float));
 	if (a == NULL)
 	{
 		atomic_store(&j->failed, 1);
@@ -1284,6 +1352,7 @@ op_conv_transpose(ie_node_ctx *ctx)
 			.cg = g.c / g.group, .mg = g.m / g.group, .failed = 0
 		};
 		int64_t		taps = g.sp.k[1] * g.sp.k[2];
+		int64_t		band_rows;
 
 		Y = conv_output(ctx, &g, 0);
 		if (Y == NULL)
@@ -1292,6 +1361,11 @@ op_conv_transpose(ie_node_ctx *ctx)
 		/* bands of about 4096 input pixels */
 		job.rows = (4096 + g.sp.in[2] - 1) / g.sp.in[2];
 		job.n_bands = (g.sp.in[1] + job.rows - 1) / job.rows;
+		/* the largest band's scratch, checked here for the tasks */
+		band_rows = job.rows < g.sp.in[1] ? job.rows : g.sp.in[1];
+		if (!ie_scratch_fits(IE_FLOAT, 1,
+							 (int64_t[]) {ct_scratch_floats(&job, band_rows * g.sp.in[2])}))
+			return ie_op_error(ctx, "out of memory for the transposed product");
 		ie_parallel_for(ctx->n_threads, g.n * g.group * taps * job.n_bands, ct_task, &job);
 		if (job.failed)
 			return ie_op_error(ctx, "out of memory for the transposed product");
@@ -1312,7 +1386,7 @@ op_conv_transpose(ie_node_ctx *ctx)
 	xd = X->data;
 	wd = W->data;
 	yd = Y->data;
-	col = malloc((size_t) (mg * K * ipix) * sizeof(float));
+	col = ie_scratch_new(IE_FLOAT, 2, (int64_t[]) {mg * K, ipix});
 	if (col == NULL)
 		return ie_op_error(ctx, "out of memory for the col2im buffer");
 	for (int64_t n = 0; n < g.n; n++)

@@ -118,9 +118,9 @@ op_gather(ie_node_ctx *ctx)
 	}
 	dim = x->dims[axis];
 	n_idx = ie_tensor_numel(ind);
-	idx = malloc(sizeof(int64_t) * (n_idx > 0 ? n_idx : 1));
+	idx = ie_scratch_new(IE_INT64, 1, &n_idx);
 	if (idx == NULL)
-		return ie_op_error(ctx, "out of memory");
+		return ie_op_error(ctx, "out of memory for the indices read as int64");
 	for (int64_t i = 0; i < n_idx; i++)
 		if (read_index(ctx, ind, i, axis, dim, &idx[i]) != 0)
 			goto fail;

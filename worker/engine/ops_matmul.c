@@ -235,11 +235,12 @@ op_matmul(ie_node_ctx *ctx)
 	}
 
 	{
-		int64_t    *offs = malloc(2 * nbatch * sizeof(int64_t));
+		/* A's and B's offset of each batch entry: [2, nbatch] */
+		int64_t    *offs = ie_scratch_new(IE_INT64, 2, (int64_t[]) {2, nbatch});
 		mm_job		job = {.a = ad, .b = bd, .y = yd, .ep = ctx->epilogue, .M = M, .K = K, .N = N};
 
 		if (offs == NULL)
-			return ie_op_error(ctx, "out of memory");
+			return ie_op_error(ctx, "out of memory for the batch offsets");
 		for (int64_t bi = 0; bi < nbatch; bi++)
 		{
 			/* offsets of this batch entry in A and B, with broadcasting */

@@ -704,13 +704,14 @@ op_layernorm(ie_node_ctx *ctx)
 	}
 	if (D == 0 || outer == 0)
 		return 0;
-	sc = malloc(sizeof(double) * D);
-	bi = B != NULL ? malloc(sizeof(double) * D) : NULL;
+	/* Scale and B as doubles over the normalized axes: D each */
+	sc = ie_scratch_new(IE_DOUBLE, 1, &D);
+	bi = B != NULL ? ie_scratch_new(IE_DOUBLE, 1, &D) : NULL;
 	if (sc == NULL || (B != NULL && bi == NULL))
 	{
 		free(sc);
 		free(bi);
-		return ie_op_error(ctx, "out of memory");
+		return ie_op_error(ctx, "out of memory for Scale and B as doubles");
 	}
 	if (ln_param(ctx, S, "Scale", X->ndim - (int) axis, X->dims + axis, D, sc) != 0 ||
 		(B != NULL && ln_param(ctx, B, "B", X->ndim - (int) axis, X->dims + axis, D, bi) != 0))

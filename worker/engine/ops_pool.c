@@ -348,7 +348,8 @@ pool_run(const ie_spatial *g, const float *xd, float *yd, int64_t *idx,
 		return;
 	if (is_max && idx == NULL)
 	{
-		int64_t    *span = malloc(sizeof(int64_t) * 2 * (g->out[0] + g->out[1] + g->out[2]));
+		int64_t    *span = ie_scratch_new(IE_INT64, 2,
+										  (int64_t[]) {2, g->out[0] + g->out[1] + g->out[2]});
 
 		if (span != NULL)
 		{
@@ -356,7 +357,9 @@ pool_run(const ie_spatial *g, const float *xd, float *yd, int64_t *idx,
 			free(span);
 			return;
 		}
-		/* no memory for the spans: the general loop below does it */
+		/* no memory for the spans, or over the tensor limit (a refusal
+		 * that no error follows): the general loop below does it */
+		ie_tensor_forget_refusal();
 	}
 
 	for (int64_t p = 0; p < planes; p++)

@@ -207,7 +207,8 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 	ctx->outputs[0] = Y;
 	onumel = ie_tensor_numel(Y);
 	inumel = ie_tensor_numel(X);
-	acc = malloc(sizeof(double) * (onumel > 0 ? onumel : 1));
+	/* one double per output element: twice a float output's bytes */
+	acc = ie_scratch_new(IE_DOUBLE, 1, &onumel);
 	if (acc == NULL)
 		return ie_op_error(ctx, "out of memory for the accumulators");
 	for (int64_t i = 0; i < onumel; i++)

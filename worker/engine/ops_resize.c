@@ -138,7 +138,8 @@ clamp_idx(int64_t i, int64_t n)
 
 /*
  * Builds the taps of one axis (in -> out, scale, roi, input stride).
- * Returns -1 when memory runs out.
+ * Returns -1 when the offsets table is over the tensor limit (refusal
+ * noted) or memory runs out.
  */
 static int
 axis_taps_build(const resize_cfg *cfg, axis_taps *t, int64_t in, int64_t out,
@@ -150,7 +151,8 @@ axis_taps_build(const resize_cfg *cfg, axis_taps *t, int64_t in, int64_t out,
 		(float) out : (float) in * scale;
 
 	t->ntaps = nt;
-	t->off = malloc(sizeof(int64_t) * (out * nt + 1));
+	/* the weights and the outside flags are smaller than the offsets */
+	t->off = ie_scratch_new(IE_INT64, 1, (int64_t[]) {out * nt + 1});
 	t->w = malloc(sizeof(float) * (out * nt + 1));
 	t->outside = calloc(out + 1, 1);
 	if (t->off == NULL || t->w == NULL || t->outside == NULL)

@@ -40,7 +40,10 @@ void		ie_parallel_for(int n_threads, int64_t n_tasks, ie_task_fn fn, void *arg);
 /*
  * A scratch buffer of at least bytes bytes, 64-byte aligned, private to the
  * calling thread and kept for its next call (contents not kept); NULL when
- * memory runs out.  Valid until the same thread calls it again.
+ * memory runs out.  Valid until the same thread calls it again.  It does
+ * not check the tensor limit: an operator whose tasks take one checks the
+ * largest size before its parallel region, on its own thread
+ * (ie_scratch_fits, op.h).
  */
 void	   *ie_thread_scratch(size_t bytes);
 

@@ -210,28 +210,34 @@ ie_tensor_numel(const ie_tensor *t)
 static size_t max_tensor_bytes;
 
 /*
- * The calling thread's last tensor refused for its size (over
- * max_tensor_bytes, or a byte count past SIZE_MAX / 2), until
- * ie_tensor_take_refusal reads it or an allocation fails for want of
- * memory: what tells the two apart for ie_op_error.
+ * The calling thread's last tensor (or operator's scratch buffer, see
+ * ie_scratch_fits) refused for its size (over max_tensor_bytes, or a byte
+ * count past SIZE_MAX / 2), until ie_tensor_take_refusal reads it or an
+ * allocation fails for want of memory: what tells the two apart for
+ * ie_op_error.
  */
 static _Thread_local struct
 {
 	bool		set;
 	bool		uncountable;	/* its byte count passes SIZE_MAX / 2 */
+	const char *what;			/* "tensor" or "buffer" */
 	ie_dtype	dtype;
 	int			ndim;
 	int64_t		dims[IE_MAX_DIMS];
 	size_t		bytes;
 }			refused;
 
-/* Notes the refusal of a tensor of dtype and shape (bytes when countable). */
+/*
+ * Notes the refusal of a tensor or buffer (what) of dtype and shape (bytes
+ * when countable).
+ */
 static void
-note_refusal(ie_dtype dtype, int ndim, const int64_t *dims, bool uncountable,
-			 size_t bytes)
+note_refusal(const char *what, ie_dtype dtype, int ndim, const int64_t *dims,
+			 bool uncountable, size_t bytes)
 {
 	refused.set = true;
 	refused.uncountable = uncountable;
+	refused.what = what;
 	refused.dtype = dtype;
 	refused.ndim = ndim;
 	memcpy(refused.dims, dims, (size_t) ndim * sizeof(dims[0]));
@@ -256,11 +262,12 @@ ie_tensor_take_refusal(char *buf, size_t len)
 	refused.set = false;
 	ie_shape_str(shape, sizeof(shape), refused.ndim, refused.dims);
 	if (refused.uncountable)
-		snprintf(buf, len, "a %s tensor of shape %s has more bytes than the engine can count",
-				 ie_dtype_name(refused.dtype), shape);
+		snprintf(buf, len, "a %s %s of shape %s has more bytes than the engine can count",
+				 ie_dtype_name(refused.dtype), refused.what, shape);
 	else
-		snprintf(buf, len, "a %s tensor of shape %s is %zu bytes, more than the %zu bytes a tensor may take",
-				 ie_dtype_name(refused.dtype), shape, refused.bytes, max_tensor_bytes);
+		snprintf(buf, len, "a %s %s of shape %s is %zu bytes, more than the %zu bytes a tensor may take",
+				 ie_dtype_name(refused.dtype), refused.what, shape, refused.bytes,
+				 max_tensor_bytes);
 	return true;
 }
 
@@ -272,23 +279,26 @@ ie_set_max_tensor_bytes(size_t bytes)
 }
 
 /*
- * Tensor of the given type and shape whose data is not initialised; NULL on
- * overflow, above the limit of ie_set_max_tensor_bytes, or no memory.
+ * The byte count of data of dtype and shape (ndim dims) into *bytes: 0; 1
+ * when it is refused for its size (past SIZE_MAX / 2, or over
+ * max_tensor_bytes), the refusal of a `what` ("tensor" or "buffer") noted
+ * for the calling thread; -1 for a dtype or shape that holds no data.
+ * Clears the thread's last refusal first.  A few compares per dimension.
  */
-ie_tensor *
-ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims)
+static int
+data_bytes(const char *what, ie_dtype dtype, int ndim, const int64_t *dims,
+		   size_t *bytes)
 {
-	ie_tensor  *t;
 	size_t		esize = ie_dtype_size(dtype);
 	size_t		n = 1;
 
 	refused.set = false;
 	if (esize == 0 || ndim < 0 || ndim > IE_MAX_DIMS)
-		return NULL;
+		return -1;
 	for (int i = 0; i < ndim; i++)
 	{
 		if (dims[i] < 0)
-			return NULL;
+			return -1;
 		if (dims[i] == 0)
 			n = 0;
 	}
@@ -296,17 +306,53 @@ ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims)
 	{
 		if (n > SIZE_MAX / esize / (size_t) dims[i])
 		{
-			note_refusal(dtype, ndim, dims, true, 0);
-			return NULL;
+			note_refusal(what, dtype, ndim, dims, true, 0);
+			return 1;
 		}
 		n *= (size_t) dims[i];
 	}
-	if (n * esize > SIZE_MAX / 2 ||
-		(max_tensor_bytes > 0 && n * esize > max_tensor_bytes))
+	*bytes = n * esize;
+	if (*bytes > SIZE_MAX / 2 ||
+		(max_tensor_bytes > 0 && *bytes > max_tensor_bytes))
 	{
-		note_refusal(dtype, ndim, dims, n * esize > SIZE_MAX / 2, n * esize);
-		return NULL;
+		note_refusal(what, dtype, ndim, dims, *bytes > SIZE_MAX / 2, *bytes);
+		return 1;
 	}
+	return 0;
+}
+
+/* Whether an operator's scratch buffer fits the tensor limit; see op.h. */
+bool
+ie_scratch_fits(ie_dtype dtype, int ndim, const int64_t *dims)
+{
+	size_t		bytes;
+
+	return data_bytes("buffer", dtype, ndim, dims, &bytes) == 0;
+}
+
+/* An operator's scratch buffer (malloc) when it fits the limit; see op.h. */
+void *
+ie_scratch_new(ie_dtype dtype, int ndim, const int64_t *dims)
+{
+	size_t		bytes;
+
+	if (data_bytes("buffer", dtype, ndim, dims, &bytes) != 0)
+		return NULL;
+	return malloc(bytes > 0 ? bytes : 1);
+}
+
+/*
+ * Tensor of the given type and shape whose data is not initialised; NULL on
+ * overflow, above the limit of ie_set_max_tensor_bytes, or no memory.
+ */
+ie_tensor *
+ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims)
+{
+	ie_tensor  *t;
+	size_t		bytes;
+
+	if (data_bytes("tensor", dtype, ndim, dims, &bytes) != 0)
+		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
@@ -314,7 +360,7 @@ ie_tensor_new_uninit(ie_dtype dtype, int ndim, const int64_t *dims)
 	t->ndim = ndim;
 	for (int i = 0; i < ndim; i++)
 		t->dims[i] = dims[i];
-	t->nbytes = n * esize;
+	t->nbytes = bytes;
 	t->data = buf_get(t->nbytes, &t->cap);
 	if (t->data == NULL)
 	{
