@@ -74,6 +74,11 @@ that a batch tensor whose byte count is not its shape's shows:
                        Flatten with x [N, 3, H, W] (the image's own
                        size): y [N, 6], an intermediate tensor twice the
                        input's size
+  dyn_convt.onnx       ConvTranspose (3 -> 1 channel, 5x5, weights 0.04)
+                       -> GlobalAveragePool -> Flatten with x [N, 3, H, W]:
+                       y [N, 1]; its column buffer, [25, H * W] floats,
+                       is more than 8 times its input's size and its
+                       output's
   gray.onnx            GlobalAveragePool -> Flatten over x [N, 1, 8, 8]:
                        one channel, no image model (22023 naming its shape)
   txt_pos8/            a text model (docs/text.md) whose position table
@@ -309,6 +314,14 @@ def main():
         helper.make_node("GlobalAveragePool", ["c"], ["g"]),
         helper.make_node("Flatten", ["g"], ["y"]),
     ], y(["N", 6]),
+         x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]))
+
+    convt_w = numpy_helper.from_array(np.full((3, 1, 5, 5), 0.04, dtype=np.float32), "w")
+    save(outdir, "dyn_convt", [
+        helper.make_node("ConvTranspose", ["x", "w"], ["c"]),
+        helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ], y(["N", 1]), [convt_w],
          x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]))
 
     huge = numpy_helper.from_array(np.array([1, 1 << 25, 1 << 25, 1], dtype=np.int64), "huge")

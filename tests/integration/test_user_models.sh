@@ -65,7 +65,10 @@
 #       the model passes the limit (54000, naming node, tensor and
 #       limit), and before the model the row whose input alone does, the
 #       other rows answered, and at the debug level its log names each
-#       failed row and its error; a worker without the setting runs all;
+#       failed row and its error; so does the row whose operator's own
+#       buffer passes the limit where its tensors do not (dyn_convt's
+#       ConvTranspose column buffer, 54000 naming the buffer); a worker
+#       without the setting runs all;
 #       txt_b1, a text model whose batches fail for a shape where its rows
 #       alone run, embeds every row, the first batch again row by row,
 #       later ones row by row at once (the verdict kept); a
@@ -540,6 +543,23 @@ check "(p) infer.on_error = null: NULL for those two rows, the small image's 6 v
 check "(p) at the debug level, the worker's log says why each row failed (each of the two rows failed in two queries)" \
 	"$(grep -c "request [0-9]*: row [1-3] of [1-3] (row id [0-9]*): 54000 model \"dyn_concat\.onnx\" needs a tensor larger than the worker allows for the row's image at its own size, 900x400: Concat node" "$tmp/wl.log") $(grep -c "request [0-9]*: row [1-3] of [1-3] (row id [0-9]*): 54000 the row's 1600x1000 input" "$tmp/wl.log")" \
 	'^2 2$'
+# dyn_convt's tensors fit the limit where its ConvTranspose's column
+# buffer does not: the 900x400 image's [25, 360000] floats (36 MB; its
+# input is 4.3 MB, its output 1.5 MB) fail its row with 54000 naming the
+# buffer; the small image's (4.8 MB) runs.
+q -c "SELECT infer.create_model('dyn_convt', 'dyn_convt.onnx', 'raw')" >/dev/null
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SELECT f, cardinality(infer.predict('dyn_convt', data)) FROM img JOIN pick USING (n) WHERE f LIKE 'p01%';
+SET infer.on_error = 'null';
+SELECT string_agg(f || ':' || coalesce(cardinality(v)::text, 'null'), ' ' ORDER BY f)
+  FROM (SELECT f, infer.predict('dyn_convt', data) AS v FROM img JOIN pick USING (n)) s;
+EOF
+)
+check "(p) a row whose operator's scratch buffer (no tensor) is over the limit: 54000 for the row, naming the node, the buffer and the limit" "$out" \
+	"ERROR:  54000: model \"dyn_convt\\.onnx\" needs a tensor larger than the worker allows for the row's image at its own size, 900x400: ConvTranspose node '#0': over the tensor limit for the col2im buffer: a float buffer of shape \\[25, 360000\\] is 36000000 bytes, more than the 8388608 bytes a tensor may take"
+check "(p) ... infer.on_error = null: NULL for that row and the one whose input is over the limit, the small image's value" "$out" \
+	'^p01_web_docs\.png:null p08_doc_on_desk\.jpg:null p21_curl_desc_small\.png:1$'
 # A text model whose batches fail for a shape (a batch of 1 fixed inside)
 # where its rows alone run: the first batch runs again row by row and the
 # verdict is kept; later batches run their rows alone at once.
@@ -571,6 +591,10 @@ out=$(q -c "SELECT string_agg(f || ':' || coalesce(cardinality(v)::text, 'null')
   FROM (SELECT f, infer.predict('dyn_concat', data) AS v FROM img JOIN pick USING (n)) s" 2>&1)
 check "(p) ... on a worker without the setting, all three run" "$out" \
 	'^p01_web_docs\.png:6 p08_doc_on_desk\.jpg:6 p21_curl_desc_small\.png:6$'
+out=$(q -c "SELECT string_agg(f || ':' || coalesce(cardinality(v)::text, 'null'), ' ' ORDER BY f)
+  FROM (SELECT f, infer.predict('dyn_convt', data) AS v FROM img JOIN pick USING (n)) s" 2>&1)
+check "(p) ... dyn_convt's too" "$out" \
+	'^p01_web_docs\.png:1 p08_doc_on_desk\.jpg:1 p21_curl_desc_small\.png:1$'
 
 echo "user_models: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
