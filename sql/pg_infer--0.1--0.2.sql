@@ -675,3 +675,20 @@ GRANT EXECUTE ON FUNCTION infer.add_worker(text, text, text),
 GRANT EXECUTE ON FUNCTION infer.upload_model(text, bytea, text),
 	infer.push_models(text) TO infer_admin;
 GRANT SELECT (file, sha256, created) ON infer.model_files TO infer_user;
+-- infer_monitor: reads the registries and the pool's state (a monitoring
+-- agent's role; infer_user holds it too), runs no model
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'infer_monitor') THEN
+		CREATE ROLE infer_monitor NOLOGIN;
+	END IF;
+END
+$$;
+GRANT infer_monitor TO infer_user;
+GRANT USAGE ON SCHEMA infer TO infer_monitor;
+GRANT SELECT ON infer.worker_registry, infer.model_registry,
+	infer.dropped_bundled_models, infer.workers, infer.models, infer.stats,
+	infer.progress TO infer_monitor;
+GRANT EXECUTE ON FUNCTION infer._worker_state(text, text),
+	infer._model_state(text), infer._stats(), infer._progress(),
+	infer.stats_info() TO infer_monitor;

@@ -1,14 +1,16 @@
 -- security_roles: who may run inference and who may change the pool
--- (docs/security.md).  infer_user runs the ML functions and reads the
--- registries; infer_admin also adds and drops workers and models;
+-- (docs/security.md).  infer_monitor reads the registries and the pool's
+-- state; infer_user also runs the ML functions; infer_admin also adds and
+-- drops workers and models;
 -- a role granted neither gets nothing, not even through a batched plan.
 \set sqlstate '\\echo SQLSTATE :LAST_ERROR_SQLSTATE'
 \set SHOW_CONTEXT never
 
 -- the roles exist, and PUBLIC holds nothing in the schema
 SELECT rolname, rolcanlogin FROM pg_roles
- WHERE rolname IN ('infer_user', 'infer_admin') ORDER BY rolname;
-SELECT pg_has_role('infer_admin', 'infer_user', 'MEMBER') AS admin_is_user;
+ WHERE rolname IN ('infer_monitor', 'infer_user', 'infer_admin') ORDER BY rolname;
+SELECT pg_has_role('infer_admin', 'infer_user', 'MEMBER') AS admin_is_user,
+       pg_has_role('infer_user', 'infer_monitor', 'MEMBER') AS user_is_monitor;
 SELECT count(*) AS public_function_grants
   FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
  WHERE p.pronamespace = 'infer'::regnamespace AND a.grantee = 0;
@@ -17,6 +19,7 @@ SELECT has_schema_privilege('public', 'infer', 'USAGE') AS public_usage;
 CREATE ROLE regress_plain;
 CREATE ROLE regress_user IN ROLE infer_user;
 CREATE ROLE regress_admin IN ROLE infer_admin;
+CREATE ROLE regress_monitor IN ROLE infer_monitor;
 -- a role with the schema but without EXECUTE on the ML functions
 CREATE ROLE regress_schema_only;
 GRANT USAGE ON SCHEMA infer TO regress_schema_only;
@@ -28,7 +31,7 @@ INSERT INTO public.sec_img
 SELECT i, pg_read_binary_file(current_setting('regress.data_dir') || '/p02_receipt_bakery.png')
   FROM generate_series(1, 3) i;
 GRANT SELECT ON public.sec_img TO regress_plain, regress_user, regress_admin,
-	regress_schema_only;
+	regress_schema_only, regress_monitor;
 
 -- a plain role: no inference, no registration, no registries
 SET ROLE regress_plain;
@@ -53,6 +56,26 @@ SET infer.enable_batching = off;
 SELECT id, infer.classify('ppocr_cls', data) FROM public.sec_img ORDER BY id;
 :sqlstate
 RESET infer.enable_batching;
+SELECT infer.add_worker('evil', 'tcp://127.0.0.1:5999');
+:sqlstate
+RESET ROLE;
+
+-- infer_monitor: the registries and the pool's state, no inference
+SET ROLE regress_monitor;
+SELECT name, status IS NOT NULL AS has_status FROM infer.workers ORDER BY name;
+SELECT count(*) > 0 AS sees_models FROM infer.models;
+SELECT count(*) >= 0 AS sees_stats FROM infer.stats;
+SELECT count(*) >= 0 AS sees_progress FROM infer.progress;
+SELECT id, infer.classify('ppocr_cls', data) FROM public.sec_img ORDER BY id;
+:sqlstate
+SET infer.enable_batching = off;
+SELECT id, infer.classify('ppocr_cls', data) FROM public.sec_img ORDER BY id;
+:sqlstate
+RESET infer.enable_batching;
+SELECT infer.similarity('{1,0}', '{1,0}');
+:sqlstate
+SELECT infer.stats_reset();
+:sqlstate
 SELECT infer.add_worker('evil', 'tcp://127.0.0.1:5999');
 :sqlstate
 RESET ROLE;
@@ -123,4 +146,5 @@ SELECT infer.drop_worker('regress');
 DROP TABLE public.sec_img;
 REVOKE ALL ON SCHEMA infer FROM regress_schema_only;
 REVOKE ALL ON infer.model_registry, infer.worker_registry FROM regress_schema_only;
-DROP ROLE regress_plain, regress_user, regress_admin, regress_schema_only;
+DROP ROLE regress_plain, regress_user, regress_admin, regress_schema_only,
+	regress_monitor;
