@@ -1538,13 +1538,15 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 
 	/*
 	 * With ZMQ_IMMEDIATE, POLLOUT means a live connection to the worker.  A
-	 * worker that was up when the wait began and goes down during it
-	 * (pool.c) ends the wait at once, so placement can go elsewhere; one
-	 * never heard from waits infer.timeout, as without a pool.
+	 * worker that is not down when the wait begins (up, stale, or not
+	 * heard from yet: just registered in the pool, as every worker is
+	 * after a server restart) and goes down during it (pool.c: no state
+	 * within infer.worker_timeout) ends the wait then, so placement can go
+	 * elsewhere; without a pool monitor nothing marks it down, and the
+	 * wait is infer.timeout.
 	 */
 	status = InferPoolSlotStatus(worker->pool_slot);
-	watch = status == INFER_POOL_UP || status == INFER_POOL_STALE ?
-		worker->pool_slot : 0;
+	watch = status != INFER_POOL_DOWN ? worker->pool_slot : 0;
 	/*
 	 * A worker the pool holds down (placement chose it as every worker is,
 	 * or round_robin did) gets infer.worker_timeout to connect, not the
@@ -1578,7 +1580,12 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	client_read_monitor(s);
 	req->disconnects_at_send = s->disconnects;
 	req->handed_at = GetCurrentTimestamp();
-	req->watch_slot = watch;
+	/*
+	 * in flight, only a worker heard from is watched: one the monitor
+	 * cannot reach (while this backend can) would have its requests lost
+	 */
+	req->watch_slot = status == INFER_POOL_UP || status == INFER_POOL_STALE ?
+		worker->pool_slot : 0;
 	if (!client_send_frames(s, req, buf, len, npayloads, payloads, payload_lens,
 							omit, &first))
 	{
@@ -1704,7 +1711,7 @@ InferClientWait(InferRequest *req)
 						 errmsg("inference worker \"%s\" at %s did not answer within %d ms",
 								req->worker.name, req->worker.endpoint,
 								req->timeout_ms),
-						 errdetail("The worker answered none of this session's requests for infer.timeout (%d ms): it is busy with other work, or stuck; the request was cancelled.",
+						 errdetail("The worker answered none of this session's requests for infer.timeout (%d ms): the request takes longer than that, the worker is busy with other work, or it is stuck; the request was cancelled.",
 								   req->timeout_ms),
 						 errhint("Raise infer.timeout, add workers with infer.add_worker(), or check the worker's log.")));
 				break;

@@ -751,6 +751,13 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 				PG_RE_THROW();
 			}
 			FlushErrorState();
+			/* a statement that succeeds after this leaves a trace */
+			ereport(LOG,
+					(errmsg_plural("pg_infer: inference worker \"%s\" at %s went down before the request was sent (%s); sending its %d row to another worker",
+								   "pg_infer: inference worker \"%s\" at %s went down before the request was sent (%s); sending its %d rows to another worker",
+								   part->nsent, worker->name, worker->endpoint,
+								   edata->detail ? edata->detail : edata->message,
+								   part->nsent)));
 			if (lost != NULL)
 				FreeErrorData(lost);
 			lost = edata;

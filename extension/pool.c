@@ -158,7 +158,12 @@ InferPoolInit(void)
 	 * pg_stat_activity lists, and pg_terminate_backend() can stop.
 	 */
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	/*
+	 * A hot standby's read-only queries place their calls too: the monitor
+	 * starts once recovery is consistent, and runs on through a promotion
+	 * (it writes nothing)
+	 */
+	bgw.bgw_start_time = BgWorkerStart_ConsistentState;
 	bgw.bgw_restart_time = 1;
 	strlcpy(bgw.bgw_library_name, "pg_infer", BGW_MAXLEN);
 	strlcpy(bgw.bgw_function_name, "InferPoolMonitorMain", BGW_MAXLEN);
@@ -1493,7 +1498,7 @@ monitor_log_status(int i, MonSlot *s, TimestampTz now)
 		if (folds == 0 && registered == 0)
 			why = pstrdup("A backend lost its connection to it before it had answered the pool.");
 		else if (folds == 0)
-			why = psprintf("It has not answered since it was registered, %ld ms ago.",
+			why = psprintf("It has not answered since the pool took it in (a session read the registry), %ld ms ago.",
 						   (long) TimestampDifferenceMilliseconds(registered, now));
 		else if (heartbeat == 0)
 			why = pstrdup("A backend lost its connection to it, or it answered that it is shutting down.");

@@ -57,6 +57,7 @@
 #include "worker/input_cache.h"
 #include "worker/log.h"
 #include "worker/metrics.h"
+#include "worker/model_store.h"
 #include "worker/server.h"
 #include "worker/text.h"
 
@@ -157,6 +158,7 @@ usage(FILE *f)
 			"  --max-tensor-bytes BYTES\n"
 			"                      most bytes one tensor may take on the CPU: a\n"
 			"                      weight, a batch's input, an operator's output\n"
+			"                      or working buffer (im2col, col2im)\n"
 			"                      (suffixes K, M, G, T); a larger one fails with\n"
 			"                      SQLSTATE 54000: the row, when its image or text\n"
 			"                      went in at its own size, else the request or the\n"
@@ -738,6 +740,27 @@ read_options(int argc, char **argv, config *cfg, worker_settings *w)
 }
 
 /* Parses the flags, runs the server until a stop signal; 0 on a clean stop. */
+/*
+ * Logs a WARNING at start when uploads are on but the worker's user cannot
+ * write where uploaded models go (model_dir/MODEL_STORE_DIR, or model_dir
+ * where that folder is not made yet): the first upload would fail there,
+ * and a call of an uploaded model be 58P01, with the cause only in this log.
+ */
+static void
+warn_uploads_unwritable(const char *model_dir)
+{
+	char		path[PATH_MAX];
+	const char *where = path;
+
+	snprintf(path, sizeof(path), "%s/%s", model_dir, MODEL_STORE_DIR);
+	if (access(path, F_OK) != 0)
+		where = model_dir;
+	if (access(where, W_OK | X_OK) == 0)
+		return;
+	log_warn("WARNING: uploads are on, but \"%s\" is not writable by this worker's user (uid %d): %s; a model a database uploads (infer.upload_model) cannot be stored, and calls of it fail with 58P01. Give that user write access, or run with --uploads off (docs/security.md)",
+			 where, (int) geteuid(), strerror(errno));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -845,6 +868,9 @@ main(int argc, char **argv)
 	else
 		log_info("input cache: %lld MiB", w.ext.input_cache > 0 ?
 				 (long long) (w.ext.input_cache >> 20) : (long long) INPUT_CACHE_DEFAULT_MB);
+
+	if (!w.ext.no_uploads)
+		warn_uploads_unwritable(w.opts.model_dir);
 
 	if (w.metrics_listen != NULL)
 	{

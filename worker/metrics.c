@@ -385,14 +385,15 @@ render_metrics(strbuf *b, const snapshot *s)
 	const Pginfer__WorkerState *st = s->h != NULL ? s->h->state : NULL;
 
 	prom_head(b, "infer_worker_info", "gauge",
-			  "Always 1; the labels name the worker (worker_id is HOST:PID), its request endpoint and device.");
+			  "Always 1; the labels name the worker (worker_id is HOST:PID), its request endpoint and device, and its release.");
 	sb_printf(b, "infer_worker_info{worker_id=");
 	sb_label(b, st != NULL ? st->worker_id : "");
 	sb_printf(b, ",endpoint=");
 	sb_label(b, M.endpoint);
 	sb_printf(b, ",device=");
 	sb_label(b, st != NULL ? st->device : "");
-	sb_printf(b, ",protocol_version=\"%d\"} 1\n", PGINFER_PROTOCOL_VERSION);
+	sb_printf(b, ",protocol_version=\"%d\",version=\"%s\"} 1\n",
+			  PGINFER_PROTOCOL_VERSION, PGINFER_RELEASE);
 
 	prom_one(b, "infer_worker_requests_total", "counter",
 			 "Inference requests (MSG_RUN_FRAGMENT) answered, with results or an error.",

@@ -249,7 +249,7 @@ check "A's gauges: idle, 3 resident models, model memory in use, no request held
 	'^infer_worker_gpu_memory_bytes\{state="used"\} [1-9][0-9]{6,}$' \
 	'^infer_worker_gpu_memory_bytes\{state="total"\} [1-9]' \
 	'^infer_worker_host_memory_bytes\{state="used"\} [1-9]' \
-	"^infer_worker_info\{worker_id=\"[^\"]+:$PIDA\",endpoint=\"${EPA//./\\.}\",device=\"cpu\""
+	"^infer_worker_info\{worker_id=\"[^\"]+:$PIDA\",endpoint=\"${EPA//./\\.}\",device=\"cpu\",protocol_version=\"[0-9]+\",version=\"$(sed -n 's/^#define PGINFER_RELEASE "\(.*\)"$/\1/p' common/protocol.h | sed 's/\./\\./g')\"\} 1$"
 # idle for 2 s, the worker frees the engine's cached tensor buffers (the
 # OCR runs left hundreds of MB there) and trims its heap
 if [ "$busy" != 0 ]; then

@@ -23,7 +23,14 @@
 #   - a pool monitor runs again, and the postmaster's log shows one clean
 #     shutdown and two starts, and no "terminated by signal", "was
 #     terminated", "reinitializing" or "all server processes terminated"
-#     line (a crash restart would print them).
+#     line (a crash restart would print them);
+#   - with w2 stopped and the server restarted, the first query's rows
+#     all come back within 10 s (the pool finds w2 down
+#     infer.worker_timeout after taking it in; before, a send to it
+#     waited infer.timeout), the log saying that w2's rows went to w1;
+#   - a hot standby (pg_basebackup -R) runs a pool monitor while in
+#     recovery, shows both workers up, and with w2 stopped its query's
+#     rows all go to w1.
 #
 # Prints "restart: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts (workers, the postmaster before and after the
@@ -187,6 +194,89 @@ check_not "no process was terminated by a signal, no crash restart" "$logs" \
 # shellcheck disable=SC2154 # PID_w1, PID_w2: set by start_named_worker (printf -v)
 check "the workers kept running" \
 	"$(kill -0 "$PID_w1" && kill -0 "$PID_w2" && echo alive)" '^alive$'
+
+# --- a worker down at a restart ---------------------------------------------------
+# After a restart the pool has heard from no worker yet: a send to w2, which
+# is stopped, ends when the pool finds it down (infer.worker_timeout after
+# its registration there), not after infer.timeout (30 s), and its rows go
+# to w1, the server's log saying so.
+testenv_stop_pid "$PID_w2" TERM
+OLD_PM=$TESTENV_PG_PID
+"${testenv_as_pg[@]}" "$TESTENV_PG_BIN/pg_ctl" restart -D "$DATA" -m fast -w -t 60 \
+	-p "$TESTENV_PG_BIN/postgres" -l "$tmp/pg/restart2.log" >/dev/null 2>&1
+NEW_PM=$(head -1 "$DATA/postmaster.pid" 2>/dev/null)
+[ -n "$NEW_PM" ] && TESTENV_PG_PID=$NEW_PM
+wait "$OLD_PM" 2>/dev/null
+t_down=$(date +%s%N)
+out=$(q 2>&1 <<'EOF'
+SET infer.placement = round_robin;
+SET infer.batch_size = 2;
+SELECT string_agg(n || '=' || label, ',' ORDER BY n)
+  FROM (SELECT n, infer.classify('ppocr_cls', data) AS label FROM img) s;
+EOF
+)
+ms_down=$(ms_since "$t_down")
+check "a worker down at a restart: the first query answers every row within 10 s ($ms_down ms), not infer.timeout" \
+	"ms=$ms_down $out" "^ms=[0-9]{1,4} ${BEFORE}\$"
+check "... the server's log says w2's rows went to another worker" "$(cat "$tmp/pg/restart2.log")" \
+	'inference worker "w2" at tcp://127\.0\.0\.1:[0-9]+ went down before the request was sent \(.*\); sending its [12] rows? to another worker'
+start_named_worker w2 "${ports[1]}" --model-dir "$MODEL_DIR" || exit 1
+
+# --- a hot standby ------------------------------------------------------------------
+# A streaming standby of the cluster (pg_basebackup -R) runs its own pool
+# monitor from the consistent state on: its read-only queries see the
+# workers' state and fail over as the primary's do.
+SB=$tmp/standby
+mkdir -p "$SB"
+if [ "$(id -u)" = 0 ]; then chown postgres: "$SB"; fi
+SPORT=$(testenv_free_port)
+out=$("${testenv_as_pg[@]}" "$TESTENV_PG_BIN/pg_basebackup" -h "$PGHOST" -p "$PGPORT" -U postgres \
+	-D "$SB/data" -R -c fast 2>&1)
+check "pg_basebackup -R of the cluster" "rc=$? $out" '^rc=0'
+{
+	echo "port = $SPORT"
+	echo "unix_socket_directories = '$SB'"
+} >>"$SB/data/postgresql.conf"
+"${testenv_as_pg[@]}" "$TESTENV_PG_BIN/postgres" -D "$SB/data" >"$SB/postgres.log" 2>&1 &
+SB_PID=$!
+pids+=("$SB_PID")
+for _ in $(seq 100); do
+	"$TESTENV_PG_BIN/pg_isready" -q -h "$SB" -p "$SPORT" && break
+	sleep 0.1
+done
+# qs ARGS...: psql on the standby
+qs() { q -h "$SB" -p "$SPORT" "$@"; }
+mon=
+for _ in $(seq 50); do
+	mon=$(qs -c "SELECT pg_is_in_recovery(), count(*) FROM pg_stat_activity WHERE backend_type = 'pg_infer pool monitor'" 2>&1)
+	[ "$mon" = "t|1" ] && break
+	sleep 0.1
+done
+check "the standby, in recovery, runs a pool monitor" "$mon" '^t\|1$'
+state=
+for _ in $(seq 100); do
+	state=$(qs -c "SELECT string_agg(name || ':' || coalesce(status, '-'), ' ' ORDER BY name) FROM infer.workers" 2>&1)
+	[ "$state" = "w1:up w2:up" ] && break
+	sleep 0.05
+done
+check "... infer.workers there shows both workers up" "$state" '^w1:up w2:up$'
+testenv_stop_pid "$PID_w2" TERM
+for _ in $(seq 100); do
+	[ "$(qs -c "SELECT status FROM infer.workers WHERE name = 'w2'")" = down ] && break
+	sleep 0.05
+done
+t_sb=$(date +%s%N)
+out=$(qs 2>&1 <<'EOF'
+SET infer.placement = round_robin;
+SET infer.batch_size = 2;
+SELECT string_agg(n || '=' || label, ',' ORDER BY n)
+  FROM (SELECT n, infer.classify('ppocr_cls', data) AS label FROM img) s;
+EOF
+)
+ms_sb=$(ms_since "$t_sb")
+check "... with w2 stopped, a standby query's rows all go to w1 ($ms_sb ms)" \
+	"ms=$ms_sb $out" "^ms=[0-9]{1,4} ${BEFORE}\$"
+testenv_stop_pid "$SB_PID" INT
 
 echo "restart: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]

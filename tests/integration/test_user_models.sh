@@ -441,6 +441,10 @@ worker_prefix=("${testenv_as_pg[@]}")
 start_named_worker w3 "$port3" --model-dir "$locked" || exit 1
 worker_prefix=()
 add_up w3 "$port3"
+check "(o) w3, uploads on, its model directory not writable by its user: a WARNING at start" \
+	"$(cat "$tmp/w3.log")" \
+	"WARNING: uploads are on, but \"${locked//./\\.}\" is not writable by this worker's user \(uid [0-9]+\): Permission denied; .*--uploads off"
+check_not "(o) ... w, whose directory its user may write, logs none" "$(cat "$tmp/w.log" 2>/dev/null)" 'uploads are on, but'
 out=$(mlp_round_robin locked)
 check "(o) round_robin over w, w2 and w3, whose mlp.onnx its user may not read: all 25 rows, each as alone" \
 	"$out" '^locked 25 0$'
