@@ -335,6 +335,10 @@ extern void InferPoolFold(int slot, uint32 generation,
 						  const Pginfer__WorkerState *state, bool published);
 extern PGDLLEXPORT void InferPoolMonitorMain(Datum arg);
 
+/* registry_loader.c: the pool monitor reads every registry at its start */
+extern bool InferRegistryLoadStep(void);
+extern PGDLLEXPORT void InferRegistryLoaderMain(Datum arg);
+
 /* ----------
  * stats.c: infer.stats (counters per model and worker), infer.progress
  * (running InferBatch scans) and the per-model pool state of infer.models

@@ -1712,6 +1712,7 @@ InferPoolMonitorMain(Datum arg)
 {
 	WaitEventSet *ws = NULL;
 	void	   *first;
+	bool		loaded = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -1747,6 +1748,10 @@ InferPoolMonitorMain(Datum arg)
 		TimestampTz now;
 		bool		changed;
 		WaitEvent	event;
+
+		/* every database's registry into the pool (registry_loader.c) */
+		if (!loaded)
+			loaded = InferRegistryLoadStep();
 
 		if (ConfigReloadPending)
 		{

@@ -11,7 +11,9 @@
 #     both, which then hold its model (resident_models) and report their
 #     memory;
 #   - `pg_ctl restart -m fast` (a clean shutdown and start, not a crash
-#     restart): the pool's shared memory starts empty (no requests sent,
+#     restart): before any session, the pool monitor's registry loader
+#     has put both workers in the pool and the log says they are up;
+#     the pool's shared memory starts empty (no requests sent,
 #     nothing in flight), and within 2 s of the server accepting
 #     connections infer.workers shows both workers up again, with fresh
 #     heartbeats (state_seq past the one before the restart, age under
@@ -146,8 +148,19 @@ check "pg_ctl restart -m fast: done in $ms_restart ms, a new postmaster" \
 	'^rc=0 old=[0-9]+ new=[0-9]+ old_alive=no ' 'server started'
 [ "$NEW_PM" != "$OLD_PM" ] || fail "the postmaster's pid changed ($OLD_PM)"
 
-# the shared pool state starts empty: nothing sent, nothing in flight
+# before any session reads a registry, the monitor's registry loader has
+# put both workers in the pool: the server's log says they are up
 t_up=$(date +%s%N)
+for _ in $(seq 100); do
+	[ "$(grep -cE 'inference worker "w[12]" at .* is up' "$tmp/pg/restart.log" 2>/dev/null)" = 2 ] && break
+	sleep 0.05
+done
+check "after: with no session yet, the monitor finds both workers up (the log, $(ms_since "$t_up") ms)" \
+	"$(grep -E 'inference worker "w[12]" at .* is up|registry loader' "$tmp/pg/restart.log")" \
+	'inference worker "w1" at .* is up' 'inference worker "w2" at .* is up'
+check_not "... and no registry loader failed" "$(cat "$tmp/pg/restart.log")" 'registry loader.*(exited with exit code [^0]|could not start)'
+
+# the shared pool state starts empty: nothing sent, nothing in flight
 first=$(pool_state)
 check "after: the pool's shared state is new (no requests sent yet): $first" "$first" \
 	'^w1:[a-z]+:0:0:[^ ]* w2:[a-z]+:0:0:[^ ]*$'
