@@ -922,7 +922,8 @@ resend_held(InferBatchState *st, int pool_slot, const BatchPart *done)
  * avoided for the rest of the scan, or for INFERBATCH_LACKING_MEMORY_MS
  * for memory.  Returns whether part's rows are to go to another worker:
  * not when placement sent them there knowing it (no other worker was up:
- * the error is the statement's), nor when the list is full.
+ * the error is the statement's), nor when the list is full of workers
+ * still avoided.
  */
 static bool
 note_lacking(InferBatchState *st, BatchCall *bc, const BatchPart *part,
@@ -940,9 +941,21 @@ note_lacking(InferBatchState *st, BatchCall *bc, const BatchPart *part,
 			break;
 	if (i == bc->nlacking)
 	{
+		/* a full list takes the place of a worker no longer avoided */
 		if (bc->nlacking >= INFERBATCH_MAX_LACKING)
-			return false;
-		bc->lacking_on[bc->nlacking++] = MemoryContextStrdup(st->scan_cxt, name);
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			for (i = 0; i < bc->nlacking; i++)
+				if (!lacking_avoided(bc, i, now))
+					break;
+			if (i == bc->nlacking)
+				return false;
+			pfree((char *) bc->lacking_on[i]);
+		}
+		else
+			bc->nlacking++;
+		bc->lacking_on[i] = MemoryContextStrdup(st->scan_cxt, name);
 	}
 	else if (bc->lacking_until[i] == 0)
 		return true;			/* a missing file stands */

@@ -1036,9 +1036,16 @@ static MonSlot *mon_slots = NULL;
 static uint64 mon_request_id = 0;
 static int	mon_events_counter = 0;	/* names the events' inproc endpoints */
 
-/* The first and the longest wait before trying a failed handshake again. */
+/*
+ * The first and the longest wait before trying a failed handshake again;
+ * a connection closed (or timed out) before its handshake ended, which a
+ * TCP proxy in front of a worker that is down does too, waits at most
+ * MON_RETRY_CLOSED_MS, so that such a worker is found within that once
+ * it is back.
+ */
 #define MON_RETRY_FIRST_MS 1000
 #define MON_RETRY_MAX_MS 10000
+#define MON_RETRY_CLOSED_MS 2000
 
 /* before_shmem_exit: no monitor any more. */
 static void
@@ -1195,10 +1202,11 @@ monitor_curve_reload(void)
 /*
  * Watches s->dealer's handshakes (monitor_handshakes) through a new PAIR
  * socket, s->events; call it before the dealer connects, as events sent
- * before the PAIR is connected are lost.  Without it (logged) the monitor
- * works as before, only without the back-off.
+ * before the PAIR is connected are lost.  Returns false (logged, the
+ * dealer's monitor stopped) when it cannot: the caller then tries the
+ * slot's sockets again later, as after a failed handshake.
  */
-static void
+static bool
 monitor_watch_handshakes(MonSlot *s)
 {
 	char		addr[64];
@@ -1218,10 +1226,13 @@ monitor_watch_handshakes(MonSlot *s)
 	{
 		elog(LOG, "pg_infer pool monitor: cannot watch the handshakes with %s: %s",
 			 s->endpoint, zmq_strerror(zmq_errno()));
+		(void) zmq_socket_monitor(s->dealer, NULL, 0);
 		if (s->events != NULL)
 			zmq_close(s->events);
 		s->events = NULL;
+		return false;
 	}
+	return true;
 }
 
 /*
@@ -1242,17 +1253,23 @@ monitor_log_handshake(int i, MonSlot *s, uint16_t event)
 					name, s->endpoint),
 			 event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ?
 			 errdetail("The worker refused this server's CURVE key: its --curve-allowed-clients file lacks the key of infer.curve_public_key_file.") :
-			 errdetail("A connection was made, but what listens there closed it or did not answer as an inference worker: another server, or the worker's --state-listen or --metrics-listen port rather than its --listen one."),
+			 event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ?
+			 errdetail("A connection was made, but what listens there does not speak the worker's protocol: another server, or the worker's --state-listen or --metrics-listen port rather than its --listen one.") :
+			 errdetail("A connection was made, but it was closed or timed out before the handshake ended: another server listens there (the worker's --state-listen or --metrics-listen port rather than its --listen one), a proxy whose worker is down, or the worker is hung (stopped)."),
 			 errhint("The monitor connects again after %d s, then at most every %d s, until a handshake succeeds.",
-					 MON_RETRY_FIRST_MS / 1000, MON_RETRY_MAX_MS / 1000)));
+					 MON_RETRY_FIRST_MS / 1000,
+					 (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+					  event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ?
+					  MON_RETRY_MAX_MS : MON_RETRY_CLOSED_MS) / 1000)));
 }
 
 /*
  * Reads the handshake events of slot i's dealer (s->events).  After a
  * failed handshake (refused, not the protocol, or a connection closed
- * before it ended) the slot's sockets are closed and made anew by
- * monitor_sync after a wait that doubles from MON_RETRY_FIRST_MS up to
- * MON_RETRY_MAX_MS and starts again at a handshake that succeeds: ZeroMQ
+ * or timed out before it ended) the slot's sockets are closed and made
+ * anew by monitor_sync after a wait that doubles from MON_RETRY_FIRST_MS
+ * up to MON_RETRY_MAX_MS (MON_RETRY_CLOSED_MS for a connection closed)
+ * and starts again at a handshake that succeeds: ZeroMQ
  * connects again every ZMQ_RECONNECT_IVL (100 ms) after a connection that
  * was made, so an endpoint where another server listens would get ten
  * connections a second (PostgreSQL's own port logs each), and it never
@@ -1293,8 +1310,10 @@ monitor_handshakes(int i, MonSlot *s, TimestampTz now)
 			s->handshaking = true;
 		else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
 		{
+			/* a failure before it in this batch is over */
 			s->handshaking = false;
 			s->retry_ms = 0;
+			failed = 0;
 		}
 		else if (event == ZMQ_EVENT_DISCONNECTED && s->handshaking)
 			failed = failed ? failed : event;
@@ -1311,7 +1330,10 @@ monitor_handshakes(int i, MonSlot *s, TimestampTz now)
 	if (s->retry_ms == 0)
 		monitor_log_handshake(i, s, failed);
 	s->retry_ms = s->retry_ms == 0 ? MON_RETRY_FIRST_MS :
-		Min(s->retry_ms * 2, MON_RETRY_MAX_MS);
+		Min(s->retry_ms * 2,
+			failed == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+			failed == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ?
+			MON_RETRY_MAX_MS : MON_RETRY_CLOSED_MS);
 	s->retry_at = TimestampTzPlusMilliseconds(now, s->retry_ms);
 	if (s->dealer != NULL)
 		zmq_close(s->dealer);
@@ -1375,8 +1397,14 @@ monitor_sync(void)
 		s->last_ping = 0;
 		s->last_sub_state = 0;
 		s->dealer = monitor_socket(s, ZMQ_DEALER);
-		if (s->dealer != NULL)
-			monitor_watch_handshakes(s);
+		if (s->dealer != NULL && !monitor_watch_handshakes(s))
+		{
+			/* tried again as after a failed handshake */
+			zmq_close(s->dealer);
+			s->dealer = NULL;
+			s->retry_ms = MON_RETRY_MAX_MS;
+			s->retry_at = TimestampTzPlusMilliseconds(now, s->retry_ms);
+		}
 		if (s->dealer != NULL && zmq_connect(s->dealer, endpoint) != 0)
 		{
 			/* a bad endpoint: never heard from, so it goes down */

@@ -2016,7 +2016,8 @@ run_small_then_big(const graph_spec *g, int nd, const int64_t *xd, size_t small,
 		  "a scratch buffer over the limit is IE_ERR_LIMIT \"%s\": %s", want_msg, err);
 	ie_set_max_tensor_bytes(big);
 	CHECK(ie_model_run(m, (const ie_tensor *const *) in, out, err, sizeof(err)) == 0,
-		  "under a limit it fits, %s runs: %s", g->nodes[0]->op_type, err);
+		  "under a limit it fits, the node runs (\"%s\" under the smaller): %s",
+		  want_msg, err);
 	ie_set_max_tensor_bytes(0);
 	ie_model_destroy(&m);
 	return out[0];
@@ -2125,6 +2126,54 @@ test_scratch_conv_im2col(void)
 			maxerr = fmax(maxerr, fabs(r - ((float *) out->data)[ox]));
 		}
 		CHECK(maxerr < 1e-4, "Conv under the limit off by %g", maxerr);
+	}
+	ie_tensor_destroy(&out);
+	ie_tensor_destroy(&in);
+}
+
+/*
+ * A 3x3 Conv of 2 channels, 4 output rows of 510: under a limit of 30600
+ * bytes one row's im2col [18, 510] (36720 bytes) does not fit; under 76500
+ * the band is cut to 2 rows (73440 bytes) and the node answers, where the
+ * whole band (4 rows, 146880 bytes) would not fit (ie_scratch_budget).
+ */
+static void
+test_scratch_conv_bands(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[4] = {1, 2, 6, 512},
+				yd[4] = {1, 1, 4, 510},
+				wd[4] = {1, 2, 3, 3};
+	float		w[18];
+	unsigned	seed = 6;
+	ie_tensor  *in,
+			   *out;
+	double		maxerr = 0;
+
+	for (int i = 0; i < 18; i++)
+		w[i] = frand(&seed);
+	conv_graph(&g, node("Conv", "c", "X,W", "Y"), xd, yd, wd, w, 18);
+	out = run_small_then_big(&g, 4, xd, 30600, 76500,
+							 "Conv node 'c': over the tensor limit for the im2col buffer: "
+							 "a float buffer of shape [18, 510] is 36720 bytes, more than the 30600 bytes a tensor may take",
+							 &in);
+	if (out != NULL)
+	{
+		const float *x = in->data;
+
+		for (int oy = 0; oy < 4; oy++)
+			for (int ox = 0; ox < 510; ox++)
+			{
+				double		r = 0;
+
+				for (int c = 0; c < 2; c++)
+					for (int ky = 0; ky < 3; ky++)
+						for (int kx = 0; kx < 3; kx++)
+							r += (double) w[(c * 3 + ky) * 3 + kx] *
+								x[(c * 6 + oy + ky) * 512 + ox + kx];
+				maxerr = fmax(maxerr, fabs(r - ((float *) out->data)[oy * 510 + ox]));
+			}
+		CHECK(maxerr < 1e-4, "Conv in bands cut to the limit off by %g", maxerr);
 	}
 	ie_tensor_destroy(&out);
 	ie_tensor_destroy(&in);
@@ -2447,6 +2496,7 @@ main(void)
 	test_conv_transpose_disjoint();
 	test_scratch_conv_transpose();
 	test_scratch_conv_im2col();
+	test_scratch_conv_bands();
 	test_scratch_conv_depthwise();
 	test_scratch_reduce();
 	test_matmul_fusion();

@@ -312,4 +312,12 @@ bool		ie_scratch_fits(ie_dtype dtype, int ndim, const int64_t *dims);
  */
 void	   *ie_scratch_new(ie_dtype dtype, int ndim, const int64_t *dims);
 
+/*
+ * bytes, or ie_set_max_tensor_bytes's limit when that is smaller: the most
+ * an operator that works in pieces (Conv's im2col bands) should give one
+ * piece's scratch buffer, so that a limit smaller than its usual budget
+ * makes the pieces smaller rather than refusing the node.
+ */
+size_t		ie_scratch_budget(size_t bytes);
+
 #endif							/* IE_OP_H */

@@ -1014,8 +1014,12 @@ op_conv(ie_node_ctx *ctx)
 		{
 			int64_t		ow = g.sp.out[2];
 
-			/* bands of output rows whose im2col fits CONV_COL_BUDGET */
-			job.chunk = CONV_COL_BUDGET / (cg * K * ow);
+			/*
+			 * bands of output rows whose im2col fits CONV_COL_BUDGET, or
+			 * the tensor limit when that is smaller (ie_scratch_budget)
+			 */
+			job.chunk = (int64_t) (ie_scratch_budget(CONV_COL_BUDGET * sizeof(float)) /
+								   sizeof(float)) / (cg * K * ow);
 			if (job.chunk < 1)
 				job.chunk = 1;
 			units = g.sp.out[0] * g.sp.out[1];
@@ -1024,7 +1028,7 @@ op_conv(ie_node_ctx *ctx)
 			job.chunk = units;
 		job.n_chunks = (units + job.chunk - 1) / job.chunk;
 		/* a band's im2col, checked here for the tasks (ie_scratch_fits):
-		 * at most CONV_COL_BUDGET floats unless one output row's is more */
+		 * within the budget unless one output row's is more */
 		if (!pointwise &&
 			!ie_scratch_fits(IE_FLOAT, 2, (int64_t[]) {cg * K, job.chunk * g.sp.out[2]}))
 			return ie_op_error(ctx, "out of memory for the im2col buffer");

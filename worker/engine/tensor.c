@@ -321,6 +321,13 @@ data_bytes(const char *what, ie_dtype dtype, int ndim, const int64_t *dims,
 	return 0;
 }
 
+/* A piece's scratch budget under the tensor limit; see op.h. */
+size_t
+ie_scratch_budget(size_t bytes)
+{
+	return max_tensor_bytes > 0 && max_tensor_bytes < bytes ? max_tensor_bytes : bytes;
+}
+
 /* Whether an operator's scratch buffer fits the tensor limit; see op.h. */
 bool
 ie_scratch_fits(ie_dtype dtype, int ndim, const int64_t *dims)
