@@ -208,6 +208,17 @@ check_not "no process was terminated by a signal, no crash restart" "$logs" \
 check "the workers kept running" \
 	"$(kill -0 "$PID_w1" && kill -0 "$PID_w2" && echo alive)" '^alive$'
 
+# all_labels PSQL...: the img rows' labels, "1=180,2=0,...", in batches of
+# 2 under round_robin, through the psql command given (q, or qs: the standby)
+all_labels() {
+	"$@" 2>&1 <<'EOF'
+SET infer.placement = round_robin;
+SET infer.batch_size = 2;
+SELECT string_agg(n || '=' || label, ',' ORDER BY n)
+  FROM (SELECT n, infer.classify('ppocr_cls', data) AS label FROM img) s;
+EOF
+}
+
 # --- a worker down at a restart ---------------------------------------------------
 # After a restart the pool has heard from no worker yet: a send to w2, which
 # is stopped, ends when the pool finds it down (infer.worker_timeout after
@@ -221,13 +232,7 @@ NEW_PM=$(head -1 "$DATA/postmaster.pid" 2>/dev/null)
 [ -n "$NEW_PM" ] && TESTENV_PG_PID=$NEW_PM
 wait "$OLD_PM" 2>/dev/null
 t_down=$(date +%s%N)
-out=$(q 2>&1 <<'EOF'
-SET infer.placement = round_robin;
-SET infer.batch_size = 2;
-SELECT string_agg(n || '=' || label, ',' ORDER BY n)
-  FROM (SELECT n, infer.classify('ppocr_cls', data) AS label FROM img) s;
-EOF
-)
+out=$(all_labels q)
 ms_down=$(ms_since "$t_down")
 check "a worker down at a restart: the first query answers every row within 10 s ($ms_down ms), not infer.timeout" \
 	"ms=$ms_down $out" "^ms=[0-9]{1,4} ${BEFORE}\$"
@@ -279,13 +284,7 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 t_sb=$(date +%s%N)
-out=$(qs 2>&1 <<'EOF'
-SET infer.placement = round_robin;
-SET infer.batch_size = 2;
-SELECT string_agg(n || '=' || label, ',' ORDER BY n)
-  FROM (SELECT n, infer.classify('ppocr_cls', data) AS label FROM img) s;
-EOF
-)
+out=$(all_labels qs)
 ms_sb=$(ms_since "$t_sb")
 check "... with w2 stopped, a standby query's rows all go to w1 ($ms_sb ms)" \
 	"ms=$ms_sb $out" "^ms=[0-9]{1,4} ${BEFORE}\$"

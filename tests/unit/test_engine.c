@@ -2086,6 +2086,55 @@ test_scratch_conv_transpose(void)
 }
 
 /*
+ * Runs a Conv of 2 channels (input 1 x 2 x ih x iw, one kh x kw filter of
+ * frand weights, stride 1, no padding) under a tensor limit of `small`
+ * bytes, which must fail with want_msg, then under `big`, whose answer must
+ * be a direct sum's (run_small_then_big).
+ */
+static void
+scratch_conv_case(int64_t ih, int64_t iw, int64_t kh, int64_t kw, unsigned seed,
+				  size_t small, size_t big, const char *want_msg)
+{
+	graph_spec	g = {0};
+	int64_t		oh = ih - kh + 1,
+				ow = iw - kw + 1;
+	int64_t		xd[4] = {1, 2, ih, iw},
+				yd[4] = {1, 1, oh, ow},
+				wd[4] = {1, 2, kh, kw};
+	int			nw = (int) (2 * kh * kw);
+	float	   *w = malloc(sizeof(float) * nw);
+	ie_tensor  *in,
+			   *out;
+	double		maxerr = 0;
+
+	for (int i = 0; i < nw; i++)
+		w[i] = frand(&seed);
+	conv_graph(&g, node("Conv", "c", "X,W", "Y"), xd, yd, wd, w, nw);
+	out = run_small_then_big(&g, 4, xd, small, big, want_msg, &in);
+	if (out != NULL)
+	{
+		const float *x = in->data;
+
+		for (int64_t oy = 0; oy < oh; oy++)
+			for (int64_t ox = 0; ox < ow; ox++)
+			{
+				double		r = 0;
+
+				for (int64_t c = 0; c < 2; c++)
+					for (int64_t ky = 0; ky < kh; ky++)
+						for (int64_t kx = 0; kx < kw; kx++)
+							r += (double) w[(c * kh + ky) * kw + kx] *
+								x[(c * ih + oy + ky) * iw + ox + kx];
+				maxerr = fmax(maxerr, fabs(r - ((float *) out->data)[oy * ow + ox]));
+			}
+		CHECK(maxerr < 1e-4, "Conv under the limit off by %g (%s)", maxerr, want_msg);
+	}
+	ie_tensor_destroy(&out);
+	ie_tensor_destroy(&in);
+	free(w);
+}
+
+/*
  * A 9x9 Conv of two channels 9 x 4096: one output row's im2col band
  * [162, 4088] (2.6 MB, built by the pool's tasks) is over a 2 MiB limit
  * that the input (295 kB) and output (16 kB) fit; under 4 MiB it answers,
@@ -2094,41 +2143,9 @@ test_scratch_conv_transpose(void)
 static void
 test_scratch_conv_im2col(void)
 {
-	graph_spec	g = {0};
-	int64_t		xd[4] = {1, 2, 9, 4096},
-				yd[4] = {1, 1, 1, 4088},
-				wd[4] = {1, 2, 9, 9};
-	float		w[162];
-	unsigned	seed = 4;
-	ie_tensor  *in,
-			   *out;
-	double		maxerr = 0;
-
-	for (int i = 0; i < 162; i++)
-		w[i] = frand(&seed);
-	conv_graph(&g, node("Conv", "c", "X,W", "Y"), xd, yd, wd, w, 162);
-	out = run_small_then_big(&g, 4, xd, 2 << 20, 4 << 20,
-							 "Conv node 'c': over the tensor limit for the im2col buffer: "
-							 "a float buffer of shape [162, 4088] is 2649024 bytes, more than the 2097152 bytes a tensor may take",
-							 &in);
-	if (out != NULL)
-	{
-		const float *x = in->data;
-
-		for (int ox = 0; ox < 4088; ox++)
-		{
-			double		r = 0;
-
-			for (int c = 0; c < 2; c++)
-				for (int ky = 0; ky < 9; ky++)
-					for (int kx = 0; kx < 9; kx++)
-						r += (double) w[(c * 9 + ky) * 9 + kx] * x[(c * 9 + ky) * 4096 + ox + kx];
-			maxerr = fmax(maxerr, fabs(r - ((float *) out->data)[ox]));
-		}
-		CHECK(maxerr < 1e-4, "Conv under the limit off by %g", maxerr);
-	}
-	ie_tensor_destroy(&out);
-	ie_tensor_destroy(&in);
+	scratch_conv_case(9, 4096, 9, 9, 4, 2 << 20, 4 << 20,
+					  "Conv node 'c': over the tensor limit for the im2col buffer: "
+					  "a float buffer of shape [162, 4088] is 2649024 bytes, more than the 2097152 bytes a tensor may take");
 }
 
 /*
@@ -2140,43 +2157,9 @@ test_scratch_conv_im2col(void)
 static void
 test_scratch_conv_bands(void)
 {
-	graph_spec	g = {0};
-	int64_t		xd[4] = {1, 2, 6, 512},
-				yd[4] = {1, 1, 4, 510},
-				wd[4] = {1, 2, 3, 3};
-	float		w[18];
-	unsigned	seed = 6;
-	ie_tensor  *in,
-			   *out;
-	double		maxerr = 0;
-
-	for (int i = 0; i < 18; i++)
-		w[i] = frand(&seed);
-	conv_graph(&g, node("Conv", "c", "X,W", "Y"), xd, yd, wd, w, 18);
-	out = run_small_then_big(&g, 4, xd, 30600, 76500,
-							 "Conv node 'c': over the tensor limit for the im2col buffer: "
-							 "a float buffer of shape [18, 510] is 36720 bytes, more than the 30600 bytes a tensor may take",
-							 &in);
-	if (out != NULL)
-	{
-		const float *x = in->data;
-
-		for (int oy = 0; oy < 4; oy++)
-			for (int ox = 0; ox < 510; ox++)
-			{
-				double		r = 0;
-
-				for (int c = 0; c < 2; c++)
-					for (int ky = 0; ky < 3; ky++)
-						for (int kx = 0; kx < 3; kx++)
-							r += (double) w[(c * 3 + ky) * 3 + kx] *
-								x[(c * 6 + oy + ky) * 512 + ox + kx];
-				maxerr = fmax(maxerr, fabs(r - ((float *) out->data)[oy * 510 + ox]));
-			}
-		CHECK(maxerr < 1e-4, "Conv in bands cut to the limit off by %g", maxerr);
-	}
-	ie_tensor_destroy(&out);
-	ie_tensor_destroy(&in);
+	scratch_conv_case(6, 512, 3, 3, 6, 30600, 76500,
+					  "Conv node 'c': over the tensor limit for the im2col buffer: "
+					  "a float buffer of shape [18, 510] is 36720 bytes, more than the 30600 bytes a tensor may take");
 }
 
 /*
