@@ -1538,15 +1538,18 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 
 	/*
 	 * With ZMQ_IMMEDIATE, POLLOUT means a live connection to the worker.  A
-	 * worker that is not down when the wait begins (up, stale, or not
-	 * heard from yet: just registered in the pool, as every worker is
-	 * after a server restart) and goes down during it (pool.c: no state
-	 * within infer.worker_timeout) ends the wait then, so placement can go
-	 * elsewhere; without a pool monitor nothing marks it down, and the
-	 * wait is infer.timeout.
+	 * worker that is up or stale when the wait begins and goes down during
+	 * it (pool.c: no state within infer.worker_timeout) ends the wait then,
+	 * so placement can go elsewhere; so does one not heard from yet (just
+	 * taken into the pool, as every worker is after a server restart)
+	 * while placement saw another worker not down.  The only worker, not
+	 * heard from yet, is waited for infer.timeout (a worker still
+	 * starting), as without a pool monitor.
 	 */
 	status = InferPoolSlotStatus(worker->pool_slot);
-	watch = status != INFER_POOL_DOWN ? worker->pool_slot : 0;
+	watch = status == INFER_POOL_UP || status == INFER_POOL_STALE ||
+		(status == INFER_POOL_UNKNOWN && worker->others_up) ?
+		worker->pool_slot : 0;
 	/*
 	 * A worker the pool holds down (placement chose it as every worker is,
 	 * or round_robin did) gets infer.worker_timeout to connect, not the
@@ -1567,6 +1570,10 @@ InferClientSend(const InferWorker *worker, Pginfer__Header *request,
 	if (waited == CLIENT_TIMEOUT && down)
 		client_raise_no_connection(s, worker,
 								   psprintf("The pool holds the worker down (no heartbeat for infer.worker_timeout), and no connection was made within that time (%d ms).",
+											infer_worker_timeout_ms));
+	if (waited == CLIENT_DISCONNECTED && status == INFER_POOL_UNKNOWN)
+		client_raise_no_connection(s, worker,
+								   psprintf("The pool has not heard from the worker within infer.worker_timeout (%d ms) of taking it in, and no connection was made meanwhile.",
 											infer_worker_timeout_ms));
 	if (waited == CLIENT_DISCONNECTED)
 		client_raise_no_connection(s, worker,

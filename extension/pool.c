@@ -1526,7 +1526,7 @@ monitor_log_status(int i, MonSlot *s, TimestampTz now)
 		if (folds == 0 && registered == 0)
 			why = pstrdup("A backend lost its connection to it before it had answered the pool.");
 		else if (folds == 0)
-			why = psprintf("It has not answered since the pool took it in (a session read the registry), %ld ms ago.",
+			why = psprintf("It has not answered since the pool took it in, %ld ms ago.",
 						   (long) TimestampDifferenceMilliseconds(registered, now));
 		else if (heartbeat == 0)
 			why = pstrdup("A backend lost its connection to it, or it answered that it is shutting down.");

@@ -15,10 +15,19 @@
  * that take connections (pg_database, a shared catalog) and runs a *registry
  * loader* in each, one after the other: a short-lived dynamic background
  * worker connected to that database that, where pg_infer is installed,
- * reads infer.workers as a session would (which registers every worker of
- * the registry in the pool) and exits.  A loader that cannot be started
- * (no free background worker slot: max_worker_processes) or fails is
- * logged; the pool then fills as sessions come, as before.
+ * reads infer.worker_registry (InferCatalogListWorkers, as a session's
+ * placement does), puts each worker in the pool (InferPoolRegister) and
+ * exits.  When no background worker slot is free (max_worker_processes),
+ * the monitor logs it once and tries again after 1 s, then every 5 s; a
+ * loader that fails (a lock held on the registry past its lock_timeout)
+ * is logged, and that database's workers are then taken in at its first
+ * session.
+ *
+ * The loader runs as the bootstrap superuser in a database whose owner
+ * may have set its search_path (ALTER DATABASE ... SET): it runs no SQL of
+ * its own but the registry's fixed query (qualified names, no operator),
+ * under search_path = pg_catalog, pg_temp, so that nothing the database's
+ * owner created is called with its privileges.
  *
  * Runs on a hot standby too (read-only: it writes nothing).
  *
@@ -33,19 +42,30 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
-#include "executor/spi.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+/* How long a loader waits for a lock on a registry (lock_timeout). */
+#define LOADER_LOCK_TIMEOUT "1s"
+/* The waits before starting a loader again when no slot was free. */
+#define LOADER_RETRY_FIRST_MS 1000
+#define LOADER_RETRY_MS 5000
 
 /* The databases left to load (in TopMemoryContext) and the running loader. */
 static Oid *loader_dbs = NULL;
 static int	loader_ndbs = 0;
 static int	loader_next = 0;
 static BackgroundWorkerHandle *loader_handle = NULL;
+static TimestampTz loader_retry_at = 0; /* no slot was free: try then */
+static bool loader_logged = false;	/* that was logged */
 
 /*
  * Lists the databases a loader may connect to (datallowconn, not a
@@ -88,7 +108,22 @@ loader_list_databases(void)
 	CommitTransactionCommand();
 }
 
-/* Starts the loader of database dbid; false when it cannot be (logged). */
+/* Whether database dbid still exists (it may have been dropped since the list). */
+static bool
+loader_database_exists(Oid dbid)
+{
+	bool		exists;
+
+	StartTransactionCommand();
+	exists = SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbid));
+	CommitTransactionCommand();
+	return exists;
+}
+
+/*
+ * Starts the loader of database dbid; false when no background worker
+ * slot is free (logged the first time).
+ */
 static bool
 loader_start(Oid dbid)
 {
@@ -108,11 +143,14 @@ loader_start(Oid dbid)
 	if (!RegisterDynamicBackgroundWorker(&bgw, &loader_handle))
 	{
 		loader_handle = NULL;
-		ereport(LOG,
-				(errmsg("pg_infer pool monitor: could not start the registry loader of database %u",
-						dbid),
-				 errdetail("No background worker slot is free."),
-				 errhint("Its workers are watched once a session uses them; raise max_worker_processes to have them watched from the start.")));
+		if (!loader_logged)
+			ereport(LOG,
+					(errmsg("pg_infer pool monitor: could not start a registry loader: no background worker slot is free (%d of %d databases left)",
+							loader_ndbs - loader_next, loader_ndbs),
+					 errdetail("The monitor tries again after %d s, then every %d s; meanwhile a database's workers are watched from its first session on.",
+							   LOADER_RETRY_FIRST_MS / 1000, LOADER_RETRY_MS / 1000),
+					 errhint("Raise max_worker_processes.")));
+		loader_logged = true;
 		return false;
 	}
 	return true;
@@ -128,6 +166,7 @@ bool
 InferRegistryLoadStep(void)
 {
 	pid_t		pid;
+	TimestampTz now = GetCurrentTimestamp();
 
 	if (loader_dbs == NULL)
 		loader_list_databases();
@@ -138,37 +177,61 @@ InferRegistryLoadStep(void)
 		pfree(loader_handle);
 		loader_handle = NULL;
 	}
+	if (loader_retry_at != 0 && now < loader_retry_at)
+		return false;
 	while (loader_next < loader_ndbs)
-		if (loader_start(loader_dbs[loader_next++]))
+	{
+		Oid			dbid = loader_dbs[loader_next];
+
+		/* dropped since the list: nothing to connect to */
+		if (!loader_database_exists(dbid))
+		{
+			loader_next++;
+			continue;
+		}
+		if (!loader_start(dbid))
+		{
+			loader_retry_at = TimestampTzPlusMilliseconds(now, loader_retry_at == 0 ?
+														  LOADER_RETRY_FIRST_MS :
+														  LOADER_RETRY_MS);
 			return false;
+		}
+		loader_next++;
+		return false;
+	}
 	return true;
 }
 
 /*
  * Entry point of a registry loader (bgw_function_name): in the database
- * whose OID is arg, reads infer.workers when pg_infer is installed there
- * (InferPoolRegister puts each worker of the registry in the pool), then
- * exits.  Connects as the bootstrap superuser; writes nothing.
+ * whose OID is arg, where pg_infer is installed, puts each worker of
+ * infer.worker_registry in the pool (InferPoolRegister), then exits.
+ * Connects as the bootstrap superuser; writes nothing; see the banner for
+ * its search_path and lock_timeout.  Errors: a lock on the registry held
+ * past LOADER_LOCK_TIMEOUT (55P03), logged as the loader exits.
  */
 void
 InferRegistryLoaderMain(Datum arg)
 {
+	int			n = 0;
+	InferWorker *workers;
+
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
 	pgstat_report_appname("pg_infer registry loader");
+	/* over what the database's settings say (ALTER DATABASE ... SET) */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("lock_timeout", LOADER_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_infer registry loader: SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_infer'",
-					true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "pg_infer registry loader: could not read pg_extension");
-	if (SPI_processed > 0 &&
-		SPI_execute("SELECT count(status) FROM infer.workers", true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "pg_infer registry loader: could not read infer.workers");
-	SPI_finish();
+	if (OidIsValid(get_extension_oid("pg_infer", true)))
+	{
+		workers = InferCatalogListWorkers(&n, true);
+		for (int i = 0; i < n; i++)
+			(void) InferPoolRegister(workers[i].name, workers[i].endpoint);
+	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	proc_exit(0);

@@ -32,7 +32,12 @@
 #     waited infer.timeout), the log saying that w2's rows went to w1;
 #   - a hot standby (pg_basebackup -R) runs a pool monitor while in
 #     recovery, shows both workers up, and with w2 stopped its query's
-#     rows all go to w1.
+#     rows all go to w1;
+#   - evildb, whose owner set its search_path to put their own operator =
+#     first: the registry loader run there as the bootstrap superuser at
+#     the restart made nobody a superuser;
+#   - the only worker, registered 3 s before it starts: the first call
+#     waits for it and answers.
 #
 # Prints "restart: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts (workers, the postmaster before and after the
@@ -131,6 +136,38 @@ RES_BEFORE=$(q -c "SELECT string_agg(name || ':' || array_to_string(resident_mod
 SEQ_BEFORE=$(q -c "SELECT max(state_seq) FROM infer.workers")
 OLD_PM=$TESTENV_PG_PID
 
+# A database whose owner (not a superuser) set its search_path to put an
+# operator of theirs first: the registry loaders that run in every database
+# at the monitor's start (as the bootstrap superuser) must call nothing of
+# it. evil's operator = on name would make evil a superuser.
+q >/dev/null <<'EOF'
+CREATE ROLE evil LOGIN;
+CREATE DATABASE evildb OWNER evil;
+EOF
+q -d evildb -c "CREATE EXTENSION pg_infer" \
+	-c "SELECT infer.add_worker('w1', 'tcp://127.0.0.1:${ports[0]}')" >/dev/null
+q -U evil -d evildb >/dev/null <<'EOF'
+ALTER DATABASE evildb SET search_path = public, pg_catalog;
+CREATE FUNCTION public.evil_eq(name, name) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	BEGIN
+		EXECUTE 'ALTER ROLE evil SUPERUSER';
+	EXCEPTION WHEN OTHERS THEN NULL;
+	END;
+	RETURN pg_catalog.nameeq($1, $2);
+END $$;
+CREATE OPERATOR public.= (LEFTARG = name, RIGHTARG = name, FUNCTION = public.evil_eq);
+CREATE FUNCTION public.evil_eqt(text, text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	BEGIN
+		EXECUTE 'ALTER ROLE evil SUPERUSER';
+	EXCEPTION WHEN OTHERS THEN NULL;
+	END;
+	RETURN pg_catalog.texteq($1, $2);
+END $$;
+CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.evil_eqt);
+EOF
+
 # --- a clean restart ----------------------------------------------------------
 # -p: the postgres of TESTENV_PG_BIN (under make check-asan a wrapper that
 # preloads the sanitizers), not the binary postmaster.opts names
@@ -159,6 +196,8 @@ check "after: with no session yet, the monitor finds both workers up (the log, $
 	"$(grep -E 'inference worker "w[12]" at .* is up|registry loader' "$tmp/pg/restart.log")" \
 	'inference worker "w1" at .* is up' 'inference worker "w2" at .* is up'
 check_not "... and no registry loader failed" "$(cat "$tmp/pg/restart.log")" 'registry loader.*(exited with exit code [^0]|could not start)'
+check "... the loader of evildb (its owner's search_path and operators) made nobody a superuser" \
+	"$(q -c "SELECT rolsuper FROM pg_roles WHERE rolname = 'evil'")" '^f$'
 
 # the shared pool state starts empty: nothing sent, nothing in flight
 first=$(pool_state)
@@ -289,6 +328,24 @@ ms_sb=$(ms_since "$t_sb")
 check "... with w2 stopped, a standby query's rows all go to w1 ($ms_sb ms)" \
 	"ms=$ms_sb $out" "^ms=[0-9]{1,4} ${BEFORE}\$"
 testenv_stop_pid "$SB_PID" INT
+
+# --- the only worker, not heard from yet ------------------------------------------
+# A worker registered before it starts, and the only one: a call waits for it
+# (up to infer.timeout, as for a worker still starting) rather than failing
+# infer.worker_timeout after the pool took it in.
+LPORT=$(testenv_free_port)
+q -c "SELECT infer.drop_worker(name) FROM infer.worker_registry" \
+	-c "SELECT infer.add_worker('late', 'tcp://127.0.0.1:$LPORT')" >/dev/null 2>&1
+(
+	sleep 3
+	exec "$WORKER" --listen "tcp://127.0.0.1:$LPORT" --model-dir "$MODEL_DIR" 2>"$tmp/late.log"
+) &
+pids+=("$!")
+t_late=$(date +%s%N)
+out=$(q -c "SELECT string_agg(n || '=' || label, ',' ORDER BY n) FROM (SELECT n, infer.classify('ppocr_cls', data) AS label FROM img) s" 2>&1)
+ms_late=$(ms_since "$t_late")
+check "the only worker, started 3 s after it was registered: the first call waits for it and answers ($ms_late ms)" \
+	"ms=$ms_late $out" "^ms=([3-9][0-9]{3}|[12][0-9]{4}) ${BEFORE}\$"
 
 echo "restart: $passed passed, $failed failed ($(ms_since "$T0") ms)"
 [ "$failed" -eq 0 ]
