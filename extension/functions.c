@@ -456,6 +456,13 @@ fragment_message(const InferFragment *frag)
 		m->truncate_text = (f->kind == PGINFER__FRAGMENT_KIND__FRAG_EMBED_TEXT ||
 							f->kind == PGINFER__FRAGMENT_KIND__FRAG_CLASSIFY_TEXT) &&
 			infer_text_truncate;
+		/*
+		 * a stage after another takes that stage's text, which this
+		 * backend never sees: the worker holds it to infer.max_text_bytes,
+		 * as InferTextWithinLimit holds a text one row at a time
+		 */
+		if (f->prev != NULL && infer_max_text_bytes > 0)
+			m->max_input_text_bytes = infer_max_text_bytes;
 		m->next = next;
 		next = m;
 	}

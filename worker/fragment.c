@@ -1620,6 +1620,35 @@ copy_row(fragment_result *dst, int i, const fragment_result *src, int j)
 }
 
 /*
+ * Whether row i of r, whose text stage prev made, is within stage next's
+ * max_input_text_bytes (0: no limit); if not, the row gets its 54000
+ * error, worded as the backend words infer.max_text_bytes one row at a
+ * time, and next does not run it.
+ */
+static bool
+chained_text_within_limit(fragment_result *r, int i, const Pginfer__Fragment *prev,
+						  const Pginfer__Fragment *next)
+{
+	size_t		len = strlen(r->rows[i].text);
+	char		msg[256];
+	char		detail[512];
+	const Pginfer__ModelSpec *spec = next->n_models > 0 ? next->models[0] : NULL;
+
+	if (next->max_input_text_bytes <= 0 ||
+		(uint64_t) len <= (uint64_t) next->max_input_text_bytes)
+		return true;
+	snprintf(msg, sizeof(msg), "text of %zu bytes is longer than infer.max_text_bytes (%lld bytes)",
+			 len, (long long) next->max_input_text_bytes);
+	snprintf(detail, sizeof(detail), "The text was the %s stage's, for model \"%s\" of the %s stage; it was not run.",
+			 fragment_kind_name(prev->kind),
+			 spec == NULL ? "" : spec->name[0] ? spec->name : spec->file,
+			 fragment_kind_name(next->kind));
+	fragment_row_error(r, i, PGINFER_SQLSTATE_TOO_LARGE, msg, detail,
+					   "Split the text, or raise infer.max_text_bytes.");
+	return false;
+}
+
+/*
  * Runs the stages after the first of frag (frag->next, ...) over r, the
  * first stage's result over rows with row_ids: each stage takes the text
  * of the rows that are ok and replaces them with its own answer; rows
@@ -1661,7 +1690,7 @@ run_next_stages(model_cache *mc, const Pginfer__RunFragment *run,
 		}
 		for (int i = 0; i < n; i++)
 		{
-			if (!r->rows[i].ok)
+			if (!r->rows[i].ok || !chained_text_within_limit(r, i, prev, next))
 				continue;
 			idx[m] = i;
 			ids[m] = r->rows[i].row_id;

@@ -172,6 +172,29 @@ RESET infer.enable_batching;
 \set VERBOSITY default
 RESET infer.on_error;
 
+-- infer.max_text_bytes holds for the text the inner call makes, which the
+-- backend never sees in a chain, as one row at a time: over it, the
+-- embedding is NULL with a WARNING under on_error = null, an ERROR
+-- otherwise (the classifier's labels, '0' and '180', are under it)
+SET infer.max_text_bytes = 12;
+SET infer.on_error = 'null';
+\set VERBOSITY terse
+SELECT id, octet_length(infer.ocr(data)) AS text_bytes,
+	   infer.embed('minilm', infer.ocr(data)) IS NULL AS no_emb,
+	   infer.embed('minilm', infer.classify('ppocr_cls', data)) IS NULL AS no_cls_emb
+  FROM doc ORDER BY id;
+SET infer.enable_batching = off;
+SELECT id, octet_length(infer.ocr(data)) AS text_bytes,
+	   infer.embed('minilm', infer.ocr(data)) IS NULL AS no_emb,
+	   infer.embed('minilm', infer.classify('ppocr_cls', data)) IS NULL AS no_cls_emb
+  FROM doc ORDER BY id;
+RESET infer.enable_batching;
+RESET infer.on_error;
+SELECT id, infer.embed('minilm', infer.ocr(data)) IS NULL AS no_emb
+  FROM doc WHERE id IN (1, 2) ORDER BY id;
+\set VERBOSITY default
+RESET infer.max_text_bytes;
+
 SELECT infer.drop_worker('regress');
 
 -- in a LATIN1 database the chain is not planned (one row at a time, the
