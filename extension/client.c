@@ -486,81 +486,83 @@ client_socket(const InferWorker *worker)
 }
 
 /*
+ * Reads the next event waiting on pair, the PAIR peer of a
+ * zmq_socket_monitor(): true with *event (a ZMQ_EVENT_*; 0 for a first
+ * frame too short to hold one) when one was read, false when none waits.
+ * An event is two frames: 6 bytes (uint16 event, uint32 value) and the
+ * endpoint.  Never raises an error.
+ */
+bool
+InferZmqNextEvent(void *pair, uint16 *event)
+{
+	zmq_msg_t	msg;
+
+	*event = 0;
+	zmq_msg_init(&msg);
+	if (zmq_msg_recv(&msg, pair, ZMQ_DONTWAIT) < 0)
+	{
+		zmq_msg_close(&msg);
+		return false;
+	}
+	if (zmq_msg_size(&msg) >= sizeof(*event))
+		memcpy(event, zmq_msg_data(&msg), sizeof(*event));
+	/* the rest of the event (a multipart message arrives whole) */
+	while (zmq_msg_more(&msg))
+	{
+		zmq_msg_close(&msg);
+		zmq_msg_init(&msg);
+		if (zmq_msg_recv(&msg, pair, ZMQ_DONTWAIT) < 0)
+			break;
+	}
+	zmq_msg_close(&msg);
+	return true;
+}
+
+/*
  * Reads the socket's pending monitor events: counts disconnections and
  * notes whether the socket is connected now (and since when it is not).
- * An event is two frames: 6 bytes (uint16 event, uint32 value) and the
- * endpoint.
  */
 static void
 client_read_monitor(InferSocket *s)
 {
-	for (;;)
+	uint16		event;
+
+	while (InferZmqNextEvent(s->monitor, &event))
 	{
-		zmq_msg_t	msg;
-		bool		first = true;
-		bool		more = true;
-
-		zmq_msg_init(&msg);
-		if (zmq_msg_recv(&msg, s->monitor, ZMQ_DONTWAIT) < 0)
+		if (event == ZMQ_EVENT_DISCONNECTED)
 		{
-			zmq_msg_close(&msg);
-			return;
+			/* closed before its handshake: a failed one too */
+			if (s->handshaking)
+			{
+				s->handshake_failures++;
+				s->handshake_event = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+			}
+			s->handshaking = false;
+			s->disconnects++;
+			s->connected = false;
+			s->dropped_at = GetCurrentTimestamp();
 		}
-		while (more)
+		else if (event == ZMQ_EVENT_CONNECTED)
 		{
-			if (first && zmq_msg_size(&msg) >= sizeof(uint16_t))
-			{
-				uint16_t	event;
-
-				memcpy(&event, zmq_msg_data(&msg), sizeof(event));
-				if (event == ZMQ_EVENT_DISCONNECTED)
-				{
-					/* closed before its handshake: a failed one too */
-					if (s->handshaking)
-					{
-						s->handshake_failures++;
-						s->handshake_event = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
-					}
-					s->handshaking = false;
-					s->disconnects++;
-					s->connected = false;
-					s->dropped_at = GetCurrentTimestamp();
-				}
-				else if (event == ZMQ_EVENT_CONNECTED)
-				{
-					s->connected = true;
-					s->handshaking = true;
-					s->dropped_at = 0;
-				}
-				else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
-				{
-					s->handshaking = false;
-					s->refused = false;
-				}
-				else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ||
-						 event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
-						 event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-				{
-					/* its DISCONNECTED follows: counted here, not there */
-					s->handshaking = false;
-					s->handshake_failures++;
-					s->handshake_event = event;
-					if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-						s->refused = true;
-				}
-			}
-			first = false;
-			more = zmq_msg_more(&msg);
-			zmq_msg_close(&msg);
-			if (more)
-			{
-				zmq_msg_init(&msg);
-				if (zmq_msg_recv(&msg, s->monitor, ZMQ_DONTWAIT) < 0)
-				{
-					zmq_msg_close(&msg);
-					return;
-				}
-			}
+			s->connected = true;
+			s->handshaking = true;
+			s->dropped_at = 0;
+		}
+		else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+		{
+			s->handshaking = false;
+			s->refused = false;
+		}
+		else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ||
+				 event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+				 event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+		{
+			/* its DISCONNECTED follows: counted here, not there */
+			s->handshaking = false;
+			s->handshake_failures++;
+			s->handshake_event = event;
+			if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+				s->refused = true;
 		}
 	}
 }

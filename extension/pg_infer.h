@@ -335,6 +335,9 @@ extern void InferPoolFold(int slot, uint32 generation,
 						  const Pginfer__WorkerState *state, bool published);
 extern PGDLLEXPORT void InferPoolMonitorMain(Datum arg);
 
+/* client.c: one event of a ZeroMQ socket monitor (pool.c reads them too) */
+extern bool InferZmqNextEvent(void *pair, uint16 *event);
+
 /* registry_loader.c: the pool monitor reads every registry at its start */
 extern bool InferRegistryLoadStep(void);
 extern PGDLLEXPORT void InferRegistryLoaderMain(Datum arg);

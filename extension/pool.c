@@ -1059,9 +1059,9 @@ monitor_detach(int code, Datum arg)
 	}
 }
 
-/* Closes s's sockets. */
+/* Closes s's sockets, keeping which worker the slot serves. */
 static void
-monitor_close(MonSlot *s)
+monitor_close_sockets(MonSlot *s)
 {
 	if (s->dealer)
 		zmq_close(s->dealer);
@@ -1070,11 +1070,18 @@ monitor_close(MonSlot *s)
 	if (s->sub)
 		zmq_close(s->sub);
 	s->dealer = s->events = s->sub = NULL;
+	s->sub_endpoint[0] = '\0';
 	s->handshaking = false;
+}
+
+/* Closes s's sockets and forgets the worker it served. */
+static void
+monitor_close(MonSlot *s)
+{
+	monitor_close_sockets(s);
 	s->retry_at = 0;
 	s->generation = 0;
 	s->logged = INFER_POOL_UNKNOWN;
-	s->sub_endpoint[0] = '\0';
 	s->server_key[0] = '\0';
 	s->curve = false;
 	explicit_bzero(&s->keys, sizeof(s->keys));
@@ -1281,31 +1288,10 @@ static bool
 monitor_handshakes(int i, MonSlot *s, TimestampTz now)
 {
 	uint16_t	failed = 0;
+	uint16		event;
 
-	while (s->events != NULL)
+	while (s->events != NULL && InferZmqNextEvent(s->events, &event))
 	{
-		zmq_msg_t	msg;
-		uint16_t	event = 0;
-		bool		more;
-
-		zmq_msg_init(&msg);
-		if (zmq_msg_recv(&msg, s->events, ZMQ_DONTWAIT) < 0)
-		{
-			zmq_msg_close(&msg);
-			break;
-		}
-		if (zmq_msg_size(&msg) >= sizeof(event))
-			memcpy(&event, zmq_msg_data(&msg), sizeof(event));
-		/* the second frame, the endpoint */
-		for (more = zmq_msg_more(&msg); more; more = zmq_msg_more(&msg))
-		{
-			zmq_msg_close(&msg);
-			zmq_msg_init(&msg);
-			if (zmq_msg_recv(&msg, s->events, ZMQ_DONTWAIT) < 0)
-				break;
-		}
-		zmq_msg_close(&msg);
-
 		if (event == ZMQ_EVENT_CONNECTED)
 			s->handshaking = true;
 		else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
@@ -1335,15 +1321,7 @@ monitor_handshakes(int i, MonSlot *s, TimestampTz now)
 			failed == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ?
 			MON_RETRY_MAX_MS : MON_RETRY_CLOSED_MS);
 	s->retry_at = TimestampTzPlusMilliseconds(now, s->retry_ms);
-	if (s->dealer != NULL)
-		zmq_close(s->dealer);
-	if (s->events != NULL)
-		zmq_close(s->events);
-	if (s->sub != NULL)
-		zmq_close(s->sub);
-	s->dealer = s->events = s->sub = NULL;
-	s->sub_endpoint[0] = '\0';
-	s->handshaking = false;
+	monitor_close_sockets(s);
 	return true;
 }
 
