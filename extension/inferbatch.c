@@ -627,6 +627,17 @@ part_largest(const BatchPart *part, int64 *row)
 	return largest;
 }
 
+/* The index of worker name in the sender bc's lacking_on, or nlacking. */
+static int
+lacking_index(const BatchCall *bc, const char *name)
+{
+	int			i = 0;
+
+	while (i < bc->nlacking && strcmp(bc->lacking_on[i], name) != 0)
+		i++;
+	return i;
+}
+
 /*
  * Whether the sender bc's requests avoid its worker lacking_on[i] at now
  * (see BatchCall).
@@ -770,10 +781,12 @@ send_part(InferBatchState *st, BatchPart *part, bool resend, bool staged)
 	if (lost != NULL)
 		FreeErrorData(lost);
 	part->worker = bc->frag.worker;
-	part->to_lacking = false;
-	for (int i = 0; i < bc->nlacking; i++)
-		if (strcmp(bc->lacking_on[i], part->worker->name) == 0)
-			part->to_lacking = lacking_avoided(bc, i, GetCurrentTimestamp());
+	{
+		int			i = lacking_index(bc, part->worker->name);
+
+		part->to_lacking = i < bc->nlacking &&
+			lacking_avoided(bc, i, GetCurrentTimestamp());
+	}
 	count_request(st->stats, part->worker, part->nsent, sent);
 	if (!bc->progress_noted)
 	{
@@ -936,9 +949,7 @@ note_lacking(InferBatchState *st, BatchCall *bc, const BatchPart *part,
 
 	if (part->to_lacking)
 		return false;
-	for (i = 0; i < bc->nlacking; i++)
-		if (strcmp(bc->lacking_on[i], name) == 0)
-			break;
+	i = lacking_index(bc, name);
 	if (i == bc->nlacking)
 	{
 		/* a full list takes the place of a worker no longer avoided */

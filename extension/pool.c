@@ -1378,8 +1378,7 @@ monitor_sync(void)
 		if (s->dealer != NULL && !monitor_watch_handshakes(s))
 		{
 			/* tried again as after a failed handshake */
-			zmq_close(s->dealer);
-			s->dealer = NULL;
+			monitor_close_sockets(s);
 			s->retry_ms = MON_RETRY_MAX_MS;
 			s->retry_at = TimestampTzPlusMilliseconds(now, s->retry_ms);
 		}
@@ -1388,10 +1387,7 @@ monitor_sync(void)
 			/* a bad endpoint: never heard from, so it goes down */
 			elog(LOG, "pg_infer pool monitor: cannot connect to %s: %s",
 				 endpoint, zmq_strerror(zmq_errno()));
-			zmq_close(s->dealer);
-			if (s->events != NULL)
-				zmq_close(s->events);
-			s->dealer = s->events = NULL;
+			monitor_close_sockets(s);
 		}
 	}
 	return changed;
