@@ -8,8 +8,9 @@
  * whose graph uses only operators the engine registers, and compares each
  * output with numpy-style allclose (rtol 1e-3, atol 1e-5, as ONNX's backend
  * tests).  Tests using other operators are only counted.  Tests listed in a
- * known-failures file (name<TAB>reason) must fail with an engine error; a
- * listed test that passes, crashes or gives wrong values is a failure.
+ * known-failures file (name<TAB>reason; the name may be a shell pattern)
+ * must fail with an engine error; a listed test that passes, crashes or
+ * gives wrong values is a failure.
  *
  * --dir D --metric rel-l2 --tol T runs every D/<name>/ folder and requires
  * ||ours - ref||_2 / ||ref||_2 <= T per output (real models).
@@ -24,6 +25,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -165,12 +167,20 @@ load_known(const char *path)
 	return 0;
 }
 
-/* The known failure called name, or NULL. */
+/*
+ * The known failure called name, or NULL: an entry of that exact name, else
+ * the first entry whose name is a shell pattern (fnmatch(3): *, ?, [...])
+ * that name matches.
+ */
 static known_failure *
 find_known(const char *name)
 {
 	for (int i = 0; i < n_known; i++)
 		if (strcmp(known[i].name, name) == 0)
+			return &known[i];
+	for (int i = 0; i < n_known; i++)
+		if (strpbrk(known[i].name, "*?[") != NULL &&
+			fnmatch(known[i].name, name, 0) == 0)
 			return &known[i];
 	return NULL;
 }

@@ -172,19 +172,6 @@ add_value(loader *ld, const char *name)
 	return v;
 }
 
-/* ONNX's name of a TensorProto element type, including ones we do not hold. */
-static const char *
-proto_type_name(int32_t t)
-{
-	switch (t)
-	{
-		case 14: return "complex64";
-		case 15: return "complex128";
-		case 16: return "bfloat16";
-		default: return ie_dtype_name((ie_dtype) t);
-	}
-}
-
 /*
  * TensorProto -> new tensor.  Values come from raw_data (little-endian, as
  * ONNX stores it; this engine runs on little-endian hosts) or from the typed
@@ -207,7 +194,7 @@ ie_tensor_from_proto(const Onnx__TensorProto *tp, ie_tensor **out,
 	if (esize == 0)
 	{
 		snprintf(err, errlen, "tensor '%s': element type %s (%d) is not supported",
-				 name, proto_type_name(tp->data_type), (int) tp->data_type);
+				 name, ie_type_name(tp->data_type), (int) tp->data_type);
 		return -IE_ERR_NOT_SUPPORTED;
 	}
 	if (tp->has_data_location &&
@@ -485,7 +472,7 @@ read_value_info(loader *ld, const Onnx__ValueInfoProto *vi, ie_plan_io *io,
 		(io->dtype != IE_UNDEFINED && ie_dtype_size(io->dtype) == 0))
 		return load_error(ld, "%s '%s' has element type %s, which the engine does "
 						  "not support", what, io->name,
-						  proto_type_name(tp->tensor_type->elem_type));
+						  ie_type_name(tp->tensor_type->elem_type));
 	sh = tp->tensor_type->shape;
 	if (sh == NULL)
 		return 0;

@@ -28,7 +28,7 @@
  * (op_schemas.h holds their attributes and inputs up to IE_OPSET_MAX).
  */
 #define IE_OPSET_MIN 1
-#define IE_OPSET_MAX 17
+#define IE_OPSET_MAX 28
 
 /* Attribute kinds: the values of onnx.AttributeProto.AttributeType. */
 typedef enum ie_attr_type

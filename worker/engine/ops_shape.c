@@ -900,7 +900,7 @@ cast_check_attrs(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "attribute 'to' must be an INT (the type names of opset 1 are not supported)");
 	if (!cast_type_ok((ie_dtype) a->i) && a->i != IE_FLOAT16)
 		return ie_op_error(ctx, "cast to %s (%lld) is not supported",
-						   a->i == 16 ? "bfloat16" : ie_dtype_name((ie_dtype) a->i),
+						   ie_type_name((int) a->i),
 						   (long long) a->i);
 	return 0;
 }
