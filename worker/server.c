@@ -1144,7 +1144,7 @@ hint_for(const server *s, const char *sqlstate, char *buf, size_t buflen)
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_TOO_LARGE) == 0)
 		return "The message names the limit: send smaller input, or, for a tensor of a model (a weight, or one of its run), start the worker with a larger --max-tensor-bytes.";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_NOT_SUPPORTED) == 0)
-		return "Export the model without it (ONNX opsets 1 to 17 of the default domain, weights inside the file); docs/sql.md, \"Models\", says what a model needs.";
+		return "Export the model without it (ONNX opsets 1 to 28 of the default domain, weights inside the file); docs/sql.md, \"Models\", says what a model needs.";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_DATA_CORRUPTED) == 0)
 		return "Check the file with onnx.checker.check_model(model, full_check=True), which names what is wrong: export the model again if it is not valid ONNX, or copy it into the model directory again if it was damaged (a file replaced under the same name is read at the next call); upload an uploaded model again with infer.upload_model().";
 	if (strcmp(sqlstate, PGINFER_SQLSTATE_INTERNAL) == 0)

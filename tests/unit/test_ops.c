@@ -869,6 +869,73 @@ test_unary_and_minmax(void)
 		ie_tensor_destroy(&P);
 		ie_tensor_destroy(&Q);
 	}
+	{
+		/*
+		 * Gelu-20: float (the vector path, in blocks of 256, over 1000
+		 * values) and double against the formulas in double; an unknown
+		 * approximate is refused.
+		 */
+		int64_t		dn[1] = {1000};
+		float		xf[1000];
+		double		xd[1000];
+		ie_tensor  *F,
+				   *D;
+		ie_attr		tanh_attr = attr_str("approximate", "tanh"),
+					bad_attr = attr_str("approximate", "erf");
+
+		for (int i = 0; i < 1000; i++)
+			xd[i] = xf[i] = -8.0f + 16.0f * (float) i / 999.0f;
+		F = tu_float_tensor(1, dn, xf);
+		D = typed_tensor(IE_DOUBLE, 1, dn, xd);
+		for (int form = 0; form < 2; form++)
+		{
+			const ie_tensor *inf[1] = {F},
+					   *ind[1] = {D};
+			double		worst_f = 0,
+						worst_d = 0;
+
+			CHECK(run_op("Gelu", 20, 1, inf, form, &tanh_attr, 1, out, err, sizeof(err)) == 0 &&
+				  out[0]->dtype == IE_FLOAT && out[0]->dims[0] == 1000, "gelu float: %s", err);
+			for (int i = 0; out[0] != NULL && i < 1000; i++)
+			{
+				double		x = xf[i],
+							want = form ?
+					0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) :
+					0.5 * x * (1 + erf(x / sqrt(2)));
+
+				/* as close as float allows: 1 + erf cancels in the left tail */
+				worst_f = fmax(worst_f, fabs(((float *) out[0]->data)[i] - want) /
+							   (1e-6 + 1e-5 * fabs(want)));
+			}
+			ie_tensor_destroy(&out[0]);
+			CHECK(worst_f <= 1, "gelu float (%s): worst error %g of the tolerance",
+				  form ? "tanh" : "none", worst_f);
+			CHECK(run_op("Gelu", 20, 1, ind, form, &tanh_attr, 1, out, err, sizeof(err)) == 0 &&
+				  out[0]->dtype == IE_DOUBLE, "gelu double: %s", err);
+			for (int i = 0; out[0] != NULL && i < 1000; i++)
+			{
+				double		x = xd[i],
+							want = form ?
+					0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) :
+					0.5 * x * (1 + erf(x / sqrt(2)));
+
+				worst_d = fmax(worst_d, fabs(((double *) out[0]->data)[i] - want));
+			}
+			ie_tensor_destroy(&out[0]);
+			CHECK(worst_d < 1e-15, "gelu double (%s): worst error %g", form ? "tanh" : "none",
+				  worst_d);
+		}
+		{
+			const ie_tensor *inf[1] = {F};
+
+			CHECK(run_op("Gelu", 20, 1, inf, 1, &bad_attr, 1, out, err, sizeof(err)) == -1 &&
+				  strstr(err, "approximate") != NULL && strstr(err, "erf") != NULL,
+				  "gelu approximate=erf: %s", err);
+			ie_tensor_destroy(&out[0]);
+		}
+		ie_tensor_destroy(&F);
+		ie_tensor_destroy(&D);
+	}
 	ie_tensor_destroy(&A);
 	ie_tensor_destroy(&B);
 }

@@ -308,694 +308,696 @@ static const ie_formal_input op_schema_inputs[] = {
 	/* 176: GatherND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 178: Gemm-1 */
+	/* 178: Gelu-20 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 179: Gemm-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 181: Gemm-6 */
+	/* 182: Gemm-6 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 184: Gemm-7 */
+	/* 185: Gemm-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 187: Gemm-9 */
+	/* 188: Gemm-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 190: Gemm-11 */
+	/* 191: Gemm-11 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 193: Gemm-13 */
+	/* 194: Gemm-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"C", "T", 0x00013cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 196: GlobalAveragePool-1 */
+	/* 197: GlobalAveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 197: GlobalAveragePool-22 */
+	/* 198: GlobalAveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 198: GlobalMaxPool-1 */
+	/* 199: GlobalMaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 199: GlobalMaxPool-22 */
+	/* 200: GlobalMaxPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 200: Greater-1 */
+	/* 201: Greater-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 202: Greater-7 */
+	/* 203: Greater-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 204: Greater-9 */
+	/* 205: Greater-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 206: Greater-13 */
+	/* 207: Greater-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 208: GreaterOrEqual-12 */
+	/* 209: GreaterOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 210: GreaterOrEqual-16 */
+	/* 211: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 212: HardSigmoid-1 */
+	/* 213: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 213: HardSigmoid-6 */
+	/* 214: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 214: HardSigmoid-22 */
+	/* 215: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 215: HardSwish-14 */
+	/* 216: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 216: HardSwish-22 */
+	/* 217: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 217: Identity-1 */
+	/* 218: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 218: Identity-13 */
+	/* 219: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 219: Identity-14 */
+	/* 220: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 220: Identity-16 */
+	/* 221: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 221: Identity-19 */
+	/* 222: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 222: Identity-21 */
+	/* 223: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 223: Identity-23 */
+	/* 224: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 224: Identity-24 */
+	/* 225: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 225: Identity-25 */
+	/* 226: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 226: IsInf-10 */
+	/* 227: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 227: IsInf-20 */
+	/* 228: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 228: IsNaN-9 */
+	/* 229: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 229: IsNaN-13 */
+	/* 230: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 230: IsNaN-20 */
+	/* 231: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 231: LayerNormalization-17 */
+	/* 232: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 234: LeakyRelu-1 */
+	/* 235: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 235: LeakyRelu-6 */
+	/* 236: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 236: LeakyRelu-16 */
+	/* 237: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 237: Less-1 */
+	/* 238: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 239: Less-7 */
+	/* 240: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 241: Less-9 */
+	/* 242: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 243: Less-13 */
+	/* 244: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 245: LessOrEqual-12 */
+	/* 246: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 247: LessOrEqual-16 */
+	/* 248: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 249: Log-1 */
+	/* 250: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 250: Log-6 */
+	/* 251: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 251: Log-13 */
+	/* 252: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 252: LogSoftmax-1 */
+	/* 253: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 253: LogSoftmax-11 */
+	/* 254: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 254: LogSoftmax-13 */
+	/* 255: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 255: MatMul-1 */
+	/* 256: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 257: MatMul-9 */
+	/* 258: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 259: MatMul-13 */
+	/* 260: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 261: Max-1 */
+	/* 262: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 262: Max-6 */
+	/* 263: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 263: Max-8 */
+	/* 264: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 264: Max-12 */
+	/* 265: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 265: Max-13 */
+	/* 266: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 266: MaxPool-1 */
+	/* 267: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 267: MaxPool-8 */
+	/* 268: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 268: MaxPool-10 */
+	/* 269: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 269: MaxPool-11 */
+	/* 270: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 270: MaxPool-12 */
+	/* 271: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 271: MaxPool-22 */
+	/* 272: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 272: Mean-1 */
+	/* 273: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 273: Mean-6 */
+	/* 274: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 274: Mean-8 */
+	/* 275: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 275: Mean-13 */
+	/* 276: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 276: Min-1 */
+	/* 277: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 277: Min-6 */
+	/* 278: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 278: Min-8 */
+	/* 279: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 279: Min-12 */
+	/* 280: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 280: Min-13 */
+	/* 281: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 281: Mod-10 */
+	/* 282: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 283: Mod-13 */
+	/* 284: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 285: Mod-28 */
+	/* 286: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 287: Mul-1 */
+	/* 288: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 289: Mul-6 */
+	/* 290: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 291: Mul-7 */
+	/* 292: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 293: Mul-13 */
+	/* 294: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 295: Mul-14 */
+	/* 296: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 297: Neg-1 */
+	/* 298: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 298: Neg-6 */
+	/* 299: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 299: Neg-13 */
+	/* 300: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 300: Not-1 */
+	/* 301: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 301: Or-1 */
+	/* 302: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 303: Or-7 */
+	/* 304: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 305: PRelu-1 */
+	/* 306: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 307: PRelu-6 */
+	/* 308: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 309: PRelu-7 */
+	/* 310: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 311: PRelu-9 */
+	/* 312: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 313: PRelu-16 */
+	/* 314: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 315: Pad-1 */
+	/* 316: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 316: Pad-2 */
+	/* 317: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 317: Pad-11 */
+	/* 318: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 320: Pad-13 */
+	/* 321: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 323: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 327: Pad-19 */
+	/* 324: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 331: Pad-21 */
+	/* 328: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 332: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 335: Pad-23 */
+	/* 336: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 339: Pad-24 */
+	/* 340: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 343: Pad-25 */
+	/* 344: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 347: Pow-1 */
+	/* 348: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 349: Pow-7 */
+	/* 350: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 351: Pow-12 */
+	/* 352: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 353: Pow-13 */
+	/* 354: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 355: Pow-15 */
+	/* 356: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 357: Range-11 */
+	/* 358: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 360: Range-27 */
+	/* 361: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 363: Reciprocal-1 */
+	/* 364: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 364: Reciprocal-6 */
+	/* 365: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 365: Reciprocal-13 */
+	/* 366: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 366: ReduceL1-1 */
+	/* 367: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 367: ReduceL1-11 */
+	/* 368: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 368: ReduceL1-13 */
+	/* 369: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 369: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 371: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 372: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 373: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 374: ReduceL2-18 */
+	/* 370: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 376: ReduceLogSum-1 */
+	/* 372: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 377: ReduceLogSum-11 */
+	/* 373: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 378: ReduceLogSum-13 */
+	/* 374: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 379: ReduceLogSum-18 */
+	/* 375: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 381: ReduceLogSum-28 */
+	/* 377: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 378: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 379: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 380: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 382: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 383: ReduceLogSumExp-1 */
+	/* 384: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 384: ReduceLogSumExp-11 */
+	/* 385: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 385: ReduceLogSumExp-13 */
+	/* 386: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 386: ReduceLogSumExp-18 */
+	/* 387: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 388: ReduceLogSumExp-28 */
+	/* 389: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 390: ReduceMax-1 */
+	/* 391: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 391: ReduceMax-11 */
+	/* 392: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 392: ReduceMax-12 */
+	/* 393: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 393: ReduceMax-13 */
+	/* 394: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 394: ReduceMax-18 */
+	/* 395: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 396: ReduceMax-20 */
+	/* 397: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 398: ReduceMean-1 */
+	/* 399: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 399: ReduceMean-11 */
+	/* 400: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 400: ReduceMean-13 */
+	/* 401: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 401: ReduceMean-18 */
+	/* 402: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 403: ReduceMin-1 */
+	/* 404: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 404: ReduceMin-11 */
+	/* 405: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 405: ReduceMin-12 */
+	/* 406: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 406: ReduceMin-13 */
+	/* 407: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 407: ReduceMin-18 */
+	/* 408: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 409: ReduceMin-20 */
+	/* 410: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 411: ReduceProd-1 */
+	/* 412: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 412: ReduceProd-11 */
+	/* 413: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 413: ReduceProd-13 */
+	/* 414: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 414: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 416: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 417: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 418: ReduceSum-13 */
+	/* 415: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 420: ReduceSumSquare-1 */
+	/* 417: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 421: ReduceSumSquare-11 */
+	/* 418: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 422: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 423: ReduceSumSquare-18 */
+	/* 419: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 425: Relu-1 */
+	/* 421: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 422: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 423: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 424: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 426: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 426: Relu-6 */
+	/* 427: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 427: Relu-13 */
+	/* 428: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 428: Relu-14 */
+	/* 429: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 429: Reshape-1 */
+	/* 430: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 430: Reshape-5 */
+	/* 431: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 432: Reshape-13 */
+	/* 433: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 434: Reshape-14 */
+	/* 435: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 436: Reshape-19 */
+	/* 437: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 438: Reshape-21 */
+	/* 439: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 440: Reshape-23 */
+	/* 441: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 442: Reshape-24 */
+	/* 443: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 444: Reshape-25 */
+	/* 445: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 446: Resize-10 */
+	/* 447: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 448: Resize-11 */
+	/* 449: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 452: Resize-13 */
+	/* 453: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 456: Resize-18 */
+	/* 457: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 460: Resize-19 */
+	/* 461: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 464: ScatterND-11 */
+	/* 465: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 467: ScatterND-13 */
+	/* 468: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 470: ScatterND-16 */
+	/* 471: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 473: ScatterND-18 */
+	/* 474: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 476: Selu-1 */
+	/* 477: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 477: Selu-6 */
+	/* 478: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 478: Selu-22 */
+	/* 479: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 479: Shape-1 */
+	/* 480: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 480: Shape-13 */
+	/* 481: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 481: Shape-15 */
+	/* 482: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 482: Shape-19 */
+	/* 483: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 483: Shape-21 */
+	/* 484: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 484: Shape-23 */
+	/* 485: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 485: Shape-24 */
+	/* 486: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 486: Shape-25 */
+	/* 487: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 487: Sigmoid-1 */
+	/* 488: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 488: Sigmoid-6 */
+	/* 489: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 489: Sigmoid-13 */
+	/* 490: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 490: Sin-7 */
+	/* 491: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 491: Sin-22 */
+	/* 492: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 492: Size-1 */
+	/* 493: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 493: Size-13 */
+	/* 494: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 494: Size-19 */
+	/* 495: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 495: Size-21 */
+	/* 496: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 496: Size-23 */
+	/* 497: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 497: Size-24 */
+	/* 498: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 498: Size-25 */
+	/* 499: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 499: Slice-1 */
+	/* 500: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 500: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 505: Slice-11 */
+	/* 501: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 510: Slice-13 */
+	/* 506: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 511: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 515: Softmax-1 */
+	/* 516: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 516: Softmax-11 */
+	/* 517: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 517: Softmax-13 */
+	/* 518: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 518: Softplus-1 */
+	/* 519: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 519: Softplus-22 */
+	/* 520: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 520: Softsign-1 */
+	/* 521: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 521: Softsign-22 */
+	/* 522: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 522: Split-1 */
+	/* 523: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 524: Split-2 */
+	/* 525: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 525: Split-11 */
+	/* 526: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 526: Split-13 */
+	/* 527: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 528: Split-18 */
+	/* 529: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 530: Sqrt-1 */
+	/* 531: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 531: Sqrt-6 */
+	/* 532: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 532: Sqrt-13 */
+	/* 533: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 533: Squeeze-1 */
+	/* 534: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 534: Squeeze-11 */
+	/* 535: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 535: Squeeze-13 */
+	/* 536: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 537: Squeeze-21 */
+	/* 538: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 539: Squeeze-23 */
+	/* 540: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 541: Squeeze-24 */
+	/* 542: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 543: Squeeze-25 */
+	/* 544: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 545: Sub-1 */
+	/* 546: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 547: Sub-6 */
+	/* 548: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 549: Sub-7 */
+	/* 550: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 551: Sub-13 */
+	/* 552: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 553: Sub-14 */
+	/* 554: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 555: Sum-1 */
+	/* 556: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 556: Sum-6 */
+	/* 557: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 557: Sum-8 */
+	/* 558: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 558: Sum-13 */
+	/* 559: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 559: Tanh-1 */
+	/* 560: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 560: Tanh-6 */
+	/* 561: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 561: Tanh-13 */
+	/* 562: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 562: Tile-1 */
+	/* 563: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 565: Tile-6 */
+	/* 566: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 567: Tile-13 */
+	/* 568: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 569: Transpose-1 */
+	/* 570: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 570: Transpose-13 */
+	/* 571: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 571: Transpose-21 */
+	/* 572: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 572: Transpose-23 */
+	/* 573: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 573: Transpose-24 */
+	/* 574: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 574: Transpose-25 */
+	/* 575: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 575: Unsqueeze-1 */
+	/* 576: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 576: Unsqueeze-11 */
+	/* 577: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 577: Unsqueeze-13 */
+	/* 578: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 579: Unsqueeze-21 */
+	/* 580: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 581: Unsqueeze-23 */
+	/* 582: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 583: Unsqueeze-24 */
+	/* 584: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 585: Unsqueeze-25 */
+	/* 586: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 587: Upsample-1 */
+	/* 588: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 588: Upsample-7 */
+	/* 589: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 589: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 591: Upsample-10 */
+	/* 590: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 593: Where-9 */
+	/* 592: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 594: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 596: Where-16 */
+	/* 597: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 599: Xor-1 */
+	/* 600: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 601: Xor-7 */
+	/* 602: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1127,270 +1129,271 @@ static const struct
 	{"GatherND", 11, "", 172, 2},
 	{"GatherND", 12, "batch_dims:i", 174, 2},
 	{"GatherND", 13, "batch_dims:i", 176, 2},
-	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 178, 3},
-	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 181, 3},
-	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 184, 3},
-	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 187, 3},
-	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 190, 3},
-	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 193, 3},
-	{"GlobalAveragePool", 1, "", 196, 1},
-	{"GlobalAveragePool", 22, "", 197, 1},
-	{"GlobalMaxPool", 1, "", 198, 1},
-	{"GlobalMaxPool", 22, "", 199, 1},
-	{"Greater", 1, "axis:i broadcast:i", 200, 2},
-	{"Greater", 7, "", 202, 2},
-	{"Greater", 9, "", 204, 2},
-	{"Greater", 13, "", 206, 2},
-	{"GreaterOrEqual", 12, "", 208, 2},
-	{"GreaterOrEqual", 16, "", 210, 2},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 212, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 213, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 214, 1},
-	{"HardSwish", 14, "", 215, 1},
-	{"HardSwish", 22, "", 216, 1},
-	{"Identity", 1, "", 217, 1},
-	{"Identity", 13, "", 218, 1},
-	{"Identity", 14, "", 219, 1},
-	{"Identity", 16, "", 220, 1},
-	{"Identity", 19, "", 221, 1},
-	{"Identity", 21, "", 222, 1},
-	{"Identity", 23, "", 223, 1},
-	{"Identity", 24, "", 224, 1},
-	{"Identity", 25, "", 225, 1},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 226, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 227, 1},
-	{"IsNaN", 9, "", 228, 1},
-	{"IsNaN", 13, "", 229, 1},
-	{"IsNaN", 20, "", 230, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 231, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 234, 1},
-	{"LeakyRelu", 6, "alpha:f", 235, 1},
-	{"LeakyRelu", 16, "alpha:f", 236, 1},
-	{"Less", 1, "axis:i broadcast:i", 237, 2},
-	{"Less", 7, "", 239, 2},
-	{"Less", 9, "", 241, 2},
-	{"Less", 13, "", 243, 2},
-	{"LessOrEqual", 12, "", 245, 2},
-	{"LessOrEqual", 16, "", 247, 2},
-	{"Log", 1, "consumed_inputs:I", 249, 1},
-	{"Log", 6, "", 250, 1},
-	{"Log", 13, "", 251, 1},
-	{"LogSoftmax", 1, "axis:i", 252, 1},
-	{"LogSoftmax", 11, "axis:i", 253, 1},
-	{"LogSoftmax", 13, "axis:i", 254, 1},
-	{"MatMul", 1, "", 255, 2},
-	{"MatMul", 9, "", 257, 2},
-	{"MatMul", 13, "", 259, 2},
-	{"Max", 1, "consumed_inputs:I", 261, 1},
-	{"Max", 6, "", 262, 1},
-	{"Max", 8, "", 263, 1},
-	{"Max", 12, "", 264, 1},
-	{"Max", 13, "", 265, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 266, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 267, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 268, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 269, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 270, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 271, 1},
-	{"Mean", 1, "consumed_inputs:I", 272, 1},
-	{"Mean", 6, "", 273, 1},
-	{"Mean", 8, "", 274, 1},
-	{"Mean", 13, "", 275, 1},
-	{"Min", 1, "consumed_inputs:I", 276, 1},
-	{"Min", 6, "", 277, 1},
-	{"Min", 8, "", 278, 1},
-	{"Min", 12, "", 279, 1},
-	{"Min", 13, "", 280, 1},
-	{"Mod", 10, "fmod:i", 281, 2},
-	{"Mod", 13, "fmod:i", 283, 2},
-	{"Mod", 28, "fmod:i", 285, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 287, 2},
-	{"Mul", 6, "axis:i broadcast:i", 289, 2},
-	{"Mul", 7, "", 291, 2},
-	{"Mul", 13, "", 293, 2},
-	{"Mul", 14, "", 295, 2},
-	{"Neg", 1, "consumed_inputs:I", 297, 1},
-	{"Neg", 6, "", 298, 1},
-	{"Neg", 13, "", 299, 1},
-	{"Not", 1, "", 300, 1},
-	{"Or", 1, "axis:i broadcast:i", 301, 2},
-	{"Or", 7, "", 303, 2},
-	{"PRelu", 1, "consumed_inputs:I", 305, 2},
-	{"PRelu", 6, "", 307, 2},
-	{"PRelu", 7, "", 309, 2},
-	{"PRelu", 9, "", 311, 2},
-	{"PRelu", 16, "", 313, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 315, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 316, 1},
-	{"Pad", 11, "mode:s", 317, 3},
-	{"Pad", 13, "mode:s", 320, 3},
-	{"Pad", 18, "mode:s", 323, 4},
-	{"Pad", 19, "mode:s", 327, 4},
-	{"Pad", 21, "mode:s", 331, 4},
-	{"Pad", 23, "mode:s", 335, 4},
-	{"Pad", 24, "mode:s", 339, 4},
-	{"Pad", 25, "mode:s", 343, 4},
-	{"Pow", 1, "axis:i broadcast:i", 347, 2},
-	{"Pow", 7, "", 349, 2},
-	{"Pow", 12, "", 351, 2},
-	{"Pow", 13, "", 353, 2},
-	{"Pow", 15, "", 355, 2},
-	{"Range", 11, "", 357, 3},
-	{"Range", 27, "stash_type:i", 360, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 363, 1},
-	{"Reciprocal", 6, "", 364, 1},
-	{"Reciprocal", 13, "", 365, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 366, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 367, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 368, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 369, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 371, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 372, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 373, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 374, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 376, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 377, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 378, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 379, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 381, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 383, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 384, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 385, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 386, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 388, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 390, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 391, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 392, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 393, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 394, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 396, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 398, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 399, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 400, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 401, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 403, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 404, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 405, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 406, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 407, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 409, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 411, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 412, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 413, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 414, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 416, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 417, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 418, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 420, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 421, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 422, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 423, 2},
-	{"Relu", 1, "consumed_inputs:I", 425, 1},
-	{"Relu", 6, "", 426, 1},
-	{"Relu", 13, "", 427, 1},
-	{"Relu", 14, "", 428, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 429, 1},
-	{"Reshape", 5, "", 430, 2},
-	{"Reshape", 13, "", 432, 2},
-	{"Reshape", 14, "allowzero:i", 434, 2},
-	{"Reshape", 19, "allowzero:i", 436, 2},
-	{"Reshape", 21, "allowzero:i", 438, 2},
-	{"Reshape", 23, "allowzero:i", 440, 2},
-	{"Reshape", 24, "allowzero:i", 442, 2},
-	{"Reshape", 25, "allowzero:i", 444, 2},
-	{"Resize", 10, "mode:s", 446, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 448, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 452, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 456, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 460, 4},
-	{"ScatterND", 11, "", 464, 3},
-	{"ScatterND", 13, "", 467, 3},
-	{"ScatterND", 16, "reduction:s", 470, 3},
-	{"ScatterND", 18, "reduction:s", 473, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 476, 1},
-	{"Selu", 6, "alpha:f gamma:f", 477, 1},
-	{"Selu", 22, "alpha:f gamma:f", 478, 1},
-	{"Shape", 1, "", 479, 1},
-	{"Shape", 13, "", 480, 1},
-	{"Shape", 15, "end:i start:i", 481, 1},
-	{"Shape", 19, "end:i start:i", 482, 1},
-	{"Shape", 21, "end:i start:i", 483, 1},
-	{"Shape", 23, "end:i start:i", 484, 1},
-	{"Shape", 24, "end:i start:i", 485, 1},
-	{"Shape", 25, "end:i start:i", 486, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 487, 1},
-	{"Sigmoid", 6, "", 488, 1},
-	{"Sigmoid", 13, "", 489, 1},
-	{"Sin", 7, "", 490, 1},
-	{"Sin", 22, "", 491, 1},
-	{"Size", 1, "", 492, 1},
-	{"Size", 13, "", 493, 1},
-	{"Size", 19, "", 494, 1},
-	{"Size", 21, "", 495, 1},
-	{"Size", 23, "", 496, 1},
-	{"Size", 24, "", 497, 1},
-	{"Size", 25, "", 498, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 499, 1},
-	{"Slice", 10, "", 500, 5},
-	{"Slice", 11, "", 505, 5},
-	{"Slice", 13, "", 510, 5},
-	{"Softmax", 1, "axis:i", 515, 1},
-	{"Softmax", 11, "axis:i", 516, 1},
-	{"Softmax", 13, "axis:i", 517, 1},
-	{"Softplus", 1, "", 518, 1},
-	{"Softplus", 22, "", 519, 1},
-	{"Softsign", 1, "", 520, 1},
-	{"Softsign", 22, "", 521, 1},
-	{"Split", 1, "axis:i split:I", 522, 2},
-	{"Split", 2, "axis:i split:I", 524, 1},
-	{"Split", 11, "axis:i split:I", 525, 1},
-	{"Split", 13, "axis:i", 526, 2},
-	{"Split", 18, "axis:i num_outputs:i", 528, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 530, 1},
-	{"Sqrt", 6, "", 531, 1},
-	{"Sqrt", 13, "", 532, 1},
-	{"Squeeze", 1, "axes:I", 533, 1},
-	{"Squeeze", 11, "axes:I", 534, 1},
-	{"Squeeze", 13, "", 535, 2},
-	{"Squeeze", 21, "", 537, 2},
-	{"Squeeze", 23, "", 539, 2},
-	{"Squeeze", 24, "", 541, 2},
-	{"Squeeze", 25, "", 543, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 545, 2},
-	{"Sub", 6, "axis:i broadcast:i", 547, 2},
-	{"Sub", 7, "", 549, 2},
-	{"Sub", 13, "", 551, 2},
-	{"Sub", 14, "", 553, 2},
-	{"Sum", 1, "consumed_inputs:I", 555, 1},
-	{"Sum", 6, "", 556, 1},
-	{"Sum", 8, "", 557, 1},
-	{"Sum", 13, "", 558, 1},
-	{"Tanh", 1, "consumed_inputs:I", 559, 1},
-	{"Tanh", 6, "", 560, 1},
-	{"Tanh", 13, "", 561, 1},
-	{"Tile", 1, "", 562, 3},
-	{"Tile", 6, "", 565, 2},
-	{"Tile", 13, "", 567, 2},
-	{"Transpose", 1, "perm:I", 569, 1},
-	{"Transpose", 13, "perm:I", 570, 1},
-	{"Transpose", 21, "perm:I", 571, 1},
-	{"Transpose", 23, "perm:I", 572, 1},
-	{"Transpose", 24, "perm:I", 573, 1},
-	{"Transpose", 25, "perm:I", 574, 1},
-	{"Unsqueeze", 1, "axes:I!", 575, 1},
-	{"Unsqueeze", 11, "axes:I!", 576, 1},
-	{"Unsqueeze", 13, "", 577, 2},
-	{"Unsqueeze", 21, "", 579, 2},
-	{"Unsqueeze", 23, "", 581, 2},
-	{"Unsqueeze", 24, "", 583, 2},
-	{"Unsqueeze", 25, "", 585, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 587, 1},
-	{"Upsample", 7, "mode:s scales:F!", 588, 1},
-	{"Upsample", 9, "mode:s", 589, 2},
-	{"Upsample", 10, "mode:s", 591, 2},
-	{"Where", 9, "", 593, 3},
-	{"Where", 16, "", 596, 3},
-	{"Xor", 1, "axis:i broadcast:i", 599, 2},
-	{"Xor", 7, "", 601, 2},
+	{"Gelu", 20, "approximate:s", 178, 1},
+	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 179, 3},
+	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 182, 3},
+	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 185, 3},
+	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 188, 3},
+	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 191, 3},
+	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 194, 3},
+	{"GlobalAveragePool", 1, "", 197, 1},
+	{"GlobalAveragePool", 22, "", 198, 1},
+	{"GlobalMaxPool", 1, "", 199, 1},
+	{"GlobalMaxPool", 22, "", 200, 1},
+	{"Greater", 1, "axis:i broadcast:i", 201, 2},
+	{"Greater", 7, "", 203, 2},
+	{"Greater", 9, "", 205, 2},
+	{"Greater", 13, "", 207, 2},
+	{"GreaterOrEqual", 12, "", 209, 2},
+	{"GreaterOrEqual", 16, "", 211, 2},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 213, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 214, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 215, 1},
+	{"HardSwish", 14, "", 216, 1},
+	{"HardSwish", 22, "", 217, 1},
+	{"Identity", 1, "", 218, 1},
+	{"Identity", 13, "", 219, 1},
+	{"Identity", 14, "", 220, 1},
+	{"Identity", 16, "", 221, 1},
+	{"Identity", 19, "", 222, 1},
+	{"Identity", 21, "", 223, 1},
+	{"Identity", 23, "", 224, 1},
+	{"Identity", 24, "", 225, 1},
+	{"Identity", 25, "", 226, 1},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 227, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 228, 1},
+	{"IsNaN", 9, "", 229, 1},
+	{"IsNaN", 13, "", 230, 1},
+	{"IsNaN", 20, "", 231, 1},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 232, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 235, 1},
+	{"LeakyRelu", 6, "alpha:f", 236, 1},
+	{"LeakyRelu", 16, "alpha:f", 237, 1},
+	{"Less", 1, "axis:i broadcast:i", 238, 2},
+	{"Less", 7, "", 240, 2},
+	{"Less", 9, "", 242, 2},
+	{"Less", 13, "", 244, 2},
+	{"LessOrEqual", 12, "", 246, 2},
+	{"LessOrEqual", 16, "", 248, 2},
+	{"Log", 1, "consumed_inputs:I", 250, 1},
+	{"Log", 6, "", 251, 1},
+	{"Log", 13, "", 252, 1},
+	{"LogSoftmax", 1, "axis:i", 253, 1},
+	{"LogSoftmax", 11, "axis:i", 254, 1},
+	{"LogSoftmax", 13, "axis:i", 255, 1},
+	{"MatMul", 1, "", 256, 2},
+	{"MatMul", 9, "", 258, 2},
+	{"MatMul", 13, "", 260, 2},
+	{"Max", 1, "consumed_inputs:I", 262, 1},
+	{"Max", 6, "", 263, 1},
+	{"Max", 8, "", 264, 1},
+	{"Max", 12, "", 265, 1},
+	{"Max", 13, "", 266, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 267, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 268, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 269, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 270, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 271, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 272, 1},
+	{"Mean", 1, "consumed_inputs:I", 273, 1},
+	{"Mean", 6, "", 274, 1},
+	{"Mean", 8, "", 275, 1},
+	{"Mean", 13, "", 276, 1},
+	{"Min", 1, "consumed_inputs:I", 277, 1},
+	{"Min", 6, "", 278, 1},
+	{"Min", 8, "", 279, 1},
+	{"Min", 12, "", 280, 1},
+	{"Min", 13, "", 281, 1},
+	{"Mod", 10, "fmod:i", 282, 2},
+	{"Mod", 13, "fmod:i", 284, 2},
+	{"Mod", 28, "fmod:i", 286, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 288, 2},
+	{"Mul", 6, "axis:i broadcast:i", 290, 2},
+	{"Mul", 7, "", 292, 2},
+	{"Mul", 13, "", 294, 2},
+	{"Mul", 14, "", 296, 2},
+	{"Neg", 1, "consumed_inputs:I", 298, 1},
+	{"Neg", 6, "", 299, 1},
+	{"Neg", 13, "", 300, 1},
+	{"Not", 1, "", 301, 1},
+	{"Or", 1, "axis:i broadcast:i", 302, 2},
+	{"Or", 7, "", 304, 2},
+	{"PRelu", 1, "consumed_inputs:I", 306, 2},
+	{"PRelu", 6, "", 308, 2},
+	{"PRelu", 7, "", 310, 2},
+	{"PRelu", 9, "", 312, 2},
+	{"PRelu", 16, "", 314, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 316, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 317, 1},
+	{"Pad", 11, "mode:s", 318, 3},
+	{"Pad", 13, "mode:s", 321, 3},
+	{"Pad", 18, "mode:s", 324, 4},
+	{"Pad", 19, "mode:s", 328, 4},
+	{"Pad", 21, "mode:s", 332, 4},
+	{"Pad", 23, "mode:s", 336, 4},
+	{"Pad", 24, "mode:s", 340, 4},
+	{"Pad", 25, "mode:s", 344, 4},
+	{"Pow", 1, "axis:i broadcast:i", 348, 2},
+	{"Pow", 7, "", 350, 2},
+	{"Pow", 12, "", 352, 2},
+	{"Pow", 13, "", 354, 2},
+	{"Pow", 15, "", 356, 2},
+	{"Range", 11, "", 358, 3},
+	{"Range", 27, "stash_type:i", 361, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 364, 1},
+	{"Reciprocal", 6, "", 365, 1},
+	{"Reciprocal", 13, "", 366, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 367, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 368, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 369, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 370, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 372, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 373, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 374, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 375, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 377, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 378, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 379, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 380, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 382, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 384, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 385, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 386, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 387, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 389, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 391, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 392, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 393, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 394, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 395, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 397, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 399, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 400, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 401, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 402, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 404, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 405, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 406, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 407, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 408, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 410, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 412, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 413, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 414, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 415, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 417, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 418, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 419, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 421, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 422, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 423, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 424, 2},
+	{"Relu", 1, "consumed_inputs:I", 426, 1},
+	{"Relu", 6, "", 427, 1},
+	{"Relu", 13, "", 428, 1},
+	{"Relu", 14, "", 429, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 430, 1},
+	{"Reshape", 5, "", 431, 2},
+	{"Reshape", 13, "", 433, 2},
+	{"Reshape", 14, "allowzero:i", 435, 2},
+	{"Reshape", 19, "allowzero:i", 437, 2},
+	{"Reshape", 21, "allowzero:i", 439, 2},
+	{"Reshape", 23, "allowzero:i", 441, 2},
+	{"Reshape", 24, "allowzero:i", 443, 2},
+	{"Reshape", 25, "allowzero:i", 445, 2},
+	{"Resize", 10, "mode:s", 447, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 449, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 453, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 457, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 461, 4},
+	{"ScatterND", 11, "", 465, 3},
+	{"ScatterND", 13, "", 468, 3},
+	{"ScatterND", 16, "reduction:s", 471, 3},
+	{"ScatterND", 18, "reduction:s", 474, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 477, 1},
+	{"Selu", 6, "alpha:f gamma:f", 478, 1},
+	{"Selu", 22, "alpha:f gamma:f", 479, 1},
+	{"Shape", 1, "", 480, 1},
+	{"Shape", 13, "", 481, 1},
+	{"Shape", 15, "end:i start:i", 482, 1},
+	{"Shape", 19, "end:i start:i", 483, 1},
+	{"Shape", 21, "end:i start:i", 484, 1},
+	{"Shape", 23, "end:i start:i", 485, 1},
+	{"Shape", 24, "end:i start:i", 486, 1},
+	{"Shape", 25, "end:i start:i", 487, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 488, 1},
+	{"Sigmoid", 6, "", 489, 1},
+	{"Sigmoid", 13, "", 490, 1},
+	{"Sin", 7, "", 491, 1},
+	{"Sin", 22, "", 492, 1},
+	{"Size", 1, "", 493, 1},
+	{"Size", 13, "", 494, 1},
+	{"Size", 19, "", 495, 1},
+	{"Size", 21, "", 496, 1},
+	{"Size", 23, "", 497, 1},
+	{"Size", 24, "", 498, 1},
+	{"Size", 25, "", 499, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 500, 1},
+	{"Slice", 10, "", 501, 5},
+	{"Slice", 11, "", 506, 5},
+	{"Slice", 13, "", 511, 5},
+	{"Softmax", 1, "axis:i", 516, 1},
+	{"Softmax", 11, "axis:i", 517, 1},
+	{"Softmax", 13, "axis:i", 518, 1},
+	{"Softplus", 1, "", 519, 1},
+	{"Softplus", 22, "", 520, 1},
+	{"Softsign", 1, "", 521, 1},
+	{"Softsign", 22, "", 522, 1},
+	{"Split", 1, "axis:i split:I", 523, 2},
+	{"Split", 2, "axis:i split:I", 525, 1},
+	{"Split", 11, "axis:i split:I", 526, 1},
+	{"Split", 13, "axis:i", 527, 2},
+	{"Split", 18, "axis:i num_outputs:i", 529, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 531, 1},
+	{"Sqrt", 6, "", 532, 1},
+	{"Sqrt", 13, "", 533, 1},
+	{"Squeeze", 1, "axes:I", 534, 1},
+	{"Squeeze", 11, "axes:I", 535, 1},
+	{"Squeeze", 13, "", 536, 2},
+	{"Squeeze", 21, "", 538, 2},
+	{"Squeeze", 23, "", 540, 2},
+	{"Squeeze", 24, "", 542, 2},
+	{"Squeeze", 25, "", 544, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 546, 2},
+	{"Sub", 6, "axis:i broadcast:i", 548, 2},
+	{"Sub", 7, "", 550, 2},
+	{"Sub", 13, "", 552, 2},
+	{"Sub", 14, "", 554, 2},
+	{"Sum", 1, "consumed_inputs:I", 556, 1},
+	{"Sum", 6, "", 557, 1},
+	{"Sum", 8, "", 558, 1},
+	{"Sum", 13, "", 559, 1},
+	{"Tanh", 1, "consumed_inputs:I", 560, 1},
+	{"Tanh", 6, "", 561, 1},
+	{"Tanh", 13, "", 562, 1},
+	{"Tile", 1, "", 563, 3},
+	{"Tile", 6, "", 566, 2},
+	{"Tile", 13, "", 568, 2},
+	{"Transpose", 1, "perm:I", 570, 1},
+	{"Transpose", 13, "perm:I", 571, 1},
+	{"Transpose", 21, "perm:I", 572, 1},
+	{"Transpose", 23, "perm:I", 573, 1},
+	{"Transpose", 24, "perm:I", 574, 1},
+	{"Transpose", 25, "perm:I", 575, 1},
+	{"Unsqueeze", 1, "axes:I!", 576, 1},
+	{"Unsqueeze", 11, "axes:I!", 577, 1},
+	{"Unsqueeze", 13, "", 578, 2},
+	{"Unsqueeze", 21, "", 580, 2},
+	{"Unsqueeze", 23, "", 582, 2},
+	{"Unsqueeze", 24, "", 584, 2},
+	{"Unsqueeze", 25, "", 586, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 588, 1},
+	{"Upsample", 7, "mode:s scales:F!", 589, 1},
+	{"Upsample", 9, "mode:s", 590, 2},
+	{"Upsample", 10, "mode:s", 592, 2},
+	{"Where", 9, "", 594, 3},
+	{"Where", 16, "", 597, 3},
+	{"Xor", 1, "axis:i broadcast:i", 600, 2},
+	{"Xor", 7, "", 602, 2},
 	{NULL, 0, NULL, 0, 0}
 };

@@ -66,8 +66,65 @@ enum vmath
 	VM_LOG,
 	VM_TANH,
 	VM_ERF,
-	VM_SIGMOID					/* 1 / (1 + exp(-x)) */
+	VM_SIGMOID,					/* 1 / (1 + exp(-x)) */
+	VM_GELU,					/* x / 2 * (1 + erf(x / sqrt(2))) */
+	VM_GELU_TANH				/* x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) */
 };
+
+/*
+ * GELU's constants (Hendrycks and Gimpel, "Gaussian Error Linear Units
+ * (GELUs)", arXiv 1606.08415, section 2; ONNX Gelu-20): 1 / sqrt(2), and
+ * sqrt(2 / pi) and 0.044715 of the tanh approximation.
+ */
+#define GELU_RSQRT2 0.70710678118654752440
+#define GELU_TANH_K 0.79788456080286535588
+#define GELU_TANH_C 0.044715
+
+static void vmath_f32(enum vmath f, const float *x, float *y, int64_t n);
+
+/*
+ * GELU of n floats (x == y allowed) through the vector erf or tanh: the
+ * inner argument into a block on the stack, f of it there, then
+ * x / 2 * (1 + f).
+ */
+static void
+vmath_gelu_f32(bool tanh_form, const float *x, float *y, int64_t n)
+{
+	float		t[256];
+
+	for (int64_t c = 0; c < n; c += 256)
+	{
+		int64_t		m = n - c < 256 ? n - c : 256;
+
+		for (int64_t k = 0; k < m; k++)
+		{
+			float		v = x[c + k];
+
+			t[k] = tanh_form ? (float) GELU_TANH_K * (v + (float) GELU_TANH_C * v * v * v) :
+				v * (float) GELU_RSQRT2;
+		}
+		vmath_f32(tanh_form ? VM_TANH : VM_ERF, t, t, m);
+		for (int64_t k = 0; k < m; k++)
+			y[c + k] = 0.5f * x[c + k] * (1.0f + t[k]);
+	}
+}
+
+/* f of one double, through the C library. */
+static double
+vmath_f64(enum vmath f, double v)
+{
+	switch (f)
+	{
+		case VM_EXP: return exp(v);
+		case VM_LOG: return log(v);
+		case VM_TANH: return tanh(v);
+		case VM_ERF: return erf(v);
+		case VM_SIGMOID: return 1.0 / (1.0 + exp(-v));
+		case VM_GELU: return 0.5 * v * (1.0 + erf(v * GELU_RSQRT2));
+		case VM_GELU_TANH: return 0.5 * v * (1.0 + tanh(GELU_TANH_K * (v + GELU_TANH_C * v * v * v)));
+	}
+	return NAN;
+}
 
 #ifdef EW_LIBMVEC
 /* Four lanes of function f. */
@@ -94,6 +151,14 @@ vmath_f32(enum vmath f, const float *x, float *y, int64_t n)
 {
 #ifdef EW_LIBMVEC
 	int64_t		i = 0;
+#endif
+
+	if (f == VM_GELU || f == VM_GELU_TANH)
+	{
+		vmath_gelu_f32(f == VM_GELU_TANH, x, y, n);
+		return;
+	}
+#ifdef EW_LIBMVEC
 
 	if (f == VM_EXP)
 	{
@@ -1061,12 +1126,7 @@ unary_math(ie_node_ctx *ctx, enum vmath f)
 		double	   *ys = o->data;
 
 		for (int64_t i = 0; i < n; i++)
-		{
-			double		v = xs[i];
-
-			ys[i] = f == VM_EXP ? exp(v) : f == VM_LOG ? log(v) : f == VM_TANH ? tanh(v) :
-				f == VM_ERF ? erf(v) : 1.0 / (1.0 + exp(-v));
-		}
+			ys[i] = vmath_f64(f, xs[i]);
 	}
 	return 0;
 }
@@ -1368,11 +1428,49 @@ op_tanh(ie_node_ctx *ctx)
 	return unary_math(ctx, VM_TANH);
 }
 
+/* Gelu's approximate: "none" (the default) or "tanh"; -1 for another. */
+static int
+gelu_form(ie_node_ctx *ctx, bool *tanh_form)
+{
+	static const char *const forms[] = {"none", "tanh", NULL};
+	int			form;
+
+	if (ie_attr_choice(ctx, "approximate", "none", forms, &form) != 0)
+		return -1;
+	*tanh_form = form == 1;
+	return 0;
+}
+
+/* Gelu's approximate (gelu_form): run by the loader on every Gelu node. */
+static int
+gelu_check_attrs(ie_node_ctx *ctx)
+{
+	bool		tanh_form;
+
+	return gelu_form(ctx, &tanh_form);
+}
+
 /* Erf: the error function (C99 erf; GELU's building block). */
 static int
 op_erf(ie_node_ctx *ctx)
 {
 	return unary_math(ctx, VM_ERF);
+}
+
+/*
+ * Gelu (opset 20): x / 2 * (1 + erf(x / sqrt(2))), or with approximate =
+ * "tanh" x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) (ONNX
+ * Gelu-20; Hendrycks and Gimpel, arXiv 1606.08415).  float and double;
+ * another approximate is refused at load (gelu_check_attrs).
+ */
+static int
+op_gelu(ie_node_ctx *ctx)
+{
+	bool		tanh_form;
+
+	if (gelu_form(ctx, &tanh_form) != 0)
+		return -1;
+	return unary_math(ctx, tanh_form ? VM_GELU_TANH : VM_GELU);
 }
 
 /* Reciprocal: y = 1 / x (inf at 0, as IEEE). */
@@ -1723,6 +1821,7 @@ const ie_op_def ie_ops_elementwise[] = {
 	{"Log", op_log},
 	{"Tanh", op_tanh},
 	{"Erf", op_erf},
+	{"Gelu", op_gelu},
 	{"Reciprocal", op_reciprocal},
 	{"Floor", op_floor},
 	{"Ceil", op_ceil},
@@ -1750,5 +1849,6 @@ const ie_op_def ie_ops_elementwise[] = {
 
 const ie_op_def ie_op_checks_elementwise[] = {
 	{"Mod", mod_check_attrs},
+	{"Gelu", gelu_check_attrs},
 	{NULL, NULL}
 };
