@@ -16,6 +16,11 @@ that a batch tensor whose byte count is not its shape's shows:
                        default_rng(7), opset 13)
   mlp_b.onnx           the same graph, weights from default_rng(8):
                        other answers
+  opset20.onnx         Conv (3x3, 4 channels) -> Gelu -> ReduceMean with
+                       its axes an input: y [N, 4], at opset 20 (IR 10),
+                       as PyTorch's default exporter writes models
+  opset13.onnx         the same function at opset 13: GELU with Erf, Mul
+                       and Add; ReduceMean's axes an attribute
   batch_transpose.onnx GlobalAveragePool -> Transpose (perm 1, 0, 2, 3)
                        y [3, N, 1, 1]: the batch is not the output's
                        first dimension
@@ -110,7 +115,7 @@ def image_input():
     return helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])
 
 
-def save(outdir, name, nodes, output, inits=(), opset=13, x=None, valid=True):
+def save(outdir, name, nodes, output, inits=(), opset=13, x=None, valid=True, ir_version=8):
     """Writes the model; valid is True (onnx.checker passes it), False (it
     refuses it) or "types" (it passes it, and its full check, which infers
     the types, refuses it)."""
@@ -118,7 +123,7 @@ def save(outdir, name, nodes, output, inits=(), opset=13, x=None, valid=True):
                               initializer=list(inits))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="pg_infer tests")
-    model.ir_version = 8
+    model.ir_version = ir_version
     if valid == "types":
         onnx.checker.check_model(model)
         try:
@@ -213,6 +218,29 @@ def main():
             helper.make_node("Gemm", ["r", "w2", "b2"], ["l"]),
             helper.make_node("Softmax", ["l"], ["y"], axis=1),
         ], y(["N", 4]), [w1, b1, w2, b2])
+
+    # the opsets of PyTorch's default exporter: Gelu-20, ReduceMean-18's axes input
+    rng = np.random.default_rng(10)
+    cw = numpy_helper.from_array(rng.normal(0, 0.3, (4, 3, 3, 3)).astype(np.float32), "cw")
+    cb = numpy_helper.from_array(rng.normal(0, 0.1, (4,)).astype(np.float32), "cb")
+    axes = numpy_helper.from_array(np.array([2, 3], dtype=np.int64), "axes")
+    save(outdir, "opset20", [
+        helper.make_node("Conv", ["x", "cw", "cb"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Gelu", ["c"], ["g"]),
+        helper.make_node("ReduceMean", ["g", "axes"], ["y"], keepdims=0),
+    ], y(["N", 4]), [cw, cb, axes], opset=20, ir_version=10)
+    # the same function at opset 13: GELU spelt with Erf, ReduceMean's axes an attribute
+    consts = [numpy_helper.from_array(np.array(v, dtype=np.float32), n)
+              for n, v in (("sqrt2", np.sqrt(2.0)), ("one", 1.0), ("half", 0.5))]
+    save(outdir, "opset13", [
+        helper.make_node("Conv", ["x", "cw", "cb"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Div", ["c", "sqrt2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["e1"]),
+        helper.make_node("Mul", ["c", "e1"], ["m"]),
+        helper.make_node("Mul", ["m", "half"], ["g"]),
+        helper.make_node("ReduceMean", ["g"], ["y"], axes=[2, 3], keepdims=0),
+    ], y(["N", 4]), [cw, cb] + consts)
 
     save(outdir, "batch_transpose", [
         helper.make_node("GlobalAveragePool", ["x"], ["g"]),
