@@ -62,11 +62,15 @@ ALL_TARGETS   += $(CUDA_EMU)
 CHECK_TARGETS += check-gpu-emu
 
 .PHONY: check-gpu-emu
-check-gpu-emu: $(CUDA_EMU) $(BUILD)/bin/onnx-conformance $(GPU_BENCH) $(GPU_TEST_PREP)
+check-gpu-emu: $(CUDA_EMU) $(BUILD)/bin/onnx-conformance $(GPU_BENCH) $(GPU_TEST_PREP) \
+		$(ONNX_GEN_NODE_DIR).stamp
 	IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)) $(GPU_TEST_PREP) cuda:0 $(wildcard $(SHARED)/data/ocr/p0*.png)
 	IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)) $(BUILD)/bin/onnx-conformance --device cuda:0 \
 		--node-dir $(ONNX_NODE_DIR) --known tests/onnx/known_failures.txt \
 		--name gpu-emu-conformance 2>$(BUILD)/gpu-emu-conformance.log
+	IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)) $(BUILD)/bin/onnx-conformance --device cuda:0 \
+		--node-dir $(ONNX_GEN_NODE_DIR) --known tests/onnx/known_failures.txt \
+		--name gpu-emu-conformance-gen 2>$(BUILD)/gpu-emu-conformance-gen.log
 	@# every model against the CPU backend: the classifier also tiled to batch
 	@# 2 and with TF32 on, the others at batch 1 (emulated convolutions are
 	@# slow); then every model in FP16 (rel-l2 <= 1e-2) and BF16 (<= 1e-1:

@@ -47,12 +47,15 @@ typedef struct cu_bcast
 cudaError_t cu_k_binary(int op, const float *a, const float *b, float *y,
 						cu_bcast bc, int64_t n, cudaStream_t s);
 
-/* Unary operators; p0, p1: alpha/beta (HardSigmoid), min/max (Clip), alpha (LeakyRelu). */
+/*
+ * Unary operators; p0, p1: alpha/beta (HardSigmoid), min/max (Clip), alpha
+ * (LeakyRelu).  CU_GELU and CU_GELU_TANH: Gelu-20's two forms.
+ */
 enum
 {
 	CU_RELU, CU_SIGMOID, CU_TANH, CU_SQRT, CU_ERF, CU_EXP, CU_LOG, CU_NEG, CU_ABS,
 	CU_HARDSIGMOID, CU_CLIP, CU_HARDSWISH, CU_LEAKYRELU, CU_RECIPROCAL, CU_FLOOR,
-	CU_CEIL
+	CU_CEIL, CU_GELU, CU_GELU_TANH
 };
 
 /* y[i] = op(x[i]), n elements (y may be x). */

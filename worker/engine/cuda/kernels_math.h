@@ -78,6 +78,10 @@ ie_k_unop(int op, float x, float p0, float p1)
 		case CU_RECIPROCAL: return 1.0f / x;
 		case CU_FLOOR: return floorf(x);
 		case CU_CEIL: return ceilf(x);
+		/* GELU (Hendrycks and Gimpel, arXiv 1606.08415; ONNX Gelu-20) */
+		case CU_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+		case CU_GELU_TANH:
+			return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 	}
 	return 0.0f;
 }

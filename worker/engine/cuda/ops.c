@@ -241,6 +241,19 @@ static int op_floor(cu_op *op) { return op_unary(op, CU_FLOOR, 0, 0); }
 static int op_ceil(cu_op *op) { return op_unary(op, CU_CEIL, 0, 0); }
 static int op_hardswish(cu_op *op) { return op_unary(op, CU_HARDSWISH, 0, 0); }
 
+/* Gelu (opset 20): approximate "none" or "tanh"; the CPU operator refuses another. */
+static int
+op_gelu(cu_op *op)
+{
+	const char *form = ie_attr_string(cu_op_node(op), "approximate", "none");
+
+	if (strcmp(form, "none") == 0)
+		return op_unary(op, CU_GELU, 0, 0);
+	if (strcmp(form, "tanh") == 0)
+		return op_unary(op, CU_GELU_TANH, 0, 0);
+	return CU_FALLBACK;
+}
+
 static int
 op_hardsigmoid(cu_op *op)
 {
@@ -2124,7 +2137,7 @@ static const cu_op_def cu_ops[] = {
 	{"Add", op_add}, {"Sub", op_sub}, {"Mul", op_mul}, {"Div", op_div}, {"Pow", op_pow},
 	{"Max", op_max}, {"Min", op_min},
 	{"Relu", op_relu}, {"Sigmoid", op_sigmoid}, {"Tanh", op_tanh}, {"Sqrt", op_sqrt},
-	{"Erf", op_erf}, {"Exp", op_exp}, {"Log", op_log}, {"Neg", op_neg}, {"Abs", op_abs},
+	{"Erf", op_erf}, {"Gelu", op_gelu}, {"Exp", op_exp}, {"Log", op_log}, {"Neg", op_neg}, {"Abs", op_abs},
 	{"Reciprocal", op_reciprocal}, {"Floor", op_floor}, {"Ceil", op_ceil},
 	{"HardSigmoid", op_hardsigmoid}, {"HardSwish", op_hardswish},
 	{"LeakyRelu", op_leakyrelu}, {"Clip", op_clip}, {"Identity", op_identity},
