@@ -150,7 +150,7 @@ def main():
     ap.add_argument("models", nargs="*")
     ap.add_argument("--exporter", default="dynamo", choices=["dynamo", "torchscript"])
     ap.add_argument("--opset", type=int, default=0, help="0: the exporter's default")
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
     torch.manual_seed(0)
     print("torch %s, torchvision %s, onnx %s, onnxruntime %s" %
           (torch.__version__, torchvision.__version__, onnx.__version__, ort.__version__))
