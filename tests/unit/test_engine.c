@@ -561,11 +561,11 @@ test_load_errors(void)
 
 	/* attribute values the operator lacks fail the load, not the first run */
 	g.nodes[1] = node("Pad", "pad_1", "A,P", "Y");
-	attr_string(g.nodes[1], "mode", "wrap");
+	attr_string(g.nodes[1], "mode", "symmetric");
 	m = load(&g, err, sizeof(err));
-	CHECK(m == NULL && strstr(err, "Pad node 'pad_1': mode \"wrap\" is not supported "
-							  "(constant, edge, reflect)") != NULL,
-		  "Pad mode wrap at load: %s", err);
+	CHECK(m == NULL && strstr(err, "Pad node 'pad_1': mode \"symmetric\" is not supported "
+							  "(constant, edge, reflect, wrap)") != NULL,
+		  "Pad mode symmetric at load: %s", err);
 
 	g.nodes[1] = node("MaxPool", "pool_1", "A", "Y");
 	attr_ints(g.nodes[1], "kernel_shape", (int64_t[]) {2}, 1);
@@ -599,11 +599,11 @@ test_load_errors(void)
 		memset(longname, 'n', sizeof(longname) - 1);
 		longname[sizeof(longname) - 1] = '\0';
 		g.nodes[1] = node("Pad", longname, "A,P", "Y");
-		attr_string(g.nodes[1], "mode", "wrap");
+		attr_string(g.nodes[1], "mode", "symmetric");
 		kind = IE_ERR_NONE;
 		m = load_kind(&g, err, 200, &kind);
-		CHECK(m == NULL && kind == IE_ERR_NOT_SUPPORTED && strstr(err, "wrap") == NULL,
-			  "Pad mode wrap is IE_ERR_NOT_SUPPORTED though the message is cut (%d): %s",
+		CHECK(m == NULL && kind == IE_ERR_NOT_SUPPORTED && strstr(err, "symmetric") == NULL,
+			  "Pad mode symmetric is IE_ERR_NOT_SUPPORTED though the message is cut (%d): %s",
 			  kind, err);
 		g.nodes[1] = node("LSTM", "lstm_1", "A", "Y");
 		kind = IE_ERR_NONE;
@@ -793,6 +793,132 @@ graph_run_fails(const graph_spec *g, const ie_tensor *in, ie_error_kind want,
 	ie_model_destroy(&m);
 	arena_reset();
 	return ok;
+}
+
+/*
+ * Runs the one-input model g on the float tensor of n values x and
+ * compares its float output with want[n_want] (NaN-free, exact); the
+ * model is destroyed, the arena reset.  A failure's message into err.
+ */
+static bool
+graph_gives(const graph_spec *g, int n, const float *x, int n_want, const float *want,
+			char *err, size_t errlen)
+{
+	ie_model   *m = load(g, err, errlen);
+	ie_tensor  *in = tu_float_tensor(1, (int64_t[]) {n}, x);
+	ie_tensor  *out[1] = {NULL};
+	bool		ok = m != NULL &&
+		ie_model_run(m, (const ie_tensor *const *) &in, out, err, errlen) == 0 &&
+		out[0]->dtype == IE_FLOAT && ie_tensor_numel(out[0]) == n_want &&
+		memcmp(out[0]->data, want, n_want * sizeof(float)) == 0;
+
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&in);
+	ie_model_destroy(&m);
+	arena_reset();
+	return ok;
+}
+
+/*
+ * Operator versions newer than opset 17 through whole models, by the
+ * opset the model imports: Pad's wrap (19; refused at load before), bool
+ * ReduceMax and ReduceMin (20; the schema refuses bool at 18), and Mod's
+ * fmod 0 on floats (28; refused at the run before).
+ */
+static void
+test_opset_changes(void)
+{
+	int64_t		d4[1] = {4},
+				dn[1] = {-1};
+	float		x[4] = {0, 0, 3, 0};
+	char		err[1024];
+
+	for (int opset = 18; opset <= 19; opset++)
+	{
+		graph_spec	g = {0};
+		float		want[7] = {0, 0, 0, 3, 0, 0, 0};
+
+		g.opset = opset;
+		g.nodes[g.n_nodes] = node("Pad", "pad_0", "X,P", "Y");
+		attr_string(g.nodes[g.n_nodes++], "mode", "wrap");
+		g.inits[g.n_inits++] = tensor_i64("P", (int64_t[]) {1, 2}, 2);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 1, d4);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 1, dn);
+		if (opset == 18)
+		{
+			CHECK(load_fails(&g, IE_ERR_INVALID, "Pad node 'pad_0': mode \"wrap\" needs opset "
+							 "19 or later (the model imports 18)", err, sizeof(err)),
+				  "Pad wrap at opset 18 fails the load: %s", err);
+			arena_reset();
+		}
+		else
+			CHECK(graph_gives(&g, 4, x, 7, want, err, sizeof(err)),
+				  "Pad wrap at opset 19: [0, 0, 3, 0] by 1 and 2: %s", err);
+	}
+
+	{
+		graph_spec	g = {0};
+		ie_tensor  *in = tu_float_tensor(1, d4, x);
+
+		g.opset = 18;
+		g.nodes[g.n_nodes] = node("Cast", "cast_in", "X", "C");
+		attr_int(g.nodes[g.n_nodes++], "to", IE_BOOL);
+		g.nodes[g.n_nodes++] = node("ReduceMax", "op0", "C", "R");
+		g.nodes[g.n_nodes] = node("Cast", "cast_out", "R", "Y");
+		attr_int(g.nodes[g.n_nodes++], "to", IE_FLOAT);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 1, d4);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 1, dn);
+		CHECK(graph_run_fails(&g, in, IE_ERR_INVALID,
+							  "ReduceMax node 'op0' (ReduceMax-18, opset 18): input 0 'C' (data) "
+							  "is bool, which T does not allow", err, sizeof(err)),
+			  "bool ReduceMax at opset 18 is refused: %s", err);
+		ie_tensor_destroy(&in);
+	}
+	for (int k = 0; k < 2; k++)
+	{
+		graph_spec	g = {0};
+		float		want[1] = {k == 0 ? 1.0f : 0.0f};
+
+		g.opset = 20;
+		g.nodes[g.n_nodes] = node("Cast", "cast_in", "X", "C");
+		attr_int(g.nodes[g.n_nodes++], "to", IE_BOOL);
+		g.nodes[g.n_nodes] = node(k == 0 ? "ReduceMax" : "ReduceMin", "op0", "C", "R");
+		attr_int(g.nodes[g.n_nodes++], "keepdims", 0);
+		g.nodes[g.n_nodes] = node("Cast", "cast_out", "R", "Y");
+		attr_int(g.nodes[g.n_nodes++], "to", IE_FLOAT);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 1, d4);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 0, NULL);
+		CHECK(graph_gives(&g, 4, x, 1, want, err, sizeof(err)),
+			  "bool %s at opset 20 of [0, 0, 1, 0]: %g: %s",
+			  k == 0 ? "ReduceMax" : "ReduceMin", want[0], err);
+	}
+
+	for (int opset = 17; opset <= 28; opset += 11)
+	{
+		graph_spec	g = {0};
+		float		a[3] = {-5.5f, 5.5f, 7},
+					want[3] = {0.5f, -0.5f, 7};
+
+		g.opset = opset;
+		g.nodes[g.n_nodes++] = node("Mod", "mod_0", "X,B", "Y");
+		g.inits[g.n_inits++] = tensor_f("B", 1, (int64_t[]) {3},
+										(float[]) {2, -2, INFINITY}, 3, false);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 1, (int64_t[]) {3});
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 1, (int64_t[]) {3});
+		if (opset == 17)
+		{
+			ie_tensor  *in = tu_float_tensor(1, (int64_t[]) {3}, a);
+
+			CHECK(graph_run_fails(&g, in, IE_ERR_INVALID, "Mod node 'mod_0': fmod must be 1 "
+								  "for float inputs below opset 28 (the model imports 17",
+								  err, sizeof(err)),
+				  "float Mod fmod 0 at opset 17 is refused: %s", err);
+			ie_tensor_destroy(&in);
+		}
+		else
+			CHECK(graph_gives(&g, 3, a, 3, want, err, sizeof(err)),
+				  "float Mod fmod 0 at opset 28: -5.5 mod 2, 5.5 mod -2, 7 mod inf: %s", err);
+	}
 }
 
 /*
@@ -2466,6 +2592,7 @@ main(void)
 	test_constant_reshape();
 	test_run_error_kinds();
 	test_input_types();
+	test_opset_changes();
 	test_broadcast_clip();
 	test_shape_ops();
 	test_concurrent_runs();

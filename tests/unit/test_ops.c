@@ -3,8 +3,10 @@
  *	  Unit tests of the compute operators (ops_conv.c, ops_matmul.c,
  *	  ops_norm.c, ops_pool.c, ops_resize.c, ops_reduce.c) and of the
  *	  operators BERT-class text models add (ops_gather.c, LayerNormalization,
- *	  Where, comparisons, Expand, Tile, Range, ConstantOfShape, ...), and
- *	  Einsum (ops_einsum.c).
+ *	  Where, comparisons, Expand, Tile, Range, ConstantOfShape, ...),
+ *	  Einsum (ops_einsum.c), and the operator changes of opsets 18 to 28
+ *	  (Pad's axes and wrap, Split's num_outputs, ScatterND's max and min,
+ *	  bool ReduceMax/ReduceMin, float Mod with fmod 0, double MatMul).
  *
  * Two kinds of checks: hand-built node contexts compared against naive
  * reference loops written here (depthwise, grouped, strided, dilated,
@@ -1534,6 +1536,406 @@ float_tensor_is(const ie_tensor *t, int nd, const int64_t *dims, const float *wa
 	return memcmp(t->data, want, t->nbytes) == 0;
 }
 
+/* ---- operator changes of opsets 18 to 28: edges the node tests miss ---- */
+
+/* A 1-D int64 tensor of n values. */
+static ie_tensor *
+i64_tensor(int n, const int64_t *vals)
+{
+	return typed_tensor(IE_INT64, 1, (int64_t[]) {n}, vals);
+}
+
+/*
+ * Pad-18's axes input and Pad-19's wrap mode: pads for the named axes
+ * only (int32 axes, negative ones), duplicate and out-of-range axes and a
+ * pads count that does not match refused; wrap with pads larger than the
+ * dimension (values from onnx.reference's Pad, numpy.pad), wrap after a
+ * negative pad (what is left wraps, ONNX Runtime's result), wrap refused
+ * below opset 19 and on a dimension cut to nothing.
+ */
+static void
+test_pad_axes_wrap(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	ie_tensor  *X = tu_float_tensor(2, (int64_t[]) {2, 3}, (float[]) {1, 2, 3, 4, 5, 6});
+	ie_tensor  *V = tu_float_tensor(0, NULL, (float[]) {9});
+	ie_tensor  *P = i64_tensor(2, (int64_t[]) {1, 2});
+	ie_tensor  *A32 = typed_tensor(IE_INT32, 1, (int64_t[]) {1}, (int32_t[]) {-1});
+	ie_tensor  *Adup = i64_tensor(2, (int64_t[]) {0, -2});
+	ie_tensor  *Abad = i64_tensor(1, (int64_t[]) {2});
+	ie_tensor  *P4 = i64_tensor(4, (int64_t[]) {1, 1, 1, 1});
+	ie_attr		wrap[1] = {attr_str("mode", "wrap")};
+	float		want_axes[12] = {9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9, 9};
+
+	{
+		const ie_tensor *in[4] = {X, P, V, A32};
+
+		CHECK(run_op("Pad", 18, 4, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  float_tensor_is(out[0], 2, (int64_t[]) {2, 6}, want_axes),
+			  "Pad-18 axes [-1] (int32), pads [1, 2], value 9: %s", err);
+		ie_tensor_destroy(&out[0]);
+	}
+	{
+		const ie_tensor *in[4] = {X, P4, NULL, Adup};
+
+		CHECK(run_op("Pad", 18, 4, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  out[0] == NULL &&
+			  strstr(err, "axis -2 appears twice in axes (as dimension 0)") != NULL,
+			  "Pad axes [0, -2] refused: %s", err);
+		in[1] = P;
+		in[3] = Abad;
+		CHECK(run_op("Pad", 18, 4, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "axis 2 is out of range for rank 2") != NULL,
+			  "Pad axes [2] refused: %s", err);
+		in[1] = P4;
+		in[3] = A32;
+		CHECK(run_op("Pad", 18, 4, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "pads has 4 values for 1 axes (2 x the axes are needed)") != NULL,
+			  "Pad 4 pads for 1 axis refused: %s", err);
+	}
+	{
+		ie_tensor  *X1 = tu_float_tensor(1, (int64_t[]) {3}, (float[]) {1, 2, 3});
+		ie_tensor  *Pw = i64_tensor(2, (int64_t[]) {7, 5});
+		const ie_tensor *in[2] = {X1, Pw};
+		float		want[15] = {3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2};
+
+		CHECK(run_op("Pad", 19, 2, in, 1, wrap, 1, out, err, sizeof(err)) == 0 &&
+			  float_tensor_is(out[0], 1, (int64_t[]) {15}, want),
+			  "Pad wrap [1, 2, 3] by 7 and 5: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("Pad", 18, 2, in, 1, wrap, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "mode \"wrap\" needs opset 19 or later (the model imports 18)") != NULL,
+			  "Pad wrap at opset 18 refused: %s", err);
+		ie_tensor_destroy(&X1);
+		ie_tensor_destroy(&Pw);
+	}
+	{
+		ie_tensor  *X2 = tu_float_tensor(2, (int64_t[]) {2, 2}, (float[]) {1, 2, 3, 4});
+		ie_tensor  *Pw = i64_tensor(2, (int64_t[]) {4, 2});
+		ie_tensor  *Ax = i64_tensor(1, (int64_t[]) {-1});
+		const ie_tensor *in[4] = {X2, Pw, NULL, Ax};
+		float		want[16] = {1, 2, 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4, 3, 4};
+
+		CHECK(run_op("Pad", 19, 4, in, 1, wrap, 1, out, err, sizeof(err)) == 0 &&
+			  float_tensor_is(out[0], 2, (int64_t[]) {2, 8}, want),
+			  "Pad wrap axes [-1] by 4 and 2: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X2);
+		ie_tensor_destroy(&Pw);
+		ie_tensor_destroy(&Ax);
+	}
+	{
+		ie_tensor  *X1 = tu_float_tensor(1, (int64_t[]) {4}, (float[]) {1, 2, 3, 4});
+		ie_tensor  *Pw = i64_tensor(2, (int64_t[]) {-1, 2});
+		ie_tensor  *Pcut = i64_tensor(2, (int64_t[]) {-4, 1});
+		const ie_tensor *in[2] = {X1, Pw};
+		float		want[5] = {2, 3, 4, 2, 3};
+
+		CHECK(run_op("Pad", 19, 2, in, 1, wrap, 1, out, err, sizeof(err)) == 0 &&
+			  float_tensor_is(out[0], 1, (int64_t[]) {5}, want),
+			  "Pad wrap [1, 2, 3, 4] by -1 and 2 wraps [2, 3, 4]: %s", err);
+		ie_tensor_destroy(&out[0]);
+		in[1] = Pcut;
+		CHECK(run_op("Pad", 19, 2, in, 1, wrap, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "mode wrap cannot pad the empty dimension 0") != NULL,
+			  "Pad wrap of a dimension cut to nothing refused: %s", err);
+		ie_tensor_destroy(&X1);
+		ie_tensor_destroy(&Pw);
+		ie_tensor_destroy(&Pcut);
+	}
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&V);
+	ie_tensor_destroy(&P);
+	ie_tensor_destroy(&A32);
+	ie_tensor_destroy(&Adup);
+	ie_tensor_destroy(&Abad);
+	ie_tensor_destroy(&P4);
+}
+
+/*
+ * Split-18: uneven pieces (ceil, the last smaller) with num_outputs and
+ * without it, more outputs than elements where the rule still gives
+ * sizes >= 0 ([1, 1, 0], as ONNX's shape inference), and the refusals:
+ * a last piece below zero, num_outputs not the node's output count, both
+ * split and num_outputs, an uneven split below opset 18.
+ */
+static void
+test_split_num_outputs(void)
+{
+	char		err[256];
+	ie_tensor  *out[4];
+	ie_tensor  *X7 = tu_float_tensor(1, (int64_t[]) {7}, (float[]) {1, 2, 3, 4, 5, 6, 7});
+	ie_tensor  *X2 = tu_float_tensor(1, (int64_t[]) {2}, (float[]) {1, 2});
+	ie_tensor  *X5 = tu_float_tensor(1, (int64_t[]) {5}, (float[]) {1, 2, 3, 4, 5});
+	ie_tensor  *S = i64_tensor(2, (int64_t[]) {3, 4});
+	ie_attr		n4[1] = {attr_int("num_outputs", 4)};
+	ie_attr		n3[1] = {attr_int("num_outputs", 3)};
+	ie_attr		n2[1] = {attr_int("num_outputs", 2)};
+	const ie_tensor *in7[2] = {X7, S},
+			   *in2[1] = {X2},
+			   *in5[1] = {X5};
+
+	CHECK(run_op("Split", 18, 1, in7, 1, n4, 4, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 1, (int64_t[]) {2}, (float[]) {1, 2}) &&
+		  float_tensor_is(out[2], 1, (int64_t[]) {2}, (float[]) {5, 6}) &&
+		  float_tensor_is(out[3], 1, (int64_t[]) {1}, (float[]) {7}),
+		  "Split-18 of 7 into num_outputs 4: 2, 2, 2, 1: %s", err);
+	for (int i = 0; i < 4; i++)
+		ie_tensor_destroy(&out[i]);
+	CHECK(run_op("Split", 18, 1, in7, 0, NULL, 4, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[3], 1, (int64_t[]) {1}, (float[]) {7}),
+		  "Split-18 of 7 into 4 outputs, no num_outputs: the same: %s", err);
+	for (int i = 0; i < 4; i++)
+		ie_tensor_destroy(&out[i]);
+	CHECK(run_op("Split", 18, 1, in2, 1, n3, 3, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 1, (int64_t[]) {1}, (float[]) {1}) &&
+		  float_tensor_is(out[1], 1, (int64_t[]) {1}, (float[]) {2}) &&
+		  out[2] != NULL && out[2]->ndim == 1 && out[2]->dims[0] == 0,
+		  "Split-18 of 2 into num_outputs 3: 1, 1, 0: %s", err);
+	for (int i = 0; i < 3; i++)
+		ie_tensor_destroy(&out[i]);
+	CHECK(run_op("Split", 18, 1, in5, 1, n4, 4, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "dimension 5 of axis 0 does not split into 4 parts: 3 parts of 2 "
+				 "leave less than nothing for the last") != NULL,
+		  "Split-18 of 5 into num_outputs 4 refused: %s", err);
+	CHECK(run_op("Split", 18, 1, in2, 1, n2, 3, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "num_outputs is 2 but the node has 3 outputs") != NULL,
+		  "Split-18 num_outputs 2 with 3 outputs refused: %s", err);
+	CHECK(run_op("Split", 18, 2, in7, 1, n2, 2, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "has both input 'split' and attribute num_outputs") != NULL,
+		  "Split-18 with split and num_outputs refused: %s", err);
+	CHECK(run_op("Split", 13, 1, in7, 0, NULL, 4, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "dimension 7 of axis 0 does not split into 4 equal parts") != NULL,
+		  "Split-13 of 7 into 4 refused: %s", err);
+	for (int i = 0; i < 4; i++)
+		ie_tensor_destroy(&out[i]);
+	ie_tensor_destroy(&X7);
+	ie_tensor_destroy(&X2);
+	ie_tensor_destroy(&X5);
+	ie_tensor_destroy(&S);
+}
+
+/*
+ * ScatterND-18's max and min: a NaN on either side wins (numpy.maximum,
+ * the reference), int64 too, a repeated index folds both updates; refused
+ * below opset 18.
+ */
+static void
+test_scatter_nd_max_min(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	ie_tensor  *D = tu_float_tensor(1, (int64_t[]) {4}, (float[]) {1, NAN, 3, 4});
+	ie_tensor  *I = typed_tensor(IE_INT64, 2, (int64_t[]) {4, 1}, (int64_t[]) {0, 1, 2, 0});
+	ie_tensor  *U = tu_float_tensor(1, (int64_t[]) {4}, (float[]) {5, 0, NAN, -2});
+	ie_tensor  *Di = typed_tensor(IE_INT64, 1, (int64_t[]) {4}, (int64_t[]) {1, 2, 3, 4});
+	ie_tensor  *Ui = typed_tensor(IE_INT64, 1, (int64_t[]) {4}, (int64_t[]) {5, -7, 9, 8});
+	const ie_tensor *in[3] = {D, I, U},
+			   *ini[3] = {Di, I, Ui};
+	ie_attr		rmax[1] = {attr_str("reduction", "max")};
+	ie_attr		rmin[1] = {attr_str("reduction", "min")};
+	const float *o;
+	const int64_t *oi;
+
+	CHECK(run_op("ScatterND", 18, 3, in, 1, rmax, 1, out, err, sizeof(err)) == 0 &&
+		  (o = out[0]->data) != NULL && o[0] == 5 && isnan(o[1]) && isnan(o[2]) && o[3] == 4,
+		  "ScatterND max: 5, NaN, NaN, 4: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("ScatterND", 18, 3, in, 1, rmin, 1, out, err, sizeof(err)) == 0 &&
+		  (o = out[0]->data) != NULL && o[0] == -2 && isnan(o[1]) && isnan(o[2]) && o[3] == 4,
+		  "ScatterND min: -2, NaN, NaN, 4: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("ScatterND", 18, 3, ini, 1, rmax, 1, out, err, sizeof(err)) == 0 &&
+		  (oi = out[0]->data) != NULL && oi[0] == 8 && oi[1] == 2 && oi[2] == 9 && oi[3] == 4,
+		  "ScatterND max int64: 8, 2, 9, 4: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("ScatterND", 18, 3, ini, 1, rmin, 1, out, err, sizeof(err)) == 0 &&
+		  (oi = out[0]->data) != NULL && oi[0] == 1 && oi[1] == -7 && oi[2] == 3 && oi[3] == 4,
+		  "ScatterND min int64: 1, -7, 3, 4: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("ScatterND", 16, 3, in, 1, rmax, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "reduction \"max\" needs opset 18 or later (the model imports 16)") != NULL,
+		  "ScatterND max at opset 16 refused: %s", err);
+	ie_tensor_destroy(&D);
+	ie_tensor_destroy(&I);
+	ie_tensor_destroy(&U);
+	ie_tensor_destroy(&Di);
+	ie_tensor_destroy(&Ui);
+}
+
+/*
+ * ReduceMax-20 / ReduceMin-20 on bool: any and all over an axis, keepdims
+ * 0; over an empty axis max is false and min true (onnx.reference); bool
+ * refused at opset 18, and by the other reductions.
+ */
+static void
+test_reduce_bool(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	ie_tensor  *B = typed_tensor(IE_BOOL, 2, (int64_t[]) {3, 2}, (uint8_t[]) {1, 1, 1, 0, 0, 0});
+	ie_tensor  *E = ie_tensor_new(IE_BOOL, 2, (int64_t[]) {2, 0});
+	const ie_tensor *in[1] = {B},
+			   *ine[1] = {E};
+	ie_attr		a[2] = {attr_ints("axes", 1, (int64_t[]) {1}), attr_int("keepdims", 0)};
+	const uint8_t *o;
+
+	CHECK(run_op("ReduceMax", 13, 1, in, 2, a, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "input type bool needs opset 20 or later (the model imports 13)") != NULL,
+		  "ReduceMax bool at opset 13 refused: %s", err);
+	{
+		ie_tensor  *Ax = i64_tensor(1, (int64_t[]) {1});
+		const ie_tensor *in2[2] = {B, Ax};
+
+		CHECK(run_op("ReduceMax", 18, 2, in2, 1, &a[1], 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "input type bool needs opset 20 or later (the model imports 18)") != NULL,
+			  "ReduceMax bool at opset 18 refused: %s", err);
+		CHECK(run_op("ReduceMax", 20, 2, in2, 1, &a[1], 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_BOOL && shape_is(out[0], 1, (int64_t[]) {3}) &&
+			  (o = out[0]->data) != NULL && o[0] == 1 && o[1] == 1 && o[2] == 0,
+			  "ReduceMax-20 bool over axis 1: 1, 1, 0: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("ReduceMin", 20, 2, in2, 1, &a[1], 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_BOOL && (o = out[0]->data) != NULL &&
+			  o[0] == 1 && o[1] == 0 && o[2] == 0,
+			  "ReduceMin-20 bool over axis 1: 1, 0, 0: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("ReduceSum", 20, 2, in2, 1, &a[1], 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "unsupported input type bool (only float, double)") != NULL,
+			  "ReduceSum bool refused: %s", err);
+		ie_tensor_destroy(&Ax);
+	}
+	CHECK(run_op("ReduceMax", 20, 1, ine, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->dtype == IE_BOOL && shape_is(out[0], 2, (int64_t[]) {1, 1}) &&
+		  ((uint8_t *) out[0]->data)[0] == 0,
+		  "ReduceMax-20 of an empty bool tensor: false: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("ReduceMin", 20, 1, ine, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->dtype == IE_BOOL && ((uint8_t *) out[0]->data)[0] == 1,
+		  "ReduceMin-20 of an empty bool tensor: true: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&B);
+	ie_tensor_destroy(&E);
+}
+
+/*
+ * Mod-28's fmod 0 on float and double: numpy.mod's values (the ONNX
+ * reference) with the spec's special cases: signed zeros take the
+ * divisor's sign, an infinite dividend or a zero divisor give NaN, x mod
+ * +-inf is x or the infinity by the signs, and 1e-30 mod -1 rounds to -1.
+ * Refused at opset 17 (fmod must be 1 for floats there) and on float16.
+ */
+static void
+test_mod_float_floor(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	float		a[12] = {5.5f, -5.5f, 5.5f, -5.5f, 0.0f, -0.0f, INFINITY, 3, -3, 2, NAN, 1e-30f},
+				b[12] = {2, 2, -2, -2, -3, 3, 2, INFINITY, INFINITY, 0, 1, -1},
+				want[12] = {1.5f, 0.5f, -0.5f, -1.5f, -0.0f, 0.0f, NAN, 3, INFINITY, NAN, NAN, -1};
+	double		ad[12],
+				bd[12];
+	ie_tensor  *A = tu_float_tensor(1, (int64_t[]) {12}, a),
+			   *B = tu_float_tensor(1, (int64_t[]) {12}, b),
+			   *A64,
+			   *B64;
+	const ie_tensor *in[2] = {A, B};
+	bool		ok;
+
+	for (int i = 0; i < 12; i++)
+	{
+		ad[i] = a[i];
+		bd[i] = b[i];
+	}
+	A64 = typed_tensor(IE_DOUBLE, 1, (int64_t[]) {12}, ad);
+	B64 = typed_tensor(IE_DOUBLE, 1, (int64_t[]) {12}, bd);
+	CHECK(run_op("Mod", 17, 2, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "fmod must be 1 for float inputs below opset 28 (the model imports 17") != NULL,
+		  "float Mod fmod 0 at opset 17 refused: %s", err);
+	ok = run_op("Mod", 28, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 && out[0] != NULL;
+	for (int i = 0; ok && i < 12; i++)
+	{
+		float		g = ((float *) out[0]->data)[i];
+
+		ok = isnan(want[i]) ? isnan(g) : (g == want[i] && signbit(g) == signbit(want[i]));
+	}
+	CHECK(ok, "float Mod-28 fmod 0 against numpy.mod: %s", err);
+	ie_tensor_destroy(&out[0]);
+	in[0] = A64;
+	in[1] = B64;
+	ok = run_op("Mod", 28, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 && out[0] != NULL &&
+		out[0]->dtype == IE_DOUBLE;
+	for (int i = 0; ok && i < 12; i++)
+	{
+		double		g = ((double *) out[0]->data)[i];
+		double		w = want[i];	/* -1 + 1e-30 rounds to -1 in double too */
+
+		ok = isnan(w) ? isnan(g) : (g == w && signbit(g) == signbit(w));
+	}
+	CHECK(ok, "double Mod-28 fmod 0 against numpy.mod: %s", err);
+	ie_tensor_destroy(&out[0]);
+	{
+		uint16_t	h[1] = {0x3c00};
+		ie_tensor  *H = typed_tensor(IE_FLOAT16, 1, (int64_t[]) {1}, h);
+		const ie_tensor *inh[2] = {H, H};
+
+		CHECK(run_op("Mod", 28, 2, inh, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "fmod 0 on float16 inputs is not supported") != NULL,
+			  "float16 Mod-28 fmod 0 refused: %s", err);
+		ie_tensor_destroy(&H);
+	}
+	ie_tensor_destroy(&A);
+	ie_tensor_destroy(&B);
+	ie_tensor_destroy(&A64);
+	ie_tensor_destroy(&B64);
+}
+
+/*
+ * MatMul and Softmax on double: a batch of two [2, 3] x one [3, 2]
+ * (broadcast), small integers so every sum is exact; mixed float and
+ * double refused; Softmax of [0, ln 3] is exactly [0.25, 0.75] in double.
+ */
+static void
+test_double_matmul_softmax(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	double		a[12] = {1, 2, 3, 4, 5, 6, -1, 0, 1, 2, -2, 0},
+				b[6] = {1, 0, 0, 1, 1, 1},
+				want[8] = {4, 5, 10, 11, 0, 1, 2, -2};
+	ie_tensor  *A = typed_tensor(IE_DOUBLE, 3, (int64_t[]) {2, 2, 3}, a),
+			   *B = typed_tensor(IE_DOUBLE, 2, (int64_t[]) {3, 2}, b),
+			   *F = tu_float_tensor(2, (int64_t[]) {3, 2}, (float[]) {1, 0, 0, 1, 1, 1});
+	const ie_tensor *in[2] = {A, B};
+
+	CHECK(run_op("MatMul", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->dtype == IE_DOUBLE && shape_is(out[0], 3, (int64_t[]) {2, 2, 2}) &&
+		  memcmp(out[0]->data, want, sizeof(want)) == 0,
+		  "double MatMul [2, 2, 3] x [3, 2]: %s", err);
+	ie_tensor_destroy(&out[0]);
+	in[1] = F;
+	CHECK(run_op("MatMul", 13, 2, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "unsupported input types double, float (only float, double)") != NULL,
+		  "MatMul double x float refused: %s", err);
+	{
+		double		x[2] = {0, log(3.0)};
+		ie_tensor  *X = typed_tensor(IE_DOUBLE, 2, (int64_t[]) {1, 2}, x);
+		const ie_tensor *ins[1] = {X};
+		const double *o;
+
+		CHECK(run_op("Softmax", 13, 1, ins, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_DOUBLE && (o = out[0]->data) != NULL &&
+			  fabs(o[0] - 0.25) < 1e-15 && fabs(o[1] - 0.75) < 1e-15,
+			  "double Softmax of [0, ln 3]: 0.25, 0.75: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X);
+	}
+	ie_tensor_destroy(&A);
+	ie_tensor_destroy(&B);
+	ie_tensor_destroy(&F);
+}
+
 /*
  * Checks that Einsum gives exactly want (shape dims[0..nd)) for equation
  * on the float inputs in[0..n) (small integers: every sum is exact).
@@ -2171,6 +2573,12 @@ main(int argc, char **argv)
 	test_softmax_masked();
 	test_cast_bool();
 	test_mod_edges();
+	test_pad_axes_wrap();
+	test_split_num_outputs();
+	test_scatter_nd_max_min();
+	test_reduce_bool();
+	test_mod_float_floor();
+	test_double_matmul_softmax();
 	test_einsum();
 	test_node_tests(verbose);
 	return tu_report("test_ops");

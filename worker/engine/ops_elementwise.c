@@ -485,8 +485,8 @@ SIGNED_KERNELS(i64, int64_t, uint64_t)
 UNSIGNED_KERNELS(u64, uint64_t)
 
 /*
- * Mod (ONNX Operators.md, Mod-10/13): with fmod 0, the integer remainder
- * with the divisor's sign (Python's %: mod_*); with fmod 1, C's fmod and
+ * Mod (ONNX Operators.md, Mod-10/13/28): with fmod 0, the integer remainder
+ * with the divisor's sign (Python's %: mod_*; floats below); with fmod 1, C's fmod and
  * %, the dividend's sign (fmod_*).  x mod 0 gives 0 here, as Div's x / 0
  * (binary_apply refuses a zero divisor first), and so does MIN mod -1 (a
  * trap otherwise).
@@ -509,6 +509,36 @@ SIGNED_MOD_KERNELS(i64, int64_t)
 UNSIGNED_MOD_KERNELS(u64, uint64_t)
 ROW_KERNEL(fmod_f32, float, fmodf(x, y))
 ROW_KERNEL(fmod_f64, double, fmod(x, y))
+
+/*
+ * Mod-28's fmod 0 on floats: x - floor(x / y) * y, the divisor's sign, as
+ * numpy.mod (the ONNX reference) computes it: C's fmod, moved by y when
+ * it is nonzero with the other sign; a zero takes y's sign.  So x mod
+ * +-inf is x or y by the signs, and a NaN, an infinite x or a zero y give
+ * NaN (fmod's), the spec's special cases.
+ */
+static inline float
+floor_mod_f32(float x, float y)
+{
+	float		r = fmodf(x, y);
+
+	if (r != 0)
+		return (r < 0) != (y < 0) ? r + y : r;
+	return copysignf(0.0f, y);
+}
+
+static inline double
+floor_mod_f64(double x, double y)
+{
+	double		r = fmod(x, y);
+
+	if (r != 0)
+		return (r < 0) != (y < 0) ? r + y : r;
+	return copysign(0.0, y);
+}
+
+ROW_KERNEL(mod_f32, float, floor_mod_f32(x, y))
+ROW_KERNEL(mod_f64, double, floor_mod_f64(x, y))
 
 ROW_KERNEL(pow_f32, float, powf(x, y))
 ROW_KERNEL(pow_f64, double, pow(x, y))
@@ -629,7 +659,7 @@ static const row_fn kernels[N_BINOPS][IE_UINT64 + 1] = {
 	[OP_AND] = {[IE_BOOL] = and_b},
 	[OP_OR] = {[IE_BOOL] = or_b},
 	[OP_XOR] = {[IE_BOOL] = xor_b},
-	[OP_MOD] = {INTEGER(mod)},
+	[OP_MOD] = {INTEGER(mod), [IE_FLOAT] = mod_f32, [IE_DOUBLE] = mod_f64},
 	[OP_FMOD] = {INTEGER(fmod), [IE_FLOAT] = fmod_f32, [IE_DOUBLE] = fmod_f64},
 };
 #undef INTEGER
@@ -778,22 +808,28 @@ mod_check_attrs(ie_node_ctx *ctx)
 }
 
 /*
- * Mod (opsets 10, 13): the remainder of A / B with broadcasting; fmod 0
- * (integers only, as the spec requires) takes the divisor's sign, fmod 1
- * the dividend's (integers, float, double).  Float16 is not implemented.
+ * Mod (opsets 10, 13, 28): the remainder of A / B with broadcasting; fmod
+ * 0 takes the divisor's sign (A - floor(A / B) * B), fmod 1 the dividend's
+ * (A - trunc(A / B) * B).  Integers, float and double; fmod 0 on float and
+ * double only from opset 28, before which the spec requires fmod 1 for
+ * them (Operators.md, Mod-28).  Float16 is not implemented.
  */
 static int
 op_mod(ie_node_ctx *ctx)
 {
 	bool		fmod_1;
+	ie_dtype	dt;
 
 	if (two_inputs(ctx) != 0 || mod_check_attrs(ctx) != 0)
 		return -1;
 	fmod_1 = ie_attr_int(ctx, "fmod", 0) == 1;
-	if (!fmod_1 && (ctx->inputs[0]->dtype == IE_FLOAT || ctx->inputs[0]->dtype == IE_DOUBLE ||
-					ctx->inputs[0]->dtype == IE_FLOAT16))
-		return ie_op_error(ctx, "fmod must be 1 for %s inputs (ONNX Mod)",
-						   ie_dtype_name(ctx->inputs[0]->dtype));
+	dt = ctx->inputs[0]->dtype;
+	if (!fmod_1 && (dt == IE_FLOAT || dt == IE_DOUBLE || dt == IE_FLOAT16) && ctx->opset < 28)
+		return ie_op_error(ctx, "fmod must be 1 for %s inputs below opset 28 "
+						   "(the model imports %d; ONNX Mod)",
+						   ie_dtype_name(dt), ctx->opset);
+	if (!fmod_1 && dt == IE_FLOAT16)
+		return ie_op_error(ctx, "fmod 0 on float16 inputs is not supported");
 	return binary_apply(ctx, fmod_1 ? OP_FMOD : OP_MOD, ctx->inputs[0], ctx->inputs[1],
 						&ctx->outputs[0]);
 }

@@ -1,7 +1,7 @@
 /*
  * ops_gather.c
- *	  ONNX operators that select elements by index: Gather, GatherElements
- *	  and GatherND.
+ *	  ONNX operators that select or write elements by index: Gather,
+ *	  GatherElements, GatherND and ScatterND.
  *
  * Indices are int32 or int64; a negative index counts from the end of its
  * axis (opset 11+, accepted at every opset), and an index outside
@@ -9,6 +9,7 @@
  * axis, never a read out of bounds.  Data may be any type the engine holds
  * (elements are copied as bytes).  Stateless: safe from any thread.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,13 +317,31 @@ op_gather_nd(ie_node_ctx *ctx)
 	return 0;
 }
 
-/* ScatterND's reduction: 0 none, 1 add, 2 mul; -1 for another one. */
+/* ScatterND's reductions, in the order scatter_reduction lists them. */
+enum scatter_red
+{
+	SCATTER_NONE,
+	SCATTER_ADD,
+	SCATTER_MUL,
+	SCATTER_MAX,
+	SCATTER_MIN
+};
+
+/*
+ * ScatterND's reduction (enum scatter_red) into *red; -1 for another one,
+ * or for max and min below opset 18, which brought them.
+ */
 static int
 scatter_reduction(ie_node_ctx *ctx, int *red)
 {
-	static const char *const reductions[] = {"none", "add", "mul", NULL};
+	static const char *const reductions[] = {"none", "add", "mul", "max", "min", NULL};
 
-	return ie_attr_choice(ctx, "reduction", "none", reductions, red);
+	if (ie_attr_choice(ctx, "reduction", "none", reductions, red) != 0)
+		return -1;
+	if ((*red == SCATTER_MAX || *red == SCATTER_MIN) && ctx->opset < 18)
+		return ie_op_error(ctx, "reduction \"%s\" needs opset 18 or later (the model imports %d)",
+						   reductions[*red], ctx->opset);
+	return 0;
 }
 
 /* ScatterND's reduction (scatter_reduction): run by the loader on every node. */
@@ -334,24 +353,47 @@ scatter_nd_check_attrs(ie_node_ctx *ctx)
 	return scatter_reduction(ctx, &red);
 }
 
-/* dst[i] = dst[i] (red: 1 add, 2 mul) src[i] for n elements of type dt. */
-#define COMBINE(T) \
+/*
+ * dst[i] = dst[i] (red) src[i] for n elements of type T; IS_NAN(v) says
+ * whether v is a NaN, which max and min return whichever side it is on
+ * (numpy.maximum and numpy.minimum, as the ONNX reference uses).
+ */
+#define COMBINE(T, IS_NAN) \
 	do { \
 		T		   *d = dst; \
 		const T    *s = src; \
 		for (int64_t i = 0; i < n; i++) \
-			d[i] = red == 1 ? (T) (d[i] + s[i]) : (T) (d[i] * s[i]); \
+		{ \
+			switch (red) \
+			{ \
+				case SCATTER_ADD: d[i] = (T) (d[i] + s[i]); break; \
+				case SCATTER_MUL: d[i] = (T) (d[i] * s[i]); break; \
+				case SCATTER_MAX: \
+					if (s[i] > d[i] || IS_NAN(s[i])) \
+						d[i] = s[i]; \
+					break; \
+				default: \
+					if (s[i] < d[i] || IS_NAN(s[i])) \
+						d[i] = s[i]; \
+					break; \
+			} \
+		} \
 	} while (0)
+#define NEVER_NAN(v) false
 
+/*
+ * Combines n elements of dt at src into dst by red (not SCATTER_NONE): float,
+ * double, int32 and int64; 0, or -1 after an error naming another type.
+ */
 static int
 combine(ie_node_ctx *ctx, int red, ie_dtype dt, void *dst, const void *src, int64_t n)
 {
 	switch (dt)
 	{
-		case IE_FLOAT: COMBINE(float); break;
-		case IE_DOUBLE: COMBINE(double); break;
-		case IE_INT32: COMBINE(int32_t); break;
-		case IE_INT64: COMBINE(int64_t); break;
+		case IE_FLOAT: COMBINE(float, isnan); break;
+		case IE_DOUBLE: COMBINE(double, isnan); break;
+		case IE_INT32: COMBINE(int32_t, NEVER_NAN); break;
+		case IE_INT64: COMBINE(int64_t, NEVER_NAN); break;
 		default:
 			return ie_op_error(ctx, "reduction on element type %s is not supported",
 							   ie_dtype_name(dt));
@@ -359,14 +401,16 @@ combine(ie_node_ctx *ctx, int red, ie_dtype dt, void *dst, const void *src, int6
 	return 0;
 }
 #undef COMBINE
+#undef NEVER_NAN
 
 /*
- * ScatterND (opsets 11, 13, 16; ONNX Operators.md): the output is a copy
- * of data in which, for each index tuple t of indices (its last dim k,
- * 1 <= k <= rank of data), the slice data[t] (shape data.shape[k:]) is
+ * ScatterND (opsets 11, 13, 16, 18; ONNX Operators.md): the output is a
+ * copy of data in which, for each index tuple t of indices (its last dim
+ * k, 1 <= k <= rank of data), the slice data[t] (shape data.shape[k:]) is
  * replaced by the matching slice of updates (shape indices.shape[:-1] +
- * data.shape[k:]), or, with reduction add or mul (opset 16), combined with
- * it (float, double, int32, int64).  Tuples are applied in order, so a
+ * data.shape[k:]), or, with reduction add or mul (opset 16), max or min
+ * (opset 18; a NaN on either side wins), combined with it (float, double,
+ * int32, int64).  Tuples are applied in order, so a
  * repeated index keeps the last update, as ONNX Runtime does (the spec
  * leaves it undefined).
  */
@@ -444,7 +488,7 @@ op_scatter_nd(ie_node_ctx *ctx)
 			off += v * xstride[j];
 		}
 		dst = (char *) o->data + (size_t) off * es;
-		if (red == 0)
+		if (red == SCATTER_NONE)
 		{
 			if (block > 0)
 				memcpy(dst, src, block);

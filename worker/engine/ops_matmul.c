@@ -1,7 +1,8 @@
 /*
  * ops_matmul.c
  *	  ONNX matrix products: MatMul (numpy matmul semantics, with batch
- *	  broadcasting) and Gemm (float32), both on OpenBLAS sgemm.
+ *	  broadcasting; float32, and float64 on OpenBLAS dgemm) and Gemm
+ *	  (float32), both on OpenBLAS sgemm.
  *
  * MatMul uses the direct AVX-512 kernel (gemm_direct.h) where the CPU has
  * it, reading A's rows in place (no packing), in tasks of MM_ROWS rows by
@@ -129,11 +130,84 @@ mm_run(mm_job *j, int64_t nbatch, int n_threads)
 	ie_parallel_for(n_threads, tasks, mm_task, j);
 }
 
+/* A batch of double products y_i[M, N] = a_i[M, K] x b_i[K, N], one task each. */
+typedef struct mm_job_f64
+{
+	const double *a,
+			   *b;
+	double	   *y;
+	const int64_t *aoff,
+			   *boff;			/* per product: matrix index into a and b */
+	int64_t		M,
+				K,
+				N;
+} mm_job_f64;
+
+/* Task t: product t of the double job, on OpenBLAS dgemm. */
+static void
+mm_task_f64(void *arg, int64_t t, int worker)
+{
+	mm_job_f64 *j = arg;
+
+	(void) worker;
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+				(int) j->M, (int) j->N, (int) j->K, 1.0,
+				j->a + j->aoff[t] * j->M * j->K, (int) j->K,
+				j->b + j->boff[t] * j->K * j->N, (int) j->N, 0.0,
+				j->y + t * j->M * j->N, (int) j->N);
+}
+
+/*
+ * The offsets (in matrices) of each of the nbatch products in A (offs[bi])
+ * and B (offs[nbatch + bi]): batch entry bi of the broadcast batch axes
+ * odims[0..nb), A's and B's batch axes being the first ar - 2 of adims
+ * and br - 2 of bdims, a 1 broadcasting.
+ */
+static void
+mm_batch_offsets(int nb, const int64_t *odims, int64_t nbatch,
+				 int ar, const int64_t *adims, int br, const int64_t *bdims,
+				 int64_t *offs)
+{
+	for (int64_t bi = 0; bi < nbatch; bi++)
+	{
+		int64_t		rem = bi,
+					aoff = 0,
+					boff = 0,
+					astride = 1,
+					bstride = 1;
+
+		for (int i = nb - 1; i >= 0; i--)
+		{
+			int			ia = i - (nb - (ar - 2));
+			int			ib = i - (nb - (br - 2));
+			int64_t		idx = rem % odims[i];
+
+			rem /= odims[i];
+			if (ia >= 0)
+			{
+				if (adims[ia] != 1)
+					aoff += idx * astride;
+				astride *= adims[ia];
+			}
+			if (ib >= 0)
+			{
+				if (bdims[ib] != 1)
+					boff += idx * bstride;
+				bstride *= bdims[ib];
+			}
+		}
+		offs[bi] = aoff;
+		offs[nbatch + bi] = boff;
+	}
+}
+
 /*
  * MatMul (opsets 1, 9, 13): A[..., M, K] x B[..., K, N] -> [..., M, N] with
  * numpy rules: a 1-D A is [1, K] and a 1-D B is [K, 1], the added axis being
- * dropped from the result; batch axes broadcast.  When B has no batch
- * (or a batch of ones) the batch of A folds into M: one sgemm.
+ * dropped from the result; batch axes broadcast.  Float, or double (both
+ * inputs).  When B has no batch (or a batch of ones) the batch of A folds
+ * into M: one sgemm.  Double runs one OpenBLAS dgemm per product, and
+ * takes no fused nodes: fusion.h's epilogues compute in float.
  */
 static int
 op_matmul(ie_node_ctx *ctx)
@@ -156,14 +230,19 @@ op_matmul(ie_node_ctx *ctx)
 	const float *ad,
 			   *bd;
 	float	   *yd;
+	ie_dtype	dt;
 
 	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
 		return ie_op_error(ctx, "needs inputs A and B");
 	A = ctx->inputs[0];
 	B = ctx->inputs[1];
-	if (A->dtype != IE_FLOAT || B->dtype != IE_FLOAT)
-		return ie_op_error(ctx, "unsupported input types %s, %s (only float)",
+	dt = A->dtype;
+	if ((dt != IE_FLOAT && dt != IE_DOUBLE) || B->dtype != dt)
+		return ie_op_error(ctx, "unsupported input types %s, %s (only float, double)",
 						   ie_dtype_name(A->dtype), ie_dtype_name(B->dtype));
+	if (dt == IE_DOUBLE && ctx->epilogue != NULL)
+		return ie_op_error(ctx, "fused element-wise nodes on a double product are not "
+						   "supported (IE_FUSION=0 turns fusion off)");
 	if (A->ndim < 1 || B->ndim < 1)
 		return ie_op_error(ctx, "inputs must have rank 1 or more");
 
@@ -215,13 +294,14 @@ op_matmul(ie_node_ctx *ctx)
 	if (B->ndim > 1)
 		odims[ond++] = N;
 	/* every element is written below, except for K == 0: zeros */
-	Y = K == 0 ? ie_tensor_new(IE_FLOAT, ond, odims) :
-		ie_tensor_new_uninit(IE_FLOAT, ond, odims);
+	Y = K == 0 ? ie_tensor_new(dt, ond, odims) : ie_tensor_new_uninit(dt, ond, odims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
 	if (ie_tensor_numel(Y) == 0)
 		return 0;
+	if (K == 0 && dt == IE_DOUBLE)
+		return 0;				/* an empty sum: the zeros */
 	ad = A->data;
 	bd = B->data;
 	yd = Y->data;
@@ -241,37 +321,19 @@ op_matmul(ie_node_ctx *ctx)
 
 		if (offs == NULL)
 			return ie_op_error(ctx, "out of memory for the batch offsets");
-		for (int64_t bi = 0; bi < nbatch; bi++)
+		mm_batch_offsets(nb, odims, nbatch, ar, adims, br, bdims, offs);
+		if (dt == IE_DOUBLE)
 		{
-			/* offsets of this batch entry in A and B, with broadcasting */
-			int64_t		rem = bi,
-						aoff = 0,
-						boff = 0,
-						astride = 1,
-						bstride = 1;
+			mm_job_f64	dj = {.a = A->data, .b = B->data, .y = Y->data, .aoff = offs,
+			.boff = offs + nbatch, .M = M, .K = K, .N = N};
+			int64_t		work = nbatch * M * N * K;
+			int			nt = ctx->n_threads;
 
-			for (int i = nb - 1; i >= 0; i--)
-			{
-				int			ia = i - (nb - (ar - 2));
-				int			ib = i - (nb - (br - 2));
-				int64_t		idx = rem % odims[i];
-
-				rem /= odims[i];
-				if (ia >= 0)
-				{
-					if (adims[ia] != 1)
-						aoff += idx * astride;
-					astride *= adims[ia];
-				}
-				if (ib >= 0)
-				{
-					if (bdims[ib] != 1)
-						boff += idx * bstride;
-					bstride *= bdims[ib];
-				}
-			}
-			offs[bi] = aoff;
-			offs[nbatch + bi] = boff;
+			if (work < (int64_t) 262144 * nt)
+				nt = (int) (work / 262144 > 1 ? work / 262144 : 1);
+			ie_parallel_for(nt, nbatch, mm_task_f64, &dj);
+			free(offs);
+			return 0;
 		}
 		job.aoff = offs;
 		job.boff = offs + nbatch;

@@ -1,7 +1,8 @@
 /*
  * ops_norm.c
- *	  ONNX normalisation operators: BatchNormalization, Softmax and
- *	  LogSoftmax (float32), LayerNormalization (float32, float64).
+ *	  ONNX normalisation operators: BatchNormalization (float32), Softmax
+ *	  and LogSoftmax (float32, float64), LayerNormalization (float32,
+ *	  float64).
  *
  * Sums run in double: cheap here, and it keeps the results within
  * onnxruntime's rounding.  Softmax's row sum keeps element k in partial
@@ -428,9 +429,43 @@ softmax_blocks(const float *x, float *y, int64_t outer, int64_t len,
 }
 
 /*
+ * softmax_blocks for double: each (outer, inner) fibre of len values of x
+ * normalised into y (log_out: LogSoftmax), max-subtracted, in double with
+ * exp and log; serial (double models are for precision, not speed).
+ */
+static void
+softmax_blocks_f64(const double *x, double *y, int64_t outer, int64_t len,
+				   int64_t inner, int log_out)
+{
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++)
+		{
+			const double *xs = x + o * len * inner + i;
+			double	   *ys = y + o * len * inner + i;
+			double		mx = -INFINITY,
+						sum = 0;
+
+			for (int64_t k = 0; k < len; k++)
+				if (xs[k * inner] > mx)
+					mx = xs[k * inner];
+			for (int64_t k = 0; k < len; k++)
+			{
+				double		e = exp(xs[k * inner] - mx);
+
+				if (!log_out)
+					ys[k * inner] = e;
+				sum += e;
+			}
+			for (int64_t k = 0; k < len; k++)
+				ys[k * inner] = log_out ? xs[k * inner] - mx - log(sum) : ys[k * inner] / sum;
+		}
+}
+
+/*
  * Softmax and LogSoftmax.  Opsets before 13 coerce the input to 2-D at
  * axis (default 1): [prod(dims[:axis]), prod(dims[axis:])], normalising
- * each row; opset 13 normalises along the one axis (default -1).
+ * each row; opset 13 normalises along the one axis (default -1).  Float,
+ * or double (softmax_blocks_f64).
  */
 static int
 softmax_common(ie_node_ctx *ctx, int log_out)
@@ -445,8 +480,8 @@ softmax_common(ie_node_ctx *ctx, int log_out)
 	if (ctx->n_inputs < 1 || ctx->inputs[0] == NULL)
 		return ie_op_error(ctx, "needs input X");
 	X = ctx->inputs[0];
-	if (X->dtype != IE_FLOAT)
-		return ie_op_error(ctx, "unsupported input type %s (only float)",
+	if (X->dtype != IE_FLOAT && X->dtype != IE_DOUBLE)
+		return ie_op_error(ctx, "unsupported input type %s (only float, double)",
 						   ie_dtype_name(X->dtype));
 	axis = ie_attr_int(ctx, "axis", ctx->opset >= 13 ? -1 : 1);
 	if (axis < 0)
@@ -475,10 +510,16 @@ softmax_common(ie_node_ctx *ctx, int log_out)
 				len *= X->dims[i];
 		}
 	}
-	Y = ie_tensor_new_uninit(IE_FLOAT, X->ndim, X->dims);
+	Y = ie_tensor_new_uninit(X->dtype, X->ndim, X->dims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
+	if (X->dtype == IE_DOUBLE)
+	{
+		if (len > 0)
+			softmax_blocks_f64(X->data, Y->data, outer, len, inner, log_out);
+		return 0;
+	}
 	if (len > 0 && inner == 1 && outer > SM_TASK_ROWS && outer * len >= (1 << 18) &&
 		ctx->n_threads > 1)
 	{

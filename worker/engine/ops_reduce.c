@@ -1,8 +1,9 @@
 /*
  * ops_reduce.c
- *	  ONNX reductions (float32 and float64): ReduceMean, ReduceSum, ReduceMax,
- *	  ReduceMin, ReduceProd, ReduceSumSquare, ReduceL1, ReduceL2,
- *	  ReduceLogSum and ReduceLogSumExp.
+ *	  ONNX reductions (float32 and float64; bool too for ReduceMax and
+ *	  ReduceMin from opset 20): ReduceMean, ReduceSum, ReduceMax, ReduceMin,
+ *	  ReduceProd, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum and
+ *	  ReduceLogSumExp; ArgMax and ArgMin.
  *
  * The axes come from the "axes" attribute or, where the opset moved them
  * there (ReduceSum from opset 13, the others from 18), from the optional
@@ -92,6 +93,44 @@ reduce_final(reduce_kind kind, double acc, int64_t count)
 }
 
 /*
+ * Element i of X (float, double or bool: 0 or 1) as a double.
+ */
+static inline double
+reduce_load(const ie_tensor *X, int64_t i)
+{
+	switch (X->dtype)
+	{
+		case IE_DOUBLE:
+			return ((const double *) X->data)[i];
+		case IE_BOOL:
+			return ((const uint8_t *) X->data)[i] != 0 ? 1.0 : 0.0;
+		default:
+			return ((const float *) X->data)[i];
+	}
+}
+
+/*
+ * Whether reduce_common takes X's element type for kind: float and double;
+ * bool for ReduceMax (any) and ReduceMin (all) from opset 20 (Operators.md,
+ * ReduceMax-20).  0, or -1 after an error.
+ */
+static int
+reduce_check_type(ie_node_ctx *ctx, reduce_kind kind, ie_dtype dt)
+{
+	if (dt == IE_FLOAT || dt == IE_DOUBLE)
+		return 0;
+	if (dt == IE_BOOL && (kind == RED_MAX || kind == RED_MIN))
+	{
+		if (ctx->opset < 20)
+			return ie_op_error(ctx, "input type bool needs opset 20 or later (the model imports %d)",
+							   ctx->opset);
+		return 0;
+	}
+	return ie_op_error(ctx, "unsupported input type %s (only float, double)",
+					   ie_dtype_name(dt));
+}
+
+/*
  * Steps the odometer idx over axes [0, last] of X by one (the last axis
  * fastest) and returns the output offset ooff moved along by ostride.
  */
@@ -114,7 +153,9 @@ reduce_advance(const ie_tensor *X, int last, int64_t *idx,
 /*
  * The shared reduction: X reduced over the chosen axes into Y.  Walks X
  * in order with an odometer, tracking the output offset, so any set of
- * axes costs one pass.
+ * axes costs one pass.  A bool X (max, min) is reduced as 0 and 1, and an
+ * empty max gives false, an empty min true (from the -inf and inf
+ * starting values), as the ONNX reference does.
  */
 static int
 reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
@@ -134,16 +175,12 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 				ooff = 0;
 	ie_tensor  *Y;
 	double	   *acc;
-	const float *xd;
-	const double *xdd;
-	int			dbl;
 
 	if (ctx->n_inputs < 1 || ctx->inputs[0] == NULL)
 		return ie_op_error(ctx, "needs input data");
 	X = ctx->inputs[0];
-	if (X->dtype != IE_FLOAT && X->dtype != IE_DOUBLE)
-		return ie_op_error(ctx, "unsupported input type %s (only float, double)",
-						   ie_dtype_name(X->dtype));
+	if (reduce_check_type(ctx, kind, X->dtype) != 0)
+		return -1;
 
 	/* the axes: input (newer opsets) or attribute */
 	if (ctx->opset >= axes_input_opset && ctx->n_inputs > 1 && ctx->inputs[1] != NULL)
@@ -226,9 +263,6 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 			idx[i] = 0;
 		}
 	}
-	xd = X->data;
-	xdd = X->data;
-	dbl = X->dtype == IE_DOUBLE;
 	if (X->ndim > 0 && reduced[X->ndim - 1])
 	{
 		/* innermost axis reduced: run along rows */
@@ -239,7 +273,7 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 			double		a = acc[ooff];
 
 			for (int64_t j = 0; j < len; j++)
-				a = reduce_step(kind, a, dbl ? xdd[i + j] : xd[i + j]);
+				a = reduce_step(kind, a, reduce_load(X, i + j));
 			acc[ooff] = a;
 			ooff = reduce_advance(X, X->ndim - 2, idx, ostride, ooff);
 		}
@@ -248,7 +282,7 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 	{
 		for (int64_t i = 0; i < inumel; i++)
 		{
-			acc[ooff] = reduce_step(kind, acc[ooff], dbl ? xdd[i] : xd[i]);
+			acc[ooff] = reduce_step(kind, acc[ooff], reduce_load(X, i));
 			ooff = reduce_advance(X, X->ndim - 1, idx, ostride, ooff);
 		}
 	}
@@ -256,8 +290,10 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 	{
 		double		v = reduce_final(kind, acc[i], count);
 
-		if (dbl)
+		if (X->dtype == IE_DOUBLE)
 			((double *) Y->data)[i] = v;
+		else if (X->dtype == IE_BOOL)
+			((uint8_t *) Y->data)[i] = v > 0;
 		else
 			((float *) Y->data)[i] = (float) v;
 	}

@@ -3,7 +3,7 @@
  *	  ONNX operators that move, reshape, replicate, retype or make data
  *	  without arithmetic on it: Constant, Concat, Reshape, Transpose,
  *	  Squeeze, Unsqueeze, Slice, Shape, Size, Cast, Flatten, Expand, Tile,
- *	  ConstantOfShape, Range.
+ *	  ConstantOfShape, Range, Split, Pad.
  *
  * Every shape is computed from the actual inputs at run time.  Attribute
  * forms of older opsets (Squeeze/Unsqueeze axes before 13, Slice starts/
@@ -1232,16 +1232,45 @@ op_range(ie_node_ctx *ctx)
 #define IE_MAX_SPLIT 64
 
 /*
- * Split (opsets 1, 2, 11, 13): the input cut along axis (default 0) into
- * one piece per output, of the sizes of `split` (an attribute before
- * opset 13, input 1 from 13; opset 1's input 1 too), or equal pieces
- * when it is not given (the axis must then divide evenly: the uneven last
- * piece of num_outputs is opset 18).
+ * The sizes of Split's pieces when the node gives no `split`: n pieces
+ * (num_outputs from opset 18, else the node's outputs) along an axis of
+ * dim elements into sizes.  Below opset 18 they must be equal; from 18
+ * each is ceil(dim / n) but the last, which takes what is left and may be
+ * smaller (Operators.md, Split-18), so ceil(dim / n) * (n - 1) must not
+ * pass dim.  0, or -1 after an error.
+ */
+static int
+split_even_sizes(ie_node_ctx *ctx, int64_t dim, int axis, int n, int64_t *sizes)
+{
+	int64_t		chunk = (dim + n - 1) / n;
+
+	if (ctx->opset < 18 && dim % n != 0)
+		return ie_op_error(ctx, "dimension %lld of axis %d does not split into %d equal parts",
+						   (long long) dim, axis, n);
+	if (chunk * (n - 1) > dim)
+		return ie_op_error(ctx, "dimension %lld of axis %d does not split into %d parts: "
+						   "%d parts of %lld leave less than nothing for the last",
+						   (long long) dim, axis, n, n - 1, (long long) chunk);
+	for (int i = 0; i < n - 1; i++)
+		sizes[i] = chunk;
+	sizes[n - 1] = dim - chunk * (n - 1);
+	return 0;
+}
+
+/*
+ * Split (opsets 1, 2, 11, 13, 18): the input cut along axis (default 0)
+ * into one piece per output, of the sizes of `split` (an attribute before
+ * opset 13, input 1 from 13; opset 1's input 1 too), or, when it is not
+ * given, of equal sizes (split_even_sizes: from opset 18 the last may be
+ * smaller).  Opset 18's num_outputs must equal the node's outputs and
+ * excludes the `split` input.
  */
 static int
 op_split(ie_node_ctx *ctx)
 {
 	const ie_tensor *X = need_input(ctx, 0, "input");
+	const ie_attr *num_outputs = ctx->opset >= 18 ? ie_attr_find(ctx, "num_outputs") : NULL;
+	bool		split_input = ctx->n_inputs > 1 && ctx->inputs[1] != NULL;
 	int64_t		sizes[IE_MAX_SPLIT];
 	int			n = -1,
 				axis;
@@ -1259,7 +1288,16 @@ op_split(ie_node_ctx *ctx)
 	if ((axis = norm_axis(ie_attr_int(ctx, "axis", 0), X->ndim)) < 0)
 		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
 						   (long long) ie_attr_int(ctx, "axis", 0), X->ndim);
-	if (ctx->n_inputs > 1 && ctx->inputs[1] != NULL)
+	if (num_outputs != NULL)
+	{
+		if (split_input)
+			return ie_op_error(ctx, "has both input 'split' and attribute num_outputs "
+							   "(one or the other)");
+		if (num_outputs->i != ctx->n_outputs)
+			return ie_op_error(ctx, "num_outputs is %lld but the node has %d outputs",
+							   (long long) num_outputs->i, ctx->n_outputs);
+	}
+	if (split_input)
 	{
 		if ((n = read_ints(ctx, ctx->inputs[1], "split", sizes, IE_MAX_SPLIT)) < 0)
 			return -1;
@@ -1278,12 +1316,9 @@ op_split(ie_node_ctx *ctx)
 	}
 	if (n < 0)
 	{
-		if (X->dims[axis] % ctx->n_outputs != 0)
-			return ie_op_error(ctx, "dimension %lld of axis %d does not split into %d equal parts",
-							   (long long) X->dims[axis], axis, ctx->n_outputs);
 		n = ctx->n_outputs;
-		for (int i = 0; i < n; i++)
-			sizes[i] = X->dims[axis] / n;
+		if (split_even_sizes(ctx, X->dims[axis], axis, n, sizes) != 0)
+			return -1;
 	}
 	if (n != ctx->n_outputs)
 		return ie_op_error(ctx, "split has %d sizes for %d outputs", n, ctx->n_outputs);
@@ -1322,19 +1357,28 @@ op_split(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* Pad's modes, in the order pad_mode lists them. */
+enum pad_mode
+{
+	PAD_CONSTANT,
+	PAD_EDGE,
+	PAD_REFLECT,
+	PAD_WRAP
+};
+
 /*
  * The source index along one dimension of n elements for output index j
- * less the leading pad (mode: 0 constant, 1 edge, 2 reflect); -1 for the
- * constant.  Reflect mirrors without repeating the edge (numpy's "reflect").
+ * less the leading pad, for modes constant (-1: the constant), edge and
+ * reflect.  Reflect mirrors without repeating the edge (numpy's "reflect").
  */
 static int64_t
 pad_source(int64_t j, int64_t n, int mode)
 {
 	if (j >= 0 && j < n)
 		return j;
-	if (mode == 0)
+	if (mode == PAD_CONSTANT)
 		return -1;
-	if (mode == 1)
+	if (mode == PAD_EDGE)
 		return j < 0 ? 0 : n - 1;
 	if (n == 1)
 		return 0;
@@ -1350,15 +1394,33 @@ pad_source(int64_t j, int64_t n, int mode)
 }
 
 /*
- * Pad's mode as 0 (constant), 1 (edge) or 2 (reflect) into *mode; -1 for
- * another one ("wrap" came in opset 19).
+ * The source index for mode wrap: j (output index less the leading pad)
+ * taken round the m elements from lo that negative pads leave of the
+ * dimension (m > 0), any number of times, as a torus.
+ */
+static int64_t
+pad_wrap_source(int64_t j, int64_t lo, int64_t m)
+{
+	int64_t		r = (j - lo) % m;
+
+	return lo + (r < 0 ? r + m : r);
+}
+
+/*
+ * Pad's mode (enum pad_mode) into *mode; -1 for another one, or for "wrap"
+ * below opset 19, which brought it.
  */
 static int
 pad_mode(ie_node_ctx *ctx, int *mode)
 {
-	static const char *const modes[] = {"constant", "edge", "reflect", NULL};
+	static const char *const modes[] = {"constant", "edge", "reflect", "wrap", NULL};
 
-	return ie_attr_choice(ctx, "mode", "constant", modes, mode);
+	if (ie_attr_choice(ctx, "mode", "constant", modes, mode) != 0)
+		return -1;
+	if (*mode == PAD_WRAP && ctx->opset < 19)
+		return ie_op_error(ctx, "mode \"wrap\" needs opset 19 or later (the model imports %d)",
+						   ctx->opset);
+	return 0;
 }
 
 /* Pad's mode (pad_mode): run by the loader on every Pad node. */
@@ -1371,12 +1433,57 @@ pad_check_attrs(ie_node_ctx *ctx)
 }
 
 /*
- * Pad (opsets 1, 2, 11, 13): the input with pads[d] elements before and
- * pads[rank + d] after dimension d (negative: cut), filled by mode
- * "constant" (the value: an attribute before opset 11, optional input 2
- * from 11; 0 by default), "edge" (the nearest element) or "reflect" (the
- * mirror image, numpy.pad's "reflect").  Opset 1 calls pads "paddings";
- * from 11 they are input 1.  An element at a time, by strides.
+ * Pad-18's optional input 3, axes (int32 or int64, negative counting from
+ * the end, each axis of rank at most once): spreads pads (np values, 2 per
+ * axis: all the starts, then all the ends) over the rank dimensions into
+ * full[2 * rank], zero for the axes not named.  0, or -1 after an error.
+ */
+static int
+pad_spread_axes(ie_node_ctx *ctx, const ie_tensor *A, int rank,
+				const int64_t *pads, int np, int64_t *full)
+{
+	int64_t		axes[IE_MAX_DIMS];
+	bool		seen[IE_MAX_DIMS] = {false};
+	int			na;
+
+	if (ie_tensor_numel(A) > rank)
+		return ie_op_error(ctx, "axes has %lld values for rank %d (each axis at most once)",
+						   (long long) ie_tensor_numel(A), rank);
+	if ((na = read_ints(ctx, A, "axes", axes, IE_MAX_DIMS)) < 0)
+		return -1;
+	if (np != 2 * na)
+		return ie_op_error(ctx, "pads has %d values for %d axes (2 x the axes are needed)",
+						   np, na);
+	for (int d = 0; d < 2 * rank; d++)
+		full[d] = 0;
+	for (int i = 0; i < na; i++)
+	{
+		int			a = norm_axis(axes[i], rank);
+
+		if (a < 0)
+			return ie_op_error(ctx, "axis %lld is out of range for rank %d",
+							   (long long) axes[i], rank);
+		if (seen[a])
+			return ie_op_error(ctx, "axis %lld appears twice in axes (as dimension %d)",
+							   (long long) axes[i], a);
+		seen[a] = true;
+		full[a] = pads[i];
+		full[rank + a] = pads[na + i];
+	}
+	return 0;
+}
+
+/*
+ * Pad (opsets 1, 2, 11, 13, 18, 19+): the input with pads[d] elements
+ * before and pads[rank + d] after dimension d (negative: cut), filled by
+ * mode "constant" (the value: an attribute before opset 11, optional
+ * input 2 from 11; 0 by default), "edge" (the nearest element), "reflect"
+ * (the mirror image, numpy.pad's "reflect") or, from opset 19, "wrap" (the
+ * dimension repeated round, as a torus; negative pads cut first, so it
+ * wraps round what is left, as ONNX Runtime does).  Opset 1 calls pads
+ * "paddings"; from 11 they are input 1; from 18 optional input 3 (axes)
+ * names the dimensions they are for (Operators.md, Pad-18).  An element
+ * at a time, by strides.
  */
 static int
 op_pad(ie_node_ctx *ctx)
@@ -1386,6 +1493,8 @@ op_pad(ie_node_ctx *ctx)
 	int64_t		pads[2 * IE_MAX_DIMS];
 	int64_t		dims[IE_MAX_DIMS],
 				istride[IE_MAX_DIMS],
+				lo[IE_MAX_DIMS],
+				keep[IE_MAX_DIMS],
 				idx[IE_MAX_DIMS] = {0};
 	char		cval[16] = {0};
 	int			mode,
@@ -1411,6 +1520,15 @@ op_pad(ie_node_ctx *ctx)
 				return ie_op_error(ctx, "constant_value must be one %s",
 								   ie_dtype_name(X->dtype));
 			memcpy(cval, V->data, es);
+		}
+		if (ctx->opset >= 18 && ctx->n_inputs > 3 && ctx->inputs[3] != NULL)
+		{
+			int64_t		given[2 * IE_MAX_DIMS];
+
+			memcpy(given, pads, sizeof(int64_t) * np);
+			if (pad_spread_axes(ctx, ctx->inputs[3], X->ndim, given, np, pads) != 0)
+				return -1;
+			np = 2 * X->ndim;
 		}
 	}
 	else
@@ -1444,7 +1562,11 @@ op_pad(ie_node_ctx *ctx)
 		if (dims[d] < 0)
 			return ie_op_error(ctx, "pads cut dimension %d (%lld) below 0", d,
 							   (long long) X->dims[d]);
-		if (mode != 0 && X->dims[d] == 0 && dims[d] > 0)
+		/* what negative pads leave of the dimension: [lo, lo + keep) */
+		lo[d] = pads[d] < 0 ? -pads[d] : 0;
+		keep[d] = X->dims[d] - lo[d] - (pads[X->ndim + d] < 0 ? -pads[X->ndim + d] : 0);
+		if (mode != PAD_CONSTANT && dims[d] > 0 &&
+			(X->dims[d] == 0 || (mode == PAD_WRAP && keep[d] <= 0)))
 			return ie_op_error(ctx, "mode %s cannot pad the empty dimension %d", mode_s, d);
 	}
 	if ((o = new_output_as(ctx, X->dtype, X->ndim, dims, true)) == NULL)
@@ -1460,8 +1582,10 @@ op_pad(ie_node_ctx *ctx)
 
 		for (int d = 0; d < X->ndim && !fill; d++)
 		{
-			int64_t		j = pad_source(idx[d] - pads[d], X->dims[d], mode);
+			int64_t		j = idx[d] - pads[d];
 
+			j = mode == PAD_WRAP ? pad_wrap_source(j, lo[d], keep[d]) :
+				pad_source(j, X->dims[d], mode);
 			if (j < 0)
 				fill = true;
 			else
