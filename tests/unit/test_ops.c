@@ -477,6 +477,57 @@ test_resize_det(void)
 	ie_tensor_destroy(&S);
 }
 
+/* Whether t holds the n values want, each within 1e-5 relative. */
+static int
+values_are(const ie_tensor *t, const float *want, int64_t n)
+{
+	double		worst;
+
+	return t != NULL && ie_tensor_numel(t) == n &&
+		close_to(t->data, want, n, 1e-5, 1e-6, &worst);
+}
+
+/*
+ * Resize-19's half_pixel_symmetric: the offset in / 2 (1 - out / (in *
+ * scale)) comes from the output's length over in * scale (the node tests'
+ * [1, 2, 3, 4] by 0.6 and [0, 1, 4, 9, 16] by 1.7, the reference's values).
+ */
+static void
+test_resize_half_pixel_symmetric(void)
+{
+	static const float x[5] = {0, 1, 4, 9, 16};
+	static const float want_down[2] = {1.6666667f, 3.3333333f};
+	static const float want_up[8] = {
+		0.0f, 0.52941181f, 1.35294125f, 3.11764708f, 5.47058819f, 8.41176458f,
+		12.29411736f, 16.0f
+	};
+	ie_attr		a[2] = {
+		attr_str("mode", "linear"),
+		attr_str("coordinate_transformation_mode", "half_pixel_symmetric")
+	};
+	char		err[256];
+
+	for (int c = 0; c < 2; c++)
+	{
+		int64_t		n = c == 0 ? 4 : 5,
+					sd[1] = {1};
+		float		s[1] = {c == 0 ? 0.6f : 1.7f};
+		float		xv[5] = {1, 2, 3, 4};
+		ie_tensor  *X = tu_float_tensor(1, &n, c == 0 ? xv : x),
+				   *S = tu_float_tensor(1, sd, s);
+		ie_tensor  *out[1];
+
+		CHECK(run_op("Resize", 19, 3, (const ie_tensor *[]) {X, NULL, S}, 2, a, 1, out,
+					 err, sizeof(err)) == 0 &&
+			  values_are(out[0], c == 0 ? want_down : want_up, c == 0 ? 2 : 8),
+			  "resize half_pixel_symmetric by %g: %s %g", s[0], err,
+			  out[0] && ie_tensor_numel(out[0]) > 1 ? ((float *) out[0]->data)[1] : -1);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&S);
+	}
+}
+
 /* Operators with the attribute values the recognition model uses. */
 static void
 test_rec_shapes(void)
@@ -2562,6 +2613,7 @@ main(int argc, char **argv)
 	test_matmul();
 	test_softmax();
 	test_resize_det();
+	test_resize_half_pixel_symmetric();
 	test_rec_shapes();
 	test_errors();
 	test_broadcast_ops();

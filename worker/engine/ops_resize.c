@@ -72,11 +72,12 @@ typedef struct resize_cfg
 /*
  * Original coordinate of output coordinate o on an axis (ONNX formulas).
  * out is the resized length as the spec's reference computes it, in * scale
- * (not rounded), which matters for align_corners when downsampling.
+ * (not rounded), which matters for align_corners when downsampling; out_int
+ * is the output's length.
  */
 static float
 resize_coord(const resize_cfg *cfg, float o, float scale, int64_t in,
-			 float out, float roi_start, float roi_end)
+			 float out, int64_t out_int, float roi_start, float roi_end)
 {
 	switch (cfg->coord)
 	{
@@ -84,7 +85,11 @@ resize_coord(const resize_cfg *cfg, float o, float scale, int64_t in,
 			return (o + 0.5f) / scale - 0.5f;
 		case CT_HALF_PIXEL_SYMMETRIC:
 			{
-				float		adj = out / (scale * (float) in);
+				/*
+				 * output_width_int / output_width: the output's length over
+				 * in * scale, whatever gave the length (sizes or scales)
+				 */
+				float		adj = (float) out_int / (scale * (float) in);
 				float		center = (float) in / 2.0f;
 				float		offset = center * (1.0f - adj);
 
@@ -159,7 +164,8 @@ axis_taps_build(const resize_cfg *cfg, axis_taps *t, int64_t in, int64_t out,
 		return -1;
 	for (int64_t o = 0; o < out; o++)
 	{
-		float		x = resize_coord(cfg, (float) o, scale, in, rlen, roi_start, roi_end);
+		float		x = resize_coord(cfg, (float) o, scale, in, rlen, out,
+									 roi_start, roi_end);
 		int64_t    *off = t->off + o * nt;
 		float	   *w = t->w + o * nt;
 
