@@ -528,6 +528,46 @@ test_resize_half_pixel_symmetric(void)
 	}
 }
 
+/*
+ * keep_aspect_ratio_policy with align_corners: the reference divides by
+ * in * the kept scale less 1, not by the rounded size less 1 (onnxruntime
+ * does): X [9, 30] holding its row index, sizes [20, 11] "not_larger" keep
+ * 11 / 30, so 3 rows of o * 8 / 2.3.
+ */
+static void
+test_resize_keep_aspect_align_corners(void)
+{
+	int64_t		d[2] = {9, 30},
+				sd[1] = {2},
+				sz[2] = {20, 11};
+	float		v[270];
+	static const float want[3] = {0.0f, 3.47826087f, 6.95652174f};
+	ie_tensor  *X,
+			   *S = ie_tensor_new(IE_INT64, 1, sd);
+	ie_attr		a[3] = {
+		attr_str("mode", "linear"),
+		attr_str("coordinate_transformation_mode", "align_corners"),
+		attr_str("keep_aspect_ratio_policy", "not_larger")
+	};
+	ie_tensor  *out[1];
+	char		err[256];
+
+	for (int i = 0; i < 270; i++)
+		v[i] = (float) (i / 30);
+	X = tu_float_tensor(2, d, v);
+	memcpy(S->data, sz, sizeof(sz));
+	CHECK(run_op("Resize", 18, 4, (const ie_tensor *[]) {X, NULL, NULL, S}, 3, a, 1, out,
+				 err, sizeof(err)) == 0 &&
+		  out[0]->dims[0] == 3 && out[0]->dims[1] == 11 &&
+		  fabsf(((float *) out[0]->data)[11] - want[1]) < 1e-5f &&
+		  fabsf(((float *) out[0]->data)[32] - want[2]) < 1e-5f,
+		  "resize not_larger align_corners: %s %g", err,
+		  out[0] && ie_tensor_numel(out[0]) > 11 ? ((float *) out[0]->data)[11] : -1);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&S);
+}
+
 /* Operators with the attribute values the recognition model uses. */
 static void
 test_rec_shapes(void)
@@ -2614,6 +2654,7 @@ main(int argc, char **argv)
 	test_softmax();
 	test_resize_det();
 	test_resize_half_pixel_symmetric();
+	test_resize_keep_aspect_align_corners();
 	test_rec_shapes();
 	test_errors();
 	test_broadcast_ops();

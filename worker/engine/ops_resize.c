@@ -66,7 +66,7 @@ typedef struct resize_cfg
 	float		cubic_a;
 	int			exclude_outside;
 	float		extrapolation;
-	int			from_sizes;		/* output lengths given by sizes */
+	int			from_sizes;		/* output lengths given by sizes, stretched */
 } resize_cfg;
 
 /*
@@ -96,6 +96,7 @@ resize_coord(const resize_cfg *cfg, float o, float scale, int64_t in,
 				return offset + (o + 0.5f) / scale - 0.5f;
 			}
 		case CT_PYTORCH_HALF_PIXEL:
+			/* the spec's 0 for one output (onnxruntime too); the reference: -0.5 */
 			return out > 1.0f ? (o + 0.5f) / scale - 0.5f : 0.0f;
 		case CT_ALIGN_CORNERS:
 			return out == 1.0f ? 0.0f : o * (float) (in - 1) / (out - 1.0f);
@@ -491,6 +492,7 @@ resize_common(ie_node_ctx *ctx, const resize_cfg *cfg, const ie_tensor *scales_t
 	axis_taps	taps[IE_MAX_DIMS];
 	ie_tensor  *Y;
 	const char *policy = ie_attr_string(ctx, "keep_aspect_ratio_policy", "stretch");
+	int			from_sizes = 0;
 	int			rc = -1;
 
 	if (X->dtype != IE_FLOAT)
@@ -543,6 +545,14 @@ resize_common(ie_node_ctx *ctx, const resize_cfg *cfg, const ie_tensor *scales_t
 			return ie_op_error(ctx, "sizes must have %d values", naxes);
 		if (keep && strcmp(policy, "not_larger") != 0 && strcmp(policy, "not_smaller") != 0)
 			return ie_op_error(ctx, "unsupported keep_aspect_ratio_policy \"%s\"", policy);
+
+		/*
+		 * The reference's output_width is in * scale: the size itself when
+		 * stretched, in * the kept scale (not the rounded size) otherwise,
+		 * which align_corners and pytorch_half_pixel see; onnxruntime uses
+		 * the rounded size there.
+		 */
+		from_sizes = !keep;
 		for (int i = 0; i < naxes; i++)
 		{
 			int64_t		s;
@@ -611,7 +621,7 @@ resize_common(ie_node_ctx *ctx, const resize_cfg *cfg, const ie_tensor *scales_t
 	{
 		resize_cfg	c = *cfg;
 
-		c.from_sizes = sizes_t != NULL && ie_tensor_numel(sizes_t) > 0;
+		c.from_sizes = from_sizes;
 
 		/* an axis outside "axes" keeps its coordinates */
 		if (odims[a] == X->dims[a] && scale[a] == 1.0f &&
