@@ -13,6 +13,12 @@
  * asymmetric transform and onnxruntime's rounding for that opset (floor
  * when upsampling, ceil when downsampling).
  *
+ * antialias (opset 18) stretches the linear or cubic filter of an axis
+ * that shrinks by 1 / scale, so that about 2 / scale (linear) or 4 / scale
+ * (cubic) taps make an output coordinate; such resizes run one axis at a
+ * time (resize_apply_separable), as the spec's reference does, since the
+ * product of the axes' taps would grow with the product of their shrinking.
+ *
  * Threading: no state outside the call; tap tables are per call.
  */
 #include <math.h>
@@ -65,6 +71,7 @@ typedef struct resize_cfg
 	nearest_mode nearest;
 	float		cubic_a;
 	int			exclude_outside;
+	int			antialias;		/* linear or cubic with antialias=1 */
 	float		extrapolation;
 	int			from_sizes;		/* output lengths given by sizes, stretched */
 } resize_cfg;
@@ -143,6 +150,74 @@ clamp_idx(int64_t i, int64_t n)
 }
 
 /*
+ * Keys cubic convolution kernel with coefficient A at distance d >= 0
+ * (zero from 2 on).
+ */
+static double
+cubic_kernel(double d, double A)
+{
+	if (d <= 1.0)
+		return ((A + 2.0) * d - (A + 3.0)) * d * d + 1.0;
+	if (d < 2.0)
+		return ((A * d - 5.0 * A) * d + 8.0 * A) * d - 4.0 * A;
+	return 0.0;
+}
+
+/*
+ * Taps of an axis that shrinks (scale < 1) with antialias: the linear
+ * (support 1) or cubic (support 2) kernel stretched by 1 / scale.  The
+ * spec's reference (onnx/reference/ops/op_resize.py, _linear_coeffs_antialias
+ * and _cubic_coeffs_antialias) takes the taps floor(x) + j for j in [start,
+ * 1 - start], start = floor(-support / scale) + 1, replicating the edge
+ * elements, with weights kernel(scale * (j - fraction)) over their sum; this
+ * returns that tap count, or -1 when it is past any tensor's extent.
+ */
+static int64_t
+antialias_ntaps(const resize_cfg *cfg, float scale)
+{
+	double		reach = (cfg->mode == IM_CUBIC ? 2.0 : 1.0) / (double) scale;
+
+	if (!(reach < (double) (INT32_MAX / 4)))
+		return -1;
+	return 2 - 2 * ((int64_t) floor(-reach) + 1);
+}
+
+/*
+ * One coordinate's antialias taps (nt of them, see antialias_ntaps) around
+ * original coordinate x into off (index * stride) and w.  exclude_outside
+ * drops the taps outside [0, in) and shares their weight among the others,
+ * as the reference does for every mode.
+ */
+static void
+antialias_taps(const resize_cfg *cfg, float x, float scale, int64_t in, int64_t nt,
+			   int64_t stride, int64_t *off, float *w)
+{
+	double		f = floor((double) x);
+	double		r = (double) x - f;
+	int64_t		start = 1 - nt / 2;
+	double		kept = 0.0;
+
+	for (int64_t k = 0; k < nt; k++)
+	{
+		int64_t		j = start + k;
+		double		d = fabs((double) scale * ((double) j - r));
+		double		v = cfg->mode == IM_CUBIC ? cubic_kernel(d, cfg->cubic_a) :
+			(d < 1.0 ? 1.0 - d : 0.0);
+		int64_t		i = (int64_t) f + j;
+
+		if (cfg->exclude_outside && (i < 0 || i >= in))
+			v = 0.0;
+		kept += v;
+		w[k] = (float) v;
+		off[k] = clamp_idx(i, in) * stride;
+	}
+	/* the reference normalises over all taps, then over those kept */
+	if (kept != 0.0)
+		for (int64_t k = 0; k < nt; k++)
+			w[k] = (float) ((double) w[k] / kept);
+}
+
+/*
  * Builds the taps of one axis (in -> out, scale, roi, input stride).
  * Returns -1 when the offsets table is over the tensor limit (refusal
  * noted) or memory runs out.
@@ -151,15 +226,18 @@ static int
 axis_taps_build(const resize_cfg *cfg, axis_taps *t, int64_t in, int64_t out,
 				float scale, float roi_start, float roi_end, int64_t stride)
 {
-	int			nt = cfg->mode == IM_NEAREST ? 1 : (cfg->mode == IM_LINEAR ? 2 : 4);
-	int			trivial = 1;
+	int64_t		nt = cfg->mode == IM_NEAREST ? 1 : (cfg->mode == IM_LINEAR ? 2 : 4);
+	int			aa = cfg->antialias && cfg->mode != IM_NEAREST && scale < 1.0f;
+	int			trivial = !aa;
 	float		rlen = (cfg->coord == CT_TF_CROP_AND_RESIZE || cfg->from_sizes) ?
 		(float) out : (float) in * scale;
 
-	t->ntaps = nt;
+	if (aa && (nt = antialias_ntaps(cfg, scale)) < 0)
+		return -1;
+	t->ntaps = (int) nt;
 	/* the weights and the outside flags are smaller than the offsets */
-	t->off = ie_scratch_new(IE_INT64, 1, (int64_t[]) {out * nt + 1});
-	t->w = malloc(sizeof(float) * (out * nt + 1));
+	t->off = ie_scratch_new(IE_INT64, 2, (int64_t[]) {out + 1, nt});
+	t->w = t->off ? malloc(sizeof(float) * (size_t) ((out + 1) * nt)) : NULL;
 	t->outside = calloc(out + 1, 1);
 	if (t->off == NULL || t->w == NULL || t->outside == NULL)
 		return -1;
@@ -174,14 +252,16 @@ axis_taps_build(const resize_cfg *cfg, axis_taps *t, int64_t in, int64_t out,
 		{
 			t->outside[o] = 1;
 			trivial = 0;
-			for (int k = 0; k < nt; k++)
+			for (int64_t k = 0; k < nt; k++)
 			{
 				off[k] = 0;
 				w[k] = 0.0f;
 			}
 			continue;
 		}
-		if (cfg->mode == IM_NEAREST)
+		if (aa)
+			antialias_taps(cfg, x, scale, in, nt, stride, off, w);
+		else if (cfg->mode == IM_NEAREST)
 		{
 			off[0] = clamp_idx(resize_nearest(cfg->nearest, x, scale), in) * stride;
 			w[0] = 1.0f;
@@ -375,6 +455,117 @@ resize_apply(const resize_cfg *cfg, const ie_tensor *X, ie_tensor *Y,
 	}
 }
 
+/* Whether taps t (in -> out) copy the axis as it is. */
+static int
+axis_copies(const axis_taps *t, int64_t in, int64_t out)
+{
+	if (t->ntaps != 1 || in != out)
+		return 0;
+	for (int64_t o = 0; o < out; o++)
+		if (t->off[o] != o || t->outside[o])
+			return 0;
+	return 1;
+}
+
+/*
+ * One pass of resize_apply_separable: src (outer x in x inner) resized
+ * along its middle axis by taps t (offsets in elements of that axis) into
+ * dst (outer x out x inner), a row of inner elements at a time.
+ */
+static void
+resize_axis_pass(const resize_cfg *cfg, const axis_taps *t, const float *src, float *dst,
+				 int64_t outer, int64_t in, int64_t out, int64_t inner)
+{
+	int			nt = t->ntaps;
+
+	for (int64_t p = 0; p < outer; p++)
+	{
+		const float *s = src + p * in * inner;
+
+		for (int64_t o = 0; o < out; o++)
+		{
+			float	   *d = dst + (p * out + o) * inner;
+			const int64_t *off = t->off + o * nt;
+			const float *w = t->w + o * nt;
+
+			for (int64_t i = 0; i < inner; i++)
+				d[i] = t->outside[o] ? cfg->extrapolation : 0.0f;
+			if (t->outside[o])
+				continue;
+			for (int k = 0; k < nt; k++)
+			{
+				const float *row = s + off[k] * inner;
+				float		wk = w[k];
+
+				if (wk == 0.0f)
+					continue;
+				for (int64_t i = 0; i < inner; i++)
+					d[i] += wk * row[i];
+			}
+		}
+	}
+}
+
+/*
+ * Fills Y (dims odims) from X one axis at a time through the per-axis taps
+ * (offsets in elements of the axis, not strides), skipping the axes that
+ * copy; the passes between go through scratch buffers of the partly
+ * resized shape.  For antialias, whose taps grow as an axis shrinks.
+ * Returns -1 when a buffer is over the tensor limit (refusal noted) or
+ * memory runs out.
+ */
+static int
+resize_apply_separable(const resize_cfg *cfg, const ie_tensor *X, ie_tensor *Y,
+					   const axis_taps *t)
+{
+	int			r = X->ndim;
+	int			last = -1;
+	int64_t		dims[IE_MAX_DIMS];
+	const float *src = X->data;
+	float	   *held = NULL;	/* src when it is a scratch buffer */
+
+	for (int a = 0; a < r; a++)
+	{
+		dims[a] = X->dims[a];
+		if (!axis_copies(&t[a], X->dims[a], Y->dims[a]))
+			last = a;
+	}
+	if (last < 0)
+	{
+		memcpy(Y->data, X->data, sizeof(float) * (size_t) ie_tensor_numel(X));
+		return 0;
+	}
+	for (int a = 0; a <= last; a++)
+	{
+		int64_t		outer = 1,
+					inner = 1,
+					in = dims[a];
+		float	   *dst;
+
+		if (axis_copies(&t[a], X->dims[a], Y->dims[a]))
+			continue;
+		for (int b = 0; b < r; b++)
+		{
+			if (b < a)
+				outer *= dims[b];
+			else if (b > a)
+				inner *= dims[b];
+		}
+		dims[a] = Y->dims[a];
+		dst = a == last ? Y->data : ie_scratch_new(IE_FLOAT, r, dims);
+		if (dst == NULL)
+		{
+			free(held);
+			return -1;
+		}
+		resize_axis_pass(cfg, &t[a], src, dst, outer, in, dims[a], inner);
+		free(held);
+		held = a == last ? NULL : dst;
+		src = dst;
+	}
+	return 0;
+}
+
 /* Parses the string attributes into cfg; opset 10 and Upsample fix some. */
 static int
 resize_parse(ie_node_ctx *ctx, resize_cfg *cfg, int legacy)
@@ -395,6 +586,13 @@ resize_parse(ie_node_ctx *ctx, resize_cfg *cfg, int legacy)
 	cfg->exclude_outside = (int) ie_attr_int(ctx, "exclude_outside", 0);
 	cfg->extrapolation = ie_attr_float(ctx, "extrapolation_value", 0.0f);
 	cfg->from_sizes = 0;
+
+	/*
+	 * The spec gives antialias to linear and cubic only, so nearest ignores
+	 * it (the reference and onnxruntime refuse that node instead).
+	 */
+	cfg->antialias = !legacy && cfg->mode != IM_NEAREST &&
+		ie_attr_int(ctx, "antialias", 0) != 0;
 	if (legacy)
 	{
 		cfg->coord = CT_ASYMMETRIC;
@@ -427,8 +625,6 @@ resize_parse(ie_node_ctx *ctx, resize_cfg *cfg, int legacy)
 		cfg->nearest = NM_CEIL;
 	else
 		return ie_op_error(ctx, "unsupported nearest_mode \"%s\"", nm);
-	if (ie_attr_int(ctx, "antialias", 0) != 0)
-		return ie_op_error(ctx, "unsupported antialias=1");
 	return 0;
 }
 
@@ -493,6 +689,7 @@ resize_common(ie_node_ctx *ctx, const resize_cfg *cfg, const ie_tensor *scales_t
 	ie_tensor  *Y;
 	const char *policy = ie_attr_string(ctx, "keep_aspect_ratio_policy", "stretch");
 	int			from_sizes = 0;
+	int			separable;
 	int			rc = -1;
 
 	if (X->dtype != IE_FLOAT)
@@ -613,9 +810,14 @@ resize_common(ie_node_ctx *ctx, const resize_cfg *cfg, const ie_tensor *scales_t
 	if (ie_tensor_numel(X) == 0)
 		return ie_op_error(ctx, "cannot resize an empty input to a non-empty output");
 
+	/* antialias on a shrinking axis: one axis at a time, offsets unstrided */
+	separable = 0;
+	for (int a = 0; a < r; a++)
+		if (cfg->antialias && scale[a] < 1.0f)
+			separable = 1;
 	stride[r - 1] = 1;
 	for (int i = r - 2; i >= 0; i--)
-		stride[i] = stride[i + 1] * X->dims[i + 1];
+		stride[i] = separable ? 1 : stride[i + 1] * X->dims[i + 1];
 	memset(taps, 0, sizeof(taps));
 	for (int a = 0; a < r; a++)
 	{
@@ -638,7 +840,16 @@ resize_common(ie_node_ctx *ctx, const resize_cfg *cfg, const ie_tensor *scales_t
 			goto done;
 		}
 	}
-	resize_apply(cfg, X, Y, taps);
+	if (separable)
+	{
+		if (resize_apply_separable(cfg, X, Y, taps) != 0)
+		{
+			ie_op_error(ctx, "out of memory for a partly resized copy of the input");
+			goto done;
+		}
+	}
+	else
+		resize_apply(cfg, X, Y, taps);
 	rc = 0;
 done:
 	axis_taps_free(taps, r);
@@ -648,7 +859,7 @@ done:
 /*
  * Resize: opset 10 (X, scales), opsets 11 and 13+ (X, roi, scales, sizes);
  * modes nearest, linear, cubic; every coordinate_transformation_mode and
- * nearest_mode; axes and keep_aspect_ratio_policy (18); no antialias.
+ * nearest_mode; axes, keep_aspect_ratio_policy and antialias (18).
  */
 static int
 op_resize(ie_node_ctx *ctx)
