@@ -62,8 +62,9 @@ ALL_TARGETS   += $(CUDA_EMU)
 CHECK_TARGETS += check-gpu-emu
 
 .PHONY: check-gpu-emu
+# (tests/onnx/onnx.mk, included after this file, makes the node tests' stamp)
 check-gpu-emu: $(CUDA_EMU) $(BUILD)/bin/onnx-conformance $(GPU_BENCH) $(GPU_TEST_PREP) \
-		$(ONNX_GEN_NODE_DIR).stamp
+		$(BUILD)/onnx-node-tests.stamp
 	IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)) $(GPU_TEST_PREP) cuda:0 $(wildcard $(SHARED)/data/ocr/p0*.png)
 	IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)) $(BUILD)/bin/onnx-conformance --device cuda:0 \
 		--node-dir $(ONNX_NODE_DIR) --known tests/onnx/known_failures.txt \

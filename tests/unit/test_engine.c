@@ -2454,6 +2454,63 @@ test_scratch_resize_antialias(void)
 }
 
 /* MatMul -> Add(bias[N]) -> Relu fuses, and gives the unfused graph's bits. */
+/*
+ * MatMul of double inputs declared as such, then Relu: the fusion leaves
+ * the Relu apart (its fused steps compute in float), so the model runs and
+ * gives max(0, A B) in double.  Before, the fused chain was refused at the
+ * run.
+ */
+static void
+test_matmul_double_relu(void)
+{
+	graph_spec	g = {0};
+	int64_t		ad[2] = {2, 3},
+				bd[2] = {3, 2},
+				yd[2] = {2, 2};
+	double		a[6] = {1, -2, 3, 0.5, 0.25, -4},
+				b[6] = {2, -1, 1, 0.5, -1, 3};
+	char		err[512];
+	ie_model   *m;
+	ie_tensor  *in[2],
+			   *out[1] = {NULL};
+
+	g.opset = 13;
+	g.nodes[g.n_nodes++] = node("MatMul", "mm", "A,B", "P");
+	g.nodes[g.n_nodes++] = node("Relu", "relu", "P", "Y");
+	g.inputs[g.n_inputs++] = value_info("A", IE_DOUBLE, 2, ad);
+	g.inputs[g.n_inputs++] = value_info("B", IE_DOUBLE, 2, bd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_DOUBLE, 2, yd);
+	m = load(&g, err, sizeof(err));
+	CHECK(m != NULL, "load double MatMul + Relu: %s", err);
+	if (m == NULL)
+		return;
+	in[0] = ie_tensor_new(IE_DOUBLE, 2, ad);
+	in[1] = ie_tensor_new(IE_DOUBLE, 2, bd);
+	memcpy(in[0]->data, a, sizeof(a));
+	memcpy(in[1]->data, b, sizeof(b));
+	CHECK(ie_model_run(m, (const ie_tensor *const *) in, out, err, sizeof(err)) == 0 &&
+		  out[0]->dtype == IE_DOUBLE, "run double MatMul + Relu: %s", err);
+	if (out[0] != NULL)
+	{
+		const double *y = out[0]->data;
+
+		for (int i = 0; i < 2; i++)
+			for (int j = 0; j < 2; j++)
+			{
+				double		want = 0;
+
+				for (int k = 0; k < 3; k++)
+					want += a[i * 3 + k] * b[k * 2 + j];
+				want = want > 0 ? want : 0;
+				CHECK(y[i * 2 + j] == want, "Y[%d][%d] = %g, want %g", i, j, y[i * 2 + j], want);
+			}
+		ie_tensor_destroy(&out[0]);
+	}
+	ie_tensor_destroy(&in[0]);
+	ie_tensor_destroy(&in[1]);
+	ie_model_destroy(&m);
+}
+
 static void
 test_matmul_fusion(void)
 {
@@ -2695,6 +2752,7 @@ main(void)
 	test_scratch_reduce();
 	test_scratch_resize_antialias();
 	test_matmul_fusion();
+	test_matmul_double_relu();
 	test_text_batch_invariance();
 	return tu_report("test_engine");
 }

@@ -904,6 +904,26 @@ build_epilogue(const ie_model *m, int k, const int *n_read, bool *fused,
 	return ep;
 }
 
+/*
+ * Whether value v is known at load to be double: a double initializer or
+ * constant, or a graph input declared double.  The fused steps compute in
+ * float, so a MatMul over such a value keeps its following nodes apart
+ * (a double product whose type only shows at run time refuses a fused
+ * chain instead: ops_matmul.c).
+ */
+static bool
+value_is_double(const ie_model *m, int v)
+{
+	if (v < 0)
+		return false;
+	if (m->consts[v] != NULL)
+		return m->consts[v]->dtype == IE_DOUBLE;
+	for (int i = 0; i < m->n_inputs; i++)
+		if (m->inputs[i].value == v)
+			return m->inputs[i].dtype == IE_DOUBLE;
+	return false;
+}
+
 /* Rewrites m's plan, fusing chains into Convs; see fusion.h. */
 int
 ie_fuse_plan(ie_model *m, char *err, size_t errlen)
@@ -931,6 +951,9 @@ ie_fuse_plan(ie_model *m, char *err, size_t errlen)
 		if (fused[k] || (strcmp(pn->op_type, "Conv") != 0 &&
 						 strcmp(pn->op_type, "ConvTranspose") != 0 &&
 						 strcmp(pn->op_type, "MatMul") != 0))
+			continue;
+		if (strcmp(pn->op_type, "MatMul") == 0 && pn->n_inputs >= 2 &&
+			(value_is_double(m, pn->inputs[0]) || value_is_double(m, pn->inputs[1])))
 			continue;
 		pn->epilogue = build_epilogue(m, k, n_read, fused, &out);
 		if (pn->epilogue != NULL)
