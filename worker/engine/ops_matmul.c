@@ -300,14 +300,13 @@ op_matmul(ie_node_ctx *ctx)
 	ctx->outputs[0] = Y;
 	if (ie_tensor_numel(Y) == 0)
 		return 0;
-	if (K == 0 && dt == IE_DOUBLE)
-		return 0;				/* an empty sum: the zeros */
 	ad = A->data;
 	bd = B->data;
 	yd = Y->data;
 	if (K == 0)
 	{
-		/* an empty sum: zeros, through the fused nodes if any */
+		/* an empty sum: zeros, through the fused nodes if any (a double
+		 * product has none) */
 		if (ctx->epilogue != NULL)
 			for (int64_t r = 0; r < ie_tensor_numel(Y) / N; r++)
 				ie_epilogue_apply_row(ctx->epilogue, yd + r * N, 0, N);

@@ -456,8 +456,16 @@ softmax_blocks_f64(const double *x, double *y, int64_t outer, int64_t len,
 					ys[k * inner] = e;
 				sum += e;
 			}
-			for (int64_t k = 0; k < len; k++)
-				ys[k * inner] = log_out ? xs[k * inner] - mx - log(sum) : ys[k * inner] / sum;
+			if (log_out)
+			{
+				double		ls = log(sum);
+
+				for (int64_t k = 0; k < len; k++)
+					ys[k * inner] = xs[k * inner] - mx - ls;
+			}
+			else
+				for (int64_t k = 0; k < len; k++)
+					ys[k * inner] /= sum;
 		}
 }
 

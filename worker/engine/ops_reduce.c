@@ -272,8 +272,17 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 		{
 			double		a = acc[ooff];
 
-			for (int64_t j = 0; j < len; j++)
-				a = reduce_step(kind, a, reduce_load(X, i + j));
+			if (X->dtype == IE_FLOAT)
+			{
+				/* the common case, without reduce_load's type switch */
+				const float *xs = (const float *) X->data + i;
+
+				for (int64_t j = 0; j < len; j++)
+					a = reduce_step(kind, a, xs[j]);
+			}
+			else
+				for (int64_t j = 0; j < len; j++)
+					a = reduce_step(kind, a, reduce_load(X, i + j));
 			acc[ooff] = a;
 			ooff = reduce_advance(X, X->ndim - 2, idx, ostride, ooff);
 		}
