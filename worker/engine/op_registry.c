@@ -83,7 +83,7 @@ static const struct
 	{"MatMul", 2}, {"Gemm", 2}, {"Conv", 2}, {"ConvTranspose", 2},
 	{"Expand", 2}, {"Reshape", 2}, {"Tile", 2},
 	{"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2}, {"ScatterND", 3},
-	{"Mod", 2},
+	{"Mod", 2}, {"CastLike", 2},
 	{"LayerNormalization", 2},
 	{"Where", 3}, {"Range", 3}, {"PRelu", 2},
 	{"BatchNormalization", 5},

@@ -132,872 +132,890 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"input", "T1", 0x07ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	/* 70: Cast-28 */
 	{"input", "T1", 0x1fff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 float6e2m3 float6e3m2 */
-	/* 71: Ceil-1 */
+	/* 71: CastLike-15 */
+	{"input", "T1", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
+	{"target_type", "T2", 0x00013ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
+	/* 73: CastLike-19 */
+	{"input", "T1", 0x001f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	{"target_type", "T2", 0x001f3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	/* 75: CastLike-21 */
+	{"input", "T1", 0x007f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
+	{"target_type", "T2", 0x007f3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
+	/* 77: CastLike-23 */
+	{"input", "T1", 0x00ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
+	{"target_type", "T2", 0x00ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
+	/* 79: CastLike-24 */
+	{"input", "T1", 0x01ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
+	{"target_type", "T2", 0x01ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
+	/* 81: CastLike-25 */
+	{"input", "T1", 0x07ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
+	{"target_type", "T2", 0x07ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
+	/* 83: Ceil-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 72: Ceil-6 */
+	/* 84: Ceil-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 73: Ceil-13 */
+	/* 85: Ceil-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 74: Celu-12 */
+	/* 86: Celu-12 */
 	{"X", "T", 0x00000002, 0, 0},	/* float */
-	/* 75: Celu-28 */
+	/* 87: Celu-28 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 76: Clip-1 */
+	/* 88: Clip-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 77: Clip-6 */
+	/* 89: Clip-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 78: Clip-11 */
+	/* 90: Clip-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"min", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"max", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 81: Clip-12 */
+	/* 93: Clip-12 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"min", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"max", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 84: Clip-13 */
+	/* 96: Clip-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"min", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"max", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 87: Concat-1 */
+	/* 99: Concat-1 */
 	{"inputs", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 88: Concat-4 */
+	/* 100: Concat-4 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 89: Concat-11 */
+	/* 101: Concat-11 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 90: Concat-13 */
+	/* 102: Concat-13 */
 	{"inputs", "T", 0x0001fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 91: ConstantOfShape-9 */
+	/* 103: ConstantOfShape-9 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 92: ConstantOfShape-20 */
+	/* 104: ConstantOfShape-20 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 93: ConstantOfShape-21 */
+	/* 105: ConstantOfShape-21 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 94: ConstantOfShape-23 */
+	/* 106: ConstantOfShape-23 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 95: ConstantOfShape-24 */
+	/* 107: ConstantOfShape-24 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 96: ConstantOfShape-25 */
+	/* 108: ConstantOfShape-25 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 97: Conv-1 */
+	/* 109: Conv-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 100: Conv-11 */
+	/* 112: Conv-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 103: Conv-22 */
+	/* 115: Conv-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 106: ConvTranspose-1 */
+	/* 118: ConvTranspose-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 109: ConvTranspose-11 */
+	/* 121: ConvTranspose-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 112: ConvTranspose-22 */
+	/* 124: ConvTranspose-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 115: Cos-7 */
+	/* 127: Cos-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 116: Cos-22 */
+	/* 128: Cos-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 117: Div-1 */
+	/* 129: Div-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 119: Div-6 */
+	/* 131: Div-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 121: Div-7 */
+	/* 133: Div-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 123: Div-13 */
+	/* 135: Div-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 125: Div-14 */
+	/* 137: Div-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 127: Einsum-12 */
+	/* 139: Einsum-12 */
 	{"Inputs", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 128: Einsum-28 */
+	/* 140: Einsum-28 */
 	{"Inputs", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 129: Elu-1 */
+	/* 141: Elu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 130: Elu-6 */
+	/* 142: Elu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 131: Elu-22 */
+	/* 143: Elu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 132: Equal-1 */
+	/* 144: Equal-1 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 134: Equal-7 */
+	/* 146: Equal-7 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 136: Equal-11 */
+	/* 148: Equal-11 */
 	{"A", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
 	{"B", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 138: Equal-13 */
+	/* 150: Equal-13 */
 	{"A", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
-	/* 140: Equal-19 */
+	/* 152: Equal-19 */
 	{"A", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 142: Erf-9 */
+	/* 154: Erf-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 143: Erf-13 */
+	/* 155: Erf-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 144: Exp-1 */
+	/* 156: Exp-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 145: Exp-6 */
+	/* 157: Exp-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 146: Exp-13 */
+	/* 158: Exp-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 147: Expand-8 */
+	/* 159: Expand-8 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 149: Expand-13 */
+	/* 161: Expand-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 151: Flatten-1 */
+	/* 163: Flatten-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 152: Flatten-9 */
+	/* 164: Flatten-9 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 153: Flatten-11 */
+	/* 165: Flatten-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 154: Flatten-13 */
+	/* 166: Flatten-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 155: Flatten-21 */
+	/* 167: Flatten-21 */
 	{"input", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 156: Flatten-23 */
+	/* 168: Flatten-23 */
 	{"input", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 157: Flatten-24 */
+	/* 169: Flatten-24 */
 	{"input", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 158: Flatten-25 */
+	/* 170: Flatten-25 */
 	{"input", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 159: Floor-1 */
+	/* 171: Floor-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 160: Floor-6 */
+	/* 172: Floor-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 161: Floor-13 */
+	/* 173: Floor-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 162: Gather-1 */
+	/* 174: Gather-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 164: Gather-11 */
+	/* 176: Gather-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 166: Gather-13 */
+	/* 178: Gather-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 168: GatherElements-11 */
+	/* 180: GatherElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 170: GatherElements-13 */
+	/* 182: GatherElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 172: GatherND-11 */
+	/* 184: GatherND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 174: GatherND-12 */
+	/* 186: GatherND-12 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 176: GatherND-13 */
+	/* 188: GatherND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 178: Gelu-20 */
+	/* 190: Gelu-20 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 179: Gemm-1 */
+	/* 191: Gemm-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 182: Gemm-6 */
+	/* 194: Gemm-6 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 185: Gemm-7 */
+	/* 197: Gemm-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 188: Gemm-9 */
+	/* 200: Gemm-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 191: Gemm-11 */
+	/* 203: Gemm-11 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 194: Gemm-13 */
+	/* 206: Gemm-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"C", "T", 0x00013cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 197: GlobalAveragePool-1 */
+	/* 209: GlobalAveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 198: GlobalAveragePool-22 */
+	/* 210: GlobalAveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 199: GlobalMaxPool-1 */
+	/* 211: GlobalMaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 200: GlobalMaxPool-22 */
+	/* 212: GlobalMaxPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 201: Greater-1 */
+	/* 213: Greater-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 203: Greater-7 */
+	/* 215: Greater-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 205: Greater-9 */
+	/* 217: Greater-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 207: Greater-13 */
+	/* 219: Greater-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 209: GreaterOrEqual-12 */
+	/* 221: GreaterOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 211: GreaterOrEqual-16 */
+	/* 223: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 213: HardSigmoid-1 */
+	/* 225: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 214: HardSigmoid-6 */
+	/* 226: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 215: HardSigmoid-22 */
+	/* 227: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 216: HardSwish-14 */
+	/* 228: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 217: HardSwish-22 */
+	/* 229: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 218: Identity-1 */
+	/* 230: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 219: Identity-13 */
+	/* 231: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 220: Identity-14 */
+	/* 232: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 221: Identity-16 */
+	/* 233: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 222: Identity-19 */
+	/* 234: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 223: Identity-21 */
+	/* 235: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 224: Identity-23 */
+	/* 236: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 225: Identity-24 */
+	/* 237: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 226: Identity-25 */
+	/* 238: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 227: IsInf-10 */
+	/* 239: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 228: IsInf-20 */
+	/* 240: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 229: IsNaN-9 */
+	/* 241: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 230: IsNaN-13 */
+	/* 242: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 231: IsNaN-20 */
+	/* 243: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 232: LayerNormalization-17 */
+	/* 244: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 235: LeakyRelu-1 */
+	/* 247: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 236: LeakyRelu-6 */
+	/* 248: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 237: LeakyRelu-16 */
+	/* 249: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 238: Less-1 */
+	/* 250: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 240: Less-7 */
+	/* 252: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 242: Less-9 */
+	/* 254: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 244: Less-13 */
+	/* 256: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 246: LessOrEqual-12 */
+	/* 258: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 248: LessOrEqual-16 */
+	/* 260: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 250: Log-1 */
+	/* 262: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 251: Log-6 */
+	/* 263: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 252: Log-13 */
+	/* 264: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 253: LogSoftmax-1 */
+	/* 265: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 254: LogSoftmax-11 */
+	/* 266: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 255: LogSoftmax-13 */
+	/* 267: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 256: MatMul-1 */
+	/* 268: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 258: MatMul-9 */
+	/* 270: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 260: MatMul-13 */
+	/* 272: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 262: Max-1 */
+	/* 274: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 263: Max-6 */
+	/* 275: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 264: Max-8 */
+	/* 276: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 265: Max-12 */
+	/* 277: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 266: Max-13 */
+	/* 278: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 267: MaxPool-1 */
+	/* 279: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 268: MaxPool-8 */
+	/* 280: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 269: MaxPool-10 */
+	/* 281: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 270: MaxPool-11 */
+	/* 282: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 271: MaxPool-12 */
+	/* 283: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 272: MaxPool-22 */
+	/* 284: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 273: Mean-1 */
+	/* 285: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 274: Mean-6 */
+	/* 286: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 275: Mean-8 */
+	/* 287: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 276: Mean-13 */
+	/* 288: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 277: Min-1 */
+	/* 289: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 278: Min-6 */
+	/* 290: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 279: Min-8 */
+	/* 291: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 280: Min-12 */
+	/* 292: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 281: Min-13 */
+	/* 293: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 282: Mod-10 */
+	/* 294: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 284: Mod-13 */
+	/* 296: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 286: Mod-28 */
+	/* 298: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 288: Mul-1 */
+	/* 300: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 290: Mul-6 */
+	/* 302: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 292: Mul-7 */
+	/* 304: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 294: Mul-13 */
+	/* 306: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 296: Mul-14 */
+	/* 308: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 298: Neg-1 */
+	/* 310: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 299: Neg-6 */
+	/* 311: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 300: Neg-13 */
+	/* 312: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 301: Not-1 */
+	/* 313: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 302: Or-1 */
+	/* 314: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 304: Or-7 */
+	/* 316: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 306: PRelu-1 */
+	/* 318: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 308: PRelu-6 */
+	/* 320: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 310: PRelu-7 */
+	/* 322: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 312: PRelu-9 */
+	/* 324: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 314: PRelu-16 */
+	/* 326: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 316: Pad-1 */
+	/* 328: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 317: Pad-2 */
+	/* 329: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 318: Pad-11 */
+	/* 330: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 321: Pad-13 */
+	/* 333: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 324: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 328: Pad-19 */
+	/* 336: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 332: Pad-21 */
+	/* 340: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 344: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 336: Pad-23 */
+	/* 348: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 340: Pad-24 */
+	/* 352: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 344: Pad-25 */
+	/* 356: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 348: Pow-1 */
+	/* 360: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 350: Pow-7 */
+	/* 362: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 352: Pow-12 */
+	/* 364: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 354: Pow-13 */
+	/* 366: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 356: Pow-15 */
+	/* 368: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 358: Range-11 */
+	/* 370: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 361: Range-27 */
+	/* 373: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 364: Reciprocal-1 */
+	/* 376: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 365: Reciprocal-6 */
+	/* 377: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 366: Reciprocal-13 */
+	/* 378: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 367: ReduceL1-1 */
+	/* 379: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 368: ReduceL1-11 */
+	/* 380: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 369: ReduceL1-13 */
+	/* 381: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 370: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 372: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 373: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 374: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 375: ReduceL2-18 */
+	/* 382: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 377: ReduceLogSum-1 */
+	/* 384: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 378: ReduceLogSum-11 */
+	/* 385: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 379: ReduceLogSum-13 */
+	/* 386: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 380: ReduceLogSum-18 */
+	/* 387: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 382: ReduceLogSum-28 */
+	/* 389: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 390: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 391: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 392: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 394: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 384: ReduceLogSumExp-1 */
+	/* 396: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 385: ReduceLogSumExp-11 */
+	/* 397: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 386: ReduceLogSumExp-13 */
+	/* 398: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 387: ReduceLogSumExp-18 */
+	/* 399: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 389: ReduceLogSumExp-28 */
+	/* 401: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 391: ReduceMax-1 */
+	/* 403: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 392: ReduceMax-11 */
+	/* 404: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 393: ReduceMax-12 */
+	/* 405: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 394: ReduceMax-13 */
+	/* 406: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 395: ReduceMax-18 */
+	/* 407: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 397: ReduceMax-20 */
+	/* 409: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 399: ReduceMean-1 */
+	/* 411: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 400: ReduceMean-11 */
+	/* 412: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 401: ReduceMean-13 */
+	/* 413: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 402: ReduceMean-18 */
+	/* 414: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 404: ReduceMin-1 */
+	/* 416: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 405: ReduceMin-11 */
+	/* 417: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 406: ReduceMin-12 */
+	/* 418: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 407: ReduceMin-13 */
+	/* 419: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 408: ReduceMin-18 */
+	/* 420: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 410: ReduceMin-20 */
+	/* 422: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 412: ReduceProd-1 */
+	/* 424: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 413: ReduceProd-11 */
+	/* 425: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 414: ReduceProd-13 */
+	/* 426: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 415: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 417: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 418: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 419: ReduceSum-13 */
+	/* 427: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 421: ReduceSumSquare-1 */
+	/* 429: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 422: ReduceSumSquare-11 */
+	/* 430: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 423: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 424: ReduceSumSquare-18 */
+	/* 431: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 426: Relu-1 */
+	/* 433: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 434: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 435: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 436: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 438: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 427: Relu-6 */
+	/* 439: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 428: Relu-13 */
+	/* 440: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 429: Relu-14 */
+	/* 441: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 430: Reshape-1 */
+	/* 442: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 431: Reshape-5 */
+	/* 443: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 433: Reshape-13 */
+	/* 445: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 435: Reshape-14 */
+	/* 447: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 437: Reshape-19 */
+	/* 449: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 439: Reshape-21 */
+	/* 451: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 441: Reshape-23 */
+	/* 453: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 443: Reshape-24 */
+	/* 455: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 445: Reshape-25 */
+	/* 457: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 447: Resize-10 */
+	/* 459: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 449: Resize-11 */
+	/* 461: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 453: Resize-13 */
+	/* 465: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 457: Resize-18 */
+	/* 469: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 461: Resize-19 */
+	/* 473: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 465: ScatterND-11 */
+	/* 477: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 468: ScatterND-13 */
+	/* 480: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 471: ScatterND-16 */
+	/* 483: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 474: ScatterND-18 */
+	/* 486: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 477: Selu-1 */
+	/* 489: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 478: Selu-6 */
+	/* 490: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 479: Selu-22 */
+	/* 491: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 480: Shape-1 */
+	/* 492: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 481: Shape-13 */
+	/* 493: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 482: Shape-15 */
+	/* 494: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 483: Shape-19 */
+	/* 495: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 484: Shape-21 */
+	/* 496: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 485: Shape-23 */
+	/* 497: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 486: Shape-24 */
+	/* 498: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 487: Shape-25 */
+	/* 499: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 488: Sigmoid-1 */
+	/* 500: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 489: Sigmoid-6 */
+	/* 501: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 490: Sigmoid-13 */
+	/* 502: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 491: Sin-7 */
+	/* 503: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 492: Sin-22 */
+	/* 504: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 493: Size-1 */
+	/* 505: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 494: Size-13 */
+	/* 506: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 495: Size-19 */
+	/* 507: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 496: Size-21 */
+	/* 508: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 497: Size-23 */
+	/* 509: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 498: Size-24 */
+	/* 510: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 499: Size-25 */
+	/* 511: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 500: Slice-1 */
+	/* 512: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 501: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 506: Slice-11 */
+	/* 513: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 511: Slice-13 */
+	/* 518: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 523: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 516: Softmax-1 */
+	/* 528: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 517: Softmax-11 */
+	/* 529: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 518: Softmax-13 */
+	/* 530: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 519: Softplus-1 */
+	/* 531: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 520: Softplus-22 */
+	/* 532: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 521: Softsign-1 */
+	/* 533: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 522: Softsign-22 */
+	/* 534: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 523: Split-1 */
+	/* 535: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 525: Split-2 */
+	/* 537: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 526: Split-11 */
+	/* 538: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 527: Split-13 */
+	/* 539: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 529: Split-18 */
+	/* 541: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 531: Sqrt-1 */
+	/* 543: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 532: Sqrt-6 */
+	/* 544: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 533: Sqrt-13 */
+	/* 545: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 534: Squeeze-1 */
+	/* 546: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 535: Squeeze-11 */
+	/* 547: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 536: Squeeze-13 */
+	/* 548: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 538: Squeeze-21 */
+	/* 550: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 540: Squeeze-23 */
+	/* 552: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 542: Squeeze-24 */
+	/* 554: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 544: Squeeze-25 */
+	/* 556: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 546: Sub-1 */
+	/* 558: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 548: Sub-6 */
+	/* 560: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 550: Sub-7 */
+	/* 562: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 552: Sub-13 */
+	/* 564: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 554: Sub-14 */
+	/* 566: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 556: Sum-1 */
+	/* 568: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 557: Sum-6 */
+	/* 569: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 558: Sum-8 */
+	/* 570: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 559: Sum-13 */
+	/* 571: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 560: Tanh-1 */
+	/* 572: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 561: Tanh-6 */
+	/* 573: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 562: Tanh-13 */
+	/* 574: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 563: Tile-1 */
+	/* 575: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 566: Tile-6 */
+	/* 578: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 568: Tile-13 */
+	/* 580: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 570: Transpose-1 */
+	/* 582: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 571: Transpose-13 */
+	/* 583: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 572: Transpose-21 */
+	/* 584: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 573: Transpose-23 */
+	/* 585: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 574: Transpose-24 */
+	/* 586: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 575: Transpose-25 */
+	/* 587: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 576: Unsqueeze-1 */
+	/* 588: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 577: Unsqueeze-11 */
+	/* 589: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 578: Unsqueeze-13 */
+	/* 590: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 580: Unsqueeze-21 */
+	/* 592: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 582: Unsqueeze-23 */
+	/* 594: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 584: Unsqueeze-24 */
+	/* 596: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 586: Unsqueeze-25 */
+	/* 598: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 588: Upsample-1 */
+	/* 600: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 589: Upsample-7 */
+	/* 601: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 590: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 592: Upsample-10 */
+	/* 602: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 594: Where-9 */
+	/* 604: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 606: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 597: Where-16 */
+	/* 609: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 600: Xor-1 */
+	/* 612: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 602: Xor-7 */
+	/* 614: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1050,350 +1068,356 @@ static const struct
 	{"Cast", 24, "round_mode:s saturate:i to:i!", 68, 1},
 	{"Cast", 25, "round_mode:s saturate:i to:i!", 69, 1},
 	{"Cast", 28, "round_mode:s saturate:i to:i!", 70, 1},
-	{"Ceil", 1, "consumed_inputs:I", 71, 1},
-	{"Ceil", 6, "", 72, 1},
-	{"Ceil", 13, "", 73, 1},
-	{"Celu", 12, "alpha:f", 74, 1},
-	{"Celu", 28, "alpha:f", 75, 1},
-	{"Clip", 1, "consumed_inputs:I max:f min:f", 76, 1},
-	{"Clip", 6, "max:f min:f", 77, 1},
-	{"Clip", 11, "", 78, 3},
-	{"Clip", 12, "", 81, 3},
-	{"Clip", 13, "", 84, 3},
-	{"Concat", 1, "axis:i", 87, 1},
-	{"Concat", 4, "axis:i!", 88, 1},
-	{"Concat", 11, "axis:i!", 89, 1},
-	{"Concat", 13, "axis:i!", 90, 1},
-	{"Constant", 1, "value:t!", 91, 0},
-	{"Constant", 9, "value:t!", 91, 0},
-	{"Constant", 11, "sparse_value:p value:t", 91, 0},
-	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 91, 0},
-	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 91, 0},
-	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 91, 0},
-	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 91, 0},
-	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 91, 0},
-	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 91, 0},
-	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 91, 0},
-	{"ConstantOfShape", 9, "value:t", 91, 1},
-	{"ConstantOfShape", 20, "value:t", 92, 1},
-	{"ConstantOfShape", 21, "value:t", 93, 1},
-	{"ConstantOfShape", 23, "value:t", 94, 1},
-	{"ConstantOfShape", 24, "value:t", 95, 1},
-	{"ConstantOfShape", 25, "value:t", 96, 1},
-	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 97, 3},
-	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 100, 3},
-	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 103, 3},
-	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 106, 3},
-	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 109, 3},
-	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 112, 3},
-	{"Cos", 7, "", 115, 1},
-	{"Cos", 22, "", 116, 1},
-	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 117, 2},
-	{"Div", 6, "axis:i broadcast:i", 119, 2},
-	{"Div", 7, "", 121, 2},
-	{"Div", 13, "", 123, 2},
-	{"Div", 14, "", 125, 2},
-	{"Einsum", 12, "equation:s!", 127, 1},
-	{"Einsum", 28, "equation:s!", 128, 1},
-	{"Elu", 1, "alpha:f consumed_inputs:I", 129, 1},
-	{"Elu", 6, "alpha:f", 130, 1},
-	{"Elu", 22, "alpha:f", 131, 1},
-	{"Equal", 1, "axis:i broadcast:i", 132, 2},
-	{"Equal", 7, "", 134, 2},
-	{"Equal", 11, "", 136, 2},
-	{"Equal", 13, "", 138, 2},
-	{"Equal", 19, "", 140, 2},
-	{"Erf", 9, "", 142, 1},
-	{"Erf", 13, "", 143, 1},
-	{"Exp", 1, "consumed_inputs:I", 144, 1},
-	{"Exp", 6, "", 145, 1},
-	{"Exp", 13, "", 146, 1},
-	{"Expand", 8, "", 147, 2},
-	{"Expand", 13, "", 149, 2},
-	{"Flatten", 1, "axis:i", 151, 1},
-	{"Flatten", 9, "axis:i", 152, 1},
-	{"Flatten", 11, "axis:i", 153, 1},
-	{"Flatten", 13, "axis:i", 154, 1},
-	{"Flatten", 21, "axis:i", 155, 1},
-	{"Flatten", 23, "axis:i", 156, 1},
-	{"Flatten", 24, "axis:i", 157, 1},
-	{"Flatten", 25, "axis:i", 158, 1},
-	{"Floor", 1, "consumed_inputs:I", 159, 1},
-	{"Floor", 6, "", 160, 1},
-	{"Floor", 13, "", 161, 1},
-	{"Gather", 1, "axis:i", 162, 2},
-	{"Gather", 11, "axis:i", 164, 2},
-	{"Gather", 13, "axis:i", 166, 2},
-	{"GatherElements", 11, "axis:i", 168, 2},
-	{"GatherElements", 13, "axis:i", 170, 2},
-	{"GatherND", 11, "", 172, 2},
-	{"GatherND", 12, "batch_dims:i", 174, 2},
-	{"GatherND", 13, "batch_dims:i", 176, 2},
-	{"Gelu", 20, "approximate:s", 178, 1},
-	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 179, 3},
-	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 182, 3},
-	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 185, 3},
-	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 188, 3},
-	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 191, 3},
-	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 194, 3},
-	{"GlobalAveragePool", 1, "", 197, 1},
-	{"GlobalAveragePool", 22, "", 198, 1},
-	{"GlobalMaxPool", 1, "", 199, 1},
-	{"GlobalMaxPool", 22, "", 200, 1},
-	{"Greater", 1, "axis:i broadcast:i", 201, 2},
-	{"Greater", 7, "", 203, 2},
-	{"Greater", 9, "", 205, 2},
-	{"Greater", 13, "", 207, 2},
-	{"GreaterOrEqual", 12, "", 209, 2},
-	{"GreaterOrEqual", 16, "", 211, 2},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 213, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 214, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 215, 1},
-	{"HardSwish", 14, "", 216, 1},
-	{"HardSwish", 22, "", 217, 1},
-	{"Identity", 1, "", 218, 1},
-	{"Identity", 13, "", 219, 1},
-	{"Identity", 14, "", 220, 1},
-	{"Identity", 16, "", 221, 1},
-	{"Identity", 19, "", 222, 1},
-	{"Identity", 21, "", 223, 1},
-	{"Identity", 23, "", 224, 1},
-	{"Identity", 24, "", 225, 1},
-	{"Identity", 25, "", 226, 1},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 227, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 228, 1},
-	{"IsNaN", 9, "", 229, 1},
-	{"IsNaN", 13, "", 230, 1},
-	{"IsNaN", 20, "", 231, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 232, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 235, 1},
-	{"LeakyRelu", 6, "alpha:f", 236, 1},
-	{"LeakyRelu", 16, "alpha:f", 237, 1},
-	{"Less", 1, "axis:i broadcast:i", 238, 2},
-	{"Less", 7, "", 240, 2},
-	{"Less", 9, "", 242, 2},
-	{"Less", 13, "", 244, 2},
-	{"LessOrEqual", 12, "", 246, 2},
-	{"LessOrEqual", 16, "", 248, 2},
-	{"Log", 1, "consumed_inputs:I", 250, 1},
-	{"Log", 6, "", 251, 1},
-	{"Log", 13, "", 252, 1},
-	{"LogSoftmax", 1, "axis:i", 253, 1},
-	{"LogSoftmax", 11, "axis:i", 254, 1},
-	{"LogSoftmax", 13, "axis:i", 255, 1},
-	{"MatMul", 1, "", 256, 2},
-	{"MatMul", 9, "", 258, 2},
-	{"MatMul", 13, "", 260, 2},
-	{"Max", 1, "consumed_inputs:I", 262, 1},
-	{"Max", 6, "", 263, 1},
-	{"Max", 8, "", 264, 1},
-	{"Max", 12, "", 265, 1},
-	{"Max", 13, "", 266, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 267, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 268, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 269, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 270, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 271, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 272, 1},
-	{"Mean", 1, "consumed_inputs:I", 273, 1},
-	{"Mean", 6, "", 274, 1},
-	{"Mean", 8, "", 275, 1},
-	{"Mean", 13, "", 276, 1},
-	{"Min", 1, "consumed_inputs:I", 277, 1},
-	{"Min", 6, "", 278, 1},
-	{"Min", 8, "", 279, 1},
-	{"Min", 12, "", 280, 1},
-	{"Min", 13, "", 281, 1},
-	{"Mod", 10, "fmod:i", 282, 2},
-	{"Mod", 13, "fmod:i", 284, 2},
-	{"Mod", 28, "fmod:i", 286, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 288, 2},
-	{"Mul", 6, "axis:i broadcast:i", 290, 2},
-	{"Mul", 7, "", 292, 2},
-	{"Mul", 13, "", 294, 2},
-	{"Mul", 14, "", 296, 2},
-	{"Neg", 1, "consumed_inputs:I", 298, 1},
-	{"Neg", 6, "", 299, 1},
-	{"Neg", 13, "", 300, 1},
-	{"Not", 1, "", 301, 1},
-	{"Or", 1, "axis:i broadcast:i", 302, 2},
-	{"Or", 7, "", 304, 2},
-	{"PRelu", 1, "consumed_inputs:I", 306, 2},
-	{"PRelu", 6, "", 308, 2},
-	{"PRelu", 7, "", 310, 2},
-	{"PRelu", 9, "", 312, 2},
-	{"PRelu", 16, "", 314, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 316, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 317, 1},
-	{"Pad", 11, "mode:s", 318, 3},
-	{"Pad", 13, "mode:s", 321, 3},
-	{"Pad", 18, "mode:s", 324, 4},
-	{"Pad", 19, "mode:s", 328, 4},
-	{"Pad", 21, "mode:s", 332, 4},
-	{"Pad", 23, "mode:s", 336, 4},
-	{"Pad", 24, "mode:s", 340, 4},
-	{"Pad", 25, "mode:s", 344, 4},
-	{"Pow", 1, "axis:i broadcast:i", 348, 2},
-	{"Pow", 7, "", 350, 2},
-	{"Pow", 12, "", 352, 2},
-	{"Pow", 13, "", 354, 2},
-	{"Pow", 15, "", 356, 2},
-	{"Range", 11, "", 358, 3},
-	{"Range", 27, "stash_type:i", 361, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 364, 1},
-	{"Reciprocal", 6, "", 365, 1},
-	{"Reciprocal", 13, "", 366, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 367, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 368, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 369, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 370, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 372, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 373, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 374, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 375, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 377, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 378, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 379, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 380, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 382, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 384, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 385, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 386, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 387, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 389, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 391, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 392, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 393, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 394, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 395, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 397, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 399, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 400, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 401, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 402, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 404, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 405, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 406, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 407, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 408, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 410, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 412, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 413, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 414, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 415, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 417, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 418, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 419, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 421, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 422, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 423, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 424, 2},
-	{"Relu", 1, "consumed_inputs:I", 426, 1},
-	{"Relu", 6, "", 427, 1},
-	{"Relu", 13, "", 428, 1},
-	{"Relu", 14, "", 429, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 430, 1},
-	{"Reshape", 5, "", 431, 2},
-	{"Reshape", 13, "", 433, 2},
-	{"Reshape", 14, "allowzero:i", 435, 2},
-	{"Reshape", 19, "allowzero:i", 437, 2},
-	{"Reshape", 21, "allowzero:i", 439, 2},
-	{"Reshape", 23, "allowzero:i", 441, 2},
-	{"Reshape", 24, "allowzero:i", 443, 2},
-	{"Reshape", 25, "allowzero:i", 445, 2},
-	{"Resize", 10, "mode:s", 447, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 449, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 453, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 457, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 461, 4},
-	{"ScatterND", 11, "", 465, 3},
-	{"ScatterND", 13, "", 468, 3},
-	{"ScatterND", 16, "reduction:s", 471, 3},
-	{"ScatterND", 18, "reduction:s", 474, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 477, 1},
-	{"Selu", 6, "alpha:f gamma:f", 478, 1},
-	{"Selu", 22, "alpha:f gamma:f", 479, 1},
-	{"Shape", 1, "", 480, 1},
-	{"Shape", 13, "", 481, 1},
-	{"Shape", 15, "end:i start:i", 482, 1},
-	{"Shape", 19, "end:i start:i", 483, 1},
-	{"Shape", 21, "end:i start:i", 484, 1},
-	{"Shape", 23, "end:i start:i", 485, 1},
-	{"Shape", 24, "end:i start:i", 486, 1},
-	{"Shape", 25, "end:i start:i", 487, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 488, 1},
-	{"Sigmoid", 6, "", 489, 1},
-	{"Sigmoid", 13, "", 490, 1},
-	{"Sin", 7, "", 491, 1},
-	{"Sin", 22, "", 492, 1},
-	{"Size", 1, "", 493, 1},
-	{"Size", 13, "", 494, 1},
-	{"Size", 19, "", 495, 1},
-	{"Size", 21, "", 496, 1},
-	{"Size", 23, "", 497, 1},
-	{"Size", 24, "", 498, 1},
-	{"Size", 25, "", 499, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 500, 1},
-	{"Slice", 10, "", 501, 5},
-	{"Slice", 11, "", 506, 5},
-	{"Slice", 13, "", 511, 5},
-	{"Softmax", 1, "axis:i", 516, 1},
-	{"Softmax", 11, "axis:i", 517, 1},
-	{"Softmax", 13, "axis:i", 518, 1},
-	{"Softplus", 1, "", 519, 1},
-	{"Softplus", 22, "", 520, 1},
-	{"Softsign", 1, "", 521, 1},
-	{"Softsign", 22, "", 522, 1},
-	{"Split", 1, "axis:i split:I", 523, 2},
-	{"Split", 2, "axis:i split:I", 525, 1},
-	{"Split", 11, "axis:i split:I", 526, 1},
-	{"Split", 13, "axis:i", 527, 2},
-	{"Split", 18, "axis:i num_outputs:i", 529, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 531, 1},
-	{"Sqrt", 6, "", 532, 1},
-	{"Sqrt", 13, "", 533, 1},
-	{"Squeeze", 1, "axes:I", 534, 1},
-	{"Squeeze", 11, "axes:I", 535, 1},
-	{"Squeeze", 13, "", 536, 2},
-	{"Squeeze", 21, "", 538, 2},
-	{"Squeeze", 23, "", 540, 2},
-	{"Squeeze", 24, "", 542, 2},
-	{"Squeeze", 25, "", 544, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 546, 2},
-	{"Sub", 6, "axis:i broadcast:i", 548, 2},
-	{"Sub", 7, "", 550, 2},
-	{"Sub", 13, "", 552, 2},
-	{"Sub", 14, "", 554, 2},
-	{"Sum", 1, "consumed_inputs:I", 556, 1},
-	{"Sum", 6, "", 557, 1},
-	{"Sum", 8, "", 558, 1},
-	{"Sum", 13, "", 559, 1},
-	{"Tanh", 1, "consumed_inputs:I", 560, 1},
-	{"Tanh", 6, "", 561, 1},
-	{"Tanh", 13, "", 562, 1},
-	{"Tile", 1, "", 563, 3},
-	{"Tile", 6, "", 566, 2},
-	{"Tile", 13, "", 568, 2},
-	{"Transpose", 1, "perm:I", 570, 1},
-	{"Transpose", 13, "perm:I", 571, 1},
-	{"Transpose", 21, "perm:I", 572, 1},
-	{"Transpose", 23, "perm:I", 573, 1},
-	{"Transpose", 24, "perm:I", 574, 1},
-	{"Transpose", 25, "perm:I", 575, 1},
-	{"Unsqueeze", 1, "axes:I!", 576, 1},
-	{"Unsqueeze", 11, "axes:I!", 577, 1},
-	{"Unsqueeze", 13, "", 578, 2},
-	{"Unsqueeze", 21, "", 580, 2},
-	{"Unsqueeze", 23, "", 582, 2},
-	{"Unsqueeze", 24, "", 584, 2},
-	{"Unsqueeze", 25, "", 586, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 588, 1},
-	{"Upsample", 7, "mode:s scales:F!", 589, 1},
-	{"Upsample", 9, "mode:s", 590, 2},
-	{"Upsample", 10, "mode:s", 592, 2},
-	{"Where", 9, "", 594, 3},
-	{"Where", 16, "", 597, 3},
-	{"Xor", 1, "axis:i broadcast:i", 600, 2},
-	{"Xor", 7, "", 602, 2},
+	{"CastLike", 15, "", 71, 2},
+	{"CastLike", 19, "saturate:i", 73, 2},
+	{"CastLike", 21, "saturate:i", 75, 2},
+	{"CastLike", 23, "saturate:i", 77, 2},
+	{"CastLike", 24, "round_mode:s saturate:i", 79, 2},
+	{"CastLike", 25, "round_mode:s saturate:i", 81, 2},
+	{"Ceil", 1, "consumed_inputs:I", 83, 1},
+	{"Ceil", 6, "", 84, 1},
+	{"Ceil", 13, "", 85, 1},
+	{"Celu", 12, "alpha:f", 86, 1},
+	{"Celu", 28, "alpha:f", 87, 1},
+	{"Clip", 1, "consumed_inputs:I max:f min:f", 88, 1},
+	{"Clip", 6, "max:f min:f", 89, 1},
+	{"Clip", 11, "", 90, 3},
+	{"Clip", 12, "", 93, 3},
+	{"Clip", 13, "", 96, 3},
+	{"Concat", 1, "axis:i", 99, 1},
+	{"Concat", 4, "axis:i!", 100, 1},
+	{"Concat", 11, "axis:i!", 101, 1},
+	{"Concat", 13, "axis:i!", 102, 1},
+	{"Constant", 1, "value:t!", 103, 0},
+	{"Constant", 9, "value:t!", 103, 0},
+	{"Constant", 11, "sparse_value:p value:t", 103, 0},
+	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
+	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
+	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
+	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
+	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
+	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
+	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
+	{"ConstantOfShape", 9, "value:t", 103, 1},
+	{"ConstantOfShape", 20, "value:t", 104, 1},
+	{"ConstantOfShape", 21, "value:t", 105, 1},
+	{"ConstantOfShape", 23, "value:t", 106, 1},
+	{"ConstantOfShape", 24, "value:t", 107, 1},
+	{"ConstantOfShape", 25, "value:t", 108, 1},
+	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 109, 3},
+	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 112, 3},
+	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 115, 3},
+	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 118, 3},
+	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 121, 3},
+	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 124, 3},
+	{"Cos", 7, "", 127, 1},
+	{"Cos", 22, "", 128, 1},
+	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 129, 2},
+	{"Div", 6, "axis:i broadcast:i", 131, 2},
+	{"Div", 7, "", 133, 2},
+	{"Div", 13, "", 135, 2},
+	{"Div", 14, "", 137, 2},
+	{"Einsum", 12, "equation:s!", 139, 1},
+	{"Einsum", 28, "equation:s!", 140, 1},
+	{"Elu", 1, "alpha:f consumed_inputs:I", 141, 1},
+	{"Elu", 6, "alpha:f", 142, 1},
+	{"Elu", 22, "alpha:f", 143, 1},
+	{"Equal", 1, "axis:i broadcast:i", 144, 2},
+	{"Equal", 7, "", 146, 2},
+	{"Equal", 11, "", 148, 2},
+	{"Equal", 13, "", 150, 2},
+	{"Equal", 19, "", 152, 2},
+	{"Erf", 9, "", 154, 1},
+	{"Erf", 13, "", 155, 1},
+	{"Exp", 1, "consumed_inputs:I", 156, 1},
+	{"Exp", 6, "", 157, 1},
+	{"Exp", 13, "", 158, 1},
+	{"Expand", 8, "", 159, 2},
+	{"Expand", 13, "", 161, 2},
+	{"Flatten", 1, "axis:i", 163, 1},
+	{"Flatten", 9, "axis:i", 164, 1},
+	{"Flatten", 11, "axis:i", 165, 1},
+	{"Flatten", 13, "axis:i", 166, 1},
+	{"Flatten", 21, "axis:i", 167, 1},
+	{"Flatten", 23, "axis:i", 168, 1},
+	{"Flatten", 24, "axis:i", 169, 1},
+	{"Flatten", 25, "axis:i", 170, 1},
+	{"Floor", 1, "consumed_inputs:I", 171, 1},
+	{"Floor", 6, "", 172, 1},
+	{"Floor", 13, "", 173, 1},
+	{"Gather", 1, "axis:i", 174, 2},
+	{"Gather", 11, "axis:i", 176, 2},
+	{"Gather", 13, "axis:i", 178, 2},
+	{"GatherElements", 11, "axis:i", 180, 2},
+	{"GatherElements", 13, "axis:i", 182, 2},
+	{"GatherND", 11, "", 184, 2},
+	{"GatherND", 12, "batch_dims:i", 186, 2},
+	{"GatherND", 13, "batch_dims:i", 188, 2},
+	{"Gelu", 20, "approximate:s", 190, 1},
+	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 191, 3},
+	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 194, 3},
+	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 197, 3},
+	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 200, 3},
+	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 203, 3},
+	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 206, 3},
+	{"GlobalAveragePool", 1, "", 209, 1},
+	{"GlobalAveragePool", 22, "", 210, 1},
+	{"GlobalMaxPool", 1, "", 211, 1},
+	{"GlobalMaxPool", 22, "", 212, 1},
+	{"Greater", 1, "axis:i broadcast:i", 213, 2},
+	{"Greater", 7, "", 215, 2},
+	{"Greater", 9, "", 217, 2},
+	{"Greater", 13, "", 219, 2},
+	{"GreaterOrEqual", 12, "", 221, 2},
+	{"GreaterOrEqual", 16, "", 223, 2},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 225, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 226, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 227, 1},
+	{"HardSwish", 14, "", 228, 1},
+	{"HardSwish", 22, "", 229, 1},
+	{"Identity", 1, "", 230, 1},
+	{"Identity", 13, "", 231, 1},
+	{"Identity", 14, "", 232, 1},
+	{"Identity", 16, "", 233, 1},
+	{"Identity", 19, "", 234, 1},
+	{"Identity", 21, "", 235, 1},
+	{"Identity", 23, "", 236, 1},
+	{"Identity", 24, "", 237, 1},
+	{"Identity", 25, "", 238, 1},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 239, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 240, 1},
+	{"IsNaN", 9, "", 241, 1},
+	{"IsNaN", 13, "", 242, 1},
+	{"IsNaN", 20, "", 243, 1},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 244, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 247, 1},
+	{"LeakyRelu", 6, "alpha:f", 248, 1},
+	{"LeakyRelu", 16, "alpha:f", 249, 1},
+	{"Less", 1, "axis:i broadcast:i", 250, 2},
+	{"Less", 7, "", 252, 2},
+	{"Less", 9, "", 254, 2},
+	{"Less", 13, "", 256, 2},
+	{"LessOrEqual", 12, "", 258, 2},
+	{"LessOrEqual", 16, "", 260, 2},
+	{"Log", 1, "consumed_inputs:I", 262, 1},
+	{"Log", 6, "", 263, 1},
+	{"Log", 13, "", 264, 1},
+	{"LogSoftmax", 1, "axis:i", 265, 1},
+	{"LogSoftmax", 11, "axis:i", 266, 1},
+	{"LogSoftmax", 13, "axis:i", 267, 1},
+	{"MatMul", 1, "", 268, 2},
+	{"MatMul", 9, "", 270, 2},
+	{"MatMul", 13, "", 272, 2},
+	{"Max", 1, "consumed_inputs:I", 274, 1},
+	{"Max", 6, "", 275, 1},
+	{"Max", 8, "", 276, 1},
+	{"Max", 12, "", 277, 1},
+	{"Max", 13, "", 278, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 279, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 280, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 281, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 282, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 283, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 284, 1},
+	{"Mean", 1, "consumed_inputs:I", 285, 1},
+	{"Mean", 6, "", 286, 1},
+	{"Mean", 8, "", 287, 1},
+	{"Mean", 13, "", 288, 1},
+	{"Min", 1, "consumed_inputs:I", 289, 1},
+	{"Min", 6, "", 290, 1},
+	{"Min", 8, "", 291, 1},
+	{"Min", 12, "", 292, 1},
+	{"Min", 13, "", 293, 1},
+	{"Mod", 10, "fmod:i", 294, 2},
+	{"Mod", 13, "fmod:i", 296, 2},
+	{"Mod", 28, "fmod:i", 298, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 300, 2},
+	{"Mul", 6, "axis:i broadcast:i", 302, 2},
+	{"Mul", 7, "", 304, 2},
+	{"Mul", 13, "", 306, 2},
+	{"Mul", 14, "", 308, 2},
+	{"Neg", 1, "consumed_inputs:I", 310, 1},
+	{"Neg", 6, "", 311, 1},
+	{"Neg", 13, "", 312, 1},
+	{"Not", 1, "", 313, 1},
+	{"Or", 1, "axis:i broadcast:i", 314, 2},
+	{"Or", 7, "", 316, 2},
+	{"PRelu", 1, "consumed_inputs:I", 318, 2},
+	{"PRelu", 6, "", 320, 2},
+	{"PRelu", 7, "", 322, 2},
+	{"PRelu", 9, "", 324, 2},
+	{"PRelu", 16, "", 326, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 328, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 329, 1},
+	{"Pad", 11, "mode:s", 330, 3},
+	{"Pad", 13, "mode:s", 333, 3},
+	{"Pad", 18, "mode:s", 336, 4},
+	{"Pad", 19, "mode:s", 340, 4},
+	{"Pad", 21, "mode:s", 344, 4},
+	{"Pad", 23, "mode:s", 348, 4},
+	{"Pad", 24, "mode:s", 352, 4},
+	{"Pad", 25, "mode:s", 356, 4},
+	{"Pow", 1, "axis:i broadcast:i", 360, 2},
+	{"Pow", 7, "", 362, 2},
+	{"Pow", 12, "", 364, 2},
+	{"Pow", 13, "", 366, 2},
+	{"Pow", 15, "", 368, 2},
+	{"Range", 11, "", 370, 3},
+	{"Range", 27, "stash_type:i", 373, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 376, 1},
+	{"Reciprocal", 6, "", 377, 1},
+	{"Reciprocal", 13, "", 378, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 379, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 380, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 381, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 382, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 384, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 385, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 386, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 387, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 389, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 390, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 391, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 392, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 394, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 396, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 397, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 398, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 399, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 401, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 403, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 404, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 405, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 406, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 407, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 409, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 411, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 412, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 413, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 414, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 416, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 417, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 418, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 419, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 420, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 422, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 424, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 425, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 426, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 427, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 429, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 430, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 431, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 433, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 434, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 435, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 436, 2},
+	{"Relu", 1, "consumed_inputs:I", 438, 1},
+	{"Relu", 6, "", 439, 1},
+	{"Relu", 13, "", 440, 1},
+	{"Relu", 14, "", 441, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 442, 1},
+	{"Reshape", 5, "", 443, 2},
+	{"Reshape", 13, "", 445, 2},
+	{"Reshape", 14, "allowzero:i", 447, 2},
+	{"Reshape", 19, "allowzero:i", 449, 2},
+	{"Reshape", 21, "allowzero:i", 451, 2},
+	{"Reshape", 23, "allowzero:i", 453, 2},
+	{"Reshape", 24, "allowzero:i", 455, 2},
+	{"Reshape", 25, "allowzero:i", 457, 2},
+	{"Resize", 10, "mode:s", 459, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 461, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 465, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 469, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 473, 4},
+	{"ScatterND", 11, "", 477, 3},
+	{"ScatterND", 13, "", 480, 3},
+	{"ScatterND", 16, "reduction:s", 483, 3},
+	{"ScatterND", 18, "reduction:s", 486, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 489, 1},
+	{"Selu", 6, "alpha:f gamma:f", 490, 1},
+	{"Selu", 22, "alpha:f gamma:f", 491, 1},
+	{"Shape", 1, "", 492, 1},
+	{"Shape", 13, "", 493, 1},
+	{"Shape", 15, "end:i start:i", 494, 1},
+	{"Shape", 19, "end:i start:i", 495, 1},
+	{"Shape", 21, "end:i start:i", 496, 1},
+	{"Shape", 23, "end:i start:i", 497, 1},
+	{"Shape", 24, "end:i start:i", 498, 1},
+	{"Shape", 25, "end:i start:i", 499, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 500, 1},
+	{"Sigmoid", 6, "", 501, 1},
+	{"Sigmoid", 13, "", 502, 1},
+	{"Sin", 7, "", 503, 1},
+	{"Sin", 22, "", 504, 1},
+	{"Size", 1, "", 505, 1},
+	{"Size", 13, "", 506, 1},
+	{"Size", 19, "", 507, 1},
+	{"Size", 21, "", 508, 1},
+	{"Size", 23, "", 509, 1},
+	{"Size", 24, "", 510, 1},
+	{"Size", 25, "", 511, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 512, 1},
+	{"Slice", 10, "", 513, 5},
+	{"Slice", 11, "", 518, 5},
+	{"Slice", 13, "", 523, 5},
+	{"Softmax", 1, "axis:i", 528, 1},
+	{"Softmax", 11, "axis:i", 529, 1},
+	{"Softmax", 13, "axis:i", 530, 1},
+	{"Softplus", 1, "", 531, 1},
+	{"Softplus", 22, "", 532, 1},
+	{"Softsign", 1, "", 533, 1},
+	{"Softsign", 22, "", 534, 1},
+	{"Split", 1, "axis:i split:I", 535, 2},
+	{"Split", 2, "axis:i split:I", 537, 1},
+	{"Split", 11, "axis:i split:I", 538, 1},
+	{"Split", 13, "axis:i", 539, 2},
+	{"Split", 18, "axis:i num_outputs:i", 541, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 543, 1},
+	{"Sqrt", 6, "", 544, 1},
+	{"Sqrt", 13, "", 545, 1},
+	{"Squeeze", 1, "axes:I", 546, 1},
+	{"Squeeze", 11, "axes:I", 547, 1},
+	{"Squeeze", 13, "", 548, 2},
+	{"Squeeze", 21, "", 550, 2},
+	{"Squeeze", 23, "", 552, 2},
+	{"Squeeze", 24, "", 554, 2},
+	{"Squeeze", 25, "", 556, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 558, 2},
+	{"Sub", 6, "axis:i broadcast:i", 560, 2},
+	{"Sub", 7, "", 562, 2},
+	{"Sub", 13, "", 564, 2},
+	{"Sub", 14, "", 566, 2},
+	{"Sum", 1, "consumed_inputs:I", 568, 1},
+	{"Sum", 6, "", 569, 1},
+	{"Sum", 8, "", 570, 1},
+	{"Sum", 13, "", 571, 1},
+	{"Tanh", 1, "consumed_inputs:I", 572, 1},
+	{"Tanh", 6, "", 573, 1},
+	{"Tanh", 13, "", 574, 1},
+	{"Tile", 1, "", 575, 3},
+	{"Tile", 6, "", 578, 2},
+	{"Tile", 13, "", 580, 2},
+	{"Transpose", 1, "perm:I", 582, 1},
+	{"Transpose", 13, "perm:I", 583, 1},
+	{"Transpose", 21, "perm:I", 584, 1},
+	{"Transpose", 23, "perm:I", 585, 1},
+	{"Transpose", 24, "perm:I", 586, 1},
+	{"Transpose", 25, "perm:I", 587, 1},
+	{"Unsqueeze", 1, "axes:I!", 588, 1},
+	{"Unsqueeze", 11, "axes:I!", 589, 1},
+	{"Unsqueeze", 13, "", 590, 2},
+	{"Unsqueeze", 21, "", 592, 2},
+	{"Unsqueeze", 23, "", 594, 2},
+	{"Unsqueeze", 24, "", 596, 2},
+	{"Unsqueeze", 25, "", 598, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 600, 1},
+	{"Upsample", 7, "mode:s scales:F!", 601, 1},
+	{"Upsample", 9, "mode:s", 602, 2},
+	{"Upsample", 10, "mode:s", 604, 2},
+	{"Where", 9, "", 606, 3},
+	{"Where", 16, "", 609, 3},
+	{"Xor", 1, "axis:i broadcast:i", 612, 2},
+	{"Xor", 7, "", 614, 2},
 	{NULL, 0, NULL, 0, 0}
 };

@@ -906,23 +906,18 @@ cast_check_attrs(ie_node_ctx *ctx)
 }
 
 /*
- * Cast: converts to attribute 'to' among float, double, float16, bool and
- * the 8- to 64-bit integer types; float16 goes through float.  Strings and
- * bfloat16 are errors.
+ * Writes x converted to element type `to` (cast_type_ok or float16) into a
+ * new output 0 of x's shape: to bool is x != 0, float to integer truncates
+ * and saturates, integers wrap, float16 goes through float.  -1 after an
+ * error for a source type Cast does not take.
  */
 static int
-op_cast(ie_node_ctx *ctx)
+cast_to(ie_node_ctx *ctx, const ie_tensor *x, ie_dtype to)
 {
-	const ie_tensor *x = need_input(ctx, 0, "input");
-	const ie_attr *a = ie_attr_find(ctx, "to");
-	ie_dtype	to;
 	ie_tensor  *o,
 			   *tmp = NULL;
 	int64_t		n;
 
-	if (x == NULL || cast_check_attrs(ctx) != 0)
-		return -1;
-	to = (ie_dtype) a->i;
 	if (!cast_type_ok(x->dtype) && x->dtype != IE_FLOAT16)
 		return ie_op_error(ctx, "cast from %s is not supported", ie_dtype_name(x->dtype));
 	if ((o = new_output(ctx, to, x->ndim, x->dims)) == NULL)
@@ -954,6 +949,40 @@ op_cast(ie_node_ctx *ctx)
 	}
 	convert(x->data, x->dtype, o->data, to, n);
 	return 0;
+}
+
+/*
+ * Cast: converts to attribute 'to' among float, double, float16, bool and
+ * the 8- to 64-bit integer types (cast_to).  Strings and bfloat16 are
+ * errors.
+ */
+static int
+op_cast(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "input");
+
+	if (x == NULL || cast_check_attrs(ctx) != 0)
+		return -1;
+	return cast_to(ctx, x, (ie_dtype) ie_attr_find(ctx, "to")->i);
+}
+
+/*
+ * CastLike (opset 15, 19, 21, 23, 24, 25): Cast to the element type of
+ * input 1, target_type, whose values are not read (ONNX Operators.md,
+ * CastLike).  The same types as Cast; saturate and round_mode concern only
+ * float8 and float4 targets, which the engine refuses.
+ */
+static int
+op_castlike(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "input");
+	const ie_tensor *like = need_input(ctx, 1, "target_type");
+
+	if (x == NULL || like == NULL)
+		return -1;
+	if (!cast_type_ok(like->dtype) && like->dtype != IE_FLOAT16)
+		return ie_op_error(ctx, "cast to %s is not supported", ie_dtype_name(like->dtype));
+	return cast_to(ctx, x, like->dtype);
 }
 
 /*
@@ -1614,6 +1643,7 @@ const ie_op_def ie_ops_shape[] = {
 	{"Shape", op_shape},
 	{"Size", op_size},
 	{"Cast", op_cast},
+	{"CastLike", op_castlike},
 	{"Expand", op_expand},
 	{"Tile", op_tile},
 	{"ConstantOfShape", op_constant_of_shape},

@@ -300,14 +300,13 @@ op_identity(cu_op *op)
 	return copy_as(op, nd, dims);
 }
 
-/* Cast between float, int32 and int64; a same-type Cast is a copy. */
+/* Input 0 converted to `to` between float, int32 and int64; same type: a copy. */
 static int
-op_cast(cu_op *op)
+cast_as(cu_op *op, int64_t to)
 {
 	ie_dtype	dt;
 	int			nd;
 	int64_t		dims[IE_MAX_DIMS];
-	int64_t		to = ie_attr_int(cu_op_node(op), "to", 0);
 	const ie_dtensor *x;
 	ie_dtensor *y;
 
@@ -325,6 +324,25 @@ op_cast(cu_op *op)
 		return -1;
 	return cuda_ok(op, cu_k_cast((int) dt, (int) to, x->ptr, y->ptr, cu_numel(x),
 								 cu_op_ctx(op)->stream), "cast kernel");
+}
+
+/* Cast to attribute 'to' (cast_as). */
+static int
+op_cast(cu_op *op)
+{
+	return cast_as(op, ie_attr_int(cu_op_node(op), "to", 0));
+}
+
+/* CastLike (opset 15): Cast to input 1's element type (cast_as). */
+static int
+op_castlike(cu_op *op)
+{
+	ie_dtype	dt;
+	int			nd;
+	int64_t		dims[IE_MAX_DIMS];
+
+	cu_op_shape(op, 1, &dt, &nd, dims);
+	return cast_as(op, (int64_t) dt);
 }
 
 /* ---- normalisation, reductions, softmax ---- */
@@ -2141,7 +2159,7 @@ static const cu_op_def cu_ops[] = {
 	{"Reciprocal", op_reciprocal}, {"Floor", op_floor}, {"Ceil", op_ceil},
 	{"HardSigmoid", op_hardsigmoid}, {"HardSwish", op_hardswish},
 	{"LeakyRelu", op_leakyrelu}, {"Clip", op_clip}, {"Identity", op_identity},
-	{"Cast", op_cast},
+	{"Cast", op_cast}, {"CastLike", op_castlike},
 	{"BatchNormalization", op_batchnorm}, {"LayerNormalization", op_layernorm},
 	{"ReduceSum", op_reducesum}, {"ReduceMean", op_reducemean},
 	{"ReduceMax", op_reducemax}, {"ReduceMin", op_reducemin},
