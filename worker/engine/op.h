@@ -111,6 +111,7 @@ extern const ie_op_def ie_ops_resize[];
 extern const ie_op_def ie_ops_reduce[];
 extern const ie_op_def ie_ops_gather[];
 extern const ie_op_def ie_ops_einsum[];
+extern const ie_op_def ie_ops_attention[];
 
 /*
  * Load-time checks of attribute values, by op_type (same entry type, the
@@ -129,6 +130,7 @@ extern const ie_op_def ie_op_checks_pool[];
 extern const ie_op_def ie_op_checks_norm[];
 extern const ie_op_def ie_op_checks_resize[];
 extern const ie_op_def ie_op_checks_shape[];
+extern const ie_op_def ie_op_checks_attention[];
 
 /*
  * Moves src's buffer into a new tensor of shape dims (same byte count),
@@ -319,5 +321,15 @@ void	   *ie_scratch_new(ie_dtype dtype, int ndim, const int64_t *dims);
  * makes the pieces smaller rather than refusing the node.
  */
 size_t		ie_scratch_budget(size_t bytes);
+
+/*
+ * Softmax of one contiguous row of len values, x into y (not overlapping),
+ * as the Softmax operator computes it along its last axis (ops_norm.c):
+ * max-subtracted, the exponentials summed in double.  A row whose every
+ * value is -inf gives NaN: callers that mask whole rows test for that
+ * first.  Shared by Softmax and Attention.
+ */
+void		ie_softmax_row(const float *x, float *y, int64_t len);
+void		ie_softmax_row_f64(const double *x, double *y, int64_t len);
 
 #endif							/* IE_OP_H */

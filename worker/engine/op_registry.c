@@ -25,6 +25,7 @@ static const ie_op_def *const op_tables[] = {
 	ie_ops_reduce,
 	ie_ops_gather,
 	ie_ops_einsum,
+	ie_ops_attention,
 };
 
 static const ie_op_def *const check_tables[] = {
@@ -36,6 +37,7 @@ static const ie_op_def *const check_tables[] = {
 	ie_op_checks_norm,
 	ie_op_checks_resize,
 	ie_op_checks_shape,
+	ie_op_checks_attention,
 };
 
 /* The function of op_type in tables[0..n), or NULL. */
@@ -85,7 +87,7 @@ static const struct
 	{"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2}, {"ScatterND", 3},
 	{"Mod", 2}, {"CastLike", 2},
 	{"LayerNormalization", 2},
-	{"Where", 3}, {"Range", 3}, {"PRelu", 2},
+	{"Where", 3}, {"Range", 3}, {"PRelu", 2}, {"Attention", 3},
 	{"BatchNormalization", 5},
 	{NULL, 0}
 };

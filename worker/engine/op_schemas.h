@@ -64,958 +64,981 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	/* 24: ArgMin-13 */
 	{"data", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 25: AveragePool-1 */
+	/* 25: Attention-23 */
+	{"Q", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"K", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"V", "T2", 0x00010c02, 0, 2},	/* float float16 double bfloat16 */
+	{"attn_mask", "U", 0x00013efe, IE_IN_OPTIONAL, 3},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
+	{"past_key", "T1", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	{"past_value", "T2", 0x00010c02, IE_IN_OPTIONAL, 2},	/* float float16 double bfloat16 */
+	/* 31: Attention-24 */
+	{"Q", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"K", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"V", "T2", 0x00010c02, 0, 2},	/* float float16 double bfloat16 */
+	{"attn_mask", "U", 0x00013efe, IE_IN_OPTIONAL, 3},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
+	{"past_key", "T1", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	{"past_value", "T2", 0x00010c02, IE_IN_OPTIONAL, 2},	/* float float16 double bfloat16 */
+	{"nonpad_kv_seqlen", NULL, 0x00000080, IE_IN_OPTIONAL, 6},	/* int64 */
+	/* 38: Attention-25 */
+	{"Q", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"K", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"V", "T2", 0x00010c02, 0, 2},	/* float float16 double bfloat16 */
+	{"attn_mask", "U", 0x00013efe, IE_IN_OPTIONAL, 3},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
+	{"past_key", "T1", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	{"past_value", "T2", 0x00010c02, IE_IN_OPTIONAL, 2},	/* float float16 double bfloat16 */
+	{"nonpad_kv_seqlen", NULL, 0x00000080, IE_IN_OPTIONAL, 6},	/* int64 */
+	/* 45: AveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 26: AveragePool-7 */
+	/* 46: AveragePool-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 27: AveragePool-10 */
+	/* 47: AveragePool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 28: AveragePool-11 */
+	/* 48: AveragePool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 29: AveragePool-19 */
+	/* 49: AveragePool-19 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 30: AveragePool-22 */
+	/* 50: AveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 31: BatchNormalization-1 */
+	/* 51: BatchNormalization-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 36: BatchNormalization-6 */
+	/* 56: BatchNormalization-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 41: BatchNormalization-7 */
+	/* 61: BatchNormalization-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 46: BatchNormalization-9 */
+	/* 66: BatchNormalization-9 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 51: BatchNormalization-14 */
+	/* 71: BatchNormalization-14 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"input_mean", "U", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
 	{"input_var", "U", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
-	/* 56: BatchNormalization-15 */
+	/* 76: BatchNormalization-15 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T1", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
 	{"B", "T1", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
 	{"input_mean", "T2", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
 	{"input_var", "T2", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
-	/* 61: Cast-1 */
+	/* 81: Cast-1 */
 	{"input", "T1", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 62: Cast-6 */
+	/* 82: Cast-6 */
 	{"input", "T1", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 63: Cast-9 */
+	/* 83: Cast-9 */
 	{"input", "T1", 0x00003ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 */
-	/* 64: Cast-13 */
+	/* 84: Cast-13 */
 	{"input", "T1", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 65: Cast-19 */
+	/* 85: Cast-19 */
 	{"input", "T1", 0x001f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 66: Cast-21 */
+	/* 86: Cast-21 */
 	{"input", "T1", 0x007f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 67: Cast-23 */
+	/* 87: Cast-23 */
 	{"input", "T1", 0x00ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 68: Cast-24 */
+	/* 88: Cast-24 */
 	{"input", "T1", 0x01ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 69: Cast-25 */
+	/* 89: Cast-25 */
 	{"input", "T1", 0x07ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 70: Cast-28 */
+	/* 90: Cast-28 */
 	{"input", "T1", 0x1fff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 float6e2m3 float6e3m2 */
-	/* 71: CastLike-15 */
+	/* 91: CastLike-15 */
 	{"input", "T1", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"target_type", "T2", 0x00013ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 73: CastLike-19 */
+	/* 93: CastLike-19 */
 	{"input", "T1", 0x001f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"target_type", "T2", 0x001f3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 75: CastLike-21 */
+	/* 95: CastLike-21 */
 	{"input", "T1", 0x007f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"target_type", "T2", 0x007f3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 77: CastLike-23 */
+	/* 97: CastLike-23 */
 	{"input", "T1", 0x00ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"target_type", "T2", 0x00ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 79: CastLike-24 */
+	/* 99: CastLike-24 */
 	{"input", "T1", 0x01ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"target_type", "T2", 0x01ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 81: CastLike-25 */
+	/* 101: CastLike-25 */
 	{"input", "T1", 0x07ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"target_type", "T2", 0x07ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 83: Ceil-1 */
+	/* 103: Ceil-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 84: Ceil-6 */
+	/* 104: Ceil-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 85: Ceil-13 */
+	/* 105: Ceil-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 86: Celu-12 */
+	/* 106: Celu-12 */
 	{"X", "T", 0x00000002, 0, 0},	/* float */
-	/* 87: Celu-28 */
+	/* 107: Celu-28 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 88: Clip-1 */
+	/* 108: Clip-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 89: Clip-6 */
+	/* 109: Clip-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 90: Clip-11 */
+	/* 110: Clip-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"min", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"max", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 93: Clip-12 */
+	/* 113: Clip-12 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"min", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"max", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 96: Clip-13 */
+	/* 116: Clip-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"min", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"max", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 99: Concat-1 */
+	/* 119: Concat-1 */
 	{"inputs", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 100: Concat-4 */
+	/* 120: Concat-4 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 101: Concat-11 */
+	/* 121: Concat-11 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 102: Concat-13 */
+	/* 122: Concat-13 */
 	{"inputs", "T", 0x0001fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 103: ConstantOfShape-9 */
+	/* 123: ConstantOfShape-9 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 104: ConstantOfShape-20 */
+	/* 124: ConstantOfShape-20 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 105: ConstantOfShape-21 */
+	/* 125: ConstantOfShape-21 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 106: ConstantOfShape-23 */
+	/* 126: ConstantOfShape-23 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 107: ConstantOfShape-24 */
+	/* 127: ConstantOfShape-24 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 108: ConstantOfShape-25 */
+	/* 128: ConstantOfShape-25 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 109: Conv-1 */
+	/* 129: Conv-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 112: Conv-11 */
+	/* 132: Conv-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 115: Conv-22 */
+	/* 135: Conv-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 118: ConvTranspose-1 */
+	/* 138: ConvTranspose-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 121: ConvTranspose-11 */
+	/* 141: ConvTranspose-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 124: ConvTranspose-22 */
+	/* 144: ConvTranspose-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 127: Cos-7 */
+	/* 147: Cos-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 128: Cos-22 */
+	/* 148: Cos-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 129: Div-1 */
+	/* 149: Div-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 131: Div-6 */
+	/* 151: Div-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 133: Div-7 */
+	/* 153: Div-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 135: Div-13 */
+	/* 155: Div-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 137: Div-14 */
+	/* 157: Div-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 139: Einsum-12 */
+	/* 159: Einsum-12 */
 	{"Inputs", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 140: Einsum-28 */
+	/* 160: Einsum-28 */
 	{"Inputs", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 141: Elu-1 */
+	/* 161: Elu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 142: Elu-6 */
+	/* 162: Elu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 143: Elu-22 */
+	/* 163: Elu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 144: Equal-1 */
+	/* 164: Equal-1 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 146: Equal-7 */
+	/* 166: Equal-7 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 148: Equal-11 */
+	/* 168: Equal-11 */
 	{"A", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
 	{"B", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 150: Equal-13 */
+	/* 170: Equal-13 */
 	{"A", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
-	/* 152: Equal-19 */
+	/* 172: Equal-19 */
 	{"A", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 154: Erf-9 */
+	/* 174: Erf-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 155: Erf-13 */
+	/* 175: Erf-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 156: Exp-1 */
+	/* 176: Exp-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 157: Exp-6 */
+	/* 177: Exp-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 158: Exp-13 */
+	/* 178: Exp-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 159: Expand-8 */
+	/* 179: Expand-8 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 161: Expand-13 */
+	/* 181: Expand-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 163: Flatten-1 */
+	/* 183: Flatten-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 164: Flatten-9 */
+	/* 184: Flatten-9 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 165: Flatten-11 */
+	/* 185: Flatten-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 166: Flatten-13 */
+	/* 186: Flatten-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 167: Flatten-21 */
+	/* 187: Flatten-21 */
 	{"input", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 168: Flatten-23 */
+	/* 188: Flatten-23 */
 	{"input", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 169: Flatten-24 */
+	/* 189: Flatten-24 */
 	{"input", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 170: Flatten-25 */
+	/* 190: Flatten-25 */
 	{"input", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 171: Floor-1 */
+	/* 191: Floor-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 172: Floor-6 */
+	/* 192: Floor-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 173: Floor-13 */
+	/* 193: Floor-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 174: Gather-1 */
+	/* 194: Gather-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 176: Gather-11 */
+	/* 196: Gather-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 178: Gather-13 */
+	/* 198: Gather-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 180: GatherElements-11 */
+	/* 200: GatherElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 182: GatherElements-13 */
+	/* 202: GatherElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 184: GatherND-11 */
+	/* 204: GatherND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 186: GatherND-12 */
+	/* 206: GatherND-12 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 188: GatherND-13 */
+	/* 208: GatherND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 190: Gelu-20 */
+	/* 210: Gelu-20 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 191: Gemm-1 */
+	/* 211: Gemm-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 194: Gemm-6 */
+	/* 214: Gemm-6 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 197: Gemm-7 */
+	/* 217: Gemm-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 200: Gemm-9 */
+	/* 220: Gemm-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 203: Gemm-11 */
+	/* 223: Gemm-11 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 206: Gemm-13 */
+	/* 226: Gemm-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"C", "T", 0x00013cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 209: GlobalAveragePool-1 */
+	/* 229: GlobalAveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 210: GlobalAveragePool-22 */
+	/* 230: GlobalAveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 211: GlobalMaxPool-1 */
+	/* 231: GlobalMaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 212: GlobalMaxPool-22 */
+	/* 232: GlobalMaxPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 213: Greater-1 */
+	/* 233: Greater-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 215: Greater-7 */
+	/* 235: Greater-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 217: Greater-9 */
+	/* 237: Greater-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 219: Greater-13 */
+	/* 239: Greater-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 221: GreaterOrEqual-12 */
+	/* 241: GreaterOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 223: GreaterOrEqual-16 */
+	/* 243: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 225: HardSigmoid-1 */
+	/* 245: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 226: HardSigmoid-6 */
+	/* 246: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 227: HardSigmoid-22 */
+	/* 247: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 228: HardSwish-14 */
+	/* 248: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 229: HardSwish-22 */
+	/* 249: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 230: Identity-1 */
+	/* 250: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 231: Identity-13 */
+	/* 251: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 232: Identity-14 */
+	/* 252: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 233: Identity-16 */
+	/* 253: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 234: Identity-19 */
+	/* 254: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 235: Identity-21 */
+	/* 255: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 236: Identity-23 */
+	/* 256: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 237: Identity-24 */
+	/* 257: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 238: Identity-25 */
+	/* 258: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 239: IsInf-10 */
+	/* 259: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 240: IsInf-20 */
+	/* 260: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 241: IsNaN-9 */
+	/* 261: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 242: IsNaN-13 */
+	/* 262: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 243: IsNaN-20 */
+	/* 263: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 244: LayerNormalization-17 */
+	/* 264: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 247: LeakyRelu-1 */
+	/* 267: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 248: LeakyRelu-6 */
+	/* 268: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 249: LeakyRelu-16 */
+	/* 269: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 250: Less-1 */
+	/* 270: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 252: Less-7 */
+	/* 272: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 254: Less-9 */
+	/* 274: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 256: Less-13 */
+	/* 276: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 258: LessOrEqual-12 */
+	/* 278: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 260: LessOrEqual-16 */
+	/* 280: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 262: Log-1 */
+	/* 282: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 263: Log-6 */
+	/* 283: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 264: Log-13 */
+	/* 284: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 265: LogSoftmax-1 */
+	/* 285: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 266: LogSoftmax-11 */
+	/* 286: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 267: LogSoftmax-13 */
+	/* 287: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 268: MatMul-1 */
+	/* 288: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 270: MatMul-9 */
+	/* 290: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 272: MatMul-13 */
+	/* 292: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 274: Max-1 */
+	/* 294: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 275: Max-6 */
+	/* 295: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 276: Max-8 */
+	/* 296: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 277: Max-12 */
+	/* 297: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 278: Max-13 */
+	/* 298: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 279: MaxPool-1 */
+	/* 299: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 280: MaxPool-8 */
+	/* 300: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 281: MaxPool-10 */
+	/* 301: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 282: MaxPool-11 */
+	/* 302: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 283: MaxPool-12 */
+	/* 303: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 284: MaxPool-22 */
+	/* 304: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 285: Mean-1 */
+	/* 305: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 286: Mean-6 */
+	/* 306: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 287: Mean-8 */
+	/* 307: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 288: Mean-13 */
+	/* 308: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 289: Min-1 */
+	/* 309: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 290: Min-6 */
+	/* 310: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 291: Min-8 */
+	/* 311: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 292: Min-12 */
+	/* 312: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 293: Min-13 */
+	/* 313: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 294: Mod-10 */
+	/* 314: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 296: Mod-13 */
+	/* 316: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 298: Mod-28 */
+	/* 318: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 300: Mul-1 */
+	/* 320: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 302: Mul-6 */
+	/* 322: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 304: Mul-7 */
+	/* 324: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 306: Mul-13 */
+	/* 326: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 308: Mul-14 */
+	/* 328: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 310: Neg-1 */
+	/* 330: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 311: Neg-6 */
+	/* 331: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 312: Neg-13 */
+	/* 332: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 313: Not-1 */
+	/* 333: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 314: Or-1 */
+	/* 334: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 316: Or-7 */
+	/* 336: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 318: PRelu-1 */
+	/* 338: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 320: PRelu-6 */
+	/* 340: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 322: PRelu-7 */
+	/* 342: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 324: PRelu-9 */
+	/* 344: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 326: PRelu-16 */
+	/* 346: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 328: Pad-1 */
+	/* 348: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 329: Pad-2 */
+	/* 349: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 330: Pad-11 */
+	/* 350: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 333: Pad-13 */
+	/* 353: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 336: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 340: Pad-19 */
+	/* 356: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 344: Pad-21 */
+	/* 360: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 364: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 348: Pad-23 */
+	/* 368: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 352: Pad-24 */
+	/* 372: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 356: Pad-25 */
+	/* 376: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 360: Pow-1 */
+	/* 380: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 362: Pow-7 */
+	/* 382: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 364: Pow-12 */
+	/* 384: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 366: Pow-13 */
+	/* 386: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 368: Pow-15 */
+	/* 388: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 370: Range-11 */
+	/* 390: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 373: Range-27 */
+	/* 393: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 376: Reciprocal-1 */
+	/* 396: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 377: Reciprocal-6 */
+	/* 397: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 378: Reciprocal-13 */
+	/* 398: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 379: ReduceL1-1 */
+	/* 399: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 380: ReduceL1-11 */
+	/* 400: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 381: ReduceL1-13 */
+	/* 401: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 382: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 384: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 385: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 386: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 387: ReduceL2-18 */
+	/* 402: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 389: ReduceLogSum-1 */
+	/* 404: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 390: ReduceLogSum-11 */
+	/* 405: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 391: ReduceLogSum-13 */
+	/* 406: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 392: ReduceLogSum-18 */
+	/* 407: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 394: ReduceLogSum-28 */
+	/* 409: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 410: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 411: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 412: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 414: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 396: ReduceLogSumExp-1 */
+	/* 416: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 397: ReduceLogSumExp-11 */
+	/* 417: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 398: ReduceLogSumExp-13 */
+	/* 418: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 399: ReduceLogSumExp-18 */
+	/* 419: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 401: ReduceLogSumExp-28 */
+	/* 421: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 403: ReduceMax-1 */
+	/* 423: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 404: ReduceMax-11 */
+	/* 424: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 405: ReduceMax-12 */
+	/* 425: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 406: ReduceMax-13 */
+	/* 426: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 407: ReduceMax-18 */
+	/* 427: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 409: ReduceMax-20 */
+	/* 429: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 411: ReduceMean-1 */
+	/* 431: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 412: ReduceMean-11 */
+	/* 432: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 413: ReduceMean-13 */
+	/* 433: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 414: ReduceMean-18 */
+	/* 434: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 416: ReduceMin-1 */
+	/* 436: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 417: ReduceMin-11 */
+	/* 437: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 418: ReduceMin-12 */
+	/* 438: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 419: ReduceMin-13 */
+	/* 439: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 420: ReduceMin-18 */
+	/* 440: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 422: ReduceMin-20 */
+	/* 442: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 424: ReduceProd-1 */
+	/* 444: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 425: ReduceProd-11 */
+	/* 445: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 426: ReduceProd-13 */
+	/* 446: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 427: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 429: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 430: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 431: ReduceSum-13 */
+	/* 447: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 433: ReduceSumSquare-1 */
+	/* 449: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 434: ReduceSumSquare-11 */
+	/* 450: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 435: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 436: ReduceSumSquare-18 */
+	/* 451: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 438: Relu-1 */
+	/* 453: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 454: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 455: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 456: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 458: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 439: Relu-6 */
+	/* 459: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 440: Relu-13 */
+	/* 460: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 441: Relu-14 */
+	/* 461: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 442: Reshape-1 */
+	/* 462: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 443: Reshape-5 */
+	/* 463: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 445: Reshape-13 */
+	/* 465: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 447: Reshape-14 */
+	/* 467: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 449: Reshape-19 */
+	/* 469: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 451: Reshape-21 */
+	/* 471: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 453: Reshape-23 */
+	/* 473: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 455: Reshape-24 */
+	/* 475: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 457: Reshape-25 */
+	/* 477: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 459: Resize-10 */
+	/* 479: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 461: Resize-11 */
+	/* 481: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 465: Resize-13 */
+	/* 485: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 469: Resize-18 */
+	/* 489: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 473: Resize-19 */
+	/* 493: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 477: ScatterND-11 */
+	/* 497: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 480: ScatterND-13 */
+	/* 500: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 483: ScatterND-16 */
+	/* 503: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 486: ScatterND-18 */
+	/* 506: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 489: Selu-1 */
+	/* 509: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 490: Selu-6 */
+	/* 510: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 491: Selu-22 */
+	/* 511: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 492: Shape-1 */
+	/* 512: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 493: Shape-13 */
+	/* 513: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 494: Shape-15 */
+	/* 514: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 495: Shape-19 */
+	/* 515: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 496: Shape-21 */
+	/* 516: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 497: Shape-23 */
+	/* 517: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 498: Shape-24 */
+	/* 518: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 499: Shape-25 */
+	/* 519: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 500: Sigmoid-1 */
+	/* 520: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 501: Sigmoid-6 */
+	/* 521: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 502: Sigmoid-13 */
+	/* 522: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 503: Sin-7 */
+	/* 523: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 504: Sin-22 */
+	/* 524: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 505: Size-1 */
+	/* 525: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 506: Size-13 */
+	/* 526: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 507: Size-19 */
+	/* 527: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 508: Size-21 */
+	/* 528: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 509: Size-23 */
+	/* 529: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 510: Size-24 */
+	/* 530: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 511: Size-25 */
+	/* 531: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 512: Slice-1 */
+	/* 532: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 513: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 518: Slice-11 */
+	/* 533: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 523: Slice-13 */
+	/* 538: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 543: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 528: Softmax-1 */
+	/* 548: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 529: Softmax-11 */
+	/* 549: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 530: Softmax-13 */
+	/* 550: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 531: Softplus-1 */
+	/* 551: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 532: Softplus-22 */
+	/* 552: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 533: Softsign-1 */
+	/* 553: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 534: Softsign-22 */
+	/* 554: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 535: Split-1 */
+	/* 555: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 537: Split-2 */
+	/* 557: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 538: Split-11 */
+	/* 558: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 539: Split-13 */
+	/* 559: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 541: Split-18 */
+	/* 561: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 543: Sqrt-1 */
+	/* 563: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 544: Sqrt-6 */
+	/* 564: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 545: Sqrt-13 */
+	/* 565: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 546: Squeeze-1 */
+	/* 566: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 547: Squeeze-11 */
+	/* 567: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 548: Squeeze-13 */
+	/* 568: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 550: Squeeze-21 */
+	/* 570: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 552: Squeeze-23 */
+	/* 572: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 554: Squeeze-24 */
+	/* 574: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 556: Squeeze-25 */
+	/* 576: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 558: Sub-1 */
+	/* 578: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 560: Sub-6 */
+	/* 580: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 562: Sub-7 */
+	/* 582: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 564: Sub-13 */
+	/* 584: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 566: Sub-14 */
+	/* 586: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 568: Sum-1 */
+	/* 588: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 569: Sum-6 */
+	/* 589: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 570: Sum-8 */
+	/* 590: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 571: Sum-13 */
+	/* 591: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 572: Tanh-1 */
+	/* 592: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 573: Tanh-6 */
+	/* 593: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 574: Tanh-13 */
+	/* 594: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 575: Tile-1 */
+	/* 595: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 578: Tile-6 */
+	/* 598: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 580: Tile-13 */
+	/* 600: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 582: Transpose-1 */
+	/* 602: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 583: Transpose-13 */
+	/* 603: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 584: Transpose-21 */
+	/* 604: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 585: Transpose-23 */
+	/* 605: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 586: Transpose-24 */
+	/* 606: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 587: Transpose-25 */
+	/* 607: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 588: Unsqueeze-1 */
+	/* 608: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 589: Unsqueeze-11 */
+	/* 609: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 590: Unsqueeze-13 */
+	/* 610: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 592: Unsqueeze-21 */
+	/* 612: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 594: Unsqueeze-23 */
+	/* 614: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 596: Unsqueeze-24 */
+	/* 616: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 598: Unsqueeze-25 */
+	/* 618: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 600: Upsample-1 */
+	/* 620: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 601: Upsample-7 */
+	/* 621: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 602: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 604: Upsample-10 */
+	/* 622: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 606: Where-9 */
+	/* 624: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 626: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 609: Where-16 */
+	/* 629: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 612: Xor-1 */
+	/* 632: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 614: Xor-7 */
+	/* 634: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1046,378 +1069,381 @@ static const struct
 	{"ArgMin", 11, "axis:i keepdims:i", 22, 1},
 	{"ArgMin", 12, "axis:i keepdims:i select_last_index:i", 23, 1},
 	{"ArgMin", 13, "axis:i keepdims:i select_last_index:i", 24, 1},
-	{"AveragePool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 25, 1},
-	{"AveragePool", 7, "auto_pad:s count_include_pad:i kernel_shape:I! pads:I strides:I", 26, 1},
-	{"AveragePool", 10, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 27, 1},
-	{"AveragePool", 11, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 28, 1},
-	{"AveragePool", 19, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 29, 1},
-	{"AveragePool", 22, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 30, 1},
-	{"BatchNormalization", 1, "consumed_inputs:I! epsilon:f is_test:i momentum:f spatial:i", 31, 5},
-	{"BatchNormalization", 6, "epsilon:f is_test:i momentum:f spatial:i", 36, 5},
-	{"BatchNormalization", 7, "epsilon:f momentum:f spatial:i", 41, 5},
-	{"BatchNormalization", 9, "epsilon:f momentum:f", 46, 5},
-	{"BatchNormalization", 14, "epsilon:f momentum:f training_mode:i", 51, 5},
-	{"BatchNormalization", 15, "epsilon:f momentum:f training_mode:i", 56, 5},
-	{"Cast", 1, "to:s!", 61, 1},
-	{"Cast", 6, "to:i!", 62, 1},
-	{"Cast", 9, "to:i!", 63, 1},
-	{"Cast", 13, "to:i!", 64, 1},
-	{"Cast", 19, "saturate:i to:i!", 65, 1},
-	{"Cast", 21, "saturate:i to:i!", 66, 1},
-	{"Cast", 23, "saturate:i to:i!", 67, 1},
-	{"Cast", 24, "round_mode:s saturate:i to:i!", 68, 1},
-	{"Cast", 25, "round_mode:s saturate:i to:i!", 69, 1},
-	{"Cast", 28, "round_mode:s saturate:i to:i!", 70, 1},
-	{"CastLike", 15, "", 71, 2},
-	{"CastLike", 19, "saturate:i", 73, 2},
-	{"CastLike", 21, "saturate:i", 75, 2},
-	{"CastLike", 23, "saturate:i", 77, 2},
-	{"CastLike", 24, "round_mode:s saturate:i", 79, 2},
-	{"CastLike", 25, "round_mode:s saturate:i", 81, 2},
-	{"Ceil", 1, "consumed_inputs:I", 83, 1},
-	{"Ceil", 6, "", 84, 1},
-	{"Ceil", 13, "", 85, 1},
-	{"Celu", 12, "alpha:f", 86, 1},
-	{"Celu", 28, "alpha:f", 87, 1},
-	{"Clip", 1, "consumed_inputs:I max:f min:f", 88, 1},
-	{"Clip", 6, "max:f min:f", 89, 1},
-	{"Clip", 11, "", 90, 3},
-	{"Clip", 12, "", 93, 3},
-	{"Clip", 13, "", 96, 3},
-	{"Concat", 1, "axis:i", 99, 1},
-	{"Concat", 4, "axis:i!", 100, 1},
-	{"Concat", 11, "axis:i!", 101, 1},
-	{"Concat", 13, "axis:i!", 102, 1},
-	{"Constant", 1, "value:t!", 103, 0},
-	{"Constant", 9, "value:t!", 103, 0},
-	{"Constant", 11, "sparse_value:p value:t", 103, 0},
-	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
-	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
-	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
-	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
-	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
-	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
-	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 103, 0},
-	{"ConstantOfShape", 9, "value:t", 103, 1},
-	{"ConstantOfShape", 20, "value:t", 104, 1},
-	{"ConstantOfShape", 21, "value:t", 105, 1},
-	{"ConstantOfShape", 23, "value:t", 106, 1},
-	{"ConstantOfShape", 24, "value:t", 107, 1},
-	{"ConstantOfShape", 25, "value:t", 108, 1},
-	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 109, 3},
-	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 112, 3},
-	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 115, 3},
-	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 118, 3},
-	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 121, 3},
-	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 124, 3},
-	{"Cos", 7, "", 127, 1},
-	{"Cos", 22, "", 128, 1},
-	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 129, 2},
-	{"Div", 6, "axis:i broadcast:i", 131, 2},
-	{"Div", 7, "", 133, 2},
-	{"Div", 13, "", 135, 2},
-	{"Div", 14, "", 137, 2},
-	{"Einsum", 12, "equation:s!", 139, 1},
-	{"Einsum", 28, "equation:s!", 140, 1},
-	{"Elu", 1, "alpha:f consumed_inputs:I", 141, 1},
-	{"Elu", 6, "alpha:f", 142, 1},
-	{"Elu", 22, "alpha:f", 143, 1},
-	{"Equal", 1, "axis:i broadcast:i", 144, 2},
-	{"Equal", 7, "", 146, 2},
-	{"Equal", 11, "", 148, 2},
-	{"Equal", 13, "", 150, 2},
-	{"Equal", 19, "", 152, 2},
-	{"Erf", 9, "", 154, 1},
-	{"Erf", 13, "", 155, 1},
-	{"Exp", 1, "consumed_inputs:I", 156, 1},
-	{"Exp", 6, "", 157, 1},
-	{"Exp", 13, "", 158, 1},
-	{"Expand", 8, "", 159, 2},
-	{"Expand", 13, "", 161, 2},
-	{"Flatten", 1, "axis:i", 163, 1},
-	{"Flatten", 9, "axis:i", 164, 1},
-	{"Flatten", 11, "axis:i", 165, 1},
-	{"Flatten", 13, "axis:i", 166, 1},
-	{"Flatten", 21, "axis:i", 167, 1},
-	{"Flatten", 23, "axis:i", 168, 1},
-	{"Flatten", 24, "axis:i", 169, 1},
-	{"Flatten", 25, "axis:i", 170, 1},
-	{"Floor", 1, "consumed_inputs:I", 171, 1},
-	{"Floor", 6, "", 172, 1},
-	{"Floor", 13, "", 173, 1},
-	{"Gather", 1, "axis:i", 174, 2},
-	{"Gather", 11, "axis:i", 176, 2},
-	{"Gather", 13, "axis:i", 178, 2},
-	{"GatherElements", 11, "axis:i", 180, 2},
-	{"GatherElements", 13, "axis:i", 182, 2},
-	{"GatherND", 11, "", 184, 2},
-	{"GatherND", 12, "batch_dims:i", 186, 2},
-	{"GatherND", 13, "batch_dims:i", 188, 2},
-	{"Gelu", 20, "approximate:s", 190, 1},
-	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 191, 3},
-	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 194, 3},
-	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 197, 3},
-	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 200, 3},
-	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 203, 3},
-	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 206, 3},
-	{"GlobalAveragePool", 1, "", 209, 1},
-	{"GlobalAveragePool", 22, "", 210, 1},
-	{"GlobalMaxPool", 1, "", 211, 1},
-	{"GlobalMaxPool", 22, "", 212, 1},
-	{"Greater", 1, "axis:i broadcast:i", 213, 2},
-	{"Greater", 7, "", 215, 2},
-	{"Greater", 9, "", 217, 2},
-	{"Greater", 13, "", 219, 2},
-	{"GreaterOrEqual", 12, "", 221, 2},
-	{"GreaterOrEqual", 16, "", 223, 2},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 225, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 226, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 227, 1},
-	{"HardSwish", 14, "", 228, 1},
-	{"HardSwish", 22, "", 229, 1},
-	{"Identity", 1, "", 230, 1},
-	{"Identity", 13, "", 231, 1},
-	{"Identity", 14, "", 232, 1},
-	{"Identity", 16, "", 233, 1},
-	{"Identity", 19, "", 234, 1},
-	{"Identity", 21, "", 235, 1},
-	{"Identity", 23, "", 236, 1},
-	{"Identity", 24, "", 237, 1},
-	{"Identity", 25, "", 238, 1},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 239, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 240, 1},
-	{"IsNaN", 9, "", 241, 1},
-	{"IsNaN", 13, "", 242, 1},
-	{"IsNaN", 20, "", 243, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 244, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 247, 1},
-	{"LeakyRelu", 6, "alpha:f", 248, 1},
-	{"LeakyRelu", 16, "alpha:f", 249, 1},
-	{"Less", 1, "axis:i broadcast:i", 250, 2},
-	{"Less", 7, "", 252, 2},
-	{"Less", 9, "", 254, 2},
-	{"Less", 13, "", 256, 2},
-	{"LessOrEqual", 12, "", 258, 2},
-	{"LessOrEqual", 16, "", 260, 2},
-	{"Log", 1, "consumed_inputs:I", 262, 1},
-	{"Log", 6, "", 263, 1},
-	{"Log", 13, "", 264, 1},
-	{"LogSoftmax", 1, "axis:i", 265, 1},
-	{"LogSoftmax", 11, "axis:i", 266, 1},
-	{"LogSoftmax", 13, "axis:i", 267, 1},
-	{"MatMul", 1, "", 268, 2},
-	{"MatMul", 9, "", 270, 2},
-	{"MatMul", 13, "", 272, 2},
-	{"Max", 1, "consumed_inputs:I", 274, 1},
-	{"Max", 6, "", 275, 1},
-	{"Max", 8, "", 276, 1},
-	{"Max", 12, "", 277, 1},
-	{"Max", 13, "", 278, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 279, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 280, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 281, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 282, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 283, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 284, 1},
-	{"Mean", 1, "consumed_inputs:I", 285, 1},
-	{"Mean", 6, "", 286, 1},
-	{"Mean", 8, "", 287, 1},
-	{"Mean", 13, "", 288, 1},
-	{"Min", 1, "consumed_inputs:I", 289, 1},
-	{"Min", 6, "", 290, 1},
-	{"Min", 8, "", 291, 1},
-	{"Min", 12, "", 292, 1},
-	{"Min", 13, "", 293, 1},
-	{"Mod", 10, "fmod:i", 294, 2},
-	{"Mod", 13, "fmod:i", 296, 2},
-	{"Mod", 28, "fmod:i", 298, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 300, 2},
-	{"Mul", 6, "axis:i broadcast:i", 302, 2},
-	{"Mul", 7, "", 304, 2},
-	{"Mul", 13, "", 306, 2},
-	{"Mul", 14, "", 308, 2},
-	{"Neg", 1, "consumed_inputs:I", 310, 1},
-	{"Neg", 6, "", 311, 1},
-	{"Neg", 13, "", 312, 1},
-	{"Not", 1, "", 313, 1},
-	{"Or", 1, "axis:i broadcast:i", 314, 2},
-	{"Or", 7, "", 316, 2},
-	{"PRelu", 1, "consumed_inputs:I", 318, 2},
-	{"PRelu", 6, "", 320, 2},
-	{"PRelu", 7, "", 322, 2},
-	{"PRelu", 9, "", 324, 2},
-	{"PRelu", 16, "", 326, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 328, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 329, 1},
-	{"Pad", 11, "mode:s", 330, 3},
-	{"Pad", 13, "mode:s", 333, 3},
-	{"Pad", 18, "mode:s", 336, 4},
-	{"Pad", 19, "mode:s", 340, 4},
-	{"Pad", 21, "mode:s", 344, 4},
-	{"Pad", 23, "mode:s", 348, 4},
-	{"Pad", 24, "mode:s", 352, 4},
-	{"Pad", 25, "mode:s", 356, 4},
-	{"Pow", 1, "axis:i broadcast:i", 360, 2},
-	{"Pow", 7, "", 362, 2},
-	{"Pow", 12, "", 364, 2},
-	{"Pow", 13, "", 366, 2},
-	{"Pow", 15, "", 368, 2},
-	{"Range", 11, "", 370, 3},
-	{"Range", 27, "stash_type:i", 373, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 376, 1},
-	{"Reciprocal", 6, "", 377, 1},
-	{"Reciprocal", 13, "", 378, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 379, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 380, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 381, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 382, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 384, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 385, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 386, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 387, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 389, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 390, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 391, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 392, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 394, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 396, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 397, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 398, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 399, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 401, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 403, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 404, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 405, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 406, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 407, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 409, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 411, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 412, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 413, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 414, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 416, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 417, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 418, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 419, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 420, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 422, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 424, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 425, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 426, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 427, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 429, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 430, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 431, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 433, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 434, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 435, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 436, 2},
-	{"Relu", 1, "consumed_inputs:I", 438, 1},
-	{"Relu", 6, "", 439, 1},
-	{"Relu", 13, "", 440, 1},
-	{"Relu", 14, "", 441, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 442, 1},
-	{"Reshape", 5, "", 443, 2},
-	{"Reshape", 13, "", 445, 2},
-	{"Reshape", 14, "allowzero:i", 447, 2},
-	{"Reshape", 19, "allowzero:i", 449, 2},
-	{"Reshape", 21, "allowzero:i", 451, 2},
-	{"Reshape", 23, "allowzero:i", 453, 2},
-	{"Reshape", 24, "allowzero:i", 455, 2},
-	{"Reshape", 25, "allowzero:i", 457, 2},
-	{"Resize", 10, "mode:s", 459, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 461, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 465, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 469, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 473, 4},
-	{"ScatterND", 11, "", 477, 3},
-	{"ScatterND", 13, "", 480, 3},
-	{"ScatterND", 16, "reduction:s", 483, 3},
-	{"ScatterND", 18, "reduction:s", 486, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 489, 1},
-	{"Selu", 6, "alpha:f gamma:f", 490, 1},
-	{"Selu", 22, "alpha:f gamma:f", 491, 1},
-	{"Shape", 1, "", 492, 1},
-	{"Shape", 13, "", 493, 1},
-	{"Shape", 15, "end:i start:i", 494, 1},
-	{"Shape", 19, "end:i start:i", 495, 1},
-	{"Shape", 21, "end:i start:i", 496, 1},
-	{"Shape", 23, "end:i start:i", 497, 1},
-	{"Shape", 24, "end:i start:i", 498, 1},
-	{"Shape", 25, "end:i start:i", 499, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 500, 1},
-	{"Sigmoid", 6, "", 501, 1},
-	{"Sigmoid", 13, "", 502, 1},
-	{"Sin", 7, "", 503, 1},
-	{"Sin", 22, "", 504, 1},
-	{"Size", 1, "", 505, 1},
-	{"Size", 13, "", 506, 1},
-	{"Size", 19, "", 507, 1},
-	{"Size", 21, "", 508, 1},
-	{"Size", 23, "", 509, 1},
-	{"Size", 24, "", 510, 1},
-	{"Size", 25, "", 511, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 512, 1},
-	{"Slice", 10, "", 513, 5},
-	{"Slice", 11, "", 518, 5},
-	{"Slice", 13, "", 523, 5},
-	{"Softmax", 1, "axis:i", 528, 1},
-	{"Softmax", 11, "axis:i", 529, 1},
-	{"Softmax", 13, "axis:i", 530, 1},
-	{"Softplus", 1, "", 531, 1},
-	{"Softplus", 22, "", 532, 1},
-	{"Softsign", 1, "", 533, 1},
-	{"Softsign", 22, "", 534, 1},
-	{"Split", 1, "axis:i split:I", 535, 2},
-	{"Split", 2, "axis:i split:I", 537, 1},
-	{"Split", 11, "axis:i split:I", 538, 1},
-	{"Split", 13, "axis:i", 539, 2},
-	{"Split", 18, "axis:i num_outputs:i", 541, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 543, 1},
-	{"Sqrt", 6, "", 544, 1},
-	{"Sqrt", 13, "", 545, 1},
-	{"Squeeze", 1, "axes:I", 546, 1},
-	{"Squeeze", 11, "axes:I", 547, 1},
-	{"Squeeze", 13, "", 548, 2},
-	{"Squeeze", 21, "", 550, 2},
-	{"Squeeze", 23, "", 552, 2},
-	{"Squeeze", 24, "", 554, 2},
-	{"Squeeze", 25, "", 556, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 558, 2},
-	{"Sub", 6, "axis:i broadcast:i", 560, 2},
-	{"Sub", 7, "", 562, 2},
-	{"Sub", 13, "", 564, 2},
-	{"Sub", 14, "", 566, 2},
-	{"Sum", 1, "consumed_inputs:I", 568, 1},
-	{"Sum", 6, "", 569, 1},
-	{"Sum", 8, "", 570, 1},
-	{"Sum", 13, "", 571, 1},
-	{"Tanh", 1, "consumed_inputs:I", 572, 1},
-	{"Tanh", 6, "", 573, 1},
-	{"Tanh", 13, "", 574, 1},
-	{"Tile", 1, "", 575, 3},
-	{"Tile", 6, "", 578, 2},
-	{"Tile", 13, "", 580, 2},
-	{"Transpose", 1, "perm:I", 582, 1},
-	{"Transpose", 13, "perm:I", 583, 1},
-	{"Transpose", 21, "perm:I", 584, 1},
-	{"Transpose", 23, "perm:I", 585, 1},
-	{"Transpose", 24, "perm:I", 586, 1},
-	{"Transpose", 25, "perm:I", 587, 1},
-	{"Unsqueeze", 1, "axes:I!", 588, 1},
-	{"Unsqueeze", 11, "axes:I!", 589, 1},
-	{"Unsqueeze", 13, "", 590, 2},
-	{"Unsqueeze", 21, "", 592, 2},
-	{"Unsqueeze", 23, "", 594, 2},
-	{"Unsqueeze", 24, "", 596, 2},
-	{"Unsqueeze", 25, "", 598, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 600, 1},
-	{"Upsample", 7, "mode:s scales:F!", 601, 1},
-	{"Upsample", 9, "mode:s", 602, 2},
-	{"Upsample", 10, "mode:s", 604, 2},
-	{"Where", 9, "", 606, 3},
-	{"Where", 16, "", 609, 3},
-	{"Xor", 1, "axis:i broadcast:i", 612, 2},
-	{"Xor", 7, "", 614, 2},
+	{"Attention", 23, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 25, 6},
+	{"Attention", 24, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 31, 7},
+	{"Attention", 25, "is_causal:i kv_num_heads:i left_window_size:i q_num_heads:i qk_matmul_output_mode:i right_window_size:i scale:f softcap:f softmax_precision:i", 38, 7},
+	{"AveragePool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 45, 1},
+	{"AveragePool", 7, "auto_pad:s count_include_pad:i kernel_shape:I! pads:I strides:I", 46, 1},
+	{"AveragePool", 10, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 47, 1},
+	{"AveragePool", 11, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 48, 1},
+	{"AveragePool", 19, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 49, 1},
+	{"AveragePool", 22, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 50, 1},
+	{"BatchNormalization", 1, "consumed_inputs:I! epsilon:f is_test:i momentum:f spatial:i", 51, 5},
+	{"BatchNormalization", 6, "epsilon:f is_test:i momentum:f spatial:i", 56, 5},
+	{"BatchNormalization", 7, "epsilon:f momentum:f spatial:i", 61, 5},
+	{"BatchNormalization", 9, "epsilon:f momentum:f", 66, 5},
+	{"BatchNormalization", 14, "epsilon:f momentum:f training_mode:i", 71, 5},
+	{"BatchNormalization", 15, "epsilon:f momentum:f training_mode:i", 76, 5},
+	{"Cast", 1, "to:s!", 81, 1},
+	{"Cast", 6, "to:i!", 82, 1},
+	{"Cast", 9, "to:i!", 83, 1},
+	{"Cast", 13, "to:i!", 84, 1},
+	{"Cast", 19, "saturate:i to:i!", 85, 1},
+	{"Cast", 21, "saturate:i to:i!", 86, 1},
+	{"Cast", 23, "saturate:i to:i!", 87, 1},
+	{"Cast", 24, "round_mode:s saturate:i to:i!", 88, 1},
+	{"Cast", 25, "round_mode:s saturate:i to:i!", 89, 1},
+	{"Cast", 28, "round_mode:s saturate:i to:i!", 90, 1},
+	{"CastLike", 15, "", 91, 2},
+	{"CastLike", 19, "saturate:i", 93, 2},
+	{"CastLike", 21, "saturate:i", 95, 2},
+	{"CastLike", 23, "saturate:i", 97, 2},
+	{"CastLike", 24, "round_mode:s saturate:i", 99, 2},
+	{"CastLike", 25, "round_mode:s saturate:i", 101, 2},
+	{"Ceil", 1, "consumed_inputs:I", 103, 1},
+	{"Ceil", 6, "", 104, 1},
+	{"Ceil", 13, "", 105, 1},
+	{"Celu", 12, "alpha:f", 106, 1},
+	{"Celu", 28, "alpha:f", 107, 1},
+	{"Clip", 1, "consumed_inputs:I max:f min:f", 108, 1},
+	{"Clip", 6, "max:f min:f", 109, 1},
+	{"Clip", 11, "", 110, 3},
+	{"Clip", 12, "", 113, 3},
+	{"Clip", 13, "", 116, 3},
+	{"Concat", 1, "axis:i", 119, 1},
+	{"Concat", 4, "axis:i!", 120, 1},
+	{"Concat", 11, "axis:i!", 121, 1},
+	{"Concat", 13, "axis:i!", 122, 1},
+	{"Constant", 1, "value:t!", 123, 0},
+	{"Constant", 9, "value:t!", 123, 0},
+	{"Constant", 11, "sparse_value:p value:t", 123, 0},
+	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
+	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
+	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
+	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
+	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
+	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
+	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
+	{"ConstantOfShape", 9, "value:t", 123, 1},
+	{"ConstantOfShape", 20, "value:t", 124, 1},
+	{"ConstantOfShape", 21, "value:t", 125, 1},
+	{"ConstantOfShape", 23, "value:t", 126, 1},
+	{"ConstantOfShape", 24, "value:t", 127, 1},
+	{"ConstantOfShape", 25, "value:t", 128, 1},
+	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 129, 3},
+	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 132, 3},
+	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 135, 3},
+	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 138, 3},
+	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 141, 3},
+	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 144, 3},
+	{"Cos", 7, "", 147, 1},
+	{"Cos", 22, "", 148, 1},
+	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 149, 2},
+	{"Div", 6, "axis:i broadcast:i", 151, 2},
+	{"Div", 7, "", 153, 2},
+	{"Div", 13, "", 155, 2},
+	{"Div", 14, "", 157, 2},
+	{"Einsum", 12, "equation:s!", 159, 1},
+	{"Einsum", 28, "equation:s!", 160, 1},
+	{"Elu", 1, "alpha:f consumed_inputs:I", 161, 1},
+	{"Elu", 6, "alpha:f", 162, 1},
+	{"Elu", 22, "alpha:f", 163, 1},
+	{"Equal", 1, "axis:i broadcast:i", 164, 2},
+	{"Equal", 7, "", 166, 2},
+	{"Equal", 11, "", 168, 2},
+	{"Equal", 13, "", 170, 2},
+	{"Equal", 19, "", 172, 2},
+	{"Erf", 9, "", 174, 1},
+	{"Erf", 13, "", 175, 1},
+	{"Exp", 1, "consumed_inputs:I", 176, 1},
+	{"Exp", 6, "", 177, 1},
+	{"Exp", 13, "", 178, 1},
+	{"Expand", 8, "", 179, 2},
+	{"Expand", 13, "", 181, 2},
+	{"Flatten", 1, "axis:i", 183, 1},
+	{"Flatten", 9, "axis:i", 184, 1},
+	{"Flatten", 11, "axis:i", 185, 1},
+	{"Flatten", 13, "axis:i", 186, 1},
+	{"Flatten", 21, "axis:i", 187, 1},
+	{"Flatten", 23, "axis:i", 188, 1},
+	{"Flatten", 24, "axis:i", 189, 1},
+	{"Flatten", 25, "axis:i", 190, 1},
+	{"Floor", 1, "consumed_inputs:I", 191, 1},
+	{"Floor", 6, "", 192, 1},
+	{"Floor", 13, "", 193, 1},
+	{"Gather", 1, "axis:i", 194, 2},
+	{"Gather", 11, "axis:i", 196, 2},
+	{"Gather", 13, "axis:i", 198, 2},
+	{"GatherElements", 11, "axis:i", 200, 2},
+	{"GatherElements", 13, "axis:i", 202, 2},
+	{"GatherND", 11, "", 204, 2},
+	{"GatherND", 12, "batch_dims:i", 206, 2},
+	{"GatherND", 13, "batch_dims:i", 208, 2},
+	{"Gelu", 20, "approximate:s", 210, 1},
+	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 211, 3},
+	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 214, 3},
+	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 217, 3},
+	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 220, 3},
+	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 223, 3},
+	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 226, 3},
+	{"GlobalAveragePool", 1, "", 229, 1},
+	{"GlobalAveragePool", 22, "", 230, 1},
+	{"GlobalMaxPool", 1, "", 231, 1},
+	{"GlobalMaxPool", 22, "", 232, 1},
+	{"Greater", 1, "axis:i broadcast:i", 233, 2},
+	{"Greater", 7, "", 235, 2},
+	{"Greater", 9, "", 237, 2},
+	{"Greater", 13, "", 239, 2},
+	{"GreaterOrEqual", 12, "", 241, 2},
+	{"GreaterOrEqual", 16, "", 243, 2},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 245, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 246, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 247, 1},
+	{"HardSwish", 14, "", 248, 1},
+	{"HardSwish", 22, "", 249, 1},
+	{"Identity", 1, "", 250, 1},
+	{"Identity", 13, "", 251, 1},
+	{"Identity", 14, "", 252, 1},
+	{"Identity", 16, "", 253, 1},
+	{"Identity", 19, "", 254, 1},
+	{"Identity", 21, "", 255, 1},
+	{"Identity", 23, "", 256, 1},
+	{"Identity", 24, "", 257, 1},
+	{"Identity", 25, "", 258, 1},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 259, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 260, 1},
+	{"IsNaN", 9, "", 261, 1},
+	{"IsNaN", 13, "", 262, 1},
+	{"IsNaN", 20, "", 263, 1},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 264, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 267, 1},
+	{"LeakyRelu", 6, "alpha:f", 268, 1},
+	{"LeakyRelu", 16, "alpha:f", 269, 1},
+	{"Less", 1, "axis:i broadcast:i", 270, 2},
+	{"Less", 7, "", 272, 2},
+	{"Less", 9, "", 274, 2},
+	{"Less", 13, "", 276, 2},
+	{"LessOrEqual", 12, "", 278, 2},
+	{"LessOrEqual", 16, "", 280, 2},
+	{"Log", 1, "consumed_inputs:I", 282, 1},
+	{"Log", 6, "", 283, 1},
+	{"Log", 13, "", 284, 1},
+	{"LogSoftmax", 1, "axis:i", 285, 1},
+	{"LogSoftmax", 11, "axis:i", 286, 1},
+	{"LogSoftmax", 13, "axis:i", 287, 1},
+	{"MatMul", 1, "", 288, 2},
+	{"MatMul", 9, "", 290, 2},
+	{"MatMul", 13, "", 292, 2},
+	{"Max", 1, "consumed_inputs:I", 294, 1},
+	{"Max", 6, "", 295, 1},
+	{"Max", 8, "", 296, 1},
+	{"Max", 12, "", 297, 1},
+	{"Max", 13, "", 298, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 299, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 300, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 301, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 302, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 303, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 304, 1},
+	{"Mean", 1, "consumed_inputs:I", 305, 1},
+	{"Mean", 6, "", 306, 1},
+	{"Mean", 8, "", 307, 1},
+	{"Mean", 13, "", 308, 1},
+	{"Min", 1, "consumed_inputs:I", 309, 1},
+	{"Min", 6, "", 310, 1},
+	{"Min", 8, "", 311, 1},
+	{"Min", 12, "", 312, 1},
+	{"Min", 13, "", 313, 1},
+	{"Mod", 10, "fmod:i", 314, 2},
+	{"Mod", 13, "fmod:i", 316, 2},
+	{"Mod", 28, "fmod:i", 318, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 320, 2},
+	{"Mul", 6, "axis:i broadcast:i", 322, 2},
+	{"Mul", 7, "", 324, 2},
+	{"Mul", 13, "", 326, 2},
+	{"Mul", 14, "", 328, 2},
+	{"Neg", 1, "consumed_inputs:I", 330, 1},
+	{"Neg", 6, "", 331, 1},
+	{"Neg", 13, "", 332, 1},
+	{"Not", 1, "", 333, 1},
+	{"Or", 1, "axis:i broadcast:i", 334, 2},
+	{"Or", 7, "", 336, 2},
+	{"PRelu", 1, "consumed_inputs:I", 338, 2},
+	{"PRelu", 6, "", 340, 2},
+	{"PRelu", 7, "", 342, 2},
+	{"PRelu", 9, "", 344, 2},
+	{"PRelu", 16, "", 346, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 348, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 349, 1},
+	{"Pad", 11, "mode:s", 350, 3},
+	{"Pad", 13, "mode:s", 353, 3},
+	{"Pad", 18, "mode:s", 356, 4},
+	{"Pad", 19, "mode:s", 360, 4},
+	{"Pad", 21, "mode:s", 364, 4},
+	{"Pad", 23, "mode:s", 368, 4},
+	{"Pad", 24, "mode:s", 372, 4},
+	{"Pad", 25, "mode:s", 376, 4},
+	{"Pow", 1, "axis:i broadcast:i", 380, 2},
+	{"Pow", 7, "", 382, 2},
+	{"Pow", 12, "", 384, 2},
+	{"Pow", 13, "", 386, 2},
+	{"Pow", 15, "", 388, 2},
+	{"Range", 11, "", 390, 3},
+	{"Range", 27, "stash_type:i", 393, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 396, 1},
+	{"Reciprocal", 6, "", 397, 1},
+	{"Reciprocal", 13, "", 398, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 399, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 400, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 401, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 402, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 404, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 405, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 406, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 407, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 409, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 410, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 411, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 412, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 414, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 416, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 417, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 418, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 419, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 421, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 423, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 424, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 425, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 426, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 427, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 429, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 431, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 432, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 433, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 434, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 436, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 437, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 438, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 439, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 440, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 442, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 444, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 445, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 446, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 447, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 449, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 450, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 451, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 453, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 454, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 455, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 456, 2},
+	{"Relu", 1, "consumed_inputs:I", 458, 1},
+	{"Relu", 6, "", 459, 1},
+	{"Relu", 13, "", 460, 1},
+	{"Relu", 14, "", 461, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 462, 1},
+	{"Reshape", 5, "", 463, 2},
+	{"Reshape", 13, "", 465, 2},
+	{"Reshape", 14, "allowzero:i", 467, 2},
+	{"Reshape", 19, "allowzero:i", 469, 2},
+	{"Reshape", 21, "allowzero:i", 471, 2},
+	{"Reshape", 23, "allowzero:i", 473, 2},
+	{"Reshape", 24, "allowzero:i", 475, 2},
+	{"Reshape", 25, "allowzero:i", 477, 2},
+	{"Resize", 10, "mode:s", 479, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 481, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 485, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 489, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 493, 4},
+	{"ScatterND", 11, "", 497, 3},
+	{"ScatterND", 13, "", 500, 3},
+	{"ScatterND", 16, "reduction:s", 503, 3},
+	{"ScatterND", 18, "reduction:s", 506, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 509, 1},
+	{"Selu", 6, "alpha:f gamma:f", 510, 1},
+	{"Selu", 22, "alpha:f gamma:f", 511, 1},
+	{"Shape", 1, "", 512, 1},
+	{"Shape", 13, "", 513, 1},
+	{"Shape", 15, "end:i start:i", 514, 1},
+	{"Shape", 19, "end:i start:i", 515, 1},
+	{"Shape", 21, "end:i start:i", 516, 1},
+	{"Shape", 23, "end:i start:i", 517, 1},
+	{"Shape", 24, "end:i start:i", 518, 1},
+	{"Shape", 25, "end:i start:i", 519, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 520, 1},
+	{"Sigmoid", 6, "", 521, 1},
+	{"Sigmoid", 13, "", 522, 1},
+	{"Sin", 7, "", 523, 1},
+	{"Sin", 22, "", 524, 1},
+	{"Size", 1, "", 525, 1},
+	{"Size", 13, "", 526, 1},
+	{"Size", 19, "", 527, 1},
+	{"Size", 21, "", 528, 1},
+	{"Size", 23, "", 529, 1},
+	{"Size", 24, "", 530, 1},
+	{"Size", 25, "", 531, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 532, 1},
+	{"Slice", 10, "", 533, 5},
+	{"Slice", 11, "", 538, 5},
+	{"Slice", 13, "", 543, 5},
+	{"Softmax", 1, "axis:i", 548, 1},
+	{"Softmax", 11, "axis:i", 549, 1},
+	{"Softmax", 13, "axis:i", 550, 1},
+	{"Softplus", 1, "", 551, 1},
+	{"Softplus", 22, "", 552, 1},
+	{"Softsign", 1, "", 553, 1},
+	{"Softsign", 22, "", 554, 1},
+	{"Split", 1, "axis:i split:I", 555, 2},
+	{"Split", 2, "axis:i split:I", 557, 1},
+	{"Split", 11, "axis:i split:I", 558, 1},
+	{"Split", 13, "axis:i", 559, 2},
+	{"Split", 18, "axis:i num_outputs:i", 561, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 563, 1},
+	{"Sqrt", 6, "", 564, 1},
+	{"Sqrt", 13, "", 565, 1},
+	{"Squeeze", 1, "axes:I", 566, 1},
+	{"Squeeze", 11, "axes:I", 567, 1},
+	{"Squeeze", 13, "", 568, 2},
+	{"Squeeze", 21, "", 570, 2},
+	{"Squeeze", 23, "", 572, 2},
+	{"Squeeze", 24, "", 574, 2},
+	{"Squeeze", 25, "", 576, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 578, 2},
+	{"Sub", 6, "axis:i broadcast:i", 580, 2},
+	{"Sub", 7, "", 582, 2},
+	{"Sub", 13, "", 584, 2},
+	{"Sub", 14, "", 586, 2},
+	{"Sum", 1, "consumed_inputs:I", 588, 1},
+	{"Sum", 6, "", 589, 1},
+	{"Sum", 8, "", 590, 1},
+	{"Sum", 13, "", 591, 1},
+	{"Tanh", 1, "consumed_inputs:I", 592, 1},
+	{"Tanh", 6, "", 593, 1},
+	{"Tanh", 13, "", 594, 1},
+	{"Tile", 1, "", 595, 3},
+	{"Tile", 6, "", 598, 2},
+	{"Tile", 13, "", 600, 2},
+	{"Transpose", 1, "perm:I", 602, 1},
+	{"Transpose", 13, "perm:I", 603, 1},
+	{"Transpose", 21, "perm:I", 604, 1},
+	{"Transpose", 23, "perm:I", 605, 1},
+	{"Transpose", 24, "perm:I", 606, 1},
+	{"Transpose", 25, "perm:I", 607, 1},
+	{"Unsqueeze", 1, "axes:I!", 608, 1},
+	{"Unsqueeze", 11, "axes:I!", 609, 1},
+	{"Unsqueeze", 13, "", 610, 2},
+	{"Unsqueeze", 21, "", 612, 2},
+	{"Unsqueeze", 23, "", 614, 2},
+	{"Unsqueeze", 24, "", 616, 2},
+	{"Unsqueeze", 25, "", 618, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 620, 1},
+	{"Upsample", 7, "mode:s scales:F!", 621, 1},
+	{"Upsample", 9, "mode:s", 622, 2},
+	{"Upsample", 10, "mode:s", 624, 2},
+	{"Where", 9, "", 626, 3},
+	{"Where", 16, "", 629, 3},
+	{"Xor", 1, "axis:i broadcast:i", 632, 2},
+	{"Xor", 7, "", 634, 2},
 	{NULL, 0, NULL, 0, 0}
 };

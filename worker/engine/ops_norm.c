@@ -799,3 +799,17 @@ const ie_op_def ie_op_checks_norm[] = {
 	{"LayerNormalization", layernorm_check_attrs},
 	{NULL, NULL}
 };
+
+/* Softmax of one contiguous float row (op.h): softmax_row_any. */
+void
+ie_softmax_row(const float *x, float *y, int64_t len)
+{
+	softmax_row_any(x, y, len, 0);
+}
+
+/* Softmax of one contiguous double row (op.h): softmax_blocks_f64. */
+void
+ie_softmax_row_f64(const double *x, double *y, int64_t len)
+{
+	softmax_blocks_f64(x, y, 1, len, 1, 0);
+}
