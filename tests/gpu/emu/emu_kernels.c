@@ -205,6 +205,40 @@ cu_k_softmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner, 
 }
 
 cudaError_t
+cu_k_attn_softmax(float *s, int64_t rows, cu_attn p, cudaStream_t st)
+{
+	(void) st;
+	for (int64_t r = 0; r < rows; r++)
+	{
+		float	   *row = s + r * p.T;
+		float		bmx = -INFINITY;
+		exp_arg		ea;
+
+		for (int64_t k = 0; k < p.T; k++)
+		{
+			float		bias;
+
+			row[k] = ie_k_attn_score(&p, r, k, row[k], &bias);
+			bmx = ie_k_max(bmx, bias);
+		}
+		if (bmx == -INFINITY)
+		{
+			memset(row, 0, (size_t) p.T * sizeof(float));
+			continue;
+		}
+		ea.row = row;
+		ea.mx = block_fold(CU_RMAX, -INFINITY, p.T, row_at, row);
+		{
+			float		sum = block_fold(CU_RSUM, 0.0f, p.T, row_exp, &ea);
+
+			for (int64_t k = 0; k < p.T; k++)
+				row[k] = expf(row[k] - ea.mx) / sum;
+		}
+	}
+	return cudaSuccess;
+}
+
+cudaError_t
 cu_k_layernorm(const float *x, float *y, int64_t rows, int64_t n, const float *scale,
 			   const float *bias, float eps, cudaStream_t s)
 {

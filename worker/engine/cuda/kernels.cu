@@ -271,6 +271,61 @@ cu_k_softmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner, 
 	return launched();
 }
 
+/*
+ * Attention's scores to probabilities, one block per row: scores with
+ * softcap and bias (ie_k_attn_score) written back, the largest score and
+ * the largest bias reduced, then the softmax; a row whose bias is -inf
+ * throughout becomes zeros.
+ */
+__global__ static void
+k_attn_softmax(float *s, cu_attn p)
+{
+	__shared__ float sh[THREADS];
+	float	   *row = s + blockIdx.x * p.T;
+	float		mx = -INFINITY,
+				bmx = -INFINITY,
+				sum = 0.0f;
+
+	for (int64_t k = threadIdx.x; k < p.T; k += THREADS)
+	{
+		float		bias;
+
+		row[k] = ie_k_attn_score(&p, blockIdx.x, k, row[k], &bias);
+		mx = ie_k_max(mx, row[k]);
+		bmx = ie_k_max(bmx, bias);
+	}
+	sh[threadIdx.x] = bmx;
+	block_reduce(sh, CU_RMAX);
+	bmx = sh[0];
+	__syncthreads();
+	if (bmx == -INFINITY)
+	{
+		for (int64_t k = threadIdx.x; k < p.T; k += THREADS)
+			row[k] = 0.0f;
+		return;
+	}
+	sh[threadIdx.x] = mx;
+	block_reduce(sh, CU_RMAX);
+	mx = sh[0];
+	__syncthreads();
+	for (int64_t k = threadIdx.x; k < p.T; k += THREADS)
+		sum += expf(row[k] - mx);
+	sh[threadIdx.x] = sum;
+	block_reduce(sh, CU_RSUM);
+	sum = sh[0];
+	for (int64_t k = threadIdx.x; k < p.T; k += THREADS)
+		row[k] = expf(row[k] - mx) / sum;
+}
+
+extern "C" cudaError_t
+cu_k_attn_softmax(float *s, int64_t rows, cu_attn p, cudaStream_t st)
+{
+	if (rows <= 0 || p.T <= 0)
+		return cudaSuccess;
+	k_attn_softmax<<<(unsigned int) rows, THREADS, 0, st>>>(s, p);
+	return launched();
+}
+
 /* LayerNormalization: one block per row, mean then variance (two passes). */
 __global__ static void
 k_layernorm(const float *x, float *y, int64_t n, const float *scale, const float *bias,

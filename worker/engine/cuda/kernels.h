@@ -84,6 +84,32 @@ cudaError_t cu_k_softmax(const float *x, float *y, int64_t outer, int64_t n, int
 						 int log, cudaStream_t s);
 
 /*
+ * Attention's scores between its two products (ONNX Attention, opsets 23
+ * to 25; ops_attention.c is the CPU version): s holds [B, Hq, Sq, T]
+ * scaled products Q K^T; each row (b, h, i) gets softcap (when > 0), the
+ * bias (mask: bool, 0 or -inf, or float, added, with element strides mst
+ * for batch, head and query row and its last axis contiguous and T long;
+ * -inf where is_causal forbids key k > i or outside the window
+ * left/right, -1 unbounded) and is replaced by its softmax, or by zeros
+ * where the bias is -inf throughout.
+ */
+typedef struct cu_attn
+{
+	int64_t		Hq,
+				Sq,
+				T;
+	const void *mask;			/* NULL: none */
+	int			mask_bool;
+	int64_t		mst[3];
+	int			causal;
+	int64_t		left,
+				right;
+	float		softcap;
+} cu_attn;
+
+cudaError_t cu_k_attn_softmax(float *s, int64_t rows, cu_attn p, cudaStream_t st);
+
+/*
  * LayerNormalization of rows of n: (x - mean) / sqrt(var + eps) * scale + bias
  * (bias may be NULL), mean and var over the row.
  */

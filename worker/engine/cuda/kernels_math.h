@@ -331,4 +331,34 @@ ie_k_warp_px(const uint8_t *src, int sw, int sh, const cu_mat3 *mi, int ow, int 
 	ie_warp_cubic_px(src, sw, sh, mi->m, x, y, out);
 }
 
+/*
+ * Attention's row `row` ([B, Hq, Sq] flattened), key k: the bias into
+ * *bias (0, a float mask's value, or -inf) and the score after softcap
+ * plus the bias, from the scaled product v (cu_attn, kernels.h).
+ */
+IE_HD float
+ie_k_attn_score(const cu_attn *p, int64_t row, int64_t k, float v, float *bias)
+{
+	int64_t		i = row % p->Sq,
+				bh = row / p->Sq,
+				b = bh / p->Hq,
+				h = bh % p->Hq;
+	float		bv = 0.0f;
+
+	if (p->mask != NULL)
+	{
+		int64_t		off = b * p->mst[0] + h * p->mst[1] + i * p->mst[2] + k;
+
+		bv = p->mask_bool ? (((const unsigned char *) p->mask)[off] ? 0.0f : -INFINITY) :
+			((const float *) p->mask)[off];
+	}
+	if ((p->causal && k > i) || (p->left >= 0 && i - k > p->left) ||
+		(p->right >= 0 && k - i > p->right))
+		bv = -INFINITY;
+	if (p->softcap > 0.0f)
+		v = p->softcap * tanhf(v / p->softcap);
+	*bias = bv;
+	return v + bv;
+}
+
 #endif							/* IE_CUDA_KERNELS_MATH_H */

@@ -611,6 +611,252 @@ op_layernorm(cu_op *op)
 									  cu_op_ctx(op)->stream), "layernorm kernel");
 }
 
+/* ---- Attention ---- */
+
+static int	blas_math(cu_op *op);
+
+/* Q, K, V or Y of Attention as [batch, heads, sequence, size]: element strides. */
+typedef struct att_view
+{
+	int64_t		seq,
+				size,
+				sb,
+				sh,
+				ss;
+} att_view;
+
+/* The view of 4-D dims, or 3-D ones with heads heads; false when none fits. */
+static bool
+att_view_of(int nd, const int64_t *dims, int64_t heads, att_view *v)
+{
+	if (nd == 4)
+	{
+		v->seq = dims[2];
+		v->size = dims[3];
+		v->sh = dims[2] * dims[3];
+		v->sb = dims[1] * v->sh;
+		v->ss = dims[3];
+		return true;
+	}
+	if (nd != 3 || heads <= 0 || dims[2] % heads != 0)
+		return false;
+	v->seq = dims[1];
+	v->size = dims[2] / heads;
+	v->sb = dims[1] * dims[2];
+	v->sh = v->size;
+	v->ss = dims[2];
+	return true;
+}
+
+/*
+ * One of Attention's products for every batch entry b and query head h,
+ * in cuBLAS's column-major terms: C[b, h] (ldc) = alpha op(A[b, g]) B[b, h]
+ * with g = h / rep the key/value head of h (A K or V, B Q or the
+ * probabilities, C the scores or Y; the views give their strides).  Per
+ * batch entry one strided batched call over the heads, or with grouped
+ * heads (rep > 1) one per key/value head over its rep query heads, A's
+ * stride 0.
+ */
+static int
+att_gemm(cu_op *op, cublasOperation_t ta, int m, int n, int k, float alpha,
+		 const float *a, int lda, const att_view *av, const float *b, int ldb,
+		 const att_view *bv, float *c, int ldc, const att_view *cv, int64_t B,
+		 int64_t Hq, int64_t rep)
+{
+	const float zero = 0.0f;
+	int64_t		per = rep > 1 ? rep : Hq;
+
+	for (int64_t bi = 0; bi < B; bi++)
+		for (int64_t h0 = 0; h0 < Hq; h0 += per)
+		{
+			cublasStatus_t st;
+
+			st = cublasSgemmStridedBatched(cu_op_ctx(op)->blas, ta, CUBLAS_OP_N, m, n, k,
+										   &alpha, a + bi * av->sb + h0 / rep * av->sh, lda,
+										   rep > 1 ? 0 : (long long) av->sh,
+										   b + bi * bv->sb + h0 * bv->sh, ldb,
+										   (long long) bv->sh, &zero,
+										   c + bi * cv->sb + h0 * cv->sh, ldc,
+										   (long long) cv->sh, (int) per);
+			if (blas_ok(op, st, "cublasSgemmStridedBatched") != 0)
+				return -1;
+		}
+	return 0;
+}
+
+/*
+ * attn_mask (input 3) for the kernel: bool or float, rank 1 to 4, its last
+ * axis T long and the others broadcasting to (B, Hq, Sq); false for
+ * another (the CPU operator takes it, or says what is wrong).
+ */
+static bool
+att_mask_strides(cu_op *op, int64_t B, int64_t Hq, int64_t Sq, int64_t T, cu_attn *p)
+{
+	ie_dtype	md;
+	int			mn;
+	int64_t		mdims[IE_MAX_DIMS],
+				full[3] = {B, Hq, Sq},
+				st = T;
+
+	cu_op_shape(op, 3, &md, &mn, mdims);
+	if ((md != IE_FLOAT && md != IE_BOOL) || mn < 1 || mn > 4 || mdims[mn - 1] != T)
+		return false;
+	for (int i = mn - 2; i >= 0; i--)
+	{
+		int			ax = 3 - (mn - 1) + i;
+
+		if (mdims[i] != 1 && mdims[i] != full[ax])
+			return false;
+		p->mst[ax] = mdims[i] == 1 ? 0 : st;
+		st *= mdims[i];
+	}
+	p->mask_bool = md == IE_BOOL;
+	return true;
+}
+
+/*
+ * Attention (opsets 23 to 25) in float, without the cache (past/present),
+ * nonpad_kv_seqlen or qk_matmul_output, softmax in float: S = scale Q K^T
+ * (cuBLAS), softcap, bias and softmax per row (cu_k_attn_softmax), Y = S V
+ * (cuBLAS), Q/K/V/Y read and written in place in the 3-D or 4-D layout.
+ * Other cases, and shapes the CPU operator refuses, run on the CPU.
+ */
+static int
+op_attention(cu_op *op)
+{
+	ie_node_ctx *nc = cu_op_node(op);
+	cu_ctx	   *c = cu_op_ctx(op);
+	ie_dtype	dq,
+				dk,
+				dv;
+	int			nq,
+				nk,
+				nv;
+	int64_t		qd[IE_MAX_DIMS],
+				kd[IE_MAX_DIMS],
+				vd[IE_MAX_DIMS],
+				yd[4],
+				qh = ie_attr_int(nc, "q_num_heads", 0),
+				kvh = ie_attr_int(nc, "kv_num_heads", 0),
+				B,
+				rows;
+	att_view	q,
+				k,
+				v,
+				y,
+				sv;
+	cu_attn		p = {0};
+	const ie_dtensor *xq,
+			   *xk,
+			   *xv,
+			   *xm = NULL;
+	ie_dtensor *out;
+	float	   *sbuf;
+	size_t		cap;
+	char		e2[256];
+	float		scale;
+	int			rc;
+
+	for (int i = 4; i < cu_op_n_inputs(op); i++)
+		if (cu_op_has(op, i))
+			return CU_FALLBACK;	/* the key/value cache, nonpad_kv_seqlen */
+	for (int j = 1; j < nc->n_outputs; j++)
+		if (cu_op_has_out(op, j))
+			return CU_FALLBACK;
+	if (ie_attr_int(nc, "softmax_precision", IE_FLOAT) != IE_FLOAT ||
+		ie_attr_int(nc, "qk_matmul_output_mode", 0) != 0)
+		return CU_FALLBACK;
+	cu_op_shape(op, 0, &dq, &nq, qd);
+	cu_op_shape(op, 1, &dk, &nk, kd);
+	cu_op_shape(op, 2, &dv, &nv, vd);
+	if (dq != IE_FLOAT || dk != IE_FLOAT || dv != IE_FLOAT || nq != nk || nq != nv)
+		return CU_FALLBACK;
+	if (nq == 4)
+	{
+		if ((qh != 0 && qh != qd[1]) || (kvh != 0 && kvh != kd[1]) ||
+			(nc->opset >= 25 && (qh != 0 || kvh != 0)) || vd[1] != kd[1])
+			return CU_FALLBACK;
+		qh = qd[1];
+		kvh = kd[1];
+	}
+	if (qh <= 0 || kvh <= 0 || qh % kvh != 0 ||
+		!att_view_of(nq, qd, qh, &q) || !att_view_of(nk, kd, kvh, &k) ||
+		!att_view_of(nv, vd, kvh, &v) || k.size != q.size || k.seq != v.seq ||
+		kd[0] != qd[0] || vd[0] != qd[0])
+		return CU_FALLBACK;
+	B = qd[0];
+	rows = B * qh * q.seq;
+	if (rows > 0x7fffffff || k.seq > 0x7fffffff || q.ss > 0x7fffffff ||
+		k.ss > 0x7fffffff || v.ss > 0x7fffffff || qh * v.size > 0x7fffffff)
+		return CU_FALLBACK;
+	p.Hq = qh;
+	p.Sq = q.seq;
+	p.T = k.seq;
+	p.causal = ie_attr_int(nc, "is_causal", 0) != 0;
+	p.left = ie_attr_int(nc, "left_window_size", -1);
+	p.right = ie_attr_int(nc, "right_window_size", -1);
+	p.softcap = ie_attr_float(nc, "softcap", 0.0f);
+	if (p.left < -1 || p.right < -1)
+		return CU_FALLBACK;
+	if (cu_op_has(op, 3) && !att_mask_strides(op, B, qh, q.seq, k.seq, &p))
+		return CU_FALLBACK;
+	scale = ie_attr_find(nc, "scale") != NULL ? ie_attr_float(nc, "scale", 1.0f) :
+		(float) (1.0 / sqrt((double) (q.size > 0 ? q.size : 1)));
+
+	/* Y in Q's layout with V's head size */
+	yd[0] = B;
+	if (nq == 4)
+	{
+		yd[1] = qh;
+		yd[2] = q.seq;
+		yd[3] = v.size;
+	}
+	else
+	{
+		yd[1] = q.seq;
+		yd[2] = qh * v.size;
+	}
+	y.sb = qh * q.seq * v.size;
+	y.sh = nq == 4 ? q.seq * v.size : v.size;
+	y.ss = nq == 4 ? v.size : qh * v.size;
+	sv.sb = qh * q.seq * k.seq;
+	sv.sh = q.seq * k.seq;
+	xq = cu_op_dev(op, 0);
+	xk = cu_op_dev(op, 1);
+	xv = cu_op_dev(op, 2);
+	if (xq == NULL || xk == NULL || xv == NULL ||
+		(cu_op_has(op, 3) && (xm = cu_op_dev(op, 3)) == NULL))
+		return -1;
+	p.mask = xm != NULL ? xm->ptr : NULL;
+	if ((out = cu_op_out(op, 0, IE_FLOAT, nq, yd)) == NULL)
+		return -1;
+	if (cu_numel(out) == 0)
+		return 0;
+	if (k.seq == 0)				/* no key: every row attends nothing */
+		return cuda_ok(op, cudaMemsetAsync(out->ptr, 0, out->nbytes, c->stream),
+					   "cudaMemsetAsync");
+	if ((sbuf = cu_pool_get(c, (size_t) (rows * k.seq) * sizeof(float), &cap,
+							e2, sizeof(e2))) == NULL)
+		return cu_op_fail(op, e2, "attention scores");
+	if (blas_math(op) != 0)
+		rc = -1;
+	else if (q.size == 0)
+		rc = cuda_ok(op, cudaMemsetAsync(sbuf, 0, (size_t) (rows * k.seq) * sizeof(float),
+										 c->stream), "cudaMemsetAsync");
+	else
+		rc = att_gemm(op, CUBLAS_OP_T, (int) k.seq, (int) q.seq, (int) q.size, scale,
+					  xk->ptr, (int) k.ss, &k, xq->ptr, (int) q.ss, &q, sbuf,
+					  (int) k.seq, &sv, B, qh, qh / kvh);
+	if (rc == 0)
+		rc = cuda_ok(op, cu_k_attn_softmax(sbuf, rows, p, c->stream), "attention softmax kernel");
+	if (rc == 0)
+		rc = att_gemm(op, CUBLAS_OP_N, (int) v.size, (int) q.seq, (int) k.seq, 1.0f,
+					  xv->ptr, (int) v.ss, &v, sbuf, (int) k.seq, &sv, out->ptr,
+					  (int) y.ss, &y, B, qh, qh / kvh);
+	cu_pool_put(c, sbuf, cap);
+	return rc;
+}
+
 /* ---- shape and copy operators ---- */
 
 /* Reshape: target from input 1 (0 copies a dim unless allowzero, -1 infers one). */
@@ -2159,7 +2405,7 @@ static const cu_op_def cu_ops[] = {
 	{"Reciprocal", op_reciprocal}, {"Floor", op_floor}, {"Ceil", op_ceil},
 	{"HardSigmoid", op_hardsigmoid}, {"HardSwish", op_hardswish},
 	{"LeakyRelu", op_leakyrelu}, {"Clip", op_clip}, {"Identity", op_identity},
-	{"Cast", op_cast}, {"CastLike", op_castlike},
+	{"Cast", op_cast}, {"CastLike", op_castlike}, {"Attention", op_attention},
 	{"BatchNormalization", op_batchnorm}, {"LayerNormalization", op_layernorm},
 	{"ReduceSum", op_reducesum}, {"ReduceMean", op_reducemean},
 	{"ReduceMax", op_reducemax}, {"ReduceMin", op_reducemin},
