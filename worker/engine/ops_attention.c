@@ -84,6 +84,7 @@ typedef struct att_job
 	const int64_t *nonpad;		/* nonpad_kv_seqlen [B], or NULL */
 	int64_t		past;			/* past_key's sequence length */
 	int64_t		nblk;			/* blocks of ATT_ROWS query rows */
+	bool		no_bias;		/* no mask, causal, window or padding: bias 0 */
 	atomic_int	failed;			/* a task found no scratch memory */
 } att_job;
 
@@ -407,7 +408,7 @@ NAME(void *arg, int64_t task, int worker) \
 		ELT		   *sr = s + ii * n, \
 				   *pr = p + ii * n, \
 				   *qk = j->qk != NULL ? (ELT *) j->qk + (bh * j->Sq + i0 + ii) * n : NULL; \
-		bool		dead = att_bias_row(j, b, h, i0 + ii, t1); \
+		bool		dead = j->no_bias ? false : att_bias_row(j, b, h, i0 + ii, t1); \
 		if (qk != NULL && j->mode == 0) \
 			memcpy(qk, sr, (size_t) n * sizeof(ELT)); \
 		if (j->softcap > 0) \
@@ -415,8 +416,9 @@ NAME(void *arg, int64_t task, int worker) \
 				sr[t] = (ELT) (j->softcap * tanh(sr[t] / j->softcap)); \
 		if (qk != NULL && j->mode == 1) \
 			memcpy(qk, sr, (size_t) n * sizeof(ELT)); \
-		for (int64_t t = 0; t < n; t++) \
-			sr[t] = (ELT) (sr[t] + t1[t]); \
+		if (!j->no_bias) \
+			for (int64_t t = 0; t < n; t++) \
+				sr[t] = (ELT) (sr[t] + t1[t]); \
 		if (qk != NULL && j->mode == 2) \
 			memcpy(qk, sr, (size_t) n * sizeof(ELT)); \
 		if (dead) \
@@ -610,6 +612,8 @@ op_attention(ie_node_ctx *ctx)
 		rc = 0;
 		goto done;
 	}
+
+	j.no_bias = j.mask == NULL && !j.causal && j.left < 0 && j.right < 0 && j.nonpad == NULL;
 
 	/* the tasks: every (batch, head, block of query rows) */
 	j.nblk = (j.Sq + ATT_ROWS - 1) / ATT_ROWS;
