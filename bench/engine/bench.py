@@ -74,6 +74,53 @@ def cases(args):
                 v[:, 0] = 101
             feeds[i.name] = v
         out.append(("minilm32x128", mini, feeds))
+    out += attention_cases(rng)
+    return out
+
+
+ATTN_DIR = None
+
+
+def attention_cases(rng):
+    """Single-node Attention models (opset 23), written to a temporary
+    folder: BERT-base's shapes with a padding mask (an initializer, bool
+    [8, 1, 128, 128], the last 28 keys of odd rows masked: ONNX Runtime
+    does not broadcast the query axis of a mask), and a decoder's
+    grouped-query causal attention in the 3-D layout (8 query heads over 2
+    key/value heads, 512 tokens)."""
+    import atexit
+    import shutil
+    import onnx
+    from onnx import helper, numpy_helper
+    global ATTN_DIR
+    if ATTN_DIR is None:
+        ATTN_DIR = tempfile.mkdtemp(prefix="bench-attn-")
+        atexit.register(shutil.rmtree, ATTN_DIR, True)
+    out = []
+    mask = np.ones((8, 1, 128, 128), bool)
+    mask[1::2, :, :, 100:] = False
+    specs = [
+        ("attn_bert8x128", [8, 12, 128, 64], [8, 12, 128, 64], {}, mask),
+        ("attn_gqa_causal512", [1, 512, 8 * 64], [1, 512, 2 * 64],
+         {"q_num_heads": 8, "kv_num_heads": 2, "is_causal": 1}, None),
+    ]
+    for name, qs, ks, attrs, m in specs:
+        ins = ["Q", "K", "V"] + (["mask"] if m is not None else [])
+        node = helper.make_node("Attention", ins, ["Y"], **attrs)
+        graph = helper.make_graph(
+            [node], name,
+            [helper.make_tensor_value_info("Q", onnx.TensorProto.FLOAT, qs),
+             helper.make_tensor_value_info("K", onnx.TensorProto.FLOAT, ks),
+             helper.make_tensor_value_info("V", onnx.TensorProto.FLOAT, ks)],
+            [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(m, "mask")] if m is not None else [])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+        model.ir_version = 10
+        path = os.path.join(ATTN_DIR, name + ".onnx")
+        onnx.save(model, path)
+        out.append((name, path, {"Q": rng.standard_normal(qs).astype(np.float32),
+                                 "K": rng.standard_normal(ks).astype(np.float32),
+                                 "V": rng.standard_normal(ks).astype(np.float32)}))
     return out
 
 

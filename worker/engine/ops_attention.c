@@ -45,6 +45,13 @@
 /* Query rows of one task. */
 #define ATT_ROWS 64
 
+/* The row loops with GCC's full vectoriser, as in ops_norm.c. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define ATT_VECTORISE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define ATT_VECTORISE
+#endif
+
 /* A Q, K, V or Y tensor read as [batch, heads, sequence, size]: strides in
  * elements (the size axis is contiguous in both layouts). */
 typedef struct att_view
@@ -287,43 +294,59 @@ bad:
 
 /*
  * The bias of query row i of batch entry b, head h, over the T keys, into
- * bias[T]; true when every entry is -inf (the row attends nothing).
+ * bias[T]; true when every entry is -inf (the row attends nothing).  The
+ * keys that causal masking, the window, the padding and the mask's length
+ * allow form one interval [lo, hi); the mask's values apply inside it.
  */
-static bool
+ATT_VECTORISE static bool
 att_bias_row(const att_job *j, int64_t b, int64_t h, int64_t i, double *bias)
 {
-	int64_t		off = j->nonpad != NULL ? j->nonpad[b] - j->Sq : j->past;
-	int64_t		valid = j->nonpad != NULL ? j->nonpad[b] : j->T;
-	int64_t		pos = i + off;
-	const char *m = NULL;
-	double		mx = -INFINITY;
+	int64_t		pos = i + (j->nonpad != NULL ? j->nonpad[b] - j->Sq : j->past);
+	int64_t		lo = 0,
+				hi = j->T;
 
-	if (j->mask != NULL)
-		m = (const char *) j->mask->data +
-			(b * j->mst[0] + h * j->mst[1] + i * j->mst[2]) * (int64_t) ie_dtype_size(j->mask->dtype);
-	for (int64_t t = 0; t < j->T; t++)
+	if (j->nonpad != NULL && j->nonpad[b] < hi)
+		hi = j->nonpad[b];
+	if (j->causal && pos + 1 < hi)
+		hi = pos + 1;
+	if (j->right >= 0 && pos + j->right + 1 < hi)
+		hi = pos + j->right + 1;
+	if (j->mask != NULL && j->mlen < hi)
+		hi = j->mlen;
+	if (j->left >= 0 && pos - j->left > lo)
+		lo = pos - j->left;
+	if (hi < lo)
+		hi = lo;
+	for (int64_t t = 0; t < lo && t < j->T; t++)
+		bias[t] = -INFINITY;
+	for (int64_t t = hi; t < j->T; t++)
+		bias[t] = -INFINITY;
+	if (lo >= hi)
+		return true;
+	if (j->mask == NULL)
 	{
-		double		v = 0;
-
-		if (m != NULL)
-		{
-			if (t >= j->mlen)
-				v = -INFINITY;
-			else if (j->mask->dtype == IE_BOOL)
-				v = ((const uint8_t *) m)[t] ? 0 : -INFINITY;
-			else if (j->mask->dtype == IE_FLOAT)
-				v = ((const float *) m)[t];
-			else
-				v = ((const double *) m)[t];
-		}
-		if ((j->causal && t > pos) || t >= valid ||
-			(j->left >= 0 && pos - t > j->left) ||
-			(j->right >= 0 && t - pos > j->right))
-			v = -INFINITY;
-		bias[t] = v;
-		mx = v > mx ? v : mx;
+		for (int64_t t = lo; t < hi; t++)
+			bias[t] = 0;
+		return false;
 	}
-	return mx == -INFINITY;
+	{
+		const char *m = (const char *) j->mask->data +
+			(b * j->mst[0] + h * j->mst[1] + i * j->mst[2]) * (int64_t) ie_dtype_size(j->mask->dtype);
+
+		if (j->mask->dtype == IE_BOOL)
+			for (int64_t t = lo; t < hi; t++)
+				bias[t] = ((const uint8_t *) m)[t] ? 0 : -INFINITY;
+		else if (j->mask->dtype == IE_FLOAT)
+			for (int64_t t = lo; t < hi; t++)
+				bias[t] = ((const float *) m)[t];
+		else
+			for (int64_t t = lo; t < hi; t++)
+				bias[t] = ((const double *) m)[t];
+	}
+	for (int64_t t = lo; t < hi; t++)
+		if (bias[t] > -INFINITY)
+			return false;
+	return true;
 }
 
 /*
@@ -372,7 +395,7 @@ att_scratch_bytes(const att_job *j)
  * qk_matmul_output copy of the mode's stage; then Y = P V.
  */
 #define ATT_TASK(NAME, ELT, GEMM) \
-static void \
+ATT_VECTORISE static void \
 NAME(void *arg, int64_t task, int worker) \
 { \
 	att_job    *j = arg; \
@@ -442,14 +465,16 @@ ATT_TASK(att_task_f32, float, cblas_sgemm)
 ATT_TASK(att_task_f64, double, cblas_dgemm)
 
 /*
- * Allocates output o with the given shape (zeros), or fails the node.
+ * Allocates output o with the given shape, or fails the node.  Not zeroed:
+ * the tasks write every element of Y and qk_matmul_output, att_present
+ * every element of a cache.
  */
 static void *
 att_output(ie_node_ctx *ctx, int o, ie_dtype dt, int ndim, const int64_t *dims)
 {
 	if (o >= ctx->n_outputs)
 		return NULL;
-	ctx->outputs[o] = ie_tensor_new(dt, ndim, dims);
+	ctx->outputs[o] = ie_tensor_new_uninit(dt, ndim, dims);
 	if (ctx->outputs[o] == NULL)
 	{
 		ie_op_error(ctx, "out of memory for output %d", o);
