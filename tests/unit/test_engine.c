@@ -666,6 +666,32 @@ test_load_errors(void)
 		attr_float(g.nodes[1], "width_scale", 2.0f);
 		CHECK(load_fails(&g, IE_ERR_NOT_SUPPORTED, "the opset 1 form (height_scale, width_scale) is not supported", err, sizeof(err)),
 			  "Upsample at opset 6: %s", err);
+
+		/*
+		 * RMSNormalization, RotaryEmbedding (opset 23) and Swish (opset
+		 * 24): a stash_type other than 1 is 0A000 at load, an odd
+		 * rotary_embedding_dim invalid, a missing required input refused
+		 */
+		g.opset = 24;
+		g.nodes[1] = node("RMSNormalization", "rms_1", "A,A", "Y");
+		attr_int(g.nodes[1], "stash_type", 11);
+		CHECK(load_fails(&g, IE_ERR_NOT_SUPPORTED, "RMSNormalization node 'rms_1': stash_type 11 is not supported", err, sizeof(err)),
+			  "RMSNormalization stash_type 11: %s", err);
+		g.nodes[1] = node("RMSNormalization", "rms_1", "A", "Y");
+		CHECK(load_fails(&g, IE_ERR_INVALID, "required input 1 is missing", err, sizeof(err)),
+			  "RMSNormalization without scale: %s", err);
+		g.nodes[1] = node("RotaryEmbedding", "rope_1", "A,A,A", "Y");
+		attr_int(g.nodes[1], "rotary_embedding_dim", 3);
+		CHECK(load_fails(&g, IE_ERR_INVALID, "RotaryEmbedding node 'rope_1': rotary_embedding_dim 3 must be even", err, sizeof(err)),
+			  "RotaryEmbedding rotary_embedding_dim 3: %s", err);
+		g.nodes[1] = node("RotaryEmbedding", "rope_1", "A,A", "Y");
+		CHECK(load_fails(&g, IE_ERR_INVALID, "required input 2 is missing", err, sizeof(err)),
+			  "RotaryEmbedding without sin_cache: %s", err);
+		g.nodes[1] = node("Swish", "swish_1", "A", "Y");
+		attr_float(g.nodes[1], "alpha", 0.5f);
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL, "Swish at opset 24 loads: %s", m ? "" : err);
+		ie_model_destroy(&m);
 		g.opset = 12;
 
 		/* auto_pad "" is NOTSET, as for ONNX Runtime */

@@ -6,7 +6,8 @@
  *	  Where, comparisons, Expand, Tile, Range, ConstantOfShape, ...),
  *	  Einsum (ops_einsum.c), and the operator changes of opsets 18 to 28
  *	  (Pad's axes and wrap, Split's num_outputs, ScatterND's max and min,
- *	  bool ReduceMax/ReduceMin, float Mod with fmod 0, double MatMul).
+ *	  bool ReduceMax/ReduceMin, float Mod with fmod 0, double MatMul,
+ *	  RMSNormalization, RotaryEmbedding (ops_rotary.c), Swish).
  *
  * Two kinds of checks: hand-built node contexts compared against naive
  * reference loops written here (depthwise, grouped, strided, dilated,
@@ -1550,6 +1551,279 @@ test_layernorm(void)
 }
 
 /*
+ * The load-time check of op_type (ie_op_check_lookup) on attrs at opset:
+ * accepted (msg NULL), or refused with msg in the message and error kind
+ * kind.
+ */
+static void
+check_attrs_load(const char *op_type, int opset, int n_attr, const ie_attr *attrs,
+				 const char *msg, ie_error_kind kind)
+{
+	char		err[256] = "";
+	ie_op_fn	check = ie_op_check_lookup(op_type);
+	ie_node_ctx ctx = {
+		.op_type = op_type, .node_name = "t", .opset = opset,
+		.n_inputs = 1, .n_outputs = 1, .n_attrs = n_attr, .attrs = attrs,
+		.n_threads = 1, .err = err, .errlen = sizeof(err),
+		.err_kind = IE_ERR_NONE
+	};
+	int			rc = check != NULL ? check(&ctx) : -2;
+
+	if (msg == NULL)
+		CHECK(rc == 0, "%s load check: rc %d, %s", op_type, rc, err);
+	else
+		CHECK(rc == -1 && strstr(err, msg) != NULL && ctx.err_kind == kind,
+			  "%s load check must fail with \"%s\" (kind %d): rc %d, kind %d, \"%s\"",
+			  op_type, msg, (int) kind, rc, (int) ctx.err_kind, err);
+}
+
+/* Whether t is a tensor of dtype dt, shape dims[0..nd), values want (within tol). */
+static int
+values_near(const ie_tensor *t, ie_dtype dt, int nd, const int64_t *dims,
+		   const double *want, double tol)
+{
+	if (!shape_is(t, nd, dims) || t->dtype != dt)
+		return 0;
+	for (int64_t i = 0; i < ie_tensor_numel(t); i++)
+	{
+		double		v = dt == IE_FLOAT ? ((const float *) t->data)[i] :
+			((const double *) t->data)[i];
+
+		if (!(fabs(v - want[i]) <= tol))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * RMSNormalization-23 on a 2x3 input whose rows have mean squares 3 and
+ * 15, epsilon 1: the root mean squares are 2 and 4, so every value is
+ * exact.  Axis -1 (default) with Scale [3]; axis 0 (all six values, mean
+ * square 9, epsilon 7: rms 4) with Scale [3] broadcast over [2, 3]; double
+ * X with a float Scale (types T and V differ); a Scale that does not
+ * broadcast, an axis out of range and stash_type 0 refused.
+ */
+static void
+test_rmsnorm(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dx[2] = {2, 3},
+				ds[1] = {3},
+				d2[1] = {2};
+	float		xv[6] = {1, 2, 2, 3, 0, 6},
+				sv[3] = {1, 2, -1},
+				bad[2] = {1, 1};
+	double		xdv[6] = {1, 2, 2, 3, 0, 6};
+	double		want_row[6] = {0.5, 2, -1, 0.75, 0, -1.5},
+				want_all[6] = {0.25, 1, -0.5, 0.75, 0, -1.5};
+	ie_tensor  *X = tu_float_tensor(2, dx, xv),
+			   *XD = typed_tensor(IE_DOUBLE, 2, dx, xdv),
+			   *S = tu_float_tensor(1, ds, sv),
+			   *S2 = tu_float_tensor(1, d2, bad);
+	const ie_tensor *in[2] = {X, S},
+			   *ind[2] = {XD, S},
+			   *inbad[2] = {X, S2};
+	ie_attr		eps1 = {.name = "epsilon", .type = IE_ATTR_FLOAT, .f = 1.0f},
+				all[2] = {attr_int("axis", 0),
+						  {.name = "epsilon", .type = IE_ATTR_FLOAT, .f = 7.0f}},
+				axis2 = attr_int("axis", 2),
+				stash0 = attr_int("stash_type", 0);
+
+	CHECK(run_op("RMSNormalization", 23, 2, in, 1, &eps1, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 2, dx, want_row, 0),
+		  "rmsnorm rows: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RMSNormalization", 23, 2, in, 2, all, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 2, dx, want_all, 0),
+		  "rmsnorm axis 0: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RMSNormalization", 23, 2, ind, 1, &eps1, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_DOUBLE, 2, dx, want_row, 1e-15),
+		  "rmsnorm double X, float scale: %s", err);
+	ie_tensor_destroy(&out[0]);
+	/* refusals */
+	CHECK(run_op("RMSNormalization", 23, 2, inbad, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "scale of shape [2] does not broadcast") != NULL,
+		  "rmsnorm scale [2]: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RMSNormalization", 23, 2, in, 1, &axis2, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "axis 2 is out of range") != NULL, "rmsnorm axis 2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RMSNormalization", 23, 2, in, 1, &stash0, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "stash_type 0 is not supported") != NULL, "rmsnorm stash_type 0: %s", err);
+	ie_tensor_destroy(&out[0]);
+	check_attrs_load("RMSNormalization", 23, 1, &stash0, "stash_type 0 is not supported",
+					 IE_ERR_NOT_SUPPORTED);
+	check_attrs_load("RMSNormalization", 23, 1, &eps1, NULL, IE_ERR_NONE);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&XD);
+	ie_tensor_destroy(&S);
+	ie_tensor_destroy(&S2);
+}
+
+/*
+ * RotaryEmbedding-23 on X [1, 1, 2, 4] = [[1, 2, 3, 4], [5, 6, 7, 8]],
+ * position_ids [[1, 0]]: position 0 is the identity (cos 1, sin 0),
+ * position 1 turns the first pair by 90 degrees (cos 0, sin 1) and the
+ * second by 180 (cos -1, sin 0), so every value is exact.  Halves: pairs
+ * (x0, x2), (x1, x3) give [-3, -2, 1, -4]; interleaved: pairs (x0, x1),
+ * (x2, x3) give [-2, 1, -3, -4]; the second token is unchanged.  Also
+ * without position_ids (caches [1, 2, 2]), double, rotary_embedding_dim 2
+ * (the rest copied), a 3-D X with num_heads 2, and the refusals.
+ */
+static void
+test_rotary(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dx[4] = {1, 1, 2, 4},
+				dc[2] = {2, 2},
+				dc3[3] = {1, 2, 2},
+				dc1[2] = {2, 1},
+				dp[2] = {1, 2},
+				dx3[3] = {1, 1, 4},
+				dp3[2] = {1, 1};
+	float		xv[8] = {1, 2, 3, 4, 5, 6, 7, 8},
+				cv[4] = {1, 1, 0, -1},
+				sv[4] = {0, 0, 1, 0},
+				cv3[4] = {0, -1, 1, 1},	/* token 0 at position 1, token 1 at 0 */
+				sv3[4] = {1, 0, 0, 0},
+				cv1[2] = {1, 0},
+				sv1[2] = {0, 1};
+	double		xdv[8] = {1, 2, 3, 4, 5, 6, 7, 8},
+				cdv[4] = {1, 1, 0, -1},
+				sdv[4] = {0, 0, 1, 0};
+	int64_t		pv[2] = {1, 0},
+				pbad[2] = {2, 0},
+				p3[1] = {1};
+	double		want_halves[8] = {-3, -2, 1, -4, 5, 6, 7, 8},
+				want_inter[8] = {-2, 1, -3, -4, 5, 6, 7, 8},
+				want_dim2[8] = {-2, 1, 3, 4, 5, 6, 7, 8},
+				want_3d[4] = {-2, 1, -4, 3};
+	ie_tensor  *X = tu_float_tensor(4, dx, xv),
+			   *C = tu_float_tensor(2, dc, cv),
+			   *S = tu_float_tensor(2, dc, sv),
+			   *C3 = tu_float_tensor(3, dc3, cv3),
+			   *S3 = tu_float_tensor(3, dc3, sv3),
+			   *C1 = tu_float_tensor(2, dc1, cv1),
+			   *S1 = tu_float_tensor(2, dc1, sv1),
+			   *XD = typed_tensor(IE_DOUBLE, 4, dx, xdv),
+			   *CD = typed_tensor(IE_DOUBLE, 2, dc, cdv),
+			   *SD = typed_tensor(IE_DOUBLE, 2, dc, sdv),
+			   *P = typed_tensor(IE_INT64, 2, dp, pv),
+			   *PB = typed_tensor(IE_INT64, 2, dp, pbad),
+			   *X3 = tu_float_tensor(3, dx3, xv),
+			   *P3 = typed_tensor(IE_INT64, 2, dp3, p3);
+	const ie_tensor *in[4] = {X, C, S, P},
+			   *in_nopos[3] = {X, C3, S3},
+			   *in_dim2[4] = {X, C1, S1, P},
+			   *in_d[4] = {XD, CD, SD, P},
+			   *in_3d[4] = {X3, C1, S1, P3},
+			   *in_badpos[4] = {X, C, S, PB};
+	ie_attr		inter = attr_int("interleaved", 1),
+				dim2 = attr_int("rotary_embedding_dim", 2),
+				dim3 = attr_int("rotary_embedding_dim", 3),
+				heads2 = attr_int("num_heads", 2);
+
+	CHECK(run_op("RotaryEmbedding", 23, 4, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dx, want_halves, 0), "rotary halves: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RotaryEmbedding", 23, 4, in, 1, &inter, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dx, want_inter, 0), "rotary interleaved: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RotaryEmbedding", 23, 3, in_nopos, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dx, want_halves, 0), "rotary no position_ids: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RotaryEmbedding", 23, 3, in_nopos, 1, &inter, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dx, want_inter, 0),
+		  "rotary no position_ids, interleaved: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RotaryEmbedding", 23, 4, in_dim2, 1, &dim2, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dx, want_dim2, 0), "rotary dim 2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RotaryEmbedding", 23, 4, in_d, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_DOUBLE, 4, dx, want_halves, 0), "rotary double: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RotaryEmbedding", 23, 4, in_3d, 1, &heads2, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 3, dx3, want_3d, 0), "rotary 3-D: %s", err);
+	ie_tensor_destroy(&out[0]);
+	/* refusals */
+	CHECK(run_op("RotaryEmbedding", 23, 4, in_badpos, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "position id 2 is out of range [0, 2)") != NULL,
+		  "rotary position id 2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RotaryEmbedding", 23, 4, in_3d, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "num_heads") != NULL, "rotary 3-D without num_heads: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RotaryEmbedding", 23, 4, in, 1, &dim2, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "cos_cache [2, 2] must be [max_position, 1]") != NULL,
+		  "rotary dim 2 with caches of 2 columns: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RotaryEmbedding", 23, 4, in, 1, &dim3, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "rotary_embedding_dim 3 must be even") != NULL, "rotary dim 3: %s", err);
+	ie_tensor_destroy(&out[0]);
+	check_attrs_load("RotaryEmbedding", 23, 1, &dim3, "rotary_embedding_dim 3 must be even",
+					 IE_ERR_INVALID);
+	check_attrs_load("RotaryEmbedding", 23, 1, &dim2, NULL, IE_ERR_NONE);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&C);
+	ie_tensor_destroy(&S);
+	ie_tensor_destroy(&C3);
+	ie_tensor_destroy(&S3);
+	ie_tensor_destroy(&C1);
+	ie_tensor_destroy(&S1);
+	ie_tensor_destroy(&XD);
+	ie_tensor_destroy(&CD);
+	ie_tensor_destroy(&SD);
+	ie_tensor_destroy(&P);
+	ie_tensor_destroy(&PB);
+	ie_tensor_destroy(&X3);
+	ie_tensor_destroy(&P3);
+}
+
+/*
+ * Swish-24, y = x / (1 + exp(-alpha x)): alpha 2 and the default 1 on
+ * [-1, 0, 2], float and double, against the formula in double; an int32
+ * input refused.
+ */
+static void
+test_swish(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d3[1] = {3};
+	float		xv[3] = {-1, 0, 2};
+	double		xdv[3] = {-1, 0, 2};
+	int32_t		iv[3] = {-1, 0, 2};
+	ie_tensor  *F = tu_float_tensor(1, d3, xv),
+			   *D = typed_tensor(IE_DOUBLE, 1, d3, xdv),
+			   *I = typed_tensor(IE_INT32, 1, d3, iv);
+	const ie_tensor *inf[1] = {F},
+			   *ind[1] = {D},
+			   *ini[1] = {I};
+	ie_attr		alpha2 = {.name = "alpha", .type = IE_ATTR_FLOAT, .f = 2.0f};
+	double		want2[3] = {-1 / (1 + exp(2.0)), 0, 2 / (1 + exp(-4.0))},
+				want1[3] = {-1 / (1 + exp(1.0)), 0, 2 / (1 + exp(-2.0))};
+
+	CHECK(run_op("Swish", 24, 1, inf, 1, &alpha2, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 1, d3, want2, 1e-6), "swish alpha 2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("Swish", 24, 1, inf, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 1, d3, want1, 1e-6), "swish alpha 1: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("Swish", 24, 1, ind, 1, &alpha2, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_DOUBLE, 1, d3, want2, 1e-15), "swish double: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("Swish", 24, 1, ini, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "element type int32 is not supported") != NULL, "swish int32: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&F);
+	ie_tensor_destroy(&D);
+	ie_tensor_destroy(&I);
+}
+
+/*
  * Softmax over attention-style rows: masked scores (-inf, -FLT_MAX, a
  * score 90 below the maximum) come out exactly 0, the rest as a double
  * reference; a row of 7 (not a multiple of the vector width) too.
@@ -2513,6 +2787,7 @@ owned_op(const char *op)
 		"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
 		"LayerNormalization", "Gather", "GatherElements", "Where", "Expand",
 		"Tile", "Range", "Min", "Max", "Sum", "Mean", "GatherND", "Size", "Einsum",
+		"RMSNormalization", "RotaryEmbedding", "Swish",
 		NULL
 	};
 
@@ -2758,6 +3033,9 @@ main(int argc, char **argv)
 	test_gather_nd_isinf();
 	test_generators();
 	test_layernorm();
+	test_rmsnorm();
+	test_rotary();
+	test_swish();
 	test_softmax_masked();
 	test_cast_bool();
 	test_mod_edges();

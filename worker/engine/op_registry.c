@@ -26,6 +26,7 @@ static const ie_op_def *const op_tables[] = {
 	ie_ops_gather,
 	ie_ops_einsum,
 	ie_ops_attention,
+	ie_ops_rotary,
 };
 
 static const ie_op_def *const check_tables[] = {
@@ -38,6 +39,7 @@ static const ie_op_def *const check_tables[] = {
 	ie_op_checks_resize,
 	ie_op_checks_shape,
 	ie_op_checks_attention,
+	ie_op_checks_rotary,
 };
 
 /* The function of op_type in tables[0..n), or NULL. */
@@ -86,7 +88,8 @@ static const struct
 	{"Expand", 2}, {"Reshape", 2}, {"Tile", 2},
 	{"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2}, {"ScatterND", 3},
 	{"Mod", 2}, {"CastLike", 2},
-	{"LayerNormalization", 2},
+	{"LayerNormalization", 2}, {"RMSNormalization", 2},
+	{"RotaryEmbedding", 3},
 	{"Where", 3}, {"Range", 3}, {"PRelu", 2}, {"Attention", 3},
 	{"BatchNormalization", 5},
 	{NULL, 0}

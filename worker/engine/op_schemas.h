@@ -638,407 +638,417 @@ static const ie_formal_input op_schema_inputs[] = {
 	/* 388: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 390: Range-11 */
+	/* 390: RMSNormalization-23 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
+	/* 392: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 393: Range-27 */
+	/* 395: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 396: Reciprocal-1 */
+	/* 398: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 397: Reciprocal-6 */
+	/* 399: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 398: Reciprocal-13 */
+	/* 400: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 399: ReduceL1-1 */
+	/* 401: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 400: ReduceL1-11 */
+	/* 402: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 401: ReduceL1-13 */
+	/* 403: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 402: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 404: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 405: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 406: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 407: ReduceL2-18 */
+	/* 404: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 409: ReduceLogSum-1 */
+	/* 406: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 410: ReduceLogSum-11 */
+	/* 407: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 411: ReduceLogSum-13 */
+	/* 408: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 412: ReduceLogSum-18 */
+	/* 409: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 414: ReduceLogSum-28 */
+	/* 411: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 412: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 413: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 414: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 416: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 416: ReduceLogSumExp-1 */
+	/* 418: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 417: ReduceLogSumExp-11 */
+	/* 419: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 418: ReduceLogSumExp-13 */
+	/* 420: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 419: ReduceLogSumExp-18 */
+	/* 421: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 421: ReduceLogSumExp-28 */
+	/* 423: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 423: ReduceMax-1 */
+	/* 425: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 424: ReduceMax-11 */
+	/* 426: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 425: ReduceMax-12 */
+	/* 427: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 426: ReduceMax-13 */
+	/* 428: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 427: ReduceMax-18 */
+	/* 429: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 429: ReduceMax-20 */
+	/* 431: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 431: ReduceMean-1 */
+	/* 433: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 432: ReduceMean-11 */
+	/* 434: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 433: ReduceMean-13 */
+	/* 435: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 434: ReduceMean-18 */
+	/* 436: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 436: ReduceMin-1 */
+	/* 438: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 437: ReduceMin-11 */
+	/* 439: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 438: ReduceMin-12 */
+	/* 440: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 439: ReduceMin-13 */
+	/* 441: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 440: ReduceMin-18 */
+	/* 442: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 442: ReduceMin-20 */
+	/* 444: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 444: ReduceProd-1 */
+	/* 446: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 445: ReduceProd-11 */
+	/* 447: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 446: ReduceProd-13 */
+	/* 448: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 447: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 449: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 450: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 451: ReduceSum-13 */
+	/* 449: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 453: ReduceSumSquare-1 */
+	/* 451: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 454: ReduceSumSquare-11 */
+	/* 452: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 455: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 456: ReduceSumSquare-18 */
+	/* 453: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 458: Relu-1 */
+	/* 455: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 456: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 457: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 458: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 460: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 459: Relu-6 */
+	/* 461: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 460: Relu-13 */
+	/* 462: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 461: Relu-14 */
+	/* 463: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 462: Reshape-1 */
+	/* 464: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 463: Reshape-5 */
+	/* 465: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 465: Reshape-13 */
+	/* 467: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 467: Reshape-14 */
+	/* 469: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 469: Reshape-19 */
+	/* 471: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 471: Reshape-21 */
+	/* 473: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 473: Reshape-23 */
+	/* 475: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 475: Reshape-24 */
+	/* 477: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 477: Reshape-25 */
+	/* 479: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 479: Resize-10 */
+	/* 481: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 481: Resize-11 */
+	/* 483: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 485: Resize-13 */
+	/* 487: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 489: Resize-18 */
+	/* 491: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 493: Resize-19 */
+	/* 495: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 497: ScatterND-11 */
+	/* 499: RotaryEmbedding-23 */
+	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
+	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
+	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
+	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
+	/* 503: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 500: ScatterND-13 */
+	/* 506: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 503: ScatterND-16 */
+	/* 509: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 506: ScatterND-18 */
+	/* 512: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 509: Selu-1 */
+	/* 515: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 510: Selu-6 */
+	/* 516: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 511: Selu-22 */
+	/* 517: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 512: Shape-1 */
+	/* 518: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 513: Shape-13 */
+	/* 519: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 514: Shape-15 */
+	/* 520: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 515: Shape-19 */
+	/* 521: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 516: Shape-21 */
+	/* 522: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 517: Shape-23 */
+	/* 523: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 518: Shape-24 */
+	/* 524: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 519: Shape-25 */
+	/* 525: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 520: Sigmoid-1 */
+	/* 526: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 521: Sigmoid-6 */
+	/* 527: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 522: Sigmoid-13 */
+	/* 528: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 523: Sin-7 */
+	/* 529: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 524: Sin-22 */
+	/* 530: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 525: Size-1 */
+	/* 531: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 526: Size-13 */
+	/* 532: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 527: Size-19 */
+	/* 533: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 528: Size-21 */
+	/* 534: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 529: Size-23 */
+	/* 535: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 530: Size-24 */
+	/* 536: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 531: Size-25 */
+	/* 537: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 532: Slice-1 */
+	/* 538: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 533: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 538: Slice-11 */
+	/* 539: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 543: Slice-13 */
+	/* 544: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 549: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 548: Softmax-1 */
+	/* 554: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 549: Softmax-11 */
+	/* 555: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 550: Softmax-13 */
+	/* 556: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 551: Softplus-1 */
+	/* 557: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 552: Softplus-22 */
+	/* 558: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 553: Softsign-1 */
+	/* 559: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 554: Softsign-22 */
+	/* 560: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 555: Split-1 */
+	/* 561: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 557: Split-2 */
+	/* 563: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 558: Split-11 */
+	/* 564: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 559: Split-13 */
+	/* 565: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 561: Split-18 */
+	/* 567: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 563: Sqrt-1 */
+	/* 569: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 564: Sqrt-6 */
+	/* 570: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 565: Sqrt-13 */
+	/* 571: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 566: Squeeze-1 */
+	/* 572: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 567: Squeeze-11 */
+	/* 573: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 568: Squeeze-13 */
+	/* 574: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 570: Squeeze-21 */
+	/* 576: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 572: Squeeze-23 */
+	/* 578: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 574: Squeeze-24 */
+	/* 580: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 576: Squeeze-25 */
+	/* 582: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 578: Sub-1 */
+	/* 584: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 580: Sub-6 */
+	/* 586: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 582: Sub-7 */
+	/* 588: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 584: Sub-13 */
+	/* 590: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 586: Sub-14 */
+	/* 592: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 588: Sum-1 */
+	/* 594: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 589: Sum-6 */
+	/* 595: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 590: Sum-8 */
+	/* 596: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 591: Sum-13 */
+	/* 597: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 592: Tanh-1 */
+	/* 598: Swish-24 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 599: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 593: Tanh-6 */
+	/* 600: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 594: Tanh-13 */
+	/* 601: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 595: Tile-1 */
+	/* 602: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 598: Tile-6 */
+	/* 605: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 600: Tile-13 */
+	/* 607: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 602: Transpose-1 */
+	/* 609: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 603: Transpose-13 */
+	/* 610: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 604: Transpose-21 */
+	/* 611: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 605: Transpose-23 */
+	/* 612: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 606: Transpose-24 */
+	/* 613: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 607: Transpose-25 */
+	/* 614: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 608: Unsqueeze-1 */
+	/* 615: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 609: Unsqueeze-11 */
+	/* 616: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 610: Unsqueeze-13 */
+	/* 617: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 612: Unsqueeze-21 */
+	/* 619: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 614: Unsqueeze-23 */
+	/* 621: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 616: Unsqueeze-24 */
+	/* 623: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 618: Unsqueeze-25 */
+	/* 625: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 620: Upsample-1 */
+	/* 627: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 621: Upsample-7 */
+	/* 628: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 622: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 624: Upsample-10 */
+	/* 629: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 626: Where-9 */
+	/* 631: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 633: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 629: Where-16 */
+	/* 636: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 632: Xor-1 */
+	/* 639: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 634: Xor-7 */
+	/* 641: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1288,162 +1298,165 @@ static const struct
 	{"Pow", 12, "", 384, 2},
 	{"Pow", 13, "", 386, 2},
 	{"Pow", 15, "", 388, 2},
-	{"Range", 11, "", 390, 3},
-	{"Range", 27, "stash_type:i", 393, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 396, 1},
-	{"Reciprocal", 6, "", 397, 1},
-	{"Reciprocal", 13, "", 398, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 399, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 400, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 401, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 402, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 404, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 405, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 406, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 407, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 409, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 410, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 411, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 412, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 414, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 416, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 417, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 418, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 419, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 421, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 423, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 424, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 425, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 426, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 427, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 429, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 431, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 432, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 433, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 434, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 436, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 437, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 438, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 439, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 440, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 442, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 444, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 445, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 446, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 447, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 449, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 450, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 451, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 453, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 454, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 455, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 456, 2},
-	{"Relu", 1, "consumed_inputs:I", 458, 1},
-	{"Relu", 6, "", 459, 1},
-	{"Relu", 13, "", 460, 1},
-	{"Relu", 14, "", 461, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 462, 1},
-	{"Reshape", 5, "", 463, 2},
-	{"Reshape", 13, "", 465, 2},
-	{"Reshape", 14, "allowzero:i", 467, 2},
-	{"Reshape", 19, "allowzero:i", 469, 2},
-	{"Reshape", 21, "allowzero:i", 471, 2},
-	{"Reshape", 23, "allowzero:i", 473, 2},
-	{"Reshape", 24, "allowzero:i", 475, 2},
-	{"Reshape", 25, "allowzero:i", 477, 2},
-	{"Resize", 10, "mode:s", 479, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 481, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 485, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 489, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 493, 4},
-	{"ScatterND", 11, "", 497, 3},
-	{"ScatterND", 13, "", 500, 3},
-	{"ScatterND", 16, "reduction:s", 503, 3},
-	{"ScatterND", 18, "reduction:s", 506, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 509, 1},
-	{"Selu", 6, "alpha:f gamma:f", 510, 1},
-	{"Selu", 22, "alpha:f gamma:f", 511, 1},
-	{"Shape", 1, "", 512, 1},
-	{"Shape", 13, "", 513, 1},
-	{"Shape", 15, "end:i start:i", 514, 1},
-	{"Shape", 19, "end:i start:i", 515, 1},
-	{"Shape", 21, "end:i start:i", 516, 1},
-	{"Shape", 23, "end:i start:i", 517, 1},
-	{"Shape", 24, "end:i start:i", 518, 1},
-	{"Shape", 25, "end:i start:i", 519, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 520, 1},
-	{"Sigmoid", 6, "", 521, 1},
-	{"Sigmoid", 13, "", 522, 1},
-	{"Sin", 7, "", 523, 1},
-	{"Sin", 22, "", 524, 1},
-	{"Size", 1, "", 525, 1},
-	{"Size", 13, "", 526, 1},
-	{"Size", 19, "", 527, 1},
-	{"Size", 21, "", 528, 1},
-	{"Size", 23, "", 529, 1},
-	{"Size", 24, "", 530, 1},
-	{"Size", 25, "", 531, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 532, 1},
-	{"Slice", 10, "", 533, 5},
-	{"Slice", 11, "", 538, 5},
-	{"Slice", 13, "", 543, 5},
-	{"Softmax", 1, "axis:i", 548, 1},
-	{"Softmax", 11, "axis:i", 549, 1},
-	{"Softmax", 13, "axis:i", 550, 1},
-	{"Softplus", 1, "", 551, 1},
-	{"Softplus", 22, "", 552, 1},
-	{"Softsign", 1, "", 553, 1},
-	{"Softsign", 22, "", 554, 1},
-	{"Split", 1, "axis:i split:I", 555, 2},
-	{"Split", 2, "axis:i split:I", 557, 1},
-	{"Split", 11, "axis:i split:I", 558, 1},
-	{"Split", 13, "axis:i", 559, 2},
-	{"Split", 18, "axis:i num_outputs:i", 561, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 563, 1},
-	{"Sqrt", 6, "", 564, 1},
-	{"Sqrt", 13, "", 565, 1},
-	{"Squeeze", 1, "axes:I", 566, 1},
-	{"Squeeze", 11, "axes:I", 567, 1},
-	{"Squeeze", 13, "", 568, 2},
-	{"Squeeze", 21, "", 570, 2},
-	{"Squeeze", 23, "", 572, 2},
-	{"Squeeze", 24, "", 574, 2},
-	{"Squeeze", 25, "", 576, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 578, 2},
-	{"Sub", 6, "axis:i broadcast:i", 580, 2},
-	{"Sub", 7, "", 582, 2},
-	{"Sub", 13, "", 584, 2},
-	{"Sub", 14, "", 586, 2},
-	{"Sum", 1, "consumed_inputs:I", 588, 1},
-	{"Sum", 6, "", 589, 1},
-	{"Sum", 8, "", 590, 1},
-	{"Sum", 13, "", 591, 1},
-	{"Tanh", 1, "consumed_inputs:I", 592, 1},
-	{"Tanh", 6, "", 593, 1},
-	{"Tanh", 13, "", 594, 1},
-	{"Tile", 1, "", 595, 3},
-	{"Tile", 6, "", 598, 2},
-	{"Tile", 13, "", 600, 2},
-	{"Transpose", 1, "perm:I", 602, 1},
-	{"Transpose", 13, "perm:I", 603, 1},
-	{"Transpose", 21, "perm:I", 604, 1},
-	{"Transpose", 23, "perm:I", 605, 1},
-	{"Transpose", 24, "perm:I", 606, 1},
-	{"Transpose", 25, "perm:I", 607, 1},
-	{"Unsqueeze", 1, "axes:I!", 608, 1},
-	{"Unsqueeze", 11, "axes:I!", 609, 1},
-	{"Unsqueeze", 13, "", 610, 2},
-	{"Unsqueeze", 21, "", 612, 2},
-	{"Unsqueeze", 23, "", 614, 2},
-	{"Unsqueeze", 24, "", 616, 2},
-	{"Unsqueeze", 25, "", 618, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 620, 1},
-	{"Upsample", 7, "mode:s scales:F!", 621, 1},
-	{"Upsample", 9, "mode:s", 622, 2},
-	{"Upsample", 10, "mode:s", 624, 2},
-	{"Where", 9, "", 626, 3},
-	{"Where", 16, "", 629, 3},
-	{"Xor", 1, "axis:i broadcast:i", 632, 2},
-	{"Xor", 7, "", 634, 2},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 390, 2},
+	{"Range", 11, "", 392, 3},
+	{"Range", 27, "stash_type:i", 395, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 398, 1},
+	{"Reciprocal", 6, "", 399, 1},
+	{"Reciprocal", 13, "", 400, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 401, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 402, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 403, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 404, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 406, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 407, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 408, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 409, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 411, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 412, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 413, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 414, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 416, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 418, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 419, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 420, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 421, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 423, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 425, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 426, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 427, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 428, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 429, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 431, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 433, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 434, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 435, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 436, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 438, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 439, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 440, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 441, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 442, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 444, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 446, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 447, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 448, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 449, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 451, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 452, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 453, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 455, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 456, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 457, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 458, 2},
+	{"Relu", 1, "consumed_inputs:I", 460, 1},
+	{"Relu", 6, "", 461, 1},
+	{"Relu", 13, "", 462, 1},
+	{"Relu", 14, "", 463, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 464, 1},
+	{"Reshape", 5, "", 465, 2},
+	{"Reshape", 13, "", 467, 2},
+	{"Reshape", 14, "allowzero:i", 469, 2},
+	{"Reshape", 19, "allowzero:i", 471, 2},
+	{"Reshape", 21, "allowzero:i", 473, 2},
+	{"Reshape", 23, "allowzero:i", 475, 2},
+	{"Reshape", 24, "allowzero:i", 477, 2},
+	{"Reshape", 25, "allowzero:i", 479, 2},
+	{"Resize", 10, "mode:s", 481, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 483, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 487, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 491, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 495, 4},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 499, 4},
+	{"ScatterND", 11, "", 503, 3},
+	{"ScatterND", 13, "", 506, 3},
+	{"ScatterND", 16, "reduction:s", 509, 3},
+	{"ScatterND", 18, "reduction:s", 512, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 515, 1},
+	{"Selu", 6, "alpha:f gamma:f", 516, 1},
+	{"Selu", 22, "alpha:f gamma:f", 517, 1},
+	{"Shape", 1, "", 518, 1},
+	{"Shape", 13, "", 519, 1},
+	{"Shape", 15, "end:i start:i", 520, 1},
+	{"Shape", 19, "end:i start:i", 521, 1},
+	{"Shape", 21, "end:i start:i", 522, 1},
+	{"Shape", 23, "end:i start:i", 523, 1},
+	{"Shape", 24, "end:i start:i", 524, 1},
+	{"Shape", 25, "end:i start:i", 525, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 526, 1},
+	{"Sigmoid", 6, "", 527, 1},
+	{"Sigmoid", 13, "", 528, 1},
+	{"Sin", 7, "", 529, 1},
+	{"Sin", 22, "", 530, 1},
+	{"Size", 1, "", 531, 1},
+	{"Size", 13, "", 532, 1},
+	{"Size", 19, "", 533, 1},
+	{"Size", 21, "", 534, 1},
+	{"Size", 23, "", 535, 1},
+	{"Size", 24, "", 536, 1},
+	{"Size", 25, "", 537, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 538, 1},
+	{"Slice", 10, "", 539, 5},
+	{"Slice", 11, "", 544, 5},
+	{"Slice", 13, "", 549, 5},
+	{"Softmax", 1, "axis:i", 554, 1},
+	{"Softmax", 11, "axis:i", 555, 1},
+	{"Softmax", 13, "axis:i", 556, 1},
+	{"Softplus", 1, "", 557, 1},
+	{"Softplus", 22, "", 558, 1},
+	{"Softsign", 1, "", 559, 1},
+	{"Softsign", 22, "", 560, 1},
+	{"Split", 1, "axis:i split:I", 561, 2},
+	{"Split", 2, "axis:i split:I", 563, 1},
+	{"Split", 11, "axis:i split:I", 564, 1},
+	{"Split", 13, "axis:i", 565, 2},
+	{"Split", 18, "axis:i num_outputs:i", 567, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 569, 1},
+	{"Sqrt", 6, "", 570, 1},
+	{"Sqrt", 13, "", 571, 1},
+	{"Squeeze", 1, "axes:I", 572, 1},
+	{"Squeeze", 11, "axes:I", 573, 1},
+	{"Squeeze", 13, "", 574, 2},
+	{"Squeeze", 21, "", 576, 2},
+	{"Squeeze", 23, "", 578, 2},
+	{"Squeeze", 24, "", 580, 2},
+	{"Squeeze", 25, "", 582, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 584, 2},
+	{"Sub", 6, "axis:i broadcast:i", 586, 2},
+	{"Sub", 7, "", 588, 2},
+	{"Sub", 13, "", 590, 2},
+	{"Sub", 14, "", 592, 2},
+	{"Sum", 1, "consumed_inputs:I", 594, 1},
+	{"Sum", 6, "", 595, 1},
+	{"Sum", 8, "", 596, 1},
+	{"Sum", 13, "", 597, 1},
+	{"Swish", 24, "alpha:f", 598, 1},
+	{"Tanh", 1, "consumed_inputs:I", 599, 1},
+	{"Tanh", 6, "", 600, 1},
+	{"Tanh", 13, "", 601, 1},
+	{"Tile", 1, "", 602, 3},
+	{"Tile", 6, "", 605, 2},
+	{"Tile", 13, "", 607, 2},
+	{"Transpose", 1, "perm:I", 609, 1},
+	{"Transpose", 13, "perm:I", 610, 1},
+	{"Transpose", 21, "perm:I", 611, 1},
+	{"Transpose", 23, "perm:I", 612, 1},
+	{"Transpose", 24, "perm:I", 613, 1},
+	{"Transpose", 25, "perm:I", 614, 1},
+	{"Unsqueeze", 1, "axes:I!", 615, 1},
+	{"Unsqueeze", 11, "axes:I!", 616, 1},
+	{"Unsqueeze", 13, "", 617, 2},
+	{"Unsqueeze", 21, "", 619, 2},
+	{"Unsqueeze", 23, "", 621, 2},
+	{"Unsqueeze", 24, "", 623, 2},
+	{"Unsqueeze", 25, "", 625, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 627, 1},
+	{"Upsample", 7, "mode:s scales:F!", 628, 1},
+	{"Upsample", 9, "mode:s", 629, 2},
+	{"Upsample", 10, "mode:s", 631, 2},
+	{"Where", 9, "", 633, 3},
+	{"Where", 16, "", 636, 3},
+	{"Xor", 1, "axis:i broadcast:i", 639, 2},
+	{"Xor", 7, "", 641, 2},
 	{NULL, 0, NULL, 0, 0}
 };

@@ -5,7 +5,8 @@
  *	  GreaterOrEqual (bool output); logical And, Or, Xor.  Variadic with
  *	  broadcasting: Min, Max, Sum, Mean.  Ternary: Where.  Unary: Sqrt, Relu,
  *	  Sigmoid, HardSigmoid, Clip, Identity, Exp, Log, Tanh, Erf, Reciprocal,
- *	  Floor, Ceil, Neg, Abs, Not, IsNaN, IsInf.
+ *	  Floor, Ceil, Neg, Abs, Not, IsNaN, IsInf; the activations (LeakyRelu,
+ *	  Elu, Celu, Selu, Softplus, Softsign, HardSwish, Swish, Gelu, PRelu).
  *
  * Binary operators collapse the broadcast shapes into as few dimensions as
  * possible and call one typed row kernel per innermost row, so same-shape,
@@ -1248,6 +1249,23 @@ op_hardswish(ie_node_ctx *ctx)
 				x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5)));
 }
 
+/*
+ * Swish (opset 24): y = x * sigmoid(alpha * x) = x / (1 + exp(-alpha * x)),
+ * alpha 1 by default (ONNX Operators.md, Swish-24; the reference,
+ * onnx/reference/ops/op_swish.py, computes in X's type as here).  Float
+ * and double, any shape, the output X's shape; another type is refused
+ * ("element type ... is not supported").  A NaN stays NaN; where
+ * exp(-alpha * x) overflows the result is x * 0.
+ */
+static int
+op_swish(ie_node_ctx *ctx)
+{
+	float		alpha = ie_attr_float(ctx, "alpha", 1.0f);
+
+	UNARY_FLOAT(ctx, x * (1.0f / (1.0f + expf(-alpha * x))),
+				x * (1.0 / (1.0 + exp(-(double) alpha * x))));
+}
+
 /* Sin and Cos (opset 7). */
 static int
 op_sin(ie_node_ctx *ctx)
@@ -1848,6 +1866,7 @@ const ie_op_def ie_ops_elementwise[] = {
 	{"Softplus", op_softplus},
 	{"Softsign", op_softsign},
 	{"HardSwish", op_hardswish},
+	{"Swish", op_swish},
 	{"Sin", op_sin},
 	{"Cos", op_cos},
 	{"PRelu", op_prelu},

@@ -1,15 +1,16 @@
 /*
  * ops_norm.c
  *	  ONNX normalisation operators: BatchNormalization (float32), Softmax
- *	  and LogSoftmax (float32, float64), LayerNormalization (float32,
- *	  float64).
+ *	  and LogSoftmax (float32, float64), LayerNormalization and
+ *	  RMSNormalization (float32, float64).
  *
  * Sums run in double: cheap here, and it keeps the results within
  * onnxruntime's rounding.  Softmax's row sum keeps element k in partial
  * sum k % 16 (tail included) and adds the partials in a fixed order, so a
  * row padded with masked scores (exact zeros after the exponential) keeps
- * the bits of its real entries.  Large Softmax and LayerNormalization
- * inputs split into tasks of whole rows on the engine's pool.
+ * the bits of its real entries.  Large Softmax, LayerNormalization and
+ * RMSNormalization inputs split into tasks of whole rows on the engine's
+ * pool.
  *
  * Threading: no state outside the call.
  */
@@ -786,17 +787,174 @@ fail:
 	return -1;
 }
 
+/*
+ * RMSNormalization's stash_type: 1 (float) alone, as ONNX's reference
+ * (op_rms_normalization.py) implements it; the statistics then run in
+ * double, within float's rounding of stash_type 1.  Run by the loader on
+ * every RMSNormalization node and by the operator.
+ */
+static int
+rmsnorm_check_attrs(ie_node_ctx *ctx)
+{
+	int64_t		stash = ie_attr_int(ctx, "stash_type", 1);
+
+	if (stash != 1)
+		return ie_op_error(ctx, "stash_type %lld is not supported (only 1, float)",
+						   (long long) stash);
+	return 0;
+}
+
+/*
+ * RMSNormalization's rows: each of the `outer` rows of D values of x (type
+ * T) is divided by its root mean square, sqrt(mean(x^2) + eps), the sum of
+ * squares accumulated in double (NORM_LANES interleaved partial sums in a
+ * fixed order, so the loop vectorises), and multiplied by sc[].
+ */
+#define RMS_ROWS(NAME, T) \
+NORM_CLONES NORM_VECTORISE static void \
+NAME(const T *x, T *y, int64_t outer, int64_t D, double eps, const double *sc) \
+{ \
+	for (int64_t r = 0; r < outer; r++) \
+	{ \
+		const T    *xr = x + r * D; \
+		T		   *yr = y + r * D; \
+		double		part[NORM_LANES] = {0}, \
+					ss = 0, \
+					inv; \
+		int64_t		j; \
+		for (j = 0; j + NORM_LANES <= D; j += NORM_LANES) \
+			for (int l = 0; l < NORM_LANES; l++) \
+				part[l] += (double) xr[j + l] * xr[j + l]; \
+		for (; j < D; j++) \
+			ss += (double) xr[j] * xr[j]; \
+		for (int l = 0; l < NORM_LANES; l++) \
+			ss += part[l]; \
+		inv = 1.0 / sqrt(ss / (double) D + eps); \
+		for (j = 0; j < D; j++) \
+			yr[j] = (T) (xr[j] * inv * sc[j]); \
+	} \
+}
+
+RMS_ROWS(rms_rows_f32, float)
+RMS_ROWS(rms_rows_f64, double)
+
+/* Rows of one float RMSNormalization task (LN_TASK_ROWS), and their job. */
+typedef struct rms_job
+{
+	const float *x;
+	float	   *y;
+	int64_t		outer,
+				D;
+	double		eps;
+	const double *sc;
+} rms_job;
+
+/* Task t: rows [t * LN_TASK_ROWS, ...) of a float RMSNormalization. */
+static void
+rms_task(void *arg, int64_t t, int worker)
+{
+	rms_job    *j = arg;
+	int64_t		r0 = t * LN_TASK_ROWS;
+	int64_t		nr = j->outer - r0 < LN_TASK_ROWS ? j->outer - r0 : LN_TASK_ROWS;
+
+	(void) worker;
+	rms_rows_f32(j->x + r0 * j->D, j->y + r0 * j->D, nr, j->D, j->eps, j->sc);
+}
+
+/*
+ * RMSNormalization (opset 23; ONNX Operators.md, RMSNormalization-23, and
+ * its reference, onnx/reference/ops/op_rms_normalization.py): normalises X
+ * over its dims from axis (default -1, range [-r, r)) on,
+ * Y = X / sqrt(mean(X^2) + epsilon) * Scale, Y of X's shape and type.
+ * Scale (type V, float or double, independent of X's) must broadcast
+ * unidirectionally to X.shape[axis:] (ln_param).  X float or double; the
+ * mean of squares accumulated in double.  Errors: a type other than float
+ * or double, an axis out of range, a Scale that does not broadcast
+ * (IE_ERR_INVALID), stash_type other than 1 (rmsnorm_check_attrs,
+ * IE_ERR_NOT_SUPPORTED).
+ */
+static int
+op_rmsnorm(ie_node_ctx *ctx)
+{
+	const ie_tensor *X,
+			   *S;
+	int64_t		axis = ie_attr_int(ctx, "axis", -1);
+	float		eps = ie_attr_float(ctx, "epsilon", 1e-5f);
+	int64_t		outer = 1,
+				D = 1;
+	double	   *sc;
+	ie_tensor  *Y;
+
+	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
+		return ie_op_error(ctx, "needs inputs X and scale");
+	X = ctx->inputs[0];
+	S = ctx->inputs[1];
+	if (X->dtype != IE_FLOAT && X->dtype != IE_DOUBLE)
+		return ie_op_error(ctx, "input type %s is not supported (only float, double)",
+						   ie_dtype_name(X->dtype));
+	if (S->dtype != IE_FLOAT && S->dtype != IE_DOUBLE)
+		return ie_op_error(ctx, "scale type %s is not supported (only float, double)",
+						   ie_dtype_name(S->dtype));
+	if (rmsnorm_check_attrs(ctx) != 0)
+		return -1;
+	if (axis < 0)
+		axis += X->ndim;
+	if (axis < 0 || axis >= X->ndim)
+		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
+						   (long long) ie_attr_int(ctx, "axis", -1), X->ndim);
+	for (int i = 0; i < X->ndim; i++)
+	{
+		if (i < axis)
+			outer *= X->dims[i];
+		else
+			D *= X->dims[i];
+	}
+	/* Scale as doubles over the normalised axes (checked even when empty) */
+	sc = ie_scratch_new(IE_DOUBLE, 1, &D);
+	if (sc == NULL)
+		return ie_op_error(ctx, "out of memory for scale as doubles");
+	if (ln_param(ctx, S, "scale", X->ndim - (int) axis, X->dims + axis, D, sc) != 0)
+	{
+		free(sc);
+		return -1;
+	}
+	Y = D == 0 || outer == 0 ? ie_tensor_new(X->dtype, X->ndim, X->dims) :
+		ie_tensor_new_uninit(X->dtype, X->ndim, X->dims);
+	if (Y == NULL)
+	{
+		free(sc);
+		return ie_op_error(ctx, "out of memory for the output");
+	}
+	ctx->outputs[0] = Y;
+	if (X->dtype == IE_FLOAT && ctx->n_threads > 1 && outer > LN_TASK_ROWS &&
+		outer * D >= (1 << 20))
+	{
+		rms_job		job = {X->data, Y->data, outer, D, eps, sc};
+
+		ie_parallel_for(ctx->n_threads, (outer + LN_TASK_ROWS - 1) / LN_TASK_ROWS,
+						rms_task, &job);
+	}
+	else if (X->dtype == IE_FLOAT)
+		rms_rows_f32(X->data, Y->data, outer, D, eps, sc);
+	else
+		rms_rows_f64(X->data, Y->data, outer, D, eps, sc);
+	free(sc);
+	return 0;
+}
+
 const ie_op_def ie_ops_norm[] = {
 	{"BatchNormalization", op_batchnorm},
 	{"Softmax", op_softmax},
 	{"LogSoftmax", op_log_softmax},
 	{"LayerNormalization", op_layernorm},
+	{"RMSNormalization", op_rmsnorm},
 	{NULL, NULL}
 };
 
 const ie_op_def ie_op_checks_norm[] = {
 	{"BatchNormalization", batchnorm_check_attrs},
 	{"LayerNormalization", layernorm_check_attrs},
+	{"RMSNormalization", rmsnorm_check_attrs},
 	{NULL, NULL}
 };
 
