@@ -72,6 +72,9 @@ check-gpu-emu: $(CUDA_EMU) $(BUILD)/bin/onnx-conformance $(GPU_BENCH) $(GPU_TEST
 	IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)) $(BUILD)/bin/onnx-conformance --device cuda:0 \
 		--node-dir $(ONNX_GEN_NODE_DIR) --known tests/onnx/known_failures.txt \
 		--name gpu-emu-conformance-gen 2>$(BUILD)/gpu-emu-conformance-gen.log
+	IE_CUDA_BACKEND=$(abspath $(CUDA_EMU)) $(BUILD)/bin/onnx-conformance --device cuda:0 \
+		--dir tests/onnx/exports --metric rel-l2 --tol 1e-4 --name gpu-emu-exports \
+		2>$(BUILD)/gpu-emu-exports.log
 	@# every model against the CPU backend: the classifier also tiled to batch
 	@# 2 and with TF32 on, the others at batch 1 (emulated convolutions are
 	@# slow); then every model in FP16 (rel-l2 <= 1e-2) and BF16 (<= 1e-1:
