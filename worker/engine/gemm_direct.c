@@ -53,6 +53,36 @@ ie_gd_pack_a(const float *a, int64_t lda, int64_t M, int64_t K, float *ap)
 	}
 }
 
+/* Floats of the packed form of a [K, n] B. */
+int64_t
+ie_gd_packed_b_size(int64_t K, int64_t n)
+{
+	return (n + IE_GD_NR - 1) / IE_GD_NR * IE_GD_NR * K;
+}
+
+/* Packs B into contiguous [K, IE_GD_NR] panels (missing columns zero). */
+void
+ie_gd_pack_b(const float *b, int64_t ldb, int64_t K, int64_t n, float *bp)
+{
+	for (int64_t j0 = 0; j0 < n; j0 += IE_GD_NR)
+	{
+		int64_t		w = n - j0 < IE_GD_NR ? n - j0 : IE_GD_NR;
+
+		for (int64_t k = 0; k < K; k++)
+		{
+			const float *src = b + k * ldb + j0;
+			float	   *dst = bp + k * IE_GD_NR;
+			int64_t		x;
+
+			for (x = 0; x < w; x++)
+				dst[x] = src[x];
+			for (; x < IE_GD_NR; x++)
+				dst[x] = 0.0f;
+		}
+		bp += IE_GD_NR * K;
+	}
+}
+
 #ifdef IE_GD_X86
 /*
  * One 6-row block times columns [0, n) of b (n <= 32; lanes past n are
@@ -182,6 +212,35 @@ ie_gd_gemm(const float *ap, int64_t M, int64_t K, const float *b, int64_t ldb,
 	(void) K;
 	(void) b;
 	(void) ldb;
+	(void) n;
+	(void) c;
+	(void) ldc;
+#endif
+}
+
+/* C = A x B with A read in place and B packed; see gemm_direct.h. */
+void
+ie_gd_gemm_rows_pb(const float *a, int64_t lda, int64_t M, int64_t K, const float *bp,
+				   int64_t n, float *c, int64_t ldc)
+{
+#ifdef IE_GD_X86
+	for (int64_t j = 0; j < n; j += IE_GD_NR)
+	{
+		for (int64_t m0 = 0; m0 < M; m0 += IE_GD_MR)
+		{
+			int			mr = M - m0 < IE_GD_MR ? (int) (M - m0) : IE_GD_MR;
+
+			tile_rows(a + m0 * lda, lda, K, bp, IE_GD_NR,
+					  n - j < IE_GD_NR ? (int) (n - j) : IE_GD_NR, c + m0 * ldc + j, ldc, mr);
+		}
+		bp += IE_GD_NR * K;
+	}
+#else
+	(void) a;
+	(void) lda;
+	(void) M;
+	(void) K;
+	(void) bp;
 	(void) n;
 	(void) c;
 	(void) ldc;

@@ -32,6 +32,8 @@
  * IE_GD_MR for the direct kernel), and columns of one direct-kernel task. */
 #define MM_ROWS 384
 #define MM_COLS 256
+/* Fewest rows of A for which a direct-kernel task packs its panel of B. */
+#define MM_PACK_B_ROWS 48
 /* Most bytes of B one direct-kernel task reads (its K x cols panel). */
 #define MM_B_BYTES (256 * 1024)
 
@@ -44,6 +46,7 @@ typedef struct mm_job
 	const int64_t *aoff,
 			   *boff;			/* per product: matrix index into a and b */
 	bool		direct;			/* gemm_direct.h's kernel, else OpenBLAS */
+	bool		pack_b;			/* the direct kernel reads B packed per task */
 	const ie_epilogue *ep;		/* fused element-wise nodes (fusion.h), or NULL */
 	int64_t		cols;			/* columns of one direct-kernel task */
 	int64_t		M,
@@ -69,9 +72,19 @@ mm_task(void *arg, int64_t t, int worker)
 		int64_t		c0 = cb * j->cols;
 		int64_t		nc = j->N - c0 < j->cols ? j->N - c0 : j->cols;
 
-		ie_gd_gemm_rows(j->a + (j->aoff[bi] * j->M + r0) * j->K, j->K, rows, j->K,
-						j->b + j->boff[bi] * j->K * j->N + c0, j->N, nc,
-						j->y + (bi * j->M + r0) * j->N + c0, j->N);
+		const float *b = j->b + j->boff[bi] * j->K * j->N + c0;
+		float	   *bp = j->pack_b ?
+			ie_thread_scratch((size_t) ie_gd_packed_b_size(j->K, j->cols) * sizeof(float)) : NULL;
+
+		if (bp != NULL)
+		{
+			ie_gd_pack_b(b, j->N, j->K, nc, bp);
+			ie_gd_gemm_rows_pb(j->a + (j->aoff[bi] * j->M + r0) * j->K, j->K, rows, j->K,
+							   bp, nc, j->y + (bi * j->M + r0) * j->N + c0, j->N);
+		}
+		else
+			ie_gd_gemm_rows(j->a + (j->aoff[bi] * j->M + r0) * j->K, j->K, rows, j->K,
+							b, j->N, nc, j->y + (bi * j->M + r0) * j->N + c0, j->N);
 		if (j->ep != NULL)
 			for (int64_t r = 0; r < rows; r++)
 				ie_epilogue_apply_row(j->ep, j->y + (bi * j->M + r0 + r) * j->N + c0, c0, nc);
@@ -123,6 +136,15 @@ mm_run(mm_job *j, int64_t nbatch, int n_threads)
 	while (j->cols > 32 && j->cols * j->K * 4 > mm_b_bytes())
 		j->cols /= 2;
 	j->col_blocks = j->direct ? (j->N + j->cols - 1) / j->cols : 1;
+	/* B packed per task when the task has rows enough to repay the copy
+	 * and its panel fits a thread's scratch (the largest, checked here: a
+	 * refusal on a pool thread is not seen); the bits are the same */
+	if (j->direct && j->M >= MM_PACK_B_ROWS)
+	{
+		int64_t		pb = ie_gd_packed_b_size(j->K, j->cols);
+
+		j->pack_b = ie_scratch_fits(IE_FLOAT, 1, &pb);
+	}
 	tasks = nbatch * j->row_blocks * j->col_blocks;
 	work = nbatch * j->M * j->N * j->K;
 	if (work < (int64_t) 262144 * n_threads)
