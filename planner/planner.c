@@ -41,6 +41,19 @@
  *	  in two steps: the inner call by C, the outer one, whose argument is
  *	  then a column of C, by a node above C; and so on while calls are
  *	  left.
+ *	- a projecting Result over pass-through nodes (Limit, Sort,
+ *	  Incremental Sort, Material, Unique: no quals, target lists that are
+ *	  their child's columns) over an InferBatch node C, which PostgreSQL
+ *	  makes when it postpones a volatile or expensive target list above an
+ *	  ORDER BY and LIMIT (make_sort_input_target) while the same call is in
+ *	  the WHERE clause: a call of the Result that, followed down the
+ *	  chain, is equal() to one of C's batched calls takes C's result
+ *	  column instead, appended to C's target list and to each
+ *	  pass-through node's (at the end, so the sort and unique keys keep
+ *	  their column numbers); only rows that passed C reach the chain, so
+ *	  it is the value the call would compute (reuse_batched_calls).
+ *	  Calls that match none, or a chain of another shape, are batched as
+ *	  above by a node over the Result.
  *
  * C keeps P as its lefttree (so that EXPLAIN resolves OUTER_VAR through
  * it); custom_private holds Integers only and the calls live in
@@ -940,6 +953,219 @@ move_ml_join_filters(Join *join)
 	join->plan.qual = list_concat(join->plan.qual, moved);
 }
 
+/*
+ * Whether plan is a pass-through node that reuse_batched_calls looks
+ * through: one that returns its child's rows unchanged (Limit, Sort,
+ * Incremental Sort, Material, Unique), with no quals and a target list
+ * that is its child's, column for column (Var n of OUTER_VAR at resno n,
+ * as set_plan_references makes it), so that a column appended to both
+ * keeps the same number in each and the sort or unique keys do not move.
+ */
+static bool
+is_pass_through(Plan *plan)
+{
+	ListCell   *lc;
+
+	switch (nodeTag(plan))
+	{
+		case T_Limit:
+		case T_Sort:
+		case T_IncrementalSort:
+		case T_Material:
+		case T_Unique:
+			break;
+		default:
+			return false;
+	}
+	if (plan->lefttree == NULL || plan->righttree != NULL || plan->qual != NIL ||
+		list_length(plan->targetlist) != list_length(plan->lefttree->targetlist))
+		return false;
+	foreach(lc, plan->targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *var = (Var *) tle->expr;
+
+		if (!IsA(var, Var) || var->varno != OUTER_VAR ||
+			var->varattno != tle->resno || var->varlevelsup != 0)
+			return false;
+	}
+	return true;
+}
+
+/* What reuse_mutator works with: see reuse_batched_calls. */
+typedef struct ReuseContext
+{
+	List	   *chain;			/* the pass-through nodes, bottom up */
+	CustomScan *cscan;			/* the InferBatch node under them */
+	int			nvars;			/* child columns in cscan's scan tuple */
+	List	   *calls;			/* cscan's batched calls (OUTER_VAR form) */
+} ReuseContext;
+
+/* What translate_mutator works with. */
+typedef struct TranslateContext
+{
+	ReuseContext *rc;
+	bool		failed;			/* set: the expression is not over C's child */
+} TranslateContext;
+
+/*
+ * expression_tree_mutator callback: returns a copy of an expression over
+ * the chain's top (OUTER_VAR Vars) written as C's batched calls are, over
+ * C's child columns; sets context->failed when a Var does not come down
+ * the chain as a plain child column of C, or at a subplan or a Param
+ * other than a query's.
+ */
+static Node *
+translate_mutator(Node *node, TranslateContext *context)
+{
+	if (node == NULL || context->failed)
+		return NULL;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+		int			attno = var->varattno;
+		CustomScan *cscan = context->rc->cscan;
+		TargetEntry *tle;
+
+		/* identity target lists: the column's number is the same down to C */
+		if (var->varno != OUTER_VAR || var->varlevelsup != 0 || attno < 1 ||
+			attno > list_length(cscan->scan.plan.targetlist))
+		{
+			context->failed = true;
+			return NULL;
+		}
+		tle = list_nth(cscan->scan.plan.targetlist, attno - 1);
+		var = (Var *) tle->expr;
+		if (!IsA(var, Var) || var->varno != INDEX_VAR ||
+			var->varattno < 1 || var->varattno > context->rc->nvars)
+		{
+			context->failed = true;
+			return NULL;
+		}
+		tle = list_nth(cscan->custom_scan_tlist, var->varattno - 1);
+		return copyObject((Node *) tle->expr);
+	}
+	/* C's batched calls hold no subplan and no Param but $1 */
+	if ((IsA(node, Param) && ((Param *) node)->paramkind != PARAM_EXTERN) ||
+		IsA(node, SubPlan) || IsA(node, AlternativeSubPlan))
+	{
+		context->failed = true;
+		return NULL;
+	}
+	return expression_tree_mutator(node, translate_mutator, context);
+}
+
+/*
+ * Returns the number of the column, in the chain's top node, that holds
+ * the value of C's batched call number pos (from 0), appending it to C's
+ * target list and to each pass-through node's when none does yet.
+ */
+static AttrNumber
+reuse_column(ReuseContext *rc, int pos)
+{
+	Plan	   *cplan = &rc->cscan->scan.plan;
+	Node	   *call = list_nth(rc->calls, pos);
+	AttrNumber	attno = rc->nvars + pos + 1;
+	AttrNumber	resno;
+	ListCell   *lc;
+
+	/*
+	 * A column of C that already holds it (the same call in P's target
+	 * list) comes up through the chain at the same number.
+	 */
+	foreach(lc, cplan->targetlist)
+	{
+		Var		   *var = (Var *) ((TargetEntry *) lfirst(lc))->expr;
+
+		if (IsA(var, Var) && var->varno == INDEX_VAR && var->varattno == attno)
+			return ((TargetEntry *) lfirst(lc))->resno;
+	}
+
+	resno = list_length(cplan->targetlist) + 1;
+	cplan->targetlist = lappend(cplan->targetlist,
+								makeTargetEntry((Expr *) makeVar(INDEX_VAR, attno,
+																 exprType(call),
+																 exprTypmod(call),
+																 exprCollation(call), 0),
+												resno, NULL, false));
+	foreach(lc, rc->chain)
+	{
+		Plan	   *node = lfirst(lc);
+
+		Assert(list_length(node->targetlist) == resno - 1);
+		node->targetlist = lappend(node->targetlist,
+								   makeTargetEntry((Expr *) makeVar(OUTER_VAR, resno,
+																	exprType(call),
+																	exprTypmod(call),
+																	exprCollation(call), 0),
+												   resno, NULL, false));
+	}
+	return resno;
+}
+
+/*
+ * expression_tree_mutator callback: replaces each ML call that, written
+ * over C's child columns, is one of C's batched calls by a Var of the
+ * column that brings C's result up the chain (reuse_column).
+ */
+static Node *
+reuse_mutator(Node *node, ReuseContext *rc)
+{
+	if (node == NULL)
+		return NULL;
+	if (is_ml_call(node) &&
+		!InferExprIsVolatile((Node *) ((FuncExpr *) node)->args))
+	{
+		TranslateContext tc = {rc, false};
+		Node	   *below = translate_mutator(node, &tc);
+		int			pos;
+
+		if (!tc.failed && (pos = list_index_of(rc->calls, below)) >= 0)
+			return (Node *) makeVar(OUTER_VAR, reuse_column(rc, pos),
+									exprType(node), exprTypmod(node),
+									exprCollation(node), 0);
+	}
+	return expression_tree_mutator(node, reuse_mutator, rc);
+}
+
+/*
+ * For a projecting Result node over a chain of pass-through nodes
+ * (is_pass_through) over an InferBatch node C, as PostgreSQL makes it
+ * when it postpones a volatile or expensive target list above a Sort and
+ * Limit (make_sort_input_target): the ML calls of the Result that are
+ * calls C batches already (a condition of the WHERE clause) take C's
+ * result column, brought up through the chain, instead of being sent
+ * again.  The rows reaching the chain passed C, so the value is the one
+ * the call would compute.  Anything of another shape is left as it is.
+ */
+static void
+reuse_batched_calls(Plan *plan)
+{
+	ReuseContext rc = {NIL, NULL, 0, NIL};
+	Plan	   *below;
+	int			ncalls;
+
+	if (!IsA(plan, Result) || plan->lefttree == NULL ||
+		(!contains_ml((Node *) plan->targetlist) &&
+		 !contains_ml((Node *) plan->qual)))
+		return;
+	for (below = plan->lefttree; is_pass_through(below); below = below->lefttree)
+		rc.chain = lcons(below, rc.chain);
+	if (!IsA(below, CustomScan) ||
+		((CustomScan *) below)->methods != InferBatchMethods())
+		return;
+	rc.cscan = (CustomScan *) below;
+	rc.nvars = intVal(linitial(rc.cscan->custom_private));
+	ncalls = intVal(lsecond(rc.cscan->custom_private));
+	for (int i = 0; i < ncalls; i++)
+		rc.calls = lappend(rc.calls,
+						   ((TargetEntry *) list_nth(rc.cscan->custom_scan_tlist,
+													 rc.nvars + i))->expr);
+	/* reuse_column appends bottom-up: C first, then the chain's nodes */
+	plan->targetlist = (List *) reuse_mutator((Node *) plan->targetlist, &rc);
+	plan->qual = (List *) reuse_mutator((Node *) plan->qual, &rc);
+}
+
 /* Rewrites each plan of list in place (see rewrite_plan). */
 static void
 rewrite_list(RewriteState *rs, List *plans)
@@ -991,6 +1217,7 @@ rewrite_plan(RewriteState *rs, Plan *plan, Limit *limit)
 	rs->gather_depth -= gather ? 1 : 0;
 	if (IsA(plan, NestLoop) || IsA(plan, MergeJoin) || IsA(plan, HashJoin))
 		move_ml_join_filters((Join *) plan);
+	reuse_batched_calls(plan);
 	if (can_batch(plan))
 	{
 		Plan	   *batched = batch_node(rs, plan, limit);

@@ -67,6 +67,64 @@ SELECT id, infer.classify('ppocr_cls', data) FROM img
 SELECT id, infer.classify('ppocr_cls', data) FROM img
  WHERE infer.classify('ppocr_cls', data) = '0' AND id < 10;
 
+-- ... and so it is when an ORDER BY separates them: PostgreSQL computes
+-- the (volatile) target list above the Sort and the LIMIT, and that call
+-- takes the filtering node's result column, passed up through the Sort,
+-- instead of a second node sending the rows again.  EXPLAIN ANALYZE of q:
+-- the InferBatch nodes, the rows they sent, the rows the scan returned.
+CREATE FUNCTION pg_temp.sent(q text, OUT batch_nodes int, OUT rows_sent int,
+							 OUT rows_scanned int) LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	batch_nodes := 0;
+	rows_sent := 0;
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q
+	LOOP
+		IF line ~ 'Custom Scan \(InferBatch\)' THEN
+			batch_nodes := batch_nodes + 1;
+		ELSIF line ~ 'Rows Sent: ' THEN
+			rows_sent := rows_sent + substring(line FROM 'Rows Sent: (\d+)')::int;
+		ELSIF line ~ 'Scan .*on img' THEN
+			rows_scanned := substring(line FROM 'actual rows=(\d+)')::int;
+		END IF;
+	END LOOP;
+END
+$$;
+EXPLAIN (COSTS OFF, VERBOSE)
+SELECT id, infer.classify('ppocr_cls', data) FROM img
+ WHERE infer.classify('ppocr_cls', data) = '0' AND id > 80
+ ORDER BY name, id DESC LIMIT 3;
+SELECT * FROM pg_temp.sent($$SELECT id, infer.classify('ppocr_cls', data) FROM img
+	WHERE infer.classify('ppocr_cls', data) = '0' AND id > 80
+	ORDER BY name, id DESC LIMIT 3$$);
+SELECT id, infer.classify('ppocr_cls', data) FROM img
+ WHERE infer.classify('ppocr_cls', data) = '0' AND id > 80
+ ORDER BY name, id DESC LIMIT 3;
+SELECT pg_temp.same($$SELECT id, infer.classify('ppocr_cls', data) FROM img
+	WHERE infer.classify('ppocr_cls', data) = '0' AND id > 80
+	ORDER BY name, id DESC LIMIT 3$$);
+SELECT pg_temp.same($$SELECT id, infer.classify('ppocr_cls', data) FROM img
+	WHERE infer.classify('ppocr_cls', data) = '180' ORDER BY name, id DESC$$);
+-- only the call the filtering node batches is reused: here infer.predict
+-- is batched by a node above the Sort, for the rows the LIMIT returns
+EXPLAIN (COSTS OFF)
+SELECT id, infer.classify('ppocr_cls', data) || '!', infer.predict('ppocr_cls', data)
+  FROM img WHERE infer.classify('ppocr_cls', data) = '180'
+ ORDER BY name DESC, id LIMIT 5 OFFSET 2;
+SELECT * FROM pg_temp.sent($$SELECT id, infer.classify('ppocr_cls', data) || '!',
+	infer.predict('ppocr_cls', data) FROM img WHERE infer.classify('ppocr_cls', data) = '180'
+	ORDER BY name DESC, id LIMIT 5 OFFSET 2$$);
+SELECT pg_temp.same($$SELECT id, infer.classify('ppocr_cls', data) || '!',
+	infer.predict('ppocr_cls', data) FROM img WHERE infer.classify('ppocr_cls', data) = '180'
+	ORDER BY name DESC, id LIMIT 5 OFFSET 2$$);
+-- a call that differs from the filtering one (another input) is sent
+-- again, by a second node
+EXPLAIN (COSTS OFF)
+SELECT id, infer.classify('ppocr_cls', data) FROM img
+ WHERE infer.classify('ppocr_cls', data || ''::bytea) = '0' AND id > 80
+ ORDER BY name LIMIT 3;
+
 -- a call in the target list runs only for the rows that an ML condition
 -- keeps: a second node above the filtering one batches it
 EXPLAIN (COSTS OFF, VERBOSE)
