@@ -421,6 +421,103 @@ test_softcap_modes(void)
 	ie_tensor_destroy(&M);
 }
 
+/*
+ * What a hostile model meets: K and V with no heads for Q's two are an
+ * error (the head ratio divided by zero before), none anywhere is an
+ * empty result; scale 0 or below is refused, as ONNX Runtime refuses it;
+ * a NaN in a float mask makes its row NaN, as in ONNX's reference and
+ * ONNX Runtime (the shared row softmax dropped it), the other row stays
+ * finite; and the Softmax operator keeps a NaN too, in rows long enough
+ * for its vector path.
+ */
+static void
+test_hostile(void)
+{
+	int64_t		q2[4] = {1, 2, 3, 4},
+				k0[4] = {1, 0, 5, 4},
+				q0[4] = {1, 0, 3, 4},
+				qd[4] = {1, 1, 2, 1},
+				kd[4] = {1, 1, 2, 1},
+				md[2] = {2, 2},
+				sd[2] = {1, 40};
+	float		qv[2] = {1, 1},
+				kv[2] = {0, 1},
+				vv[2] = {4, 8},
+				mv[4] = {0, NAN, 0, 0},
+				sv[40];
+	ie_tensor  *Q2 = tensor_of(IE_FLOAT, 4, q2, NULL),
+			   *K0 = tensor_of(IE_FLOAT, 4, k0, NULL),
+			   *Q0 = tensor_of(IE_FLOAT, 4, q0, NULL),
+			   *Q = tensor_of(IE_FLOAT, 4, qd, qv),
+			   *K = tensor_of(IE_FLOAT, 4, kd, kv),
+			   *V = tensor_of(IE_FLOAT, 4, kd, vv),
+			   *M = tensor_of(IE_FLOAT, 2, md, mv),
+			   *S;
+	ie_tensor  *out[4];
+	char		err[256];
+
+	{
+		const ie_tensor *in[3] = {Q2, K0, K0};
+
+		CHECK(run_attention(23, 3, in, 0, NULL, 1, out, 1, err, sizeof(err)) == -1 &&
+			  strstr(err, "no heads") != NULL, "0 key/value heads: %s", err);
+		free_all(out, 1);
+	}
+	{
+		const ie_tensor *in[3] = {Q0, K0, K0};
+
+		CHECK(run_attention(23, 3, in, 0, NULL, 1, out, 1, err, sizeof(err)) == 0 &&
+			  out[0] != NULL && ie_tensor_numel(out[0]) == 0, "0 heads anywhere: %s", err);
+		free_all(out, 1);
+	}
+	for (int i = 0; i < 2; i++)
+	{
+		const ie_tensor *in[3] = {Q, K, V};
+		ie_attr		at[1] = {a_float("scale", i == 0 ? 0.0f : -0.5f)};
+
+		CHECK(run_attention(23, 3, in, 1, at, 1, out, 1, err, sizeof(err)) == -1 &&
+			  strstr(err, "greater than 0") != NULL, "scale %s: %s", i ? "-0.5" : "0", err);
+		free_all(out, 1);
+	}
+	{
+		const ie_tensor *in[4] = {Q, K, V, M};
+
+		CHECK(run_attention(23, 4, in, 0, NULL, 1, out, 1, err, sizeof(err)) == 0 &&
+			  isnan(((float *) out[0]->data)[0]) && isfinite(((float *) out[0]->data)[1]),
+			  "NaN in the mask: %s (%g, %g)", err,
+			  out[0] ? ((float *) out[0]->data)[0] : 0.0, out[0] ? ((float *) out[0]->data)[1] : 0.0);
+		free_all(out, 1);
+	}
+	for (int i = 0; i < 40; i++)
+		sv[i] = i == 17 ? NAN : (float) i / 10;
+	S = tensor_of(IE_FLOAT, 2, sd, sv);
+	{
+		const ie_tensor *in[1] = {S};
+		ie_op_fn	fn = ie_op_lookup("Softmax");
+		ie_node_ctx ctx = {
+			.op_type = "Softmax", .node_name = "t", .opset = 13, .n_inputs = 1,
+			.inputs = in, .n_outputs = 1, .outputs = out, .n_threads = 1,
+			.err = err, .errlen = sizeof(err),
+		};
+		bool		all_nan = true;
+
+		out[0] = NULL;
+		CHECK(fn != NULL && fn(&ctx) == 0, "softmax with a NaN: %s", err);
+		for (int i = 0; out[0] != NULL && i < 40; i++)
+			all_nan = all_nan && isnan(((float *) out[0]->data)[i]);
+		CHECK(out[0] != NULL && all_nan, "softmax with a NaN: the row is not all NaN");
+		free_all(out, 1);
+	}
+	ie_tensor_destroy(&Q2);
+	ie_tensor_destroy(&K0);
+	ie_tensor_destroy(&Q0);
+	ie_tensor_destroy(&Q);
+	ie_tensor_destroy(&K);
+	ie_tensor_destroy(&V);
+	ie_tensor_destroy(&M);
+	ie_tensor_destroy(&S);
+}
+
 /* Deterministic pseudo-random values in [-1, 1). */
 static unsigned int rng = 2024;
 
@@ -554,5 +651,6 @@ main(void)
 	test_cache_and_nonpad();
 	test_softcap_modes();
 	test_large_against_direct();
+	test_hostile();
 	return tu_report("test_attention");
 }

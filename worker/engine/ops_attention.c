@@ -19,7 +19,7 @@
  * scaled product (mode 0), after softcap (1), after the bias (2) or the
  * probabilities (3).  Where ONNX's reference scales Q and K by sqrt(scale)
  * each, the engine scales their product once (the same value up to
- * rounding).
+ * rounding; scale must be positive, as ONNX Runtime requires).
  *
  * The two products run on OpenBLAS (sgemm, dgemm) for each batch entry,
  * query head and block of ATT_ROWS query rows, reading Q, K, V and writing
@@ -98,7 +98,8 @@ typedef struct att_job
 /*
  * The load-time check of Attention's attributes (also run by the
  * operator): qk_matmul_output_mode 0 to 3, softmax_precision float or
- * double, window sizes -1 or more.
+ * double, scale greater than 0 (as ONNX Runtime requires: ONNX's function
+ * body takes its square root), window sizes -1 or more.
  */
 static int
 attention_check_attrs(ie_node_ctx *ctx)
@@ -112,6 +113,9 @@ attention_check_attrs(ie_node_ctx *ctx)
 	if (prec != IE_FLOAT && prec != IE_DOUBLE)
 		return ie_op_error(ctx, "softmax_precision %s (%lld) is not supported (float, double)",
 						   ie_type_name((int) prec), (long long) prec);
+	if (ie_attr_find(ctx, "scale") != NULL && !(ie_attr_float(ctx, "scale", 1.0f) > 0))
+		return ie_op_error(ctx, "scale %g must be greater than 0 (ONNX scales Q and K by its square root)",
+						   (double) ie_attr_float(ctx, "scale", 1.0f));
 	if (ie_attr_int(ctx, "left_window_size", -1) < -1 ||
 		ie_attr_int(ctx, "right_window_size", -1) < -1)
 		return ie_op_error(ctx, "left_window_size and right_window_size must be -1 or more");
@@ -182,7 +186,9 @@ att_shapes(ie_node_ctx *ctx, const ie_tensor *Q, const ie_tensor *K,
 	}
 	else if (qh <= 0 || kvh <= 0)
 		return ie_op_error(ctx, "3-D inputs need the attributes q_num_heads and kv_num_heads");
-	if (qh % kvh != 0)
+	if (kvh == 0 && qh > 0)
+		return ie_op_error(ctx, "K and V have no heads for Q's %lld", (long long) qh);
+	if (kvh > 0 && qh % kvh != 0)
 		return ie_op_error(ctx, "q_num_heads %lld is not a multiple of kv_num_heads %lld",
 						   (long long) qh, (long long) kvh);
 	if (K->dims[0] != Q->dims[0] || V->dims[0] != Q->dims[0])
@@ -344,7 +350,7 @@ att_bias_row(const att_job *j, int64_t b, int64_t h, int64_t i, double *bias)
 				bias[t] = ((const double *) m)[t];
 	}
 	for (int64_t t = lo; t < hi; t++)
-		if (bias[t] > -INFINITY)
+		if (bias[t] != -INFINITY)	/* a NaN too: the row is NaN, not zeros */
 			return false;
 	return true;
 }

@@ -295,8 +295,10 @@ softmax_row16(const float *xs, float *ys, int64_t len, int log_out)
 		__mmask16	m = k < full ? 0xffff : mt;
 		__m512		d = _mm512_sub_ps(k < full ? _mm512_loadu_ps(xs + k) :
 									  _mm512_maskz_loadu_ps(m, xs + k), vmx);
-		__mmask16	live = _mm512_mask_cmp_ps_mask(m, d, lim, _CMP_GE_OQ);
-		__m512		e = _mm512_maskz_mov_ps(live, _ZGVeN16v_expf(_mm512_max_ps(d, lim)));
+		/* a NaN stays NaN (max returns its second operand for a NaN, and
+		 * NLT_UQ holds for one), so the row's sum is NaN, as in numpy */
+		__mmask16	live = _mm512_mask_cmp_ps_mask(m, d, lim, _CMP_NLT_UQ);
+		__m512		e = _mm512_maskz_mov_ps(live, _ZGVeN16v_expf(_mm512_max_ps(lim, d)));
 
 		if (!log_out)
 		{
