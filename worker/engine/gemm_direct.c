@@ -11,6 +11,9 @@
  *
  * Threading: pure functions.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "worker/engine/gemm_direct.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -31,6 +34,21 @@ ie_gd_available(void)
 #else
 	return false;
 #endif
+}
+
+/* ie_gd_available() unless IE_DIRECT_GEMM=0; see gemm_direct.h. */
+bool
+ie_gd_enabled(void)
+{
+	static int	on = -1;
+
+	if (on < 0)
+	{
+		const char *e = getenv("IE_DIRECT_GEMM");
+
+		on = ie_gd_available() && (e == NULL || strcmp(e, "0") != 0);
+	}
+	return on == 1;
 }
 
 /* Floats of the packed form of an [M, K] matrix. */
@@ -78,6 +96,29 @@ ie_gd_pack_b(const float *b, int64_t ldb, int64_t K, int64_t n, float *bp)
 				dst[x] = src[x];
 			for (; x < IE_GD_NR; x++)
 				dst[x] = 0.0f;
+		}
+		bp += IE_GD_NR * K;
+	}
+}
+
+/* Packs Bt^T into contiguous [K, IE_GD_NR] panels (missing columns zero). */
+void
+ie_gd_pack_bt(const float *bt, int64_t ldbt, int64_t K, int64_t n, float *bp)
+{
+	for (int64_t j0 = 0; j0 < n; j0 += IE_GD_NR)
+	{
+		int64_t		w = n - j0 < IE_GD_NR ? n - j0 : IE_GD_NR;
+
+		for (int64_t x = 0; x < IE_GD_NR; x++)
+		{
+			const float *src = bt + (j0 + x) * ldbt;
+
+			if (x < w)
+				for (int64_t k = 0; k < K; k++)
+					bp[k * IE_GD_NR + x] = src[k];
+			else
+				for (int64_t k = 0; k < K; k++)
+					bp[k * IE_GD_NR + x] = 0.0f;
 		}
 		bp += IE_GD_NR * K;
 	}

@@ -24,6 +24,13 @@
 /* Whether the kernel can run on this CPU (AVX-512F). */
 bool		ie_gd_available(void);
 
+/*
+ * Whether the operators use the kernel: ie_gd_available(), unless
+ * IE_DIRECT_GEMM=0 in the environment (OpenBLAS instead, for
+ * measurements).  Read once.
+ */
+bool		ie_gd_enabled(void);
+
 /* Floats ie_gd_pack_a writes for an [M, K] matrix. */
 int64_t		ie_gd_packed_size(int64_t M, int64_t K);
 
@@ -54,6 +61,13 @@ int64_t		ie_gd_packed_b_size(int64_t K, int64_t n);
  * [K, IE_GD_NR] contiguous, the columns past n zero.
  */
 void		ie_gd_pack_b(const float *b, int64_t ldb, int64_t K, int64_t n, float *bp);
+
+/*
+ * Packs B = Bt^T, Bt [n, K] row-major (row stride ldbt), as ie_gd_pack_b
+ * packs a [K, n] B: for products with a transposed operand (Attention's
+ * Q K^T).
+ */
+void		ie_gd_pack_bt(const float *bt, int64_t ldbt, int64_t K, int64_t n, float *bp);
 
 /*
  * ie_gd_gemm_rows with B packed by ie_gd_pack_b: the same arithmetic, so

@@ -21,9 +21,11 @@
  * each, the engine scales their product once (the same value up to
  * rounding; scale must be positive, as ONNX Runtime requires).
  *
- * The two products run on OpenBLAS (sgemm, dgemm) for each batch entry,
- * query head and block of ATT_ROWS query rows, reading Q, K, V and writing
- * Y in place through strides (no transposes for the 3-D layout); the
+ * The two products run for each batch entry, query head and block of
+ * ATT_ROWS query rows, on MatMul's direct kernel for float where the CPU
+ * has it (gemm_direct.h: K^T and V packed per task, so a text row's values
+ * do not depend on its padding or batch), else OpenBLAS (sgemm, dgemm),
+ * reading Q, K, V and writing Y in place through strides; the
  * blocks are tasks on the engine's pool, each with its scores in thread
  * scratch, so memory grows with ATT_ROWS x total sequence length per
  * thread, not with the square of the sequence.  The softmax is the
@@ -39,11 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/engine/gemm_direct.h"
 #include "worker/engine/op.h"
 #include "worker/engine/pool.h"
 
 /* Query rows of one task. */
-#define ATT_ROWS 64
+#define ATT_ROWS 128
 
 /* The row loops with GCC's full vectoriser, as in ops_norm.c. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -92,6 +95,7 @@ typedef struct att_job
 	int64_t		past;			/* past_key's sequence length */
 	int64_t		nblk;			/* blocks of ATT_ROWS query rows */
 	bool		no_bias;		/* no mask, causal, window or padding: bias 0 */
+	bool		direct;			/* float products on gemm_direct.h's kernel */
 	atomic_int	failed;			/* a task found no scratch memory */
 } att_job;
 
@@ -387,20 +391,98 @@ att_softmax(const att_job *j, const void *x, void *y, int64_t n, double *t1, dou
 	}
 }
 
-/* Bytes of one task's scratch: scores and probabilities, two double rows. */
+/* Floats of a task's packed operand for the direct kernel (K^T or V). */
+static int64_t
+att_packed_floats(const att_job *j)
+{
+	int64_t		kt = ie_gd_packed_b_size(j->D, j->T),
+				v = ie_gd_packed_b_size(j->T, j->Dv);
+
+	return j->direct ? (kt > v ? kt : v) : 0;
+}
+
+/* Bytes of scores and probabilities and two double rows, 64-aligned. */
+static int64_t
+att_rows_bytes(const att_job *j)
+{
+	return (2 * ATT_ROWS * j->T * (int64_t) ie_dtype_size(j->dt) + 2 * j->T * 8 + 63) / 64 * 64;
+}
+
+/* Bytes of one task's scratch: the rows, then the packed operand. */
 static int64_t
 att_scratch_bytes(const att_job *j)
 {
-	return 2 * ATT_ROWS * j->T * (int64_t) ie_dtype_size(j->dt) + 2 * j->T * 8 + 64;
+	return att_rows_bytes(j) + att_packed_floats(j) * 4 + 64;
 }
 
 /*
- * Task t of a float (ELT float, GEMM cblas_sgemm) or double job: query
+ * The two products of a float task, on the direct kernel (gemm_direct.h)
+ * when j->direct: s[r, n] = scale q[r, D] k[n, D]^T with K^T packed into
+ * bp, and y[r, Dv] = p[r, n] v[n, Dv] with V packed.  Each score and each
+ * output is one multiply-add chain in order, so a row's values depend
+ * neither on the batch nor on padded keys (their probabilities are exact
+ * zeros), as for MatMul ("Batch invariance of text rows",
+ * docs/performance.md).  Else OpenBLAS sgemm.
+ */
+static void
+att_qk_f32(const att_job *j, int64_t r, const float *q, const float *k, float *s, float *bp)
+{
+	int64_t		n = j->T;
+	float		scale = (float) j->scale;
+
+	if (!j->direct)
+	{
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int) r, (int) n, (int) j->D,
+					scale, q, (int) j->q.ss, k, (int) j->k.ss, 0, s, (int) n);
+		return;
+	}
+	ie_gd_pack_bt(k, j->k.ss, j->D, n, bp);
+	ie_gd_gemm_rows_pb(q, j->q.ss, r, j->D, bp, n, s, n);
+	for (int64_t i = 0; i < r * n; i++)
+		s[i] *= scale;
+}
+
+static void
+att_pv_f32(const att_job *j, int64_t r, const float *p, const float *v, float *y, float *bp)
+{
+	int64_t		n = j->T;
+
+	if (!j->direct)
+	{
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) r, (int) j->Dv, (int) n,
+					1.0f, p, (int) n, v, (int) j->v.ss, 0, y, (int) j->y.ss);
+		return;
+	}
+	ie_gd_pack_b(v, j->v.ss, n, j->Dv, bp);
+	ie_gd_gemm_rows_pb(p, n, r, n, bp, j->Dv, y, j->y.ss);
+}
+
+/* The double products: OpenBLAS dgemm (bp unused). */
+static void
+att_qk_f64(const att_job *j, int64_t r, const double *q, const double *k, double *s,
+		   float *bp)
+{
+	(void) bp;
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int) r, (int) j->T, (int) j->D,
+				j->scale, q, (int) j->q.ss, k, (int) j->k.ss, 0, s, (int) j->T);
+}
+
+static void
+att_pv_f64(const att_job *j, int64_t r, const double *p, const double *v, double *y,
+		   float *bp)
+{
+	(void) bp;
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) r, (int) j->Dv, (int) j->T,
+				1.0, p, (int) j->T, v, (int) j->v.ss, 0, y, (int) j->y.ss);
+}
+
+/*
+ * Task t of a float (ELT float, QK and PV the float products) or double job: query
  * rows [i0, i0 + r) of batch entry b, head h.  S = scale Q K^T; per row
  * softcap, bias, softmax (or zeros for a row that attends nothing), the
  * qk_matmul_output copy of the mode's stage; then Y = P V.
  */
-#define ATT_TASK(NAME, ELT, GEMM) \
+#define ATT_TASK(NAME, ELT, QK, PV) \
 ATT_VECTORISE static void \
 NAME(void *arg, int64_t task, int worker) \
 { \
@@ -417,6 +499,7 @@ NAME(void *arg, int64_t task, int worker) \
 			   *p = s + ATT_ROWS * n; \
 	double	   *t1 = (double *) (p + ATT_ROWS * n), \
 			   *t2 = t1 + n; \
+	float	   *bp = (float *) ((char *) s + att_rows_bytes(j)); \
 	const ELT  *q = (const ELT *) j->q.p + b * j->q.sb + h * j->q.sh + i0 * j->q.ss, \
 			   *k = (const ELT *) j->k.p + b * j->k.sb + kvh * j->k.sh, \
 			   *v = (const ELT *) j->v.p + b * j->v.sb + kvh * j->v.sh; \
@@ -428,8 +511,7 @@ NAME(void *arg, int64_t task, int worker) \
 		return; \
 	} \
 	if (n > 0 && j->D > 0) \
-		GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int) r, (int) n, (int) j->D, \
-			 (ELT) j->scale, q, (int) j->q.ss, k, (int) j->k.ss, 0, s, (int) n); \
+		QK(j, r, q, k, s, bp); \
 	else \
 		memset(s, 0, (size_t) (r * n) * sizeof(ELT)); \
 	for (int64_t ii = 0; ii < r; ii++) \
@@ -460,15 +542,14 @@ NAME(void *arg, int64_t task, int worker) \
 	if (j->Dv == 0) \
 		return; \
 	if (n > 0) \
-		GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) r, (int) j->Dv, (int) n, \
-			 (ELT) 1, p, (int) n, v, (int) j->v.ss, 0, y, (int) j->y.ss); \
+		PV(j, r, p, v, y, bp); \
 	else \
 		for (int64_t ii = 0; ii < r; ii++) \
 			memset(y + ii * j->y.ss, 0, (size_t) j->Dv * sizeof(ELT)); \
 }
 
-ATT_TASK(att_task_f32, float, cblas_sgemm)
-ATT_TASK(att_task_f64, double, cblas_dgemm)
+ATT_TASK(att_task_f32, float, att_qk_f32, att_pv_f32)
+ATT_TASK(att_task_f64, double, att_qk_f64, att_pv_f64)
 
 /*
  * Allocates output o with the given shape, or fails the node.  Not zeroed:
@@ -645,6 +726,7 @@ op_attention(ie_node_ctx *ctx)
 	}
 
 	j.no_bias = j.mask == NULL && !j.causal && j.left < 0 && j.right < 0 && j.nonpad == NULL;
+	j.direct = j.dt == IE_FLOAT && ie_gd_enabled();
 
 	/* the tasks: every (batch, head, block of query rows) */
 	j.nblk = (j.Sq + ATT_ROWS - 1) / ATT_ROWS;

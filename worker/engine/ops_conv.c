@@ -879,25 +879,6 @@ conv_pixel_images(const conv_geom *g, const float *x, const float *w,
 }
 
 /*
- * Whether 1x1 convolutions use the direct AVX-512 kernel (gemm_direct.h)
- * rather than OpenBLAS: when the CPU has it, unless IE_DIRECT_GEMM=0 in the
- * environment (for measurements).
- */
-static bool
-direct_gemm_on(void)
-{
-	static int	on = -1;
-
-	if (on < 0)
-	{
-		const char *e = getenv("IE_DIRECT_GEMM");
-
-		on = ie_gd_available() && (e == NULL || strcmp(e, "0") != 0);
-	}
-	return on == 1;
-}
-
-/*
  * Conv (opsets 1, 11): Y[N, M, out...] = W[M, C/group, k...] * X[N, C, in...]
  * + B[M].  auto_pad NOTSET/VALID/SAME_UPPER/SAME_LOWER, pads, strides,
  * dilations, group; output extent floor((in + pads - dil*(k-1) - 1)/stride) + 1
@@ -1032,13 +1013,13 @@ op_conv(ie_node_ctx *ctx)
 		if (!pointwise &&
 			!ie_scratch_fits(IE_FLOAT, 2, (int64_t[]) {cg * K, job.chunk * g.sp.out[2]}))
 			return ie_op_error(ctx, "out of memory for the im2col buffer");
-		if (direct_gemm_on() && pointwise && opix == 1 && g.group == 1)
+		if (ie_gd_enabled() && pointwise && opix == 1 && g.group == 1)
 		{
 			if (conv_pixel_images(&g, xd, wd, bd, ctx->epilogue, yd) != 0)
 				return ie_op_error(ctx, "out of memory for the transposed input");
 			return 0;
 		}
-		if (direct_gemm_on())
+		if (ie_gd_enabled())
 		{
 			int64_t		pd[1];
 

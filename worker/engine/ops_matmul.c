@@ -108,21 +108,6 @@ mm_b_bytes(void)
 	return e ? atoll(e) : MM_B_BYTES;
 }
 
-/* Whether MatMul uses the direct kernel (unless IE_DIRECT_GEMM=0). */
-static bool
-matmul_direct_on(void)
-{
-	static int	on = -1;
-
-	if (on < 0)
-	{
-		const char *e = getenv("IE_DIRECT_GEMM");
-
-		on = e == NULL || strcmp(e, "0") != 0;
-	}
-	return on == 1;
-}
-
 /* Runs the products of j on up to n_threads threads (small ones serially). */
 static void
 mm_run(mm_job *j, int64_t nbatch, int n_threads)
@@ -366,7 +351,7 @@ op_matmul(ie_node_ctx *ctx)
 			offs[0] = offs[nbatch] = 0;
 			nbatch = 1;
 		}
-		job.direct = ie_gd_available() && matmul_direct_on();
+		job.direct = ie_gd_enabled();
 		mm_run(&job, nbatch, ctx->n_threads);
 		free(offs);
 	}
