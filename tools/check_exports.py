@@ -129,8 +129,16 @@ def export(name, out, exporter, opset):
             torch.onnx.export(model, args, path, dynamo=True, external_data=False, **kw)
         else:
             torch.onnx.export(model, args, path, dynamo=False, **kw)
-    m = onnx.load(path)
+    m, _, ops = write_test_data(folder, path, args)
     written = [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")]
+    print("%s: opset %s, %d nodes, operators %s" % (name, written, len(m.graph.node), " ".join(ops)))
+
+
+def write_test_data(folder, path, args):
+    """Runs ONNX Runtime on the model at path with the tensors args and
+    writes them and its outputs as folder/test_data_set_0/{input,output}_J.pb;
+    returns the loaded model, the outputs and its sorted operator names."""
+    m = onnx.load(path)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feeds = {i.name: a.numpy() for i, a in zip(sess.get_inputs(), args)}
     ref = sess.run(None, feeds)
@@ -141,7 +149,7 @@ def export(name, out, exporter, opset):
         with open(os.path.join(folder, "test_data_set_0", "output_%d.pb" % j), "wb") as f:
             f.write(numpy_helper.from_array(v, sess.get_outputs()[j].name).SerializeToString())
     ops = sorted({(n.domain or "ai.onnx") + ":" + n.op_type for n in m.graph.node})
-    print("%s: opset %s, %d nodes, operators %s" % (name, written, len(m.graph.node), " ".join(ops)))
+    return m, ref, ops
 
 
 def main():

@@ -26,7 +26,8 @@ import onnx
 import onnxruntime as ort
 import torch
 import torch.nn.functional as F
-from onnx import numpy_helper
+
+from check_exports import write_test_data
 
 B, H, S, D = 2, 4, 8, 16
 
@@ -108,18 +109,8 @@ def export(name, model, args, names, out, opset):
         warnings.simplefilter("ignore")
         torch.onnx.export(model, args, path, dynamo=True, external_data=False, opset_version=opset,
                           input_names=names, output_names=["out"], verbose=False)
-    m = onnx.load(path)
-    onnx.checker.check_model(m, full_check=True)
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    feeds = {i.name: a.numpy() for i, a in zip(sess.get_inputs(), args)}
-    ref = sess.run(None, feeds)
-    for j, (k, v) in enumerate(feeds.items()):
-        with open(os.path.join(folder, "test_data_set_0", "input_%d.pb" % j), "wb") as f:
-            f.write(numpy_helper.from_array(v, k).SerializeToString())
-    for j, v in enumerate(ref):
-        with open(os.path.join(folder, "test_data_set_0", "output_%d.pb" % j), "wb") as f:
-            f.write(numpy_helper.from_array(v, sess.get_outputs()[j].name).SerializeToString())
-    ops = sorted({(n.domain or "ai.onnx") + ":" + n.op_type for n in m.graph.node})
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    m, ref, ops = write_test_data(folder, path, args)
     err = float(np.max(np.abs(ref[0] - want)))
     print("%s: opset %s, %d nodes, max|ort-torch| %.3g, operators %s" % (
         name, [o.version for o in m.opset_import], len(m.graph.node), err, " ".join(ops)), flush=True)

@@ -606,6 +606,35 @@ bad:
 }
 
 /*
+ * The normalised block of LayerNormalization and RMSNormalization: X's
+ * dims from attribute axis (default -1, negative from the end) on.  Sets
+ * *axis (non-negative), *outer (the product of the dims before it) and *D
+ * (of the dims from it); -1 after an error when axis is out of range.
+ */
+static int
+norm_split(ie_node_ctx *ctx, const ie_tensor *X, int64_t *axis, int64_t *outer, int64_t *D)
+{
+	int64_t		a = ie_attr_int(ctx, "axis", -1);
+
+	if (a < 0)
+		a += X->ndim;
+	if (a < 0 || a >= X->ndim)
+		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
+						   (long long) ie_attr_int(ctx, "axis", -1), X->ndim);
+	*outer = 1;
+	*D = 1;
+	for (int i = 0; i < X->ndim; i++)
+	{
+		if (i < a)
+			*outer *= X->dims[i];
+		else
+			*D *= X->dims[i];
+	}
+	*axis = a;
+	return 0;
+}
+
+/*
  * LayerNormalization's rows: each of the `outer` rows of D values of x
  * (type T) is normalised with its own mean and population variance,
  * both accumulated in double (mean first, then the squared deviations, so
@@ -707,10 +736,10 @@ op_layernorm(ie_node_ctx *ctx)
 	const ie_tensor *X,
 			   *S,
 			   *B;
-	int64_t		axis = ie_attr_int(ctx, "axis", -1);
+	int64_t		axis;
 	float		eps = ie_attr_float(ctx, "epsilon", 1e-5f);
-	int64_t		outer = 1,
-				D = 1,
+	int64_t		outer,
+				D,
 				sdims[IE_MAX_DIMS];
 	double	   *sc = NULL,
 			   *bi = NULL;
@@ -727,21 +756,10 @@ op_layernorm(ie_node_ctx *ctx)
 						   ie_dtype_name(X->dtype));
 	if (S->dtype != X->dtype || (B != NULL && B->dtype != X->dtype))
 		return ie_op_error(ctx, "Scale and B must have X's type %s", ie_dtype_name(X->dtype));
-	if (layernorm_check_attrs(ctx) != 0)
+	if (layernorm_check_attrs(ctx) != 0 || norm_split(ctx, X, &axis, &outer, &D) != 0)
 		return -1;
-	if (axis < 0)
-		axis += X->ndim;
-	if (axis < 0 || axis >= X->ndim)
-		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
-						   (long long) ie_attr_int(ctx, "axis", -1), X->ndim);
 	for (int i = 0; i < X->ndim; i++)
-	{
-		if (i < axis)
-			outer *= X->dims[i];
-		else
-			D *= X->dims[i];
 		sdims[i] = i < axis ? X->dims[i] : 1;
-	}
 	Y = D == 0 || outer == 0 ? ie_tensor_new(X->dtype, X->ndim, X->dims) :
 		ie_tensor_new_uninit(X->dtype, X->ndim, X->dims);
 	if (Y == NULL)
@@ -880,10 +898,10 @@ op_rmsnorm(ie_node_ctx *ctx)
 {
 	const ie_tensor *X,
 			   *S;
-	int64_t		axis = ie_attr_int(ctx, "axis", -1);
+	int64_t		axis;
 	float		eps = ie_attr_float(ctx, "epsilon", 1e-5f);
-	int64_t		outer = 1,
-				D = 1;
+	int64_t		outer,
+				D;
 	double	   *sc;
 	ie_tensor  *Y;
 
@@ -897,20 +915,8 @@ op_rmsnorm(ie_node_ctx *ctx)
 	if (S->dtype != IE_FLOAT && S->dtype != IE_DOUBLE)
 		return ie_op_error(ctx, "scale type %s is not supported (only float, double)",
 						   ie_dtype_name(S->dtype));
-	if (rmsnorm_check_attrs(ctx) != 0)
+	if (rmsnorm_check_attrs(ctx) != 0 || norm_split(ctx, X, &axis, &outer, &D) != 0)
 		return -1;
-	if (axis < 0)
-		axis += X->ndim;
-	if (axis < 0 || axis >= X->ndim)
-		return ie_op_error(ctx, "axis %lld is out of range for rank %d",
-						   (long long) ie_attr_int(ctx, "axis", -1), X->ndim);
-	for (int i = 0; i < X->ndim; i++)
-	{
-		if (i < axis)
-			outer *= X->dims[i];
-		else
-			D *= X->dims[i];
-	}
 	/* Scale as doubles over the normalised axes (checked even when empty) */
 	sc = ie_scratch_new(IE_DOUBLE, 1, &D);
 	if (sc == NULL)
