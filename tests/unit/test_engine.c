@@ -2553,8 +2553,8 @@ test_matmul_fusion(void)
 				x[R * M * K];
 	unsigned	seed = 21;
 	char		err[512];
-	ie_model   *m[2] = {NULL, NULL};
-	ie_tensor  *y[2] = {NULL, NULL};
+	ie_model   *m[4] = {NULL, NULL, NULL, NULL};
+	ie_tensor  *y[4] = {NULL, NULL, NULL, NULL};
 
 	for (int i = 0; i < K * N; i++)
 		w[i] = frand(&seed);
@@ -2562,20 +2562,21 @@ test_matmul_fusion(void)
 		bias[i] = frand(&seed);
 	for (int i = 0; i < R * M * K; i++)
 		x[i] = frand(&seed);
-	for (int f = 0; f < 2; f++)
+	for (int f = 0; f < 4; f++)
 	{
 		graph_spec	g = {0};
 		ie_tensor  *in;
 
-		g.opset = 13;
+		/* f 0, 1: Relu at opset 13; f 2, 3: Gelu (erf form) at opset 20 */
+		g.opset = f < 2 ? 13 : 20;
 		g.nodes[g.n_nodes++] = node("MatMul", "mm", "X,W", "P");
 		g.nodes[g.n_nodes++] = node("Add", "bias", "BI,P", "Q");
-		g.nodes[g.n_nodes++] = node("Relu", "relu", "Q", "Y");
+		g.nodes[g.n_nodes++] = node(f < 2 ? "Relu" : "Gelu", "act", "Q", "Y");
 		g.inits[g.n_inits++] = init_f("W", 2, wd, w, K * N);
 		g.inits[g.n_inits++] = init_f("BI", 1, bd, bias, N);
 		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 3, xd);
 		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 3, yd);
-		setenv("IE_FUSION", f ? "1" : "0", 1);
+		setenv("IE_FUSION", f % 2 ? "1" : "0", 1);
 		m[f] = load(&g, err, sizeof(err));
 		unsetenv("IE_FUSION");
 		arena_reset();
@@ -2588,21 +2589,27 @@ test_matmul_fusion(void)
 						   sizeof(err)) == 0, "run: %s", err);
 		ie_tensor_destroy(&in);
 	}
-	CHECK(m[1]->n_nodes == 1 && m[1]->nodes[0].epilogue != NULL && m[0]->n_nodes == 3,
-		  "plans have %d and %d nodes", m[1]->n_nodes, m[0]->n_nodes);
-	CHECK(y[0] != NULL && y[1] != NULL && memcmp(y[0]->data, y[1]->data, sizeof(float) * R * M * N) == 0,
-		  "fused MatMul differs from the unfused graph");
-	if (y[1] != NULL)
+	for (int a = 0; a < 4; a += 2)
 	{
-		double		r = bias[3];
+		double		r = bias[3],
+					want;
 
+		CHECK(m[a + 1]->n_nodes == 1 && m[a + 1]->nodes[0].epilogue != NULL &&
+			  m[a]->n_nodes == 3, "%s: plans have %d and %d nodes", a ? "Gelu" : "Relu",
+			  m[a + 1]->n_nodes, m[a]->n_nodes);
+		CHECK(y[a] != NULL && y[a + 1] != NULL &&
+			  memcmp(y[a]->data, y[a + 1]->data, sizeof(float) * R * M * N) == 0,
+			  "%s: fused MatMul differs from the unfused graph", a ? "Gelu" : "Relu");
 		for (int k = 0; k < K; k++)
 			r += (double) x[(1 * M + 2) * K + k] * w[k * N + 3];
-		CHECK(fabs(fmax(r, 0.0) - ((float *) y[1]->data)[(1 * M + 2) * N + 3]) < 1e-5,
-			  "y[1][2][3] is %g, want %g", ((float *) y[1]->data)[(1 * M + 2) * N + 3], fmax(r, 0.0));
+		want = a ? 0.5 * r * (1 + erf(r / sqrt(2.0))) : fmax(r, 0.0);
+		CHECK(y[a + 1] != NULL &&
+			  fabs(want - ((float *) y[a + 1]->data)[(1 * M + 2) * N + 3]) < 1e-5,
+			  "%s: y[1][2][3] is %g, want %g", a ? "Gelu" : "Relu",
+			  y[a + 1] ? ((float *) y[a + 1]->data)[(1 * M + 2) * N + 3] : 0.0, want);
 	}
 out:
-	for (int f = 0; f < 2; f++)
+	for (int f = 0; f < 4; f++)
 	{
 		ie_tensor_destroy(&y[f]);
 		ie_model_destroy(&m[f]);

@@ -41,6 +41,7 @@ typedef enum ep_op
 	EP_HARDSIGMOID,				/* p0 = alpha, p1 = beta */
 	EP_SIGMOID,
 	EP_ERF,						/* erf through vmath.h, as the Erf operator */
+	EP_GELU,					/* Gelu's erf form through vmath.h, as the operator */
 	EP_AFFINE,					/* y = a * ca[c] + cb[c] (BatchNormalization) */
 	/* merged runs of the above (merge_steps), same arithmetic in one pass */
 	EP_MULADD,					/* y = a * b + e (b, e constants) */
@@ -209,6 +210,9 @@ ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool byco
 			break;
 		case EP_ERF:
 			ie_verff(ra, d, len);
+			break;
+		case EP_GELU:
+			ie_vgeluf(ra, d, len);
 			break;
 		case EP_AFFINE:
 			{
@@ -460,6 +464,16 @@ node_attr_int(const ie_plan_node *pn, const char *name, int64_t dflt)
 	return dflt;
 }
 
+/* Whether a Gelu plan node has the erf form (approximate "none", the default). */
+static bool
+gelu_is_erf(const ie_plan_node *pn)
+{
+	for (int i = 0; i < pn->n_attrs; i++)
+		if (strcmp(pn->attrs[i].name, "approximate") == 0)
+			return pn->attrs[i].type == IE_ATTR_STRING && strcmp(pn->attrs[i].s, "none") == 0;
+	return true;
+}
+
 /* Register of value v in the chain (reg_of[] by value), or -1. */
 static int
 chain_reg(const int *vals, int n_vals, int v)
@@ -534,6 +548,8 @@ make_step(const ie_model *m, const ie_plan_node *pn, const int *vals, int n_vals
 		st->op = EP_SIGMOID;
 	else if (strcmp(op, "Erf") == 0 && pn->n_inputs == 1)
 		st->op = EP_ERF;
+	else if (strcmp(op, "Gelu") == 0 && pn->n_inputs == 1 && gelu_is_erf(pn))
+		st->op = EP_GELU;
 	else if (strcmp(op, "HardSigmoid") == 0 && pn->n_inputs == 1)
 	{
 		st->op = EP_HARDSIGMOID;

@@ -8,9 +8,10 @@
  * compute only from its output and constants: Add, Sub, Mul, Div with a
  * scalar or per-channel constant (for MatMul: per column, a 1-D constant,
  * when B is a constant 2-D matrix; scalars only otherwise) or with another
- * value of the chain, Relu, Clip, HardSigmoid, Sigmoid and Erf (exp and
- * erf through vmath.h, as the operators compute them; Erf: BERT's GELU
- * chain) and (Conv, ConvTranspose) inference-mode BatchNormalization.
+ * value of the chain, Relu, Clip, HardSigmoid, Sigmoid, Erf and Gelu's erf
+ * form (exp, erf and GELU through vmath.h, as the operators compute them;
+ * Erf: BERT's GELU chain spelled out, Gelu: opset 20 exports) and (Conv,
+ * ConvTranspose) inference-mode BatchNormalization.
  * The longest run of them whose intermediate values nobody else reads
  * becomes the node's epilogue: a small program over registers, run on each
  * block of output right after it is computed, while it is in cache.  The

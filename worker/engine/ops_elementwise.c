@@ -93,6 +93,12 @@ vmath_gelu_f32(bool tanh_form, const float *x, float *y, int64_t n)
 {
 	float		t[256];
 
+	if (!tanh_form)
+	{
+		ie_vgeluf(x, y, n);		/* shared with the fused epilogue step */
+		return;
+	}
+
 	for (int64_t c = 0; c < n; c += 256)
 	{
 		int64_t		m = n - c < 256 ? n - c : 256;

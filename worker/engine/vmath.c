@@ -102,3 +102,21 @@ ie_verff(const float *x, float *y, int64_t n)
 		y[i] = erff(x[i]);
 #endif
 }
+
+/* GELU's erf form; see vmath.h. */
+void
+ie_vgeluf(const float *x, float *y, int64_t n)
+{
+	float		t[256];
+
+	for (int64_t c = 0; c < n; c += 256)
+	{
+		int64_t		m = n - c < 256 ? n - c : 256;
+
+		for (int64_t k = 0; k < m; k++)
+			t[k] = x[c + k] * (float) 0.70710678118654752440;	/* 1 / sqrt(2) */
+		ie_verff(t, t, m);
+		for (int64_t k = 0; k < m; k++)
+			y[c + k] = 0.5f * x[c + k] * (1.0f + t[k]);
+	}
+}

@@ -23,4 +23,12 @@ void		ie_vexpf(const float *x, float *y, int64_t n);
 /* y[i] = erff(x[i]) for i < n (x == y allowed). */
 void		ie_verff(const float *x, float *y, int64_t n);
 
+/*
+ * y[i] = GELU(x[i]) for i < n (x == y allowed), the erf form: x / 2 * (1 +
+ * erf(x / sqrt(2))) (ONNX Gelu-20 with approximate "none"; Hendrycks and
+ * Gimpel, arXiv 1606.08415), the erf through ie_verff, in blocks of 256 on
+ * the stack.  The Gelu operator and the fused epilogue step both call it.
+ */
+void		ie_vgeluf(const float *x, float *y, int64_t n);
+
 #endif							/* IE_VMATH_H */
