@@ -11,16 +11,22 @@
 set -u
 worker=${1:?usage: test_start.sh WORKER}
 models=$(mktemp -d)
-log=$(mktemp)
-trap 'rm -rf "$models" "$log"' EXIT
+logs=$(mktemp -d)
+log=
+trap 'rm -rf "$models" "$logs"' EXIT
 passed=0
 failed=0
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1"; sed 's/^/     | /' "$log"; }
 
 # Starts the worker with the given --device, waits up to 10 s for it to
-# exit; sets rc (the status, or "running" after stopping it with SIGTERM).
+# exit; sets rc (the status, or "running" after stopping it with SIGTERM)
+# and log (a file of this start's own, so that no earlier worker's lines
+# can be read as this one's).
+starts=0
 start() {
+	starts=$((starts + 1))
+	log=$logs/start$starts.log
 	"$worker" --listen tcp://127.0.0.1:0 --model-dir "$models" --device "$1" >"$log" 2>&1 &
 	local pid=$!
 	for _ in $(seq 100); do
