@@ -7,7 +7,8 @@
  *	  Einsum (ops_einsum.c), and the operator changes of opsets 18 to 28
  *	  (Pad's axes and wrap, Split's num_outputs, ScatterND's max and min,
  *	  bool ReduceMax/ReduceMin, float Mod with fmod 0, double MatMul,
- *	  RMSNormalization, RotaryEmbedding (ops_rotary.c), Swish).
+ *	  RMSNormalization, RotaryEmbedding (ops_rotary.c), Swish), and the
+ *	  unary math, bitwise, depth/space, LpNormalization and LpPool operators.
  *
  * Two kinds of checks: hand-built node contexts compared against naive
  * reference loops written here (depthwise, grouped, strided, dilated,
@@ -1823,6 +1824,295 @@ test_swish(void)
 	ie_tensor_destroy(&I);
 }
 
+/* A one-input function of the C library, for test_unary_math. */
+typedef struct unary_case
+{
+	const char *op;
+	int			opset;
+	double		(*f) (double);
+	float		x[4];
+} unary_case;
+
+/*
+ * The trigonometric and hyperbolic operators (float against the double C
+ * library function, double exactly), out-of-domain values NaN; Round's
+ * halves to even; Sign on float (NaN stays NaN), int32 and uint8; Mish,
+ * ThresholdedRelu and Shrink against their formulas worked by hand; an
+ * int32 input refused by a float-only operator.
+ */
+static void
+test_unary_math(void)
+{
+	static const unary_case cases[] = {
+		{"Tan", 7, tan, {-0.5f, 0, 0.25f, 1.2f}},
+		{"Asin", 7, asin, {-0.5f, 0, 0.25f, 0.9f}},
+		{"Acos", 22, acos, {-0.5f, 0, 0.25f, 0.9f}},
+		{"Atan", 7, atan, {-3, 0, 0.25f, 10}},
+		{"Sinh", 9, sinh, {-3, 0, 0.25f, 10}},
+		{"Cosh", 9, cosh, {-3, 0, 0.25f, 10}},
+		{"Asinh", 9, asinh, {-3, 0, 0.25f, 10}},
+		{"Acosh", 22, acosh, {1, 1.5f, 2, 10}},
+		{"Atanh", 9, atanh, {-0.5f, 0, 0.25f, 0.9f}},
+	};
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d4[1] = {4},
+				d8[1] = {8},
+				d5[1] = {5},
+				d3[1] = {3};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		double		want[4],
+					xd[4];
+		ie_tensor  *F = tu_float_tensor(1, d4, cases[c].x),
+				   *D;
+		const ie_tensor *in[1] = {F};
+
+		for (int i = 0; i < 4; i++)
+		{
+			xd[i] = cases[c].x[i];
+			want[i] = cases[c].f(xd[i]);
+		}
+		D = typed_tensor(IE_DOUBLE, 1, d4, xd);
+		CHECK(run_op(cases[c].op, cases[c].opset, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 1, d4, want, 1e-6 * (1 + fabs(want[3]))),
+			  "%s float: %s", cases[c].op, err);
+		ie_tensor_destroy(&out[0]);
+		in[0] = D;
+		CHECK(run_op(cases[c].op, cases[c].opset, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_DOUBLE, 1, d4, want, 0), "%s double: %s", cases[c].op, err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&F);
+		ie_tensor_destroy(&D);
+	}
+
+	/* out of the domain: NaN */
+	{
+		float		xv[3] = {2, 0.5f, -2};
+		ie_tensor  *X = tu_float_tensor(1, d3, xv);
+		const ie_tensor *in[1] = {X};
+
+		CHECK(run_op("Asin", 7, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  isnan(((float *) out[0]->data)[0]) && !isnan(((float *) out[0]->data)[1]),
+			  "asin(2) is NaN: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("Acosh", 9, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  !isnan(((float *) out[0]->data)[0]) && isnan(((float *) out[0]->data)[1]),
+			  "acosh(0.5) is NaN: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X);
+	}
+
+	/* Round: halves to even */
+	{
+		float		xv[8] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 2.4f, -2.6f};
+		double		want[8] = {0, 2, 2, 0, -2, -2, 2, -3};
+		ie_tensor  *X = tu_float_tensor(1, d8, xv);
+		const ie_tensor *in[1] = {X};
+
+		CHECK(run_op("Round", 11, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 1, d8, want, 0), "round half to even: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X);
+	}
+
+	/* Sign: float (NaN stays NaN), int32, uint8 */
+	{
+		float		xv[4] = {-3, 0, 2.5f, NAN};
+		int32_t		iv[4] = {-7, 0, 9, INT32_MIN},
+					iwant[4] = {-1, 0, 1, -1};
+		uint8_t		uv[4] = {0, 5, 255, 1},
+					uwant[4] = {0, 1, 1, 1};
+		ie_tensor  *X = tu_float_tensor(1, d4, xv),
+				   *I = typed_tensor(IE_INT32, 1, d4, iv),
+				   *U = typed_tensor(IE_UINT8, 1, d4, uv);
+		const ie_tensor *in[1] = {X};
+		const float *y;
+
+		CHECK(run_op("Sign", 13, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0, "sign: %s", err);
+		y = out[0] ? out[0]->data : NULL;
+		CHECK(y && y[0] == -1 && y[1] == 0 && y[2] == 1 && isnan(y[3]), "sign float values");
+		ie_tensor_destroy(&out[0]);
+		in[0] = I;
+		CHECK(run_op("Sign", 9, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_INT32 && memcmp(out[0]->data, iwant, sizeof(iwant)) == 0,
+			  "sign int32: %s", err);
+		ie_tensor_destroy(&out[0]);
+		in[0] = U;
+		CHECK(run_op("Sign", 13, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_UINT8 && memcmp(out[0]->data, uwant, sizeof(uwant)) == 0,
+			  "sign uint8: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&I);
+		ie_tensor_destroy(&U);
+	}
+
+	/* Mish, ThresholdedRelu, Shrink */
+	{
+		float		xv[5] = {-2, -1, 0, 1, 2};
+		int8_t		iv[5] = {-3, -1, 0, 1, 3},
+					iwant[5] = {-2, 0, 0, 0, 2};
+		int32_t		i32v[5] = {1, 2, 3, 4, 5};
+		double		mish[5],
+					thr[5] = {0, 0, 0, 0, 0},
+					shr[5] = {-1, 0, 0, 0, 1},
+					thr1[5] = {0, 0, 0, 0, 2};
+		ie_tensor  *X = tu_float_tensor(1, d5, xv),
+				   *I = typed_tensor(IE_INT8, 1, d5, iv),
+				   *J = typed_tensor(IE_INT32, 1, d5, i32v);
+		const ie_tensor *in[1] = {X};
+		ie_attr		alpha2 = {.name = "alpha", .type = IE_ATTR_FLOAT, .f = 2.0f};
+		ie_attr		sh[2] = {{.name = "lambd", .type = IE_ATTR_FLOAT, .f = 1.5f},
+		{.name = "bias", .type = IE_ATTR_FLOAT, .f = 1.0f}};
+
+		for (int i = 0; i < 5; i++)
+			mish[i] = xv[i] * tanh(log(1 + exp((double) xv[i])));
+		CHECK(run_op("Mish", 18, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 1, d5, mish, 1e-6), "mish: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("ThresholdedRelu", 10, 1, in, 1, &alpha2, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 1, d5, thr, 0), "thresholdedrelu alpha 2: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("ThresholdedRelu", 22, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 1, d5, thr1, 0), "thresholdedrelu alpha 1: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("Shrink", 9, 1, in, 2, sh, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 1, d5, shr, 0), "shrink float: %s", err);
+		ie_tensor_destroy(&out[0]);
+		in[0] = I;
+		CHECK(run_op("Shrink", 9, 1, in, 2, sh, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_INT8 && memcmp(out[0]->data, iwant, sizeof(iwant)) == 0,
+			  "shrink int8: %s", err);
+		ie_tensor_destroy(&out[0]);
+		in[0] = J;
+		CHECK(run_op("Tan", 7, 1, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "element type int32 is not supported") != NULL, "tan int32: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("Mish", 18, 1, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "element type int32 is not supported") != NULL, "mish int32: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&I);
+		ie_tensor_destroy(&J);
+	}
+}
+
+/*
+ * BitwiseAnd, BitwiseOr, BitwiseXor with broadcasting ([2, 2] with [2])
+ * against the C operators in a loop here; BitwiseNot on int64 and uint8;
+ * BitShift LEFT on uint8 (bits shifted out, a shift of 8 gives 0) and
+ * RIGHT on int16 at opset 28 (arithmetic; shifts of 20 and -1 give the
+ * sign fill); a direction other than LEFT or RIGHT, or none, refused;
+ * float refused by BitwiseAnd.
+ */
+static void
+test_bitwise(void)
+{
+	static const char *const ops[3] = {"BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d22[2] = {2, 2},
+				d2[1] = {2},
+				d3[1] = {3};
+	int32_t		av[4] = {12, 10, -1, 7},
+				bv[2] = {6, 3};
+	ie_tensor  *A = typed_tensor(IE_INT32, 2, d22, av),
+			   *B = typed_tensor(IE_INT32, 1, d2, bv);
+	const ie_tensor *in[2] = {A, B};
+
+	for (int k = 0; k < 3; k++)
+	{
+		int32_t		want[4];
+
+		for (int i = 0; i < 4; i++)
+			want[i] = k == 0 ? (av[i] & bv[i % 2]) : k == 1 ? (av[i] | bv[i % 2]) :
+				(av[i] ^ bv[i % 2]);
+		CHECK(run_op(ops[k], 18, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 2, d22) && out[0]->dtype == IE_INT32 &&
+			  memcmp(out[0]->data, want, sizeof(want)) == 0, "%s int32: %s", ops[k], err);
+		ie_tensor_destroy(&out[0]);
+	}
+
+	/* BitwiseNot */
+	{
+		int64_t		lv[3] = {0, -1, 5},
+					lwant[3] = {-1, 0, -6};
+		uint8_t		uv[3] = {0, 255, 0x0f},
+					uwant[3] = {255, 0, 0xf0};
+		ie_tensor  *L = typed_tensor(IE_INT64, 1, d3, lv),
+				   *U = typed_tensor(IE_UINT8, 1, d3, uv);
+		const ie_tensor *in1[1] = {L};
+
+		CHECK(run_op("BitwiseNot", 18, 1, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_INT64 && memcmp(out[0]->data, lwant, sizeof(lwant)) == 0,
+			  "bitwisenot int64: %s", err);
+		ie_tensor_destroy(&out[0]);
+		in1[0] = U;
+		CHECK(run_op("BitwiseNot", 18, 1, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_UINT8 && memcmp(out[0]->data, uwant, sizeof(uwant)) == 0,
+			  "bitwisenot uint8: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&L);
+		ie_tensor_destroy(&U);
+	}
+
+	/* BitShift */
+	{
+		uint8_t		xv[3] = {1, 255, 3},
+					sv[3] = {2, 1, 8},
+					want_l[3] = {4, 254, 0};
+		int16_t		x16[3] = {-16, 16, -1},
+					s16[3] = {2, 20, -1},
+					want_r[3] = {-4, 0, -1};
+		ie_tensor  *X = typed_tensor(IE_UINT8, 1, d3, xv),
+				   *S = typed_tensor(IE_UINT8, 1, d3, sv),
+				   *X16 = typed_tensor(IE_INT16, 1, d3, x16),
+				   *S16 = typed_tensor(IE_INT16, 1, d3, s16);
+		const ie_tensor *inu[2] = {X, S},
+				   *ins[2] = {X16, S16};
+		ie_attr		left = attr_str("direction", "LEFT"),
+					right = attr_str("direction", "RIGHT"),
+					up = attr_str("direction", "UP");
+
+		CHECK(run_op("BitShift", 11, 2, inu, 1, &left, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_UINT8 && memcmp(out[0]->data, want_l, sizeof(want_l)) == 0,
+			  "bitshift left uint8: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("BitShift", 28, 2, ins, 1, &right, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dtype == IE_INT16 && memcmp(out[0]->data, want_r, sizeof(want_r)) == 0,
+			  "bitshift right int16: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("BitShift", 11, 2, inu, 1, &up, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "direction \"UP\" is not supported") != NULL,
+			  "bitshift direction UP: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("BitShift", 11, 2, inu, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "direction") != NULL, "bitshift without direction: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&S);
+		ie_tensor_destroy(&X16);
+		ie_tensor_destroy(&S16);
+	}
+
+	/* float refused */
+	{
+		float		fv[2] = {1, 2};
+		ie_tensor  *F = tu_float_tensor(1, d2, fv);
+		const ie_tensor *inf[2] = {F, F};
+
+		CHECK(run_op("BitwiseAnd", 18, 2, inf, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "element type float is not supported") != NULL,
+			  "bitwiseand float: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&F);
+	}
+	ie_tensor_destroy(&A);
+	ie_tensor_destroy(&B);
+}
+
 /*
  * Softmax over attention-style rows: masked scores (-inf, -FLT_MAX, a
  * score 90 below the maximum) come out exactly 0, the rest as a double
@@ -2788,6 +3078,9 @@ owned_op(const char *op)
 		"LayerNormalization", "Gather", "GatherElements", "Where", "Expand",
 		"Tile", "Range", "Min", "Max", "Sum", "Mean", "GatherND", "Size", "Einsum",
 		"RMSNormalization", "RotaryEmbedding", "Swish",
+		"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+		"Round", "Sign", "Mish", "ThresholdedRelu", "Shrink", "BitwiseAnd",
+		"BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",
 		NULL
 	};
 
@@ -3036,6 +3329,8 @@ main(int argc, char **argv)
 	test_rmsnorm();
 	test_rotary();
 	test_swish();
+	test_unary_math();
+	test_bitwise();
 	test_softmax_masked();
 	test_cast_bool();
 	test_mod_edges();

@@ -82,6 +82,7 @@ static const struct
 	{"Constant", 0},
 	{"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2},
 	{"And", 2}, {"Or", 2}, {"Xor", 2},
+	{"BitwiseAnd", 2}, {"BitwiseOr", 2}, {"BitwiseXor", 2}, {"BitShift", 2},
 	{"Equal", 2}, {"Less", 2}, {"LessOrEqual", 2}, {"Greater", 2},
 	{"GreaterOrEqual", 2},
 	{"MatMul", 2}, {"Gemm", 2}, {"Conv", 2}, {"ConvTranspose", 2},

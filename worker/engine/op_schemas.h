@@ -27,51 +27,75 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"X", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	/* 2: Abs-13 */
 	{"X", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 3: Add-1 */
+	/* 3: Acos-7 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 4: Acos-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 5: Acosh-9 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 6: Acosh-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 7: Add-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 5: Add-6 */
+	/* 9: Add-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 7: Add-7 */
+	/* 11: Add-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 9: Add-13 */
+	/* 13: Add-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 11: Add-14 */
+	/* 15: Add-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 13: And-1 */
+	/* 17: And-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 15: And-7 */
+	/* 19: And-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 17: ArgMax-1 */
+	/* 21: ArgMax-1 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 18: ArgMax-11 */
+	/* 22: ArgMax-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 19: ArgMax-12 */
+	/* 23: ArgMax-12 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 20: ArgMax-13 */
+	/* 24: ArgMax-13 */
 	{"data", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 21: ArgMin-1 */
+	/* 25: ArgMin-1 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 22: ArgMin-11 */
+	/* 26: ArgMin-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 23: ArgMin-12 */
+	/* 27: ArgMin-12 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 24: ArgMin-13 */
+	/* 28: ArgMin-13 */
 	{"data", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 25: Attention-23 */
+	/* 29: Asin-7 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 30: Asin-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 31: Asinh-9 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 32: Asinh-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 33: Atan-7 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 34: Atan-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 35: Atanh-9 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 36: Atanh-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 37: Attention-23 */
 	{"Q", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"K", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"V", "T2", 0x00010c02, 0, 2},	/* float float16 double bfloat16 */
 	{"attn_mask", "U", 0x00013efe, IE_IN_OPTIONAL, 3},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"past_key", "T1", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"past_value", "T2", 0x00010c02, IE_IN_OPTIONAL, 2},	/* float float16 double bfloat16 */
-	/* 31: Attention-24 */
+	/* 43: Attention-24 */
 	{"Q", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"K", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"V", "T2", 0x00010c02, 0, 2},	/* float float16 double bfloat16 */
@@ -79,7 +103,7 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"past_key", "T1", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"past_value", "T2", 0x00010c02, IE_IN_OPTIONAL, 2},	/* float float16 double bfloat16 */
 	{"nonpad_kv_seqlen", NULL, 0x00000080, IE_IN_OPTIONAL, 6},	/* int64 */
-	/* 38: Attention-25 */
+	/* 50: Attention-25 */
 	{"Q", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"K", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"V", "T2", 0x00010c02, 0, 2},	/* float float16 double bfloat16 */
@@ -87,968 +111,1015 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"past_key", "T1", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"past_value", "T2", 0x00010c02, IE_IN_OPTIONAL, 2},	/* float float16 double bfloat16 */
 	{"nonpad_kv_seqlen", NULL, 0x00000080, IE_IN_OPTIONAL, 6},	/* int64 */
-	/* 45: AveragePool-1 */
+	/* 57: AveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 46: AveragePool-7 */
+	/* 58: AveragePool-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 47: AveragePool-10 */
+	/* 59: AveragePool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 48: AveragePool-11 */
+	/* 60: AveragePool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 49: AveragePool-19 */
+	/* 61: AveragePool-19 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 50: AveragePool-22 */
+	/* 62: AveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 51: BatchNormalization-1 */
+	/* 63: BatchNormalization-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 56: BatchNormalization-6 */
+	/* 68: BatchNormalization-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 61: BatchNormalization-7 */
+	/* 73: BatchNormalization-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 66: BatchNormalization-9 */
+	/* 78: BatchNormalization-9 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 71: BatchNormalization-14 */
+	/* 83: BatchNormalization-14 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"input_mean", "U", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
 	{"input_var", "U", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
-	/* 76: BatchNormalization-15 */
+	/* 88: BatchNormalization-15 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T1", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
 	{"B", "T1", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
 	{"input_mean", "T2", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
 	{"input_var", "T2", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
-	/* 81: Cast-1 */
+	/* 93: BitShift-11 */
+	{"X", "T", 0x00003014, 0, 0},	/* uint8 uint16 uint32 uint64 */
+	{"Y", "T", 0x00003014, 0, 0},	/* uint8 uint16 uint32 uint64 */
+	/* 95: BitShift-28 */
+	{"X", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
+	{"Y", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
+	/* 97: BitwiseAnd-18 */
+	{"A", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
+	{"B", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
+	/* 99: BitwiseNot-18 */
+	{"X", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
+	/* 100: BitwiseOr-18 */
+	{"A", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
+	{"B", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
+	/* 102: BitwiseXor-18 */
+	{"A", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
+	{"B", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
+	/* 104: Cast-1 */
 	{"input", "T1", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 82: Cast-6 */
+	/* 105: Cast-6 */
 	{"input", "T1", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 83: Cast-9 */
+	/* 106: Cast-9 */
 	{"input", "T1", 0x00003ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 */
-	/* 84: Cast-13 */
+	/* 107: Cast-13 */
 	{"input", "T1", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 85: Cast-19 */
+	/* 108: Cast-19 */
 	{"input", "T1", 0x001f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 86: Cast-21 */
+	/* 109: Cast-21 */
 	{"input", "T1", 0x007f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 87: Cast-23 */
+	/* 110: Cast-23 */
 	{"input", "T1", 0x00ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 88: Cast-24 */
+	/* 111: Cast-24 */
 	{"input", "T1", 0x01ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 89: Cast-25 */
+	/* 112: Cast-25 */
 	{"input", "T1", 0x07ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 90: Cast-28 */
+	/* 113: Cast-28 */
 	{"input", "T1", 0x1fff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 float6e2m3 float6e3m2 */
-	/* 91: CastLike-15 */
+	/* 114: CastLike-15 */
 	{"input", "T1", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"target_type", "T2", 0x00013ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 93: CastLike-19 */
+	/* 116: CastLike-19 */
 	{"input", "T1", 0x001f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"target_type", "T2", 0x001f3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 95: CastLike-21 */
+	/* 118: CastLike-21 */
 	{"input", "T1", 0x007f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"target_type", "T2", 0x007f3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 97: CastLike-23 */
+	/* 120: CastLike-23 */
 	{"input", "T1", 0x00ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"target_type", "T2", 0x00ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 99: CastLike-24 */
+	/* 122: CastLike-24 */
 	{"input", "T1", 0x01ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"target_type", "T2", 0x01ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 101: CastLike-25 */
+	/* 124: CastLike-25 */
 	{"input", "T1", 0x07ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"target_type", "T2", 0x07ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 103: Ceil-1 */
+	/* 126: Ceil-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 104: Ceil-6 */
+	/* 127: Ceil-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 105: Ceil-13 */
+	/* 128: Ceil-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 106: Celu-12 */
+	/* 129: Celu-12 */
 	{"X", "T", 0x00000002, 0, 0},	/* float */
-	/* 107: Celu-28 */
+	/* 130: Celu-28 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 108: Clip-1 */
+	/* 131: Clip-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 109: Clip-6 */
+	/* 132: Clip-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 110: Clip-11 */
+	/* 133: Clip-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"min", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"max", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 113: Clip-12 */
+	/* 136: Clip-12 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"min", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"max", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 116: Clip-13 */
+	/* 139: Clip-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"min", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"max", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 119: Concat-1 */
+	/* 142: Concat-1 */
 	{"inputs", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 120: Concat-4 */
+	/* 143: Concat-4 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 121: Concat-11 */
+	/* 144: Concat-11 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 122: Concat-13 */
+	/* 145: Concat-13 */
 	{"inputs", "T", 0x0001fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 123: ConstantOfShape-9 */
+	/* 146: ConstantOfShape-9 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 124: ConstantOfShape-20 */
+	/* 147: ConstantOfShape-20 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 125: ConstantOfShape-21 */
+	/* 148: ConstantOfShape-21 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 126: ConstantOfShape-23 */
+	/* 149: ConstantOfShape-23 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 127: ConstantOfShape-24 */
+	/* 150: ConstantOfShape-24 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 128: ConstantOfShape-25 */
+	/* 151: ConstantOfShape-25 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 129: Conv-1 */
+	/* 152: Conv-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 132: Conv-11 */
+	/* 155: Conv-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 135: Conv-22 */
+	/* 158: Conv-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 138: ConvTranspose-1 */
+	/* 161: ConvTranspose-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 141: ConvTranspose-11 */
+	/* 164: ConvTranspose-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 144: ConvTranspose-22 */
+	/* 167: ConvTranspose-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 147: Cos-7 */
+	/* 170: Cos-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 148: Cos-22 */
+	/* 171: Cos-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 149: Div-1 */
+	/* 172: Cosh-9 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 173: Cosh-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 174: Div-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 151: Div-6 */
+	/* 176: Div-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 153: Div-7 */
+	/* 178: Div-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 155: Div-13 */
+	/* 180: Div-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 157: Div-14 */
+	/* 182: Div-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 159: Einsum-12 */
+	/* 184: Einsum-12 */
 	{"Inputs", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 160: Einsum-28 */
+	/* 185: Einsum-28 */
 	{"Inputs", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 161: Elu-1 */
+	/* 186: Elu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 162: Elu-6 */
+	/* 187: Elu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 163: Elu-22 */
+	/* 188: Elu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 164: Equal-1 */
+	/* 189: Equal-1 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 166: Equal-7 */
+	/* 191: Equal-7 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 168: Equal-11 */
+	/* 193: Equal-11 */
 	{"A", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
 	{"B", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 170: Equal-13 */
+	/* 195: Equal-13 */
 	{"A", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
-	/* 172: Equal-19 */
+	/* 197: Equal-19 */
 	{"A", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 174: Erf-9 */
+	/* 199: Erf-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 175: Erf-13 */
+	/* 200: Erf-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 176: Exp-1 */
+	/* 201: Exp-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 177: Exp-6 */
+	/* 202: Exp-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 178: Exp-13 */
+	/* 203: Exp-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 179: Expand-8 */
+	/* 204: Expand-8 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 181: Expand-13 */
+	/* 206: Expand-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 183: Flatten-1 */
+	/* 208: Flatten-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 184: Flatten-9 */
+	/* 209: Flatten-9 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 185: Flatten-11 */
+	/* 210: Flatten-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 186: Flatten-13 */
+	/* 211: Flatten-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 187: Flatten-21 */
+	/* 212: Flatten-21 */
 	{"input", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 188: Flatten-23 */
+	/* 213: Flatten-23 */
 	{"input", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 189: Flatten-24 */
+	/* 214: Flatten-24 */
 	{"input", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 190: Flatten-25 */
+	/* 215: Flatten-25 */
 	{"input", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 191: Floor-1 */
+	/* 216: Floor-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 192: Floor-6 */
+	/* 217: Floor-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 193: Floor-13 */
+	/* 218: Floor-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 194: Gather-1 */
+	/* 219: Gather-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 196: Gather-11 */
+	/* 221: Gather-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 198: Gather-13 */
+	/* 223: Gather-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 200: GatherElements-11 */
+	/* 225: GatherElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 202: GatherElements-13 */
+	/* 227: GatherElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 204: GatherND-11 */
+	/* 229: GatherND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 206: GatherND-12 */
+	/* 231: GatherND-12 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 208: GatherND-13 */
+	/* 233: GatherND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 210: Gelu-20 */
+	/* 235: Gelu-20 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 211: Gemm-1 */
+	/* 236: Gemm-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 214: Gemm-6 */
+	/* 239: Gemm-6 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 217: Gemm-7 */
+	/* 242: Gemm-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 220: Gemm-9 */
+	/* 245: Gemm-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 223: Gemm-11 */
+	/* 248: Gemm-11 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 226: Gemm-13 */
+	/* 251: Gemm-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"C", "T", 0x00013cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 229: GlobalAveragePool-1 */
+	/* 254: GlobalAveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 230: GlobalAveragePool-22 */
+	/* 255: GlobalAveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 231: GlobalMaxPool-1 */
+	/* 256: GlobalMaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 232: GlobalMaxPool-22 */
+	/* 257: GlobalMaxPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 233: Greater-1 */
+	/* 258: Greater-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 235: Greater-7 */
+	/* 260: Greater-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 237: Greater-9 */
+	/* 262: Greater-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 239: Greater-13 */
+	/* 264: Greater-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 241: GreaterOrEqual-12 */
+	/* 266: GreaterOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 243: GreaterOrEqual-16 */
+	/* 268: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 245: HardSigmoid-1 */
+	/* 270: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 246: HardSigmoid-6 */
+	/* 271: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 247: HardSigmoid-22 */
+	/* 272: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 248: HardSwish-14 */
+	/* 273: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 249: HardSwish-22 */
+	/* 274: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 250: Identity-1 */
+	/* 275: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 251: Identity-13 */
+	/* 276: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 252: Identity-14 */
+	/* 277: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 253: Identity-16 */
+	/* 278: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 254: Identity-19 */
+	/* 279: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 255: Identity-21 */
+	/* 280: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 256: Identity-23 */
+	/* 281: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 257: Identity-24 */
+	/* 282: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 258: Identity-25 */
+	/* 283: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 259: IsInf-10 */
+	/* 284: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 260: IsInf-20 */
+	/* 285: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 261: IsNaN-9 */
+	/* 286: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 262: IsNaN-13 */
+	/* 287: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 263: IsNaN-20 */
+	/* 288: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 264: LayerNormalization-17 */
+	/* 289: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 267: LeakyRelu-1 */
+	/* 292: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 268: LeakyRelu-6 */
+	/* 293: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 269: LeakyRelu-16 */
+	/* 294: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 270: Less-1 */
+	/* 295: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 272: Less-7 */
+	/* 297: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 274: Less-9 */
+	/* 299: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 276: Less-13 */
+	/* 301: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 278: LessOrEqual-12 */
+	/* 303: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 280: LessOrEqual-16 */
+	/* 305: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 282: Log-1 */
+	/* 307: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 283: Log-6 */
+	/* 308: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 284: Log-13 */
+	/* 309: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 285: LogSoftmax-1 */
+	/* 310: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 286: LogSoftmax-11 */
+	/* 311: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 287: LogSoftmax-13 */
+	/* 312: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 288: MatMul-1 */
+	/* 313: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 290: MatMul-9 */
+	/* 315: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 292: MatMul-13 */
+	/* 317: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 294: Max-1 */
+	/* 319: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 295: Max-6 */
+	/* 320: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 296: Max-8 */
+	/* 321: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 297: Max-12 */
+	/* 322: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 298: Max-13 */
+	/* 323: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 299: MaxPool-1 */
+	/* 324: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 300: MaxPool-8 */
+	/* 325: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 301: MaxPool-10 */
+	/* 326: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 302: MaxPool-11 */
+	/* 327: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 303: MaxPool-12 */
+	/* 328: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 304: MaxPool-22 */
+	/* 329: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 305: Mean-1 */
+	/* 330: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 306: Mean-6 */
+	/* 331: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 307: Mean-8 */
+	/* 332: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 308: Mean-13 */
+	/* 333: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 309: Min-1 */
+	/* 334: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 310: Min-6 */
+	/* 335: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 311: Min-8 */
+	/* 336: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 312: Min-12 */
+	/* 337: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 313: Min-13 */
+	/* 338: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 314: Mod-10 */
+	/* 339: Mish-18 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 340: Mish-22 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 341: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 316: Mod-13 */
+	/* 343: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 318: Mod-28 */
+	/* 345: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 320: Mul-1 */
+	/* 347: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 322: Mul-6 */
+	/* 349: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 324: Mul-7 */
+	/* 351: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 326: Mul-13 */
+	/* 353: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 328: Mul-14 */
+	/* 355: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 330: Neg-1 */
+	/* 357: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 331: Neg-6 */
+	/* 358: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 332: Neg-13 */
+	/* 359: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 333: Not-1 */
+	/* 360: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 334: Or-1 */
+	/* 361: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 336: Or-7 */
+	/* 363: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 338: PRelu-1 */
+	/* 365: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 340: PRelu-6 */
+	/* 367: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 342: PRelu-7 */
+	/* 369: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 344: PRelu-9 */
+	/* 371: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 346: PRelu-16 */
+	/* 373: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 348: Pad-1 */
+	/* 375: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 349: Pad-2 */
+	/* 376: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 350: Pad-11 */
+	/* 377: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 353: Pad-13 */
+	/* 380: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 356: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 360: Pad-19 */
+	/* 383: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 364: Pad-21 */
+	/* 387: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 391: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 368: Pad-23 */
+	/* 395: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 372: Pad-24 */
+	/* 399: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 376: Pad-25 */
+	/* 403: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 380: Pow-1 */
+	/* 407: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 382: Pow-7 */
+	/* 409: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 384: Pow-12 */
+	/* 411: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 386: Pow-13 */
+	/* 413: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 388: Pow-15 */
+	/* 415: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 390: RMSNormalization-23 */
+	/* 417: RMSNormalization-23 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 392: Range-11 */
+	/* 419: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 395: Range-27 */
+	/* 422: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 398: Reciprocal-1 */
+	/* 425: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 399: Reciprocal-6 */
+	/* 426: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 400: Reciprocal-13 */
+	/* 427: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 401: ReduceL1-1 */
+	/* 428: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 402: ReduceL1-11 */
+	/* 429: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 403: ReduceL1-13 */
+	/* 430: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 404: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 406: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 407: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 408: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 409: ReduceL2-18 */
+	/* 431: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 411: ReduceLogSum-1 */
+	/* 433: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 412: ReduceLogSum-11 */
+	/* 434: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 413: ReduceLogSum-13 */
+	/* 435: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 414: ReduceLogSum-18 */
+	/* 436: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 416: ReduceLogSum-28 */
+	/* 438: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 439: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 440: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 441: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 443: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 418: ReduceLogSumExp-1 */
+	/* 445: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 419: ReduceLogSumExp-11 */
+	/* 446: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 420: ReduceLogSumExp-13 */
+	/* 447: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 421: ReduceLogSumExp-18 */
+	/* 448: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 423: ReduceLogSumExp-28 */
+	/* 450: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 425: ReduceMax-1 */
+	/* 452: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 426: ReduceMax-11 */
+	/* 453: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 427: ReduceMax-12 */
+	/* 454: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 428: ReduceMax-13 */
+	/* 455: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 429: ReduceMax-18 */
+	/* 456: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 431: ReduceMax-20 */
+	/* 458: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 433: ReduceMean-1 */
+	/* 460: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 434: ReduceMean-11 */
+	/* 461: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 435: ReduceMean-13 */
+	/* 462: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 436: ReduceMean-18 */
+	/* 463: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 438: ReduceMin-1 */
+	/* 465: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 439: ReduceMin-11 */
+	/* 466: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 440: ReduceMin-12 */
+	/* 467: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 441: ReduceMin-13 */
+	/* 468: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 442: ReduceMin-18 */
+	/* 469: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 444: ReduceMin-20 */
+	/* 471: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 446: ReduceProd-1 */
+	/* 473: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 447: ReduceProd-11 */
+	/* 474: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 448: ReduceProd-13 */
+	/* 475: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 449: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 451: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 452: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 453: ReduceSum-13 */
+	/* 476: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 455: ReduceSumSquare-1 */
+	/* 478: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 456: ReduceSumSquare-11 */
+	/* 479: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 457: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 458: ReduceSumSquare-18 */
+	/* 480: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 460: Relu-1 */
+	/* 482: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 483: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 484: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 485: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 487: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 461: Relu-6 */
+	/* 488: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 462: Relu-13 */
+	/* 489: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 463: Relu-14 */
+	/* 490: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 464: Reshape-1 */
+	/* 491: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 465: Reshape-5 */
+	/* 492: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 467: Reshape-13 */
+	/* 494: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 469: Reshape-14 */
+	/* 496: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 471: Reshape-19 */
+	/* 498: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 473: Reshape-21 */
+	/* 500: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 475: Reshape-23 */
+	/* 502: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 477: Reshape-24 */
+	/* 504: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 479: Reshape-25 */
+	/* 506: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 481: Resize-10 */
+	/* 508: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 483: Resize-11 */
+	/* 510: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 487: Resize-13 */
+	/* 514: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 491: Resize-18 */
+	/* 518: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 495: Resize-19 */
+	/* 522: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 499: RotaryEmbedding-23 */
+	/* 526: RotaryEmbedding-23 */
 	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 503: ScatterND-11 */
+	/* 530: Round-11 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 531: Round-22 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 532: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 506: ScatterND-13 */
+	/* 535: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 509: ScatterND-16 */
+	/* 538: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 512: ScatterND-18 */
+	/* 541: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 515: Selu-1 */
+	/* 544: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 516: Selu-6 */
+	/* 545: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 517: Selu-22 */
+	/* 546: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 518: Shape-1 */
+	/* 547: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 519: Shape-13 */
+	/* 548: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 520: Shape-15 */
+	/* 549: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 521: Shape-19 */
+	/* 550: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 522: Shape-21 */
+	/* 551: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 523: Shape-23 */
+	/* 552: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 524: Shape-24 */
+	/* 553: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 525: Shape-25 */
+	/* 554: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 526: Sigmoid-1 */
+	/* 555: Shrink-9 */
+	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	/* 556: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 527: Sigmoid-6 */
+	/* 557: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 528: Sigmoid-13 */
+	/* 558: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 529: Sin-7 */
+	/* 559: Sign-9 */
+	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	/* 560: Sign-13 */
+	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 561: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 530: Sin-22 */
+	/* 562: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 531: Size-1 */
+	/* 563: Sinh-9 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 564: Sinh-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 565: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 532: Size-13 */
+	/* 566: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 533: Size-19 */
+	/* 567: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 534: Size-21 */
+	/* 568: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 535: Size-23 */
+	/* 569: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 536: Size-24 */
+	/* 570: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 537: Size-25 */
+	/* 571: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 538: Slice-1 */
+	/* 572: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 539: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 544: Slice-11 */
+	/* 573: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 549: Slice-13 */
+	/* 578: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 583: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 554: Softmax-1 */
+	/* 588: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 555: Softmax-11 */
+	/* 589: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 556: Softmax-13 */
+	/* 590: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 557: Softplus-1 */
+	/* 591: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 558: Softplus-22 */
+	/* 592: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 559: Softsign-1 */
+	/* 593: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 560: Softsign-22 */
+	/* 594: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 561: Split-1 */
+	/* 595: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 563: Split-2 */
+	/* 597: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 564: Split-11 */
+	/* 598: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 565: Split-13 */
+	/* 599: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 567: Split-18 */
+	/* 601: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 569: Sqrt-1 */
+	/* 603: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 570: Sqrt-6 */
+	/* 604: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 571: Sqrt-13 */
+	/* 605: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 572: Squeeze-1 */
+	/* 606: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 573: Squeeze-11 */
+	/* 607: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 574: Squeeze-13 */
+	/* 608: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 576: Squeeze-21 */
+	/* 610: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 578: Squeeze-23 */
+	/* 612: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 580: Squeeze-24 */
+	/* 614: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 582: Squeeze-25 */
+	/* 616: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 584: Sub-1 */
+	/* 618: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 586: Sub-6 */
+	/* 620: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 588: Sub-7 */
+	/* 622: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 590: Sub-13 */
+	/* 624: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 592: Sub-14 */
+	/* 626: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 594: Sum-1 */
+	/* 628: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 595: Sum-6 */
+	/* 629: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 596: Sum-8 */
+	/* 630: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 597: Sum-13 */
+	/* 631: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 598: Swish-24 */
+	/* 632: Swish-24 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 599: Tanh-1 */
+	/* 633: Tan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 600: Tanh-6 */
-	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 601: Tanh-13 */
+	/* 634: Tan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 602: Tile-1 */
+	/* 635: Tanh-1 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 636: Tanh-6 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 637: Tanh-13 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 638: ThresholdedRelu-10 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 639: ThresholdedRelu-22 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 640: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 605: Tile-6 */
+	/* 643: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 607: Tile-13 */
+	/* 645: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 609: Transpose-1 */
+	/* 647: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 610: Transpose-13 */
+	/* 648: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 611: Transpose-21 */
+	/* 649: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 612: Transpose-23 */
+	/* 650: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 613: Transpose-24 */
+	/* 651: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 614: Transpose-25 */
+	/* 652: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 615: Unsqueeze-1 */
+	/* 653: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 616: Unsqueeze-11 */
+	/* 654: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 617: Unsqueeze-13 */
+	/* 655: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 619: Unsqueeze-21 */
+	/* 657: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 621: Unsqueeze-23 */
+	/* 659: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 623: Unsqueeze-24 */
+	/* 661: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 625: Unsqueeze-25 */
+	/* 663: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 627: Upsample-1 */
+	/* 665: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 628: Upsample-7 */
+	/* 666: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 629: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 631: Upsample-10 */
+	/* 667: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 633: Where-9 */
+	/* 669: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 671: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 636: Where-16 */
+	/* 674: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 639: Xor-1 */
+	/* 677: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 641: Xor-7 */
+	/* 679: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1064,399 +1135,432 @@ static const struct
 	{"Abs", 1, "consumed_inputs:I", 0, 1},
 	{"Abs", 6, "", 1, 1},
 	{"Abs", 13, "", 2, 1},
-	{"Add", 1, "axis:i broadcast:i consumed_inputs:I", 3, 2},
-	{"Add", 6, "axis:i broadcast:i", 5, 2},
-	{"Add", 7, "", 7, 2},
-	{"Add", 13, "", 9, 2},
-	{"Add", 14, "", 11, 2},
-	{"And", 1, "axis:i broadcast:i", 13, 2},
-	{"And", 7, "", 15, 2},
-	{"ArgMax", 1, "axis:i keepdims:i", 17, 1},
-	{"ArgMax", 11, "axis:i keepdims:i", 18, 1},
-	{"ArgMax", 12, "axis:i keepdims:i select_last_index:i", 19, 1},
-	{"ArgMax", 13, "axis:i keepdims:i select_last_index:i", 20, 1},
-	{"ArgMin", 1, "axis:i keepdims:i", 21, 1},
-	{"ArgMin", 11, "axis:i keepdims:i", 22, 1},
-	{"ArgMin", 12, "axis:i keepdims:i select_last_index:i", 23, 1},
-	{"ArgMin", 13, "axis:i keepdims:i select_last_index:i", 24, 1},
-	{"Attention", 23, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 25, 6},
-	{"Attention", 24, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 31, 7},
-	{"Attention", 25, "is_causal:i kv_num_heads:i left_window_size:i q_num_heads:i qk_matmul_output_mode:i right_window_size:i scale:f softcap:f softmax_precision:i", 38, 7},
-	{"AveragePool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 45, 1},
-	{"AveragePool", 7, "auto_pad:s count_include_pad:i kernel_shape:I! pads:I strides:I", 46, 1},
-	{"AveragePool", 10, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 47, 1},
-	{"AveragePool", 11, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 48, 1},
-	{"AveragePool", 19, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 49, 1},
-	{"AveragePool", 22, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 50, 1},
-	{"BatchNormalization", 1, "consumed_inputs:I! epsilon:f is_test:i momentum:f spatial:i", 51, 5},
-	{"BatchNormalization", 6, "epsilon:f is_test:i momentum:f spatial:i", 56, 5},
-	{"BatchNormalization", 7, "epsilon:f momentum:f spatial:i", 61, 5},
-	{"BatchNormalization", 9, "epsilon:f momentum:f", 66, 5},
-	{"BatchNormalization", 14, "epsilon:f momentum:f training_mode:i", 71, 5},
-	{"BatchNormalization", 15, "epsilon:f momentum:f training_mode:i", 76, 5},
-	{"Cast", 1, "to:s!", 81, 1},
-	{"Cast", 6, "to:i!", 82, 1},
-	{"Cast", 9, "to:i!", 83, 1},
-	{"Cast", 13, "to:i!", 84, 1},
-	{"Cast", 19, "saturate:i to:i!", 85, 1},
-	{"Cast", 21, "saturate:i to:i!", 86, 1},
-	{"Cast", 23, "saturate:i to:i!", 87, 1},
-	{"Cast", 24, "round_mode:s saturate:i to:i!", 88, 1},
-	{"Cast", 25, "round_mode:s saturate:i to:i!", 89, 1},
-	{"Cast", 28, "round_mode:s saturate:i to:i!", 90, 1},
-	{"CastLike", 15, "", 91, 2},
-	{"CastLike", 19, "saturate:i", 93, 2},
-	{"CastLike", 21, "saturate:i", 95, 2},
-	{"CastLike", 23, "saturate:i", 97, 2},
-	{"CastLike", 24, "round_mode:s saturate:i", 99, 2},
-	{"CastLike", 25, "round_mode:s saturate:i", 101, 2},
-	{"Ceil", 1, "consumed_inputs:I", 103, 1},
-	{"Ceil", 6, "", 104, 1},
-	{"Ceil", 13, "", 105, 1},
-	{"Celu", 12, "alpha:f", 106, 1},
-	{"Celu", 28, "alpha:f", 107, 1},
-	{"Clip", 1, "consumed_inputs:I max:f min:f", 108, 1},
-	{"Clip", 6, "max:f min:f", 109, 1},
-	{"Clip", 11, "", 110, 3},
-	{"Clip", 12, "", 113, 3},
-	{"Clip", 13, "", 116, 3},
-	{"Concat", 1, "axis:i", 119, 1},
-	{"Concat", 4, "axis:i!", 120, 1},
-	{"Concat", 11, "axis:i!", 121, 1},
-	{"Concat", 13, "axis:i!", 122, 1},
-	{"Constant", 1, "value:t!", 123, 0},
-	{"Constant", 9, "value:t!", 123, 0},
-	{"Constant", 11, "sparse_value:p value:t", 123, 0},
-	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
-	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
-	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
-	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
-	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
-	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
-	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 123, 0},
-	{"ConstantOfShape", 9, "value:t", 123, 1},
-	{"ConstantOfShape", 20, "value:t", 124, 1},
-	{"ConstantOfShape", 21, "value:t", 125, 1},
-	{"ConstantOfShape", 23, "value:t", 126, 1},
-	{"ConstantOfShape", 24, "value:t", 127, 1},
-	{"ConstantOfShape", 25, "value:t", 128, 1},
-	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 129, 3},
-	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 132, 3},
-	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 135, 3},
-	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 138, 3},
-	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 141, 3},
-	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 144, 3},
-	{"Cos", 7, "", 147, 1},
-	{"Cos", 22, "", 148, 1},
-	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 149, 2},
-	{"Div", 6, "axis:i broadcast:i", 151, 2},
-	{"Div", 7, "", 153, 2},
-	{"Div", 13, "", 155, 2},
-	{"Div", 14, "", 157, 2},
-	{"Einsum", 12, "equation:s!", 159, 1},
-	{"Einsum", 28, "equation:s!", 160, 1},
-	{"Elu", 1, "alpha:f consumed_inputs:I", 161, 1},
-	{"Elu", 6, "alpha:f", 162, 1},
-	{"Elu", 22, "alpha:f", 163, 1},
-	{"Equal", 1, "axis:i broadcast:i", 164, 2},
-	{"Equal", 7, "", 166, 2},
-	{"Equal", 11, "", 168, 2},
-	{"Equal", 13, "", 170, 2},
-	{"Equal", 19, "", 172, 2},
-	{"Erf", 9, "", 174, 1},
-	{"Erf", 13, "", 175, 1},
-	{"Exp", 1, "consumed_inputs:I", 176, 1},
-	{"Exp", 6, "", 177, 1},
-	{"Exp", 13, "", 178, 1},
-	{"Expand", 8, "", 179, 2},
-	{"Expand", 13, "", 181, 2},
-	{"Flatten", 1, "axis:i", 183, 1},
-	{"Flatten", 9, "axis:i", 184, 1},
-	{"Flatten", 11, "axis:i", 185, 1},
-	{"Flatten", 13, "axis:i", 186, 1},
-	{"Flatten", 21, "axis:i", 187, 1},
-	{"Flatten", 23, "axis:i", 188, 1},
-	{"Flatten", 24, "axis:i", 189, 1},
-	{"Flatten", 25, "axis:i", 190, 1},
-	{"Floor", 1, "consumed_inputs:I", 191, 1},
-	{"Floor", 6, "", 192, 1},
-	{"Floor", 13, "", 193, 1},
-	{"Gather", 1, "axis:i", 194, 2},
-	{"Gather", 11, "axis:i", 196, 2},
-	{"Gather", 13, "axis:i", 198, 2},
-	{"GatherElements", 11, "axis:i", 200, 2},
-	{"GatherElements", 13, "axis:i", 202, 2},
-	{"GatherND", 11, "", 204, 2},
-	{"GatherND", 12, "batch_dims:i", 206, 2},
-	{"GatherND", 13, "batch_dims:i", 208, 2},
-	{"Gelu", 20, "approximate:s", 210, 1},
-	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 211, 3},
-	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 214, 3},
-	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 217, 3},
-	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 220, 3},
-	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 223, 3},
-	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 226, 3},
-	{"GlobalAveragePool", 1, "", 229, 1},
-	{"GlobalAveragePool", 22, "", 230, 1},
-	{"GlobalMaxPool", 1, "", 231, 1},
-	{"GlobalMaxPool", 22, "", 232, 1},
-	{"Greater", 1, "axis:i broadcast:i", 233, 2},
-	{"Greater", 7, "", 235, 2},
-	{"Greater", 9, "", 237, 2},
-	{"Greater", 13, "", 239, 2},
-	{"GreaterOrEqual", 12, "", 241, 2},
-	{"GreaterOrEqual", 16, "", 243, 2},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 245, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 246, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 247, 1},
-	{"HardSwish", 14, "", 248, 1},
-	{"HardSwish", 22, "", 249, 1},
-	{"Identity", 1, "", 250, 1},
-	{"Identity", 13, "", 251, 1},
-	{"Identity", 14, "", 252, 1},
-	{"Identity", 16, "", 253, 1},
-	{"Identity", 19, "", 254, 1},
-	{"Identity", 21, "", 255, 1},
-	{"Identity", 23, "", 256, 1},
-	{"Identity", 24, "", 257, 1},
-	{"Identity", 25, "", 258, 1},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 259, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 260, 1},
-	{"IsNaN", 9, "", 261, 1},
-	{"IsNaN", 13, "", 262, 1},
-	{"IsNaN", 20, "", 263, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 264, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 267, 1},
-	{"LeakyRelu", 6, "alpha:f", 268, 1},
-	{"LeakyRelu", 16, "alpha:f", 269, 1},
-	{"Less", 1, "axis:i broadcast:i", 270, 2},
-	{"Less", 7, "", 272, 2},
-	{"Less", 9, "", 274, 2},
-	{"Less", 13, "", 276, 2},
-	{"LessOrEqual", 12, "", 278, 2},
-	{"LessOrEqual", 16, "", 280, 2},
-	{"Log", 1, "consumed_inputs:I", 282, 1},
-	{"Log", 6, "", 283, 1},
-	{"Log", 13, "", 284, 1},
-	{"LogSoftmax", 1, "axis:i", 285, 1},
-	{"LogSoftmax", 11, "axis:i", 286, 1},
-	{"LogSoftmax", 13, "axis:i", 287, 1},
-	{"MatMul", 1, "", 288, 2},
-	{"MatMul", 9, "", 290, 2},
-	{"MatMul", 13, "", 292, 2},
-	{"Max", 1, "consumed_inputs:I", 294, 1},
-	{"Max", 6, "", 295, 1},
-	{"Max", 8, "", 296, 1},
-	{"Max", 12, "", 297, 1},
-	{"Max", 13, "", 298, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 299, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 300, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 301, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 302, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 303, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 304, 1},
-	{"Mean", 1, "consumed_inputs:I", 305, 1},
-	{"Mean", 6, "", 306, 1},
-	{"Mean", 8, "", 307, 1},
-	{"Mean", 13, "", 308, 1},
-	{"Min", 1, "consumed_inputs:I", 309, 1},
-	{"Min", 6, "", 310, 1},
-	{"Min", 8, "", 311, 1},
-	{"Min", 12, "", 312, 1},
-	{"Min", 13, "", 313, 1},
-	{"Mod", 10, "fmod:i", 314, 2},
-	{"Mod", 13, "fmod:i", 316, 2},
-	{"Mod", 28, "fmod:i", 318, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 320, 2},
-	{"Mul", 6, "axis:i broadcast:i", 322, 2},
-	{"Mul", 7, "", 324, 2},
-	{"Mul", 13, "", 326, 2},
-	{"Mul", 14, "", 328, 2},
-	{"Neg", 1, "consumed_inputs:I", 330, 1},
-	{"Neg", 6, "", 331, 1},
-	{"Neg", 13, "", 332, 1},
-	{"Not", 1, "", 333, 1},
-	{"Or", 1, "axis:i broadcast:i", 334, 2},
-	{"Or", 7, "", 336, 2},
-	{"PRelu", 1, "consumed_inputs:I", 338, 2},
-	{"PRelu", 6, "", 340, 2},
-	{"PRelu", 7, "", 342, 2},
-	{"PRelu", 9, "", 344, 2},
-	{"PRelu", 16, "", 346, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 348, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 349, 1},
-	{"Pad", 11, "mode:s", 350, 3},
-	{"Pad", 13, "mode:s", 353, 3},
-	{"Pad", 18, "mode:s", 356, 4},
-	{"Pad", 19, "mode:s", 360, 4},
-	{"Pad", 21, "mode:s", 364, 4},
-	{"Pad", 23, "mode:s", 368, 4},
-	{"Pad", 24, "mode:s", 372, 4},
-	{"Pad", 25, "mode:s", 376, 4},
-	{"Pow", 1, "axis:i broadcast:i", 380, 2},
-	{"Pow", 7, "", 382, 2},
-	{"Pow", 12, "", 384, 2},
-	{"Pow", 13, "", 386, 2},
-	{"Pow", 15, "", 388, 2},
-	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 390, 2},
-	{"Range", 11, "", 392, 3},
-	{"Range", 27, "stash_type:i", 395, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 398, 1},
-	{"Reciprocal", 6, "", 399, 1},
-	{"Reciprocal", 13, "", 400, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 401, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 402, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 403, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 404, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 406, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 407, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 408, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 409, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 411, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 412, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 413, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 414, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 416, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 418, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 419, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 420, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 421, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 423, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 425, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 426, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 427, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 428, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 429, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 431, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 433, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 434, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 435, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 436, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 438, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 439, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 440, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 441, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 442, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 444, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 446, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 447, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 448, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 449, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 451, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 452, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 453, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 455, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 456, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 457, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 458, 2},
-	{"Relu", 1, "consumed_inputs:I", 460, 1},
-	{"Relu", 6, "", 461, 1},
-	{"Relu", 13, "", 462, 1},
-	{"Relu", 14, "", 463, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 464, 1},
-	{"Reshape", 5, "", 465, 2},
-	{"Reshape", 13, "", 467, 2},
-	{"Reshape", 14, "allowzero:i", 469, 2},
-	{"Reshape", 19, "allowzero:i", 471, 2},
-	{"Reshape", 21, "allowzero:i", 473, 2},
-	{"Reshape", 23, "allowzero:i", 475, 2},
-	{"Reshape", 24, "allowzero:i", 477, 2},
-	{"Reshape", 25, "allowzero:i", 479, 2},
-	{"Resize", 10, "mode:s", 481, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 483, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 487, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 491, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 495, 4},
-	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 499, 4},
-	{"ScatterND", 11, "", 503, 3},
-	{"ScatterND", 13, "", 506, 3},
-	{"ScatterND", 16, "reduction:s", 509, 3},
-	{"ScatterND", 18, "reduction:s", 512, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 515, 1},
-	{"Selu", 6, "alpha:f gamma:f", 516, 1},
-	{"Selu", 22, "alpha:f gamma:f", 517, 1},
-	{"Shape", 1, "", 518, 1},
-	{"Shape", 13, "", 519, 1},
-	{"Shape", 15, "end:i start:i", 520, 1},
-	{"Shape", 19, "end:i start:i", 521, 1},
-	{"Shape", 21, "end:i start:i", 522, 1},
-	{"Shape", 23, "end:i start:i", 523, 1},
-	{"Shape", 24, "end:i start:i", 524, 1},
-	{"Shape", 25, "end:i start:i", 525, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 526, 1},
-	{"Sigmoid", 6, "", 527, 1},
-	{"Sigmoid", 13, "", 528, 1},
-	{"Sin", 7, "", 529, 1},
-	{"Sin", 22, "", 530, 1},
-	{"Size", 1, "", 531, 1},
-	{"Size", 13, "", 532, 1},
-	{"Size", 19, "", 533, 1},
-	{"Size", 21, "", 534, 1},
-	{"Size", 23, "", 535, 1},
-	{"Size", 24, "", 536, 1},
-	{"Size", 25, "", 537, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 538, 1},
-	{"Slice", 10, "", 539, 5},
-	{"Slice", 11, "", 544, 5},
-	{"Slice", 13, "", 549, 5},
-	{"Softmax", 1, "axis:i", 554, 1},
-	{"Softmax", 11, "axis:i", 555, 1},
-	{"Softmax", 13, "axis:i", 556, 1},
-	{"Softplus", 1, "", 557, 1},
-	{"Softplus", 22, "", 558, 1},
-	{"Softsign", 1, "", 559, 1},
-	{"Softsign", 22, "", 560, 1},
-	{"Split", 1, "axis:i split:I", 561, 2},
-	{"Split", 2, "axis:i split:I", 563, 1},
-	{"Split", 11, "axis:i split:I", 564, 1},
-	{"Split", 13, "axis:i", 565, 2},
-	{"Split", 18, "axis:i num_outputs:i", 567, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 569, 1},
-	{"Sqrt", 6, "", 570, 1},
-	{"Sqrt", 13, "", 571, 1},
-	{"Squeeze", 1, "axes:I", 572, 1},
-	{"Squeeze", 11, "axes:I", 573, 1},
-	{"Squeeze", 13, "", 574, 2},
-	{"Squeeze", 21, "", 576, 2},
-	{"Squeeze", 23, "", 578, 2},
-	{"Squeeze", 24, "", 580, 2},
-	{"Squeeze", 25, "", 582, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 584, 2},
-	{"Sub", 6, "axis:i broadcast:i", 586, 2},
-	{"Sub", 7, "", 588, 2},
-	{"Sub", 13, "", 590, 2},
-	{"Sub", 14, "", 592, 2},
-	{"Sum", 1, "consumed_inputs:I", 594, 1},
-	{"Sum", 6, "", 595, 1},
-	{"Sum", 8, "", 596, 1},
-	{"Sum", 13, "", 597, 1},
-	{"Swish", 24, "alpha:f", 598, 1},
-	{"Tanh", 1, "consumed_inputs:I", 599, 1},
-	{"Tanh", 6, "", 600, 1},
-	{"Tanh", 13, "", 601, 1},
-	{"Tile", 1, "", 602, 3},
-	{"Tile", 6, "", 605, 2},
-	{"Tile", 13, "", 607, 2},
-	{"Transpose", 1, "perm:I", 609, 1},
-	{"Transpose", 13, "perm:I", 610, 1},
-	{"Transpose", 21, "perm:I", 611, 1},
-	{"Transpose", 23, "perm:I", 612, 1},
-	{"Transpose", 24, "perm:I", 613, 1},
-	{"Transpose", 25, "perm:I", 614, 1},
-	{"Unsqueeze", 1, "axes:I!", 615, 1},
-	{"Unsqueeze", 11, "axes:I!", 616, 1},
-	{"Unsqueeze", 13, "", 617, 2},
-	{"Unsqueeze", 21, "", 619, 2},
-	{"Unsqueeze", 23, "", 621, 2},
-	{"Unsqueeze", 24, "", 623, 2},
-	{"Unsqueeze", 25, "", 625, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 627, 1},
-	{"Upsample", 7, "mode:s scales:F!", 628, 1},
-	{"Upsample", 9, "mode:s", 629, 2},
-	{"Upsample", 10, "mode:s", 631, 2},
-	{"Where", 9, "", 633, 3},
-	{"Where", 16, "", 636, 3},
-	{"Xor", 1, "axis:i broadcast:i", 639, 2},
-	{"Xor", 7, "", 641, 2},
+	{"Acos", 7, "", 3, 1},
+	{"Acos", 22, "", 4, 1},
+	{"Acosh", 9, "", 5, 1},
+	{"Acosh", 22, "", 6, 1},
+	{"Add", 1, "axis:i broadcast:i consumed_inputs:I", 7, 2},
+	{"Add", 6, "axis:i broadcast:i", 9, 2},
+	{"Add", 7, "", 11, 2},
+	{"Add", 13, "", 13, 2},
+	{"Add", 14, "", 15, 2},
+	{"And", 1, "axis:i broadcast:i", 17, 2},
+	{"And", 7, "", 19, 2},
+	{"ArgMax", 1, "axis:i keepdims:i", 21, 1},
+	{"ArgMax", 11, "axis:i keepdims:i", 22, 1},
+	{"ArgMax", 12, "axis:i keepdims:i select_last_index:i", 23, 1},
+	{"ArgMax", 13, "axis:i keepdims:i select_last_index:i", 24, 1},
+	{"ArgMin", 1, "axis:i keepdims:i", 25, 1},
+	{"ArgMin", 11, "axis:i keepdims:i", 26, 1},
+	{"ArgMin", 12, "axis:i keepdims:i select_last_index:i", 27, 1},
+	{"ArgMin", 13, "axis:i keepdims:i select_last_index:i", 28, 1},
+	{"Asin", 7, "", 29, 1},
+	{"Asin", 22, "", 30, 1},
+	{"Asinh", 9, "", 31, 1},
+	{"Asinh", 22, "", 32, 1},
+	{"Atan", 7, "", 33, 1},
+	{"Atan", 22, "", 34, 1},
+	{"Atanh", 9, "", 35, 1},
+	{"Atanh", 22, "", 36, 1},
+	{"Attention", 23, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 37, 6},
+	{"Attention", 24, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 43, 7},
+	{"Attention", 25, "is_causal:i kv_num_heads:i left_window_size:i q_num_heads:i qk_matmul_output_mode:i right_window_size:i scale:f softcap:f softmax_precision:i", 50, 7},
+	{"AveragePool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 57, 1},
+	{"AveragePool", 7, "auto_pad:s count_include_pad:i kernel_shape:I! pads:I strides:I", 58, 1},
+	{"AveragePool", 10, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 59, 1},
+	{"AveragePool", 11, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 60, 1},
+	{"AveragePool", 19, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 61, 1},
+	{"AveragePool", 22, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 62, 1},
+	{"BatchNormalization", 1, "consumed_inputs:I! epsilon:f is_test:i momentum:f spatial:i", 63, 5},
+	{"BatchNormalization", 6, "epsilon:f is_test:i momentum:f spatial:i", 68, 5},
+	{"BatchNormalization", 7, "epsilon:f momentum:f spatial:i", 73, 5},
+	{"BatchNormalization", 9, "epsilon:f momentum:f", 78, 5},
+	{"BatchNormalization", 14, "epsilon:f momentum:f training_mode:i", 83, 5},
+	{"BatchNormalization", 15, "epsilon:f momentum:f training_mode:i", 88, 5},
+	{"BitShift", 11, "direction:s!", 93, 2},
+	{"BitShift", 28, "direction:s!", 95, 2},
+	{"BitwiseAnd", 18, "", 97, 2},
+	{"BitwiseNot", 18, "", 99, 1},
+	{"BitwiseOr", 18, "", 100, 2},
+	{"BitwiseXor", 18, "", 102, 2},
+	{"Cast", 1, "to:s!", 104, 1},
+	{"Cast", 6, "to:i!", 105, 1},
+	{"Cast", 9, "to:i!", 106, 1},
+	{"Cast", 13, "to:i!", 107, 1},
+	{"Cast", 19, "saturate:i to:i!", 108, 1},
+	{"Cast", 21, "saturate:i to:i!", 109, 1},
+	{"Cast", 23, "saturate:i to:i!", 110, 1},
+	{"Cast", 24, "round_mode:s saturate:i to:i!", 111, 1},
+	{"Cast", 25, "round_mode:s saturate:i to:i!", 112, 1},
+	{"Cast", 28, "round_mode:s saturate:i to:i!", 113, 1},
+	{"CastLike", 15, "", 114, 2},
+	{"CastLike", 19, "saturate:i", 116, 2},
+	{"CastLike", 21, "saturate:i", 118, 2},
+	{"CastLike", 23, "saturate:i", 120, 2},
+	{"CastLike", 24, "round_mode:s saturate:i", 122, 2},
+	{"CastLike", 25, "round_mode:s saturate:i", 124, 2},
+	{"Ceil", 1, "consumed_inputs:I", 126, 1},
+	{"Ceil", 6, "", 127, 1},
+	{"Ceil", 13, "", 128, 1},
+	{"Celu", 12, "alpha:f", 129, 1},
+	{"Celu", 28, "alpha:f", 130, 1},
+	{"Clip", 1, "consumed_inputs:I max:f min:f", 131, 1},
+	{"Clip", 6, "max:f min:f", 132, 1},
+	{"Clip", 11, "", 133, 3},
+	{"Clip", 12, "", 136, 3},
+	{"Clip", 13, "", 139, 3},
+	{"Concat", 1, "axis:i", 142, 1},
+	{"Concat", 4, "axis:i!", 143, 1},
+	{"Concat", 11, "axis:i!", 144, 1},
+	{"Concat", 13, "axis:i!", 145, 1},
+	{"Constant", 1, "value:t!", 146, 0},
+	{"Constant", 9, "value:t!", 146, 0},
+	{"Constant", 11, "sparse_value:p value:t", 146, 0},
+	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
+	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
+	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
+	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
+	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
+	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
+	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
+	{"ConstantOfShape", 9, "value:t", 146, 1},
+	{"ConstantOfShape", 20, "value:t", 147, 1},
+	{"ConstantOfShape", 21, "value:t", 148, 1},
+	{"ConstantOfShape", 23, "value:t", 149, 1},
+	{"ConstantOfShape", 24, "value:t", 150, 1},
+	{"ConstantOfShape", 25, "value:t", 151, 1},
+	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 152, 3},
+	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 155, 3},
+	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 158, 3},
+	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 161, 3},
+	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 164, 3},
+	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 167, 3},
+	{"Cos", 7, "", 170, 1},
+	{"Cos", 22, "", 171, 1},
+	{"Cosh", 9, "", 172, 1},
+	{"Cosh", 22, "", 173, 1},
+	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 174, 2},
+	{"Div", 6, "axis:i broadcast:i", 176, 2},
+	{"Div", 7, "", 178, 2},
+	{"Div", 13, "", 180, 2},
+	{"Div", 14, "", 182, 2},
+	{"Einsum", 12, "equation:s!", 184, 1},
+	{"Einsum", 28, "equation:s!", 185, 1},
+	{"Elu", 1, "alpha:f consumed_inputs:I", 186, 1},
+	{"Elu", 6, "alpha:f", 187, 1},
+	{"Elu", 22, "alpha:f", 188, 1},
+	{"Equal", 1, "axis:i broadcast:i", 189, 2},
+	{"Equal", 7, "", 191, 2},
+	{"Equal", 11, "", 193, 2},
+	{"Equal", 13, "", 195, 2},
+	{"Equal", 19, "", 197, 2},
+	{"Erf", 9, "", 199, 1},
+	{"Erf", 13, "", 200, 1},
+	{"Exp", 1, "consumed_inputs:I", 201, 1},
+	{"Exp", 6, "", 202, 1},
+	{"Exp", 13, "", 203, 1},
+	{"Expand", 8, "", 204, 2},
+	{"Expand", 13, "", 206, 2},
+	{"Flatten", 1, "axis:i", 208, 1},
+	{"Flatten", 9, "axis:i", 209, 1},
+	{"Flatten", 11, "axis:i", 210, 1},
+	{"Flatten", 13, "axis:i", 211, 1},
+	{"Flatten", 21, "axis:i", 212, 1},
+	{"Flatten", 23, "axis:i", 213, 1},
+	{"Flatten", 24, "axis:i", 214, 1},
+	{"Flatten", 25, "axis:i", 215, 1},
+	{"Floor", 1, "consumed_inputs:I", 216, 1},
+	{"Floor", 6, "", 217, 1},
+	{"Floor", 13, "", 218, 1},
+	{"Gather", 1, "axis:i", 219, 2},
+	{"Gather", 11, "axis:i", 221, 2},
+	{"Gather", 13, "axis:i", 223, 2},
+	{"GatherElements", 11, "axis:i", 225, 2},
+	{"GatherElements", 13, "axis:i", 227, 2},
+	{"GatherND", 11, "", 229, 2},
+	{"GatherND", 12, "batch_dims:i", 231, 2},
+	{"GatherND", 13, "batch_dims:i", 233, 2},
+	{"Gelu", 20, "approximate:s", 235, 1},
+	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 236, 3},
+	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 239, 3},
+	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 242, 3},
+	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 245, 3},
+	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 248, 3},
+	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 251, 3},
+	{"GlobalAveragePool", 1, "", 254, 1},
+	{"GlobalAveragePool", 22, "", 255, 1},
+	{"GlobalMaxPool", 1, "", 256, 1},
+	{"GlobalMaxPool", 22, "", 257, 1},
+	{"Greater", 1, "axis:i broadcast:i", 258, 2},
+	{"Greater", 7, "", 260, 2},
+	{"Greater", 9, "", 262, 2},
+	{"Greater", 13, "", 264, 2},
+	{"GreaterOrEqual", 12, "", 266, 2},
+	{"GreaterOrEqual", 16, "", 268, 2},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 270, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 271, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 272, 1},
+	{"HardSwish", 14, "", 273, 1},
+	{"HardSwish", 22, "", 274, 1},
+	{"Identity", 1, "", 275, 1},
+	{"Identity", 13, "", 276, 1},
+	{"Identity", 14, "", 277, 1},
+	{"Identity", 16, "", 278, 1},
+	{"Identity", 19, "", 279, 1},
+	{"Identity", 21, "", 280, 1},
+	{"Identity", 23, "", 281, 1},
+	{"Identity", 24, "", 282, 1},
+	{"Identity", 25, "", 283, 1},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 284, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 285, 1},
+	{"IsNaN", 9, "", 286, 1},
+	{"IsNaN", 13, "", 287, 1},
+	{"IsNaN", 20, "", 288, 1},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 289, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 292, 1},
+	{"LeakyRelu", 6, "alpha:f", 293, 1},
+	{"LeakyRelu", 16, "alpha:f", 294, 1},
+	{"Less", 1, "axis:i broadcast:i", 295, 2},
+	{"Less", 7, "", 297, 2},
+	{"Less", 9, "", 299, 2},
+	{"Less", 13, "", 301, 2},
+	{"LessOrEqual", 12, "", 303, 2},
+	{"LessOrEqual", 16, "", 305, 2},
+	{"Log", 1, "consumed_inputs:I", 307, 1},
+	{"Log", 6, "", 308, 1},
+	{"Log", 13, "", 309, 1},
+	{"LogSoftmax", 1, "axis:i", 310, 1},
+	{"LogSoftmax", 11, "axis:i", 311, 1},
+	{"LogSoftmax", 13, "axis:i", 312, 1},
+	{"MatMul", 1, "", 313, 2},
+	{"MatMul", 9, "", 315, 2},
+	{"MatMul", 13, "", 317, 2},
+	{"Max", 1, "consumed_inputs:I", 319, 1},
+	{"Max", 6, "", 320, 1},
+	{"Max", 8, "", 321, 1},
+	{"Max", 12, "", 322, 1},
+	{"Max", 13, "", 323, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 324, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 325, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 326, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 327, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 328, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 329, 1},
+	{"Mean", 1, "consumed_inputs:I", 330, 1},
+	{"Mean", 6, "", 331, 1},
+	{"Mean", 8, "", 332, 1},
+	{"Mean", 13, "", 333, 1},
+	{"Min", 1, "consumed_inputs:I", 334, 1},
+	{"Min", 6, "", 335, 1},
+	{"Min", 8, "", 336, 1},
+	{"Min", 12, "", 337, 1},
+	{"Min", 13, "", 338, 1},
+	{"Mish", 18, "", 339, 1},
+	{"Mish", 22, "", 340, 1},
+	{"Mod", 10, "fmod:i", 341, 2},
+	{"Mod", 13, "fmod:i", 343, 2},
+	{"Mod", 28, "fmod:i", 345, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 347, 2},
+	{"Mul", 6, "axis:i broadcast:i", 349, 2},
+	{"Mul", 7, "", 351, 2},
+	{"Mul", 13, "", 353, 2},
+	{"Mul", 14, "", 355, 2},
+	{"Neg", 1, "consumed_inputs:I", 357, 1},
+	{"Neg", 6, "", 358, 1},
+	{"Neg", 13, "", 359, 1},
+	{"Not", 1, "", 360, 1},
+	{"Or", 1, "axis:i broadcast:i", 361, 2},
+	{"Or", 7, "", 363, 2},
+	{"PRelu", 1, "consumed_inputs:I", 365, 2},
+	{"PRelu", 6, "", 367, 2},
+	{"PRelu", 7, "", 369, 2},
+	{"PRelu", 9, "", 371, 2},
+	{"PRelu", 16, "", 373, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 375, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 376, 1},
+	{"Pad", 11, "mode:s", 377, 3},
+	{"Pad", 13, "mode:s", 380, 3},
+	{"Pad", 18, "mode:s", 383, 4},
+	{"Pad", 19, "mode:s", 387, 4},
+	{"Pad", 21, "mode:s", 391, 4},
+	{"Pad", 23, "mode:s", 395, 4},
+	{"Pad", 24, "mode:s", 399, 4},
+	{"Pad", 25, "mode:s", 403, 4},
+	{"Pow", 1, "axis:i broadcast:i", 407, 2},
+	{"Pow", 7, "", 409, 2},
+	{"Pow", 12, "", 411, 2},
+	{"Pow", 13, "", 413, 2},
+	{"Pow", 15, "", 415, 2},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 417, 2},
+	{"Range", 11, "", 419, 3},
+	{"Range", 27, "stash_type:i", 422, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 425, 1},
+	{"Reciprocal", 6, "", 426, 1},
+	{"Reciprocal", 13, "", 427, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 428, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 429, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 430, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 431, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 433, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 434, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 435, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 436, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 438, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 439, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 440, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 441, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 443, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 445, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 446, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 447, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 448, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 450, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 452, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 453, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 454, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 455, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 456, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 458, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 460, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 461, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 462, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 463, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 465, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 466, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 467, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 468, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 469, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 471, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 473, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 474, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 475, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 476, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 478, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 479, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 480, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 482, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 483, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 484, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 485, 2},
+	{"Relu", 1, "consumed_inputs:I", 487, 1},
+	{"Relu", 6, "", 488, 1},
+	{"Relu", 13, "", 489, 1},
+	{"Relu", 14, "", 490, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 491, 1},
+	{"Reshape", 5, "", 492, 2},
+	{"Reshape", 13, "", 494, 2},
+	{"Reshape", 14, "allowzero:i", 496, 2},
+	{"Reshape", 19, "allowzero:i", 498, 2},
+	{"Reshape", 21, "allowzero:i", 500, 2},
+	{"Reshape", 23, "allowzero:i", 502, 2},
+	{"Reshape", 24, "allowzero:i", 504, 2},
+	{"Reshape", 25, "allowzero:i", 506, 2},
+	{"Resize", 10, "mode:s", 508, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 510, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 514, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 518, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 522, 4},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 526, 4},
+	{"Round", 11, "", 530, 1},
+	{"Round", 22, "", 531, 1},
+	{"ScatterND", 11, "", 532, 3},
+	{"ScatterND", 13, "", 535, 3},
+	{"ScatterND", 16, "reduction:s", 538, 3},
+	{"ScatterND", 18, "reduction:s", 541, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 544, 1},
+	{"Selu", 6, "alpha:f gamma:f", 545, 1},
+	{"Selu", 22, "alpha:f gamma:f", 546, 1},
+	{"Shape", 1, "", 547, 1},
+	{"Shape", 13, "", 548, 1},
+	{"Shape", 15, "end:i start:i", 549, 1},
+	{"Shape", 19, "end:i start:i", 550, 1},
+	{"Shape", 21, "end:i start:i", 551, 1},
+	{"Shape", 23, "end:i start:i", 552, 1},
+	{"Shape", 24, "end:i start:i", 553, 1},
+	{"Shape", 25, "end:i start:i", 554, 1},
+	{"Shrink", 9, "bias:f lambd:f", 555, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 556, 1},
+	{"Sigmoid", 6, "", 557, 1},
+	{"Sigmoid", 13, "", 558, 1},
+	{"Sign", 9, "", 559, 1},
+	{"Sign", 13, "", 560, 1},
+	{"Sin", 7, "", 561, 1},
+	{"Sin", 22, "", 562, 1},
+	{"Sinh", 9, "", 563, 1},
+	{"Sinh", 22, "", 564, 1},
+	{"Size", 1, "", 565, 1},
+	{"Size", 13, "", 566, 1},
+	{"Size", 19, "", 567, 1},
+	{"Size", 21, "", 568, 1},
+	{"Size", 23, "", 569, 1},
+	{"Size", 24, "", 570, 1},
+	{"Size", 25, "", 571, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 572, 1},
+	{"Slice", 10, "", 573, 5},
+	{"Slice", 11, "", 578, 5},
+	{"Slice", 13, "", 583, 5},
+	{"Softmax", 1, "axis:i", 588, 1},
+	{"Softmax", 11, "axis:i", 589, 1},
+	{"Softmax", 13, "axis:i", 590, 1},
+	{"Softplus", 1, "", 591, 1},
+	{"Softplus", 22, "", 592, 1},
+	{"Softsign", 1, "", 593, 1},
+	{"Softsign", 22, "", 594, 1},
+	{"Split", 1, "axis:i split:I", 595, 2},
+	{"Split", 2, "axis:i split:I", 597, 1},
+	{"Split", 11, "axis:i split:I", 598, 1},
+	{"Split", 13, "axis:i", 599, 2},
+	{"Split", 18, "axis:i num_outputs:i", 601, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 603, 1},
+	{"Sqrt", 6, "", 604, 1},
+	{"Sqrt", 13, "", 605, 1},
+	{"Squeeze", 1, "axes:I", 606, 1},
+	{"Squeeze", 11, "axes:I", 607, 1},
+	{"Squeeze", 13, "", 608, 2},
+	{"Squeeze", 21, "", 610, 2},
+	{"Squeeze", 23, "", 612, 2},
+	{"Squeeze", 24, "", 614, 2},
+	{"Squeeze", 25, "", 616, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 618, 2},
+	{"Sub", 6, "axis:i broadcast:i", 620, 2},
+	{"Sub", 7, "", 622, 2},
+	{"Sub", 13, "", 624, 2},
+	{"Sub", 14, "", 626, 2},
+	{"Sum", 1, "consumed_inputs:I", 628, 1},
+	{"Sum", 6, "", 629, 1},
+	{"Sum", 8, "", 630, 1},
+	{"Sum", 13, "", 631, 1},
+	{"Swish", 24, "alpha:f", 632, 1},
+	{"Tan", 7, "", 633, 1},
+	{"Tan", 22, "", 634, 1},
+	{"Tanh", 1, "consumed_inputs:I", 635, 1},
+	{"Tanh", 6, "", 636, 1},
+	{"Tanh", 13, "", 637, 1},
+	{"ThresholdedRelu", 10, "alpha:f", 638, 1},
+	{"ThresholdedRelu", 22, "alpha:f", 639, 1},
+	{"Tile", 1, "", 640, 3},
+	{"Tile", 6, "", 643, 2},
+	{"Tile", 13, "", 645, 2},
+	{"Transpose", 1, "perm:I", 647, 1},
+	{"Transpose", 13, "perm:I", 648, 1},
+	{"Transpose", 21, "perm:I", 649, 1},
+	{"Transpose", 23, "perm:I", 650, 1},
+	{"Transpose", 24, "perm:I", 651, 1},
+	{"Transpose", 25, "perm:I", 652, 1},
+	{"Unsqueeze", 1, "axes:I!", 653, 1},
+	{"Unsqueeze", 11, "axes:I!", 654, 1},
+	{"Unsqueeze", 13, "", 655, 2},
+	{"Unsqueeze", 21, "", 657, 2},
+	{"Unsqueeze", 23, "", 659, 2},
+	{"Unsqueeze", 24, "", 661, 2},
+	{"Unsqueeze", 25, "", 663, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 665, 1},
+	{"Upsample", 7, "mode:s scales:F!", 666, 1},
+	{"Upsample", 9, "mode:s", 667, 2},
+	{"Upsample", 10, "mode:s", 669, 2},
+	{"Where", 9, "", 671, 3},
+	{"Where", 16, "", 674, 3},
+	{"Xor", 1, "axis:i broadcast:i", 677, 2},
+	{"Xor", 7, "", 679, 2},
 	{NULL, 0, NULL, 0, 0}
 };

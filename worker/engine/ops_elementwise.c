@@ -2,11 +2,14 @@
  * ops_elementwise.c
  *	  Elementwise ONNX operators.  Binary with multidirectional broadcasting:
  *	  Add, Sub, Mul, Div, Pow; comparisons Equal, Less, LessOrEqual, Greater,
- *	  GreaterOrEqual (bool output); logical And, Or, Xor.  Variadic with
+ *	  GreaterOrEqual (bool output); logical And, Or, Xor; BitwiseAnd,
+ *	  BitwiseOr, BitwiseXor, BitShift.  Variadic with
  *	  broadcasting: Min, Max, Sum, Mean.  Ternary: Where.  Unary: Sqrt, Relu,
  *	  Sigmoid, HardSigmoid, Clip, Identity, Exp, Log, Tanh, Erf, Reciprocal,
- *	  Floor, Ceil, Neg, Abs, Not, IsNaN, IsInf; the activations (LeakyRelu,
- *	  Elu, Celu, Selu, Softplus, Softsign, HardSwish, Swish, Gelu, PRelu).
+ *	  Floor, Ceil, Neg, Abs, Not, BitwiseNot, IsNaN, IsInf, Sin, Cos, Tan, Asin, Acos,
+ *	  Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Round, Sign, Shrink; the
+ *	  activations (LeakyRelu, Elu, Celu, Selu, Softplus, Softsign,
+ *	  HardSwish, Swish, Gelu, Mish, ThresholdedRelu, PRelu).
  *
  * Binary operators collapse the broadcast shapes into as few dimensions as
  * possible and call one typed row kernel per innermost row, so same-shape,
@@ -608,6 +611,38 @@ ROW_KERNEL2(gt_f16, uint16_t, uint8_t, H16_CMP(>))
 ROW_KERNEL2(ge_f16, uint16_t, uint8_t, H16_CMP(>=))
 #undef H16_CMP
 
+/*
+ * BitwiseAnd, BitwiseOr, BitwiseXor (opset 18) on the integer types, and
+ * BitShift (opsets 11, 28): x shifted by y bits.  A shift by y outside
+ * [0, bits of the type) is defined by BitShift-28 (the reference,
+ * onnx/reference/ops/op_bitshift.py): LEFT gives 0, RIGHT gives 0 or, for
+ * a negative signed x, -1 (all sign bits); in range, a signed LEFT shifts
+ * the two's complement bits (no overflow trap), a signed RIGHT is
+ * arithmetic (GCC defines >> of a negative value so, C11 6.5.7 leaving it
+ * to the implementation).
+ */
+#define BIT_KERNELS(SUF, T) \
+ROW_KERNEL(band_##SUF, T, (T) (x & y)) \
+ROW_KERNEL(bor_##SUF, T, (T) (x | y)) \
+ROW_KERNEL(bxor_##SUF, T, (T) (x ^ y))
+#define SIGNED_SHIFT_KERNELS(SUF, T, UT) \
+BIT_KERNELS(SUF, T) \
+ROW_KERNEL(shl_##SUF, T, (T) (y < 0 || y >= (T) (8 * sizeof(T)) ? 0 : (UT) ((UT) x << y))) \
+ROW_KERNEL(shr_##SUF, T, (T) (y < 0 || y >= (T) (8 * sizeof(T)) ? (x < 0 ? -1 : 0) : x >> y))
+#define UNSIGNED_SHIFT_KERNELS(SUF, T) \
+BIT_KERNELS(SUF, T) \
+ROW_KERNEL(shl_##SUF, T, (T) (y >= 8 * sizeof(T) ? 0 : (T) (x << y))) \
+ROW_KERNEL(shr_##SUF, T, (T) (y >= 8 * sizeof(T) ? 0 : x >> y))
+
+SIGNED_SHIFT_KERNELS(i8, int8_t, uint8_t)
+UNSIGNED_SHIFT_KERNELS(u8, uint8_t)
+SIGNED_SHIFT_KERNELS(i16, int16_t, uint16_t)
+UNSIGNED_SHIFT_KERNELS(u16, uint16_t)
+SIGNED_SHIFT_KERNELS(i32, int32_t, uint32_t)
+UNSIGNED_SHIFT_KERNELS(u32, uint32_t)
+SIGNED_SHIFT_KERNELS(i64, int64_t, uint64_t)
+UNSIGNED_SHIFT_KERNELS(u64, uint64_t)
+
 /* bool: Equal and the logical operators (any non-zero byte is true). */
 ROW_KERNEL(eq_b, uint8_t, (x != 0) == (y != 0))
 ROW_KERNEL(and_b, uint8_t, (x != 0) & (y != 0))
@@ -632,6 +667,11 @@ enum binop
 	OP_XOR,
 	OP_MOD,
 	OP_FMOD,
+	OP_BAND,
+	OP_BOR,
+	OP_BXOR,
+	OP_SHL,
+	OP_SHR,
 	N_BINOPS
 };
 
@@ -668,6 +708,11 @@ static const row_fn kernels[N_BINOPS][IE_UINT64 + 1] = {
 	[OP_XOR] = {[IE_BOOL] = xor_b},
 	[OP_MOD] = {INTEGER(mod), [IE_FLOAT] = mod_f32, [IE_DOUBLE] = mod_f64},
 	[OP_FMOD] = {INTEGER(fmod), [IE_FLOAT] = fmod_f32, [IE_DOUBLE] = fmod_f64},
+	[OP_BAND] = {INTEGER(band)},
+	[OP_BOR] = {INTEGER(bor)},
+	[OP_BXOR] = {INTEGER(bxor)},
+	[OP_SHL] = {INTEGER(shl)},
+	[OP_SHR] = {INTEGER(shr)},
 };
 #undef INTEGER
 #undef NUMERIC
@@ -802,6 +847,57 @@ static int op_greater_equal(ie_node_ctx *ctx) { return binary_op(ctx, OP_GE); }
 static int op_and(ie_node_ctx *ctx) { return binary_op(ctx, OP_AND); }
 static int op_or(ie_node_ctx *ctx) { return binary_op(ctx, OP_OR); }
 static int op_xor(ie_node_ctx *ctx) { return binary_op(ctx, OP_XOR); }
+
+/*
+ * BitwiseAnd, BitwiseOr, BitwiseXor (opset 18): x & y, x | y, x ^ y with
+ * multidirectional broadcasting, the two inputs of one integer type (int8
+ * to int64, uint8 to uint64); another type is refused.
+ */
+static int op_bitwise_and(ie_node_ctx *ctx) { return binary_op(ctx, OP_BAND); }
+static int op_bitwise_or(ie_node_ctx *ctx) { return binary_op(ctx, OP_BOR); }
+static int op_bitwise_xor(ie_node_ctx *ctx) { return binary_op(ctx, OP_BXOR); }
+
+/* BitShift's direction, "LEFT" or "RIGHT" (required), into *left. */
+static int
+bitshift_direction(ie_node_ctx *ctx, bool *left)
+{
+	static const char *const dirs[] = {"LEFT", "RIGHT", NULL};
+	int			d;
+
+	if (ie_attr_find(ctx, "direction") == NULL)
+		return ie_op_error(ctx, "attribute 'direction' is required (LEFT or RIGHT)");
+	if (ie_attr_choice(ctx, "direction", "", dirs, &d) != 0)
+		return -1;
+	*left = d == 0;
+	return 0;
+}
+
+/* BitShift's direction (bitshift_direction): run by the loader. */
+static int
+bitshift_check_attrs(ie_node_ctx *ctx)
+{
+	bool		left;
+
+	return bitshift_direction(ctx, &left);
+}
+
+/*
+ * BitShift (opsets 11, 28): X shifted LEFT or RIGHT (attribute direction)
+ * by Y bits, with multidirectional broadcasting, the output in X's type.
+ * The unsigned types (opset 11), and from opset 28 the signed ones too
+ * (the loader checks a type against the version); shifts outside
+ * [0, bits) as BitShift-28 defines them (see the kernels).  Another
+ * direction than LEFT or RIGHT is refused, at load (bitshift_check_attrs).
+ */
+static int
+op_bitshift(ie_node_ctx *ctx)
+{
+	bool		left;
+
+	if (bitshift_direction(ctx, &left) != 0)
+		return -1;
+	return binary_op(ctx, left ? OP_SHL : OP_SHR);
+}
 
 /* Mod's fmod: 0 or 1 (run by the loader on every Mod node, and by Mod). */
 static int
@@ -1283,6 +1379,169 @@ static int
 op_cos(ie_node_ctx *ctx)
 {
 	UNARY_FLOAT(ctx, cosf(x), cos(x));
+}
+
+/*
+ * The trigonometric and hyperbolic functions and their inverses (ONNX
+ * Tan, Asin, Acos, Atan: opsets 7, 22; Sinh, Cosh, Asinh, Acosh, Atanh:
+ * opsets 9, 22): y = f(x) through the C library (C11 7.12.4, 7.12.5),
+ * float and double, any shape.  Outside the domain (asin/acos of |x| > 1,
+ * acosh of x < 1, atanh of |x| > 1) the result is NaN, and atanh(+-1) is
+ * +-inf, as IEEE and numpy (the reference) give them.
+ */
+static int op_tan(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, tanf(x), tan(x)); }
+static int op_asin(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, asinf(x), asin(x)); }
+static int op_acos(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, acosf(x), acos(x)); }
+static int op_atan(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, atanf(x), atan(x)); }
+static int op_sinh(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, sinhf(x), sinh(x)); }
+static int op_cosh(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, coshf(x), cosh(x)); }
+static int op_asinh(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, asinhf(x), asinh(x)); }
+static int op_acosh(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, acoshf(x), acosh(x)); }
+static int op_atanh(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, atanhf(x), atanh(x)); }
+
+/*
+ * Round (opsets 11, 22): to the nearest integer, halves to the even one
+ * (0.5 -> 0, 1.5 -> 2, -2.5 -> -2), as numpy.round; nearbyint in the
+ * default rounding mode (round to nearest, ties to even; C11 7.12.9.3),
+ * which raises no inexact exception.  NaN and +-inf stay as they are.
+ * Float and double.
+ */
+EW_VECTORISE static int
+op_round(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, nearbyintf(x), nearbyint(x));
+}
+
+/*
+ * Mish (opsets 18, 22): y = x * tanh(softplus(x)), softplus as Softplus
+ * computes it (max(x, 0) + log1p(exp(-|x|)), no overflow).  Float and
+ * double.
+ */
+static int
+op_mish(ie_node_ctx *ctx)
+{
+	UNARY_FLOAT(ctx, x * tanhf(fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)))),
+				x * tanh(fmax(x, 0.0) + log1p(exp(-fabs(x)))));
+}
+
+/*
+ * ThresholdedRelu (opsets 10, 22): y = x > alpha ? x : 0, alpha 1 by
+ * default.  Float and double; a NaN gives 0 (x > alpha is false), as
+ * the reference's np.where(X > alpha, X, 0).
+ */
+EW_VECTORISE static int
+op_thresholded_relu(ie_node_ctx *ctx)
+{
+	float		alpha = ie_attr_float(ctx, "alpha", 1.0f);
+
+	UNARY_FLOAT(ctx, x > alpha ? x : 0.0f, x > (double) alpha ? x : 0.0);
+}
+
+/* True for the eight integer types. */
+static bool
+is_int_type(ie_dtype t)
+{
+	return pow_type_ok(t) && t != IE_FLOAT && t != IE_DOUBLE;
+}
+
+/*
+ * y = f(x, p) for an integer input, element by element through double
+ * (get_f64, then set_f64 of trunc(f): integer results saturate).  Exact
+ * for values below 2^53 in magnitude; int64 and uint64 values beyond that
+ * are rounded to a double first.
+ */
+static int
+unary_int_f64(ie_node_ctx *ctx, double (*f) (double, const float *), const float *p)
+{
+	const ie_tensor *x = ctx->inputs[0];
+	ie_tensor  *o;
+	int64_t		n;
+
+	if ((o = unary_out(ctx, x->dtype)) == NULL)
+		return -1;
+	n = ie_tensor_numel(o);
+	for (int64_t i = 0; i < n; i++)
+		set_f64(o, i, trunc(f(get_f64(x, i), p)));
+	return 0;
+}
+
+/* The sign of v: -1, 0 or 1. */
+static double
+sign_f64(double v, const float *p)
+{
+	(void) p;
+	return (double) (v > 0) - (double) (v < 0);
+}
+
+/*
+ * Sign (opsets 9, 13): -1, 0 or 1 by the sign of x, in x's type; NaN
+ * stays NaN (numpy.sign, the reference), -0 gives 0.  Float, double and
+ * the eight integer types.
+ */
+EW_VECTORISE static int
+op_sign(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+
+	if (x != NULL && is_int_type(x->dtype))
+		return unary_int_f64(ctx, sign_f64, NULL);
+	UNARY_FLOAT(ctx, x != x ? x : (float) ((x > 0) - (x < 0)),
+				x != x ? x : (double) ((x > 0) - (x < 0)));
+}
+
+/* Shrink of v with p = {lambd, bias}. */
+static double
+shrink_f64(double v, const float *p)
+{
+	return v < -(double) p[0] ? v + p[1] : v > (double) p[0] ? v - p[1] : 0.0;
+}
+
+/*
+ * Shrink (opset 9): y = x < -lambd ? x + bias : x > lambd ? x - bias : 0,
+ * lambd 0.5 and bias 0 by default.  Float and double compute in their own
+ * type (lambd and bias converted to it); the integer types through double
+ * (unary_int_f64), the result truncated toward zero and saturated to the
+ * type where it leaves it (the reference converts with numpy's astype,
+ * which wraps instead).  A NaN gives 0.
+ */
+EW_VECTORISE static int
+op_shrink(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+	float		p[2] = {ie_attr_float(ctx, "lambd", 0.5f), ie_attr_float(ctx, "bias", 0.0f)};
+	double		lambd = p[0],
+				bias = p[1];
+
+	if (x != NULL && is_int_type(x->dtype))
+		return unary_int_f64(ctx, shrink_f64, p);
+	UNARY_FLOAT(ctx, x < -p[0] ? x + p[1] : x > p[0] ? x - p[1] : 0.0f,
+				x < -lambd ? x + bias : x > lambd ? x - bias : 0.0);
+}
+
+/*
+ * BitwiseNot (opset 18): ~x on the integer types.  The complement of
+ * every byte is the complement of every element whatever its width, so
+ * one loop over the bytes serves all eight types.
+ */
+EW_VECTORISE static int
+op_bitwise_not(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+	ie_tensor  *o;
+	const uint8_t *xs;
+	uint8_t    *ys;
+
+	if (x == NULL)
+		return ie_op_error(ctx, "expects 1 input");
+	if (!is_int_type(x->dtype))
+		return bad_type(ctx);
+	if ((o = unary_out(ctx, x->dtype)) == NULL)
+		return -1;
+	xs = x->data;
+	ys = o->data;
+	for (size_t i = 0; i < o->nbytes; i++)
+		ys[i] = (uint8_t) ~xs[i];
+	return 0;
 }
 
 /*
@@ -1875,6 +2134,20 @@ const ie_op_def ie_ops_elementwise[] = {
 	{"Swish", op_swish},
 	{"Sin", op_sin},
 	{"Cos", op_cos},
+	{"Tan", op_tan},
+	{"Asin", op_asin},
+	{"Acos", op_acos},
+	{"Atan", op_atan},
+	{"Sinh", op_sinh},
+	{"Cosh", op_cosh},
+	{"Asinh", op_asinh},
+	{"Acosh", op_acosh},
+	{"Atanh", op_atanh},
+	{"Round", op_round},
+	{"Sign", op_sign},
+	{"Mish", op_mish},
+	{"ThresholdedRelu", op_thresholded_relu},
+	{"Shrink", op_shrink},
 	{"PRelu", op_prelu},
 	{"Identity", op_identity},
 	{"Clip", op_clip},
@@ -1900,6 +2173,11 @@ const ie_op_def ie_ops_elementwise[] = {
 	{"Or", op_or},
 	{"Xor", op_xor},
 	{"Mod", op_mod},
+	{"BitwiseAnd", op_bitwise_and},
+	{"BitwiseOr", op_bitwise_or},
+	{"BitwiseXor", op_bitwise_xor},
+	{"BitwiseNot", op_bitwise_not},
+	{"BitShift", op_bitshift},
 	{"Min", op_min},
 	{"Max", op_max},
 	{"Sum", op_sum},
@@ -1911,5 +2189,6 @@ const ie_op_def ie_ops_elementwise[] = {
 const ie_op_def ie_op_checks_elementwise[] = {
 	{"Mod", mod_check_attrs},
 	{"Gelu", gelu_check_attrs},
+	{"BitShift", bitshift_check_attrs},
 	{NULL, NULL}
 };
