@@ -2114,6 +2114,143 @@ test_bitwise(void)
 }
 
 /*
+ * DepthToSpace and SpaceToDepth in both modes against the index formulas
+ * of the spec written as loops here (DCR: channel (i * b + j) * C' + c;
+ * CRD: (c * b + i) * b + j), one the inverse of the other; int8 as well
+ * (any element type moves); channels not a multiple of blocksize^2,
+ * spatial dims not multiples of blocksize, blocksize 0, a rank-3 input
+ * and an unknown mode refused.
+ */
+static void
+test_depth_space(void)
+{
+	char		err[256];
+	ie_tensor  *out[1],
+			   *back[1];
+	int64_t		dd[4] = {2, 8, 2, 3},
+				ds[4] = {2, 2, 4, 6},
+				d6[4] = {1, 6, 2, 2},
+				d3[3] = {8, 2, 3},
+				dh[4] = {1, 1, 3, 4};
+	float		xd[96],
+				want[96];
+	ie_tensor  *XD,
+			   *XS,
+			   *X6,
+			   *X3,
+			   *XH;
+	const ie_tensor *in[1];
+	ie_attr		a[2];
+
+	for (int i = 0; i < 96; i++)
+		xd[i] = (float) i;
+	XD = tu_float_tensor(4, dd, xd);
+	XS = tu_float_tensor(4, ds, xd);
+	X6 = tu_float_tensor(4, d6, xd);
+	X3 = tu_float_tensor(3, d3, xd);
+	XH = tu_float_tensor(4, dh, xd);
+	for (int crd = 0; crd <= 1; crd++)
+	{
+		const char *mode = crd ? "CRD" : "DCR";
+
+		/* DepthToSpace [2, 8, 2, 3] -> [2, 2, 4, 6], b = 2, C' = 2 */
+		for (int n = 0; n < 2; n++)
+			for (int c = 0; c < 2; c++)
+				for (int y = 0; y < 4; y++)
+					for (int x = 0; x < 6; x++)
+					{
+						int			i = y % 2,
+									j = x % 2;
+						int			ch = crd ? (c * 2 + i) * 2 + j : (i * 2 + j) * 2 + c;
+
+						want[((n * 2 + c) * 4 + y) * 6 + x] =
+							xd[((n * 8 + ch) * 2 + y / 2) * 3 + x / 2];
+					}
+		a[0] = attr_int("blocksize", 2);
+		a[1] = attr_str("mode", mode);
+		in[0] = XD;
+		CHECK(run_op("DepthToSpace", 13, 1, in, 2, a, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 4, ds) && memcmp(out[0]->data, want, sizeof(want)) == 0,
+			  "depthtospace %s: %s", mode, err);
+		/* SpaceToDepth of it gives the input back */
+		in[0] = out[0];
+		CHECK(out[0] != NULL &&
+			  run_op("SpaceToDepth", 28, 1, in, 2, a, 1, back, err, sizeof(err)) == 0 &&
+			  shape_is(back[0], 4, dd) && memcmp(back[0]->data, xd, sizeof(xd)) == 0,
+			  "spacetodepth %s inverts depthtospace: %s", mode, err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&back[0]);
+
+		/* SpaceToDepth [2, 2, 4, 6] -> [2, 8, 2, 3] */
+		for (int n = 0; n < 2; n++)
+			for (int c = 0; c < 2; c++)
+				for (int y = 0; y < 4; y++)
+					for (int x = 0; x < 6; x++)
+					{
+						int			i = y % 2,
+									j = x % 2;
+						int			ch = crd ? (c * 2 + i) * 2 + j : (i * 2 + j) * 2 + c;
+
+						want[((n * 8 + ch) * 2 + y / 2) * 3 + x / 2] =
+							xd[((n * 2 + c) * 4 + y) * 6 + x];
+					}
+		in[0] = XS;
+		CHECK(run_op("SpaceToDepth", 28, 1, in, 2, a, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 4, dd) && memcmp(out[0]->data, want, sizeof(want)) == 0,
+			  "spacetodepth %s: %s", mode, err);
+		ie_tensor_destroy(&out[0]);
+	}
+
+	/* int8, DCR by default (opset 1 has no mode) */
+	{
+		int64_t		di[4] = {1, 4, 1, 1},
+					dio[4] = {1, 1, 2, 2};
+		int8_t		iv[4] = {1, -2, 3, -4};
+		ie_tensor  *I = typed_tensor(IE_INT8, 4, di, iv);
+
+		in[0] = I;
+		a[0] = attr_int("blocksize", 2);
+		CHECK(run_op("DepthToSpace", 1, 1, in, 1, a, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 4, dio) && out[0]->dtype == IE_INT8 &&
+			  memcmp(out[0]->data, iv, sizeof(iv)) == 0, "depthtospace int8: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&I);
+	}
+
+	/* errors */
+	a[0] = attr_int("blocksize", 2);
+	in[0] = X6;
+	CHECK(run_op("DepthToSpace", 13, 1, in, 1, a, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "channels 6 are not a multiple of blocksize^2") != NULL,
+		  "depthtospace 6 channels, blocksize 2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	in[0] = XH;
+	CHECK(run_op("SpaceToDepth", 13, 1, in, 1, a, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "not multiples of blocksize 2") != NULL,
+		  "spacetodepth height 3, blocksize 2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	in[0] = X3;
+	CHECK(run_op("DepthToSpace", 13, 1, in, 1, a, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "rank 4") != NULL, "depthtospace rank 3: %s", err);
+	ie_tensor_destroy(&out[0]);
+	in[0] = XD;
+	a[0] = attr_int("blocksize", 0);
+	CHECK(run_op("DepthToSpace", 13, 1, in, 1, a, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "blocksize must be positive") != NULL, "depthtospace blocksize 0: %s", err);
+	ie_tensor_destroy(&out[0]);
+	a[0] = attr_int("blocksize", 2);
+	a[1] = attr_str("mode", "RDC");
+	CHECK(run_op("DepthToSpace", 13, 1, in, 2, a, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "mode \"RDC\" is not supported") != NULL, "depthtospace mode RDC: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&XD);
+	ie_tensor_destroy(&XS);
+	ie_tensor_destroy(&X6);
+	ie_tensor_destroy(&X3);
+	ie_tensor_destroy(&XH);
+}
+
+/*
  * Softmax over attention-style rows: masked scores (-inf, -FLT_MAX, a
  * score 90 below the maximum) come out exactly 0, the rest as a double
  * reference; a row of 7 (not a multiple of the vector width) too.
@@ -3080,7 +3217,8 @@ owned_op(const char *op)
 		"RMSNormalization", "RotaryEmbedding", "Swish",
 		"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
 		"Round", "Sign", "Mish", "ThresholdedRelu", "Shrink", "BitwiseAnd",
-		"BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",
+		"BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift", "DepthToSpace",
+		"SpaceToDepth",
 		NULL
 	};
 
@@ -3331,6 +3469,7 @@ main(int argc, char **argv)
 	test_swish();
 	test_unary_math();
 	test_bitwise();
+	test_depth_space();
 	test_softmax_masked();
 	test_cast_bool();
 	test_mod_edges();

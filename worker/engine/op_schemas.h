@@ -292,834 +292,848 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	/* 173: Cosh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 174: Div-1 */
+	/* 174: DepthToSpace-1 */
+	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	/* 175: DepthToSpace-11 */
+	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	/* 176: DepthToSpace-13 */
+	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	/* 177: DepthToSpace-28 */
+	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	/* 178: Div-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 176: Div-6 */
+	/* 180: Div-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 178: Div-7 */
+	/* 182: Div-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 180: Div-13 */
+	/* 184: Div-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 182: Div-14 */
+	/* 186: Div-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 184: Einsum-12 */
+	/* 188: Einsum-12 */
 	{"Inputs", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 185: Einsum-28 */
+	/* 189: Einsum-28 */
 	{"Inputs", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 186: Elu-1 */
+	/* 190: Elu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 187: Elu-6 */
+	/* 191: Elu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 188: Elu-22 */
+	/* 192: Elu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 189: Equal-1 */
+	/* 193: Equal-1 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 191: Equal-7 */
+	/* 195: Equal-7 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 193: Equal-11 */
+	/* 197: Equal-11 */
 	{"A", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
 	{"B", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 195: Equal-13 */
+	/* 199: Equal-13 */
 	{"A", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
-	/* 197: Equal-19 */
+	/* 201: Equal-19 */
 	{"A", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 199: Erf-9 */
+	/* 203: Erf-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 200: Erf-13 */
+	/* 204: Erf-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 201: Exp-1 */
+	/* 205: Exp-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 202: Exp-6 */
+	/* 206: Exp-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 203: Exp-13 */
+	/* 207: Exp-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 204: Expand-8 */
+	/* 208: Expand-8 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 206: Expand-13 */
+	/* 210: Expand-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 208: Flatten-1 */
+	/* 212: Flatten-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 209: Flatten-9 */
+	/* 213: Flatten-9 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 210: Flatten-11 */
+	/* 214: Flatten-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 211: Flatten-13 */
+	/* 215: Flatten-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 212: Flatten-21 */
+	/* 216: Flatten-21 */
 	{"input", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 213: Flatten-23 */
+	/* 217: Flatten-23 */
 	{"input", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 214: Flatten-24 */
+	/* 218: Flatten-24 */
 	{"input", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 215: Flatten-25 */
+	/* 219: Flatten-25 */
 	{"input", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 216: Floor-1 */
+	/* 220: Floor-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 217: Floor-6 */
+	/* 221: Floor-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 218: Floor-13 */
+	/* 222: Floor-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 219: Gather-1 */
+	/* 223: Gather-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 221: Gather-11 */
+	/* 225: Gather-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 223: Gather-13 */
+	/* 227: Gather-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 225: GatherElements-11 */
+	/* 229: GatherElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 227: GatherElements-13 */
+	/* 231: GatherElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 229: GatherND-11 */
+	/* 233: GatherND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 231: GatherND-12 */
+	/* 235: GatherND-12 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 233: GatherND-13 */
+	/* 237: GatherND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 235: Gelu-20 */
+	/* 239: Gelu-20 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 236: Gemm-1 */
+	/* 240: Gemm-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 239: Gemm-6 */
+	/* 243: Gemm-6 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 242: Gemm-7 */
+	/* 246: Gemm-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 245: Gemm-9 */
+	/* 249: Gemm-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 248: Gemm-11 */
+	/* 252: Gemm-11 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 251: Gemm-13 */
+	/* 255: Gemm-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"C", "T", 0x00013cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 254: GlobalAveragePool-1 */
+	/* 258: GlobalAveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 255: GlobalAveragePool-22 */
+	/* 259: GlobalAveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 256: GlobalMaxPool-1 */
+	/* 260: GlobalMaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 257: GlobalMaxPool-22 */
+	/* 261: GlobalMaxPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 258: Greater-1 */
+	/* 262: Greater-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 260: Greater-7 */
+	/* 264: Greater-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 262: Greater-9 */
+	/* 266: Greater-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 264: Greater-13 */
+	/* 268: Greater-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 266: GreaterOrEqual-12 */
+	/* 270: GreaterOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 268: GreaterOrEqual-16 */
+	/* 272: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 270: HardSigmoid-1 */
+	/* 274: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 271: HardSigmoid-6 */
+	/* 275: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 272: HardSigmoid-22 */
+	/* 276: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 273: HardSwish-14 */
+	/* 277: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 274: HardSwish-22 */
+	/* 278: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 275: Identity-1 */
+	/* 279: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 276: Identity-13 */
+	/* 280: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 277: Identity-14 */
+	/* 281: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 278: Identity-16 */
+	/* 282: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 279: Identity-19 */
+	/* 283: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 280: Identity-21 */
+	/* 284: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 281: Identity-23 */
+	/* 285: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 282: Identity-24 */
+	/* 286: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 283: Identity-25 */
+	/* 287: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 284: IsInf-10 */
+	/* 288: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 285: IsInf-20 */
+	/* 289: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 286: IsNaN-9 */
+	/* 290: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 287: IsNaN-13 */
+	/* 291: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 288: IsNaN-20 */
+	/* 292: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 289: LayerNormalization-17 */
+	/* 293: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 292: LeakyRelu-1 */
+	/* 296: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 293: LeakyRelu-6 */
+	/* 297: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 294: LeakyRelu-16 */
+	/* 298: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 295: Less-1 */
+	/* 299: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 297: Less-7 */
+	/* 301: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 299: Less-9 */
+	/* 303: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 301: Less-13 */
+	/* 305: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 303: LessOrEqual-12 */
+	/* 307: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 305: LessOrEqual-16 */
+	/* 309: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 307: Log-1 */
+	/* 311: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 308: Log-6 */
+	/* 312: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 309: Log-13 */
+	/* 313: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 310: LogSoftmax-1 */
+	/* 314: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 311: LogSoftmax-11 */
+	/* 315: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 312: LogSoftmax-13 */
+	/* 316: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 313: MatMul-1 */
+	/* 317: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 315: MatMul-9 */
+	/* 319: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 317: MatMul-13 */
+	/* 321: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 319: Max-1 */
+	/* 323: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 320: Max-6 */
+	/* 324: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 321: Max-8 */
+	/* 325: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 322: Max-12 */
+	/* 326: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 323: Max-13 */
+	/* 327: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 324: MaxPool-1 */
+	/* 328: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 325: MaxPool-8 */
+	/* 329: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 326: MaxPool-10 */
+	/* 330: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 327: MaxPool-11 */
+	/* 331: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 328: MaxPool-12 */
+	/* 332: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 329: MaxPool-22 */
+	/* 333: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 330: Mean-1 */
+	/* 334: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 331: Mean-6 */
+	/* 335: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 332: Mean-8 */
+	/* 336: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 333: Mean-13 */
+	/* 337: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 334: Min-1 */
+	/* 338: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 335: Min-6 */
+	/* 339: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 336: Min-8 */
+	/* 340: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 337: Min-12 */
+	/* 341: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 338: Min-13 */
+	/* 342: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 339: Mish-18 */
+	/* 343: Mish-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 340: Mish-22 */
+	/* 344: Mish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 341: Mod-10 */
+	/* 345: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 343: Mod-13 */
+	/* 347: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 345: Mod-28 */
+	/* 349: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 347: Mul-1 */
+	/* 351: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 349: Mul-6 */
+	/* 353: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 351: Mul-7 */
+	/* 355: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 353: Mul-13 */
+	/* 357: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 355: Mul-14 */
+	/* 359: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 357: Neg-1 */
+	/* 361: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 358: Neg-6 */
+	/* 362: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 359: Neg-13 */
+	/* 363: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 360: Not-1 */
+	/* 364: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 361: Or-1 */
+	/* 365: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 363: Or-7 */
+	/* 367: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 365: PRelu-1 */
+	/* 369: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 367: PRelu-6 */
+	/* 371: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 369: PRelu-7 */
+	/* 373: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 371: PRelu-9 */
+	/* 375: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 373: PRelu-16 */
+	/* 377: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 375: Pad-1 */
+	/* 379: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 376: Pad-2 */
+	/* 380: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 377: Pad-11 */
+	/* 381: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 380: Pad-13 */
+	/* 384: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 383: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 387: Pad-19 */
+	/* 387: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 391: Pad-21 */
+	/* 391: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 395: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 395: Pad-23 */
+	/* 399: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 399: Pad-24 */
+	/* 403: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 403: Pad-25 */
+	/* 407: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 407: Pow-1 */
+	/* 411: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 409: Pow-7 */
+	/* 413: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 411: Pow-12 */
+	/* 415: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 413: Pow-13 */
+	/* 417: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 415: Pow-15 */
+	/* 419: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 417: RMSNormalization-23 */
+	/* 421: RMSNormalization-23 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 419: Range-11 */
+	/* 423: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 422: Range-27 */
+	/* 426: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 425: Reciprocal-1 */
+	/* 429: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 426: Reciprocal-6 */
+	/* 430: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 427: Reciprocal-13 */
+	/* 431: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 428: ReduceL1-1 */
+	/* 432: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 429: ReduceL1-11 */
+	/* 433: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 430: ReduceL1-13 */
+	/* 434: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 431: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 433: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 434: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 435: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 436: ReduceL2-18 */
+	/* 435: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 438: ReduceLogSum-1 */
+	/* 437: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 439: ReduceLogSum-11 */
+	/* 438: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 440: ReduceLogSum-13 */
+	/* 439: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 441: ReduceLogSum-18 */
+	/* 440: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 443: ReduceLogSum-28 */
+	/* 442: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 443: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 444: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 445: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 447: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 445: ReduceLogSumExp-1 */
+	/* 449: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 446: ReduceLogSumExp-11 */
+	/* 450: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 447: ReduceLogSumExp-13 */
+	/* 451: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 448: ReduceLogSumExp-18 */
+	/* 452: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 450: ReduceLogSumExp-28 */
+	/* 454: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 452: ReduceMax-1 */
+	/* 456: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 453: ReduceMax-11 */
+	/* 457: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 454: ReduceMax-12 */
+	/* 458: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 455: ReduceMax-13 */
+	/* 459: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 456: ReduceMax-18 */
+	/* 460: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 458: ReduceMax-20 */
+	/* 462: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 460: ReduceMean-1 */
+	/* 464: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 461: ReduceMean-11 */
+	/* 465: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 462: ReduceMean-13 */
+	/* 466: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 463: ReduceMean-18 */
+	/* 467: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 465: ReduceMin-1 */
+	/* 469: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 466: ReduceMin-11 */
+	/* 470: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 467: ReduceMin-12 */
+	/* 471: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 468: ReduceMin-13 */
+	/* 472: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 469: ReduceMin-18 */
+	/* 473: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 471: ReduceMin-20 */
+	/* 475: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 473: ReduceProd-1 */
+	/* 477: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 474: ReduceProd-11 */
+	/* 478: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 475: ReduceProd-13 */
+	/* 479: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 476: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 478: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 479: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 480: ReduceSum-13 */
+	/* 480: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 482: ReduceSumSquare-1 */
+	/* 482: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 483: ReduceSumSquare-11 */
+	/* 483: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 484: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 485: ReduceSumSquare-18 */
+	/* 484: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 487: Relu-1 */
+	/* 486: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 487: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 488: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 489: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 491: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 488: Relu-6 */
+	/* 492: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 489: Relu-13 */
+	/* 493: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 490: Relu-14 */
+	/* 494: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 491: Reshape-1 */
+	/* 495: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 492: Reshape-5 */
+	/* 496: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 494: Reshape-13 */
+	/* 498: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 496: Reshape-14 */
+	/* 500: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 498: Reshape-19 */
+	/* 502: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 500: Reshape-21 */
+	/* 504: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 502: Reshape-23 */
+	/* 506: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 504: Reshape-24 */
+	/* 508: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 506: Reshape-25 */
+	/* 510: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 508: Resize-10 */
+	/* 512: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 510: Resize-11 */
+	/* 514: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 514: Resize-13 */
+	/* 518: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 518: Resize-18 */
+	/* 522: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 522: Resize-19 */
+	/* 526: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 526: RotaryEmbedding-23 */
+	/* 530: RotaryEmbedding-23 */
 	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 530: Round-11 */
+	/* 534: Round-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 531: Round-22 */
+	/* 535: Round-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 532: ScatterND-11 */
+	/* 536: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 535: ScatterND-13 */
+	/* 539: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 538: ScatterND-16 */
+	/* 542: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 541: ScatterND-18 */
+	/* 545: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 544: Selu-1 */
+	/* 548: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 545: Selu-6 */
+	/* 549: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 546: Selu-22 */
+	/* 550: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 547: Shape-1 */
+	/* 551: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 548: Shape-13 */
+	/* 552: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 549: Shape-15 */
+	/* 553: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 550: Shape-19 */
+	/* 554: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 551: Shape-21 */
+	/* 555: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 552: Shape-23 */
+	/* 556: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 553: Shape-24 */
+	/* 557: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 554: Shape-25 */
+	/* 558: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 555: Shrink-9 */
+	/* 559: Shrink-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 556: Sigmoid-1 */
+	/* 560: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 557: Sigmoid-6 */
+	/* 561: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 558: Sigmoid-13 */
+	/* 562: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 559: Sign-9 */
+	/* 563: Sign-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 560: Sign-13 */
+	/* 564: Sign-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 561: Sin-7 */
+	/* 565: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 562: Sin-22 */
+	/* 566: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 563: Sinh-9 */
+	/* 567: Sinh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 564: Sinh-22 */
+	/* 568: Sinh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 565: Size-1 */
+	/* 569: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 566: Size-13 */
+	/* 570: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 567: Size-19 */
+	/* 571: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 568: Size-21 */
+	/* 572: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 569: Size-23 */
+	/* 573: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 570: Size-24 */
+	/* 574: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 571: Size-25 */
+	/* 575: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 572: Slice-1 */
+	/* 576: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 573: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 578: Slice-11 */
+	/* 577: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 583: Slice-13 */
+	/* 582: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 587: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 588: Softmax-1 */
+	/* 592: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 589: Softmax-11 */
+	/* 593: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 590: Softmax-13 */
+	/* 594: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 591: Softplus-1 */
+	/* 595: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 592: Softplus-22 */
+	/* 596: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 593: Softsign-1 */
+	/* 597: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 594: Softsign-22 */
+	/* 598: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 595: Split-1 */
+	/* 599: SpaceToDepth-1 */
+	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	/* 600: SpaceToDepth-13 */
+	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	/* 601: SpaceToDepth-28 */
+	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	/* 602: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 597: Split-2 */
+	/* 604: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 598: Split-11 */
+	/* 605: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 599: Split-13 */
+	/* 606: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 601: Split-18 */
+	/* 608: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 603: Sqrt-1 */
+	/* 610: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 604: Sqrt-6 */
+	/* 611: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 605: Sqrt-13 */
+	/* 612: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 606: Squeeze-1 */
+	/* 613: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 607: Squeeze-11 */
+	/* 614: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 608: Squeeze-13 */
+	/* 615: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 610: Squeeze-21 */
+	/* 617: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 612: Squeeze-23 */
+	/* 619: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 614: Squeeze-24 */
+	/* 621: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 616: Squeeze-25 */
+	/* 623: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 618: Sub-1 */
+	/* 625: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 620: Sub-6 */
+	/* 627: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 622: Sub-7 */
+	/* 629: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 624: Sub-13 */
+	/* 631: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 626: Sub-14 */
+	/* 633: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 628: Sum-1 */
+	/* 635: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 629: Sum-6 */
+	/* 636: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 630: Sum-8 */
+	/* 637: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 631: Sum-13 */
+	/* 638: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 632: Swish-24 */
+	/* 639: Swish-24 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 633: Tan-7 */
+	/* 640: Tan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 634: Tan-22 */
+	/* 641: Tan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 635: Tanh-1 */
+	/* 642: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 636: Tanh-6 */
+	/* 643: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 637: Tanh-13 */
+	/* 644: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 638: ThresholdedRelu-10 */
+	/* 645: ThresholdedRelu-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 639: ThresholdedRelu-22 */
+	/* 646: ThresholdedRelu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 640: Tile-1 */
+	/* 647: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 643: Tile-6 */
+	/* 650: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 645: Tile-13 */
+	/* 652: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 647: Transpose-1 */
+	/* 654: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 648: Transpose-13 */
+	/* 655: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 649: Transpose-21 */
+	/* 656: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 650: Transpose-23 */
+	/* 657: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 651: Transpose-24 */
+	/* 658: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 652: Transpose-25 */
+	/* 659: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 653: Unsqueeze-1 */
+	/* 660: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 654: Unsqueeze-11 */
+	/* 661: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 655: Unsqueeze-13 */
+	/* 662: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 657: Unsqueeze-21 */
+	/* 664: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 659: Unsqueeze-23 */
+	/* 666: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 661: Unsqueeze-24 */
+	/* 668: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 663: Unsqueeze-25 */
+	/* 670: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 665: Upsample-1 */
+	/* 672: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 666: Upsample-7 */
+	/* 673: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 667: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 669: Upsample-10 */
+	/* 674: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 671: Where-9 */
+	/* 676: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 678: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 674: Where-16 */
+	/* 681: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 677: Xor-1 */
+	/* 684: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 679: Xor-7 */
+	/* 686: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1239,328 +1253,335 @@ static const struct
 	{"Cos", 22, "", 171, 1},
 	{"Cosh", 9, "", 172, 1},
 	{"Cosh", 22, "", 173, 1},
-	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 174, 2},
-	{"Div", 6, "axis:i broadcast:i", 176, 2},
-	{"Div", 7, "", 178, 2},
-	{"Div", 13, "", 180, 2},
-	{"Div", 14, "", 182, 2},
-	{"Einsum", 12, "equation:s!", 184, 1},
-	{"Einsum", 28, "equation:s!", 185, 1},
-	{"Elu", 1, "alpha:f consumed_inputs:I", 186, 1},
-	{"Elu", 6, "alpha:f", 187, 1},
-	{"Elu", 22, "alpha:f", 188, 1},
-	{"Equal", 1, "axis:i broadcast:i", 189, 2},
-	{"Equal", 7, "", 191, 2},
-	{"Equal", 11, "", 193, 2},
-	{"Equal", 13, "", 195, 2},
-	{"Equal", 19, "", 197, 2},
-	{"Erf", 9, "", 199, 1},
-	{"Erf", 13, "", 200, 1},
-	{"Exp", 1, "consumed_inputs:I", 201, 1},
-	{"Exp", 6, "", 202, 1},
-	{"Exp", 13, "", 203, 1},
-	{"Expand", 8, "", 204, 2},
-	{"Expand", 13, "", 206, 2},
-	{"Flatten", 1, "axis:i", 208, 1},
-	{"Flatten", 9, "axis:i", 209, 1},
-	{"Flatten", 11, "axis:i", 210, 1},
-	{"Flatten", 13, "axis:i", 211, 1},
-	{"Flatten", 21, "axis:i", 212, 1},
-	{"Flatten", 23, "axis:i", 213, 1},
-	{"Flatten", 24, "axis:i", 214, 1},
-	{"Flatten", 25, "axis:i", 215, 1},
-	{"Floor", 1, "consumed_inputs:I", 216, 1},
-	{"Floor", 6, "", 217, 1},
-	{"Floor", 13, "", 218, 1},
-	{"Gather", 1, "axis:i", 219, 2},
-	{"Gather", 11, "axis:i", 221, 2},
-	{"Gather", 13, "axis:i", 223, 2},
-	{"GatherElements", 11, "axis:i", 225, 2},
-	{"GatherElements", 13, "axis:i", 227, 2},
-	{"GatherND", 11, "", 229, 2},
-	{"GatherND", 12, "batch_dims:i", 231, 2},
-	{"GatherND", 13, "batch_dims:i", 233, 2},
-	{"Gelu", 20, "approximate:s", 235, 1},
-	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 236, 3},
-	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 239, 3},
-	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 242, 3},
-	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 245, 3},
-	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 248, 3},
-	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 251, 3},
-	{"GlobalAveragePool", 1, "", 254, 1},
-	{"GlobalAveragePool", 22, "", 255, 1},
-	{"GlobalMaxPool", 1, "", 256, 1},
-	{"GlobalMaxPool", 22, "", 257, 1},
-	{"Greater", 1, "axis:i broadcast:i", 258, 2},
-	{"Greater", 7, "", 260, 2},
-	{"Greater", 9, "", 262, 2},
-	{"Greater", 13, "", 264, 2},
-	{"GreaterOrEqual", 12, "", 266, 2},
-	{"GreaterOrEqual", 16, "", 268, 2},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 270, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 271, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 272, 1},
-	{"HardSwish", 14, "", 273, 1},
-	{"HardSwish", 22, "", 274, 1},
-	{"Identity", 1, "", 275, 1},
-	{"Identity", 13, "", 276, 1},
-	{"Identity", 14, "", 277, 1},
-	{"Identity", 16, "", 278, 1},
-	{"Identity", 19, "", 279, 1},
-	{"Identity", 21, "", 280, 1},
-	{"Identity", 23, "", 281, 1},
-	{"Identity", 24, "", 282, 1},
-	{"Identity", 25, "", 283, 1},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 284, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 285, 1},
-	{"IsNaN", 9, "", 286, 1},
-	{"IsNaN", 13, "", 287, 1},
-	{"IsNaN", 20, "", 288, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 289, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 292, 1},
-	{"LeakyRelu", 6, "alpha:f", 293, 1},
-	{"LeakyRelu", 16, "alpha:f", 294, 1},
-	{"Less", 1, "axis:i broadcast:i", 295, 2},
-	{"Less", 7, "", 297, 2},
-	{"Less", 9, "", 299, 2},
-	{"Less", 13, "", 301, 2},
-	{"LessOrEqual", 12, "", 303, 2},
-	{"LessOrEqual", 16, "", 305, 2},
-	{"Log", 1, "consumed_inputs:I", 307, 1},
-	{"Log", 6, "", 308, 1},
-	{"Log", 13, "", 309, 1},
-	{"LogSoftmax", 1, "axis:i", 310, 1},
-	{"LogSoftmax", 11, "axis:i", 311, 1},
-	{"LogSoftmax", 13, "axis:i", 312, 1},
-	{"MatMul", 1, "", 313, 2},
-	{"MatMul", 9, "", 315, 2},
-	{"MatMul", 13, "", 317, 2},
-	{"Max", 1, "consumed_inputs:I", 319, 1},
-	{"Max", 6, "", 320, 1},
-	{"Max", 8, "", 321, 1},
-	{"Max", 12, "", 322, 1},
-	{"Max", 13, "", 323, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 324, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 325, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 326, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 327, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 328, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 329, 1},
-	{"Mean", 1, "consumed_inputs:I", 330, 1},
-	{"Mean", 6, "", 331, 1},
-	{"Mean", 8, "", 332, 1},
-	{"Mean", 13, "", 333, 1},
-	{"Min", 1, "consumed_inputs:I", 334, 1},
-	{"Min", 6, "", 335, 1},
-	{"Min", 8, "", 336, 1},
-	{"Min", 12, "", 337, 1},
-	{"Min", 13, "", 338, 1},
-	{"Mish", 18, "", 339, 1},
-	{"Mish", 22, "", 340, 1},
-	{"Mod", 10, "fmod:i", 341, 2},
-	{"Mod", 13, "fmod:i", 343, 2},
-	{"Mod", 28, "fmod:i", 345, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 347, 2},
-	{"Mul", 6, "axis:i broadcast:i", 349, 2},
-	{"Mul", 7, "", 351, 2},
-	{"Mul", 13, "", 353, 2},
-	{"Mul", 14, "", 355, 2},
-	{"Neg", 1, "consumed_inputs:I", 357, 1},
-	{"Neg", 6, "", 358, 1},
-	{"Neg", 13, "", 359, 1},
-	{"Not", 1, "", 360, 1},
-	{"Or", 1, "axis:i broadcast:i", 361, 2},
-	{"Or", 7, "", 363, 2},
-	{"PRelu", 1, "consumed_inputs:I", 365, 2},
-	{"PRelu", 6, "", 367, 2},
-	{"PRelu", 7, "", 369, 2},
-	{"PRelu", 9, "", 371, 2},
-	{"PRelu", 16, "", 373, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 375, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 376, 1},
-	{"Pad", 11, "mode:s", 377, 3},
-	{"Pad", 13, "mode:s", 380, 3},
-	{"Pad", 18, "mode:s", 383, 4},
-	{"Pad", 19, "mode:s", 387, 4},
-	{"Pad", 21, "mode:s", 391, 4},
-	{"Pad", 23, "mode:s", 395, 4},
-	{"Pad", 24, "mode:s", 399, 4},
-	{"Pad", 25, "mode:s", 403, 4},
-	{"Pow", 1, "axis:i broadcast:i", 407, 2},
-	{"Pow", 7, "", 409, 2},
-	{"Pow", 12, "", 411, 2},
-	{"Pow", 13, "", 413, 2},
-	{"Pow", 15, "", 415, 2},
-	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 417, 2},
-	{"Range", 11, "", 419, 3},
-	{"Range", 27, "stash_type:i", 422, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 425, 1},
-	{"Reciprocal", 6, "", 426, 1},
-	{"Reciprocal", 13, "", 427, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 428, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 429, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 430, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 431, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 433, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 434, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 435, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 436, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 438, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 439, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 440, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 441, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 443, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 445, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 446, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 447, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 448, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 450, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 452, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 453, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 454, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 455, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 456, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 458, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 460, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 461, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 462, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 463, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 465, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 466, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 467, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 468, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 469, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 471, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 473, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 474, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 475, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 476, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 478, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 479, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 480, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 482, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 483, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 484, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 485, 2},
-	{"Relu", 1, "consumed_inputs:I", 487, 1},
-	{"Relu", 6, "", 488, 1},
-	{"Relu", 13, "", 489, 1},
-	{"Relu", 14, "", 490, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 491, 1},
-	{"Reshape", 5, "", 492, 2},
-	{"Reshape", 13, "", 494, 2},
-	{"Reshape", 14, "allowzero:i", 496, 2},
-	{"Reshape", 19, "allowzero:i", 498, 2},
-	{"Reshape", 21, "allowzero:i", 500, 2},
-	{"Reshape", 23, "allowzero:i", 502, 2},
-	{"Reshape", 24, "allowzero:i", 504, 2},
-	{"Reshape", 25, "allowzero:i", 506, 2},
-	{"Resize", 10, "mode:s", 508, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 510, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 514, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 518, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 522, 4},
-	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 526, 4},
-	{"Round", 11, "", 530, 1},
-	{"Round", 22, "", 531, 1},
-	{"ScatterND", 11, "", 532, 3},
-	{"ScatterND", 13, "", 535, 3},
-	{"ScatterND", 16, "reduction:s", 538, 3},
-	{"ScatterND", 18, "reduction:s", 541, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 544, 1},
-	{"Selu", 6, "alpha:f gamma:f", 545, 1},
-	{"Selu", 22, "alpha:f gamma:f", 546, 1},
-	{"Shape", 1, "", 547, 1},
-	{"Shape", 13, "", 548, 1},
-	{"Shape", 15, "end:i start:i", 549, 1},
-	{"Shape", 19, "end:i start:i", 550, 1},
-	{"Shape", 21, "end:i start:i", 551, 1},
-	{"Shape", 23, "end:i start:i", 552, 1},
-	{"Shape", 24, "end:i start:i", 553, 1},
-	{"Shape", 25, "end:i start:i", 554, 1},
-	{"Shrink", 9, "bias:f lambd:f", 555, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 556, 1},
-	{"Sigmoid", 6, "", 557, 1},
-	{"Sigmoid", 13, "", 558, 1},
-	{"Sign", 9, "", 559, 1},
-	{"Sign", 13, "", 560, 1},
-	{"Sin", 7, "", 561, 1},
-	{"Sin", 22, "", 562, 1},
-	{"Sinh", 9, "", 563, 1},
-	{"Sinh", 22, "", 564, 1},
-	{"Size", 1, "", 565, 1},
-	{"Size", 13, "", 566, 1},
-	{"Size", 19, "", 567, 1},
-	{"Size", 21, "", 568, 1},
-	{"Size", 23, "", 569, 1},
-	{"Size", 24, "", 570, 1},
-	{"Size", 25, "", 571, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 572, 1},
-	{"Slice", 10, "", 573, 5},
-	{"Slice", 11, "", 578, 5},
-	{"Slice", 13, "", 583, 5},
-	{"Softmax", 1, "axis:i", 588, 1},
-	{"Softmax", 11, "axis:i", 589, 1},
-	{"Softmax", 13, "axis:i", 590, 1},
-	{"Softplus", 1, "", 591, 1},
-	{"Softplus", 22, "", 592, 1},
-	{"Softsign", 1, "", 593, 1},
-	{"Softsign", 22, "", 594, 1},
-	{"Split", 1, "axis:i split:I", 595, 2},
-	{"Split", 2, "axis:i split:I", 597, 1},
-	{"Split", 11, "axis:i split:I", 598, 1},
-	{"Split", 13, "axis:i", 599, 2},
-	{"Split", 18, "axis:i num_outputs:i", 601, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 603, 1},
-	{"Sqrt", 6, "", 604, 1},
-	{"Sqrt", 13, "", 605, 1},
-	{"Squeeze", 1, "axes:I", 606, 1},
-	{"Squeeze", 11, "axes:I", 607, 1},
-	{"Squeeze", 13, "", 608, 2},
-	{"Squeeze", 21, "", 610, 2},
-	{"Squeeze", 23, "", 612, 2},
-	{"Squeeze", 24, "", 614, 2},
-	{"Squeeze", 25, "", 616, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 618, 2},
-	{"Sub", 6, "axis:i broadcast:i", 620, 2},
-	{"Sub", 7, "", 622, 2},
-	{"Sub", 13, "", 624, 2},
-	{"Sub", 14, "", 626, 2},
-	{"Sum", 1, "consumed_inputs:I", 628, 1},
-	{"Sum", 6, "", 629, 1},
-	{"Sum", 8, "", 630, 1},
-	{"Sum", 13, "", 631, 1},
-	{"Swish", 24, "alpha:f", 632, 1},
-	{"Tan", 7, "", 633, 1},
-	{"Tan", 22, "", 634, 1},
-	{"Tanh", 1, "consumed_inputs:I", 635, 1},
-	{"Tanh", 6, "", 636, 1},
-	{"Tanh", 13, "", 637, 1},
-	{"ThresholdedRelu", 10, "alpha:f", 638, 1},
-	{"ThresholdedRelu", 22, "alpha:f", 639, 1},
-	{"Tile", 1, "", 640, 3},
-	{"Tile", 6, "", 643, 2},
-	{"Tile", 13, "", 645, 2},
-	{"Transpose", 1, "perm:I", 647, 1},
-	{"Transpose", 13, "perm:I", 648, 1},
-	{"Transpose", 21, "perm:I", 649, 1},
-	{"Transpose", 23, "perm:I", 650, 1},
-	{"Transpose", 24, "perm:I", 651, 1},
-	{"Transpose", 25, "perm:I", 652, 1},
-	{"Unsqueeze", 1, "axes:I!", 653, 1},
-	{"Unsqueeze", 11, "axes:I!", 654, 1},
-	{"Unsqueeze", 13, "", 655, 2},
-	{"Unsqueeze", 21, "", 657, 2},
-	{"Unsqueeze", 23, "", 659, 2},
-	{"Unsqueeze", 24, "", 661, 2},
-	{"Unsqueeze", 25, "", 663, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 665, 1},
-	{"Upsample", 7, "mode:s scales:F!", 666, 1},
-	{"Upsample", 9, "mode:s", 667, 2},
-	{"Upsample", 10, "mode:s", 669, 2},
-	{"Where", 9, "", 671, 3},
-	{"Where", 16, "", 674, 3},
-	{"Xor", 1, "axis:i broadcast:i", 677, 2},
-	{"Xor", 7, "", 679, 2},
+	{"DepthToSpace", 1, "blocksize:i!", 174, 1},
+	{"DepthToSpace", 11, "blocksize:i! mode:s", 175, 1},
+	{"DepthToSpace", 13, "blocksize:i! mode:s", 176, 1},
+	{"DepthToSpace", 28, "blocksize:i! mode:s", 177, 1},
+	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 178, 2},
+	{"Div", 6, "axis:i broadcast:i", 180, 2},
+	{"Div", 7, "", 182, 2},
+	{"Div", 13, "", 184, 2},
+	{"Div", 14, "", 186, 2},
+	{"Einsum", 12, "equation:s!", 188, 1},
+	{"Einsum", 28, "equation:s!", 189, 1},
+	{"Elu", 1, "alpha:f consumed_inputs:I", 190, 1},
+	{"Elu", 6, "alpha:f", 191, 1},
+	{"Elu", 22, "alpha:f", 192, 1},
+	{"Equal", 1, "axis:i broadcast:i", 193, 2},
+	{"Equal", 7, "", 195, 2},
+	{"Equal", 11, "", 197, 2},
+	{"Equal", 13, "", 199, 2},
+	{"Equal", 19, "", 201, 2},
+	{"Erf", 9, "", 203, 1},
+	{"Erf", 13, "", 204, 1},
+	{"Exp", 1, "consumed_inputs:I", 205, 1},
+	{"Exp", 6, "", 206, 1},
+	{"Exp", 13, "", 207, 1},
+	{"Expand", 8, "", 208, 2},
+	{"Expand", 13, "", 210, 2},
+	{"Flatten", 1, "axis:i", 212, 1},
+	{"Flatten", 9, "axis:i", 213, 1},
+	{"Flatten", 11, "axis:i", 214, 1},
+	{"Flatten", 13, "axis:i", 215, 1},
+	{"Flatten", 21, "axis:i", 216, 1},
+	{"Flatten", 23, "axis:i", 217, 1},
+	{"Flatten", 24, "axis:i", 218, 1},
+	{"Flatten", 25, "axis:i", 219, 1},
+	{"Floor", 1, "consumed_inputs:I", 220, 1},
+	{"Floor", 6, "", 221, 1},
+	{"Floor", 13, "", 222, 1},
+	{"Gather", 1, "axis:i", 223, 2},
+	{"Gather", 11, "axis:i", 225, 2},
+	{"Gather", 13, "axis:i", 227, 2},
+	{"GatherElements", 11, "axis:i", 229, 2},
+	{"GatherElements", 13, "axis:i", 231, 2},
+	{"GatherND", 11, "", 233, 2},
+	{"GatherND", 12, "batch_dims:i", 235, 2},
+	{"GatherND", 13, "batch_dims:i", 237, 2},
+	{"Gelu", 20, "approximate:s", 239, 1},
+	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 240, 3},
+	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 243, 3},
+	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 246, 3},
+	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 249, 3},
+	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 252, 3},
+	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 255, 3},
+	{"GlobalAveragePool", 1, "", 258, 1},
+	{"GlobalAveragePool", 22, "", 259, 1},
+	{"GlobalMaxPool", 1, "", 260, 1},
+	{"GlobalMaxPool", 22, "", 261, 1},
+	{"Greater", 1, "axis:i broadcast:i", 262, 2},
+	{"Greater", 7, "", 264, 2},
+	{"Greater", 9, "", 266, 2},
+	{"Greater", 13, "", 268, 2},
+	{"GreaterOrEqual", 12, "", 270, 2},
+	{"GreaterOrEqual", 16, "", 272, 2},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 274, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 275, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 276, 1},
+	{"HardSwish", 14, "", 277, 1},
+	{"HardSwish", 22, "", 278, 1},
+	{"Identity", 1, "", 279, 1},
+	{"Identity", 13, "", 280, 1},
+	{"Identity", 14, "", 281, 1},
+	{"Identity", 16, "", 282, 1},
+	{"Identity", 19, "", 283, 1},
+	{"Identity", 21, "", 284, 1},
+	{"Identity", 23, "", 285, 1},
+	{"Identity", 24, "", 286, 1},
+	{"Identity", 25, "", 287, 1},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 288, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 289, 1},
+	{"IsNaN", 9, "", 290, 1},
+	{"IsNaN", 13, "", 291, 1},
+	{"IsNaN", 20, "", 292, 1},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 293, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 296, 1},
+	{"LeakyRelu", 6, "alpha:f", 297, 1},
+	{"LeakyRelu", 16, "alpha:f", 298, 1},
+	{"Less", 1, "axis:i broadcast:i", 299, 2},
+	{"Less", 7, "", 301, 2},
+	{"Less", 9, "", 303, 2},
+	{"Less", 13, "", 305, 2},
+	{"LessOrEqual", 12, "", 307, 2},
+	{"LessOrEqual", 16, "", 309, 2},
+	{"Log", 1, "consumed_inputs:I", 311, 1},
+	{"Log", 6, "", 312, 1},
+	{"Log", 13, "", 313, 1},
+	{"LogSoftmax", 1, "axis:i", 314, 1},
+	{"LogSoftmax", 11, "axis:i", 315, 1},
+	{"LogSoftmax", 13, "axis:i", 316, 1},
+	{"MatMul", 1, "", 317, 2},
+	{"MatMul", 9, "", 319, 2},
+	{"MatMul", 13, "", 321, 2},
+	{"Max", 1, "consumed_inputs:I", 323, 1},
+	{"Max", 6, "", 324, 1},
+	{"Max", 8, "", 325, 1},
+	{"Max", 12, "", 326, 1},
+	{"Max", 13, "", 327, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 328, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 329, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 330, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 331, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 332, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 333, 1},
+	{"Mean", 1, "consumed_inputs:I", 334, 1},
+	{"Mean", 6, "", 335, 1},
+	{"Mean", 8, "", 336, 1},
+	{"Mean", 13, "", 337, 1},
+	{"Min", 1, "consumed_inputs:I", 338, 1},
+	{"Min", 6, "", 339, 1},
+	{"Min", 8, "", 340, 1},
+	{"Min", 12, "", 341, 1},
+	{"Min", 13, "", 342, 1},
+	{"Mish", 18, "", 343, 1},
+	{"Mish", 22, "", 344, 1},
+	{"Mod", 10, "fmod:i", 345, 2},
+	{"Mod", 13, "fmod:i", 347, 2},
+	{"Mod", 28, "fmod:i", 349, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 351, 2},
+	{"Mul", 6, "axis:i broadcast:i", 353, 2},
+	{"Mul", 7, "", 355, 2},
+	{"Mul", 13, "", 357, 2},
+	{"Mul", 14, "", 359, 2},
+	{"Neg", 1, "consumed_inputs:I", 361, 1},
+	{"Neg", 6, "", 362, 1},
+	{"Neg", 13, "", 363, 1},
+	{"Not", 1, "", 364, 1},
+	{"Or", 1, "axis:i broadcast:i", 365, 2},
+	{"Or", 7, "", 367, 2},
+	{"PRelu", 1, "consumed_inputs:I", 369, 2},
+	{"PRelu", 6, "", 371, 2},
+	{"PRelu", 7, "", 373, 2},
+	{"PRelu", 9, "", 375, 2},
+	{"PRelu", 16, "", 377, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 379, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 380, 1},
+	{"Pad", 11, "mode:s", 381, 3},
+	{"Pad", 13, "mode:s", 384, 3},
+	{"Pad", 18, "mode:s", 387, 4},
+	{"Pad", 19, "mode:s", 391, 4},
+	{"Pad", 21, "mode:s", 395, 4},
+	{"Pad", 23, "mode:s", 399, 4},
+	{"Pad", 24, "mode:s", 403, 4},
+	{"Pad", 25, "mode:s", 407, 4},
+	{"Pow", 1, "axis:i broadcast:i", 411, 2},
+	{"Pow", 7, "", 413, 2},
+	{"Pow", 12, "", 415, 2},
+	{"Pow", 13, "", 417, 2},
+	{"Pow", 15, "", 419, 2},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 421, 2},
+	{"Range", 11, "", 423, 3},
+	{"Range", 27, "stash_type:i", 426, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 429, 1},
+	{"Reciprocal", 6, "", 430, 1},
+	{"Reciprocal", 13, "", 431, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 432, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 433, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 434, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 435, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 437, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 438, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 439, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 440, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 442, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 443, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 444, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 445, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 447, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 449, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 450, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 451, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 452, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 454, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 456, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 457, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 458, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 459, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 460, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 462, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 464, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 465, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 466, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 467, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 469, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 470, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 471, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 472, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 473, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 475, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 477, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 478, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 479, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 480, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 482, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 483, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 484, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 486, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 487, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 488, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 489, 2},
+	{"Relu", 1, "consumed_inputs:I", 491, 1},
+	{"Relu", 6, "", 492, 1},
+	{"Relu", 13, "", 493, 1},
+	{"Relu", 14, "", 494, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 495, 1},
+	{"Reshape", 5, "", 496, 2},
+	{"Reshape", 13, "", 498, 2},
+	{"Reshape", 14, "allowzero:i", 500, 2},
+	{"Reshape", 19, "allowzero:i", 502, 2},
+	{"Reshape", 21, "allowzero:i", 504, 2},
+	{"Reshape", 23, "allowzero:i", 506, 2},
+	{"Reshape", 24, "allowzero:i", 508, 2},
+	{"Reshape", 25, "allowzero:i", 510, 2},
+	{"Resize", 10, "mode:s", 512, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 514, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 518, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 522, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 526, 4},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 530, 4},
+	{"Round", 11, "", 534, 1},
+	{"Round", 22, "", 535, 1},
+	{"ScatterND", 11, "", 536, 3},
+	{"ScatterND", 13, "", 539, 3},
+	{"ScatterND", 16, "reduction:s", 542, 3},
+	{"ScatterND", 18, "reduction:s", 545, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 548, 1},
+	{"Selu", 6, "alpha:f gamma:f", 549, 1},
+	{"Selu", 22, "alpha:f gamma:f", 550, 1},
+	{"Shape", 1, "", 551, 1},
+	{"Shape", 13, "", 552, 1},
+	{"Shape", 15, "end:i start:i", 553, 1},
+	{"Shape", 19, "end:i start:i", 554, 1},
+	{"Shape", 21, "end:i start:i", 555, 1},
+	{"Shape", 23, "end:i start:i", 556, 1},
+	{"Shape", 24, "end:i start:i", 557, 1},
+	{"Shape", 25, "end:i start:i", 558, 1},
+	{"Shrink", 9, "bias:f lambd:f", 559, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 560, 1},
+	{"Sigmoid", 6, "", 561, 1},
+	{"Sigmoid", 13, "", 562, 1},
+	{"Sign", 9, "", 563, 1},
+	{"Sign", 13, "", 564, 1},
+	{"Sin", 7, "", 565, 1},
+	{"Sin", 22, "", 566, 1},
+	{"Sinh", 9, "", 567, 1},
+	{"Sinh", 22, "", 568, 1},
+	{"Size", 1, "", 569, 1},
+	{"Size", 13, "", 570, 1},
+	{"Size", 19, "", 571, 1},
+	{"Size", 21, "", 572, 1},
+	{"Size", 23, "", 573, 1},
+	{"Size", 24, "", 574, 1},
+	{"Size", 25, "", 575, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 576, 1},
+	{"Slice", 10, "", 577, 5},
+	{"Slice", 11, "", 582, 5},
+	{"Slice", 13, "", 587, 5},
+	{"Softmax", 1, "axis:i", 592, 1},
+	{"Softmax", 11, "axis:i", 593, 1},
+	{"Softmax", 13, "axis:i", 594, 1},
+	{"Softplus", 1, "", 595, 1},
+	{"Softplus", 22, "", 596, 1},
+	{"Softsign", 1, "", 597, 1},
+	{"Softsign", 22, "", 598, 1},
+	{"SpaceToDepth", 1, "blocksize:i!", 599, 1},
+	{"SpaceToDepth", 13, "blocksize:i!", 600, 1},
+	{"SpaceToDepth", 28, "blocksize:i! mode:s", 601, 1},
+	{"Split", 1, "axis:i split:I", 602, 2},
+	{"Split", 2, "axis:i split:I", 604, 1},
+	{"Split", 11, "axis:i split:I", 605, 1},
+	{"Split", 13, "axis:i", 606, 2},
+	{"Split", 18, "axis:i num_outputs:i", 608, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 610, 1},
+	{"Sqrt", 6, "", 611, 1},
+	{"Sqrt", 13, "", 612, 1},
+	{"Squeeze", 1, "axes:I", 613, 1},
+	{"Squeeze", 11, "axes:I", 614, 1},
+	{"Squeeze", 13, "", 615, 2},
+	{"Squeeze", 21, "", 617, 2},
+	{"Squeeze", 23, "", 619, 2},
+	{"Squeeze", 24, "", 621, 2},
+	{"Squeeze", 25, "", 623, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 625, 2},
+	{"Sub", 6, "axis:i broadcast:i", 627, 2},
+	{"Sub", 7, "", 629, 2},
+	{"Sub", 13, "", 631, 2},
+	{"Sub", 14, "", 633, 2},
+	{"Sum", 1, "consumed_inputs:I", 635, 1},
+	{"Sum", 6, "", 636, 1},
+	{"Sum", 8, "", 637, 1},
+	{"Sum", 13, "", 638, 1},
+	{"Swish", 24, "alpha:f", 639, 1},
+	{"Tan", 7, "", 640, 1},
+	{"Tan", 22, "", 641, 1},
+	{"Tanh", 1, "consumed_inputs:I", 642, 1},
+	{"Tanh", 6, "", 643, 1},
+	{"Tanh", 13, "", 644, 1},
+	{"ThresholdedRelu", 10, "alpha:f", 645, 1},
+	{"ThresholdedRelu", 22, "alpha:f", 646, 1},
+	{"Tile", 1, "", 647, 3},
+	{"Tile", 6, "", 650, 2},
+	{"Tile", 13, "", 652, 2},
+	{"Transpose", 1, "perm:I", 654, 1},
+	{"Transpose", 13, "perm:I", 655, 1},
+	{"Transpose", 21, "perm:I", 656, 1},
+	{"Transpose", 23, "perm:I", 657, 1},
+	{"Transpose", 24, "perm:I", 658, 1},
+	{"Transpose", 25, "perm:I", 659, 1},
+	{"Unsqueeze", 1, "axes:I!", 660, 1},
+	{"Unsqueeze", 11, "axes:I!", 661, 1},
+	{"Unsqueeze", 13, "", 662, 2},
+	{"Unsqueeze", 21, "", 664, 2},
+	{"Unsqueeze", 23, "", 666, 2},
+	{"Unsqueeze", 24, "", 668, 2},
+	{"Unsqueeze", 25, "", 670, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 672, 1},
+	{"Upsample", 7, "mode:s scales:F!", 673, 1},
+	{"Upsample", 9, "mode:s", 674, 2},
+	{"Upsample", 10, "mode:s", 676, 2},
+	{"Where", 9, "", 678, 3},
+	{"Where", 16, "", 681, 3},
+	{"Xor", 1, "axis:i broadcast:i", 684, 2},
+	{"Xor", 7, "", 686, 2},
 	{NULL, 0, NULL, 0, 0}
 };

@@ -3,7 +3,7 @@
  *	  ONNX operators that move, reshape, replicate, retype or make data
  *	  without arithmetic on it: Constant, Concat, Reshape, Transpose,
  *	  Squeeze, Unsqueeze, Slice, Shape, Size, Cast, Flatten, Expand, Tile,
- *	  ConstantOfShape, Range, Split, Pad.
+ *	  ConstantOfShape, Range, Split, Pad, DepthToSpace, SpaceToDepth.
  *
  * Every shape is computed from the actual inputs at run time.  Attribute
  * forms of older opsets (Squeeze/Unsqueeze axes before 13, Slice starts/
@@ -1631,6 +1631,173 @@ op_pad(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* DepthToSpace's and SpaceToDepth's modes (mode_of's values). */
+static const char *const block_modes[] = {"DCR", "CRD", NULL};
+
+/*
+ * The blocksize (required, positive) and mode (DCR by default; CRD from
+ * DepthToSpace-11 and SpaceToDepth-28, the loader refusing the attribute
+ * before) of DepthToSpace and SpaceToDepth into *bs and *crd.
+ */
+static int
+block_attrs(ie_node_ctx *ctx, int64_t *bs, bool *crd)
+{
+	int			mode;
+
+	if (ie_attr_find(ctx, "blocksize") == NULL)
+		return ie_op_error(ctx, "attribute 'blocksize' is required");
+	*bs = ie_attr_int(ctx, "blocksize", 0);
+	if (*bs <= 0)
+		return ie_op_error(ctx, "blocksize must be positive, got %lld", (long long) *bs);
+	if (ie_attr_choice(ctx, "mode", "DCR", block_modes, &mode) != 0)
+		return -1;
+	*crd = mode == 1;
+	return 0;
+}
+
+/* block_attrs: run by the loader on every DepthToSpace and SpaceToDepth. */
+static int
+block_check_attrs(ie_node_ctx *ctx)
+{
+	int64_t		bs;
+	bool		crd;
+
+	return block_attrs(ctx, &bs, &crd);
+}
+
+/*
+ * The output of DepthToSpace or SpaceToDepth (dims, rank 4): input x
+ * viewed as the 6-D shape view (contiguous), its axes permuted by perm,
+ * copied out contiguously (strided_copy_par), which is the spec's
+ * reshape, transpose, reshape.
+ */
+static int
+block_permute(ie_node_ctx *ctx, const ie_tensor *x, const int64_t *view,
+			  const int *perm, const int64_t *dims)
+{
+	int64_t		vstride[6],
+				pdims[6],
+				pstride[6],
+				acc = 1;
+	ie_tensor  *o;
+
+	for (int d = 5; d >= 0; d--)
+	{
+		vstride[d] = acc;
+		acc *= view[d];
+	}
+	for (int d = 0; d < 6; d++)
+	{
+		pdims[d] = view[perm[d]];
+		pstride[d] = vstride[perm[d]];
+	}
+	if ((o = new_output_as(ctx, x->dtype, 4, dims, true)) == NULL)
+		return -1;
+	strided_copy_par(o->data, x->data, ie_dtype_size(x->dtype), 6, pdims, 0, pstride,
+					 ctx->n_threads);
+	return 0;
+}
+
+/*
+ * DepthToSpace (opsets 1, 11, 13, 28): input [N, C, H, W] of any element
+ * type, blocksize b; output [N, C / b^2, H * b, W * b], the channels moved
+ * into b x b spatial blocks.  Mode DCR (the default; the only one before
+ * opset 11) reads channel (i * b + j) * C / b^2 + c for block offset
+ * (i, j) of output channel c; CRD reads (c * b + i) * b + j (ONNX
+ * Operators.md, DepthToSpace: reshape, transpose [0, 3, 4, 1, 5, 2] or
+ * [0, 1, 4, 2, 5, 3], reshape).  Errors: an input not of rank 4, a
+ * blocksize not positive, C not a multiple of b^2; a mode other than DCR
+ * or CRD is refused at load.
+ */
+static int
+op_depth_to_space(ie_node_ctx *ctx)
+{
+	static const int dcr[6] = {0, 3, 4, 1, 5, 2};
+	static const int crd[6] = {0, 1, 4, 2, 5, 3};
+	const ie_tensor *x = need_input(ctx, 0, "input");
+	int64_t		bs,
+				n,
+				c,
+				h,
+				w,
+				bb,
+				cb,
+				view[6],
+				dims[4];
+	bool		crd_mode;
+
+	if (x == NULL || block_attrs(ctx, &bs, &crd_mode) != 0)
+		return -1;
+	if (x->ndim != 4)
+		return ie_op_error(ctx, "input must have rank 4 ([N, C, H, W]), got rank %d", x->ndim);
+	n = x->dims[0];
+	c = x->dims[1];
+	h = x->dims[2];
+	w = x->dims[3];
+	if (__builtin_mul_overflow(bs, bs, &bb) || c % bb != 0)
+		return ie_op_error(ctx, "channels %lld are not a multiple of blocksize^2 (%lld^2)",
+						   (long long) c, (long long) bs);
+	cb = c / bb;
+	if (crd_mode)
+	{
+		view[0] = n, view[1] = cb, view[2] = bs, view[3] = bs, view[4] = h, view[5] = w;
+	}
+	else
+	{
+		view[0] = n, view[1] = bs, view[2] = bs, view[3] = cb, view[4] = h, view[5] = w;
+	}
+	dims[0] = n;
+	dims[1] = cb;
+	if (__builtin_mul_overflow(h, bs, &dims[2]) || __builtin_mul_overflow(w, bs, &dims[3]))
+		return ie_op_error(ctx, "output dims %lld x %lld times blocksize %lld pass the engine's limit",
+						   (long long) h, (long long) w, (long long) bs);
+	return block_permute(ctx, x, view, crd_mode ? crd : dcr, dims);
+}
+
+/*
+ * SpaceToDepth (opsets 1, 13, 28): input [N, C, H, W] of any element
+ * type, blocksize b; output [N, C * b^2, H / b, W / b], the inverse of
+ * DepthToSpace: each b x b block moved into channels, in DCR order (the
+ * default, the only one before opset 28; reshape to [N, C, H / b, b, W /
+ * b, b], transpose [0, 3, 5, 1, 2, 4]) or CRD ([0, 1, 3, 5, 2, 4]; ONNX
+ * Operators.md, SpaceToDepth-28).  Errors: an input not of rank 4, a
+ * blocksize not positive, H or W not a multiple of it, an output channel
+ * count past int64.
+ */
+static int
+op_space_to_depth(ie_node_ctx *ctx)
+{
+	static const int dcr[6] = {0, 3, 5, 1, 2, 4};
+	static const int crd[6] = {0, 1, 3, 5, 2, 4};
+	const ie_tensor *x = need_input(ctx, 0, "input");
+	int64_t		bs,
+				h,
+				w,
+				view[6],
+				dims[4];
+	bool		crd_mode;
+
+	if (x == NULL || block_attrs(ctx, &bs, &crd_mode) != 0)
+		return -1;
+	if (x->ndim != 4)
+		return ie_op_error(ctx, "input must have rank 4 ([N, C, H, W]), got rank %d", x->ndim);
+	h = x->dims[2];
+	w = x->dims[3];
+	if (h % bs != 0 || w % bs != 0)
+		return ie_op_error(ctx, "spatial dims %lld x %lld are not multiples of blocksize %lld",
+						   (long long) h, (long long) w, (long long) bs);
+	dims[0] = x->dims[0];
+	if (__builtin_mul_overflow(bs, bs, &dims[1]) ||
+		__builtin_mul_overflow(dims[1], x->dims[1], &dims[1]))
+		return ie_op_error(ctx, "output channels %lld * %lld^2 pass the engine's limit",
+						   (long long) x->dims[1], (long long) bs);
+	dims[2] = h / bs;
+	dims[3] = w / bs;
+	view[0] = x->dims[0], view[1] = x->dims[1], view[2] = dims[2], view[3] = bs;
+	view[4] = dims[3], view[5] = bs;
+	return block_permute(ctx, x, view, crd_mode ? crd : dcr, dims);
+}
+
 const ie_op_def ie_ops_shape[] = {
 	{"Constant", op_constant},
 	{"Concat", op_concat},
@@ -1650,6 +1817,8 @@ const ie_op_def ie_ops_shape[] = {
 	{"Range", op_range},
 	{"Split", op_split},
 	{"Pad", op_pad},
+	{"DepthToSpace", op_depth_to_space},
+	{"SpaceToDepth", op_space_to_depth},
 	{NULL, NULL}
 };
 
@@ -1657,5 +1826,7 @@ const ie_op_def ie_op_checks_shape[] = {
 	{"Cast", cast_check_attrs},
 	{"Pad", pad_check_attrs},
 	{"Tile", tile_check_attrs},
+	{"DepthToSpace", block_check_attrs},
+	{"SpaceToDepth", block_check_attrs},
 	{NULL, NULL}
 };
