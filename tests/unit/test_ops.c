@@ -2251,6 +2251,124 @@ test_depth_space(void)
 }
 
 /*
+ * LpNormalization: p 2 along axis -1 on rows of norm 5 and 0 (zeros stay
+ * zeros), p 1 along axis 0 (sums of |x| of 4) in float and double, all
+ * values exact; p 3, axis 2 of a rank-2 input and int32 refused.
+ */
+static void
+test_lpnorm(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d[2] = {2, 3};
+	float		xv[6] = {3, 4, 0, 0, 0, 0},
+				yv[6] = {1, -2, 3, -3, 2, 1};
+	double		ydv[6] = {1, -2, 3, -3, 2, 1},
+				want2[6] = {0.6, 0.8, 0, 0, 0, 0},
+				want1[6] = {0.25, -0.5, 0.75, -0.75, 0.5, 0.25};
+	int32_t		iv[6] = {0};
+	ie_tensor  *X = tu_float_tensor(2, d, xv),
+			   *Y = tu_float_tensor(2, d, yv),
+			   *YD = typed_tensor(IE_DOUBLE, 2, d, ydv),
+			   *I = typed_tensor(IE_INT32, 2, d, iv);
+	const ie_tensor *in[1] = {X};
+	ie_attr		a[2];
+
+	CHECK(run_op("LpNormalization", 1, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 2, d, want2, 1e-7), "lpnorm p 2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	a[0] = attr_int("p", 1);
+	a[1] = attr_int("axis", 0);
+	in[0] = Y;
+	CHECK(run_op("LpNormalization", 22, 1, in, 2, a, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 2, d, want1, 0), "lpnorm p 1 axis 0: %s", err);
+	ie_tensor_destroy(&out[0]);
+	in[0] = YD;
+	CHECK(run_op("LpNormalization", 1, 1, in, 2, a, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_DOUBLE, 2, d, want1, 0), "lpnorm double: %s", err);
+	ie_tensor_destroy(&out[0]);
+	a[0] = attr_int("p", 3);
+	CHECK(run_op("LpNormalization", 22, 1, in, 1, a, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "p must be 1 or 2") != NULL, "lpnorm p 3: %s", err);
+	ie_tensor_destroy(&out[0]);
+	a[1] = attr_int("axis", 2);
+	CHECK(run_op("LpNormalization", 22, 1, in, 1, a + 1, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "axis 2 is out of range") != NULL, "lpnorm axis 2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	in[0] = I;
+	CHECK(run_op("LpNormalization", 22, 1, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "element type int32 is not supported") != NULL, "lpnorm int32: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&Y);
+	ie_tensor_destroy(&YD);
+	ie_tensor_destroy(&I);
+}
+
+/*
+ * LpPool against a naive loop over the windows: 2-D [1, 2, 3, 4] with a
+ * 2x2 kernel, stride 2 x 1, pads 1 on every side (windows over the
+ * padding), p 2 and 3 (opset 18) and p 1.0 as LpPool-1's float; a
+ * non-positive p refused.
+ */
+static void
+test_lppool(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dx[4] = {1, 2, 3, 4},
+				dy[4] = {1, 2, 2, 5},
+				k[2] = {2, 2},
+				st[2] = {2, 1},
+				pads[4] = {1, 1, 1, 1};
+	float		xv[24];
+	double		want[20];
+	ie_tensor  *X;
+	const ie_tensor *in[1];
+	ie_attr		a[4];
+
+	for (int i = 0; i < 24; i++)
+		xv[i] = (float) ((i * 7) % 11) - 5.0f;
+	X = tu_float_tensor(4, dx, xv);
+	in[0] = X;
+	a[0] = attr_ints("kernel_shape", 2, k);
+	a[1] = attr_ints("strides", 2, st);
+	a[2] = attr_ints("pads", 4, pads);
+	for (int pi = 1; pi <= 3; pi++)
+	{
+		for (int c = 0; c < 2; c++)
+			for (int oy = 0; oy < 2; oy++)
+				for (int ox = 0; ox < 5; ox++)
+				{
+					double		s = 0;
+
+					for (int ky = 0; ky < 2; ky++)
+						for (int kx = 0; kx < 2; kx++)
+						{
+							int			iy = oy * 2 - 1 + ky,
+										ix = ox - 1 + kx;
+
+							if (iy >= 0 && iy < 3 && ix >= 0 && ix < 4)
+								s += pow(fabs(xv[(c * 3 + iy) * 4 + ix]), pi);
+						}
+					want[(c * 2 + oy) * 5 + ox] = pow(s, 1.0 / pi);
+				}
+		if (pi == 1)
+			a[3] = (ie_attr) {.name = "p", .type = IE_ATTR_FLOAT, .f = 1.0f};
+		else
+			a[3] = attr_int("p", pi);
+		CHECK(run_op("LpPool", pi == 1 ? 1 : 18, 1, in, 4, a, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 4, dy, want, 1e-5), "lppool p %d: %s", pi, err);
+		ie_tensor_destroy(&out[0]);
+	}
+	a[3] = attr_int("p", 0);
+	CHECK(run_op("LpPool", 18, 1, in, 4, a, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "p must be a positive number") != NULL, "lppool p 0: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&X);
+}
+
+/*
  * Softmax over attention-style rows: masked scores (-inf, -FLT_MAX, a
  * score 90 below the maximum) come out exactly 0, the rest as a double
  * reference; a row of 7 (not a multiple of the vector width) too.
@@ -3218,7 +3336,7 @@ owned_op(const char *op)
 		"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
 		"Round", "Sign", "Mish", "ThresholdedRelu", "Shrink", "BitwiseAnd",
 		"BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift", "DepthToSpace",
-		"SpaceToDepth",
+		"SpaceToDepth", "LpNormalization", "LpPool",
 		NULL
 	};
 
@@ -3470,6 +3588,8 @@ main(int argc, char **argv)
 	test_unary_math();
 	test_bitwise();
 	test_depth_space();
+	test_lpnorm();
+	test_lppool();
 	test_softmax_masked();
 	test_cast_bool();
 	test_mod_edges();

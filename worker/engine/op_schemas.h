@@ -532,608 +532,622 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	/* 316: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 317: MatMul-1 */
+	/* 317: LpNormalization-1 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 318: LpNormalization-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 319: LpPool-1 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 320: LpPool-2 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 321: LpPool-11 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 322: LpPool-18 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 323: LpPool-22 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 324: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 319: MatMul-9 */
+	/* 326: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 321: MatMul-13 */
+	/* 328: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 323: Max-1 */
+	/* 330: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 324: Max-6 */
+	/* 331: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 325: Max-8 */
+	/* 332: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 326: Max-12 */
+	/* 333: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 327: Max-13 */
+	/* 334: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 328: MaxPool-1 */
+	/* 335: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 329: MaxPool-8 */
+	/* 336: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 330: MaxPool-10 */
+	/* 337: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 331: MaxPool-11 */
+	/* 338: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 332: MaxPool-12 */
+	/* 339: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 333: MaxPool-22 */
+	/* 340: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 334: Mean-1 */
+	/* 341: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 335: Mean-6 */
+	/* 342: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 336: Mean-8 */
+	/* 343: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 337: Mean-13 */
+	/* 344: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 338: Min-1 */
+	/* 345: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 339: Min-6 */
+	/* 346: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 340: Min-8 */
+	/* 347: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 341: Min-12 */
+	/* 348: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 342: Min-13 */
+	/* 349: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 343: Mish-18 */
+	/* 350: Mish-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 344: Mish-22 */
+	/* 351: Mish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 345: Mod-10 */
+	/* 352: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 347: Mod-13 */
+	/* 354: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 349: Mod-28 */
+	/* 356: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 351: Mul-1 */
+	/* 358: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 353: Mul-6 */
+	/* 360: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 355: Mul-7 */
+	/* 362: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 357: Mul-13 */
+	/* 364: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 359: Mul-14 */
+	/* 366: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 361: Neg-1 */
+	/* 368: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 362: Neg-6 */
+	/* 369: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 363: Neg-13 */
+	/* 370: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 364: Not-1 */
+	/* 371: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 365: Or-1 */
+	/* 372: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 367: Or-7 */
+	/* 374: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 369: PRelu-1 */
+	/* 376: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 371: PRelu-6 */
+	/* 378: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 373: PRelu-7 */
+	/* 380: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 375: PRelu-9 */
+	/* 382: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 377: PRelu-16 */
+	/* 384: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 379: Pad-1 */
+	/* 386: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 380: Pad-2 */
+	/* 387: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 381: Pad-11 */
+	/* 388: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 384: Pad-13 */
+	/* 391: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 387: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 391: Pad-19 */
+	/* 394: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 395: Pad-21 */
+	/* 398: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 402: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 399: Pad-23 */
+	/* 406: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 403: Pad-24 */
+	/* 410: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 407: Pad-25 */
+	/* 414: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 411: Pow-1 */
+	/* 418: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 413: Pow-7 */
+	/* 420: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 415: Pow-12 */
+	/* 422: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 417: Pow-13 */
+	/* 424: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 419: Pow-15 */
+	/* 426: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 421: RMSNormalization-23 */
+	/* 428: RMSNormalization-23 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 423: Range-11 */
+	/* 430: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 426: Range-27 */
+	/* 433: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 429: Reciprocal-1 */
+	/* 436: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 430: Reciprocal-6 */
+	/* 437: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 431: Reciprocal-13 */
+	/* 438: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 432: ReduceL1-1 */
+	/* 439: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 433: ReduceL1-11 */
+	/* 440: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 434: ReduceL1-13 */
+	/* 441: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 435: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 437: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 438: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 439: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 440: ReduceL2-18 */
+	/* 442: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 442: ReduceLogSum-1 */
+	/* 444: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 443: ReduceLogSum-11 */
+	/* 445: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 444: ReduceLogSum-13 */
+	/* 446: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 445: ReduceLogSum-18 */
+	/* 447: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 447: ReduceLogSum-28 */
+	/* 449: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 450: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 451: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 452: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 454: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 449: ReduceLogSumExp-1 */
+	/* 456: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 450: ReduceLogSumExp-11 */
+	/* 457: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 451: ReduceLogSumExp-13 */
+	/* 458: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 452: ReduceLogSumExp-18 */
+	/* 459: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 454: ReduceLogSumExp-28 */
+	/* 461: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 456: ReduceMax-1 */
+	/* 463: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 457: ReduceMax-11 */
+	/* 464: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 458: ReduceMax-12 */
+	/* 465: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 459: ReduceMax-13 */
+	/* 466: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 460: ReduceMax-18 */
+	/* 467: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 462: ReduceMax-20 */
+	/* 469: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 464: ReduceMean-1 */
+	/* 471: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 465: ReduceMean-11 */
+	/* 472: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 466: ReduceMean-13 */
+	/* 473: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 467: ReduceMean-18 */
+	/* 474: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 469: ReduceMin-1 */
+	/* 476: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 470: ReduceMin-11 */
+	/* 477: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 471: ReduceMin-12 */
+	/* 478: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 472: ReduceMin-13 */
+	/* 479: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 473: ReduceMin-18 */
+	/* 480: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 475: ReduceMin-20 */
+	/* 482: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 477: ReduceProd-1 */
+	/* 484: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 478: ReduceProd-11 */
+	/* 485: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 479: ReduceProd-13 */
+	/* 486: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 480: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 482: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 483: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 484: ReduceSum-13 */
+	/* 487: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 486: ReduceSumSquare-1 */
+	/* 489: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 487: ReduceSumSquare-11 */
+	/* 490: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 488: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 489: ReduceSumSquare-18 */
+	/* 491: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 491: Relu-1 */
+	/* 493: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 494: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 495: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 496: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 498: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 492: Relu-6 */
+	/* 499: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 493: Relu-13 */
+	/* 500: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 494: Relu-14 */
+	/* 501: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 495: Reshape-1 */
+	/* 502: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 496: Reshape-5 */
+	/* 503: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 498: Reshape-13 */
+	/* 505: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 500: Reshape-14 */
+	/* 507: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 502: Reshape-19 */
+	/* 509: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 504: Reshape-21 */
+	/* 511: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 506: Reshape-23 */
+	/* 513: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 508: Reshape-24 */
+	/* 515: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 510: Reshape-25 */
+	/* 517: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 512: Resize-10 */
+	/* 519: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 514: Resize-11 */
+	/* 521: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 518: Resize-13 */
+	/* 525: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 522: Resize-18 */
+	/* 529: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 526: Resize-19 */
+	/* 533: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 530: RotaryEmbedding-23 */
+	/* 537: RotaryEmbedding-23 */
 	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 534: Round-11 */
+	/* 541: Round-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 535: Round-22 */
+	/* 542: Round-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 536: ScatterND-11 */
+	/* 543: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 539: ScatterND-13 */
+	/* 546: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 542: ScatterND-16 */
+	/* 549: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 545: ScatterND-18 */
+	/* 552: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 548: Selu-1 */
+	/* 555: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 549: Selu-6 */
+	/* 556: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 550: Selu-22 */
+	/* 557: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 551: Shape-1 */
+	/* 558: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 552: Shape-13 */
+	/* 559: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 553: Shape-15 */
+	/* 560: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 554: Shape-19 */
+	/* 561: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 555: Shape-21 */
+	/* 562: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 556: Shape-23 */
+	/* 563: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 557: Shape-24 */
+	/* 564: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 558: Shape-25 */
+	/* 565: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 559: Shrink-9 */
+	/* 566: Shrink-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 560: Sigmoid-1 */
+	/* 567: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 561: Sigmoid-6 */
+	/* 568: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 562: Sigmoid-13 */
+	/* 569: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 563: Sign-9 */
+	/* 570: Sign-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 564: Sign-13 */
+	/* 571: Sign-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 565: Sin-7 */
+	/* 572: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 566: Sin-22 */
+	/* 573: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 567: Sinh-9 */
+	/* 574: Sinh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 568: Sinh-22 */
+	/* 575: Sinh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 569: Size-1 */
+	/* 576: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 570: Size-13 */
+	/* 577: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 571: Size-19 */
+	/* 578: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 572: Size-21 */
+	/* 579: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 573: Size-23 */
+	/* 580: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 574: Size-24 */
+	/* 581: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 575: Size-25 */
+	/* 582: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 576: Slice-1 */
+	/* 583: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 577: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 582: Slice-11 */
+	/* 584: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 587: Slice-13 */
+	/* 589: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 594: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 592: Softmax-1 */
+	/* 599: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 593: Softmax-11 */
+	/* 600: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 594: Softmax-13 */
+	/* 601: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 595: Softplus-1 */
+	/* 602: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 596: Softplus-22 */
+	/* 603: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 597: Softsign-1 */
+	/* 604: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 598: Softsign-22 */
+	/* 605: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 599: SpaceToDepth-1 */
+	/* 606: SpaceToDepth-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 600: SpaceToDepth-13 */
+	/* 607: SpaceToDepth-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 601: SpaceToDepth-28 */
+	/* 608: SpaceToDepth-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 602: Split-1 */
+	/* 609: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 604: Split-2 */
+	/* 611: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 605: Split-11 */
+	/* 612: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 606: Split-13 */
+	/* 613: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 608: Split-18 */
+	/* 615: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 610: Sqrt-1 */
+	/* 617: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 611: Sqrt-6 */
+	/* 618: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 612: Sqrt-13 */
+	/* 619: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 613: Squeeze-1 */
+	/* 620: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 614: Squeeze-11 */
+	/* 621: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 615: Squeeze-13 */
+	/* 622: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 617: Squeeze-21 */
+	/* 624: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 619: Squeeze-23 */
+	/* 626: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 621: Squeeze-24 */
+	/* 628: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 623: Squeeze-25 */
+	/* 630: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 625: Sub-1 */
+	/* 632: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 627: Sub-6 */
+	/* 634: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 629: Sub-7 */
+	/* 636: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 631: Sub-13 */
+	/* 638: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 633: Sub-14 */
+	/* 640: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 635: Sum-1 */
+	/* 642: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 636: Sum-6 */
+	/* 643: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 637: Sum-8 */
+	/* 644: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 638: Sum-13 */
+	/* 645: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 639: Swish-24 */
+	/* 646: Swish-24 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 640: Tan-7 */
+	/* 647: Tan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 641: Tan-22 */
+	/* 648: Tan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 642: Tanh-1 */
+	/* 649: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 643: Tanh-6 */
+	/* 650: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 644: Tanh-13 */
+	/* 651: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 645: ThresholdedRelu-10 */
+	/* 652: ThresholdedRelu-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 646: ThresholdedRelu-22 */
+	/* 653: ThresholdedRelu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 647: Tile-1 */
+	/* 654: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 650: Tile-6 */
+	/* 657: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 652: Tile-13 */
+	/* 659: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 654: Transpose-1 */
+	/* 661: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 655: Transpose-13 */
+	/* 662: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 656: Transpose-21 */
+	/* 663: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 657: Transpose-23 */
+	/* 664: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 658: Transpose-24 */
+	/* 665: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 659: Transpose-25 */
+	/* 666: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 660: Unsqueeze-1 */
+	/* 667: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 661: Unsqueeze-11 */
+	/* 668: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 662: Unsqueeze-13 */
+	/* 669: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 664: Unsqueeze-21 */
+	/* 671: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 666: Unsqueeze-23 */
+	/* 673: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 668: Unsqueeze-24 */
+	/* 675: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 670: Unsqueeze-25 */
+	/* 677: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 672: Upsample-1 */
+	/* 679: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 673: Upsample-7 */
+	/* 680: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 674: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 676: Upsample-10 */
+	/* 681: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 678: Where-9 */
+	/* 683: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 685: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 681: Where-16 */
+	/* 688: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 684: Xor-1 */
+	/* 691: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 686: Xor-7 */
+	/* 693: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1350,238 +1364,245 @@ static const struct
 	{"LogSoftmax", 1, "axis:i", 314, 1},
 	{"LogSoftmax", 11, "axis:i", 315, 1},
 	{"LogSoftmax", 13, "axis:i", 316, 1},
-	{"MatMul", 1, "", 317, 2},
-	{"MatMul", 9, "", 319, 2},
-	{"MatMul", 13, "", 321, 2},
-	{"Max", 1, "consumed_inputs:I", 323, 1},
-	{"Max", 6, "", 324, 1},
-	{"Max", 8, "", 325, 1},
-	{"Max", 12, "", 326, 1},
-	{"Max", 13, "", 327, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 328, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 329, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 330, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 331, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 332, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 333, 1},
-	{"Mean", 1, "consumed_inputs:I", 334, 1},
-	{"Mean", 6, "", 335, 1},
-	{"Mean", 8, "", 336, 1},
-	{"Mean", 13, "", 337, 1},
-	{"Min", 1, "consumed_inputs:I", 338, 1},
-	{"Min", 6, "", 339, 1},
-	{"Min", 8, "", 340, 1},
-	{"Min", 12, "", 341, 1},
-	{"Min", 13, "", 342, 1},
-	{"Mish", 18, "", 343, 1},
-	{"Mish", 22, "", 344, 1},
-	{"Mod", 10, "fmod:i", 345, 2},
-	{"Mod", 13, "fmod:i", 347, 2},
-	{"Mod", 28, "fmod:i", 349, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 351, 2},
-	{"Mul", 6, "axis:i broadcast:i", 353, 2},
-	{"Mul", 7, "", 355, 2},
-	{"Mul", 13, "", 357, 2},
-	{"Mul", 14, "", 359, 2},
-	{"Neg", 1, "consumed_inputs:I", 361, 1},
-	{"Neg", 6, "", 362, 1},
-	{"Neg", 13, "", 363, 1},
-	{"Not", 1, "", 364, 1},
-	{"Or", 1, "axis:i broadcast:i", 365, 2},
-	{"Or", 7, "", 367, 2},
-	{"PRelu", 1, "consumed_inputs:I", 369, 2},
-	{"PRelu", 6, "", 371, 2},
-	{"PRelu", 7, "", 373, 2},
-	{"PRelu", 9, "", 375, 2},
-	{"PRelu", 16, "", 377, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 379, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 380, 1},
-	{"Pad", 11, "mode:s", 381, 3},
-	{"Pad", 13, "mode:s", 384, 3},
-	{"Pad", 18, "mode:s", 387, 4},
-	{"Pad", 19, "mode:s", 391, 4},
-	{"Pad", 21, "mode:s", 395, 4},
-	{"Pad", 23, "mode:s", 399, 4},
-	{"Pad", 24, "mode:s", 403, 4},
-	{"Pad", 25, "mode:s", 407, 4},
-	{"Pow", 1, "axis:i broadcast:i", 411, 2},
-	{"Pow", 7, "", 413, 2},
-	{"Pow", 12, "", 415, 2},
-	{"Pow", 13, "", 417, 2},
-	{"Pow", 15, "", 419, 2},
-	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 421, 2},
-	{"Range", 11, "", 423, 3},
-	{"Range", 27, "stash_type:i", 426, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 429, 1},
-	{"Reciprocal", 6, "", 430, 1},
-	{"Reciprocal", 13, "", 431, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 432, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 433, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 434, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 435, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 437, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 438, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 439, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 440, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 442, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 443, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 444, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 445, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 447, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 449, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 450, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 451, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 452, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 454, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 456, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 457, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 458, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 459, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 460, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 462, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 464, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 465, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 466, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 467, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 469, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 470, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 471, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 472, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 473, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 475, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 477, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 478, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 479, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 480, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 482, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 483, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 484, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 486, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 487, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 488, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 489, 2},
-	{"Relu", 1, "consumed_inputs:I", 491, 1},
-	{"Relu", 6, "", 492, 1},
-	{"Relu", 13, "", 493, 1},
-	{"Relu", 14, "", 494, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 495, 1},
-	{"Reshape", 5, "", 496, 2},
-	{"Reshape", 13, "", 498, 2},
-	{"Reshape", 14, "allowzero:i", 500, 2},
-	{"Reshape", 19, "allowzero:i", 502, 2},
-	{"Reshape", 21, "allowzero:i", 504, 2},
-	{"Reshape", 23, "allowzero:i", 506, 2},
-	{"Reshape", 24, "allowzero:i", 508, 2},
-	{"Reshape", 25, "allowzero:i", 510, 2},
-	{"Resize", 10, "mode:s", 512, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 514, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 518, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 522, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 526, 4},
-	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 530, 4},
-	{"Round", 11, "", 534, 1},
-	{"Round", 22, "", 535, 1},
-	{"ScatterND", 11, "", 536, 3},
-	{"ScatterND", 13, "", 539, 3},
-	{"ScatterND", 16, "reduction:s", 542, 3},
-	{"ScatterND", 18, "reduction:s", 545, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 548, 1},
-	{"Selu", 6, "alpha:f gamma:f", 549, 1},
-	{"Selu", 22, "alpha:f gamma:f", 550, 1},
-	{"Shape", 1, "", 551, 1},
-	{"Shape", 13, "", 552, 1},
-	{"Shape", 15, "end:i start:i", 553, 1},
-	{"Shape", 19, "end:i start:i", 554, 1},
-	{"Shape", 21, "end:i start:i", 555, 1},
-	{"Shape", 23, "end:i start:i", 556, 1},
-	{"Shape", 24, "end:i start:i", 557, 1},
-	{"Shape", 25, "end:i start:i", 558, 1},
-	{"Shrink", 9, "bias:f lambd:f", 559, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 560, 1},
-	{"Sigmoid", 6, "", 561, 1},
-	{"Sigmoid", 13, "", 562, 1},
-	{"Sign", 9, "", 563, 1},
-	{"Sign", 13, "", 564, 1},
-	{"Sin", 7, "", 565, 1},
-	{"Sin", 22, "", 566, 1},
-	{"Sinh", 9, "", 567, 1},
-	{"Sinh", 22, "", 568, 1},
-	{"Size", 1, "", 569, 1},
-	{"Size", 13, "", 570, 1},
-	{"Size", 19, "", 571, 1},
-	{"Size", 21, "", 572, 1},
-	{"Size", 23, "", 573, 1},
-	{"Size", 24, "", 574, 1},
-	{"Size", 25, "", 575, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 576, 1},
-	{"Slice", 10, "", 577, 5},
-	{"Slice", 11, "", 582, 5},
-	{"Slice", 13, "", 587, 5},
-	{"Softmax", 1, "axis:i", 592, 1},
-	{"Softmax", 11, "axis:i", 593, 1},
-	{"Softmax", 13, "axis:i", 594, 1},
-	{"Softplus", 1, "", 595, 1},
-	{"Softplus", 22, "", 596, 1},
-	{"Softsign", 1, "", 597, 1},
-	{"Softsign", 22, "", 598, 1},
-	{"SpaceToDepth", 1, "blocksize:i!", 599, 1},
-	{"SpaceToDepth", 13, "blocksize:i!", 600, 1},
-	{"SpaceToDepth", 28, "blocksize:i! mode:s", 601, 1},
-	{"Split", 1, "axis:i split:I", 602, 2},
-	{"Split", 2, "axis:i split:I", 604, 1},
-	{"Split", 11, "axis:i split:I", 605, 1},
-	{"Split", 13, "axis:i", 606, 2},
-	{"Split", 18, "axis:i num_outputs:i", 608, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 610, 1},
-	{"Sqrt", 6, "", 611, 1},
-	{"Sqrt", 13, "", 612, 1},
-	{"Squeeze", 1, "axes:I", 613, 1},
-	{"Squeeze", 11, "axes:I", 614, 1},
-	{"Squeeze", 13, "", 615, 2},
-	{"Squeeze", 21, "", 617, 2},
-	{"Squeeze", 23, "", 619, 2},
-	{"Squeeze", 24, "", 621, 2},
-	{"Squeeze", 25, "", 623, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 625, 2},
-	{"Sub", 6, "axis:i broadcast:i", 627, 2},
-	{"Sub", 7, "", 629, 2},
-	{"Sub", 13, "", 631, 2},
-	{"Sub", 14, "", 633, 2},
-	{"Sum", 1, "consumed_inputs:I", 635, 1},
-	{"Sum", 6, "", 636, 1},
-	{"Sum", 8, "", 637, 1},
-	{"Sum", 13, "", 638, 1},
-	{"Swish", 24, "alpha:f", 639, 1},
-	{"Tan", 7, "", 640, 1},
-	{"Tan", 22, "", 641, 1},
-	{"Tanh", 1, "consumed_inputs:I", 642, 1},
-	{"Tanh", 6, "", 643, 1},
-	{"Tanh", 13, "", 644, 1},
-	{"ThresholdedRelu", 10, "alpha:f", 645, 1},
-	{"ThresholdedRelu", 22, "alpha:f", 646, 1},
-	{"Tile", 1, "", 647, 3},
-	{"Tile", 6, "", 650, 2},
-	{"Tile", 13, "", 652, 2},
-	{"Transpose", 1, "perm:I", 654, 1},
-	{"Transpose", 13, "perm:I", 655, 1},
-	{"Transpose", 21, "perm:I", 656, 1},
-	{"Transpose", 23, "perm:I", 657, 1},
-	{"Transpose", 24, "perm:I", 658, 1},
-	{"Transpose", 25, "perm:I", 659, 1},
-	{"Unsqueeze", 1, "axes:I!", 660, 1},
-	{"Unsqueeze", 11, "axes:I!", 661, 1},
-	{"Unsqueeze", 13, "", 662, 2},
-	{"Unsqueeze", 21, "", 664, 2},
-	{"Unsqueeze", 23, "", 666, 2},
-	{"Unsqueeze", 24, "", 668, 2},
-	{"Unsqueeze", 25, "", 670, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 672, 1},
-	{"Upsample", 7, "mode:s scales:F!", 673, 1},
-	{"Upsample", 9, "mode:s", 674, 2},
-	{"Upsample", 10, "mode:s", 676, 2},
-	{"Where", 9, "", 678, 3},
-	{"Where", 16, "", 681, 3},
-	{"Xor", 1, "axis:i broadcast:i", 684, 2},
-	{"Xor", 7, "", 686, 2},
+	{"LpNormalization", 1, "axis:i p:i", 317, 1},
+	{"LpNormalization", 22, "axis:i p:i", 318, 1},
+	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 319, 1},
+	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 320, 1},
+	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 321, 1},
+	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 322, 1},
+	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 323, 1},
+	{"MatMul", 1, "", 324, 2},
+	{"MatMul", 9, "", 326, 2},
+	{"MatMul", 13, "", 328, 2},
+	{"Max", 1, "consumed_inputs:I", 330, 1},
+	{"Max", 6, "", 331, 1},
+	{"Max", 8, "", 332, 1},
+	{"Max", 12, "", 333, 1},
+	{"Max", 13, "", 334, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 335, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 336, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 337, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 338, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 339, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 340, 1},
+	{"Mean", 1, "consumed_inputs:I", 341, 1},
+	{"Mean", 6, "", 342, 1},
+	{"Mean", 8, "", 343, 1},
+	{"Mean", 13, "", 344, 1},
+	{"Min", 1, "consumed_inputs:I", 345, 1},
+	{"Min", 6, "", 346, 1},
+	{"Min", 8, "", 347, 1},
+	{"Min", 12, "", 348, 1},
+	{"Min", 13, "", 349, 1},
+	{"Mish", 18, "", 350, 1},
+	{"Mish", 22, "", 351, 1},
+	{"Mod", 10, "fmod:i", 352, 2},
+	{"Mod", 13, "fmod:i", 354, 2},
+	{"Mod", 28, "fmod:i", 356, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 358, 2},
+	{"Mul", 6, "axis:i broadcast:i", 360, 2},
+	{"Mul", 7, "", 362, 2},
+	{"Mul", 13, "", 364, 2},
+	{"Mul", 14, "", 366, 2},
+	{"Neg", 1, "consumed_inputs:I", 368, 1},
+	{"Neg", 6, "", 369, 1},
+	{"Neg", 13, "", 370, 1},
+	{"Not", 1, "", 371, 1},
+	{"Or", 1, "axis:i broadcast:i", 372, 2},
+	{"Or", 7, "", 374, 2},
+	{"PRelu", 1, "consumed_inputs:I", 376, 2},
+	{"PRelu", 6, "", 378, 2},
+	{"PRelu", 7, "", 380, 2},
+	{"PRelu", 9, "", 382, 2},
+	{"PRelu", 16, "", 384, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 386, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 387, 1},
+	{"Pad", 11, "mode:s", 388, 3},
+	{"Pad", 13, "mode:s", 391, 3},
+	{"Pad", 18, "mode:s", 394, 4},
+	{"Pad", 19, "mode:s", 398, 4},
+	{"Pad", 21, "mode:s", 402, 4},
+	{"Pad", 23, "mode:s", 406, 4},
+	{"Pad", 24, "mode:s", 410, 4},
+	{"Pad", 25, "mode:s", 414, 4},
+	{"Pow", 1, "axis:i broadcast:i", 418, 2},
+	{"Pow", 7, "", 420, 2},
+	{"Pow", 12, "", 422, 2},
+	{"Pow", 13, "", 424, 2},
+	{"Pow", 15, "", 426, 2},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 428, 2},
+	{"Range", 11, "", 430, 3},
+	{"Range", 27, "stash_type:i", 433, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 436, 1},
+	{"Reciprocal", 6, "", 437, 1},
+	{"Reciprocal", 13, "", 438, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 439, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 440, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 441, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 442, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 444, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 445, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 446, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 447, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 449, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 450, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 451, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 452, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 454, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 456, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 457, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 458, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 459, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 461, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 463, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 464, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 465, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 466, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 467, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 469, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 471, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 472, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 473, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 474, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 476, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 477, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 478, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 479, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 480, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 482, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 484, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 485, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 486, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 487, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 489, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 490, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 491, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 493, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 494, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 495, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 496, 2},
+	{"Relu", 1, "consumed_inputs:I", 498, 1},
+	{"Relu", 6, "", 499, 1},
+	{"Relu", 13, "", 500, 1},
+	{"Relu", 14, "", 501, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 502, 1},
+	{"Reshape", 5, "", 503, 2},
+	{"Reshape", 13, "", 505, 2},
+	{"Reshape", 14, "allowzero:i", 507, 2},
+	{"Reshape", 19, "allowzero:i", 509, 2},
+	{"Reshape", 21, "allowzero:i", 511, 2},
+	{"Reshape", 23, "allowzero:i", 513, 2},
+	{"Reshape", 24, "allowzero:i", 515, 2},
+	{"Reshape", 25, "allowzero:i", 517, 2},
+	{"Resize", 10, "mode:s", 519, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 521, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 525, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 529, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 533, 4},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 537, 4},
+	{"Round", 11, "", 541, 1},
+	{"Round", 22, "", 542, 1},
+	{"ScatterND", 11, "", 543, 3},
+	{"ScatterND", 13, "", 546, 3},
+	{"ScatterND", 16, "reduction:s", 549, 3},
+	{"ScatterND", 18, "reduction:s", 552, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 555, 1},
+	{"Selu", 6, "alpha:f gamma:f", 556, 1},
+	{"Selu", 22, "alpha:f gamma:f", 557, 1},
+	{"Shape", 1, "", 558, 1},
+	{"Shape", 13, "", 559, 1},
+	{"Shape", 15, "end:i start:i", 560, 1},
+	{"Shape", 19, "end:i start:i", 561, 1},
+	{"Shape", 21, "end:i start:i", 562, 1},
+	{"Shape", 23, "end:i start:i", 563, 1},
+	{"Shape", 24, "end:i start:i", 564, 1},
+	{"Shape", 25, "end:i start:i", 565, 1},
+	{"Shrink", 9, "bias:f lambd:f", 566, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 567, 1},
+	{"Sigmoid", 6, "", 568, 1},
+	{"Sigmoid", 13, "", 569, 1},
+	{"Sign", 9, "", 570, 1},
+	{"Sign", 13, "", 571, 1},
+	{"Sin", 7, "", 572, 1},
+	{"Sin", 22, "", 573, 1},
+	{"Sinh", 9, "", 574, 1},
+	{"Sinh", 22, "", 575, 1},
+	{"Size", 1, "", 576, 1},
+	{"Size", 13, "", 577, 1},
+	{"Size", 19, "", 578, 1},
+	{"Size", 21, "", 579, 1},
+	{"Size", 23, "", 580, 1},
+	{"Size", 24, "", 581, 1},
+	{"Size", 25, "", 582, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 583, 1},
+	{"Slice", 10, "", 584, 5},
+	{"Slice", 11, "", 589, 5},
+	{"Slice", 13, "", 594, 5},
+	{"Softmax", 1, "axis:i", 599, 1},
+	{"Softmax", 11, "axis:i", 600, 1},
+	{"Softmax", 13, "axis:i", 601, 1},
+	{"Softplus", 1, "", 602, 1},
+	{"Softplus", 22, "", 603, 1},
+	{"Softsign", 1, "", 604, 1},
+	{"Softsign", 22, "", 605, 1},
+	{"SpaceToDepth", 1, "blocksize:i!", 606, 1},
+	{"SpaceToDepth", 13, "blocksize:i!", 607, 1},
+	{"SpaceToDepth", 28, "blocksize:i! mode:s", 608, 1},
+	{"Split", 1, "axis:i split:I", 609, 2},
+	{"Split", 2, "axis:i split:I", 611, 1},
+	{"Split", 11, "axis:i split:I", 612, 1},
+	{"Split", 13, "axis:i", 613, 2},
+	{"Split", 18, "axis:i num_outputs:i", 615, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 617, 1},
+	{"Sqrt", 6, "", 618, 1},
+	{"Sqrt", 13, "", 619, 1},
+	{"Squeeze", 1, "axes:I", 620, 1},
+	{"Squeeze", 11, "axes:I", 621, 1},
+	{"Squeeze", 13, "", 622, 2},
+	{"Squeeze", 21, "", 624, 2},
+	{"Squeeze", 23, "", 626, 2},
+	{"Squeeze", 24, "", 628, 2},
+	{"Squeeze", 25, "", 630, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 632, 2},
+	{"Sub", 6, "axis:i broadcast:i", 634, 2},
+	{"Sub", 7, "", 636, 2},
+	{"Sub", 13, "", 638, 2},
+	{"Sub", 14, "", 640, 2},
+	{"Sum", 1, "consumed_inputs:I", 642, 1},
+	{"Sum", 6, "", 643, 1},
+	{"Sum", 8, "", 644, 1},
+	{"Sum", 13, "", 645, 1},
+	{"Swish", 24, "alpha:f", 646, 1},
+	{"Tan", 7, "", 647, 1},
+	{"Tan", 22, "", 648, 1},
+	{"Tanh", 1, "consumed_inputs:I", 649, 1},
+	{"Tanh", 6, "", 650, 1},
+	{"Tanh", 13, "", 651, 1},
+	{"ThresholdedRelu", 10, "alpha:f", 652, 1},
+	{"ThresholdedRelu", 22, "alpha:f", 653, 1},
+	{"Tile", 1, "", 654, 3},
+	{"Tile", 6, "", 657, 2},
+	{"Tile", 13, "", 659, 2},
+	{"Transpose", 1, "perm:I", 661, 1},
+	{"Transpose", 13, "perm:I", 662, 1},
+	{"Transpose", 21, "perm:I", 663, 1},
+	{"Transpose", 23, "perm:I", 664, 1},
+	{"Transpose", 24, "perm:I", 665, 1},
+	{"Transpose", 25, "perm:I", 666, 1},
+	{"Unsqueeze", 1, "axes:I!", 667, 1},
+	{"Unsqueeze", 11, "axes:I!", 668, 1},
+	{"Unsqueeze", 13, "", 669, 2},
+	{"Unsqueeze", 21, "", 671, 2},
+	{"Unsqueeze", 23, "", 673, 2},
+	{"Unsqueeze", 24, "", 675, 2},
+	{"Unsqueeze", 25, "", 677, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 679, 1},
+	{"Upsample", 7, "mode:s scales:F!", 680, 1},
+	{"Upsample", 9, "mode:s", 681, 2},
+	{"Upsample", 10, "mode:s", 683, 2},
+	{"Where", 9, "", 685, 3},
+	{"Where", 16, "", 688, 3},
+	{"Xor", 1, "axis:i broadcast:i", 691, 2},
+	{"Xor", 7, "", 693, 2},
 	{NULL, 0, NULL, 0, 0}
 };

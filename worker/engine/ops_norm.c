@@ -2,7 +2,7 @@
  * ops_norm.c
  *	  ONNX normalisation operators: BatchNormalization (float32), Softmax
  *	  and LogSoftmax (float32, float64), LayerNormalization and
- *	  RMSNormalization (float32, float64).
+ *	  RMSNormalization, LpNormalization (float32, float64).
  *
  * Sums run in double: cheap here, and it keeps the results within
  * onnxruntime's rounding.  Softmax's row sum keeps element k in partial
@@ -950,12 +950,97 @@ op_rmsnorm(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* LpNormalization's p: 1 or 2 (the spec allows no other); run by the loader. */
+static int
+lpnorm_check_attrs(ie_node_ctx *ctx)
+{
+	int64_t		p = ie_attr_int(ctx, "p", 2);
+
+	if (p != 1 && p != 2)
+		return ie_op_error(ctx, "p must be 1 or 2 (ONNX LpNormalization), got %lld",
+						   (long long) p);
+	return 0;
+}
+
+/*
+ * LpNormalization (opsets 1, 22): y = x / ||x||_p along axis (default -1),
+ * p 1 (sum of |x|) or 2 (square root of the sum of squares), each vector
+ * of the axis normalised on its own: input [outer, D, inner] around the
+ * axis, vectors of D elements inner apart.  The norm is summed in double;
+ * a vector whose norm is 0 gives zeros, as the reference (0 / 0 taken as
+ * 0).  Float and double, any rank >= 1.  Errors: p other than 1 or 2
+ * (also at load), an axis out of range, another type.
+ */
+static int
+op_lpnorm(ie_node_ctx *ctx)
+{
+	const ie_tensor *X = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+	int64_t		p = ie_attr_int(ctx, "p", 2);
+	int64_t		axis = ie_attr_int(ctx, "axis", -1);
+	int64_t		outer = 1,
+				D,
+				inner = 1;
+	bool		f32;
+	ie_tensor  *Y;
+
+	if (X == NULL || ctx->n_outputs < 1)
+		return ie_op_error(ctx, "expects 1 input and 1 output");
+	if (lpnorm_check_attrs(ctx) != 0)
+		return -1;
+	if (X->dtype != IE_FLOAT && X->dtype != IE_DOUBLE)
+		return ie_op_error(ctx, "element type %s is not supported", ie_dtype_name(X->dtype));
+	if (axis < -X->ndim || axis >= X->ndim)
+		return ie_op_error(ctx, "axis %lld is out of range for rank %d", (long long) axis,
+						   X->ndim);
+	if (axis < 0)
+		axis += X->ndim;
+	for (int d = 0; d < X->ndim; d++)
+		if (d < axis)
+			outer *= X->dims[d];
+		else if (d > axis)
+			inner *= X->dims[d];
+	D = X->dims[axis];
+	if ((Y = ie_tensor_new_uninit(X->dtype, X->ndim, X->dims)) == NULL)
+		return ie_op_error(ctx, "out of memory");
+	ctx->outputs[0] = Y;
+	f32 = X->dtype == IE_FLOAT;
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++)
+		{
+			int64_t		base = o * D * inner + i;
+			double		s = 0,
+						norm;
+
+			for (int64_t k = 0; k < D; k++)
+			{
+				double		v = f32 ? ((const float *) X->data)[base + k * inner] :
+					((const double *) X->data)[base + k * inner];
+
+				s += p == 1 ? fabs(v) : v * v;
+			}
+			norm = p == 1 ? s : sqrt(s);
+			for (int64_t k = 0; k < D; k++)
+			{
+				int64_t		j = base + k * inner;
+
+				if (f32)
+					((float *) Y->data)[j] = norm == 0 ? 0.0f :
+						(float) (((const float *) X->data)[j] / norm);
+				else
+					((double *) Y->data)[j] = norm == 0 ? 0.0 :
+						((const double *) X->data)[j] / norm;
+			}
+		}
+	return 0;
+}
+
 const ie_op_def ie_ops_norm[] = {
 	{"BatchNormalization", op_batchnorm},
 	{"Softmax", op_softmax},
 	{"LogSoftmax", op_log_softmax},
 	{"LayerNormalization", op_layernorm},
 	{"RMSNormalization", op_rmsnorm},
+	{"LpNormalization", op_lpnorm},
 	{NULL, NULL}
 };
 
@@ -963,6 +1048,7 @@ const ie_op_def ie_op_checks_norm[] = {
 	{"BatchNormalization", batchnorm_check_attrs},
 	{"LayerNormalization", layernorm_check_attrs},
 	{"RMSNormalization", rmsnorm_check_attrs},
+	{"LpNormalization", lpnorm_check_attrs},
 	{NULL, NULL}
 };
 

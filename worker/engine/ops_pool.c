@@ -1,8 +1,8 @@
 /*
  * ops_pool.c
  *	  ONNX pooling operators (float32; MaxPool also int8/uint8):
- *	  GlobalAveragePool, GlobalMaxPool, AveragePool and MaxPool over 1 to 3
- *	  spatial axes.
+ *	  GlobalAveragePool, GlobalMaxPool, AveragePool, MaxPool and LpPool over
+ *	  1 to 3 spatial axes.
  *
  * Windowed pools are computed as 3-D with missing leading spatial axes of
  * extent 1 (geometry and output extents in spatial.c, shared with Conv).
@@ -333,13 +333,15 @@ max_pool_fast(const ie_spatial *g, const float *xd, float *yd, int64_t planes,
 
 /*
  * The windowed pool itself over planes [N*C, in...]: max (with optional
- * flat indices, storage_order 0 row-major or 1 column-major) or average
+ * flat indices, storage_order 0 row-major or 1 column-major), average
  * (count_include_pad counts padding cells inside the padded input, never
- * cells beyond it that ceil_mode adds).
+ * cells beyond it that ceil_mode adds), or with lp > 0 the Lp norm of the
+ * window's cells inside the input, (sum |x|^lp)^(1 / lp) in double
+ * (padding cells are zeros: they add nothing).
  */
 static void
 pool_run(const ie_spatial *g, const float *xd, float *yd, int64_t *idx,
-		 int64_t planes, int is_max, int count_pad, int storage_order)
+		 int64_t planes, int is_max, int count_pad, int storage_order, double lp)
 {
 	int64_t		ipix = g->in[0] * g->in[1] * g->in[2];
 	int64_t		opix = g->out[0] * g->out[1] * g->out[2];
@@ -427,6 +429,12 @@ pool_run(const ie_spatial *g, const float *xd, float *yd, int64_t *idx,
 										arg = off;
 									}
 								}
+								else if (lp > 0)
+								{
+									double		v = fabs((double) x[off]);
+
+									sum += lp == 1 ? v : lp == 2 ? v * v : pow(v, lp);
+								}
 								else
 								{
 									sum += x[off];
@@ -455,6 +463,8 @@ pool_run(const ie_spatial *g, const float *xd, float *yd, int64_t *idx,
 							idx[p * opix + o] = p * ipix + flat;
 						}
 					}
+					else if (lp > 0)
+						y[o] = (float) (lp == 1 ? sum : lp == 2 ? sqrt(sum) : pow(sum, 1.0 / lp));
 					else
 					{
 						int64_t		div = count_pad ? padcnt : cnt;
@@ -465,7 +475,7 @@ pool_run(const ie_spatial *g, const float *xd, float *yd, int64_t *idx,
 	}
 }
 
-static int	window_pool(ie_node_ctx *ctx, int is_max);
+static int	window_pool(ie_node_ctx *ctx, int is_max, double lp);
 
 /*
  * MaxPool of int8/uint8 input (opset 12): every value is exact in float, so
@@ -490,7 +500,7 @@ byte_max_pool(ie_node_ctx *ctx)
 	fin[0] = F;
 	fctx.inputs = fin;
 	fctx.n_inputs = 1;
-	rc = window_pool(&fctx, 1);
+	rc = window_pool(&fctx, 1, 0);
 	ie_tensor_destroy(&F);
 	if (rc != 0)
 	{
@@ -521,9 +531,12 @@ byte_max_pool(ie_node_ctx *ctx)
 	return 0;
 }
 
-/* AveragePool and MaxPool share the set-up: geometry, output, run. */
+/*
+ * AveragePool, MaxPool and LpPool (lp > 0, its p) share the set-up:
+ * geometry, output, run.
+ */
 static int
-window_pool(ie_node_ctx *ctx, int is_max)
+window_pool(ie_node_ctx *ctx, int is_max, double lp)
 {
 	const ie_tensor *X;
 	ie_spatial	g;
@@ -555,7 +568,7 @@ window_pool(ie_node_ctx *ctx, int is_max)
 		ctx->outputs[1] = I;
 	}
 	pool_run(&g, X->data, Y->data, I ? I->data : NULL, X->dims[0] * X->dims[1],
-			 is_max, (int) count_pad, (int) storage_order);
+			 is_max, (int) count_pad, (int) storage_order, lp);
 	return 0;
 }
 
@@ -566,7 +579,7 @@ window_pool(ie_node_ctx *ctx, int is_max)
 static int
 op_average_pool(ie_node_ctx *ctx)
 {
-	return window_pool(ctx, 0);
+	return window_pool(ctx, 0, 0);
 }
 
 /*
@@ -577,7 +590,56 @@ op_average_pool(ie_node_ctx *ctx)
 static int
 op_max_pool(ie_node_ctx *ctx)
 {
-	return window_pool(ctx, 1);
+	return window_pool(ctx, 1, 0);
+}
+
+/*
+ * LpPool's p: a float attribute in LpPool-1, an int from LpPool-2, 2 by
+ * default; it must be positive (the norm's exponent).  Into *p; run with
+ * pool_check_attrs by the loader (lppool_check_attrs) and the operator.
+ */
+static int
+lppool_p(ie_node_ctx *ctx, double *p)
+{
+	const ie_attr *a = ie_attr_find(ctx, "p");
+
+	*p = a == NULL ? 2.0 : a->type == IE_ATTR_FLOAT ? (double) a->f :
+		a->type == IE_ATTR_INT ? (double) a->i : NAN;
+	if (!(*p > 0) || isinf(*p))
+		return ie_op_error(ctx, "p must be a positive number (ONNX LpPool), got %g", *p);
+	return 0;
+}
+
+static int
+lppool_check_attrs(ie_node_ctx *ctx)
+{
+	double		p;
+
+	if (pool_check_attrs(ctx) != 0)
+		return -1;
+	return lppool_p(ctx, &p);
+}
+
+/*
+ * LpPool (opsets 1, 2, 11, 18, 22): over each window of X [N, C, D1...]
+ * (1 to 3 spatial axes), Y = (sum of |x|^p)^(1 / p) over the window's
+ * cells inside the input: kernel_shape, strides, pads, auto_pad, and from
+ * opset 18 dilations and ceil_mode, as AveragePool reads them (the window
+ * code is MaxPool's and AveragePool's).  Float input.  The Lp norm of the
+ * cells is what the node tests' generator and ONNX Runtime compute; the
+ * ONNX reference runtime (op_lp_pool.py) scales the average of |x|^p by
+ * the kernel's size instead, which differs only for windows that overlap
+ * the padding.  Errors: p not positive (also at load), a type other than
+ * float, the pooling geometry errors.
+ */
+static int
+op_lp_pool(ie_node_ctx *ctx)
+{
+	double		p;
+
+	if (lppool_p(ctx, &p) != 0)
+		return -1;
+	return window_pool(ctx, 0, p);
 }
 
 const ie_op_def ie_ops_pool[] = {
@@ -585,11 +647,13 @@ const ie_op_def ie_ops_pool[] = {
 	{"GlobalMaxPool", op_global_max_pool},
 	{"AveragePool", op_average_pool},
 	{"MaxPool", op_max_pool},
+	{"LpPool", op_lp_pool},
 	{NULL, NULL}
 };
 
 const ie_op_def ie_op_checks_pool[] = {
 	{"AveragePool", pool_check_attrs},
 	{"MaxPool", pool_check_attrs},
+	{"LpPool", lppool_check_attrs},
 	{NULL, NULL}
 };
