@@ -2125,8 +2125,8 @@ static void
 test_depth_space(void)
 {
 	char		err[256];
-	ie_tensor  *out[1],
-			   *back[1];
+	ie_tensor  *out[1] = {NULL},
+			   *back[1] = {NULL};
 	int64_t		dd[4] = {2, 8, 2, 3},
 				ds[4] = {2, 2, 4, 6},
 				d6[4] = {1, 6, 2, 2},
