@@ -27,6 +27,7 @@ static const ie_op_def *const op_tables[] = {
 	ie_ops_einsum,
 	ie_ops_attention,
 	ie_ops_rotary,
+	ie_ops_misc,
 };
 
 static const ie_op_def *const check_tables[] = {
@@ -40,6 +41,7 @@ static const ie_op_def *const check_tables[] = {
 	ie_op_checks_shape,
 	ie_op_checks_attention,
 	ie_op_checks_rotary,
+	ie_op_checks_misc,
 };
 
 /* The function of op_type in tables[0..n), or NULL. */
@@ -93,6 +95,8 @@ static const struct
 	{"RotaryEmbedding", 3},
 	{"Where", 3}, {"Range", 3}, {"PRelu", 2}, {"Attention", 3},
 	{"BatchNormalization", 5},
+	{"CumSum", 2}, {"CumProd", 2}, {"ScatterElements", 3}, {"Scatter", 3},
+	{"OneHot", 3}, {"Compress", 2}, {"ReverseSequence", 2},
 	{NULL, 0}
 };
 

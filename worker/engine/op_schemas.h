@@ -240,914 +240,1022 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"min", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"max", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 142: Concat-1 */
+	/* 142: Compress-9 */
+	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"condition", "T1", 0x00000200, 0, 1},	/* bool */
+	/* 144: Compress-11 */
+	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"condition", "T1", 0x00000200, 0, 1},	/* bool */
+	/* 146: Compress-28 */
+	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"condition", "T1", 0x00000200, 0, 1},	/* bool */
+	/* 148: Concat-1 */
 	{"inputs", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 143: Concat-4 */
+	/* 149: Concat-4 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 144: Concat-11 */
+	/* 150: Concat-11 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 145: Concat-13 */
+	/* 151: Concat-13 */
 	{"inputs", "T", 0x0001fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 146: ConstantOfShape-9 */
+	/* 152: ConstantOfShape-9 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 147: ConstantOfShape-20 */
+	/* 153: ConstantOfShape-20 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 148: ConstantOfShape-21 */
+	/* 154: ConstantOfShape-21 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 149: ConstantOfShape-23 */
+	/* 155: ConstantOfShape-23 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 150: ConstantOfShape-24 */
+	/* 156: ConstantOfShape-24 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 151: ConstantOfShape-25 */
+	/* 157: ConstantOfShape-25 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 152: Conv-1 */
+	/* 158: Conv-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 155: Conv-11 */
+	/* 161: Conv-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 158: Conv-22 */
+	/* 164: Conv-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 161: ConvTranspose-1 */
+	/* 167: ConvTranspose-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 164: ConvTranspose-11 */
+	/* 170: ConvTranspose-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 167: ConvTranspose-22 */
+	/* 173: ConvTranspose-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 170: Cos-7 */
+	/* 176: Cos-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 171: Cos-22 */
+	/* 177: Cos-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 172: Cosh-9 */
+	/* 178: Cosh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 173: Cosh-22 */
+	/* 179: Cosh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 174: DepthToSpace-1 */
+	/* 180: CumProd-26 */
+	{"x", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axis", "T2", 0x000000c0, 0, 1},	/* int32 int64 */
+	/* 182: CumSum-11 */
+	{"x", "T", 0x000038c2, 0, 0},	/* float int32 int64 double uint32 uint64 */
+	{"axis", "T2", 0x000000c0, 0, 1},	/* int32 int64 */
+	/* 184: CumSum-14 */
+	{"x", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axis", "T2", 0x000000c0, 0, 1},	/* int32 int64 */
+	/* 186: DepthToSpace-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 175: DepthToSpace-11 */
+	/* 187: DepthToSpace-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 176: DepthToSpace-13 */
+	/* 188: DepthToSpace-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 177: DepthToSpace-28 */
+	/* 189: DepthToSpace-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 178: Div-1 */
+	/* 190: Div-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 180: Div-6 */
+	/* 192: Div-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 182: Div-7 */
+	/* 194: Div-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 184: Div-13 */
+	/* 196: Div-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 186: Div-14 */
+	/* 198: Div-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 188: Einsum-12 */
+	/* 200: Dropout-1 */
+	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 201: Dropout-6 */
+	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 202: Dropout-7 */
+	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 203: Dropout-10 */
+	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 204: Dropout-12 */
+	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"ratio", "T1", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
+	{"training_mode", "T2", 0x00000200, IE_IN_OPTIONAL, 2},	/* bool */
+	/* 207: Dropout-13 */
+	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"ratio", "T1", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
+	{"training_mode", "T2", 0x00000200, IE_IN_OPTIONAL, 2},	/* bool */
+	/* 210: Dropout-22 */
+	{"data", "T", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	{"ratio", "T1", 0x001f0c02, IE_IN_OPTIONAL, 1},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	{"training_mode", "T2", 0x00000200, IE_IN_OPTIONAL, 2},	/* bool */
+	/* 213: Einsum-12 */
 	{"Inputs", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 189: Einsum-28 */
+	/* 214: Einsum-28 */
 	{"Inputs", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 190: Elu-1 */
+	/* 215: Elu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 191: Elu-6 */
+	/* 216: Elu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 192: Elu-22 */
+	/* 217: Elu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 193: Equal-1 */
+	/* 218: Equal-1 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 195: Equal-7 */
+	/* 220: Equal-7 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 197: Equal-11 */
+	/* 222: Equal-11 */
 	{"A", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
 	{"B", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 199: Equal-13 */
+	/* 224: Equal-13 */
 	{"A", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
-	/* 201: Equal-19 */
+	/* 226: Equal-19 */
 	{"A", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 203: Erf-9 */
+	/* 228: Erf-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 204: Erf-13 */
+	/* 229: Erf-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 205: Exp-1 */
+	/* 230: Exp-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 206: Exp-6 */
+	/* 231: Exp-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 207: Exp-13 */
+	/* 232: Exp-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 208: Expand-8 */
+	/* 233: Expand-8 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 210: Expand-13 */
+	/* 235: Expand-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 212: Flatten-1 */
+	/* 237: EyeLike-9 */
+	{"input", "T1", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
+	/* 238: EyeLike-22 */
+	{"input", "T1", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
+	/* 239: Flatten-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 213: Flatten-9 */
+	/* 240: Flatten-9 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 214: Flatten-11 */
+	/* 241: Flatten-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 215: Flatten-13 */
+	/* 242: Flatten-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 216: Flatten-21 */
+	/* 243: Flatten-21 */
 	{"input", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 217: Flatten-23 */
+	/* 244: Flatten-23 */
 	{"input", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 218: Flatten-24 */
+	/* 245: Flatten-24 */
 	{"input", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 219: Flatten-25 */
+	/* 246: Flatten-25 */
 	{"input", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 220: Floor-1 */
+	/* 247: Floor-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 221: Floor-6 */
+	/* 248: Floor-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 222: Floor-13 */
+	/* 249: Floor-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 223: Gather-1 */
+	/* 250: Gather-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 225: Gather-11 */
+	/* 252: Gather-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 227: Gather-13 */
+	/* 254: Gather-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 229: GatherElements-11 */
+	/* 256: GatherElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 231: GatherElements-13 */
+	/* 258: GatherElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 233: GatherND-11 */
+	/* 260: GatherND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 235: GatherND-12 */
+	/* 262: GatherND-12 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 237: GatherND-13 */
+	/* 264: GatherND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 239: Gelu-20 */
+	/* 266: Gelu-20 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 240: Gemm-1 */
+	/* 267: Gemm-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 243: Gemm-6 */
+	/* 270: Gemm-6 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 246: Gemm-7 */
+	/* 273: Gemm-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 249: Gemm-9 */
+	/* 276: Gemm-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 252: Gemm-11 */
+	/* 279: Gemm-11 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 255: Gemm-13 */
+	/* 282: Gemm-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"C", "T", 0x00013cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 258: GlobalAveragePool-1 */
+	/* 285: GlobalAveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 259: GlobalAveragePool-22 */
+	/* 286: GlobalAveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 260: GlobalMaxPool-1 */
+	/* 287: GlobalMaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 261: GlobalMaxPool-22 */
+	/* 288: GlobalMaxPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 262: Greater-1 */
+	/* 289: Greater-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 264: Greater-7 */
+	/* 291: Greater-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 266: Greater-9 */
+	/* 293: Greater-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 268: Greater-13 */
+	/* 295: Greater-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 270: GreaterOrEqual-12 */
+	/* 297: GreaterOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 272: GreaterOrEqual-16 */
+	/* 299: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 274: HardSigmoid-1 */
+	/* 301: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 275: HardSigmoid-6 */
+	/* 302: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 276: HardSigmoid-22 */
+	/* 303: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 277: HardSwish-14 */
+	/* 304: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 278: HardSwish-22 */
+	/* 305: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 279: Identity-1 */
+	/* 306: Hardmax-1 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 307: Hardmax-11 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 308: Hardmax-13 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 309: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 280: Identity-13 */
+	/* 310: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 281: Identity-14 */
+	/* 311: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 282: Identity-16 */
+	/* 312: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 283: Identity-19 */
+	/* 313: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 284: Identity-21 */
+	/* 314: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 285: Identity-23 */
+	/* 315: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 286: Identity-24 */
+	/* 316: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 287: Identity-25 */
+	/* 317: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 288: IsInf-10 */
+	/* 318: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 289: IsInf-20 */
+	/* 319: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 290: IsNaN-9 */
+	/* 320: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 291: IsNaN-13 */
+	/* 321: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 292: IsNaN-20 */
+	/* 322: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 293: LayerNormalization-17 */
+	/* 323: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 296: LeakyRelu-1 */
+	/* 326: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 297: LeakyRelu-6 */
+	/* 327: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 298: LeakyRelu-16 */
+	/* 328: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 299: Less-1 */
+	/* 329: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 301: Less-7 */
+	/* 331: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 303: Less-9 */
+	/* 333: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 305: Less-13 */
+	/* 335: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 307: LessOrEqual-12 */
+	/* 337: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 309: LessOrEqual-16 */
+	/* 339: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 311: Log-1 */
+	/* 341: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 312: Log-6 */
+	/* 342: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 313: Log-13 */
+	/* 343: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 314: LogSoftmax-1 */
+	/* 344: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 315: LogSoftmax-11 */
+	/* 345: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 316: LogSoftmax-13 */
+	/* 346: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 317: LpNormalization-1 */
+	/* 347: LpNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 318: LpNormalization-22 */
+	/* 348: LpNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 319: LpPool-1 */
+	/* 349: LpPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 320: LpPool-2 */
+	/* 350: LpPool-2 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 321: LpPool-11 */
+	/* 351: LpPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 322: LpPool-18 */
+	/* 352: LpPool-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 323: LpPool-22 */
+	/* 353: LpPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 324: MatMul-1 */
+	/* 354: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 326: MatMul-9 */
+	/* 356: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 328: MatMul-13 */
+	/* 358: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 330: Max-1 */
+	/* 360: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 331: Max-6 */
+	/* 361: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 332: Max-8 */
+	/* 362: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 333: Max-12 */
+	/* 363: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 334: Max-13 */
+	/* 364: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 335: MaxPool-1 */
+	/* 365: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 336: MaxPool-8 */
+	/* 366: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 337: MaxPool-10 */
+	/* 367: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 338: MaxPool-11 */
+	/* 368: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 339: MaxPool-12 */
+	/* 369: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 340: MaxPool-22 */
+	/* 370: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 341: Mean-1 */
+	/* 371: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 342: Mean-6 */
+	/* 372: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 343: Mean-8 */
+	/* 373: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 344: Mean-13 */
+	/* 374: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 345: Min-1 */
+	/* 375: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 346: Min-6 */
+	/* 376: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 347: Min-8 */
+	/* 377: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 348: Min-12 */
+	/* 378: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 349: Min-13 */
+	/* 379: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 350: Mish-18 */
+	/* 380: Mish-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 351: Mish-22 */
+	/* 381: Mish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 352: Mod-10 */
+	/* 382: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 354: Mod-13 */
+	/* 384: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 356: Mod-28 */
+	/* 386: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 358: Mul-1 */
+	/* 388: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 360: Mul-6 */
+	/* 390: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 362: Mul-7 */
+	/* 392: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 364: Mul-13 */
+	/* 394: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 366: Mul-14 */
+	/* 396: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 368: Neg-1 */
+	/* 398: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 369: Neg-6 */
+	/* 399: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 370: Neg-13 */
+	/* 400: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 371: Not-1 */
+	/* 401: NonZero-9 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	/* 402: NonZero-13 */
+	{"X", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	/* 403: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 372: Or-1 */
+	/* 404: OneHot-9 */
+	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	/* 407: OneHot-11 */
+	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	/* 410: OneHot-28 */
+	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	{"values", "T3", 0x0001fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	/* 413: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 374: Or-7 */
+	/* 415: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 376: PRelu-1 */
+	/* 417: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 378: PRelu-6 */
+	/* 419: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 380: PRelu-7 */
+	/* 421: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 382: PRelu-9 */
+	/* 423: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 384: PRelu-16 */
+	/* 425: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 386: Pad-1 */
+	/* 427: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 387: Pad-2 */
+	/* 428: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 388: Pad-11 */
+	/* 429: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 391: Pad-13 */
+	/* 432: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 394: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 398: Pad-19 */
+	/* 435: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 402: Pad-21 */
+	/* 439: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 443: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 406: Pad-23 */
+	/* 447: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 410: Pad-24 */
+	/* 451: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 414: Pad-25 */
+	/* 455: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 418: Pow-1 */
+	/* 459: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 420: Pow-7 */
+	/* 461: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 422: Pow-12 */
+	/* 463: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 424: Pow-13 */
+	/* 465: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 426: Pow-15 */
+	/* 467: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 428: RMSNormalization-23 */
+	/* 469: RMSNormalization-23 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 430: Range-11 */
+	/* 471: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 433: Range-27 */
+	/* 474: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 436: Reciprocal-1 */
+	/* 477: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 437: Reciprocal-6 */
+	/* 478: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 438: Reciprocal-13 */
+	/* 479: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 439: ReduceL1-1 */
+	/* 480: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 440: ReduceL1-11 */
+	/* 481: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 441: ReduceL1-13 */
+	/* 482: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 442: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 444: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 445: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 446: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 447: ReduceL2-18 */
+	/* 483: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 449: ReduceLogSum-1 */
+	/* 485: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 450: ReduceLogSum-11 */
+	/* 486: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 451: ReduceLogSum-13 */
+	/* 487: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 452: ReduceLogSum-18 */
+	/* 488: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 454: ReduceLogSum-28 */
+	/* 490: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 491: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 492: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 493: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 495: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 456: ReduceLogSumExp-1 */
+	/* 497: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 457: ReduceLogSumExp-11 */
+	/* 498: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 458: ReduceLogSumExp-13 */
+	/* 499: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 459: ReduceLogSumExp-18 */
+	/* 500: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 461: ReduceLogSumExp-28 */
+	/* 502: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 463: ReduceMax-1 */
+	/* 504: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 464: ReduceMax-11 */
+	/* 505: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 465: ReduceMax-12 */
+	/* 506: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 466: ReduceMax-13 */
+	/* 507: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 467: ReduceMax-18 */
+	/* 508: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 469: ReduceMax-20 */
+	/* 510: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 471: ReduceMean-1 */
+	/* 512: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 472: ReduceMean-11 */
+	/* 513: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 473: ReduceMean-13 */
+	/* 514: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 474: ReduceMean-18 */
+	/* 515: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 476: ReduceMin-1 */
+	/* 517: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 477: ReduceMin-11 */
+	/* 518: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 478: ReduceMin-12 */
+	/* 519: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 479: ReduceMin-13 */
+	/* 520: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 480: ReduceMin-18 */
+	/* 521: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 482: ReduceMin-20 */
+	/* 523: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 484: ReduceProd-1 */
+	/* 525: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 485: ReduceProd-11 */
+	/* 526: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 486: ReduceProd-13 */
+	/* 527: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 487: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 489: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 490: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 491: ReduceSum-13 */
+	/* 528: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 493: ReduceSumSquare-1 */
+	/* 530: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 494: ReduceSumSquare-11 */
+	/* 531: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 495: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 496: ReduceSumSquare-18 */
+	/* 532: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 498: Relu-1 */
+	/* 534: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 535: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 536: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 537: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 539: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 499: Relu-6 */
+	/* 540: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 500: Relu-13 */
+	/* 541: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 501: Relu-14 */
+	/* 542: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 502: Reshape-1 */
+	/* 543: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 503: Reshape-5 */
+	/* 544: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 505: Reshape-13 */
+	/* 546: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 507: Reshape-14 */
+	/* 548: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 509: Reshape-19 */
+	/* 550: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 511: Reshape-21 */
+	/* 552: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 513: Reshape-23 */
+	/* 554: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 515: Reshape-24 */
+	/* 556: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 517: Reshape-25 */
+	/* 558: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 519: Resize-10 */
+	/* 560: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 521: Resize-11 */
+	/* 562: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 525: Resize-13 */
+	/* 566: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 529: Resize-18 */
+	/* 570: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 533: Resize-19 */
+	/* 574: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 537: RotaryEmbedding-23 */
+	/* 578: ReverseSequence-10 */
+	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
+	/* 580: ReverseSequence-28 */
+	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
+	/* 582: RotaryEmbedding-23 */
 	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 541: Round-11 */
+	/* 586: Round-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 542: Round-22 */
+	/* 587: Round-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 543: ScatterND-11 */
+	/* 588: Scatter-9 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	/* 591: Scatter-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	/* 594: ScatterElements-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	/* 597: ScatterElements-13 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	/* 600: ScatterElements-16 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	/* 603: ScatterElements-18 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	/* 606: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 546: ScatterND-13 */
+	/* 609: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 549: ScatterND-16 */
+	/* 612: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 552: ScatterND-18 */
+	/* 615: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 555: Selu-1 */
+	/* 618: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 556: Selu-6 */
+	/* 619: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 557: Selu-22 */
+	/* 620: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 558: Shape-1 */
+	/* 621: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 559: Shape-13 */
+	/* 622: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 560: Shape-15 */
+	/* 623: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 561: Shape-19 */
+	/* 624: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 562: Shape-21 */
+	/* 625: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 563: Shape-23 */
+	/* 626: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 564: Shape-24 */
+	/* 627: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 565: Shape-25 */
+	/* 628: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 566: Shrink-9 */
+	/* 629: Shrink-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 567: Sigmoid-1 */
+	/* 630: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 568: Sigmoid-6 */
+	/* 631: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 569: Sigmoid-13 */
+	/* 632: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 570: Sign-9 */
+	/* 633: Sign-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 571: Sign-13 */
+	/* 634: Sign-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 572: Sin-7 */
+	/* 635: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 573: Sin-22 */
+	/* 636: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 574: Sinh-9 */
+	/* 637: Sinh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 575: Sinh-22 */
+	/* 638: Sinh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 576: Size-1 */
+	/* 639: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 577: Size-13 */
+	/* 640: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 578: Size-19 */
+	/* 641: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 579: Size-21 */
+	/* 642: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 580: Size-23 */
+	/* 643: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 581: Size-24 */
+	/* 644: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 582: Size-25 */
+	/* 645: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 583: Slice-1 */
+	/* 646: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 584: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 589: Slice-11 */
+	/* 647: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 594: Slice-13 */
+	/* 652: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 657: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 599: Softmax-1 */
+	/* 662: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 600: Softmax-11 */
+	/* 663: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 601: Softmax-13 */
+	/* 664: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 602: Softplus-1 */
+	/* 665: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 603: Softplus-22 */
+	/* 666: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 604: Softsign-1 */
+	/* 667: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 605: Softsign-22 */
+	/* 668: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 606: SpaceToDepth-1 */
+	/* 669: SpaceToDepth-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 607: SpaceToDepth-13 */
+	/* 670: SpaceToDepth-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 608: SpaceToDepth-28 */
+	/* 671: SpaceToDepth-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 609: Split-1 */
+	/* 672: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 611: Split-2 */
+	/* 674: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 612: Split-11 */
+	/* 675: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 613: Split-13 */
+	/* 676: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 615: Split-18 */
+	/* 678: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 617: Sqrt-1 */
+	/* 680: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 618: Sqrt-6 */
+	/* 681: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 619: Sqrt-13 */
+	/* 682: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 620: Squeeze-1 */
+	/* 683: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 621: Squeeze-11 */
+	/* 684: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 622: Squeeze-13 */
+	/* 685: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 624: Squeeze-21 */
+	/* 687: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 626: Squeeze-23 */
+	/* 689: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 628: Squeeze-24 */
+	/* 691: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 630: Squeeze-25 */
+	/* 693: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 632: Sub-1 */
+	/* 695: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 634: Sub-6 */
+	/* 697: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 636: Sub-7 */
+	/* 699: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 638: Sub-13 */
+	/* 701: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 640: Sub-14 */
+	/* 703: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 642: Sum-1 */
+	/* 705: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 643: Sum-6 */
+	/* 706: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 644: Sum-8 */
+	/* 707: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 645: Sum-13 */
+	/* 708: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 646: Swish-24 */
+	/* 709: Swish-24 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 647: Tan-7 */
+	/* 710: Tan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 648: Tan-22 */
+	/* 711: Tan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 649: Tanh-1 */
+	/* 712: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 650: Tanh-6 */
+	/* 713: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 651: Tanh-13 */
+	/* 714: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 652: ThresholdedRelu-10 */
+	/* 715: ThresholdedRelu-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 653: ThresholdedRelu-22 */
+	/* 716: ThresholdedRelu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 654: Tile-1 */
+	/* 717: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 657: Tile-6 */
+	/* 720: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 659: Tile-13 */
+	/* 722: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 661: Transpose-1 */
+	/* 724: TopK-1 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 725: TopK-10 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
+	/* 727: TopK-11 */
+	{"X", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
+	/* 729: TopK-24 */
+	{"X", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
+	/* 731: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 662: Transpose-13 */
+	/* 732: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 663: Transpose-21 */
+	/* 733: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 664: Transpose-23 */
+	/* 734: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 665: Transpose-24 */
+	/* 735: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 666: Transpose-25 */
+	/* 736: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 667: Unsqueeze-1 */
+	/* 737: Trilu-14 */
+	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"k", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 739: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 668: Unsqueeze-11 */
+	/* 740: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 669: Unsqueeze-13 */
+	/* 741: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 671: Unsqueeze-21 */
+	/* 743: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 673: Unsqueeze-23 */
+	/* 745: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 675: Unsqueeze-24 */
+	/* 747: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 677: Unsqueeze-25 */
+	/* 749: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 679: Upsample-1 */
+	/* 751: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 680: Upsample-7 */
+	/* 752: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 681: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 683: Upsample-10 */
+	/* 753: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 685: Where-9 */
+	/* 755: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 757: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 688: Where-16 */
+	/* 760: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 691: Xor-1 */
+	/* 763: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 693: Xor-7 */
+	/* 765: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1237,372 +1345,408 @@ static const struct
 	{"Clip", 11, "", 133, 3},
 	{"Clip", 12, "", 136, 3},
 	{"Clip", 13, "", 139, 3},
-	{"Concat", 1, "axis:i", 142, 1},
-	{"Concat", 4, "axis:i!", 143, 1},
-	{"Concat", 11, "axis:i!", 144, 1},
-	{"Concat", 13, "axis:i!", 145, 1},
-	{"Constant", 1, "value:t!", 146, 0},
-	{"Constant", 9, "value:t!", 146, 0},
-	{"Constant", 11, "sparse_value:p value:t", 146, 0},
-	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
-	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
-	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
-	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
-	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
-	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
-	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 146, 0},
-	{"ConstantOfShape", 9, "value:t", 146, 1},
-	{"ConstantOfShape", 20, "value:t", 147, 1},
-	{"ConstantOfShape", 21, "value:t", 148, 1},
-	{"ConstantOfShape", 23, "value:t", 149, 1},
-	{"ConstantOfShape", 24, "value:t", 150, 1},
-	{"ConstantOfShape", 25, "value:t", 151, 1},
-	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 152, 3},
-	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 155, 3},
-	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 158, 3},
-	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 161, 3},
-	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 164, 3},
-	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 167, 3},
-	{"Cos", 7, "", 170, 1},
-	{"Cos", 22, "", 171, 1},
-	{"Cosh", 9, "", 172, 1},
-	{"Cosh", 22, "", 173, 1},
-	{"DepthToSpace", 1, "blocksize:i!", 174, 1},
-	{"DepthToSpace", 11, "blocksize:i! mode:s", 175, 1},
-	{"DepthToSpace", 13, "blocksize:i! mode:s", 176, 1},
-	{"DepthToSpace", 28, "blocksize:i! mode:s", 177, 1},
-	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 178, 2},
-	{"Div", 6, "axis:i broadcast:i", 180, 2},
-	{"Div", 7, "", 182, 2},
-	{"Div", 13, "", 184, 2},
-	{"Div", 14, "", 186, 2},
-	{"Einsum", 12, "equation:s!", 188, 1},
-	{"Einsum", 28, "equation:s!", 189, 1},
-	{"Elu", 1, "alpha:f consumed_inputs:I", 190, 1},
-	{"Elu", 6, "alpha:f", 191, 1},
-	{"Elu", 22, "alpha:f", 192, 1},
-	{"Equal", 1, "axis:i broadcast:i", 193, 2},
-	{"Equal", 7, "", 195, 2},
-	{"Equal", 11, "", 197, 2},
-	{"Equal", 13, "", 199, 2},
-	{"Equal", 19, "", 201, 2},
-	{"Erf", 9, "", 203, 1},
-	{"Erf", 13, "", 204, 1},
-	{"Exp", 1, "consumed_inputs:I", 205, 1},
-	{"Exp", 6, "", 206, 1},
-	{"Exp", 13, "", 207, 1},
-	{"Expand", 8, "", 208, 2},
-	{"Expand", 13, "", 210, 2},
-	{"Flatten", 1, "axis:i", 212, 1},
-	{"Flatten", 9, "axis:i", 213, 1},
-	{"Flatten", 11, "axis:i", 214, 1},
-	{"Flatten", 13, "axis:i", 215, 1},
-	{"Flatten", 21, "axis:i", 216, 1},
-	{"Flatten", 23, "axis:i", 217, 1},
-	{"Flatten", 24, "axis:i", 218, 1},
-	{"Flatten", 25, "axis:i", 219, 1},
-	{"Floor", 1, "consumed_inputs:I", 220, 1},
-	{"Floor", 6, "", 221, 1},
-	{"Floor", 13, "", 222, 1},
-	{"Gather", 1, "axis:i", 223, 2},
-	{"Gather", 11, "axis:i", 225, 2},
-	{"Gather", 13, "axis:i", 227, 2},
-	{"GatherElements", 11, "axis:i", 229, 2},
-	{"GatherElements", 13, "axis:i", 231, 2},
-	{"GatherND", 11, "", 233, 2},
-	{"GatherND", 12, "batch_dims:i", 235, 2},
-	{"GatherND", 13, "batch_dims:i", 237, 2},
-	{"Gelu", 20, "approximate:s", 239, 1},
-	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 240, 3},
-	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 243, 3},
-	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 246, 3},
-	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 249, 3},
-	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 252, 3},
-	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 255, 3},
-	{"GlobalAveragePool", 1, "", 258, 1},
-	{"GlobalAveragePool", 22, "", 259, 1},
-	{"GlobalMaxPool", 1, "", 260, 1},
-	{"GlobalMaxPool", 22, "", 261, 1},
-	{"Greater", 1, "axis:i broadcast:i", 262, 2},
-	{"Greater", 7, "", 264, 2},
-	{"Greater", 9, "", 266, 2},
-	{"Greater", 13, "", 268, 2},
-	{"GreaterOrEqual", 12, "", 270, 2},
-	{"GreaterOrEqual", 16, "", 272, 2},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 274, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 275, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 276, 1},
-	{"HardSwish", 14, "", 277, 1},
-	{"HardSwish", 22, "", 278, 1},
-	{"Identity", 1, "", 279, 1},
-	{"Identity", 13, "", 280, 1},
-	{"Identity", 14, "", 281, 1},
-	{"Identity", 16, "", 282, 1},
-	{"Identity", 19, "", 283, 1},
-	{"Identity", 21, "", 284, 1},
-	{"Identity", 23, "", 285, 1},
-	{"Identity", 24, "", 286, 1},
-	{"Identity", 25, "", 287, 1},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 288, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 289, 1},
-	{"IsNaN", 9, "", 290, 1},
-	{"IsNaN", 13, "", 291, 1},
-	{"IsNaN", 20, "", 292, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 293, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 296, 1},
-	{"LeakyRelu", 6, "alpha:f", 297, 1},
-	{"LeakyRelu", 16, "alpha:f", 298, 1},
-	{"Less", 1, "axis:i broadcast:i", 299, 2},
-	{"Less", 7, "", 301, 2},
-	{"Less", 9, "", 303, 2},
-	{"Less", 13, "", 305, 2},
-	{"LessOrEqual", 12, "", 307, 2},
-	{"LessOrEqual", 16, "", 309, 2},
-	{"Log", 1, "consumed_inputs:I", 311, 1},
-	{"Log", 6, "", 312, 1},
-	{"Log", 13, "", 313, 1},
-	{"LogSoftmax", 1, "axis:i", 314, 1},
-	{"LogSoftmax", 11, "axis:i", 315, 1},
-	{"LogSoftmax", 13, "axis:i", 316, 1},
-	{"LpNormalization", 1, "axis:i p:i", 317, 1},
-	{"LpNormalization", 22, "axis:i p:i", 318, 1},
-	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 319, 1},
-	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 320, 1},
-	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 321, 1},
-	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 322, 1},
-	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 323, 1},
-	{"MatMul", 1, "", 324, 2},
-	{"MatMul", 9, "", 326, 2},
-	{"MatMul", 13, "", 328, 2},
-	{"Max", 1, "consumed_inputs:I", 330, 1},
-	{"Max", 6, "", 331, 1},
-	{"Max", 8, "", 332, 1},
-	{"Max", 12, "", 333, 1},
-	{"Max", 13, "", 334, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 335, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 336, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 337, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 338, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 339, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 340, 1},
-	{"Mean", 1, "consumed_inputs:I", 341, 1},
-	{"Mean", 6, "", 342, 1},
-	{"Mean", 8, "", 343, 1},
-	{"Mean", 13, "", 344, 1},
-	{"Min", 1, "consumed_inputs:I", 345, 1},
-	{"Min", 6, "", 346, 1},
-	{"Min", 8, "", 347, 1},
-	{"Min", 12, "", 348, 1},
-	{"Min", 13, "", 349, 1},
-	{"Mish", 18, "", 350, 1},
-	{"Mish", 22, "", 351, 1},
-	{"Mod", 10, "fmod:i", 352, 2},
-	{"Mod", 13, "fmod:i", 354, 2},
-	{"Mod", 28, "fmod:i", 356, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 358, 2},
-	{"Mul", 6, "axis:i broadcast:i", 360, 2},
-	{"Mul", 7, "", 362, 2},
-	{"Mul", 13, "", 364, 2},
-	{"Mul", 14, "", 366, 2},
-	{"Neg", 1, "consumed_inputs:I", 368, 1},
-	{"Neg", 6, "", 369, 1},
-	{"Neg", 13, "", 370, 1},
-	{"Not", 1, "", 371, 1},
-	{"Or", 1, "axis:i broadcast:i", 372, 2},
-	{"Or", 7, "", 374, 2},
-	{"PRelu", 1, "consumed_inputs:I", 376, 2},
-	{"PRelu", 6, "", 378, 2},
-	{"PRelu", 7, "", 380, 2},
-	{"PRelu", 9, "", 382, 2},
-	{"PRelu", 16, "", 384, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 386, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 387, 1},
-	{"Pad", 11, "mode:s", 388, 3},
-	{"Pad", 13, "mode:s", 391, 3},
-	{"Pad", 18, "mode:s", 394, 4},
-	{"Pad", 19, "mode:s", 398, 4},
-	{"Pad", 21, "mode:s", 402, 4},
-	{"Pad", 23, "mode:s", 406, 4},
-	{"Pad", 24, "mode:s", 410, 4},
-	{"Pad", 25, "mode:s", 414, 4},
-	{"Pow", 1, "axis:i broadcast:i", 418, 2},
-	{"Pow", 7, "", 420, 2},
-	{"Pow", 12, "", 422, 2},
-	{"Pow", 13, "", 424, 2},
-	{"Pow", 15, "", 426, 2},
-	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 428, 2},
-	{"Range", 11, "", 430, 3},
-	{"Range", 27, "stash_type:i", 433, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 436, 1},
-	{"Reciprocal", 6, "", 437, 1},
-	{"Reciprocal", 13, "", 438, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 439, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 440, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 441, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 442, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 444, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 445, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 446, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 447, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 449, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 450, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 451, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 452, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 454, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 456, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 457, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 458, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 459, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 461, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 463, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 464, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 465, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 466, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 467, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 469, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 471, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 472, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 473, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 474, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 476, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 477, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 478, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 479, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 480, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 482, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 484, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 485, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 486, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 487, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 489, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 490, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 491, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 493, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 494, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 495, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 496, 2},
-	{"Relu", 1, "consumed_inputs:I", 498, 1},
-	{"Relu", 6, "", 499, 1},
-	{"Relu", 13, "", 500, 1},
-	{"Relu", 14, "", 501, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 502, 1},
-	{"Reshape", 5, "", 503, 2},
-	{"Reshape", 13, "", 505, 2},
-	{"Reshape", 14, "allowzero:i", 507, 2},
-	{"Reshape", 19, "allowzero:i", 509, 2},
-	{"Reshape", 21, "allowzero:i", 511, 2},
-	{"Reshape", 23, "allowzero:i", 513, 2},
-	{"Reshape", 24, "allowzero:i", 515, 2},
-	{"Reshape", 25, "allowzero:i", 517, 2},
-	{"Resize", 10, "mode:s", 519, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 521, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 525, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 529, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 533, 4},
-	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 537, 4},
-	{"Round", 11, "", 541, 1},
-	{"Round", 22, "", 542, 1},
-	{"ScatterND", 11, "", 543, 3},
-	{"ScatterND", 13, "", 546, 3},
-	{"ScatterND", 16, "reduction:s", 549, 3},
-	{"ScatterND", 18, "reduction:s", 552, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 555, 1},
-	{"Selu", 6, "alpha:f gamma:f", 556, 1},
-	{"Selu", 22, "alpha:f gamma:f", 557, 1},
-	{"Shape", 1, "", 558, 1},
-	{"Shape", 13, "", 559, 1},
-	{"Shape", 15, "end:i start:i", 560, 1},
-	{"Shape", 19, "end:i start:i", 561, 1},
-	{"Shape", 21, "end:i start:i", 562, 1},
-	{"Shape", 23, "end:i start:i", 563, 1},
-	{"Shape", 24, "end:i start:i", 564, 1},
-	{"Shape", 25, "end:i start:i", 565, 1},
-	{"Shrink", 9, "bias:f lambd:f", 566, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 567, 1},
-	{"Sigmoid", 6, "", 568, 1},
-	{"Sigmoid", 13, "", 569, 1},
-	{"Sign", 9, "", 570, 1},
-	{"Sign", 13, "", 571, 1},
-	{"Sin", 7, "", 572, 1},
-	{"Sin", 22, "", 573, 1},
-	{"Sinh", 9, "", 574, 1},
-	{"Sinh", 22, "", 575, 1},
-	{"Size", 1, "", 576, 1},
-	{"Size", 13, "", 577, 1},
-	{"Size", 19, "", 578, 1},
-	{"Size", 21, "", 579, 1},
-	{"Size", 23, "", 580, 1},
-	{"Size", 24, "", 581, 1},
-	{"Size", 25, "", 582, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 583, 1},
-	{"Slice", 10, "", 584, 5},
-	{"Slice", 11, "", 589, 5},
-	{"Slice", 13, "", 594, 5},
-	{"Softmax", 1, "axis:i", 599, 1},
-	{"Softmax", 11, "axis:i", 600, 1},
-	{"Softmax", 13, "axis:i", 601, 1},
-	{"Softplus", 1, "", 602, 1},
-	{"Softplus", 22, "", 603, 1},
-	{"Softsign", 1, "", 604, 1},
-	{"Softsign", 22, "", 605, 1},
-	{"SpaceToDepth", 1, "blocksize:i!", 606, 1},
-	{"SpaceToDepth", 13, "blocksize:i!", 607, 1},
-	{"SpaceToDepth", 28, "blocksize:i! mode:s", 608, 1},
-	{"Split", 1, "axis:i split:I", 609, 2},
-	{"Split", 2, "axis:i split:I", 611, 1},
-	{"Split", 11, "axis:i split:I", 612, 1},
-	{"Split", 13, "axis:i", 613, 2},
-	{"Split", 18, "axis:i num_outputs:i", 615, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 617, 1},
-	{"Sqrt", 6, "", 618, 1},
-	{"Sqrt", 13, "", 619, 1},
-	{"Squeeze", 1, "axes:I", 620, 1},
-	{"Squeeze", 11, "axes:I", 621, 1},
-	{"Squeeze", 13, "", 622, 2},
-	{"Squeeze", 21, "", 624, 2},
-	{"Squeeze", 23, "", 626, 2},
-	{"Squeeze", 24, "", 628, 2},
-	{"Squeeze", 25, "", 630, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 632, 2},
-	{"Sub", 6, "axis:i broadcast:i", 634, 2},
-	{"Sub", 7, "", 636, 2},
-	{"Sub", 13, "", 638, 2},
-	{"Sub", 14, "", 640, 2},
-	{"Sum", 1, "consumed_inputs:I", 642, 1},
-	{"Sum", 6, "", 643, 1},
-	{"Sum", 8, "", 644, 1},
-	{"Sum", 13, "", 645, 1},
-	{"Swish", 24, "alpha:f", 646, 1},
-	{"Tan", 7, "", 647, 1},
-	{"Tan", 22, "", 648, 1},
-	{"Tanh", 1, "consumed_inputs:I", 649, 1},
-	{"Tanh", 6, "", 650, 1},
-	{"Tanh", 13, "", 651, 1},
-	{"ThresholdedRelu", 10, "alpha:f", 652, 1},
-	{"ThresholdedRelu", 22, "alpha:f", 653, 1},
-	{"Tile", 1, "", 654, 3},
-	{"Tile", 6, "", 657, 2},
-	{"Tile", 13, "", 659, 2},
-	{"Transpose", 1, "perm:I", 661, 1},
-	{"Transpose", 13, "perm:I", 662, 1},
-	{"Transpose", 21, "perm:I", 663, 1},
-	{"Transpose", 23, "perm:I", 664, 1},
-	{"Transpose", 24, "perm:I", 665, 1},
-	{"Transpose", 25, "perm:I", 666, 1},
-	{"Unsqueeze", 1, "axes:I!", 667, 1},
-	{"Unsqueeze", 11, "axes:I!", 668, 1},
-	{"Unsqueeze", 13, "", 669, 2},
-	{"Unsqueeze", 21, "", 671, 2},
-	{"Unsqueeze", 23, "", 673, 2},
-	{"Unsqueeze", 24, "", 675, 2},
-	{"Unsqueeze", 25, "", 677, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 679, 1},
-	{"Upsample", 7, "mode:s scales:F!", 680, 1},
-	{"Upsample", 9, "mode:s", 681, 2},
-	{"Upsample", 10, "mode:s", 683, 2},
-	{"Where", 9, "", 685, 3},
-	{"Where", 16, "", 688, 3},
-	{"Xor", 1, "axis:i broadcast:i", 691, 2},
-	{"Xor", 7, "", 693, 2},
+	{"Compress", 9, "axis:i", 142, 2},
+	{"Compress", 11, "axis:i", 144, 2},
+	{"Compress", 28, "axis:i", 146, 2},
+	{"Concat", 1, "axis:i", 148, 1},
+	{"Concat", 4, "axis:i!", 149, 1},
+	{"Concat", 11, "axis:i!", 150, 1},
+	{"Concat", 13, "axis:i!", 151, 1},
+	{"Constant", 1, "value:t!", 152, 0},
+	{"Constant", 9, "value:t!", 152, 0},
+	{"Constant", 11, "sparse_value:p value:t", 152, 0},
+	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
+	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
+	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
+	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
+	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
+	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
+	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
+	{"ConstantOfShape", 9, "value:t", 152, 1},
+	{"ConstantOfShape", 20, "value:t", 153, 1},
+	{"ConstantOfShape", 21, "value:t", 154, 1},
+	{"ConstantOfShape", 23, "value:t", 155, 1},
+	{"ConstantOfShape", 24, "value:t", 156, 1},
+	{"ConstantOfShape", 25, "value:t", 157, 1},
+	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 158, 3},
+	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 161, 3},
+	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 164, 3},
+	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 167, 3},
+	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 170, 3},
+	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 173, 3},
+	{"Cos", 7, "", 176, 1},
+	{"Cos", 22, "", 177, 1},
+	{"Cosh", 9, "", 178, 1},
+	{"Cosh", 22, "", 179, 1},
+	{"CumProd", 26, "exclusive:i reverse:i", 180, 2},
+	{"CumSum", 11, "exclusive:i reverse:i", 182, 2},
+	{"CumSum", 14, "exclusive:i reverse:i", 184, 2},
+	{"DepthToSpace", 1, "blocksize:i!", 186, 1},
+	{"DepthToSpace", 11, "blocksize:i! mode:s", 187, 1},
+	{"DepthToSpace", 13, "blocksize:i! mode:s", 188, 1},
+	{"DepthToSpace", 28, "blocksize:i! mode:s", 189, 1},
+	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 190, 2},
+	{"Div", 6, "axis:i broadcast:i", 192, 2},
+	{"Div", 7, "", 194, 2},
+	{"Div", 13, "", 196, 2},
+	{"Div", 14, "", 198, 2},
+	{"Dropout", 1, "consumed_inputs:I is_test:i ratio:f", 200, 1},
+	{"Dropout", 6, "is_test:i ratio:f", 201, 1},
+	{"Dropout", 7, "ratio:f", 202, 1},
+	{"Dropout", 10, "ratio:f", 203, 1},
+	{"Dropout", 12, "seed:i", 204, 3},
+	{"Dropout", 13, "seed:i", 207, 3},
+	{"Dropout", 22, "seed:i", 210, 3},
+	{"Einsum", 12, "equation:s!", 213, 1},
+	{"Einsum", 28, "equation:s!", 214, 1},
+	{"Elu", 1, "alpha:f consumed_inputs:I", 215, 1},
+	{"Elu", 6, "alpha:f", 216, 1},
+	{"Elu", 22, "alpha:f", 217, 1},
+	{"Equal", 1, "axis:i broadcast:i", 218, 2},
+	{"Equal", 7, "", 220, 2},
+	{"Equal", 11, "", 222, 2},
+	{"Equal", 13, "", 224, 2},
+	{"Equal", 19, "", 226, 2},
+	{"Erf", 9, "", 228, 1},
+	{"Erf", 13, "", 229, 1},
+	{"Exp", 1, "consumed_inputs:I", 230, 1},
+	{"Exp", 6, "", 231, 1},
+	{"Exp", 13, "", 232, 1},
+	{"Expand", 8, "", 233, 2},
+	{"Expand", 13, "", 235, 2},
+	{"EyeLike", 9, "dtype:i k:i", 237, 1},
+	{"EyeLike", 22, "dtype:i k:i", 238, 1},
+	{"Flatten", 1, "axis:i", 239, 1},
+	{"Flatten", 9, "axis:i", 240, 1},
+	{"Flatten", 11, "axis:i", 241, 1},
+	{"Flatten", 13, "axis:i", 242, 1},
+	{"Flatten", 21, "axis:i", 243, 1},
+	{"Flatten", 23, "axis:i", 244, 1},
+	{"Flatten", 24, "axis:i", 245, 1},
+	{"Flatten", 25, "axis:i", 246, 1},
+	{"Floor", 1, "consumed_inputs:I", 247, 1},
+	{"Floor", 6, "", 248, 1},
+	{"Floor", 13, "", 249, 1},
+	{"Gather", 1, "axis:i", 250, 2},
+	{"Gather", 11, "axis:i", 252, 2},
+	{"Gather", 13, "axis:i", 254, 2},
+	{"GatherElements", 11, "axis:i", 256, 2},
+	{"GatherElements", 13, "axis:i", 258, 2},
+	{"GatherND", 11, "", 260, 2},
+	{"GatherND", 12, "batch_dims:i", 262, 2},
+	{"GatherND", 13, "batch_dims:i", 264, 2},
+	{"Gelu", 20, "approximate:s", 266, 1},
+	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 267, 3},
+	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 270, 3},
+	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 273, 3},
+	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 276, 3},
+	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 279, 3},
+	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 282, 3},
+	{"GlobalAveragePool", 1, "", 285, 1},
+	{"GlobalAveragePool", 22, "", 286, 1},
+	{"GlobalMaxPool", 1, "", 287, 1},
+	{"GlobalMaxPool", 22, "", 288, 1},
+	{"Greater", 1, "axis:i broadcast:i", 289, 2},
+	{"Greater", 7, "", 291, 2},
+	{"Greater", 9, "", 293, 2},
+	{"Greater", 13, "", 295, 2},
+	{"GreaterOrEqual", 12, "", 297, 2},
+	{"GreaterOrEqual", 16, "", 299, 2},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 301, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 302, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 303, 1},
+	{"HardSwish", 14, "", 304, 1},
+	{"HardSwish", 22, "", 305, 1},
+	{"Hardmax", 1, "axis:i", 306, 1},
+	{"Hardmax", 11, "axis:i", 307, 1},
+	{"Hardmax", 13, "axis:i", 308, 1},
+	{"Identity", 1, "", 309, 1},
+	{"Identity", 13, "", 310, 1},
+	{"Identity", 14, "", 311, 1},
+	{"Identity", 16, "", 312, 1},
+	{"Identity", 19, "", 313, 1},
+	{"Identity", 21, "", 314, 1},
+	{"Identity", 23, "", 315, 1},
+	{"Identity", 24, "", 316, 1},
+	{"Identity", 25, "", 317, 1},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 318, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 319, 1},
+	{"IsNaN", 9, "", 320, 1},
+	{"IsNaN", 13, "", 321, 1},
+	{"IsNaN", 20, "", 322, 1},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 323, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 326, 1},
+	{"LeakyRelu", 6, "alpha:f", 327, 1},
+	{"LeakyRelu", 16, "alpha:f", 328, 1},
+	{"Less", 1, "axis:i broadcast:i", 329, 2},
+	{"Less", 7, "", 331, 2},
+	{"Less", 9, "", 333, 2},
+	{"Less", 13, "", 335, 2},
+	{"LessOrEqual", 12, "", 337, 2},
+	{"LessOrEqual", 16, "", 339, 2},
+	{"Log", 1, "consumed_inputs:I", 341, 1},
+	{"Log", 6, "", 342, 1},
+	{"Log", 13, "", 343, 1},
+	{"LogSoftmax", 1, "axis:i", 344, 1},
+	{"LogSoftmax", 11, "axis:i", 345, 1},
+	{"LogSoftmax", 13, "axis:i", 346, 1},
+	{"LpNormalization", 1, "axis:i p:i", 347, 1},
+	{"LpNormalization", 22, "axis:i p:i", 348, 1},
+	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 349, 1},
+	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 350, 1},
+	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 351, 1},
+	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 352, 1},
+	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 353, 1},
+	{"MatMul", 1, "", 354, 2},
+	{"MatMul", 9, "", 356, 2},
+	{"MatMul", 13, "", 358, 2},
+	{"Max", 1, "consumed_inputs:I", 360, 1},
+	{"Max", 6, "", 361, 1},
+	{"Max", 8, "", 362, 1},
+	{"Max", 12, "", 363, 1},
+	{"Max", 13, "", 364, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 365, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 366, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 367, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 368, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 369, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 370, 1},
+	{"Mean", 1, "consumed_inputs:I", 371, 1},
+	{"Mean", 6, "", 372, 1},
+	{"Mean", 8, "", 373, 1},
+	{"Mean", 13, "", 374, 1},
+	{"Min", 1, "consumed_inputs:I", 375, 1},
+	{"Min", 6, "", 376, 1},
+	{"Min", 8, "", 377, 1},
+	{"Min", 12, "", 378, 1},
+	{"Min", 13, "", 379, 1},
+	{"Mish", 18, "", 380, 1},
+	{"Mish", 22, "", 381, 1},
+	{"Mod", 10, "fmod:i", 382, 2},
+	{"Mod", 13, "fmod:i", 384, 2},
+	{"Mod", 28, "fmod:i", 386, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 388, 2},
+	{"Mul", 6, "axis:i broadcast:i", 390, 2},
+	{"Mul", 7, "", 392, 2},
+	{"Mul", 13, "", 394, 2},
+	{"Mul", 14, "", 396, 2},
+	{"Neg", 1, "consumed_inputs:I", 398, 1},
+	{"Neg", 6, "", 399, 1},
+	{"Neg", 13, "", 400, 1},
+	{"NonZero", 9, "", 401, 1},
+	{"NonZero", 13, "", 402, 1},
+	{"Not", 1, "", 403, 1},
+	{"OneHot", 9, "axis:i", 404, 3},
+	{"OneHot", 11, "axis:i", 407, 3},
+	{"OneHot", 28, "axis:i", 410, 3},
+	{"Or", 1, "axis:i broadcast:i", 413, 2},
+	{"Or", 7, "", 415, 2},
+	{"PRelu", 1, "consumed_inputs:I", 417, 2},
+	{"PRelu", 6, "", 419, 2},
+	{"PRelu", 7, "", 421, 2},
+	{"PRelu", 9, "", 423, 2},
+	{"PRelu", 16, "", 425, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 427, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 428, 1},
+	{"Pad", 11, "mode:s", 429, 3},
+	{"Pad", 13, "mode:s", 432, 3},
+	{"Pad", 18, "mode:s", 435, 4},
+	{"Pad", 19, "mode:s", 439, 4},
+	{"Pad", 21, "mode:s", 443, 4},
+	{"Pad", 23, "mode:s", 447, 4},
+	{"Pad", 24, "mode:s", 451, 4},
+	{"Pad", 25, "mode:s", 455, 4},
+	{"Pow", 1, "axis:i broadcast:i", 459, 2},
+	{"Pow", 7, "", 461, 2},
+	{"Pow", 12, "", 463, 2},
+	{"Pow", 13, "", 465, 2},
+	{"Pow", 15, "", 467, 2},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 469, 2},
+	{"Range", 11, "", 471, 3},
+	{"Range", 27, "stash_type:i", 474, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 477, 1},
+	{"Reciprocal", 6, "", 478, 1},
+	{"Reciprocal", 13, "", 479, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 480, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 481, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 482, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 483, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 485, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 486, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 487, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 488, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 490, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 491, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 492, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 493, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 495, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 497, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 498, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 499, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 500, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 502, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 504, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 505, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 506, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 507, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 508, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 510, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 512, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 513, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 514, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 515, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 517, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 518, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 519, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 520, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 521, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 523, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 525, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 526, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 527, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 528, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 530, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 531, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 532, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 534, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 535, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 536, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 537, 2},
+	{"Relu", 1, "consumed_inputs:I", 539, 1},
+	{"Relu", 6, "", 540, 1},
+	{"Relu", 13, "", 541, 1},
+	{"Relu", 14, "", 542, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 543, 1},
+	{"Reshape", 5, "", 544, 2},
+	{"Reshape", 13, "", 546, 2},
+	{"Reshape", 14, "allowzero:i", 548, 2},
+	{"Reshape", 19, "allowzero:i", 550, 2},
+	{"Reshape", 21, "allowzero:i", 552, 2},
+	{"Reshape", 23, "allowzero:i", 554, 2},
+	{"Reshape", 24, "allowzero:i", 556, 2},
+	{"Reshape", 25, "allowzero:i", 558, 2},
+	{"Resize", 10, "mode:s", 560, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 562, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 566, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 570, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 574, 4},
+	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 578, 2},
+	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 580, 2},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 582, 4},
+	{"Round", 11, "", 586, 1},
+	{"Round", 22, "", 587, 1},
+	{"Scatter", 9, "axis:i", 588, 3},
+	{"Scatter", 11, "axis:i", 591, 3},
+	{"ScatterElements", 11, "axis:i", 594, 3},
+	{"ScatterElements", 13, "axis:i", 597, 3},
+	{"ScatterElements", 16, "axis:i reduction:s", 600, 3},
+	{"ScatterElements", 18, "axis:i reduction:s", 603, 3},
+	{"ScatterND", 11, "", 606, 3},
+	{"ScatterND", 13, "", 609, 3},
+	{"ScatterND", 16, "reduction:s", 612, 3},
+	{"ScatterND", 18, "reduction:s", 615, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 618, 1},
+	{"Selu", 6, "alpha:f gamma:f", 619, 1},
+	{"Selu", 22, "alpha:f gamma:f", 620, 1},
+	{"Shape", 1, "", 621, 1},
+	{"Shape", 13, "", 622, 1},
+	{"Shape", 15, "end:i start:i", 623, 1},
+	{"Shape", 19, "end:i start:i", 624, 1},
+	{"Shape", 21, "end:i start:i", 625, 1},
+	{"Shape", 23, "end:i start:i", 626, 1},
+	{"Shape", 24, "end:i start:i", 627, 1},
+	{"Shape", 25, "end:i start:i", 628, 1},
+	{"Shrink", 9, "bias:f lambd:f", 629, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 630, 1},
+	{"Sigmoid", 6, "", 631, 1},
+	{"Sigmoid", 13, "", 632, 1},
+	{"Sign", 9, "", 633, 1},
+	{"Sign", 13, "", 634, 1},
+	{"Sin", 7, "", 635, 1},
+	{"Sin", 22, "", 636, 1},
+	{"Sinh", 9, "", 637, 1},
+	{"Sinh", 22, "", 638, 1},
+	{"Size", 1, "", 639, 1},
+	{"Size", 13, "", 640, 1},
+	{"Size", 19, "", 641, 1},
+	{"Size", 21, "", 642, 1},
+	{"Size", 23, "", 643, 1},
+	{"Size", 24, "", 644, 1},
+	{"Size", 25, "", 645, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 646, 1},
+	{"Slice", 10, "", 647, 5},
+	{"Slice", 11, "", 652, 5},
+	{"Slice", 13, "", 657, 5},
+	{"Softmax", 1, "axis:i", 662, 1},
+	{"Softmax", 11, "axis:i", 663, 1},
+	{"Softmax", 13, "axis:i", 664, 1},
+	{"Softplus", 1, "", 665, 1},
+	{"Softplus", 22, "", 666, 1},
+	{"Softsign", 1, "", 667, 1},
+	{"Softsign", 22, "", 668, 1},
+	{"SpaceToDepth", 1, "blocksize:i!", 669, 1},
+	{"SpaceToDepth", 13, "blocksize:i!", 670, 1},
+	{"SpaceToDepth", 28, "blocksize:i! mode:s", 671, 1},
+	{"Split", 1, "axis:i split:I", 672, 2},
+	{"Split", 2, "axis:i split:I", 674, 1},
+	{"Split", 11, "axis:i split:I", 675, 1},
+	{"Split", 13, "axis:i", 676, 2},
+	{"Split", 18, "axis:i num_outputs:i", 678, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 680, 1},
+	{"Sqrt", 6, "", 681, 1},
+	{"Sqrt", 13, "", 682, 1},
+	{"Squeeze", 1, "axes:I", 683, 1},
+	{"Squeeze", 11, "axes:I", 684, 1},
+	{"Squeeze", 13, "", 685, 2},
+	{"Squeeze", 21, "", 687, 2},
+	{"Squeeze", 23, "", 689, 2},
+	{"Squeeze", 24, "", 691, 2},
+	{"Squeeze", 25, "", 693, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 695, 2},
+	{"Sub", 6, "axis:i broadcast:i", 697, 2},
+	{"Sub", 7, "", 699, 2},
+	{"Sub", 13, "", 701, 2},
+	{"Sub", 14, "", 703, 2},
+	{"Sum", 1, "consumed_inputs:I", 705, 1},
+	{"Sum", 6, "", 706, 1},
+	{"Sum", 8, "", 707, 1},
+	{"Sum", 13, "", 708, 1},
+	{"Swish", 24, "alpha:f", 709, 1},
+	{"Tan", 7, "", 710, 1},
+	{"Tan", 22, "", 711, 1},
+	{"Tanh", 1, "consumed_inputs:I", 712, 1},
+	{"Tanh", 6, "", 713, 1},
+	{"Tanh", 13, "", 714, 1},
+	{"ThresholdedRelu", 10, "alpha:f", 715, 1},
+	{"ThresholdedRelu", 22, "alpha:f", 716, 1},
+	{"Tile", 1, "", 717, 3},
+	{"Tile", 6, "", 720, 2},
+	{"Tile", 13, "", 722, 2},
+	{"TopK", 1, "axis:i k:i!", 724, 1},
+	{"TopK", 10, "axis:i", 725, 2},
+	{"TopK", 11, "axis:i largest:i sorted:i", 727, 2},
+	{"TopK", 24, "axis:i largest:i sorted:i", 729, 2},
+	{"Transpose", 1, "perm:I", 731, 1},
+	{"Transpose", 13, "perm:I", 732, 1},
+	{"Transpose", 21, "perm:I", 733, 1},
+	{"Transpose", 23, "perm:I", 734, 1},
+	{"Transpose", 24, "perm:I", 735, 1},
+	{"Transpose", 25, "perm:I", 736, 1},
+	{"Trilu", 14, "upper:i", 737, 2},
+	{"Unsqueeze", 1, "axes:I!", 739, 1},
+	{"Unsqueeze", 11, "axes:I!", 740, 1},
+	{"Unsqueeze", 13, "", 741, 2},
+	{"Unsqueeze", 21, "", 743, 2},
+	{"Unsqueeze", 23, "", 745, 2},
+	{"Unsqueeze", 24, "", 747, 2},
+	{"Unsqueeze", 25, "", 749, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 751, 1},
+	{"Upsample", 7, "mode:s scales:F!", 752, 1},
+	{"Upsample", 9, "mode:s", 753, 2},
+	{"Upsample", 10, "mode:s", 755, 2},
+	{"Where", 9, "", 757, 3},
+	{"Where", 16, "", 760, 3},
+	{"Xor", 1, "axis:i broadcast:i", 763, 2},
+	{"Xor", 7, "", 765, 2},
 	{NULL, 0, NULL, 0, 0}
 };

@@ -1,7 +1,7 @@
 /*
  * ops_gather.c
  *	  ONNX operators that select or write elements by index: Gather,
- *	  GatherElements, GatherND and ScatterND.
+ *	  GatherElements, GatherND, ScatterND, ScatterElements and Scatter.
  *
  * Indices are int32 or int64; a negative index counts from the end of its
  * axis (opset 11+, accepted at every opset), and an index outside
@@ -499,15 +499,113 @@ op_scatter_nd(ie_node_ctx *ctx)
 	return 0;
 }
 
+/*
+ * ScatterElements (opsets 11, 13, 16, 18) and its deprecated alias Scatter
+ * (opsets 9, 11) (Operators.md "ScatterElements", "Scatter"): data,
+ * indices (int32 or int64, data's rank, each dim at most data's off axis)
+ * and updates (indices' shape, data's type); the output is a copy of data
+ * in which, for each position p of indices, the element at p with its axis
+ * coordinate replaced by indices[p] (in [-s, s-1], s = data's axis size)
+ * gets updates[p], or, with reduction (opset 16: add, mul; 18: max, min),
+ * is combined with it (float, double, int32, int64).  Positions are taken
+ * in row-major order, so a repeated index keeps the last update, as ONNX
+ * Runtime and the reference do.  Any type without a reduction.
+ */
+static int
+op_scatter_elements(ie_node_ctx *ctx)
+{
+	const ie_tensor *x = need_input(ctx, 0, "data");
+	const ie_tensor *ind = need_input(ctx, 1, "indices");
+	const ie_tensor *u = need_input(ctx, 2, "updates");
+	int64_t		xstride[IE_MAX_DIMS],
+				pos[IE_MAX_DIMS] = {0},
+				acc = 1,
+				n,
+				base = 0;
+	int			axis,
+				nd,
+				red = SCATTER_NONE;
+	size_t		es;
+	ie_tensor  *o;
+	char		s1[128],
+				s2[128];
+
+	if (x == NULL || ind == NULL || u == NULL || check_indices(ctx, ind) != 0)
+		return -1;
+	if (strcmp(ctx->op_type, "Scatter") != 0 && scatter_reduction(ctx, &red) != 0)
+		return -1;
+	nd = x->ndim;
+	if (nd == 0)
+		return ie_op_error(ctx, "data must have rank 1 or more");
+	if ((axis = read_axis(ctx, nd)) < 0)
+		return -1;
+	if (u->dtype != x->dtype)
+		return ie_op_error(ctx, "updates are %s, data %s", ie_dtype_name(u->dtype),
+						   ie_dtype_name(x->dtype));
+	if (ind->ndim != nd)
+		return ie_op_error(ctx, "indices have rank %d, data has rank %d", ind->ndim, nd);
+	if (u->ndim != nd || memcmp(u->dims, ind->dims, sizeof(int64_t) * nd) != 0)
+		return ie_op_error(ctx, "updates have shape %s, indices %s",
+						   ie_shape_str(s1, sizeof(s1), u->ndim, u->dims),
+						   ie_shape_str(s2, sizeof(s2), nd, ind->dims));
+	for (int d = 0; d < nd; d++)
+		if (d != axis && ind->dims[d] > x->dims[d])
+			return ie_op_error(ctx, "indices shape %s exceeds data shape %s on axis %d",
+							   ie_shape_str(s1, sizeof(s1), nd, ind->dims),
+							   ie_shape_str(s2, sizeof(s2), nd, x->dims), d);
+	for (int d = nd - 1; d >= 0; d--)
+	{
+		xstride[d] = acc;
+		acc *= x->dims[d];
+	}
+	if ((o = ie_tensor_new_uninit(x->dtype, nd, x->dims)) == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = o;
+	if (x->nbytes > 0)
+		memcpy(o->data, x->data, x->nbytes);
+	n = ie_tensor_numel(ind);
+	es = ie_dtype_size(x->dtype);
+	/* base: data offset of pos with the axis coordinate left out */
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		k;
+		char	   *dst;
+		const char *src = (const char *) u->data + (size_t) i * es;
+
+		if (read_index(ctx, ind, i, axis, x->dims[axis], &k) != 0)
+			return -1;
+		dst = (char *) o->data + (size_t) (base + k * xstride[axis]) * es;
+		if (red == SCATTER_NONE)
+			memcpy(dst, src, es);
+		else if (combine(ctx, red, x->dtype, dst, src, 1) != 0)
+			return -1;
+		for (int d = nd - 1; d >= 0; d--)
+		{
+			pos[d]++;
+			if (d != axis)
+				base += xstride[d];
+			if (pos[d] < ind->dims[d])
+				break;
+			if (d != axis)
+				base -= xstride[d] * pos[d];
+			pos[d] = 0;
+		}
+	}
+	return 0;
+}
+
 const ie_op_def ie_ops_gather[] = {
 	{"Gather", op_gather},
 	{"GatherElements", op_gather_elements},
 	{"GatherND", op_gather_nd},
 	{"ScatterND", op_scatter_nd},
+	{"ScatterElements", op_scatter_elements},
+	{"Scatter", op_scatter_elements},
 	{NULL, NULL}
 };
 
 const ie_op_def ie_op_checks_gather[] = {
 	{"ScatterND", scatter_nd_check_attrs},
+	{"ScatterElements", scatter_nd_check_attrs},
 	{NULL, NULL}
 };
