@@ -7,8 +7,11 @@
  *	  Einsum (ops_einsum.c), and the operator changes of opsets 18 to 28
  *	  (Pad's axes and wrap, Split's num_outputs, ScatterND's max and min,
  *	  bool ReduceMax/ReduceMin, float Mod with fmod 0, double MatMul,
- *	  RMSNormalization, RotaryEmbedding (ops_rotary.c), Swish), and the
- *	  unary math, bitwise, depth/space, LpNormalization and LpPool operators.
+ *	  RMSNormalization, RotaryEmbedding (ops_rotary.c), Swish), the
+ *	  unary math, bitwise, depth/space, LpNormalization and LpPool
+ *	  operators, and those of ops_misc.c (TopK, CumSum, CumProd, Trilu,
+ *	  OneHot, NonZero, Dropout, Hardmax, EyeLike, Compress, ReverseSequence)
+ *	  with ScatterElements.
  *
  * Two kinds of checks: hand-built node contexts compared against naive
  * reference loops written here (depthwise, grouped, strided, dilated,
@@ -35,6 +38,10 @@
 
 /* Node tests whose operator must refuse them with an error. */
 static const char *const expect_error[] = {
+	/* Dropout runs inference only: training_mode true is refused */
+	"test_training_dropout", "test_training_dropout_default",
+	"test_training_dropout_default_mask", "test_training_dropout_mask",
+	"test_training_dropout_zero_ratio", "test_training_dropout_zero_ratio_mask",
 	NULL
 };
 
@@ -3276,6 +3283,533 @@ test_einsum(void)
 	ie_tensor_destroy(&E);
 }
 
+/* ---- TopK, CumSum, Trilu, ScatterElements, OneHot, ... (ops_misc.c) ---- */
+
+/* Whether t has type dt, shape dims[0..nd) and exactly the bytes of want. */
+static bool
+tensor_is(const ie_tensor *t, ie_dtype dt, int nd, const int64_t *dims, const void *want)
+{
+	if (t == NULL || t->dtype != dt || t->ndim != nd)
+		return false;
+	for (int i = 0; i < nd; i++)
+		if (t->dims[i] != dims[i])
+			return false;
+	return t->nbytes == 0 || memcmp(t->data, want, t->nbytes) == 0;
+}
+
+/* Frees outs[0..n). */
+static void
+free_outs(ie_tensor **outs, int n)
+{
+	for (int i = 0; i < n; i++)
+		ie_tensor_destroy(&outs[i]);
+}
+
+/*
+ * TopK: the k largest and smallest along the last axis (ties to the lower
+ * index), opset 1's attribute k along axis 0, a NaN counted largest, and
+ * the refusals: k past the axis, k negative.
+ */
+static void
+test_topk(void)
+{
+	ie_tensor  *X = tu_float_tensor(2, (int64_t[]) {2, 4}, (float[]) {1, 3, 3, 2, 5, 0, 7, 7});
+	ie_tensor  *K2 = i64_tensor(1, (int64_t[]) {2});
+	ie_tensor  *K5 = i64_tensor(1, (int64_t[]) {5});
+	ie_tensor  *Kneg = i64_tensor(1, (int64_t[]) {-1});
+	ie_tensor  *N = tu_float_tensor(1, (int64_t[]) {3}, (float[]) {1, NAN, 2});
+	ie_tensor  *K1 = i64_tensor(1, (int64_t[]) {1});
+	ie_tensor  *out[2];
+	char		err[256];
+	const ie_tensor *in[2] = {X, K2};
+	ie_attr		smallest[1] = {attr_int("largest", 0)};
+	ie_attr		k1axis0[2] = {attr_int("k", 1), attr_int("axis", 0)};
+
+	CHECK(run_op("TopK", 11, 2, in, 0, NULL, 2, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {2, 2}, (float[]) {3, 3, 7, 7}) &&
+		  tensor_is(out[1], IE_INT64, 2, (int64_t[]) {2, 2}, (int64_t[]) {1, 2, 2, 3}),
+		  "TopK k=2 largest, ties to the lower index: %s", err);
+	free_outs(out, 2);
+	CHECK(run_op("TopK", 11, 2, in, 1, smallest, 2, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {2, 2}, (float[]) {1, 2, 0, 5}) &&
+		  tensor_is(out[1], IE_INT64, 2, (int64_t[]) {2, 2}, (int64_t[]) {0, 3, 1, 0}),
+		  "TopK k=2 smallest: %s", err);
+	free_outs(out, 2);
+	CHECK(run_op("TopK", 1, 1, in, 2, k1axis0, 2, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {1, 4}, (float[]) {5, 3, 7, 7}) &&
+		  tensor_is(out[1], IE_INT64, 2, (int64_t[]) {1, 4}, (int64_t[]) {1, 0, 1, 1}),
+		  "TopK-1 k=1 axis 0: %s", err);
+	free_outs(out, 2);
+	in[0] = N;
+	in[1] = K1;
+	CHECK(run_op("TopK", 11, 2, in, 0, NULL, 2, out, err, sizeof(err)) == 0 &&
+		  out[0] != NULL && isnan(((float *) out[0]->data)[0]) &&
+		  tensor_is(out[1], IE_INT64, 1, (int64_t[]) {1}, (int64_t[]) {1}),
+		  "TopK takes a NaN as the largest: %s", err);
+	free_outs(out, 2);
+	in[0] = X;
+	in[1] = K5;
+	CHECK(run_op("TopK", 11, 2, in, 0, NULL, 2, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "k (5) is larger than axis 1's size (4)") != NULL,
+		  "TopK k=5 on an axis of 4 refused: %s", err);
+	free_outs(out, 2);
+	in[1] = Kneg;
+	CHECK(run_op("TopK", 11, 2, in, 0, NULL, 2, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "k (-1) must not be negative") != NULL,
+		  "TopK k=-1 refused: %s", err);
+	free_outs(out, 2);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&K2);
+	ie_tensor_destroy(&K5);
+	ie_tensor_destroy(&Kneg);
+	ie_tensor_destroy(&N);
+	ie_tensor_destroy(&K1);
+}
+
+/*
+ * CumSum along an int32 scalar axis, exclusive and reverse along axis 0
+ * (against a naive loop), CumProd-26, and the refusals: axis out of range,
+ * an axis input of two values.
+ */
+static void
+test_cumsum_cumprod(void)
+{
+	int64_t		xv[6] = {1, 2, 3, 4, 5, 6};
+	ie_tensor  *X = typed_tensor(IE_INT64, 2, (int64_t[]) {2, 3}, xv);
+	ie_tensor  *A1 = typed_tensor(IE_INT32, 0, NULL, (int32_t[]) {1});
+	ie_tensor  *A0 = i64_tensor(1, (int64_t[]) {0});
+	ie_tensor  *A2 = i64_tensor(1, (int64_t[]) {2});
+	ie_tensor  *Aboth = i64_tensor(2, (int64_t[]) {0, 1});
+	ie_tensor  *F = tu_float_tensor(1, (int64_t[]) {4}, (float[]) {1, 2, 3, 4});
+	ie_tensor  *out[1];
+	char		err[256];
+	const ie_tensor *in[2] = {X, A1};
+	ie_attr		exrev[2] = {attr_int("exclusive", 1), attr_int("reverse", 1)};
+	int64_t		want[6];
+
+	CHECK(run_op("CumSum", 14, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  tensor_is(out[0], IE_INT64, 2, (int64_t[]) {2, 3}, (int64_t[]) {1, 3, 6, 4, 9, 15}),
+		  "CumSum along axis 1: %s", err);
+	free_outs(out, 1);
+	/* exclusive, reverse along axis 0: the sum of the rows after */
+	for (int j = 0; j < 3; j++)
+		for (int i = 0; i < 2; i++)
+		{
+			want[i * 3 + j] = 0;
+			for (int r = i + 1; r < 2; r++)
+				want[i * 3 + j] += xv[r * 3 + j];
+		}
+	in[1] = A0;
+	CHECK(run_op("CumSum", 11, 2, in, 2, exrev, 1, out, err, sizeof(err)) == 0 &&
+		  tensor_is(out[0], IE_INT64, 2, (int64_t[]) {2, 3}, want),
+		  "CumSum exclusive reverse along axis 0: %s", err);
+	free_outs(out, 1);
+	in[1] = A2;
+	CHECK(run_op("CumSum", 14, 2, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "axis 2 is out of range for rank 2") != NULL,
+		  "CumSum axis 2 of a rank-2 x refused: %s", err);
+	free_outs(out, 1);
+	in[1] = Aboth;
+	CHECK(run_op("CumSum", 14, 2, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "axis must hold a single value") != NULL,
+		  "CumSum with two axes refused: %s", err);
+	free_outs(out, 1);
+	in[0] = F;
+	in[1] = A0;
+	CHECK(run_op("CumProd", 26, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 1, (int64_t[]) {4}, (float[]) {1, 2, 6, 24}),
+		  "CumProd of [1, 2, 3, 4]: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&A1);
+	ie_tensor_destroy(&A0);
+	ie_tensor_destroy(&A2);
+	ie_tensor_destroy(&Aboth);
+	ie_tensor_destroy(&F);
+}
+
+/* Trilu upper and lower with k, k past the matrix, a rank-1 input refused. */
+static void
+test_trilu(void)
+{
+	ie_tensor  *X = tu_float_tensor(2, (int64_t[]) {3, 3}, (float[]) {1, 2, 3, 4, 5, 6, 7, 8, 9});
+	ie_tensor  *Km1 = typed_tensor(IE_INT64, 0, NULL, (int64_t[]) {-1});
+	ie_tensor  *K5 = typed_tensor(IE_INT64, 0, NULL, (int64_t[]) {5});
+	ie_tensor  *Kmax = typed_tensor(IE_INT64, 0, NULL, (int64_t[]) {INT64_MAX});
+	ie_tensor  *V = tu_float_tensor(1, (int64_t[]) {3}, (float[]) {1, 2, 3});
+	ie_tensor  *out[1];
+	char		err[256];
+	const ie_tensor *in[2] = {X, NULL};
+	ie_attr		lower[1] = {attr_int("upper", 0)};
+
+	CHECK(run_op("Trilu", 14, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {3, 3}, (float[]) {1, 2, 3, 0, 5, 6, 0, 0, 9}),
+		  "Trilu upper: %s", err);
+	free_outs(out, 1);
+	in[1] = Km1;
+	CHECK(run_op("Trilu", 14, 2, in, 1, lower, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {3, 3}, (float[]) {0, 0, 0, 4, 0, 0, 7, 8, 0}),
+		  "Trilu lower k=-1: %s", err);
+	free_outs(out, 1);
+	in[1] = K5;
+	CHECK(run_op("Trilu", 14, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {3, 3}, (float[]) {0, 0, 0, 0, 0, 0, 0, 0, 0}),
+		  "Trilu upper k=5 keeps nothing: %s", err);
+	free_outs(out, 1);
+	in[1] = Kmax;
+	CHECK(run_op("Trilu", 14, 2, in, 1, lower, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {3, 3}, (float[]) {1, 2, 3, 4, 5, 6, 7, 8, 9}),
+		  "Trilu lower k=INT64_MAX keeps everything: %s", err);
+	free_outs(out, 1);
+	in[0] = V;
+	CHECK(run_op("Trilu", 14, 1, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "input must have rank 2 or more") != NULL,
+		  "Trilu of a rank-1 input refused: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&Km1);
+	ie_tensor_destroy(&K5);
+	ie_tensor_destroy(&Kmax);
+	ie_tensor_destroy(&V);
+}
+
+/*
+ * ScatterElements: the spec's example along axis 0, add with a repeated
+ * index (opset 16), Scatter-9 the same; refused: an index past the axis,
+ * max below opset 18, updates of another shape.
+ */
+static void
+test_scatter_elements(void)
+{
+	ie_tensor  *D = ie_tensor_new(IE_FLOAT, 2, (int64_t[]) {3, 3});
+	ie_tensor  *I = typed_tensor(IE_INT64, 2, (int64_t[]) {2, 3}, (int64_t[]) {1, 0, 2, 0, 2, 1});
+	ie_tensor  *U = tu_float_tensor(2, (int64_t[]) {2, 3}, (float[]) {1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f});
+	ie_tensor  *D2 = tu_float_tensor(2, (int64_t[]) {1, 5}, (float[]) {1, 2, 3, 4, 5});
+	ie_tensor  *I2 = typed_tensor(IE_INT32, 2, (int64_t[]) {1, 2}, (int32_t[]) {1, -4});
+	ie_tensor  *U2 = tu_float_tensor(2, (int64_t[]) {1, 2}, (float[]) {1.1f, 2.1f});
+	ie_tensor  *Ibad = typed_tensor(IE_INT64, 2, (int64_t[]) {2, 3}, (int64_t[]) {1, 0, 3, 0, 2, 1});
+	ie_tensor  *out[1];
+	char		err[256];
+	const ie_tensor *in[3] = {D, I, U};
+	ie_attr		add[2] = {attr_int("axis", 1), attr_str("reduction", "add")};
+	ie_attr		max[1] = {attr_str("reduction", "max")};
+	float		want[9] = {2.0f, 1.1f, 0, 1.0f, 0, 2.2f, 0, 2.1f, 1.2f};
+	float		want2[5] = {1, (2.0f + 1.1f) + 2.1f, 3, 4, 5};
+
+	CHECK(run_op("ScatterElements", 18, 3, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {3, 3}, want),
+		  "ScatterElements, the spec's example: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("Scatter", 9, 3, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {3, 3}, want),
+		  "Scatter-9, the spec's example: %s", err);
+	free_outs(out, 1);
+	in[0] = D2;
+	in[1] = I2;
+	in[2] = U2;
+	CHECK(run_op("ScatterElements", 16, 3, in, 2, add, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {1, 5}, want2),
+		  "ScatterElements add with index 1 twice (once as -4): %s", err);
+	free_outs(out, 1);
+	in[0] = D;
+	in[1] = Ibad;
+	in[2] = U;
+	CHECK(run_op("ScatterElements", 13, 3, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "index 3 (at position 2) is out of range [-3, 2] for axis 0") != NULL,
+		  "ScatterElements index 3 on an axis of 3 refused: %s", err);
+	free_outs(out, 1);
+	in[1] = I;
+	CHECK(run_op("ScatterElements", 16, 3, in, 1, max, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "reduction \"max\" needs opset 18") != NULL,
+		  "ScatterElements max at opset 16 refused: %s", err);
+	free_outs(out, 1);
+	in[2] = U2;
+	CHECK(run_op("ScatterElements", 18, 3, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "updates have shape [1, 2], indices [2, 3]") != NULL,
+		  "ScatterElements with updates of another shape refused: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&D);
+	ie_tensor_destroy(&I);
+	ie_tensor_destroy(&U);
+	ie_tensor_destroy(&D2);
+	ie_tensor_destroy(&I2);
+	ie_tensor_destroy(&U2);
+	ie_tensor_destroy(&Ibad);
+}
+
+/*
+ * OneHot along the last axis and axis 0 (a negative index from the end,
+ * one out of range: all off), float depth; refused: depth 0, axis past
+ * the rank.
+ */
+static void
+test_onehot(void)
+{
+	ie_tensor  *I = i64_tensor(4, (int64_t[]) {0, 2, -1, 5});
+	ie_tensor  *Dp = typed_tensor(IE_FLOAT, 0, NULL, (float[]) {3.0f});
+	ie_tensor  *D0 = i64_tensor(1, (int64_t[]) {0});
+	ie_tensor  *V = typed_tensor(IE_INT32, 1, (int64_t[]) {2}, (int32_t[]) {-1, 7});
+	ie_tensor  *out[1];
+	char		err[256];
+	const ie_tensor *in[3] = {I, Dp, V};
+	ie_attr		axis0[1] = {attr_int("axis", 0)};
+	ie_attr		axis2[1] = {attr_int("axis", 2)};
+	int32_t		want[12] = {7, -1, -1, -1, -1, 7, -1, -1, 7, -1, -1, -1};
+	int32_t		want_t[12];
+
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 3; j++)
+			want_t[j * 4 + i] = want[i * 3 + j];
+	CHECK(run_op("OneHot", 11, 3, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  tensor_is(out[0], IE_INT32, 2, (int64_t[]) {4, 3}, want),
+		  "OneHot of [0, 2, -1, 5], depth 3: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("OneHot", 11, 3, in, 1, axis0, 1, out, err, sizeof(err)) == 0 &&
+		  tensor_is(out[0], IE_INT32, 2, (int64_t[]) {3, 4}, want_t),
+		  "OneHot along axis 0: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("OneHot", 11, 3, in, 1, axis2, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "axis 2 is out of range [-2, 1]") != NULL,
+		  "OneHot axis 2 of rank-1 indices refused: %s", err);
+	free_outs(out, 1);
+	in[1] = D0;
+	CHECK(run_op("OneHot", 11, 3, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "depth must be positive, got 0") != NULL,
+		  "OneHot depth 0 refused: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&I);
+	ie_tensor_destroy(&Dp);
+	ie_tensor_destroy(&D0);
+	ie_tensor_destroy(&V);
+}
+
+/* NonZero of int32 and of float with -0.0 (zero); a missing input refused. */
+static void
+test_nonzero(void)
+{
+	ie_tensor  *X = typed_tensor(IE_INT32, 2, (int64_t[]) {2, 3}, (int32_t[]) {0, 1, 0, 2, 0, 3});
+	ie_tensor  *F = tu_float_tensor(1, (int64_t[]) {4}, (float[]) {-0.0f, 1.5f, 0, -2});
+	ie_tensor  *out[1];
+	char		err[256];
+	const ie_tensor *in[1] = {X};
+
+	CHECK(run_op("NonZero", 13, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  tensor_is(out[0], IE_INT64, 2, (int64_t[]) {2, 3}, (int64_t[]) {0, 1, 1, 1, 0, 2}),
+		  "NonZero of a [2, 3] int32: %s", err);
+	free_outs(out, 1);
+	in[0] = F;
+	CHECK(run_op("NonZero", 13, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  tensor_is(out[0], IE_INT64, 2, (int64_t[]) {1, 2}, (int64_t[]) {1, 3}),
+		  "NonZero counts -0.0 as zero: %s", err);
+	free_outs(out, 1);
+	in[0] = NULL;
+	CHECK(run_op("NonZero", 13, 1, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "missing input 0 (X)") != NULL,
+		  "NonZero without its input refused: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&F);
+}
+
+/*
+ * Dropout in inference: output = input, mask all true (bool at 13, ones
+ * of the input's type at 7); refused: training_mode true, opset 6 without
+ * is_test (training by default).
+ */
+static void
+test_dropout(void)
+{
+	ie_tensor  *X = tu_float_tensor(1, (int64_t[]) {3}, (float[]) {1, -2, 3});
+	ie_tensor  *R = typed_tensor(IE_FLOAT, 0, NULL, (float[]) {0.5f});
+	ie_tensor  *T = typed_tensor(IE_BOOL, 0, NULL, (uint8_t[]) {1});
+	ie_tensor  *out[2];
+	char		err[256];
+	const ie_tensor *in[3] = {X, R, T};
+	ie_attr		is_test[1] = {attr_int("is_test", 1)};
+
+	CHECK(run_op("Dropout", 13, 2, in, 0, NULL, 2, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 1, (int64_t[]) {3}, (float[]) {1, -2, 3}) &&
+		  tensor_is(out[1], IE_BOOL, 1, (int64_t[]) {3}, (uint8_t[]) {1, 1, 1}),
+		  "Dropout-13: the input and a true mask: %s", err);
+	free_outs(out, 2);
+	CHECK(run_op("Dropout", 7, 1, in, 0, NULL, 2, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[1], 1, (int64_t[]) {3}, (float[]) {1, 1, 1}),
+		  "Dropout-7: a float mask of ones: %s", err);
+	free_outs(out, 2);
+	CHECK(run_op("Dropout", 6, 1, in, 1, is_test, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 1, (int64_t[]) {3}, (float[]) {1, -2, 3}),
+		  "Dropout-6 with is_test 1: %s", err);
+	free_outs(out, 2);
+	CHECK(run_op("Dropout", 13, 3, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "training mode (training_mode true) is not supported") != NULL,
+		  "Dropout-13 with training_mode true refused: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("Dropout", 6, 1, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "training mode (is_test = 0") != NULL,
+		  "Dropout-6 without is_test refused: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&R);
+	ie_tensor_destroy(&T);
+}
+
+/*
+ * Hardmax-13 along the last axis and axis 0, Hardmax-11's 2-D coercion at
+ * axis 0 (one row of everything); refused: int32 input, axis past the rank.
+ */
+static void
+test_hardmax(void)
+{
+	ie_tensor  *X = tu_float_tensor(2, (int64_t[]) {2, 3}, (float[]) {1, 3, 3, -1, -2, -3});
+	ie_tensor  *S = tu_float_tensor(2, (int64_t[]) {2, 2}, (float[]) {1, 2, 3, 0});
+	ie_tensor  *Xi = typed_tensor(IE_INT32, 1, (int64_t[]) {2}, (int32_t[]) {1, 2});
+	ie_tensor  *Xn = tu_float_tensor(1, (int64_t[]) {3}, (float[]) {1, NAN, 3});
+	ie_tensor  *out[1];
+	char		err[256];
+	const ie_tensor *in[1] = {X};
+	ie_attr		axis0[1] = {attr_int("axis", 0)};
+	ie_attr		axis2[1] = {attr_int("axis", 2)};
+
+	CHECK(run_op("Hardmax", 13, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {2, 3}, (float[]) {0, 1, 0, 1, 0, 0}),
+		  "Hardmax-13, the first maximum of each row: %s", err);
+	free_outs(out, 1);
+	in[0] = S;
+	CHECK(run_op("Hardmax", 13, 1, in, 1, axis0, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {2, 2}, (float[]) {0, 1, 1, 0}),
+		  "Hardmax-13 along axis 0: %s", err);
+	free_outs(out, 1);
+	in[0] = Xn;
+	CHECK(run_op("Hardmax", 13, 1, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 1, (int64_t[]) {3}, (float[]) {0, 1, 0}),
+		  "Hardmax-13 picks the first NaN, as numpy.argmax: %s", err);
+	free_outs(out, 1);
+	in[0] = S;
+	CHECK(run_op("Hardmax", 11, 1, in, 1, axis0, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {2, 2}, (float[]) {0, 0, 1, 0}),
+		  "Hardmax-11 at axis 0, one row of all four: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("Hardmax", 13, 1, in, 1, axis2, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "axis 2 is out of range for rank 2") != NULL,
+		  "Hardmax-13 axis 2 of rank 2 refused: %s", err);
+	free_outs(out, 1);
+	in[0] = Xi;
+	CHECK(run_op("Hardmax", 13, 1, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "element type int32 is not supported") != NULL,
+		  "Hardmax of int32 refused: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&S);
+	ie_tensor_destroy(&Xi);
+	ie_tensor_destroy(&Xn);
+}
+
+/* EyeLike with k = 1, with dtype int64; refused: rank 3, dtype string. */
+static void
+test_eyelike(void)
+{
+	ie_tensor  *X = ie_tensor_new(IE_FLOAT, 2, (int64_t[]) {2, 3});
+	ie_tensor  *X3 = ie_tensor_new(IE_FLOAT, 3, (int64_t[]) {1, 2, 3});
+	ie_tensor  *out[1];
+	char		err[256];
+	const ie_tensor *in[1] = {X};
+	ie_attr		k1[1] = {attr_int("k", 1)};
+	ie_attr		i64[1] = {attr_int("dtype", IE_INT64)};
+	ie_attr		str[1] = {attr_int("dtype", IE_STRING)};
+
+	CHECK(run_op("EyeLike", 9, 1, in, 1, k1, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {2, 3}, (float[]) {0, 1, 0, 0, 0, 1}),
+		  "EyeLike k=1: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("EyeLike", 9, 1, in, 1, i64, 1, out, err, sizeof(err)) == 0 &&
+		  tensor_is(out[0], IE_INT64, 2, (int64_t[]) {2, 3}, (int64_t[]) {1, 0, 0, 0, 1, 0}),
+		  "EyeLike dtype int64: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("EyeLike", 9, 1, in, 1, str, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "dtype 8 (string) is not supported") != NULL,
+		  "EyeLike dtype string refused: %s", err);
+	free_outs(out, 1);
+	in[0] = X3;
+	CHECK(run_op("EyeLike", 9, 1, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "input must be 2-D, got rank 3") != NULL,
+		  "EyeLike of a rank-3 input refused: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&X3);
+}
+
+/* Compress along axis 0 and flattened; a condition longer than the axis refused. */
+static void
+test_compress(void)
+{
+	ie_tensor  *X = tu_float_tensor(2, (int64_t[]) {3, 2}, (float[]) {1, 2, 3, 4, 5, 6});
+	ie_tensor  *C = typed_tensor(IE_BOOL, 1, (int64_t[]) {3}, (uint8_t[]) {0, 1, 1});
+	ie_tensor  *Cf = typed_tensor(IE_BOOL, 1, (int64_t[]) {5}, (uint8_t[]) {0, 1, 0, 0, 1});
+	ie_tensor  *Clong = typed_tensor(IE_BOOL, 1, (int64_t[]) {4}, (uint8_t[]) {0, 1, 0, 0});
+	ie_tensor  *out[1];
+	char		err[256];
+	const ie_tensor *in[2] = {X, C};
+	ie_attr		axis0[1] = {attr_int("axis", 0)};
+
+	CHECK(run_op("Compress", 11, 2, in, 1, axis0, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 2, (int64_t[]) {2, 2}, (float[]) {3, 4, 5, 6}),
+		  "Compress rows 1 and 2: %s", err);
+	free_outs(out, 1);
+	in[1] = Cf;
+	CHECK(run_op("Compress", 11, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  float_tensor_is(out[0], 1, (int64_t[]) {2}, (float[]) {2, 5}),
+		  "Compress flattened, a short condition: %s", err);
+	free_outs(out, 1);
+	in[1] = Clong;
+	CHECK(run_op("Compress", 11, 2, in, 1, axis0, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "condition has 4 entries, more than the 3 of the axis") != NULL,
+		  "Compress with a condition longer than the axis refused: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&C);
+	ie_tensor_destroy(&Cf);
+	ie_tensor_destroy(&Clong);
+}
+
+/* ReverseSequence time-major (against a naive loop); a length past the time axis refused. */
+static void
+test_reverse_sequence(void)
+{
+	int64_t		xv[8],
+				want[8],
+				lens[2] = {3, 1};
+	ie_tensor  *X,
+			   *L = i64_tensor(2, lens),
+			   *Lbad = i64_tensor(2, (int64_t[]) {5, 1});
+	ie_tensor  *out[1];
+	char		err[256];
+
+	for (int i = 0; i < 8; i++)
+		xv[i] = i;
+	/* [time 4, batch 2]: out[t][b] = in[t < L ? L-1-t : t][b] */
+	for (int t = 0; t < 4; t++)
+		for (int b = 0; b < 2; b++)
+			want[t * 2 + b] = xv[(t < lens[b] ? lens[b] - 1 - t : t) * 2 + b];
+	X = typed_tensor(IE_INT64, 2, (int64_t[]) {4, 2}, xv);
+	{
+		const ie_tensor *in[2] = {X, L};
+
+		CHECK(run_op("ReverseSequence", 10, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  tensor_is(out[0], IE_INT64, 2, (int64_t[]) {4, 2}, want) &&
+			  ((int64_t *) out[0]->data)[0] == 4,
+			  "ReverseSequence time-major, lengths 3 and 1: %s", err);
+		free_outs(out, 1);
+		in[1] = Lbad;
+		CHECK(run_op("ReverseSequence", 10, 2, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "sequence_lens[0] = 5 is out of range [0, 4]") != NULL,
+			  "ReverseSequence length 5 on 4 steps refused: %s", err);
+		free_outs(out, 1);
+	}
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&L);
+	ie_tensor_destroy(&Lbad);
+}
+
 /* ---- ONNX node tests ---- */
 
 /* A TensorProto file as an ie_tensor (float, double, int32/64, uint8, bool). */
@@ -3337,6 +3871,9 @@ owned_op(const char *op)
 		"Round", "Sign", "Mish", "ThresholdedRelu", "Shrink", "BitwiseAnd",
 		"BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift", "DepthToSpace",
 		"SpaceToDepth", "LpNormalization", "LpPool",
+		"TopK", "CumSum", "CumProd", "Trilu", "ScatterElements", "Scatter",
+		"OneHot", "NonZero", "Dropout", "Hardmax", "EyeLike", "Compress",
+		"ReverseSequence",
 		NULL
 	};
 
@@ -3600,6 +4137,17 @@ main(int argc, char **argv)
 	test_mod_float_floor();
 	test_double_matmul_softmax();
 	test_einsum();
+	test_topk();
+	test_cumsum_cumprod();
+	test_trilu();
+	test_scatter_elements();
+	test_onehot();
+	test_nonzero();
+	test_dropout();
+	test_hardmax();
+	test_eyelike();
+	test_compress();
+	test_reverse_sequence();
 	test_node_tests(verbose);
 	return tu_report("test_ops");
 }

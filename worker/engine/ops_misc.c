@@ -293,32 +293,29 @@ op_topk(ie_node_ctx *ctx)
 
 /*
  * The running sum (prod) along one slice of n elements spaced inner apart,
- * x into y, in T: exclusive leaves the element itself out, reverse runs
- * from the end.
+ * x into y, in T (through U, unsigned for the signed integer types, so that
+ * an overflow wraps as in ONNX Runtime rather than being undefined):
+ * exclusive leaves the element itself out, reverse runs from the end.
  */
-#define CUM_LOOP(T) \
+#define CUM_LOOP(T, U) \
 	do { \
 		const T    *xs = (const T *) x->data; \
 		T		   *ys = (T *) y->data; \
 		for (int64_t o = 0; o < outer; o++) \
 			for (int64_t in = 0; in < inner; in++) \
 			{ \
-				T			acc = prod ? (T) 1 : (T) 0; \
+				U			acc = prod ? (U) 1 : (U) 0; \
 				int64_t		base = o * dim * inner + in; \
 				for (int64_t s = 0; s < dim; s++) \
 				{ \
 					int64_t		j = reverse ? dim - 1 - s : s; \
 					int64_t		at = base + j * inner; \
+					U			v = (U) xs[at]; \
 					if (exclusive) \
-					{ \
-						ys[at] = acc; \
-						acc = prod ? (T) (acc * xs[at]) : (T) (acc + xs[at]); \
-					} \
-					else \
-					{ \
-						acc = prod ? (T) (acc * xs[at]) : (T) (acc + xs[at]); \
-						ys[at] = acc; \
-					} \
+						ys[at] = (T) acc; \
+					acc = prod ? (U) (acc * v) : (U) (acc + v); \
+					if (!exclusive) \
+						ys[at] = (T) acc; \
 				} \
 			} \
 	} while (0)
@@ -367,12 +364,12 @@ cum_common(ie_node_ctx *ctx, bool prod)
 	ctx->outputs[0] = y;
 	switch (x->dtype)
 	{
-		case IE_FLOAT: CUM_LOOP(float); break;
-		case IE_DOUBLE: CUM_LOOP(double); break;
-		case IE_INT32: CUM_LOOP(int32_t); break;
-		case IE_INT64: CUM_LOOP(int64_t); break;
-		case IE_UINT32: CUM_LOOP(uint32_t); break;
-		default: CUM_LOOP(uint64_t); break;
+		case IE_FLOAT: CUM_LOOP(float, float); break;
+		case IE_DOUBLE: CUM_LOOP(double, double); break;
+		case IE_INT32: CUM_LOOP(int32_t, uint32_t); break;
+		case IE_INT64: CUM_LOOP(int64_t, uint64_t); break;
+		case IE_UINT32: CUM_LOOP(uint32_t, uint32_t); break;
+		default: CUM_LOOP(uint64_t, uint64_t); break;
 	}
 	return 0;
 }
@@ -423,6 +420,11 @@ op_trilu(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "element type %s is not supported", ie_dtype_name(x->dtype));
 	rows = x->dims[x->ndim - 2];
 	cols = x->dims[x->ndim - 1];
+	/* past rows + cols, k keeps all or nothing: clamped, i + k cannot overflow */
+	if (k > rows + cols)
+		k = rows + cols;
+	if (k < -(rows + cols))
+		k = -(rows + cols);
 	batch = rows * cols > 0 ? ie_tensor_numel(x) / (rows * cols) : 0;
 	if ((y = ie_tensor_new(x->dtype, x->ndim, x->dims)) == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
@@ -450,7 +452,10 @@ op_trilu(ie_node_ctx *ctx)
 
 /* ---- Hardmax ---- */
 
-/* One-hot of the first maximum of n elements spaced inner apart. */
+/*
+ * One-hot of the first maximum of n elements spaced inner apart, or of the
+ * first NaN when there is one (numpy.argmax, as the reference uses).
+ */
 #define HARDMAX_LOOP(T) \
 	do { \
 		const T    *xs = (const T *) x->data; \
@@ -460,9 +465,17 @@ op_trilu(ie_node_ctx *ctx)
 			{ \
 				int64_t		base = o * dim * inner + in, \
 							best = 0; \
-				for (int64_t j = 1; j < dim; j++) \
-					if (xs[base + j * inner] > xs[base + best * inner]) \
+				for (int64_t j = 0; j < dim; j++) \
+				{ \
+					T			v = xs[base + j * inner]; \
+					if (isnan(v)) \
+					{ \
 						best = j; \
+						break; \
+					} \
+					if (v > xs[base + best * inner]) \
+						best = j; \
+				} \
 				ys[base + best * inner] = (T) 1; \
 			} \
 	} while (0)
@@ -813,6 +826,11 @@ op_eyelike(ie_node_ctx *ctx)
 		return -1;
 	if (x->ndim != 2)
 		return ie_op_error(ctx, "input must be 2-D, got rank %d", x->ndim);
+	/* past the matrix the diagonal is empty: clamped, i + k cannot overflow */
+	if (k > x->dims[1])
+		k = x->dims[1];
+	if (k < -x->dims[0])
+		k = -x->dims[0];
 	if ((y = ie_tensor_new(dt, 2, x->dims)) == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = y;
