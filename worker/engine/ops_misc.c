@@ -6,7 +6,8 @@
  *
  * Semantics follow ONNX Operators.md for every version up to IE_OPSET_MAX
  * (and onnx.reference where the text leaves a detail open: TopK breaks ties
- * by the lower index).  Operators that only move elements (Trilu, Compress,
+ * by the lower index and counts a NaN largest, Hardmax picks the first
+ * NaN).  Operators that only move elements (Trilu, Compress,
  * ReverseSequence, NonZero, Dropout) take any type the engine holds and
  * copy bytes; those that compute (TopK, CumSum, CumProd, Hardmax) name the
  * types they take and refuse the others ("element type ... is not
@@ -482,7 +483,8 @@ op_trilu(ie_node_ctx *ctx)
 
 /*
  * Hardmax (opsets 1, 11, 13; Operators.md "Hardmax"): y has x's shape and
- * type, 1 at the first maximum of each slice and 0 elsewhere.  Opsets 1
+ * type, 1 at the first maximum of each slice (its first NaN if it has one,
+ * numpy.argmax's answer, which the reference uses) and 0 elsewhere.  Opsets 1
  * and 11 see x as a 2-D [N, D] matrix, the dims before axis (default 1)
  * making N and the rest D, and take the maximum over each row of D; opset
  * 13 takes it along axis alone (default -1).  float and double.
