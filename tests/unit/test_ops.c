@@ -1671,6 +1671,175 @@ test_rmsnorm(void)
 }
 
 /*
+ * InstanceNormalization and GroupNormalization, epsilon 0, on values whose
+ * statistics are exact: InstanceNormalization-22 on X [1, 2, 2] = [[1, 3],
+ * [0, 4]] (means 2, 2; variances 1, 4) with scale [2, 1], B [1, 0] gives
+ * [[-1, 3], [-1, 1]]; GroupNormalization on X [1, 4, 1] = [1, 3, 0, 4] in
+ * two groups ([1, 3] and [0, 4], the same statistics): opset 21 with
+ * per-channel scale [1, 2, 1, 1] and bias [0, 0, 0, 1] gives [-1, 2, -1,
+ * 2], opset 18 with per-group scale [2, 1] and bias [0, 1] gives [-2, 2,
+ * 0, 2].  Refusals: 3 channels in 2 groups, opset 18 given per-channel
+ * scale, opset 21 given per-group scale, stash_type 0, int64 input.
+ */
+static void
+test_instance_group_norm(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dx[3] = {1, 2, 2},
+				d2[1] = {2},
+				dg[3] = {1, 4, 1},
+				d4[1] = {4},
+				d3[3] = {1, 3, 1},
+				d3p[1] = {3};
+	float		xv[4] = {1, 3, 0, 4},
+				sv[2] = {2, 1},
+				bv[2] = {1, 0},
+				s21[4] = {1, 2, 1, 1},
+				b21[4] = {0, 0, 0, 1},
+				s18[2] = {2, 1},
+				b18[2] = {0, 1},
+				x3[3] = {1, 2, 3},
+				p3[3] = {1, 1, 1};
+	double		want_in[4] = {-1, 3, -1, 1},
+				want21[4] = {-1, 2, -1, 2},
+				want18[4] = {-2, 2, 0, 2};
+	int64_t		xi[4] = {1, 3, 0, 4};
+	ie_tensor  *X = tu_float_tensor(3, dx, xv),
+			   *S = tu_float_tensor(1, d2, sv),
+			   *B = tu_float_tensor(1, d2, bv),
+			   *XG = tu_float_tensor(3, dg, xv),
+			   *S21 = tu_float_tensor(1, d4, s21),
+			   *B21 = tu_float_tensor(1, d4, b21),
+			   *S18 = tu_float_tensor(1, d2, s18),
+			   *B18 = tu_float_tensor(1, d2, b18),
+			   *X3 = tu_float_tensor(3, d3, x3),
+			   *P3 = tu_float_tensor(1, d3p, p3),
+			   *XI = typed_tensor(IE_INT64, 3, dx, xi);
+	const ie_tensor *in[3] = {X, S, B},
+			   *g21[3] = {XG, S21, B21},
+			   *g18[3] = {XG, S18, B18},
+			   *g3[3] = {X3, P3, P3},
+			   *gi[3] = {XI, S, B};
+	ie_attr		eps0 = {.name = "epsilon", .type = IE_ATTR_FLOAT, .f = 0.0f},
+				ga[2] = {attr_int("num_groups", 2), {.name = "epsilon", .type = IE_ATTR_FLOAT, .f = 0.0f}},
+				gs[2] = {attr_int("num_groups", 2), attr_int("stash_type", 0)};
+
+	CHECK(run_op("InstanceNormalization", 22, 3, in, 1, &eps0, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 3, dx, want_in, 1e-6),
+		  "instancenorm: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("InstanceNormalization", 6, 3, gi, 1, &eps0, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "int64 is not supported") != NULL, "instancenorm int64: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("GroupNormalization", 21, 3, g21, 2, ga, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 3, dg, want21, 1e-6),
+		  "groupnorm-21 per channel: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("GroupNormalization", 18, 3, g18, 2, ga, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 3, dg, want18, 1e-6),
+		  "groupnorm-18 per group: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("GroupNormalization", 18, 3, g21, 2, ga, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "must have shape [2] (one value per group)") != NULL,
+		  "groupnorm-18 per-channel scale: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("GroupNormalization", 21, 3, g18, 2, ga, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "must have shape [4] (one value per channel)") != NULL,
+		  "groupnorm-21 per-group scale: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("GroupNormalization", 21, 3, g3, 2, ga, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "num_groups 2 must be positive and divide the 3 channels") != NULL,
+		  "groupnorm 3 channels in 2 groups: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("GroupNormalization", 21, 3, g21, 2, gs, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "stash_type 0 is not supported") != NULL, "groupnorm stash_type 0: %s", err);
+	ie_tensor_destroy(&out[0]);
+	check_attrs_load("GroupNormalization", 21, 2, gs, "stash_type 0 is not supported",
+					 IE_ERR_NOT_SUPPORTED);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&S);
+	ie_tensor_destroy(&B);
+	ie_tensor_destroy(&XG);
+	ie_tensor_destroy(&S21);
+	ie_tensor_destroy(&B21);
+	ie_tensor_destroy(&S18);
+	ie_tensor_destroy(&B18);
+	ie_tensor_destroy(&X3);
+	ie_tensor_destroy(&P3);
+	ie_tensor_destroy(&XI);
+}
+
+/*
+ * LRN-13 on X [1, 3, 1] = [1, 2, 3], size 2 (window [c, c + 1]), alpha 3
+ * (alpha / size 1.5), beta 1, bias 1: square sums 5, 13, 9 give
+ * [1 / 8.5, 2 / 20.5, 3 / 14.5]; size 0 refused.  MeanVarianceNormalization
+ * on X [1, 1, 1, 4] = [1, 2, 3, 6] over the default axes (mean 3, variance
+ * 3.5) gives [-2, -1, 0, 3] / sqrt(3.5); over axes [1] of X [2, 2] = [[1,
+ * 3], [5, 5]], [[-1, 1], [0, 0]] (a zero variance gives 0 / 1e-9); opset 1
+ * with normalize_variance 0 subtracts the mean alone; axis 5 refused.
+ */
+static void
+test_lrn_mvn(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dl[3] = {1, 3, 1},
+				dm[4] = {1, 1, 1, 4},
+				d22[2] = {2, 2};
+	float		xl[3] = {1, 2, 3},
+				xm[4] = {1, 2, 3, 6},
+				x22[4] = {1, 3, 5, 5};
+	double		want_l[3] = {1 / 8.5, 2 / 20.5, 3 / 14.5},
+				want_m[4],
+				want_nv[4] = {-2, -1, 0, 3},
+				want22[4] = {-1, 1, 0, 0};
+	ie_tensor  *XL = tu_float_tensor(3, dl, xl),
+			   *XM = tu_float_tensor(4, dm, xm),
+			   *X22 = tu_float_tensor(2, d22, x22);
+	const ie_tensor *inl[1] = {XL},
+			   *inm[1] = {XM},
+			   *in22[1] = {X22};
+	int64_t		ax1[1] = {1},
+				ax5[1] = {5};
+	ie_attr		la[3] = {attr_int("size", 2),
+						 {.name = "alpha", .type = IE_ATTR_FLOAT, .f = 3.0f},
+						 {.name = "beta", .type = IE_ATTR_FLOAT, .f = 1.0f}},
+				size0 = attr_int("size", 0),
+				axes1 = attr_ints("axes", 1, ax1),
+				axes5 = attr_ints("axes", 1, ax5),
+				nv0 = attr_int("normalize_variance", 0);
+
+	for (int i = 0; i < 4; i++)
+		want_m[i] = want_nv[i] / sqrt(3.5);
+	CHECK(run_op("LRN", 13, 1, inl, 3, la, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 3, dl, want_l, 1e-7),
+		  "lrn: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("LRN", 13, 1, inl, 1, &size0, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "size 0 must be given and positive") != NULL, "lrn size 0: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("MeanVarianceNormalization", 13, 1, inm, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dm, want_m, 1e-6),
+		  "mvn default axes: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("MeanVarianceNormalization", 13, 1, in22, 1, &axes1, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 2, d22, want22, 1e-6),
+		  "mvn axes [1]: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("MeanVarianceNormalization", 1, 1, inm, 1, &nv0, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dm, want_nv, 1e-6),
+		  "mvn-1 normalize_variance 0: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("MeanVarianceNormalization", 13, 1, in22, 1, &axes5, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "axis 5 is out of range") != NULL, "mvn axis 5: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&XL);
+	ie_tensor_destroy(&XM);
+	ie_tensor_destroy(&X22);
+}
+
+/*
  * RotaryEmbedding-23 on X [1, 1, 2, 4] = [[1, 2, 3, 4], [5, 6, 7, 8]],
  * position_ids [[1, 0]]: position 0 is the identity (cos 1, sin 0),
  * position 1 turns the first pair by 90 degrees (cos 0, sin 1) and the
@@ -3874,6 +4043,8 @@ owned_op(const char *op)
 		"TopK", "CumSum", "CumProd", "Trilu", "ScatterElements", "Scatter",
 		"OneHot", "NonZero", "Dropout", "Hardmax", "EyeLike", "Compress",
 		"ReverseSequence",
+		"InstanceNormalization", "GroupNormalization", "LRN",
+		"MeanVarianceNormalization",
 		NULL
 	};
 
@@ -4120,6 +4291,8 @@ main(int argc, char **argv)
 	test_generators();
 	test_layernorm();
 	test_rmsnorm();
+	test_instance_group_norm();
+	test_lrn_mvn();
 	test_rotary();
 	test_swish();
 	test_unary_math();

@@ -92,6 +92,7 @@ static const struct
 	{"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2}, {"ScatterND", 3},
 	{"Mod", 2}, {"CastLike", 2},
 	{"LayerNormalization", 2}, {"RMSNormalization", 2},
+	{"InstanceNormalization", 3}, {"GroupNormalization", 3},
 	{"RotaryEmbedding", 3},
 	{"Where", 3}, {"Range", 3}, {"PRelu", 2}, {"Attention", 3},
 	{"BatchNormalization", 5},

@@ -496,766 +496,794 @@ static const ie_formal_input op_schema_inputs[] = {
 	/* 299: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 301: HardSigmoid-1 */
-	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 302: HardSigmoid-6 */
-	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 303: HardSigmoid-22 */
+	/* 301: GroupNormalization-18 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 304: HardSwish-14 */
-	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 305: HardSwish-22 */
+	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 304: GroupNormalization-21 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 306: Hardmax-1 */
+	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 307: HardSigmoid-1 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 308: HardSigmoid-6 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 309: HardSigmoid-22 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 310: HardSwish-14 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 311: HardSwish-22 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 312: Hardmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 307: Hardmax-11 */
+	/* 313: Hardmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 308: Hardmax-13 */
+	/* 314: Hardmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 309: Identity-1 */
+	/* 315: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 310: Identity-13 */
+	/* 316: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 311: Identity-14 */
+	/* 317: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 312: Identity-16 */
+	/* 318: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 313: Identity-19 */
+	/* 319: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 314: Identity-21 */
+	/* 320: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 315: Identity-23 */
+	/* 321: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 316: Identity-24 */
+	/* 322: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 317: Identity-25 */
+	/* 323: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 318: IsInf-10 */
+	/* 324: InstanceNormalization-1 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 327: InstanceNormalization-6 */
+	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 330: InstanceNormalization-22 */
+	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"B", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 333: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 319: IsInf-20 */
+	/* 334: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 320: IsNaN-9 */
+	/* 335: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 321: IsNaN-13 */
+	/* 336: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 322: IsNaN-20 */
+	/* 337: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 323: LayerNormalization-17 */
+	/* 338: LRN-1 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 339: LRN-13 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 340: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 326: LeakyRelu-1 */
+	/* 343: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 327: LeakyRelu-6 */
+	/* 344: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 328: LeakyRelu-16 */
+	/* 345: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 329: Less-1 */
+	/* 346: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 331: Less-7 */
+	/* 348: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 333: Less-9 */
+	/* 350: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 335: Less-13 */
+	/* 352: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 337: LessOrEqual-12 */
+	/* 354: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 339: LessOrEqual-16 */
+	/* 356: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 341: Log-1 */
+	/* 358: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 342: Log-6 */
+	/* 359: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 343: Log-13 */
+	/* 360: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 344: LogSoftmax-1 */
+	/* 361: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 345: LogSoftmax-11 */
+	/* 362: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 346: LogSoftmax-13 */
+	/* 363: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 347: LpNormalization-1 */
+	/* 364: LpNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 348: LpNormalization-22 */
+	/* 365: LpNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 349: LpPool-1 */
+	/* 366: LpPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 350: LpPool-2 */
+	/* 367: LpPool-2 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 351: LpPool-11 */
+	/* 368: LpPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 352: LpPool-18 */
+	/* 369: LpPool-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 353: LpPool-22 */
+	/* 370: LpPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 354: MatMul-1 */
+	/* 371: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 356: MatMul-9 */
+	/* 373: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 358: MatMul-13 */
+	/* 375: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 360: Max-1 */
+	/* 377: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 361: Max-6 */
+	/* 378: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 362: Max-8 */
+	/* 379: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 363: Max-12 */
+	/* 380: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 364: Max-13 */
+	/* 381: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 365: MaxPool-1 */
+	/* 382: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 366: MaxPool-8 */
+	/* 383: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 367: MaxPool-10 */
+	/* 384: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 368: MaxPool-11 */
+	/* 385: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 369: MaxPool-12 */
+	/* 386: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 370: MaxPool-22 */
+	/* 387: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 371: Mean-1 */
+	/* 388: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 372: Mean-6 */
+	/* 389: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 373: Mean-8 */
+	/* 390: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 374: Mean-13 */
+	/* 391: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 375: Min-1 */
-	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 376: Min-6 */
-	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 377: Min-8 */
-	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 378: Min-12 */
-	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 379: Min-13 */
-	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 380: Mish-18 */
+	/* 392: MeanVarianceNormalization-9 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 381: Mish-22 */
+	/* 393: MeanVarianceNormalization-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 382: Mod-10 */
+	/* 394: Min-1 */
+	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
+	/* 395: Min-6 */
+	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
+	/* 396: Min-8 */
+	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
+	/* 397: Min-12 */
+	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
+	/* 398: Min-13 */
+	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 399: Mish-18 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	/* 400: Mish-22 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 401: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 384: Mod-13 */
+	/* 403: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 386: Mod-28 */
+	/* 405: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 388: Mul-1 */
+	/* 407: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 390: Mul-6 */
+	/* 409: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 392: Mul-7 */
+	/* 411: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 394: Mul-13 */
+	/* 413: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 396: Mul-14 */
+	/* 415: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 398: Neg-1 */
+	/* 417: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 399: Neg-6 */
+	/* 418: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 400: Neg-13 */
+	/* 419: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 401: NonZero-9 */
+	/* 420: NonZero-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 402: NonZero-13 */
+	/* 421: NonZero-13 */
 	{"X", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 403: Not-1 */
+	/* 422: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 404: OneHot-9 */
+	/* 423: OneHot-9 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 407: OneHot-11 */
+	/* 426: OneHot-11 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 410: OneHot-28 */
+	/* 429: OneHot-28 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0001fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 413: Or-1 */
+	/* 432: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 415: Or-7 */
+	/* 434: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 417: PRelu-1 */
+	/* 436: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 419: PRelu-6 */
+	/* 438: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 421: PRelu-7 */
+	/* 440: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 423: PRelu-9 */
+	/* 442: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 425: PRelu-16 */
+	/* 444: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 427: Pad-1 */
+	/* 446: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 428: Pad-2 */
+	/* 447: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 429: Pad-11 */
+	/* 448: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 432: Pad-13 */
+	/* 451: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 435: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 439: Pad-19 */
+	/* 454: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 443: Pad-21 */
+	/* 458: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 462: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 447: Pad-23 */
+	/* 466: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 451: Pad-24 */
+	/* 470: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 455: Pad-25 */
+	/* 474: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 459: Pow-1 */
+	/* 478: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 461: Pow-7 */
+	/* 480: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 463: Pow-12 */
+	/* 482: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 465: Pow-13 */
+	/* 484: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 467: Pow-15 */
+	/* 486: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 469: RMSNormalization-23 */
+	/* 488: RMSNormalization-23 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 471: Range-11 */
+	/* 490: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 474: Range-27 */
+	/* 493: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 477: Reciprocal-1 */
+	/* 496: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 478: Reciprocal-6 */
+	/* 497: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 479: Reciprocal-13 */
+	/* 498: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 480: ReduceL1-1 */
+	/* 499: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 481: ReduceL1-11 */
+	/* 500: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 482: ReduceL1-13 */
+	/* 501: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 483: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 485: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 486: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 487: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 488: ReduceL2-18 */
+	/* 502: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 490: ReduceLogSum-1 */
+	/* 504: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 491: ReduceLogSum-11 */
+	/* 505: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 492: ReduceLogSum-13 */
+	/* 506: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 493: ReduceLogSum-18 */
+	/* 507: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 495: ReduceLogSum-28 */
+	/* 509: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 510: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 511: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 512: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 514: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 497: ReduceLogSumExp-1 */
+	/* 516: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 498: ReduceLogSumExp-11 */
+	/* 517: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 499: ReduceLogSumExp-13 */
+	/* 518: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 500: ReduceLogSumExp-18 */
+	/* 519: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 502: ReduceLogSumExp-28 */
+	/* 521: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 504: ReduceMax-1 */
+	/* 523: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 505: ReduceMax-11 */
+	/* 524: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 506: ReduceMax-12 */
+	/* 525: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 507: ReduceMax-13 */
+	/* 526: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 508: ReduceMax-18 */
+	/* 527: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 510: ReduceMax-20 */
+	/* 529: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 512: ReduceMean-1 */
+	/* 531: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 513: ReduceMean-11 */
+	/* 532: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 514: ReduceMean-13 */
+	/* 533: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 515: ReduceMean-18 */
+	/* 534: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 517: ReduceMin-1 */
+	/* 536: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 518: ReduceMin-11 */
+	/* 537: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 519: ReduceMin-12 */
+	/* 538: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 520: ReduceMin-13 */
+	/* 539: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 521: ReduceMin-18 */
+	/* 540: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 523: ReduceMin-20 */
+	/* 542: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 525: ReduceProd-1 */
+	/* 544: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 526: ReduceProd-11 */
+	/* 545: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 527: ReduceProd-13 */
+	/* 546: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 528: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 530: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 531: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 532: ReduceSum-13 */
+	/* 547: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 534: ReduceSumSquare-1 */
+	/* 549: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 535: ReduceSumSquare-11 */
+	/* 550: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 536: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 537: ReduceSumSquare-18 */
+	/* 551: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 539: Relu-1 */
+	/* 553: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 554: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 555: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 556: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 558: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 540: Relu-6 */
+	/* 559: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 541: Relu-13 */
+	/* 560: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 542: Relu-14 */
+	/* 561: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 543: Reshape-1 */
+	/* 562: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 544: Reshape-5 */
+	/* 563: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 546: Reshape-13 */
+	/* 565: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 548: Reshape-14 */
+	/* 567: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 550: Reshape-19 */
+	/* 569: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 552: Reshape-21 */
+	/* 571: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 554: Reshape-23 */
+	/* 573: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 556: Reshape-24 */
+	/* 575: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 558: Reshape-25 */
+	/* 577: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 560: Resize-10 */
+	/* 579: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 562: Resize-11 */
+	/* 581: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 566: Resize-13 */
+	/* 585: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 570: Resize-18 */
+	/* 589: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 574: Resize-19 */
+	/* 593: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 578: ReverseSequence-10 */
+	/* 597: ReverseSequence-10 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 580: ReverseSequence-28 */
+	/* 599: ReverseSequence-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 582: RotaryEmbedding-23 */
+	/* 601: RotaryEmbedding-23 */
 	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 586: Round-11 */
+	/* 605: Round-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 587: Round-22 */
+	/* 606: Round-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 588: Scatter-9 */
+	/* 607: Scatter-9 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 591: Scatter-11 */
+	/* 610: Scatter-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 594: ScatterElements-11 */
+	/* 613: ScatterElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 597: ScatterElements-13 */
+	/* 616: ScatterElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 600: ScatterElements-16 */
+	/* 619: ScatterElements-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 603: ScatterElements-18 */
+	/* 622: ScatterElements-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 606: ScatterND-11 */
+	/* 625: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 609: ScatterND-13 */
+	/* 628: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 612: ScatterND-16 */
+	/* 631: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 615: ScatterND-18 */
+	/* 634: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 618: Selu-1 */
+	/* 637: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 619: Selu-6 */
+	/* 638: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 620: Selu-22 */
+	/* 639: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 621: Shape-1 */
+	/* 640: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 622: Shape-13 */
+	/* 641: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 623: Shape-15 */
+	/* 642: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 624: Shape-19 */
+	/* 643: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 625: Shape-21 */
+	/* 644: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 626: Shape-23 */
+	/* 645: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 627: Shape-24 */
+	/* 646: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 628: Shape-25 */
+	/* 647: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 629: Shrink-9 */
+	/* 648: Shrink-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 630: Sigmoid-1 */
+	/* 649: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 631: Sigmoid-6 */
+	/* 650: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 632: Sigmoid-13 */
+	/* 651: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 633: Sign-9 */
+	/* 652: Sign-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 634: Sign-13 */
+	/* 653: Sign-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 635: Sin-7 */
+	/* 654: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 636: Sin-22 */
+	/* 655: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 637: Sinh-9 */
+	/* 656: Sinh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 638: Sinh-22 */
+	/* 657: Sinh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 639: Size-1 */
+	/* 658: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 640: Size-13 */
+	/* 659: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 641: Size-19 */
+	/* 660: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 642: Size-21 */
+	/* 661: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 643: Size-23 */
+	/* 662: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 644: Size-24 */
+	/* 663: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 645: Size-25 */
+	/* 664: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 646: Slice-1 */
+	/* 665: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 647: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 652: Slice-11 */
+	/* 666: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 657: Slice-13 */
+	/* 671: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 676: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 662: Softmax-1 */
+	/* 681: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 663: Softmax-11 */
+	/* 682: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 664: Softmax-13 */
+	/* 683: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 665: Softplus-1 */
+	/* 684: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 666: Softplus-22 */
+	/* 685: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 667: Softsign-1 */
+	/* 686: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 668: Softsign-22 */
+	/* 687: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 669: SpaceToDepth-1 */
+	/* 688: SpaceToDepth-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 670: SpaceToDepth-13 */
+	/* 689: SpaceToDepth-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 671: SpaceToDepth-28 */
+	/* 690: SpaceToDepth-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 672: Split-1 */
+	/* 691: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 674: Split-2 */
+	/* 693: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 675: Split-11 */
+	/* 694: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 676: Split-13 */
+	/* 695: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 678: Split-18 */
+	/* 697: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 680: Sqrt-1 */
+	/* 699: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 681: Sqrt-6 */
+	/* 700: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 682: Sqrt-13 */
+	/* 701: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 683: Squeeze-1 */
+	/* 702: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 684: Squeeze-11 */
+	/* 703: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 685: Squeeze-13 */
+	/* 704: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 687: Squeeze-21 */
+	/* 706: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 689: Squeeze-23 */
+	/* 708: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 691: Squeeze-24 */
+	/* 710: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 693: Squeeze-25 */
+	/* 712: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 695: Sub-1 */
+	/* 714: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 697: Sub-6 */
+	/* 716: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 699: Sub-7 */
+	/* 718: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 701: Sub-13 */
+	/* 720: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 703: Sub-14 */
+	/* 722: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 705: Sum-1 */
+	/* 724: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 706: Sum-6 */
+	/* 725: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 707: Sum-8 */
+	/* 726: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 708: Sum-13 */
+	/* 727: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 709: Swish-24 */
+	/* 728: Swish-24 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 710: Tan-7 */
+	/* 729: Tan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 711: Tan-22 */
+	/* 730: Tan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 712: Tanh-1 */
+	/* 731: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 713: Tanh-6 */
+	/* 732: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 714: Tanh-13 */
+	/* 733: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 715: ThresholdedRelu-10 */
+	/* 734: ThresholdedRelu-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 716: ThresholdedRelu-22 */
+	/* 735: ThresholdedRelu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 717: Tile-1 */
+	/* 736: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 720: Tile-6 */
+	/* 739: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 722: Tile-13 */
+	/* 741: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 724: TopK-1 */
+	/* 743: TopK-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 725: TopK-10 */
+	/* 744: TopK-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 727: TopK-11 */
+	/* 746: TopK-11 */
 	{"X", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 729: TopK-24 */
+	/* 748: TopK-24 */
 	{"X", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 731: Transpose-1 */
+	/* 750: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 732: Transpose-13 */
+	/* 751: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 733: Transpose-21 */
+	/* 752: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 734: Transpose-23 */
+	/* 753: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 735: Transpose-24 */
+	/* 754: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 736: Transpose-25 */
+	/* 755: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 737: Trilu-14 */
+	/* 756: Trilu-14 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"k", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 739: Unsqueeze-1 */
+	/* 758: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 740: Unsqueeze-11 */
+	/* 759: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 741: Unsqueeze-13 */
+	/* 760: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 743: Unsqueeze-21 */
+	/* 762: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 745: Unsqueeze-23 */
+	/* 764: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 747: Unsqueeze-24 */
+	/* 766: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 749: Unsqueeze-25 */
+	/* 768: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 751: Upsample-1 */
+	/* 770: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 752: Upsample-7 */
+	/* 771: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 753: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 755: Upsample-10 */
+	/* 772: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 757: Where-9 */
+	/* 774: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 776: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 760: Where-16 */
+	/* 779: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 763: Xor-1 */
+	/* 782: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 765: Xor-7 */
+	/* 784: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1452,301 +1480,310 @@ static const struct
 	{"Greater", 13, "", 295, 2},
 	{"GreaterOrEqual", 12, "", 297, 2},
 	{"GreaterOrEqual", 16, "", 299, 2},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 301, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 302, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 303, 1},
-	{"HardSwish", 14, "", 304, 1},
-	{"HardSwish", 22, "", 305, 1},
-	{"Hardmax", 1, "axis:i", 306, 1},
-	{"Hardmax", 11, "axis:i", 307, 1},
-	{"Hardmax", 13, "axis:i", 308, 1},
-	{"Identity", 1, "", 309, 1},
-	{"Identity", 13, "", 310, 1},
-	{"Identity", 14, "", 311, 1},
-	{"Identity", 16, "", 312, 1},
-	{"Identity", 19, "", 313, 1},
-	{"Identity", 21, "", 314, 1},
-	{"Identity", 23, "", 315, 1},
-	{"Identity", 24, "", 316, 1},
-	{"Identity", 25, "", 317, 1},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 318, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 319, 1},
-	{"IsNaN", 9, "", 320, 1},
-	{"IsNaN", 13, "", 321, 1},
-	{"IsNaN", 20, "", 322, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 323, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 326, 1},
-	{"LeakyRelu", 6, "alpha:f", 327, 1},
-	{"LeakyRelu", 16, "alpha:f", 328, 1},
-	{"Less", 1, "axis:i broadcast:i", 329, 2},
-	{"Less", 7, "", 331, 2},
-	{"Less", 9, "", 333, 2},
-	{"Less", 13, "", 335, 2},
-	{"LessOrEqual", 12, "", 337, 2},
-	{"LessOrEqual", 16, "", 339, 2},
-	{"Log", 1, "consumed_inputs:I", 341, 1},
-	{"Log", 6, "", 342, 1},
-	{"Log", 13, "", 343, 1},
-	{"LogSoftmax", 1, "axis:i", 344, 1},
-	{"LogSoftmax", 11, "axis:i", 345, 1},
-	{"LogSoftmax", 13, "axis:i", 346, 1},
-	{"LpNormalization", 1, "axis:i p:i", 347, 1},
-	{"LpNormalization", 22, "axis:i p:i", 348, 1},
-	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 349, 1},
-	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 350, 1},
-	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 351, 1},
-	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 352, 1},
-	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 353, 1},
-	{"MatMul", 1, "", 354, 2},
-	{"MatMul", 9, "", 356, 2},
-	{"MatMul", 13, "", 358, 2},
-	{"Max", 1, "consumed_inputs:I", 360, 1},
-	{"Max", 6, "", 361, 1},
-	{"Max", 8, "", 362, 1},
-	{"Max", 12, "", 363, 1},
-	{"Max", 13, "", 364, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 365, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 366, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 367, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 368, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 369, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 370, 1},
-	{"Mean", 1, "consumed_inputs:I", 371, 1},
-	{"Mean", 6, "", 372, 1},
-	{"Mean", 8, "", 373, 1},
-	{"Mean", 13, "", 374, 1},
-	{"Min", 1, "consumed_inputs:I", 375, 1},
-	{"Min", 6, "", 376, 1},
-	{"Min", 8, "", 377, 1},
-	{"Min", 12, "", 378, 1},
-	{"Min", 13, "", 379, 1},
-	{"Mish", 18, "", 380, 1},
-	{"Mish", 22, "", 381, 1},
-	{"Mod", 10, "fmod:i", 382, 2},
-	{"Mod", 13, "fmod:i", 384, 2},
-	{"Mod", 28, "fmod:i", 386, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 388, 2},
-	{"Mul", 6, "axis:i broadcast:i", 390, 2},
-	{"Mul", 7, "", 392, 2},
-	{"Mul", 13, "", 394, 2},
-	{"Mul", 14, "", 396, 2},
-	{"Neg", 1, "consumed_inputs:I", 398, 1},
-	{"Neg", 6, "", 399, 1},
-	{"Neg", 13, "", 400, 1},
-	{"NonZero", 9, "", 401, 1},
-	{"NonZero", 13, "", 402, 1},
-	{"Not", 1, "", 403, 1},
-	{"OneHot", 9, "axis:i", 404, 3},
-	{"OneHot", 11, "axis:i", 407, 3},
-	{"OneHot", 28, "axis:i", 410, 3},
-	{"Or", 1, "axis:i broadcast:i", 413, 2},
-	{"Or", 7, "", 415, 2},
-	{"PRelu", 1, "consumed_inputs:I", 417, 2},
-	{"PRelu", 6, "", 419, 2},
-	{"PRelu", 7, "", 421, 2},
-	{"PRelu", 9, "", 423, 2},
-	{"PRelu", 16, "", 425, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 427, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 428, 1},
-	{"Pad", 11, "mode:s", 429, 3},
-	{"Pad", 13, "mode:s", 432, 3},
-	{"Pad", 18, "mode:s", 435, 4},
-	{"Pad", 19, "mode:s", 439, 4},
-	{"Pad", 21, "mode:s", 443, 4},
-	{"Pad", 23, "mode:s", 447, 4},
-	{"Pad", 24, "mode:s", 451, 4},
-	{"Pad", 25, "mode:s", 455, 4},
-	{"Pow", 1, "axis:i broadcast:i", 459, 2},
-	{"Pow", 7, "", 461, 2},
-	{"Pow", 12, "", 463, 2},
-	{"Pow", 13, "", 465, 2},
-	{"Pow", 15, "", 467, 2},
-	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 469, 2},
-	{"Range", 11, "", 471, 3},
-	{"Range", 27, "stash_type:i", 474, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 477, 1},
-	{"Reciprocal", 6, "", 478, 1},
-	{"Reciprocal", 13, "", 479, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 480, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 481, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 482, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 483, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 485, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 486, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 487, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 488, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 490, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 491, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 492, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 493, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 495, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 497, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 498, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 499, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 500, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 502, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 504, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 505, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 506, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 507, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 508, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 510, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 512, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 513, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 514, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 515, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 517, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 518, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 519, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 520, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 521, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 523, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 525, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 526, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 527, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 528, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 530, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 531, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 532, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 534, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 535, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 536, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 537, 2},
-	{"Relu", 1, "consumed_inputs:I", 539, 1},
-	{"Relu", 6, "", 540, 1},
-	{"Relu", 13, "", 541, 1},
-	{"Relu", 14, "", 542, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 543, 1},
-	{"Reshape", 5, "", 544, 2},
-	{"Reshape", 13, "", 546, 2},
-	{"Reshape", 14, "allowzero:i", 548, 2},
-	{"Reshape", 19, "allowzero:i", 550, 2},
-	{"Reshape", 21, "allowzero:i", 552, 2},
-	{"Reshape", 23, "allowzero:i", 554, 2},
-	{"Reshape", 24, "allowzero:i", 556, 2},
-	{"Reshape", 25, "allowzero:i", 558, 2},
-	{"Resize", 10, "mode:s", 560, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 562, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 566, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 570, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 574, 4},
-	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 578, 2},
-	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 580, 2},
-	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 582, 4},
-	{"Round", 11, "", 586, 1},
-	{"Round", 22, "", 587, 1},
-	{"Scatter", 9, "axis:i", 588, 3},
-	{"Scatter", 11, "axis:i", 591, 3},
-	{"ScatterElements", 11, "axis:i", 594, 3},
-	{"ScatterElements", 13, "axis:i", 597, 3},
-	{"ScatterElements", 16, "axis:i reduction:s", 600, 3},
-	{"ScatterElements", 18, "axis:i reduction:s", 603, 3},
-	{"ScatterND", 11, "", 606, 3},
-	{"ScatterND", 13, "", 609, 3},
-	{"ScatterND", 16, "reduction:s", 612, 3},
-	{"ScatterND", 18, "reduction:s", 615, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 618, 1},
-	{"Selu", 6, "alpha:f gamma:f", 619, 1},
-	{"Selu", 22, "alpha:f gamma:f", 620, 1},
-	{"Shape", 1, "", 621, 1},
-	{"Shape", 13, "", 622, 1},
-	{"Shape", 15, "end:i start:i", 623, 1},
-	{"Shape", 19, "end:i start:i", 624, 1},
-	{"Shape", 21, "end:i start:i", 625, 1},
-	{"Shape", 23, "end:i start:i", 626, 1},
-	{"Shape", 24, "end:i start:i", 627, 1},
-	{"Shape", 25, "end:i start:i", 628, 1},
-	{"Shrink", 9, "bias:f lambd:f", 629, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 630, 1},
-	{"Sigmoid", 6, "", 631, 1},
-	{"Sigmoid", 13, "", 632, 1},
-	{"Sign", 9, "", 633, 1},
-	{"Sign", 13, "", 634, 1},
-	{"Sin", 7, "", 635, 1},
-	{"Sin", 22, "", 636, 1},
-	{"Sinh", 9, "", 637, 1},
-	{"Sinh", 22, "", 638, 1},
-	{"Size", 1, "", 639, 1},
-	{"Size", 13, "", 640, 1},
-	{"Size", 19, "", 641, 1},
-	{"Size", 21, "", 642, 1},
-	{"Size", 23, "", 643, 1},
-	{"Size", 24, "", 644, 1},
-	{"Size", 25, "", 645, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 646, 1},
-	{"Slice", 10, "", 647, 5},
-	{"Slice", 11, "", 652, 5},
-	{"Slice", 13, "", 657, 5},
-	{"Softmax", 1, "axis:i", 662, 1},
-	{"Softmax", 11, "axis:i", 663, 1},
-	{"Softmax", 13, "axis:i", 664, 1},
-	{"Softplus", 1, "", 665, 1},
-	{"Softplus", 22, "", 666, 1},
-	{"Softsign", 1, "", 667, 1},
-	{"Softsign", 22, "", 668, 1},
-	{"SpaceToDepth", 1, "blocksize:i!", 669, 1},
-	{"SpaceToDepth", 13, "blocksize:i!", 670, 1},
-	{"SpaceToDepth", 28, "blocksize:i! mode:s", 671, 1},
-	{"Split", 1, "axis:i split:I", 672, 2},
-	{"Split", 2, "axis:i split:I", 674, 1},
-	{"Split", 11, "axis:i split:I", 675, 1},
-	{"Split", 13, "axis:i", 676, 2},
-	{"Split", 18, "axis:i num_outputs:i", 678, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 680, 1},
-	{"Sqrt", 6, "", 681, 1},
-	{"Sqrt", 13, "", 682, 1},
-	{"Squeeze", 1, "axes:I", 683, 1},
-	{"Squeeze", 11, "axes:I", 684, 1},
-	{"Squeeze", 13, "", 685, 2},
-	{"Squeeze", 21, "", 687, 2},
-	{"Squeeze", 23, "", 689, 2},
-	{"Squeeze", 24, "", 691, 2},
-	{"Squeeze", 25, "", 693, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 695, 2},
-	{"Sub", 6, "axis:i broadcast:i", 697, 2},
-	{"Sub", 7, "", 699, 2},
-	{"Sub", 13, "", 701, 2},
-	{"Sub", 14, "", 703, 2},
-	{"Sum", 1, "consumed_inputs:I", 705, 1},
-	{"Sum", 6, "", 706, 1},
-	{"Sum", 8, "", 707, 1},
-	{"Sum", 13, "", 708, 1},
-	{"Swish", 24, "alpha:f", 709, 1},
-	{"Tan", 7, "", 710, 1},
-	{"Tan", 22, "", 711, 1},
-	{"Tanh", 1, "consumed_inputs:I", 712, 1},
-	{"Tanh", 6, "", 713, 1},
-	{"Tanh", 13, "", 714, 1},
-	{"ThresholdedRelu", 10, "alpha:f", 715, 1},
-	{"ThresholdedRelu", 22, "alpha:f", 716, 1},
-	{"Tile", 1, "", 717, 3},
-	{"Tile", 6, "", 720, 2},
-	{"Tile", 13, "", 722, 2},
-	{"TopK", 1, "axis:i k:i!", 724, 1},
-	{"TopK", 10, "axis:i", 725, 2},
-	{"TopK", 11, "axis:i largest:i sorted:i", 727, 2},
-	{"TopK", 24, "axis:i largest:i sorted:i", 729, 2},
-	{"Transpose", 1, "perm:I", 731, 1},
-	{"Transpose", 13, "perm:I", 732, 1},
-	{"Transpose", 21, "perm:I", 733, 1},
-	{"Transpose", 23, "perm:I", 734, 1},
-	{"Transpose", 24, "perm:I", 735, 1},
-	{"Transpose", 25, "perm:I", 736, 1},
-	{"Trilu", 14, "upper:i", 737, 2},
-	{"Unsqueeze", 1, "axes:I!", 739, 1},
-	{"Unsqueeze", 11, "axes:I!", 740, 1},
-	{"Unsqueeze", 13, "", 741, 2},
-	{"Unsqueeze", 21, "", 743, 2},
-	{"Unsqueeze", 23, "", 745, 2},
-	{"Unsqueeze", 24, "", 747, 2},
-	{"Unsqueeze", 25, "", 749, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 751, 1},
-	{"Upsample", 7, "mode:s scales:F!", 752, 1},
-	{"Upsample", 9, "mode:s", 753, 2},
-	{"Upsample", 10, "mode:s", 755, 2},
-	{"Where", 9, "", 757, 3},
-	{"Where", 16, "", 760, 3},
-	{"Xor", 1, "axis:i broadcast:i", 763, 2},
-	{"Xor", 7, "", 765, 2},
+	{"GroupNormalization", 18, "epsilon:f num_groups:i!", 301, 3},
+	{"GroupNormalization", 21, "epsilon:f num_groups:i! stash_type:i", 304, 3},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 307, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 308, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 309, 1},
+	{"HardSwish", 14, "", 310, 1},
+	{"HardSwish", 22, "", 311, 1},
+	{"Hardmax", 1, "axis:i", 312, 1},
+	{"Hardmax", 11, "axis:i", 313, 1},
+	{"Hardmax", 13, "axis:i", 314, 1},
+	{"Identity", 1, "", 315, 1},
+	{"Identity", 13, "", 316, 1},
+	{"Identity", 14, "", 317, 1},
+	{"Identity", 16, "", 318, 1},
+	{"Identity", 19, "", 319, 1},
+	{"Identity", 21, "", 320, 1},
+	{"Identity", 23, "", 321, 1},
+	{"Identity", 24, "", 322, 1},
+	{"Identity", 25, "", 323, 1},
+	{"InstanceNormalization", 1, "consumed_inputs:I epsilon:f", 324, 3},
+	{"InstanceNormalization", 6, "epsilon:f", 327, 3},
+	{"InstanceNormalization", 22, "epsilon:f", 330, 3},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 333, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 334, 1},
+	{"IsNaN", 9, "", 335, 1},
+	{"IsNaN", 13, "", 336, 1},
+	{"IsNaN", 20, "", 337, 1},
+	{"LRN", 1, "alpha:f beta:f bias:f size:i!", 338, 1},
+	{"LRN", 13, "alpha:f beta:f bias:f size:i!", 339, 1},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 340, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 343, 1},
+	{"LeakyRelu", 6, "alpha:f", 344, 1},
+	{"LeakyRelu", 16, "alpha:f", 345, 1},
+	{"Less", 1, "axis:i broadcast:i", 346, 2},
+	{"Less", 7, "", 348, 2},
+	{"Less", 9, "", 350, 2},
+	{"Less", 13, "", 352, 2},
+	{"LessOrEqual", 12, "", 354, 2},
+	{"LessOrEqual", 16, "", 356, 2},
+	{"Log", 1, "consumed_inputs:I", 358, 1},
+	{"Log", 6, "", 359, 1},
+	{"Log", 13, "", 360, 1},
+	{"LogSoftmax", 1, "axis:i", 361, 1},
+	{"LogSoftmax", 11, "axis:i", 362, 1},
+	{"LogSoftmax", 13, "axis:i", 363, 1},
+	{"LpNormalization", 1, "axis:i p:i", 364, 1},
+	{"LpNormalization", 22, "axis:i p:i", 365, 1},
+	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 366, 1},
+	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 367, 1},
+	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 368, 1},
+	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 369, 1},
+	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 370, 1},
+	{"MatMul", 1, "", 371, 2},
+	{"MatMul", 9, "", 373, 2},
+	{"MatMul", 13, "", 375, 2},
+	{"Max", 1, "consumed_inputs:I", 377, 1},
+	{"Max", 6, "", 378, 1},
+	{"Max", 8, "", 379, 1},
+	{"Max", 12, "", 380, 1},
+	{"Max", 13, "", 381, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 382, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 383, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 384, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 385, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 386, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 387, 1},
+	{"Mean", 1, "consumed_inputs:I", 388, 1},
+	{"Mean", 6, "", 389, 1},
+	{"Mean", 8, "", 390, 1},
+	{"Mean", 13, "", 391, 1},
+	{"MeanVarianceNormalization", 9, "axes:I", 392, 1},
+	{"MeanVarianceNormalization", 13, "axes:I", 393, 1},
+	{"Min", 1, "consumed_inputs:I", 394, 1},
+	{"Min", 6, "", 395, 1},
+	{"Min", 8, "", 396, 1},
+	{"Min", 12, "", 397, 1},
+	{"Min", 13, "", 398, 1},
+	{"Mish", 18, "", 399, 1},
+	{"Mish", 22, "", 400, 1},
+	{"Mod", 10, "fmod:i", 401, 2},
+	{"Mod", 13, "fmod:i", 403, 2},
+	{"Mod", 28, "fmod:i", 405, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 407, 2},
+	{"Mul", 6, "axis:i broadcast:i", 409, 2},
+	{"Mul", 7, "", 411, 2},
+	{"Mul", 13, "", 413, 2},
+	{"Mul", 14, "", 415, 2},
+	{"Neg", 1, "consumed_inputs:I", 417, 1},
+	{"Neg", 6, "", 418, 1},
+	{"Neg", 13, "", 419, 1},
+	{"NonZero", 9, "", 420, 1},
+	{"NonZero", 13, "", 421, 1},
+	{"Not", 1, "", 422, 1},
+	{"OneHot", 9, "axis:i", 423, 3},
+	{"OneHot", 11, "axis:i", 426, 3},
+	{"OneHot", 28, "axis:i", 429, 3},
+	{"Or", 1, "axis:i broadcast:i", 432, 2},
+	{"Or", 7, "", 434, 2},
+	{"PRelu", 1, "consumed_inputs:I", 436, 2},
+	{"PRelu", 6, "", 438, 2},
+	{"PRelu", 7, "", 440, 2},
+	{"PRelu", 9, "", 442, 2},
+	{"PRelu", 16, "", 444, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 446, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 447, 1},
+	{"Pad", 11, "mode:s", 448, 3},
+	{"Pad", 13, "mode:s", 451, 3},
+	{"Pad", 18, "mode:s", 454, 4},
+	{"Pad", 19, "mode:s", 458, 4},
+	{"Pad", 21, "mode:s", 462, 4},
+	{"Pad", 23, "mode:s", 466, 4},
+	{"Pad", 24, "mode:s", 470, 4},
+	{"Pad", 25, "mode:s", 474, 4},
+	{"Pow", 1, "axis:i broadcast:i", 478, 2},
+	{"Pow", 7, "", 480, 2},
+	{"Pow", 12, "", 482, 2},
+	{"Pow", 13, "", 484, 2},
+	{"Pow", 15, "", 486, 2},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 488, 2},
+	{"Range", 11, "", 490, 3},
+	{"Range", 27, "stash_type:i", 493, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 496, 1},
+	{"Reciprocal", 6, "", 497, 1},
+	{"Reciprocal", 13, "", 498, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 499, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 500, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 501, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 502, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 504, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 505, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 506, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 507, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 509, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 510, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 511, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 512, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 514, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 516, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 517, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 518, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 519, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 521, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 523, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 524, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 525, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 526, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 527, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 529, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 531, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 532, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 533, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 534, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 536, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 537, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 538, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 539, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 540, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 542, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 544, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 545, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 546, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 547, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 549, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 550, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 551, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 553, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 554, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 555, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 556, 2},
+	{"Relu", 1, "consumed_inputs:I", 558, 1},
+	{"Relu", 6, "", 559, 1},
+	{"Relu", 13, "", 560, 1},
+	{"Relu", 14, "", 561, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 562, 1},
+	{"Reshape", 5, "", 563, 2},
+	{"Reshape", 13, "", 565, 2},
+	{"Reshape", 14, "allowzero:i", 567, 2},
+	{"Reshape", 19, "allowzero:i", 569, 2},
+	{"Reshape", 21, "allowzero:i", 571, 2},
+	{"Reshape", 23, "allowzero:i", 573, 2},
+	{"Reshape", 24, "allowzero:i", 575, 2},
+	{"Reshape", 25, "allowzero:i", 577, 2},
+	{"Resize", 10, "mode:s", 579, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 581, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 585, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 589, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 593, 4},
+	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 597, 2},
+	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 599, 2},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 601, 4},
+	{"Round", 11, "", 605, 1},
+	{"Round", 22, "", 606, 1},
+	{"Scatter", 9, "axis:i", 607, 3},
+	{"Scatter", 11, "axis:i", 610, 3},
+	{"ScatterElements", 11, "axis:i", 613, 3},
+	{"ScatterElements", 13, "axis:i", 616, 3},
+	{"ScatterElements", 16, "axis:i reduction:s", 619, 3},
+	{"ScatterElements", 18, "axis:i reduction:s", 622, 3},
+	{"ScatterND", 11, "", 625, 3},
+	{"ScatterND", 13, "", 628, 3},
+	{"ScatterND", 16, "reduction:s", 631, 3},
+	{"ScatterND", 18, "reduction:s", 634, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 637, 1},
+	{"Selu", 6, "alpha:f gamma:f", 638, 1},
+	{"Selu", 22, "alpha:f gamma:f", 639, 1},
+	{"Shape", 1, "", 640, 1},
+	{"Shape", 13, "", 641, 1},
+	{"Shape", 15, "end:i start:i", 642, 1},
+	{"Shape", 19, "end:i start:i", 643, 1},
+	{"Shape", 21, "end:i start:i", 644, 1},
+	{"Shape", 23, "end:i start:i", 645, 1},
+	{"Shape", 24, "end:i start:i", 646, 1},
+	{"Shape", 25, "end:i start:i", 647, 1},
+	{"Shrink", 9, "bias:f lambd:f", 648, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 649, 1},
+	{"Sigmoid", 6, "", 650, 1},
+	{"Sigmoid", 13, "", 651, 1},
+	{"Sign", 9, "", 652, 1},
+	{"Sign", 13, "", 653, 1},
+	{"Sin", 7, "", 654, 1},
+	{"Sin", 22, "", 655, 1},
+	{"Sinh", 9, "", 656, 1},
+	{"Sinh", 22, "", 657, 1},
+	{"Size", 1, "", 658, 1},
+	{"Size", 13, "", 659, 1},
+	{"Size", 19, "", 660, 1},
+	{"Size", 21, "", 661, 1},
+	{"Size", 23, "", 662, 1},
+	{"Size", 24, "", 663, 1},
+	{"Size", 25, "", 664, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 665, 1},
+	{"Slice", 10, "", 666, 5},
+	{"Slice", 11, "", 671, 5},
+	{"Slice", 13, "", 676, 5},
+	{"Softmax", 1, "axis:i", 681, 1},
+	{"Softmax", 11, "axis:i", 682, 1},
+	{"Softmax", 13, "axis:i", 683, 1},
+	{"Softplus", 1, "", 684, 1},
+	{"Softplus", 22, "", 685, 1},
+	{"Softsign", 1, "", 686, 1},
+	{"Softsign", 22, "", 687, 1},
+	{"SpaceToDepth", 1, "blocksize:i!", 688, 1},
+	{"SpaceToDepth", 13, "blocksize:i!", 689, 1},
+	{"SpaceToDepth", 28, "blocksize:i! mode:s", 690, 1},
+	{"Split", 1, "axis:i split:I", 691, 2},
+	{"Split", 2, "axis:i split:I", 693, 1},
+	{"Split", 11, "axis:i split:I", 694, 1},
+	{"Split", 13, "axis:i", 695, 2},
+	{"Split", 18, "axis:i num_outputs:i", 697, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 699, 1},
+	{"Sqrt", 6, "", 700, 1},
+	{"Sqrt", 13, "", 701, 1},
+	{"Squeeze", 1, "axes:I", 702, 1},
+	{"Squeeze", 11, "axes:I", 703, 1},
+	{"Squeeze", 13, "", 704, 2},
+	{"Squeeze", 21, "", 706, 2},
+	{"Squeeze", 23, "", 708, 2},
+	{"Squeeze", 24, "", 710, 2},
+	{"Squeeze", 25, "", 712, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 714, 2},
+	{"Sub", 6, "axis:i broadcast:i", 716, 2},
+	{"Sub", 7, "", 718, 2},
+	{"Sub", 13, "", 720, 2},
+	{"Sub", 14, "", 722, 2},
+	{"Sum", 1, "consumed_inputs:I", 724, 1},
+	{"Sum", 6, "", 725, 1},
+	{"Sum", 8, "", 726, 1},
+	{"Sum", 13, "", 727, 1},
+	{"Swish", 24, "alpha:f", 728, 1},
+	{"Tan", 7, "", 729, 1},
+	{"Tan", 22, "", 730, 1},
+	{"Tanh", 1, "consumed_inputs:I", 731, 1},
+	{"Tanh", 6, "", 732, 1},
+	{"Tanh", 13, "", 733, 1},
+	{"ThresholdedRelu", 10, "alpha:f", 734, 1},
+	{"ThresholdedRelu", 22, "alpha:f", 735, 1},
+	{"Tile", 1, "", 736, 3},
+	{"Tile", 6, "", 739, 2},
+	{"Tile", 13, "", 741, 2},
+	{"TopK", 1, "axis:i k:i!", 743, 1},
+	{"TopK", 10, "axis:i", 744, 2},
+	{"TopK", 11, "axis:i largest:i sorted:i", 746, 2},
+	{"TopK", 24, "axis:i largest:i sorted:i", 748, 2},
+	{"Transpose", 1, "perm:I", 750, 1},
+	{"Transpose", 13, "perm:I", 751, 1},
+	{"Transpose", 21, "perm:I", 752, 1},
+	{"Transpose", 23, "perm:I", 753, 1},
+	{"Transpose", 24, "perm:I", 754, 1},
+	{"Transpose", 25, "perm:I", 755, 1},
+	{"Trilu", 14, "upper:i", 756, 2},
+	{"Unsqueeze", 1, "axes:I!", 758, 1},
+	{"Unsqueeze", 11, "axes:I!", 759, 1},
+	{"Unsqueeze", 13, "", 760, 2},
+	{"Unsqueeze", 21, "", 762, 2},
+	{"Unsqueeze", 23, "", 764, 2},
+	{"Unsqueeze", 24, "", 766, 2},
+	{"Unsqueeze", 25, "", 768, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 770, 1},
+	{"Upsample", 7, "mode:s scales:F!", 771, 1},
+	{"Upsample", 9, "mode:s", 772, 2},
+	{"Upsample", 10, "mode:s", 774, 2},
+	{"Where", 9, "", 776, 3},
+	{"Where", 16, "", 779, 3},
+	{"Xor", 1, "axis:i broadcast:i", 782, 2},
+	{"Xor", 7, "", 784, 2},
 	{NULL, 0, NULL, 0, 0}
 };

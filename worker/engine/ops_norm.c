@@ -1,8 +1,10 @@
 /*
  * ops_norm.c
  *	  ONNX normalisation operators: BatchNormalization (float32), Softmax
- *	  and LogSoftmax (float32, float64), LayerNormalization and
- *	  RMSNormalization, LpNormalization (float32, float64).
+ *	  and LogSoftmax (float32, float64), LayerNormalization,
+ *	  RMSNormalization, LpNormalization, InstanceNormalization,
+ *	  GroupNormalization, LRN and MeanVarianceNormalization (float32,
+ *	  float64).
  *
  * Sums run in double: cheap here, and it keeps the results within
  * onnxruntime's rounding.  Softmax's row sum keeps element k in partial
@@ -1034,6 +1036,378 @@ op_lpnorm(ie_node_ctx *ctx)
 	return 0;
 }
 
+/*
+ * The statistics of one group of `len` contiguous values of x (type T),
+ * both in double: mean first, then the population variance from the
+ * squared deviations (no cancellation).  Shared by InstanceNormalization
+ * and GroupNormalization.
+ */
+#define GROUP_STATS(NAME, T) \
+static void \
+NAME(const T *x, int64_t len, double *mean, double *var) \
+{ \
+	double		s = 0, \
+				ss = 0, \
+				m; \
+	for (int64_t i = 0; i < len; i++) \
+		s += x[i]; \
+	m = len > 0 ? s / (double) len : 0; \
+	for (int64_t i = 0; i < len; i++) \
+		ss += (x[i] - m) * (x[i] - m); \
+	*mean = m; \
+	*var = len > 0 ? ss / (double) len : 0; \
+}
+
+GROUP_STATS(group_stats_f32, float)
+GROUP_STATS(group_stats_f64, double)
+
+/*
+ * Group normalisation of X [N, C, inner] (T float or double) into Y: each
+ * of the N * G groups of C / G contiguous channels (C / G * inner values)
+ * is normalised with its own mean and population variance (double), then
+ * scaled and shifted: sc and bi hold one value per channel when
+ * per_channel, else one per group.
+ */
+#define GROUP_NORM(NAME, T, STATS) \
+static void \
+NAME(const T *x, T *y, int64_t N, int64_t C, int64_t G, int64_t inner, \
+	 double eps, const T *sc, const T *bi, int per_channel) \
+{ \
+	int64_t		cg = C / G; \
+	for (int64_t n = 0; n < N; n++) \
+		for (int64_t g = 0; g < G; g++) \
+		{ \
+			const T    *xg = x + (n * C + g * cg) * inner; \
+			T		   *yg = y + (n * C + g * cg) * inner; \
+			double		mean, \
+						var, \
+						inv; \
+			STATS(xg, cg * inner, &mean, &var); \
+			inv = 1.0 / sqrt(var + eps); \
+			for (int64_t k = 0; k < cg; k++) \
+			{ \
+				int64_t		p = per_channel ? g * cg + k : g; \
+				double		a = (double) sc[p] * inv, \
+							b = (double) bi[p]; \
+				for (int64_t i = 0; i < inner; i++) \
+					yg[k * inner + i] = (T) ((xg[k * inner + i] - mean) * a + b); \
+			} \
+		} \
+}
+
+GROUP_NORM(group_norm_f32, float, group_stats_f32)
+GROUP_NORM(group_norm_f64, double, group_stats_f64)
+
+/*
+ * Shared body of InstanceNormalization and GroupNormalization: X [N, C,
+ * D1, ...] (rank 2 or more), G groups of C / G channels, scale and B of
+ * X's type, [C] when per_channel, else [G].  -1 after an error: a type
+ * other than float or double, G not dividing C, scale or B misshapen.
+ */
+static int
+group_norm_common(ie_node_ctx *ctx, int64_t G, int per_channel)
+{
+	const ie_tensor *X = ctx->inputs[0],
+			   *S = ctx->inputs[1],
+			   *B = ctx->inputs[2];
+	float		eps = ie_attr_float(ctx, "epsilon", 1e-5f);
+	int64_t		N,
+				C,
+				inner = 1,
+				n_param;
+	ie_tensor  *Y;
+	char		s1[128];
+
+	if (X->dtype != IE_FLOAT && X->dtype != IE_DOUBLE)
+		return ie_op_error(ctx, "input type %s is not supported (only float, double)",
+						   ie_dtype_name(X->dtype));
+	if (S->dtype != X->dtype || B->dtype != X->dtype)
+		return ie_op_error(ctx, "scale and B must have X's type %s", ie_dtype_name(X->dtype));
+	if (X->ndim < 2)
+		return ie_op_error(ctx, "X of shape %s: it must have rank 2 or more [N, C, ...]",
+						   ie_shape_str(s1, sizeof(s1), X->ndim, X->dims));
+	N = X->dims[0];
+	C = X->dims[1];
+	for (int i = 2; i < X->ndim; i++)
+		inner *= X->dims[i];
+	if (G <= 0 || C % G != 0)
+		return ie_op_error(ctx, "num_groups %lld must be positive and divide the %lld channels",
+						   (long long) G, (long long) C);
+	n_param = per_channel ? C : G;
+	if (S->ndim != 1 || S->dims[0] != n_param || B->ndim != 1 || B->dims[0] != n_param)
+		return ie_op_error(ctx, "scale and B must have shape [%lld] (one value per %s)",
+						   (long long) n_param, per_channel ? "channel" : "group");
+	Y = ie_tensor_new(X->dtype, X->ndim, X->dims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	if (X->dtype == IE_FLOAT)
+		group_norm_f32(X->data, Y->data, N, C, G, inner, eps, S->data, B->data, per_channel);
+	else
+		group_norm_f64(X->data, Y->data, N, C, G, inner, eps, S->data, B->data, per_channel);
+	return 0;
+}
+
+/*
+ * InstanceNormalization (opsets 1, 6, 22; ONNX Operators.md,
+ * InstanceNormalization): X [N, C, D1, ..., Dk], scale and B [C];
+ * Y = scale * (X - mean) / sqrt(var + epsilon) + B, mean and population
+ * variance per instance per channel (in double).  Float or double; errors:
+ * another type, rank below 2, scale or B not [C].
+ */
+static int
+op_instancenorm(ie_node_ctx *ctx)
+{
+	if (ctx->n_inputs < 3 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL ||
+		ctx->inputs[2] == NULL)
+		return ie_op_error(ctx, "needs inputs input, scale and B");
+	if (ctx->inputs[0]->ndim < 2)
+		return ie_op_error(ctx, "input must have rank 2 or more [N, C, ...]");
+	return group_norm_common(ctx, ctx->inputs[0]->dims[1], 1);
+}
+
+/* GroupNormalization-21's stash_type: 1 (float) alone. */
+static int
+groupnorm_check_attrs(ie_node_ctx *ctx)
+{
+	int64_t		stash = ie_attr_int(ctx, "stash_type", 1);
+
+	if (stash != 1)
+		return ie_op_error(ctx, "stash_type %lld is not supported (only 1, float)",
+						   (long long) stash);
+	return 0;
+}
+
+/*
+ * GroupNormalization (opsets 18, 21; ONNX Operators.md, GroupNormalization,
+ * and onnx/backend/test/case/node/groupnormalization.py): X [N, C, D1, ...]
+ * with C divisible by num_groups (G, required); the C / G consecutive
+ * channels of each group, per instance, are normalised with their mean
+ * and population variance (double), then scaled and shifted:
+ * Y = scale * (X - mean) / sqrt(var + epsilon) + bias.  Opset 21's scale
+ * and bias have one value per channel, [C]; opset 18's one per group, [G]
+ * (the change that made 18 deprecated).  Float or double; errors: another
+ * type, C not divisible by num_groups, scale or bias of the wrong shape
+ * (IE_ERR_INVALID), stash_type other than 1 (IE_ERR_NOT_SUPPORTED).
+ */
+static int
+op_groupnorm(ie_node_ctx *ctx)
+{
+	if (ctx->n_inputs < 3 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL ||
+		ctx->inputs[2] == NULL)
+		return ie_op_error(ctx, "needs inputs X, scale and bias");
+	if (groupnorm_check_attrs(ctx) != 0)
+		return -1;
+	if (ie_attr_find(ctx, "num_groups") == NULL)
+		return ie_op_error(ctx, "needs attribute num_groups");
+	return group_norm_common(ctx, ie_attr_int(ctx, "num_groups", 0), ctx->opset >= 21);
+}
+
+/*
+ * LRN across channels, T float or double: X [N, C, inner] into Y, channel
+ * c's window [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] clipped
+ * to [0, C), its sum of squares in double.
+ */
+#define LRN_ROWS(NAME, T) \
+static void \
+NAME(const T *x, T *y, int64_t N, int64_t C, int64_t inner, int64_t size, \
+	 double alpha, double beta, double bias) \
+{ \
+	int64_t		lo = (size - 1) / 2, \
+				hi = size / 2; \
+	for (int64_t n = 0; n < N; n++) \
+		for (int64_t c = 0; c < C; c++) \
+		{ \
+			int64_t		c0 = c - lo < 0 ? 0 : c - lo, \
+						c1 = c + hi > C - 1 ? C - 1 : c + hi; \
+			const T    *xn = x + n * C * inner; \
+			for (int64_t i = 0; i < inner; i++) \
+			{ \
+				double		ss = 0; \
+				for (int64_t k = c0; k <= c1; k++) \
+					ss += (double) xn[k * inner + i] * xn[k * inner + i]; \
+				y[(n * C + c) * inner + i] = (T) (xn[c * inner + i] / \
+					pow(bias + alpha / (double) size * ss, beta)); \
+			} \
+		} \
+}
+
+LRN_ROWS(lrn_rows_f32, float)
+LRN_ROWS(lrn_rows_f64, double)
+
+/*
+ * LRN (opsets 1, 13; ONNX Operators.md, LRN): X [N, C, D1, ..., Dk];
+ * Y = X / (bias + alpha / size * square_sum) ^ beta, square_sum over the
+ * channels max(0, c - floor((size - 1) / 2)) .. min(C - 1, c +
+ * ceil((size - 1) / 2)).  size is required and must be positive.  Float
+ * or double; errors: another type, rank below 2, size missing or not
+ * positive.
+ */
+static int
+op_lrn(ie_node_ctx *ctx)
+{
+	const ie_tensor *X;
+	int64_t		size = ie_attr_int(ctx, "size", 0),
+				inner = 1;
+	double		alpha = ie_attr_float(ctx, "alpha", 1e-4f),
+				beta = ie_attr_float(ctx, "beta", 0.75f),
+				bias = ie_attr_float(ctx, "bias", 1.0f);
+	ie_tensor  *Y;
+
+	if (ctx->n_inputs < 1 || ctx->inputs[0] == NULL)
+		return ie_op_error(ctx, "needs input X");
+	X = ctx->inputs[0];
+	if (X->dtype != IE_FLOAT && X->dtype != IE_DOUBLE)
+		return ie_op_error(ctx, "input type %s is not supported (only float, double)",
+						   ie_dtype_name(X->dtype));
+	if (X->ndim < 2)
+		return ie_op_error(ctx, "X must have rank 2 or more [N, C, ...], not %d", X->ndim);
+	if (size <= 0)
+		return ie_op_error(ctx, "size %lld must be given and positive", (long long) size);
+	for (int i = 2; i < X->ndim; i++)
+		inner *= X->dims[i];
+	Y = ie_tensor_new(X->dtype, X->ndim, X->dims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	if (X->dtype == IE_FLOAT)
+		lrn_rows_f32(X->data, Y->data, X->dims[0], X->dims[1], inner, size, alpha, beta, bias);
+	else
+		lrn_rows_f64(X->data, Y->data, X->dims[0], X->dims[1], inner, size, alpha, beta, bias);
+	return 0;
+}
+
+/*
+ * MeanVarianceNormalization's pass over X (T float or double): the key of
+ * element i is its index over the kept (not reduced) dims; sum[key] and
+ * sq[key] accumulate the values and squared deviations from mean[key]
+ * (second pass), or, with out set, write (x - mean) / (std + 1e-9).
+ */
+#define MVN_PASS(NAME, T) \
+static void \
+NAME(const T *x, T *out, int ndim, const int64_t *dims, const bool *reduced, \
+	 int pass, double *sum, double *sq, const double *mean, const double *den) \
+{ \
+	int64_t		idx[IE_MAX_DIMS] = {0}, \
+				total = 1; \
+	for (int d = 0; d < ndim; d++) \
+		total *= dims[d]; \
+	for (int64_t i = 0; i < total; i++) \
+	{ \
+		int64_t		key = 0; \
+		for (int d = 0; d < ndim; d++) \
+			if (!reduced[d]) \
+				key = key * dims[d] + idx[d]; \
+		if (pass == 0) \
+			sum[key] += x[i]; \
+		else if (pass == 1) \
+			sq[key] += (x[i] - mean[key]) * (x[i] - mean[key]); \
+		else \
+			out[i] = (T) ((x[i] - mean[key]) / den[key]); \
+		for (int d = ndim - 1; d >= 0; d--) \
+		{ \
+			if (++idx[d] < dims[d]) \
+				break; \
+			idx[d] = 0; \
+		} \
+	} \
+}
+
+MVN_PASS(mvn_pass_f32, float)
+MVN_PASS(mvn_pass_f64, double)
+
+/*
+ * MeanVarianceNormalization (opsets 1, 9, 13; ONNX Operators.md and its
+ * function body): Y = (X - E[X]) / (sqrt(E[(X - E[X])^2]) + 1e-9), the
+ * expectations over axes (default [0, 2, 3]; negative from the end).
+ * Opset 1 takes across_channels (axes [0, 1, 2, 3] when 1) and
+ * normalize_variance (0: Y = X - E[X]) instead.  The variance is the
+ * mean squared deviation in double, where the function body's
+ * E[X^2] - E[X]^2 may cancel below zero.  Float or double; errors: another
+ * type, an axis out of range or repeated.
+ */
+static int
+op_mvn(ie_node_ctx *ctx)
+{
+	static const int64_t dflt[] = {0, 2, 3},
+				across[] = {0, 1, 2, 3};
+	const ie_tensor *X;
+	const int64_t *axes = dflt;
+	int			n_axes = 3;
+	bool		reduced[IE_MAX_DIMS] = {false};
+	bool		norm_var = true;
+	int64_t		n_keep = 1,
+				n_red = 1;
+	double	   *st;
+	ie_tensor  *Y;
+
+	if (ctx->n_inputs < 1 || ctx->inputs[0] == NULL)
+		return ie_op_error(ctx, "needs input X");
+	X = ctx->inputs[0];
+	if (X->dtype != IE_FLOAT && X->dtype != IE_DOUBLE)
+		return ie_op_error(ctx, "input type %s is not supported (only float, double)",
+						   ie_dtype_name(X->dtype));
+	if (ctx->opset < 9)
+	{
+		if (ie_attr_int(ctx, "across_channels", 0))
+		{
+			axes = across;
+			n_axes = 4;
+		}
+		norm_var = ie_attr_int(ctx, "normalize_variance", 1) != 0;
+	}
+	else if (ie_attr_find(ctx, "axes") != NULL)
+		n_axes = ie_attr_ints(ctx, "axes", &axes);
+	for (int i = 0; i < n_axes; i++)
+	{
+		int64_t		a = axes[i] < 0 ? axes[i] + X->ndim : axes[i];
+
+		if (a < 0 || a >= X->ndim || reduced[a])
+			return ie_op_error(ctx, "axis %lld is out of range for rank %d or repeated",
+							   (long long) axes[i], X->ndim);
+		reduced[a] = true;
+	}
+	for (int d = 0; d < X->ndim; d++)
+	{
+		if (reduced[d])
+			n_red *= X->dims[d];
+		else
+			n_keep *= X->dims[d];
+	}
+	Y = ie_tensor_new(X->dtype, X->ndim, X->dims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	if (ie_tensor_numel(X) == 0)
+		return 0;
+	/* sum (then mean) and squared deviations (then denominator), per key */
+	{
+		int64_t		sdims[2] = {2, n_keep};
+
+		st = ie_scratch_new(IE_DOUBLE, 2, sdims);
+	}
+	if (st == NULL)
+		return ie_op_error(ctx, "out of memory for the statistics");
+	memset(st, 0, sizeof(double) * 2 * n_keep);
+	for (int pass = 0; pass < 3; pass++)
+	{
+		if (X->dtype == IE_FLOAT)
+			mvn_pass_f32(X->data, Y->data, X->ndim, X->dims, reduced, pass,
+						 st, st + n_keep, st, st + n_keep);
+		else
+			mvn_pass_f64(X->data, Y->data, X->ndim, X->dims, reduced, pass,
+						 st, st + n_keep, st, st + n_keep);
+		if (pass == 0)
+			for (int64_t k = 0; k < n_keep; k++)
+				st[k] /= (double) n_red;
+		else if (pass == 1)
+			for (int64_t k = 0; k < n_keep; k++)
+				st[n_keep + k] = norm_var ? sqrt(st[n_keep + k] / (double) n_red) + 1e-9 : 1.0;
+	}
+	free(st);
+	return 0;
+}
+
 const ie_op_def ie_ops_norm[] = {
 	{"BatchNormalization", op_batchnorm},
 	{"Softmax", op_softmax},
@@ -1041,6 +1415,10 @@ const ie_op_def ie_ops_norm[] = {
 	{"LayerNormalization", op_layernorm},
 	{"RMSNormalization", op_rmsnorm},
 	{"LpNormalization", op_lpnorm},
+	{"InstanceNormalization", op_instancenorm},
+	{"GroupNormalization", op_groupnorm},
+	{"LRN", op_lrn},
+	{"MeanVarianceNormalization", op_mvn},
 	{NULL, NULL}
 };
 
@@ -1049,6 +1427,7 @@ const ie_op_def ie_op_checks_norm[] = {
 	{"LayerNormalization", layernorm_check_attrs},
 	{"RMSNormalization", rmsnorm_check_attrs},
 	{"LpNormalization", lpnorm_check_attrs},
+	{"GroupNormalization", groupnorm_check_attrs},
 	{NULL, NULL}
 };
 
