@@ -1839,6 +1839,249 @@ test_lrn_mvn(void)
 	ie_tensor_destroy(&X22);
 }
 
+/* Whether t is an int64 tensor [n, 3] holding rows want[0..3n). */
+static int
+selected_are(const ie_tensor *t, int64_t n, const int64_t *want)
+{
+	if (t == NULL || t->dtype != IE_INT64 || t->ndim != 2 || t->dims[0] != n ||
+		t->dims[1] != 3)
+		return 0;
+	return n == 0 || memcmp(t->data, want, sizeof(int64_t) * 3 * n) == 0;
+}
+
+/*
+ * NonMaxSuppression-11 on three boxes [y1, x1, y2, x2]: box 0 the unit
+ * square, box 1 the same shifted 0.1 along x (IoU 0.9 / 1.1 = 0.818 with
+ * box 0), box 2 disjoint from both; scores 0.9, 0.8, 0.7.  IoU threshold
+ * 0.5 keeps boxes 0 and 2; 0.9 keeps all three, in score order; score
+ * threshold 0.75 leaves box 0 alone; max_output_boxes_per_class 0 (or
+ * absent) none; equal scores select the lower index first; the same boxes
+ * as centres and sizes (center_point_box 1) give the same answer.
+ * Refusals: boxes [1, 3, 3], scores whose box count differs, iou_threshold
+ * 1.5, center_point_box 2.
+ */
+static void
+test_nms(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		db[3] = {1, 3, 4},
+				ds[3] = {1, 1, 3},
+				dbad[3] = {1, 3, 3},
+				dsbad[3] = {1, 1, 2},
+				d1[1] = {1};
+	float		bv[12] = {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3},
+				cv[12] = {0.5f, 0.5f, 1, 1, 0.6f, 0.5f, 1, 1, 2.5f, 0.5f, 1, 1},
+				sv[3] = {0.9f, 0.8f, 0.7f},
+				tie[3] = {0.5f, 0.1f, 0.5f},
+				iou5 = 0.5f,
+				iou9 = 0.9f,
+				iou15 = 1.5f,
+				st75 = 0.75f;
+	int64_t		m3 = 3,
+				m1 = 1,
+				m0 = 0,
+				want_02[6] = {0, 0, 0, 0, 0, 2},
+				want_012[9] = {0, 0, 0, 0, 0, 1, 0, 0, 2},
+				want_0[3] = {0, 0, 0};
+	ie_tensor  *Bx = tu_float_tensor(3, db, bv),
+			   *Bc = tu_float_tensor(3, db, cv),
+			   *S = tu_float_tensor(3, ds, sv),
+			   *St = tu_float_tensor(3, ds, tie),
+			   *Bbad = tu_float_tensor(3, dbad, bv),
+			   *Sbad = tu_float_tensor(3, dsbad, sv),
+			   *M3 = typed_tensor(IE_INT64, 1, d1, &m3),
+			   *M1 = typed_tensor(IE_INT64, 1, d1, &m1),
+			   *M0 = typed_tensor(IE_INT64, 1, d1, &m0),
+			   *I5 = tu_float_tensor(1, d1, &iou5),
+			   *I9 = tu_float_tensor(1, d1, &iou9),
+			   *I15 = tu_float_tensor(1, d1, &iou15),
+			   *T75 = tu_float_tensor(1, d1, &st75);
+	const ie_tensor *in5[4] = {Bx, S, M3, I5},
+			   *in9[4] = {Bx, S, M3, I9},
+			   *inst[5] = {Bx, S, M3, I5, T75},
+			   *in0[4] = {Bx, S, M0, I5},
+			   *in2[2] = {Bx, S},
+			   *intie[4] = {Bx, St, M1, I5},
+			   *inc[4] = {Bc, S, M3, I5},
+			   *inbb[4] = {Bbad, S, M3, I5},
+			   *inbs[4] = {Bx, Sbad, M3, I5},
+			   *in15[4] = {Bx, S, M3, I15};
+	ie_attr		cpb1 = attr_int("center_point_box", 1),
+				cpb2 = attr_int("center_point_box", 2);
+
+	CHECK(run_op("NonMaxSuppression", 11, 4, in5, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  selected_are(out[0], 2, want_02), "nms iou 0.5: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 11, 4, in9, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  selected_are(out[0], 3, want_012), "nms iou 0.9: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 11, 5, inst, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  selected_are(out[0], 1, want_0), "nms score threshold: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 11, 4, in0, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  selected_are(out[0], 0, NULL), "nms max 0: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 10, 2, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  selected_are(out[0], 0, NULL), "nms no max: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 11, 4, intie, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  selected_are(out[0], 1, want_0), "nms equal scores: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 11, 4, inc, 1, &cpb1, 1, out, err, sizeof(err)) == 0 &&
+		  selected_are(out[0], 2, want_02), "nms center_point_box 1: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 11, 4, inbb, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "boxes of shape [1, 3, 3]: it must be [num_batches, spatial_dimension, 4]") != NULL,
+		  "nms boxes [1, 3, 3]: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 11, 4, inbs, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "scores of shape [1, 1, 2] do not match boxes") != NULL,
+		  "nms scores [1, 1, 2]: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 11, 4, in15, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "iou_threshold 1.5 must be in [0, 1]") != NULL, "nms iou 1.5: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("NonMaxSuppression", 11, 4, in5, 1, &cpb2, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "center_point_box 2 must be 0 or 1") != NULL, "nms center_point_box 2: %s", err);
+	ie_tensor_destroy(&out[0]);
+	check_attrs_load("NonMaxSuppression", 11, 1, &cpb2, "center_point_box 2 must be 0 or 1",
+					 IE_ERR_INVALID);
+	ie_tensor_destroy(&Bx);
+	ie_tensor_destroy(&Bc);
+	ie_tensor_destroy(&S);
+	ie_tensor_destroy(&St);
+	ie_tensor_destroy(&Bbad);
+	ie_tensor_destroy(&Sbad);
+	ie_tensor_destroy(&M3);
+	ie_tensor_destroy(&M1);
+	ie_tensor_destroy(&M0);
+	ie_tensor_destroy(&I5);
+	ie_tensor_destroy(&I9);
+	ie_tensor_destroy(&I15);
+	ie_tensor_destroy(&T75);
+}
+
+/*
+ * GridSample on X [1, 1, 2, 2] = [[1, 2], [3, 4]], one grid point at a
+ * time ((x, y) normalised): bilinear with align_corners 1 at the corners
+ * and the centre gives 1, 4, 2.5 and, at (1, -1), the top right 2; with
+ * align_corners 0 the corner (-1, -1) is the outer edge of pixel (0, 0),
+ * a half pixel outside on both axes: zeros padding gives 1 / 4 (one of
+ * four taps inside), border and reflection 1; (1.5, 0) reflected is
+ * column 1, halfway down: 3.  nearest at (0, 0) with align_corners 0 sits
+ * at 0.5 on both axes and rounds half to even, to pixel (0, 0): 1.
+ * bicubic over a constant 5 with border padding is 5 (the weights sum to
+ * one).  Opset 20's 3-D (volumetric) linear: X [1, 1, 2, 1, 1] = [1, 3]
+ * at the centre is 2.  Refusals: a 5-D X at opset 16, mode "bilinear" at
+ * opset 20, a grid whose last dim is not the spatial rank, int64 X.
+ */
+static void
+test_gridsample(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dx[4] = {1, 1, 2, 2},
+				dg[4] = {1, 1, 1, 2},
+				dy[4] = {1, 1, 1, 1},
+				dg3[4] = {1, 1, 1, 3},
+				dx5[5] = {1, 1, 2, 1, 1},
+				dg5[5] = {1, 1, 1, 1, 3},
+				dy5[5] = {1, 1, 1, 1, 1};
+	float		xv[4] = {1, 2, 3, 4},
+				five[4] = {5, 5, 5, 5},
+				x5[2] = {1, 3},
+				g5[3] = {0, 0, 0};
+	int64_t		xi[4] = {1, 2, 3, 4};
+	static const struct
+	{
+		float		gx,
+					gy;
+		const char *mode,
+				   *pad;
+		int			align;
+		double		want;
+	}			cases[] = {
+		{-1, -1, "bilinear", "zeros", 1, 1},
+		{1, 1, "bilinear", "zeros", 1, 4},
+		{0, 0, "bilinear", "zeros", 1, 2.5},
+		{1, -1, "bilinear", "zeros", 1, 2},
+		{-1, -1, "bilinear", "zeros", 0, 0.25},
+		{-1, -1, "bilinear", "border", 0, 1},
+		{-1, -1, "bilinear", "reflection", 0, 1},
+		{1.5f, 0, "bilinear", "reflection", 0, 3},
+		{0, 0, "nearest", "zeros", 0, 1},
+	};
+	ie_tensor  *X = tu_float_tensor(4, dx, xv),
+			   *X5c = tu_float_tensor(4, dx, five),
+			   *X3 = tu_float_tensor(5, dx5, x5),
+			   *G5 = tu_float_tensor(5, dg5, g5),
+			   *G3 = tu_float_tensor(4, dg3, g5),
+			   *XI = typed_tensor(IE_INT64, 4, dx, xi);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		float		gv[2] = {cases[i].gx, cases[i].gy};
+		ie_tensor  *G = tu_float_tensor(4, dg, gv);
+		const ie_tensor *in[2] = {X, G};
+		ie_attr		a[3] = {attr_str("mode", cases[i].mode),
+							attr_str("padding_mode", cases[i].pad),
+							attr_int("align_corners", cases[i].align)};
+
+		CHECK(run_op("GridSample", 16, 2, in, 3, a, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 4, dy, &cases[i].want, 1e-6),
+			  "gridsample %s %s align %d at (%g, %g): %s (got %g, want %g)",
+			  cases[i].mode, cases[i].pad, cases[i].align, cases[i].gx, cases[i].gy, err,
+			  out[0] ? ((float *) out[0]->data)[0] : NAN, cases[i].want);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&G);
+	}
+	{
+		float		gv[2] = {0.3f, -0.7f};
+		double		want5 = 5;
+		ie_tensor  *G = tu_float_tensor(4, dg, gv);
+		const ie_tensor *in[2] = {X5c, G},
+				   *in3[2] = {X3, G5},
+				   *in3g[2] = {X, G3},
+				   *ini[2] = {XI, G};
+		ie_attr		cubic[2] = {attr_str("mode", "cubic"), attr_str("padding_mode", "border")},
+					bil = attr_str("mode", "bilinear");
+		double		want2 = 2;
+
+		CHECK(run_op("GridSample", 20, 2, in, 2, cubic, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 4, dy, &want5, 1e-5),
+			  "gridsample cubic constant: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("GridSample", 20, 2, in3, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_FLOAT, 5, dy5, &want2, 1e-6),
+			  "gridsample 3-D linear: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("GridSample", 16, 2, in3, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "GridSample-16 takes 4-D input") != NULL, "gridsample-16 5-D: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("GridSample", 20, 2, in, 1, &bil, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "mode \"bilinear\" is not supported") != NULL,
+			  "gridsample-20 bilinear: %s", err);
+		ie_tensor_destroy(&out[0]);
+		check_attrs_load("GridSample", 20, 1, &bil, "mode \"bilinear\" is not supported",
+						 IE_ERR_NOT_SUPPORTED);
+		CHECK(run_op("GridSample", 20, 2, in3g, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "grid of shape [1, 1, 1, 3] does not match X") != NULL,
+			  "gridsample grid [1, 1, 1, 3]: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("GridSample", 20, 2, ini, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "X type int64 is not supported") != NULL, "gridsample int64: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&G);
+	}
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&X5c);
+	ie_tensor_destroy(&X3);
+	ie_tensor_destroy(&G5);
+	ie_tensor_destroy(&G3);
+	ie_tensor_destroy(&XI);
+}
+
 /*
  * RotaryEmbedding-23 on X [1, 1, 2, 4] = [[1, 2, 3, 4], [5, 6, 7, 8]],
  * position_ids [[1, 0]]: position 0 is the identity (cos 1, sin 0),
@@ -4044,7 +4287,7 @@ owned_op(const char *op)
 		"OneHot", "NonZero", "Dropout", "Hardmax", "EyeLike", "Compress",
 		"ReverseSequence",
 		"InstanceNormalization", "GroupNormalization", "LRN",
-		"MeanVarianceNormalization",
+		"MeanVarianceNormalization", "NonMaxSuppression", "GridSample",
 		NULL
 	};
 
@@ -4293,6 +4536,8 @@ main(int argc, char **argv)
 	test_rmsnorm();
 	test_instance_group_norm();
 	test_lrn_mvn();
+	test_nms();
+	test_gridsample();
 	test_rotary();
 	test_swish();
 	test_unary_math();

@@ -6,11 +6,11 @@
  * allocates and fills its outputs.  Operators are grouped by concern, one
  * file each (ops_elementwise.c, ops_shape.c, ops_conv.c, ops_pool.c,
  * ops_norm.c, ops_matmul.c, ops_resize.c, ops_reduce.c, ops_rotary.c,
- * ops_misc.c, ...); each file exports one table of ie_op_def ending with a
- * {NULL} entry, and op_registry.c lists the tables.  Semantics follow the ONNX
- * operator specification (onnx/docs/Operators.md) for the opset the model
- * imports; an attribute value or input type an operator does not implement
- * is an error naming it, never a silent fallback.
+ * ops_misc.c, ops_vision.c, ...); each file exports one table of ie_op_def
+ * ending with a {NULL} entry, and op_registry.c lists the tables.  Semantics
+ * follow the ONNX operator specification (onnx/docs/Operators.md) for the
+ * opset the model imports; an attribute value or input type an operator
+ * does not implement is an error naming it, never a silent fallback.
  *
  * Threading: operators may run concurrently on different models and
  * inputs; they must not keep state outside the node context.
@@ -114,6 +114,7 @@ extern const ie_op_def ie_ops_einsum[];
 extern const ie_op_def ie_ops_attention[];
 extern const ie_op_def ie_ops_rotary[];
 extern const ie_op_def ie_ops_misc[];
+extern const ie_op_def ie_ops_vision[];
 
 /*
  * Load-time checks of attribute values, by op_type (same entry type, the
@@ -135,6 +136,7 @@ extern const ie_op_def ie_op_checks_shape[];
 extern const ie_op_def ie_op_checks_attention[];
 extern const ie_op_def ie_op_checks_rotary[];
 extern const ie_op_def ie_op_checks_misc[];
+extern const ie_op_def ie_op_checks_vision[];
 
 /*
  * Moves src's buffer into a new tensor of shape dims (same byte count),

@@ -28,6 +28,7 @@ static const ie_op_def *const op_tables[] = {
 	ie_ops_attention,
 	ie_ops_rotary,
 	ie_ops_misc,
+	ie_ops_vision,
 };
 
 static const ie_op_def *const check_tables[] = {
@@ -42,6 +43,7 @@ static const ie_op_def *const check_tables[] = {
 	ie_op_checks_attention,
 	ie_op_checks_rotary,
 	ie_op_checks_misc,
+	ie_op_checks_vision,
 };
 
 /* The function of op_type in tables[0..n), or NULL. */
@@ -93,6 +95,7 @@ static const struct
 	{"Mod", 2}, {"CastLike", 2},
 	{"LayerNormalization", 2}, {"RMSNormalization", 2},
 	{"InstanceNormalization", 3}, {"GroupNormalization", 3},
+	{"NonMaxSuppression", 2}, {"GridSample", 2}, {"RoiAlign", 3}, {"AffineGrid", 2},
 	{"RotaryEmbedding", 3},
 	{"Where", 3}, {"Range", 3}, {"PRelu", 2}, {"Attention", 3},
 	{"BatchNormalization", 5},

@@ -496,794 +496,815 @@ static const ie_formal_input op_schema_inputs[] = {
 	/* 299: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 301: GroupNormalization-18 */
+	/* 301: GridSample-16 */
+	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"grid", "T2", 0x00000c02, 0, 1},	/* float float16 double */
+	/* 303: GridSample-20 */
+	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"grid", "T2", 0x00000c02, 0, 1},	/* float float16 double */
+	/* 305: GridSample-22 */
+	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"grid", "T2", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
+	/* 307: GroupNormalization-18 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 304: GroupNormalization-21 */
+	/* 310: GroupNormalization-21 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 307: HardSigmoid-1 */
+	/* 313: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 308: HardSigmoid-6 */
+	/* 314: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 309: HardSigmoid-22 */
+	/* 315: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 310: HardSwish-14 */
+	/* 316: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 311: HardSwish-22 */
+	/* 317: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 312: Hardmax-1 */
+	/* 318: Hardmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 313: Hardmax-11 */
+	/* 319: Hardmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 314: Hardmax-13 */
+	/* 320: Hardmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 315: Identity-1 */
+	/* 321: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 316: Identity-13 */
+	/* 322: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 317: Identity-14 */
+	/* 323: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 318: Identity-16 */
+	/* 324: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 319: Identity-19 */
+	/* 325: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 320: Identity-21 */
+	/* 326: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 321: Identity-23 */
+	/* 327: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 322: Identity-24 */
+	/* 328: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 323: Identity-25 */
+	/* 329: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 324: InstanceNormalization-1 */
+	/* 330: InstanceNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 327: InstanceNormalization-6 */
+	/* 333: InstanceNormalization-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 330: InstanceNormalization-22 */
+	/* 336: InstanceNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 333: IsInf-10 */
+	/* 339: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 334: IsInf-20 */
+	/* 340: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 335: IsNaN-9 */
+	/* 341: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 336: IsNaN-13 */
+	/* 342: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 337: IsNaN-20 */
+	/* 343: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 338: LRN-1 */
+	/* 344: LRN-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 339: LRN-13 */
+	/* 345: LRN-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 340: LayerNormalization-17 */
+	/* 346: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 343: LeakyRelu-1 */
+	/* 349: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 344: LeakyRelu-6 */
+	/* 350: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 345: LeakyRelu-16 */
+	/* 351: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 346: Less-1 */
+	/* 352: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 348: Less-7 */
+	/* 354: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 350: Less-9 */
+	/* 356: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 352: Less-13 */
+	/* 358: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 354: LessOrEqual-12 */
+	/* 360: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 356: LessOrEqual-16 */
+	/* 362: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 358: Log-1 */
+	/* 364: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 359: Log-6 */
+	/* 365: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 360: Log-13 */
+	/* 366: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 361: LogSoftmax-1 */
+	/* 367: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 362: LogSoftmax-11 */
+	/* 368: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 363: LogSoftmax-13 */
+	/* 369: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 364: LpNormalization-1 */
+	/* 370: LpNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 365: LpNormalization-22 */
+	/* 371: LpNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 366: LpPool-1 */
+	/* 372: LpPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 367: LpPool-2 */
+	/* 373: LpPool-2 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 368: LpPool-11 */
+	/* 374: LpPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 369: LpPool-18 */
+	/* 375: LpPool-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 370: LpPool-22 */
+	/* 376: LpPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 371: MatMul-1 */
+	/* 377: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 373: MatMul-9 */
+	/* 379: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 375: MatMul-13 */
+	/* 381: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 377: Max-1 */
+	/* 383: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 378: Max-6 */
+	/* 384: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 379: Max-8 */
+	/* 385: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 380: Max-12 */
+	/* 386: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 381: Max-13 */
+	/* 387: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 382: MaxPool-1 */
+	/* 388: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 383: MaxPool-8 */
+	/* 389: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 384: MaxPool-10 */
+	/* 390: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 385: MaxPool-11 */
+	/* 391: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 386: MaxPool-12 */
+	/* 392: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 387: MaxPool-22 */
+	/* 393: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 388: Mean-1 */
+	/* 394: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 389: Mean-6 */
+	/* 395: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 390: Mean-8 */
+	/* 396: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 391: Mean-13 */
+	/* 397: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 392: MeanVarianceNormalization-9 */
+	/* 398: MeanVarianceNormalization-9 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 393: MeanVarianceNormalization-13 */
+	/* 399: MeanVarianceNormalization-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 394: Min-1 */
+	/* 400: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 395: Min-6 */
+	/* 401: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 396: Min-8 */
+	/* 402: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 397: Min-12 */
+	/* 403: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 398: Min-13 */
+	/* 404: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 399: Mish-18 */
+	/* 405: Mish-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 400: Mish-22 */
+	/* 406: Mish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 401: Mod-10 */
+	/* 407: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 403: Mod-13 */
+	/* 409: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 405: Mod-28 */
+	/* 411: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 407: Mul-1 */
+	/* 413: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 409: Mul-6 */
+	/* 415: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 411: Mul-7 */
+	/* 417: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 413: Mul-13 */
+	/* 419: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 415: Mul-14 */
+	/* 421: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 417: Neg-1 */
+	/* 423: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 418: Neg-6 */
+	/* 424: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 419: Neg-13 */
+	/* 425: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 420: NonZero-9 */
+	/* 426: NonMaxSuppression-10 */
+	{"boxes", NULL, 0x00000002, 0, 0},	/* float */
+	{"scores", NULL, 0x00000002, 0, 1},	/* float */
+	{"max_output_boxes_per_class", NULL, 0x00000080, IE_IN_OPTIONAL, 2},	/* int64 */
+	{"iou_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 3},	/* float */
+	{"score_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 4},	/* float */
+	/* 431: NonMaxSuppression-11 */
+	{"boxes", NULL, 0x00000002, 0, 0},	/* float */
+	{"scores", NULL, 0x00000002, 0, 1},	/* float */
+	{"max_output_boxes_per_class", NULL, 0x00000080, IE_IN_OPTIONAL, 2},	/* int64 */
+	{"iou_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 3},	/* float */
+	{"score_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 4},	/* float */
+	/* 436: NonZero-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 421: NonZero-13 */
+	/* 437: NonZero-13 */
 	{"X", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 422: Not-1 */
+	/* 438: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 423: OneHot-9 */
+	/* 439: OneHot-9 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 426: OneHot-11 */
+	/* 442: OneHot-11 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 429: OneHot-28 */
+	/* 445: OneHot-28 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0001fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 432: Or-1 */
+	/* 448: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 434: Or-7 */
+	/* 450: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 436: PRelu-1 */
+	/* 452: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 438: PRelu-6 */
+	/* 454: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 440: PRelu-7 */
+	/* 456: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 442: PRelu-9 */
+	/* 458: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 444: PRelu-16 */
+	/* 460: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 446: Pad-1 */
+	/* 462: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 447: Pad-2 */
+	/* 463: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 448: Pad-11 */
+	/* 464: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 451: Pad-13 */
+	/* 467: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 454: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 458: Pad-19 */
+	/* 470: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 462: Pad-21 */
+	/* 474: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 478: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 466: Pad-23 */
+	/* 482: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 470: Pad-24 */
+	/* 486: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 474: Pad-25 */
+	/* 490: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 478: Pow-1 */
+	/* 494: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 480: Pow-7 */
+	/* 496: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 482: Pow-12 */
+	/* 498: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 484: Pow-13 */
+	/* 500: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 486: Pow-15 */
+	/* 502: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 488: RMSNormalization-23 */
+	/* 504: RMSNormalization-23 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 490: Range-11 */
+	/* 506: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 493: Range-27 */
+	/* 509: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 496: Reciprocal-1 */
+	/* 512: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 497: Reciprocal-6 */
+	/* 513: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 498: Reciprocal-13 */
+	/* 514: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 499: ReduceL1-1 */
+	/* 515: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 500: ReduceL1-11 */
+	/* 516: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 501: ReduceL1-13 */
+	/* 517: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 502: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 504: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 505: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 506: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 507: ReduceL2-18 */
+	/* 518: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 509: ReduceLogSum-1 */
+	/* 520: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 510: ReduceLogSum-11 */
+	/* 521: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 511: ReduceLogSum-13 */
+	/* 522: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 512: ReduceLogSum-18 */
+	/* 523: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 514: ReduceLogSum-28 */
+	/* 525: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 526: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 527: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 528: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 530: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 516: ReduceLogSumExp-1 */
+	/* 532: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 517: ReduceLogSumExp-11 */
+	/* 533: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 518: ReduceLogSumExp-13 */
+	/* 534: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 519: ReduceLogSumExp-18 */
+	/* 535: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 521: ReduceLogSumExp-28 */
+	/* 537: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 523: ReduceMax-1 */
+	/* 539: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 524: ReduceMax-11 */
+	/* 540: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 525: ReduceMax-12 */
+	/* 541: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 526: ReduceMax-13 */
+	/* 542: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 527: ReduceMax-18 */
+	/* 543: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 529: ReduceMax-20 */
+	/* 545: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 531: ReduceMean-1 */
+	/* 547: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 532: ReduceMean-11 */
+	/* 548: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 533: ReduceMean-13 */
+	/* 549: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 534: ReduceMean-18 */
+	/* 550: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 536: ReduceMin-1 */
+	/* 552: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 537: ReduceMin-11 */
+	/* 553: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 538: ReduceMin-12 */
+	/* 554: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 539: ReduceMin-13 */
+	/* 555: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 540: ReduceMin-18 */
+	/* 556: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 542: ReduceMin-20 */
+	/* 558: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 544: ReduceProd-1 */
+	/* 560: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 545: ReduceProd-11 */
+	/* 561: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 546: ReduceProd-13 */
+	/* 562: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 547: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 549: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 550: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 551: ReduceSum-13 */
+	/* 563: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 553: ReduceSumSquare-1 */
+	/* 565: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 554: ReduceSumSquare-11 */
+	/* 566: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 555: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 556: ReduceSumSquare-18 */
+	/* 567: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 558: Relu-1 */
+	/* 569: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 570: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 571: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 572: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 574: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 559: Relu-6 */
+	/* 575: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 560: Relu-13 */
+	/* 576: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 561: Relu-14 */
+	/* 577: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 562: Reshape-1 */
+	/* 578: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 563: Reshape-5 */
+	/* 579: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 565: Reshape-13 */
+	/* 581: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 567: Reshape-14 */
+	/* 583: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 569: Reshape-19 */
+	/* 585: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 571: Reshape-21 */
+	/* 587: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 573: Reshape-23 */
+	/* 589: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 575: Reshape-24 */
+	/* 591: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 577: Reshape-25 */
+	/* 593: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 579: Resize-10 */
+	/* 595: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 581: Resize-11 */
+	/* 597: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 585: Resize-13 */
+	/* 601: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 589: Resize-18 */
+	/* 605: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 593: Resize-19 */
+	/* 609: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 597: ReverseSequence-10 */
+	/* 613: ReverseSequence-10 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 599: ReverseSequence-28 */
+	/* 615: ReverseSequence-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 601: RotaryEmbedding-23 */
+	/* 617: RotaryEmbedding-23 */
 	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 605: Round-11 */
+	/* 621: Round-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 606: Round-22 */
+	/* 622: Round-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 607: Scatter-9 */
+	/* 623: Scatter-9 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 610: Scatter-11 */
+	/* 626: Scatter-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 613: ScatterElements-11 */
+	/* 629: ScatterElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 616: ScatterElements-13 */
+	/* 632: ScatterElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 619: ScatterElements-16 */
+	/* 635: ScatterElements-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 622: ScatterElements-18 */
+	/* 638: ScatterElements-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 625: ScatterND-11 */
+	/* 641: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 628: ScatterND-13 */
+	/* 644: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 631: ScatterND-16 */
+	/* 647: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 634: ScatterND-18 */
+	/* 650: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 637: Selu-1 */
+	/* 653: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 638: Selu-6 */
+	/* 654: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 639: Selu-22 */
+	/* 655: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 640: Shape-1 */
+	/* 656: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 641: Shape-13 */
+	/* 657: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 642: Shape-15 */
+	/* 658: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 643: Shape-19 */
+	/* 659: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 644: Shape-21 */
+	/* 660: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 645: Shape-23 */
+	/* 661: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 646: Shape-24 */
+	/* 662: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 647: Shape-25 */
+	/* 663: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 648: Shrink-9 */
+	/* 664: Shrink-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 649: Sigmoid-1 */
+	/* 665: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 650: Sigmoid-6 */
+	/* 666: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 651: Sigmoid-13 */
+	/* 667: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 652: Sign-9 */
+	/* 668: Sign-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 653: Sign-13 */
+	/* 669: Sign-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 654: Sin-7 */
+	/* 670: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 655: Sin-22 */
+	/* 671: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 656: Sinh-9 */
+	/* 672: Sinh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 657: Sinh-22 */
+	/* 673: Sinh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 658: Size-1 */
+	/* 674: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 659: Size-13 */
+	/* 675: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 660: Size-19 */
+	/* 676: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 661: Size-21 */
+	/* 677: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 662: Size-23 */
+	/* 678: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 663: Size-24 */
+	/* 679: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 664: Size-25 */
+	/* 680: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 665: Slice-1 */
+	/* 681: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 666: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 671: Slice-11 */
+	/* 682: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 676: Slice-13 */
+	/* 687: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 692: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 681: Softmax-1 */
+	/* 697: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 682: Softmax-11 */
+	/* 698: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 683: Softmax-13 */
+	/* 699: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 684: Softplus-1 */
+	/* 700: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 685: Softplus-22 */
+	/* 701: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 686: Softsign-1 */
+	/* 702: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 687: Softsign-22 */
+	/* 703: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 688: SpaceToDepth-1 */
+	/* 704: SpaceToDepth-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 689: SpaceToDepth-13 */
+	/* 705: SpaceToDepth-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 690: SpaceToDepth-28 */
+	/* 706: SpaceToDepth-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 691: Split-1 */
+	/* 707: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 693: Split-2 */
+	/* 709: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 694: Split-11 */
+	/* 710: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 695: Split-13 */
+	/* 711: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 697: Split-18 */
+	/* 713: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 699: Sqrt-1 */
+	/* 715: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 700: Sqrt-6 */
+	/* 716: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 701: Sqrt-13 */
+	/* 717: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 702: Squeeze-1 */
+	/* 718: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 703: Squeeze-11 */
+	/* 719: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 704: Squeeze-13 */
+	/* 720: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 706: Squeeze-21 */
+	/* 722: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 708: Squeeze-23 */
+	/* 724: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 710: Squeeze-24 */
+	/* 726: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 712: Squeeze-25 */
+	/* 728: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 714: Sub-1 */
+	/* 730: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 716: Sub-6 */
+	/* 732: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 718: Sub-7 */
+	/* 734: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 720: Sub-13 */
+	/* 736: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 722: Sub-14 */
+	/* 738: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 724: Sum-1 */
+	/* 740: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 725: Sum-6 */
+	/* 741: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 726: Sum-8 */
+	/* 742: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 727: Sum-13 */
+	/* 743: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 728: Swish-24 */
+	/* 744: Swish-24 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 729: Tan-7 */
+	/* 745: Tan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 730: Tan-22 */
+	/* 746: Tan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 731: Tanh-1 */
+	/* 747: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 732: Tanh-6 */
+	/* 748: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 733: Tanh-13 */
+	/* 749: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 734: ThresholdedRelu-10 */
+	/* 750: ThresholdedRelu-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 735: ThresholdedRelu-22 */
+	/* 751: ThresholdedRelu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 736: Tile-1 */
+	/* 752: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 739: Tile-6 */
+	/* 755: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 741: Tile-13 */
+	/* 757: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 743: TopK-1 */
+	/* 759: TopK-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 744: TopK-10 */
+	/* 760: TopK-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 746: TopK-11 */
+	/* 762: TopK-11 */
 	{"X", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 748: TopK-24 */
+	/* 764: TopK-24 */
 	{"X", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 750: Transpose-1 */
+	/* 766: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 751: Transpose-13 */
+	/* 767: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 752: Transpose-21 */
+	/* 768: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 753: Transpose-23 */
+	/* 769: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 754: Transpose-24 */
+	/* 770: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 755: Transpose-25 */
+	/* 771: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 756: Trilu-14 */
+	/* 772: Trilu-14 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"k", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 758: Unsqueeze-1 */
+	/* 774: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 759: Unsqueeze-11 */
+	/* 775: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 760: Unsqueeze-13 */
+	/* 776: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 762: Unsqueeze-21 */
+	/* 778: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 764: Unsqueeze-23 */
+	/* 780: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 766: Unsqueeze-24 */
+	/* 782: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 768: Unsqueeze-25 */
+	/* 784: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 770: Upsample-1 */
+	/* 786: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 771: Upsample-7 */
+	/* 787: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 772: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 774: Upsample-10 */
+	/* 788: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 776: Where-9 */
+	/* 790: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 792: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 779: Where-16 */
+	/* 795: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 782: Xor-1 */
+	/* 798: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 784: Xor-7 */
+	/* 800: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1480,310 +1501,315 @@ static const struct
 	{"Greater", 13, "", 295, 2},
 	{"GreaterOrEqual", 12, "", 297, 2},
 	{"GreaterOrEqual", 16, "", 299, 2},
-	{"GroupNormalization", 18, "epsilon:f num_groups:i!", 301, 3},
-	{"GroupNormalization", 21, "epsilon:f num_groups:i! stash_type:i", 304, 3},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 307, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 308, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 309, 1},
-	{"HardSwish", 14, "", 310, 1},
-	{"HardSwish", 22, "", 311, 1},
-	{"Hardmax", 1, "axis:i", 312, 1},
-	{"Hardmax", 11, "axis:i", 313, 1},
-	{"Hardmax", 13, "axis:i", 314, 1},
-	{"Identity", 1, "", 315, 1},
-	{"Identity", 13, "", 316, 1},
-	{"Identity", 14, "", 317, 1},
-	{"Identity", 16, "", 318, 1},
-	{"Identity", 19, "", 319, 1},
-	{"Identity", 21, "", 320, 1},
-	{"Identity", 23, "", 321, 1},
-	{"Identity", 24, "", 322, 1},
-	{"Identity", 25, "", 323, 1},
-	{"InstanceNormalization", 1, "consumed_inputs:I epsilon:f", 324, 3},
-	{"InstanceNormalization", 6, "epsilon:f", 327, 3},
-	{"InstanceNormalization", 22, "epsilon:f", 330, 3},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 333, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 334, 1},
-	{"IsNaN", 9, "", 335, 1},
-	{"IsNaN", 13, "", 336, 1},
-	{"IsNaN", 20, "", 337, 1},
-	{"LRN", 1, "alpha:f beta:f bias:f size:i!", 338, 1},
-	{"LRN", 13, "alpha:f beta:f bias:f size:i!", 339, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 340, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 343, 1},
-	{"LeakyRelu", 6, "alpha:f", 344, 1},
-	{"LeakyRelu", 16, "alpha:f", 345, 1},
-	{"Less", 1, "axis:i broadcast:i", 346, 2},
-	{"Less", 7, "", 348, 2},
-	{"Less", 9, "", 350, 2},
-	{"Less", 13, "", 352, 2},
-	{"LessOrEqual", 12, "", 354, 2},
-	{"LessOrEqual", 16, "", 356, 2},
-	{"Log", 1, "consumed_inputs:I", 358, 1},
-	{"Log", 6, "", 359, 1},
-	{"Log", 13, "", 360, 1},
-	{"LogSoftmax", 1, "axis:i", 361, 1},
-	{"LogSoftmax", 11, "axis:i", 362, 1},
-	{"LogSoftmax", 13, "axis:i", 363, 1},
-	{"LpNormalization", 1, "axis:i p:i", 364, 1},
-	{"LpNormalization", 22, "axis:i p:i", 365, 1},
-	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 366, 1},
-	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 367, 1},
-	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 368, 1},
-	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 369, 1},
-	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 370, 1},
-	{"MatMul", 1, "", 371, 2},
-	{"MatMul", 9, "", 373, 2},
-	{"MatMul", 13, "", 375, 2},
-	{"Max", 1, "consumed_inputs:I", 377, 1},
-	{"Max", 6, "", 378, 1},
-	{"Max", 8, "", 379, 1},
-	{"Max", 12, "", 380, 1},
-	{"Max", 13, "", 381, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 382, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 383, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 384, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 385, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 386, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 387, 1},
-	{"Mean", 1, "consumed_inputs:I", 388, 1},
-	{"Mean", 6, "", 389, 1},
-	{"Mean", 8, "", 390, 1},
-	{"Mean", 13, "", 391, 1},
-	{"MeanVarianceNormalization", 9, "axes:I", 392, 1},
-	{"MeanVarianceNormalization", 13, "axes:I", 393, 1},
-	{"Min", 1, "consumed_inputs:I", 394, 1},
-	{"Min", 6, "", 395, 1},
-	{"Min", 8, "", 396, 1},
-	{"Min", 12, "", 397, 1},
-	{"Min", 13, "", 398, 1},
-	{"Mish", 18, "", 399, 1},
-	{"Mish", 22, "", 400, 1},
-	{"Mod", 10, "fmod:i", 401, 2},
-	{"Mod", 13, "fmod:i", 403, 2},
-	{"Mod", 28, "fmod:i", 405, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 407, 2},
-	{"Mul", 6, "axis:i broadcast:i", 409, 2},
-	{"Mul", 7, "", 411, 2},
-	{"Mul", 13, "", 413, 2},
-	{"Mul", 14, "", 415, 2},
-	{"Neg", 1, "consumed_inputs:I", 417, 1},
-	{"Neg", 6, "", 418, 1},
-	{"Neg", 13, "", 419, 1},
-	{"NonZero", 9, "", 420, 1},
-	{"NonZero", 13, "", 421, 1},
-	{"Not", 1, "", 422, 1},
-	{"OneHot", 9, "axis:i", 423, 3},
-	{"OneHot", 11, "axis:i", 426, 3},
-	{"OneHot", 28, "axis:i", 429, 3},
-	{"Or", 1, "axis:i broadcast:i", 432, 2},
-	{"Or", 7, "", 434, 2},
-	{"PRelu", 1, "consumed_inputs:I", 436, 2},
-	{"PRelu", 6, "", 438, 2},
-	{"PRelu", 7, "", 440, 2},
-	{"PRelu", 9, "", 442, 2},
-	{"PRelu", 16, "", 444, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 446, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 447, 1},
-	{"Pad", 11, "mode:s", 448, 3},
-	{"Pad", 13, "mode:s", 451, 3},
-	{"Pad", 18, "mode:s", 454, 4},
-	{"Pad", 19, "mode:s", 458, 4},
-	{"Pad", 21, "mode:s", 462, 4},
-	{"Pad", 23, "mode:s", 466, 4},
-	{"Pad", 24, "mode:s", 470, 4},
-	{"Pad", 25, "mode:s", 474, 4},
-	{"Pow", 1, "axis:i broadcast:i", 478, 2},
-	{"Pow", 7, "", 480, 2},
-	{"Pow", 12, "", 482, 2},
-	{"Pow", 13, "", 484, 2},
-	{"Pow", 15, "", 486, 2},
-	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 488, 2},
-	{"Range", 11, "", 490, 3},
-	{"Range", 27, "stash_type:i", 493, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 496, 1},
-	{"Reciprocal", 6, "", 497, 1},
-	{"Reciprocal", 13, "", 498, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 499, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 500, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 501, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 502, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 504, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 505, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 506, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 507, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 509, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 510, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 511, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 512, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 514, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 516, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 517, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 518, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 519, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 521, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 523, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 524, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 525, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 526, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 527, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 529, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 531, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 532, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 533, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 534, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 536, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 537, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 538, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 539, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 540, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 542, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 544, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 545, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 546, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 547, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 549, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 550, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 551, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 553, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 554, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 555, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 556, 2},
-	{"Relu", 1, "consumed_inputs:I", 558, 1},
-	{"Relu", 6, "", 559, 1},
-	{"Relu", 13, "", 560, 1},
-	{"Relu", 14, "", 561, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 562, 1},
-	{"Reshape", 5, "", 563, 2},
-	{"Reshape", 13, "", 565, 2},
-	{"Reshape", 14, "allowzero:i", 567, 2},
-	{"Reshape", 19, "allowzero:i", 569, 2},
-	{"Reshape", 21, "allowzero:i", 571, 2},
-	{"Reshape", 23, "allowzero:i", 573, 2},
-	{"Reshape", 24, "allowzero:i", 575, 2},
-	{"Reshape", 25, "allowzero:i", 577, 2},
-	{"Resize", 10, "mode:s", 579, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 581, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 585, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 589, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 593, 4},
-	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 597, 2},
-	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 599, 2},
-	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 601, 4},
-	{"Round", 11, "", 605, 1},
-	{"Round", 22, "", 606, 1},
-	{"Scatter", 9, "axis:i", 607, 3},
-	{"Scatter", 11, "axis:i", 610, 3},
-	{"ScatterElements", 11, "axis:i", 613, 3},
-	{"ScatterElements", 13, "axis:i", 616, 3},
-	{"ScatterElements", 16, "axis:i reduction:s", 619, 3},
-	{"ScatterElements", 18, "axis:i reduction:s", 622, 3},
-	{"ScatterND", 11, "", 625, 3},
-	{"ScatterND", 13, "", 628, 3},
-	{"ScatterND", 16, "reduction:s", 631, 3},
-	{"ScatterND", 18, "reduction:s", 634, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 637, 1},
-	{"Selu", 6, "alpha:f gamma:f", 638, 1},
-	{"Selu", 22, "alpha:f gamma:f", 639, 1},
-	{"Shape", 1, "", 640, 1},
-	{"Shape", 13, "", 641, 1},
-	{"Shape", 15, "end:i start:i", 642, 1},
-	{"Shape", 19, "end:i start:i", 643, 1},
-	{"Shape", 21, "end:i start:i", 644, 1},
-	{"Shape", 23, "end:i start:i", 645, 1},
-	{"Shape", 24, "end:i start:i", 646, 1},
-	{"Shape", 25, "end:i start:i", 647, 1},
-	{"Shrink", 9, "bias:f lambd:f", 648, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 649, 1},
-	{"Sigmoid", 6, "", 650, 1},
-	{"Sigmoid", 13, "", 651, 1},
-	{"Sign", 9, "", 652, 1},
-	{"Sign", 13, "", 653, 1},
-	{"Sin", 7, "", 654, 1},
-	{"Sin", 22, "", 655, 1},
-	{"Sinh", 9, "", 656, 1},
-	{"Sinh", 22, "", 657, 1},
-	{"Size", 1, "", 658, 1},
-	{"Size", 13, "", 659, 1},
-	{"Size", 19, "", 660, 1},
-	{"Size", 21, "", 661, 1},
-	{"Size", 23, "", 662, 1},
-	{"Size", 24, "", 663, 1},
-	{"Size", 25, "", 664, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 665, 1},
-	{"Slice", 10, "", 666, 5},
-	{"Slice", 11, "", 671, 5},
-	{"Slice", 13, "", 676, 5},
-	{"Softmax", 1, "axis:i", 681, 1},
-	{"Softmax", 11, "axis:i", 682, 1},
-	{"Softmax", 13, "axis:i", 683, 1},
-	{"Softplus", 1, "", 684, 1},
-	{"Softplus", 22, "", 685, 1},
-	{"Softsign", 1, "", 686, 1},
-	{"Softsign", 22, "", 687, 1},
-	{"SpaceToDepth", 1, "blocksize:i!", 688, 1},
-	{"SpaceToDepth", 13, "blocksize:i!", 689, 1},
-	{"SpaceToDepth", 28, "blocksize:i! mode:s", 690, 1},
-	{"Split", 1, "axis:i split:I", 691, 2},
-	{"Split", 2, "axis:i split:I", 693, 1},
-	{"Split", 11, "axis:i split:I", 694, 1},
-	{"Split", 13, "axis:i", 695, 2},
-	{"Split", 18, "axis:i num_outputs:i", 697, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 699, 1},
-	{"Sqrt", 6, "", 700, 1},
-	{"Sqrt", 13, "", 701, 1},
-	{"Squeeze", 1, "axes:I", 702, 1},
-	{"Squeeze", 11, "axes:I", 703, 1},
-	{"Squeeze", 13, "", 704, 2},
-	{"Squeeze", 21, "", 706, 2},
-	{"Squeeze", 23, "", 708, 2},
-	{"Squeeze", 24, "", 710, 2},
-	{"Squeeze", 25, "", 712, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 714, 2},
-	{"Sub", 6, "axis:i broadcast:i", 716, 2},
-	{"Sub", 7, "", 718, 2},
-	{"Sub", 13, "", 720, 2},
-	{"Sub", 14, "", 722, 2},
-	{"Sum", 1, "consumed_inputs:I", 724, 1},
-	{"Sum", 6, "", 725, 1},
-	{"Sum", 8, "", 726, 1},
-	{"Sum", 13, "", 727, 1},
-	{"Swish", 24, "alpha:f", 728, 1},
-	{"Tan", 7, "", 729, 1},
-	{"Tan", 22, "", 730, 1},
-	{"Tanh", 1, "consumed_inputs:I", 731, 1},
-	{"Tanh", 6, "", 732, 1},
-	{"Tanh", 13, "", 733, 1},
-	{"ThresholdedRelu", 10, "alpha:f", 734, 1},
-	{"ThresholdedRelu", 22, "alpha:f", 735, 1},
-	{"Tile", 1, "", 736, 3},
-	{"Tile", 6, "", 739, 2},
-	{"Tile", 13, "", 741, 2},
-	{"TopK", 1, "axis:i k:i!", 743, 1},
-	{"TopK", 10, "axis:i", 744, 2},
-	{"TopK", 11, "axis:i largest:i sorted:i", 746, 2},
-	{"TopK", 24, "axis:i largest:i sorted:i", 748, 2},
-	{"Transpose", 1, "perm:I", 750, 1},
-	{"Transpose", 13, "perm:I", 751, 1},
-	{"Transpose", 21, "perm:I", 752, 1},
-	{"Transpose", 23, "perm:I", 753, 1},
-	{"Transpose", 24, "perm:I", 754, 1},
-	{"Transpose", 25, "perm:I", 755, 1},
-	{"Trilu", 14, "upper:i", 756, 2},
-	{"Unsqueeze", 1, "axes:I!", 758, 1},
-	{"Unsqueeze", 11, "axes:I!", 759, 1},
-	{"Unsqueeze", 13, "", 760, 2},
-	{"Unsqueeze", 21, "", 762, 2},
-	{"Unsqueeze", 23, "", 764, 2},
-	{"Unsqueeze", 24, "", 766, 2},
-	{"Unsqueeze", 25, "", 768, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 770, 1},
-	{"Upsample", 7, "mode:s scales:F!", 771, 1},
-	{"Upsample", 9, "mode:s", 772, 2},
-	{"Upsample", 10, "mode:s", 774, 2},
-	{"Where", 9, "", 776, 3},
-	{"Where", 16, "", 779, 3},
-	{"Xor", 1, "axis:i broadcast:i", 782, 2},
-	{"Xor", 7, "", 784, 2},
+	{"GridSample", 16, "align_corners:i mode:s padding_mode:s", 301, 2},
+	{"GridSample", 20, "align_corners:i mode:s padding_mode:s", 303, 2},
+	{"GridSample", 22, "align_corners:i mode:s padding_mode:s", 305, 2},
+	{"GroupNormalization", 18, "epsilon:f num_groups:i!", 307, 3},
+	{"GroupNormalization", 21, "epsilon:f num_groups:i! stash_type:i", 310, 3},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 313, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 314, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 315, 1},
+	{"HardSwish", 14, "", 316, 1},
+	{"HardSwish", 22, "", 317, 1},
+	{"Hardmax", 1, "axis:i", 318, 1},
+	{"Hardmax", 11, "axis:i", 319, 1},
+	{"Hardmax", 13, "axis:i", 320, 1},
+	{"Identity", 1, "", 321, 1},
+	{"Identity", 13, "", 322, 1},
+	{"Identity", 14, "", 323, 1},
+	{"Identity", 16, "", 324, 1},
+	{"Identity", 19, "", 325, 1},
+	{"Identity", 21, "", 326, 1},
+	{"Identity", 23, "", 327, 1},
+	{"Identity", 24, "", 328, 1},
+	{"Identity", 25, "", 329, 1},
+	{"InstanceNormalization", 1, "consumed_inputs:I epsilon:f", 330, 3},
+	{"InstanceNormalization", 6, "epsilon:f", 333, 3},
+	{"InstanceNormalization", 22, "epsilon:f", 336, 3},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 339, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 340, 1},
+	{"IsNaN", 9, "", 341, 1},
+	{"IsNaN", 13, "", 342, 1},
+	{"IsNaN", 20, "", 343, 1},
+	{"LRN", 1, "alpha:f beta:f bias:f size:i!", 344, 1},
+	{"LRN", 13, "alpha:f beta:f bias:f size:i!", 345, 1},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 346, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 349, 1},
+	{"LeakyRelu", 6, "alpha:f", 350, 1},
+	{"LeakyRelu", 16, "alpha:f", 351, 1},
+	{"Less", 1, "axis:i broadcast:i", 352, 2},
+	{"Less", 7, "", 354, 2},
+	{"Less", 9, "", 356, 2},
+	{"Less", 13, "", 358, 2},
+	{"LessOrEqual", 12, "", 360, 2},
+	{"LessOrEqual", 16, "", 362, 2},
+	{"Log", 1, "consumed_inputs:I", 364, 1},
+	{"Log", 6, "", 365, 1},
+	{"Log", 13, "", 366, 1},
+	{"LogSoftmax", 1, "axis:i", 367, 1},
+	{"LogSoftmax", 11, "axis:i", 368, 1},
+	{"LogSoftmax", 13, "axis:i", 369, 1},
+	{"LpNormalization", 1, "axis:i p:i", 370, 1},
+	{"LpNormalization", 22, "axis:i p:i", 371, 1},
+	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 372, 1},
+	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 373, 1},
+	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 374, 1},
+	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 375, 1},
+	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 376, 1},
+	{"MatMul", 1, "", 377, 2},
+	{"MatMul", 9, "", 379, 2},
+	{"MatMul", 13, "", 381, 2},
+	{"Max", 1, "consumed_inputs:I", 383, 1},
+	{"Max", 6, "", 384, 1},
+	{"Max", 8, "", 385, 1},
+	{"Max", 12, "", 386, 1},
+	{"Max", 13, "", 387, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 388, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 389, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 390, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 391, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 392, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 393, 1},
+	{"Mean", 1, "consumed_inputs:I", 394, 1},
+	{"Mean", 6, "", 395, 1},
+	{"Mean", 8, "", 396, 1},
+	{"Mean", 13, "", 397, 1},
+	{"MeanVarianceNormalization", 9, "axes:I", 398, 1},
+	{"MeanVarianceNormalization", 13, "axes:I", 399, 1},
+	{"Min", 1, "consumed_inputs:I", 400, 1},
+	{"Min", 6, "", 401, 1},
+	{"Min", 8, "", 402, 1},
+	{"Min", 12, "", 403, 1},
+	{"Min", 13, "", 404, 1},
+	{"Mish", 18, "", 405, 1},
+	{"Mish", 22, "", 406, 1},
+	{"Mod", 10, "fmod:i", 407, 2},
+	{"Mod", 13, "fmod:i", 409, 2},
+	{"Mod", 28, "fmod:i", 411, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 413, 2},
+	{"Mul", 6, "axis:i broadcast:i", 415, 2},
+	{"Mul", 7, "", 417, 2},
+	{"Mul", 13, "", 419, 2},
+	{"Mul", 14, "", 421, 2},
+	{"Neg", 1, "consumed_inputs:I", 423, 1},
+	{"Neg", 6, "", 424, 1},
+	{"Neg", 13, "", 425, 1},
+	{"NonMaxSuppression", 10, "center_point_box:i", 426, 5},
+	{"NonMaxSuppression", 11, "center_point_box:i", 431, 5},
+	{"NonZero", 9, "", 436, 1},
+	{"NonZero", 13, "", 437, 1},
+	{"Not", 1, "", 438, 1},
+	{"OneHot", 9, "axis:i", 439, 3},
+	{"OneHot", 11, "axis:i", 442, 3},
+	{"OneHot", 28, "axis:i", 445, 3},
+	{"Or", 1, "axis:i broadcast:i", 448, 2},
+	{"Or", 7, "", 450, 2},
+	{"PRelu", 1, "consumed_inputs:I", 452, 2},
+	{"PRelu", 6, "", 454, 2},
+	{"PRelu", 7, "", 456, 2},
+	{"PRelu", 9, "", 458, 2},
+	{"PRelu", 16, "", 460, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 462, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 463, 1},
+	{"Pad", 11, "mode:s", 464, 3},
+	{"Pad", 13, "mode:s", 467, 3},
+	{"Pad", 18, "mode:s", 470, 4},
+	{"Pad", 19, "mode:s", 474, 4},
+	{"Pad", 21, "mode:s", 478, 4},
+	{"Pad", 23, "mode:s", 482, 4},
+	{"Pad", 24, "mode:s", 486, 4},
+	{"Pad", 25, "mode:s", 490, 4},
+	{"Pow", 1, "axis:i broadcast:i", 494, 2},
+	{"Pow", 7, "", 496, 2},
+	{"Pow", 12, "", 498, 2},
+	{"Pow", 13, "", 500, 2},
+	{"Pow", 15, "", 502, 2},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 504, 2},
+	{"Range", 11, "", 506, 3},
+	{"Range", 27, "stash_type:i", 509, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 512, 1},
+	{"Reciprocal", 6, "", 513, 1},
+	{"Reciprocal", 13, "", 514, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 515, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 516, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 517, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 518, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 520, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 521, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 522, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 523, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 525, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 526, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 527, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 528, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 530, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 532, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 533, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 534, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 535, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 537, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 539, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 540, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 541, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 542, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 543, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 545, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 547, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 548, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 549, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 550, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 552, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 553, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 554, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 555, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 556, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 558, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 560, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 561, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 562, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 563, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 565, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 566, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 567, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 569, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 570, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 571, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 572, 2},
+	{"Relu", 1, "consumed_inputs:I", 574, 1},
+	{"Relu", 6, "", 575, 1},
+	{"Relu", 13, "", 576, 1},
+	{"Relu", 14, "", 577, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 578, 1},
+	{"Reshape", 5, "", 579, 2},
+	{"Reshape", 13, "", 581, 2},
+	{"Reshape", 14, "allowzero:i", 583, 2},
+	{"Reshape", 19, "allowzero:i", 585, 2},
+	{"Reshape", 21, "allowzero:i", 587, 2},
+	{"Reshape", 23, "allowzero:i", 589, 2},
+	{"Reshape", 24, "allowzero:i", 591, 2},
+	{"Reshape", 25, "allowzero:i", 593, 2},
+	{"Resize", 10, "mode:s", 595, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 597, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 601, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 605, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 609, 4},
+	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 613, 2},
+	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 615, 2},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 617, 4},
+	{"Round", 11, "", 621, 1},
+	{"Round", 22, "", 622, 1},
+	{"Scatter", 9, "axis:i", 623, 3},
+	{"Scatter", 11, "axis:i", 626, 3},
+	{"ScatterElements", 11, "axis:i", 629, 3},
+	{"ScatterElements", 13, "axis:i", 632, 3},
+	{"ScatterElements", 16, "axis:i reduction:s", 635, 3},
+	{"ScatterElements", 18, "axis:i reduction:s", 638, 3},
+	{"ScatterND", 11, "", 641, 3},
+	{"ScatterND", 13, "", 644, 3},
+	{"ScatterND", 16, "reduction:s", 647, 3},
+	{"ScatterND", 18, "reduction:s", 650, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 653, 1},
+	{"Selu", 6, "alpha:f gamma:f", 654, 1},
+	{"Selu", 22, "alpha:f gamma:f", 655, 1},
+	{"Shape", 1, "", 656, 1},
+	{"Shape", 13, "", 657, 1},
+	{"Shape", 15, "end:i start:i", 658, 1},
+	{"Shape", 19, "end:i start:i", 659, 1},
+	{"Shape", 21, "end:i start:i", 660, 1},
+	{"Shape", 23, "end:i start:i", 661, 1},
+	{"Shape", 24, "end:i start:i", 662, 1},
+	{"Shape", 25, "end:i start:i", 663, 1},
+	{"Shrink", 9, "bias:f lambd:f", 664, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 665, 1},
+	{"Sigmoid", 6, "", 666, 1},
+	{"Sigmoid", 13, "", 667, 1},
+	{"Sign", 9, "", 668, 1},
+	{"Sign", 13, "", 669, 1},
+	{"Sin", 7, "", 670, 1},
+	{"Sin", 22, "", 671, 1},
+	{"Sinh", 9, "", 672, 1},
+	{"Sinh", 22, "", 673, 1},
+	{"Size", 1, "", 674, 1},
+	{"Size", 13, "", 675, 1},
+	{"Size", 19, "", 676, 1},
+	{"Size", 21, "", 677, 1},
+	{"Size", 23, "", 678, 1},
+	{"Size", 24, "", 679, 1},
+	{"Size", 25, "", 680, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 681, 1},
+	{"Slice", 10, "", 682, 5},
+	{"Slice", 11, "", 687, 5},
+	{"Slice", 13, "", 692, 5},
+	{"Softmax", 1, "axis:i", 697, 1},
+	{"Softmax", 11, "axis:i", 698, 1},
+	{"Softmax", 13, "axis:i", 699, 1},
+	{"Softplus", 1, "", 700, 1},
+	{"Softplus", 22, "", 701, 1},
+	{"Softsign", 1, "", 702, 1},
+	{"Softsign", 22, "", 703, 1},
+	{"SpaceToDepth", 1, "blocksize:i!", 704, 1},
+	{"SpaceToDepth", 13, "blocksize:i!", 705, 1},
+	{"SpaceToDepth", 28, "blocksize:i! mode:s", 706, 1},
+	{"Split", 1, "axis:i split:I", 707, 2},
+	{"Split", 2, "axis:i split:I", 709, 1},
+	{"Split", 11, "axis:i split:I", 710, 1},
+	{"Split", 13, "axis:i", 711, 2},
+	{"Split", 18, "axis:i num_outputs:i", 713, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 715, 1},
+	{"Sqrt", 6, "", 716, 1},
+	{"Sqrt", 13, "", 717, 1},
+	{"Squeeze", 1, "axes:I", 718, 1},
+	{"Squeeze", 11, "axes:I", 719, 1},
+	{"Squeeze", 13, "", 720, 2},
+	{"Squeeze", 21, "", 722, 2},
+	{"Squeeze", 23, "", 724, 2},
+	{"Squeeze", 24, "", 726, 2},
+	{"Squeeze", 25, "", 728, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 730, 2},
+	{"Sub", 6, "axis:i broadcast:i", 732, 2},
+	{"Sub", 7, "", 734, 2},
+	{"Sub", 13, "", 736, 2},
+	{"Sub", 14, "", 738, 2},
+	{"Sum", 1, "consumed_inputs:I", 740, 1},
+	{"Sum", 6, "", 741, 1},
+	{"Sum", 8, "", 742, 1},
+	{"Sum", 13, "", 743, 1},
+	{"Swish", 24, "alpha:f", 744, 1},
+	{"Tan", 7, "", 745, 1},
+	{"Tan", 22, "", 746, 1},
+	{"Tanh", 1, "consumed_inputs:I", 747, 1},
+	{"Tanh", 6, "", 748, 1},
+	{"Tanh", 13, "", 749, 1},
+	{"ThresholdedRelu", 10, "alpha:f", 750, 1},
+	{"ThresholdedRelu", 22, "alpha:f", 751, 1},
+	{"Tile", 1, "", 752, 3},
+	{"Tile", 6, "", 755, 2},
+	{"Tile", 13, "", 757, 2},
+	{"TopK", 1, "axis:i k:i!", 759, 1},
+	{"TopK", 10, "axis:i", 760, 2},
+	{"TopK", 11, "axis:i largest:i sorted:i", 762, 2},
+	{"TopK", 24, "axis:i largest:i sorted:i", 764, 2},
+	{"Transpose", 1, "perm:I", 766, 1},
+	{"Transpose", 13, "perm:I", 767, 1},
+	{"Transpose", 21, "perm:I", 768, 1},
+	{"Transpose", 23, "perm:I", 769, 1},
+	{"Transpose", 24, "perm:I", 770, 1},
+	{"Transpose", 25, "perm:I", 771, 1},
+	{"Trilu", 14, "upper:i", 772, 2},
+	{"Unsqueeze", 1, "axes:I!", 774, 1},
+	{"Unsqueeze", 11, "axes:I!", 775, 1},
+	{"Unsqueeze", 13, "", 776, 2},
+	{"Unsqueeze", 21, "", 778, 2},
+	{"Unsqueeze", 23, "", 780, 2},
+	{"Unsqueeze", 24, "", 782, 2},
+	{"Unsqueeze", 25, "", 784, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 786, 1},
+	{"Upsample", 7, "mode:s scales:F!", 787, 1},
+	{"Upsample", 9, "mode:s", 788, 2},
+	{"Upsample", 10, "mode:s", 790, 2},
+	{"Where", 9, "", 792, 3},
+	{"Where", 16, "", 795, 3},
+	{"Xor", 1, "axis:i broadcast:i", 798, 2},
+	{"Xor", 7, "", 800, 2},
 	{NULL, 0, NULL, 0, 0}
 };
