@@ -9,9 +9,12 @@
  *	  bool ReduceMax/ReduceMin, float Mod with fmod 0, double MatMul,
  *	  RMSNormalization, RotaryEmbedding (ops_rotary.c), Swish), the
  *	  unary math, bitwise, depth/space, LpNormalization and LpPool
- *	  operators, and those of ops_misc.c (TopK, CumSum, CumProd, Trilu,
- *	  OneHot, NonZero, Dropout, Hardmax, EyeLike, Compress, ReverseSequence)
- *	  with ScatterElements.
+ *	  operators, those of ops_misc.c (TopK, CumSum, CumProd, Trilu, OneHot,
+ *	  NonZero, Dropout, Hardmax, EyeLike, Compress, ReverseSequence) with
+ *	  ScatterElements, the normalisations of vision models
+ *	  (InstanceNormalization, GroupNormalization, LRN,
+ *	  MeanVarianceNormalization) and ops_vision.c (NonMaxSuppression,
+ *	  GridSample, AffineGrid, RoiAlign).
  *
  * Two kinds of checks: hand-built node contexts compared against naive
  * reference loops written here (depthwise, grouped, strided, dilated,
@@ -2080,6 +2083,158 @@ test_gridsample(void)
 	ie_tensor_destroy(&G5);
 	ie_tensor_destroy(&G3);
 	ie_tensor_destroy(&XI);
+}
+
+/*
+ * RoiAlign on X [1, 1, 2, 2] = [[1, 2], [3, 4]]: opset 16 (half_pixel) roi
+ * (0, 0, 2, 2) spans [-0.5, 1.5] on both axes: one bin, one sample (at
+ * 0.5, 0.5) gives 2.5; 2 x 2 bins of one sample each land on the pixel
+ * centres, [1, 2, 3, 4]; mode max over 2 x 2 samples (the pixel centres,
+ * each one weighted corner) gives 4, avg 2.5.  Opset 10 (no half-pixel
+ * shift) roi (0, 0, 1, 1), one sample at (0.5, 0.5): 2.5.  Refusals: a
+ * batch index past N, rois [1, 3], mode "min".
+ */
+static void
+test_roialign(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dx[4] = {1, 1, 2, 2},
+				dr[2] = {1, 4},
+				dr3[2] = {1, 3},
+				d1[1] = {1},
+				dy1[4] = {1, 1, 1, 1};
+	float		xv[4] = {1, 2, 3, 4},
+				roi[4] = {0, 0, 2, 2},
+				roi1[4] = {0, 0, 1, 1};
+	int64_t		b0 = 0,
+				b1 = 1;
+	double		w25 = 2.5,
+				w4 = 4,
+				w1234[4] = {1, 2, 3, 4};
+	ie_tensor  *X = tu_float_tensor(4, dx, xv),
+			   *R = tu_float_tensor(2, dr, roi),
+			   *R1 = tu_float_tensor(2, dr, roi1),
+			   *R3 = tu_float_tensor(2, dr3, roi),
+			   *B0 = typed_tensor(IE_INT64, 1, d1, &b0),
+			   *B1 = typed_tensor(IE_INT64, 1, d1, &b1);
+	const ie_tensor *in[3] = {X, R, B0},
+			   *in1[3] = {X, R1, B0},
+			   *inb[3] = {X, R, B1},
+			   *in3[3] = {X, R3, B0};
+	ie_attr		sr1 = attr_int("sampling_ratio", 1),
+				bins[3] = {attr_int("sampling_ratio", 1), attr_int("output_height", 2),
+						   attr_int("output_width", 2)},
+				mx[2] = {attr_int("sampling_ratio", 2), attr_str("mode", "max")},
+				av[2] = {attr_int("sampling_ratio", 2), attr_str("mode", "avg")},
+				mn = attr_str("mode", "min");
+
+	CHECK(run_op("RoiAlign", 16, 3, in, 1, &sr1, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dy1, &w25, 1e-6), "roialign one sample: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RoiAlign", 16, 3, in, 3, bins, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dx, w1234, 1e-6), "roialign 2 x 2 bins: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RoiAlign", 16, 3, in, 2, mx, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dy1, &w4, 1e-6), "roialign max: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RoiAlign", 16, 3, in, 2, av, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dy1, &w25, 1e-6), "roialign avg: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RoiAlign", 10, 3, in1, 1, &sr1, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dy1, &w25, 1e-6), "roialign-10: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RoiAlign", 16, 3, inb, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "batch_indices[0] = 1 is outside [0, 1)") != NULL,
+		  "roialign batch index 1: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RoiAlign", 16, 3, in3, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "rois of shape [1, 3]: it must be [num_rois, 4]") != NULL,
+		  "roialign rois [1, 3]: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("RoiAlign", 16, 3, in, 1, &mn, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "mode \"min\" is not supported") != NULL, "roialign mode min: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&R);
+	ie_tensor_destroy(&R1);
+	ie_tensor_destroy(&R3);
+	ie_tensor_destroy(&B0);
+	ie_tensor_destroy(&B1);
+}
+
+/*
+ * AffineGrid-20: theta [[2, 0, 1], [0, 1, 0]] on size [1, 1, 2, 3] with
+ * align_corners 0 (base x -2/3, 0, 2/3; base y -1/2, 1/2) gives
+ * (2x + 1, y); with align_corners 1 (x -1, 0, 1; y -1, 1) likewise.  3-D:
+ * the identity [1, 3, 4] on size [1, 1, 1, 1, 2], align_corners 1, gives
+ * (-1, -1, -1) and (1, -1, -1) (a single pixel sits at -1).  Refusals:
+ * size of 3 values, theta [1, 2, 3] for a 5-value size.
+ */
+static void
+test_affinegrid(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dt[3] = {1, 2, 3},
+				dt3[3] = {1, 3, 4},
+				ds4[1] = {4},
+				ds5[1] = {5},
+				ds3[1] = {3},
+				dy[4] = {1, 2, 3, 2},
+				dy3[5] = {1, 1, 1, 2, 3};
+	float		tv[6] = {2, 0, 1, 0, 1, 0},
+				tv3[12] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0};
+	int64_t		s4[4] = {1, 1, 2, 3},
+				s5[5] = {1, 1, 1, 1, 2};
+	double		want0[12],
+				want1[12],
+				want3[6] = {-1, -1, -1, 1, -1, -1};
+	ie_tensor  *T = tu_float_tensor(3, dt, tv),
+			   *T3 = tu_float_tensor(3, dt3, tv3),
+			   *S4 = typed_tensor(IE_INT64, 1, ds4, s4),
+			   *S5 = typed_tensor(IE_INT64, 1, ds5, s5),
+			   *S3 = typed_tensor(IE_INT64, 1, ds3, s4);
+	const ie_tensor *in[2] = {T, S4},
+			   *in3[2] = {T3, S5},
+			   *inbad[2] = {T, S3},
+			   *inmis[2] = {T, S5};
+	ie_attr		al1 = attr_int("align_corners", 1);
+
+	for (int h = 0; h < 2; h++)
+		for (int w = 0; w < 3; w++)
+		{
+			double		x0 = -1 + (2.0 * w + 1) / 3,
+						y0 = -1 + (2.0 * h + 1) / 2,
+						x1 = -1 + w,
+						y1 = -1 + 2 * h;
+
+			want0[(h * 3 + w) * 2] = 2 * x0 + 1;
+			want0[(h * 3 + w) * 2 + 1] = y0;
+			want1[(h * 3 + w) * 2] = 2 * x1 + 1;
+			want1[(h * 3 + w) * 2 + 1] = y1;
+		}
+	CHECK(run_op("AffineGrid", 20, 2, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dy, want0, 1e-6), "affinegrid 2-D: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("AffineGrid", 20, 2, in, 1, &al1, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 4, dy, want1, 1e-6), "affinegrid 2-D aligned: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("AffineGrid", 20, 2, in3, 1, &al1, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 5, dy3, want3, 1e-6), "affinegrid 3-D: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("AffineGrid", 20, 2, inbad, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "size must hold 4 values") != NULL, "affinegrid size [3]: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("AffineGrid", 20, 2, inmis, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "theta of shape [1, 2, 3] must be [1, 3, 4]") != NULL,
+		  "affinegrid theta for 3-D: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&T);
+	ie_tensor_destroy(&T3);
+	ie_tensor_destroy(&S4);
+	ie_tensor_destroy(&S5);
+	ie_tensor_destroy(&S3);
 }
 
 /*
@@ -4288,6 +4443,7 @@ owned_op(const char *op)
 		"ReverseSequence",
 		"InstanceNormalization", "GroupNormalization", "LRN",
 		"MeanVarianceNormalization", "NonMaxSuppression", "GridSample",
+		"RoiAlign", "AffineGrid",
 		NULL
 	};
 
@@ -4538,6 +4694,8 @@ main(int argc, char **argv)
 	test_lrn_mvn();
 	test_nms();
 	test_gridsample();
+	test_roialign();
+	test_affinegrid();
 	test_rotary();
 	test_swish();
 	test_unary_math();

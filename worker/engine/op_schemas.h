@@ -50,52 +50,55 @@ static const ie_formal_input op_schema_inputs[] = {
 	/* 15: Add-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 17: And-1 */
+	/* 17: AffineGrid-20 */
+	{"theta", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"size", "T2", 0x00000080, 0, 1},	/* int64 */
+	/* 19: And-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 19: And-7 */
+	/* 21: And-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 21: ArgMax-1 */
+	/* 23: ArgMax-1 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 22: ArgMax-11 */
+	/* 24: ArgMax-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 23: ArgMax-12 */
+	/* 25: ArgMax-12 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 24: ArgMax-13 */
+	/* 26: ArgMax-13 */
 	{"data", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 25: ArgMin-1 */
+	/* 27: ArgMin-1 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 26: ArgMin-11 */
+	/* 28: ArgMin-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 27: ArgMin-12 */
+	/* 29: ArgMin-12 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 28: ArgMin-13 */
+	/* 30: ArgMin-13 */
 	{"data", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 29: Asin-7 */
+	/* 31: Asin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 30: Asin-22 */
+	/* 32: Asin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 31: Asinh-9 */
+	/* 33: Asinh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 32: Asinh-22 */
+	/* 34: Asinh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 33: Atan-7 */
+	/* 35: Atan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 34: Atan-22 */
+	/* 36: Atan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 35: Atanh-9 */
+	/* 37: Atanh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 36: Atanh-22 */
+	/* 38: Atanh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 37: Attention-23 */
+	/* 39: Attention-23 */
 	{"Q", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"K", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"V", "T2", 0x00010c02, 0, 2},	/* float float16 double bfloat16 */
 	{"attn_mask", "U", 0x00013efe, IE_IN_OPTIONAL, 3},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"past_key", "T1", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"past_value", "T2", 0x00010c02, IE_IN_OPTIONAL, 2},	/* float float16 double bfloat16 */
-	/* 43: Attention-24 */
+	/* 45: Attention-24 */
 	{"Q", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"K", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"V", "T2", 0x00010c02, 0, 2},	/* float float16 double bfloat16 */
@@ -103,7 +106,7 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"past_key", "T1", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"past_value", "T2", 0x00010c02, IE_IN_OPTIONAL, 2},	/* float float16 double bfloat16 */
 	{"nonpad_kv_seqlen", NULL, 0x00000080, IE_IN_OPTIONAL, 6},	/* int64 */
-	/* 50: Attention-25 */
+	/* 52: Attention-25 */
 	{"Q", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"K", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"V", "T2", 0x00010c02, 0, 2},	/* float float16 double bfloat16 */
@@ -111,1200 +114,1212 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"past_key", "T1", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"past_value", "T2", 0x00010c02, IE_IN_OPTIONAL, 2},	/* float float16 double bfloat16 */
 	{"nonpad_kv_seqlen", NULL, 0x00000080, IE_IN_OPTIONAL, 6},	/* int64 */
-	/* 57: AveragePool-1 */
+	/* 59: AveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 58: AveragePool-7 */
+	/* 60: AveragePool-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 59: AveragePool-10 */
+	/* 61: AveragePool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 60: AveragePool-11 */
+	/* 62: AveragePool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 61: AveragePool-19 */
+	/* 63: AveragePool-19 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 62: AveragePool-22 */
+	/* 64: AveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 63: BatchNormalization-1 */
+	/* 65: BatchNormalization-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 68: BatchNormalization-6 */
+	/* 70: BatchNormalization-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 73: BatchNormalization-7 */
+	/* 75: BatchNormalization-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 78: BatchNormalization-9 */
+	/* 80: BatchNormalization-9 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"mean", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"var", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 83: BatchNormalization-14 */
+	/* 85: BatchNormalization-14 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"input_mean", "U", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
 	{"input_var", "U", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
-	/* 88: BatchNormalization-15 */
+	/* 90: BatchNormalization-15 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T1", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
 	{"B", "T1", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
 	{"input_mean", "T2", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
 	{"input_var", "T2", 0x00010c02, 0, 3},	/* float float16 double bfloat16 */
-	/* 93: BitShift-11 */
+	/* 95: BitShift-11 */
 	{"X", "T", 0x00003014, 0, 0},	/* uint8 uint16 uint32 uint64 */
 	{"Y", "T", 0x00003014, 0, 0},	/* uint8 uint16 uint32 uint64 */
-	/* 95: BitShift-28 */
+	/* 97: BitShift-28 */
 	{"X", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
 	{"Y", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
-	/* 97: BitwiseAnd-18 */
+	/* 99: BitwiseAnd-18 */
 	{"A", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
 	{"B", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
-	/* 99: BitwiseNot-18 */
+	/* 101: BitwiseNot-18 */
 	{"X", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
-	/* 100: BitwiseOr-18 */
+	/* 102: BitwiseOr-18 */
 	{"A", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
 	{"B", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
-	/* 102: BitwiseXor-18 */
+	/* 104: BitwiseXor-18 */
 	{"A", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
 	{"B", "T", 0x000030fc, 0, 0},	/* uint8 int8 uint16 int16 int32 int64 uint32 uint64 */
-	/* 104: Cast-1 */
+	/* 106: Cast-1 */
 	{"input", "T1", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 105: Cast-6 */
+	/* 107: Cast-6 */
 	{"input", "T1", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 106: Cast-9 */
+	/* 108: Cast-9 */
 	{"input", "T1", 0x00003ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 */
-	/* 107: Cast-13 */
+	/* 109: Cast-13 */
 	{"input", "T1", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 108: Cast-19 */
+	/* 110: Cast-19 */
 	{"input", "T1", 0x001f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 109: Cast-21 */
+	/* 111: Cast-21 */
 	{"input", "T1", 0x007f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 110: Cast-23 */
+	/* 112: Cast-23 */
 	{"input", "T1", 0x00ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 111: Cast-24 */
+	/* 113: Cast-24 */
 	{"input", "T1", 0x01ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 112: Cast-25 */
+	/* 114: Cast-25 */
 	{"input", "T1", 0x07ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 113: Cast-28 */
+	/* 115: Cast-28 */
 	{"input", "T1", 0x1fff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 float6e2m3 float6e3m2 */
-	/* 114: CastLike-15 */
+	/* 116: CastLike-15 */
 	{"input", "T1", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"target_type", "T2", 0x00013ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 116: CastLike-19 */
+	/* 118: CastLike-19 */
 	{"input", "T1", 0x001f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"target_type", "T2", 0x001f3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 118: CastLike-21 */
+	/* 120: CastLike-21 */
 	{"input", "T1", 0x007f3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"target_type", "T2", 0x007f3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 120: CastLike-23 */
+	/* 122: CastLike-23 */
 	{"input", "T1", 0x00ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"target_type", "T2", 0x00ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 122: CastLike-24 */
+	/* 124: CastLike-24 */
 	{"input", "T1", 0x01ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"target_type", "T2", 0x01ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 124: CastLike-25 */
+	/* 126: CastLike-25 */
 	{"input", "T1", 0x07ff3ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"target_type", "T2", 0x07ff3ffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 126: Ceil-1 */
+	/* 128: Ceil-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 127: Ceil-6 */
+	/* 129: Ceil-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 128: Ceil-13 */
+	/* 130: Ceil-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 129: Celu-12 */
+	/* 131: Celu-12 */
 	{"X", "T", 0x00000002, 0, 0},	/* float */
-	/* 130: Celu-28 */
+	/* 132: Celu-28 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 131: Clip-1 */
+	/* 133: Clip-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 132: Clip-6 */
+	/* 134: Clip-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 133: Clip-11 */
+	/* 135: Clip-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"min", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"max", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 136: Clip-12 */
+	/* 138: Clip-12 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"min", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"max", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 139: Clip-13 */
+	/* 141: Clip-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"min", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"max", "T", 0x00013cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 142: Compress-9 */
+	/* 144: Compress-9 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"condition", "T1", 0x00000200, 0, 1},	/* bool */
-	/* 144: Compress-11 */
+	/* 146: Compress-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"condition", "T1", 0x00000200, 0, 1},	/* bool */
-	/* 146: Compress-28 */
+	/* 148: Compress-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"condition", "T1", 0x00000200, 0, 1},	/* bool */
-	/* 148: Concat-1 */
+	/* 150: Concat-1 */
 	{"inputs", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 149: Concat-4 */
+	/* 151: Concat-4 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 150: Concat-11 */
+	/* 152: Concat-11 */
 	{"inputs", "T", 0x0000fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 151: Concat-13 */
+	/* 153: Concat-13 */
 	{"inputs", "T", 0x0001fffe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 152: ConstantOfShape-9 */
+	/* 154: ConstantOfShape-9 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 153: ConstantOfShape-20 */
+	/* 155: ConstantOfShape-20 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 154: ConstantOfShape-21 */
+	/* 156: ConstantOfShape-21 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 155: ConstantOfShape-23 */
+	/* 157: ConstantOfShape-23 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 156: ConstantOfShape-24 */
+	/* 158: ConstantOfShape-24 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 157: ConstantOfShape-25 */
+	/* 159: ConstantOfShape-25 */
 	{"input", "T1", 0x00000080, 0, 0},	/* int64 */
-	/* 158: Conv-1 */
+	/* 160: Conv-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 161: Conv-11 */
+	/* 163: Conv-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 164: Conv-22 */
+	/* 166: Conv-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 167: ConvTranspose-1 */
+	/* 169: ConvTranspose-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 170: ConvTranspose-11 */
+	/* 172: ConvTranspose-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 173: ConvTranspose-22 */
+	/* 175: ConvTranspose-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 176: Cos-7 */
+	/* 178: Cos-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 177: Cos-22 */
+	/* 179: Cos-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 178: Cosh-9 */
+	/* 180: Cosh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 179: Cosh-22 */
+	/* 181: Cosh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 180: CumProd-26 */
+	/* 182: CumProd-26 */
 	{"x", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axis", "T2", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 182: CumSum-11 */
+	/* 184: CumSum-11 */
 	{"x", "T", 0x000038c2, 0, 0},	/* float int32 int64 double uint32 uint64 */
 	{"axis", "T2", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 184: CumSum-14 */
+	/* 186: CumSum-14 */
 	{"x", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axis", "T2", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 186: DepthToSpace-1 */
+	/* 188: DepthToSpace-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 187: DepthToSpace-11 */
+	/* 189: DepthToSpace-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 188: DepthToSpace-13 */
+	/* 190: DepthToSpace-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 189: DepthToSpace-28 */
+	/* 191: DepthToSpace-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 190: Div-1 */
+	/* 192: Div-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 192: Div-6 */
+	/* 194: Div-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 194: Div-7 */
+	/* 196: Div-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 196: Div-13 */
+	/* 198: Div-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 198: Div-14 */
+	/* 200: Div-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 200: Dropout-1 */
+	/* 202: Dropout-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 201: Dropout-6 */
+	/* 203: Dropout-6 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 202: Dropout-7 */
+	/* 204: Dropout-7 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 203: Dropout-10 */
+	/* 205: Dropout-10 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 204: Dropout-12 */
+	/* 206: Dropout-12 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"ratio", "T1", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"training_mode", "T2", 0x00000200, IE_IN_OPTIONAL, 2},	/* bool */
-	/* 207: Dropout-13 */
+	/* 209: Dropout-13 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"ratio", "T1", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"training_mode", "T2", 0x00000200, IE_IN_OPTIONAL, 2},	/* bool */
-	/* 210: Dropout-22 */
+	/* 212: Dropout-22 */
 	{"data", "T", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"ratio", "T1", 0x001f0c02, IE_IN_OPTIONAL, 1},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"training_mode", "T2", 0x00000200, IE_IN_OPTIONAL, 2},	/* bool */
-	/* 213: Einsum-12 */
+	/* 215: Einsum-12 */
 	{"Inputs", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 214: Einsum-28 */
+	/* 216: Einsum-28 */
 	{"Inputs", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 215: Elu-1 */
+	/* 217: Elu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 216: Elu-6 */
+	/* 218: Elu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 217: Elu-22 */
+	/* 219: Elu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 218: Equal-1 */
+	/* 220: Equal-1 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 220: Equal-7 */
+	/* 222: Equal-7 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 222: Equal-11 */
+	/* 224: Equal-11 */
 	{"A", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
 	{"B", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 224: Equal-13 */
+	/* 226: Equal-13 */
 	{"A", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
-	/* 226: Equal-19 */
+	/* 228: Equal-19 */
 	{"A", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 228: Erf-9 */
+	/* 230: Erf-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 229: Erf-13 */
+	/* 231: Erf-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 230: Exp-1 */
+	/* 232: Exp-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 231: Exp-6 */
+	/* 233: Exp-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 232: Exp-13 */
+	/* 234: Exp-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 233: Expand-8 */
+	/* 235: Expand-8 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 235: Expand-13 */
+	/* 237: Expand-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 237: EyeLike-9 */
+	/* 239: EyeLike-9 */
 	{"input", "T1", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 238: EyeLike-22 */
+	/* 240: EyeLike-22 */
 	{"input", "T1", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
-	/* 239: Flatten-1 */
+	/* 241: Flatten-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 240: Flatten-9 */
+	/* 242: Flatten-9 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 241: Flatten-11 */
+	/* 243: Flatten-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 242: Flatten-13 */
+	/* 244: Flatten-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 243: Flatten-21 */
+	/* 245: Flatten-21 */
 	{"input", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 244: Flatten-23 */
+	/* 246: Flatten-23 */
 	{"input", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 245: Flatten-24 */
+	/* 247: Flatten-24 */
 	{"input", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 246: Flatten-25 */
+	/* 248: Flatten-25 */
 	{"input", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 247: Floor-1 */
+	/* 249: Floor-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 248: Floor-6 */
+	/* 250: Floor-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 249: Floor-13 */
+	/* 251: Floor-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 250: Gather-1 */
+	/* 252: Gather-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 252: Gather-11 */
+	/* 254: Gather-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 254: Gather-13 */
+	/* 256: Gather-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 256: GatherElements-11 */
+	/* 258: GatherElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 258: GatherElements-13 */
+	/* 260: GatherElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 260: GatherND-11 */
+	/* 262: GatherND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 262: GatherND-12 */
+	/* 264: GatherND-12 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 264: GatherND-13 */
+	/* 266: GatherND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 266: Gelu-20 */
+	/* 268: Gelu-20 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 267: Gemm-1 */
+	/* 269: Gemm-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 270: Gemm-6 */
+	/* 272: Gemm-6 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 273: Gemm-7 */
+	/* 275: Gemm-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 276: Gemm-9 */
+	/* 278: Gemm-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 279: Gemm-11 */
+	/* 281: Gemm-11 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 282: Gemm-13 */
+	/* 284: Gemm-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"C", "T", 0x00013cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 285: GlobalAveragePool-1 */
+	/* 287: GlobalAveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 286: GlobalAveragePool-22 */
+	/* 288: GlobalAveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 287: GlobalMaxPool-1 */
+	/* 289: GlobalMaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 288: GlobalMaxPool-22 */
+	/* 290: GlobalMaxPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 289: Greater-1 */
+	/* 291: Greater-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 291: Greater-7 */
+	/* 293: Greater-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 293: Greater-9 */
+	/* 295: Greater-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 295: Greater-13 */
+	/* 297: Greater-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 297: GreaterOrEqual-12 */
+	/* 299: GreaterOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 299: GreaterOrEqual-16 */
+	/* 301: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 301: GridSample-16 */
+	/* 303: GridSample-16 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"grid", "T2", 0x00000c02, 0, 1},	/* float float16 double */
-	/* 303: GridSample-20 */
+	/* 305: GridSample-20 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"grid", "T2", 0x00000c02, 0, 1},	/* float float16 double */
-	/* 305: GridSample-22 */
+	/* 307: GridSample-22 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"grid", "T2", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 307: GroupNormalization-18 */
+	/* 309: GroupNormalization-18 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 310: GroupNormalization-21 */
+	/* 312: GroupNormalization-21 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 313: HardSigmoid-1 */
+	/* 315: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 314: HardSigmoid-6 */
+	/* 316: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 315: HardSigmoid-22 */
+	/* 317: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 316: HardSwish-14 */
+	/* 318: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 317: HardSwish-22 */
+	/* 319: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 318: Hardmax-1 */
+	/* 320: Hardmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 319: Hardmax-11 */
+	/* 321: Hardmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 320: Hardmax-13 */
+	/* 322: Hardmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 321: Identity-1 */
+	/* 323: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 322: Identity-13 */
+	/* 324: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 323: Identity-14 */
+	/* 325: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 324: Identity-16 */
+	/* 326: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 325: Identity-19 */
+	/* 327: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 326: Identity-21 */
+	/* 328: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 327: Identity-23 */
+	/* 329: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 328: Identity-24 */
+	/* 330: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 329: Identity-25 */
+	/* 331: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 330: InstanceNormalization-1 */
+	/* 332: InstanceNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 333: InstanceNormalization-6 */
+	/* 335: InstanceNormalization-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 336: InstanceNormalization-22 */
+	/* 338: InstanceNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 339: IsInf-10 */
+	/* 341: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 340: IsInf-20 */
+	/* 342: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 341: IsNaN-9 */
+	/* 343: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 342: IsNaN-13 */
+	/* 344: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 343: IsNaN-20 */
+	/* 345: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 344: LRN-1 */
+	/* 346: LRN-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 345: LRN-13 */
+	/* 347: LRN-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 346: LayerNormalization-17 */
+	/* 348: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 349: LeakyRelu-1 */
+	/* 351: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 350: LeakyRelu-6 */
+	/* 352: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 351: LeakyRelu-16 */
+	/* 353: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 352: Less-1 */
+	/* 354: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 354: Less-7 */
+	/* 356: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 356: Less-9 */
+	/* 358: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 358: Less-13 */
+	/* 360: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 360: LessOrEqual-12 */
+	/* 362: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 362: LessOrEqual-16 */
+	/* 364: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 364: Log-1 */
+	/* 366: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 365: Log-6 */
+	/* 367: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 366: Log-13 */
+	/* 368: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 367: LogSoftmax-1 */
+	/* 369: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 368: LogSoftmax-11 */
+	/* 370: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 369: LogSoftmax-13 */
+	/* 371: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 370: LpNormalization-1 */
+	/* 372: LpNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 371: LpNormalization-22 */
+	/* 373: LpNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 372: LpPool-1 */
+	/* 374: LpPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 373: LpPool-2 */
+	/* 375: LpPool-2 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 374: LpPool-11 */
+	/* 376: LpPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 375: LpPool-18 */
+	/* 377: LpPool-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 376: LpPool-22 */
+	/* 378: LpPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 377: MatMul-1 */
+	/* 379: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 379: MatMul-9 */
+	/* 381: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 381: MatMul-13 */
+	/* 383: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 383: Max-1 */
+	/* 385: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 384: Max-6 */
+	/* 386: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 385: Max-8 */
+	/* 387: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 386: Max-12 */
+	/* 388: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 387: Max-13 */
+	/* 389: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 388: MaxPool-1 */
+	/* 390: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 389: MaxPool-8 */
+	/* 391: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 390: MaxPool-10 */
+	/* 392: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 391: MaxPool-11 */
+	/* 393: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 392: MaxPool-12 */
+	/* 394: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 393: MaxPool-22 */
+	/* 395: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 394: Mean-1 */
+	/* 396: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 395: Mean-6 */
+	/* 397: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 396: Mean-8 */
+	/* 398: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 397: Mean-13 */
+	/* 399: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 398: MeanVarianceNormalization-9 */
+	/* 400: MeanVarianceNormalization-9 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 399: MeanVarianceNormalization-13 */
+	/* 401: MeanVarianceNormalization-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 400: Min-1 */
+	/* 402: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 401: Min-6 */
+	/* 403: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 402: Min-8 */
+	/* 404: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 403: Min-12 */
+	/* 405: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 404: Min-13 */
+	/* 406: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 405: Mish-18 */
+	/* 407: Mish-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 406: Mish-22 */
+	/* 408: Mish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 407: Mod-10 */
+	/* 409: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 409: Mod-13 */
+	/* 411: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 411: Mod-28 */
+	/* 413: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 413: Mul-1 */
+	/* 415: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 415: Mul-6 */
+	/* 417: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 417: Mul-7 */
+	/* 419: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 419: Mul-13 */
+	/* 421: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 421: Mul-14 */
+	/* 423: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 423: Neg-1 */
+	/* 425: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 424: Neg-6 */
+	/* 426: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 425: Neg-13 */
+	/* 427: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 426: NonMaxSuppression-10 */
+	/* 428: NonMaxSuppression-10 */
 	{"boxes", NULL, 0x00000002, 0, 0},	/* float */
 	{"scores", NULL, 0x00000002, 0, 1},	/* float */
 	{"max_output_boxes_per_class", NULL, 0x00000080, IE_IN_OPTIONAL, 2},	/* int64 */
 	{"iou_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 3},	/* float */
 	{"score_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 4},	/* float */
-	/* 431: NonMaxSuppression-11 */
+	/* 433: NonMaxSuppression-11 */
 	{"boxes", NULL, 0x00000002, 0, 0},	/* float */
 	{"scores", NULL, 0x00000002, 0, 1},	/* float */
 	{"max_output_boxes_per_class", NULL, 0x00000080, IE_IN_OPTIONAL, 2},	/* int64 */
 	{"iou_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 3},	/* float */
 	{"score_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 4},	/* float */
-	/* 436: NonZero-9 */
+	/* 438: NonZero-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 437: NonZero-13 */
+	/* 439: NonZero-13 */
 	{"X", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 438: Not-1 */
+	/* 440: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 439: OneHot-9 */
+	/* 441: OneHot-9 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 442: OneHot-11 */
+	/* 444: OneHot-11 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 445: OneHot-28 */
+	/* 447: OneHot-28 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0001fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 448: Or-1 */
+	/* 450: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 450: Or-7 */
+	/* 452: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 452: PRelu-1 */
+	/* 454: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 454: PRelu-6 */
+	/* 456: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 456: PRelu-7 */
+	/* 458: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 458: PRelu-9 */
+	/* 460: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 460: PRelu-16 */
+	/* 462: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 462: Pad-1 */
+	/* 464: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 463: Pad-2 */
+	/* 465: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 464: Pad-11 */
+	/* 466: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 467: Pad-13 */
+	/* 469: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 470: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 474: Pad-19 */
+	/* 472: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 478: Pad-21 */
+	/* 476: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 480: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 482: Pad-23 */
+	/* 484: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 486: Pad-24 */
+	/* 488: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 490: Pad-25 */
+	/* 492: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 494: Pow-1 */
+	/* 496: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 496: Pow-7 */
+	/* 498: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 498: Pow-12 */
+	/* 500: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 500: Pow-13 */
+	/* 502: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 502: Pow-15 */
+	/* 504: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 504: RMSNormalization-23 */
+	/* 506: RMSNormalization-23 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 506: Range-11 */
+	/* 508: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 509: Range-27 */
+	/* 511: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 512: Reciprocal-1 */
+	/* 514: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 513: Reciprocal-6 */
+	/* 515: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 514: Reciprocal-13 */
+	/* 516: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 515: ReduceL1-1 */
+	/* 517: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 516: ReduceL1-11 */
+	/* 518: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 517: ReduceL1-13 */
+	/* 519: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 518: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 520: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 521: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 522: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 523: ReduceL2-18 */
+	/* 520: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 525: ReduceLogSum-1 */
+	/* 522: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 526: ReduceLogSum-11 */
+	/* 523: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 527: ReduceLogSum-13 */
+	/* 524: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 528: ReduceLogSum-18 */
+	/* 525: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 530: ReduceLogSum-28 */
+	/* 527: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 528: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 529: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 530: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 532: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 532: ReduceLogSumExp-1 */
+	/* 534: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 533: ReduceLogSumExp-11 */
+	/* 535: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 534: ReduceLogSumExp-13 */
+	/* 536: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 535: ReduceLogSumExp-18 */
+	/* 537: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 537: ReduceLogSumExp-28 */
+	/* 539: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 539: ReduceMax-1 */
+	/* 541: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 540: ReduceMax-11 */
+	/* 542: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 541: ReduceMax-12 */
+	/* 543: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 542: ReduceMax-13 */
+	/* 544: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 543: ReduceMax-18 */
+	/* 545: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 545: ReduceMax-20 */
+	/* 547: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 547: ReduceMean-1 */
+	/* 549: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 548: ReduceMean-11 */
+	/* 550: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 549: ReduceMean-13 */
+	/* 551: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 550: ReduceMean-18 */
+	/* 552: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 552: ReduceMin-1 */
+	/* 554: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 553: ReduceMin-11 */
+	/* 555: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 554: ReduceMin-12 */
+	/* 556: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 555: ReduceMin-13 */
+	/* 557: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 556: ReduceMin-18 */
+	/* 558: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 558: ReduceMin-20 */
+	/* 560: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 560: ReduceProd-1 */
+	/* 562: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 561: ReduceProd-11 */
+	/* 563: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 562: ReduceProd-13 */
+	/* 564: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 563: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 565: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 566: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 567: ReduceSum-13 */
+	/* 565: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 569: ReduceSumSquare-1 */
+	/* 567: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 570: ReduceSumSquare-11 */
+	/* 568: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 571: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 572: ReduceSumSquare-18 */
+	/* 569: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 574: Relu-1 */
+	/* 571: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 572: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 573: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 574: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 576: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 575: Relu-6 */
+	/* 577: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 576: Relu-13 */
+	/* 578: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 577: Relu-14 */
+	/* 579: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 578: Reshape-1 */
+	/* 580: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 579: Reshape-5 */
+	/* 581: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 581: Reshape-13 */
+	/* 583: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 583: Reshape-14 */
+	/* 585: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 585: Reshape-19 */
+	/* 587: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 587: Reshape-21 */
+	/* 589: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 589: Reshape-23 */
+	/* 591: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 591: Reshape-24 */
+	/* 593: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 593: Reshape-25 */
+	/* 595: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 595: Resize-10 */
+	/* 597: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 597: Resize-11 */
+	/* 599: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 601: Resize-13 */
+	/* 603: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 605: Resize-18 */
+	/* 607: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 609: Resize-19 */
+	/* 611: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 613: ReverseSequence-10 */
+	/* 615: ReverseSequence-10 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 615: ReverseSequence-28 */
+	/* 617: ReverseSequence-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 617: RotaryEmbedding-23 */
+	/* 619: RoiAlign-10 */
+	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
+	{"rois", "T1", 0x00000c02, 0, 0},	/* float float16 double */
+	{"batch_indices", "T2", 0x00000080, 0, 2},	/* int64 */
+	/* 622: RoiAlign-16 */
+	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
+	{"rois", "T1", 0x00000c02, 0, 0},	/* float float16 double */
+	{"batch_indices", "T2", 0x00000080, 0, 2},	/* int64 */
+	/* 625: RoiAlign-22 */
+	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"rois", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"batch_indices", "T2", 0x00000080, 0, 2},	/* int64 */
+	/* 628: RotaryEmbedding-23 */
 	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 621: Round-11 */
+	/* 632: Round-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 622: Round-22 */
+	/* 633: Round-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 623: Scatter-9 */
+	/* 634: Scatter-9 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 626: Scatter-11 */
+	/* 637: Scatter-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 629: ScatterElements-11 */
+	/* 640: ScatterElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 632: ScatterElements-13 */
+	/* 643: ScatterElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 635: ScatterElements-16 */
+	/* 646: ScatterElements-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 638: ScatterElements-18 */
+	/* 649: ScatterElements-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 641: ScatterND-11 */
+	/* 652: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 644: ScatterND-13 */
+	/* 655: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 647: ScatterND-16 */
+	/* 658: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 650: ScatterND-18 */
+	/* 661: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 653: Selu-1 */
+	/* 664: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 654: Selu-6 */
+	/* 665: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 655: Selu-22 */
+	/* 666: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 656: Shape-1 */
+	/* 667: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 657: Shape-13 */
+	/* 668: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 658: Shape-15 */
+	/* 669: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 659: Shape-19 */
+	/* 670: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 660: Shape-21 */
+	/* 671: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 661: Shape-23 */
+	/* 672: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 662: Shape-24 */
+	/* 673: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 663: Shape-25 */
+	/* 674: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 664: Shrink-9 */
+	/* 675: Shrink-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 665: Sigmoid-1 */
+	/* 676: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 666: Sigmoid-6 */
+	/* 677: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 667: Sigmoid-13 */
+	/* 678: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 668: Sign-9 */
+	/* 679: Sign-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 669: Sign-13 */
+	/* 680: Sign-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 670: Sin-7 */
+	/* 681: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 671: Sin-22 */
+	/* 682: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 672: Sinh-9 */
+	/* 683: Sinh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 673: Sinh-22 */
+	/* 684: Sinh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 674: Size-1 */
+	/* 685: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 675: Size-13 */
+	/* 686: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 676: Size-19 */
+	/* 687: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 677: Size-21 */
+	/* 688: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 678: Size-23 */
+	/* 689: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 679: Size-24 */
+	/* 690: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 680: Size-25 */
+	/* 691: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 681: Slice-1 */
+	/* 692: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 682: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 687: Slice-11 */
+	/* 693: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 692: Slice-13 */
+	/* 698: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 703: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 697: Softmax-1 */
+	/* 708: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 698: Softmax-11 */
+	/* 709: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 699: Softmax-13 */
+	/* 710: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 700: Softplus-1 */
+	/* 711: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 701: Softplus-22 */
+	/* 712: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 702: Softsign-1 */
+	/* 713: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 703: Softsign-22 */
+	/* 714: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 704: SpaceToDepth-1 */
+	/* 715: SpaceToDepth-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 705: SpaceToDepth-13 */
+	/* 716: SpaceToDepth-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 706: SpaceToDepth-28 */
+	/* 717: SpaceToDepth-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 707: Split-1 */
+	/* 718: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 709: Split-2 */
+	/* 720: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 710: Split-11 */
+	/* 721: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 711: Split-13 */
+	/* 722: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 713: Split-18 */
+	/* 724: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 715: Sqrt-1 */
+	/* 726: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 716: Sqrt-6 */
+	/* 727: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 717: Sqrt-13 */
+	/* 728: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 718: Squeeze-1 */
+	/* 729: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 719: Squeeze-11 */
+	/* 730: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 720: Squeeze-13 */
+	/* 731: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 722: Squeeze-21 */
+	/* 733: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 724: Squeeze-23 */
+	/* 735: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 726: Squeeze-24 */
+	/* 737: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 728: Squeeze-25 */
+	/* 739: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 730: Sub-1 */
+	/* 741: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 732: Sub-6 */
+	/* 743: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 734: Sub-7 */
+	/* 745: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 736: Sub-13 */
+	/* 747: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 738: Sub-14 */
+	/* 749: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 740: Sum-1 */
+	/* 751: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 741: Sum-6 */
+	/* 752: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 742: Sum-8 */
+	/* 753: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 743: Sum-13 */
+	/* 754: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 744: Swish-24 */
+	/* 755: Swish-24 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 745: Tan-7 */
+	/* 756: Tan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 746: Tan-22 */
+	/* 757: Tan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 747: Tanh-1 */
+	/* 758: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 748: Tanh-6 */
+	/* 759: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 749: Tanh-13 */
+	/* 760: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 750: ThresholdedRelu-10 */
+	/* 761: ThresholdedRelu-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 751: ThresholdedRelu-22 */
+	/* 762: ThresholdedRelu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 752: Tile-1 */
+	/* 763: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 755: Tile-6 */
+	/* 766: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 757: Tile-13 */
+	/* 768: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 759: TopK-1 */
+	/* 770: TopK-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 760: TopK-10 */
+	/* 771: TopK-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 762: TopK-11 */
+	/* 773: TopK-11 */
 	{"X", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 764: TopK-24 */
+	/* 775: TopK-24 */
 	{"X", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 766: Transpose-1 */
+	/* 777: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 767: Transpose-13 */
+	/* 778: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 768: Transpose-21 */
+	/* 779: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 769: Transpose-23 */
+	/* 780: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 770: Transpose-24 */
+	/* 781: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 771: Transpose-25 */
+	/* 782: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 772: Trilu-14 */
+	/* 783: Trilu-14 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"k", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 774: Unsqueeze-1 */
+	/* 785: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 775: Unsqueeze-11 */
+	/* 786: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 776: Unsqueeze-13 */
+	/* 787: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 778: Unsqueeze-21 */
+	/* 789: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 780: Unsqueeze-23 */
+	/* 791: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 782: Unsqueeze-24 */
+	/* 793: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 784: Unsqueeze-25 */
+	/* 795: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 786: Upsample-1 */
+	/* 797: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 787: Upsample-7 */
+	/* 798: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 788: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 790: Upsample-10 */
+	/* 799: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 792: Where-9 */
+	/* 801: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 803: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 795: Where-16 */
+	/* 806: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 798: Xor-1 */
+	/* 809: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 800: Xor-7 */
+	/* 811: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1329,487 +1344,491 @@ static const struct
 	{"Add", 7, "", 11, 2},
 	{"Add", 13, "", 13, 2},
 	{"Add", 14, "", 15, 2},
-	{"And", 1, "axis:i broadcast:i", 17, 2},
-	{"And", 7, "", 19, 2},
-	{"ArgMax", 1, "axis:i keepdims:i", 21, 1},
-	{"ArgMax", 11, "axis:i keepdims:i", 22, 1},
-	{"ArgMax", 12, "axis:i keepdims:i select_last_index:i", 23, 1},
-	{"ArgMax", 13, "axis:i keepdims:i select_last_index:i", 24, 1},
-	{"ArgMin", 1, "axis:i keepdims:i", 25, 1},
-	{"ArgMin", 11, "axis:i keepdims:i", 26, 1},
-	{"ArgMin", 12, "axis:i keepdims:i select_last_index:i", 27, 1},
-	{"ArgMin", 13, "axis:i keepdims:i select_last_index:i", 28, 1},
-	{"Asin", 7, "", 29, 1},
-	{"Asin", 22, "", 30, 1},
-	{"Asinh", 9, "", 31, 1},
-	{"Asinh", 22, "", 32, 1},
-	{"Atan", 7, "", 33, 1},
-	{"Atan", 22, "", 34, 1},
-	{"Atanh", 9, "", 35, 1},
-	{"Atanh", 22, "", 36, 1},
-	{"Attention", 23, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 37, 6},
-	{"Attention", 24, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 43, 7},
-	{"Attention", 25, "is_causal:i kv_num_heads:i left_window_size:i q_num_heads:i qk_matmul_output_mode:i right_window_size:i scale:f softcap:f softmax_precision:i", 50, 7},
-	{"AveragePool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 57, 1},
-	{"AveragePool", 7, "auto_pad:s count_include_pad:i kernel_shape:I! pads:I strides:I", 58, 1},
-	{"AveragePool", 10, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 59, 1},
-	{"AveragePool", 11, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 60, 1},
-	{"AveragePool", 19, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 61, 1},
-	{"AveragePool", 22, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 62, 1},
-	{"BatchNormalization", 1, "consumed_inputs:I! epsilon:f is_test:i momentum:f spatial:i", 63, 5},
-	{"BatchNormalization", 6, "epsilon:f is_test:i momentum:f spatial:i", 68, 5},
-	{"BatchNormalization", 7, "epsilon:f momentum:f spatial:i", 73, 5},
-	{"BatchNormalization", 9, "epsilon:f momentum:f", 78, 5},
-	{"BatchNormalization", 14, "epsilon:f momentum:f training_mode:i", 83, 5},
-	{"BatchNormalization", 15, "epsilon:f momentum:f training_mode:i", 88, 5},
-	{"BitShift", 11, "direction:s!", 93, 2},
-	{"BitShift", 28, "direction:s!", 95, 2},
-	{"BitwiseAnd", 18, "", 97, 2},
-	{"BitwiseNot", 18, "", 99, 1},
-	{"BitwiseOr", 18, "", 100, 2},
-	{"BitwiseXor", 18, "", 102, 2},
-	{"Cast", 1, "to:s!", 104, 1},
-	{"Cast", 6, "to:i!", 105, 1},
-	{"Cast", 9, "to:i!", 106, 1},
-	{"Cast", 13, "to:i!", 107, 1},
-	{"Cast", 19, "saturate:i to:i!", 108, 1},
-	{"Cast", 21, "saturate:i to:i!", 109, 1},
-	{"Cast", 23, "saturate:i to:i!", 110, 1},
-	{"Cast", 24, "round_mode:s saturate:i to:i!", 111, 1},
-	{"Cast", 25, "round_mode:s saturate:i to:i!", 112, 1},
-	{"Cast", 28, "round_mode:s saturate:i to:i!", 113, 1},
-	{"CastLike", 15, "", 114, 2},
-	{"CastLike", 19, "saturate:i", 116, 2},
-	{"CastLike", 21, "saturate:i", 118, 2},
-	{"CastLike", 23, "saturate:i", 120, 2},
-	{"CastLike", 24, "round_mode:s saturate:i", 122, 2},
-	{"CastLike", 25, "round_mode:s saturate:i", 124, 2},
-	{"Ceil", 1, "consumed_inputs:I", 126, 1},
-	{"Ceil", 6, "", 127, 1},
-	{"Ceil", 13, "", 128, 1},
-	{"Celu", 12, "alpha:f", 129, 1},
-	{"Celu", 28, "alpha:f", 130, 1},
-	{"Clip", 1, "consumed_inputs:I max:f min:f", 131, 1},
-	{"Clip", 6, "max:f min:f", 132, 1},
-	{"Clip", 11, "", 133, 3},
-	{"Clip", 12, "", 136, 3},
-	{"Clip", 13, "", 139, 3},
-	{"Compress", 9, "axis:i", 142, 2},
-	{"Compress", 11, "axis:i", 144, 2},
-	{"Compress", 28, "axis:i", 146, 2},
-	{"Concat", 1, "axis:i", 148, 1},
-	{"Concat", 4, "axis:i!", 149, 1},
-	{"Concat", 11, "axis:i!", 150, 1},
-	{"Concat", 13, "axis:i!", 151, 1},
-	{"Constant", 1, "value:t!", 152, 0},
-	{"Constant", 9, "value:t!", 152, 0},
-	{"Constant", 11, "sparse_value:p value:t", 152, 0},
-	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
-	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
-	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
-	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
-	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
-	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
-	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 152, 0},
-	{"ConstantOfShape", 9, "value:t", 152, 1},
-	{"ConstantOfShape", 20, "value:t", 153, 1},
-	{"ConstantOfShape", 21, "value:t", 154, 1},
-	{"ConstantOfShape", 23, "value:t", 155, 1},
-	{"ConstantOfShape", 24, "value:t", 156, 1},
-	{"ConstantOfShape", 25, "value:t", 157, 1},
-	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 158, 3},
-	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 161, 3},
-	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 164, 3},
-	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 167, 3},
-	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 170, 3},
-	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 173, 3},
-	{"Cos", 7, "", 176, 1},
-	{"Cos", 22, "", 177, 1},
-	{"Cosh", 9, "", 178, 1},
-	{"Cosh", 22, "", 179, 1},
-	{"CumProd", 26, "exclusive:i reverse:i", 180, 2},
-	{"CumSum", 11, "exclusive:i reverse:i", 182, 2},
-	{"CumSum", 14, "exclusive:i reverse:i", 184, 2},
-	{"DepthToSpace", 1, "blocksize:i!", 186, 1},
-	{"DepthToSpace", 11, "blocksize:i! mode:s", 187, 1},
-	{"DepthToSpace", 13, "blocksize:i! mode:s", 188, 1},
-	{"DepthToSpace", 28, "blocksize:i! mode:s", 189, 1},
-	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 190, 2},
-	{"Div", 6, "axis:i broadcast:i", 192, 2},
-	{"Div", 7, "", 194, 2},
-	{"Div", 13, "", 196, 2},
-	{"Div", 14, "", 198, 2},
-	{"Dropout", 1, "consumed_inputs:I is_test:i ratio:f", 200, 1},
-	{"Dropout", 6, "is_test:i ratio:f", 201, 1},
-	{"Dropout", 7, "ratio:f", 202, 1},
-	{"Dropout", 10, "ratio:f", 203, 1},
-	{"Dropout", 12, "seed:i", 204, 3},
-	{"Dropout", 13, "seed:i", 207, 3},
-	{"Dropout", 22, "seed:i", 210, 3},
-	{"Einsum", 12, "equation:s!", 213, 1},
-	{"Einsum", 28, "equation:s!", 214, 1},
-	{"Elu", 1, "alpha:f consumed_inputs:I", 215, 1},
-	{"Elu", 6, "alpha:f", 216, 1},
-	{"Elu", 22, "alpha:f", 217, 1},
-	{"Equal", 1, "axis:i broadcast:i", 218, 2},
-	{"Equal", 7, "", 220, 2},
-	{"Equal", 11, "", 222, 2},
-	{"Equal", 13, "", 224, 2},
-	{"Equal", 19, "", 226, 2},
-	{"Erf", 9, "", 228, 1},
-	{"Erf", 13, "", 229, 1},
-	{"Exp", 1, "consumed_inputs:I", 230, 1},
-	{"Exp", 6, "", 231, 1},
-	{"Exp", 13, "", 232, 1},
-	{"Expand", 8, "", 233, 2},
-	{"Expand", 13, "", 235, 2},
-	{"EyeLike", 9, "dtype:i k:i", 237, 1},
-	{"EyeLike", 22, "dtype:i k:i", 238, 1},
-	{"Flatten", 1, "axis:i", 239, 1},
-	{"Flatten", 9, "axis:i", 240, 1},
-	{"Flatten", 11, "axis:i", 241, 1},
-	{"Flatten", 13, "axis:i", 242, 1},
-	{"Flatten", 21, "axis:i", 243, 1},
-	{"Flatten", 23, "axis:i", 244, 1},
-	{"Flatten", 24, "axis:i", 245, 1},
-	{"Flatten", 25, "axis:i", 246, 1},
-	{"Floor", 1, "consumed_inputs:I", 247, 1},
-	{"Floor", 6, "", 248, 1},
-	{"Floor", 13, "", 249, 1},
-	{"Gather", 1, "axis:i", 250, 2},
-	{"Gather", 11, "axis:i", 252, 2},
-	{"Gather", 13, "axis:i", 254, 2},
-	{"GatherElements", 11, "axis:i", 256, 2},
-	{"GatherElements", 13, "axis:i", 258, 2},
-	{"GatherND", 11, "", 260, 2},
-	{"GatherND", 12, "batch_dims:i", 262, 2},
-	{"GatherND", 13, "batch_dims:i", 264, 2},
-	{"Gelu", 20, "approximate:s", 266, 1},
-	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 267, 3},
-	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 270, 3},
-	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 273, 3},
-	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 276, 3},
-	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 279, 3},
-	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 282, 3},
-	{"GlobalAveragePool", 1, "", 285, 1},
-	{"GlobalAveragePool", 22, "", 286, 1},
-	{"GlobalMaxPool", 1, "", 287, 1},
-	{"GlobalMaxPool", 22, "", 288, 1},
-	{"Greater", 1, "axis:i broadcast:i", 289, 2},
-	{"Greater", 7, "", 291, 2},
-	{"Greater", 9, "", 293, 2},
-	{"Greater", 13, "", 295, 2},
-	{"GreaterOrEqual", 12, "", 297, 2},
-	{"GreaterOrEqual", 16, "", 299, 2},
-	{"GridSample", 16, "align_corners:i mode:s padding_mode:s", 301, 2},
-	{"GridSample", 20, "align_corners:i mode:s padding_mode:s", 303, 2},
-	{"GridSample", 22, "align_corners:i mode:s padding_mode:s", 305, 2},
-	{"GroupNormalization", 18, "epsilon:f num_groups:i!", 307, 3},
-	{"GroupNormalization", 21, "epsilon:f num_groups:i! stash_type:i", 310, 3},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 313, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 314, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 315, 1},
-	{"HardSwish", 14, "", 316, 1},
-	{"HardSwish", 22, "", 317, 1},
-	{"Hardmax", 1, "axis:i", 318, 1},
-	{"Hardmax", 11, "axis:i", 319, 1},
-	{"Hardmax", 13, "axis:i", 320, 1},
-	{"Identity", 1, "", 321, 1},
-	{"Identity", 13, "", 322, 1},
-	{"Identity", 14, "", 323, 1},
-	{"Identity", 16, "", 324, 1},
-	{"Identity", 19, "", 325, 1},
-	{"Identity", 21, "", 326, 1},
-	{"Identity", 23, "", 327, 1},
-	{"Identity", 24, "", 328, 1},
-	{"Identity", 25, "", 329, 1},
-	{"InstanceNormalization", 1, "consumed_inputs:I epsilon:f", 330, 3},
-	{"InstanceNormalization", 6, "epsilon:f", 333, 3},
-	{"InstanceNormalization", 22, "epsilon:f", 336, 3},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 339, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 340, 1},
-	{"IsNaN", 9, "", 341, 1},
-	{"IsNaN", 13, "", 342, 1},
-	{"IsNaN", 20, "", 343, 1},
-	{"LRN", 1, "alpha:f beta:f bias:f size:i!", 344, 1},
-	{"LRN", 13, "alpha:f beta:f bias:f size:i!", 345, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 346, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 349, 1},
-	{"LeakyRelu", 6, "alpha:f", 350, 1},
-	{"LeakyRelu", 16, "alpha:f", 351, 1},
-	{"Less", 1, "axis:i broadcast:i", 352, 2},
-	{"Less", 7, "", 354, 2},
-	{"Less", 9, "", 356, 2},
-	{"Less", 13, "", 358, 2},
-	{"LessOrEqual", 12, "", 360, 2},
-	{"LessOrEqual", 16, "", 362, 2},
-	{"Log", 1, "consumed_inputs:I", 364, 1},
-	{"Log", 6, "", 365, 1},
-	{"Log", 13, "", 366, 1},
-	{"LogSoftmax", 1, "axis:i", 367, 1},
-	{"LogSoftmax", 11, "axis:i", 368, 1},
-	{"LogSoftmax", 13, "axis:i", 369, 1},
-	{"LpNormalization", 1, "axis:i p:i", 370, 1},
-	{"LpNormalization", 22, "axis:i p:i", 371, 1},
-	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 372, 1},
-	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 373, 1},
-	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 374, 1},
-	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 375, 1},
-	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 376, 1},
-	{"MatMul", 1, "", 377, 2},
-	{"MatMul", 9, "", 379, 2},
-	{"MatMul", 13, "", 381, 2},
-	{"Max", 1, "consumed_inputs:I", 383, 1},
-	{"Max", 6, "", 384, 1},
-	{"Max", 8, "", 385, 1},
-	{"Max", 12, "", 386, 1},
-	{"Max", 13, "", 387, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 388, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 389, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 390, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 391, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 392, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 393, 1},
-	{"Mean", 1, "consumed_inputs:I", 394, 1},
-	{"Mean", 6, "", 395, 1},
-	{"Mean", 8, "", 396, 1},
-	{"Mean", 13, "", 397, 1},
-	{"MeanVarianceNormalization", 9, "axes:I", 398, 1},
-	{"MeanVarianceNormalization", 13, "axes:I", 399, 1},
-	{"Min", 1, "consumed_inputs:I", 400, 1},
-	{"Min", 6, "", 401, 1},
-	{"Min", 8, "", 402, 1},
-	{"Min", 12, "", 403, 1},
-	{"Min", 13, "", 404, 1},
-	{"Mish", 18, "", 405, 1},
-	{"Mish", 22, "", 406, 1},
-	{"Mod", 10, "fmod:i", 407, 2},
-	{"Mod", 13, "fmod:i", 409, 2},
-	{"Mod", 28, "fmod:i", 411, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 413, 2},
-	{"Mul", 6, "axis:i broadcast:i", 415, 2},
-	{"Mul", 7, "", 417, 2},
-	{"Mul", 13, "", 419, 2},
-	{"Mul", 14, "", 421, 2},
-	{"Neg", 1, "consumed_inputs:I", 423, 1},
-	{"Neg", 6, "", 424, 1},
-	{"Neg", 13, "", 425, 1},
-	{"NonMaxSuppression", 10, "center_point_box:i", 426, 5},
-	{"NonMaxSuppression", 11, "center_point_box:i", 431, 5},
-	{"NonZero", 9, "", 436, 1},
-	{"NonZero", 13, "", 437, 1},
-	{"Not", 1, "", 438, 1},
-	{"OneHot", 9, "axis:i", 439, 3},
-	{"OneHot", 11, "axis:i", 442, 3},
-	{"OneHot", 28, "axis:i", 445, 3},
-	{"Or", 1, "axis:i broadcast:i", 448, 2},
-	{"Or", 7, "", 450, 2},
-	{"PRelu", 1, "consumed_inputs:I", 452, 2},
-	{"PRelu", 6, "", 454, 2},
-	{"PRelu", 7, "", 456, 2},
-	{"PRelu", 9, "", 458, 2},
-	{"PRelu", 16, "", 460, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 462, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 463, 1},
-	{"Pad", 11, "mode:s", 464, 3},
-	{"Pad", 13, "mode:s", 467, 3},
-	{"Pad", 18, "mode:s", 470, 4},
-	{"Pad", 19, "mode:s", 474, 4},
-	{"Pad", 21, "mode:s", 478, 4},
-	{"Pad", 23, "mode:s", 482, 4},
-	{"Pad", 24, "mode:s", 486, 4},
-	{"Pad", 25, "mode:s", 490, 4},
-	{"Pow", 1, "axis:i broadcast:i", 494, 2},
-	{"Pow", 7, "", 496, 2},
-	{"Pow", 12, "", 498, 2},
-	{"Pow", 13, "", 500, 2},
-	{"Pow", 15, "", 502, 2},
-	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 504, 2},
-	{"Range", 11, "", 506, 3},
-	{"Range", 27, "stash_type:i", 509, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 512, 1},
-	{"Reciprocal", 6, "", 513, 1},
-	{"Reciprocal", 13, "", 514, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 515, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 516, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 517, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 518, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 520, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 521, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 522, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 523, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 525, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 526, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 527, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 528, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 530, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 532, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 533, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 534, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 535, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 537, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 539, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 540, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 541, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 542, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 543, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 545, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 547, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 548, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 549, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 550, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 552, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 553, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 554, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 555, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 556, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 558, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 560, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 561, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 562, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 563, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 565, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 566, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 567, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 569, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 570, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 571, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 572, 2},
-	{"Relu", 1, "consumed_inputs:I", 574, 1},
-	{"Relu", 6, "", 575, 1},
-	{"Relu", 13, "", 576, 1},
-	{"Relu", 14, "", 577, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 578, 1},
-	{"Reshape", 5, "", 579, 2},
-	{"Reshape", 13, "", 581, 2},
-	{"Reshape", 14, "allowzero:i", 583, 2},
-	{"Reshape", 19, "allowzero:i", 585, 2},
-	{"Reshape", 21, "allowzero:i", 587, 2},
-	{"Reshape", 23, "allowzero:i", 589, 2},
-	{"Reshape", 24, "allowzero:i", 591, 2},
-	{"Reshape", 25, "allowzero:i", 593, 2},
-	{"Resize", 10, "mode:s", 595, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 597, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 601, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 605, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 609, 4},
-	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 613, 2},
-	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 615, 2},
-	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 617, 4},
-	{"Round", 11, "", 621, 1},
-	{"Round", 22, "", 622, 1},
-	{"Scatter", 9, "axis:i", 623, 3},
-	{"Scatter", 11, "axis:i", 626, 3},
-	{"ScatterElements", 11, "axis:i", 629, 3},
-	{"ScatterElements", 13, "axis:i", 632, 3},
-	{"ScatterElements", 16, "axis:i reduction:s", 635, 3},
-	{"ScatterElements", 18, "axis:i reduction:s", 638, 3},
-	{"ScatterND", 11, "", 641, 3},
-	{"ScatterND", 13, "", 644, 3},
-	{"ScatterND", 16, "reduction:s", 647, 3},
-	{"ScatterND", 18, "reduction:s", 650, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 653, 1},
-	{"Selu", 6, "alpha:f gamma:f", 654, 1},
-	{"Selu", 22, "alpha:f gamma:f", 655, 1},
-	{"Shape", 1, "", 656, 1},
-	{"Shape", 13, "", 657, 1},
-	{"Shape", 15, "end:i start:i", 658, 1},
-	{"Shape", 19, "end:i start:i", 659, 1},
-	{"Shape", 21, "end:i start:i", 660, 1},
-	{"Shape", 23, "end:i start:i", 661, 1},
-	{"Shape", 24, "end:i start:i", 662, 1},
-	{"Shape", 25, "end:i start:i", 663, 1},
-	{"Shrink", 9, "bias:f lambd:f", 664, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 665, 1},
-	{"Sigmoid", 6, "", 666, 1},
-	{"Sigmoid", 13, "", 667, 1},
-	{"Sign", 9, "", 668, 1},
-	{"Sign", 13, "", 669, 1},
-	{"Sin", 7, "", 670, 1},
-	{"Sin", 22, "", 671, 1},
-	{"Sinh", 9, "", 672, 1},
-	{"Sinh", 22, "", 673, 1},
-	{"Size", 1, "", 674, 1},
-	{"Size", 13, "", 675, 1},
-	{"Size", 19, "", 676, 1},
-	{"Size", 21, "", 677, 1},
-	{"Size", 23, "", 678, 1},
-	{"Size", 24, "", 679, 1},
-	{"Size", 25, "", 680, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 681, 1},
-	{"Slice", 10, "", 682, 5},
-	{"Slice", 11, "", 687, 5},
-	{"Slice", 13, "", 692, 5},
-	{"Softmax", 1, "axis:i", 697, 1},
-	{"Softmax", 11, "axis:i", 698, 1},
-	{"Softmax", 13, "axis:i", 699, 1},
-	{"Softplus", 1, "", 700, 1},
-	{"Softplus", 22, "", 701, 1},
-	{"Softsign", 1, "", 702, 1},
-	{"Softsign", 22, "", 703, 1},
-	{"SpaceToDepth", 1, "blocksize:i!", 704, 1},
-	{"SpaceToDepth", 13, "blocksize:i!", 705, 1},
-	{"SpaceToDepth", 28, "blocksize:i! mode:s", 706, 1},
-	{"Split", 1, "axis:i split:I", 707, 2},
-	{"Split", 2, "axis:i split:I", 709, 1},
-	{"Split", 11, "axis:i split:I", 710, 1},
-	{"Split", 13, "axis:i", 711, 2},
-	{"Split", 18, "axis:i num_outputs:i", 713, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 715, 1},
-	{"Sqrt", 6, "", 716, 1},
-	{"Sqrt", 13, "", 717, 1},
-	{"Squeeze", 1, "axes:I", 718, 1},
-	{"Squeeze", 11, "axes:I", 719, 1},
-	{"Squeeze", 13, "", 720, 2},
-	{"Squeeze", 21, "", 722, 2},
-	{"Squeeze", 23, "", 724, 2},
-	{"Squeeze", 24, "", 726, 2},
-	{"Squeeze", 25, "", 728, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 730, 2},
-	{"Sub", 6, "axis:i broadcast:i", 732, 2},
-	{"Sub", 7, "", 734, 2},
-	{"Sub", 13, "", 736, 2},
-	{"Sub", 14, "", 738, 2},
-	{"Sum", 1, "consumed_inputs:I", 740, 1},
-	{"Sum", 6, "", 741, 1},
-	{"Sum", 8, "", 742, 1},
-	{"Sum", 13, "", 743, 1},
-	{"Swish", 24, "alpha:f", 744, 1},
-	{"Tan", 7, "", 745, 1},
-	{"Tan", 22, "", 746, 1},
-	{"Tanh", 1, "consumed_inputs:I", 747, 1},
-	{"Tanh", 6, "", 748, 1},
-	{"Tanh", 13, "", 749, 1},
-	{"ThresholdedRelu", 10, "alpha:f", 750, 1},
-	{"ThresholdedRelu", 22, "alpha:f", 751, 1},
-	{"Tile", 1, "", 752, 3},
-	{"Tile", 6, "", 755, 2},
-	{"Tile", 13, "", 757, 2},
-	{"TopK", 1, "axis:i k:i!", 759, 1},
-	{"TopK", 10, "axis:i", 760, 2},
-	{"TopK", 11, "axis:i largest:i sorted:i", 762, 2},
-	{"TopK", 24, "axis:i largest:i sorted:i", 764, 2},
-	{"Transpose", 1, "perm:I", 766, 1},
-	{"Transpose", 13, "perm:I", 767, 1},
-	{"Transpose", 21, "perm:I", 768, 1},
-	{"Transpose", 23, "perm:I", 769, 1},
-	{"Transpose", 24, "perm:I", 770, 1},
-	{"Transpose", 25, "perm:I", 771, 1},
-	{"Trilu", 14, "upper:i", 772, 2},
-	{"Unsqueeze", 1, "axes:I!", 774, 1},
-	{"Unsqueeze", 11, "axes:I!", 775, 1},
-	{"Unsqueeze", 13, "", 776, 2},
-	{"Unsqueeze", 21, "", 778, 2},
-	{"Unsqueeze", 23, "", 780, 2},
-	{"Unsqueeze", 24, "", 782, 2},
-	{"Unsqueeze", 25, "", 784, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 786, 1},
-	{"Upsample", 7, "mode:s scales:F!", 787, 1},
-	{"Upsample", 9, "mode:s", 788, 2},
-	{"Upsample", 10, "mode:s", 790, 2},
-	{"Where", 9, "", 792, 3},
-	{"Where", 16, "", 795, 3},
-	{"Xor", 1, "axis:i broadcast:i", 798, 2},
-	{"Xor", 7, "", 800, 2},
+	{"AffineGrid", 20, "align_corners:i", 17, 2},
+	{"And", 1, "axis:i broadcast:i", 19, 2},
+	{"And", 7, "", 21, 2},
+	{"ArgMax", 1, "axis:i keepdims:i", 23, 1},
+	{"ArgMax", 11, "axis:i keepdims:i", 24, 1},
+	{"ArgMax", 12, "axis:i keepdims:i select_last_index:i", 25, 1},
+	{"ArgMax", 13, "axis:i keepdims:i select_last_index:i", 26, 1},
+	{"ArgMin", 1, "axis:i keepdims:i", 27, 1},
+	{"ArgMin", 11, "axis:i keepdims:i", 28, 1},
+	{"ArgMin", 12, "axis:i keepdims:i select_last_index:i", 29, 1},
+	{"ArgMin", 13, "axis:i keepdims:i select_last_index:i", 30, 1},
+	{"Asin", 7, "", 31, 1},
+	{"Asin", 22, "", 32, 1},
+	{"Asinh", 9, "", 33, 1},
+	{"Asinh", 22, "", 34, 1},
+	{"Atan", 7, "", 35, 1},
+	{"Atan", 22, "", 36, 1},
+	{"Atanh", 9, "", 37, 1},
+	{"Atanh", 22, "", 38, 1},
+	{"Attention", 23, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 39, 6},
+	{"Attention", 24, "is_causal:i kv_num_heads:i q_num_heads:i qk_matmul_output_mode:i scale:f softcap:f softmax_precision:i", 45, 7},
+	{"Attention", 25, "is_causal:i kv_num_heads:i left_window_size:i q_num_heads:i qk_matmul_output_mode:i right_window_size:i scale:f softcap:f softmax_precision:i", 52, 7},
+	{"AveragePool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 59, 1},
+	{"AveragePool", 7, "auto_pad:s count_include_pad:i kernel_shape:I! pads:I strides:I", 60, 1},
+	{"AveragePool", 10, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 61, 1},
+	{"AveragePool", 11, "auto_pad:s ceil_mode:i count_include_pad:i kernel_shape:I! pads:I strides:I", 62, 1},
+	{"AveragePool", 19, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 63, 1},
+	{"AveragePool", 22, "auto_pad:s ceil_mode:i count_include_pad:i dilations:I kernel_shape:I! pads:I strides:I", 64, 1},
+	{"BatchNormalization", 1, "consumed_inputs:I! epsilon:f is_test:i momentum:f spatial:i", 65, 5},
+	{"BatchNormalization", 6, "epsilon:f is_test:i momentum:f spatial:i", 70, 5},
+	{"BatchNormalization", 7, "epsilon:f momentum:f spatial:i", 75, 5},
+	{"BatchNormalization", 9, "epsilon:f momentum:f", 80, 5},
+	{"BatchNormalization", 14, "epsilon:f momentum:f training_mode:i", 85, 5},
+	{"BatchNormalization", 15, "epsilon:f momentum:f training_mode:i", 90, 5},
+	{"BitShift", 11, "direction:s!", 95, 2},
+	{"BitShift", 28, "direction:s!", 97, 2},
+	{"BitwiseAnd", 18, "", 99, 2},
+	{"BitwiseNot", 18, "", 101, 1},
+	{"BitwiseOr", 18, "", 102, 2},
+	{"BitwiseXor", 18, "", 104, 2},
+	{"Cast", 1, "to:s!", 106, 1},
+	{"Cast", 6, "to:i!", 107, 1},
+	{"Cast", 9, "to:i!", 108, 1},
+	{"Cast", 13, "to:i!", 109, 1},
+	{"Cast", 19, "saturate:i to:i!", 110, 1},
+	{"Cast", 21, "saturate:i to:i!", 111, 1},
+	{"Cast", 23, "saturate:i to:i!", 112, 1},
+	{"Cast", 24, "round_mode:s saturate:i to:i!", 113, 1},
+	{"Cast", 25, "round_mode:s saturate:i to:i!", 114, 1},
+	{"Cast", 28, "round_mode:s saturate:i to:i!", 115, 1},
+	{"CastLike", 15, "", 116, 2},
+	{"CastLike", 19, "saturate:i", 118, 2},
+	{"CastLike", 21, "saturate:i", 120, 2},
+	{"CastLike", 23, "saturate:i", 122, 2},
+	{"CastLike", 24, "round_mode:s saturate:i", 124, 2},
+	{"CastLike", 25, "round_mode:s saturate:i", 126, 2},
+	{"Ceil", 1, "consumed_inputs:I", 128, 1},
+	{"Ceil", 6, "", 129, 1},
+	{"Ceil", 13, "", 130, 1},
+	{"Celu", 12, "alpha:f", 131, 1},
+	{"Celu", 28, "alpha:f", 132, 1},
+	{"Clip", 1, "consumed_inputs:I max:f min:f", 133, 1},
+	{"Clip", 6, "max:f min:f", 134, 1},
+	{"Clip", 11, "", 135, 3},
+	{"Clip", 12, "", 138, 3},
+	{"Clip", 13, "", 141, 3},
+	{"Compress", 9, "axis:i", 144, 2},
+	{"Compress", 11, "axis:i", 146, 2},
+	{"Compress", 28, "axis:i", 148, 2},
+	{"Concat", 1, "axis:i", 150, 1},
+	{"Concat", 4, "axis:i!", 151, 1},
+	{"Concat", 11, "axis:i!", 152, 1},
+	{"Concat", 13, "axis:i!", 153, 1},
+	{"Constant", 1, "value:t!", 154, 0},
+	{"Constant", 9, "value:t!", 154, 0},
+	{"Constant", 11, "sparse_value:p value:t", 154, 0},
+	{"Constant", 12, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 154, 0},
+	{"Constant", 13, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 154, 0},
+	{"Constant", 19, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 154, 0},
+	{"Constant", 21, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 154, 0},
+	{"Constant", 23, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 154, 0},
+	{"Constant", 24, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 154, 0},
+	{"Constant", 25, "sparse_value:p value:t value_float:f value_floats:F value_int:i value_ints:I value_string:s value_strings:S", 154, 0},
+	{"ConstantOfShape", 9, "value:t", 154, 1},
+	{"ConstantOfShape", 20, "value:t", 155, 1},
+	{"ConstantOfShape", 21, "value:t", 156, 1},
+	{"ConstantOfShape", 23, "value:t", 157, 1},
+	{"ConstantOfShape", 24, "value:t", 158, 1},
+	{"ConstantOfShape", 25, "value:t", 159, 1},
+	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 160, 3},
+	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 163, 3},
+	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 166, 3},
+	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 169, 3},
+	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 172, 3},
+	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 175, 3},
+	{"Cos", 7, "", 178, 1},
+	{"Cos", 22, "", 179, 1},
+	{"Cosh", 9, "", 180, 1},
+	{"Cosh", 22, "", 181, 1},
+	{"CumProd", 26, "exclusive:i reverse:i", 182, 2},
+	{"CumSum", 11, "exclusive:i reverse:i", 184, 2},
+	{"CumSum", 14, "exclusive:i reverse:i", 186, 2},
+	{"DepthToSpace", 1, "blocksize:i!", 188, 1},
+	{"DepthToSpace", 11, "blocksize:i! mode:s", 189, 1},
+	{"DepthToSpace", 13, "blocksize:i! mode:s", 190, 1},
+	{"DepthToSpace", 28, "blocksize:i! mode:s", 191, 1},
+	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 192, 2},
+	{"Div", 6, "axis:i broadcast:i", 194, 2},
+	{"Div", 7, "", 196, 2},
+	{"Div", 13, "", 198, 2},
+	{"Div", 14, "", 200, 2},
+	{"Dropout", 1, "consumed_inputs:I is_test:i ratio:f", 202, 1},
+	{"Dropout", 6, "is_test:i ratio:f", 203, 1},
+	{"Dropout", 7, "ratio:f", 204, 1},
+	{"Dropout", 10, "ratio:f", 205, 1},
+	{"Dropout", 12, "seed:i", 206, 3},
+	{"Dropout", 13, "seed:i", 209, 3},
+	{"Dropout", 22, "seed:i", 212, 3},
+	{"Einsum", 12, "equation:s!", 215, 1},
+	{"Einsum", 28, "equation:s!", 216, 1},
+	{"Elu", 1, "alpha:f consumed_inputs:I", 217, 1},
+	{"Elu", 6, "alpha:f", 218, 1},
+	{"Elu", 22, "alpha:f", 219, 1},
+	{"Equal", 1, "axis:i broadcast:i", 220, 2},
+	{"Equal", 7, "", 222, 2},
+	{"Equal", 11, "", 224, 2},
+	{"Equal", 13, "", 226, 2},
+	{"Equal", 19, "", 228, 2},
+	{"Erf", 9, "", 230, 1},
+	{"Erf", 13, "", 231, 1},
+	{"Exp", 1, "consumed_inputs:I", 232, 1},
+	{"Exp", 6, "", 233, 1},
+	{"Exp", 13, "", 234, 1},
+	{"Expand", 8, "", 235, 2},
+	{"Expand", 13, "", 237, 2},
+	{"EyeLike", 9, "dtype:i k:i", 239, 1},
+	{"EyeLike", 22, "dtype:i k:i", 240, 1},
+	{"Flatten", 1, "axis:i", 241, 1},
+	{"Flatten", 9, "axis:i", 242, 1},
+	{"Flatten", 11, "axis:i", 243, 1},
+	{"Flatten", 13, "axis:i", 244, 1},
+	{"Flatten", 21, "axis:i", 245, 1},
+	{"Flatten", 23, "axis:i", 246, 1},
+	{"Flatten", 24, "axis:i", 247, 1},
+	{"Flatten", 25, "axis:i", 248, 1},
+	{"Floor", 1, "consumed_inputs:I", 249, 1},
+	{"Floor", 6, "", 250, 1},
+	{"Floor", 13, "", 251, 1},
+	{"Gather", 1, "axis:i", 252, 2},
+	{"Gather", 11, "axis:i", 254, 2},
+	{"Gather", 13, "axis:i", 256, 2},
+	{"GatherElements", 11, "axis:i", 258, 2},
+	{"GatherElements", 13, "axis:i", 260, 2},
+	{"GatherND", 11, "", 262, 2},
+	{"GatherND", 12, "batch_dims:i", 264, 2},
+	{"GatherND", 13, "batch_dims:i", 266, 2},
+	{"Gelu", 20, "approximate:s", 268, 1},
+	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 269, 3},
+	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 272, 3},
+	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 275, 3},
+	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 278, 3},
+	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 281, 3},
+	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 284, 3},
+	{"GlobalAveragePool", 1, "", 287, 1},
+	{"GlobalAveragePool", 22, "", 288, 1},
+	{"GlobalMaxPool", 1, "", 289, 1},
+	{"GlobalMaxPool", 22, "", 290, 1},
+	{"Greater", 1, "axis:i broadcast:i", 291, 2},
+	{"Greater", 7, "", 293, 2},
+	{"Greater", 9, "", 295, 2},
+	{"Greater", 13, "", 297, 2},
+	{"GreaterOrEqual", 12, "", 299, 2},
+	{"GreaterOrEqual", 16, "", 301, 2},
+	{"GridSample", 16, "align_corners:i mode:s padding_mode:s", 303, 2},
+	{"GridSample", 20, "align_corners:i mode:s padding_mode:s", 305, 2},
+	{"GridSample", 22, "align_corners:i mode:s padding_mode:s", 307, 2},
+	{"GroupNormalization", 18, "epsilon:f num_groups:i!", 309, 3},
+	{"GroupNormalization", 21, "epsilon:f num_groups:i! stash_type:i", 312, 3},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 315, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 316, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 317, 1},
+	{"HardSwish", 14, "", 318, 1},
+	{"HardSwish", 22, "", 319, 1},
+	{"Hardmax", 1, "axis:i", 320, 1},
+	{"Hardmax", 11, "axis:i", 321, 1},
+	{"Hardmax", 13, "axis:i", 322, 1},
+	{"Identity", 1, "", 323, 1},
+	{"Identity", 13, "", 324, 1},
+	{"Identity", 14, "", 325, 1},
+	{"Identity", 16, "", 326, 1},
+	{"Identity", 19, "", 327, 1},
+	{"Identity", 21, "", 328, 1},
+	{"Identity", 23, "", 329, 1},
+	{"Identity", 24, "", 330, 1},
+	{"Identity", 25, "", 331, 1},
+	{"InstanceNormalization", 1, "consumed_inputs:I epsilon:f", 332, 3},
+	{"InstanceNormalization", 6, "epsilon:f", 335, 3},
+	{"InstanceNormalization", 22, "epsilon:f", 338, 3},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 341, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 342, 1},
+	{"IsNaN", 9, "", 343, 1},
+	{"IsNaN", 13, "", 344, 1},
+	{"IsNaN", 20, "", 345, 1},
+	{"LRN", 1, "alpha:f beta:f bias:f size:i!", 346, 1},
+	{"LRN", 13, "alpha:f beta:f bias:f size:i!", 347, 1},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 348, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 351, 1},
+	{"LeakyRelu", 6, "alpha:f", 352, 1},
+	{"LeakyRelu", 16, "alpha:f", 353, 1},
+	{"Less", 1, "axis:i broadcast:i", 354, 2},
+	{"Less", 7, "", 356, 2},
+	{"Less", 9, "", 358, 2},
+	{"Less", 13, "", 360, 2},
+	{"LessOrEqual", 12, "", 362, 2},
+	{"LessOrEqual", 16, "", 364, 2},
+	{"Log", 1, "consumed_inputs:I", 366, 1},
+	{"Log", 6, "", 367, 1},
+	{"Log", 13, "", 368, 1},
+	{"LogSoftmax", 1, "axis:i", 369, 1},
+	{"LogSoftmax", 11, "axis:i", 370, 1},
+	{"LogSoftmax", 13, "axis:i", 371, 1},
+	{"LpNormalization", 1, "axis:i p:i", 372, 1},
+	{"LpNormalization", 22, "axis:i p:i", 373, 1},
+	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 374, 1},
+	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 375, 1},
+	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 376, 1},
+	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 377, 1},
+	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 378, 1},
+	{"MatMul", 1, "", 379, 2},
+	{"MatMul", 9, "", 381, 2},
+	{"MatMul", 13, "", 383, 2},
+	{"Max", 1, "consumed_inputs:I", 385, 1},
+	{"Max", 6, "", 386, 1},
+	{"Max", 8, "", 387, 1},
+	{"Max", 12, "", 388, 1},
+	{"Max", 13, "", 389, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 390, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 391, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 392, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 393, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 394, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 395, 1},
+	{"Mean", 1, "consumed_inputs:I", 396, 1},
+	{"Mean", 6, "", 397, 1},
+	{"Mean", 8, "", 398, 1},
+	{"Mean", 13, "", 399, 1},
+	{"MeanVarianceNormalization", 9, "axes:I", 400, 1},
+	{"MeanVarianceNormalization", 13, "axes:I", 401, 1},
+	{"Min", 1, "consumed_inputs:I", 402, 1},
+	{"Min", 6, "", 403, 1},
+	{"Min", 8, "", 404, 1},
+	{"Min", 12, "", 405, 1},
+	{"Min", 13, "", 406, 1},
+	{"Mish", 18, "", 407, 1},
+	{"Mish", 22, "", 408, 1},
+	{"Mod", 10, "fmod:i", 409, 2},
+	{"Mod", 13, "fmod:i", 411, 2},
+	{"Mod", 28, "fmod:i", 413, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 415, 2},
+	{"Mul", 6, "axis:i broadcast:i", 417, 2},
+	{"Mul", 7, "", 419, 2},
+	{"Mul", 13, "", 421, 2},
+	{"Mul", 14, "", 423, 2},
+	{"Neg", 1, "consumed_inputs:I", 425, 1},
+	{"Neg", 6, "", 426, 1},
+	{"Neg", 13, "", 427, 1},
+	{"NonMaxSuppression", 10, "center_point_box:i", 428, 5},
+	{"NonMaxSuppression", 11, "center_point_box:i", 433, 5},
+	{"NonZero", 9, "", 438, 1},
+	{"NonZero", 13, "", 439, 1},
+	{"Not", 1, "", 440, 1},
+	{"OneHot", 9, "axis:i", 441, 3},
+	{"OneHot", 11, "axis:i", 444, 3},
+	{"OneHot", 28, "axis:i", 447, 3},
+	{"Or", 1, "axis:i broadcast:i", 450, 2},
+	{"Or", 7, "", 452, 2},
+	{"PRelu", 1, "consumed_inputs:I", 454, 2},
+	{"PRelu", 6, "", 456, 2},
+	{"PRelu", 7, "", 458, 2},
+	{"PRelu", 9, "", 460, 2},
+	{"PRelu", 16, "", 462, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 464, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 465, 1},
+	{"Pad", 11, "mode:s", 466, 3},
+	{"Pad", 13, "mode:s", 469, 3},
+	{"Pad", 18, "mode:s", 472, 4},
+	{"Pad", 19, "mode:s", 476, 4},
+	{"Pad", 21, "mode:s", 480, 4},
+	{"Pad", 23, "mode:s", 484, 4},
+	{"Pad", 24, "mode:s", 488, 4},
+	{"Pad", 25, "mode:s", 492, 4},
+	{"Pow", 1, "axis:i broadcast:i", 496, 2},
+	{"Pow", 7, "", 498, 2},
+	{"Pow", 12, "", 500, 2},
+	{"Pow", 13, "", 502, 2},
+	{"Pow", 15, "", 504, 2},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 506, 2},
+	{"Range", 11, "", 508, 3},
+	{"Range", 27, "stash_type:i", 511, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 514, 1},
+	{"Reciprocal", 6, "", 515, 1},
+	{"Reciprocal", 13, "", 516, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 517, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 518, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 519, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 520, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 522, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 523, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 524, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 525, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 527, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 528, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 529, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 530, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 532, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 534, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 535, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 536, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 537, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 539, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 541, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 542, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 543, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 544, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 545, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 547, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 549, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 550, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 551, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 552, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 554, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 555, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 556, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 557, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 558, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 560, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 562, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 563, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 564, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 565, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 567, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 568, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 569, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 571, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 572, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 573, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 574, 2},
+	{"Relu", 1, "consumed_inputs:I", 576, 1},
+	{"Relu", 6, "", 577, 1},
+	{"Relu", 13, "", 578, 1},
+	{"Relu", 14, "", 579, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 580, 1},
+	{"Reshape", 5, "", 581, 2},
+	{"Reshape", 13, "", 583, 2},
+	{"Reshape", 14, "allowzero:i", 585, 2},
+	{"Reshape", 19, "allowzero:i", 587, 2},
+	{"Reshape", 21, "allowzero:i", 589, 2},
+	{"Reshape", 23, "allowzero:i", 591, 2},
+	{"Reshape", 24, "allowzero:i", 593, 2},
+	{"Reshape", 25, "allowzero:i", 595, 2},
+	{"Resize", 10, "mode:s", 597, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 599, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 603, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 607, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 611, 4},
+	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 615, 2},
+	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 617, 2},
+	{"RoiAlign", 10, "mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 619, 3},
+	{"RoiAlign", 16, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 622, 3},
+	{"RoiAlign", 22, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 625, 3},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 628, 4},
+	{"Round", 11, "", 632, 1},
+	{"Round", 22, "", 633, 1},
+	{"Scatter", 9, "axis:i", 634, 3},
+	{"Scatter", 11, "axis:i", 637, 3},
+	{"ScatterElements", 11, "axis:i", 640, 3},
+	{"ScatterElements", 13, "axis:i", 643, 3},
+	{"ScatterElements", 16, "axis:i reduction:s", 646, 3},
+	{"ScatterElements", 18, "axis:i reduction:s", 649, 3},
+	{"ScatterND", 11, "", 652, 3},
+	{"ScatterND", 13, "", 655, 3},
+	{"ScatterND", 16, "reduction:s", 658, 3},
+	{"ScatterND", 18, "reduction:s", 661, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 664, 1},
+	{"Selu", 6, "alpha:f gamma:f", 665, 1},
+	{"Selu", 22, "alpha:f gamma:f", 666, 1},
+	{"Shape", 1, "", 667, 1},
+	{"Shape", 13, "", 668, 1},
+	{"Shape", 15, "end:i start:i", 669, 1},
+	{"Shape", 19, "end:i start:i", 670, 1},
+	{"Shape", 21, "end:i start:i", 671, 1},
+	{"Shape", 23, "end:i start:i", 672, 1},
+	{"Shape", 24, "end:i start:i", 673, 1},
+	{"Shape", 25, "end:i start:i", 674, 1},
+	{"Shrink", 9, "bias:f lambd:f", 675, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 676, 1},
+	{"Sigmoid", 6, "", 677, 1},
+	{"Sigmoid", 13, "", 678, 1},
+	{"Sign", 9, "", 679, 1},
+	{"Sign", 13, "", 680, 1},
+	{"Sin", 7, "", 681, 1},
+	{"Sin", 22, "", 682, 1},
+	{"Sinh", 9, "", 683, 1},
+	{"Sinh", 22, "", 684, 1},
+	{"Size", 1, "", 685, 1},
+	{"Size", 13, "", 686, 1},
+	{"Size", 19, "", 687, 1},
+	{"Size", 21, "", 688, 1},
+	{"Size", 23, "", 689, 1},
+	{"Size", 24, "", 690, 1},
+	{"Size", 25, "", 691, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 692, 1},
+	{"Slice", 10, "", 693, 5},
+	{"Slice", 11, "", 698, 5},
+	{"Slice", 13, "", 703, 5},
+	{"Softmax", 1, "axis:i", 708, 1},
+	{"Softmax", 11, "axis:i", 709, 1},
+	{"Softmax", 13, "axis:i", 710, 1},
+	{"Softplus", 1, "", 711, 1},
+	{"Softplus", 22, "", 712, 1},
+	{"Softsign", 1, "", 713, 1},
+	{"Softsign", 22, "", 714, 1},
+	{"SpaceToDepth", 1, "blocksize:i!", 715, 1},
+	{"SpaceToDepth", 13, "blocksize:i!", 716, 1},
+	{"SpaceToDepth", 28, "blocksize:i! mode:s", 717, 1},
+	{"Split", 1, "axis:i split:I", 718, 2},
+	{"Split", 2, "axis:i split:I", 720, 1},
+	{"Split", 11, "axis:i split:I", 721, 1},
+	{"Split", 13, "axis:i", 722, 2},
+	{"Split", 18, "axis:i num_outputs:i", 724, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 726, 1},
+	{"Sqrt", 6, "", 727, 1},
+	{"Sqrt", 13, "", 728, 1},
+	{"Squeeze", 1, "axes:I", 729, 1},
+	{"Squeeze", 11, "axes:I", 730, 1},
+	{"Squeeze", 13, "", 731, 2},
+	{"Squeeze", 21, "", 733, 2},
+	{"Squeeze", 23, "", 735, 2},
+	{"Squeeze", 24, "", 737, 2},
+	{"Squeeze", 25, "", 739, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 741, 2},
+	{"Sub", 6, "axis:i broadcast:i", 743, 2},
+	{"Sub", 7, "", 745, 2},
+	{"Sub", 13, "", 747, 2},
+	{"Sub", 14, "", 749, 2},
+	{"Sum", 1, "consumed_inputs:I", 751, 1},
+	{"Sum", 6, "", 752, 1},
+	{"Sum", 8, "", 753, 1},
+	{"Sum", 13, "", 754, 1},
+	{"Swish", 24, "alpha:f", 755, 1},
+	{"Tan", 7, "", 756, 1},
+	{"Tan", 22, "", 757, 1},
+	{"Tanh", 1, "consumed_inputs:I", 758, 1},
+	{"Tanh", 6, "", 759, 1},
+	{"Tanh", 13, "", 760, 1},
+	{"ThresholdedRelu", 10, "alpha:f", 761, 1},
+	{"ThresholdedRelu", 22, "alpha:f", 762, 1},
+	{"Tile", 1, "", 763, 3},
+	{"Tile", 6, "", 766, 2},
+	{"Tile", 13, "", 768, 2},
+	{"TopK", 1, "axis:i k:i!", 770, 1},
+	{"TopK", 10, "axis:i", 771, 2},
+	{"TopK", 11, "axis:i largest:i sorted:i", 773, 2},
+	{"TopK", 24, "axis:i largest:i sorted:i", 775, 2},
+	{"Transpose", 1, "perm:I", 777, 1},
+	{"Transpose", 13, "perm:I", 778, 1},
+	{"Transpose", 21, "perm:I", 779, 1},
+	{"Transpose", 23, "perm:I", 780, 1},
+	{"Transpose", 24, "perm:I", 781, 1},
+	{"Transpose", 25, "perm:I", 782, 1},
+	{"Trilu", 14, "upper:i", 783, 2},
+	{"Unsqueeze", 1, "axes:I!", 785, 1},
+	{"Unsqueeze", 11, "axes:I!", 786, 1},
+	{"Unsqueeze", 13, "", 787, 2},
+	{"Unsqueeze", 21, "", 789, 2},
+	{"Unsqueeze", 23, "", 791, 2},
+	{"Unsqueeze", 24, "", 793, 2},
+	{"Unsqueeze", 25, "", 795, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 797, 1},
+	{"Upsample", 7, "mode:s scales:F!", 798, 1},
+	{"Upsample", 9, "mode:s", 799, 2},
+	{"Upsample", 10, "mode:s", 801, 2},
+	{"Where", 9, "", 803, 3},
+	{"Where", 16, "", 806, 3},
+	{"Xor", 1, "axis:i broadcast:i", 809, 2},
+	{"Xor", 7, "", 811, 2},
 	{NULL, 0, NULL, 0, 0}
 };

@@ -575,14 +575,357 @@ op_gridsample(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* --------------------------------------------------------- AffineGrid */
+
+/*
+ * The base grid's normalised coordinate i of a dim of size len: pixel
+ * centres from -1 to 1 (align_corners), else the centres of len equal
+ * cells spanning [-1, 1] (the reference's construct_original_grid; a
+ * single pixel with align_corners sits at -1, as there).
+ */
+static double
+ag_coord(int64_t i, int64_t len, int align)
+{
+	if (align)
+		return len > 1 ? -1.0 + 2.0 * (double) i / (double) (len - 1) : -1.0;
+	return -1.0 + (2.0 * (double) i + 1.0) / (double) len;
+}
+
+/*
+ * AffineGrid (opset 20; ONNX Operators.md, AffineGrid, and
+ * onnx/reference/ops/op_affine_grid.py): theta [N, 2, 3] with size
+ * (int64) [N, C, H, W] gives grid [N, H, W, 2]; theta [N, 3, 4] with size
+ * [N, C, D, H, W] gives [N, D, H, W, 3].  Each output point is theta[n]
+ * times the homogeneous base coordinate (x, y[, z], 1), x along the last
+ * dim, normalised to [-1, 1] as align_corners (default 0) says: the
+ * sampling grid GridSample takes.  theta float or double (the grid's
+ * type).  Errors: another type, size not 4 or 5 values, theta's shape not
+ * matching it, a negative size.
+ */
+static int
+op_affinegrid(ie_node_ctx *ctx)
+{
+	const ie_tensor *T,
+			   *S;
+	int64_t		size[5],
+				n_size,
+				r,
+				gdims[5],
+				n_pts = 1;
+	int			align = ie_attr_int(ctx, "align_corners", 0) != 0;
+	ie_tensor  *Y;
+	char		s1[128];
+
+	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
+		return ie_op_error(ctx, "needs inputs theta and size");
+	T = ctx->inputs[0];
+	S = ctx->inputs[1];
+	if (check_float(ctx, T, "theta") != 0)
+		return -1;
+	n_size = ie_tensor_numel(S);
+	if (S->ndim != 1 || (n_size != 4 && n_size != 5))
+		return ie_op_error(ctx, "size must hold 4 values [N, C, H, W] or 5 [N, C, D, H, W], not %lld",
+						   (long long) n_size);
+	for (int i = 0; i < n_size; i++)
+		if (ie_tensor_get_i64(S, i, &size[i]) != 0 || size[i] < 0)
+			return ie_op_error(ctx, "size must hold int64 values, none negative");
+	r = n_size - 2;
+	if (T->ndim != 3 || T->dims[0] != size[0] || T->dims[1] != r || T->dims[2] != r + 1)
+		return ie_op_error(ctx, "theta of shape %s must be [%lld, %lld, %lld] for size of %lld values",
+						   ie_shape_str(s1, sizeof(s1), T->ndim, T->dims),
+						   (long long) size[0], (long long) r, (long long) r + 1,
+						   (long long) n_size);
+	gdims[0] = size[0];
+	for (int d = 0; d < r; d++)
+	{
+		gdims[1 + d] = size[2 + d];
+		n_pts *= size[2 + d];
+	}
+	gdims[1 + r] = r;
+	Y = ie_tensor_new(T->dtype, (int) r + 2, gdims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	for (int64_t n = 0; n < size[0]; n++)
+		for (int64_t p = 0; p < n_pts; p++)
+		{
+			double		h[4];
+			int64_t		rem = p;
+
+			/* h = (x, y[, z], 1): x from the last (innermost) dim */
+			for (int d = 0; d < r; d++)
+			{
+				int64_t		len = size[1 + r - d];
+
+				h[d] = ag_coord(rem % len, len, align);
+				rem /= len;
+			}
+			h[r] = 1.0;
+			for (int k = 0; k < r; k++)
+			{
+				double		v = 0;
+
+				for (int m = 0; m <= r; m++)
+					v += fval(T, (n * r + k) * (r + 1) + m) * h[m];
+				fset(Y, (n * n_pts + p) * r + k, v);
+			}
+		}
+	return 0;
+}
+
+/* ----------------------------------------------------------- RoiAlign */
+
+/*
+ * RoiAlign's mode (avg, max) into *mode and coordinate_transformation_mode
+ * (opset 16: half_pixel, the default, or output_half_pixel; opset 10
+ * behaves as output_half_pixel) into *half (when not NULL).
+ */
+static int
+roi_attrs(ie_node_ctx *ctx, int *mode, int *half)
+{
+	static const char *const modes[] = {"avg", "max", NULL};
+	static const char *const ctms[] = {"half_pixel", "output_half_pixel", NULL};
+	int			m,
+				c = 1;
+
+	if (ie_attr_choice(ctx, "mode", "avg", modes, &m) != 0)
+		return -1;
+	if (ctx->opset >= 16 &&
+		ie_attr_choice(ctx, "coordinate_transformation_mode", "half_pixel", ctms, &c) != 0)
+		return -1;
+	if (mode)
+		*mode = m;
+	if (half)
+		*half = c == 0;
+	return 0;
+}
+
+static int
+roi_check_attrs(ie_node_ctx *ctx)
+{
+	return roi_attrs(ctx, NULL, NULL);
+}
+
+/*
+ * One bilinear sample of RoiAlign at (y, x) in a plane of h x w: the four
+ * corner offsets and weights (all 0 outside [-1, h] x [-1, w]), as ONNX
+ * Runtime's pre_calc_for_bilinear_interpolate.
+ */
+static void
+roi_sample(double y, double x, int64_t h, int64_t w, int64_t pos[4], double wt[4])
+{
+	int64_t		y0,
+				x0,
+				y1,
+				x1;
+	double		ly,
+				lx;
+
+	if (y < -1.0 || y > (double) h || x < -1.0 || x > (double) w)
+	{
+		for (int k = 0; k < 4; k++)
+		{
+			pos[k] = 0;
+			wt[k] = 0;
+		}
+		return;
+	}
+	y = y < 0 ? 0 : y;
+	x = x < 0 ? 0 : x;
+	y0 = (int64_t) y;
+	x0 = (int64_t) x;
+	if (y0 >= h - 1)
+	{
+		y0 = y1 = h - 1;
+		y = (double) y0;
+	}
+	else
+		y1 = y0 + 1;
+	if (x0 >= w - 1)
+	{
+		x0 = x1 = w - 1;
+		x = (double) x0;
+	}
+	else
+		x1 = x0 + 1;
+	ly = y - (double) y0;
+	lx = x - (double) x0;
+	pos[0] = y0 * w + x0;
+	pos[1] = y0 * w + x1;
+	pos[2] = y1 * w + x0;
+	pos[3] = y1 * w + x1;
+	wt[0] = (1 - ly) * (1 - lx);
+	wt[1] = (1 - ly) * lx;
+	wt[2] = ly * (1 - lx);
+	wt[3] = ly * lx;
+}
+
+/*
+ * RoiAlign (opsets 10, 16; ONNX Operators.md, RoiAlign, and
+ * onnx/reference/ops/op_roi_align.py, after ONNX Runtime's roialign.cc):
+ * X [N, C, H, W], rois [R, 4] ((x1, y1, x2, y2) in X's coordinates once
+ * multiplied by spatial_scale), batch_indices [R] int64 in [0, N), into
+ * Y [R, C, output_height, output_width] (attributes, default 1).  Each
+ * output bin averages (mode avg) or takes the largest of (max) a
+ * sampling_ratio x sampling_ratio grid of bilinear samples (0, the
+ * default: ceil(bin size) per axis).  coordinate_transformation_mode
+ * half_pixel (opset 16's default) shifts the roi by -0.5 pixel;
+ * output_half_pixel (opset 10's behaviour) does not, and widens rois
+ * below one pixel to one.  max takes the largest of the weighted corner
+ * values, as the reference and ONNX Runtime do.  X and rois float or
+ * double, the same.  Errors: another type, X not 4-D, rois not [R, 4],
+ * batch_indices not [R] or an index outside [0, N), output sizes or
+ * sampling_ratio not positive (sampling_ratio: negative), a mode not
+ * listed.
+ */
+static int
+op_roialign(ie_node_ctx *ctx)
+{
+	const ie_tensor *X,
+			   *rois,
+			   *bi;
+	int			mode,
+				half;
+	int64_t		oh = ie_attr_int(ctx, "output_height", 1),
+				ow = ie_attr_int(ctx, "output_width", 1),
+				sr = ie_attr_int(ctx, "sampling_ratio", 0);
+	double		scale = ie_attr_float(ctx, "spatial_scale", 1.0f);
+	int64_t		R,
+				C,
+				H,
+				W,
+				ydims[4];
+	ie_tensor  *Y;
+	char		s1[128];
+
+	if (ctx->n_inputs < 3 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL ||
+		ctx->inputs[2] == NULL)
+		return ie_op_error(ctx, "needs inputs X, rois and batch_indices");
+	X = ctx->inputs[0];
+	rois = ctx->inputs[1];
+	bi = ctx->inputs[2];
+	if (roi_attrs(ctx, &mode, &half) != 0 || check_float(ctx, X, "X") != 0)
+		return -1;
+	if (rois->dtype != X->dtype)
+		return ie_op_error(ctx, "rois must have X's type %s", ie_dtype_name(X->dtype));
+	if (bi->dtype != IE_INT64)
+		return ie_op_error(ctx, "batch_indices type %s is not supported (only int64)",
+						   ie_dtype_name(bi->dtype));
+	if (X->ndim != 4)
+		return ie_op_error(ctx, "X of shape %s: it must be [N, C, H, W]",
+						   ie_shape_str(s1, sizeof(s1), X->ndim, X->dims));
+	if (rois->ndim != 2 || rois->dims[1] != 4)
+		return ie_op_error(ctx, "rois of shape %s: it must be [num_rois, 4]",
+						   ie_shape_str(s1, sizeof(s1), rois->ndim, rois->dims));
+	R = rois->dims[0];
+	if (bi->ndim != 1 || bi->dims[0] != R)
+		return ie_op_error(ctx, "batch_indices of shape %s: it must be [%lld]",
+						   ie_shape_str(s1, sizeof(s1), bi->ndim, bi->dims), (long long) R);
+	if (oh <= 0 || ow <= 0 || sr < 0)
+		return ie_op_error(ctx, "output_height %lld and output_width %lld must be positive, sampling_ratio %lld not negative",
+						   (long long) oh, (long long) ow, (long long) sr);
+	C = X->dims[1];
+	H = X->dims[2];
+	W = X->dims[3];
+	for (int64_t r = 0; r < R; r++)
+	{
+		int64_t		b = ((const int64_t *) bi->data)[r];
+
+		if (b < 0 || b >= X->dims[0])
+			return ie_op_error(ctx, "batch_indices[%lld] = %lld is outside [0, %lld)",
+							   (long long) r, (long long) b, (long long) X->dims[0]);
+	}
+	ydims[0] = R;
+	ydims[1] = C;
+	ydims[2] = oh;
+	ydims[3] = ow;
+	Y = ie_tensor_new(X->dtype, 4, ydims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	if (H == 0 || W == 0)
+		return 0;
+	for (int64_t r = 0; r < R; r++)
+	{
+		int64_t		b = ((const int64_t *) bi->data)[r];
+		double		off = half ? 0.5 : 0.0;
+		double		x0 = fval(rois, r * 4) * scale - off,
+					y0 = fval(rois, r * 4 + 1) * scale - off,
+					x1 = fval(rois, r * 4 + 2) * scale - off,
+					y1 = fval(rois, r * 4 + 3) * scale - off;
+		double		rw = x1 - x0,
+					rh = y1 - y0,
+					bh,
+					bw;
+		int64_t		gh,
+					gw,
+					count;
+
+		if (!half)
+		{
+			rw = rw > 1.0 ? rw : 1.0;
+			rh = rh > 1.0 ? rh : 1.0;
+		}
+		bh = rh / (double) oh;
+		bw = rw / (double) ow;
+		gh = sr > 0 ? sr : (int64_t) ceil(rh / (double) oh);
+		gw = sr > 0 ? sr : (int64_t) ceil(rw / (double) ow);
+		count = gh * gw > 1 ? gh * gw : 1;
+		for (int64_t c = 0; c < C; c++)
+		{
+			int64_t		xoff = (b * C + c) * H * W;
+
+			for (int64_t ph = 0; ph < oh; ph++)
+				for (int64_t pw = 0; pw < ow; pw++)
+				{
+					double		acc = 0;
+					bool		first = true;
+
+					for (int64_t iy = 0; iy < gh; iy++)
+					{
+						double		y = y0 + (double) ph * bh + ((double) iy + 0.5) * bh / (double) gh;
+
+						for (int64_t ix = 0; ix < gw; ix++)
+						{
+							double		x = x0 + (double) pw * bw + ((double) ix + 0.5) * bw / (double) gw;
+							int64_t		pos[4];
+							double		wt[4];
+
+							roi_sample(y, x, H, W, pos, wt);
+							if (mode == 0)
+								for (int k = 0; k < 4; k++)
+									acc += wt[k] * fval(X, xoff + pos[k]);
+							else
+								for (int k = 0; k < 4; k++)
+								{
+									double		v = wt[k] * fval(X, xoff + pos[k]);
+
+									if (first || v > acc)
+										acc = v;
+									first = false;
+								}
+						}
+					}
+					if (mode == 0)
+						acc /= (double) count;
+					fset(Y, ((r * C + c) * oh + ph) * ow + pw, acc);
+				}
+		}
+	}
+	return 0;
+}
+
 const ie_op_def ie_ops_vision[] = {
 	{"NonMaxSuppression", op_nms},
 	{"GridSample", op_gridsample},
+	{"AffineGrid", op_affinegrid},
+	{"RoiAlign", op_roialign},
 	{NULL, NULL}
 };
 
 const ie_op_def ie_op_checks_vision[] = {
 	{"NonMaxSuppression", nms_check_attrs},
 	{"GridSample", gs_check_attrs},
+	{"RoiAlign", roi_check_attrs},
 	{NULL, NULL}
 };
