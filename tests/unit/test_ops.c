@@ -1975,7 +1975,8 @@ test_nms(void)
  * column 1, halfway down: 3.  nearest at (0, 0) with align_corners 0 sits
  * at 0.5 on both axes and rounds half to even, to pixel (0, 0): 1.
  * bicubic over a constant 5 with border padding is 5 (the weights sum to
- * one).  Opset 20's 3-D (volumetric) linear: X [1, 1, 2, 1, 1] = [1, 3]
+ * one).  Outside: reflected twice at 6 (1.5); far outside (-1e30) a
+ * zero, NaN the border, never a stray read.  Opset 20's 3-D (volumetric) linear: X [1, 1, 2, 1, 1] = [1, 3]
  * at the centre is 2.  Refusals: a 5-D X at opset 16, mode "bilinear" at
  * opset 20, a grid whose last dim is not the spatial rank, int64 X.
  */
@@ -2014,6 +2015,11 @@ test_gridsample(void)
 		{-1, -1, "bilinear", "reflection", 0, 1},
 		{1.5f, 0, "bilinear", "reflection", 0, 3},
 		{0, 0, "nearest", "zeros", 0, 1},
+		/* outside: x 6 is 3.5 pixels with align_corners, reflected at 1,
+		 * 0 and 1 (-1.5, 1.5, 0.5); far outside, a zero; NaN, the border */
+		{6, -1, "bilinear", "reflection", 1, 1.5},
+		{-1e30f, -1, "bicubic", "zeros", 0, 0},
+		{NAN, -1, "nearest", "border", 1, 1},
 	};
 	ie_tensor  *X = tu_float_tensor(4, dx, xv),
 			   *X5c = tu_float_tensor(4, dx, five),
@@ -2092,7 +2098,8 @@ test_gridsample(void)
  * centres, [1, 2, 3, 4]; mode max over 2 x 2 samples (the pixel centres,
  * each one weighted corner) gives 4, avg 2.5.  Opset 10 (no half-pixel
  * shift) roi (0, 0, 1, 1), one sample at (0.5, 0.5): 2.5.  Refusals: a
- * batch index past N, rois [1, 3], mode "min".
+ * batch index past N, rois [1, 3], mode "min", a NaN roi (its adaptive
+ * sampling grid would have no bound).
  */
 static void
 test_roialign(void)
@@ -2155,6 +2162,16 @@ test_roialign(void)
 	CHECK(run_op("RoiAlign", 16, 3, in, 1, &mn, 1, out, err, sizeof(err)) == -1 &&
 		  strstr(err, "mode \"min\" is not supported") != NULL, "roialign mode min: %s", err);
 	ie_tensor_destroy(&out[0]);
+	{
+		float		nanroi[4] = {0, 0, NAN, 2};
+		ie_tensor  *RN = tu_float_tensor(2, dr, nanroi);
+		const ie_tensor *inn[3] = {X, RN, B0};
+
+		CHECK(run_op("RoiAlign", 16, 3, inn, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "roi 0 is not finite") != NULL, "roialign NaN roi: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&RN);
+	}
 	ie_tensor_destroy(&X);
 	ie_tensor_destroy(&R);
 	ie_tensor_destroy(&R1);

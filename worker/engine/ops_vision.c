@@ -366,20 +366,19 @@ static double
 gs_reflect(double x, double lo, double hi)
 {
 	double		rng = hi - lo,
-				d,
-				r;
-	int64_t		n;
+				m;
 
 	if (x >= lo && x <= hi)
 		return x;
-	if (rng <= 0)
+	if (!(rng > 0) || !isfinite(x))
 		return lo;
-	d = x < lo ? lo - x : x - hi;
-	n = (int64_t) (d / rng);
-	r = d - (double) n * rng;
-	if (x < lo)
-		return n % 2 == 0 ? lo + r : hi - r;
-	return n % 2 == 0 ? hi - r : lo + r;
+	/* distance past the border, modulo a round trip: an even number of
+	 * reflections leaves it measured from that border, an odd one from
+	 * the other */
+	m = fmod(x < lo ? lo - x : x - hi, 2 * rng);
+	if (m <= rng)
+		return x < lo ? lo + m : hi - m;
+	return x < lo ? hi - (m - rng) : lo + (m - rng);
 }
 
 /*
@@ -446,6 +445,11 @@ gs_point(const gs_job *j, const ie_tensor *X, int64_t xoff, const double *g)
 			else if (j->pad == GS_REFLECTION)
 				v = gs_reflect(v, lo, hi);
 		}
+		/* far outside (or NaN): a zero, or the border, either way */
+		if (!(v > -1e9))
+			v = -1e9;
+		else if (v > 1e9)
+			v = 1e9;
 		if (j->mode == GS_NEAREST)
 		{
 			base[d] = (int64_t) v;	/* truncation, as the reference's astype */
@@ -776,7 +780,8 @@ roi_sample(double y, double x, int64_t h, int64_t w, int64_t pos[4], double wt[4
  * double, the same.  Errors: another type, X not 4-D, rois not [R, 4],
  * batch_indices not [R] or an index outside [0, N), output sizes or
  * sampling_ratio not positive (sampling_ratio: negative), a mode not
- * listed.
+ * listed, and (IE_ERR_NOT_SUPPORTED) a roi whose adaptive sampling grid
+ * would take more than 10^6 samples a bin along an axis (or NaN).
  */
 static int
 op_roialign(ie_node_ctx *ctx)
@@ -868,6 +873,9 @@ op_roialign(ie_node_ctx *ctx)
 		}
 		bh = rh / (double) oh;
 		bw = rw / (double) ow;
+		if (sr == 0 && !(bh < 1e6 && bw < 1e6))
+			return ie_op_error(ctx, "roi %lld is not finite or its bins are more than 10^6 pixels a side, past the engine's limit",
+							   (long long) r);
 		gh = sr > 0 ? sr : (int64_t) ceil(rh / (double) oh);
 		gw = sr > 0 ? sr : (int64_t) ceil(rw / (double) ow);
 		count = gh * gw > 1 ? gh * gw : 1;
