@@ -154,6 +154,30 @@ fail:
 }
 
 /*
+ * Steps pos, a position in the indices' shape dims (row-major, nd axes),
+ * to the next element and returns base updated to match: base is the
+ * data offset of pos with the axis coordinate left out (data strides
+ * xstride), as GatherElements and ScatterElements walk their indices.
+ */
+static int64_t
+next_element_pos(int64_t *pos, const int64_t *dims, const int64_t *xstride,
+				 int nd, int axis, int64_t base)
+{
+	for (int d = nd - 1; d >= 0; d--)
+	{
+		pos[d]++;
+		if (d != axis)
+			base += xstride[d];
+		if (pos[d] < dims[d])
+			break;
+		if (d != axis)
+			base -= xstride[d] * pos[d];
+		pos[d] = 0;
+	}
+	return base;
+}
+
+/*
  * GatherElements (opsets 11, 13): out has the shape of indices (same rank
  * as data, each dim at most data's except along axis);
  * out[i0, .., ia, ..] = data[i0, .., indices[i0, .., ia, ..], ..].
@@ -208,17 +232,7 @@ op_gather_elements(ie_node_ctx *ctx)
 			return -1;
 		memcpy((char *) o->data + i * es,
 			   (const char *) x->data + (base + k * xstride[axis]) * es, es);
-		for (int d = nd - 1; d >= 0; d--)
-		{
-			pos[d]++;
-			if (d != axis)
-				base += xstride[d];
-			if (pos[d] < ind->dims[d])
-				break;
-			if (d != axis)
-				base -= xstride[d] * pos[d];
-			pos[d] = 0;
-		}
+		base = next_element_pos(pos, ind->dims, xstride, nd, axis, base);
 	}
 	return 0;
 }
@@ -579,17 +593,7 @@ op_scatter_elements(ie_node_ctx *ctx)
 			memcpy(dst, src, es);
 		else if (combine(ctx, red, x->dtype, dst, src, 1) != 0)
 			return -1;
-		for (int d = nd - 1; d >= 0; d--)
-		{
-			pos[d]++;
-			if (d != axis)
-				base += xstride[d];
-			if (pos[d] < ind->dims[d])
-				break;
-			if (d != axis)
-				base -= xstride[d] * pos[d];
-			pos[d] = 0;
-		}
+		base = next_element_pos(pos, ind->dims, xstride, nd, axis, base);
 	}
 	return 0;
 }

@@ -63,14 +63,18 @@ batchnorm_check_attrs(ie_node_ctx *ctx)
 	return 0;
 }
 
-/* LayerNormalization's stash_type: 1 (float) alone. */
+/*
+ * stash_type of LayerNormalization, RMSNormalization and
+ * GroupNormalization-21: 1 (statistics in float; the engine sums in double,
+ * ONNX Operators.md allows more precision) alone.
+ */
 static int
-layernorm_check_attrs(ie_node_ctx *ctx)
+stash_type_check_attrs(ie_node_ctx *ctx)
 {
 	int64_t		stash = ie_attr_int(ctx, "stash_type", 1);
 
 	if (stash != 1)
-		return ie_op_error(ctx, "unsupported stash_type %lld (only 1, float)",
+		return ie_op_error(ctx, "stash_type %lld is not supported (only 1, float)",
 						   (long long) stash);
 	return 0;
 }
@@ -758,7 +762,7 @@ op_layernorm(ie_node_ctx *ctx)
 						   ie_dtype_name(X->dtype));
 	if (S->dtype != X->dtype || (B != NULL && B->dtype != X->dtype))
 		return ie_op_error(ctx, "Scale and B must have X's type %s", ie_dtype_name(X->dtype));
-	if (layernorm_check_attrs(ctx) != 0 || norm_split(ctx, X, &axis, &outer, &D) != 0)
+	if (stash_type_check_attrs(ctx) != 0 || norm_split(ctx, X, &axis, &outer, &D) != 0)
 		return -1;
 	for (int i = 0; i < X->ndim; i++)
 		sdims[i] = i < axis ? X->dims[i] : 1;
@@ -807,23 +811,6 @@ fail:
 	free(sc);
 	free(bi);
 	return -1;
-}
-
-/*
- * RMSNormalization's stash_type: 1 (float) alone, as ONNX's reference
- * (op_rms_normalization.py) implements it; the statistics then run in
- * double, within float's rounding of stash_type 1.  Run by the loader on
- * every RMSNormalization node and by the operator.
- */
-static int
-rmsnorm_check_attrs(ie_node_ctx *ctx)
-{
-	int64_t		stash = ie_attr_int(ctx, "stash_type", 1);
-
-	if (stash != 1)
-		return ie_op_error(ctx, "stash_type %lld is not supported (only 1, float)",
-						   (long long) stash);
-	return 0;
 }
 
 /*
@@ -892,7 +879,7 @@ rms_task(void *arg, int64_t t, int worker)
  * unidirectionally to X.shape[axis:] (ln_param).  X float or double; the
  * mean of squares accumulated in double.  Errors: a type other than float
  * or double, an axis out of range, a Scale that does not broadcast
- * (IE_ERR_INVALID), stash_type other than 1 (rmsnorm_check_attrs,
+ * (IE_ERR_INVALID), stash_type other than 1 (stash_type_check_attrs,
  * IE_ERR_NOT_SUPPORTED).
  */
 static int
@@ -917,7 +904,7 @@ op_rmsnorm(ie_node_ctx *ctx)
 	if (S->dtype != IE_FLOAT && S->dtype != IE_DOUBLE)
 		return ie_op_error(ctx, "scale type %s is not supported (only float, double)",
 						   ie_dtype_name(S->dtype));
-	if (rmsnorm_check_attrs(ctx) != 0 || norm_split(ctx, X, &axis, &outer, &D) != 0)
+	if (stash_type_check_attrs(ctx) != 0 || norm_split(ctx, X, &axis, &outer, &D) != 0)
 		return -1;
 	/* Scale as doubles over the normalised axes (checked even when empty) */
 	sc = ie_scratch_new(IE_DOUBLE, 1, &D);
@@ -1166,18 +1153,6 @@ op_instancenorm(ie_node_ctx *ctx)
 	return group_norm_common(ctx, ctx->inputs[0]->dims[1], 1);
 }
 
-/* GroupNormalization-21's stash_type: 1 (float) alone. */
-static int
-groupnorm_check_attrs(ie_node_ctx *ctx)
-{
-	int64_t		stash = ie_attr_int(ctx, "stash_type", 1);
-
-	if (stash != 1)
-		return ie_op_error(ctx, "stash_type %lld is not supported (only 1, float)",
-						   (long long) stash);
-	return 0;
-}
-
 /*
  * GroupNormalization (opsets 18, 21; ONNX Operators.md, GroupNormalization,
  * and onnx/backend/test/case/node/groupnormalization.py): X [N, C, D1, ...]
@@ -1196,7 +1171,7 @@ op_groupnorm(ie_node_ctx *ctx)
 	if (ctx->n_inputs < 3 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL ||
 		ctx->inputs[2] == NULL)
 		return ie_op_error(ctx, "needs inputs X, scale and bias");
-	if (groupnorm_check_attrs(ctx) != 0)
+	if (stash_type_check_attrs(ctx) != 0)
 		return -1;
 	if (ie_attr_find(ctx, "num_groups") == NULL)
 		return ie_op_error(ctx, "needs attribute num_groups");
@@ -1424,10 +1399,10 @@ const ie_op_def ie_ops_norm[] = {
 
 const ie_op_def ie_op_checks_norm[] = {
 	{"BatchNormalization", batchnorm_check_attrs},
-	{"LayerNormalization", layernorm_check_attrs},
-	{"RMSNormalization", rmsnorm_check_attrs},
+	{"LayerNormalization", stash_type_check_attrs},
+	{"RMSNormalization", stash_type_check_attrs},
 	{"LpNormalization", lpnorm_check_attrs},
-	{"GroupNormalization", groupnorm_check_attrs},
+	{"GroupNormalization", stash_type_check_attrs},
 	{NULL, NULL}
 };
 
