@@ -2172,6 +2172,43 @@ test_roialign(void)
 		ie_tensor_destroy(&out[0]);
 		ie_tensor_destroy(&RN);
 	}
+	{
+		/*
+		 * A NaN or infinite roi with a fixed sampling_ratio (no adaptive
+		 * grid to refuse it), or at opset 10 (whose one-pixel minimum
+		 * turned a NaN width into 1), reached (int64_t) NaN in the
+		 * samples: undefined, an index far outside X.  Refused now; so is
+		 * a sampling_ratio whose gh * gw would overflow.
+		 */
+		float		nanroi[4] = {NAN, 0, 2, 2},
+					infroi[4] = {INFINITY, 0, INFINITY, 2},
+					nan10[4] = {0, NAN, NAN, 1};
+		ie_tensor  *RN = tu_float_tensor(2, dr, nanroi),
+				   *RI = tu_float_tensor(2, dr, infroi),
+				   *RN10 = tu_float_tensor(2, dr, nan10);
+		const ie_tensor *inn[3] = {X, RN, B0},
+				   *ini[3] = {X, RI, B0},
+				   *inn10[3] = {X, RN10, B0};
+		ie_attr		sr2 = attr_int("sampling_ratio", 2),
+					srbig = attr_int("sampling_ratio", 4294967296LL);
+
+		CHECK(run_op("RoiAlign", 16, 3, inn, 1, &sr2, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "roi 0 is not finite") != NULL, "roialign NaN roi, sampling_ratio 2: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("RoiAlign", 16, 3, ini, 1, &sr2, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "roi 0 is not finite") != NULL, "roialign infinite roi: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("RoiAlign", 10, 3, inn10, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "roi 0 is not finite") != NULL, "roialign-10 NaN roi: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("RoiAlign", 16, 3, in, 1, &srbig, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "sampling_ratio 4294967296 is past the engine's limit") != NULL,
+			  "roialign sampling_ratio 2^32: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&RN);
+		ie_tensor_destroy(&RI);
+		ie_tensor_destroy(&RN10);
+	}
 	ie_tensor_destroy(&X);
 	ie_tensor_destroy(&R);
 	ie_tensor_destroy(&R1);

@@ -780,7 +780,9 @@ roi_sample(double y, double x, int64_t h, int64_t w, int64_t pos[4], double wt[4
  * double, the same.  Errors: another type, X not 4-D, rois not [R, 4],
  * batch_indices not [R] or an index outside [0, N), output sizes or
  * sampling_ratio not positive (sampling_ratio: negative), a mode not
- * listed, and (IE_ERR_NOT_SUPPORTED) a roi whose adaptive sampling grid
+ * listed, a roi not finite (NaN or infinite, after spatial_scale), and
+ * (IE_ERR_NOT_SUPPORTED) a sampling_ratio above 10^6 or a roi whose
+ * adaptive sampling grid
  * would take more than 10^6 samples a bin along an axis (or NaN).
  */
 static int
@@ -829,6 +831,10 @@ op_roialign(ie_node_ctx *ctx)
 	if (oh <= 0 || ow <= 0 || sr < 0)
 		return ie_op_error(ctx, "output_height %lld and output_width %lld must be positive, sampling_ratio %lld not negative",
 						   (long long) oh, (long long) ow, (long long) sr);
+	/* the adaptive grid's limit: gh * gw must neither overflow nor run for ever */
+	if (sr > 1000000)
+		return ie_op_error(ctx, "sampling_ratio %lld is past the engine's limit of 10^6 samples a bin along an axis",
+						   (long long) sr);
 	C = X->dims[1];
 	H = X->dims[2];
 	W = X->dims[3];
@@ -866,6 +872,11 @@ op_roialign(ie_node_ctx *ctx)
 					gw,
 					count;
 
+		/* a NaN or infinite corner (after spatial_scale) would reach the
+		 * samples' integer casts, undefined and read far outside X */
+		if (!(isfinite(x0) && isfinite(y0) && isfinite(x1) && isfinite(y1)))
+			return ie_op_error(ctx, "roi %lld is not finite (after spatial_scale %g)",
+							   (long long) r, scale);
 		if (!half)
 		{
 			rw = rw > 1.0 ? rw : 1.0;
