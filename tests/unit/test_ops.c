@@ -4204,6 +4204,56 @@ test_onehot(void)
 	ie_tensor_destroy(&V);
 }
 
+/*
+ * Empty tensors beside a huge dim: OneHot of no indices with depth 10^15
+ * along axis 0, CumSum along the empty axis of [10^15, 0], Compress of
+ * [10^15, 0] along its empty axis and Hardmax of it.  Each ran its outer
+ * loop 10^15 times over nothing (a worker stuck for days) before these
+ * returned at once for an empty output.
+ */
+static void
+test_empty_huge_dims(void)
+{
+	int64_t		huge = 1000000000000000LL;
+	ie_tensor  *I = typed_tensor(IE_INT64, 1, (int64_t[]) {0}, NULL);
+	ie_tensor  *Dh = i64_tensor(1, (int64_t[]) {huge});
+	ie_tensor  *V = tu_float_tensor(1, (int64_t[]) {2}, (float[]) {0, 1});
+	ie_tensor  *Z = ie_tensor_new(IE_FLOAT, 2, (int64_t[]) {huge, 0});
+	ie_tensor  *A1 = i64_tensor(1, (int64_t[]) {1});
+	ie_tensor  *C0 = typed_tensor(IE_BOOL, 1, (int64_t[]) {0}, NULL);
+	ie_tensor  *out[1];
+	char		err[256];
+	ie_attr		axis0[1] = {attr_int("axis", 0)};
+	ie_attr		axis1[1] = {attr_int("axis", 1)};
+	const ie_tensor *oh[3] = {I, Dh, V},
+			   *cs[2] = {Z, A1},
+			   *cp[2] = {Z, C0},
+			   *hm[1] = {Z};
+
+	CHECK(run_op("OneHot", 11, 3, oh, 1, axis0, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->ndim == 2 && out[0]->dims[0] == huge && out[0]->dims[1] == 0,
+		  "OneHot of no indices, depth 10^15, axis 0: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("CumSum", 14, 2, cs, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->dims[0] == huge && out[0]->dims[1] == 0,
+		  "CumSum of [10^15, 0] along axis 1: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("Compress", 11, 2, cp, 1, axis1, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->dims[0] == huge && out[0]->dims[1] == 0,
+		  "Compress of [10^15, 0] along axis 1: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("Hardmax", 13, 1, hm, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->dims[0] == huge && out[0]->dims[1] == 0,
+		  "Hardmax of [10^15, 0]: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&I);
+	ie_tensor_destroy(&Dh);
+	ie_tensor_destroy(&V);
+	ie_tensor_destroy(&Z);
+	ie_tensor_destroy(&A1);
+	ie_tensor_destroy(&C0);
+}
+
 /* NonZero of int32 and of float with -0.0 (zero); a missing input refused. */
 static void
 test_nonzero(void)
@@ -4772,6 +4822,7 @@ main(int argc, char **argv)
 	test_trilu();
 	test_scatter_elements();
 	test_onehot();
+	test_empty_huge_dims();
 	test_nonzero();
 	test_dropout();
 	test_hardmax();

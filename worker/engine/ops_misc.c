@@ -363,6 +363,9 @@ cum_common(ie_node_ctx *ctx, bool prod)
 	if ((y = ie_tensor_new_uninit(x->dtype, x->ndim, x->dims)) == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = y;
+	/* empty: a huge dim beside a zero one must not be looped over */
+	if (ie_tensor_numel(x) == 0)
+		return 0;
 	switch (x->dtype)
 	{
 		case IE_FLOAT: CUM_LOOP(float, float); break;
@@ -532,7 +535,7 @@ op_hardmax(ie_node_ctx *ctx)
 	if ((y = ie_tensor_new(x->dtype, x->ndim, x->dims)) == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = y;
-	if (dim == 0)
+	if (dim == 0 || ie_tensor_numel(x) == 0)
 		return 0;
 	if (x->dtype == IE_FLOAT)
 		HARDMAX_LOOP(float);
@@ -687,7 +690,8 @@ op_compress(ie_node_ctx *ctx)
 	ctx->outputs[0] = y;
 	block = (size_t) inner * es;
 	dst = y->data;
-	if (block > 0)
+	/* an empty output (a huge outer beside an empty axis) copies nothing */
+	if (block > 0 && ie_tensor_numel(y) > 0)
 		for (int64_t o = 0; o < outer; o++)
 			for (int64_t j = 0; j < len; j++)
 				if (c[j])
@@ -968,6 +972,9 @@ op_onehot(ie_node_ctx *ctx)
 	if ((y = ie_tensor_new_uninit(vals->dtype, r + 1, dims)) == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = y;
+	/* no indices: nothing to write, however large depth is */
+	if (ie_tensor_numel(y) == 0)
+		return 0;
 	off = vals->data;
 	on = off + es;
 	dst = y->data;
