@@ -1774,6 +1774,46 @@ test_instance_group_norm(void)
 }
 
 /*
+ * Empty inputs of the normalisations: GroupNormalization-21 of X [1, 0, 3]
+ * with num_groups 10^15 and LRN of X [10^15, 0, 1] looped 10^15 times over
+ * nothing (a stuck worker); InstanceNormalization of X [2, 0] was refused
+ * as "num_groups 0".  Each now gives its empty output at once.
+ */
+static void
+test_norm_empty(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		huge = 1000000000000000LL;
+	ie_tensor  *XG = ie_tensor_new(IE_FLOAT, 3, (int64_t[]) {1, 0, 3}),
+			   *XL = ie_tensor_new(IE_FLOAT, 3, (int64_t[]) {huge, 0, 1}),
+			   *XI = ie_tensor_new(IE_FLOAT, 2, (int64_t[]) {2, 0}),
+			   *E = ie_tensor_new(IE_FLOAT, 1, (int64_t[]) {0});
+	const ie_tensor *gin[3] = {XG, E, E},
+			   *lin[1] = {XL},
+			   *iin[3] = {XI, E, E};
+	ie_attr		ng = attr_int("num_groups", huge),
+				sz = attr_int("size", 3);
+
+	CHECK(run_op("GroupNormalization", 21, 3, gin, 1, &ng, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->ndim == 3 && out[0]->dims[1] == 0,
+		  "GroupNormalization-21 of [1, 0, 3], num_groups 10^15: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("LRN", 13, 1, lin, 1, &sz, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->ndim == 3 && out[0]->dims[0] == huge && out[0]->dims[1] == 0,
+		  "LRN of [10^15, 0, 1]: %s", err);
+	ie_tensor_destroy(&out[0]);
+	CHECK(run_op("InstanceNormalization", 6, 3, iin, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  out[0]->ndim == 2 && out[0]->dims[0] == 2 && out[0]->dims[1] == 0,
+		  "InstanceNormalization of [2, 0]: %s", err);
+	ie_tensor_destroy(&out[0]);
+	ie_tensor_destroy(&XG);
+	ie_tensor_destroy(&XL);
+	ie_tensor_destroy(&XI);
+	ie_tensor_destroy(&E);
+}
+
+/*
  * LRN-13 on X [1, 3, 1] = [1, 2, 3], size 2 (window [c, c + 1]), alpha 3
  * (alpha / size 1.5), beta 1, bias 1: square sums 5, 13, 9 give
  * [1 / 8.5, 2 / 20.5, 3 / 14.5]; size 0 refused.  MeanVarianceNormalization
@@ -4796,6 +4836,7 @@ main(int argc, char **argv)
 	test_rmsnorm();
 	test_instance_group_norm();
 	test_lrn_mvn();
+	test_norm_empty();
 	test_nms();
 	test_gridsample();
 	test_roialign();

@@ -1128,6 +1128,9 @@ group_norm_common(ie_node_ctx *ctx, int64_t G, int per_channel)
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
+	/* empty: a huge N or num_groups beside zero channels is not looped over */
+	if (ie_tensor_numel(X) == 0)
+		return 0;
 	if (X->dtype == IE_FLOAT)
 		group_norm_f32(X->data, Y->data, N, C, G, inner, eps, S->data, B->data, per_channel);
 	else
@@ -1150,7 +1153,8 @@ op_instancenorm(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "needs inputs input, scale and B");
 	if (ctx->inputs[0]->ndim < 2)
 		return ie_op_error(ctx, "input must have rank 2 or more [N, C, ...]");
-	return group_norm_common(ctx, ctx->inputs[0]->dims[1], 1);
+	/* one group per channel; no channels: one (empty) group, not num_groups 0 */
+	return group_norm_common(ctx, ctx->inputs[0]->dims[1] > 0 ? ctx->inputs[0]->dims[1] : 1, 1);
 }
 
 /*
@@ -1245,6 +1249,8 @@ op_lrn(ie_node_ctx *ctx)
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
+	if (ie_tensor_numel(X) == 0)
+		return 0;
 	if (X->dtype == IE_FLOAT)
 		lrn_rows_f32(X->data, Y->data, X->dims[0], X->dims[1], inner, size, alpha, beta, bias);
 	else
