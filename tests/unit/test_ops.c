@@ -1990,6 +1990,44 @@ test_nms(void)
 	ie_tensor_destroy(&out[0]);
 	check_attrs_load("NonMaxSuppression", 11, 1, &cpb2, "center_point_box 2 must be 0 or 1",
 					 IE_ERR_INVALID);
+	{
+		/*
+		 * NaN scores on five disjoint boxes: taken after every number, in
+		 * index order (0, 2, 4, then 1, 3).  The comparator used to call a
+		 * NaN both before and after a number (not a consistent order, which
+		 * qsort requires) and selected 0, 2, 1, 4, 3 here.
+		 */
+		int64_t		d5[3] = {1, 5, 4},
+					ds5[3] = {1, 1, 5},
+					m5 = 5,
+					want_nan[15] = {0, 0, 0, 0, 0, 2, 0, 0, 4, 0, 0, 1, 0, 0, 3};
+		float		b5[20],
+					s5[5] = {0.9f, NAN, 0.8f, NAN, 0.3f};
+		ie_tensor  *B5,
+				   *S5,
+				   *M5 = typed_tensor(IE_INT64, 1, d1, &m5);
+		const ie_tensor *in5n[4];
+
+		for (int i = 0; i < 5; i++)
+		{
+			b5[i * 4] = 0;
+			b5[i * 4 + 1] = (float) (2 * i);
+			b5[i * 4 + 2] = 1;
+			b5[i * 4 + 3] = (float) (2 * i + 1);
+		}
+		B5 = tu_float_tensor(3, d5, b5);
+		S5 = tu_float_tensor(3, ds5, s5);
+		in5n[0] = B5;
+		in5n[1] = S5;
+		in5n[2] = M5;
+		in5n[3] = I5;
+		CHECK(run_op("NonMaxSuppression", 11, 4, in5n, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  selected_are(out[0], 5, want_nan), "nms NaN scores last: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&B5);
+		ie_tensor_destroy(&S5);
+		ie_tensor_destroy(&M5);
+	}
 	ie_tensor_destroy(&Bx);
 	ie_tensor_destroy(&Bc);
 	ie_tensor_destroy(&S);

@@ -68,14 +68,22 @@ typedef struct nms_box
 	int64_t		idx;
 } nms_box;
 
-/* Higher score first; for equal scores, the lower index first. */
+/*
+ * Higher score first; for equal scores, the lower index first; a NaN
+ * score after every number (a total order: qsort's comparator must be
+ * consistent, which x->score != y->score alone is not with a NaN).
+ */
 static int
 nms_box_cmp(const void *a, const void *b)
 {
 	const nms_box *x = a,
 			   *y = b;
+	bool		xn = isnan(x->score),
+				yn = isnan(y->score);
 
-	if (x->score != y->score)
+	if (xn != yn)
+		return xn ? 1 : -1;
+	if (!xn && x->score != y->score)
 		return x->score > y->score ? -1 : 1;
 	return x->idx < y->idx ? -1 : (x->idx > y->idx ? 1 : 0);
 }
