@@ -2362,6 +2362,46 @@ test_affinegrid(void)
 		  strstr(err, "theta of shape [1, 2, 3] must be [1, 3, 4]") != NULL,
 		  "affinegrid theta for 3-D: %s", err);
 	ie_tensor_destroy(&out[0]);
+	{
+		/*
+		 * Sizes whose point count passes int64: the product of size's
+		 * dims was taken before anything refused it (signed overflow,
+		 * which check-asan's UBSan stops on).  size [0, 1, 2^40, 2^40]
+		 * with theta [0, 2, 3] gives an empty grid; [1, 1, 2^40, 2^40]
+		 * is over the tensor limit.  GridSample of X [1, 1, 2, 2, 2] on a
+		 * grid [1, 2^40, 2^40, 0, 3] (empty, its other dims huge) gives
+		 * an empty Y.
+		 */
+		int64_t		big = 1099511627776LL,
+					sz0[4] = {0, 1, big, big},
+					sz1[4] = {1, 1, big, big};
+		ie_tensor  *T0 = ie_tensor_new(IE_FLOAT, 3, (int64_t[]) {0, 2, 3}),
+				   *SZ0 = typed_tensor(IE_INT64, 1, ds4, sz0),
+				   *SZ1 = typed_tensor(IE_INT64, 1, ds4, sz1),
+				   *X5 = ie_tensor_new(IE_FLOAT, 5, (int64_t[]) {1, 1, 2, 2, 2}),
+				   *G5 = ie_tensor_new(IE_FLOAT, 5, (int64_t[]) {1, big, big, 0, 3});
+		const ie_tensor *in0[2] = {T0, SZ0},
+				   *in1[2] = {T, SZ1},
+				   *ing[2] = {X5, G5};
+
+		CHECK(run_op("AffineGrid", 20, 2, in0, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->ndim == 4 && out[0]->dims[0] == 0 && out[0]->dims[1] == big,
+			  "affinegrid size [0, 1, 2^40, 2^40]: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("AffineGrid", 20, 2, in1, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "over the tensor limit") != NULL,
+			  "affinegrid size [1, 1, 2^40, 2^40] refused: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("GridSample", 22, 2, ing, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->ndim == 5 && out[0]->dims[3] == big && out[0]->dims[4] == 0,
+			  "gridsample on an empty grid [1, 2^40, 2^40, 0, 3]: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&T0);
+		ie_tensor_destroy(&SZ0);
+		ie_tensor_destroy(&SZ1);
+		ie_tensor_destroy(&X5);
+		ie_tensor_destroy(&G5);
+	}
 	ie_tensor_destroy(&T);
 	ie_tensor_destroy(&T3);
 	ie_tensor_destroy(&S4);

@@ -560,19 +560,24 @@ op_gridsample(ie_node_ctx *ctx)
 	j.dims = X->dims + 2;
 	j.plane = 1;
 	for (int d = 0; d < j.r; d++)
-	{
-		j.plane *= j.dims[d];
-		n_out *= G->dims[1 + d];
 		ydims[2 + d] = G->dims[1 + d];
-	}
 	ydims[0] = N;
 	ydims[1] = C;
 	Y = ie_tensor_new(X->dtype, X->ndim, ydims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
-	if (j.plane == 0)
+	/*
+	 * products only of non-empty tensors' dims (an empty one's other dims
+	 * may be huge: their product would overflow int64)
+	 */
+	if (ie_tensor_numel(Y) == 0 || ie_tensor_numel(X) == 0)
 		return 0;				/* an empty input samples zeros (padding) */
+	for (int d = 0; d < j.r; d++)
+	{
+		j.plane *= j.dims[d];
+		n_out *= G->dims[1 + d];
+	}
 	for (int64_t n = 0; n < N; n++)
 		for (int64_t o = 0; o < n_out; o++)
 		{
@@ -649,15 +654,21 @@ op_affinegrid(ie_node_ctx *ctx)
 						   (long long) n_size);
 	gdims[0] = size[0];
 	for (int d = 0; d < r; d++)
-	{
 		gdims[1 + d] = size[2 + d];
-		n_pts *= size[2 + d];
-	}
 	gdims[1 + r] = r;
 	Y = ie_tensor_new(T->dtype, (int) r + 2, gdims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
+	/*
+	 * the point count only once the output exists: size is the model's,
+	 * and its product can pass int64 (signed overflow) before a zero or
+	 * the tensor limit refuses it
+	 */
+	if (ie_tensor_numel(Y) == 0)
+		return 0;
+	for (int d = 0; d < r; d++)
+		n_pts *= size[2 + d];
 	for (int64_t n = 0; n < size[0]; n++)
 		for (int64_t p = 0; p < n_pts; p++)
 		{

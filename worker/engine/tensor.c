@@ -195,12 +195,19 @@ ie_dtype_name(ie_dtype dtype)
 	}
 }
 
-/* Product of the dims; 1 for a scalar. */
+/*
+ * Product of the dims; 1 for a scalar.  0 when any dim is 0, before
+ * multiplying: an empty tensor's other dims may be huge (data_bytes lets
+ * them through) and their product would overflow int64.
+ */
 int64_t
 ie_tensor_numel(const ie_tensor *t)
 {
 	int64_t		n = 1;
 
+	for (int i = 0; i < t->ndim; i++)
+		if (t->dims[i] == 0)
+			return 0;
 	for (int i = 0; i < t->ndim; i++)
 		n *= t->dims[i];
 	return n;
