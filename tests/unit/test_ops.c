@@ -4339,7 +4339,7 @@ test_empty_huge_dims(void)
 	ie_tensor  *Z = ie_tensor_new(IE_FLOAT, 2, (int64_t[]) {huge, 0});
 	ie_tensor  *A1 = i64_tensor(1, (int64_t[]) {1});
 	ie_tensor  *C0 = typed_tensor(IE_BOOL, 1, (int64_t[]) {0}, NULL);
-	ie_tensor  *out[1];
+	ie_tensor  *out[2];
 	char		err[256];
 	ie_attr		axis0[1] = {attr_int("axis", 0)};
 	ie_attr		axis1[1] = {attr_int("axis", 1)};
@@ -4364,6 +4364,61 @@ test_empty_huge_dims(void)
 		  out[0]->dims[0] == huge && out[0]->dims[1] == 0,
 		  "Hardmax of [10^15, 0]: %s", err);
 	free_outs(out, 1);
+	{
+		/*
+		 * Empty tensors whose other dims multiply past int64 ([2^40,
+		 * 2^40, 0], [0, 1, 2^40, 2^40]): the operators took outer and inner
+		 * products of them (signed overflow, which build-asan's UBSan
+		 * stops on) before their empty checks.
+		 */
+		int64_t		big = 1099511627776LL;
+		ie_tensor  *E3 = ie_tensor_new(IE_FLOAT, 3, (int64_t[]) {big, big, 0}),
+				   *E3b = ie_tensor_new(IE_FLOAT, 4, (int64_t[]) {0, 1, big, big}),
+				   *K0 = i64_tensor(1, (int64_t[]) {0}),
+				   *Ax = i64_tensor(1, (int64_t[]) {2}),
+				   *Ib = ie_tensor_new(IE_INT64, 3, (int64_t[]) {big, big, 0}),
+				   *D3 = i64_tensor(1, (int64_t[]) {3}),
+				   *SL = ie_tensor_new(IE_INT64, 1, (int64_t[]) {0});
+		const ie_tensor *tk[2] = {E3, K0},
+				   *cs2[2] = {E3, Ax},
+				   *hm2[1] = {E3},
+				   *oh2[3] = {Ib, D3, V},
+				   *rs[2] = {E3b, SL};
+		ie_attr		ax1 = attr_int("axis", 1),
+					ba = attr_int("batch_axis", 0),
+					ta = attr_int("time_axis", 1);
+		ie_attr		rsa[2] = {ba, ta};
+
+		CHECK(run_op("TopK", 11, 2, tk, 0, NULL, 2, out, err, sizeof(err)) == 0,
+			  "TopK of [2^40, 2^40, 0]: %s", err);
+		free_outs(out, 2);
+		CHECK(run_op("CumSum", 14, 2, cs2, 0, NULL, 1, out, err, sizeof(err)) == 0,
+			  "CumSum of [2^40, 2^40, 0]: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("Hardmax", 11, 1, hm2, 1, &ax1, 1, out, err, sizeof(err)) == 0,
+			  "Hardmax-11 of [2^40, 2^40, 0]: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("Hardmax", 13, 1, hm2, 0, NULL, 1, out, err, sizeof(err)) == 0,
+			  "Hardmax-13 of [2^40, 2^40, 0]: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("OneHot", 11, 3, oh2, 0, NULL, 1, out, err, sizeof(err)) == 0,
+			  "OneHot of indices [2^40, 2^40, 0]: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("ReverseSequence", 10, 2, rs, 2, rsa, 1, out, err, sizeof(err)) == 0,
+			  "ReverseSequence of [0, 1, 2^40, 2^40]: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("LRN", 13, 1, (const ie_tensor *[]) {E3b}, 1,
+					 (ie_attr[]) {attr_int("size", 3)}, 1, out, err, sizeof(err)) == 0,
+			  "LRN of [0, 1, 2^40, 2^40]: %s", err);
+		free_outs(out, 1);
+		ie_tensor_destroy(&E3);
+		ie_tensor_destroy(&E3b);
+		ie_tensor_destroy(&K0);
+		ie_tensor_destroy(&Ax);
+		ie_tensor_destroy(&Ib);
+		ie_tensor_destroy(&D3);
+		ie_tensor_destroy(&SL);
+	}
 	ie_tensor_destroy(&I);
 	ie_tensor_destroy(&Dh);
 	ie_tensor_destroy(&V);

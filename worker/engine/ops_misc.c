@@ -74,10 +74,21 @@ read_scalar_int(ie_node_ctx *ctx, const ie_tensor *t, const char *what, int64_t 
 	return ie_tensor_get_i64(t, 0, out);
 }
 
-/* outer (product of dims before axis), dim, inner (after) of t at axis. */
+/*
+ * outer (product of dims before axis), dim, inner (after) of t at axis.
+ * An empty t gives outer and inner 0 (nothing to loop over): its other
+ * dims may be huge, and their product would overflow int64.
+ */
 static void
 split_at(const ie_tensor *t, int axis, int64_t *outer, int64_t *dim, int64_t *inner)
 {
+	*dim = t->dims[axis];
+	if (ie_tensor_numel(t) == 0)
+	{
+		*outer = 0;
+		*inner = 0;
+		return;
+	}
 	*outer = 1;
 	*inner = 1;
 	for (int d = 0; d < axis; d++)
@@ -516,7 +527,7 @@ op_hardmax(ie_node_ctx *ctx)
 			return ie_op_error(ctx, "axis %lld is out of range for rank %d",
 							   (long long) a, x->ndim);
 		axis = (int) (a < 0 ? a + x->ndim : a);
-		for (int d = 0; d < x->ndim; d++)
+		for (int d = 0; d < x->ndim && ie_tensor_numel(x) > 0; d++)
 		{
 			if (d < axis)
 				outer *= x->dims[d];
@@ -753,7 +764,7 @@ op_reverse_sequence(ie_node_ctx *ctx)
 			return ie_op_error(ctx, "sequence_lens[%lld] = %lld is out of range [0, %lld]",
 							   (long long) b, (long long) L, (long long) n_time);
 	}
-	for (int d = 2; d < x->ndim; d++)
+	for (int d = 2; d < x->ndim && ie_tensor_numel(x) > 0; d++)
 		inner *= x->dims[d];
 	/* strides, in blocks of inner elements, of the batch and time axes */
 	bstride = ba == 0 ? n_time : 1;
@@ -960,7 +971,7 @@ op_onehot(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "values must be a 1-D tensor of 2 elements [off_value, on_value]");
 	if ((es = ie_dtype_size(vals->dtype)) == 0)
 		return ie_op_error(ctx, "values of type %s are not supported", ie_dtype_name(vals->dtype));
-	for (int d = 0; d < r; d++)
+	for (int d = 0; d < r && ie_tensor_numel(ind) > 0; d++)
 	{
 		if (d < axis)
 			outer *= ind->dims[d];

@@ -1115,7 +1115,7 @@ group_norm_common(ie_node_ctx *ctx, int64_t G, int per_channel)
 						   ie_shape_str(s1, sizeof(s1), X->ndim, X->dims));
 	N = X->dims[0];
 	C = X->dims[1];
-	for (int i = 2; i < X->ndim; i++)
+	for (int i = 2; i < X->ndim && ie_tensor_numel(X) > 0; i++)
 		inner *= X->dims[i];
 	if (G <= 0 || C % G != 0)
 		return ie_op_error(ctx, "num_groups %lld must be positive and divide the %lld channels",
@@ -1243,7 +1243,7 @@ op_lrn(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "X must have rank 2 or more [N, C, ...], not %d", X->ndim);
 	if (size <= 0)
 		return ie_op_error(ctx, "size %lld must be given and positive", (long long) size);
-	for (int i = 2; i < X->ndim; i++)
+	for (int i = 2; i < X->ndim && ie_tensor_numel(X) > 0; i++)
 		inner *= X->dims[i];
 	Y = ie_tensor_new(X->dtype, X->ndim, X->dims);
 	if (Y == NULL)
