@@ -4316,6 +4316,17 @@ test_onehot(void)
 		  strstr(err, "depth must be positive, got 0") != NULL,
 		  "OneHot depth 0 refused: %s", err);
 	free_outs(out, 1);
+	{
+		/* a NaN depth was refused as "depth of type float is not supported" */
+		ie_tensor  *Dn = typed_tensor(IE_FLOAT, 0, NULL, (float[]) {NAN});
+
+		in[1] = Dn;
+		CHECK(run_op("OneHot", 11, 3, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "depth must be a finite number, got nan") != NULL,
+			  "OneHot NaN depth refused as a bad value: %s", err);
+		free_outs(out, 1);
+		ie_tensor_destroy(&Dn);
+	}
 	ie_tensor_destroy(&I);
 	ie_tensor_destroy(&Dp);
 	ie_tensor_destroy(&D0);

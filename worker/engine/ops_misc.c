@@ -964,7 +964,14 @@ op_onehot(ie_node_ctx *ctx)
 	if (ie_tensor_numel(dt) != 1 || dt->ndim > 1)
 		return ie_op_error(ctx, "depth must be a scalar or a 1-element tensor");
 	if (load_index(dt, 0, &depth) != 0)
+	{
+		double		dv;
+
+		/* a float depth that is NaN or infinite: a bad value, not a bad type */
+		if (load_number(dt, 0, &dv) == 0)
+			return ie_op_error(ctx, "depth must be a finite number, got %g", dv);
 		return ie_op_error(ctx, "depth of type %s is not supported", ie_dtype_name(dt->dtype));
+	}
 	if (depth <= 0)
 		return ie_op_error(ctx, "depth must be positive, got %lld", (long long) depth);
 	if (vals->ndim != 1 || vals->dims[0] != 2)
