@@ -2161,6 +2161,28 @@ test_gridsample(void)
 		ie_tensor_destroy(&out[0]);
 		ie_tensor_destroy(&G);
 	}
+	{
+		/*
+		 * A double grid is denormalised in double: X [1, 1, 1, 2] = [0, 1]
+		 * (double), grid x 0.1 with align_corners 1 sits at 0.55 and gives
+		 * 0.55.  The coordinate went through float before, 0.5500000007
+		 * (float's 0.1), an error of 7e-10 on a double result.
+		 */
+		int64_t		dxd[4] = {1, 1, 1, 2};
+		ie_tensor  *XD = typed_tensor(IE_DOUBLE, 4, dxd, (double[]) {0, 1}),
+				   *GD = typed_tensor(IE_DOUBLE, 4, dg, (double[]) {0.1, 0});
+		const ie_tensor *ind[2] = {XD, GD};
+		ie_attr		al = attr_int("align_corners", 1);
+		double		w55 = 0.55;
+
+		CHECK(run_op("GridSample", 16, 2, ind, 1, &al, 1, out, err, sizeof(err)) == 0 &&
+			  values_near(out[0], IE_DOUBLE, 4, dy, &w55, 1e-13),
+			  "gridsample double grid in double: %s %.17g", err,
+			  out[0] != NULL ? ((const double *) out[0]->data)[0] : -1.0);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&XD);
+		ie_tensor_destroy(&GD);
+	}
 	ie_tensor_destroy(&X);
 	ie_tensor_destroy(&X5c);
 	ie_tensor_destroy(&X3);

@@ -412,7 +412,8 @@ typedef struct gs_job
 	int64_t		plane;			/* their product */
 	int			mode,
 				pad,
-				align;
+				align,
+				grid_f64;		/* a double grid: denormalise in double */
 } gs_job;
 
 /*
@@ -443,6 +444,15 @@ gs_point(const gs_job *j, const ie_tensor *X, int64_t xoff, const double *g)
 					hi = j->align ? (double) len - 1 : (double) len - 0.5;
 		double		v = j->align ? (n + 1) / 2.0f * (float) (len - 1) :
 			((n + 1) * (float) len - 1) / 2.0f;
+
+		/* a float grid in float, as the reference; a double one in double */
+		if (j->grid_f64)
+		{
+			double		nd = g[r - 1 - d];
+
+			v = j->align ? (nd + 1) / 2.0 * (double) (len - 1) :
+				((nd + 1) * (double) len - 1) / 2.0;
+		}
 
 		if (j->mode == GS_NEAREST)
 			v = nearbyint(v);
@@ -543,6 +553,7 @@ op_gridsample(ie_node_ctx *ctx)
 		check_float(ctx, X, "X") != 0 || check_float(ctx, G, "grid") != 0)
 		return -1;
 	j.align = ie_attr_int(ctx, "align_corners", 0) != 0;
+	j.grid_f64 = G->dtype == IE_DOUBLE;
 	if (ctx->opset < 20 && X->ndim != 4)
 		return ie_op_error(ctx, "X of shape %s: GridSample-16 takes 4-D input [N, C, H, W]",
 						   ie_shape_str(s1, sizeof(s1), X->ndim, X->dims));
