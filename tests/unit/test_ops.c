@@ -4444,6 +4444,21 @@ test_empty_huge_dims(void)
 					 (ie_attr[]) {attr_int("size", 3)}, 1, out, err, sizeof(err)) == 0,
 			  "LRN of [0, 1, 2^40, 2^40]: %s", err);
 		free_outs(out, 1);
+		/*
+		 * LpNormalization of [10^15, 0] along axis 1 looped 10^15 times
+		 * over nothing; MeanVarianceNormalization multiplied the dims of
+		 * [2^40, 2^40, 0] before its empty check.
+		 */
+		CHECK(run_op("LpNormalization", 22, 1, (const ie_tensor *[]) {Z}, 1,
+					 (ie_attr[]) {attr_int("axis", 1)}, 1, out, err, sizeof(err)) == 0 &&
+			  out[0]->dims[0] == huge && out[0]->dims[1] == 0,
+			  "LpNormalization of [10^15, 0] along axis 1: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("MeanVarianceNormalization", 13, 1, (const ie_tensor *[]) {E3}, 1,
+					 (ie_attr[]) {attr_ints("axes", 1, (int64_t[]) {2})}, 1, out, err,
+					 sizeof(err)) == 0,
+			  "MeanVarianceNormalization of [2^40, 2^40, 0]: %s", err);
+		free_outs(out, 1);
 		ie_tensor_destroy(&E3);
 		ie_tensor_destroy(&E3b);
 		ie_tensor_destroy(&K0);

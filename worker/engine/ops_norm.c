@@ -983,15 +983,21 @@ op_lpnorm(ie_node_ctx *ctx)
 						   X->ndim);
 	if (axis < 0)
 		axis += X->ndim;
+	D = X->dims[axis];
+	if ((Y = ie_tensor_new_uninit(X->dtype, X->ndim, X->dims)) == NULL)
+		return ie_op_error(ctx, "out of memory");
+	ctx->outputs[0] = Y;
+	/*
+	 * empty: nothing to write, and the other dims (maybe huge: [10^15, 0]
+	 * along axis 1) are neither looped over nor multiplied (overflow)
+	 */
+	if (ie_tensor_numel(X) == 0)
+		return 0;
 	for (int d = 0; d < X->ndim; d++)
 		if (d < axis)
 			outer *= X->dims[d];
 		else if (d > axis)
 			inner *= X->dims[d];
-	D = X->dims[axis];
-	if ((Y = ie_tensor_new_uninit(X->dtype, X->ndim, X->dims)) == NULL)
-		return ie_op_error(ctx, "out of memory");
-	ctx->outputs[0] = Y;
 	f32 = X->dtype == IE_FLOAT;
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t i = 0; i < inner; i++)
@@ -1348,6 +1354,13 @@ op_mvn(ie_node_ctx *ctx)
 							   (long long) axes[i], X->ndim);
 		reduced[a] = true;
 	}
+	Y = ie_tensor_new(X->dtype, X->ndim, X->dims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	if (ie_tensor_numel(X) == 0)
+		return 0;
+	/* after the empty check: an empty X's other dims may multiply past int64 */
 	for (int d = 0; d < X->ndim; d++)
 	{
 		if (reduced[d])
@@ -1355,12 +1368,6 @@ op_mvn(ie_node_ctx *ctx)
 		else
 			n_keep *= X->dims[d];
 	}
-	Y = ie_tensor_new(X->dtype, X->ndim, X->dims);
-	if (Y == NULL)
-		return ie_op_error(ctx, "out of memory for the output");
-	ctx->outputs[0] = Y;
-	if (ie_tensor_numel(X) == 0)
-		return 0;
 	/* sum (then mean) and squared deviations (then denominator), per key */
 	{
 		int64_t		sdims[2] = {2, n_keep};
