@@ -4449,6 +4449,11 @@ test_empty_huge_dims(void)
 		 * over nothing; MeanVarianceNormalization multiplied the dims of
 		 * [2^40, 2^40, 0] before its empty check.
 		 */
+		/* EyeLike of [10^15, 0] looped over its 10^15 rows, storing nothing */
+		CHECK(run_op("EyeLike", 9, 1, (const ie_tensor *[]) {Z}, 0, NULL, 1, out, err,
+					 sizeof(err)) == 0 && out[0]->dims[0] == huge && out[0]->dims[1] == 0,
+			  "EyeLike of [10^15, 0]: %s", err);
+		free_outs(out, 1);
 		CHECK(run_op("LpNormalization", 22, 1, (const ie_tensor *[]) {Z}, 1,
 					 (ie_attr[]) {attr_int("axis", 1)}, 1, out, err, sizeof(err)) == 0 &&
 			  out[0]->dims[0] == huge && out[0]->dims[1] == 0,

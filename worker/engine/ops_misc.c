@@ -852,6 +852,9 @@ op_eyelike(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = y;
 	es = ie_dtype_size(dt);
+	/* no columns (or rows): no diagonal, and rows not looped over */
+	if (ie_tensor_numel(y) == 0)
+		return 0;
 	for (int64_t i = 0; i < x->dims[0]; i++)
 	{
 		int64_t		j = i + k;
