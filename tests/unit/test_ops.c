@@ -4349,6 +4349,17 @@ test_onehot(void)
 		free_outs(out, 1);
 		ie_tensor_destroy(&Dn);
 	}
+	{
+		/* a NaN index was "indices of type float are not supported (or not finite)" */
+		ie_tensor  *In = tu_float_tensor(1, (int64_t[]) {2}, (float[]) {1, NAN});
+		const ie_tensor *inn[3] = {In, Dp, V};
+
+		CHECK(run_op("OneHot", 11, 3, inn, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "indices[1] must be finite, got nan") != NULL,
+			  "OneHot NaN index refused as a bad value: %s", err);
+		free_outs(out, 1);
+		ie_tensor_destroy(&In);
+	}
 	ie_tensor_destroy(&I);
 	ie_tensor_destroy(&Dp);
 	ie_tensor_destroy(&D0);

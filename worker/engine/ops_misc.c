@@ -1006,8 +1006,15 @@ op_onehot(ie_node_ctx *ctx)
 				int64_t		v;
 
 				if (load_index(ind, o * inner + in, &v) != 0)
-					return ie_op_error(ctx, "indices of type %s are not supported (or not finite)",
+				{
+					double		dv;
+
+					if (load_number(ind, o * inner + in, &dv) == 0)
+						return ie_op_error(ctx, "indices[%lld] must be finite, got %g",
+										   (long long) (o * inner + in), dv);
+					return ie_op_error(ctx, "indices of type %s are not supported",
 									   ie_dtype_name(ind->dtype));
+				}
 				if (v < 0 && v >= -depth)
 					v += depth;
 				memcpy(dst, v == j ? on : off, es);
