@@ -154,6 +154,36 @@ fail:
 }
 
 /*
+ * The indices' shape checks GatherElements and ScatterElements share:
+ * indices have data's rank nd and, off axis, no dim longer than data's.
+ * Fills xstride[0..nd) with data's row-major strides (elements).  Returns
+ * 0, or -1 with the node's error set.
+ */
+static int
+element_indices_shape(ie_node_ctx *ctx, const ie_tensor *x, const ie_tensor *ind,
+					  int axis, int64_t *xstride)
+{
+	int			nd = x->ndim;
+	int64_t		acc = 1;
+	char		s1[128],
+				s2[128];
+
+	if (ind->ndim != nd)
+		return ie_op_error(ctx, "indices have rank %d, data has rank %d", ind->ndim, nd);
+	for (int d = 0; d < nd; d++)
+		if (d != axis && ind->dims[d] > x->dims[d])
+			return ie_op_error(ctx, "indices shape %s exceeds data shape %s on axis %d",
+							   ie_shape_str(s1, sizeof(s1), nd, ind->dims),
+							   ie_shape_str(s2, sizeof(s2), nd, x->dims), d);
+	for (int d = nd - 1; d >= 0; d--)
+	{
+		xstride[d] = acc;
+		acc *= x->dims[d];
+	}
+	return 0;
+}
+
+/*
  * Steps pos, a position in the indices' shape dims (row-major, nd axes),
  * to the next element and returns base updated to match: base is the
  * data offset of pos with the axis coordinate left out (data strides
@@ -189,15 +219,12 @@ op_gather_elements(ie_node_ctx *ctx)
 	const ie_tensor *ind = need_input(ctx, 1, "indices");
 	int64_t		xstride[IE_MAX_DIMS],
 				pos[IE_MAX_DIMS] = {0},
-				acc = 1,
 				n,
 				base = 0;
 	int			axis,
 				nd;
 	size_t		es;
 	ie_tensor  *o;
-	char		s1[128],
-				s2[128];
 
 	if (x == NULL || ind == NULL || check_indices(ctx, ind) != 0)
 		return -1;
@@ -206,18 +233,8 @@ op_gather_elements(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "data must have rank 1 or more");
 	if ((axis = read_axis(ctx, nd)) < 0)
 		return -1;
-	if (ind->ndim != nd)
-		return ie_op_error(ctx, "indices have rank %d, data has rank %d", ind->ndim, nd);
-	for (int d = 0; d < nd; d++)
-		if (d != axis && ind->dims[d] > x->dims[d])
-			return ie_op_error(ctx, "indices shape %s exceeds data shape %s on axis %d",
-							   ie_shape_str(s1, sizeof(s1), ind->ndim, ind->dims),
-							   ie_shape_str(s2, sizeof(s2), nd, x->dims), d);
-	for (int d = nd - 1; d >= 0; d--)
-	{
-		xstride[d] = acc;
-		acc *= x->dims[d];
-	}
+	if (element_indices_shape(ctx, x, ind, axis, xstride) != 0)
+		return -1;
 	if ((o = ie_tensor_new(x->dtype, nd, ind->dims)) == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = o;
@@ -533,7 +550,6 @@ op_scatter_elements(ie_node_ctx *ctx)
 	const ie_tensor *u = need_input(ctx, 2, "updates");
 	int64_t		xstride[IE_MAX_DIMS],
 				pos[IE_MAX_DIMS] = {0},
-				acc = 1,
 				n,
 				base = 0;
 	int			axis,
@@ -556,22 +572,12 @@ op_scatter_elements(ie_node_ctx *ctx)
 	if (u->dtype != x->dtype)
 		return ie_op_error(ctx, "updates are %s, data %s", ie_dtype_name(u->dtype),
 						   ie_dtype_name(x->dtype));
-	if (ind->ndim != nd)
-		return ie_op_error(ctx, "indices have rank %d, data has rank %d", ind->ndim, nd);
+	if (element_indices_shape(ctx, x, ind, axis, xstride) != 0)
+		return -1;
 	if (u->ndim != nd || memcmp(u->dims, ind->dims, sizeof(int64_t) * nd) != 0)
 		return ie_op_error(ctx, "updates have shape %s, indices %s",
 						   ie_shape_str(s1, sizeof(s1), u->ndim, u->dims),
 						   ie_shape_str(s2, sizeof(s2), nd, ind->dims));
-	for (int d = 0; d < nd; d++)
-		if (d != axis && ind->dims[d] > x->dims[d])
-			return ie_op_error(ctx, "indices shape %s exceeds data shape %s on axis %d",
-							   ie_shape_str(s1, sizeof(s1), nd, ind->dims),
-							   ie_shape_str(s2, sizeof(s2), nd, x->dims), d);
-	for (int d = nd - 1; d >= 0; d--)
-	{
-		xstride[d] = acc;
-		acc *= x->dims[d];
-	}
 	if ((o = ie_tensor_new_uninit(x->dtype, nd, x->dims)) == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = o;

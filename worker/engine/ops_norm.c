@@ -847,22 +847,14 @@ NAME(const T *x, T *y, int64_t outer, int64_t D, double eps, const double *sc) \
 RMS_ROWS(rms_rows_f32, float)
 RMS_ROWS(rms_rows_f64, double)
 
-/* Rows of one float RMSNormalization task (LN_TASK_ROWS), and their job. */
-typedef struct rms_job
-{
-	const float *x;
-	float	   *y;
-	int64_t		outer,
-				D;
-	double		eps;
-	const double *sc;
-} rms_job;
-
-/* Task t: rows [t * LN_TASK_ROWS, ...) of a float RMSNormalization. */
+/*
+ * Task t: rows [t * LN_TASK_ROWS, ...) of a float RMSNormalization, whose
+ * job is LayerNormalization's without bias or statistics.
+ */
 static void
 rms_task(void *arg, int64_t t, int worker)
 {
-	rms_job    *j = arg;
+	ln_job	   *j = arg;
 	int64_t		r0 = t * LN_TASK_ROWS;
 	int64_t		nr = j->outer - r0 < LN_TASK_ROWS ? j->outer - r0 : LN_TASK_ROWS;
 
@@ -926,7 +918,7 @@ op_rmsnorm(ie_node_ctx *ctx)
 	if (X->dtype == IE_FLOAT && ctx->n_threads > 1 && outer > LN_TASK_ROWS &&
 		outer * D >= (1 << 20))
 	{
-		rms_job		job = {X->data, Y->data, outer, D, eps, sc};
+		ln_job		job = {X->data, Y->data, outer, D, eps, sc, NULL, NULL, NULL};
 
 		ie_parallel_for(ctx->n_threads, (outer + LN_TASK_ROWS - 1) / LN_TASK_ROWS,
 						rms_task, &job);
