@@ -1021,6 +1021,64 @@ test_run_error_kinds(void)
 			  "an Expand past 2^63 bytes is IE_ERR_LIMIT: %s", err);
 	}
 
+	/*
+	 * Empty outputs are held to the same bounds with their zero dims
+	 * counted as 1: [2^32, 2^31, 0, 2, 3] (other dims past a byte count)
+	 * is IE_ERR_LIMIT without a limit; under 1 MiB [0, 262144, 2, 3] (6
+	 * MiB of other dims) is refused and [0, 1024, 2, 3] runs.  Before,
+	 * both huge ones came back as empty tensors whose other dims
+	 * operators after them looped over or multiplied past int64.
+	 */
+	{
+		graph_spec	g = {0};
+		ie_model   *em;
+		ie_tensor  *out[1] = {NULL};
+		const ie_tensor *ins[1] = {in};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Expand", "e0", "X,S", "Y");
+		g.inits[g.n_inits++] = tensor_i64("S", (int64_t[]) {1LL << 32, 1LL << 31, 0, 1, 1}, 5);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 5, (int64_t[]) {-1, -1, -1, -1, -1});
+		CHECK(graph_run_fails(&g, in, IE_ERR_LIMIT,
+							  "Expand node 'e0': over the tensor limit for the output (type float, rank 5): an empty float tensor of shape [4294967296, 2147483648, 0, 2, 3] has other dims whose bytes the engine cannot count",
+							  err, sizeof(err)),
+			  "an empty Expand whose other dims pass 2^63 bytes is IE_ERR_LIMIT: %s", err);
+
+		for (int k = 0; k < 2; k++)
+		{
+			graph_spec	e = {0};
+			int64_t		wide = k == 0 ? 262144 : 1024;
+
+			e.opset = 13;
+			e.nodes[e.n_nodes++] = node("Expand", "e1", "X,S", "Y");
+			e.inits[e.n_inits++] = tensor_i64("S", (int64_t[]) {0, wide, 1, 1}, 4);
+			e.inputs[e.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+			e.outputs[e.n_outputs++] = value_info("Y", IE_FLOAT, 4, (int64_t[]) {-1, -1, -1, -1});
+			em = load(&e, err, sizeof(err));
+			CHECK(em != NULL, "load Expand to [0, %lld]: %s", (long long) wide, err);
+			if (em == NULL)
+				continue;
+			ie_set_max_tensor_bytes(1 << 20);
+			if (k == 0)
+				CHECK(run_fails(em, in, IE_ERR_LIMIT,
+								"Expand node 'e1': over the tensor limit for the output (type float, rank 4): an empty float tensor of shape [0, 262144, 2, 3] has other dims of 6291456 bytes, more than the 1048576 bytes a tensor may take",
+								err, sizeof(err)),
+					  "an empty Expand over the tensor limit is IE_ERR_LIMIT: %s", err);
+			else
+			{
+				CHECK(ie_model_run(em, ins, out, err, sizeof(err)) == 0 && out[0] != NULL &&
+					  out[0]->ndim == 4 && out[0]->dims[0] == 0 && out[0]->dims[1] == 1024 &&
+					  out[0]->nbytes == 0,
+					  "an empty Expand to [0, 1024, 2, 3] under the limit runs: %s", err);
+				ie_tensor_destroy(&out[0]);
+			}
+			ie_set_max_tensor_bytes(0);
+			ie_model_destroy(&em);
+		}
+		arena_reset();
+	}
+
 	/* over ie_set_max_tensor_bytes: IE_ERR_LIMIT, then the same run succeeds without it */
 	{
 		graph_spec	g = {0};

@@ -70,7 +70,8 @@ int64_t		ie_tensor_numel(const ie_tensor *t);
 
 /*
  * New tensor of the given type and shape with zeroed data.  Returns NULL
- * when the size overflows or memory runs out.
+ * when the size overflows (an empty shape's with its zero dims counted as
+ * 1), passes ie_set_max_tensor_bytes's limit, or memory runs out.
  */
 ie_tensor  *ie_tensor_new(ie_dtype dtype, int ndim, const int64_t *dims);
 
@@ -97,7 +98,12 @@ size_t		ie_tensor_cache_bytes(void);
  * returns -IE_ERR_LIMIT, its message the operator's "out of memory ..."
  * (which names the buffer) followed by the tensor's or buffer's type,
  * shape and byte count and the limit.  So does one whose byte count
- * passes SIZE_MAX / 2, with or without a limit.  0, the default, sets no
+ * passes SIZE_MAX / 2, with or without a limit.  An empty shape (a dim 0)
+ * is held to the same bounds with its zero dims counted as 1, since
+ * operators loop over and multiply its other dims: [10^15, 0] and
+ * [2^40, 2^40, 0] are refused like the tensors with data they describe
+ * ("an empty <type> tensor of shape [..] has other dims of N bytes, ...").
+ * 0, the default, sets no
  * limit.  For fuzzing, and for hosts that would rather fail a request
  * than swap (infer-worker --max-tensor-bytes).  The CPU executor only:
  * the CUDA executor's device memory is bounded by the device.

@@ -140,8 +140,9 @@ extern const ie_op_def ie_op_checks_vision[];
 
 /*
  * Moves src's buffer into a new tensor of shape dims (same byte count),
- * leaving src empty; NULL (src untouched) when the sizes differ or memory
- * runs out.  Defined in tensor.c.
+ * leaving src empty; NULL (src untouched) when the sizes differ, the
+ * shape is one ie_tensor_new would refuse, or memory runs out.  Defined in
+ * tensor.c.
  */
 ie_tensor  *ie_tensor_take(ie_tensor *src, int ndim, const int64_t *dims);
 

@@ -227,6 +227,7 @@ static _Thread_local struct
 {
 	bool		set;
 	bool		uncountable;	/* its byte count passes SIZE_MAX / 2 */
+	bool		empty;			/* refused for its span, having no data */
 	const char *what;			/* "tensor" or "buffer" */
 	ie_dtype	dtype;
 	int			ndim;
@@ -240,10 +241,11 @@ static _Thread_local struct
  */
 static void
 note_refusal(const char *what, ie_dtype dtype, int ndim, const int64_t *dims,
-			 bool uncountable, size_t bytes)
+			 bool uncountable, bool empty, size_t bytes)
 {
 	refused.set = true;
 	refused.uncountable = uncountable;
+	refused.empty = empty;
 	refused.what = what;
 	refused.dtype = dtype;
 	refused.ndim = ndim;
@@ -268,7 +270,14 @@ ie_tensor_take_refusal(char *buf, size_t len)
 		return false;
 	refused.set = false;
 	ie_shape_str(shape, sizeof(shape), refused.ndim, refused.dims);
-	if (refused.uncountable)
+	if (refused.empty && refused.uncountable)
+		snprintf(buf, len, "an empty %s %s of shape %s has other dims whose bytes the engine cannot count",
+				 ie_dtype_name(refused.dtype), refused.what, shape);
+	else if (refused.empty)
+		snprintf(buf, len, "an empty %s %s of shape %s has other dims of %zu bytes, more than the %zu bytes a tensor may take",
+				 ie_dtype_name(refused.dtype), refused.what, shape, refused.bytes,
+				 max_tensor_bytes);
+	else if (refused.uncountable)
 		snprintf(buf, len, "a %s %s of shape %s has more bytes than the engine can count",
 				 ie_dtype_name(refused.dtype), refused.what, shape);
 	else
@@ -291,13 +300,21 @@ ie_set_max_tensor_bytes(size_t bytes)
  * max_tensor_bytes), the refusal of a `what` ("tensor" or "buffer") noted
  * for the calling thread; -1 for a dtype or shape that holds no data.
  * Clears the thread's last refusal first.  A few compares per dimension.
+ *
+ * An empty shape (a dim 0) is held to the same bounds with its zero dims
+ * counted as 1: its other dims are what operators loop over and multiply
+ * into outer and inner extents, so [10^15, 0] would cost 10^15 steps over
+ * nothing and [2^40, 2^40, 0] overflow int64, where no tensor with data of
+ * those dims could exist.  (ONNX Runtime's TensorShape::Size likewise
+ * refuses a shape whose product overflows before it reaches the 0.)
  */
 static int
 data_bytes(const char *what, ie_dtype dtype, int ndim, const int64_t *dims,
 		   size_t *bytes)
 {
 	size_t		esize = ie_dtype_size(dtype);
-	size_t		n = 1;
+	size_t		span = 1;		/* the element count, zero dims as 1 */
+	bool		empty = false;
 
 	refused.set = false;
 	if (esize == 0 || ndim < 0 || ndim > IE_MAX_DIMS)
@@ -307,24 +324,27 @@ data_bytes(const char *what, ie_dtype dtype, int ndim, const int64_t *dims,
 		if (dims[i] < 0)
 			return -1;
 		if (dims[i] == 0)
-			n = 0;
+			empty = true;
 	}
-	for (int i = 0; i < ndim && n > 0; i++)
+	for (int i = 0; i < ndim; i++)
 	{
-		if (n > SIZE_MAX / esize / (size_t) dims[i])
+		if (dims[i] == 0)
+			continue;
+		if (span > SIZE_MAX / esize / (size_t) dims[i])
 		{
-			note_refusal(what, dtype, ndim, dims, true, 0);
+			note_refusal(what, dtype, ndim, dims, true, empty, 0);
 			return 1;
 		}
-		n *= (size_t) dims[i];
+		span *= (size_t) dims[i];
 	}
-	*bytes = n * esize;
-	if (*bytes > SIZE_MAX / 2 ||
-		(max_tensor_bytes > 0 && *bytes > max_tensor_bytes))
+	if (span * esize > SIZE_MAX / 2 ||
+		(max_tensor_bytes > 0 && span * esize > max_tensor_bytes))
 	{
-		note_refusal(what, dtype, ndim, dims, *bytes > SIZE_MAX / 2, *bytes);
+		note_refusal(what, dtype, ndim, dims, span * esize > SIZE_MAX / 2, empty,
+					 span * esize);
 		return 1;
 	}
+	*bytes = empty ? 0 : span * esize;
 	return 0;
 }
 
@@ -393,13 +413,10 @@ ie_tensor *
 ie_tensor_take(ie_tensor *src, int ndim, const int64_t *dims)
 {
 	ie_tensor  *t;
-	size_t		n = ie_dtype_size(src->dtype);
+	size_t		n;
 
-	if (ndim < 0 || ndim > IE_MAX_DIMS)
-		return NULL;
-	for (int i = 0; i < ndim; i++)
-		n *= dims[i] < 0 ? 0 : (size_t) dims[i];
-	if (n != src->nbytes || src->data == NULL)
+	if (data_bytes("tensor", src->dtype, ndim, dims, &n) != 0 ||
+		n != src->nbytes || src->data == NULL)
 		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
