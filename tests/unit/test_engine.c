@@ -2815,6 +2815,73 @@ done:
 	ie_model_destroy(&m);
 }
 
+/*
+ * An empty output of the CUDA executor is held to the host tensor's bounds
+ * like the CPU's (ie_tensor_new): X [0, 4] reshaped (allowzero) to
+ * [0, 2^40, 2^40] on the device, whose other dims pass a byte count, and
+ * to [0, 262144, 2, 2] under a 1 MiB limit (4 MiB of other dims), are
+ * IE_ERR_LIMIT naming the refused shape, not "out of memory for a 0-byte
+ * host tensor" (IE_ERR_NO_MEMORY); [0, 1024, 2, 2] under it runs.  Only
+ * where IE_CUDA_BACKEND names a backend (the emulation: check-gpu-emu's
+ * libinferengine_cudaemu.so) and cuda:0 can be used.
+ */
+static void
+test_cuda_empty_download(void)
+{
+	char		err[512];
+	ie_tensor  *in;
+
+	if (getenv("IE_CUDA_BACKEND") == NULL || ie_set_device(0, err, sizeof(err)) != 0)
+		return;
+	in = ie_tensor_new(IE_FLOAT, 2, (int64_t[]) {0, 4});
+	for (int k = 0; k < 3; k++)
+	{
+		graph_spec	g = {0};
+		Onnx__NodeProto *r = node("Reshape", "r0", "X,S", "Y");
+		int64_t		big[3] = {0, 1LL << 40, 1LL << 40},
+					wide[4] = {0, k == 1 ? 262144 : 1024, 2, 2};
+		ie_model   *m;
+		ie_tensor  *out[1] = {NULL};
+		const ie_tensor *ins[1] = {in};
+		int			rc;
+
+		attr_int(r, "allowzero", 1);
+		g.opset = 14;
+		g.nodes[g.n_nodes++] = r;
+		g.inits[g.n_inits++] = k == 0 ? tensor_i64("S", big, 3) : tensor_i64("S", wide, 4);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, (int64_t[]) {-1, -1});
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, k == 0 ? 3 : 4,
+											  (int64_t[]) {-1, -1, -1, -1});
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL && ie_model_device(m) == 0, "load an empty Reshape on cuda:0: %s", err);
+		if (m == NULL)
+			continue;
+		if (k > 0)
+			ie_set_max_tensor_bytes(1 << 20);
+		err[0] = '\0';
+		rc = ie_model_run(m, ins, out, err, sizeof(err));
+		if (k == 0)
+			CHECK(rc == -IE_ERR_LIMIT && out[0] == NULL &&
+				  strstr(err, "over the tensor limit for a host tensor: an empty float tensor of shape [0, 1099511627776, 1099511627776] has other dims whose bytes the engine cannot count") != NULL,
+				  "cuda: an empty output whose other dims pass 2^63 bytes is IE_ERR_LIMIT (%d): %s",
+				  rc, err);
+		else if (k == 1)
+			CHECK(rc == -IE_ERR_LIMIT && out[0] == NULL &&
+				  strstr(err, "over the tensor limit for a host tensor: an empty float tensor of shape [0, 262144, 2, 2] has other dims of 4194304 bytes, more than the 1048576 bytes a tensor may take") != NULL,
+				  "cuda: an empty output over the tensor limit is IE_ERR_LIMIT (%d): %s", rc, err);
+		else
+			CHECK(rc == 0 && out[0] != NULL && out[0]->ndim == 4 && out[0]->dims[1] == 1024 &&
+				  out[0]->nbytes == 0,
+				  "cuda: an empty output under the tensor limit runs (%d): %s", rc, err);
+		ie_tensor_destroy(&out[0]);
+		ie_set_max_tensor_bytes(0);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+	ie_tensor_destroy(&in);
+	ie_set_device(IE_DEVICE_CPU, err, sizeof(err));
+}
+
 /* Runs every test and prints the summary line. */
 int
 main(void)
@@ -2845,5 +2912,6 @@ main(void)
 	test_matmul_fusion();
 	test_matmul_double_relu();
 	test_text_batch_invariance();
+	test_cuda_empty_download();
 	return tu_report("test_engine");
 }

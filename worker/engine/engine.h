@@ -103,10 +103,12 @@ size_t		ie_tensor_cache_bytes(void);
  * operators loop over and multiply its other dims: [10^15, 0] and
  * [2^40, 2^40, 0] are refused like the tensors with data they describe
  * ("an empty <type> tensor of shape [..] has other dims of N bytes, ...").
- * 0, the default, sets no
- * limit.  For fuzzing, and for hosts that would rather fail a request
- * than swap (infer-worker --max-tensor-bytes).  The CPU executor only:
- * the CUDA executor's device memory is bounded by the device.
+ * 0, the default, sets no limit.  For fuzzing, and for hosts that would
+ * rather fail a request than swap (infer-worker --max-tensor-bytes).  The
+ * CUDA executor's device memory is bounded by the device, but the host
+ * copies it makes (its outputs, the inputs of the operators it leaves to
+ * the CPU) are held to the limit and refused as IE_ERR_LIMIT ("over the
+ * tensor limit for a host tensor: ...").
  */
 void		ie_set_max_tensor_bytes(size_t bytes);
 

@@ -103,10 +103,11 @@ int			cu_dnn_err(char *err, size_t errlen, const char *what, cudnnStatus_t s);
 
 /*
  * The kind (engine.h) of a message of cu_err, cu_blas_err, cu_dnn_err or
- * another function of device.c: IE_ERR_NO_MEMORY when it reads "out of
- * memory", which they write for an allocation failure only (decided from
- * the status code, never from a library's description), else
- * IE_ERR_INVALID.  Their messages hold the engine's words and the
+ * another function of device.c: IE_ERR_LIMIT when it reads "over the
+ * tensor limit" (cu_download: a host tensor refused for its shape),
+ * IE_ERR_NO_MEMORY when it reads "out of memory", which they write for an
+ * allocation failure only (decided from the status code, never from a
+ * library's description), else IE_ERR_INVALID.  Their messages hold the engine's words and the
  * libraries', never a name from a model file.
  */
 ie_error_kind cu_error_kind(const char *msg);

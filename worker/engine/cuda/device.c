@@ -84,6 +84,8 @@ cu_dnn_err(char *err, size_t errlen, const char *what, cudnnStatus_t s)
 ie_error_kind
 cu_error_kind(const char *msg)
 {
+	if (strstr(msg, "over the tensor limit") != NULL)
+		return IE_ERR_LIMIT;
 	return strstr(msg, "out of memory") != NULL ? IE_ERR_NO_MEMORY : IE_ERR_INVALID;
 }
 
@@ -525,7 +527,17 @@ cu_download(cu_ctx *c, const ie_dtensor *d, ie_tensor **out, char *err, size_t e
 	h = ie_tensor_new_uninit(d->dtype, d->ndim, d->dims);
 	if (h == NULL)
 	{
-		snprintf(err, errlen, "out of memory for a %zu-byte host tensor", d->nbytes);
+		char		why[384];
+
+		/*
+		 * Refused for its shape, not for memory: over the tensor limit, or
+		 * an empty [0, 2^40, 2^40], which the device holds in 0 bytes but
+		 * the host refuses for its other dims (IE_ERR_LIMIT, cu_error_kind)
+		 */
+		if (ie_tensor_take_refusal(why, sizeof(why)))
+			snprintf(err, errlen, "over the tensor limit for a host tensor: %s", why);
+		else
+			snprintf(err, errlen, "out of memory for a %zu-byte host tensor", d->nbytes);
 		return -1;
 	}
 	if (d->nbytes > 0)
