@@ -4259,7 +4259,8 @@ test_trilu(void)
 /*
  * ScatterElements: the spec's example along axis 0, add with a repeated
  * index (opset 16), Scatter-9 the same; refused: an index past the axis,
- * max below opset 18, updates of another shape.
+ * max below opset 18, updates of another shape (named before indices
+ * longer than data off the axis, as before element_indices_shape).
  */
 static void
 test_scatter_elements(void)
@@ -4271,6 +4272,7 @@ test_scatter_elements(void)
 	ie_tensor  *I2 = typed_tensor(IE_INT32, 2, (int64_t[]) {1, 2}, (int32_t[]) {1, -4});
 	ie_tensor  *U2 = tu_float_tensor(2, (int64_t[]) {1, 2}, (float[]) {1.1f, 2.1f});
 	ie_tensor  *Ibad = typed_tensor(IE_INT64, 2, (int64_t[]) {2, 3}, (int64_t[]) {1, 0, 3, 0, 2, 1});
+	ie_tensor  *Iwide = typed_tensor(IE_INT64, 2, (int64_t[]) {1, 4}, (int64_t[]) {0, 0, 0, 0});
 	ie_tensor  *out[1];
 	char		err[256];
 	const ie_tensor *in[3] = {D, I, U};
@@ -4311,6 +4313,13 @@ test_scatter_elements(void)
 		  strstr(err, "updates have shape [1, 2], indices [2, 3]") != NULL,
 		  "ScatterElements with updates of another shape refused: %s", err);
 	free_outs(out, 1);
+	/* updates [1, 2] and indices [1, 4] past data [3, 3]: the updates first */
+	in[1] = Iwide;
+	CHECK(run_op("ScatterElements", 18, 3, in, 0, NULL, 1, out, err, sizeof(err)) == -1 &&
+		  strstr(err, "updates have shape [1, 2], indices [1, 4]") != NULL,
+		  "ScatterElements names updates of another shape before indices past data: %s", err);
+	free_outs(out, 1);
+	ie_tensor_destroy(&Iwide);
 	ie_tensor_destroy(&D);
 	ie_tensor_destroy(&I);
 	ie_tensor_destroy(&U);

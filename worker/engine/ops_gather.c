@@ -155,13 +155,15 @@ fail:
 
 /*
  * The indices' shape checks GatherElements and ScatterElements share:
- * indices have data's rank nd and, off axis, no dim longer than data's.
- * Fills xstride[0..nd) with data's row-major strides (elements).  Returns
- * 0, or -1 with the node's error set.
+ * indices have data's rank nd, then (ScatterElements: u, NULL for
+ * GatherElements) updates have the indices' shape, then off axis no dim
+ * of the indices is longer than data's; errors in that order.  Fills
+ * xstride[0..nd) with data's row-major strides (elements).  Returns 0, or
+ * -1 with the node's error set.
  */
 static int
 element_indices_shape(ie_node_ctx *ctx, const ie_tensor *x, const ie_tensor *ind,
-					  int axis, int64_t *xstride)
+					  const ie_tensor *u, int axis, int64_t *xstride)
 {
 	int			nd = x->ndim;
 	int64_t		acc = 1;
@@ -170,6 +172,11 @@ element_indices_shape(ie_node_ctx *ctx, const ie_tensor *x, const ie_tensor *ind
 
 	if (ind->ndim != nd)
 		return ie_op_error(ctx, "indices have rank %d, data has rank %d", ind->ndim, nd);
+	/* updates [1, 2], indices [1, 4]: "updates have shape [1, 2], indices [1, 4]" */
+	if (u != NULL && (u->ndim != nd || memcmp(u->dims, ind->dims, sizeof(int64_t) * nd) != 0))
+		return ie_op_error(ctx, "updates have shape %s, indices %s",
+						   ie_shape_str(s1, sizeof(s1), u->ndim, u->dims),
+						   ie_shape_str(s2, sizeof(s2), nd, ind->dims));
 	for (int d = 0; d < nd; d++)
 		if (d != axis && ind->dims[d] > x->dims[d])
 			return ie_op_error(ctx, "indices shape %s exceeds data shape %s on axis %d",
@@ -233,7 +240,7 @@ op_gather_elements(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "data must have rank 1 or more");
 	if ((axis = read_axis(ctx, nd)) < 0)
 		return -1;
-	if (element_indices_shape(ctx, x, ind, axis, xstride) != 0)
+	if (element_indices_shape(ctx, x, ind, NULL, axis, xstride) != 0)
 		return -1;
 	if ((o = ie_tensor_new(x->dtype, nd, ind->dims)) == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
@@ -557,8 +564,6 @@ op_scatter_elements(ie_node_ctx *ctx)
 				red = SCATTER_NONE;
 	size_t		es;
 	ie_tensor  *o;
-	char		s1[128],
-				s2[128];
 
 	if (x == NULL || ind == NULL || u == NULL || check_indices(ctx, ind) != 0)
 		return -1;
@@ -572,12 +577,8 @@ op_scatter_elements(ie_node_ctx *ctx)
 	if (u->dtype != x->dtype)
 		return ie_op_error(ctx, "updates are %s, data %s", ie_dtype_name(u->dtype),
 						   ie_dtype_name(x->dtype));
-	if (element_indices_shape(ctx, x, ind, axis, xstride) != 0)
+	if (element_indices_shape(ctx, x, ind, u, axis, xstride) != 0)
 		return -1;
-	if (u->ndim != nd || memcmp(u->dims, ind->dims, sizeof(int64_t) * nd) != 0)
-		return ie_op_error(ctx, "updates have shape %s, indices %s",
-						   ie_shape_str(s1, sizeof(s1), u->ndim, u->dims),
-						   ie_shape_str(s2, sizeof(s2), nd, ind->dims));
 	if ((o = ie_tensor_new_uninit(x->dtype, nd, x->dims)) == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = o;
