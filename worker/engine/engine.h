@@ -116,10 +116,12 @@ void		ie_set_max_tensor_bytes(size_t bytes);
  * The calling thread's last tensor that ie_tensor_new(_uninit) refused for
  * its size (over ie_set_max_tensor_bytes's limit, or a byte count past
  * SIZE_MAX / 2), as "a <type> tensor of shape [..] is N bytes, more than
- * the M bytes a tensor may take" into buf (len bytes): true, and the
- * refusal is forgotten; false when there is none (the thread's last
- * allocation succeeded or ran out of memory).  So a caller whose
- * ie_tensor_new returned NULL tells a limit from memory running out.
+ * the M bytes a tensor may take" (an empty one, [0, 262144, 2, 3]: "an
+ * empty <type> tensor of shape [..] has other dims of N bytes, ...") into
+ * buf (len bytes): true, and the refusal is forgotten; false when there
+ * is none (the thread's last allocation succeeded or ran out of memory).
+ * So a caller whose ie_tensor_new returned NULL tells a limit from memory
+ * running out.
  */
 bool		ie_tensor_take_refusal(char *buf, size_t len);
 

@@ -303,7 +303,11 @@ void		ie_tensor_forget_refusal(void);
  * shape [..] is N bytes, more than the M bytes a tensor may take", so that
  * the operator's "out of memory for <the buffer>" that follows becomes
  * IE_ERR_LIMIT (ie_op_error); also false, nothing noted, for a negative
- * extent.  A few compares, no allocation.
+ * extent.  An empty shape is held to the same bounds with its zero dims
+ * counted as 1, as ie_tensor_new's is: [0, 262144, 2, 3] of float is
+ * refused under a 1 MiB limit ("an empty float buffer of shape [..] has
+ * other dims of 6291456 bytes, ..."), though it takes no bytes.  A few
+ * compares, no allocation.
  *
  * Every such buffer sized by the input's shape is checked, on the thread
  * that reports the node's error: a buffer that tasks on the pool's threads

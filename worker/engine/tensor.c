@@ -197,8 +197,9 @@ ie_dtype_name(ie_dtype dtype)
 
 /*
  * Product of the dims; 1 for a scalar.  0 when any dim is 0, before
- * multiplying: an empty tensor's other dims may be huge (data_bytes lets
- * them through) and their product would overflow int64.
+ * multiplying: an empty tensor built by hand (a caller's input, a test's
+ * [2^40, 2^40, 0]) may have other dims whose product overflows int64,
+ * though ie_tensor_new refuses them (data_bytes).
  */
 int64_t
 ie_tensor_numel(const ie_tensor *t)
