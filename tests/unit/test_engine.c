@@ -2821,7 +2821,8 @@ done:
  * [0, 2^40, 2^40] on the device, whose other dims pass a byte count, and
  * to [0, 262144, 2, 2] under a 1 MiB limit (4 MiB of other dims), are
  * IE_ERR_LIMIT naming the refused shape, not "out of memory for a 0-byte
- * host tensor" (IE_ERR_NO_MEMORY); [0, 1024, 2, 2] under it runs.  Only
+ * host tensor" (IE_ERR_NO_MEMORY), and so is [0, 262144, 2, 2] brought
+ * back for a Round, which runs on the CPU; [0, 1024, 2, 2] under it runs.  Only
  * where IE_CUDA_BACKEND names a backend (the emulation: check-gpu-emu's
  * libinferengine_cudaemu.so) and cuda:0 can be used.
  */
@@ -2834,12 +2835,12 @@ test_cuda_empty_download(void)
 	if (getenv("IE_CUDA_BACKEND") == NULL || ie_set_device(0, err, sizeof(err)) != 0)
 		return;
 	in = ie_tensor_new(IE_FLOAT, 2, (int64_t[]) {0, 4});
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 	{
 		graph_spec	g = {0};
-		Onnx__NodeProto *r = node("Reshape", "r0", "X,S", "Y");
+		Onnx__NodeProto *r = node("Reshape", "r0", "X,S", k == 3 ? "R" : "Y");
 		int64_t		big[3] = {0, 1LL << 40, 1LL << 40},
-					wide[4] = {0, k == 1 ? 262144 : 1024, 2, 2};
+					wide[4] = {0, k == 2 ? 1024 : 262144, 2, 2};
 		ie_model   *m;
 		ie_tensor  *out[1] = {NULL};
 		const ie_tensor *ins[1] = {in};
@@ -2848,12 +2849,14 @@ test_cuda_empty_download(void)
 		attr_int(r, "allowzero", 1);
 		g.opset = 14;
 		g.nodes[g.n_nodes++] = r;
+		if (k == 3)
+			g.nodes[g.n_nodes++] = node("Round", "round0", "R", "Y");
 		g.inits[g.n_inits++] = k == 0 ? tensor_i64("S", big, 3) : tensor_i64("S", wide, 4);
 		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, (int64_t[]) {-1, -1});
 		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, k == 0 ? 3 : 4,
 											  (int64_t[]) {-1, -1, -1, -1});
 		m = load(&g, err, sizeof(err));
-		CHECK(m != NULL && ie_model_device(m) == 0, "load an empty Reshape on cuda:0: %s", err);
+		CHECK(m != NULL && ie_model_device(m) == 0, "load an empty Reshape (%d) on cuda:0: %s", k, err);
 		if (m == NULL)
 			continue;
 		if (k > 0)
@@ -2869,6 +2872,11 @@ test_cuda_empty_download(void)
 			CHECK(rc == -IE_ERR_LIMIT && out[0] == NULL &&
 				  strstr(err, "over the tensor limit for a host tensor: an empty float tensor of shape [0, 262144, 2, 2] has other dims of 4194304 bytes, more than the 1048576 bytes a tensor may take") != NULL,
 				  "cuda: an empty output over the tensor limit is IE_ERR_LIMIT (%d): %s", rc, err);
+		else if (k == 3)
+			CHECK(rc == -IE_ERR_LIMIT && out[0] == NULL &&
+				  strstr(err, "Round node 'round0': input 0 to the host: over the tensor limit for a host tensor: an empty float tensor of shape [0, 262144, 2, 2]") != NULL,
+				  "cuda: an empty input of a CPU node over the tensor limit is IE_ERR_LIMIT (%d): %s",
+				  rc, err);
 		else
 			CHECK(rc == 0 && out[0] != NULL && out[0]->ndim == 4 && out[0]->dims[1] == 1024 &&
 				  out[0]->nbytes == 0,
