@@ -2818,11 +2818,12 @@ done:
 /*
  * An empty output of the CUDA executor is held to the host tensor's bounds
  * like the CPU's (ie_tensor_new): X [0, 4] reshaped (allowzero) to
- * [0, 2^40, 2^40] on the device, whose other dims pass a byte count, and
- * to [0, 262144, 2, 2] under a 1 MiB limit (4 MiB of other dims), are
- * IE_ERR_LIMIT naming the refused shape, not "out of memory for a 0-byte
- * host tensor" (IE_ERR_NO_MEMORY), and so is [0, 262144, 2, 2] brought
- * back for a Round, which runs on the CPU; [0, 1024, 2, 2] under it runs.  Only
+ * [0, 2^40, 2^40], whose other dims pass a byte count, is refused on the
+ * device itself (cu_dtensor_new), and [0, 262144, 2, 2] under a 1 MiB
+ * limit (4 MiB of other dims) when brought to the host; both IE_ERR_LIMIT
+ * naming the refused shape, not "out of memory for a 0-byte host tensor"
+ * (IE_ERR_NO_MEMORY), and so is [0, 262144, 2, 2] brought back for a
+ * Round, which runs on the CPU; [0, 1024, 2, 2] under it runs.  Only
  * where IE_CUDA_BACKEND names a backend (the emulation: check-gpu-emu's
  * libinferengine_cudaemu.so) and cuda:0 can be used.
  */
@@ -2865,7 +2866,7 @@ test_cuda_empty_download(void)
 		rc = ie_model_run(m, ins, out, err, sizeof(err));
 		if (k == 0)
 			CHECK(rc == -IE_ERR_LIMIT && out[0] == NULL &&
-				  strstr(err, "over the tensor limit for a host tensor: an empty float tensor of shape [0, 1099511627776, 1099511627776] has other dims whose bytes the engine cannot count") != NULL,
+				  strstr(err, "over the tensor limit for the device: an empty float tensor of shape [0, 1099511627776, 1099511627776] has other dims whose bytes the engine cannot count") != NULL,
 				  "cuda: an empty output whose other dims pass 2^63 bytes is IE_ERR_LIMIT (%d): %s",
 				  rc, err);
 		else if (k == 1)

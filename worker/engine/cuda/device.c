@@ -384,7 +384,15 @@ cu_numel(const ie_dtensor *t)
 	return n;
 }
 
-/* A device tensor of dtype and dims from c's pool. */
+/*
+ * A device tensor of dtype and dims from c's pool.  Its bytes must stay
+ * under SIZE_MAX / 4, else "over the tensor limit for the device: ..."
+ * (IE_ERR_LIMIT by cu_error_kind); an empty shape (a dim 0) is held to
+ * that bound with its zero dims counted as 1, as the host's ie_tensor_new
+ * holds it, so [0, 2^40, 2^40] and [2^40, 2^40, 0] are both refused and no
+ * kernel or host copy multiplies their other dims past int64.  A negative
+ * dim or an unknown type: "cannot hold ..." (IE_ERR_INVALID).
+ */
 ie_dtensor *
 cu_dtensor_new(cu_ctx *c, ie_dtype dtype, int ndim, const int64_t *dims,
 			   char *err, size_t errlen)
@@ -392,6 +400,8 @@ cu_dtensor_new(cu_ctx *c, ie_dtype dtype, int ndim, const int64_t *dims,
 	ie_dtensor *t;
 	size_t		esize = ie_dtype_size(dtype);
 	size_t		n = 1;
+	bool		empty = false;
+	char		shape[256];
 
 	if (esize == 0 || ndim < 0 || ndim > IE_MAX_DIMS)
 	{
@@ -400,14 +410,34 @@ cu_dtensor_new(cu_ctx *c, ie_dtype dtype, int ndim, const int64_t *dims,
 		return NULL;
 	}
 	for (int i = 0; i < ndim; i++)
-	{
-		if (dims[i] < 0 || (dims[i] > 0 && n > SIZE_MAX / 4 / esize / (size_t) dims[i]))
+		if (dims[i] < 0)
 		{
-			snprintf(err, errlen, "invalid or too large tensor shape for the device");
+			snprintf(err, errlen, "cannot hold a tensor of shape %s on the device",
+					 ie_shape_str(shape, sizeof(shape), ndim, dims));
+			return NULL;
+		}
+	for (int i = 0; i < ndim; i++)
+	{
+		if (dims[i] == 0)
+		{
+			empty = true;
+			continue;
+		}
+		if (n > SIZE_MAX / 4 / esize / (size_t) dims[i])
+		{
+			ie_shape_str(shape, sizeof(shape), ndim, dims);
+			for (int j = i + 1; j < ndim; j++)
+				empty |= dims[j] == 0;
+			snprintf(err, errlen, empty ?
+					 "over the tensor limit for the device: an empty %s tensor of shape %s has other dims whose bytes the engine cannot count" :
+					 "over the tensor limit for the device: a %s tensor of shape %s has more bytes than the engine can count",
+					 ie_dtype_name(dtype), shape);
 			return NULL;
 		}
 		n *= (size_t) dims[i];
 	}
+	if (empty)
+		n = 0;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 	{
