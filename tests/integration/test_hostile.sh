@@ -24,7 +24,7 @@
 #   - a text row longer than --max-text-bytes: 54000 before tokenizing, the
 #     batch's other row embedded;
 #   - models: the real direction classifier with one node's operator
-#     renamed to LSTM (which the engine lacks: 0A000), the same file cut
+#     renamed to Loop (which the engine lacks: 0A000), the same file cut
 #     to half its bytes and an empty file (XX001, data_corrupted), and the
 #     real detector (4.7 MB) on a worker whose --gpu-memory is 2M (53200,
 #     refused from the file's size, before it is parsed or made resident);
@@ -84,11 +84,11 @@ for side in (65500, 65535):
 open(out + '/zero_bytes.png', 'wb').write(b'')
 
 # models: an operator the engine lacks (the first Conv node's op_type,
-# field 4 of NodeProto, becomes LSTM), half the file, an empty file
+# field 4 of NodeProto, becomes Loop), half the file, an empty file
 m = open(cls, 'rb').read()
 k = m.find(b'\x22\x04Conv')
 assert k > 0
-open(out + '/models/unknown_op.onnx', 'wb').write(m[:k] + b'\x22\x04LSTM' + m[k + 6:])
+open(out + '/models/unknown_op.onnx', 'wb').write(m[:k] + b'\x22\x04Loop' + m[k + 6:])
 open(out + '/models/truncated.onnx', 'wb').write(m[:len(m) // 2])
 open(out + '/models/empty.onnx', 'wb').write(b'')
 open(out + '/models/' + 'cls.onnx', 'wb').write(m)
@@ -194,7 +194,7 @@ GOOD_MODEL=cls.onnx
 still_serves "B before the hostile models" "$B_PID" "${B[@]}"
 for m in unknown_op.onnx truncated.onnx empty.onnx; do
 	case $m in
-		unknown_op.onnx) st=0A000 want="unsupported operator 'LSTM' \\(node 'Conv@0'\\)"
+		unknown_op.onnx) st=0A000 want="unsupported operator 'Loop' \\(node 'Conv@0'\\)"
 			hint='hint=Export the model without it' ;;
 		truncated.onnx) st=XX001 want='not an ONNX model \(the bytes do not parse as a ModelProto\)'
 			hint='hint=Check the file with onnx\.checker\.check_model\(model, full_check=True\), which names what is wrong' ;;

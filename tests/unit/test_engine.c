@@ -476,12 +476,12 @@ test_load_errors(void)
 
 	g.opset = 12;
 	g.nodes[g.n_nodes++] = node("Relu", "relu_0", "X", "A");
-	g.nodes[g.n_nodes++] = node("LSTM", "lstm_0", "A", "Y");
+	g.nodes[g.n_nodes++] = node("Loop", "loop_0", "A", "Y");
 	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 1, xd);
 	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 1, xd);
 	m = load(&g, err, sizeof(err));
-	CHECK(m == NULL && strcmp(err, "model '<memory>': unsupported operator 'LSTM' "
-							  "(node 'lstm_0')") == 0, "unknown op: %s", err);
+	CHECK(m == NULL && strcmp(err, "model '<memory>': unsupported operator 'Loop' "
+							  "(node 'loop_0')") == 0, "unknown op: %s", err);
 	ie_model_destroy(&m);
 
 	g.nodes[1] = node("Relu", "relu_1", "A", "Y");
@@ -605,7 +605,7 @@ test_load_errors(void)
 		CHECK(m == NULL && kind == IE_ERR_NOT_SUPPORTED && strstr(err, "symmetric") == NULL,
 			  "Pad mode symmetric is IE_ERR_NOT_SUPPORTED though the message is cut (%d): %s",
 			  kind, err);
-		g.nodes[1] = node("LSTM", "lstm_1", "A", "Y");
+		g.nodes[1] = node("Loop", "loop_1", "A", "Y");
 		kind = IE_ERR_NONE;
 		m = load_kind(&g, err, sizeof(err), &kind);
 		CHECK(m == NULL && kind == IE_ERR_NOT_SUPPORTED, "an unknown operator: %d", kind);
