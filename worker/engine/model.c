@@ -329,6 +329,9 @@ free_attrs(ie_attr *attrs, int n)
 		free((char *) attrs[i].s);
 		free((float *) attrs[i].floats);
 		free((int64_t *) attrs[i].ints);
+		for (int j = 0; j < attrs[i].n_strings; j++)
+			free((char *) attrs[i].strings[j]);
+		free((char **) attrs[i].strings);
 		ie_tensor_destroy(&t);
 	}
 	free(attrs);
@@ -407,6 +410,24 @@ decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 						memcpy(v, ap->ints, ap->n_ints * sizeof(int64_t));
 					a->ints = v;
 					a->n_ints = (int) ap->n_ints;
+					break;
+				}
+			case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+				{
+					char	  **v = calloc(ap->n_strings ? ap->n_strings : 1, sizeof(char *));
+
+					if (v == NULL)
+						return load_error(ld, "out of memory");
+					a->strings = (const char *const *) v;
+					for (size_t j = 0; j < ap->n_strings; j++)
+					{
+						if ((v[j] = malloc(ap->strings[j].len + 1)) == NULL)
+							return load_error(ld, "out of memory");
+						a->n_strings = (int) j + 1;
+						if (ap->strings[j].len > 0)
+							memcpy(v[j], ap->strings[j].data, ap->strings[j].len);
+						v[j][ap->strings[j].len] = '\0';
+					}
 					break;
 				}
 			case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:

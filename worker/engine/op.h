@@ -6,7 +6,7 @@
  * allocates and fills its outputs.  Operators are grouped by concern, one
  * file each (ops_elementwise.c, ops_shape.c, ops_conv.c, ops_pool.c,
  * ops_norm.c, ops_matmul.c, ops_resize.c, ops_reduce.c, ops_rotary.c,
- * ops_misc.c, ops_vision.c, ...); each file exports one table of ie_op_def
+ * ops_misc.c, ops_vision.c, ops_rnn.c, ...); each file exports one table of ie_op_def
  * ending with a {NULL} entry, and op_registry.c lists the tables.  Semantics
  * follow the ONNX operator specification (onnx/docs/Operators.md) for the
  * opset the model imports; an attribute value or input type an operator
@@ -56,6 +56,8 @@ typedef struct ie_attr
 	const float *floats;
 	int			n_ints;
 	const int64_t *ints;
+	int			n_strings;
+	const char *const *strings; /* NUL-terminated copies (STRINGS) */
 	const ie_tensor *t;
 } ie_attr;
 
@@ -115,6 +117,7 @@ extern const ie_op_def ie_ops_attention[];
 extern const ie_op_def ie_ops_rotary[];
 extern const ie_op_def ie_ops_misc[];
 extern const ie_op_def ie_ops_vision[];
+extern const ie_op_def ie_ops_rnn[];
 
 /*
  * Load-time checks of attribute values, by op_type (same entry type, the
@@ -137,6 +140,7 @@ extern const ie_op_def ie_op_checks_attention[];
 extern const ie_op_def ie_op_checks_rotary[];
 extern const ie_op_def ie_op_checks_misc[];
 extern const ie_op_def ie_op_checks_vision[];
+extern const ie_op_def ie_op_checks_rnn[];
 
 /*
  * Moves src's buffer into a new tensor of shape dims (same byte count),
@@ -253,6 +257,13 @@ int			ie_attr_ints(const ie_node_ctx *ctx, const char *name,
 						 const int64_t **vals);
 int			ie_attr_floats(const ie_node_ctx *ctx, const char *name,
 						   const float **vals);
+
+/*
+ * The strings of STRINGS attribute name (as ie_attr_ints): their count, or
+ * -1 when the node does not set it.
+ */
+int			ie_attr_strings(const ie_node_ctx *ctx, const char *name,
+							const char *const **vals);
 
 /*
  * The kind of an error whose message the engine formats from fmt (a

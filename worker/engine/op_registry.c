@@ -29,6 +29,7 @@ static const ie_op_def *const op_tables[] = {
 	ie_ops_rotary,
 	ie_ops_misc,
 	ie_ops_vision,
+	ie_ops_rnn,
 };
 
 static const ie_op_def *const check_tables[] = {
@@ -44,6 +45,7 @@ static const ie_op_def *const check_tables[] = {
 	ie_op_checks_rotary,
 	ie_op_checks_misc,
 	ie_op_checks_vision,
+	ie_op_checks_rnn,
 };
 
 /* The function of op_type in tables[0..n), or NULL. */
@@ -99,6 +101,7 @@ static const struct
 	{"RotaryEmbedding", 3},
 	{"Where", 3}, {"Range", 3}, {"PRelu", 2}, {"Attention", 3},
 	{"BatchNormalization", 5},
+	{"RNN", 3}, {"GRU", 3}, {"LSTM", 3},
 	{"CumSum", 2}, {"CumProd", 2}, {"ScatterElements", 3}, {"Scatter", 3},
 	{"OneHot", 3}, {"Compress", 2}, {"ReverseSequence", 2},
 	{NULL, 0}
@@ -282,7 +285,7 @@ ie_op_check_attrs(const char *op_type, int opset, int n_attrs,
 			return check_error(kind, IE_ERR_INVALID, err, errlen,
 							   "attribute '%s' must have type %s in %s-%d",
 							   attrs[i].name, attr_type_name(w[len + 1]), op_type, since);
-		if (strchr("fisFIt", w[len + 1]) == NULL)
+		if (strchr("fisFISt", w[len + 1]) == NULL)
 			return check_error(kind, IE_ERR_NOT_SUPPORTED, err, errlen,
 							   "attribute '%s' has type %s, which the engine does not support",
 							   attrs[i].name, attr_type_name(w[len + 1]));
@@ -486,6 +489,17 @@ ie_attr_floats(const ie_node_ctx *ctx, const char *name, const float **vals)
 		return -1;
 	*vals = a->floats;
 	return a->n_floats;
+}
+
+int
+ie_attr_strings(const ie_node_ctx *ctx, const char *name, const char *const **vals)
+{
+	const ie_attr *a = ie_attr_find(ctx, name);
+
+	if (a == NULL || a->type != IE_ATTR_STRINGS)
+		return -1;
+	*vals = a->strings;
+	return a->n_strings;
 }
 
 /* "<op_type> node '<name>': <message>" into ctx->err; returns -1. */

@@ -423,903 +423,1002 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	/* 251: Floor-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 252: Gather-1 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 254: Gather-11 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 256: Gather-13 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 258: GatherElements-11 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 260: GatherElements-13 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 262: GatherND-11 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 264: GatherND-12 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 266: GatherND-13 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 268: Gelu-20 */
+	/* 252: GRU-1 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 258: GRU-3 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 264: GRU-7 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 270: GRU-14 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 276: GRU-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 269: Gemm-1 */
+	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"R", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	/* 282: Gather-1 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	/* 284: Gather-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	/* 286: Gather-13 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	/* 288: GatherElements-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	/* 290: GatherElements-13 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	/* 292: GatherND-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
+	/* 294: GatherND-12 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
+	/* 296: GatherND-13 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
+	/* 298: Gelu-20 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	/* 299: Gemm-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 272: Gemm-6 */
+	/* 302: Gemm-6 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 275: Gemm-7 */
+	/* 305: Gemm-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 278: Gemm-9 */
+	/* 308: Gemm-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 281: Gemm-11 */
+	/* 311: Gemm-11 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 284: Gemm-13 */
+	/* 314: Gemm-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"C", "T", 0x00013cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 287: GlobalAveragePool-1 */
+	/* 317: GlobalAveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 288: GlobalAveragePool-22 */
+	/* 318: GlobalAveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 289: GlobalMaxPool-1 */
+	/* 319: GlobalMaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 290: GlobalMaxPool-22 */
+	/* 320: GlobalMaxPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 291: Greater-1 */
+	/* 321: Greater-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 293: Greater-7 */
+	/* 323: Greater-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 295: Greater-9 */
+	/* 325: Greater-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 297: Greater-13 */
+	/* 327: Greater-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 299: GreaterOrEqual-12 */
+	/* 329: GreaterOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 301: GreaterOrEqual-16 */
+	/* 331: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 303: GridSample-16 */
+	/* 333: GridSample-16 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"grid", "T2", 0x00000c02, 0, 1},	/* float float16 double */
-	/* 305: GridSample-20 */
+	/* 335: GridSample-20 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"grid", "T2", 0x00000c02, 0, 1},	/* float float16 double */
-	/* 307: GridSample-22 */
+	/* 337: GridSample-22 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"grid", "T2", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 309: GroupNormalization-18 */
+	/* 339: GroupNormalization-18 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 312: GroupNormalization-21 */
+	/* 342: GroupNormalization-21 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 315: HardSigmoid-1 */
+	/* 345: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 316: HardSigmoid-6 */
+	/* 346: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 317: HardSigmoid-22 */
+	/* 347: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 318: HardSwish-14 */
+	/* 348: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 319: HardSwish-22 */
+	/* 349: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 320: Hardmax-1 */
+	/* 350: Hardmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 321: Hardmax-11 */
+	/* 351: Hardmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 322: Hardmax-13 */
+	/* 352: Hardmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 323: Identity-1 */
+	/* 353: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 324: Identity-13 */
+	/* 354: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 325: Identity-14 */
+	/* 355: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 326: Identity-16 */
+	/* 356: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 327: Identity-19 */
+	/* 357: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 328: Identity-21 */
+	/* 358: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 329: Identity-23 */
+	/* 359: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 330: Identity-24 */
+	/* 360: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 331: Identity-25 */
+	/* 361: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 332: InstanceNormalization-1 */
+	/* 362: InstanceNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 335: InstanceNormalization-6 */
+	/* 365: InstanceNormalization-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 338: InstanceNormalization-22 */
+	/* 368: InstanceNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 341: IsInf-10 */
+	/* 371: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 342: IsInf-20 */
+	/* 372: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 343: IsNaN-9 */
+	/* 373: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 344: IsNaN-13 */
+	/* 374: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 345: IsNaN-20 */
+	/* 375: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 346: LRN-1 */
+	/* 376: LRN-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 347: LRN-13 */
+	/* 377: LRN-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 348: LayerNormalization-17 */
+	/* 378: LSTM-1 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"initial_c", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"P", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 386: LSTM-7 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"initial_c", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"P", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 394: LSTM-14 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"initial_c", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"P", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 402: LSTM-22 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"R", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	{"initial_c", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	{"P", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	/* 410: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 351: LeakyRelu-1 */
+	/* 413: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 352: LeakyRelu-6 */
+	/* 414: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 353: LeakyRelu-16 */
+	/* 415: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 354: Less-1 */
+	/* 416: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 356: Less-7 */
+	/* 418: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 358: Less-9 */
+	/* 420: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 360: Less-13 */
+	/* 422: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 362: LessOrEqual-12 */
+	/* 424: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 364: LessOrEqual-16 */
+	/* 426: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 366: Log-1 */
+	/* 428: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 367: Log-6 */
+	/* 429: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 368: Log-13 */
+	/* 430: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 369: LogSoftmax-1 */
+	/* 431: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 370: LogSoftmax-11 */
+	/* 432: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 371: LogSoftmax-13 */
+	/* 433: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 372: LpNormalization-1 */
+	/* 434: LpNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 373: LpNormalization-22 */
+	/* 435: LpNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 374: LpPool-1 */
+	/* 436: LpPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 375: LpPool-2 */
+	/* 437: LpPool-2 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 376: LpPool-11 */
+	/* 438: LpPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 377: LpPool-18 */
+	/* 439: LpPool-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 378: LpPool-22 */
+	/* 440: LpPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 379: MatMul-1 */
+	/* 441: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 381: MatMul-9 */
+	/* 443: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 383: MatMul-13 */
+	/* 445: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 385: Max-1 */
+	/* 447: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 386: Max-6 */
+	/* 448: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 387: Max-8 */
+	/* 449: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 388: Max-12 */
+	/* 450: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 389: Max-13 */
+	/* 451: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 390: MaxPool-1 */
+	/* 452: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 391: MaxPool-8 */
+	/* 453: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 392: MaxPool-10 */
+	/* 454: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 393: MaxPool-11 */
+	/* 455: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 394: MaxPool-12 */
+	/* 456: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 395: MaxPool-22 */
+	/* 457: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 396: Mean-1 */
+	/* 458: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 397: Mean-6 */
+	/* 459: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 398: Mean-8 */
+	/* 460: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 399: Mean-13 */
+	/* 461: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 400: MeanVarianceNormalization-9 */
+	/* 462: MeanVarianceNormalization-9 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 401: MeanVarianceNormalization-13 */
+	/* 463: MeanVarianceNormalization-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 402: Min-1 */
+	/* 464: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 403: Min-6 */
+	/* 465: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 404: Min-8 */
+	/* 466: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 405: Min-12 */
+	/* 467: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 406: Min-13 */
+	/* 468: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 407: Mish-18 */
+	/* 469: Mish-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 408: Mish-22 */
+	/* 470: Mish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 409: Mod-10 */
+	/* 471: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 411: Mod-13 */
+	/* 473: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 413: Mod-28 */
+	/* 475: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 415: Mul-1 */
+	/* 477: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 417: Mul-6 */
+	/* 479: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 419: Mul-7 */
+	/* 481: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 421: Mul-13 */
+	/* 483: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 423: Mul-14 */
+	/* 485: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 425: Neg-1 */
+	/* 487: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 426: Neg-6 */
+	/* 488: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 427: Neg-13 */
+	/* 489: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 428: NonMaxSuppression-10 */
+	/* 490: NonMaxSuppression-10 */
 	{"boxes", NULL, 0x00000002, 0, 0},	/* float */
 	{"scores", NULL, 0x00000002, 0, 1},	/* float */
 	{"max_output_boxes_per_class", NULL, 0x00000080, IE_IN_OPTIONAL, 2},	/* int64 */
 	{"iou_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 3},	/* float */
 	{"score_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 4},	/* float */
-	/* 433: NonMaxSuppression-11 */
+	/* 495: NonMaxSuppression-11 */
 	{"boxes", NULL, 0x00000002, 0, 0},	/* float */
 	{"scores", NULL, 0x00000002, 0, 1},	/* float */
 	{"max_output_boxes_per_class", NULL, 0x00000080, IE_IN_OPTIONAL, 2},	/* int64 */
 	{"iou_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 3},	/* float */
 	{"score_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 4},	/* float */
-	/* 438: NonZero-9 */
+	/* 500: NonZero-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 439: NonZero-13 */
+	/* 501: NonZero-13 */
 	{"X", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 440: Not-1 */
+	/* 502: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 441: OneHot-9 */
+	/* 503: OneHot-9 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 444: OneHot-11 */
+	/* 506: OneHot-11 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 447: OneHot-28 */
+	/* 509: OneHot-28 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0001fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 450: Or-1 */
+	/* 512: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 452: Or-7 */
+	/* 514: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 454: PRelu-1 */
+	/* 516: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 456: PRelu-6 */
+	/* 518: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 458: PRelu-7 */
+	/* 520: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 460: PRelu-9 */
+	/* 522: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 462: PRelu-16 */
+	/* 524: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 464: Pad-1 */
+	/* 526: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 465: Pad-2 */
+	/* 527: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 466: Pad-11 */
+	/* 528: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 469: Pad-13 */
+	/* 531: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 472: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 476: Pad-19 */
+	/* 534: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 480: Pad-21 */
+	/* 538: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 542: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 484: Pad-23 */
+	/* 546: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 488: Pad-24 */
+	/* 550: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 492: Pad-25 */
+	/* 554: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 496: Pow-1 */
+	/* 558: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 498: Pow-7 */
+	/* 560: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 500: Pow-12 */
+	/* 562: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 502: Pow-13 */
+	/* 564: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 504: Pow-15 */
+	/* 566: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 506: RMSNormalization-23 */
+	/* 568: RMSNormalization-23 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 508: Range-11 */
+	/* 570: RNN-1 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 576: RNN-7 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 582: RNN-14 */
+	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
+	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
+	/* 588: RNN-22 */
+	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"R", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
+	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
+	{"initial_h", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
+	/* 594: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 511: Range-27 */
+	/* 597: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 514: Reciprocal-1 */
+	/* 600: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 515: Reciprocal-6 */
+	/* 601: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 516: Reciprocal-13 */
+	/* 602: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 517: ReduceL1-1 */
+	/* 603: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 518: ReduceL1-11 */
+	/* 604: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 519: ReduceL1-13 */
+	/* 605: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 520: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 522: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 523: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 524: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 525: ReduceL2-18 */
+	/* 606: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 527: ReduceLogSum-1 */
+	/* 608: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 528: ReduceLogSum-11 */
+	/* 609: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 529: ReduceLogSum-13 */
+	/* 610: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 530: ReduceLogSum-18 */
+	/* 611: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 532: ReduceLogSum-28 */
+	/* 613: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 614: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 615: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 616: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 618: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 534: ReduceLogSumExp-1 */
+	/* 620: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 535: ReduceLogSumExp-11 */
+	/* 621: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 536: ReduceLogSumExp-13 */
+	/* 622: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 537: ReduceLogSumExp-18 */
+	/* 623: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 539: ReduceLogSumExp-28 */
+	/* 625: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 541: ReduceMax-1 */
+	/* 627: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 542: ReduceMax-11 */
+	/* 628: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 543: ReduceMax-12 */
+	/* 629: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 544: ReduceMax-13 */
+	/* 630: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 545: ReduceMax-18 */
+	/* 631: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 547: ReduceMax-20 */
+	/* 633: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 549: ReduceMean-1 */
+	/* 635: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 550: ReduceMean-11 */
+	/* 636: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 551: ReduceMean-13 */
+	/* 637: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 552: ReduceMean-18 */
+	/* 638: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 554: ReduceMin-1 */
+	/* 640: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 555: ReduceMin-11 */
+	/* 641: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 556: ReduceMin-12 */
+	/* 642: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 557: ReduceMin-13 */
+	/* 643: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 558: ReduceMin-18 */
+	/* 644: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 560: ReduceMin-20 */
+	/* 646: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 562: ReduceProd-1 */
+	/* 648: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 563: ReduceProd-11 */
+	/* 649: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 564: ReduceProd-13 */
+	/* 650: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 565: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 567: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 568: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 569: ReduceSum-13 */
+	/* 651: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 571: ReduceSumSquare-1 */
+	/* 653: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 572: ReduceSumSquare-11 */
+	/* 654: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 573: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 574: ReduceSumSquare-18 */
+	/* 655: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 576: Relu-1 */
+	/* 657: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 658: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 659: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 660: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 662: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 577: Relu-6 */
+	/* 663: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 578: Relu-13 */
+	/* 664: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 579: Relu-14 */
+	/* 665: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 580: Reshape-1 */
+	/* 666: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 581: Reshape-5 */
+	/* 667: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 583: Reshape-13 */
+	/* 669: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 585: Reshape-14 */
+	/* 671: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 587: Reshape-19 */
+	/* 673: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 589: Reshape-21 */
+	/* 675: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 591: Reshape-23 */
+	/* 677: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 593: Reshape-24 */
+	/* 679: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 595: Reshape-25 */
+	/* 681: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 597: Resize-10 */
+	/* 683: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 599: Resize-11 */
+	/* 685: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 603: Resize-13 */
+	/* 689: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 607: Resize-18 */
+	/* 693: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 611: Resize-19 */
+	/* 697: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 615: ReverseSequence-10 */
+	/* 701: ReverseSequence-10 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 617: ReverseSequence-28 */
+	/* 703: ReverseSequence-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 619: RoiAlign-10 */
+	/* 705: RoiAlign-10 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
 	{"rois", "T1", 0x00000c02, 0, 0},	/* float float16 double */
 	{"batch_indices", "T2", 0x00000080, 0, 2},	/* int64 */
-	/* 622: RoiAlign-16 */
+	/* 708: RoiAlign-16 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
 	{"rois", "T1", 0x00000c02, 0, 0},	/* float float16 double */
 	{"batch_indices", "T2", 0x00000080, 0, 2},	/* int64 */
-	/* 625: RoiAlign-22 */
+	/* 711: RoiAlign-22 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"rois", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"batch_indices", "T2", 0x00000080, 0, 2},	/* int64 */
-	/* 628: RotaryEmbedding-23 */
+	/* 714: RotaryEmbedding-23 */
 	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 632: Round-11 */
+	/* 718: Round-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 633: Round-22 */
+	/* 719: Round-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 634: Scatter-9 */
+	/* 720: Scatter-9 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 637: Scatter-11 */
+	/* 723: Scatter-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 640: ScatterElements-11 */
+	/* 726: ScatterElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 643: ScatterElements-13 */
+	/* 729: ScatterElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 646: ScatterElements-16 */
+	/* 732: ScatterElements-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 649: ScatterElements-18 */
+	/* 735: ScatterElements-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 652: ScatterND-11 */
+	/* 738: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 655: ScatterND-13 */
+	/* 741: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 658: ScatterND-16 */
+	/* 744: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 661: ScatterND-18 */
+	/* 747: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 664: Selu-1 */
+	/* 750: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 665: Selu-6 */
+	/* 751: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 666: Selu-22 */
+	/* 752: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 667: Shape-1 */
+	/* 753: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 668: Shape-13 */
+	/* 754: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 669: Shape-15 */
+	/* 755: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 670: Shape-19 */
+	/* 756: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 671: Shape-21 */
+	/* 757: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 672: Shape-23 */
+	/* 758: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 673: Shape-24 */
+	/* 759: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 674: Shape-25 */
+	/* 760: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 675: Shrink-9 */
+	/* 761: Shrink-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 676: Sigmoid-1 */
+	/* 762: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 677: Sigmoid-6 */
+	/* 763: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 678: Sigmoid-13 */
+	/* 764: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 679: Sign-9 */
+	/* 765: Sign-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 680: Sign-13 */
+	/* 766: Sign-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 681: Sin-7 */
+	/* 767: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 682: Sin-22 */
+	/* 768: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 683: Sinh-9 */
+	/* 769: Sinh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 684: Sinh-22 */
+	/* 770: Sinh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 685: Size-1 */
+	/* 771: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 686: Size-13 */
+	/* 772: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 687: Size-19 */
+	/* 773: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 688: Size-21 */
+	/* 774: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 689: Size-23 */
+	/* 775: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 690: Size-24 */
+	/* 776: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 691: Size-25 */
+	/* 777: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 692: Slice-1 */
+	/* 778: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 693: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 698: Slice-11 */
+	/* 779: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 703: Slice-13 */
+	/* 784: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 789: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 708: Softmax-1 */
+	/* 794: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 709: Softmax-11 */
+	/* 795: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 710: Softmax-13 */
+	/* 796: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 711: Softplus-1 */
+	/* 797: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 712: Softplus-22 */
+	/* 798: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 713: Softsign-1 */
+	/* 799: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 714: Softsign-22 */
+	/* 800: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 715: SpaceToDepth-1 */
+	/* 801: SpaceToDepth-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 716: SpaceToDepth-13 */
+	/* 802: SpaceToDepth-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 717: SpaceToDepth-28 */
+	/* 803: SpaceToDepth-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 718: Split-1 */
+	/* 804: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 720: Split-2 */
+	/* 806: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 721: Split-11 */
+	/* 807: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 722: Split-13 */
+	/* 808: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 724: Split-18 */
+	/* 810: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 726: Sqrt-1 */
+	/* 812: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 727: Sqrt-6 */
+	/* 813: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 728: Sqrt-13 */
+	/* 814: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 729: Squeeze-1 */
+	/* 815: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 730: Squeeze-11 */
+	/* 816: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 731: Squeeze-13 */
+	/* 817: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 733: Squeeze-21 */
+	/* 819: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 735: Squeeze-23 */
+	/* 821: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 737: Squeeze-24 */
+	/* 823: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 739: Squeeze-25 */
+	/* 825: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 741: Sub-1 */
+	/* 827: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 743: Sub-6 */
+	/* 829: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 745: Sub-7 */
+	/* 831: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 747: Sub-13 */
+	/* 833: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 749: Sub-14 */
+	/* 835: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 751: Sum-1 */
+	/* 837: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 752: Sum-6 */
+	/* 838: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 753: Sum-8 */
+	/* 839: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 754: Sum-13 */
+	/* 840: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 755: Swish-24 */
+	/* 841: Swish-24 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 756: Tan-7 */
+	/* 842: Tan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 757: Tan-22 */
+	/* 843: Tan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 758: Tanh-1 */
+	/* 844: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 759: Tanh-6 */
+	/* 845: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 760: Tanh-13 */
+	/* 846: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 761: ThresholdedRelu-10 */
+	/* 847: ThresholdedRelu-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 762: ThresholdedRelu-22 */
+	/* 848: ThresholdedRelu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 763: Tile-1 */
+	/* 849: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 766: Tile-6 */
+	/* 852: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 768: Tile-13 */
+	/* 854: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 770: TopK-1 */
+	/* 856: TopK-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 771: TopK-10 */
+	/* 857: TopK-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 773: TopK-11 */
+	/* 859: TopK-11 */
 	{"X", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 775: TopK-24 */
+	/* 861: TopK-24 */
 	{"X", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 777: Transpose-1 */
+	/* 863: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 778: Transpose-13 */
+	/* 864: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 779: Transpose-21 */
+	/* 865: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 780: Transpose-23 */
+	/* 866: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 781: Transpose-24 */
+	/* 867: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 782: Transpose-25 */
+	/* 868: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 783: Trilu-14 */
+	/* 869: Trilu-14 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"k", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 785: Unsqueeze-1 */
+	/* 871: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 786: Unsqueeze-11 */
+	/* 872: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 787: Unsqueeze-13 */
+	/* 873: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 789: Unsqueeze-21 */
+	/* 875: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 791: Unsqueeze-23 */
+	/* 877: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 793: Unsqueeze-24 */
+	/* 879: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 795: Unsqueeze-25 */
+	/* 881: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 797: Upsample-1 */
+	/* 883: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 798: Upsample-7 */
+	/* 884: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 799: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 801: Upsample-10 */
+	/* 885: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 803: Where-9 */
+	/* 887: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 889: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 806: Where-16 */
+	/* 892: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 809: Xor-1 */
+	/* 895: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 811: Xor-7 */
+	/* 897: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1492,343 +1591,356 @@ static const struct
 	{"Floor", 1, "consumed_inputs:I", 249, 1},
 	{"Floor", 6, "", 250, 1},
 	{"Floor", 13, "", 251, 1},
-	{"Gather", 1, "axis:i", 252, 2},
-	{"Gather", 11, "axis:i", 254, 2},
-	{"Gather", 13, "axis:i", 256, 2},
-	{"GatherElements", 11, "axis:i", 258, 2},
-	{"GatherElements", 13, "axis:i", 260, 2},
-	{"GatherND", 11, "", 262, 2},
-	{"GatherND", 12, "batch_dims:i", 264, 2},
-	{"GatherND", 13, "batch_dims:i", 266, 2},
-	{"Gelu", 20, "approximate:s", 268, 1},
-	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 269, 3},
-	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 272, 3},
-	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 275, 3},
-	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 278, 3},
-	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 281, 3},
-	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 284, 3},
-	{"GlobalAveragePool", 1, "", 287, 1},
-	{"GlobalAveragePool", 22, "", 288, 1},
-	{"GlobalMaxPool", 1, "", 289, 1},
-	{"GlobalMaxPool", 22, "", 290, 1},
-	{"Greater", 1, "axis:i broadcast:i", 291, 2},
-	{"Greater", 7, "", 293, 2},
-	{"Greater", 9, "", 295, 2},
-	{"Greater", 13, "", 297, 2},
-	{"GreaterOrEqual", 12, "", 299, 2},
-	{"GreaterOrEqual", 16, "", 301, 2},
-	{"GridSample", 16, "align_corners:i mode:s padding_mode:s", 303, 2},
-	{"GridSample", 20, "align_corners:i mode:s padding_mode:s", 305, 2},
-	{"GridSample", 22, "align_corners:i mode:s padding_mode:s", 307, 2},
-	{"GroupNormalization", 18, "epsilon:f num_groups:i!", 309, 3},
-	{"GroupNormalization", 21, "epsilon:f num_groups:i! stash_type:i", 312, 3},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 315, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 316, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 317, 1},
-	{"HardSwish", 14, "", 318, 1},
-	{"HardSwish", 22, "", 319, 1},
-	{"Hardmax", 1, "axis:i", 320, 1},
-	{"Hardmax", 11, "axis:i", 321, 1},
-	{"Hardmax", 13, "axis:i", 322, 1},
-	{"Identity", 1, "", 323, 1},
-	{"Identity", 13, "", 324, 1},
-	{"Identity", 14, "", 325, 1},
-	{"Identity", 16, "", 326, 1},
-	{"Identity", 19, "", 327, 1},
-	{"Identity", 21, "", 328, 1},
-	{"Identity", 23, "", 329, 1},
-	{"Identity", 24, "", 330, 1},
-	{"Identity", 25, "", 331, 1},
-	{"InstanceNormalization", 1, "consumed_inputs:I epsilon:f", 332, 3},
-	{"InstanceNormalization", 6, "epsilon:f", 335, 3},
-	{"InstanceNormalization", 22, "epsilon:f", 338, 3},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 341, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 342, 1},
-	{"IsNaN", 9, "", 343, 1},
-	{"IsNaN", 13, "", 344, 1},
-	{"IsNaN", 20, "", 345, 1},
-	{"LRN", 1, "alpha:f beta:f bias:f size:i!", 346, 1},
-	{"LRN", 13, "alpha:f beta:f bias:f size:i!", 347, 1},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 348, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 351, 1},
-	{"LeakyRelu", 6, "alpha:f", 352, 1},
-	{"LeakyRelu", 16, "alpha:f", 353, 1},
-	{"Less", 1, "axis:i broadcast:i", 354, 2},
-	{"Less", 7, "", 356, 2},
-	{"Less", 9, "", 358, 2},
-	{"Less", 13, "", 360, 2},
-	{"LessOrEqual", 12, "", 362, 2},
-	{"LessOrEqual", 16, "", 364, 2},
-	{"Log", 1, "consumed_inputs:I", 366, 1},
-	{"Log", 6, "", 367, 1},
-	{"Log", 13, "", 368, 1},
-	{"LogSoftmax", 1, "axis:i", 369, 1},
-	{"LogSoftmax", 11, "axis:i", 370, 1},
-	{"LogSoftmax", 13, "axis:i", 371, 1},
-	{"LpNormalization", 1, "axis:i p:i", 372, 1},
-	{"LpNormalization", 22, "axis:i p:i", 373, 1},
-	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 374, 1},
-	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 375, 1},
-	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 376, 1},
-	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 377, 1},
-	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 378, 1},
-	{"MatMul", 1, "", 379, 2},
-	{"MatMul", 9, "", 381, 2},
-	{"MatMul", 13, "", 383, 2},
-	{"Max", 1, "consumed_inputs:I", 385, 1},
-	{"Max", 6, "", 386, 1},
-	{"Max", 8, "", 387, 1},
-	{"Max", 12, "", 388, 1},
-	{"Max", 13, "", 389, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 390, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 391, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 392, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 393, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 394, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 395, 1},
-	{"Mean", 1, "consumed_inputs:I", 396, 1},
-	{"Mean", 6, "", 397, 1},
-	{"Mean", 8, "", 398, 1},
-	{"Mean", 13, "", 399, 1},
-	{"MeanVarianceNormalization", 9, "axes:I", 400, 1},
-	{"MeanVarianceNormalization", 13, "axes:I", 401, 1},
-	{"Min", 1, "consumed_inputs:I", 402, 1},
-	{"Min", 6, "", 403, 1},
-	{"Min", 8, "", 404, 1},
-	{"Min", 12, "", 405, 1},
-	{"Min", 13, "", 406, 1},
-	{"Mish", 18, "", 407, 1},
-	{"Mish", 22, "", 408, 1},
-	{"Mod", 10, "fmod:i", 409, 2},
-	{"Mod", 13, "fmod:i", 411, 2},
-	{"Mod", 28, "fmod:i", 413, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 415, 2},
-	{"Mul", 6, "axis:i broadcast:i", 417, 2},
-	{"Mul", 7, "", 419, 2},
-	{"Mul", 13, "", 421, 2},
-	{"Mul", 14, "", 423, 2},
-	{"Neg", 1, "consumed_inputs:I", 425, 1},
-	{"Neg", 6, "", 426, 1},
-	{"Neg", 13, "", 427, 1},
-	{"NonMaxSuppression", 10, "center_point_box:i", 428, 5},
-	{"NonMaxSuppression", 11, "center_point_box:i", 433, 5},
-	{"NonZero", 9, "", 438, 1},
-	{"NonZero", 13, "", 439, 1},
-	{"Not", 1, "", 440, 1},
-	{"OneHot", 9, "axis:i", 441, 3},
-	{"OneHot", 11, "axis:i", 444, 3},
-	{"OneHot", 28, "axis:i", 447, 3},
-	{"Or", 1, "axis:i broadcast:i", 450, 2},
-	{"Or", 7, "", 452, 2},
-	{"PRelu", 1, "consumed_inputs:I", 454, 2},
-	{"PRelu", 6, "", 456, 2},
-	{"PRelu", 7, "", 458, 2},
-	{"PRelu", 9, "", 460, 2},
-	{"PRelu", 16, "", 462, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 464, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 465, 1},
-	{"Pad", 11, "mode:s", 466, 3},
-	{"Pad", 13, "mode:s", 469, 3},
-	{"Pad", 18, "mode:s", 472, 4},
-	{"Pad", 19, "mode:s", 476, 4},
-	{"Pad", 21, "mode:s", 480, 4},
-	{"Pad", 23, "mode:s", 484, 4},
-	{"Pad", 24, "mode:s", 488, 4},
-	{"Pad", 25, "mode:s", 492, 4},
-	{"Pow", 1, "axis:i broadcast:i", 496, 2},
-	{"Pow", 7, "", 498, 2},
-	{"Pow", 12, "", 500, 2},
-	{"Pow", 13, "", 502, 2},
-	{"Pow", 15, "", 504, 2},
-	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 506, 2},
-	{"Range", 11, "", 508, 3},
-	{"Range", 27, "stash_type:i", 511, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 514, 1},
-	{"Reciprocal", 6, "", 515, 1},
-	{"Reciprocal", 13, "", 516, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 517, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 518, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 519, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 520, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 522, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 523, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 524, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 525, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 527, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 528, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 529, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 530, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 532, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 534, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 535, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 536, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 537, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 539, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 541, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 542, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 543, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 544, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 545, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 547, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 549, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 550, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 551, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 552, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 554, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 555, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 556, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 557, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 558, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 560, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 562, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 563, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 564, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 565, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 567, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 568, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 569, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 571, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 572, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 573, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 574, 2},
-	{"Relu", 1, "consumed_inputs:I", 576, 1},
-	{"Relu", 6, "", 577, 1},
-	{"Relu", 13, "", 578, 1},
-	{"Relu", 14, "", 579, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 580, 1},
-	{"Reshape", 5, "", 581, 2},
-	{"Reshape", 13, "", 583, 2},
-	{"Reshape", 14, "allowzero:i", 585, 2},
-	{"Reshape", 19, "allowzero:i", 587, 2},
-	{"Reshape", 21, "allowzero:i", 589, 2},
-	{"Reshape", 23, "allowzero:i", 591, 2},
-	{"Reshape", 24, "allowzero:i", 593, 2},
-	{"Reshape", 25, "allowzero:i", 595, 2},
-	{"Resize", 10, "mode:s", 597, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 599, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 603, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 607, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 611, 4},
-	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 615, 2},
-	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 617, 2},
-	{"RoiAlign", 10, "mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 619, 3},
-	{"RoiAlign", 16, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 622, 3},
-	{"RoiAlign", 22, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 625, 3},
-	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 628, 4},
-	{"Round", 11, "", 632, 1},
-	{"Round", 22, "", 633, 1},
-	{"Scatter", 9, "axis:i", 634, 3},
-	{"Scatter", 11, "axis:i", 637, 3},
-	{"ScatterElements", 11, "axis:i", 640, 3},
-	{"ScatterElements", 13, "axis:i", 643, 3},
-	{"ScatterElements", 16, "axis:i reduction:s", 646, 3},
-	{"ScatterElements", 18, "axis:i reduction:s", 649, 3},
-	{"ScatterND", 11, "", 652, 3},
-	{"ScatterND", 13, "", 655, 3},
-	{"ScatterND", 16, "reduction:s", 658, 3},
-	{"ScatterND", 18, "reduction:s", 661, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 664, 1},
-	{"Selu", 6, "alpha:f gamma:f", 665, 1},
-	{"Selu", 22, "alpha:f gamma:f", 666, 1},
-	{"Shape", 1, "", 667, 1},
-	{"Shape", 13, "", 668, 1},
-	{"Shape", 15, "end:i start:i", 669, 1},
-	{"Shape", 19, "end:i start:i", 670, 1},
-	{"Shape", 21, "end:i start:i", 671, 1},
-	{"Shape", 23, "end:i start:i", 672, 1},
-	{"Shape", 24, "end:i start:i", 673, 1},
-	{"Shape", 25, "end:i start:i", 674, 1},
-	{"Shrink", 9, "bias:f lambd:f", 675, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 676, 1},
-	{"Sigmoid", 6, "", 677, 1},
-	{"Sigmoid", 13, "", 678, 1},
-	{"Sign", 9, "", 679, 1},
-	{"Sign", 13, "", 680, 1},
-	{"Sin", 7, "", 681, 1},
-	{"Sin", 22, "", 682, 1},
-	{"Sinh", 9, "", 683, 1},
-	{"Sinh", 22, "", 684, 1},
-	{"Size", 1, "", 685, 1},
-	{"Size", 13, "", 686, 1},
-	{"Size", 19, "", 687, 1},
-	{"Size", 21, "", 688, 1},
-	{"Size", 23, "", 689, 1},
-	{"Size", 24, "", 690, 1},
-	{"Size", 25, "", 691, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 692, 1},
-	{"Slice", 10, "", 693, 5},
-	{"Slice", 11, "", 698, 5},
-	{"Slice", 13, "", 703, 5},
-	{"Softmax", 1, "axis:i", 708, 1},
-	{"Softmax", 11, "axis:i", 709, 1},
-	{"Softmax", 13, "axis:i", 710, 1},
-	{"Softplus", 1, "", 711, 1},
-	{"Softplus", 22, "", 712, 1},
-	{"Softsign", 1, "", 713, 1},
-	{"Softsign", 22, "", 714, 1},
-	{"SpaceToDepth", 1, "blocksize:i!", 715, 1},
-	{"SpaceToDepth", 13, "blocksize:i!", 716, 1},
-	{"SpaceToDepth", 28, "blocksize:i! mode:s", 717, 1},
-	{"Split", 1, "axis:i split:I", 718, 2},
-	{"Split", 2, "axis:i split:I", 720, 1},
-	{"Split", 11, "axis:i split:I", 721, 1},
-	{"Split", 13, "axis:i", 722, 2},
-	{"Split", 18, "axis:i num_outputs:i", 724, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 726, 1},
-	{"Sqrt", 6, "", 727, 1},
-	{"Sqrt", 13, "", 728, 1},
-	{"Squeeze", 1, "axes:I", 729, 1},
-	{"Squeeze", 11, "axes:I", 730, 1},
-	{"Squeeze", 13, "", 731, 2},
-	{"Squeeze", 21, "", 733, 2},
-	{"Squeeze", 23, "", 735, 2},
-	{"Squeeze", 24, "", 737, 2},
-	{"Squeeze", 25, "", 739, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 741, 2},
-	{"Sub", 6, "axis:i broadcast:i", 743, 2},
-	{"Sub", 7, "", 745, 2},
-	{"Sub", 13, "", 747, 2},
-	{"Sub", 14, "", 749, 2},
-	{"Sum", 1, "consumed_inputs:I", 751, 1},
-	{"Sum", 6, "", 752, 1},
-	{"Sum", 8, "", 753, 1},
-	{"Sum", 13, "", 754, 1},
-	{"Swish", 24, "alpha:f", 755, 1},
-	{"Tan", 7, "", 756, 1},
-	{"Tan", 22, "", 757, 1},
-	{"Tanh", 1, "consumed_inputs:I", 758, 1},
-	{"Tanh", 6, "", 759, 1},
-	{"Tanh", 13, "", 760, 1},
-	{"ThresholdedRelu", 10, "alpha:f", 761, 1},
-	{"ThresholdedRelu", 22, "alpha:f", 762, 1},
-	{"Tile", 1, "", 763, 3},
-	{"Tile", 6, "", 766, 2},
-	{"Tile", 13, "", 768, 2},
-	{"TopK", 1, "axis:i k:i!", 770, 1},
-	{"TopK", 10, "axis:i", 771, 2},
-	{"TopK", 11, "axis:i largest:i sorted:i", 773, 2},
-	{"TopK", 24, "axis:i largest:i sorted:i", 775, 2},
-	{"Transpose", 1, "perm:I", 777, 1},
-	{"Transpose", 13, "perm:I", 778, 1},
-	{"Transpose", 21, "perm:I", 779, 1},
-	{"Transpose", 23, "perm:I", 780, 1},
-	{"Transpose", 24, "perm:I", 781, 1},
-	{"Transpose", 25, "perm:I", 782, 1},
-	{"Trilu", 14, "upper:i", 783, 2},
-	{"Unsqueeze", 1, "axes:I!", 785, 1},
-	{"Unsqueeze", 11, "axes:I!", 786, 1},
-	{"Unsqueeze", 13, "", 787, 2},
-	{"Unsqueeze", 21, "", 789, 2},
-	{"Unsqueeze", 23, "", 791, 2},
-	{"Unsqueeze", 24, "", 793, 2},
-	{"Unsqueeze", 25, "", 795, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 797, 1},
-	{"Upsample", 7, "mode:s scales:F!", 798, 1},
-	{"Upsample", 9, "mode:s", 799, 2},
-	{"Upsample", 10, "mode:s", 801, 2},
-	{"Where", 9, "", 803, 3},
-	{"Where", 16, "", 806, 3},
-	{"Xor", 1, "axis:i broadcast:i", 809, 2},
-	{"Xor", 7, "", 811, 2},
+	{"GRU", 1, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i output_sequence:i", 252, 6},
+	{"GRU", 3, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i linear_before_reset:i output_sequence:i", 258, 6},
+	{"GRU", 7, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i linear_before_reset:i", 264, 6},
+	{"GRU", 14, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i linear_before_reset:i", 270, 6},
+	{"GRU", 22, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i linear_before_reset:i", 276, 6},
+	{"Gather", 1, "axis:i", 282, 2},
+	{"Gather", 11, "axis:i", 284, 2},
+	{"Gather", 13, "axis:i", 286, 2},
+	{"GatherElements", 11, "axis:i", 288, 2},
+	{"GatherElements", 13, "axis:i", 290, 2},
+	{"GatherND", 11, "", 292, 2},
+	{"GatherND", 12, "batch_dims:i", 294, 2},
+	{"GatherND", 13, "batch_dims:i", 296, 2},
+	{"Gelu", 20, "approximate:s", 298, 1},
+	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 299, 3},
+	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 302, 3},
+	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 305, 3},
+	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 308, 3},
+	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 311, 3},
+	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 314, 3},
+	{"GlobalAveragePool", 1, "", 317, 1},
+	{"GlobalAveragePool", 22, "", 318, 1},
+	{"GlobalMaxPool", 1, "", 319, 1},
+	{"GlobalMaxPool", 22, "", 320, 1},
+	{"Greater", 1, "axis:i broadcast:i", 321, 2},
+	{"Greater", 7, "", 323, 2},
+	{"Greater", 9, "", 325, 2},
+	{"Greater", 13, "", 327, 2},
+	{"GreaterOrEqual", 12, "", 329, 2},
+	{"GreaterOrEqual", 16, "", 331, 2},
+	{"GridSample", 16, "align_corners:i mode:s padding_mode:s", 333, 2},
+	{"GridSample", 20, "align_corners:i mode:s padding_mode:s", 335, 2},
+	{"GridSample", 22, "align_corners:i mode:s padding_mode:s", 337, 2},
+	{"GroupNormalization", 18, "epsilon:f num_groups:i!", 339, 3},
+	{"GroupNormalization", 21, "epsilon:f num_groups:i! stash_type:i", 342, 3},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 345, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 346, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 347, 1},
+	{"HardSwish", 14, "", 348, 1},
+	{"HardSwish", 22, "", 349, 1},
+	{"Hardmax", 1, "axis:i", 350, 1},
+	{"Hardmax", 11, "axis:i", 351, 1},
+	{"Hardmax", 13, "axis:i", 352, 1},
+	{"Identity", 1, "", 353, 1},
+	{"Identity", 13, "", 354, 1},
+	{"Identity", 14, "", 355, 1},
+	{"Identity", 16, "", 356, 1},
+	{"Identity", 19, "", 357, 1},
+	{"Identity", 21, "", 358, 1},
+	{"Identity", 23, "", 359, 1},
+	{"Identity", 24, "", 360, 1},
+	{"Identity", 25, "", 361, 1},
+	{"InstanceNormalization", 1, "consumed_inputs:I epsilon:f", 362, 3},
+	{"InstanceNormalization", 6, "epsilon:f", 365, 3},
+	{"InstanceNormalization", 22, "epsilon:f", 368, 3},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 371, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 372, 1},
+	{"IsNaN", 9, "", 373, 1},
+	{"IsNaN", 13, "", 374, 1},
+	{"IsNaN", 20, "", 375, 1},
+	{"LRN", 1, "alpha:f beta:f bias:f size:i!", 376, 1},
+	{"LRN", 13, "alpha:f beta:f bias:f size:i!", 377, 1},
+	{"LSTM", 1, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i output_sequence:i", 378, 8},
+	{"LSTM", 7, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i", 386, 8},
+	{"LSTM", 14, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i layout:i", 394, 8},
+	{"LSTM", 22, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i layout:i", 402, 8},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 410, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 413, 1},
+	{"LeakyRelu", 6, "alpha:f", 414, 1},
+	{"LeakyRelu", 16, "alpha:f", 415, 1},
+	{"Less", 1, "axis:i broadcast:i", 416, 2},
+	{"Less", 7, "", 418, 2},
+	{"Less", 9, "", 420, 2},
+	{"Less", 13, "", 422, 2},
+	{"LessOrEqual", 12, "", 424, 2},
+	{"LessOrEqual", 16, "", 426, 2},
+	{"Log", 1, "consumed_inputs:I", 428, 1},
+	{"Log", 6, "", 429, 1},
+	{"Log", 13, "", 430, 1},
+	{"LogSoftmax", 1, "axis:i", 431, 1},
+	{"LogSoftmax", 11, "axis:i", 432, 1},
+	{"LogSoftmax", 13, "axis:i", 433, 1},
+	{"LpNormalization", 1, "axis:i p:i", 434, 1},
+	{"LpNormalization", 22, "axis:i p:i", 435, 1},
+	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 436, 1},
+	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 437, 1},
+	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 438, 1},
+	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 439, 1},
+	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 440, 1},
+	{"MatMul", 1, "", 441, 2},
+	{"MatMul", 9, "", 443, 2},
+	{"MatMul", 13, "", 445, 2},
+	{"Max", 1, "consumed_inputs:I", 447, 1},
+	{"Max", 6, "", 448, 1},
+	{"Max", 8, "", 449, 1},
+	{"Max", 12, "", 450, 1},
+	{"Max", 13, "", 451, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 452, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 453, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 454, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 455, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 456, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 457, 1},
+	{"Mean", 1, "consumed_inputs:I", 458, 1},
+	{"Mean", 6, "", 459, 1},
+	{"Mean", 8, "", 460, 1},
+	{"Mean", 13, "", 461, 1},
+	{"MeanVarianceNormalization", 9, "axes:I", 462, 1},
+	{"MeanVarianceNormalization", 13, "axes:I", 463, 1},
+	{"Min", 1, "consumed_inputs:I", 464, 1},
+	{"Min", 6, "", 465, 1},
+	{"Min", 8, "", 466, 1},
+	{"Min", 12, "", 467, 1},
+	{"Min", 13, "", 468, 1},
+	{"Mish", 18, "", 469, 1},
+	{"Mish", 22, "", 470, 1},
+	{"Mod", 10, "fmod:i", 471, 2},
+	{"Mod", 13, "fmod:i", 473, 2},
+	{"Mod", 28, "fmod:i", 475, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 477, 2},
+	{"Mul", 6, "axis:i broadcast:i", 479, 2},
+	{"Mul", 7, "", 481, 2},
+	{"Mul", 13, "", 483, 2},
+	{"Mul", 14, "", 485, 2},
+	{"Neg", 1, "consumed_inputs:I", 487, 1},
+	{"Neg", 6, "", 488, 1},
+	{"Neg", 13, "", 489, 1},
+	{"NonMaxSuppression", 10, "center_point_box:i", 490, 5},
+	{"NonMaxSuppression", 11, "center_point_box:i", 495, 5},
+	{"NonZero", 9, "", 500, 1},
+	{"NonZero", 13, "", 501, 1},
+	{"Not", 1, "", 502, 1},
+	{"OneHot", 9, "axis:i", 503, 3},
+	{"OneHot", 11, "axis:i", 506, 3},
+	{"OneHot", 28, "axis:i", 509, 3},
+	{"Or", 1, "axis:i broadcast:i", 512, 2},
+	{"Or", 7, "", 514, 2},
+	{"PRelu", 1, "consumed_inputs:I", 516, 2},
+	{"PRelu", 6, "", 518, 2},
+	{"PRelu", 7, "", 520, 2},
+	{"PRelu", 9, "", 522, 2},
+	{"PRelu", 16, "", 524, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 526, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 527, 1},
+	{"Pad", 11, "mode:s", 528, 3},
+	{"Pad", 13, "mode:s", 531, 3},
+	{"Pad", 18, "mode:s", 534, 4},
+	{"Pad", 19, "mode:s", 538, 4},
+	{"Pad", 21, "mode:s", 542, 4},
+	{"Pad", 23, "mode:s", 546, 4},
+	{"Pad", 24, "mode:s", 550, 4},
+	{"Pad", 25, "mode:s", 554, 4},
+	{"Pow", 1, "axis:i broadcast:i", 558, 2},
+	{"Pow", 7, "", 560, 2},
+	{"Pow", 12, "", 562, 2},
+	{"Pow", 13, "", 564, 2},
+	{"Pow", 15, "", 566, 2},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 568, 2},
+	{"RNN", 1, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i output_sequence:i", 570, 6},
+	{"RNN", 7, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i", 576, 6},
+	{"RNN", 14, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i", 582, 6},
+	{"RNN", 22, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i", 588, 6},
+	{"Range", 11, "", 594, 3},
+	{"Range", 27, "stash_type:i", 597, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 600, 1},
+	{"Reciprocal", 6, "", 601, 1},
+	{"Reciprocal", 13, "", 602, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 603, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 604, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 605, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 606, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 608, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 609, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 610, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 611, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 613, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 614, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 615, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 616, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 618, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 620, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 621, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 622, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 623, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 625, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 627, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 628, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 629, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 630, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 631, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 633, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 635, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 636, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 637, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 638, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 640, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 641, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 642, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 643, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 644, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 646, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 648, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 649, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 650, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 651, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 653, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 654, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 655, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 657, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 658, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 659, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 660, 2},
+	{"Relu", 1, "consumed_inputs:I", 662, 1},
+	{"Relu", 6, "", 663, 1},
+	{"Relu", 13, "", 664, 1},
+	{"Relu", 14, "", 665, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 666, 1},
+	{"Reshape", 5, "", 667, 2},
+	{"Reshape", 13, "", 669, 2},
+	{"Reshape", 14, "allowzero:i", 671, 2},
+	{"Reshape", 19, "allowzero:i", 673, 2},
+	{"Reshape", 21, "allowzero:i", 675, 2},
+	{"Reshape", 23, "allowzero:i", 677, 2},
+	{"Reshape", 24, "allowzero:i", 679, 2},
+	{"Reshape", 25, "allowzero:i", 681, 2},
+	{"Resize", 10, "mode:s", 683, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 685, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 689, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 693, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 697, 4},
+	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 701, 2},
+	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 703, 2},
+	{"RoiAlign", 10, "mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 705, 3},
+	{"RoiAlign", 16, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 708, 3},
+	{"RoiAlign", 22, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 711, 3},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 714, 4},
+	{"Round", 11, "", 718, 1},
+	{"Round", 22, "", 719, 1},
+	{"Scatter", 9, "axis:i", 720, 3},
+	{"Scatter", 11, "axis:i", 723, 3},
+	{"ScatterElements", 11, "axis:i", 726, 3},
+	{"ScatterElements", 13, "axis:i", 729, 3},
+	{"ScatterElements", 16, "axis:i reduction:s", 732, 3},
+	{"ScatterElements", 18, "axis:i reduction:s", 735, 3},
+	{"ScatterND", 11, "", 738, 3},
+	{"ScatterND", 13, "", 741, 3},
+	{"ScatterND", 16, "reduction:s", 744, 3},
+	{"ScatterND", 18, "reduction:s", 747, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 750, 1},
+	{"Selu", 6, "alpha:f gamma:f", 751, 1},
+	{"Selu", 22, "alpha:f gamma:f", 752, 1},
+	{"Shape", 1, "", 753, 1},
+	{"Shape", 13, "", 754, 1},
+	{"Shape", 15, "end:i start:i", 755, 1},
+	{"Shape", 19, "end:i start:i", 756, 1},
+	{"Shape", 21, "end:i start:i", 757, 1},
+	{"Shape", 23, "end:i start:i", 758, 1},
+	{"Shape", 24, "end:i start:i", 759, 1},
+	{"Shape", 25, "end:i start:i", 760, 1},
+	{"Shrink", 9, "bias:f lambd:f", 761, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 762, 1},
+	{"Sigmoid", 6, "", 763, 1},
+	{"Sigmoid", 13, "", 764, 1},
+	{"Sign", 9, "", 765, 1},
+	{"Sign", 13, "", 766, 1},
+	{"Sin", 7, "", 767, 1},
+	{"Sin", 22, "", 768, 1},
+	{"Sinh", 9, "", 769, 1},
+	{"Sinh", 22, "", 770, 1},
+	{"Size", 1, "", 771, 1},
+	{"Size", 13, "", 772, 1},
+	{"Size", 19, "", 773, 1},
+	{"Size", 21, "", 774, 1},
+	{"Size", 23, "", 775, 1},
+	{"Size", 24, "", 776, 1},
+	{"Size", 25, "", 777, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 778, 1},
+	{"Slice", 10, "", 779, 5},
+	{"Slice", 11, "", 784, 5},
+	{"Slice", 13, "", 789, 5},
+	{"Softmax", 1, "axis:i", 794, 1},
+	{"Softmax", 11, "axis:i", 795, 1},
+	{"Softmax", 13, "axis:i", 796, 1},
+	{"Softplus", 1, "", 797, 1},
+	{"Softplus", 22, "", 798, 1},
+	{"Softsign", 1, "", 799, 1},
+	{"Softsign", 22, "", 800, 1},
+	{"SpaceToDepth", 1, "blocksize:i!", 801, 1},
+	{"SpaceToDepth", 13, "blocksize:i!", 802, 1},
+	{"SpaceToDepth", 28, "blocksize:i! mode:s", 803, 1},
+	{"Split", 1, "axis:i split:I", 804, 2},
+	{"Split", 2, "axis:i split:I", 806, 1},
+	{"Split", 11, "axis:i split:I", 807, 1},
+	{"Split", 13, "axis:i", 808, 2},
+	{"Split", 18, "axis:i num_outputs:i", 810, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 812, 1},
+	{"Sqrt", 6, "", 813, 1},
+	{"Sqrt", 13, "", 814, 1},
+	{"Squeeze", 1, "axes:I", 815, 1},
+	{"Squeeze", 11, "axes:I", 816, 1},
+	{"Squeeze", 13, "", 817, 2},
+	{"Squeeze", 21, "", 819, 2},
+	{"Squeeze", 23, "", 821, 2},
+	{"Squeeze", 24, "", 823, 2},
+	{"Squeeze", 25, "", 825, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 827, 2},
+	{"Sub", 6, "axis:i broadcast:i", 829, 2},
+	{"Sub", 7, "", 831, 2},
+	{"Sub", 13, "", 833, 2},
+	{"Sub", 14, "", 835, 2},
+	{"Sum", 1, "consumed_inputs:I", 837, 1},
+	{"Sum", 6, "", 838, 1},
+	{"Sum", 8, "", 839, 1},
+	{"Sum", 13, "", 840, 1},
+	{"Swish", 24, "alpha:f", 841, 1},
+	{"Tan", 7, "", 842, 1},
+	{"Tan", 22, "", 843, 1},
+	{"Tanh", 1, "consumed_inputs:I", 844, 1},
+	{"Tanh", 6, "", 845, 1},
+	{"Tanh", 13, "", 846, 1},
+	{"ThresholdedRelu", 10, "alpha:f", 847, 1},
+	{"ThresholdedRelu", 22, "alpha:f", 848, 1},
+	{"Tile", 1, "", 849, 3},
+	{"Tile", 6, "", 852, 2},
+	{"Tile", 13, "", 854, 2},
+	{"TopK", 1, "axis:i k:i!", 856, 1},
+	{"TopK", 10, "axis:i", 857, 2},
+	{"TopK", 11, "axis:i largest:i sorted:i", 859, 2},
+	{"TopK", 24, "axis:i largest:i sorted:i", 861, 2},
+	{"Transpose", 1, "perm:I", 863, 1},
+	{"Transpose", 13, "perm:I", 864, 1},
+	{"Transpose", 21, "perm:I", 865, 1},
+	{"Transpose", 23, "perm:I", 866, 1},
+	{"Transpose", 24, "perm:I", 867, 1},
+	{"Transpose", 25, "perm:I", 868, 1},
+	{"Trilu", 14, "upper:i", 869, 2},
+	{"Unsqueeze", 1, "axes:I!", 871, 1},
+	{"Unsqueeze", 11, "axes:I!", 872, 1},
+	{"Unsqueeze", 13, "", 873, 2},
+	{"Unsqueeze", 21, "", 875, 2},
+	{"Unsqueeze", 23, "", 877, 2},
+	{"Unsqueeze", 24, "", 879, 2},
+	{"Unsqueeze", 25, "", 881, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 883, 1},
+	{"Upsample", 7, "mode:s scales:F!", 884, 1},
+	{"Upsample", 9, "mode:s", 885, 2},
+	{"Upsample", 10, "mode:s", 887, 2},
+	{"Where", 9, "", 889, 3},
+	{"Where", 16, "", 892, 3},
+	{"Xor", 1, "axis:i broadcast:i", 895, 2},
+	{"Xor", 7, "", 897, 2},
 	{NULL, 0, NULL, 0, 0}
 };
