@@ -368,6 +368,70 @@ load(const graph_spec *g, char *err, size_t errlen)
 	return load_kind(g, err, errlen, NULL);
 }
 
+/* A STRINGS attribute of n holding the k strings v. */
+static void
+attr_strings(Onnx__NodeProto *n, const char *name, const char *const *v, int k)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+
+	a->n_strings = k;
+	a->strings = alloc(k * sizeof(ProtobufCBinaryData));
+	for (int i = 0; i < k; i++)
+	{
+		a->strings[i].len = strlen(v[i]);
+		a->strings[i].data = (uint8_t *) str(v[i]);
+	}
+}
+
+/*
+ * A STRINGS attribute through the loader: RNN-14 with activations
+ * ["Relu"], hidden_size 1, W 1 and R 0 over X [2, 1, 1] = [-1, 2] gives
+ * Y [2, 1, 1, 1] = [0, 2] (Tanh, the default, would give tanh(-1));
+ * ["Swish"] fails the load as invalid, naming it.
+ */
+static void
+test_strings_attr(void)
+{
+	graph_spec	g = {0};
+	int64_t		xd[3] = {2, 1, 1},
+				yd[4] = {2, 1, 1, 1};
+	float		one = 1,
+				zero = 0,
+				xv[2] = {-1, 2};
+	const char *relu[1] = {"Relu"},
+			   *swish[1] = {"Swish"};
+	char		err[512];
+	ie_tensor  *in = ie_tensor_new(IE_FLOAT, 3, xd),
+			   *out[1] = {NULL};
+	ie_model   *m;
+
+	memcpy(in->data, xv, sizeof(xv));
+	g.opset = 14;
+	g.nodes[g.n_nodes++] = node("RNN", "rnn_0", "X,W,R", "Y");
+	attr_int(g.nodes[0], "hidden_size", 1);
+	attr_strings(g.nodes[0], "activations", relu, 1);
+	g.inits[g.n_inits++] = tensor_raw("W", IE_FLOAT, 3, (int64_t[]) {1, 1, 1}, &one, 1);
+	g.inits[g.n_inits++] = tensor_raw("R", IE_FLOAT, 3, (int64_t[]) {1, 1, 1}, &zero, 1);
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 3, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 4, yd);
+	m = load(&g, err, sizeof(err));
+	CHECK(m != NULL, "RNN with activations [Relu] loads: %s", err);
+	if (m != NULL)
+	{
+		CHECK(ie_model_run(m, (const ie_tensor *const *) &in, out, err, sizeof(err)) == 0 &&
+			  out[0] != NULL && ((float *) out[0]->data)[0] == 0 &&
+			  ((float *) out[0]->data)[1] == 2, "RNN Relu: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_model_destroy(&m);
+	}
+	g.nodes[0] = node("RNN", "rnn_0", "X,W,R", "Y");
+	attr_int(g.nodes[0], "hidden_size", 1);
+	attr_strings(g.nodes[0], "activations", swish, 1);
+	CHECK(load_fails(&g, IE_ERR_INVALID, "unknown activation \"Swish\"", err, sizeof(err)),
+		  "RNN activations [Swish]: %s", err);
+	ie_tensor_destroy(&in);
+}
+
 /*
  * Builds into g (zeroed) and loads the opset-13 graph Y = Relu(X + B): X
  * and Y float of shape xd[2], B a float initializer of shape bd[1] holding
@@ -2897,6 +2961,7 @@ main(void)
 {
 	test_add_relu();
 	test_load_errors();
+	test_strings_attr();
 	test_constant_reshape();
 	test_run_error_kinds();
 	test_input_types();

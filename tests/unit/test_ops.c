@@ -13,8 +13,9 @@
  *	  NonZero, Dropout, Hardmax, EyeLike, Compress, ReverseSequence) with
  *	  ScatterElements, the normalisations of vision models
  *	  (InstanceNormalization, GroupNormalization, LRN,
- *	  MeanVarianceNormalization) and ops_vision.c (NonMaxSuppression,
- *	  GridSample, AffineGrid, RoiAlign).
+ *	  MeanVarianceNormalization), ops_vision.c (NonMaxSuppression,
+ *	  GridSample, AffineGrid, RoiAlign) and the recurrent operators of
+ *	  ops_rnn.c (RNN, GRU, LSTM).
  *
  * Two kinds of checks: hand-built node contexts compared against naive
  * reference loops written here (depthwise, grouped, strided, dilated,
@@ -5092,6 +5093,461 @@ test_node_tests(int verbose)
 	CHECK(count > 100, "only %d node tests of these operators found", count);
 }
 
+/*
+ * A recurrent node for rnn_case: the operator (0 RNN, 1 GRU, 2 LSTM), its
+ * opset and element type, extents, direction (0 forward, 1 reverse, 2
+ * bidirectional), layout, which optional inputs it has, clip (0 none),
+ * linear_before_reset, input_forget and activations (n_act names, with
+ * n_alpha alphas and n_beta betas; none: the defaults).
+ */
+typedef struct rnn_cfg
+{
+	int			kind;
+	int			opset;
+	ie_dtype	dt;
+	int			seq,
+				batch,
+				input,
+				hidden;
+	int			dir;
+	int			layout;
+	bool		use_b,
+				use_h0,
+				use_c0,
+				use_p;
+	const int32_t *lens;		/* [batch], or NULL */
+	double		clip;
+	int			lbr;
+	int			input_forget;
+	int			n_act;
+	const char *acts[6];
+	int			n_alpha;
+	float		alpha[6];
+	int			n_beta;
+	float		beta[6];
+} rnn_cfg;
+
+/* The activation called name at x, as Operators.md defines it. */
+static double
+ref_act(const char *name, double alpha, double beta, double x)
+{
+	if (strcmp(name, "Sigmoid") == 0)
+		return 1.0 / (1.0 + exp(-x));
+	if (strcmp(name, "Tanh") == 0)
+		return tanh(x);
+	if (strcmp(name, "Relu") == 0)
+		return x > 0 ? x : 0;
+	if (strcmp(name, "LeakyRelu") == 0)
+		return x >= 0 ? x : alpha * x;
+	if (strcmp(name, "HardSigmoid") == 0)
+		return fmax(0, fmin(1, alpha * x + beta));
+	if (strcmp(name, "Softsign") == 0)
+		return x / (1 + fabs(x));
+	return NAN;
+}
+
+/*
+ * The naive recurrence of c in double, one batch row and one step at a
+ * time: y [seq, D, batch, H] (layout 0 order, whatever c->layout),
+ * yh and yc [D, batch, H].  x [seq, batch, input] in layout 0 order, w, r,
+ * b, p, h0, c0 as ONNX lays them out (h0, c0 in layout 0 order), NULL when
+ * omitted.  The activations of direction d are acts[d * n + k] when the
+ * node gives n per direction for both, else acts[k]; alphas and betas are
+ * taken by the functions that have them, in order.
+ */
+static void
+ref_rnn(const rnn_cfg *c, const double *x, const double *w, const double *r,
+		const double *b, const double *p, const double *h0, const double *c0,
+		double *y, double *yh, double *yc)
+{
+	static const char *const dflt[3][3] = {
+		{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}
+	};
+	int			G = c->kind == 0 ? 1 : c->kind == 1 ? 3 : 4,
+				na = c->kind + 1,
+				D = c->dir == 2 ? 2 : 1,
+				H = c->hidden,
+				I = c->input,
+				B = c->batch,
+				S = c->seq;
+	const char *act[2][3];
+	double		al[2][3],
+				be[2][3];
+	int			ia = 0,
+				ib = 0;
+
+	for (int d = 0; d < 2; d++)
+		for (int k = 0; k < na; k++)
+		{
+			int			j = c->n_act == 0 ? -1 : c->n_act == na ? k : d * na + k;
+			const char *n = j < 0 ? dflt[c->kind][k] : c->acts[j];
+
+			act[d][k] = n;
+			al[d][k] = strcmp(n, "LeakyRelu") == 0 ? 0.01 : 0.2;
+			be[d][k] = 0.5;
+			if (j >= 0 && (d == 0 || c->n_act > na) &&
+				(strcmp(n, "LeakyRelu") == 0 || strcmp(n, "HardSigmoid") == 0))
+			{
+				if (ia < c->n_alpha)
+					al[d][k] = c->alpha[ia++];
+				if (strcmp(n, "HardSigmoid") == 0 && ib < c->n_beta)
+					be[d][k] = c->beta[ib++];
+			}
+			if (j >= 0 && d == 1 && c->n_act == na)
+			{
+				al[1][k] = al[0][k];
+				be[1][k] = be[0][k];
+			}
+		}
+	memset(y, 0, sizeof(double) * S * D * B * H);
+	for (int d = 0; d < D; d++)
+		for (int bb = 0; bb < B; bb++)
+		{
+			bool		rev = c->dir == 1 || d == 1;
+			int			len = c->lens ? c->lens[bb] : S;
+			double		h[16],
+						cs[16],
+						nh[16],
+						pre[4][16],
+						xw[4][16],
+						hr[4][16];
+
+			for (int k = 0; k < H; k++)
+			{
+				h[k] = h0 ? h0[(d * B + bb) * H + k] : 0;
+				cs[k] = c0 ? c0[(d * B + bb) * H + k] : 0;
+			}
+			for (int s = 0; s < len; s++)
+			{
+				int			t = rev ? len - 1 - s : s;
+				const double *xt = x + (t * B + bb) * I;
+
+				for (int g = 0; g < G; g++)
+					for (int k = 0; k < H; k++)
+					{
+						int			row = d * G * H + g * H + k;
+
+						xw[g][k] = b ? b[d * 2 * G * H + g * H + k] : 0;
+						hr[g][k] = b ? b[d * 2 * G * H + G * H + g * H + k] : 0;
+						for (int i = 0; i < I; i++)
+							xw[g][k] += xt[i] * w[row * I + i];
+						for (int i = 0; i < H; i++)
+							hr[g][k] += h[i] * r[row * H + i];
+						pre[g][k] = xw[g][k] + hr[g][k];
+					}
+#define CL(v) (c->clip > 0 ? fmin(c->clip, fmax(-c->clip, (v))) : (v))
+				for (int k = 0; k < H; k++)
+				{
+					if (c->kind == 0)
+						nh[k] = ref_act(act[d][0], al[d][0], be[d][0], CL(pre[0][k]));
+					else if (c->kind == 1)
+					{
+						double		z = ref_act(act[d][0], al[d][0], be[d][0], CL(pre[0][k])),
+									rr = ref_act(act[d][0], al[d][0], be[d][0], CL(pre[1][k])),
+									hh;
+
+						if (c->lbr)
+							hh = xw[2][k] + rr * hr[2][k];
+						else
+						{
+							hh = xw[2][k] + (b ? b[d * 6 * H + 5 * H + k] : 0);
+							for (int i = 0; i < H; i++)
+							{
+								double		ri = ref_act(act[d][0], al[d][0], be[d][0], CL(pre[1][i]));
+
+								hh += ri * h[i] * r[(d * 3 * H + 2 * H + k) * H + i];
+							}
+						}
+						hh = ref_act(act[d][1], al[d][1], be[d][1], CL(hh));
+						nh[k] = (1 - z) * hh + z * h[k];
+					}
+					else
+					{
+						const double *pp = p ? p + d * 3 * H : NULL;
+						double		ig = ref_act(act[d][0], al[d][0], be[d][0],
+												 CL(pre[0][k] + (pp ? pp[k] * cs[k] : 0))),
+									fg = c->input_forget ? 1 - ig :
+							ref_act(act[d][0], al[d][0], be[d][0],
+									CL(pre[2][k] + (pp ? pp[2 * H + k] * cs[k] : 0))),
+									cc = ref_act(act[d][1], al[d][1], be[d][1], CL(pre[3][k])),
+									cn = fg * cs[k] + ig * cc,
+									og = ref_act(act[d][0], al[d][0], be[d][0],
+												 CL(pre[1][k] + (pp ? pp[H + k] * cn : 0)));
+
+						cs[k] = cn;
+						nh[k] = og * ref_act(act[d][2], al[d][2], be[d][2], cn);
+					}
+				}
+#undef CL
+				for (int k = 0; k < H; k++)
+				{
+					h[k] = nh[k];
+					y[((t * D + d) * B + bb) * H + k] = h[k];
+				}
+			}
+			for (int k = 0; k < H; k++)
+			{
+				yh[(d * B + bb) * H + k] = h[k];
+				yc[(d * B + bb) * H + k] = cs[k];
+			}
+		}
+}
+
+/* A tensor of type dt and shape dims holding vals (double) converted. */
+static ie_tensor *
+rnn_tensor(ie_dtype dt, int nd, const int64_t *dims, const double *vals)
+{
+	ie_tensor  *t = ie_tensor_new(dt, nd, dims);
+
+	for (int64_t i = 0; i < ie_tensor_numel(t); i++)
+	{
+		if (dt == IE_FLOAT)
+			((float *) t->data)[i] = (float) vals[i];
+		else
+			((double *) t->data)[i] = vals[i];
+	}
+	return t;
+}
+
+/*
+ * Runs the node c describes on pseudo-random inputs (in [-1, 1)) and
+ * checks Y, Y_h (and LSTM's Y_c) against ref_rnn, values within 2e-5
+ * (float) or 1e-12 (double); layout 1 inputs and outputs are transposed
+ * from and to ref_rnn's order.  With want_err set, checks instead that the
+ * node fails with want_err in its message, given attrs replacing the
+ * derived ones when n_extra > 0 and W of a wrong shape when bad_w.
+ */
+static void
+rnn_case(const char *label, const rnn_cfg *c, int n_extra, const ie_attr *extra,
+		 bool bad_w, const char *want_err)
+{
+	static const char *const ops[3] = {"RNN", "GRU", "LSTM"};
+	static const char *const dirs[3] = {"forward", "reverse", "bidirectional"};
+	int			G = c->kind == 0 ? 1 : c->kind == 1 ? 3 : 4,
+				D = c->dir == 2 ? 2 : 1,
+				H = c->hidden,
+				I = c->input,
+				B = c->batch,
+				S = c->seq;
+	double		x[256],
+				xl[256],
+				w[512],
+				r[512],
+				b[128],
+				p[64],
+				h0[64],
+				c0[64],
+				h0l[64],
+				c0l[64],
+				y[512],
+				yh[64],
+				yc[64],
+				yl[512],
+				yhl[64],
+				ycl[64];
+	int64_t		dx[3] = {c->layout ? B : S, c->layout ? S : B, I},
+				dw[3] = {D, G * H, bad_w ? I + 1 : I},
+				dr[3] = {D, G * H, H},
+				db[2] = {D, 2 * G * H},
+				dp[2] = {D, 3 * H},
+				dl[1] = {B},
+				ds[3] = {c->layout ? B : D, c->layout ? D : B, H},
+				dy[4] = {c->layout ? B : S, c->layout ? S : D, c->layout ? D : B, H};
+	ie_tensor  *in[8] = {NULL},
+			   *out[3];
+	ie_attr		at[8];
+	int			na = 0,
+				n_out = c->kind == 2 ? 3 : 2;
+	char		err[512];
+	int			rc;
+
+	for (int i = 0; i < S * B * I; i++)
+		x[i] = frand();
+	for (int i = 0; i < D * G * H * (I + 1); i++)
+		w[i] = frand();
+	for (int i = 0; i < D * G * H * H; i++)
+		r[i] = frand();
+	for (int i = 0; i < D * 2 * G * H; i++)
+		b[i] = frand();
+	for (int i = 0; i < D * 3 * H; i++)
+		p[i] = frand();
+	for (int i = 0; i < D * B * H; i++)
+	{
+		h0[i] = frand();
+		c0[i] = frand();
+	}
+	/* the layout's order: X [batch, seq, input], states [batch, D, H] */
+	for (int t = 0; t < S; t++)
+		for (int bb = 0; bb < B; bb++)
+			for (int i = 0; i < I; i++)
+				xl[c->layout ? (bb * S + t) * I + i : (t * B + bb) * I + i] = x[(t * B + bb) * I + i];
+	for (int d = 0; d < D; d++)
+		for (int bb = 0; bb < B; bb++)
+			for (int k = 0; k < H; k++)
+			{
+				int			o = c->layout ? (bb * D + d) * H + k : (d * B + bb) * H + k;
+
+				h0l[o] = h0[(d * B + bb) * H + k];
+				c0l[o] = c0[(d * B + bb) * H + k];
+			}
+	in[0] = rnn_tensor(c->dt, 3, dx, xl);
+	in[1] = rnn_tensor(c->dt, 3, dw, w);
+	in[2] = rnn_tensor(c->dt, 3, dr, r);
+	if (c->use_b)
+		in[3] = rnn_tensor(c->dt, 2, db, b);
+	if (c->lens)
+		in[4] = typed_tensor(IE_INT32, 1, dl, c->lens);
+	if (c->use_h0)
+		in[5] = rnn_tensor(c->dt, 3, ds, h0l);
+	if (c->use_c0)
+		in[6] = rnn_tensor(c->dt, 3, ds, c0l);
+	if (c->use_p)
+		in[7] = rnn_tensor(c->dt, 2, dp, p);
+	if (n_extra > 0)
+	{
+		memcpy(at, extra, sizeof(ie_attr) * n_extra);
+		na = n_extra;
+	}
+	else
+	{
+		at[na++] = attr_int("hidden_size", H);
+		at[na++] = attr_str("direction", dirs[c->dir]);
+		if (c->opset >= 14)
+			at[na++] = attr_int("layout", c->layout);
+		if (c->clip > 0)
+			at[na++] = (ie_attr) {.name = "clip", .type = IE_ATTR_FLOAT, .f = (float) c->clip};
+		if (c->kind == 1)
+			at[na++] = attr_int("linear_before_reset", c->lbr);
+		if (c->kind == 2)
+			at[na++] = attr_int("input_forget", c->input_forget);
+		if (c->n_act > 0)
+			at[na++] = (ie_attr) {.name = "activations", .type = IE_ATTR_STRINGS,
+				.n_strings = c->n_act, .strings = c->acts};
+		if (c->n_alpha > 0)
+			at[na++] = (ie_attr) {.name = "activation_alpha", .type = IE_ATTR_FLOATS,
+				.n_floats = c->n_alpha, .floats = c->alpha};
+		if (c->n_beta > 0)
+			at[na++] = (ie_attr) {.name = "activation_beta", .type = IE_ATTR_FLOATS,
+				.n_floats = c->n_beta, .floats = c->beta};
+	}
+	rc = run_op(ops[c->kind], c->opset, c->kind == 2 ? 8 : 6, (const ie_tensor *const *) in,
+				na, at, n_out, out, err, sizeof(err));
+	if (want_err != NULL)
+		CHECK(rc == -1 && strstr(err, want_err) != NULL,
+			  "%s must fail with \"%s\": rc %d, \"%s\"", label, want_err, rc, err);
+	else if (rc != 0)
+		CHECK(0, "%s: %s", label, err);
+	else
+	{
+		double		tol = c->dt == IE_FLOAT ? 2e-5 : 1e-12;
+
+		ref_rnn(c, x, w, r, c->use_b ? b : NULL, c->use_p ? p : NULL,
+				c->use_h0 ? h0 : NULL, c->use_c0 ? c0 : NULL, y, yh, yc);
+		for (int t = 0; t < S; t++)
+			for (int d = 0; d < D; d++)
+				for (int bb = 0; bb < B; bb++)
+					for (int k = 0; k < H; k++)
+						yl[c->layout ? ((bb * S + t) * D + d) * H + k : ((t * D + d) * B + bb) * H + k] =
+							y[((t * D + d) * B + bb) * H + k];
+		for (int d = 0; d < D; d++)
+			for (int bb = 0; bb < B; bb++)
+				for (int k = 0; k < H; k++)
+				{
+					int			o = c->layout ? (bb * D + d) * H + k : (d * B + bb) * H + k;
+
+					yhl[o] = yh[(d * B + bb) * H + k];
+					ycl[o] = yc[(d * B + bb) * H + k];
+				}
+		CHECK(values_near(out[0], c->dt, 4, dy, yl, tol), "%s: Y", label);
+		CHECK(values_near(out[1], c->dt, 3, ds, yhl, tol), "%s: Y_h", label);
+		if (c->kind == 2)
+			CHECK(values_near(out[2], c->dt, 3, ds, ycl, tol), "%s: Y_c", label);
+	}
+	for (int i = 0; i < n_out; i++)
+		ie_tensor_destroy(&out[i]);
+	for (int i = 0; i < 8; i++)
+		ie_tensor_destroy(&in[i]);
+}
+
+/*
+ * RNN, GRU and LSTM against ref_rnn: forward, reverse and bidirectional,
+ * layout 1 (opset 14), sequence_lens shorter than the sequence (0
+ * included), initial states, clip, non-default activations with alpha and
+ * beta (one list for both directions too), GRU's linear_before_reset 0
+ * and 1, LSTM's peepholes and input_forget, double.  Refusals: W of the
+ * wrong shape, direction "sideways", hidden_size not R's, a
+ * sequence_lens entry past seq_length or negative, an unknown activation,
+ * and the load-time checks.
+ */
+static void
+test_rnn_ops(void)
+{
+	static const int32_t lens3[3] = {4, 2, 0},
+				lens2[2] = {3, 1},
+				past[2] = {4, 5},
+				neg[2] = {-1, 2};
+	rnn_cfg		cases[] = {
+		{.kind = 0, .opset = 7, .dt = IE_FLOAT, .seq = 4, .batch = 2, .input = 3, .hidden = 3, .use_b = true},
+		{.kind = 0, .opset = 14, .dt = IE_FLOAT, .seq = 4, .batch = 3, .input = 2, .hidden = 3, .dir = 1, .lens = lens3, .use_h0 = true},
+		{.kind = 0, .opset = 22, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 2, .hidden = 4, .dir = 2, .layout = 1, .lens = lens2, .use_b = true, .use_h0 = true},
+		{.kind = 0, .opset = 14, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 3, .hidden = 2, .use_b = true, .clip = 0.4, .n_act = 1, .acts = {"LeakyRelu"}, .n_alpha = 1, .alpha = {0.3f}},
+		{.kind = 0, .opset = 7, .dt = IE_DOUBLE, .seq = 3, .batch = 2, .input = 2, .hidden = 3, .dir = 2, .use_b = true, .n_act = 2, .acts = {"Relu", "Softsign"}},
+		{.kind = 1, .opset = 7, .dt = IE_FLOAT, .seq = 4, .batch = 2, .input = 3, .hidden = 3, .use_b = true},
+		{.kind = 1, .opset = 14, .dt = IE_FLOAT, .seq = 4, .batch = 2, .input = 3, .hidden = 3, .use_b = true, .use_h0 = true, .lbr = 1},
+		{.kind = 1, .opset = 14, .dt = IE_FLOAT, .seq = 4, .batch = 3, .input = 2, .hidden = 2, .dir = 1, .use_b = true, .lens = lens3, .use_h0 = true},
+		{.kind = 1, .opset = 22, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 2, .hidden = 3, .dir = 2, .layout = 1, .use_b = true, .lens = lens2, .use_h0 = true, .clip = 0.5, .lbr = 1},
+		{.kind = 1, .opset = 22, .dt = IE_DOUBLE, .seq = 3, .batch = 2, .input = 2, .hidden = 3, .dir = 2, .layout = 1, .use_b = true, .lens = lens2, .use_h0 = true},
+		{.kind = 1, .opset = 14, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 2, .hidden = 3, .use_b = true, .n_act = 2, .acts = {"HardSigmoid", "Softsign"}, .n_alpha = 1, .alpha = {0.3f}, .n_beta = 1, .beta = {0.4f}},
+		{.kind = 2, .opset = 7, .dt = IE_FLOAT, .seq = 4, .batch = 2, .input = 3, .hidden = 3, .use_b = true},
+		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 4, .batch = 3, .input = 2, .hidden = 2, .dir = 1, .use_b = true, .lens = lens3, .use_h0 = true, .use_c0 = true},
+		{.kind = 2, .opset = 22, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 2, .hidden = 3, .dir = 2, .layout = 1, .use_b = true, .lens = lens2, .use_h0 = true, .use_c0 = true, .use_p = true},
+		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 4, .batch = 2, .input = 3, .hidden = 3, .use_b = true, .use_p = true, .use_c0 = true, .clip = 0.3, .input_forget = 1},
+		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 2, .hidden = 2, .dir = 2, .use_b = true, .n_act = 3, .acts = {"HardSigmoid", "Tanh", "Softsign"}, .n_alpha = 1, .alpha = {0.25f}, .n_beta = 1, .beta = {0.45f}},
+		{.kind = 2, .opset = 14, .dt = IE_DOUBLE, .seq = 3, .batch = 2, .input = 2, .hidden = 2, .dir = 2, .use_b = true, .use_p = true, .n_act = 6, .acts = {"Sigmoid", "Tanh", "Tanh", "HardSigmoid", "Relu", "Softsign"}},
+	};
+	rnn_cfg		c = cases[0];
+	ie_attr		sideways[2] = {attr_int("hidden_size", 3), attr_str("direction", "sideways")},
+				hid5[1] = {attr_int("hidden_size", 5)};
+	const char *swish[1] = {"Swish"},
+			   *two[2] = {"sigmoid", "TANH"};
+	ie_attr		unknown[2] = {attr_int("hidden_size", 3),
+		{.name = "activations", .type = IE_ATTR_STRINGS, .n_strings = 1, .strings = swish}};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		char		label[64];
+
+		snprintf(label, sizeof(label), "rnn case %zu", i);
+		rnn_case(label, &cases[i], 0, NULL, false, NULL);
+	}
+	rnn_case("RNN W misshapen", &c, 0, NULL, true, "W must have shape [1, 3, 3]");
+	rnn_case("RNN sideways", &c, 2, sideways, false, "direction \"sideways\" is not supported");
+	rnn_case("RNN hidden_size 5", &c, 1, hid5, false, "hidden_size 5 does not match R of shape [1, 3, 3]");
+	rnn_case("RNN Swish", &c, 2, unknown, false, "unknown activation \"Swish\"");
+	c.lens = past;
+	rnn_case("RNN sequence_lens past seq", &c, 0, NULL, false,
+			 "sequence_lens[1] = 5 is not within [0, 4] (seq_length)");
+	c.lens = neg;
+	rnn_case("RNN sequence_lens negative", &c, 0, NULL, false,
+			 "sequence_lens[0] = -1 is not within [0, 4]");
+	c = cases[5];
+	rnn_case("GRU W misshapen", &c, 0, NULL, true, "W must have shape [1, 9, 3]");
+	c = cases[11];
+	rnn_case("LSTM Swish", &c, 2, unknown, false, "unknown activation \"Swish\"");
+	c.kind = 2;
+	rnn_case("LSTM hidden_size 5", &c, 1, hid5, false, "hidden_size 5 does not match R");
+	check_attrs_load("LSTM", 14, 2, sideways, "direction \"sideways\" is not supported",
+					 IE_ERR_NOT_SUPPORTED);
+	check_attrs_load("GRU", 14, 2, unknown, "unknown activation \"Swish\"", IE_ERR_INVALID);
+	check_attrs_load("RNN", 1, 1, hid5, "opset 1 is not supported", IE_ERR_NOT_SUPPORTED);
+	check_attrs_load("LSTM", 22, 1, hid5, NULL, IE_ERR_NONE);
+	unknown[1].strings = two;
+	unknown[1].n_strings = 2;
+	check_attrs_load("LSTM", 14, 2, unknown, "activations lists 2 functions, not 3 (3 per direction)",
+					 IE_ERR_INVALID);
+	check_attrs_load("GRU", 14, 2, unknown, NULL, IE_ERR_NONE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -5150,6 +5606,7 @@ main(int argc, char **argv)
 	test_eyelike();
 	test_compress();
 	test_reverse_sequence();
+	test_rnn_ops();
 	test_node_tests(verbose);
 	return tu_report("test_ops");
 }
