@@ -5,9 +5,10 @@
 # node tests (those whose operators the engine implements) against
 # tests/onnx/known_failures.txt: Debian's (onnx 1.12, opsets up to 17) and
 # those tests/onnx/gen_node_tests.py writes from the pinned onnx package
-# (every opset the engine accepts), and the PyTorch exports in
+# (every opset the engine accepts), and the exports in
 # tests/onnx/exports (opset 23: Attention from scaled_dot_product_attention
-# and a BERT, with ONNX Runtime's outputs; relative L2 <= 1e-4); check-models builds
+# and a BERT; opset 22: RNN, GRU and LSTM models from tools/export_rnn.py;
+# with ONNX Runtime's outputs; relative L2 <= 1e-4); check-models builds
 # test folders for the OCR models (tools/make_model_tests.py, reference
 # outputs from ONNX Runtime) and requires a relative L2 error <= 1e-4; it
 # does the same for the text encoder build/models/minilm/model.onnx
@@ -20,7 +21,7 @@ ONNX_NODE_DIR    ?= /usr/include/onnx/backend/test/data/node
 ONNX_GEN_NODE_DIR := $(BUILD)/onnx-node-tests
 ONNX_MODEL_TESTS ?= $(BUILD)/model-tests
 TEXT_MODEL_TESTS ?= $(BUILD)/text-model-tests
-# PyTorch exports with ONNX Runtime's outputs (tools/export_attention.py)
+# exports with ONNX Runtime's outputs (tools/export_attention.py, tools/export_rnn.py)
 ONNX_EXPORTS := tests/onnx/exports
 
 $(ONNX_CONFORMANCE): $(BUILD)/obj/tests/onnx/conformance.o $(BUILD)/lib/libinferengine.a
