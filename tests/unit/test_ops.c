@@ -5474,7 +5474,8 @@ rnn_case(const char *label, const rnn_cfg *c, int n_extra, const ie_attr *extra,
  * layout 1 (opset 14), sequence_lens shorter than the sequence (0
  * included), initial states, clip, non-default activations with alpha and
  * beta (one list for both directions too), GRU's linear_before_reset 0
- * and 1, LSTM's peepholes and input_forget, double.  Refusals: W of the
+ * and 1, LSTM's peepholes and input_forget, double; seq_length 0, batch 0
+ * and input_size 0.  Refusals: W of the
  * wrong shape, direction "sideways", hidden_size not R's, a
  * sequence_lens entry past seq_length or negative, an unknown activation,
  * and the load-time checks.
@@ -5504,6 +5505,12 @@ test_rnn_ops(void)
 		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 4, .batch = 2, .input = 3, .hidden = 3, .use_b = true, .use_p = true, .use_c0 = true, .clip = 0.3, .input_forget = 1},
 		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 2, .hidden = 2, .dir = 2, .use_b = true, .n_act = 3, .acts = {"HardSigmoid", "Tanh", "Softsign"}, .n_alpha = 1, .alpha = {0.25f}, .n_beta = 1, .beta = {0.45f}},
 		{.kind = 2, .opset = 14, .dt = IE_DOUBLE, .seq = 3, .batch = 2, .input = 2, .hidden = 2, .dir = 2, .use_b = true, .use_p = true, .n_act = 6, .acts = {"Sigmoid", "Tanh", "Tanh", "HardSigmoid", "Relu", "Softsign"}},
+		/* empty: seq_length 0 (Y_h, Y_c the initial states), batch 0, input_size 0 */
+		{.kind = 0, .opset = 14, .dt = IE_FLOAT, .seq = 0, .batch = 2, .input = 3, .hidden = 3, .dir = 2, .use_h0 = true},
+		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 0, .batch = 2, .input = 3, .hidden = 2, .layout = 1, .use_h0 = true, .use_c0 = true},
+		{.kind = 1, .opset = 14, .dt = IE_FLOAT, .seq = 3, .batch = 0, .input = 2, .hidden = 3, .use_b = true},
+		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 0, .hidden = 2, .dir = 1, .use_b = true, .use_h0 = true, .use_c0 = true},
+		{.kind = 1, .opset = 14, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 0, .hidden = 2, .use_b = true, .use_h0 = true},
 	};
 	rnn_cfg		c = cases[0];
 	ie_attr		sideways[2] = {attr_int("hidden_size", 3), attr_str("direction", "sideways")},
@@ -5546,6 +5553,32 @@ test_rnn_ops(void)
 	check_attrs_load("LSTM", 14, 2, unknown, "activations lists 2 functions, not 3 (3 per direction)",
 					 IE_ERR_INVALID);
 	check_attrs_load("GRU", 14, 2, unknown, NULL, IE_ERR_NONE);
+
+	/*
+	 * an empty X with a huge other dim (unchecked_empty): an empty Y [2^40,
+	 * 1, 0, 3] and Y_h [1, 0, 3], nothing looped over
+	 */
+	{
+		int64_t		dx[3] = {(int64_t) 1 << 40, 0, 3},
+					dw[3] = {1, 3, 3},
+					dy[4] = {(int64_t) 1 << 40, 1, 0, 3},
+					dh[3] = {1, 0, 3};
+		ie_tensor  *X = unchecked_empty(IE_FLOAT, 3, dx),
+				   *W = ie_tensor_new(IE_FLOAT, 3, dw),
+				   *R = ie_tensor_new(IE_FLOAT, 3, dw),
+				   *out[2];
+		const ie_tensor *in[3] = {X, W, R};
+		char		err[512];
+
+		CHECK(run_op("RNN", 14, 3, in, 0, NULL, 2, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 4, dy) && shape_is(out[1], 3, dh),
+			  "RNN X [2^40, 0, 3]: %s", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&out[1]);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&W);
+		ie_tensor_destroy(&R);
+	}
 }
 
 int

@@ -273,8 +273,8 @@ expect_shape(ie_node_ctx *ctx, const ie_tensor *t, const char *what, int nd,
  * Reads and checks the inputs against each other and the attributes
  * (shapes in the file header): X float or double of rank 3, hidden_size
  * from R's last dim when the node does not set it (else they must agree),
- * every sequence_lens entry within [0, seq_length].  Extents must fit
- * OpenBLAS's int.  0, or -1 after ie_op_error.
+ * every sequence_lens entry within [0, seq_length].  0, or -1 after
+ * ie_op_error.
  */
 static int
 rnn_read_inputs(ie_node_ctx *ctx, const rnn_attrs *a, rnn_inputs *in)
@@ -314,11 +314,12 @@ rnn_read_inputs(ie_node_ctx *ctx, const rnn_attrs *a, rnn_inputs *in)
 						   (long long) a->hidden,
 						   ie_shape_str(buf, sizeof(buf), in->r->ndim, in->r->dims));
 	in->hidden = in->r->dims[2];
-	if (in->hidden > INT_MAX / 8 || in->input > INT_MAX || in->batch > INT_MAX ||
-		in->seq > INT_MAX)
-		return ie_op_error(ctx, "X of shape %s with hidden_size %lld passes the engine's limit of %d per extent",
-						   ie_shape_str(buf, sizeof(buf), in->x->ndim, in->x->dims),
-						   (long long) in->hidden, INT_MAX / 8);
+	/* no R of shape [D, G * H, H] holds more (and G * H must not overflow) */
+	if (in->hidden > INT_MAX / 8)
+		return ie_op_error(ctx, "hidden_size %lld (R of shape %s) passes the engine's limit of %d",
+						   (long long) in->hidden,
+						   ie_shape_str(buf, sizeof(buf), in->r->ndim, in->r->dims),
+						   INT_MAX / 8);
 	gh = a->gates * in->hidden;
 	dims[0] = a->dirs;
 	dims[1] = gh;
@@ -718,9 +719,11 @@ fill_bias(rnn_job *j, int d)
 /*
  * The recurrence proper, outputs allocated (y may be NULL, yh and yc
  * too): scratch buffers, X W^T of all steps and directions in one GEMM (W
- * [D * G * H, input] is contiguous), then each direction.  An empty X or
- * hidden_size 0 computes nothing, Y_h and Y_c then the initial states.
- * 0, or -1 after ie_op_error (out of memory).
+ * [D * G * H, input] is contiguous), then each direction.  An empty batch
+ * or hidden_size 0 computes nothing; seq_length 0 leaves Y_h and Y_c the
+ * initial states; input_size 0 gives X W^T = 0.  Extents past OpenBLAS's
+ * int are refused, checked once the input is known not to be empty.  0,
+ * or -1 after ie_op_error.
  */
 static int
 rnn_compute(ie_node_ctx *ctx, const rnn_attrs *a, const rnn_inputs *in, ie_tensor *y,
@@ -747,10 +750,13 @@ rnn_compute(ie_node_ctx *ctx, const rnn_attrs *a, const rnn_inputs *in, ie_tenso
 		goto oom;
 	if (in->seq > 0)
 	{
-		if (in->seq * in->batch > INT_MAX)
+		/* OpenBLAS's int extents; an empty X never gets here */
+		if (in->seq > INT_MAX || in->batch > INT_MAX || in->seq * in->batch > INT_MAX ||
+			in->input > INT_MAX)
 		{
-			rc = ie_op_error(ctx, "seq_length * batch_size %lld passes the engine's limit of %d",
-							 (long long) (in->seq * in->batch), INT_MAX);
+			rc = ie_op_error(ctx, "X with seq_length %lld, batch_size %lld and input_size %lld passes the engine's limit of %d rows and columns",
+							 (long long) in->seq, (long long) in->batch,
+							 (long long) in->input, INT_MAX);
 			goto done;
 		}
 		j.xw = ie_scratch_new(dt, 3, dxw);
