@@ -293,6 +293,40 @@ int			ie_op_error(ie_node_ctx *ctx, const char *fmt,...)
 int			ie_broadcast_shape(const ie_tensor *a, const ie_tensor *b,
 							   int64_t out_dims[IE_MAX_DIMS]);
 
+/*
+ * The shape of a matrix product A[..., M, K] x B[..., K, N] (ONNX MatMul's
+ * numpy rules), from ie_matmul_shape: A's and B's dims with a 1-D operand
+ * promoted to a matrix (ar, adims; br, bdims), the nb broadcast batch
+ * axes and the output's ond dims (odims, the batch axes first), the
+ * products' count nbatch and B's own batch count bbatch.  Defined in
+ * ops_matmul.c, shared by MatMul and the integer products (ops_quant.c).
+ */
+typedef struct ie_mm_shape
+{
+	int			ar,
+				br,
+				nb,
+				ond;
+	int64_t		adims[IE_MAX_DIMS],
+				bdims[IE_MAX_DIMS],
+				odims[IE_MAX_DIMS];
+	int64_t		M,
+				K,
+				N,
+				nbatch,
+				bbatch;
+} ie_mm_shape;
+
+int			ie_matmul_shape(ie_node_ctx *ctx, const ie_tensor *A,
+							const ie_tensor *B, ie_mm_shape *s);
+
+/*
+ * Each product's offset, in matrices, into A (offs[bi]) and B
+ * (offs[nbatch + bi]), a batch dim of 1 broadcasting: offs holds
+ * 2 * s->nbatch values.
+ */
+void		ie_matmul_batch_offsets(const ie_mm_shape *s, int64_t *offs);
+
 /* An input read as int64 values (int32 or int64 tensors), for shape inputs. */
 int			ie_tensor_get_i64(const ie_tensor *t, int64_t idx, int64_t *out);
 

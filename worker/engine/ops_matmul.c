@@ -165,16 +165,85 @@ mm_task_f64(void *arg, int64_t t, int worker)
 }
 
 /*
- * The offsets (in matrices) of each of the nbatch products in A (offs[bi])
- * and B (offs[nbatch + bi]): batch entry bi of the broadcast batch axes
- * odims[0..nb), A's and B's batch axes being the first ar - 2 of adims
- * and br - 2 of bdims, a 1 broadcasting.
+ * The shape of A[..., M, K] x B[..., K, N] with numpy matmul rules (ONNX
+ * MatMul): a 1-D A is [1, K] and a 1-D B is [K, 1], the added axis being
+ * dropped from the result; the batch axes (all but the last two)
+ * broadcast.  Fills s; errors name ranks under 1, differing inner
+ * dimensions and batch dimensions that do not broadcast.  Shared by MatMul
+ * and the integer products (ops_quant.c).
  */
-static void
-mm_batch_offsets(int nb, const int64_t *odims, int64_t nbatch,
-				 int ar, const int64_t *adims, int br, const int64_t *bdims,
-				 int64_t *offs)
+int
+ie_matmul_shape(ie_node_ctx *ctx, const ie_tensor *A, const ie_tensor *B,
+				ie_mm_shape *s)
 {
+	if (A->ndim < 1 || B->ndim < 1)
+		return ie_op_error(ctx, "inputs must have rank 1 or more");
+	s->ar = A->ndim;
+	memcpy(s->adims, A->dims, sizeof(int64_t) * s->ar);
+	if (s->ar == 1)
+	{
+		s->adims[1] = s->adims[0];
+		s->adims[0] = 1;
+		s->ar = 2;
+	}
+	s->br = B->ndim;
+	memcpy(s->bdims, B->dims, sizeof(int64_t) * s->br);
+	if (s->br == 1)
+	{
+		s->bdims[1] = 1;
+		s->br = 2;
+	}
+	s->M = s->adims[s->ar - 2];
+	s->K = s->adims[s->ar - 1];
+	s->N = s->bdims[s->br - 1];
+	if (s->bdims[s->br - 2] != s->K)
+		return ie_op_error(ctx, "inner dimensions differ (%lld vs %lld)",
+						   (long long) s->K, (long long) s->bdims[s->br - 2]);
+
+	/* broadcast batch axes */
+	s->nb = (s->ar > s->br ? s->ar : s->br) - 2;
+	if (s->nb + 2 > IE_MAX_DIMS)
+		return ie_op_error(ctx, "rank %d is over the engine's limit of %d",
+						   s->nb + 2, IE_MAX_DIMS);
+	s->nbatch = 1;
+	s->bbatch = 1;
+	for (int i = 0; i < s->nb; i++)
+	{
+		int			ia = i - (s->nb - (s->ar - 2));
+		int			ib = i - (s->nb - (s->br - 2));
+		int64_t		da = ia >= 0 ? s->adims[ia] : 1;
+		int64_t		db = ib >= 0 ? s->bdims[ib] : 1;
+
+		if (da != db && da != 1 && db != 1)
+			return ie_op_error(ctx, "batch dimensions %lld and %lld do not broadcast",
+							   (long long) da, (long long) db);
+		s->odims[i] = da == 1 ? db : da;
+		s->nbatch *= s->odims[i];
+		if (ib >= 0)
+			s->bbatch *= db;
+	}
+	s->ond = s->nb;
+	if (A->ndim > 1)
+		s->odims[s->ond++] = s->M;
+	if (B->ndim > 1)
+		s->odims[s->ond++] = s->N;
+	return 0;
+}
+
+/*
+ * The offsets (in matrices) of each of the s->nbatch products in A
+ * (offs[bi]) and B (offs[nbatch + bi]): batch entry bi of the broadcast
+ * batch axes, A's and B's batch axes being the first ar - 2 of adims and
+ * br - 2 of bdims, a 1 broadcasting.  offs holds 2 * nbatch values.
+ */
+void
+ie_matmul_batch_offsets(const ie_mm_shape *s, int64_t *offs)
+{
+	int			nb = s->nb,
+				ar = s->ar,
+				br = s->br;
+	int64_t		nbatch = s->nbatch;
+
 	for (int64_t bi = 0; bi < nbatch; bi++)
 	{
 		int64_t		rem = bi,
@@ -187,20 +256,20 @@ mm_batch_offsets(int nb, const int64_t *odims, int64_t nbatch,
 		{
 			int			ia = i - (nb - (ar - 2));
 			int			ib = i - (nb - (br - 2));
-			int64_t		idx = rem % odims[i];
+			int64_t		idx = rem % s->odims[i];
 
-			rem /= odims[i];
+			rem /= s->odims[i];
 			if (ia >= 0)
 			{
-				if (adims[ia] != 1)
+				if (s->adims[ia] != 1)
 					aoff += idx * astride;
-				astride *= adims[ia];
+				astride *= s->adims[ia];
 			}
 			if (ib >= 0)
 			{
-				if (bdims[ib] != 1)
+				if (s->bdims[ib] != 1)
 					boff += idx * bstride;
-				bstride *= bdims[ib];
+				bstride *= s->bdims[ib];
 			}
 		}
 		offs[bi] = aoff;
@@ -221,18 +290,11 @@ op_matmul(ie_node_ctx *ctx)
 {
 	const ie_tensor *A,
 			   *B;
-	int64_t		adims[IE_MAX_DIMS],
-				bdims[IE_MAX_DIMS],
-				odims[IE_MAX_DIMS];
-	int			ar,
-				br,
-				nb,
-				ond = 0;
+	ie_mm_shape sh;
 	int64_t		M,
 				K,
 				N,
-				nbatch = 1,
-				bbatch = 1;
+				nbatch;
 	ie_tensor  *Y;
 	const float *ad,
 			   *bd;
@@ -250,58 +312,15 @@ op_matmul(ie_node_ctx *ctx)
 	if (dt == IE_DOUBLE && ctx->epilogue != NULL)
 		return ie_op_error(ctx, "fused element-wise nodes on a double product are not "
 						   "supported (IE_FUSION=0 turns fusion off)");
-	if (A->ndim < 1 || B->ndim < 1)
-		return ie_op_error(ctx, "inputs must have rank 1 or more");
-
-	/* promote 1-D operands to matrices */
-	ar = A->ndim;
-	memcpy(adims, A->dims, sizeof(int64_t) * ar);
-	if (ar == 1)
-	{
-		adims[1] = adims[0];
-		adims[0] = 1;
-		ar = 2;
-	}
-	br = B->ndim;
-	memcpy(bdims, B->dims, sizeof(int64_t) * br);
-	if (br == 1)
-	{
-		bdims[1] = 1;
-		br = 2;
-	}
-	M = adims[ar - 2];
-	K = adims[ar - 1];
-	N = bdims[br - 1];
-	if (bdims[br - 2] != K)
-		return ie_op_error(ctx, "inner dimensions differ (%lld vs %lld)",
-						   (long long) K, (long long) bdims[br - 2]);
-
-	/* broadcast batch axes */
-	nb = (ar > br ? ar : br) - 2;
-	if (nb + 2 > IE_MAX_DIMS)
-		return ie_op_error(ctx, "rank %d is over the engine's limit of %d", nb + 2, IE_MAX_DIMS);
-	for (int i = 0; i < nb; i++)
-	{
-		int			ia = i - (nb - (ar - 2));
-		int			ib = i - (nb - (br - 2));
-		int64_t		da = ia >= 0 ? adims[ia] : 1;
-		int64_t		db = ib >= 0 ? bdims[ib] : 1;
-
-		if (da != db && da != 1 && db != 1)
-			return ie_op_error(ctx, "batch dimensions %lld and %lld do not broadcast",
-							   (long long) da, (long long) db);
-		odims[i] = da == 1 ? db : da;
-		nbatch *= odims[i];
-		if (ib >= 0)
-			bbatch *= db;
-	}
-	ond = nb;
-	if (A->ndim > 1)
-		odims[ond++] = M;
-	if (B->ndim > 1)
-		odims[ond++] = N;
+	if (ie_matmul_shape(ctx, A, B, &sh) != 0)
+		return -1;
+	M = sh.M;
+	K = sh.K;
+	N = sh.N;
+	nbatch = sh.nbatch;
 	/* every element is written below, except for K == 0: zeros */
-	Y = K == 0 ? ie_tensor_new(dt, ond, odims) : ie_tensor_new_uninit(dt, ond, odims);
+	Y = K == 0 ? ie_tensor_new(dt, sh.ond, sh.odims) :
+		ie_tensor_new_uninit(dt, sh.ond, sh.odims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = Y;
@@ -327,7 +346,7 @@ op_matmul(ie_node_ctx *ctx)
 
 		if (offs == NULL)
 			return ie_op_error(ctx, "out of memory for the batch offsets");
-		mm_batch_offsets(nb, odims, nbatch, ar, adims, br, bdims, offs);
+		ie_matmul_batch_offsets(&sh, offs);
 		if (dt == IE_DOUBLE)
 		{
 			mm_job_f64	dj = {.a = A->data, .b = B->data, .y = Y->data, .aoff = offs,
@@ -343,7 +362,7 @@ op_matmul(ie_node_ctx *ctx)
 		}
 		job.aoff = offs;
 		job.boff = offs + nbatch;
-		if (bbatch == 1 && ie_tensor_numel(A) == nbatch * M * K)
+		if (sh.bbatch == 1 && ie_tensor_numel(A) == nbatch * M * K)
 		{
 			/* one B and A holding the whole batch: fold the batch into M,
 			 * so OpenBLAS packs B once per MM_ROWS rows, not per entry */
