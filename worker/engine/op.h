@@ -6,8 +6,9 @@
  * allocates and fills its outputs.  Operators are grouped by concern, one
  * file each (ops_elementwise.c, ops_shape.c, ops_conv.c, ops_pool.c,
  * ops_norm.c, ops_matmul.c, ops_resize.c, ops_reduce.c, ops_rotary.c,
- * ops_misc.c, ops_vision.c, ops_rnn.c, ...); each file exports one table of ie_op_def
- * ending with a {NULL} entry, and op_registry.c lists the tables.  Semantics
+ * ops_misc.c, ops_vision.c, ops_rnn.c, ops_quant.c, ...); each file
+ * exports one table of ie_op_def ending with a {NULL} entry, and
+ * op_registry.c lists the tables.  Semantics
  * follow the ONNX operator specification (onnx/docs/Operators.md) for the
  * opset the model imports; an attribute value or input type an operator
  * does not implement is an error naming it, never a silent fallback.
@@ -118,6 +119,7 @@ extern const ie_op_def ie_ops_rotary[];
 extern const ie_op_def ie_ops_misc[];
 extern const ie_op_def ie_ops_vision[];
 extern const ie_op_def ie_ops_rnn[];
+extern const ie_op_def ie_ops_quant[];
 
 /*
  * Load-time checks of attribute values, by op_type (same entry type, the
@@ -141,6 +143,7 @@ extern const ie_op_def ie_op_checks_rotary[];
 extern const ie_op_def ie_op_checks_misc[];
 extern const ie_op_def ie_op_checks_vision[];
 extern const ie_op_def ie_op_checks_rnn[];
+extern const ie_op_def ie_op_checks_quant[];
 
 /*
  * Moves src's buffer into a new tensor of shape dims (same byte count),

@@ -30,6 +30,7 @@ static const ie_op_def *const op_tables[] = {
 	ie_ops_misc,
 	ie_ops_vision,
 	ie_ops_rnn,
+	ie_ops_quant,
 };
 
 static const ie_op_def *const check_tables[] = {
@@ -46,6 +47,7 @@ static const ie_op_def *const check_tables[] = {
 	ie_op_checks_misc,
 	ie_op_checks_vision,
 	ie_op_checks_rnn,
+	ie_op_checks_quant,
 };
 
 /* The function of op_type in tables[0..n), or NULL. */
@@ -104,6 +106,8 @@ static const struct
 	{"RNN", 3}, {"GRU", 3}, {"LSTM", 3},
 	{"CumSum", 2}, {"CumProd", 2}, {"ScatterElements", 3}, {"Scatter", 3},
 	{"OneHot", 3}, {"Compress", 2}, {"ReverseSequence", 2},
+	{"QuantizeLinear", 2}, {"DequantizeLinear", 2}, {"MatMulInteger", 2},
+	{"ConvInteger", 2}, {"QLinearMatMul", 8}, {"QLinearConv", 8},
 	{NULL, 0}
 };
 

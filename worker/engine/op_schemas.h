@@ -284,334 +284,373 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 169: ConvTranspose-1 */
+	/* 169: ConvInteger-10 */
+	{"x", "T1", 0x0000000c, 0, 0},	/* uint8 int8 */
+	{"w", "T2", 0x0000000c, 0, 1},	/* uint8 int8 */
+	{"x_zero_point", "T1", 0x0000000c, IE_IN_OPTIONAL, 0},	/* uint8 int8 */
+	{"w_zero_point", "T2", 0x0000000c, IE_IN_OPTIONAL, 1},	/* uint8 int8 */
+	/* 173: ConvTranspose-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 172: ConvTranspose-11 */
+	/* 176: ConvTranspose-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 175: ConvTranspose-22 */
+	/* 179: ConvTranspose-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 178: Cos-7 */
+	/* 182: Cos-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 179: Cos-22 */
+	/* 183: Cos-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 180: Cosh-9 */
+	/* 184: Cosh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 181: Cosh-22 */
+	/* 185: Cosh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 182: CumProd-26 */
+	/* 186: CumProd-26 */
 	{"x", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axis", "T2", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 184: CumSum-11 */
+	/* 188: CumSum-11 */
 	{"x", "T", 0x000038c2, 0, 0},	/* float int32 int64 double uint32 uint64 */
 	{"axis", "T2", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 186: CumSum-14 */
+	/* 190: CumSum-14 */
 	{"x", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axis", "T2", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 188: DepthToSpace-1 */
+	/* 192: DepthToSpace-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 189: DepthToSpace-11 */
+	/* 193: DepthToSpace-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 190: DepthToSpace-13 */
+	/* 194: DepthToSpace-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 191: DepthToSpace-28 */
+	/* 195: DepthToSpace-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 192: Div-1 */
+	/* 196: DequantizeLinear-10 */
+	{"x", "T", 0x0000004c, 0, 0},	/* uint8 int8 int32 */
+	{"x_scale", NULL, 0x00000002, 0, 1},	/* float */
+	{"x_zero_point", "T", 0x0000004c, IE_IN_OPTIONAL, 0},	/* uint8 int8 int32 */
+	/* 199: DequantizeLinear-13 */
+	{"x", "T", 0x0000004c, 0, 0},	/* uint8 int8 int32 */
+	{"x_scale", NULL, 0x00000002, 0, 1},	/* float */
+	{"x_zero_point", "T", 0x0000004c, IE_IN_OPTIONAL, 0},	/* uint8 int8 int32 */
+	/* 202: DequantizeLinear-19 */
+	{"x", "T1", 0x001e004c, 0, 0},	/* uint8 int8 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	{"x_scale", "T2", 0x00010402, 0, 1},	/* float float16 bfloat16 */
+	{"x_zero_point", "T1", 0x001e004c, IE_IN_OPTIONAL, 0},	/* uint8 int8 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	/* 205: DequantizeLinear-21 */
+	{"x", "T1", 0x007e007c, 0, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
+	{"x_scale", "T2", 0x00010402, 0, 1},	/* float float16 bfloat16 */
+	{"x_zero_point", "T1", 0x007e007c, IE_IN_OPTIONAL, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
+	/* 208: DequantizeLinear-23 */
+	{"x", "T1", 0x00fe007c, 0, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
+	{"x_scale", "T2", 0x00010402, 0, 1},	/* float float16 bfloat16 */
+	{"x_zero_point", "T1", 0x00fe007c, IE_IN_OPTIONAL, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
+	/* 211: DequantizeLinear-24 */
+	{"x", "T1", 0x00fe007c, 0, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
+	{"x_scale", "T2", 0x01010402, 0, 1},	/* float float16 bfloat16 float8e8m0 */
+	{"x_zero_point", "T1", 0x00fe007c, IE_IN_OPTIONAL, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
+	/* 214: DequantizeLinear-25 */
+	{"x", "T1", 0x06fe007c, 0, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 uint2 int2 */
+	{"x_scale", "T2", 0x01010402, 0, 1},	/* float float16 bfloat16 float8e8m0 */
+	{"x_zero_point", "T1", 0x06fe007c, IE_IN_OPTIONAL, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 uint2 int2 */
+	/* 217: DequantizeLinear-28 */
+	{"x", "T1", 0x1efe007c, 0, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 uint2 int2 float6e2m3 float6e3m2 */
+	{"x_scale", "T2", 0x01010402, 0, 1},	/* float float16 bfloat16 float8e8m0 */
+	{"x_zero_point", "T1", 0x1efe007c, IE_IN_OPTIONAL, 0},	/* uint8 int8 uint16 int16 int32 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 uint2 int2 float6e2m3 float6e3m2 */
+	/* 220: Div-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 194: Div-6 */
+	/* 222: Div-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 196: Div-7 */
+	/* 224: Div-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 198: Div-13 */
+	/* 226: Div-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 200: Div-14 */
+	/* 228: Div-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 202: Dropout-1 */
+	/* 230: Dropout-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 203: Dropout-6 */
+	/* 231: Dropout-6 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 204: Dropout-7 */
+	/* 232: Dropout-7 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 205: Dropout-10 */
+	/* 233: Dropout-10 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 206: Dropout-12 */
+	/* 234: Dropout-12 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"ratio", "T1", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"training_mode", "T2", 0x00000200, IE_IN_OPTIONAL, 2},	/* bool */
-	/* 209: Dropout-13 */
+	/* 237: Dropout-13 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"ratio", "T1", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"training_mode", "T2", 0x00000200, IE_IN_OPTIONAL, 2},	/* bool */
-	/* 212: Dropout-22 */
+	/* 240: Dropout-22 */
 	{"data", "T", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"ratio", "T1", 0x001f0c02, IE_IN_OPTIONAL, 1},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"training_mode", "T2", 0x00000200, IE_IN_OPTIONAL, 2},	/* bool */
-	/* 215: Einsum-12 */
+	/* 243: DynamicQuantizeLinear-11 */
+	{"x", "T1", 0x00000002, 0, 0},	/* float */
+	/* 244: Einsum-12 */
 	{"Inputs", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 216: Einsum-28 */
+	/* 245: Einsum-28 */
 	{"Inputs", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 217: Elu-1 */
+	/* 246: Elu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 218: Elu-6 */
+	/* 247: Elu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 219: Elu-22 */
+	/* 248: Elu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 220: Equal-1 */
+	/* 249: Equal-1 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 222: Equal-7 */
+	/* 251: Equal-7 */
 	{"A", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
 	{"B", "T", 0x000002c0, 0, 0},	/* int32 int64 bool */
-	/* 224: Equal-11 */
+	/* 253: Equal-11 */
 	{"A", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
 	{"B", "T", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 226: Equal-13 */
+	/* 255: Equal-13 */
 	{"A", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
-	/* 228: Equal-19 */
+	/* 257: Equal-19 */
 	{"A", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013ffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 bfloat16 */
-	/* 230: Erf-9 */
+	/* 259: Erf-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 231: Erf-13 */
+	/* 260: Erf-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 232: Exp-1 */
+	/* 261: Exp-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 233: Exp-6 */
+	/* 262: Exp-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 234: Exp-13 */
+	/* 263: Exp-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 235: Expand-8 */
+	/* 264: Expand-8 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 237: Expand-13 */
+	/* 266: Expand-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 239: EyeLike-9 */
+	/* 268: EyeLike-9 */
 	{"input", "T1", 0x00003efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 */
-	/* 240: EyeLike-22 */
+	/* 269: EyeLike-22 */
 	{"input", "T1", 0x00013efe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 bool float16 double uint32 uint64 bfloat16 */
-	/* 241: Flatten-1 */
+	/* 270: Flatten-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 242: Flatten-9 */
+	/* 271: Flatten-9 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 243: Flatten-11 */
+	/* 272: Flatten-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 244: Flatten-13 */
+	/* 273: Flatten-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 245: Flatten-21 */
+	/* 274: Flatten-21 */
 	{"input", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 246: Flatten-23 */
+	/* 275: Flatten-23 */
 	{"input", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 247: Flatten-24 */
+	/* 276: Flatten-24 */
 	{"input", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 248: Flatten-25 */
+	/* 277: Flatten-25 */
 	{"input", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 249: Floor-1 */
+	/* 278: Floor-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 250: Floor-6 */
+	/* 279: Floor-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 251: Floor-13 */
+	/* 280: Floor-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 252: GRU-1 */
+	/* 281: GRU-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 258: GRU-3 */
+	/* 287: GRU-3 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 264: GRU-7 */
+	/* 293: GRU-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 270: GRU-14 */
+	/* 299: GRU-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 276: GRU-22 */
+	/* 305: GRU-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"R", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
 	{"initial_h", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 282: Gather-1 */
+	/* 311: Gather-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 284: Gather-11 */
+	/* 313: Gather-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 286: Gather-13 */
+	/* 315: Gather-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 288: GatherElements-11 */
+	/* 317: GatherElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 290: GatherElements-13 */
+	/* 319: GatherElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	/* 292: GatherND-11 */
+	/* 321: GatherND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 294: GatherND-12 */
+	/* 323: GatherND-12 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 296: GatherND-13 */
+	/* 325: GatherND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 298: Gelu-20 */
+	/* 327: Gelu-20 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 299: Gemm-1 */
+	/* 328: Gemm-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 302: Gemm-6 */
+	/* 331: Gemm-6 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 305: Gemm-7 */
+	/* 334: Gemm-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"C", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 308: Gemm-9 */
+	/* 337: Gemm-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 311: Gemm-11 */
+	/* 340: Gemm-11 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"C", "T", 0x00003cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 314: Gemm-13 */
+	/* 343: Gemm-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"C", "T", 0x00013cc2, IE_IN_OPTIONAL, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 317: GlobalAveragePool-1 */
+	/* 346: GlobalAveragePool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 318: GlobalAveragePool-22 */
+	/* 347: GlobalAveragePool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 319: GlobalMaxPool-1 */
+	/* 348: GlobalMaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 320: GlobalMaxPool-22 */
+	/* 349: GlobalMaxPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 321: Greater-1 */
+	/* 350: Greater-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 323: Greater-7 */
+	/* 352: Greater-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 325: Greater-9 */
+	/* 354: Greater-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 327: Greater-13 */
+	/* 356: Greater-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 329: GreaterOrEqual-12 */
+	/* 358: GreaterOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 331: GreaterOrEqual-16 */
+	/* 360: GreaterOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 333: GridSample-16 */
+	/* 362: GridSample-16 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"grid", "T2", 0x00000c02, 0, 1},	/* float float16 double */
-	/* 335: GridSample-20 */
+	/* 364: GridSample-20 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"grid", "T2", 0x00000c02, 0, 1},	/* float float16 double */
-	/* 337: GridSample-22 */
+	/* 366: GridSample-22 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"grid", "T2", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 339: GroupNormalization-18 */
+	/* 368: GroupNormalization-18 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 342: GroupNormalization-21 */
+	/* 371: GroupNormalization-21 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"bias", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 345: HardSigmoid-1 */
+	/* 374: HardSigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 346: HardSigmoid-6 */
+	/* 375: HardSigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 347: HardSigmoid-22 */
+	/* 376: HardSigmoid-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 348: HardSwish-14 */
+	/* 377: HardSwish-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 349: HardSwish-22 */
+	/* 378: HardSwish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 350: Hardmax-1 */
+	/* 379: Hardmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 351: Hardmax-11 */
+	/* 380: Hardmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 352: Hardmax-13 */
+	/* 381: Hardmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 353: Identity-1 */
+	/* 382: Identity-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 354: Identity-13 */
+	/* 383: Identity-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 355: Identity-14 */
+	/* 384: Identity-14 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 356: Identity-16 */
+	/* 385: Identity-16 */
 	{"input", "V", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 357: Identity-19 */
+	/* 386: Identity-19 */
 	{"input", "V", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 358: Identity-21 */
+	/* 387: Identity-21 */
 	{"input", "V", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 359: Identity-23 */
+	/* 388: Identity-23 */
 	{"input", "V", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 360: Identity-24 */
+	/* 389: Identity-24 */
 	{"input", "V", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 361: Identity-25 */
+	/* 390: Identity-25 */
 	{"input", "V", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 362: InstanceNormalization-1 */
+	/* 391: InstanceNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 365: InstanceNormalization-6 */
+	/* 394: InstanceNormalization-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"scale", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 368: InstanceNormalization-22 */
+	/* 397: InstanceNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 371: IsInf-10 */
+	/* 400: IsInf-10 */
 	{"X", "T1", 0x00000802, 0, 0},	/* float double */
-	/* 372: IsInf-20 */
+	/* 401: IsInf-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 373: IsNaN-9 */
+	/* 402: IsNaN-9 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 374: IsNaN-13 */
+	/* 403: IsNaN-13 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 375: IsNaN-20 */
+	/* 404: IsNaN-20 */
 	{"X", "T1", 0x001f0c02, 0, 0},	/* float float16 double bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 376: LRN-1 */
+	/* 405: LRN-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 377: LRN-13 */
+	/* 406: LRN-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 378: LSTM-1 */
+	/* 407: LSTM-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
@@ -620,7 +659,7 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"initial_c", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"P", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 386: LSTM-7 */
+	/* 415: LSTM-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
@@ -629,7 +668,7 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"initial_c", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"P", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 394: LSTM-14 */
+	/* 423: LSTM-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
@@ -638,7 +677,7 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"initial_c", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"P", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 402: LSTM-22 */
+	/* 431: LSTM-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"R", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
@@ -647,778 +686,843 @@ static const ie_formal_input op_schema_inputs[] = {
 	{"initial_h", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"initial_c", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"P", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 410: LayerNormalization-17 */
+	/* 439: LayerNormalization-17 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"Scale", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 413: LeakyRelu-1 */
+	/* 442: LeakyRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 414: LeakyRelu-6 */
+	/* 443: LeakyRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 415: LeakyRelu-16 */
+	/* 444: LeakyRelu-16 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 416: Less-1 */
+	/* 445: Less-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 418: Less-7 */
+	/* 447: Less-7 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 420: Less-9 */
+	/* 449: Less-9 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 422: Less-13 */
+	/* 451: Less-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 424: LessOrEqual-12 */
+	/* 453: LessOrEqual-12 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 426: LessOrEqual-16 */
+	/* 455: LessOrEqual-16 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 428: Log-1 */
+	/* 457: Log-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 429: Log-6 */
+	/* 458: Log-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 430: Log-13 */
+	/* 459: Log-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 431: LogSoftmax-1 */
+	/* 460: LogSoftmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 432: LogSoftmax-11 */
+	/* 461: LogSoftmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 433: LogSoftmax-13 */
+	/* 462: LogSoftmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 434: LpNormalization-1 */
+	/* 463: LpNormalization-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 435: LpNormalization-22 */
+	/* 464: LpNormalization-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 436: LpPool-1 */
+	/* 465: LpPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 437: LpPool-2 */
+	/* 466: LpPool-2 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 438: LpPool-11 */
+	/* 467: LpPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 439: LpPool-18 */
+	/* 468: LpPool-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 440: LpPool-22 */
+	/* 469: LpPool-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 441: MatMul-1 */
+	/* 470: MatMul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 443: MatMul-9 */
+	/* 472: MatMul-9 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 445: MatMul-13 */
+	/* 474: MatMul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 447: Max-1 */
+	/* 476: MatMulInteger-10 */
+	{"A", "T1", 0x0000000c, 0, 0},	/* uint8 int8 */
+	{"B", "T2", 0x0000000c, 0, 1},	/* uint8 int8 */
+	{"a_zero_point", "T1", 0x0000000c, IE_IN_OPTIONAL, 0},	/* uint8 int8 */
+	{"b_zero_point", "T2", 0x0000000c, IE_IN_OPTIONAL, 1},	/* uint8 int8 */
+	/* 480: Max-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 448: Max-6 */
+	/* 481: Max-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 449: Max-8 */
+	/* 482: Max-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 450: Max-12 */
+	/* 483: Max-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 451: Max-13 */
+	/* 484: Max-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 452: MaxPool-1 */
+	/* 485: MaxPool-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 453: MaxPool-8 */
+	/* 486: MaxPool-8 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 454: MaxPool-10 */
+	/* 487: MaxPool-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 455: MaxPool-11 */
+	/* 488: MaxPool-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 456: MaxPool-12 */
+	/* 489: MaxPool-12 */
 	{"X", "T", 0x00000c0e, 0, 0},	/* float uint8 int8 float16 double */
-	/* 457: MaxPool-22 */
+	/* 490: MaxPool-22 */
 	{"X", "T", 0x00010c0e, 0, 0},	/* float uint8 int8 float16 double bfloat16 */
-	/* 458: Mean-1 */
+	/* 491: Mean-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 459: Mean-6 */
+	/* 492: Mean-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 460: Mean-8 */
+	/* 493: Mean-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 461: Mean-13 */
+	/* 494: Mean-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 462: MeanVarianceNormalization-9 */
+	/* 495: MeanVarianceNormalization-9 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 463: MeanVarianceNormalization-13 */
+	/* 496: MeanVarianceNormalization-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 464: Min-1 */
+	/* 497: Min-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 465: Min-6 */
+	/* 498: Min-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 466: Min-8 */
+	/* 499: Min-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 467: Min-12 */
+	/* 500: Min-12 */
 	{"data_0", "T", 0x00003cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 468: Min-13 */
+	/* 501: Min-13 */
 	{"data_0", "T", 0x00013cfe, IE_IN_VARIADIC, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 469: Mish-18 */
+	/* 502: Mish-18 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 470: Mish-22 */
+	/* 503: Mish-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 471: Mod-10 */
+	/* 504: Mod-10 */
 	{"A", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 473: Mod-13 */
+	/* 506: Mod-13 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 475: Mod-28 */
+	/* 508: Mod-28 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 477: Mul-1 */
+	/* 510: Mul-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 479: Mul-6 */
+	/* 512: Mul-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 481: Mul-7 */
+	/* 514: Mul-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 483: Mul-13 */
+	/* 516: Mul-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 485: Mul-14 */
+	/* 518: Mul-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 487: Neg-1 */
+	/* 520: Neg-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 488: Neg-6 */
+	/* 521: Neg-6 */
 	{"X", "T", 0x00000cea, 0, 0},	/* float int8 int16 int32 int64 float16 double */
-	/* 489: Neg-13 */
+	/* 522: Neg-13 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 490: NonMaxSuppression-10 */
+	/* 523: NonMaxSuppression-10 */
 	{"boxes", NULL, 0x00000002, 0, 0},	/* float */
 	{"scores", NULL, 0x00000002, 0, 1},	/* float */
 	{"max_output_boxes_per_class", NULL, 0x00000080, IE_IN_OPTIONAL, 2},	/* int64 */
 	{"iou_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 3},	/* float */
 	{"score_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 4},	/* float */
-	/* 495: NonMaxSuppression-11 */
+	/* 528: NonMaxSuppression-11 */
 	{"boxes", NULL, 0x00000002, 0, 0},	/* float */
 	{"scores", NULL, 0x00000002, 0, 1},	/* float */
 	{"max_output_boxes_per_class", NULL, 0x00000080, IE_IN_OPTIONAL, 2},	/* int64 */
 	{"iou_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 3},	/* float */
 	{"score_threshold", NULL, 0x00000002, IE_IN_OPTIONAL, 4},	/* float */
-	/* 500: NonZero-9 */
+	/* 533: NonZero-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 501: NonZero-13 */
+	/* 534: NonZero-13 */
 	{"X", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 502: Not-1 */
+	/* 535: Not-1 */
 	{"X", "T", 0x00000200, 0, 0},	/* bool */
-	/* 503: OneHot-9 */
+	/* 536: OneHot-9 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 506: OneHot-11 */
+	/* 539: OneHot-11 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0000fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 509: OneHot-28 */
+	/* 542: OneHot-28 */
 	{"indices", "T1", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"depth", "T2", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"values", "T3", 0x0001fffe, 0, 2},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 512: Or-1 */
+	/* 545: Or-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 514: Or-7 */
+	/* 547: Or-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 516: PRelu-1 */
+	/* 549: PRelu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 518: PRelu-6 */
+	/* 551: PRelu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 520: PRelu-7 */
+	/* 553: PRelu-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"slope", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 522: PRelu-9 */
+	/* 555: PRelu-9 */
 	{"X", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"slope", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 524: PRelu-16 */
+	/* 557: PRelu-16 */
 	{"X", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"slope", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 526: Pad-1 */
+	/* 559: Pad-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 527: Pad-2 */
+	/* 560: Pad-2 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 528: Pad-11 */
+	/* 561: Pad-11 */
 	{"data", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00003cfe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 531: Pad-13 */
+	/* 564: Pad-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 534: Pad-18 */
-	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
-	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 538: Pad-19 */
+	/* 567: Pad-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 542: Pad-21 */
+	/* 571: Pad-19 */
+	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
+	{"constant_value", "T", 0x0001fffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
+	/* 575: Pad-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x007ffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 546: Pad-23 */
+	/* 579: Pad-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x00fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 550: Pad-24 */
+	/* 583: Pad-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x01fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 554: Pad-25 */
+	/* 587: Pad-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"pads", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"constant_value", "T", 0x07fffffe, IE_IN_OPTIONAL, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 3},	/* int32 int64 */
-	/* 558: Pow-1 */
+	/* 591: Pow-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 560: Pow-7 */
+	/* 593: Pow-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"Y", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 562: Pow-12 */
+	/* 595: Pow-12 */
 	{"X", "T", 0x00000cc2, 0, 0},	/* float int32 int64 float16 double */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 564: Pow-13 */
+	/* 597: Pow-13 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00003cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 566: Pow-15 */
+	/* 599: Pow-15 */
 	{"X", "T", 0x00010cc2, 0, 0},	/* float int32 int64 float16 double bfloat16 */
 	{"Y", "T1", 0x00013cfe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 568: RMSNormalization-23 */
+	/* 601: QLinearConv-10 */
+	{"x", "T1", 0x0000000c, 0, 0},	/* uint8 int8 */
+	{"x_scale", NULL, 0x00000002, 0, 1},	/* float */
+	{"x_zero_point", "T1", 0x0000000c, 0, 0},	/* uint8 int8 */
+	{"w", "T2", 0x0000000c, 0, 3},	/* uint8 int8 */
+	{"w_scale", NULL, 0x00000002, 0, 4},	/* float */
+	{"w_zero_point", "T2", 0x0000000c, 0, 3},	/* uint8 int8 */
+	{"y_scale", NULL, 0x00000002, 0, 6},	/* float */
+	{"y_zero_point", "T3", 0x0000000c, 0, 7},	/* uint8 int8 */
+	{"B", "T4", 0x00000040, IE_IN_OPTIONAL, 8},	/* int32 */
+	/* 610: QLinearMatMul-10 */
+	{"a", "T1", 0x0000000c, 0, 0},	/* uint8 int8 */
+	{"a_scale", NULL, 0x00000002, 0, 1},	/* float */
+	{"a_zero_point", "T1", 0x0000000c, 0, 0},	/* uint8 int8 */
+	{"b", "T2", 0x0000000c, 0, 3},	/* uint8 int8 */
+	{"b_scale", NULL, 0x00000002, 0, 4},	/* float */
+	{"b_zero_point", "T2", 0x0000000c, 0, 3},	/* uint8 int8 */
+	{"y_scale", NULL, 0x00000002, 0, 6},	/* float */
+	{"y_zero_point", "T3", 0x0000000c, 0, 7},	/* uint8 int8 */
+	/* 618: QLinearMatMul-21 */
+	{"a", "T1", 0x001e000c, 0, 0},	/* uint8 int8 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	{"a_scale", "TS", 0x00010402, 0, 1},	/* float float16 bfloat16 */
+	{"a_zero_point", "T1", 0x001e000c, 0, 0},	/* uint8 int8 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	{"b", "T2", 0x001e000c, 0, 3},	/* uint8 int8 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	{"b_scale", "TS", 0x00010402, 0, 1},	/* float float16 bfloat16 */
+	{"b_zero_point", "T2", 0x001e000c, 0, 3},	/* uint8 int8 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	{"y_scale", "TS", 0x00010402, 0, 1},	/* float float16 bfloat16 */
+	{"y_zero_point", "T3", 0x001e000c, 0, 7},	/* uint8 int8 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	/* 626: QuantizeLinear-10 */
+	{"x", "T1", 0x00000042, 0, 0},	/* float int32 */
+	{"y_scale", NULL, 0x00000002, 0, 1},	/* float */
+	{"y_zero_point", "T2", 0x0000000c, IE_IN_OPTIONAL, 2},	/* uint8 int8 */
+	/* 629: QuantizeLinear-13 */
+	{"x", "T1", 0x00000042, 0, 0},	/* float int32 */
+	{"y_scale", NULL, 0x00000002, 0, 1},	/* float */
+	{"y_zero_point", "T2", 0x0000000c, IE_IN_OPTIONAL, 2},	/* uint8 int8 */
+	/* 632: QuantizeLinear-19 */
+	{"x", "T1", 0x00010442, 0, 0},	/* float int32 float16 bfloat16 */
+	{"y_scale", "T1", 0x00010442, 0, 0},	/* float int32 float16 bfloat16 */
+	{"y_zero_point", "T2", 0x001e000c, IE_IN_OPTIONAL, 2},	/* uint8 int8 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
+	/* 635: QuantizeLinear-21 */
+	{"x", "T1", 0x00010442, 0, 0},	/* float int32 float16 bfloat16 */
+	{"y_scale", "T1", 0x00010442, 0, 0},	/* float int32 float16 bfloat16 */
+	{"y_zero_point", "T2", 0x007e003c, IE_IN_OPTIONAL, 2},	/* uint8 int8 uint16 int16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
+	/* 638: QuantizeLinear-23 */
+	{"x", "T1", 0x00010442, 0, 0},	/* float int32 float16 bfloat16 */
+	{"y_scale", "T2", 0x00010442, 0, 1},	/* float int32 float16 bfloat16 */
+	{"y_zero_point", "T3", 0x00fe003c, IE_IN_OPTIONAL, 2},	/* uint8 int8 uint16 int16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
+	/* 641: QuantizeLinear-24 */
+	{"x", "T1", 0x00010442, 0, 0},	/* float int32 float16 bfloat16 */
+	{"y_scale", "T2", 0x01010442, 0, 1},	/* float int32 float16 bfloat16 float8e8m0 */
+	{"y_zero_point", "T3", 0x00fe003c, IE_IN_OPTIONAL, 2},	/* uint8 int8 uint16 int16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
+	/* 644: QuantizeLinear-25 */
+	{"x", "T1", 0x00010442, 0, 0},	/* float int32 float16 bfloat16 */
+	{"y_scale", "T2", 0x01010442, 0, 1},	/* float int32 float16 bfloat16 float8e8m0 */
+	{"y_zero_point", "T3", 0x06fe003c, IE_IN_OPTIONAL, 2},	/* uint8 int8 uint16 int16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 uint2 int2 */
+	/* 647: QuantizeLinear-28 */
+	{"x", "T1", 0x00010442, 0, 0},	/* float int32 float16 bfloat16 */
+	{"y_scale", "T2", 0x01010442, 0, 1},	/* float int32 float16 bfloat16 float8e8m0 */
+	{"y_zero_point", "T3", 0x1efe003c, IE_IN_OPTIONAL, 2},	/* uint8 int8 uint16 int16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 uint2 int2 float6e2m3 float6e3m2 */
+	/* 650: RMSNormalization-23 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"scale", "V", 0x00010c02, 0, 1},	/* float float16 double bfloat16 */
-	/* 570: RNN-1 */
+	/* 652: RNN-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 576: RNN-7 */
+	/* 658: RNN-7 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 582: RNN-14 */
+	/* 664: RNN-14 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"W", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"R", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
 	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
 	{"initial_h", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 588: RNN-22 */
+	/* 670: RNN-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"W", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"R", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"B", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
 	{"sequence_lens", "T1", 0x00000040, IE_IN_OPTIONAL, 4},	/* int32 */
 	{"initial_h", "T", 0x00010c02, IE_IN_OPTIONAL, 0},	/* float float16 double bfloat16 */
-	/* 594: Range-11 */
+	/* 676: Range-11 */
 	{"start", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"limit", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
 	{"delta", "T", 0x000008e2, 0, 0},	/* float int16 int32 int64 double */
-	/* 597: Range-27 */
+	/* 679: Range-27 */
 	{"start", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"limit", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
 	{"delta", "T", 0x00010ce2, 0, 0},	/* float int16 int32 int64 float16 double bfloat16 */
-	/* 600: Reciprocal-1 */
+	/* 682: Reciprocal-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 601: Reciprocal-6 */
+	/* 683: Reciprocal-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 602: Reciprocal-13 */
+	/* 684: Reciprocal-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 603: ReduceL1-1 */
+	/* 685: ReduceL1-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 604: ReduceL1-11 */
+	/* 686: ReduceL1-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 605: ReduceL1-13 */
+	/* 687: ReduceL1-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 606: ReduceL1-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 608: ReduceL2-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 609: ReduceL2-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 610: ReduceL2-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 611: ReduceL2-18 */
+	/* 688: ReduceL1-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 613: ReduceLogSum-1 */
+	/* 690: ReduceL2-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 614: ReduceLogSum-11 */
+	/* 691: ReduceL2-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 615: ReduceLogSum-13 */
+	/* 692: ReduceL2-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 616: ReduceLogSum-18 */
+	/* 693: ReduceL2-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 618: ReduceLogSum-28 */
+	/* 695: ReduceLogSum-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 696: ReduceLogSum-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 697: ReduceLogSum-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 698: ReduceLogSum-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 700: ReduceLogSum-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 620: ReduceLogSumExp-1 */
+	/* 702: ReduceLogSumExp-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 621: ReduceLogSumExp-11 */
+	/* 703: ReduceLogSumExp-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 622: ReduceLogSumExp-13 */
+	/* 704: ReduceLogSumExp-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 623: ReduceLogSumExp-18 */
+	/* 705: ReduceLogSumExp-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 625: ReduceLogSumExp-28 */
+	/* 707: ReduceLogSumExp-28 */
 	{"data", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 627: ReduceMax-1 */
+	/* 709: ReduceMax-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 628: ReduceMax-11 */
+	/* 710: ReduceMax-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 629: ReduceMax-12 */
+	/* 711: ReduceMax-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 630: ReduceMax-13 */
+	/* 712: ReduceMax-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 631: ReduceMax-18 */
+	/* 713: ReduceMax-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 633: ReduceMax-20 */
+	/* 715: ReduceMax-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 635: ReduceMean-1 */
+	/* 717: ReduceMean-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 636: ReduceMean-11 */
+	/* 718: ReduceMean-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 637: ReduceMean-13 */
+	/* 719: ReduceMean-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 638: ReduceMean-18 */
+	/* 720: ReduceMean-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 640: ReduceMin-1 */
+	/* 722: ReduceMin-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 641: ReduceMin-11 */
+	/* 723: ReduceMin-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 642: ReduceMin-12 */
+	/* 724: ReduceMin-12 */
 	{"data", "T", 0x00003cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 */
-	/* 643: ReduceMin-13 */
+	/* 725: ReduceMin-13 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 644: ReduceMin-18 */
+	/* 726: ReduceMin-18 */
 	{"data", "T", 0x00013cce, 0, 0},	/* float uint8 int8 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 646: ReduceMin-20 */
+	/* 728: ReduceMin-20 */
 	{"data", "T", 0x00013ece, 0, 0},	/* float uint8 int8 int32 int64 bool float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 648: ReduceProd-1 */
+	/* 730: ReduceProd-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 649: ReduceProd-11 */
+	/* 731: ReduceProd-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 650: ReduceProd-13 */
+	/* 732: ReduceProd-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 651: ReduceProd-18 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 653: ReduceSum-1 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 654: ReduceSum-11 */
-	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 655: ReduceSum-13 */
+	/* 733: ReduceProd-18 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 657: ReduceSumSquare-1 */
+	/* 735: ReduceSum-1 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 658: ReduceSumSquare-11 */
+	/* 736: ReduceSum-11 */
 	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 659: ReduceSumSquare-13 */
-	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 660: ReduceSumSquare-18 */
+	/* 737: ReduceSum-13 */
 	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 662: Relu-1 */
+	/* 739: ReduceSumSquare-1 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 740: ReduceSumSquare-11 */
+	{"data", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
+	/* 741: ReduceSumSquare-13 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	/* 742: ReduceSumSquare-18 */
+	{"data", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
+	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
+	/* 744: Relu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 663: Relu-6 */
+	/* 745: Relu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 664: Relu-13 */
+	/* 746: Relu-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 665: Relu-14 */
+	/* 747: Relu-14 */
 	{"X", "T", 0x00010cea, 0, 0},	/* float int8 int16 int32 int64 float16 double bfloat16 */
-	/* 666: Reshape-1 */
+	/* 748: Reshape-1 */
 	{"data", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 667: Reshape-5 */
+	/* 749: Reshape-5 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 669: Reshape-13 */
+	/* 751: Reshape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 671: Reshape-14 */
+	/* 753: Reshape-14 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 673: Reshape-19 */
+	/* 755: Reshape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 675: Reshape-21 */
+	/* 757: Reshape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 677: Reshape-23 */
+	/* 759: Reshape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 679: Reshape-24 */
+	/* 761: Reshape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 681: Reshape-25 */
+	/* 763: Reshape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"shape", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 683: Resize-10 */
+	/* 765: Resize-10 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 685: Resize-11 */
+	/* 767: Resize-11 */
 	{"X", "T1", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"roi", "T2", 0x00000c02, 0, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, 0, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 689: Resize-13 */
+	/* 771: Resize-13 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 693: Resize-18 */
+	/* 775: Resize-18 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 697: Resize-19 */
+	/* 779: Resize-19 */
 	{"X", "T1", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"roi", "T2", 0x00000c02, IE_IN_OPTIONAL, 1},	/* float float16 double */
 	{"scales", NULL, 0x00000002, IE_IN_OPTIONAL, 2},	/* float */
 	{"sizes", NULL, 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 701: ReverseSequence-10 */
+	/* 783: ReverseSequence-10 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 703: ReverseSequence-28 */
+	/* 785: ReverseSequence-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"sequence_lens", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 705: RoiAlign-10 */
+	/* 787: RoiAlign-10 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
 	{"rois", "T1", 0x00000c02, 0, 0},	/* float float16 double */
 	{"batch_indices", "T2", 0x00000080, 0, 2},	/* int64 */
-	/* 708: RoiAlign-16 */
+	/* 790: RoiAlign-16 */
 	{"X", "T1", 0x00000c02, 0, 0},	/* float float16 double */
 	{"rois", "T1", 0x00000c02, 0, 0},	/* float float16 double */
 	{"batch_indices", "T2", 0x00000080, 0, 2},	/* int64 */
-	/* 711: RoiAlign-22 */
+	/* 793: RoiAlign-22 */
 	{"X", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"rois", "T1", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
 	{"batch_indices", "T2", 0x00000080, 0, 2},	/* int64 */
-	/* 714: RotaryEmbedding-23 */
+	/* 796: RotaryEmbedding-23 */
 	{"X", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"cos_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"sin_cache", "T", 0x00010402, 0, 0},	/* float float16 bfloat16 */
 	{"position_ids", "M", 0x00000080, IE_IN_OPTIONAL, 3},	/* int64 */
-	/* 718: Round-11 */
+	/* 800: Round-11 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 719: Round-22 */
+	/* 801: Round-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 720: Scatter-9 */
+	/* 802: Scatter-9 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 723: Scatter-11 */
+	/* 805: Scatter-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 726: ScatterElements-11 */
+	/* 808: ScatterElements-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 729: ScatterElements-13 */
+	/* 811: ScatterElements-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 732: ScatterElements-16 */
+	/* 814: ScatterElements-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 735: ScatterElements-18 */
+	/* 817: ScatterElements-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 738: ScatterND-11 */
+	/* 820: ScatterND-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 741: ScatterND-13 */
+	/* 823: ScatterND-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 744: ScatterND-16 */
+	/* 826: ScatterND-16 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 747: ScatterND-18 */
+	/* 829: ScatterND-18 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"indices", NULL, 0x00000080, 0, 1},	/* int64 */
 	{"updates", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 750: Selu-1 */
+	/* 832: Selu-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 751: Selu-6 */
+	/* 833: Selu-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 752: Selu-22 */
+	/* 834: Selu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 753: Shape-1 */
+	/* 835: Shape-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 754: Shape-13 */
+	/* 836: Shape-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 755: Shape-15 */
+	/* 837: Shape-15 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 756: Shape-19 */
+	/* 838: Shape-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 757: Shape-21 */
+	/* 839: Shape-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 758: Shape-23 */
+	/* 840: Shape-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 759: Shape-24 */
+	/* 841: Shape-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 760: Shape-25 */
+	/* 842: Shape-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 761: Shrink-9 */
+	/* 843: Shrink-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 762: Sigmoid-1 */
+	/* 844: Sigmoid-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 763: Sigmoid-6 */
+	/* 845: Sigmoid-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 764: Sigmoid-13 */
+	/* 846: Sigmoid-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 765: Sign-9 */
+	/* 847: Sign-9 */
 	{"input", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
-	/* 766: Sign-13 */
+	/* 848: Sign-13 */
 	{"input", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 767: Sin-7 */
+	/* 849: Sin-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 768: Sin-22 */
+	/* 850: Sin-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 769: Sinh-9 */
+	/* 851: Sinh-9 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 770: Sinh-22 */
+	/* 852: Sinh-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 771: Size-1 */
+	/* 853: Size-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 772: Size-13 */
+	/* 854: Size-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 773: Size-19 */
+	/* 855: Size-19 */
 	{"data", "T", 0x001ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz */
-	/* 774: Size-21 */
+	/* 856: Size-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 775: Size-23 */
+	/* 857: Size-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 776: Size-24 */
+	/* 858: Size-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 777: Size-25 */
+	/* 859: Size-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 778: Slice-1 */
+	/* 860: Slice-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 779: Slice-10 */
-	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
-	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 784: Slice-11 */
+	/* 861: Slice-10 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 789: Slice-13 */
+	/* 866: Slice-11 */
+	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
+	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
+	/* 871: Slice-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"starts", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"ends", "Tind", 0x000000c0, 0, 1},	/* int32 int64 */
 	{"axes", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
 	{"steps", "Tind", 0x000000c0, IE_IN_OPTIONAL, 1},	/* int32 int64 */
-	/* 794: Softmax-1 */
+	/* 876: Softmax-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 795: Softmax-11 */
+	/* 877: Softmax-11 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 796: Softmax-13 */
+	/* 878: Softmax-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 797: Softplus-1 */
+	/* 879: Softplus-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 798: Softplus-22 */
+	/* 880: Softplus-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 799: Softsign-1 */
+	/* 881: Softsign-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 800: Softsign-22 */
+	/* 882: Softsign-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 801: SpaceToDepth-1 */
+	/* 883: SpaceToDepth-1 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 802: SpaceToDepth-13 */
+	/* 884: SpaceToDepth-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 803: SpaceToDepth-28 */
+	/* 885: SpaceToDepth-28 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 804: Split-1 */
+	/* 886: Split-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"split", "T", 0x00000c02, IE_IN_OPTIONAL, 0},	/* float float16 double */
-	/* 806: Split-2 */
+	/* 888: Split-2 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 807: Split-11 */
+	/* 889: Split-11 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 808: Split-13 */
+	/* 890: Split-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 810: Split-18 */
+	/* 892: Split-18 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"split", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 812: Sqrt-1 */
+	/* 894: Sqrt-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 813: Sqrt-6 */
+	/* 895: Sqrt-6 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 814: Sqrt-13 */
+	/* 896: Sqrt-13 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 815: Squeeze-1 */
+	/* 897: Squeeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 816: Squeeze-11 */
+	/* 898: Squeeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 817: Squeeze-13 */
+	/* 899: Squeeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 819: Squeeze-21 */
+	/* 901: Squeeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 821: Squeeze-23 */
+	/* 903: Squeeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 823: Squeeze-24 */
+	/* 905: Squeeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 825: Squeeze-25 */
+	/* 907: Squeeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 827: Sub-1 */
+	/* 909: Sub-1 */
 	{"A", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"B", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 829: Sub-6 */
+	/* 911: Sub-6 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 831: Sub-7 */
+	/* 913: Sub-7 */
 	{"A", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
 	{"B", "T", 0x00003cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 */
-	/* 833: Sub-13 */
+	/* 915: Sub-13 */
 	{"A", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cc2, 0, 0},	/* float int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 835: Sub-14 */
+	/* 917: Sub-14 */
 	{"A", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"B", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
-	/* 837: Sum-1 */
+	/* 919: Sum-1 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 838: Sum-6 */
+	/* 920: Sum-6 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 839: Sum-8 */
+	/* 921: Sum-8 */
 	{"data_0", "T", 0x00000c02, IE_IN_VARIADIC, 0},	/* float float16 double */
-	/* 840: Sum-13 */
+	/* 922: Sum-13 */
 	{"data_0", "T", 0x00010c02, IE_IN_VARIADIC, 0},	/* float float16 double bfloat16 */
-	/* 841: Swish-24 */
+	/* 923: Swish-24 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 842: Tan-7 */
+	/* 924: Tan-7 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 843: Tan-22 */
+	/* 925: Tan-22 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 844: Tanh-1 */
+	/* 926: Tanh-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 845: Tanh-6 */
+	/* 927: Tanh-6 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 846: Tanh-13 */
+	/* 928: Tanh-13 */
 	{"input", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 847: ThresholdedRelu-10 */
+	/* 929: ThresholdedRelu-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 848: ThresholdedRelu-22 */
+	/* 930: ThresholdedRelu-22 */
 	{"X", "T", 0x00010c02, 0, 0},	/* float float16 double bfloat16 */
-	/* 849: Tile-1 */
+	/* 931: Tile-1 */
 	{"input", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"tiles", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"axis", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 852: Tile-6 */
+	/* 934: Tile-6 */
 	{"input", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 854: Tile-13 */
+	/* 936: Tile-13 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"repeats", "T1", 0x00000080, 0, 1},	/* int64 */
-	/* 856: TopK-1 */
+	/* 938: TopK-1 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
-	/* 857: TopK-10 */
+	/* 939: TopK-10 */
 	{"X", "T", 0x00000c02, 0, 0},	/* float float16 double */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 859: TopK-11 */
+	/* 941: TopK-11 */
 	{"X", "T", 0x00003cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 861: TopK-24 */
+	/* 943: TopK-24 */
 	{"X", "T", 0x00013cfe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 float16 double uint32 uint64 bfloat16 */
 	{"K", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 863: Transpose-1 */
+	/* 945: Transpose-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 864: Transpose-13 */
+	/* 946: Transpose-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 865: Transpose-21 */
+	/* 947: Transpose-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
-	/* 866: Transpose-23 */
+	/* 948: Transpose-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
-	/* 867: Transpose-24 */
+	/* 949: Transpose-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
-	/* 868: Transpose-25 */
+	/* 950: Transpose-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
-	/* 869: Trilu-14 */
+	/* 951: Trilu-14 */
 	{"input", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"k", NULL, 0x00000080, IE_IN_OPTIONAL, 1},	/* int64 */
-	/* 871: Unsqueeze-1 */
+	/* 953: Unsqueeze-1 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 872: Unsqueeze-11 */
+	/* 954: Unsqueeze-11 */
 	{"data", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 873: Unsqueeze-13 */
+	/* 955: Unsqueeze-13 */
 	{"data", "T", 0x0001fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 875: Unsqueeze-21 */
+	/* 957: Unsqueeze-21 */
 	{"data", "T", 0x007ffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 877: Unsqueeze-23 */
+	/* 959: Unsqueeze-23 */
 	{"data", "T", 0x00fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 879: Unsqueeze-24 */
+	/* 961: Unsqueeze-24 */
 	{"data", "T", 0x01fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 881: Unsqueeze-25 */
+	/* 963: Unsqueeze-25 */
 	{"data", "T", 0x07fffffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 */
 	{"axes", NULL, 0x00000080, 0, 1},	/* int64 */
-	/* 883: Upsample-1 */
+	/* 965: Upsample-1 */
 	{"X", "T", 0x00000ec2, 0, 0},	/* float int32 int64 bool float16 double */
-	/* 884: Upsample-7 */
+	/* 966: Upsample-7 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 885: Upsample-9 */
-	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 887: Upsample-10 */
+	/* 967: Upsample-9 */
 	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"scales", NULL, 0x00000002, 0, 1},	/* float */
-	/* 889: Where-9 */
+	/* 969: Upsample-10 */
+	{"X", "T", 0x0000fffe, 0, 0},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
+	{"scales", NULL, 0x00000002, 0, 1},	/* float */
+	/* 971: Where-9 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
 	{"Y", "T", 0x0000fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 */
-	/* 892: Where-16 */
+	/* 974: Where-16 */
 	{"condition", "B", 0x00000200, 0, 0},	/* bool */
 	{"X", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
 	{"Y", "T", 0x0001fffe, 0, 1},	/* float uint8 int8 uint16 int16 int32 int64 string bool float16 double uint32 uint64 complex64 complex128 bfloat16 */
-	/* 895: Xor-1 */
+	/* 977: Xor-1 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
-	/* 897: Xor-7 */
+	/* 979: Xor-7 */
 	{"A", "T", 0x00000200, 0, 0},	/* bool */
 	{"B", "T", 0x00000200, 0, 0},	/* bool */
 };
@@ -1535,412 +1639,434 @@ static const struct
 	{"Conv", 1, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 160, 3},
 	{"Conv", 11, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 163, 3},
 	{"Conv", 22, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 166, 3},
-	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 169, 3},
-	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 172, 3},
-	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 175, 3},
-	{"Cos", 7, "", 178, 1},
-	{"Cos", 22, "", 179, 1},
-	{"Cosh", 9, "", 180, 1},
-	{"Cosh", 22, "", 181, 1},
-	{"CumProd", 26, "exclusive:i reverse:i", 182, 2},
-	{"CumSum", 11, "exclusive:i reverse:i", 184, 2},
-	{"CumSum", 14, "exclusive:i reverse:i", 186, 2},
-	{"DepthToSpace", 1, "blocksize:i!", 188, 1},
-	{"DepthToSpace", 11, "blocksize:i! mode:s", 189, 1},
-	{"DepthToSpace", 13, "blocksize:i! mode:s", 190, 1},
-	{"DepthToSpace", 28, "blocksize:i! mode:s", 191, 1},
-	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 192, 2},
-	{"Div", 6, "axis:i broadcast:i", 194, 2},
-	{"Div", 7, "", 196, 2},
-	{"Div", 13, "", 198, 2},
-	{"Div", 14, "", 200, 2},
-	{"Dropout", 1, "consumed_inputs:I is_test:i ratio:f", 202, 1},
-	{"Dropout", 6, "is_test:i ratio:f", 203, 1},
-	{"Dropout", 7, "ratio:f", 204, 1},
-	{"Dropout", 10, "ratio:f", 205, 1},
-	{"Dropout", 12, "seed:i", 206, 3},
-	{"Dropout", 13, "seed:i", 209, 3},
-	{"Dropout", 22, "seed:i", 212, 3},
-	{"Einsum", 12, "equation:s!", 215, 1},
-	{"Einsum", 28, "equation:s!", 216, 1},
-	{"Elu", 1, "alpha:f consumed_inputs:I", 217, 1},
-	{"Elu", 6, "alpha:f", 218, 1},
-	{"Elu", 22, "alpha:f", 219, 1},
-	{"Equal", 1, "axis:i broadcast:i", 220, 2},
-	{"Equal", 7, "", 222, 2},
-	{"Equal", 11, "", 224, 2},
-	{"Equal", 13, "", 226, 2},
-	{"Equal", 19, "", 228, 2},
-	{"Erf", 9, "", 230, 1},
-	{"Erf", 13, "", 231, 1},
-	{"Exp", 1, "consumed_inputs:I", 232, 1},
-	{"Exp", 6, "", 233, 1},
-	{"Exp", 13, "", 234, 1},
-	{"Expand", 8, "", 235, 2},
-	{"Expand", 13, "", 237, 2},
-	{"EyeLike", 9, "dtype:i k:i", 239, 1},
-	{"EyeLike", 22, "dtype:i k:i", 240, 1},
-	{"Flatten", 1, "axis:i", 241, 1},
-	{"Flatten", 9, "axis:i", 242, 1},
-	{"Flatten", 11, "axis:i", 243, 1},
-	{"Flatten", 13, "axis:i", 244, 1},
-	{"Flatten", 21, "axis:i", 245, 1},
-	{"Flatten", 23, "axis:i", 246, 1},
-	{"Flatten", 24, "axis:i", 247, 1},
-	{"Flatten", 25, "axis:i", 248, 1},
-	{"Floor", 1, "consumed_inputs:I", 249, 1},
-	{"Floor", 6, "", 250, 1},
-	{"Floor", 13, "", 251, 1},
-	{"GRU", 1, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i output_sequence:i", 252, 6},
-	{"GRU", 3, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i linear_before_reset:i output_sequence:i", 258, 6},
-	{"GRU", 7, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i linear_before_reset:i", 264, 6},
-	{"GRU", 14, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i linear_before_reset:i", 270, 6},
-	{"GRU", 22, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i linear_before_reset:i", 276, 6},
-	{"Gather", 1, "axis:i", 282, 2},
-	{"Gather", 11, "axis:i", 284, 2},
-	{"Gather", 13, "axis:i", 286, 2},
-	{"GatherElements", 11, "axis:i", 288, 2},
-	{"GatherElements", 13, "axis:i", 290, 2},
-	{"GatherND", 11, "", 292, 2},
-	{"GatherND", 12, "batch_dims:i", 294, 2},
-	{"GatherND", 13, "batch_dims:i", 296, 2},
-	{"Gelu", 20, "approximate:s", 298, 1},
-	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 299, 3},
-	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 302, 3},
-	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 305, 3},
-	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 308, 3},
-	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 311, 3},
-	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 314, 3},
-	{"GlobalAveragePool", 1, "", 317, 1},
-	{"GlobalAveragePool", 22, "", 318, 1},
-	{"GlobalMaxPool", 1, "", 319, 1},
-	{"GlobalMaxPool", 22, "", 320, 1},
-	{"Greater", 1, "axis:i broadcast:i", 321, 2},
-	{"Greater", 7, "", 323, 2},
-	{"Greater", 9, "", 325, 2},
-	{"Greater", 13, "", 327, 2},
-	{"GreaterOrEqual", 12, "", 329, 2},
-	{"GreaterOrEqual", 16, "", 331, 2},
-	{"GridSample", 16, "align_corners:i mode:s padding_mode:s", 333, 2},
-	{"GridSample", 20, "align_corners:i mode:s padding_mode:s", 335, 2},
-	{"GridSample", 22, "align_corners:i mode:s padding_mode:s", 337, 2},
-	{"GroupNormalization", 18, "epsilon:f num_groups:i!", 339, 3},
-	{"GroupNormalization", 21, "epsilon:f num_groups:i! stash_type:i", 342, 3},
-	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 345, 1},
-	{"HardSigmoid", 6, "alpha:f beta:f", 346, 1},
-	{"HardSigmoid", 22, "alpha:f beta:f", 347, 1},
-	{"HardSwish", 14, "", 348, 1},
-	{"HardSwish", 22, "", 349, 1},
-	{"Hardmax", 1, "axis:i", 350, 1},
-	{"Hardmax", 11, "axis:i", 351, 1},
-	{"Hardmax", 13, "axis:i", 352, 1},
-	{"Identity", 1, "", 353, 1},
-	{"Identity", 13, "", 354, 1},
-	{"Identity", 14, "", 355, 1},
-	{"Identity", 16, "", 356, 1},
-	{"Identity", 19, "", 357, 1},
-	{"Identity", 21, "", 358, 1},
-	{"Identity", 23, "", 359, 1},
-	{"Identity", 24, "", 360, 1},
-	{"Identity", 25, "", 361, 1},
-	{"InstanceNormalization", 1, "consumed_inputs:I epsilon:f", 362, 3},
-	{"InstanceNormalization", 6, "epsilon:f", 365, 3},
-	{"InstanceNormalization", 22, "epsilon:f", 368, 3},
-	{"IsInf", 10, "detect_negative:i detect_positive:i", 371, 1},
-	{"IsInf", 20, "detect_negative:i detect_positive:i", 372, 1},
-	{"IsNaN", 9, "", 373, 1},
-	{"IsNaN", 13, "", 374, 1},
-	{"IsNaN", 20, "", 375, 1},
-	{"LRN", 1, "alpha:f beta:f bias:f size:i!", 376, 1},
-	{"LRN", 13, "alpha:f beta:f bias:f size:i!", 377, 1},
-	{"LSTM", 1, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i output_sequence:i", 378, 8},
-	{"LSTM", 7, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i", 386, 8},
-	{"LSTM", 14, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i layout:i", 394, 8},
-	{"LSTM", 22, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i layout:i", 402, 8},
-	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 410, 3},
-	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 413, 1},
-	{"LeakyRelu", 6, "alpha:f", 414, 1},
-	{"LeakyRelu", 16, "alpha:f", 415, 1},
-	{"Less", 1, "axis:i broadcast:i", 416, 2},
-	{"Less", 7, "", 418, 2},
-	{"Less", 9, "", 420, 2},
-	{"Less", 13, "", 422, 2},
-	{"LessOrEqual", 12, "", 424, 2},
-	{"LessOrEqual", 16, "", 426, 2},
-	{"Log", 1, "consumed_inputs:I", 428, 1},
-	{"Log", 6, "", 429, 1},
-	{"Log", 13, "", 430, 1},
-	{"LogSoftmax", 1, "axis:i", 431, 1},
-	{"LogSoftmax", 11, "axis:i", 432, 1},
-	{"LogSoftmax", 13, "axis:i", 433, 1},
-	{"LpNormalization", 1, "axis:i p:i", 434, 1},
-	{"LpNormalization", 22, "axis:i p:i", 435, 1},
-	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 436, 1},
-	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 437, 1},
-	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 438, 1},
-	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 439, 1},
-	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 440, 1},
-	{"MatMul", 1, "", 441, 2},
-	{"MatMul", 9, "", 443, 2},
-	{"MatMul", 13, "", 445, 2},
-	{"Max", 1, "consumed_inputs:I", 447, 1},
-	{"Max", 6, "", 448, 1},
-	{"Max", 8, "", 449, 1},
-	{"Max", 12, "", 450, 1},
-	{"Max", 13, "", 451, 1},
-	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 452, 1},
-	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 453, 1},
-	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 454, 1},
-	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 455, 1},
-	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 456, 1},
-	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 457, 1},
-	{"Mean", 1, "consumed_inputs:I", 458, 1},
-	{"Mean", 6, "", 459, 1},
-	{"Mean", 8, "", 460, 1},
-	{"Mean", 13, "", 461, 1},
-	{"MeanVarianceNormalization", 9, "axes:I", 462, 1},
-	{"MeanVarianceNormalization", 13, "axes:I", 463, 1},
-	{"Min", 1, "consumed_inputs:I", 464, 1},
-	{"Min", 6, "", 465, 1},
-	{"Min", 8, "", 466, 1},
-	{"Min", 12, "", 467, 1},
-	{"Min", 13, "", 468, 1},
-	{"Mish", 18, "", 469, 1},
-	{"Mish", 22, "", 470, 1},
-	{"Mod", 10, "fmod:i", 471, 2},
-	{"Mod", 13, "fmod:i", 473, 2},
-	{"Mod", 28, "fmod:i", 475, 2},
-	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 477, 2},
-	{"Mul", 6, "axis:i broadcast:i", 479, 2},
-	{"Mul", 7, "", 481, 2},
-	{"Mul", 13, "", 483, 2},
-	{"Mul", 14, "", 485, 2},
-	{"Neg", 1, "consumed_inputs:I", 487, 1},
-	{"Neg", 6, "", 488, 1},
-	{"Neg", 13, "", 489, 1},
-	{"NonMaxSuppression", 10, "center_point_box:i", 490, 5},
-	{"NonMaxSuppression", 11, "center_point_box:i", 495, 5},
-	{"NonZero", 9, "", 500, 1},
-	{"NonZero", 13, "", 501, 1},
-	{"Not", 1, "", 502, 1},
-	{"OneHot", 9, "axis:i", 503, 3},
-	{"OneHot", 11, "axis:i", 506, 3},
-	{"OneHot", 28, "axis:i", 509, 3},
-	{"Or", 1, "axis:i broadcast:i", 512, 2},
-	{"Or", 7, "", 514, 2},
-	{"PRelu", 1, "consumed_inputs:I", 516, 2},
-	{"PRelu", 6, "", 518, 2},
-	{"PRelu", 7, "", 520, 2},
-	{"PRelu", 9, "", 522, 2},
-	{"PRelu", 16, "", 524, 2},
-	{"Pad", 1, "mode:s paddings:I! value:f", 526, 1},
-	{"Pad", 2, "mode:s pads:I! value:f", 527, 1},
-	{"Pad", 11, "mode:s", 528, 3},
-	{"Pad", 13, "mode:s", 531, 3},
-	{"Pad", 18, "mode:s", 534, 4},
-	{"Pad", 19, "mode:s", 538, 4},
-	{"Pad", 21, "mode:s", 542, 4},
-	{"Pad", 23, "mode:s", 546, 4},
-	{"Pad", 24, "mode:s", 550, 4},
-	{"Pad", 25, "mode:s", 554, 4},
-	{"Pow", 1, "axis:i broadcast:i", 558, 2},
-	{"Pow", 7, "", 560, 2},
-	{"Pow", 12, "", 562, 2},
-	{"Pow", 13, "", 564, 2},
-	{"Pow", 15, "", 566, 2},
-	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 568, 2},
-	{"RNN", 1, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i output_sequence:i", 570, 6},
-	{"RNN", 7, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i", 576, 6},
-	{"RNN", 14, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i", 582, 6},
-	{"RNN", 22, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i", 588, 6},
-	{"Range", 11, "", 594, 3},
-	{"Range", 27, "stash_type:i", 597, 3},
-	{"Reciprocal", 1, "consumed_inputs:I", 600, 1},
-	{"Reciprocal", 6, "", 601, 1},
-	{"Reciprocal", 13, "", 602, 1},
-	{"ReduceL1", 1, "axes:I keepdims:i", 603, 1},
-	{"ReduceL1", 11, "axes:I keepdims:i", 604, 1},
-	{"ReduceL1", 13, "axes:I keepdims:i", 605, 1},
-	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 606, 2},
-	{"ReduceL2", 1, "axes:I keepdims:i", 608, 1},
-	{"ReduceL2", 11, "axes:I keepdims:i", 609, 1},
-	{"ReduceL2", 13, "axes:I keepdims:i", 610, 1},
-	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 611, 2},
-	{"ReduceLogSum", 1, "axes:I keepdims:i", 613, 1},
-	{"ReduceLogSum", 11, "axes:I keepdims:i", 614, 1},
-	{"ReduceLogSum", 13, "axes:I keepdims:i", 615, 1},
-	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 616, 2},
-	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 618, 2},
-	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 620, 1},
-	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 621, 1},
-	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 622, 1},
-	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 623, 2},
-	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 625, 2},
-	{"ReduceMax", 1, "axes:I keepdims:i", 627, 1},
-	{"ReduceMax", 11, "axes:I keepdims:i", 628, 1},
-	{"ReduceMax", 12, "axes:I keepdims:i", 629, 1},
-	{"ReduceMax", 13, "axes:I keepdims:i", 630, 1},
-	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 631, 2},
-	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 633, 2},
-	{"ReduceMean", 1, "axes:I keepdims:i", 635, 1},
-	{"ReduceMean", 11, "axes:I keepdims:i", 636, 1},
-	{"ReduceMean", 13, "axes:I keepdims:i", 637, 1},
-	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 638, 2},
-	{"ReduceMin", 1, "axes:I keepdims:i", 640, 1},
-	{"ReduceMin", 11, "axes:I keepdims:i", 641, 1},
-	{"ReduceMin", 12, "axes:I keepdims:i", 642, 1},
-	{"ReduceMin", 13, "axes:I keepdims:i", 643, 1},
-	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 644, 2},
-	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 646, 2},
-	{"ReduceProd", 1, "axes:I keepdims:i", 648, 1},
-	{"ReduceProd", 11, "axes:I keepdims:i", 649, 1},
-	{"ReduceProd", 13, "axes:I keepdims:i", 650, 1},
-	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 651, 2},
-	{"ReduceSum", 1, "axes:I keepdims:i", 653, 1},
-	{"ReduceSum", 11, "axes:I keepdims:i", 654, 1},
-	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 655, 2},
-	{"ReduceSumSquare", 1, "axes:I keepdims:i", 657, 1},
-	{"ReduceSumSquare", 11, "axes:I keepdims:i", 658, 1},
-	{"ReduceSumSquare", 13, "axes:I keepdims:i", 659, 1},
-	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 660, 2},
-	{"Relu", 1, "consumed_inputs:I", 662, 1},
-	{"Relu", 6, "", 663, 1},
-	{"Relu", 13, "", 664, 1},
-	{"Relu", 14, "", 665, 1},
-	{"Reshape", 1, "consumed_inputs:I shape:I", 666, 1},
-	{"Reshape", 5, "", 667, 2},
-	{"Reshape", 13, "", 669, 2},
-	{"Reshape", 14, "allowzero:i", 671, 2},
-	{"Reshape", 19, "allowzero:i", 673, 2},
-	{"Reshape", 21, "allowzero:i", 675, 2},
-	{"Reshape", 23, "allowzero:i", 677, 2},
-	{"Reshape", 24, "allowzero:i", 679, 2},
-	{"Reshape", 25, "allowzero:i", 681, 2},
-	{"Resize", 10, "mode:s", 683, 2},
-	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 685, 4},
-	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 689, 4},
-	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 693, 4},
-	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 697, 4},
-	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 701, 2},
-	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 703, 2},
-	{"RoiAlign", 10, "mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 705, 3},
-	{"RoiAlign", 16, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 708, 3},
-	{"RoiAlign", 22, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 711, 3},
-	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 714, 4},
-	{"Round", 11, "", 718, 1},
-	{"Round", 22, "", 719, 1},
-	{"Scatter", 9, "axis:i", 720, 3},
-	{"Scatter", 11, "axis:i", 723, 3},
-	{"ScatterElements", 11, "axis:i", 726, 3},
-	{"ScatterElements", 13, "axis:i", 729, 3},
-	{"ScatterElements", 16, "axis:i reduction:s", 732, 3},
-	{"ScatterElements", 18, "axis:i reduction:s", 735, 3},
-	{"ScatterND", 11, "", 738, 3},
-	{"ScatterND", 13, "", 741, 3},
-	{"ScatterND", 16, "reduction:s", 744, 3},
-	{"ScatterND", 18, "reduction:s", 747, 3},
-	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 750, 1},
-	{"Selu", 6, "alpha:f gamma:f", 751, 1},
-	{"Selu", 22, "alpha:f gamma:f", 752, 1},
-	{"Shape", 1, "", 753, 1},
-	{"Shape", 13, "", 754, 1},
-	{"Shape", 15, "end:i start:i", 755, 1},
-	{"Shape", 19, "end:i start:i", 756, 1},
-	{"Shape", 21, "end:i start:i", 757, 1},
-	{"Shape", 23, "end:i start:i", 758, 1},
-	{"Shape", 24, "end:i start:i", 759, 1},
-	{"Shape", 25, "end:i start:i", 760, 1},
-	{"Shrink", 9, "bias:f lambd:f", 761, 1},
-	{"Sigmoid", 1, "consumed_inputs:I", 762, 1},
-	{"Sigmoid", 6, "", 763, 1},
-	{"Sigmoid", 13, "", 764, 1},
-	{"Sign", 9, "", 765, 1},
-	{"Sign", 13, "", 766, 1},
-	{"Sin", 7, "", 767, 1},
-	{"Sin", 22, "", 768, 1},
-	{"Sinh", 9, "", 769, 1},
-	{"Sinh", 22, "", 770, 1},
-	{"Size", 1, "", 771, 1},
-	{"Size", 13, "", 772, 1},
-	{"Size", 19, "", 773, 1},
-	{"Size", 21, "", 774, 1},
-	{"Size", 23, "", 775, 1},
-	{"Size", 24, "", 776, 1},
-	{"Size", 25, "", 777, 1},
-	{"Slice", 1, "axes:I ends:I! starts:I!", 778, 1},
-	{"Slice", 10, "", 779, 5},
-	{"Slice", 11, "", 784, 5},
-	{"Slice", 13, "", 789, 5},
-	{"Softmax", 1, "axis:i", 794, 1},
-	{"Softmax", 11, "axis:i", 795, 1},
-	{"Softmax", 13, "axis:i", 796, 1},
-	{"Softplus", 1, "", 797, 1},
-	{"Softplus", 22, "", 798, 1},
-	{"Softsign", 1, "", 799, 1},
-	{"Softsign", 22, "", 800, 1},
-	{"SpaceToDepth", 1, "blocksize:i!", 801, 1},
-	{"SpaceToDepth", 13, "blocksize:i!", 802, 1},
-	{"SpaceToDepth", 28, "blocksize:i! mode:s", 803, 1},
-	{"Split", 1, "axis:i split:I", 804, 2},
-	{"Split", 2, "axis:i split:I", 806, 1},
-	{"Split", 11, "axis:i split:I", 807, 1},
-	{"Split", 13, "axis:i", 808, 2},
-	{"Split", 18, "axis:i num_outputs:i", 810, 2},
-	{"Sqrt", 1, "consumed_inputs:I", 812, 1},
-	{"Sqrt", 6, "", 813, 1},
-	{"Sqrt", 13, "", 814, 1},
-	{"Squeeze", 1, "axes:I", 815, 1},
-	{"Squeeze", 11, "axes:I", 816, 1},
-	{"Squeeze", 13, "", 817, 2},
-	{"Squeeze", 21, "", 819, 2},
-	{"Squeeze", 23, "", 821, 2},
-	{"Squeeze", 24, "", 823, 2},
-	{"Squeeze", 25, "", 825, 2},
-	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 827, 2},
-	{"Sub", 6, "axis:i broadcast:i", 829, 2},
-	{"Sub", 7, "", 831, 2},
-	{"Sub", 13, "", 833, 2},
-	{"Sub", 14, "", 835, 2},
-	{"Sum", 1, "consumed_inputs:I", 837, 1},
-	{"Sum", 6, "", 838, 1},
-	{"Sum", 8, "", 839, 1},
-	{"Sum", 13, "", 840, 1},
-	{"Swish", 24, "alpha:f", 841, 1},
-	{"Tan", 7, "", 842, 1},
-	{"Tan", 22, "", 843, 1},
-	{"Tanh", 1, "consumed_inputs:I", 844, 1},
-	{"Tanh", 6, "", 845, 1},
-	{"Tanh", 13, "", 846, 1},
-	{"ThresholdedRelu", 10, "alpha:f", 847, 1},
-	{"ThresholdedRelu", 22, "alpha:f", 848, 1},
-	{"Tile", 1, "", 849, 3},
-	{"Tile", 6, "", 852, 2},
-	{"Tile", 13, "", 854, 2},
-	{"TopK", 1, "axis:i k:i!", 856, 1},
-	{"TopK", 10, "axis:i", 857, 2},
-	{"TopK", 11, "axis:i largest:i sorted:i", 859, 2},
-	{"TopK", 24, "axis:i largest:i sorted:i", 861, 2},
-	{"Transpose", 1, "perm:I", 863, 1},
-	{"Transpose", 13, "perm:I", 864, 1},
-	{"Transpose", 21, "perm:I", 865, 1},
-	{"Transpose", 23, "perm:I", 866, 1},
-	{"Transpose", 24, "perm:I", 867, 1},
-	{"Transpose", 25, "perm:I", 868, 1},
-	{"Trilu", 14, "upper:i", 869, 2},
-	{"Unsqueeze", 1, "axes:I!", 871, 1},
-	{"Unsqueeze", 11, "axes:I!", 872, 1},
-	{"Unsqueeze", 13, "", 873, 2},
-	{"Unsqueeze", 21, "", 875, 2},
-	{"Unsqueeze", 23, "", 877, 2},
-	{"Unsqueeze", 24, "", 879, 2},
-	{"Unsqueeze", 25, "", 881, 2},
-	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 883, 1},
-	{"Upsample", 7, "mode:s scales:F!", 884, 1},
-	{"Upsample", 9, "mode:s", 885, 2},
-	{"Upsample", 10, "mode:s", 887, 2},
-	{"Where", 9, "", 889, 3},
-	{"Where", 16, "", 892, 3},
-	{"Xor", 1, "axis:i broadcast:i", 895, 2},
-	{"Xor", 7, "", 897, 2},
+	{"ConvInteger", 10, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 169, 4},
+	{"ConvTranspose", 1, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 173, 3},
+	{"ConvTranspose", 11, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 176, 3},
+	{"ConvTranspose", 22, "auto_pad:s dilations:I group:i kernel_shape:I output_padding:I output_shape:I pads:I strides:I", 179, 3},
+	{"Cos", 7, "", 182, 1},
+	{"Cos", 22, "", 183, 1},
+	{"Cosh", 9, "", 184, 1},
+	{"Cosh", 22, "", 185, 1},
+	{"CumProd", 26, "exclusive:i reverse:i", 186, 2},
+	{"CumSum", 11, "exclusive:i reverse:i", 188, 2},
+	{"CumSum", 14, "exclusive:i reverse:i", 190, 2},
+	{"DepthToSpace", 1, "blocksize:i!", 192, 1},
+	{"DepthToSpace", 11, "blocksize:i! mode:s", 193, 1},
+	{"DepthToSpace", 13, "blocksize:i! mode:s", 194, 1},
+	{"DepthToSpace", 28, "blocksize:i! mode:s", 195, 1},
+	{"DequantizeLinear", 10, "", 196, 3},
+	{"DequantizeLinear", 13, "axis:i", 199, 3},
+	{"DequantizeLinear", 19, "axis:i", 202, 3},
+	{"DequantizeLinear", 21, "axis:i block_size:i", 205, 3},
+	{"DequantizeLinear", 23, "axis:i block_size:i output_dtype:i", 208, 3},
+	{"DequantizeLinear", 24, "axis:i block_size:i output_dtype:i", 211, 3},
+	{"DequantizeLinear", 25, "axis:i block_size:i output_dtype:i", 214, 3},
+	{"DequantizeLinear", 28, "axis:i block_size:i output_dtype:i", 217, 3},
+	{"Div", 1, "axis:i broadcast:i consumed_inputs:I", 220, 2},
+	{"Div", 6, "axis:i broadcast:i", 222, 2},
+	{"Div", 7, "", 224, 2},
+	{"Div", 13, "", 226, 2},
+	{"Div", 14, "", 228, 2},
+	{"Dropout", 1, "consumed_inputs:I is_test:i ratio:f", 230, 1},
+	{"Dropout", 6, "is_test:i ratio:f", 231, 1},
+	{"Dropout", 7, "ratio:f", 232, 1},
+	{"Dropout", 10, "ratio:f", 233, 1},
+	{"Dropout", 12, "seed:i", 234, 3},
+	{"Dropout", 13, "seed:i", 237, 3},
+	{"Dropout", 22, "seed:i", 240, 3},
+	{"DynamicQuantizeLinear", 11, "", 243, 1},
+	{"Einsum", 12, "equation:s!", 244, 1},
+	{"Einsum", 28, "equation:s!", 245, 1},
+	{"Elu", 1, "alpha:f consumed_inputs:I", 246, 1},
+	{"Elu", 6, "alpha:f", 247, 1},
+	{"Elu", 22, "alpha:f", 248, 1},
+	{"Equal", 1, "axis:i broadcast:i", 249, 2},
+	{"Equal", 7, "", 251, 2},
+	{"Equal", 11, "", 253, 2},
+	{"Equal", 13, "", 255, 2},
+	{"Equal", 19, "", 257, 2},
+	{"Erf", 9, "", 259, 1},
+	{"Erf", 13, "", 260, 1},
+	{"Exp", 1, "consumed_inputs:I", 261, 1},
+	{"Exp", 6, "", 262, 1},
+	{"Exp", 13, "", 263, 1},
+	{"Expand", 8, "", 264, 2},
+	{"Expand", 13, "", 266, 2},
+	{"EyeLike", 9, "dtype:i k:i", 268, 1},
+	{"EyeLike", 22, "dtype:i k:i", 269, 1},
+	{"Flatten", 1, "axis:i", 270, 1},
+	{"Flatten", 9, "axis:i", 271, 1},
+	{"Flatten", 11, "axis:i", 272, 1},
+	{"Flatten", 13, "axis:i", 273, 1},
+	{"Flatten", 21, "axis:i", 274, 1},
+	{"Flatten", 23, "axis:i", 275, 1},
+	{"Flatten", 24, "axis:i", 276, 1},
+	{"Flatten", 25, "axis:i", 277, 1},
+	{"Floor", 1, "consumed_inputs:I", 278, 1},
+	{"Floor", 6, "", 279, 1},
+	{"Floor", 13, "", 280, 1},
+	{"GRU", 1, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i output_sequence:i", 281, 6},
+	{"GRU", 3, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i linear_before_reset:i output_sequence:i", 287, 6},
+	{"GRU", 7, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i linear_before_reset:i", 293, 6},
+	{"GRU", 14, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i linear_before_reset:i", 299, 6},
+	{"GRU", 22, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i linear_before_reset:i", 305, 6},
+	{"Gather", 1, "axis:i", 311, 2},
+	{"Gather", 11, "axis:i", 313, 2},
+	{"Gather", 13, "axis:i", 315, 2},
+	{"GatherElements", 11, "axis:i", 317, 2},
+	{"GatherElements", 13, "axis:i", 319, 2},
+	{"GatherND", 11, "", 321, 2},
+	{"GatherND", 12, "batch_dims:i", 323, 2},
+	{"GatherND", 13, "batch_dims:i", 325, 2},
+	{"Gelu", 20, "approximate:s", 327, 1},
+	{"Gemm", 1, "alpha:f beta:f broadcast:i transA:i transB:i", 328, 3},
+	{"Gemm", 6, "alpha:f beta:f broadcast:i transA:i transB:i", 331, 3},
+	{"Gemm", 7, "alpha:f beta:f transA:i transB:i", 334, 3},
+	{"Gemm", 9, "alpha:f beta:f transA:i transB:i", 337, 3},
+	{"Gemm", 11, "alpha:f beta:f transA:i transB:i", 340, 3},
+	{"Gemm", 13, "alpha:f beta:f transA:i transB:i", 343, 3},
+	{"GlobalAveragePool", 1, "", 346, 1},
+	{"GlobalAveragePool", 22, "", 347, 1},
+	{"GlobalMaxPool", 1, "", 348, 1},
+	{"GlobalMaxPool", 22, "", 349, 1},
+	{"Greater", 1, "axis:i broadcast:i", 350, 2},
+	{"Greater", 7, "", 352, 2},
+	{"Greater", 9, "", 354, 2},
+	{"Greater", 13, "", 356, 2},
+	{"GreaterOrEqual", 12, "", 358, 2},
+	{"GreaterOrEqual", 16, "", 360, 2},
+	{"GridSample", 16, "align_corners:i mode:s padding_mode:s", 362, 2},
+	{"GridSample", 20, "align_corners:i mode:s padding_mode:s", 364, 2},
+	{"GridSample", 22, "align_corners:i mode:s padding_mode:s", 366, 2},
+	{"GroupNormalization", 18, "epsilon:f num_groups:i!", 368, 3},
+	{"GroupNormalization", 21, "epsilon:f num_groups:i! stash_type:i", 371, 3},
+	{"HardSigmoid", 1, "alpha:f beta:f consumed_inputs:I", 374, 1},
+	{"HardSigmoid", 6, "alpha:f beta:f", 375, 1},
+	{"HardSigmoid", 22, "alpha:f beta:f", 376, 1},
+	{"HardSwish", 14, "", 377, 1},
+	{"HardSwish", 22, "", 378, 1},
+	{"Hardmax", 1, "axis:i", 379, 1},
+	{"Hardmax", 11, "axis:i", 380, 1},
+	{"Hardmax", 13, "axis:i", 381, 1},
+	{"Identity", 1, "", 382, 1},
+	{"Identity", 13, "", 383, 1},
+	{"Identity", 14, "", 384, 1},
+	{"Identity", 16, "", 385, 1},
+	{"Identity", 19, "", 386, 1},
+	{"Identity", 21, "", 387, 1},
+	{"Identity", 23, "", 388, 1},
+	{"Identity", 24, "", 389, 1},
+	{"Identity", 25, "", 390, 1},
+	{"InstanceNormalization", 1, "consumed_inputs:I epsilon:f", 391, 3},
+	{"InstanceNormalization", 6, "epsilon:f", 394, 3},
+	{"InstanceNormalization", 22, "epsilon:f", 397, 3},
+	{"IsInf", 10, "detect_negative:i detect_positive:i", 400, 1},
+	{"IsInf", 20, "detect_negative:i detect_positive:i", 401, 1},
+	{"IsNaN", 9, "", 402, 1},
+	{"IsNaN", 13, "", 403, 1},
+	{"IsNaN", 20, "", 404, 1},
+	{"LRN", 1, "alpha:f beta:f bias:f size:i!", 405, 1},
+	{"LRN", 13, "alpha:f beta:f bias:f size:i!", 406, 1},
+	{"LSTM", 1, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i output_sequence:i", 407, 8},
+	{"LSTM", 7, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i", 415, 8},
+	{"LSTM", 14, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i layout:i", 423, 8},
+	{"LSTM", 22, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i input_forget:i layout:i", 431, 8},
+	{"LayerNormalization", 17, "axis:i epsilon:f stash_type:i", 439, 3},
+	{"LeakyRelu", 1, "alpha:f consumed_inputs:I", 442, 1},
+	{"LeakyRelu", 6, "alpha:f", 443, 1},
+	{"LeakyRelu", 16, "alpha:f", 444, 1},
+	{"Less", 1, "axis:i broadcast:i", 445, 2},
+	{"Less", 7, "", 447, 2},
+	{"Less", 9, "", 449, 2},
+	{"Less", 13, "", 451, 2},
+	{"LessOrEqual", 12, "", 453, 2},
+	{"LessOrEqual", 16, "", 455, 2},
+	{"Log", 1, "consumed_inputs:I", 457, 1},
+	{"Log", 6, "", 458, 1},
+	{"Log", 13, "", 459, 1},
+	{"LogSoftmax", 1, "axis:i", 460, 1},
+	{"LogSoftmax", 11, "axis:i", 461, 1},
+	{"LogSoftmax", 13, "axis:i", 462, 1},
+	{"LpNormalization", 1, "axis:i p:i", 463, 1},
+	{"LpNormalization", 22, "axis:i p:i", 464, 1},
+	{"LpPool", 1, "auto_pad:s kernel_shape:I p:f pads:I strides:I", 465, 1},
+	{"LpPool", 2, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 466, 1},
+	{"LpPool", 11, "auto_pad:s kernel_shape:I! p:i pads:I strides:I", 467, 1},
+	{"LpPool", 18, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 468, 1},
+	{"LpPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! p:i pads:I strides:I", 469, 1},
+	{"MatMul", 1, "", 470, 2},
+	{"MatMul", 9, "", 472, 2},
+	{"MatMul", 13, "", 474, 2},
+	{"MatMulInteger", 10, "", 476, 4},
+	{"Max", 1, "consumed_inputs:I", 480, 1},
+	{"Max", 6, "", 481, 1},
+	{"Max", 8, "", 482, 1},
+	{"Max", 12, "", 483, 1},
+	{"Max", 13, "", 484, 1},
+	{"MaxPool", 1, "auto_pad:s kernel_shape:I! pads:I strides:I", 485, 1},
+	{"MaxPool", 8, "auto_pad:s kernel_shape:I! pads:I storage_order:i strides:I", 486, 1},
+	{"MaxPool", 10, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 487, 1},
+	{"MaxPool", 11, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 488, 1},
+	{"MaxPool", 12, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 489, 1},
+	{"MaxPool", 22, "auto_pad:s ceil_mode:i dilations:I kernel_shape:I! pads:I storage_order:i strides:I", 490, 1},
+	{"Mean", 1, "consumed_inputs:I", 491, 1},
+	{"Mean", 6, "", 492, 1},
+	{"Mean", 8, "", 493, 1},
+	{"Mean", 13, "", 494, 1},
+	{"MeanVarianceNormalization", 9, "axes:I", 495, 1},
+	{"MeanVarianceNormalization", 13, "axes:I", 496, 1},
+	{"Min", 1, "consumed_inputs:I", 497, 1},
+	{"Min", 6, "", 498, 1},
+	{"Min", 8, "", 499, 1},
+	{"Min", 12, "", 500, 1},
+	{"Min", 13, "", 501, 1},
+	{"Mish", 18, "", 502, 1},
+	{"Mish", 22, "", 503, 1},
+	{"Mod", 10, "fmod:i", 504, 2},
+	{"Mod", 13, "fmod:i", 506, 2},
+	{"Mod", 28, "fmod:i", 508, 2},
+	{"Mul", 1, "axis:i broadcast:i consumed_inputs:I", 510, 2},
+	{"Mul", 6, "axis:i broadcast:i", 512, 2},
+	{"Mul", 7, "", 514, 2},
+	{"Mul", 13, "", 516, 2},
+	{"Mul", 14, "", 518, 2},
+	{"Neg", 1, "consumed_inputs:I", 520, 1},
+	{"Neg", 6, "", 521, 1},
+	{"Neg", 13, "", 522, 1},
+	{"NonMaxSuppression", 10, "center_point_box:i", 523, 5},
+	{"NonMaxSuppression", 11, "center_point_box:i", 528, 5},
+	{"NonZero", 9, "", 533, 1},
+	{"NonZero", 13, "", 534, 1},
+	{"Not", 1, "", 535, 1},
+	{"OneHot", 9, "axis:i", 536, 3},
+	{"OneHot", 11, "axis:i", 539, 3},
+	{"OneHot", 28, "axis:i", 542, 3},
+	{"Or", 1, "axis:i broadcast:i", 545, 2},
+	{"Or", 7, "", 547, 2},
+	{"PRelu", 1, "consumed_inputs:I", 549, 2},
+	{"PRelu", 6, "", 551, 2},
+	{"PRelu", 7, "", 553, 2},
+	{"PRelu", 9, "", 555, 2},
+	{"PRelu", 16, "", 557, 2},
+	{"Pad", 1, "mode:s paddings:I! value:f", 559, 1},
+	{"Pad", 2, "mode:s pads:I! value:f", 560, 1},
+	{"Pad", 11, "mode:s", 561, 3},
+	{"Pad", 13, "mode:s", 564, 3},
+	{"Pad", 18, "mode:s", 567, 4},
+	{"Pad", 19, "mode:s", 571, 4},
+	{"Pad", 21, "mode:s", 575, 4},
+	{"Pad", 23, "mode:s", 579, 4},
+	{"Pad", 24, "mode:s", 583, 4},
+	{"Pad", 25, "mode:s", 587, 4},
+	{"Pow", 1, "axis:i broadcast:i", 591, 2},
+	{"Pow", 7, "", 593, 2},
+	{"Pow", 12, "", 595, 2},
+	{"Pow", 13, "", 597, 2},
+	{"Pow", 15, "", 599, 2},
+	{"QLinearConv", 10, "auto_pad:s dilations:I group:i kernel_shape:I pads:I strides:I", 601, 9},
+	{"QLinearMatMul", 10, "", 610, 8},
+	{"QLinearMatMul", 21, "", 618, 8},
+	{"QuantizeLinear", 10, "", 626, 3},
+	{"QuantizeLinear", 13, "axis:i", 629, 3},
+	{"QuantizeLinear", 19, "axis:i saturate:i", 632, 3},
+	{"QuantizeLinear", 21, "axis:i block_size:i output_dtype:i saturate:i", 635, 3},
+	{"QuantizeLinear", 23, "axis:i block_size:i output_dtype:i precision:i saturate:i", 638, 3},
+	{"QuantizeLinear", 24, "axis:i block_size:i output_dtype:i precision:i saturate:i", 641, 3},
+	{"QuantizeLinear", 25, "axis:i block_size:i output_dtype:i precision:i saturate:i", 644, 3},
+	{"QuantizeLinear", 28, "axis:i block_size:i output_dtype:i precision:i saturate:i", 647, 3},
+	{"RMSNormalization", 23, "axis:i epsilon:f stash_type:i", 650, 2},
+	{"RNN", 1, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i output_sequence:i", 652, 6},
+	{"RNN", 7, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i", 658, 6},
+	{"RNN", 14, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i", 664, 6},
+	{"RNN", 22, "activation_alpha:F activation_beta:F activations:S clip:f direction:s hidden_size:i layout:i", 670, 6},
+	{"Range", 11, "", 676, 3},
+	{"Range", 27, "stash_type:i", 679, 3},
+	{"Reciprocal", 1, "consumed_inputs:I", 682, 1},
+	{"Reciprocal", 6, "", 683, 1},
+	{"Reciprocal", 13, "", 684, 1},
+	{"ReduceL1", 1, "axes:I keepdims:i", 685, 1},
+	{"ReduceL1", 11, "axes:I keepdims:i", 686, 1},
+	{"ReduceL1", 13, "axes:I keepdims:i", 687, 1},
+	{"ReduceL1", 18, "keepdims:i noop_with_empty_axes:i", 688, 2},
+	{"ReduceL2", 1, "axes:I keepdims:i", 690, 1},
+	{"ReduceL2", 11, "axes:I keepdims:i", 691, 1},
+	{"ReduceL2", 13, "axes:I keepdims:i", 692, 1},
+	{"ReduceL2", 18, "keepdims:i noop_with_empty_axes:i", 693, 2},
+	{"ReduceLogSum", 1, "axes:I keepdims:i", 695, 1},
+	{"ReduceLogSum", 11, "axes:I keepdims:i", 696, 1},
+	{"ReduceLogSum", 13, "axes:I keepdims:i", 697, 1},
+	{"ReduceLogSum", 18, "keepdims:i noop_with_empty_axes:i", 698, 2},
+	{"ReduceLogSum", 28, "keepdims:i noop_with_empty_axes:i", 700, 2},
+	{"ReduceLogSumExp", 1, "axes:I keepdims:i", 702, 1},
+	{"ReduceLogSumExp", 11, "axes:I keepdims:i", 703, 1},
+	{"ReduceLogSumExp", 13, "axes:I keepdims:i", 704, 1},
+	{"ReduceLogSumExp", 18, "keepdims:i noop_with_empty_axes:i", 705, 2},
+	{"ReduceLogSumExp", 28, "keepdims:i noop_with_empty_axes:i", 707, 2},
+	{"ReduceMax", 1, "axes:I keepdims:i", 709, 1},
+	{"ReduceMax", 11, "axes:I keepdims:i", 710, 1},
+	{"ReduceMax", 12, "axes:I keepdims:i", 711, 1},
+	{"ReduceMax", 13, "axes:I keepdims:i", 712, 1},
+	{"ReduceMax", 18, "keepdims:i noop_with_empty_axes:i", 713, 2},
+	{"ReduceMax", 20, "keepdims:i noop_with_empty_axes:i", 715, 2},
+	{"ReduceMean", 1, "axes:I keepdims:i", 717, 1},
+	{"ReduceMean", 11, "axes:I keepdims:i", 718, 1},
+	{"ReduceMean", 13, "axes:I keepdims:i", 719, 1},
+	{"ReduceMean", 18, "keepdims:i noop_with_empty_axes:i", 720, 2},
+	{"ReduceMin", 1, "axes:I keepdims:i", 722, 1},
+	{"ReduceMin", 11, "axes:I keepdims:i", 723, 1},
+	{"ReduceMin", 12, "axes:I keepdims:i", 724, 1},
+	{"ReduceMin", 13, "axes:I keepdims:i", 725, 1},
+	{"ReduceMin", 18, "keepdims:i noop_with_empty_axes:i", 726, 2},
+	{"ReduceMin", 20, "keepdims:i noop_with_empty_axes:i", 728, 2},
+	{"ReduceProd", 1, "axes:I keepdims:i", 730, 1},
+	{"ReduceProd", 11, "axes:I keepdims:i", 731, 1},
+	{"ReduceProd", 13, "axes:I keepdims:i", 732, 1},
+	{"ReduceProd", 18, "keepdims:i noop_with_empty_axes:i", 733, 2},
+	{"ReduceSum", 1, "axes:I keepdims:i", 735, 1},
+	{"ReduceSum", 11, "axes:I keepdims:i", 736, 1},
+	{"ReduceSum", 13, "keepdims:i noop_with_empty_axes:i", 737, 2},
+	{"ReduceSumSquare", 1, "axes:I keepdims:i", 739, 1},
+	{"ReduceSumSquare", 11, "axes:I keepdims:i", 740, 1},
+	{"ReduceSumSquare", 13, "axes:I keepdims:i", 741, 1},
+	{"ReduceSumSquare", 18, "keepdims:i noop_with_empty_axes:i", 742, 2},
+	{"Relu", 1, "consumed_inputs:I", 744, 1},
+	{"Relu", 6, "", 745, 1},
+	{"Relu", 13, "", 746, 1},
+	{"Relu", 14, "", 747, 1},
+	{"Reshape", 1, "consumed_inputs:I shape:I", 748, 1},
+	{"Reshape", 5, "", 749, 2},
+	{"Reshape", 13, "", 751, 2},
+	{"Reshape", 14, "allowzero:i", 753, 2},
+	{"Reshape", 19, "allowzero:i", 755, 2},
+	{"Reshape", 21, "allowzero:i", 757, 2},
+	{"Reshape", 23, "allowzero:i", 759, 2},
+	{"Reshape", 24, "allowzero:i", 761, 2},
+	{"Reshape", 25, "allowzero:i", 763, 2},
+	{"Resize", 10, "mode:s", 765, 2},
+	{"Resize", 11, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 767, 4},
+	{"Resize", 13, "coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f mode:s nearest_mode:s", 771, 4},
+	{"Resize", 18, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 775, 4},
+	{"Resize", 19, "antialias:i axes:I coordinate_transformation_mode:s cubic_coeff_a:f exclude_outside:i extrapolation_value:f keep_aspect_ratio_policy:s mode:s nearest_mode:s", 779, 4},
+	{"ReverseSequence", 10, "batch_axis:i time_axis:i", 783, 2},
+	{"ReverseSequence", 28, "batch_axis:i time_axis:i", 785, 2},
+	{"RoiAlign", 10, "mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 787, 3},
+	{"RoiAlign", 16, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 790, 3},
+	{"RoiAlign", 22, "coordinate_transformation_mode:s mode:s output_height:i output_width:i sampling_ratio:i spatial_scale:f", 793, 3},
+	{"RotaryEmbedding", 23, "interleaved:i num_heads:i rotary_embedding_dim:i", 796, 4},
+	{"Round", 11, "", 800, 1},
+	{"Round", 22, "", 801, 1},
+	{"Scatter", 9, "axis:i", 802, 3},
+	{"Scatter", 11, "axis:i", 805, 3},
+	{"ScatterElements", 11, "axis:i", 808, 3},
+	{"ScatterElements", 13, "axis:i", 811, 3},
+	{"ScatterElements", 16, "axis:i reduction:s", 814, 3},
+	{"ScatterElements", 18, "axis:i reduction:s", 817, 3},
+	{"ScatterND", 11, "", 820, 3},
+	{"ScatterND", 13, "", 823, 3},
+	{"ScatterND", 16, "reduction:s", 826, 3},
+	{"ScatterND", 18, "reduction:s", 829, 3},
+	{"Selu", 1, "alpha:f consumed_inputs:I gamma:f", 832, 1},
+	{"Selu", 6, "alpha:f gamma:f", 833, 1},
+	{"Selu", 22, "alpha:f gamma:f", 834, 1},
+	{"Shape", 1, "", 835, 1},
+	{"Shape", 13, "", 836, 1},
+	{"Shape", 15, "end:i start:i", 837, 1},
+	{"Shape", 19, "end:i start:i", 838, 1},
+	{"Shape", 21, "end:i start:i", 839, 1},
+	{"Shape", 23, "end:i start:i", 840, 1},
+	{"Shape", 24, "end:i start:i", 841, 1},
+	{"Shape", 25, "end:i start:i", 842, 1},
+	{"Shrink", 9, "bias:f lambd:f", 843, 1},
+	{"Sigmoid", 1, "consumed_inputs:I", 844, 1},
+	{"Sigmoid", 6, "", 845, 1},
+	{"Sigmoid", 13, "", 846, 1},
+	{"Sign", 9, "", 847, 1},
+	{"Sign", 13, "", 848, 1},
+	{"Sin", 7, "", 849, 1},
+	{"Sin", 22, "", 850, 1},
+	{"Sinh", 9, "", 851, 1},
+	{"Sinh", 22, "", 852, 1},
+	{"Size", 1, "", 853, 1},
+	{"Size", 13, "", 854, 1},
+	{"Size", 19, "", 855, 1},
+	{"Size", 21, "", 856, 1},
+	{"Size", 23, "", 857, 1},
+	{"Size", 24, "", 858, 1},
+	{"Size", 25, "", 859, 1},
+	{"Slice", 1, "axes:I ends:I! starts:I!", 860, 1},
+	{"Slice", 10, "", 861, 5},
+	{"Slice", 11, "", 866, 5},
+	{"Slice", 13, "", 871, 5},
+	{"Softmax", 1, "axis:i", 876, 1},
+	{"Softmax", 11, "axis:i", 877, 1},
+	{"Softmax", 13, "axis:i", 878, 1},
+	{"Softplus", 1, "", 879, 1},
+	{"Softplus", 22, "", 880, 1},
+	{"Softsign", 1, "", 881, 1},
+	{"Softsign", 22, "", 882, 1},
+	{"SpaceToDepth", 1, "blocksize:i!", 883, 1},
+	{"SpaceToDepth", 13, "blocksize:i!", 884, 1},
+	{"SpaceToDepth", 28, "blocksize:i! mode:s", 885, 1},
+	{"Split", 1, "axis:i split:I", 886, 2},
+	{"Split", 2, "axis:i split:I", 888, 1},
+	{"Split", 11, "axis:i split:I", 889, 1},
+	{"Split", 13, "axis:i", 890, 2},
+	{"Split", 18, "axis:i num_outputs:i", 892, 2},
+	{"Sqrt", 1, "consumed_inputs:I", 894, 1},
+	{"Sqrt", 6, "", 895, 1},
+	{"Sqrt", 13, "", 896, 1},
+	{"Squeeze", 1, "axes:I", 897, 1},
+	{"Squeeze", 11, "axes:I", 898, 1},
+	{"Squeeze", 13, "", 899, 2},
+	{"Squeeze", 21, "", 901, 2},
+	{"Squeeze", 23, "", 903, 2},
+	{"Squeeze", 24, "", 905, 2},
+	{"Squeeze", 25, "", 907, 2},
+	{"Sub", 1, "axis:i broadcast:i consumed_inputs:I", 909, 2},
+	{"Sub", 6, "axis:i broadcast:i", 911, 2},
+	{"Sub", 7, "", 913, 2},
+	{"Sub", 13, "", 915, 2},
+	{"Sub", 14, "", 917, 2},
+	{"Sum", 1, "consumed_inputs:I", 919, 1},
+	{"Sum", 6, "", 920, 1},
+	{"Sum", 8, "", 921, 1},
+	{"Sum", 13, "", 922, 1},
+	{"Swish", 24, "alpha:f", 923, 1},
+	{"Tan", 7, "", 924, 1},
+	{"Tan", 22, "", 925, 1},
+	{"Tanh", 1, "consumed_inputs:I", 926, 1},
+	{"Tanh", 6, "", 927, 1},
+	{"Tanh", 13, "", 928, 1},
+	{"ThresholdedRelu", 10, "alpha:f", 929, 1},
+	{"ThresholdedRelu", 22, "alpha:f", 930, 1},
+	{"Tile", 1, "", 931, 3},
+	{"Tile", 6, "", 934, 2},
+	{"Tile", 13, "", 936, 2},
+	{"TopK", 1, "axis:i k:i!", 938, 1},
+	{"TopK", 10, "axis:i", 939, 2},
+	{"TopK", 11, "axis:i largest:i sorted:i", 941, 2},
+	{"TopK", 24, "axis:i largest:i sorted:i", 943, 2},
+	{"Transpose", 1, "perm:I", 945, 1},
+	{"Transpose", 13, "perm:I", 946, 1},
+	{"Transpose", 21, "perm:I", 947, 1},
+	{"Transpose", 23, "perm:I", 948, 1},
+	{"Transpose", 24, "perm:I", 949, 1},
+	{"Transpose", 25, "perm:I", 950, 1},
+	{"Trilu", 14, "upper:i", 951, 2},
+	{"Unsqueeze", 1, "axes:I!", 953, 1},
+	{"Unsqueeze", 11, "axes:I!", 954, 1},
+	{"Unsqueeze", 13, "", 955, 2},
+	{"Unsqueeze", 21, "", 957, 2},
+	{"Unsqueeze", 23, "", 959, 2},
+	{"Unsqueeze", 24, "", 961, 2},
+	{"Unsqueeze", 25, "", 963, 2},
+	{"Upsample", 1, "height_scale:f! mode:s width_scale:f!", 965, 1},
+	{"Upsample", 7, "mode:s scales:F!", 966, 1},
+	{"Upsample", 9, "mode:s", 967, 2},
+	{"Upsample", 10, "mode:s", 969, 2},
+	{"Where", 9, "", 971, 3},
+	{"Where", 16, "", 974, 3},
+	{"Xor", 1, "axis:i broadcast:i", 977, 2},
+	{"Xor", 7, "", 979, 2},
 	{NULL, 0, NULL, 0, 0}
 };

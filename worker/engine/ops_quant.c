@@ -1,0 +1,1121 @@
+/*
+ * ops_quant.c
+ *	  ONNX linear quantization: QuantizeLinear and DequantizeLinear (opsets
+ *	  10, 13, 19, 21, 23..: per-tensor, per-axis and blocked scales),
+ *	  DynamicQuantizeLinear (11), and the integer products MatMulInteger
+ *	  (10), ConvInteger (10), QLinearMatMul (10, 21) and QLinearConv (10).
+ *
+ * The float type is float32 throughout; the quantized types are int8,
+ * uint8, int16, uint16 (and int32 as DequantizeLinear's input).  float16
+ * and bfloat16 scales or outputs, the float8, float4, int4 and int2 types
+ * are refused as not supported: the engine does no float16 arithmetic and
+ * holds no tensors of the others.
+ *
+ * Rounding is to nearest, ties to even (rint under the default rounding
+ * mode), and results saturate to the quantized type's range, as the ONNX
+ * specification (onnx/docs/Operators.md) and its reference implementation
+ * (onnx/reference/ops/op_quantize_linear.py and the others) do.  The
+ * integer products accumulate exactly in int64 and keep the low 32 bits
+ * (int32 accumulation, as the specification states); the QLinear
+ * operators then scale the accumulator by a_scale * b_scale / y_scale
+ * (float), add y_zero_point, round and saturate.
+ *
+ * Threading: no state outside the call; everything runs on the calling
+ * thread (simple loops: correctness first).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/engine/op.h"
+#include "worker/engine/spatial.h"
+
+/*
+ * The range [*lo, *hi] of quantized type t (int8, uint8, int16, uint16,
+ * int32); false for any other type.
+ */
+static bool
+quant_range(int t, int64_t *lo, int64_t *hi)
+{
+	switch (t)
+	{
+		case IE_INT8:
+			*lo = -128;
+			*hi = 127;
+			return true;
+		case IE_UINT8:
+			*lo = 0;
+			*hi = 255;
+			return true;
+		case IE_INT16:
+			*lo = -32768;
+			*hi = 32767;
+			return true;
+		case IE_UINT16:
+			*lo = 0;
+			*hi = 65535;
+			return true;
+		case IE_INT32:
+			*lo = INT32_MIN;
+			*hi = INT32_MAX;
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* Element i of integer data of type t (one quant_range accepts). */
+static int64_t
+quant_get(const void *data, ie_dtype t, int64_t i)
+{
+	switch (t)
+	{
+		case IE_INT8:
+			return ((const int8_t *) data)[i];
+		case IE_UINT8:
+			return ((const uint8_t *) data)[i];
+		case IE_INT16:
+			return ((const int16_t *) data)[i];
+		case IE_UINT16:
+			return ((const uint16_t *) data)[i];
+		default:
+			return ((const int32_t *) data)[i];
+	}
+}
+
+/* Stores v, already within t's range, as element i of data of type t. */
+static void
+quant_put(void *data, ie_dtype t, int64_t i, int64_t v)
+{
+	switch (t)
+	{
+		case IE_INT8:
+			((int8_t *) data)[i] = (int8_t) v;
+			break;
+		case IE_UINT8:
+			((uint8_t *) data)[i] = (uint8_t) v;
+			break;
+		case IE_INT16:
+			((int16_t *) data)[i] = (int16_t) v;
+			break;
+		case IE_UINT16:
+			((uint16_t *) data)[i] = (uint16_t) v;
+			break;
+		default:
+			((int32_t *) data)[i] = (int32_t) v;
+			break;
+	}
+}
+
+/*
+ * q (the scaled value, before rounding) rounded half to even, plus zp,
+ * saturated to [lo, hi].  A NaN gives zp (saturated): the specification
+ * leaves it undefined.
+ */
+static int64_t
+quant_round_sat(double q, int64_t zp, int64_t lo, int64_t hi)
+{
+	double		r;
+
+	if (isnan(q))
+		r = (double) zp;
+	else
+		r = rint(q) + (double) zp;
+	if (r < (double) lo)
+		return lo;
+	if (r > (double) hi)
+		return hi;
+	return (int64_t) r;
+}
+
+/*
+ * Refuses a float scale input i (what names it) of another type than
+ * float: float16, bfloat16 and float8e8m0 scales are not supported.
+ */
+static int
+quant_check_scale(ie_node_ctx *ctx, const ie_tensor *t, const char *what)
+{
+	if (t->dtype != IE_FLOAT)
+		return ie_op_error(ctx, "%s of type %s is not supported (only float)", what,
+						   ie_type_name(t->dtype));
+	return 0;
+}
+
+/*
+ * How a scale (and its zero point) map onto x: element (o, a, i) of x
+ * viewed as [outer, len, inner] around the quantization axis takes scale
+ * element o * so + (a / block) * sa + i * si.  Per-tensor: every stride 0;
+ * per-axis: sa 1; blocked: the scale is [outer, ceil(len / block), inner].
+ */
+typedef struct quant_map
+{
+	int64_t		outer,
+				len,
+				inner,
+				block,
+				so,
+				sa,
+				si;
+} quant_map;
+
+/*
+ * Reads the granularity of scale (and zero point zp, or NULL) over x into
+ * m, for QuantizeLinear and DequantizeLinear (Operators.md, "quantization
+ * granularity"): a scalar (or one-element 1-D tensor) is per-tensor; a 1-D
+ * tensor of x's dim at axis is per-axis (opset 13 and later); with
+ * block_size (opset 21 and later, > 0) the scale has x's rank and shape
+ * except at axis, where it has ceil(D / block_size).  zp must have the
+ * scale's shape (a one-element zp goes with a one-element scale).  Errors:
+ * axis out of range, a misshapen scale or zp, a negative block_size.  x
+ * may be empty: only its dims are compared here.
+ */
+static int
+quant_map_read(ie_node_ctx *ctx, const ie_tensor *x, const ie_tensor *scale,
+			   const ie_tensor *zp, quant_map *m)
+{
+	int64_t		axis = ie_attr_int(ctx, "axis", 1),
+				block = ie_attr_int(ctx, "block_size", 0),
+				sn = ie_tensor_numel(scale);
+	int			r = x->ndim;
+	char		b1[128],
+				b2[128];
+
+	memset(m, 0, sizeof(*m));
+	m->block = 1;
+	if (block < 0)
+		return ie_op_error(ctx, "block_size %lld must not be negative", (long long) block);
+	if (zp != NULL &&
+		!(zp->ndim == scale->ndim &&
+		  memcmp(zp->dims, scale->dims, sizeof(int64_t) * scale->ndim) == 0) &&
+		!(sn == 1 && ie_tensor_numel(zp) == 1 && zp->ndim <= 1 && scale->ndim <= 1))
+		return ie_op_error(ctx, "zero point of shape %s differs from the scale's %s",
+						   ie_shape_str(b1, sizeof(b1), zp->ndim, zp->dims),
+						   ie_shape_str(b2, sizeof(b2), scale->ndim, scale->dims));
+	if (block == 0 && scale->ndim <= 1 && sn == 1)
+		return 0;				/* per-tensor */
+	if (axis < -r || axis >= r)
+		return ie_op_error(ctx, "axis %lld is out of range for an input of rank %d",
+						   (long long) axis, r);
+	if (axis < 0)
+		axis += r;
+	if (block == 0)
+	{
+		if (scale->ndim != 1 || ctx->opset < 13)
+			return ie_op_error(ctx, "scale of shape %s must be a scalar%s",
+							   ie_shape_str(b1, sizeof(b1), scale->ndim, scale->dims),
+							   ctx->opset < 13 ? " (per-axis scales need opset 13)" :
+							   ctx->opset < 21 ? " or a 1-D tensor of the axis's length" :
+							   " or a 1-D tensor of the axis's length (or block_size be set)");
+		if (scale->dims[0] != x->dims[axis])
+			return ie_op_error(ctx, "scale of shape %s must have x's dim %lld at axis %lld",
+							   ie_shape_str(b1, sizeof(b1), scale->ndim, scale->dims),
+							   (long long) x->dims[axis], (long long) axis);
+		m->sa = 1;
+	}
+	else
+	{
+		if (scale->ndim != r)
+			return ie_op_error(ctx, "blocked scale of rank %d must have x's rank %d",
+							   scale->ndim, r);
+		for (int d = 0; d < r; d++)
+		{
+			int64_t		want = d != axis ? x->dims[d] :
+				x->dims[d] / block + (x->dims[d] % block != 0);
+
+			if (scale->dims[d] != want)
+				return ie_op_error(ctx, "blocked scale of shape %s must be %s with block_size "
+								   "%lld at axis %lld (ceil(%lld / %lld) blocks)",
+								   ie_shape_str(b1, sizeof(b1), scale->ndim, scale->dims),
+								   d == axis ? "x's shape but ceil(D / block_size)" : "x's shape",
+								   (long long) block, (long long) axis,
+								   (long long) x->dims[axis], (long long) block);
+		}
+		m->block = block;
+	}
+	/* an empty x is left at outer 0: its other dims may be huge */
+	if (ie_tensor_numel(x) == 0)
+		return 0;
+	m->outer = 1;
+	m->inner = 1;
+	for (int d = 0; d < axis; d++)
+		m->outer *= x->dims[d];
+	for (int d = (int) axis + 1; d < r; d++)
+		m->inner *= x->dims[d];
+	m->len = x->dims[axis];
+	if (block > 0)
+	{
+		m->si = 1;
+		m->sa = m->inner;
+		m->so = scale->dims[axis] * m->inner;
+	}
+	return 0;
+}
+
+/*
+ * The scale/zero-point index of each element of x in order: calls
+ * fn(arg, element, scale index) for all outer * len * inner elements
+ * (a per-tensor map has outer 0: one call per element, index 0).
+ */
+typedef void (*quant_elem_fn) (void *arg, int64_t e, int64_t s);
+
+static void
+quant_map_each(const quant_map *m, int64_t n, quant_elem_fn fn, void *arg)
+{
+	int64_t		e = 0;
+
+	if (m->outer == 0)
+	{
+		for (int64_t i = 0; i < n; i++)
+			fn(arg, i, 0);
+		return;
+	}
+	for (int64_t o = 0; o < m->outer; o++)
+		for (int64_t a = 0; a < m->len; a++)
+		{
+			int64_t		base = o * m->so + (a / m->block) * m->sa;
+
+			for (int64_t i = 0; i < m->inner; i++)
+				fn(arg, e++, base + i * m->si);
+		}
+}
+
+/* One QuantizeLinear or DequantizeLinear over its elements. */
+typedef struct quant_job
+{
+	const void *x;
+	ie_dtype	xt;
+	const float *scale;
+	const void *zp;				/* NULL: zero */
+	ie_dtype	zt;
+	void	   *y;
+	ie_dtype	yt;
+	int64_t		lo,
+				hi;
+} quant_job;
+
+/* QuantizeLinear's element e with scale index s. */
+static void
+quantize_elem(void *arg, int64_t e, int64_t s)
+{
+	quant_job  *j = arg;
+	int64_t		zp = j->zp ? quant_get(j->zp, j->zt, s) : 0;
+	double		q;
+
+	if (j->xt == IE_FLOAT)
+		q = ((const float *) j->x)[e] / j->scale[s];	/* float division */
+	else
+		q = (double) ((const int32_t *) j->x)[e] / j->scale[s];
+	quant_put(j->y, j->yt, e, quant_round_sat(q, zp, j->lo, j->hi));
+}
+
+/* DequantizeLinear's element e with scale index s. */
+static void
+dequantize_elem(void *arg, int64_t e, int64_t s)
+{
+	quant_job  *j = arg;
+	int64_t		zp = j->zp ? quant_get(j->zp, j->zt, s) : 0;
+
+	((float *) j->y)[e] = (float) ((double) (quant_get(j->x, j->xt, e) - zp) *
+								   (double) j->scale[s]);
+}
+
+/*
+ * The output type of QuantizeLinear into *yt: y_zero_point's type, else
+ * output_dtype (opset 21 and later), else uint8; they must agree when both
+ * are given.  Types other than int8, uint8, int16 and uint16 are refused
+ * as not supported.  zt is y_zero_point's type or IE_UNDEFINED.
+ */
+static int
+quantize_out_type(ie_node_ctx *ctx, int zt, int *yt)
+{
+	int64_t		od = ie_attr_int(ctx, "output_dtype", 0);
+	int64_t		lo,
+				hi;
+
+	if (od != 0 && zt != IE_UNDEFINED && od != zt)
+		return ie_op_error(ctx, "output_dtype %s differs from y_zero_point's type %s",
+						   ie_type_name((int) od), ie_type_name(zt));
+	*yt = zt != IE_UNDEFINED ? zt : od != 0 ? (int) od : IE_UINT8;
+	if (*yt == IE_INT32 || !quant_range(*yt, &lo, &hi))
+		return ie_op_error(ctx, "quantizing to %s is not supported (int8, uint8, int16, uint16)",
+						   ie_type_name(*yt));
+	return 0;
+}
+
+/*
+ * The attributes QuantizeLinear and DequantizeLinear share a check of, at
+ * load and run: block_size >= 0; precision (QuantizeLinear 23+), when
+ * set, float; DequantizeLinear's output_dtype (23+), when set, float.
+ */
+static int
+quant_check_common(ie_node_ctx *ctx, bool quantize)
+{
+	int64_t		block = ie_attr_int(ctx, "block_size", 0);
+	int64_t		prec = ie_attr_int(ctx, "precision", 0);
+
+	if (block < 0)
+		return ie_op_error(ctx, "block_size %lld must not be negative", (long long) block);
+	if (prec != 0 && prec != IE_FLOAT)
+		return ie_op_error(ctx, "precision %s is not supported (only float)",
+						   ie_type_name((int) prec));
+	if (!quantize)
+	{
+		int64_t		od = ie_attr_int(ctx, "output_dtype", 0);
+
+		if (od != 0 && od != IE_FLOAT)
+			return ie_op_error(ctx, "output_dtype %s is not supported (only float)",
+							   ie_type_name((int) od));
+	}
+	return 0;
+}
+
+/* QuantizeLinear's load-time check: output_dtype and the shared attributes. */
+static int
+quantize_check_attrs(ie_node_ctx *ctx)
+{
+	int			yt;
+
+	if (quant_check_common(ctx, true) != 0)
+		return -1;
+	if (ie_attr_int(ctx, "output_dtype", 0) != 0)
+		return quantize_out_type(ctx, IE_UNDEFINED, &yt);
+	return 0;
+}
+
+/* DequantizeLinear's load-time check. */
+static int
+dequantize_check_attrs(ie_node_ctx *ctx)
+{
+	return quant_check_common(ctx, false);
+}
+
+/*
+ * QuantizeLinear (10, 13, 19, 21, 23, 24, 25): y = saturate(rint(x /
+ * y_scale) + y_zero_point), x float (or int32, divided in double), y_scale
+ * float, y of y_zero_point's type (or output_dtype, else uint8: int8,
+ * uint8, int16, uint16), x's shape.  Granularity by quant_map_read.
+ * saturate only concerns float8, which is refused.
+ */
+static int
+op_quantize_linear(ie_node_ctx *ctx)
+{
+	const ie_tensor *x,
+			   *scale,
+			   *zp;
+	quant_map	m;
+	quant_job	j;
+	int			yt;
+	ie_tensor  *y;
+
+	if (quant_check_common(ctx, true) != 0)
+		return -1;
+	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
+		return ie_op_error(ctx, "needs inputs x and y_scale");
+	x = ctx->inputs[0];
+	scale = ctx->inputs[1];
+	zp = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
+	if (x->dtype != IE_FLOAT && x->dtype != IE_INT32)
+		return ie_op_error(ctx, "input of type %s is not supported (float, int32)",
+						   ie_type_name(x->dtype));
+	if (quant_check_scale(ctx, scale, "y_scale") != 0 ||
+		quantize_out_type(ctx, zp ? (int) zp->dtype : IE_UNDEFINED, &yt) != 0 ||
+		quant_map_read(ctx, x, scale, zp, &m) != 0)
+		return -1;
+	y = ie_tensor_new_uninit((ie_dtype) yt, x->ndim, x->dims);
+	if (y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = y;
+	if (ie_tensor_numel(x) == 0)
+		return 0;
+	j = (quant_job)
+	{
+		.x = x->data, .xt = x->dtype, .scale = scale->data,
+			.zp = zp ? zp->data : NULL, .zt = zp ? zp->dtype : IE_UNDEFINED,
+			.y = y->data, .yt = (ie_dtype) yt
+	};
+	quant_range(yt, &j.lo, &j.hi);
+	quant_map_each(&m, ie_tensor_numel(x), quantize_elem, &j);
+	return 0;
+}
+
+/*
+ * DequantizeLinear (10, 13, 19, 21, 23, 24, 25): y = (x - x_zero_point) *
+ * x_scale as float, x int8, uint8, int16, uint16 or int32, x_zero_point of
+ * x's type (zero when omitted), x_scale float; y float, x's shape.
+ * Granularity by quant_map_read.
+ */
+static int
+op_dequantize_linear(ie_node_ctx *ctx)
+{
+	const ie_tensor *x,
+			   *scale,
+			   *zp;
+	quant_map	m;
+	quant_job	j;
+	ie_tensor  *y;
+	int64_t		lo,
+				hi;
+
+	if (quant_check_common(ctx, false) != 0)
+		return -1;
+	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
+		return ie_op_error(ctx, "needs inputs x and x_scale");
+	x = ctx->inputs[0];
+	scale = ctx->inputs[1];
+	zp = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
+	if (!quant_range(x->dtype, &lo, &hi))
+		return ie_op_error(ctx, "input of type %s is not supported (int8, uint8, int16, "
+						   "uint16, int32)", ie_type_name(x->dtype));
+	if (zp != NULL && zp->dtype != x->dtype)
+		return ie_op_error(ctx, "x_zero_point of type %s differs from x's type %s",
+						   ie_type_name(zp->dtype), ie_type_name(x->dtype));
+	if (quant_check_scale(ctx, scale, "x_scale") != 0 ||
+		quant_map_read(ctx, x, scale, zp, &m) != 0)
+		return -1;
+	y = ie_tensor_new_uninit(IE_FLOAT, x->ndim, x->dims);
+	if (y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = y;
+	if (ie_tensor_numel(x) == 0)
+		return 0;
+	j = (quant_job)
+	{
+		.x = x->data, .xt = x->dtype, .scale = scale->data,
+			.zp = zp ? zp->data : NULL, .zt = zp ? zp->dtype : IE_UNDEFINED,
+			.y = y->data, .yt = IE_FLOAT
+	};
+	quant_map_each(&m, ie_tensor_numel(x), dequantize_elem, &j);
+	return 0;
+}
+
+/*
+ * DynamicQuantizeLinear (11): x float to y uint8 with y_scale = (max(0,
+ * max x) - min(0, min x)) / 255 (1 / 255 when that range is 0, as the
+ * reference does) and y_zero_point = rint(saturate(0 - min(0, min x) /
+ * y_scale)); y = saturate(rint(x / y_scale) + y_zero_point).  Outputs y
+ * (x's shape), y_scale and y_zero_point (scalars).  An empty x has range
+ * 0.  A NaN in x is refused: the range it gives is undefined.
+ */
+static int
+op_dynamic_quantize_linear(ie_node_ctx *ctx)
+{
+	const ie_tensor *x;
+	const float *xd;
+	float		mx = 0.0f,
+				mn = 0.0f,
+				scale,
+				zpf;
+	int64_t		n,
+				zp;
+	ie_tensor  *y,
+			   *ys,
+			   *yz;
+
+	if (ctx->n_inputs < 1 || ctx->inputs[0] == NULL)
+		return ie_op_error(ctx, "needs input x");
+	x = ctx->inputs[0];
+	if (x->dtype != IE_FLOAT)
+		return ie_op_error(ctx, "input of type %s is not supported (only float)",
+						   ie_type_name(x->dtype));
+	n = ie_tensor_numel(x);
+	xd = x->data;
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (isnan(xd[i]))
+			return ie_op_error(ctx, "x holds a NaN at element %lld: its range is undefined",
+							   (long long) i);
+		if (xd[i] > mx)
+			mx = xd[i];
+		if (xd[i] < mn)
+			mn = xd[i];
+	}
+	scale = (mx == mn ? 1.0f : mx - mn) / 255.0f;
+	zpf = 0.0f - mn / scale;
+	zpf = zpf < 0.0f ? 0.0f : zpf > 255.0f ? 255.0f : zpf;
+	zp = (int64_t) rintf(zpf);
+	y = ie_tensor_new_uninit(IE_UINT8, x->ndim, x->dims);
+	if (y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = y;
+	ys = ie_tensor_new(IE_FLOAT, 0, NULL);
+	if (ys == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[1] = ys;
+	yz = ie_tensor_new(IE_UINT8, 0, NULL);
+	if (yz == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[2] = yz;
+	*(float *) ys->data = scale;
+	*(uint8_t *) yz->data = (uint8_t) zp;
+	for (int64_t i = 0; i < n; i++)
+		((uint8_t *) y->data)[i] =
+			(uint8_t) quant_round_sat((double) (xd[i] / scale), zp, 0, 255);
+	return 0;
+}
+
+/*
+ * A zero point of an integer product: absent (zero), one value, or a 1-D
+ * tensor of n values (per row of A, per column of B, per output channel
+ * of W; what names the input, dim what n counts).  Its type must be the
+ * data's (t).  Sets *zp to its data or NULL, *per to whether it has n
+ * values.
+ */
+static int
+qzp_read(ie_node_ctx *ctx, const ie_tensor *z, ie_dtype t, int64_t n,
+		 const char *what, const char *dim, bool allow_per, const void **zp,
+		 bool *per)
+{
+	char		b1[128];
+
+	*zp = NULL;
+	*per = false;
+	if (z == NULL)
+		return 0;
+	if (z->dtype != t)
+		return ie_op_error(ctx, "%s of type %s differs from its input's type %s", what,
+						   ie_type_name(z->dtype), ie_type_name(t));
+	if (ie_tensor_numel(z) == 1 && z->ndim <= 1)
+	{
+		*zp = z->data;
+		return 0;
+	}
+	if (!allow_per || z->ndim != 1 || z->dims[0] != n)
+		return ie_op_error(ctx, "%s of shape %s must be a scalar%s%s (%lld)", what,
+						   ie_shape_str(b1, sizeof(b1), z->ndim, z->dims),
+						   allow_per ? " or a 1-D tensor of one value per " : "",
+						   allow_per ? dim : "", (long long) n);
+	*zp = z->data;
+	*per = true;
+	return 0;
+}
+
+/* Refuses an integer product's input of a type other than int8 and uint8. */
+static int
+qint8_check(ie_node_ctx *ctx, const ie_tensor *t, const char *what)
+{
+	if (t->dtype != IE_INT8 && t->dtype != IE_UINT8)
+		return ie_op_error(ctx, "%s of type %s is not supported (int8, uint8)", what,
+						   ie_type_name(t->dtype));
+	return 0;
+}
+
+/*
+ * t's values less their zero point, as int32, into a new scratch buffer
+ * [rows, cols] (t's numel = groups * rows * cols): the zero point is per
+ * row (per_row), per column (per_col) or one value (zp[0]), or zero (zp
+ * NULL).  NULL when out of memory.
+ */
+static int32_t *
+qint_centered(const ie_tensor *t, int64_t rows, int64_t cols, const void *zp,
+			  bool per_row, bool per_col)
+{
+	int64_t		n = ie_tensor_numel(t);
+	int32_t    *out = ie_scratch_new(IE_INT32, 1, &n);
+
+	if (out == NULL)
+		return NULL;
+	for (int64_t e = 0; e < n; e++)
+	{
+		int64_t		r = (e / cols) % rows,
+					c = e % cols,
+					z = zp == NULL ? 0 : quant_get(zp, t->dtype, per_row ? r : per_col ? c : 0);
+
+		out[e] = (int32_t) (quant_get(t->data, t->dtype, e) - z);
+	}
+	return out;
+}
+
+/* An integer product as MatMulInteger and QLinearMatMul share it. */
+typedef struct qmm
+{
+	ie_mm_shape sh;
+	int32_t    *a,				/* A - a_zero_point */
+			   *b;				/* B - b_zero_point */
+	int64_t    *offs;			/* ie_matmul_batch_offsets */
+} qmm;
+
+/*
+ * Reads A (input 0), B (input ia_b) and their zero points (inputs iza, izb,
+ * or -1) into q: both int8 or uint8, shapes by ie_matmul_shape, a zero
+ * point one value or per row of A (M) / per column of B (N); A and B
+ * centred into int32 buffers.  An empty product leaves q's buffers NULL.
+ * Free with qmm_free.
+ */
+static int
+qmm_read(ie_node_ctx *ctx, int ib, int iza, int izb, qmm *q)
+{
+	const ie_tensor *A = ctx->inputs[0],
+			   *B = ctx->inputs[ib],
+			   *za = iza >= 0 && iza < ctx->n_inputs ? ctx->inputs[iza] : NULL,
+			   *zb = izb >= 0 && izb < ctx->n_inputs ? ctx->inputs[izb] : NULL;
+	const void *zpa,
+			   *zpb;
+	bool		pa,
+				pb;
+
+	memset(q, 0, sizeof(*q));
+	if (qint8_check(ctx, A, "A") != 0 || qint8_check(ctx, B, "B") != 0 ||
+		ie_matmul_shape(ctx, A, B, &q->sh) != 0 ||
+		qzp_read(ctx, za, A->dtype, q->sh.M, "a_zero_point", "row of A", true, &zpa, &pa) != 0 ||
+		qzp_read(ctx, zb, B->dtype, q->sh.N, "b_zero_point", "column of B", true, &zpb, &pb) != 0)
+		return -1;
+	if (ie_tensor_numel(A) == 0 || ie_tensor_numel(B) == 0)
+		return 0;
+	q->a = qint_centered(A, q->sh.M, q->sh.K, zpa, pa, false);
+	q->b = qint_centered(B, q->sh.K, q->sh.N, zpb, false, pb);
+	q->offs = ie_scratch_new(IE_INT64, 2, (int64_t[]) {2, q->sh.nbatch});
+	if (q->a == NULL || q->b == NULL || q->offs == NULL)
+		return ie_op_error(ctx, "out of memory for the centred inputs");
+	ie_matmul_batch_offsets(&q->sh, q->offs);
+	return 0;
+}
+
+static void
+qmm_free(qmm *q)
+{
+	free(q->a);
+	free(q->b);
+	free(q->offs);
+}
+
+/*
+ * Element (bi, i, j) of q's product: the exact sum over k of a * b, its
+ * low 32 bits (int32 accumulation).
+ */
+static int32_t
+qmm_dot(const qmm *q, int64_t bi, int64_t i, int64_t j)
+{
+	const int32_t *a = q->a + (q->offs[bi] * q->sh.M + i) * q->sh.K,
+			   *b = q->b + q->offs[q->sh.nbatch + bi] * q->sh.K * q->sh.N + j;
+	int64_t		acc = 0;
+
+	for (int64_t k = 0; k < q->sh.K; k++)
+		acc += (int64_t) a[k] * b[k * q->sh.N];
+	return (int32_t) (uint32_t) acc;
+}
+
+/*
+ * MatMulInteger (10): A[..., M, K] x B[..., K, N] -> int32 [..., M, N] with
+ * MatMul's shape rules, A and B int8 or uint8, less a_zero_point (one
+ * value or one per row of A) and b_zero_point (one value or one per column
+ * of B).
+ */
+static int
+op_matmul_integer(ie_node_ctx *ctx)
+{
+	qmm			q;
+	ie_tensor  *Y;
+	int32_t    *yd;
+	int64_t		e = 0;
+
+	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
+		return ie_op_error(ctx, "needs inputs A and B");
+	if (qmm_read(ctx, 1, 2, 3, &q) != 0)
+	{
+		qmm_free(&q);
+		return -1;
+	}
+	/* an empty sum (K == 0) gives zeros */
+	Y = ie_tensor_new(IE_INT32, q.sh.ond, q.sh.odims);
+	if (Y == NULL)
+	{
+		qmm_free(&q);
+		return ie_op_error(ctx, "out of memory for the output");
+	}
+	ctx->outputs[0] = Y;
+	yd = Y->data;
+	if (q.a != NULL && ie_tensor_numel(Y) > 0)
+		for (int64_t bi = 0; bi < q.sh.nbatch; bi++)
+			for (int64_t i = 0; i < q.sh.M; i++)
+				for (int64_t j = 0; j < q.sh.N; j++)
+					yd[e++] = qmm_dot(&q, bi, i, j);
+	qmm_free(&q);
+	return 0;
+}
+
+/*
+ * A QLinear operator's scale: one value, or (per) a 1-D tensor of n
+ * values.  float only.  Sets *per.
+ */
+static int
+qscale_read(ie_node_ctx *ctx, const ie_tensor *s, int64_t n, const char *what,
+			const char *dim, bool allow_per, bool *per)
+{
+	char		b1[128];
+
+	*per = false;
+	if (quant_check_scale(ctx, s, what) != 0)
+		return -1;
+	if (ie_tensor_numel(s) == 1 && s->ndim <= 1)
+		return 0;
+	if (!allow_per || s->ndim != 1 || s->dims[0] != n)
+		return ie_op_error(ctx, "%s of shape %s must be a scalar%s%s (%lld)", what,
+						   ie_shape_str(b1, sizeof(b1), s->ndim, s->dims),
+						   allow_per ? " or a 1-D tensor of one value per " : "",
+						   allow_per ? dim : "", (long long) n);
+	*per = true;
+	return 0;
+}
+
+/*
+ * The output type and zero point of a QLinear operator: y_zero_point's
+ * type (int8 or uint8; it must be given, and one value), its value into
+ * *zp and the range into lo, hi.
+ */
+static int
+qout_read(ie_node_ctx *ctx, const ie_tensor *z, ie_dtype *yt, int64_t *zp,
+		  int64_t *lo, int64_t *hi)
+{
+	const void *d;
+	bool		per;
+
+	if (z == NULL)
+		return ie_op_error(ctx, "needs input y_zero_point");
+	if (qint8_check(ctx, z, "y_zero_point") != 0 ||
+		qzp_read(ctx, z, z->dtype, 1, "y_zero_point", "", false, &d, &per) != 0)
+		return -1;
+	*yt = z->dtype;
+	*zp = quant_get(d, z->dtype, 0);
+	quant_range(*yt, lo, hi);
+	return 0;
+}
+
+/*
+ * QLinearMatMul (10, 21): inputs a, a_scale, a_zero_point, b, b_scale,
+ * b_zero_point, y_scale, y_zero_point.  The int32 product of (a -
+ * a_zero_point) and (b - b_zero_point) as MatMulInteger computes it, times
+ * a_scale * b_scale / y_scale (float; a's scale and zero point one value
+ * or per row of a, b's per column of b), plus y_zero_point, rounded half
+ * to even and saturated to y_zero_point's type (int8 or uint8).
+ */
+static int
+op_qlinear_matmul(ie_node_ctx *ctx)
+{
+	qmm			q;
+	ie_tensor  *Y;
+	ie_dtype	yt;
+	int64_t		yzp,
+				lo,
+				hi,
+				e = 0;
+	bool		psa,
+				psb,
+				psy;
+	const float *sa,
+			   *sb,
+			   *sy;
+
+	if (ctx->n_inputs < 8)
+		return ie_op_error(ctx, "needs 8 inputs (a, a_scale, a_zero_point, b, b_scale, "
+						   "b_zero_point, y_scale, y_zero_point)");
+	for (int i = 0; i < 8; i++)
+		if (ctx->inputs[i] == NULL && i != 2 && i != 5 && i != 7)
+			return ie_op_error(ctx, "input %d must be given", i);
+	if (qmm_read(ctx, 3, 2, 5, &q) != 0 ||
+		qscale_read(ctx, ctx->inputs[1], q.sh.M, "a_scale", "row of a", true, &psa) != 0 ||
+		qscale_read(ctx, ctx->inputs[4], q.sh.N, "b_scale", "column of b", true, &psb) != 0 ||
+		qscale_read(ctx, ctx->inputs[6], 1, "y_scale", "", false, &psy) != 0 ||
+		qout_read(ctx, ctx->inputs[7], &yt, &yzp, &lo, &hi) != 0)
+	{
+		qmm_free(&q);
+		return -1;
+	}
+	Y = ie_tensor_new(yt, q.sh.ond, q.sh.odims);
+	if (Y == NULL)
+	{
+		qmm_free(&q);
+		return ie_op_error(ctx, "out of memory for the output");
+	}
+	ctx->outputs[0] = Y;
+	sa = ctx->inputs[1]->data;
+	sb = ctx->inputs[4]->data;
+	sy = ctx->inputs[6]->data;
+	if (ie_tensor_numel(Y) > 0)
+		for (int64_t bi = 0; bi < q.sh.nbatch; bi++)
+			for (int64_t i = 0; i < q.sh.M; i++)
+				for (int64_t j = 0; j < q.sh.N; j++)
+				{
+					float		mult = sa[psa ? i : 0] * sb[psb ? j : 0] / sy[0];
+					int32_t		acc = q.a != NULL ? qmm_dot(&q, bi, i, j) : 0;
+
+					quant_put(Y->data, yt, e++,
+							  quant_round_sat((double) acc * mult, yzp, lo, hi));
+				}
+	qmm_free(&q);
+	return 0;
+}
+
+/* An integer convolution's geometry and centred operands. */
+typedef struct qconv
+{
+	int64_t		n,
+				c,
+				m,
+				group;
+	ie_spatial	sp;
+	int32_t    *x,				/* x - x_zero_point, [n, c, in...] */
+			   *w;				/* w - w_zero_point, [m, c / group, k...] */
+} qconv;
+
+/*
+ * Reads ConvInteger's or QLinearConv's x and w (inputs ix, iw: int8 or
+ * uint8, rank 3 to 5, w [m, c / group, k...]), their zero points (izx,
+ * izw, or -1: x's one value, w's one value or one per output channel), the
+ * attributes (spatial.c: kernel_shape, strides, dilations, pads, auto_pad;
+ * group) and the output extents into q, then centres x and w into int32.
+ * Free with qconv_free.
+ */
+static int
+qconv_read(ie_node_ctx *ctx, int ix, int izx, int iw, int izw, qconv *q)
+{
+	const ie_tensor *X = ctx->inputs[ix],
+			   *W = ctx->inputs[iw],
+			   *zx = izx >= 0 && izx < ctx->n_inputs ? ctx->inputs[izx] : NULL,
+			   *zw = izw >= 0 && izw < ctx->n_inputs ? ctx->inputs[izw] : NULL;
+	const void *zpx,
+			   *zpw;
+	bool		px,
+				pw;
+	int64_t		kk = 1;
+
+	memset(q, 0, sizeof(*q));
+	if (qint8_check(ctx, X, "x") != 0 || qint8_check(ctx, W, "w") != 0)
+		return -1;
+	if (X->ndim < 3 || X->ndim > 5)
+		return ie_op_error(ctx, "unsupported input rank %d (1 to 3 spatial axes)", X->ndim);
+	if (W->ndim != X->ndim)
+		return ie_op_error(ctx, "weight rank %d differs from input rank %d", W->ndim, X->ndim);
+	q->n = X->dims[0];
+	q->c = X->dims[1];
+	q->m = W->dims[0];
+	q->group = ie_attr_int(ctx, "group", 1);
+	if (q->group < 1 || q->c % q->group != 0 || q->m % q->group != 0)
+		return ie_op_error(ctx, "group %lld does not divide channels %lld and %lld",
+						   (long long) q->group, (long long) q->c, (long long) q->m);
+	if (W->dims[1] != q->c / q->group)
+		return ie_op_error(ctx, "weight has %lld input channels, expected %lld",
+						   (long long) W->dims[1], (long long) (q->c / q->group));
+	if (qzp_read(ctx, zx, X->dtype, 1, "x_zero_point", "", false, &zpx, &px) != 0 ||
+		qzp_read(ctx, zw, W->dtype, q->m, "w_zero_point", "output channel", true,
+				 &zpw, &pw) != 0)
+		return -1;
+	ie_spatial_init(&q->sp, X->ndim - 2);
+	if (ie_spatial_read_kernel(ctx, &q->sp, W->dims + 2) != 0 ||
+		ie_spatial_read_attrs(ctx, &q->sp) != 0 ||
+		ie_spatial_output(ctx, &q->sp, X->dims + 2,
+						  ie_attr_string(ctx, "auto_pad", "NOTSET"), 0) != 0)
+		return -1;
+	if (ie_tensor_numel(X) == 0 || ie_tensor_numel(W) == 0)
+		return 0;
+	for (int d = 2; d < W->ndim; d++)
+		kk *= W->dims[d];
+	q->x = qint_centered(X, 1, 1, zpx, false, false);
+	q->w = qint_centered(W, q->m, (q->c / q->group) * kk, zpw, pw, false);
+	if (q->x == NULL || q->w == NULL)
+		return ie_op_error(ctx, "out of memory for the centred inputs");
+	return 0;
+}
+
+static void
+qconv_free(qconv *q)
+{
+	free(q->x);
+	free(q->w);
+}
+
+/*
+ * The int32 accumulator of output (b, oc, oz, oy, ox) of q's convolution:
+ * the sum over the channel group's inputs and the kernel taps inside the
+ * input (padding reads as zero, i.e. as the zero point), plus bias.
+ */
+static int32_t
+qconv_acc(const qconv *q, int64_t b, int64_t oc, int64_t oz, int64_t oy,
+		  int64_t ox, int32_t bias)
+{
+	const ie_spatial *s = &q->sp;
+	int64_t		cg = q->c / q->group,
+				g = oc / (q->m / q->group),
+				ipix = s->in[0] * s->in[1] * s->in[2],
+				K = s->k[0] * s->k[1] * s->k[2],
+				acc = bias;
+
+	for (int64_t ci = 0; ci < cg; ci++)
+	{
+		const int32_t *xp = q->x + (b * q->c + g * cg + ci) * ipix;
+		const int32_t *wp = q->w + (oc * cg + ci) * K;
+
+		for (int64_t kz = 0; kz < s->k[0]; kz++)
+		{
+			int64_t		iz = oz * s->stride[0] - s->pad_begin[0] + kz * s->dil[0];
+
+			if (iz < 0 || iz >= s->in[0])
+				continue;
+			for (int64_t ky = 0; ky < s->k[1]; ky++)
+			{
+				int64_t		iy = oy * s->stride[1] - s->pad_begin[1] + ky * s->dil[1];
+
+				if (iy < 0 || iy >= s->in[1])
+					continue;
+				for (int64_t kx = 0; kx < s->k[2]; kx++)
+				{
+					int64_t		ix = ox * s->stride[2] - s->pad_begin[2] + kx * s->dil[2];
+
+					if (ix < 0 || ix >= s->in[2])
+						continue;
+					acc += (int64_t) xp[(iz * s->in[1] + iy) * s->in[2] + ix] *
+						wp[(kz * s->k[1] + ky) * s->k[2] + kx];
+				}
+			}
+		}
+	}
+	return (int32_t) (uint32_t) acc;
+}
+
+/*
+ * ConvInteger (10): x [n, c, in...] and w [m, c / group, k...] int8 or
+ * uint8 less x_zero_point (one value) and w_zero_point (one value or one
+ * per output channel) convolved as Conv does (spatial.c's geometry) into
+ * int32 [n, m, out...].
+ */
+static int
+op_conv_integer(ie_node_ctx *ctx)
+{
+	qconv		q;
+	int64_t		odims[IE_MAX_DIMS],
+				e = 0;
+	ie_tensor  *Y;
+	int32_t    *yd;
+
+	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
+		return ie_op_error(ctx, "needs inputs x and w");
+	if (qconv_read(ctx, 0, 2, 1, 3, &q) != 0)
+	{
+		qconv_free(&q);
+		return -1;
+	}
+	ie_spatial_out_dims(&q.sp, q.n, q.m, odims);
+	Y = ie_tensor_new(IE_INT32, q.sp.nsp + 2, odims);
+	if (Y == NULL)
+	{
+		qconv_free(&q);
+		return ie_op_error(ctx, "out of memory for the output");
+	}
+	ctx->outputs[0] = Y;
+	yd = Y->data;
+	if (ie_tensor_numel(Y) > 0 && q.x != NULL)
+		for (int64_t b = 0; b < q.n; b++)
+			for (int64_t oc = 0; oc < q.m; oc++)
+				for (int64_t oz = 0; oz < q.sp.out[0]; oz++)
+					for (int64_t oy = 0; oy < q.sp.out[1]; oy++)
+						for (int64_t ox = 0; ox < q.sp.out[2]; ox++)
+							yd[e++] = qconv_acc(&q, b, oc, oz, oy, ox, 0);
+	qconv_free(&q);
+	return 0;
+}
+
+/*
+ * QLinearConv (10): inputs x, x_scale, x_zero_point, w, w_scale,
+ * w_zero_point, y_scale, y_zero_point, B (optional int32 bias [m]).  The
+ * int32 convolution of ConvInteger plus B, times x_scale * w_scale /
+ * y_scale (float; w_scale one value or one per output channel), plus
+ * y_zero_point, rounded half to even and saturated to y_zero_point's type.
+ */
+static int
+op_qlinear_conv(ie_node_ctx *ctx)
+{
+	qconv		q;
+	int64_t		odims[IE_MAX_DIMS],
+				e = 0,
+				yzp,
+				lo,
+				hi;
+	ie_tensor  *Y;
+	ie_dtype	yt;
+	bool		psx,
+				psw,
+				psy;
+	const ie_tensor *B;
+	const float *sx,
+			   *sw,
+			   *sy;
+
+	if (ctx->n_inputs < 8)
+		return ie_op_error(ctx, "needs 8 or 9 inputs (x, x_scale, x_zero_point, w, w_scale, "
+						   "w_zero_point, y_scale, y_zero_point, B)");
+	for (int i = 0; i < 8; i++)
+		if (ctx->inputs[i] == NULL && i != 2 && i != 5 && i != 7)
+			return ie_op_error(ctx, "input %d must be given", i);
+	B = ctx->n_inputs > 8 ? ctx->inputs[8] : NULL;
+	if (qconv_read(ctx, 0, 2, 3, 5, &q) != 0 ||
+		qscale_read(ctx, ctx->inputs[1], 1, "x_scale", "", false, &psx) != 0 ||
+		qscale_read(ctx, ctx->inputs[4], q.m, "w_scale", "output channel", true, &psw) != 0 ||
+		qscale_read(ctx, ctx->inputs[6], 1, "y_scale", "", false, &psy) != 0 ||
+		qout_read(ctx, ctx->inputs[7], &yt, &yzp, &lo, &hi) != 0)
+	{
+		qconv_free(&q);
+		return -1;
+	}
+	if (B != NULL && (B->dtype != IE_INT32 || B->ndim != 1 || B->dims[0] != q.m))
+	{
+		qconv_free(&q);
+		return ie_op_error(ctx, "bias B must be int32 of shape [%lld]", (long long) q.m);
+	}
+	ie_spatial_out_dims(&q.sp, q.n, q.m, odims);
+	Y = ie_tensor_new(yt, q.sp.nsp + 2, odims);
+	if (Y == NULL)
+	{
+		qconv_free(&q);
+		return ie_op_error(ctx, "out of memory for the output");
+	}
+	ctx->outputs[0] = Y;
+	sx = ctx->inputs[1]->data;
+	sw = ctx->inputs[4]->data;
+	sy = ctx->inputs[6]->data;
+	if (ie_tensor_numel(Y) > 0)
+		for (int64_t b = 0; b < q.n; b++)
+			for (int64_t oc = 0; oc < q.m; oc++)
+			{
+				float		mult = sx[0] * sw[psw ? oc : 0] / sy[0];
+				int32_t		bias = B ? ((const int32_t *) B->data)[oc] : 0;
+
+				for (int64_t oz = 0; oz < q.sp.out[0]; oz++)
+					for (int64_t oy = 0; oy < q.sp.out[1]; oy++)
+						for (int64_t ox = 0; ox < q.sp.out[2]; ox++)
+						{
+							int32_t		acc = q.x != NULL ?
+								qconv_acc(&q, b, oc, oz, oy, ox, bias) : bias;
+
+							quant_put(Y->data, yt, e++,
+									  quant_round_sat((double) acc * mult, yzp, lo, hi));
+						}
+			}
+	qconv_free(&q);
+	return 0;
+}
+
+/* ConvInteger's and QLinearConv's auto_pad: run by the loader on every node. */
+static int
+qconv_check_attrs(ie_node_ctx *ctx)
+{
+	return ie_spatial_check_auto_pad(ctx, ie_attr_string(ctx, "auto_pad", "NOTSET"));
+}
+
+const ie_op_def ie_ops_quant[] = {
+	{"QuantizeLinear", op_quantize_linear},
+	{"DequantizeLinear", op_dequantize_linear},
+	{"DynamicQuantizeLinear", op_dynamic_quantize_linear},
+	{"MatMulInteger", op_matmul_integer},
+	{"QLinearMatMul", op_qlinear_matmul},
+	{"ConvInteger", op_conv_integer},
+	{"QLinearConv", op_qlinear_conv},
+	{NULL, NULL}
+};
+
+const ie_op_def ie_op_checks_quant[] = {
+	{"QuantizeLinear", quantize_check_attrs},
+	{"DequantizeLinear", dequantize_check_attrs},
+	{"ConvInteger", qconv_check_attrs},
+	{"QLinearConv", qconv_check_attrs},
+	{NULL, NULL}
+};
