@@ -4845,6 +4845,554 @@ done:
 	return t;
 }
 
+/* ---- quantization operators (ops_quant.c) ---- */
+
+/*
+ * Whether t is an integer tensor (int8, uint8, int16, uint16 or int32) of
+ * dtype dt and shape dims[0..nd) holding want.
+ */
+static int
+ints_are(const ie_tensor *t, ie_dtype dt, int nd, const int64_t *dims,
+		 const int64_t *want)
+{
+	if (!shape_is(t, nd, dims) || t->dtype != dt)
+		return 0;
+	for (int64_t i = 0; i < ie_tensor_numel(t); i++)
+	{
+		int64_t		v;
+
+		switch (dt)
+		{
+			case IE_INT8: v = ((const int8_t *) t->data)[i]; break;
+			case IE_UINT8: v = ((const uint8_t *) t->data)[i]; break;
+			case IE_INT16: v = ((const int16_t *) t->data)[i]; break;
+			case IE_UINT16: v = ((const uint16_t *) t->data)[i]; break;
+			case IE_INT32: v = ((const int32_t *) t->data)[i]; break;
+			default: return 0;
+		}
+		if (v != want[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* Runs op_type expecting failure with msg in the message. */
+static void
+check_quant_refused(const char *op_type, int opset, int n_in, const ie_tensor *const *in,
+					int n_attr, const ie_attr *attrs, int n_out, const char *msg)
+{
+	char		err[256];
+	ie_tensor  *out[3];
+
+	CHECK(run_op(op_type, opset, n_in, in, n_attr, attrs, n_out, out, err, sizeof(err)) == -1 &&
+		  strstr(err, msg) != NULL, "%s-%d must fail with \"%s\": \"%s\"", op_type, opset, msg, err);
+	free_outs(out, n_out);
+}
+
+/*
+ * QuantizeLinear, by hand: rint ties to even, then the zero point, then
+ * saturation.  Per-tensor (13): x [5, 7, -3, 1000, -1000, 1] / 2 = [2.5,
+ * 3.5, -1.5, 500, -500, 0.5] -> [2, 4, -2, ..] + 10 -> uint8 [12, 14, 8,
+ * 255, 0, 10].  Opset 10 without a zero point: uint8, [-1, 1.5, 254.5,
+ * 300] -> [0, 2, 254, 255].  Per-axis (13, axis 1): x [[1, 2, 3], [4, 5,
+ * 6]], scales [1, 2, 4], int8 zero points [0, -1, 1] -> [[1, 0, 2], [4, 1,
+ * 3]].  Blocked (21, axis 1, block_size 2): x [[1, 2, 3, 4], [5, 6, 7,
+ * 8]], scales [[1, 2], [4, 8]], int16 zero points [[0, 0], [100, -100]]
+ * -> [[1, 2, 2, 2], [101, 102, -99, -99]]; a remainder block (x [1, 3],
+ * scales [1, 2] = [2, 3], output_dtype int8) -> [1, 2, 2].  Refusals: a
+ * per-axis scale of the wrong length, axis out of range, a blocked scale
+ * whose block count is not ceil(D / block_size), output_dtype float8 (at
+ * load too), output_dtype differing from the zero point's type, a float16
+ * scale, a zero point shaped unlike the scale, a per-axis scale at opset
+ * 10.  An empty x [0, 3] per-axis gives an empty int8 [0, 3].
+ */
+static void
+test_quantize_linear(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d6[1] = {6},
+				d4[1] = {4},
+				d23[2] = {2, 3},
+				d3[1] = {3},
+				d2[1] = {2},
+				d24[2] = {2, 4},
+				d22[2] = {2, 2},
+				d13[2] = {1, 3},
+				d12[2] = {1, 2},
+				d11[2] = {1, 1};
+	float		x1[6] = {5, 7, -3, 1000, -1000, 1},
+				two = 2.0f,
+				one = 1.0f,
+				x2[4] = {-1, 1.5f, 254.5f, 300},
+				x3[6] = {1, 2, 3, 4, 5, 6},
+				s3[3] = {1, 2, 4},
+				x4[8] = {1, 2, 3, 4, 5, 6, 7, 8},
+				s4[4] = {1, 2, 4, 8},
+				x5[3] = {2, 4, 6},
+				s5[2] = {2, 3},
+				s2[2] = {1, 1};
+	uint8_t		z10 = 10;
+	int8_t		z3[3] = {0, -1, 1};
+	int16_t		z4[4] = {0, 0, 100, -100};
+	uint16_t	h1 = 0x3c00;
+	int64_t		want1[6] = {12, 14, 8, 255, 0, 10},
+				want2[4] = {0, 2, 254, 255},
+				want3[6] = {1, 0, 2, 4, 1, 3},
+				want4[8] = {1, 2, 2, 2, 101, 102, -99, -99},
+				want5[3] = {1, 2, 2};
+	ie_tensor  *X1 = tu_float_tensor(1, d6, x1),
+			   *S2 = tu_float_tensor(0, NULL, &two),
+			   *S1 = tu_float_tensor(0, NULL, &one),
+			   *Z10 = typed_tensor(IE_UINT8, 0, NULL, &z10),
+			   *X2 = tu_float_tensor(1, d4, x2),
+			   *X3 = tu_float_tensor(2, d23, x3),
+			   *S3 = tu_float_tensor(1, d3, s3),
+			   *Z3 = typed_tensor(IE_INT8, 1, d3, z3),
+			   *X4 = tu_float_tensor(2, d24, x4),
+			   *S4 = tu_float_tensor(2, d22, s4),
+			   *Z4 = typed_tensor(IE_INT16, 2, d22, z4),
+			   *X5 = tu_float_tensor(2, d13, x5),
+			   *S5 = tu_float_tensor(2, d12, s5),
+			   *S11 = tu_float_tensor(2, d11, &one),
+			   *Sbad = tu_float_tensor(1, d2, s2),
+			   *H = typed_tensor(IE_FLOAT16, 0, NULL, &h1);
+	const ie_tensor *in1[3] = {X1, S2, Z10},
+			   *in2[2] = {X2, S1},
+			   *in3[3] = {X3, S3, Z3},
+			   *in4[3] = {X4, S4, Z4},
+			   *in5[2] = {X5, S5},
+			   *bad_axis[2] = {X3, Sbad},
+			   *bad_block[2] = {X5, S11},
+			   *bad_zp[3] = {X3, S3, Z10},
+			   *half[2] = {X2, H},
+			   *dt_zp[3] = {X2, S1, Z10};
+	ie_attr		ax1 = attr_int("axis", 1),
+				ax2 = attr_int("axis", 2),
+				blk[2] = {attr_int("axis", 1), attr_int("block_size", 2)},
+				blk5[3] = {attr_int("axis", 1), attr_int("block_size", 2),
+			attr_int("output_dtype", IE_INT8)},
+				od_f8 = attr_int("output_dtype", 17),
+				od_i8 = attr_int("output_dtype", IE_INT8);
+
+	CHECK(run_op("QuantizeLinear", 13, 3, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_UINT8, 1, d6, want1), "quantize per-tensor: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("QuantizeLinear", 10, 2, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_UINT8, 1, d4, want2), "quantize-10 default uint8: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("QuantizeLinear", 13, 3, in3, 1, &ax1, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT8, 2, d23, want3), "quantize per-axis: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("QuantizeLinear", 21, 3, in4, 2, blk, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT16, 2, d24, want4), "quantize blocked int16: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("QuantizeLinear", 21, 2, in5, 3, blk5, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT8, 2, d13, want5), "quantize blocked remainder: %s", err);
+	free_outs(out, 1);
+	{
+		int64_t		d03[2] = {0, 3};
+		ie_tensor  *E = ie_tensor_new(IE_FLOAT, 2, d03);
+		const ie_tensor *ein[3] = {E, S3, Z3};
+
+		CHECK(run_op("QuantizeLinear", 13, 3, ein, 1, &ax1, 1, out, err, sizeof(err)) == 0 &&
+			  ints_are(out[0], IE_INT8, 2, d03, NULL), "quantize empty per-axis: %s", err);
+		free_outs(out, 1);
+		ie_tensor_destroy(&E);
+	}
+	check_quant_refused("QuantizeLinear", 13, 2, bad_axis, 1, &ax1, 1,
+						"must have x's dim 3 at axis 1");
+	check_quant_refused("QuantizeLinear", 13, 3, in3, 1, &ax2, 1,
+						"axis 2 is out of range for an input of rank 2");
+	check_quant_refused("QuantizeLinear", 21, 2, bad_block, 2, blk, 1,
+						"ceil(3 / 2) blocks");
+	check_quant_refused("QuantizeLinear", 21, 2, in2, 1, &od_f8, 1,
+						"quantizing to float8e4m3fn is not supported");
+	check_attrs_load("QuantizeLinear", 21, 1, &od_f8, "quantizing to float8e4m3fn is not supported",
+					 IE_ERR_NOT_SUPPORTED);
+	check_attrs_load("QuantizeLinear", 21, 1, &od_i8, NULL, IE_ERR_NONE);
+	check_quant_refused("QuantizeLinear", 21, 3, dt_zp, 1, &od_i8, 1,
+						"output_dtype int8 differs from y_zero_point's type uint8");
+	check_quant_refused("QuantizeLinear", 19, 2, half, 0, NULL, 1,
+						"y_scale of type float16 is not supported");
+	check_quant_refused("QuantizeLinear", 13, 3, bad_zp, 1, &ax1, 1,
+						"zero point of shape [] differs from the scale's [3]");
+	check_quant_refused("QuantizeLinear", 10, 2, bad_axis, 0, NULL, 1,
+						"per-axis scales need opset 13");
+	ie_tensor_destroy(&X1);
+	ie_tensor_destroy(&S2);
+	ie_tensor_destroy(&S1);
+	ie_tensor_destroy(&Z10);
+	ie_tensor_destroy(&X2);
+	ie_tensor_destroy(&X3);
+	ie_tensor_destroy(&S3);
+	ie_tensor_destroy(&Z3);
+	ie_tensor_destroy(&X4);
+	ie_tensor_destroy(&S4);
+	ie_tensor_destroy(&Z4);
+	ie_tensor_destroy(&X5);
+	ie_tensor_destroy(&S5);
+	ie_tensor_destroy(&S11);
+	ie_tensor_destroy(&Sbad);
+	ie_tensor_destroy(&H);
+}
+
+/*
+ * DequantizeLinear, by hand: per-tensor (10) uint8 [0, 10, 255], scale
+ * 0.5, zero point 10 -> [-5, 0, 122.5]; per-axis (13, axis 0) int8 [[-128,
+ * 127], [0, 1]], scales [2, 0.25], zero points [0, 1] -> [[-256, 254],
+ * [-0.25, 0]]; blocked (21, axis 0, block_size 2) int32 [[1], [2], [3]],
+ * scales [[10], [100]] -> [[10], [20], [300]]; uint16 (21) 65535 less
+ * zero point 65535 -> 0.  Refusals: a zero point of another type than x,
+ * float x, output_dtype float16 (at load too), a scale of rank 2 without
+ * block_size.
+ */
+static void
+test_dequantize_linear(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d3[1] = {3},
+				d22[2] = {2, 2},
+				d2[1] = {2},
+				d31[2] = {3, 1},
+				d21[2] = {2, 1};
+	uint8_t		x1[3] = {0, 10, 255},
+				z1 = 10;
+	int8_t		x2[4] = {-128, 127, 0, 1},
+				z2[2] = {0, 1};
+	int32_t		x3[3] = {1, 2, 3};
+	uint16_t	x4 = 65535;
+	float		half = 0.5f,
+				s2[2] = {2, 0.25f},
+				s3[2] = {10, 100},
+				one = 1.0f,
+				fx[2] = {1, 2};
+	double		want1[3] = {-5, 0, 122.5},
+				want2[4] = {-256, 254, -0.25, 0},
+				want3[3] = {10, 20, 300},
+				want4[1] = {0};
+	ie_tensor  *X1 = typed_tensor(IE_UINT8, 1, d3, x1),
+			   *S1 = tu_float_tensor(0, NULL, &half),
+			   *Z1 = typed_tensor(IE_UINT8, 0, NULL, &z1),
+			   *X2 = typed_tensor(IE_INT8, 2, d22, x2),
+			   *S2 = tu_float_tensor(1, d2, s2),
+			   *Z2 = typed_tensor(IE_INT8, 1, d2, z2),
+			   *X3 = typed_tensor(IE_INT32, 2, d31, x3),
+			   *S3 = tu_float_tensor(2, d21, s3),
+			   *X4 = typed_tensor(IE_UINT16, 0, NULL, &x4),
+			   *Z4 = typed_tensor(IE_UINT16, 0, NULL, &x4),
+			   *S4 = tu_float_tensor(0, NULL, &one),
+			   *FX = tu_float_tensor(1, d2, fx);
+	const ie_tensor *in1[3] = {X1, S1, Z1},
+			   *in2[3] = {X2, S2, Z2},
+			   *in3[2] = {X3, S3},
+			   *in4[3] = {X4, S4, Z4},
+			   *mixed[3] = {X2, S2, Z1},
+			   *fin[2] = {FX, S4},
+			   *rank2[2] = {X3, S3};
+	ie_attr		ax0 = attr_int("axis", 0),
+				blk[2] = {attr_int("axis", 0), attr_int("block_size", 2)},
+				od16 = attr_int("output_dtype", IE_FLOAT16);
+
+	CHECK(run_op("DequantizeLinear", 10, 3, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 1, d3, want1, 0), "dequantize per-tensor: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("DequantizeLinear", 13, 3, in2, 1, &ax0, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 2, d22, want2, 0), "dequantize per-axis: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("DequantizeLinear", 21, 2, in3, 2, blk, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 2, d31, want3, 0), "dequantize blocked int32: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("DequantizeLinear", 21, 3, in4, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  values_near(out[0], IE_FLOAT, 0, NULL, want4, 0), "dequantize uint16: %s", err);
+	free_outs(out, 1);
+	check_quant_refused("DequantizeLinear", 13, 3, mixed, 1, &ax0, 1,
+						"x_zero_point of type uint8 differs from x's type int8");
+	check_quant_refused("DequantizeLinear", 13, 2, fin, 0, NULL, 1,
+						"input of type float is not supported");
+	check_quant_refused("DequantizeLinear", 23, 3, in1, 1, &od16, 1,
+						"output_dtype float16 is not supported");
+	check_attrs_load("DequantizeLinear", 23, 1, &od16, "output_dtype float16 is not supported",
+					 IE_ERR_NOT_SUPPORTED);
+	check_quant_refused("DequantizeLinear", 21, 2, rank2, 1, &ax0, 1,
+						"scale of shape [2, 1] must be a scalar or a 1-D tensor");
+	ie_tensor_destroy(&X1);
+	ie_tensor_destroy(&S1);
+	ie_tensor_destroy(&Z1);
+	ie_tensor_destroy(&X2);
+	ie_tensor_destroy(&S2);
+	ie_tensor_destroy(&Z2);
+	ie_tensor_destroy(&X3);
+	ie_tensor_destroy(&S3);
+	ie_tensor_destroy(&X4);
+	ie_tensor_destroy(&Z4);
+	ie_tensor_destroy(&S4);
+	ie_tensor_destroy(&FX);
+}
+
+/*
+ * DynamicQuantizeLinear: x [-51, 0, 204, 102, 1.5] spans 255, so scale 1,
+ * zero point 0 - (-51) = 51, y = rint(x) + 51 = [0, 51, 255, 153, 53]
+ * (1.5 -> 2); x [0, 5, 510] (min 0): scale 2, zero point 0, [0, 2, 255]
+ * (2.5 -> 2); all zeros: scale 1 / 255, zero point 0.  A NaN is refused.
+ */
+static void
+test_dynamic_quantize(void)
+{
+	char		err[256];
+	ie_tensor  *out[3];
+	int64_t		d5[1] = {5},
+				d3[1] = {3},
+				d2[1] = {2};
+	float		x1[5] = {-51, 0, 204, 102, 1.5f},
+				x2[3] = {0, 5, 510},
+				x3[2] = {0, 0},
+				xn[2] = {0, NAN};
+	int64_t		want1[5] = {0, 51, 255, 153, 53},
+				want2[3] = {0, 2, 255},
+				want3[2] = {0, 0},
+				z51 = 51,
+				z0 = 0;
+	ie_tensor  *X1 = tu_float_tensor(1, d5, x1),
+			   *X2 = tu_float_tensor(1, d3, x2),
+			   *X3 = tu_float_tensor(1, d2, x3),
+			   *XN = tu_float_tensor(1, d2, xn);
+	const ie_tensor *in1[1] = {X1},
+			   *in2[1] = {X2},
+			   *in3[1] = {X3},
+			   *inn[1] = {XN};
+
+	CHECK(run_op("DynamicQuantizeLinear", 11, 1, in1, 0, NULL, 3, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_UINT8, 1, d5, want1) &&
+		  *(const float *) out[1]->data == 1.0f && out[1]->ndim == 0 &&
+		  ints_are(out[2], IE_UINT8, 0, NULL, &z51), "dynamic quantize signed: %s", err);
+	free_outs(out, 3);
+	CHECK(run_op("DynamicQuantizeLinear", 11, 1, in2, 0, NULL, 3, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_UINT8, 1, d3, want2) &&
+		  *(const float *) out[1]->data == 2.0f &&
+		  ints_are(out[2], IE_UINT8, 0, NULL, &z0), "dynamic quantize positive: %s", err);
+	free_outs(out, 3);
+	CHECK(run_op("DynamicQuantizeLinear", 11, 1, in3, 0, NULL, 3, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_UINT8, 1, d2, want3) &&
+		  *(const float *) out[1]->data == 1.0f / 255.0f &&
+		  ints_are(out[2], IE_UINT8, 0, NULL, &z0), "dynamic quantize zeros: %s", err);
+	free_outs(out, 3);
+	check_quant_refused("DynamicQuantizeLinear", 11, 1, inn, 0, NULL, 3, "holds a NaN at element 1");
+	ie_tensor_destroy(&X1);
+	ie_tensor_destroy(&X2);
+	ie_tensor_destroy(&X3);
+	ie_tensor_destroy(&XN);
+}
+
+/*
+ * MatMulInteger: A uint8 [2, 2, 2] less 1 = [[[0, 1], [2, 3]], [[4, 5],
+ * [6, 7]]] times B [[1, 5], [2, 3]] (broadcast over the batch) less
+ * per-column zero points [0, 2] = [[1, 3], [2, 1]] -> [[[2, 1], [8, 9]],
+ * [[14, 17], [20, 25]]]; int8 [-128, -128] . [-128, -128] = 32768 (past
+ * int16: int32 accumulation).  QLinearMatMul-10: a [1, 3, 5, 7] (2x2)
+ * scale 0.5 times the identity (scale 1) gives [0.5, 1.5, 2.5, 3.5] ->
+ * [0, 2, 2, 4]; uint8 y_zero_point 10 -> [10, 12, 12, 14]; int8 125 ->
+ * [125, 127, 127, 127] (129 saturates).  Refusals: a zero point per row of
+ * the wrong length, int16 A, a y_scale of two values.
+ */
+static void
+test_matmul_integer(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		d222[3] = {2, 2, 2},
+				d22[2] = {2, 2},
+				d2[1] = {2},
+				d3[1] = {3},
+				d12[2] = {1, 2},
+				d21[2] = {2, 1},
+				d11[2] = {1, 1};
+	uint8_t		a1[8] = {1, 2, 3, 4, 5, 6, 7, 8},
+				b1[4] = {1, 5, 2, 3},
+				za = 1,
+				zb[2] = {0, 2},
+				z3[3] = {0, 0, 0},
+				qa[4] = {1, 3, 5, 7},
+				qb[4] = {1, 0, 0, 1},
+				u0 = 0,
+				y10 = 10;
+	int8_t		m128[2] = {-128, -128},
+				y125 = 125;
+	int16_t		a16[4] = {1, 2, 3, 4};
+	float		half = 0.5f,
+				one = 1.0f,
+				ys2[2] = {1, 1};
+	int64_t		want1[8] = {2, 1, 8, 9, 14, 17, 20, 25},
+				want2[1] = {32768},
+				wantq1[4] = {10, 12, 12, 14},
+				wantq2[4] = {125, 127, 127, 127};
+	ie_tensor  *A1 = typed_tensor(IE_UINT8, 3, d222, a1),
+			   *B1 = typed_tensor(IE_UINT8, 2, d22, b1),
+			   *ZA = typed_tensor(IE_UINT8, 0, NULL, &za),
+			   *ZB = typed_tensor(IE_UINT8, 1, d2, zb),
+			   *Z3 = typed_tensor(IE_UINT8, 1, d3, z3),
+			   *A2 = typed_tensor(IE_INT8, 2, d12, m128),
+			   *B2 = typed_tensor(IE_INT8, 2, d21, m128),
+			   *A16 = typed_tensor(IE_INT16, 2, d22, a16),
+			   *QA = typed_tensor(IE_UINT8, 2, d22, qa),
+			   *QB = typed_tensor(IE_UINT8, 2, d22, qb),
+			   *SH = tu_float_tensor(0, NULL, &half),
+			   *S1 = tu_float_tensor(0, NULL, &one),
+			   *U0 = typed_tensor(IE_UINT8, 0, NULL, &u0),
+			   *Y10 = typed_tensor(IE_UINT8, 0, NULL, &y10),
+			   *Y125 = typed_tensor(IE_INT8, 0, NULL, &y125),
+			   *YS2 = tu_float_tensor(1, d2, ys2);
+	const ie_tensor *in1[4] = {A1, B1, ZA, ZB},
+			   *in2[2] = {A2, B2},
+			   *bad_zp[3] = {QA, QB, Z3},
+			   *bad16[2] = {A16, QB},
+			   *q1[8] = {QA, SH, U0, QB, S1, U0, S1, Y10},
+			   *q2[8] = {QA, SH, U0, QB, S1, U0, S1, Y125},
+			   *q3[8] = {QA, SH, U0, QB, S1, U0, YS2, Y10};
+
+	CHECK(run_op("MatMulInteger", 10, 4, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT32, 3, d222, want1), "matmulinteger broadcast: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("MatMulInteger", 10, 2, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT32, 2, d11, want2), "matmulinteger int8: %s", err);
+	free_outs(out, 1);
+	check_quant_refused("MatMulInteger", 10, 3, bad_zp, 0, NULL, 1,
+						"a_zero_point of shape [3] must be a scalar or a 1-D tensor of one "
+						"value per row of A (2)");
+	check_quant_refused("MatMulInteger", 10, 2, bad16, 0, NULL, 1,
+						"A of type int16 is not supported");
+	CHECK(run_op("QLinearMatMul", 10, 8, q1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_UINT8, 2, d22, wantq1), "qlinearmatmul ties: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("QLinearMatMul", 21, 8, q2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT8, 2, d22, wantq2), "qlinearmatmul saturation: %s", err);
+	free_outs(out, 1);
+	check_quant_refused("QLinearMatMul", 10, 8, q3, 0, NULL, 1,
+						"y_scale of shape [2] must be a scalar");
+	ie_tensor_destroy(&A1);
+	ie_tensor_destroy(&B1);
+	ie_tensor_destroy(&ZA);
+	ie_tensor_destroy(&ZB);
+	ie_tensor_destroy(&Z3);
+	ie_tensor_destroy(&A2);
+	ie_tensor_destroy(&B2);
+	ie_tensor_destroy(&A16);
+	ie_tensor_destroy(&QA);
+	ie_tensor_destroy(&QB);
+	ie_tensor_destroy(&SH);
+	ie_tensor_destroy(&S1);
+	ie_tensor_destroy(&U0);
+	ie_tensor_destroy(&Y10);
+	ie_tensor_destroy(&Y125);
+	ie_tensor_destroy(&YS2);
+}
+
+/*
+ * ConvInteger: x uint8 [1, 1, 3, 3] = 1..9 less zero point 1 (0..8), w
+ * [2, 1, 2, 2] of 2s and 3s less per-channel zero points [1, 3] (ones,
+ * zeros): 2x2 window sums [8, 12, 20, 24] and zeros; pads 1, strides 2
+ * with w ones: [x00, x01 + x02, x10 + x20, x11 + x12 + x21 + x22] = [0, 3,
+ * 9, 24] (padding counts as the zero point).  QLinearConv: x [2, 4, 6, 8]
+ * (1x1 image 2x2) scale 0.5, w int8 [1, -1] (two 1x1 kernels) scales [1,
+ * 2], bias [1, 0], y scale 1, uint8 zero point 128: channel 0 (x + 1) *
+ * 0.5 = [1.5, 2.5, 3.5, 4.5] -> [2, 2, 4, 4] + 128, channel 1 -x * 1 ->
+ * 128 - x.  Refusals: group 2 of one channel, w_zero_point of the wrong
+ * length, a bias of the wrong shape.
+ */
+static void
+test_conv_integer(void)
+{
+	char		err[256];
+	ie_tensor  *out[1];
+	int64_t		dx[4] = {1, 1, 3, 3},
+				dw[4] = {2, 1, 2, 2},
+				dw1[4] = {1, 1, 2, 2},
+				d2[1] = {2},
+				d3[1] = {3},
+				dy[4] = {1, 2, 2, 2},
+				dy1[4] = {1, 1, 2, 2},
+				dqx[4] = {1, 1, 2, 2},
+				dqw[4] = {2, 1, 1, 1};
+	uint8_t		x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9},
+				w[8] = {2, 2, 2, 2, 3, 3, 3, 3},
+				w1[4] = {1, 1, 1, 1},
+				zx = 1,
+				zw[2] = {1, 3},
+				zw3[3] = {1, 1, 1},
+				qx[4] = {2, 4, 6, 8},
+				u0 = 0,
+				y128 = 128;
+	int8_t		qw[2] = {1, -1},
+				i0 = 0;
+	int32_t		bias[2] = {1, 0};
+	float		half = 0.5f,
+				one = 1.0f,
+				sw[2] = {1, 2};
+	int64_t		want1[8] = {8, 12, 20, 24, 0, 0, 0, 0},
+				want2[4] = {0, 3, 9, 24},
+				wantq[8] = {130, 130, 132, 132, 126, 124, 122, 120},
+				pads1[4] = {1, 1, 1, 1},
+				strides2[2] = {2, 2};
+	ie_tensor  *X = typed_tensor(IE_UINT8, 4, dx, x),
+			   *W = typed_tensor(IE_UINT8, 4, dw, w),
+			   *W1 = typed_tensor(IE_UINT8, 4, dw1, w1),
+			   *ZX = typed_tensor(IE_UINT8, 0, NULL, &zx),
+			   *ZW = typed_tensor(IE_UINT8, 1, d2, zw),
+			   *ZW3 = typed_tensor(IE_UINT8, 1, d3, zw3),
+			   *QX = typed_tensor(IE_UINT8, 4, dqx, qx),
+			   *QW = typed_tensor(IE_INT8, 4, dqw, qw),
+			   *SX = tu_float_tensor(0, NULL, &half),
+			   *SW = tu_float_tensor(1, d2, sw),
+			   *SY = tu_float_tensor(0, NULL, &one),
+			   *U0 = typed_tensor(IE_UINT8, 0, NULL, &u0),
+			   *I0 = typed_tensor(IE_INT8, 0, NULL, &i0),
+			   *Y128 = typed_tensor(IE_UINT8, 0, NULL, &y128),
+			   *B = typed_tensor(IE_INT32, 1, d2, bias),
+			   *B3 = typed_tensor(IE_INT32, 1, d3, (int32_t[]) {0, 0, 0});
+	const ie_tensor *in1[4] = {X, W, ZX, ZW},
+			   *in2[3] = {X, W1, ZX},
+			   *bad_zw[4] = {X, W, ZX, ZW3},
+			   *q[9] = {QX, SX, U0, QW, SW, I0, SY, Y128, B},
+			   *qb3[9] = {QX, SX, U0, QW, SW, I0, SY, Y128, B3};
+	ie_attr		pa[2] = {attr_ints("pads", 4, pads1), attr_ints("strides", 2, strides2)},
+				g2 = attr_int("group", 2);
+
+	CHECK(run_op("ConvInteger", 10, 4, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT32, 4, dy, want1), "convinteger per-channel zp: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("ConvInteger", 10, 3, in2, 2, pa, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT32, 4, dy1, want2), "convinteger pads strides: %s", err);
+	free_outs(out, 1);
+	check_quant_refused("ConvInteger", 10, 3, in2, 1, &g2, 1,
+						"group 2 does not divide channels 1 and 1");
+	check_quant_refused("ConvInteger", 10, 4, bad_zw, 0, NULL, 1,
+						"w_zero_point of shape [3] must be a scalar or a 1-D tensor of one "
+						"value per output channel (2)");
+	CHECK(run_op("QLinearConv", 10, 9, q, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_UINT8, 4, (int64_t[]) {1, 2, 2, 2}, wantq),
+		  "qlinearconv: %s", err);
+	free_outs(out, 1);
+	check_quant_refused("QLinearConv", 10, 9, qb3, 0, NULL, 1,
+						"bias B must be int32 of shape [2]");
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&W);
+	ie_tensor_destroy(&W1);
+	ie_tensor_destroy(&ZX);
+	ie_tensor_destroy(&ZW);
+	ie_tensor_destroy(&ZW3);
+	ie_tensor_destroy(&QX);
+	ie_tensor_destroy(&QW);
+	ie_tensor_destroy(&SX);
+	ie_tensor_destroy(&SW);
+	ie_tensor_destroy(&SY);
+	ie_tensor_destroy(&U0);
+	ie_tensor_destroy(&I0);
+	ie_tensor_destroy(&Y128);
+	ie_tensor_destroy(&B);
+	ie_tensor_destroy(&B3);
+}
+
 /* Operators this test owns: node tests of these run here. */
 static int
 owned_op(const char *op)
@@ -4868,6 +5416,8 @@ owned_op(const char *op)
 		"InstanceNormalization", "GroupNormalization", "LRN",
 		"MeanVarianceNormalization", "NonMaxSuppression", "GridSample",
 		"RoiAlign", "AffineGrid",
+		"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+		"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv",
 		NULL
 	};
 
@@ -5640,6 +6190,11 @@ main(int argc, char **argv)
 	test_compress();
 	test_reverse_sequence();
 	test_rnn_ops();
+	test_quantize_linear();
+	test_dequantize_linear();
+	test_dynamic_quantize();
+	test_matmul_integer();
+	test_conv_integer();
 	test_node_tests(verbose);
 	return tu_report("test_ops");
 }
