@@ -339,6 +339,15 @@ int			ie_tensor_get_i64(const ie_tensor *t, int64_t idx, int64_t *out);
  */
 const char *ie_shape_str(char *buf, size_t len, int ndim, const int64_t *dims);
 
+/*
+ * IEEE half (binary16) bits to float, exactly; float to half bits, rounding
+ * to nearest even (a value past the largest half gives inf, a NaN a quiet
+ * NaN).  Defined in ops_shape.c (Cast), shared by the quantization
+ * operators.
+ */
+float		ie_half_to_float(uint16_t h);
+uint16_t	ie_float_to_half(float f);
+
 /* Forgets the calling thread's last refusal (the executor, before a node). */
 void		ie_tensor_forget_refusal(void);
 

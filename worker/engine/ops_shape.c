@@ -769,9 +769,9 @@ op_size(ie_node_ctx *ctx)
 	return 0;
 }
 
-/* IEEE half (binary16) bits to float. */
-static float
-half_to_float(uint16_t h)
+/* IEEE half (binary16) bits to float (op.h). */
+float
+ie_half_to_float(uint16_t h)
 {
 	int			e = (h >> 10) & 0x1f;
 	int			m = h & 0x3ff;
@@ -786,9 +786,9 @@ half_to_float(uint16_t h)
 	return (h & 0x8000) ? -v : v;
 }
 
-/* Float to IEEE half bits, rounding to nearest even (overflow gives inf). */
-static uint16_t
-float_to_half(float f)
+/* Float to IEEE half bits, rounding to nearest even (op.h). */
+uint16_t
+ie_float_to_half(float f)
 {
 	uint32_t	u;
 	uint16_t	sign;
@@ -936,12 +936,12 @@ cast_to(ie_node_ctx *ctx, const ie_tensor *x, ie_dtype to)
 			return ie_op_error(ctx, "out of memory");
 		if (x->dtype == IE_FLOAT16)
 			for (int64_t i = 0; i < n; i++)
-				((float *) tmp->data)[i] = half_to_float(((const uint16_t *) x->data)[i]);
+				((float *) tmp->data)[i] = ie_half_to_float(((const uint16_t *) x->data)[i]);
 		else
 			convert(x->data, x->dtype, tmp->data, IE_FLOAT, n);
 		if (to == IE_FLOAT16)
 			for (int64_t i = 0; i < n; i++)
-				((uint16_t *) o->data)[i] = float_to_half(((const float *) tmp->data)[i]);
+				((uint16_t *) o->data)[i] = ie_float_to_half(((const float *) tmp->data)[i]);
 		else
 			convert(tmp->data, IE_FLOAT, o->data, to, n);
 		ie_tensor_destroy(&tmp);
