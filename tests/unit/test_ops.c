@@ -4902,9 +4902,14 @@ check_quant_refused(const char *op_type, int opset, int n_in, const ie_tensor *c
  * scales [1, 2] = [2, 3], output_dtype int8) -> [1, 2, 2].  Refusals: a
  * per-axis scale of the wrong length, axis out of range, a blocked scale
  * whose block count is not ceil(D / block_size), output_dtype float8 (at
- * load too), output_dtype differing from the zero point's type, a float16
- * scale, a zero point shaped unlike the scale, a per-axis scale at opset
- * 10.  An empty x [0, 3] per-axis gives an empty int8 [0, 3].
+ * load too), output_dtype differing from the zero point's type, an int32
+ * scale, precision bfloat16 (load too), a zero point shaped unlike the
+ * scale, a per-axis scale at opset 10.  An empty x [0, 3] per-axis gives
+ * an empty int8 [0, 3].  float16: a float16 scale of 1 gives opset 10's
+ * values; 0.25 / 0.1 (0.0999755859375 as float16) is 2.5006 in float (-> 3)
+ * but 2.5 in float16 (-> 2): float16 division when x and the scale are
+ * both float16 (numpy's promotion in the reference), float otherwise or
+ * with precision float.
  */
 static void
 test_quantize_linear(void)
@@ -5013,8 +5018,46 @@ test_quantize_linear(void)
 	check_attrs_load("QuantizeLinear", 21, 1, &od_i8, NULL, IE_ERR_NONE);
 	check_quant_refused("QuantizeLinear", 21, 3, dt_zp, 1, &od_i8, 1,
 						"output_dtype int8 differs from y_zero_point's type uint8");
-	check_quant_refused("QuantizeLinear", 19, 2, half, 0, NULL, 1,
-						"y_scale of type float16 is not supported");
+	CHECK(run_op("QuantizeLinear", 19, 2, half, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_UINT8, 1, d4, want2), "quantize float16 scale: %s", err);
+	free_outs(out, 1);
+	{
+		uint16_t	hx = 0x3400,	/* 0.25 */
+					hs = 0x2e66;	/* 0.0999755859375 */
+		float		fx = 0.25f;
+		int32_t		ione = 1;
+		int64_t		two_ = 2,
+					three = 3;
+		ie_tensor  *HX = typed_tensor(IE_FLOAT16, 0, NULL, &hx),
+				   *HS = typed_tensor(IE_FLOAT16, 0, NULL, &hs),
+				   *FX = tu_float_tensor(0, NULL, &fx),
+				   *IS = typed_tensor(IE_INT32, 0, NULL, &ione);
+		const ie_tensor *hh[2] = {HX, HS},
+				   *fh[2] = {FX, HS},
+				   *is[2] = {X2, IS};
+		ie_attr		pf = attr_int("precision", IE_FLOAT),
+					pb = attr_int("precision", 16);
+
+		CHECK(run_op("QuantizeLinear", 19, 2, hh, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  ints_are(out[0], IE_UINT8, 0, NULL, &two_), "quantize float16 / float16: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("QuantizeLinear", 19, 2, fh, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  ints_are(out[0], IE_UINT8, 0, NULL, &three), "quantize float / float16: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("QuantizeLinear", 23, 2, hh, 1, &pf, 1, out, err, sizeof(err)) == 0 &&
+			  ints_are(out[0], IE_UINT8, 0, NULL, &three), "quantize precision float: %s", err);
+		free_outs(out, 1);
+		check_quant_refused("QuantizeLinear", 23, 2, hh, 1, &pb, 1,
+							"precision bfloat16 is not supported");
+		check_attrs_load("QuantizeLinear", 23, 1, &pb, "precision bfloat16 is not supported",
+						 IE_ERR_NOT_SUPPORTED);
+		check_quant_refused("QuantizeLinear", 19, 2, is, 0, NULL, 1,
+							"y_scale of type int32 is not supported");
+		ie_tensor_destroy(&HX);
+		ie_tensor_destroy(&HS);
+		ie_tensor_destroy(&FX);
+		ie_tensor_destroy(&IS);
+	}
 	check_quant_refused("QuantizeLinear", 13, 3, bad_zp, 1, &ax1, 1,
 						"zero point of shape [] differs from the scale's [3]");
 	check_quant_refused("QuantizeLinear", 10, 2, bad_axis, 0, NULL, 1,
@@ -5043,9 +5086,10 @@ test_quantize_linear(void)
  * 127], [0, 1]], scales [2, 0.25], zero points [0, 1] -> [[-256, 254],
  * [-0.25, 0]]; blocked (21, axis 0, block_size 2) int32 [[1], [2], [3]],
  * scales [[10], [100]] -> [[10], [20], [300]]; uint16 (21) 65535 less
- * zero point 65535 -> 0.  Refusals: a zero point of another type than x,
- * float x, output_dtype float16 (at load too), a scale of rank 2 without
- * block_size.
+ * zero point 65535 -> 0; a float16 scale 0.5, or output_dtype float16,
+ * gives float16 [-5, 0, 122.5].  Refusals: a zero point of another type
+ * than x, float x, output_dtype bfloat16 (at load too), a scale of rank 2
+ * without block_size.
  */
 static void
 test_dequantize_linear(void)
@@ -5111,10 +5155,29 @@ test_dequantize_linear(void)
 						"x_zero_point of type uint8 differs from x's type int8");
 	check_quant_refused("DequantizeLinear", 13, 2, fin, 0, NULL, 1,
 						"input of type float is not supported");
-	check_quant_refused("DequantizeLinear", 23, 3, in1, 1, &od16, 1,
-						"output_dtype float16 is not supported");
-	check_attrs_load("DequantizeLinear", 23, 1, &od16, "output_dtype float16 is not supported",
-					 IE_ERR_NOT_SUPPORTED);
+	{
+		uint16_t	hhalf = 0x3800,
+					want16[3] = {0xc500, 0x0000, 0x57a8};	/* -5, 0, 122.5 */
+		ie_tensor  *HS = typed_tensor(IE_FLOAT16, 0, NULL, &hhalf);
+		const ie_tensor *hin[3] = {X1, HS, Z1};
+		ie_attr		odb = attr_int("output_dtype", 16);
+
+		CHECK(run_op("DequantizeLinear", 19, 3, hin, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 1, d3) && out[0]->dtype == IE_FLOAT16 &&
+			  memcmp(out[0]->data, want16, sizeof(want16)) == 0,
+			  "dequantize float16 scale: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("DequantizeLinear", 23, 3, in1, 1, &od16, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 1, d3) && out[0]->dtype == IE_FLOAT16 &&
+			  memcmp(out[0]->data, want16, sizeof(want16)) == 0,
+			  "dequantize output_dtype float16: %s", err);
+		free_outs(out, 1);
+		check_quant_refused("DequantizeLinear", 23, 3, in1, 1, &odb, 1,
+							"output_dtype bfloat16 is not supported");
+		check_attrs_load("DequantizeLinear", 23, 1, &odb, "output_dtype bfloat16 is not supported",
+						 IE_ERR_NOT_SUPPORTED);
+		ie_tensor_destroy(&HS);
+	}
 	check_quant_refused("DequantizeLinear", 21, 2, rank2, 1, &ax0, 1,
 						"scale of shape [2, 1] must be a scalar or a 1-D tensor");
 	ie_tensor_destroy(&X1);

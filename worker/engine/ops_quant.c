@@ -5,11 +5,13 @@
  *	  DynamicQuantizeLinear (11), and the integer products MatMulInteger
  *	  (10), ConvInteger (10), QLinearMatMul (10, 21) and QLinearConv (10).
  *
- * The float type is float32 throughout; the quantized types are int8,
- * uint8, int16, uint16 (and int32 as DequantizeLinear's input).  float16
- * and bfloat16 scales or outputs, the float8, float4, int4 and int2 types
- * are refused as not supported: the engine does no float16 arithmetic and
- * holds no tensors of the others.
+ * The float types are float32 and float16 (scales, QuantizeLinear's
+ * input, DequantizeLinear's output): a float16 value is widened to float
+ * exactly and a float16 result is the float result rounded to half, as
+ * numpy computes float16 in ONNX's reference; the quantized types are
+ * int8, uint8, int16, uint16 (and int32 as DequantizeLinear's input).
+ * bfloat16, float8, float4, int4 and int2 are refused as not supported:
+ * the engine holds no tensors of them.
  *
  * Rounding is to nearest, ties to even (rint under the default rounding
  * mode), and results saturate to the quantized type's range, as the ONNX
@@ -130,16 +132,45 @@ quant_round_sat(double q, int64_t zp, int64_t lo, int64_t hi)
 }
 
 /*
- * Refuses a float scale input i (what names it) of another type than
- * float: float16, bfloat16 and float8e8m0 scales are not supported.
+ * Refuses a scale (what names it) of another type than float or float16:
+ * bfloat16 and float8e8m0 scales are not supported.
  */
 static int
 quant_check_scale(ie_node_ctx *ctx, const ie_tensor *t, const char *what)
 {
-	if (t->dtype != IE_FLOAT)
-		return ie_op_error(ctx, "%s of type %s is not supported (only float)", what,
+	if (t->dtype != IE_FLOAT && t->dtype != IE_FLOAT16)
+		return ie_op_error(ctx, "%s of type %s is not supported (float, float16)", what,
 						   ie_type_name(t->dtype));
 	return 0;
+}
+
+/* Element i of float (t IE_FLOAT) or float16 data, as float. */
+static float
+qf_get(const void *data, ie_dtype t, int64_t i)
+{
+	if (t == IE_FLOAT16)
+		return ie_half_to_float(((const uint16_t *) data)[i]);
+	return ((const float *) data)[i];
+}
+
+/* f rounded to float16 and back (a float16 operation's result). */
+static float
+qf_half(float f)
+{
+	return ie_half_to_float(ie_float_to_half(f));
+}
+
+/*
+ * The requantization multiplier a_scale * b_scale / y_scale of the QLinear
+ * operators, in float, or in float16 (each step rounded to half) when the
+ * scales are float16 (half), as the reference's numpy arithmetic does.
+ */
+static float
+qmult(float sa, float sb, float sy, bool half)
+{
+	if (half)
+		return qf_half(qf_half(sa * sb) / sy);
+	return sa * sb / sy;
 }
 
 /*
@@ -285,13 +316,16 @@ typedef struct quant_job
 {
 	const void *x;
 	ie_dtype	xt;
-	const float *scale;
+	const void *scale;
+	ie_dtype	st;				/* the scale's type: float or float16 */
 	const void *zp;				/* NULL: zero */
 	ie_dtype	zt;
 	void	   *y;
 	ie_dtype	yt;
 	int64_t		lo,
 				hi;
+	int			prec;			/* QuantizeLinear's division: IE_FLOAT,
+								 * IE_FLOAT16, or IE_DOUBLE (int32 x) */
 } quant_job;
 
 /* QuantizeLinear's element e with scale index s. */
@@ -302,10 +336,20 @@ quantize_elem(void *arg, int64_t e, int64_t s)
 	int64_t		zp = j->zp ? quant_get(j->zp, j->zt, s) : 0;
 	double		q;
 
-	if (j->xt == IE_FLOAT)
-		q = ((const float *) j->x)[e] / j->scale[s];	/* float division */
+	float		sv = qf_get(j->scale, j->st, s);
+
+	if (j->xt == IE_INT32 && j->prec == IE_DOUBLE)
+		q = (double) ((const int32_t *) j->x)[e] / sv;
 	else
-		q = (double) ((const int32_t *) j->x)[e] / j->scale[s];
+	{
+		float		xv = j->xt == IE_INT32 ? (float) ((const int32_t *) j->x)[e] :
+			qf_get(j->x, j->xt, e);
+
+		if (j->prec == IE_FLOAT16)
+			q = qf_half(qf_half(xv) / qf_half(sv));
+		else
+			q = xv / sv;		/* float division */
+	}
 	quant_put(j->y, j->yt, e, quant_round_sat(q, zp, j->lo, j->hi));
 }
 
@@ -315,9 +359,13 @@ dequantize_elem(void *arg, int64_t e, int64_t s)
 {
 	quant_job  *j = arg;
 	int64_t		zp = j->zp ? quant_get(j->zp, j->zt, s) : 0;
+	float		v = (float) ((double) (quant_get(j->x, j->xt, e) - zp) *
+							 (double) qf_get(j->scale, j->st, s));
 
-	((float *) j->y)[e] = (float) ((double) (quant_get(j->x, j->xt, e) - zp) *
-								   (double) j->scale[s]);
+	if (j->yt == IE_FLOAT16)
+		((uint16_t *) j->y)[e] = ie_float_to_half(v);
+	else
+		((float *) j->y)[e] = v;
 }
 
 /*
@@ -346,7 +394,8 @@ quantize_out_type(ie_node_ctx *ctx, int zt, int *yt)
 /*
  * The attributes QuantizeLinear and DequantizeLinear share a check of, at
  * load and run: block_size >= 0; precision (QuantizeLinear 23+), when
- * set, float; DequantizeLinear's output_dtype (23+), when set, float.
+ * set, float or float16; DequantizeLinear's output_dtype (23+), when set,
+ * float or float16.
  */
 static int
 quant_check_common(ie_node_ctx *ctx, bool quantize)
@@ -356,15 +405,15 @@ quant_check_common(ie_node_ctx *ctx, bool quantize)
 
 	if (block < 0)
 		return ie_op_error(ctx, "block_size %lld must not be negative", (long long) block);
-	if (prec != 0 && prec != IE_FLOAT)
-		return ie_op_error(ctx, "precision %s is not supported (only float)",
+	if (prec != 0 && prec != IE_FLOAT && prec != IE_FLOAT16)
+		return ie_op_error(ctx, "precision %s is not supported (float, float16)",
 						   ie_type_name((int) prec));
 	if (!quantize)
 	{
 		int64_t		od = ie_attr_int(ctx, "output_dtype", 0);
 
-		if (od != 0 && od != IE_FLOAT)
-			return ie_op_error(ctx, "output_dtype %s is not supported (only float)",
+		if (od != 0 && od != IE_FLOAT && od != IE_FLOAT16)
+			return ie_op_error(ctx, "output_dtype %s is not supported (float, float16)",
 							   ie_type_name((int) od));
 	}
 	return 0;
@@ -392,9 +441,12 @@ dequantize_check_attrs(ie_node_ctx *ctx)
 
 /*
  * QuantizeLinear (10, 13, 19, 21, 23, 24, 25): y = saturate(rint(x /
- * y_scale) + y_zero_point), x float (or int32, divided in double), y_scale
- * float, y of y_zero_point's type (or output_dtype, else uint8: int8,
- * uint8, int16, uint16), x's shape.  Granularity by quant_map_read.
+ * y_scale) + y_zero_point), x float, float16 or int32, y_scale float or
+ * float16, y of y_zero_point's type (or output_dtype, else uint8: int8,
+ * uint8, int16, uint16), x's shape.  Granularity by quant_map_read.  The
+ * division is in the precision attribute's type (23+), else numpy's
+ * promotion of x's and y_scale's types as the reference computes it:
+ * float16 when both are float16, double for int32 x, else float.
  * saturate only concerns float8, which is refused.
  */
 static int
@@ -415,8 +467,8 @@ op_quantize_linear(ie_node_ctx *ctx)
 	x = ctx->inputs[0];
 	scale = ctx->inputs[1];
 	zp = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
-	if (x->dtype != IE_FLOAT && x->dtype != IE_INT32)
-		return ie_op_error(ctx, "input of type %s is not supported (float, int32)",
+	if (x->dtype != IE_FLOAT && x->dtype != IE_FLOAT16 && x->dtype != IE_INT32)
+		return ie_op_error(ctx, "input of type %s is not supported (float, float16, int32)",
 						   ie_type_name(x->dtype));
 	if (quant_check_scale(ctx, scale, "y_scale") != 0 ||
 		quantize_out_type(ctx, zp ? (int) zp->dtype : IE_UNDEFINED, &yt) != 0 ||
@@ -430,10 +482,14 @@ op_quantize_linear(ie_node_ctx *ctx)
 		return 0;
 	j = (quant_job)
 	{
-		.x = x->data, .xt = x->dtype, .scale = scale->data,
+		.x = x->data, .xt = x->dtype, .scale = scale->data, .st = scale->dtype,
 			.zp = zp ? zp->data : NULL, .zt = zp ? zp->dtype : IE_UNDEFINED,
-			.y = y->data, .yt = (ie_dtype) yt
+			.y = y->data, .yt = (ie_dtype) yt,
+			.prec = (int) ie_attr_int(ctx, "precision", 0)
 	};
+	if (j.prec == 0)
+		j.prec = x->dtype == IE_INT32 ? IE_DOUBLE :
+			x->dtype == IE_FLOAT16 && scale->dtype == IE_FLOAT16 ? IE_FLOAT16 : IE_FLOAT;
 	quant_range(yt, &j.lo, &j.hi);
 	quant_map_each(&m, ie_tensor_numel(x), quantize_elem, &j);
 	return 0;
@@ -441,8 +497,10 @@ op_quantize_linear(ie_node_ctx *ctx)
 
 /*
  * DequantizeLinear (10, 13, 19, 21, 23, 24, 25): y = (x - x_zero_point) *
- * x_scale as float, x int8, uint8, int16, uint16 or int32, x_zero_point of
- * x's type (zero when omitted), x_scale float; y float, x's shape.
+ * x_scale, x int8, uint8, int16, uint16 or int32, x_zero_point of x's type
+ * (zero when omitted), x_scale float or float16; y of output_dtype (23+),
+ * else of x_scale's type, x's shape: the product in float, rounded to half
+ * for a float16 y (as the reference's float32 product cast to float16).
  * Granularity by quant_map_read.
  */
 static int
@@ -454,6 +512,7 @@ op_dequantize_linear(ie_node_ctx *ctx)
 	quant_map	m;
 	quant_job	j;
 	ie_tensor  *y;
+	ie_dtype	yt;
 	int64_t		lo,
 				hi;
 
@@ -473,7 +532,10 @@ op_dequantize_linear(ie_node_ctx *ctx)
 	if (quant_check_scale(ctx, scale, "x_scale") != 0 ||
 		quant_map_read(ctx, x, scale, zp, &m) != 0)
 		return -1;
-	y = ie_tensor_new_uninit(IE_FLOAT, x->ndim, x->dims);
+	yt = (ie_dtype) ie_attr_int(ctx, "output_dtype", 0);
+	if (yt == IE_UNDEFINED)
+		yt = scale->dtype;
+	y = ie_tensor_new_uninit(yt, x->ndim, x->dims);
 	if (y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = y;
@@ -481,9 +543,9 @@ op_dequantize_linear(ie_node_ctx *ctx)
 		return 0;
 	j = (quant_job)
 	{
-		.x = x->data, .xt = x->dtype, .scale = scale->data,
+		.x = x->data, .xt = x->dtype, .scale = scale->data, .st = scale->dtype,
 			.zp = zp ? zp->data : NULL, .zt = zp ? zp->dtype : IE_UNDEFINED,
-			.y = y->data, .yt = IE_FLOAT
+			.y = y->data, .yt = yt
 	};
 	quant_map_each(&m, ie_tensor_numel(x), dequantize_elem, &j);
 	return 0;
@@ -736,7 +798,7 @@ op_matmul_integer(ie_node_ctx *ctx)
 
 /*
  * A QLinear operator's scale: one value, or (per) a 1-D tensor of n
- * values.  float only.  Sets *per.
+ * values; float or float16.  Sets *per.
  */
 static int
 qscale_read(ie_node_ctx *ctx, const ie_tensor *s, int64_t n, const char *what,
@@ -785,7 +847,8 @@ qout_read(ie_node_ctx *ctx, const ie_tensor *z, ie_dtype *yt, int64_t *zp,
  * QLinearMatMul (10, 21): inputs a, a_scale, a_zero_point, b, b_scale,
  * b_zero_point, y_scale, y_zero_point.  The int32 product of (a -
  * a_zero_point) and (b - b_zero_point) as MatMulInteger computes it, times
- * a_scale * b_scale / y_scale (float; a's scale and zero point one value
+ * a_scale * b_scale / y_scale (qmult: float, or float16 for float16
+ * scales, opset 21; a's scale and zero point one value
  * or per row of a, b's per column of b), plus y_zero_point, rounded half
  * to even and saturated to y_zero_point's type (int8 or uint8).
  */
@@ -802,9 +865,10 @@ op_qlinear_matmul(ie_node_ctx *ctx)
 	bool		psa,
 				psb,
 				psy;
-	const float *sa,
+	const ie_tensor *sa,
 			   *sb,
 			   *sy;
+	bool		half;
 
 	if (ctx->n_inputs < 8)
 		return ie_op_error(ctx, "needs 8 inputs (a, a_scale, a_zero_point, b, b_scale, "
@@ -828,15 +892,18 @@ op_qlinear_matmul(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "out of memory for the output");
 	}
 	ctx->outputs[0] = Y;
-	sa = ctx->inputs[1]->data;
-	sb = ctx->inputs[4]->data;
-	sy = ctx->inputs[6]->data;
+	sa = ctx->inputs[1];
+	sb = ctx->inputs[4];
+	sy = ctx->inputs[6];
+	half = sa->dtype == IE_FLOAT16 && sb->dtype == IE_FLOAT16 && sy->dtype == IE_FLOAT16;
 	if (ie_tensor_numel(Y) > 0)
 		for (int64_t bi = 0; bi < q.sh.nbatch; bi++)
 			for (int64_t i = 0; i < q.sh.M; i++)
 				for (int64_t j = 0; j < q.sh.N; j++)
 				{
-					float		mult = sa[psa ? i : 0] * sb[psb ? j : 0] / sy[0];
+					float		mult = qmult(qf_get(sa->data, sa->dtype, psa ? i : 0),
+											 qf_get(sb->data, sb->dtype, psb ? j : 0),
+											 qf_get(sy->data, sy->dtype, 0), half);
 					int32_t		acc = q.a != NULL ? qmm_dot(&q, bi, i, j) : 0;
 
 					quant_put(Y->data, yt, e++,
@@ -1036,9 +1103,10 @@ op_qlinear_conv(ie_node_ctx *ctx)
 				psw,
 				psy;
 	const ie_tensor *B;
-	const float *sx,
+	const ie_tensor *sx,
 			   *sw,
 			   *sy;
+	bool		half;
 
 	if (ctx->n_inputs < 8)
 		return ie_op_error(ctx, "needs 8 or 9 inputs (x, x_scale, x_zero_point, w, w_scale, "
@@ -1069,14 +1137,17 @@ op_qlinear_conv(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "out of memory for the output");
 	}
 	ctx->outputs[0] = Y;
-	sx = ctx->inputs[1]->data;
-	sw = ctx->inputs[4]->data;
-	sy = ctx->inputs[6]->data;
+	sx = ctx->inputs[1];
+	sw = ctx->inputs[4];
+	sy = ctx->inputs[6];
+	half = sx->dtype == IE_FLOAT16 && sw->dtype == IE_FLOAT16 && sy->dtype == IE_FLOAT16;
 	if (ie_tensor_numel(Y) > 0)
 		for (int64_t b = 0; b < q.n; b++)
 			for (int64_t oc = 0; oc < q.m; oc++)
 			{
-				float		mult = sx[0] * sw[psw ? oc : 0] / sy[0];
+				float		mult = qmult(qf_get(sx->data, sx->dtype, 0),
+										 qf_get(sw->data, sw->dtype, psw ? oc : 0),
+										 qf_get(sy->data, sy->dtype, 0), half);
 				int32_t		bias = B ? ((const int32_t *) B->data)[oc] : 0;
 
 				for (int64_t oz = 0; oz < q.sp.out[0]; oz++)
