@@ -5010,7 +5010,8 @@ test_quantize_linear(void)
 	check_quant_refused("QuantizeLinear", 13, 3, in3, 1, &ax2, 1,
 						"axis 2 is out of range for an input of rank 2");
 	check_quant_refused("QuantizeLinear", 21, 2, bad_block, 2, blk, 1,
-						"ceil(3 / 2) blocks");
+						"blocked scale of shape [1, 1] must have shape [1, 2] "
+						"(x's [1, 3] with ceil(3 / 2) blocks at axis 1)");
 	check_quant_refused("QuantizeLinear", 21, 2, in2, 1, &od_f8, 1,
 						"quantizing to float8e4m3fn is not supported");
 	check_attrs_load("QuantizeLinear", 21, 1, &od_f8, "quantizing to float8e4m3fn is not supported",

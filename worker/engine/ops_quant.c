@@ -246,22 +246,21 @@ quant_map_read(ie_node_ctx *ctx, const ie_tensor *x, const ie_tensor *scale,
 	}
 	else
 	{
-		if (scale->ndim != r)
-			return ie_op_error(ctx, "blocked scale of rank %d must have x's rank %d",
-							   scale->ndim, r);
-		for (int d = 0; d < r; d++)
-		{
-			int64_t		want = d != axis ? x->dims[d] :
-				x->dims[d] / block + (x->dims[d] % block != 0);
+		int64_t		want[IE_MAX_DIMS];
+		char		b3[128];
 
-			if (scale->dims[d] != want)
-				return ie_op_error(ctx, "blocked scale of shape %s must be %s with block_size "
-								   "%lld at axis %lld (ceil(%lld / %lld) blocks)",
-								   ie_shape_str(b1, sizeof(b1), scale->ndim, scale->dims),
-								   d == axis ? "x's shape but ceil(D / block_size)" : "x's shape",
-								   (long long) block, (long long) axis,
-								   (long long) x->dims[axis], (long long) block);
-		}
+		for (int d = 0; d < r; d++)
+			want[d] = d != axis ? x->dims[d] :
+				x->dims[d] / block + (x->dims[d] % block != 0);
+		if (scale->ndim != r ||
+			memcmp(scale->dims, want, sizeof(int64_t) * r) != 0)
+			return ie_op_error(ctx, "blocked scale of shape %s must have shape %s (x's %s "
+							   "with ceil(%lld / %lld) blocks at axis %lld)",
+							   ie_shape_str(b1, sizeof(b1), scale->ndim, scale->dims),
+							   ie_shape_str(b2, sizeof(b2), r, want),
+							   ie_shape_str(b3, sizeof(b3), r, x->dims),
+							   (long long) x->dims[axis], (long long) block,
+							   (long long) axis);
 		m->block = block;
 	}
 	/* an empty x is left at outer 0: its other dims may be huge */
