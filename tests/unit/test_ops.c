@@ -5199,7 +5199,8 @@ test_dequantize_linear(void)
  * DynamicQuantizeLinear: x [-51, 0, 204, 102, 1.5] spans 255, so scale 1,
  * zero point 0 - (-51) = 51, y = rint(x) + 51 = [0, 51, 255, 153, 53]
  * (1.5 -> 2); x [0, 5, 510] (min 0): scale 2, zero point 0, [0, 2, 255]
- * (2.5 -> 2); all zeros: scale 1 / 255, zero point 0.  A NaN is refused.
+ * (2.5 -> 2); all zeros: scale 1 / 255, zero point 0; a node naming y
+ * alone gets y alone.  A NaN is refused.
  */
 static void
 test_dynamic_quantize(void)
@@ -5242,6 +5243,9 @@ test_dynamic_quantize(void)
 		  *(const float *) out[1]->data == 1.0f / 255.0f &&
 		  ints_are(out[2], IE_UINT8, 0, NULL, &z0), "dynamic quantize zeros: %s", err);
 	free_outs(out, 3);
+	CHECK(run_op("DynamicQuantizeLinear", 11, 1, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_UINT8, 1, d5, want1), "dynamic quantize, y alone: %s", err);
+	free_outs(out, 1);
 	check_quant_refused("DynamicQuantizeLinear", 11, 1, inn, 0, NULL, 3, "holds a NaN at element 1");
 	ie_tensor_destroy(&X1);
 	ie_tensor_destroy(&X2);

@@ -555,7 +555,8 @@ op_dequantize_linear(ie_node_ctx *ctx)
  * max x) - min(0, min x)) / 255 (1 / 255 when that range is 0, as the
  * reference does) and y_zero_point = rint(saturate(0 - min(0, min x) /
  * y_scale)); y = saturate(rint(x / y_scale) + y_zero_point).  Outputs y
- * (x's shape), y_scale and y_zero_point (scalars).  An empty x has range
+ * (x's shape), y_scale and y_zero_point (scalars; as many as the node
+ * names).  An empty x has range
  * 0.  A NaN in x is refused: the range it gives is undefined.
  */
 static int
@@ -599,16 +600,22 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 	if (y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	ctx->outputs[0] = y;
-	ys = ie_tensor_new(IE_FLOAT, 0, NULL);
-	if (ys == NULL)
-		return ie_op_error(ctx, "out of memory for the output");
-	ctx->outputs[1] = ys;
-	yz = ie_tensor_new(IE_UINT8, 0, NULL);
-	if (yz == NULL)
-		return ie_op_error(ctx, "out of memory for the output");
-	ctx->outputs[2] = yz;
-	*(float *) ys->data = scale;
-	*(uint8_t *) yz->data = (uint8_t) zp;
+	if (ctx->n_outputs > 1)
+	{
+		ys = ie_tensor_new(IE_FLOAT, 0, NULL);
+		if (ys == NULL)
+			return ie_op_error(ctx, "out of memory for the output");
+		ctx->outputs[1] = ys;
+		*(float *) ys->data = scale;
+	}
+	if (ctx->n_outputs > 2)
+	{
+		yz = ie_tensor_new(IE_UINT8, 0, NULL);
+		if (yz == NULL)
+			return ie_op_error(ctx, "out of memory for the output");
+		ctx->outputs[2] = yz;
+		*(uint8_t *) yz->data = (uint8_t) zp;
+	}
 	for (int64_t i = 0; i < n; i++)
 		((uint8_t *) y->data)[i] =
 			(uint8_t) quant_round_sat((double) (xd[i] / scale), zp, 0, 255);
