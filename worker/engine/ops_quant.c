@@ -694,12 +694,39 @@ qint_centered(const ie_tensor *t, int64_t rows, int64_t cols, const void *zp,
 	return out;
 }
 
+/*
+ * Transposes each [rows, cols] matrix of *buf (n values) into [cols, rows],
+ * replacing *buf (freed) by a new buffer; -1 (*buf kept) when out of
+ * memory.
+ */
+static int
+qint_transpose(int32_t **buf, int64_t n, int64_t rows, int64_t cols)
+{
+	int32_t    *t = ie_scratch_new(IE_INT32, 1, &n);
+
+	if (t == NULL)
+		return -1;
+	for (int64_t m = 0; m < n / (rows * cols); m++)
+	{
+		const int32_t *src = *buf + m * rows * cols;
+		int32_t    *dst = t + m * rows * cols;
+
+		for (int64_t r = 0; r < rows; r++)
+			for (int64_t c = 0; c < cols; c++)
+				dst[c * rows + r] = src[r * cols + c];
+	}
+	free(*buf);
+	*buf = t;
+	return 0;
+}
+
 /* An integer product as MatMulInteger and QLinearMatMul share it. */
 typedef struct qmm
 {
 	ie_mm_shape sh;
 	int32_t    *a,				/* A - a_zero_point */
-			   *b;				/* B - b_zero_point */
+			   *b;				/* B - b_zero_point, each matrix transposed
+								 * ([N, K]: a column's K values in a row) */
 	int64_t    *offs;			/* ie_matmul_batch_offsets */
 } qmm;
 
@@ -707,7 +734,8 @@ typedef struct qmm
  * Reads A (input 0), B (input ia_b) and their zero points (inputs iza, izb,
  * or -1) into q: both int8 or uint8, shapes by ie_matmul_shape, a zero
  * point one value or per row of A (M) / per column of B (N); A and B
- * centred into int32 buffers.  An empty product leaves q's buffers NULL.
+ * centred into int32 buffers, B's matrices transposed so that qmm_dot
+ * reads both operands in order.  An empty product leaves q's buffers NULL.
  * Free with qmm_free.
  */
 static int
@@ -732,6 +760,8 @@ qmm_read(ie_node_ctx *ctx, int ib, int iza, int izb, qmm *q)
 		return 0;
 	q->a = qint_centered(A, q->sh.M, q->sh.K, zpa, pa, false);
 	q->b = qint_centered(B, q->sh.K, q->sh.N, zpb, false, pb);
+	if (q->b != NULL && qint_transpose(&q->b, ie_tensor_numel(B), q->sh.K, q->sh.N) != 0)
+		return ie_op_error(ctx, "out of memory for the centred inputs");
 	q->offs = ie_scratch_new(IE_INT64, 2, (int64_t[]) {2, q->sh.nbatch});
 	if (q->a == NULL || q->b == NULL || q->offs == NULL)
 		return ie_op_error(ctx, "out of memory for the centred inputs");
@@ -755,11 +785,11 @@ static int32_t
 qmm_dot(const qmm *q, int64_t bi, int64_t i, int64_t j)
 {
 	const int32_t *a = q->a + (q->offs[bi] * q->sh.M + i) * q->sh.K,
-			   *b = q->b + q->offs[q->sh.nbatch + bi] * q->sh.K * q->sh.N + j;
+			   *b = q->b + (q->offs[q->sh.nbatch + bi] * q->sh.N + j) * q->sh.K;
 	int64_t		acc = 0;
 
 	for (int64_t k = 0; k < q->sh.K; k++)
-		acc += (int64_t) a[k] * b[k * q->sh.N];
+		acc += (int64_t) a[k] * b[k];
 	return (int32_t) (uint32_t) acc;
 }
 
