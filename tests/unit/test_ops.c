@@ -5262,7 +5262,12 @@ test_dynamic_quantize(void)
  * scale 0.5 times the identity (scale 1) gives [0.5, 1.5, 2.5, 3.5] ->
  * [0, 2, 2, 4]; uint8 y_zero_point 10 -> [10, 12, 12, 14]; int8 125 ->
  * [125, 127, 127, 127] (129 saturates).  Refusals: a zero point per row of
- * the wrong length, int16 A, a y_scale of two values.
+ * the wrong length, int16 A, a y_scale of two values.  N-D zero points
+ * (Operators.md, MatMulInteger: [D1, D2, M, 1] for A, [D1, D2, 1, N] for
+ * B): A as above less [[[1], [2]], [[3], [4]]] (shape [2, 2, 1], one per
+ * row of each batch) = [[[0, 1], [1, 2]], [[2, 3], [3, 4]]] times B less
+ * [[0, 2]] (shape [1, 2]) -> [[[2, 1], [5, 5]], [[8, 9], [11, 13]]]; they
+ * were refused as neither one value nor 1-D.
  */
 static void
 test_matmul_integer(void)
@@ -5275,12 +5280,14 @@ test_matmul_integer(void)
 				d3[1] = {3},
 				d12[2] = {1, 2},
 				d21[2] = {2, 1},
-				d11[2] = {1, 1};
+				d11[2] = {1, 1},
+				d221[3] = {2, 2, 1};
 	uint8_t		a1[8] = {1, 2, 3, 4, 5, 6, 7, 8},
 				b1[4] = {1, 5, 2, 3},
 				za = 1,
 				zb[2] = {0, 2},
 				z3[3] = {0, 0, 0},
+				zand[4] = {1, 2, 3, 4},
 				qa[4] = {1, 3, 5, 7},
 				qb[4] = {1, 0, 0, 1},
 				u0 = 0,
@@ -5293,6 +5300,7 @@ test_matmul_integer(void)
 				ys2[2] = {1, 1};
 	int64_t		want1[8] = {2, 1, 8, 9, 14, 17, 20, 25},
 				want2[1] = {32768},
+				wantnd[8] = {2, 1, 5, 5, 8, 9, 11, 13},
 				wantq1[4] = {10, 12, 12, 14},
 				wantq2[4] = {125, 127, 127, 127};
 	ie_tensor  *A1 = typed_tensor(IE_UINT8, 3, d222, a1),
@@ -5310,8 +5318,11 @@ test_matmul_integer(void)
 			   *U0 = typed_tensor(IE_UINT8, 0, NULL, &u0),
 			   *Y10 = typed_tensor(IE_UINT8, 0, NULL, &y10),
 			   *Y125 = typed_tensor(IE_INT8, 0, NULL, &y125),
-			   *YS2 = tu_float_tensor(1, d2, ys2);
+			   *YS2 = tu_float_tensor(1, d2, ys2),
+			   *ZAND = typed_tensor(IE_UINT8, 3, d221, zand),
+			   *ZBND = typed_tensor(IE_UINT8, 2, d12, zb);
 	const ie_tensor *in1[4] = {A1, B1, ZA, ZB},
+			   *innd[4] = {A1, B1, ZAND, ZBND},
 			   *in2[2] = {A2, B2},
 			   *bad_zp[3] = {QA, QB, Z3},
 			   *bad16[2] = {A16, QB},
@@ -5321,6 +5332,9 @@ test_matmul_integer(void)
 
 	CHECK(run_op("MatMulInteger", 10, 4, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
 		  ints_are(out[0], IE_INT32, 3, d222, want1), "matmulinteger broadcast: %s", err);
+	free_outs(out, 1);
+	CHECK(run_op("MatMulInteger", 10, 4, innd, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT32, 3, d222, wantnd), "matmulinteger N-D zero points: %s", err);
 	free_outs(out, 1);
 	CHECK(run_op("MatMulInteger", 10, 2, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
 		  ints_are(out[0], IE_INT32, 2, d11, want2), "matmulinteger int8: %s", err);
@@ -5354,6 +5368,8 @@ test_matmul_integer(void)
 	ie_tensor_destroy(&Y10);
 	ie_tensor_destroy(&Y125);
 	ie_tensor_destroy(&YS2);
+	ie_tensor_destroy(&ZAND);
+	ie_tensor_destroy(&ZBND);
 }
 
 /*

@@ -672,23 +672,50 @@ qint8_check(ie_node_ctx *ctx, const ie_tensor *t, const char *what)
  * t's values less their zero point, as int32, into a new scratch buffer
  * [rows, cols] (t's numel = groups * rows * cols): the zero point is per
  * row (per_row), per column (per_col) or one value (zp[0]), or zero (zp
- * NULL).  NULL when out of memory.
+ * NULL); or, znd not NULL, a tensor of t's rank whose dims are t's or 1
+ * (MatMulInteger's N-D zero points, qzp_nd_fits), broadcast over t.
+ * NULL when out of memory.
  */
 static int32_t *
 qint_centered(const ie_tensor *t, int64_t rows, int64_t cols, const void *zp,
-			  bool per_row, bool per_col)
+			  bool per_row, bool per_col, const ie_tensor *znd)
 {
 	int64_t		n = ie_tensor_numel(t);
 	int32_t    *out = ie_scratch_new(IE_INT32, 1, &n);
+	int64_t		zstride[IE_MAX_DIMS];
 
 	if (out == NULL)
 		return NULL;
+	if (znd != NULL)
+	{
+		int64_t		st = 1;
+
+		for (int d = znd->ndim - 1; d >= 0; d--)
+		{
+			zstride[d] = znd->dims[d] == 1 ? 0 : st;
+			st *= znd->dims[d];
+		}
+	}
 	for (int64_t e = 0; e < n; e++)
 	{
 		int64_t		r = (e / cols) % rows,
 					c = e % cols,
-					z = zp == NULL ? 0 : quant_get(zp, t->dtype, per_row ? r : per_col ? c : 0);
+					z;
 
+		if (znd != NULL)
+		{
+			int64_t		rest = e,
+						zi = 0;
+
+			for (int d = t->ndim - 1; d >= 0; d--)
+			{
+				zi += (rest % t->dims[d]) * zstride[d];
+				rest /= t->dims[d];
+			}
+			z = quant_get(znd->data, t->dtype, zi);
+		}
+		else
+			z = zp == NULL ? 0 : quant_get(zp, t->dtype, per_row ? r : per_col ? c : 0);
 		out[e] = (int32_t) (quant_get(t->data, t->dtype, e) - z);
 	}
 	return out;
@@ -731,35 +758,77 @@ typedef struct qmm
 } qmm;
 
 /*
+ * Whether zero point z is MatMulInteger's N-D form for operand t (rank 2 or
+ * more, Operators.md: "If the input is N-D tensor with shape [D1, D2, M, K]
+ * then zero point tensor may have shape [D1, D2, M, 1]", and [D1, D2, 1, N]
+ * for B): t's rank, t's last-but-one dim and 1 last (rows, A) or 1 and t's
+ * last dim (B), and each batch dim t's or 1 (broadcast, as the reference's
+ * numpy subtraction).  A 2-D A takes [M, 1], a 2-D B [1, N].
+ */
+static bool
+qzp_nd_fits(const ie_tensor *z, const ie_tensor *t, bool rows)
+{
+	int			r = t->ndim;
+
+	if (z == NULL || r < 2 || z->ndim != r)
+		return false;
+	if (rows ? (z->dims[r - 2] != t->dims[r - 2] || z->dims[r - 1] != 1) :
+		(z->dims[r - 2] != 1 || z->dims[r - 1] != t->dims[r - 1]))
+		return false;
+	for (int d = 0; d < r - 2; d++)
+		if (z->dims[d] != 1 && z->dims[d] != t->dims[d])
+			return false;
+	return true;
+}
+
+/*
  * Reads A (input 0), B (input ia_b) and their zero points (inputs iza, izb,
  * or -1) into q: both int8 or uint8, shapes by ie_matmul_shape, a zero
- * point one value or per row of A (M) / per column of B (N); A and B
- * centred into int32 buffers, B's matrices transposed so that qmm_dot
- * reads both operands in order.  An empty product leaves q's buffers NULL.
- * Free with qmm_free.
+ * point one value or per row of A (M) / per column of B (N), or with nd
+ * (MatMulInteger) also of A's shape with a last dim of 1 / of B's shape
+ * with a last-but-one dim of 1 (qzp_nd_fits); A and B centred into int32
+ * buffers, B's matrices transposed so that qmm_dot reads both operands in
+ * order.  An empty product leaves q's buffers NULL.  Free with qmm_free.
  */
 static int
-qmm_read(ie_node_ctx *ctx, int ib, int iza, int izb, qmm *q)
+qmm_read(ie_node_ctx *ctx, int ib, int iza, int izb, bool nd, qmm *q)
 {
 	const ie_tensor *A = ctx->inputs[0],
 			   *B = ctx->inputs[ib],
 			   *za = iza >= 0 && iza < ctx->n_inputs ? ctx->inputs[iza] : NULL,
-			   *zb = izb >= 0 && izb < ctx->n_inputs ? ctx->inputs[izb] : NULL;
-	const void *zpa,
-			   *zpb;
-	bool		pa,
-				pb;
+			   *zb = izb >= 0 && izb < ctx->n_inputs ? ctx->inputs[izb] : NULL,
+			   *nda = NULL,
+			   *ndb = NULL;
+	const void *zpa = NULL,
+			   *zpb = NULL;
+	bool		pa = false,
+				pb = false;
 
 	memset(q, 0, sizeof(*q));
 	if (qint8_check(ctx, A, "A") != 0 || qint8_check(ctx, B, "B") != 0 ||
-		ie_matmul_shape(ctx, A, B, &q->sh) != 0 ||
-		qzp_read(ctx, za, A->dtype, q->sh.M, "a_zero_point", "row of A", true, &zpa, &pa) != 0 ||
-		qzp_read(ctx, zb, B->dtype, q->sh.N, "b_zero_point", "column of B", true, &zpb, &pb) != 0)
+		ie_matmul_shape(ctx, A, B, &q->sh) != 0)
+		return -1;
+	if (nd && za != NULL && za->ndim >= 2 && qzp_nd_fits(za, A, true))
+		nda = za;
+	if (nd && zb != NULL && zb->ndim >= 2 && qzp_nd_fits(zb, B, false))
+		ndb = zb;
+	if (nda != NULL && nda->dtype != A->dtype)
+		return ie_op_error(ctx, "a_zero_point of type %s differs from its input's type %s",
+						   ie_type_name(nda->dtype), ie_type_name(A->dtype));
+	if (ndb != NULL && ndb->dtype != B->dtype)
+		return ie_op_error(ctx, "b_zero_point of type %s differs from its input's type %s",
+						   ie_type_name(ndb->dtype), ie_type_name(B->dtype));
+	if ((nda == NULL &&
+		 qzp_read(ctx, za, A->dtype, q->sh.M, "a_zero_point",
+				  "row of A", true, &zpa, &pa) != 0) ||
+		(ndb == NULL &&
+		 qzp_read(ctx, zb, B->dtype, q->sh.N, "b_zero_point",
+				  "column of B", true, &zpb, &pb) != 0))
 		return -1;
 	if (ie_tensor_numel(A) == 0 || ie_tensor_numel(B) == 0)
 		return 0;
-	q->a = qint_centered(A, q->sh.M, q->sh.K, zpa, pa, false);
-	q->b = qint_centered(B, q->sh.K, q->sh.N, zpb, false, pb);
+	q->a = qint_centered(A, q->sh.M, q->sh.K, zpa, pa, false, nda);
+	q->b = qint_centered(B, q->sh.K, q->sh.N, zpb, false, pb, ndb);
 	if (q->b != NULL && qint_transpose(&q->b, ie_tensor_numel(B), q->sh.K, q->sh.N) != 0)
 		return ie_op_error(ctx, "out of memory for the centred inputs");
 	q->offs = ie_scratch_new(IE_INT64, 2, (int64_t[]) {2, q->sh.nbatch});
@@ -796,8 +865,9 @@ qmm_dot(const qmm *q, int64_t bi, int64_t i, int64_t j)
 /*
  * MatMulInteger (10): A[..., M, K] x B[..., K, N] -> int32 [..., M, N] with
  * MatMul's shape rules, A and B int8 or uint8, less a_zero_point (one
- * value or one per row of A) and b_zero_point (one value or one per column
- * of B).
+ * value, one per row of A, or N-D: A's shape with a last dim of 1) and
+ * b_zero_point (one value, one per column of B, or N-D: B's shape with a
+ * last-but-one dim of 1), qzp_nd_fits.
  */
 static int
 op_matmul_integer(ie_node_ctx *ctx)
@@ -809,7 +879,7 @@ op_matmul_integer(ie_node_ctx *ctx)
 
 	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
 		return ie_op_error(ctx, "needs inputs A and B");
-	if (qmm_read(ctx, 1, 2, 3, &q) != 0)
+	if (qmm_read(ctx, 1, 2, 3, true, &q) != 0)
 	{
 		qmm_free(&q);
 		return -1;
@@ -912,7 +982,7 @@ op_qlinear_matmul(ie_node_ctx *ctx)
 	for (int i = 0; i < 8; i++)
 		if (ctx->inputs[i] == NULL && i != 2 && i != 5 && i != 7)
 			return ie_op_error(ctx, "input %d must be given", i);
-	if (qmm_read(ctx, 3, 2, 5, &q) != 0 ||
+	if (qmm_read(ctx, 3, 2, 5, false, &q) != 0 ||
 		qscale_read(ctx, ctx->inputs[1], q.sh.M, "a_scale", "row of a", true, &psa) != 0 ||
 		qscale_read(ctx, ctx->inputs[4], q.sh.N, "b_scale", "column of b", true, &psb) != 0 ||
 		qscale_read(ctx, ctx->inputs[6], 1, "y_scale", "", false, &psy) != 0 ||
@@ -1013,8 +1083,8 @@ qconv_read(ie_node_ctx *ctx, int ix, int izx, int iw, int izw, qconv *q)
 		return 0;
 	for (int d = 2; d < W->ndim; d++)
 		kk *= W->dims[d];
-	q->x = qint_centered(X, 1, 1, zpx, false, false);
-	q->w = qint_centered(W, q->m, (q->c / q->group) * kk, zpw, pw, false);
+	q->x = qint_centered(X, 1, 1, zpx, false, false, NULL);
+	q->w = qint_centered(W, q->m, (q->c / q->group) * kk, zpw, pw, false, NULL);
 	if (q->x == NULL || q->w == NULL)
 		return ie_op_error(ctx, "out of memory for the centred inputs");
 	return 0;
