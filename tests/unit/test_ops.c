@@ -5200,7 +5200,9 @@ test_dequantize_linear(void)
  * zero point 0 - (-51) = 51, y = rint(x) + 51 = [0, 51, 255, 153, 53]
  * (1.5 -> 2); x [0, 5, 510] (min 0): scale 2, zero point 0, [0, 2, 255]
  * (2.5 -> 2); all zeros: scale 1 / 255, zero point 0; a node naming y
- * alone gets y alone.  A NaN is refused.
+ * alone gets y alone.  A NaN is refused, and so is -inf: [1, -inf, -2]
+ * gives scale inf and zero point 0 - (-inf / inf), a NaN, whose conversion
+ * to uint8 was undefined behaviour (-fsanitize=float-cast-overflow).
  */
 static void
 test_dynamic_quantize(void)
@@ -5213,7 +5215,8 @@ test_dynamic_quantize(void)
 	float		x1[5] = {-51, 0, 204, 102, 1.5f},
 				x2[3] = {0, 5, 510},
 				x3[2] = {0, 0},
-				xn[2] = {0, NAN};
+				xn[2] = {0, NAN},
+				xi[3] = {1, -INFINITY, -2};
 	int64_t		want1[5] = {0, 51, 255, 153, 53},
 				want2[3] = {0, 2, 255},
 				want3[2] = {0, 0},
@@ -5222,11 +5225,13 @@ test_dynamic_quantize(void)
 	ie_tensor  *X1 = tu_float_tensor(1, d5, x1),
 			   *X2 = tu_float_tensor(1, d3, x2),
 			   *X3 = tu_float_tensor(1, d2, x3),
-			   *XN = tu_float_tensor(1, d2, xn);
+			   *XN = tu_float_tensor(1, d2, xn),
+			   *XI = tu_float_tensor(1, d3, xi);
 	const ie_tensor *in1[1] = {X1},
 			   *in2[1] = {X2},
 			   *in3[1] = {X3},
-			   *inn[1] = {XN};
+			   *inn[1] = {XN},
+			   *ini[1] = {XI};
 
 	CHECK(run_op("DynamicQuantizeLinear", 11, 1, in1, 0, NULL, 3, out, err, sizeof(err)) == 0 &&
 		  ints_are(out[0], IE_UINT8, 1, d5, want1) &&
@@ -5247,10 +5252,13 @@ test_dynamic_quantize(void)
 		  ints_are(out[0], IE_UINT8, 1, d5, want1), "dynamic quantize, y alone: %s", err);
 	free_outs(out, 1);
 	check_quant_refused("DynamicQuantizeLinear", 11, 1, inn, 0, NULL, 3, "holds a NaN at element 1");
+	check_quant_refused("DynamicQuantizeLinear", 11, 1, ini, 0, NULL, 3,
+						"x holds -inf at element 1: its zero point is undefined");
 	ie_tensor_destroy(&X1);
 	ie_tensor_destroy(&X2);
 	ie_tensor_destroy(&X3);
 	ie_tensor_destroy(&XN);
+	ie_tensor_destroy(&XI);
 }
 
 /*

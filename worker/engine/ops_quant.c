@@ -557,7 +557,8 @@ op_dequantize_linear(ie_node_ctx *ctx)
  * y_scale)); y = saturate(rint(x / y_scale) + y_zero_point).  Outputs y
  * (x's shape), y_scale and y_zero_point (scalars; as many as the node
  * names).  An empty x has range
- * 0.  A NaN in x is refused: the range it gives is undefined.
+ * 0.  A NaN in x is refused: the range it gives is undefined; so is -inf,
+ * whose zero point is a NaN.
  */
 static int
 op_dynamic_quantize_linear(ie_node_ctx *ctx)
@@ -586,6 +587,14 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 	{
 		if (isnan(xd[i]))
 			return ie_op_error(ctx, "x holds a NaN at element %lld: its range is undefined",
+							   (long long) i);
+		/*
+		 * -inf makes the scale inf and the zero point 0 - (-inf / inf), a
+		 * NaN, whose conversion to an integer C leaves undefined (+inf
+		 * alone gives scale inf and zero point 0, as ONNX Runtime).
+		 */
+		if (isinf(xd[i]) && xd[i] < 0.0f)
+			return ie_op_error(ctx, "x holds -inf at element %lld: its zero point is undefined",
 							   (long long) i);
 		if (xd[i] > mx)
 			mx = xd[i];
