@@ -5390,7 +5390,12 @@ test_matmul_integer(void)
  * 2], bias [1, 0], y scale 1, uint8 zero point 128: channel 0 (x + 1) *
  * 0.5 = [1.5, 2.5, 3.5, 4.5] -> [2, 2, 4, 4] + 128, channel 1 -x * 1 ->
  * 128 - x.  Refusals: group 2 of one channel, w_zero_point of the wrong
- * length, a bias of the wrong shape.
+ * length, a bias of the wrong shape.  Geometry past int64 (spatial.c):
+ * pads [2^62, 0, 2^62, 0] pad the 3-wide x to 2^63 + 3 (was a signed
+ * overflow, "kernel extent 2 exceeds padded input -9223372036854775805"),
+ * refused; SAME_UPPER with strides INT64_MAX gives one window at the
+ * origin, 0 + 1 + 3 + 4 = 8 (ceil(3 / stride) overflowed as (3 + stride -
+ * 1) / stride).
  */
 static void
 test_conv_integer(void)
@@ -5425,7 +5430,10 @@ test_conv_integer(void)
 				want2[4] = {0, 3, 9, 24},
 				wantq[8] = {130, 130, 132, 132, 126, 124, 122, 120},
 				pads1[4] = {1, 1, 1, 1},
-				strides2[2] = {2, 2};
+				strides2[2] = {2, 2},
+				pads_huge[4] = {INT64_C(1) << 62, 0, INT64_C(1) << 62, 0},
+				strides_max[2] = {INT64_MAX, INT64_MAX},
+				want_same[1] = {8};
 	ie_tensor  *X = typed_tensor(IE_UINT8, 4, dx, x),
 			   *W = typed_tensor(IE_UINT8, 4, dw, w),
 			   *W1 = typed_tensor(IE_UINT8, 4, dw1, w1),
@@ -5448,7 +5456,10 @@ test_conv_integer(void)
 			   *q[9] = {QX, SX, U0, QW, SW, I0, SY, Y128, B},
 			   *qb3[9] = {QX, SX, U0, QW, SW, I0, SY, Y128, B3};
 	ie_attr		pa[2] = {attr_ints("pads", 4, pads1), attr_ints("strides", 2, strides2)},
-				g2 = attr_int("group", 2);
+				g2 = attr_int("group", 2),
+				ph = attr_ints("pads", 4, pads_huge),
+				same[2] = {attr_str("auto_pad", "SAME_UPPER"),
+					   attr_ints("strides", 2, strides_max)};
 
 	CHECK(run_op("ConvInteger", 10, 4, in1, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
 		  ints_are(out[0], IE_INT32, 4, dy, want1), "convinteger per-channel zp: %s", err);
@@ -5458,6 +5469,13 @@ test_conv_integer(void)
 	free_outs(out, 1);
 	check_quant_refused("ConvInteger", 10, 3, in2, 1, &g2, 1,
 						"group 2 does not divide channels 1 and 1");
+	check_quant_refused("ConvInteger", 10, 3, in2, 1, &ph, 1,
+						"input 3 padded by 4611686018427387904 and 4611686018427387904 "
+						"overflows");
+	CHECK(run_op("ConvInteger", 10, 3, in2, 2, same, 1, out, err, sizeof(err)) == 0 &&
+		  ints_are(out[0], IE_INT32, 4, (int64_t[]) {1, 1, 1, 1}, want_same),
+		  "convinteger SAME_UPPER, stride INT64_MAX: %s", err);
+	free_outs(out, 1);
 	check_quant_refused("ConvInteger", 10, 4, bad_zw, 0, NULL, 1,
 						"w_zero_point of shape [3] must be a scalar or a 1-D tensor of one "
 						"value per output channel (2)");

@@ -158,28 +158,48 @@ ie_spatial_output(ie_node_ctx *ctx, ie_spatial *s, const int64_t *in_dims,
 	for (int i = off; i < 3; i++)
 	{
 		int64_t		in = in_dims[i - off];
-		int64_t		ek = s->dil[i] * (s->k[i] - 1) + 1;
+		int64_t		ek;
 		int64_t		st = s->stride[i];
 		int64_t		span;
 
+		/*
+		 * Attributes are any int64 (pads [2^62, 0, 2^62, 0] padded a 3-wide
+		 * input to 2^63 + 3, a signed overflow): sums and products past
+		 * int64 are refused.  A window's extent, the padded input and SAME's
+		 * total padding are then exact; ceil(in / st) cannot overflow.
+		 */
+		if (__builtin_mul_overflow(s->dil[i], s->k[i] - 1, &ek) ||
+			__builtin_add_overflow(ek, 1, &ek))
+			return ie_op_error(ctx, "dilation %lld times kernel extent %lld overflows",
+							   (long long) s->dil[i], (long long) s->k[i]);
 		s->in[i] = in;
 		if (auto_pad[0] == 'S')
 		{
 			int64_t		total;
 
-			s->out[i] = (in + st - 1) / st;
-			total = (s->out[i] - 1) * st + ek - in;
+			s->out[i] = in / st + (in % st != 0);
+			if (__builtin_mul_overflow(s->out[i] - 1, st, &total) ||
+				__builtin_add_overflow(total, ek, &total) ||
+				__builtin_sub_overflow(total, in, &total))
+				return ie_op_error(ctx, "SAME padding of input %lld for kernel extent %lld "
+								   "and stride %lld overflows",
+								   (long long) in, (long long) ek, (long long) st);
 			ie_spatial_split_pad(total < 0 ? 0 : total, auto_pad[5] == 'U',
 								 &s->pad_begin[i], &s->pad_end[i]);
 			continue;
 		}
 		if (auto_pad[0] == 'V')
 			s->pad_begin[i] = s->pad_end[i] = 0;
-		span = in + s->pad_begin[i] + s->pad_end[i] - ek;
+		if (__builtin_add_overflow(in, s->pad_begin[i], &span) ||
+			__builtin_add_overflow(span, s->pad_end[i], &span) ||
+			__builtin_sub_overflow(span, ek, &span))
+			return ie_op_error(ctx, "input %lld padded by %lld and %lld overflows",
+							   (long long) in, (long long) s->pad_begin[i],
+							   (long long) s->pad_end[i]);
 		if (span < 0)
 			return ie_op_error(ctx, "kernel extent %lld exceeds padded input %lld",
 							   (long long) ek, (long long) (span + ek));
-		s->out[i] = (ceil_mode ? (span + st - 1) / st : span / st) + 1;
+		s->out[i] = (ceil_mode ? span / st + (span % st != 0) : span / st) + 1;
 		/* a window must start inside the input or the begin padding */
 		if (ceil_mode && (s->out[i] - 1) * st >= in + s->pad_begin[i])
 			s->out[i]--;
