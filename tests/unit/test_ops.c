@@ -4903,13 +4903,17 @@ check_quant_refused(const char *op_type, int opset, int n_in, const ie_tensor *c
  * per-axis scale of the wrong length, axis out of range, a blocked scale
  * whose block count is not ceil(D / block_size), output_dtype float8 (at
  * load too), output_dtype differing from the zero point's type, an int32
- * scale, precision bfloat16 (load too), a zero point shaped unlike the
- * scale, a per-axis scale at opset 10.  An empty x [0, 3] per-axis gives
- * an empty int8 [0, 3].  float16: a float16 scale of 1 gives opset 10's
- * values; 0.25 / 0.1 (0.0999755859375 as float16) is 2.5006 in float (-> 3)
- * but 2.5 in float16 (-> 2): float16 division when x and the scale are
- * both float16 (numpy's promotion in the reference), float otherwise or
- * with precision float.
+ * scale before opset 19, precision bfloat16 (load too), a zero point
+ * shaped unlike the scale, a per-axis scale at opset 10.  An empty x [0,
+ * 3] per-axis gives an empty int8 [0, 3].  float16: a float16 scale of 1
+ * gives opset 10's values; 0.25 / 0.1 (0.0999755859375 as float16) is
+ * 2.5006 in float (-> 3) but 2.5 in float16 (-> 2): float16 division when
+ * x and the scale are both float16 (numpy's promotion in the reference),
+ * float otherwise or with precision float.  int32 scales (opset 19's T1
+ * ties an int32 x to an int32 scale; 23 allows one with any x) divide in
+ * double, as numpy's true division: int32 [7, -7, 5, 3] / 2 -> [4, -4, 2,
+ * 2] (ties to even), float 5 / int32 2 -> 2; they were refused, so an
+ * int32 x could not be quantized at opsets 19 to 22.
  */
 static void
 test_quantize_linear(void)
@@ -5026,16 +5030,27 @@ test_quantize_linear(void)
 		uint16_t	hx = 0x3400,	/* 0.25 */
 					hs = 0x2e66;	/* 0.0999755859375 */
 		float		fx = 0.25f;
-		int32_t		ione = 1;
+		int32_t		ione = 1,
+					itwo = 2,
+					ix4[4] = {7, -7, 5, 3};
+		int8_t		i8zero = 0;
+		float		f5 = 5.0f;
 		int64_t		two_ = 2,
-					three = 3;
+					three = 3,
+					want_iq[4] = {4, -4, 2, 2};
 		ie_tensor  *HX = typed_tensor(IE_FLOAT16, 0, NULL, &hx),
 				   *HS = typed_tensor(IE_FLOAT16, 0, NULL, &hs),
 				   *FX = tu_float_tensor(0, NULL, &fx),
-				   *IS = typed_tensor(IE_INT32, 0, NULL, &ione);
+				   *IS = typed_tensor(IE_INT32, 0, NULL, &ione),
+				   *IS2 = typed_tensor(IE_INT32, 0, NULL, &itwo),
+				   *IX4 = typed_tensor(IE_INT32, 1, d4, ix4),
+				   *I8Z = typed_tensor(IE_INT8, 0, NULL, &i8zero),
+				   *F5 = tu_float_tensor(0, NULL, &f5);
 		const ie_tensor *hh[2] = {HX, HS},
 				   *fh[2] = {FX, HS},
-				   *is[2] = {X2, IS};
+				   *is[2] = {X2, IS},
+				   *iq[3] = {IX4, IS2, I8Z},
+				   *fi[2] = {F5, IS2};
 		ie_attr		pf = attr_int("precision", IE_FLOAT),
 					pb = attr_int("precision", 16);
 
@@ -5052,12 +5067,22 @@ test_quantize_linear(void)
 							"precision bfloat16 is not supported");
 		check_attrs_load("QuantizeLinear", 23, 1, &pb, "precision bfloat16 is not supported",
 						 IE_ERR_NOT_SUPPORTED);
-		check_quant_refused("QuantizeLinear", 19, 2, is, 0, NULL, 1,
+		check_quant_refused("QuantizeLinear", 13, 2, is, 0, NULL, 1,
 							"y_scale of type int32 is not supported");
+		CHECK(run_op("QuantizeLinear", 19, 3, iq, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  ints_are(out[0], IE_INT8, 1, d4, want_iq), "quantize int32 / int32: %s", err);
+		free_outs(out, 1);
+		CHECK(run_op("QuantizeLinear", 23, 2, fi, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  ints_are(out[0], IE_UINT8, 0, NULL, &two_), "quantize float / int32: %s", err);
+		free_outs(out, 1);
 		ie_tensor_destroy(&HX);
 		ie_tensor_destroy(&HS);
 		ie_tensor_destroy(&FX);
 		ie_tensor_destroy(&IS);
+		ie_tensor_destroy(&IS2);
+		ie_tensor_destroy(&IX4);
+		ie_tensor_destroy(&I8Z);
+		ie_tensor_destroy(&F5);
 	}
 	check_quant_refused("QuantizeLinear", 13, 3, bad_zp, 1, &ax1, 1,
 						"zero point of shape [] differs from the scale's [3]");

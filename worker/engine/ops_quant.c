@@ -316,7 +316,8 @@ typedef struct quant_job
 	const void *x;
 	ie_dtype	xt;
 	const void *scale;
-	ie_dtype	st;				/* the scale's type: float or float16 */
+	ie_dtype	st;				/* the scale's type: float, float16 or
+								 * (QuantizeLinear) int32 */
 	const void *zp;				/* NULL: zero */
 	ie_dtype	zt;
 	void	   *y;
@@ -324,31 +325,32 @@ typedef struct quant_job
 	int64_t		lo,
 				hi;
 	int			prec;			/* QuantizeLinear's division: IE_FLOAT,
-								 * IE_FLOAT16, or IE_DOUBLE (int32 x) */
+								 * IE_FLOAT16, or IE_DOUBLE (an int32 x or
+								 * scale) */
 } quant_job;
 
-/* QuantizeLinear's element e with scale index s. */
+/*
+ * QuantizeLinear's element e with scale index s: x and the scale (float,
+ * float16 or int32, each exact in double) divided in double, or in float
+ * or float16 (each operand rounded to it first, as numpy's astype).
+ */
 static void
 quantize_elem(void *arg, int64_t e, int64_t s)
 {
 	quant_job  *j = arg;
 	int64_t		zp = j->zp ? quant_get(j->zp, j->zt, s) : 0;
-	double		q;
+	double		q,
+				xv = j->xt == IE_INT32 ? (double) ((const int32_t *) j->x)[e] :
+		(double) qf_get(j->x, j->xt, e),
+				sv = j->st == IE_INT32 ? (double) ((const int32_t *) j->scale)[s] :
+		(double) qf_get(j->scale, j->st, s);
 
-	float		sv = qf_get(j->scale, j->st, s);
-
-	if (j->xt == IE_INT32 && j->prec == IE_DOUBLE)
-		q = (double) ((const int32_t *) j->x)[e] / sv;
+	if (j->prec == IE_DOUBLE)
+		q = xv / sv;
+	else if (j->prec == IE_FLOAT16)
+		q = qf_half(qf_half((float) xv) / qf_half((float) sv));
 	else
-	{
-		float		xv = j->xt == IE_INT32 ? (float) ((const int32_t *) j->x)[e] :
-			qf_get(j->x, j->xt, e);
-
-		if (j->prec == IE_FLOAT16)
-			q = qf_half(qf_half(xv) / qf_half(sv));
-		else
-			q = xv / sv;		/* float division */
-	}
+		q = (float) xv / (float) sv;	/* float division */
 	quant_put(j->y, j->yt, e, quant_round_sat(q, zp, j->lo, j->hi));
 }
 
@@ -440,12 +442,13 @@ dequantize_check_attrs(ie_node_ctx *ctx)
 
 /*
  * QuantizeLinear (10, 13, 19, 21, 23, 24, 25): y = saturate(rint(x /
- * y_scale) + y_zero_point), x float, float16 or int32, y_scale float or
- * float16, y of y_zero_point's type (or output_dtype, else uint8: int8,
+ * y_scale) + y_zero_point), x float, float16 or int32, y_scale float,
+ * float16 or (opset 19 and later) int32, y of y_zero_point's type (or output_dtype, else uint8: int8,
  * uint8, int16, uint16), x's shape.  Granularity by quant_map_read.  The
  * division is in the precision attribute's type (23+), else numpy's
  * promotion of x's and y_scale's types as the reference computes it:
- * float16 when both are float16, double for int32 x, else float.
+ * float16 when both are float16, double for an int32 x or scale, else
+ * float.
  * saturate only concerns float8, which is refused.
  */
 static int
@@ -469,8 +472,11 @@ op_quantize_linear(ie_node_ctx *ctx)
 	if (x->dtype != IE_FLOAT && x->dtype != IE_FLOAT16 && x->dtype != IE_INT32)
 		return ie_op_error(ctx, "input of type %s is not supported (float, float16, int32)",
 						   ie_type_name(x->dtype));
-	if (quant_check_scale(ctx, scale, "y_scale") != 0 ||
-		quantize_out_type(ctx, zp ? (int) zp->dtype : IE_UNDEFINED, &yt) != 0 ||
+	/* int32 scales from opset 19 (T1 with an int32 x; 23: T2 int32) */
+	if ((scale->dtype != IE_INT32 || ctx->opset < 19) &&
+		quant_check_scale(ctx, scale, "y_scale") != 0)
+		return -1;
+	if (quantize_out_type(ctx, zp ? (int) zp->dtype : IE_UNDEFINED, &yt) != 0 ||
 		quant_map_read(ctx, x, scale, zp, &m) != 0)
 		return -1;
 	y = ie_tensor_new_uninit((ie_dtype) yt, x->ndim, x->dims);
@@ -487,7 +493,7 @@ op_quantize_linear(ie_node_ctx *ctx)
 			.prec = (int) ie_attr_int(ctx, "precision", 0)
 	};
 	if (j.prec == 0)
-		j.prec = x->dtype == IE_INT32 ? IE_DOUBLE :
+		j.prec = x->dtype == IE_INT32 || scale->dtype == IE_INT32 ? IE_DOUBLE :
 			x->dtype == IE_FLOAT16 && scale->dtype == IE_FLOAT16 ? IE_FLOAT16 : IE_FLOAT;
 	quant_range(yt, &j.lo, &j.hi);
 	quant_map_each(&m, ie_tensor_numel(x), quantize_elem, &j);
