@@ -5300,7 +5300,9 @@ test_dynamic_quantize(void)
  * B): A as above less [[[1], [2]], [[3], [4]]] (shape [2, 2, 1], one per
  * row of each batch) = [[[0, 1], [1, 2]], [[2, 3], [3, 4]]] times B less
  * [[0, 2]] (shape [1, 2]) -> [[[2, 1], [5, 5]], [[8, 9], [11, 13]]]; they
- * were refused as neither one value nor 1-D.
+ * were refused as neither one value nor 1-D.  Empty A [2^40, 1, 0, 3] and
+ * B [1, 2^40, 3, 0] broadcast to a batch of 2^80 (ie_matmul_shape, shared
+ * with MatMul): refused naming the batch dims (was a signed overflow).
  */
 static void
 test_matmul_integer(void)
@@ -5369,6 +5371,19 @@ test_matmul_integer(void)
 	CHECK(run_op("MatMulInteger", 10, 4, innd, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
 		  ints_are(out[0], IE_INT32, 3, d222, wantnd), "matmulinteger N-D zero points: %s", err);
 	free_outs(out, 1);
+	{
+		int64_t		dea[4] = {INT64_C(1) << 40, 1, 0, 3},
+					deb[4] = {1, INT64_C(1) << 40, 3, 0};
+		ie_tensor  *EA = typed_tensor(IE_UINT8, 4, dea, NULL),
+				   *EB = typed_tensor(IE_UINT8, 4, deb, NULL);
+		const ie_tensor *ein[2] = {EA, EB};
+
+		check_quant_refused("MatMulInteger", 10, 2, ein, 0, NULL, 1,
+							"broadcast batch dimensions [1099511627776, 1099511627776] "
+							"hold more entries than int64 counts");
+		ie_tensor_destroy(&EA);
+		ie_tensor_destroy(&EB);
+	}
 	CHECK(run_op("MatMulInteger", 10, 2, in2, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
 		  ints_are(out[0], IE_INT32, 2, d11, want2), "matmulinteger int8: %s", err);
 	free_outs(out, 1);

@@ -218,10 +218,29 @@ ie_matmul_shape(ie_node_ctx *ctx, const ie_tensor *A, const ie_tensor *B,
 			return ie_op_error(ctx, "batch dimensions %lld and %lld do not broadcast",
 							   (long long) da, (long long) db);
 		s->odims[i] = da == 1 ? db : da;
-		s->nbatch *= s->odims[i];
-		if (ib >= 0)
-			s->bbatch *= db;
 	}
+
+	/*
+	 * The batch count, a product the operands' own sizes do not bound: empty
+	 * A [2^40, 1, 0, 3] and B [1, 2^40, 3, 0] broadcast to a batch of 2^80
+	 * (a signed overflow).  A zero dim makes it 0 wherever it stands;
+	 * otherwise past int64 is refused.
+	 */
+	for (int i = 0; i < s->nb; i++)
+		if (s->odims[i] == 0)
+			s->nbatch = 0;
+	for (int i = 0; i < s->nb && s->nbatch != 0; i++)
+		if (__builtin_mul_overflow(s->nbatch, s->odims[i], &s->nbatch))
+		{
+			char		b[128];
+
+			return ie_op_error(ctx, "broadcast batch dimensions %s hold more entries "
+							   "than int64 counts",
+							   ie_shape_str(b, sizeof(b), s->nb, s->odims));
+		}
+	/* B's own batch dims: their product is at most B's element count */
+	for (int i = 0; i < s->br - 2; i++)
+		s->bbatch *= s->bdims[i];
 	s->ond = s->nb;
 	if (A->ndim > 1)
 		s->odims[s->ond++] = s->M;
