@@ -18,7 +18,9 @@ The rnn_* models cover what those do not: reverse and bidirectional with
 sequence_lens, initial states, clip (rnn_lstm_clip: a cell state above
 clip, which ONNX Runtime does not clip before h), activations with alpha
 and beta (consumed only by the functions that take them), GRU's
-linear_before_reset 0, LSTM's peepholes and input_forget, so that the
+linear_before_reset 0, LSTM's peepholes and input_forget, a row of
+sequence_lens 0 (rnn_zero_lens: zero Y_h and Y_c, not the initial
+states, as ONNX Runtime gives them), so that the
 engine is checked against ONNX Runtime's reading of each.  Not
 layout 1: ONNX Runtime's CPU kernels refuse it ("Batchwise recurrent
 operations (layout == 1) are not supported"); the node tests
@@ -151,6 +153,8 @@ MODELS = {
         input_forget=1, clip=0.5),
     "rnn_lstm_clip": lambda rng: single(
         rng, "LSTM", 2, 4, 3, 4, 1, init_c=True, c_scale=4.0, clip=0.3),
+    "rnn_zero_lens": lambda rng: single(
+        rng, "LSTM", 3, 4, 3, 4, 2, lens=[3, 0, 4], init_h=True, init_c=True, peepholes=True),
     "rnn_lstm_activations": lambda rng: single(
         rng, "LSTM", 2, 4, 3, 4, 1, init_h=True, init_c=True,
         activations=["Sigmoid", "ScaledTanh", "Elu"], activation_alpha=[0.9, 0.8],

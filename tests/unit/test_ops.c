@@ -5849,7 +5849,8 @@ ref_act(const char *name, double alpha, double beta, double x)
 /*
  * The naive recurrence of c in double, one batch row and one step at a
  * time: y [seq, D, batch, H] (layout 0 order, whatever c->layout),
- * yh and yc [D, batch, H].  x [seq, batch, input] in layout 0 order, w, r,
+ * yh and yc [D, batch, H] (zero for a row of length 0, seq_length 0
+ * included).  x [seq, batch, input] in layout 0 order, w, r,
  * b, p, h0, c0 as ONNX lays them out (h0, c0 in layout 0 order), NULL when
  * omitted.  The activations of direction d are acts[d * n + k] when the
  * node gives n per direction for both, else acts[k]; alphas and betas are
@@ -5985,10 +5986,11 @@ ref_rnn(const rnn_cfg *c, const double *x, const double *w, const double *r,
 					y[((t * D + d) * B + bb) * H + k] = h[k];
 				}
 			}
+			/* a row of no step (len 0) has zero Y_h and Y_c, as ONNX Runtime */
 			for (int k = 0; k < H; k++)
 			{
-				yh[(d * B + bb) * H + k] = h[k];
-				yc[(d * B + bb) * H + k] = cs[k];
+				yh[(d * B + bb) * H + k] = len > 0 ? h[k] : 0;
+				yc[(d * B + bb) * H + k] = len > 0 ? cs[k] : 0;
 			}
 		}
 }
@@ -6172,10 +6174,11 @@ rnn_case(const char *label, const rnn_cfg *c, int n_extra, const ie_attr *extra,
 /*
  * RNN, GRU and LSTM against ref_rnn: forward, reverse and bidirectional,
  * layout 1 (opset 14), sequence_lens shorter than the sequence (0
- * included), initial states, clip, non-default activations with alpha and
- * beta (one list for both directions too), GRU's linear_before_reset 0
- * and 1, LSTM's peepholes and input_forget, double; seq_length 0, batch 0
- * and input_size 0.  Refusals: W of the
+ * included: such a row's Y_h and Y_c are zeros, as ONNX Runtime gives),
+ * initial states, clip, non-default activations with alpha and beta (one
+ * list for both directions too), GRU's linear_before_reset 0 and 1,
+ * LSTM's peepholes and input_forget, double; seq_length 0 (zero Y_h and
+ * Y_c), batch 0 and input_size 0.  Refusals: W of the
  * wrong shape, direction "sideways", hidden_size not R's, a
  * sequence_lens entry past seq_length or negative, an unknown activation,
  * and the load-time checks.
@@ -6185,6 +6188,7 @@ test_rnn_ops(void)
 {
 	static const int32_t lens3[3] = {4, 2, 0},
 				lens2[2] = {3, 1},
+				lens0[2] = {0, 3},
 				past[2] = {4, 5},
 				neg[2] = {-1, 2};
 	rnn_cfg		cases[] = {
@@ -6205,7 +6209,10 @@ test_rnn_ops(void)
 		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 4, .batch = 2, .input = 3, .hidden = 3, .use_b = true, .use_p = true, .use_c0 = true, .clip = 0.3, .input_forget = 1},
 		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 2, .hidden = 2, .dir = 2, .use_b = true, .n_act = 3, .acts = {"HardSigmoid", "Tanh", "Softsign"}, .n_alpha = 1, .alpha = {0.25f}, .n_beta = 1, .beta = {0.45f}},
 		{.kind = 2, .opset = 14, .dt = IE_DOUBLE, .seq = 3, .batch = 2, .input = 2, .hidden = 2, .dir = 2, .use_b = true, .use_p = true, .n_act = 6, .acts = {"Sigmoid", "Tanh", "Tanh", "HardSigmoid", "Relu", "Softsign"}},
-		/* empty: seq_length 0 (Y_h, Y_c the initial states), batch 0, input_size 0 */
+		/* a row of length 0 in both directions: its Y_h and Y_c zeros */
+		{.kind = 2, .opset = 22, .dt = IE_FLOAT, .seq = 3, .batch = 2, .input = 2, .hidden = 2, .dir = 2, .layout = 1, .use_b = true, .lens = lens0, .use_h0 = true, .use_c0 = true, .use_p = true},
+		{.kind = 1, .opset = 22, .dt = IE_DOUBLE, .seq = 3, .batch = 2, .input = 2, .hidden = 2, .dir = 2, .use_b = true, .lens = lens0, .use_h0 = true},
+		/* empty: seq_length 0 (Y_h, Y_c zeros, not the initial states), batch 0, input_size 0 */
 		{.kind = 0, .opset = 14, .dt = IE_FLOAT, .seq = 0, .batch = 2, .input = 3, .hidden = 3, .dir = 2, .use_h0 = true},
 		{.kind = 2, .opset = 14, .dt = IE_FLOAT, .seq = 0, .batch = 2, .input = 3, .hidden = 2, .layout = 1, .use_h0 = true, .use_c0 = true},
 		{.kind = 1, .opset = 14, .dt = IE_FLOAT, .seq = 3, .batch = 0, .input = 2, .hidden = 3, .use_b = true},
@@ -6275,6 +6282,22 @@ test_rnn_ops(void)
 			  "RNN X [2^40, 0, 3]: %s", err);
 		ie_tensor_destroy(&out[0]);
 		ie_tensor_destroy(&out[1]);
+		ie_tensor_destroy(&X);
+
+		/*
+		 * seq_length 0, batch 2^40, Y alone: Y [0, 1, 2^40, 3] is empty and
+		 * no state of 2^40 rows is made
+		 */
+		dx[0] = 0;
+		dx[1] = (int64_t) 1 << 40;
+		dy[0] = 0;
+		dy[2] = (int64_t) 1 << 40;
+		X = unchecked_empty(IE_FLOAT, 3, dx);
+		in[0] = X;
+		CHECK(run_op("RNN", 14, 3, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			  shape_is(out[0], 4, dy),
+			  "RNN X [0, 2^40, 3], Y alone: %s", err);
+		ie_tensor_destroy(&out[0]);
 		ie_tensor_destroy(&X);
 		ie_tensor_destroy(&W);
 		ie_tensor_destroy(&R);

@@ -18,7 +18,9 @@
  * per row.  A row past its sequence_lens entry is left alone: its Y is
  * zero and its state the last one it reached, so Y_h and Y_c hold it (the
  * reverse direction runs a row from its own last step, as ONNX Runtime
- * does).  clip bounds the input of every gate activation (f and g), not
+ * does); a row of length 0 (every row when seq_length is 0) has zero Y_h
+ * and Y_c, not its initial state, as ONNX Runtime gives (Operators.md does
+ * not say).  clip bounds the input of every gate activation (f and g), not
  * the cell state before h, as ONNX Runtime.  activation_alpha and
  * activation_beta are consumed in the order of the activations, each taken
  * only by a function that has such a parameter, the ONNX operator's
@@ -663,8 +665,9 @@ run_direction(rnn_job *j, int d)
 
 /*
  * Copies direction d of an initial state (initial_h or initial_c, in the
- * node's layout; zeros when omitted) into st [batch, H], or (to_out) st
- * into direction d of an output Y_h or Y_c.
+ * node's layout; zeros when omitted) into state [batch, H], or (to_out)
+ * state into direction d of an output Y_h or Y_c, zeros for a row of
+ * length 0 (file header).
  */
 static void
 copy_state(const rnn_attrs *a, const rnn_inputs *in, const ie_tensor *t, void *state,
@@ -678,7 +681,9 @@ copy_state(const rnn_attrs *a, const rnn_inputs *in, const ie_tensor *t, void *s
 		char	   *s = (char *) state + b * row;
 		char	   *v = t != NULL ? (char *) t->data + state_off(a, in, d, b) * esz : NULL;
 
-		if (to_out)
+		if (to_out && row_len(in, b) == 0)
+			memset(v, 0, row);
+		else if (to_out)
 			memcpy(v, s, row);
 		else if (v != NULL)
 			memcpy(s, v, row);
@@ -720,10 +725,11 @@ fill_bias(rnn_job *j, int d)
  * The recurrence proper, outputs allocated (y may be NULL, yh and yc
  * too): scratch buffers, X W^T of all steps and directions in one GEMM (W
  * [D * G * H, input] is contiguous), then each direction.  An empty batch
- * or hidden_size 0 computes nothing; seq_length 0 leaves Y_h and Y_c the
- * initial states; input_size 0 gives X W^T = 0.  Extents past OpenBLAS's
- * int are refused, checked once the input is known not to be empty.  0,
- * or -1 after ie_op_error.
+ * or hidden_size 0 computes nothing; seq_length 0 gives zero Y_h and Y_c
+ * (every row has length 0; file header) without a buffer or a look at the
+ * inputs; input_size 0 gives X W^T = 0.  Extents past OpenBLAS's int are
+ * refused, checked once the input is known not to be empty.  0, or -1
+ * after ie_op_error.
  */
 static int
 rnn_compute(ie_node_ctx *ctx, const rnn_attrs *a, const rnn_inputs *in, ie_tensor *y,
@@ -742,40 +748,45 @@ rnn_compute(ie_node_ctx *ctx, const rnn_attrs *a, const rnn_inputs *in, ie_tenso
 
 	if (in->batch == 0 || H == 0)
 		return 0;
+	if (in->seq == 0)
+	{
+		/* Y_h, Y_c [D, batch, H] (or [batch, D, H]) are allocated, so sized */
+		if (yh != NULL)
+			memset(yh->data, 0, ie_tensor_numel(yh) * ie_dtype_size(dt));
+		if (yc != NULL)
+			memset(yc->data, 0, ie_tensor_numel(yc) * ie_dtype_size(dt));
+		return 0;
+	}
 	j.h = ie_scratch_new(dt, 2, dh);
 	j.c = ie_scratch_new(dt, 2, dh);
 	j.bias = ie_scratch_new(IE_DOUBLE, 2, db);
 	j.rbh = ie_scratch_new(IE_DOUBLE, 2, drbh);
 	if (j.h == NULL || j.c == NULL || j.bias == NULL || j.rbh == NULL)
 		goto oom;
-	if (in->seq > 0)
+	/* OpenBLAS's int extents; an empty X never gets here */
+	if (in->seq > INT_MAX || in->batch > INT_MAX || in->seq * in->batch > INT_MAX ||
+		in->input > INT_MAX)
 	{
-		/* OpenBLAS's int extents; an empty X never gets here */
-		if (in->seq > INT_MAX || in->batch > INT_MAX || in->seq * in->batch > INT_MAX ||
-			in->input > INT_MAX)
-		{
-			rc = ie_op_error(ctx, "X with seq_length %lld, batch_size %lld and input_size %lld passes the engine's limit of %d rows and columns",
-							 (long long) in->seq, (long long) in->batch,
-							 (long long) in->input, INT_MAX);
-			goto done;
-		}
-		j.xw = ie_scratch_new(dt, 3, dxw);
-		j.hr = ie_scratch_new(dt, 2, dhr);
-		j.rh = ie_scratch_new(dt, 2, dh);
-		j.rhr = ie_scratch_new(dt, 2, dh);
-		if (j.xw == NULL || j.hr == NULL || j.rh == NULL || j.rhr == NULL)
-			goto oom;
-		gemm_nt(in->dbl, in->seq * in->batch, a->dirs * GH, in->input, in->x->data,
-				in->input > 0 ? in->input : 1, in->w->data, in->input > 0 ? in->input : 1,
-				j.xw, a->dirs * GH);
+		rc = ie_op_error(ctx, "X with seq_length %lld, batch_size %lld and input_size %lld passes the engine's limit of %d rows and columns",
+						 (long long) in->seq, (long long) in->batch,
+						 (long long) in->input, INT_MAX);
+		goto done;
 	}
+	j.xw = ie_scratch_new(dt, 3, dxw);
+	j.hr = ie_scratch_new(dt, 2, dhr);
+	j.rh = ie_scratch_new(dt, 2, dh);
+	j.rhr = ie_scratch_new(dt, 2, dh);
+	if (j.xw == NULL || j.hr == NULL || j.rh == NULL || j.rhr == NULL)
+		goto oom;
+	gemm_nt(in->dbl, in->seq * in->batch, a->dirs * GH, in->input, in->x->data,
+			in->input > 0 ? in->input : 1, in->w->data, in->input > 0 ? in->input : 1,
+			j.xw, a->dirs * GH);
 	for (int d = 0; d < a->dirs; d++)
 	{
 		fill_bias(&j, d);
 		copy_state(a, in, in->h0, j.h, d, false);
 		copy_state(a, in, in->c0, j.c, d, false);
-		if (in->seq > 0)
-			run_direction(&j, d);
+		run_direction(&j, d);
 		if (yh != NULL)
 			copy_state(a, in, yh, j.h, d, true);
 		if (yc != NULL)
@@ -801,8 +812,8 @@ done:
  * RNN, GRU or LSTM (kind): attributes and inputs checked, then the outputs
  * the node names (Y, Y_h, and LSTM's Y_c; the executor drops those named
  * ""), Y zeroed so that steps past a row's length read 0; Y_h and Y_c
- * with hidden_size 0 or an empty batch are empty, with seq_length 0 the
- * initial states.
+ * with hidden_size 0 or an empty batch are empty, with seq_length 0
+ * zeros.
  */
 static int
 rnn_run(ie_node_ctx *ctx, rnn_kind kind)
