@@ -387,7 +387,8 @@ attr_strings(Onnx__NodeProto *n, const char *name, const char *const *v, int k)
  * A STRINGS attribute through the loader: RNN-14 with activations
  * ["Relu"], hidden_size 1, W 1 and R 0 over X [2, 1, 1] = [-1, 2] gives
  * Y [2, 1, 1, 1] = [0, 2] (Tanh, the default, would give tanh(-1));
- * ["Swish"] fails the load as invalid, naming it.
+ * ["Swish"] fails the load as invalid, naming it; a string holding a NUL
+ * byte fails it too; an unknown name is shown printable and cut.
  */
 static void
 test_strings_attr(void)
@@ -398,6 +399,7 @@ test_strings_attr(void)
 	float		one = 1,
 				zero = 0,
 				xv[2] = {-1, 2};
+	static const char relu_nul[10] = "Relu\0junk";
 	const char *relu[1] = {"Relu"},
 			   *swish[1] = {"Swish"};
 	char		err[512];
@@ -429,6 +431,43 @@ test_strings_attr(void)
 	attr_strings(g.nodes[0], "activations", swish, 1);
 	CHECK(load_fails(&g, IE_ERR_INVALID, "unknown activation \"Swish\"", err, sizeof(err)),
 		  "RNN activations [Swish]: %s", err);
+
+	/*
+	 * "Relu\0junk" (9 bytes): a NUL inside a string of a STRINGS attribute
+	 * is refused by the loader, not read as "Relu"
+	 */
+	g.nodes[0] = node("RNN", "rnn_0", "X,W,R", "Y");
+	attr_int(g.nodes[0], "hidden_size", 1);
+	attr_strings(g.nodes[0], "activations", relu, 1);
+	g.nodes[0]->attribute[g.nodes[0]->n_attribute - 1]->strings[0].data =
+		(uint8_t *) relu_nul;
+	g.nodes[0]->attribute[g.nodes[0]->n_attribute - 1]->strings[0].len = 9;
+	CHECK(load_fails(&g, IE_ERR_INVALID, "attribute 'activations': string 0 holds a NUL byte",
+					 err, sizeof(err)),
+		  "RNN activations [\"Relu\\0junk\"]: %s", err);
+
+	/*
+	 * bytes outside printable ASCII (not UTF-8, an escape sequence) are
+	 * shown as '?', a long name cut with "..."
+	 */
+	{
+		const char *odd[1] = {"\xff\x1b[31mX\n"};
+		char		lng[300];
+		const char *lp[1] = {lng};
+
+		g.nodes[0] = node("RNN", "rnn_0", "X,W,R", "Y");
+		attr_int(g.nodes[0], "hidden_size", 1);
+		attr_strings(g.nodes[0], "activations", odd, 1);
+		CHECK(load_fails(&g, IE_ERR_INVALID, "unknown activation \"??[31mX?\"", err, sizeof(err)),
+			  "RNN activations [\"\\xff\\x1b[31mX\\n\"]: %s", err);
+		memset(lng, 'A', sizeof(lng) - 1);
+		lng[sizeof(lng) - 1] = '\0';
+		g.nodes[0] = node("RNN", "rnn_0", "X,W,R", "Y");
+		attr_int(g.nodes[0], "hidden_size", 1);
+		attr_strings(g.nodes[0], "activations", lp, 1);
+		CHECK(load_fails(&g, IE_ERR_INVALID, "AAAA...\" (Relu,", err, sizeof(err)),
+			  "RNN activations [300 A]: %s", err);
+	}
 	ie_tensor_destroy(&in);
 }
 

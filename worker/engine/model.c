@@ -427,6 +427,16 @@ decode_attrs(loader *ld, const Onnx__NodeProto *np, ie_plan_node *pn)
 						if (ap->strings[j].len > 0)
 							memcpy(v[j], ap->strings[j].data, ap->strings[j].len);
 						v[j][ap->strings[j].len] = '\0';
+
+						/*
+						 * kept NUL-terminated without their lengths, so a
+						 * NUL inside ("Relu\0junk") would read as a shorter
+						 * string: invalid
+						 */
+						if (memchr(v[j], '\0', ap->strings[j].len) != NULL)
+							return load_error_kind(ld, IE_ERR_INVALID,
+												   "%s node '%s': attribute '%s': string %zu holds a NUL byte",
+												   pn->op_type, pn->name, name, j);
 					}
 					break;
 				}

@@ -132,6 +132,30 @@ name_equal(const char *a, const char *b)
 	return *a == *b;
 }
 
+/*
+ * name as messages show it (into buf, 40 bytes): a byte outside printable
+ * ASCII, a quote or a backslash as '?' (a model's string may be anything),
+ * "..." after the first 32 bytes of a longer one.
+ */
+static void
+act_shown(const char *name, char *buf)
+{
+	size_t		n = 0;
+
+	for (; name[n] != '\0' && n < 32; n++)
+	{
+		unsigned char c = (unsigned char) name[n];
+
+		buf[n] = (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? (char) c : '?';
+	}
+	if (name[n] != '\0')
+	{
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+}
+
 /* The position in act_names of name (ignoring case), or -1. */
 static int
 act_find(const char *name)
@@ -178,8 +202,13 @@ rnn_read_activations(ie_node_ctx *ctx, rnn_attrs *a)
 	}
 	for (int j = 0; j < n; j++)
 		if (act_find(names[j]) < 0)
+		{
+			char		shown[40];
+
+			act_shown(names[j], shown);
 			return ie_op_error(ctx, "unknown activation \"%s\" (Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)",
-							   names[j]);
+							   shown);
+		}
 	if (n != a->n_act && n != a->n_act * a->dirs)
 		return ie_op_error(ctx, "activations lists %d functions, not %d (%d per direction)",
 						   n, a->n_act * a->dirs, a->n_act);
