@@ -168,8 +168,9 @@ act_find(const char *name)
 
 /*
  * The activations of the node into a->act: the "activations" list (n_act
- * per direction, or n_act for both directions of a bidirectional node, as
- * ONNX Runtime takes them), names matched ignoring case, alpha and beta
+ * per direction, or n_act for both directions of a bidirectional node,
+ * which ONNX Runtime 1.31 refuses: the engine reads it as the same list
+ * twice), names matched ignoring case, alpha and beta
  * consumed as the file header says; the defaults (RNN Tanh, GRU Sigmoid
  * Tanh, LSTM Sigmoid Tanh Tanh) without the attribute.  An unknown name or
  * a list of another length is invalid (Operators.md, "activations").
