@@ -6301,6 +6301,31 @@ test_rnn_ops(void)
 		ie_tensor_destroy(&X);
 		ie_tensor_destroy(&W);
 		ie_tensor_destroy(&R);
+
+		/*
+		 * X [2^31, 2^31, 0], hidden_size 1: 2^62 rows of X W^T pass
+		 * OpenBLAS's int, refused before Y [2^31, 1, 2^31, 1] is made (it
+		 * failed as out of memory for the output; X [2^20, 2^12, 0] zeroed
+		 * a Y of 16 GiB first)
+		 */
+		dx[0] = (int64_t) 1 << 31;
+		dx[1] = (int64_t) 1 << 31;
+		dx[2] = 0;
+		dw[1] = 1;
+		dw[2] = 0;
+		X = unchecked_empty(IE_FLOAT, 3, dx);
+		W = ie_tensor_new(IE_FLOAT, 3, dw);
+		dw[2] = 1;
+		R = ie_tensor_new(IE_FLOAT, 3, dw);
+		in[0] = X;
+		in[1] = W;
+		in[2] = R;
+		CHECK(run_op("RNN", 14, 3, in, 0, NULL, 2, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "X with seq_length 2147483648, batch_size 2147483648 and input_size 0 passes the engine's limit") != NULL,
+			  "RNN X [2^31, 2^31, 0]: %s", err);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&W);
+		ie_tensor_destroy(&R);
 	}
 }
 

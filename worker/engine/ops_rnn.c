@@ -757,9 +757,8 @@ fill_bias(rnn_job *j, int d)
  * [D * G * H, input] is contiguous), then each direction.  An empty batch
  * or hidden_size 0 computes nothing; seq_length 0 gives zero Y_h and Y_c
  * (every row has length 0; file header) without a buffer or a look at the
- * inputs; input_size 0 gives X W^T = 0.  Extents past OpenBLAS's int are
- * refused, checked once the input is known not to be empty.  0, or -1
- * after ie_op_error.
+ * inputs; input_size 0 gives X W^T = 0.  Extents fit OpenBLAS's int
+ * (rnn_run).  0, or -1 after ie_op_error.
  */
 static int
 rnn_compute(ie_node_ctx *ctx, const rnn_attrs *a, const rnn_inputs *in, ie_tensor *y,
@@ -793,15 +792,6 @@ rnn_compute(ie_node_ctx *ctx, const rnn_attrs *a, const rnn_inputs *in, ie_tenso
 	j.rbh = ie_scratch_new(IE_DOUBLE, 2, drbh);
 	if (j.h == NULL || j.c == NULL || j.bias == NULL || j.rbh == NULL)
 		goto oom;
-	/* OpenBLAS's int extents; an empty X never gets here */
-	if (in->seq > INT_MAX || in->batch > INT_MAX || in->seq * in->batch > INT_MAX ||
-		in->input > INT_MAX)
-	{
-		rc = ie_op_error(ctx, "X with seq_length %lld, batch_size %lld and input_size %lld passes the engine's limit of %d rows and columns",
-						 (long long) in->seq, (long long) in->batch,
-						 (long long) in->input, INT_MAX);
-		goto done;
-	}
 	j.xw = ie_scratch_new(dt, 3, dxw);
 	j.hr = ie_scratch_new(dt, 2, dhr);
 	j.rh = ie_scratch_new(dt, 2, dh);
@@ -858,6 +848,20 @@ rnn_run(ie_node_ctx *ctx, rnn_kind kind)
 
 	if (rnn_read_attrs(ctx, kind, &a) != 0 || rnn_read_inputs(ctx, &a, &in) != 0)
 		return -1;
+
+	/*
+	 * OpenBLAS's int extents (X W^T has seq_length * batch_size rows, K
+	 * input_size), checked before Y [seq, D, batch, H] is made and zeroed:
+	 * X [2^20, 2^12, 0] would otherwise zero a Y of 2^32 values only to be
+	 * refused.  A node that computes nothing (seq_length, batch_size or
+	 * hidden_size 0) is not refused.
+	 */
+	if (in.seq > 0 && in.batch > 0 && in.hidden > 0 &&
+		(in.seq > INT_MAX || in.batch > INT_MAX || in.seq * in.batch > INT_MAX ||
+		 in.input > INT_MAX))
+		return ie_op_error(ctx, "X with seq_length %lld, batch_size %lld and input_size %lld passes the engine's limit of %d rows and columns",
+						   (long long) in.seq, (long long) in.batch,
+						   (long long) in.input, INT_MAX);
 	if (a.layout == 0)
 	{
 		dy[0] = in.seq;
