@@ -21,6 +21,8 @@ extern __m128 _ZGVbN4v_expf(__m128);
 extern __m128 _ZGVbN4v_erff(__m128);
 extern __m512 _ZGVeN16v_expf(__m512);
 extern __m512 _ZGVeN16v_erff(__m512);
+extern __m128 _ZGVbN4v_tanhf(__m128);
+extern __m512 _ZGVeN16v_tanhf(__m512);
 #endif
 
 #ifdef VM_LIBMVEC
@@ -71,6 +73,8 @@ VM_WIDE(exp16, _ZGVeN16v_expf)
 VM_WIDE(erf16, _ZGVeN16v_erff)
 VM_NARROW(exp4, _ZGVbN4v_expf)
 VM_NARROW(erf4, _ZGVbN4v_erff)
+VM_WIDE(tanh16, _ZGVeN16v_tanhf)
+VM_NARROW(tanh4, _ZGVbN4v_tanhf)
 #endif
 
 /* y = exp(x), elementwise; see vmath.h. */
@@ -101,6 +105,43 @@ ie_verff(const float *x, float *y, int64_t n)
 	for (int64_t i = 0; i < n; i++)
 		y[i] = erff(x[i]);
 #endif
+}
+
+/* y = tanh(x), elementwise; see vmath.h. */
+void
+ie_vtanhf(const float *x, float *y, int64_t n)
+{
+#ifdef VM_LIBMVEC
+	if (vm_avx512())
+		tanh16(x, y, n);
+	else
+		tanh4(x, y, n);
+#else
+	for (int64_t i = 0; i < n; i++)
+		y[i] = tanhf(x[i]);
+#endif
+}
+
+/*
+ * y = 1 / (1 + exp(-x)), elementwise, in blocks of 256 on the stack; see
+ * vmath.h.  exp(-x) overflows to inf for x < -88.7, giving 0 (the true
+ * value is below 2^-128 there); it is 0 for x > 103.9, giving 1.
+ */
+void
+ie_vsigmoidf(const float *x, float *y, int64_t n)
+{
+	float		t[256];
+
+	for (int64_t c = 0; c < n; c += 256)
+	{
+		int64_t		m = n - c < 256 ? n - c : 256;
+
+		for (int64_t k = 0; k < m; k++)
+			t[k] = -x[c + k];
+		ie_vexpf(t, t, m);
+		for (int64_t k = 0; k < m; k++)
+			y[c + k] = 1.0f / (1.0f + t[k]);
+	}
 }
 
 /* GELU's erf form; see vmath.h. */
