@@ -97,19 +97,20 @@ attr_str(const char *name, const char *s)
 }
 
 /*
- * Runs op_type on inputs with attrs at opset; returns the operator's
- * return code, outputs in outs (n_out of them), message in err.
+ * Runs op_type on inputs with attrs at opset with n_threads threads;
+ * returns the operator's return code, outputs in outs (n_out of them),
+ * message in err.
  */
 static int
-run_op(const char *op_type, int opset, int n_in, const ie_tensor *const *in,
-	   int n_attr, const ie_attr *attrs, int n_out, ie_tensor **outs,
-	   char *err, size_t errlen)
+run_op_threads(const char *op_type, int opset, int n_in, const ie_tensor *const *in,
+			   int n_attr, const ie_attr *attrs, int n_out, ie_tensor **outs,
+			   char *err, size_t errlen, int n_threads)
 {
 	ie_op_fn	fn = ie_op_lookup(op_type);
 	ie_node_ctx ctx = {
 		.op_type = op_type, .node_name = "t", .opset = opset,
 		.n_inputs = n_in, .inputs = in, .n_outputs = n_out, .outputs = outs,
-		.n_attrs = n_attr, .attrs = attrs, .n_threads = 1,
+		.n_attrs = n_attr, .attrs = attrs, .n_threads = n_threads,
 		.err = err, .errlen = errlen,
 	};
 
@@ -122,6 +123,16 @@ run_op(const char *op_type, int opset, int n_in, const ie_tensor *const *in,
 		return -1;
 	}
 	return fn(&ctx);
+}
+
+/* run_op_threads on one thread. */
+static int
+run_op(const char *op_type, int opset, int n_in, const ie_tensor *const *in,
+	   int n_attr, const ie_attr *attrs, int n_out, ie_tensor **outs,
+	   char *err, size_t errlen)
+{
+	return run_op_threads(op_type, opset, n_in, in, n_attr, attrs, n_out, outs,
+						  err, errlen, 1);
 }
 
 /*
@@ -6015,7 +6026,9 @@ rnn_tensor(ie_dtype dt, int nd, const int64_t *dims, const double *vals)
  * Runs the node c describes on pseudo-random inputs (in [-1, 1)) and
  * checks Y, Y_h (and LSTM's Y_c) against ref_rnn, values within 2e-5
  * (float) or 1e-12 (double); layout 1 inputs and outputs are transposed
- * from and to ref_rnn's order.  With want_err set, checks instead that the
+ * from and to ref_rnn's order; a bidirectional node must give the same
+ * bytes at 2 threads (its directions may run in parallel).  With want_err
+ * set, checks instead that the
  * node fails with want_err in its message, given attrs replacing the
  * derived ones when n_extra > 0 and W of a wrong shape when bad_w.
  */
@@ -6164,6 +6177,23 @@ rnn_case(const char *label, const rnn_cfg *c, int n_extra, const ie_attr *extra,
 		CHECK(values_near(out[1], c->dt, 3, ds, yhl, tol), "%s: Y_h", label);
 		if (c->kind == 2)
 			CHECK(values_near(out[2], c->dt, 3, ds, ycl, tol), "%s: Y_c", label);
+		if (D == 2)
+		{
+			ie_tensor  *out2[3];
+			bool		same;
+
+			rc = run_op_threads(ops[c->kind], c->opset, c->kind == 2 ? 8 : 6,
+								(const ie_tensor *const *) in, na, at, n_out, out2,
+								err, sizeof(err), 2);
+			same = rc == 0;
+			for (int i = 0; i < n_out; i++)
+			{
+				same = same && out2[i] != NULL && out2[i]->nbytes == out[i]->nbytes &&
+					memcmp(out2[i]->data, out[i]->data, out[i]->nbytes) == 0;
+				ie_tensor_destroy(&out2[i]);
+			}
+			CHECK(same, "%s: the same bytes at 2 threads: %s", label, err);
+		}
 	}
 	for (int i = 0; i < n_out; i++)
 		ie_tensor_destroy(&out[i]);

@@ -12,10 +12,16 @@
  *	 initial_h, initial_c, Y_h, Y_c [D, batch, H]	([batch, D, H])
  *	 Y [seq, D, batch, H]					([batch, seq, D, H])
  *
- * X W^T for every time step and both directions is one GEMM up front
- * (OpenBLAS sgemm or dgemm, in the input's type); each step then takes
- * H R^T for the whole batch in one more GEMM and runs the gates in double
- * per row.  A row past its sequence_lens entry is left alone: its Y is
+ * Each direction computes X W_d^T for every time step up front; each
+ * step then takes H R^T for the whole batch in one more GEMM and runs the
+ * gates per row.  float X: with the direct kernel (gemm_direct.h, AVX-512,
+ * ie_gd_enabled) W_d^T and R_d^T are packed once per run (OpenBLAS's
+ * sgemm repacked R at every step: a fifth of the time), the two directions
+ * of a bidirectional node run on two threads of the pool, and the gates
+ * are float, sigmoid and tanh through vmath.h (the gate arithmetic in
+ * double with libm took half the time); without the direct kernel the
+ * products are OpenBLAS sgemm, on one thread.  double X: dgemm, gates in
+ * double.  A row past its sequence_lens entry is left alone: its Y is
  * zero and its state the last one it reached, so Y_h and Y_c hold it (the
  * reverse direction runs a row from its own last step, as ONNX Runtime
  * does); a row of length 0 (every row when seq_length is 0) has zero Y_h
@@ -26,7 +32,10 @@
  * only by a function that has such a parameter, the ONNX operator's
  * default when the list has run out (ONNX Runtime's reading).
  *
- * Threading: no state outside the call; OpenBLAS threads its products.
+ * Threading: no state outside the call; a bidirectional float node with
+ * the direct kernel runs its directions as two tasks of ie_parallel_for,
+ * each on its own buffers, so the result does not depend on the thread
+ * count.  OpenBLAS is serial (ie_set_threads).
  */
 #include <cblas.h>
 #include <ctype.h>
@@ -36,7 +45,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/engine/gemm_direct.h"
 #include "worker/engine/op.h"
+#include "worker/engine/pool.h"
+#include "worker/engine/vmath.h"
 
 /* The three operators. */
 typedef enum rnn_kind
@@ -492,16 +504,41 @@ typedef struct rnn_job
 {
 	const rnn_attrs *a;
 	const rnn_inputs *in;
+	bool		direct;			/* float products through gemm_direct.h */
 	void	   *xw;
 	double	   *bias;
 	double	   *rbh;
+	float	   *biasf;			/* [D, G * H]: bias rounded to float */
+	float	   *rbhf;			/* [D, H]: rbh rounded to float */
+	/* per direction, [D, ...] */
 	void	   *h;				/* [batch, H]: the direction's hidden state */
 	void	   *c;				/* [batch, H]: LSTM's cell state */
 	void	   *hr;				/* [batch, G * H]: H R^T of a step */
 	void	   *rh;				/* [batch, H]: GRU's r (.) H (linear_before_reset 0) */
 	void	   *rhr;			/* [batch, H]: (r (.) H) Rh^T */
+	float	   *pre;			/* [G * H]: float gate sums of one row */
+	float	   *rp;				/* R^T packed by ie_gd_pack_bt (rp_size floats) */
+	float	   *wp;				/* W^T packed likewise (wp_size floats) */
+	int64_t		rp_size;
+	int64_t		wp_size;
 	ie_tensor  *y;
+	ie_tensor  *yh;
+	ie_tensor  *yc;
 } rnn_job;
+
+/* The buffers of direction d: slices of rnn_job's [D, ...] buffers. */
+typedef struct rnn_dir
+{
+	void	   *h;
+	void	   *c;
+	void	   *hr;
+	void	   *rh;
+	void	   *rhr;
+	float	   *pre;
+	float	   *rp;				/* the first product's packed R^T */
+	float	   *rp2;			/* GRU's Rh^T (linear_before_reset 0) */
+	float	   *wp;
+} rnn_dir;
 
 /* The row of X (and of xw) of step t of batch row b. */
 static inline int64_t
@@ -606,11 +643,244 @@ row_len(const rnn_inputs *in, int64_t b)
 }
 
 /*
+ * x[0..n) = f(x) in float, x first bounded to [-clip, clip] when clip is
+ * set and the node sets one: Sigmoid, Tanh and ScaledTanh's tanh through
+ * vmath.h's vector functions (at most 5 ulp, vmath.h), the other functions
+ * per element through act_apply in double, rounded to float.
+ */
+static void
+act_vec(const rnn_attrs *a, const rnn_act *f, bool clip, float *x, int64_t n)
+{
+	if (clip && a->has_clip)
+	{
+		float		cl = (float) a->clip;
+
+		for (int64_t k = 0; k < n; k++)
+			x[k] = fminf(cl, fmaxf(-cl, x[k]));
+	}
+	switch (f->fn)
+	{
+		case ACT_SIGMOID:
+			ie_vsigmoidf(x, x, n);
+			break;
+		case ACT_TANH:
+			ie_vtanhf(x, x, n);
+			break;
+		case ACT_SCALED_TANH:
+			for (int64_t k = 0; k < n; k++)
+				x[k] *= (float) f->beta;
+			ie_vtanhf(x, x, n);
+			for (int64_t k = 0; k < n; k++)
+				x[k] *= (float) f->alpha;
+			break;
+		default:
+			for (int64_t k = 0; k < n; k++)
+				x[k] = (float) act_apply(f, x[k]);
+			break;
+	}
+}
+
+/*
+ * cell_step in float (X float): xw, hr [G * H] of batch row b, hp, cp
+ * [batch, H] its state, pre [G * H] scratch.  The same equations, each
+ * gate's sums (xw + hr + bias, in that order) in float, then its
+ * activation over the H values at once (act_vec).
+ */
+static void
+cell_step_f(const rnn_job *j, int d, const float *xw, const float *hr, float *hp,
+			float *cp, float *pre, int64_t b)
+{
+	const rnn_attrs *a = j->a;
+	const rnn_act *f = a->act[d];
+	int64_t		H = j->in->hidden,
+				GH = a->gates * H;
+	const float *bias = j->biasf + d * GH;
+	float	   *h = hp + b * H;
+
+	if (a->kind == RK_RNN)
+	{
+		for (int64_t k = 0; k < H; k++)
+			pre[k] = xw[k] + hr[k] + bias[k];
+		act_vec(a, &f[0], true, pre, H);
+		memcpy(h, pre, H * sizeof(float));
+	}
+	else if (a->kind == RK_GRU)
+	{
+		const float *rbh = j->rbhf + d * H;
+
+		for (int64_t k = 0; k < 2 * H; k++)
+			pre[k] = xw[k] + hr[k] + bias[k];
+		act_vec(a, &f[0], true, pre, 2 * H);
+		for (int64_t k = 0; k < H; k++)
+			pre[2 * H + k] = xw[2 * H + k] + bias[2 * H + k] +
+				pre[H + k] * (hr[2 * H + k] + rbh[k]);
+		act_vec(a, &f[1], true, pre + 2 * H, H);
+		for (int64_t k = 0; k < H; k++)
+			h[k] = (1.0f - pre[k]) * pre[2 * H + k] + pre[k] * h[k];
+	}
+	else
+	{
+		const ie_tensor *p = j->in->p;
+		const float *pp = p != NULL ? (const float *) p->data + d * 3 * H : NULL;
+		float	   *c = cp + b * H;
+
+		for (int64_t k = 0; k < GH; k++)
+			pre[k] = xw[k] + hr[k] + bias[k];
+		if (pp != NULL)
+			for (int64_t k = 0; k < H; k++)
+			{
+				pre[k] += pp[k] * c[k];
+				pre[2 * H + k] += pp[2 * H + k] * c[k];
+			}
+		act_vec(a, &f[0], true, pre, H);
+		if (!a->input_forget)
+			act_vec(a, &f[0], true, pre + 2 * H, H);
+		act_vec(a, &f[1], true, pre + 3 * H, H);
+		for (int64_t k = 0; k < H; k++)
+		{
+			float		fg = a->input_forget ? 1.0f - pre[k] : pre[2 * H + k];
+
+			c[k] = fg * c[k] + pre[k] * pre[3 * H + k];
+			if (pp != NULL)
+				pre[H + k] += pp[H + k] * c[k];
+		}
+		act_vec(a, &f[0], true, pre + H, H);
+		memcpy(pre + 3 * H, c, H * sizeof(float));
+		act_vec(a, &f[2], false, pre + 3 * H, H);
+		for (int64_t k = 0; k < H; k++)
+			h[k] = pre[H + k] * pre[3 * H + k];
+	}
+}
+
+/* The buffers of direction d (rnn_dir). */
+static void
+dir_bufs(const rnn_job *j, int d, rnn_dir *s)
+{
+	int64_t		esz = j->in->dbl ? 8 : 4,
+				B = j->in->batch,
+				H = j->in->hidden,
+				GH = j->a->gates * H;
+
+	s->h = (char *) j->h + d * B * H * esz;
+	s->c = (char *) j->c + d * B * H * esz;
+	s->hr = (char *) j->hr + d * B * GH * esz;
+	s->rh = (char *) j->rh + d * B * H * esz;
+	s->rhr = (char *) j->rhr + d * B * H * esz;
+	s->pre = j->pre + d * GH;
+	s->rp = j->direct ? j->rp + d * j->rp_size : NULL;
+	s->rp2 = j->direct ? s->rp + ie_gd_packed_b_size(H, 2 * H) : NULL;
+	s->wp = j->direct ? j->wp + d * j->wp_size : NULL;
+}
+
+/*
+ * C [batch, n] (row stride ldc) = A [batch, H] x Rs^T, Rs [n, H] rows of
+ * R: with the direct kernel over rp, Rs^T packed once by run_direction
+ * (each element one fused multiply-add chain in k order), else gemm_nt.
+ */
+static void
+step_gemm(const rnn_job *j, const void *a, const void *rs, const float *rp, int64_t n,
+		  void *c, int64_t ldc)
+{
+	int64_t		H = j->in->hidden;
+
+	if (j->direct)
+		ie_gd_gemm_rows_pb(a, H, j->in->batch, H, rp, n, c, ldc);
+	else
+		gemm_nt(j->in->dbl, j->in->batch, n, H, a, H, rs, H, c, ldc);
+}
+
+/*
+ * GRU's first phase (linear_before_reset 0) for batch row b, not past its
+ * length: r = f(xw_r + hr_r + bias_r), rh's row = r (.) H, in double or
+ * (X float) in float with act_vec.
+ */
+static void
+gru_reset(const rnn_job *j, int d, const rnn_dir *s, const char *xw, const char *hr,
+		  int64_t b)
+{
+	const rnn_attrs *a = j->a;
+	bool		dbl = j->in->dbl;
+	int64_t		H = j->in->hidden,
+				GH = a->gates * H;
+
+	if (!dbl)
+	{
+		const float *xf = (const float *) xw + H,
+				   *hf = (const float *) hr + H,
+				   *bf = j->biasf + d * GH + H,
+				   *h = (const float *) s->h + b * H;
+		float	   *rh = (float *) s->rh + b * H;
+
+		for (int64_t k = 0; k < H; k++)
+			s->pre[k] = xf[k] + hf[k] + bf[k];
+		act_vec(a, &a->act[d][0], true, s->pre, H);
+		for (int64_t k = 0; k < H; k++)
+			rh[k] = s->pre[k] * h[k];
+		return;
+	}
+	for (int64_t k = 0; k < H; k++)
+	{
+		double		rg = gate(a, &a->act[d][0], ld(xw, H + k, dbl) + ld(hr, H + k, dbl) +
+							  j->bias[d * GH + H + k]);
+
+		st(s->rh, b * H + k, dbl, rg * ld(s->h, b * H + k, dbl));
+	}
+}
+
+/*
+ * GRU's second phase (linear_before_reset 0) for batch row b: z = f(xw_z
+ * + hr_z + bias_z), ht = g(xw_h + Wbh + (r (.) H) Rh^T + Rbh), H = (1 - z)
+ * ht + z H, in double or (X float) in float with act_vec.
+ */
+static void
+gru_update(const rnn_job *j, int d, const rnn_dir *s, const char *xw, const char *hr,
+		   int64_t b)
+{
+	const rnn_attrs *a = j->a;
+	bool		dbl = j->in->dbl;
+	int64_t		H = j->in->hidden,
+				GH = a->gates * H;
+
+	if (!dbl)
+	{
+		const float *xf = (const float *) xw,
+				   *hf = (const float *) hr,
+				   *bf = j->biasf + d * GH,
+				   *rbh = j->rbhf + d * H,
+				   *rhr = (const float *) s->rhr + b * H;
+		float	   *h = (float *) s->h + b * H,
+				   *z = s->pre,
+				   *hh = s->pre + H;
+
+		for (int64_t k = 0; k < H; k++)
+		{
+			z[k] = xf[k] + hf[k] + bf[k];
+			hh[k] = xf[2 * H + k] + bf[2 * H + k] + rhr[k] + rbh[k];
+		}
+		act_vec(a, &a->act[d][0], true, z, H);
+		act_vec(a, &a->act[d][1], true, hh, H);
+		for (int64_t k = 0; k < H; k++)
+			h[k] = (1.0f - z[k]) * hh[k] + z[k] * h[k];
+		return;
+	}
+	for (int64_t k = 0; k < H; k++)
+	{
+		double		z = gate(a, &a->act[d][0], ld(xw, k, dbl) + ld(hr, k, dbl) + j->bias[d * GH + k]),
+					hh = gate(a, &a->act[d][1], ld(xw, 2 * H + k, dbl) + j->bias[d * GH + 2 * H + k] +
+							  ld(s->rhr, b * H + k, dbl) + j->rbh[d * H + k]);
+
+		st(s->h, b * H + k, dbl, (1.0 - z) * hh + z * ld(s->h, b * H + k, dbl));
+	}
+}
+
+/*
  * Runs direction d over every step: per step one GEMM H R^T for the whole
  * batch (GRU with linear_before_reset 0: H [Rz Rr]^T, then (r (.) H) Rh^T
- * once r is known, ht = g(xw_h + Wbh + (r (.) H) Rh^T + Rbh)), then the
- * rows still within their length, Y's entries of the step written.  The
- * state in j->h (and j->c) starts as the initial one and ends as the last.
+ * once r is known, gru_reset and gru_update), then the rows still within
+ * their length, Y's entries of the step written.  With the direct kernel
+ * R's rows are packed (transposed) once here, not by every step's sgemm.
+ * The state in the direction's h (and c) starts as the initial one and
+ * ends as the last.
  */
 static void
 run_direction(rnn_job *j, int d)
@@ -622,73 +892,66 @@ run_direction(rnn_job *j, int d)
 				two_phase = a->kind == RK_GRU && !a->linear_before_reset;
 	int64_t		H = in->hidden,
 				GH = a->gates * H,
+				n1 = two_phase ? 2 * H : GH,
 				esz = dbl ? 8 : 4,
 				ldxw = a->dirs * GH;
 	const char *r = (const char *) in->r->data + d * GH * H * esz;
+	rnn_dir		s;
 
-	for (int64_t s = 0; s < in->seq; s++)
+	dir_bufs(j, d, &s);
+	if (j->direct)
+	{
+		ie_gd_pack_bt((const float *) r, H, H, n1, s.rp);
+		if (two_phase)
+			ie_gd_pack_bt((const float *) r + 2 * H * H, H, H, H, s.rp2);
+	}
+	for (int64_t step = 0; step < in->seq; step++)
 	{
 		bool		any = false;
 
 		for (int64_t b = 0; b < in->batch && !any; b++)
-			any = s < row_len(in, b);
+			any = step < row_len(in, b);
 		if (!any)
 			break;
-		gemm_nt(dbl, in->batch, two_phase ? 2 * H : GH, H, j->h, H, r, H, j->hr, GH);
+		step_gemm(j, s.h, r, s.rp, n1, s.hr, GH);
 		if (two_phase)
 		{
 			for (int64_t b = 0; b < in->batch; b++)
 			{
 				int64_t		len = row_len(in, b),
-							t = rev ? len - 1 - s : s;
-				const char *xw;
-				const char *hr = (const char *) j->hr + b * GH * esz;
+							t = rev ? len - 1 - step : step;
 
-				if (s >= len)
+				if (step >= len)
 				{
-					memset((char *) j->rh + b * H * esz, 0, H * esz);
+					memset((char *) s.rh + b * H * esz, 0, H * esz);
 					continue;
 				}
-				xw = (const char *) j->xw + (x_row(in, a->layout, t, b) * ldxw + d * GH) * esz;
-				for (int64_t k = 0; k < H; k++)
-				{
-					double		rg = gate(a, &a->act[d][0], ld(xw, H + k, dbl) + ld(hr, H + k, dbl) +
-										  j->bias[d * GH + H + k]);
-
-					st(j->rh, b * H + k, dbl, rg * ld(j->h, b * H + k, dbl));
-				}
+				gru_reset(j, d, &s,
+						  (const char *) j->xw + (x_row(in, a->layout, t, b) * ldxw + d * GH) * esz,
+						  (const char *) s.hr + b * GH * esz, b);
 			}
-			gemm_nt(dbl, in->batch, H, H, j->rh, H, r + 2 * H * H * esz, H, j->rhr, H);
+			step_gemm(j, s.rh, r + 2 * H * H * esz, s.rp2, H, s.rhr, H);
 		}
 		for (int64_t b = 0; b < in->batch; b++)
 		{
 			int64_t		len = row_len(in, b),
-						t = rev ? len - 1 - s : s;
+						t = rev ? len - 1 - step : step;
 			const char *xw;
-			const char *hr = (const char *) j->hr + b * GH * esz;
+			const char *hr = (const char *) s.hr + b * GH * esz;
 
-			if (s >= len)
+			if (step >= len)
 				continue;
 			xw = (const char *) j->xw + (x_row(in, a->layout, t, b) * ldxw + d * GH) * esz;
 			if (two_phase)
-			{
-				const double *bias = j->bias + d * GH,
-						   *rbh = j->rbh + d * H;
-
-				for (int64_t k = 0; k < H; k++)
-				{
-					double		z = gate(a, &a->act[d][0], ld(xw, k, dbl) + ld(hr, k, dbl) + bias[k]),
-								hh = gate(a, &a->act[d][1], ld(xw, 2 * H + k, dbl) + bias[2 * H + k] +
-										  ld(j->rhr, b * H + k, dbl) + rbh[k]);
-
-					st(j->h, b * H + k, dbl, (1.0 - z) * hh + z * ld(j->h, b * H + k, dbl));
-				}
-			}
+				gru_update(j, d, &s, xw, hr, b);
+			else if (!dbl)
+				cell_step_f(j, d, (const float *) xw, (const float *) hr, s.h, s.c,
+							s.pre, b);
 			else
-				cell_step(j, d, xw, hr, j->h, j->c, b);
+				cell_step(j, d, xw, hr, s.h, s.c, b);
 			if (j->y != NULL)
 				memcpy((char *) j->y->data + y_off(j, t, d, b) * esz,
-					   (char *) j->h + b * H * esz, H * esz);
+					   (char *) s.h + b * H * esz, H * esz);
 		}
 	}
 }
@@ -724,7 +987,8 @@ copy_state(const rnn_attrs *a, const rnn_inputs *in, const ie_tensor *t, void *s
 
 /*
  * The biases of direction d into j->bias and j->rbh (file header of
- * rnn_job); zeros without B.
+ * rnn_job), and rounded to float into j->biasf and j->rbhf; zeros without
+ * B.
  */
 static void
 fill_bias(rnn_job *j, int d)
@@ -749,30 +1013,89 @@ fill_bias(rnn_job *j, int d)
 		else
 			bias[k] = wb + rb;
 	}
+	for (int64_t k = 0; k < GH; k++)
+		j->biasf[d * GH + k] = (float) bias[k];
+	for (int64_t k = 0; k < H; k++)
+		j->rbhf[d * H + k] = (float) rbh[k];
+}
+
+/*
+ * X W_d^T for direction d into its columns of xw (xw [seq * batch, D * G
+ * * H]): with the direct kernel W_d^T packed into the direction's wp, the
+ * product over all rows at once; else gemm_nt.  input_size 0 gives zeros.
+ */
+static void
+input_product(rnn_job *j, int d, const rnn_dir *s)
+{
+	const rnn_inputs *in = j->in;
+	int64_t		GH = j->a->gates * in->hidden,
+				esz = in->dbl ? 8 : 4,
+				K = in->input > 0 ? in->input : 1;
+	const char *w = (const char *) in->w->data + d * GH * in->input * esz;
+	char	   *xw = (char *) j->xw + d * GH * esz;
+
+	if (j->direct && in->input > 0)
+	{
+		ie_gd_pack_bt((const float *) w, in->input, in->input, GH, s->wp);
+		ie_gd_gemm_rows_pb(in->x->data, in->input, in->seq * in->batch, in->input, s->wp,
+						   GH, (float *) xw, j->a->dirs * GH);
+	}
+	else
+		gemm_nt(in->dbl, in->seq * in->batch, GH, in->input, in->x->data, K, w, K,
+				xw, j->a->dirs * GH);
+}
+
+/*
+ * One direction (task d of ie_parallel_for): biases, X W_d^T, initial
+ * state, the steps, the final state into Y_h and Y_c.  Directions share
+ * no buffer they write (xw's columns, Y's and Y_h's entries are theirs),
+ * so running them on two threads gives the bits of running them in turn.
+ */
+static void
+direction_task(void *arg, int64_t task, int worker)
+{
+	rnn_job    *j = arg;
+	int			d = (int) task;
+	rnn_dir		s;
+
+	(void) worker;
+	dir_bufs(j, d, &s);
+	fill_bias(j, d);
+	input_product(j, d, &s);
+	copy_state(j->a, j->in, j->in->h0, s.h, d, false);
+	copy_state(j->a, j->in, j->in->c0, s.c, d, false);
+	run_direction(j, d);
+	if (j->yh != NULL)
+		copy_state(j->a, j->in, j->yh, s.h, d, true);
+	if (j->yc != NULL)
+		copy_state(j->a, j->in, j->yc, s.c, d, true);
 }
 
 /*
  * The recurrence proper, outputs allocated (y may be NULL, yh and yc
- * too): scratch buffers, X W^T of all steps and directions in one GEMM (W
- * [D * G * H, input] is contiguous), then each direction.  An empty batch
- * or hidden_size 0 computes nothing; seq_length 0 gives zero Y_h and Y_c
- * (every row has length 0; file header) without a buffer or a look at the
- * inputs; input_size 0 gives X W^T = 0.  Extents fit OpenBLAS's int
- * (rnn_run).  0, or -1 after ie_op_error.
+ * too): scratch buffers (the state per direction), then each direction
+ * (direction_task), the two of a bidirectional float node on two threads
+ * when the direct kernel runs their products (OpenBLAS is not called from
+ * the pool here).  An empty batch or hidden_size 0 computes nothing;
+ * seq_length 0 gives zero Y_h and Y_c (every row has length 0; file
+ * header) without a buffer or a look at the inputs; input_size 0 gives X
+ * W^T = 0.  Extents fit OpenBLAS's int (rnn_run).  0, or -1 after
+ * ie_op_error.
  */
 static int
 rnn_compute(ie_node_ctx *ctx, const rnn_attrs *a, const rnn_inputs *in, ie_tensor *y,
 			ie_tensor *yh, ie_tensor *yc)
 {
-	rnn_job		j = {.a = a, .in = in, .y = y};
+	rnn_job		j = {.a = a, .in = in, .y = y, .yh = yh, .yc = yc};
 	ie_dtype	dt = in->x->dtype;
 	int64_t		H = in->hidden,
 				GH = a->gates * H;
 	int64_t		dxw[3] = {in->seq, in->batch, a->dirs * GH},
-				dhr[2] = {in->batch, GH},
-				dh[2] = {in->batch, H},
+				dhr[3] = {a->dirs, in->batch, GH},
+				dh[3] = {a->dirs, in->batch, H},
 				db[2] = {a->dirs, GH},
-				drbh[2] = {a->dirs, H};
+				drbh[2] = {a->dirs, H},
+				dp[2] = {a->dirs, 0};
 	int			rc = -1;
 
 	if (in->batch == 0 || H == 0)
@@ -786,32 +1109,36 @@ rnn_compute(ie_node_ctx *ctx, const rnn_attrs *a, const rnn_inputs *in, ie_tenso
 			memset(yc->data, 0, ie_tensor_numel(yc) * ie_dtype_size(dt));
 		return 0;
 	}
-	j.h = ie_scratch_new(dt, 2, dh);
-	j.c = ie_scratch_new(dt, 2, dh);
+	j.direct = !in->dbl && ie_gd_enabled();
+	j.h = ie_scratch_new(dt, 3, dh);
+	j.c = ie_scratch_new(dt, 3, dh);
 	j.bias = ie_scratch_new(IE_DOUBLE, 2, db);
 	j.rbh = ie_scratch_new(IE_DOUBLE, 2, drbh);
-	if (j.h == NULL || j.c == NULL || j.bias == NULL || j.rbh == NULL)
+	j.biasf = ie_scratch_new(IE_FLOAT, 2, db);
+	j.rbhf = ie_scratch_new(IE_FLOAT, 2, drbh);
+	j.pre = ie_scratch_new(IE_FLOAT, 2, db);
+	if (j.h == NULL || j.c == NULL || j.bias == NULL || j.rbh == NULL ||
+		j.biasf == NULL || j.rbhf == NULL || j.pre == NULL)
 		goto oom;
 	j.xw = ie_scratch_new(dt, 3, dxw);
-	j.hr = ie_scratch_new(dt, 2, dhr);
-	j.rh = ie_scratch_new(dt, 2, dh);
-	j.rhr = ie_scratch_new(dt, 2, dh);
+	j.hr = ie_scratch_new(dt, 3, dhr);
+	j.rh = ie_scratch_new(dt, 3, dh);
+	j.rhr = ie_scratch_new(dt, 3, dh);
 	if (j.xw == NULL || j.hr == NULL || j.rh == NULL || j.rhr == NULL)
 		goto oom;
-	gemm_nt(in->dbl, in->seq * in->batch, a->dirs * GH, in->input, in->x->data,
-			in->input > 0 ? in->input : 1, in->w->data, in->input > 0 ? in->input : 1,
-			j.xw, a->dirs * GH);
-	for (int d = 0; d < a->dirs; d++)
+	if (j.direct)
 	{
-		fill_bias(&j, d);
-		copy_state(a, in, in->h0, j.h, d, false);
-		copy_state(a, in, in->c0, j.c, d, false);
-		run_direction(&j, d);
-		if (yh != NULL)
-			copy_state(a, in, yh, j.h, d, true);
-		if (yc != NULL)
-			copy_state(a, in, yc, j.c, d, true);
+		/* R^T's first rows (GRU: [Rz Rr], then Rh), W^T */
+		j.rp_size = ie_gd_packed_b_size(H, GH) + ie_gd_packed_b_size(H, H);
+		j.wp_size = ie_gd_packed_b_size(in->input, GH);
+		dp[1] = j.rp_size;
+		j.rp = ie_scratch_new(IE_FLOAT, 2, dp);
+		dp[1] = j.wp_size;
+		j.wp = ie_scratch_new(IE_FLOAT, 2, dp);
+		if (j.rp == NULL || j.wp == NULL)
+			goto oom;
 	}
+	ie_parallel_for(j.direct ? ctx->n_threads : 1, a->dirs, direction_task, &j);
 	rc = 0;
 	goto done;
 oom:
@@ -821,10 +1148,15 @@ done:
 	free(j.c);
 	free(j.bias);
 	free(j.rbh);
+	free(j.biasf);
+	free(j.rbhf);
+	free(j.pre);
 	free(j.xw);
 	free(j.hr);
 	free(j.rh);
 	free(j.rhr);
+	free(j.rp);
+	free(j.wp);
 	return rc;
 }
 
