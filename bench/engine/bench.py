@@ -75,6 +75,7 @@ def cases(args):
             feeds[i.name] = v
         out.append(("minilm32x128", mini, feeds))
     out += attention_cases(rng)
+    out += recurrent_cases(rng)
     return out
 
 
@@ -121,6 +122,42 @@ def attention_cases(rng):
         out.append((name, path, {"Q": rng.standard_normal(qs).astype(np.float32),
                                  "K": rng.standard_normal(ks).astype(np.float32),
                                  "V": rng.standard_normal(ks).astype(np.float32)}))
+    return out
+
+
+def recurrent_cases(rng):
+    """Single-node bidirectional LSTM and GRU models (opset 14), written to
+    a temporary folder: seq 128, batch 8, input 256, hidden 256, layout 0,
+    W, R and B initializers uniform in +-1/sqrt(hidden) (PyTorch's init),
+    X the only graph input, all three (two) outputs."""
+    import atexit
+    import shutil
+    import onnx
+    from onnx import helper, numpy_helper
+    global ATTN_DIR
+    if ATTN_DIR is None:
+        ATTN_DIR = tempfile.mkdtemp(prefix="bench-attn-")
+        atexit.register(shutil.rmtree, ATTN_DIR, True)
+    out = []
+    S, N, I, H = 128, 8, 256, 256
+    for name, op, g, outs in [("lstm_bidi128", "LSTM", 4, ["Y", "Y_h", "Y_c"]),
+                              ("gru_bidi128", "GRU", 3, ["Y", "Y_h"])]:
+        k = 1.0 / np.sqrt(H)
+        inits = [numpy_helper.from_array(rng.uniform(-k, k, shape).astype(np.float32), n)
+                 for n, shape in [("W", (2, g * H, I)), ("R", (2, g * H, H)),
+                                  ("B", (2, 2 * g * H))]]
+        node = helper.make_node(op, ["X", "W", "R", "B"], outs, hidden_size=H,
+                                direction="bidirectional")
+        graph = helper.make_graph(
+            [node], name,
+            [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, [S, N, I])],
+            [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outs],
+            inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+        model.ir_version = 8
+        path = os.path.join(ATTN_DIR, name + ".onnx")
+        onnx.save(model, path)
+        out.append((name, path, {"X": rng.standard_normal((S, N, I)).astype(np.float32)}))
     return out
 
 
