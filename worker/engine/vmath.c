@@ -75,6 +75,27 @@ VM_NARROW(exp4, _ZGVbN4v_expf)
 VM_NARROW(erf4, _ZGVbN4v_erff)
 VM_WIDE(tanh16, _ZGVeN16v_tanhf)
 VM_NARROW(tanh4, _ZGVbN4v_tanhf)
+
+/* 1 / (1 + exp(0 - x)) on 16 lanes (the divide correctly rounded). */
+__attribute__((target("avx512f"))) static inline __m512
+sigmoid16v(__m512 x)
+{
+	__m512		one = _mm512_set1_ps(1.0f);
+
+	return _mm512_div_ps(one, _mm512_add_ps(one, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+/* The same on 4 lanes. */
+static inline __m128
+sigmoid4v(__m128 x)
+{
+	__m128		one = _mm_set1_ps(1.0f);
+
+	return _mm_div_ps(one, _mm_add_ps(one, _ZGVbN4v_expf(_mm_sub_ps(_mm_setzero_ps(), x))));
+}
+
+VM_WIDE(sigmoid16, sigmoid16v)
+VM_NARROW(sigmoid4, sigmoid4v)
 #endif
 
 /* y = exp(x), elementwise; see vmath.h. */
@@ -123,25 +144,22 @@ ie_vtanhf(const float *x, float *y, int64_t n)
 }
 
 /*
- * y = 1 / (1 + exp(-x)), elementwise, in blocks of 256 on the stack; see
- * vmath.h.  exp(-x) overflows to inf for x < -88.7, giving 0 (the true
- * value is below 2^-128 there); it is 0 for x > 103.9, giving 1.
+ * y = 1 / (1 + exp(-x)), elementwise; see vmath.h.  exp(-x) overflows to
+ * inf for x < -88.7, giving 0 (the true value is below 2^-128 there); it
+ * is 0 for x > 103.9, giving 1.
  */
 void
 ie_vsigmoidf(const float *x, float *y, int64_t n)
 {
-	float		t[256];
-
-	for (int64_t c = 0; c < n; c += 256)
-	{
-		int64_t		m = n - c < 256 ? n - c : 256;
-
-		for (int64_t k = 0; k < m; k++)
-			t[k] = -x[c + k];
-		ie_vexpf(t, t, m);
-		for (int64_t k = 0; k < m; k++)
-			y[c + k] = 1.0f / (1.0f + t[k]);
-	}
+#ifdef VM_LIBMVEC
+	if (vm_avx512())
+		sigmoid16(x, y, n);
+	else
+		sigmoid4(x, y, n);
+#else
+	for (int64_t i = 0; i < n; i++)
+		y[i] = 1.0f / (1.0f + expf(0.0f - x[i]));
+#endif
 }
 
 /* GELU's erf form; see vmath.h. */
