@@ -129,11 +129,15 @@ ie_gd_pack_bt(const float *bt, int64_t ldbt, int64_t K, int64_t n, float *bp)
  * One 6-row block times columns [0, n) of b (n <= 32; lanes past n are
  * masked off in loads and stores); rows >= mr are not stored.  Row r's
  * value for k is ar[r][k * as]: the packed block (ar[r] = ap + r, as =
- * IE_GD_MR) or A's rows in place (ar[r] = row r, as = 1).
+ * IE_GD_MR) or A's rows in place (ar[r] = row r, as = 1).  Only the
+ * first rows (a constant: 2, 4 or 6, at least mr) are computed, so that a
+ * last block of 1 to 4 rows does not cost a full one; each element's sum
+ * is the same chain whatever rows is, so the same bits.
  */
 __attribute__((target("avx512f"), always_inline)) static inline void
 tile_g(const float *const ar[IE_GD_MR], int64_t as, int64_t K, const float *b,
-	   int64_t ldb, int n, float *c, int64_t ldc, int mr, const bool full)
+	   int64_t ldb, int n, float *c, int64_t ldc, int mr, const bool full,
+	   const int rows)
 {
 	__mmask16	m0 = n >= 16 ? 0xffff : (__mmask16) ((1u << n) - 1);
 	__mmask16	m1 = n >= 32 ? 0xffff : n <= 16 ? 0 : (__mmask16) ((1u << (n - 16)) - 1);
@@ -169,18 +173,24 @@ tile_g(const float *const ar[IE_GD_MR], int64_t as, int64_t K, const float *b,
 		a = _mm512_set1_ps(a1[ka]);
 		c10 = _mm512_fmadd_ps(a, b0, c10);
 		c11 = _mm512_fmadd_ps(a, b1, c11);
-		a = _mm512_set1_ps(a2[ka]);
-		c20 = _mm512_fmadd_ps(a, b0, c20);
-		c21 = _mm512_fmadd_ps(a, b1, c21);
-		a = _mm512_set1_ps(a3[ka]);
-		c30 = _mm512_fmadd_ps(a, b0, c30);
-		c31 = _mm512_fmadd_ps(a, b1, c31);
-		a = _mm512_set1_ps(a4[ka]);
-		c40 = _mm512_fmadd_ps(a, b0, c40);
-		c41 = _mm512_fmadd_ps(a, b1, c41);
-		a = _mm512_set1_ps(a5[ka]);
-		c50 = _mm512_fmadd_ps(a, b0, c50);
-		c51 = _mm512_fmadd_ps(a, b1, c51);
+		if (rows > 2)
+		{
+			a = _mm512_set1_ps(a2[ka]);
+			c20 = _mm512_fmadd_ps(a, b0, c20);
+			c21 = _mm512_fmadd_ps(a, b1, c21);
+			a = _mm512_set1_ps(a3[ka]);
+			c30 = _mm512_fmadd_ps(a, b0, c30);
+			c31 = _mm512_fmadd_ps(a, b1, c31);
+		}
+		if (rows > 4)
+		{
+			a = _mm512_set1_ps(a4[ka]);
+			c40 = _mm512_fmadd_ps(a, b0, c40);
+			c41 = _mm512_fmadd_ps(a, b1, c41);
+			a = _mm512_set1_ps(a5[ka]);
+			c50 = _mm512_fmadd_ps(a, b0, c50);
+			c51 = _mm512_fmadd_ps(a, b1, c51);
+		}
 		b += ldb;
 	}
 #define ST(r, lo, hi) \
@@ -211,12 +221,16 @@ tile(const float *ap, int64_t K, const float *b, int64_t ldb, int n,
 	const float *ar[IE_GD_MR] = {ap, ap + 1, ap + 2, ap + 3, ap + 4, ap + 5};
 
 	if (n == 32)
-		tile_g(ar, IE_GD_MR, K, b, ldb, n, c, ldc, mr, true);
+		tile_g(ar, IE_GD_MR, K, b, ldb, n, c, ldc, mr, true, IE_GD_MR);
 	else
-		tile_g(ar, IE_GD_MR, K, b, ldb, n, c, ldc, mr, false);
+		tile_g(ar, IE_GD_MR, K, b, ldb, n, c, ldc, mr, false, IE_GD_MR);
 }
 
-/* tile_g over A's rows in place (rows past mr read row 0, not stored). */
+/*
+ * tile_g over A's rows in place (rows past mr read row 0, not stored),
+ * computing 2, 4 or 6 rows: the fewest that hold mr (an RNN step's batch
+ * of 8 is a block of 6 and one of 2, not two of 6).
+ */
 __attribute__((target("avx512f"))) static void
 tile_rows(const float *a, int64_t lda, int64_t K, const float *b, int64_t ldb,
 		  int n, float *c, int64_t ldc, int mr)
@@ -225,10 +239,18 @@ tile_rows(const float *a, int64_t lda, int64_t K, const float *b, int64_t ldb,
 
 	for (int r = 0; r < IE_GD_MR; r++)
 		ar[r] = a + (r < mr ? r : 0) * lda;
-	if (n == 32)
-		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, true);
+	if (n == 32 && mr > 4)
+		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, true, 6);
+	else if (n == 32 && mr > 2)
+		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, true, 4);
+	else if (n == 32)
+		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, true, 2);
+	else if (mr > 4)
+		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, false, 6);
+	else if (mr > 2)
+		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, false, 4);
 	else
-		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, false);
+		tile_g(ar, 1, K, b, ldb, n, c, ldc, mr, false, 2);
 }
 #endif
 
