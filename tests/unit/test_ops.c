@@ -6026,8 +6026,9 @@ rnn_tensor(ie_dtype dt, int nd, const int64_t *dims, const double *vals)
  * Runs the node c describes on pseudo-random inputs (in [-1, 1)) and
  * checks Y, Y_h (and LSTM's Y_c) against ref_rnn, values within 2e-5
  * (float) or 1e-12 (double); layout 1 inputs and outputs are transposed
- * from and to ref_rnn's order; a bidirectional node must give the same
- * bytes at 2 threads (its directions may run in parallel).  With want_err
+ * from and to ref_rnn's order; the node must give the same bytes at 2
+ * threads (X W^T and a bidirectional node's directions may run in
+ * parallel).  With want_err
  * set, checks instead that the
  * node fails with want_err in its message, given attrs replacing the
  * derived ones when n_extra > 0 and W of a wrong shape when bad_w.
@@ -6177,7 +6178,6 @@ rnn_case(const char *label, const rnn_cfg *c, int n_extra, const ie_attr *extra,
 		CHECK(values_near(out[1], c->dt, 3, ds, yhl, tol), "%s: Y_h", label);
 		if (c->kind == 2)
 			CHECK(values_near(out[2], c->dt, 3, ds, ycl, tol), "%s: Y_c", label);
-		if (D == 2)
 		{
 			ie_tensor  *out2[3];
 			bool		same;

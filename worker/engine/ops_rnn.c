@@ -12,14 +12,14 @@
  *	 initial_h, initial_c, Y_h, Y_c [D, batch, H]	([batch, D, H])
  *	 Y [seq, D, batch, H]					([batch, seq, D, H])
  *
- * Each direction computes X W_d^T for every time step up front; each
- * step then takes H R^T for the whole batch in one more GEMM and runs the
- * gates per row.  float X: with the direct kernel (gemm_direct.h, AVX-512,
- * ie_gd_enabled) W_d^T and R_d^T are packed once per run (OpenBLAS's
- * sgemm repacked R at every step: a fifth of the time), the two directions
- * of a bidirectional node run on two threads of the pool, and the gates
- * are float, sigmoid and tanh through vmath.h (the gate arithmetic in
- * double with libm took half the time); without the direct kernel the
+ * X W_d^T of every time step is computed up front; each step then takes
+ * H R^T for the whole batch in one more GEMM and runs the gates per row.
+ * float X: with the direct kernel (gemm_direct.h, AVX-512, ie_gd_enabled)
+ * W_d^T and R_d^T are packed once per run (OpenBLAS's sgemm repacked R at
+ * every step: a fifth of the time), X W^T runs over the pool in blocks of
+ * rows, the two directions of a bidirectional node on two threads, and the
+ * gates are float, sigmoid and tanh through vmath.h (the gate arithmetic
+ * in double with libm took half the time); without the direct kernel the
  * products are OpenBLAS sgemm, on one thread.  double X: dgemm, gates in
  * double.  A row past its sequence_lens entry is left alone: its Y is
  * zero and its state the last one it reached, so Y_h and Y_c hold it (the
@@ -32,10 +32,10 @@
  * only by a function that has such a parameter, the ONNX operator's
  * default when the list has run out (ONNX Runtime's reading).
  *
- * Threading: no state outside the call; a bidirectional float node with
- * the direct kernel runs its directions as two tasks of ie_parallel_for,
- * each on its own buffers, so the result does not depend on the thread
- * count.  OpenBLAS is serial (ie_set_threads).
+ * Threading: no state outside the call; with the direct kernel X W^T is
+ * split over ie_parallel_for by rows and a bidirectional node's directions
+ * run as two tasks, each on its own buffers, so the result does not
+ * depend on the thread count.  OpenBLAS is serial (ie_set_threads).
  */
 #include <cblas.h>
 #include <ctype.h>
@@ -505,6 +505,7 @@ typedef struct rnn_job
 	const rnn_attrs *a;
 	const rnn_inputs *in;
 	bool		direct;			/* float products through gemm_direct.h */
+	bool		xw_done;		/* xw made before the directions run */
 	void	   *xw;
 	double	   *bias;
 	double	   *rbh;
@@ -1033,13 +1034,61 @@ fill_bias(rnn_job *j, int d)
 		j->rbhf[d * H + k] = (float) rbh[k];
 }
 
+/* Rows of X per task of the direct X W^T (a multiple of IE_GD_MR). */
+#define RNN_XW_ROWS 96
+
 /*
- * X W_d^T for direction d into its columns of xw (xw [seq * batch, D * G
- * * H]): with the direct kernel W_d^T packed into the direction's wp, the
- * product over all rows at once; else gemm_nt.  input_size 0 gives zeros.
+ * Packs W_d^T (W_d [G * H, input]) for the direct kernel into direction
+ * d's wp (task d of ie_parallel_for).
  */
 static void
-input_product(rnn_job *j, int d, const rnn_dir *s)
+pack_w_task(void *arg, int64_t task, int worker)
+{
+	rnn_job    *j = arg;
+	const rnn_inputs *in = j->in;
+	int64_t		GH = j->a->gates * in->hidden;
+	rnn_dir		s;
+
+	(void) worker;
+	dir_bufs(j, (int) task, &s);
+	ie_gd_pack_bt((const float *) in->w->data + task * GH * in->input, in->input,
+				  in->input, GH, s.wp);
+}
+
+/*
+ * Task t of ie_parallel_for: rows [r0, r0 + RNN_XW_ROWS) of X times W_d^T
+ * (packed), into direction d's columns of xw [seq * batch, D * G * H],
+ * with d = t / chunks.  Each element is one chain over k whatever the
+ * rows around it, so the split does not change a bit.
+ */
+static void
+xw_task(void *arg, int64_t task, int worker)
+{
+	rnn_job    *j = arg;
+	const rnn_inputs *in = j->in;
+	int64_t		GH = j->a->gates * in->hidden,
+				M = in->seq * in->batch,
+				chunks = (M + RNN_XW_ROWS - 1) / RNN_XW_ROWS,
+				r0 = task % chunks * RNN_XW_ROWS,
+				rows = M - r0 < RNN_XW_ROWS ? M - r0 : RNN_XW_ROWS;
+	int			d = (int) (task / chunks);
+	rnn_dir		s;
+
+	(void) worker;
+	dir_bufs(j, d, &s);
+	ie_gd_gemm_rows_pb((const float *) in->x->data + r0 * in->input, in->input, rows,
+					   in->input, s.wp, GH,
+					   (float *) j->xw + r0 * j->a->dirs * GH + d * GH, j->a->dirs * GH);
+}
+
+/*
+ * X W_d^T for direction d into its columns of xw (xw [seq * batch, D * G
+ * * H]) with gemm_nt (OpenBLAS); input_size 0 gives zeros.  The direct
+ * kernel's product is made before the directions run (pack_w_task,
+ * xw_task).
+ */
+static void
+input_product(rnn_job *j, int d)
 {
 	const rnn_inputs *in = j->in;
 	int64_t		GH = j->a->gates * in->hidden,
@@ -1048,20 +1097,14 @@ input_product(rnn_job *j, int d, const rnn_dir *s)
 	const char *w = (const char *) in->w->data + d * GH * in->input * esz;
 	char	   *xw = (char *) j->xw + d * GH * esz;
 
-	if (j->direct && in->input > 0)
-	{
-		ie_gd_pack_bt((const float *) w, in->input, in->input, GH, s->wp);
-		ie_gd_gemm_rows_pb(in->x->data, in->input, in->seq * in->batch, in->input, s->wp,
-						   GH, (float *) xw, j->a->dirs * GH);
-	}
-	else
-		gemm_nt(in->dbl, in->seq * in->batch, GH, in->input, in->x->data, K, w, K,
-				xw, j->a->dirs * GH);
+	gemm_nt(in->dbl, in->seq * in->batch, GH, in->input, in->x->data, K, w, K,
+			xw, j->a->dirs * GH);
 }
 
 /*
- * One direction (task d of ie_parallel_for): biases, X W_d^T, initial
- * state, the steps, the final state into Y_h and Y_c.  Directions share
+ * One direction (task d of ie_parallel_for): biases, X W_d^T (unless the
+ * direct kernel made it), initial state, the steps, the final state into
+ * Y_h and Y_c.  Directions share
  * no buffer they write (xw's columns, Y's and Y_h's entries are theirs),
  * so running them on two threads gives the bits of running them in turn.
  */
@@ -1075,7 +1118,8 @@ direction_task(void *arg, int64_t task, int worker)
 	(void) worker;
 	dir_bufs(j, d, &s);
 	fill_bias(j, d);
-	input_product(j, d, &s);
+	if (!j->xw_done)
+		input_product(j, d);
 	copy_state(j->a, j->in, j->in->h0, s.h, d, false);
 	copy_state(j->a, j->in, j->in->c0, s.c, d, false);
 	run_direction(j, d);
@@ -1087,9 +1131,10 @@ direction_task(void *arg, int64_t task, int worker)
 
 /*
  * The recurrence proper, outputs allocated (y may be NULL, yh and yc
- * too): scratch buffers (the state per direction), then each direction
- * (direction_task), the two of a bidirectional float node on two threads
- * when the direct kernel runs their products (OpenBLAS is not called from
+ * too): scratch buffers (the state per direction); with the direct kernel
+ * X W^T over the pool in tasks of RNN_XW_ROWS rows per direction (W_d^T
+ * packed first), then each direction (direction_task), the two of a
+ * bidirectional float node on two threads (OpenBLAS is not called from
  * the pool here).  An empty batch or hidden_size 0 computes nothing;
  * seq_length 0 gives zero Y_h and Y_c (every row has length 0; file
  * header) without a buffer or a look at the inputs; input_size 0 gives X
@@ -1151,6 +1196,14 @@ rnn_compute(ie_node_ctx *ctx, const rnn_attrs *a, const rnn_inputs *in, ie_tenso
 		j.wp = ie_scratch_new(IE_FLOAT, 2, dp);
 		if (j.rp == NULL || j.wp == NULL)
 			goto oom;
+	}
+	if (j.direct && in->input > 0)
+	{
+		int64_t		chunks = (in->seq * in->batch + RNN_XW_ROWS - 1) / RNN_XW_ROWS;
+
+		ie_parallel_for(ctx->n_threads, a->dirs, pack_w_task, &j);
+		ie_parallel_for(ctx->n_threads, a->dirs * chunks, xw_task, &j);
+		j.xw_done = true;
 	}
 	ie_parallel_for(j.direct ? ctx->n_threads : 1, a->dirs, direction_task, &j);
 	rc = 0;
