@@ -12,6 +12,10 @@ a table, our cls ms/row at N=1,4,16,64 (1 thread), the OpenBLAS kernel
 family our runs used, and one final line:
   RESULT: max_ratio_vs_ort=X.XX worst=<case>@<n>t <case>@<n>t=<ratio> ...
 
+Cases marked for checking (the dynamically quantized MiniLM, quantized
+here at run time into a temporary folder) first print the rel-L2 error of
+our first output against ONNX Runtime's on the same model and inputs.
+
 Options: --only a,b (case names), --runs N, --rounds N, --threads 1,2.
 """
 import argparse
@@ -74,12 +78,42 @@ def cases(args):
                 v[:, 0] = 101
             feeds[i.name] = v
         out.append(("minilm32x128", mini, feeds))
+        out.append(quant_minilm_case(mini, feeds))
     out += attention_cases(rng)
     out += recurrent_cases(rng)
     return out
 
 
 ATTN_DIR = None
+CHECK = set()       # case names whose output is compared with ONNX Runtime's
+
+
+def tmp_dir():
+    """A temporary folder for models written at run time, removed at exit."""
+    import atexit
+    import shutil
+    global ATTN_DIR
+    if ATTN_DIR is None:
+        ATTN_DIR = tempfile.mkdtemp(prefix="bench-attn-")
+        atexit.register(shutil.rmtree, ATTN_DIR, True)
+    return ATTN_DIR
+
+
+def quant_minilm_case(mini, feeds):
+    """MiniLM quantized by onnxruntime.quantization.quantize_dynamic (its
+    MatMuls with int8 weights: DynamicQuantizeLinear's uint8 activations
+    times int8 weights through MatMulInteger), written to the temporary
+    folder; same inputs as minilm32x128."""
+    name = "minilm_qdyn32x128"
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        path = os.path.join(tmp_dir(), name + ".onnx")
+        quantize_dynamic(mini, path, weight_type=QuantType.QInt8,
+                         op_types_to_quantize=["MatMul"])
+    except Exception as e:  # noqa: BLE001 - reported as a skipped case
+        return (name, mini, "skipped: quantize_dynamic failed: %s" % e)
+    CHECK.add(name)
+    return (name, path, feeds)
 
 
 def attention_cases(rng):
@@ -89,14 +123,9 @@ def attention_cases(rng):
     does not broadcast the query axis of a mask), and a decoder's
     grouped-query causal attention in the 3-D layout (8 query heads over 2
     key/value heads, 512 tokens)."""
-    import atexit
-    import shutil
     import onnx
     from onnx import helper, numpy_helper
-    global ATTN_DIR
-    if ATTN_DIR is None:
-        ATTN_DIR = tempfile.mkdtemp(prefix="bench-attn-")
-        atexit.register(shutil.rmtree, ATTN_DIR, True)
+    tmp_dir()
     out = []
     mask = np.ones((8, 1, 128, 128), bool)
     mask[1::2, :, :, 100:] = False
@@ -195,6 +224,24 @@ def write_inputs(tmp, name, model, feeds):
     return specs
 
 
+def rel_l2(runner, model, specs, feeds, tmp):
+    """rel-L2 error of our first output against ONNX Runtime's, or a string
+    saying why it could not be computed."""
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    ref = sess.run(None, {i.name: feeds[i.name] for i in sess.get_inputs()})[0]
+    path = os.path.join(tmp, "out0.raw")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", BENCH_OUT0=path)
+    p = subprocess.run([runner, model, "1", "1"] + specs,
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        return "failed: " + (p.stderr.strip().splitlines() or ["rc %d" % p.returncode])[-1]
+    got = np.fromfile(path, dtype=ref.dtype)
+    if got.size != ref.size:
+        return "failed: %d values, ONNX Runtime %d" % (got.size, ref.size)
+    ref = ref.reshape(-1).astype(np.float64)
+    return float(np.linalg.norm(got.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
 def ours_ms(runner, model, specs, threads, runs):
     """Median ms of our engine, or a string saying why it failed."""
     # Our engine keeps OpenBLAS serial and runs its own thread pool, but
@@ -238,6 +285,10 @@ def main():
                 print("%-20s %s" % (name, feeds))
                 continue
             specs = write_inputs(tmp, name, model, feeds)
+            if name in CHECK:
+                e = rel_l2(args.runner, model, specs, feeds, tmp)
+                print("%-20s rel-L2 vs ONNX Runtime: %s" % (
+                    name, e if isinstance(e, str) else "%.3g" % e), flush=True)
             for n in threads:
                 # --rounds interleaved rounds (ours, ORT, ours, ORT, ...);
                 # each side keeps its best median, so a burst of load from

@@ -9,10 +9,13 @@
  * shape asks for: only the leading bytes are read, so one file serves
  * several batch sizes.  Runs the model twice to warm up, then RUNS times,
  * and prints "blas_core=<OpenBLAS kernel family> median_ms=<ms> min_ms=<ms>"
- * on stdout.
+ * on stdout.  With BENCH_OUT0=FILE in the environment the second warm-up's
+ * first output is written to FILE as raw bytes (bench.py compares it with
+ * ONNX Runtime's).
  *
  * Threading: single-threaded driver; the engine uses ie_set_threads(THREADS).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,9 +120,37 @@ fail:
 	return NULL;
 }
 
-/* Runs the model once and frees its outputs; 0 or -1 after printing why. */
+/* Writes t's data to the file named by BENCH_OUT0, if set; 0 or -1. */
 static int
-run_once(ie_model *m, const ie_tensor *const *ins)
+dump_output(const ie_tensor *t)
+{
+	const char *path = getenv("BENCH_OUT0");
+	FILE	   *f;
+	int			rc = 0;
+
+	if (path == NULL || *path == '\0')
+		return 0;
+	if ((f = fopen(path, "wb")) == NULL)
+	{
+		fprintf(stderr, "cannot write '%s'\n", path);
+		return -1;
+	}
+	if (t->nbytes > 0 && fwrite(t->data, 1, t->nbytes, f) != t->nbytes)
+		rc = -1;
+	if (fclose(f) != 0 || rc != 0)
+	{
+		fprintf(stderr, "cannot write '%s'\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Runs the model once and frees its outputs (first writing the first to
+ * BENCH_OUT0 when dump); 0 or -1 after printing why.
+ */
+static int
+run_once(ie_model *m, const ie_tensor *const *ins, bool dump)
 {
 	ie_tensor  *outs[16] = {0};
 	char		err[1024];
@@ -128,6 +159,12 @@ run_once(ie_model *m, const ie_tensor *const *ins)
 	if (n_out > 16 || ie_model_run(m, ins, outs, err, sizeof(err)) != 0)
 	{
 		fprintf(stderr, "run failed: %s\n", n_out > 16 ? "too many outputs" : err);
+		return -1;
+	}
+	if (dump && n_out > 0 && dump_output(outs[0]) != 0)
+	{
+		for (int j = 0; j < n_out; j++)
+			ie_tensor_destroy(&outs[j]);
 		return -1;
 	}
 	for (int j = 0; j < n_out; j++)
@@ -176,13 +213,13 @@ main(int argc, char **argv)
 	if (times == NULL)
 		goto out;
 	for (int w = 0; w < 2; w++)
-		if (run_once(m, (const ie_tensor *const *) ins) != 0)
+		if (run_once(m, (const ie_tensor *const *) ins, w == 1) != 0)
 			goto out;
 	for (int r = 0; r < runs; r++)
 	{
 		double		t0 = now_s();
 
-		if (run_once(m, (const ie_tensor *const *) ins) != 0)
+		if (run_once(m, (const ie_tensor *const *) ins, false) != 0)
 			goto out;
 		times[r] = (now_s() - t0) * 1000.0;
 	}
