@@ -5297,6 +5297,225 @@ test_dynamic_quantize(void)
 	ie_tensor_destroy(&XI);
 }
 
+/* Next value of a small linear congruential generator (test data). */
+static uint32_t
+qrand_next(uint64_t *state)
+{
+	*state = *state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+	return (uint32_t) (*state >> 33);
+}
+
+/*
+ * A random int8 or uint8 tensor of shape dims[nd]: with extreme, values
+ * only at the ends of the range (-128 and 127, 0 and 255), so that a long
+ * sum is past float's 2^24.
+ */
+static ie_tensor *
+qrand_tensor(ie_dtype dt, int nd, const int64_t *dims, bool extreme,
+			 uint64_t *state)
+{
+	ie_tensor  *t = ie_tensor_new(dt, nd, dims);
+	int64_t		n = ie_tensor_numel(t);
+
+	for (int64_t e = 0; e < n; e++)
+	{
+		uint32_t	r = qrand_next(state);
+		int			v = extreme ? ((r & 1) ? 255 : 0) : (int) (r % 256);
+
+		if (dt == IE_INT8)
+			((int8_t *) t->data)[e] = (int8_t) (v - 128);
+		else
+			((uint8_t *) t->data)[e] = (uint8_t) v;
+	}
+	return t;
+}
+
+/* Element e of int8 or uint8 tensor t. */
+static int64_t
+qval(const ie_tensor *t, int64_t e)
+{
+	return t->dtype == IE_INT8 ? ((const int8_t *) t->data)[e] :
+		((const uint8_t *) t->data)[e];
+}
+
+/*
+ * The integer product of A [ab..., M, K] and B [bb..., K, N] (equal ranks
+ * r >= 2, batch dims equal or 1) less zero points za (NULL, one value, or
+ * M values) and zb (NULL, one value, or N values), by the plain loop:
+ * exact int64 sums, low 32 bits.  Into want (int32 [batch..., M, N],
+ * allocated), its dims into odims; returns the element count.
+ */
+static int64_t
+qmm_naive(const ie_tensor *A, const ie_tensor *B, const ie_tensor *za,
+		  const ie_tensor *zb, int64_t *odims, int32_t **want)
+{
+	int			r = A->ndim;
+	int64_t		M = A->dims[r - 2],
+				K = A->dims[r - 1],
+				N = B->dims[r - 1],
+				nb = 1,
+				e = 0;
+
+	for (int d = 0; d < r - 2; d++)
+	{
+		odims[d] = A->dims[d] > B->dims[d] ? A->dims[d] : B->dims[d];
+		nb *= odims[d];
+	}
+	odims[r - 2] = M;
+	odims[r - 1] = N;
+	*want = malloc((size_t) (nb * M * N > 0 ? nb * M * N : 1) * sizeof(int32_t));
+	for (int64_t bi = 0; bi < nb; bi++)
+	{
+		int64_t		ai = 0,
+					bj = 0,
+					rest = bi,
+					as = 1,
+					bs = 1;
+
+		/* batch index bi of the output into A's and B's matrices */
+		for (int d = r - 3; d >= 0; d--)
+		{
+			int64_t		x = rest % odims[d];
+
+			rest /= odims[d];
+			ai += (A->dims[d] == 1 ? 0 : x) * as;
+			bj += (B->dims[d] == 1 ? 0 : x) * bs;
+			as *= A->dims[d];
+			bs *= B->dims[d];
+		}
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++)
+			{
+				int64_t		zai = za == NULL ? 0 : qval(za, ie_tensor_numel(za) == 1 ? 0 : i),
+							zbj = zb == NULL ? 0 : qval(zb, ie_tensor_numel(zb) == 1 ? 0 : j),
+							acc = 0;
+
+				for (int64_t k = 0; k < K; k++)
+					acc += (qval(A, (ai * M + i) * K + k) - zai) *
+						(qval(B, (bj * K + k) * N + j) - zbj);
+				(*want)[e++] = (int32_t) (uint32_t) acc;
+			}
+	}
+	return nb * M * N;
+}
+
+/*
+ * MatMulInteger and QLinearMatMul (now on OpenBLAS: sgemm where float is
+ * exact, else dgemm) against qmm_naive, the plain loop they replaced, on
+ * random shapes: K 4096 with values only -128/127 (sums past 2^24, so
+ * float would round), K 40000 of uint8 255 * 255 (the sum 2.6e9 wraps to
+ * int32), batches broadcast either way ([2, 1, 3, 5, 7] x [1, 3, 1, 7, 4]
+ * and a 3-D A times a shared 2-D-like B), per-row and per-column zero
+ * points, mixed int8/uint8 operands, and empty M, N and K.  QLinearMatMul
+ * requantizes the same accumulators with per-row/per-column scales
+ * (float multiplier, rint, saturation).  Every output bit must match.
+ */
+static void
+test_matmul_integer_blas(void)
+{
+	struct
+	{
+		ie_dtype	at,
+					bt;
+		int			nd;
+		int64_t		ad[5],
+					bd[5];
+		bool		extreme,
+					zpa,		/* a zero point per row of A */
+					zpb;		/* a zero point per column of B */
+	}			cases[] = {
+		{IE_INT8, IE_INT8, 2, {3, 4096}, {4096, 5}, true, false, false},
+		{IE_UINT8, IE_INT8, 2, {4, 4096}, {4096, 3}, true, true, true},
+		{IE_UINT8, IE_UINT8, 2, {1, 40000}, {40000, 2}, true, false, false},
+		{IE_UINT8, IE_INT8, 5, {2, 1, 3, 5, 7}, {1, 3, 1, 7, 4}, false, true, true},
+		{IE_INT8, IE_UINT8, 3, {4, 300, 64}, {1, 64, 96}, false, false, true},
+		{IE_UINT8, IE_INT8, 3, {3, 37, 384}, {1, 384, 70}, false, true, true},
+		{IE_UINT8, IE_UINT8, 3, {2, 0, 5}, {1, 5, 3}, false, false, true},
+		{IE_UINT8, IE_UINT8, 3, {2, 4, 5}, {2, 5, 0}, false, true, false},
+		{IE_INT8, IE_INT8, 3, {2, 4, 0}, {1, 0, 3}, false, true, true},
+	};
+	uint64_t	state = 42;
+	char		err[256];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		int			nd = cases[c].nd;
+		int64_t		M = cases[c].ad[nd - 2],
+					N = cases[c].bd[nd - 1],
+					odims[5];
+		ie_tensor  *A = qrand_tensor(cases[c].at, nd, cases[c].ad, cases[c].extreme, &state),
+				   *B = qrand_tensor(cases[c].bt, nd, cases[c].bd, cases[c].extreme, &state),
+				   *ZA = cases[c].zpa ? qrand_tensor(cases[c].at, 1, &M, false, &state) : NULL,
+				   *ZB = cases[c].zpb ? qrand_tensor(cases[c].bt, 1, &N, false, &state) : NULL,
+				   *out[1] = {NULL};
+		int32_t    *want = NULL;
+		int64_t		n = qmm_naive(A, B, ZA, ZB, odims, &want);
+		const ie_tensor *in[4] = {A, B, ZA, ZB};
+		bool		same;
+
+		same = run_op("MatMulInteger", 10, 4, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+			shape_is(out[0], nd, odims) && out[0]->dtype == IE_INT32 &&
+			(n == 0 || memcmp(out[0]->data, want, (size_t) n * sizeof(int32_t)) == 0);
+		CHECK(same, "matmulinteger blas case %zu matches the plain loop: %s", c, err);
+		free_outs(out, 1);
+
+		/* QLinearMatMul on the same operands (K below int32 wrap) */
+		if (cases[c].ad[nd - 1] < 40000)
+		{
+			float		sa[512] = {0},
+						sb[512] = {0},
+						sy = 0.37f;
+			uint8_t		yz = 3,
+						za0 = 0,
+						zb0 = 0;
+			int64_t		one = 1;
+			ie_tensor  *SA = tu_float_tensor(1, &M, sa),
+					   *SB = tu_float_tensor(1, &N, sb),
+					   *SY = tu_float_tensor(0, NULL, &sy),
+					   *YZ = typed_tensor(IE_UINT8, 0, NULL, &yz),
+					   *ZA0 = typed_tensor(cases[c].at, 1, &one, &za0),
+					   *ZB0 = typed_tensor(cases[c].bt, 1, &one, &zb0);
+			const ie_tensor *qin[8] = {A, SA, ZA ? ZA : ZA0, B, SB, ZB ? ZB : ZB0, SY, YZ};
+			bool		ok = true;
+
+			for (int64_t i = 0; i < M && i < 512; i++)
+				((float *) SA->data)[i] = sa[i] = 1e-4f * (float) (1 + qrand_next(&state) % 100);
+			for (int64_t j = 0; j < N && j < 512; j++)
+				((float *) SB->data)[j] = sb[j] = 1e-3f * (float) (1 + qrand_next(&state) % 100);
+			if (M <= 512 && N <= 512)
+			{
+				ok = run_op("QLinearMatMul", 10, 8, qin, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+					shape_is(out[0], nd, odims) && out[0]->dtype == IE_UINT8;
+				for (int64_t e = 0; ok && e < n; e++)
+				{
+					int64_t		i = e / N % M,
+								j = e % N;
+					float		mult = sa[i] * sb[j] / sy;
+					double		r = rint((double) want[e] * mult) + 3.0;
+					int64_t		w = r < 0 ? 0 : r > 255 ? 255 : (int64_t) r;
+
+					ok = ((const uint8_t *) out[0]->data)[e] == w;
+				}
+				CHECK(ok, "qlinearmatmul blas case %zu matches the plain loop: %s", c, err);
+				free_outs(out, 1);
+			}
+			ie_tensor_destroy(&SA);
+			ie_tensor_destroy(&SB);
+			ie_tensor_destroy(&SY);
+			ie_tensor_destroy(&YZ);
+			ie_tensor_destroy(&ZA0);
+			ie_tensor_destroy(&ZB0);
+		}
+		free(want);
+		ie_tensor_destroy(&A);
+		ie_tensor_destroy(&B);
+		if (ZA != NULL)
+			ie_tensor_destroy(&ZA);
+		if (ZB != NULL)
+			ie_tensor_destroy(&ZB);
+	}
+}
+
 /*
  * MatMulInteger: A uint8 [2, 2, 2] less 1 = [[[0, 1], [2, 3]], [[4, 5],
  * [6, 7]]] times B [[1, 5], [2, 3]] (broadcast over the batch) less
@@ -6422,6 +6641,7 @@ main(int argc, char **argv)
 	test_dequantize_linear();
 	test_dynamic_quantize();
 	test_matmul_integer();
+	test_matmul_integer_blas();
 	test_conv_integer();
 	test_node_tests(verbose);
 	return tu_report("test_ops");

@@ -17,21 +17,36 @@
  * mode), and results saturate to the quantized type's range, as the ONNX
  * specification (onnx/docs/Operators.md) and its reference implementation
  * (onnx/reference/ops/op_quantize_linear.py and the others) do.  The
- * integer products accumulate exactly in int64 and keep the low 32 bits
- * (int32 accumulation, as the specification states); the QLinear
- * operators then scale the accumulator by a_scale * b_scale / y_scale
- * (float), add y_zero_point, round and saturate.
+ * integer products accumulate exactly and keep the low 32 bits (int32
+ * accumulation, as the specification states); the QLinear operators then
+ * scale the accumulator by a_scale * b_scale / y_scale (float), add
+ * y_zero_point, round and saturate.  MatMulInteger and QLinearMatMul
+ * compute their sums on OpenBLAS (qmm_product): the centred operands are
+ * integers of magnitude at most 255, so every product and partial sum is
+ * an integer that float (sgemm, when K * max|a| * max|b| < 2^24) or double
+ * (dgemm, K < 2^53 / 65025) holds exactly, in any order of summation; the
+ * convolutions still use plain loops.
  *
- * Threading: no state outside the call; everything runs on the calling
- * thread (simple loops: correctness first).
+ * Threading: no state outside the call; the matrix products run on the
+ * engine's pool (pool.h) with OpenBLAS serial, the rest on the calling
+ * thread.
  */
+#include <cblas.h>
+#include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "worker/engine/op.h"
+#include "worker/engine/pool.h"
 #include "worker/engine/spatial.h"
+
+/* Rows of one integer matrix-product task (OpenBLAS packs B once per task). */
+#define QMM_ROWS 256
+/* Fewest multiply-adds worth a thread of their own, as MatMul's. */
+#define QMM_THREAD_WORK 262144
 
 /*
  * The range [*lo, *hi] of quantized type t (int8, uint8, int16, uint16,
@@ -684,24 +699,67 @@ qint8_check(ie_node_ctx *ctx, const ie_tensor *t, const char *what)
 }
 
 /*
+ * qint_centered without N-D zero points: t's values (int8 or uint8, numel
+ * n = groups * rows * cols) less zp (per_row: zp[r], per_col: zp[c], else
+ * zp[0]; NULL: zero) into out, matrix by matrix and row by row (no
+ * division per element); *amax gets the largest magnitude.
+ */
+static void
+qint_centered_plain(const ie_tensor *t, int64_t rows, int64_t cols,
+					const void *zp, bool per_row, bool per_col, int32_t *out,
+					int32_t *amax)
+{
+	int64_t		n = ie_tensor_numel(t),
+				e = 0;
+	int32_t		m = 0;
+
+	for (int64_t g = 0; g < n / (rows * cols); g++)
+		for (int64_t r = 0; r < rows; r++)
+		{
+			int32_t		z0 = zp == NULL ? 0 :
+				(int32_t) quant_get(zp, t->dtype, per_row ? r : 0);
+
+			for (int64_t c = 0; c < cols; c++, e++)
+			{
+				int32_t		z = zp != NULL && per_col ?
+					(int32_t) quant_get(zp, t->dtype, c) : z0;
+				int32_t		v = (t->dtype == IE_UINT8 ?
+								 ((const uint8_t *) t->data)[e] :
+								 ((const int8_t *) t->data)[e]) - z;
+
+				out[e] = v;
+				if (abs(v) > m)
+					m = abs(v);
+			}
+		}
+	*amax = m;
+}
+
+/*
  * t's values less their zero point, as int32, into a new scratch buffer
  * [rows, cols] (t's numel = groups * rows * cols): the zero point is per
  * row (per_row), per column (per_col) or one value (zp[0]), or zero (zp
  * NULL); or, znd not NULL, a tensor of t's rank whose dims are t's or 1
  * (MatMulInteger's N-D zero points, qzp_nd_fits), broadcast over t.
- * NULL when out of memory.
+ * *amax gets the largest magnitude of a centred value (at most 255 for
+ * int8 and uint8).  NULL when out of memory.
  */
 static int32_t *
 qint_centered(const ie_tensor *t, int64_t rows, int64_t cols, const void *zp,
-			  bool per_row, bool per_col, const ie_tensor *znd)
+			  bool per_row, bool per_col, const ie_tensor *znd, int32_t *amax)
 {
 	int64_t		n = ie_tensor_numel(t);
 	int32_t    *out = ie_scratch_new(IE_INT32, 1, &n);
 	int64_t		zstride[IE_MAX_DIMS];
 
+	*amax = 0;
 	if (out == NULL)
 		return NULL;
-	if (znd != NULL)
+	if (znd == NULL)
+	{
+		qint_centered_plain(t, rows, cols, zp, per_row, per_col, out, amax);
+		return out;
+	}
 	{
 		int64_t		st = 1;
 
@@ -732,43 +790,22 @@ qint_centered(const ie_tensor *t, int64_t rows, int64_t cols, const void *zp,
 		else
 			z = zp == NULL ? 0 : quant_get(zp, t->dtype, per_row ? r : per_col ? c : 0);
 		out[e] = (int32_t) (quant_get(t->data, t->dtype, e) - z);
+		if (abs(out[e]) > *amax)
+			*amax = abs(out[e]);
 	}
 	return out;
-}
-
-/*
- * Transposes each [rows, cols] matrix of *buf (n values) into [cols, rows],
- * replacing *buf (freed) by a new buffer; -1 (*buf kept) when out of
- * memory.
- */
-static int
-qint_transpose(int32_t **buf, int64_t n, int64_t rows, int64_t cols)
-{
-	int32_t    *t = ie_scratch_new(IE_INT32, 1, &n);
-
-	if (t == NULL)
-		return -1;
-	for (int64_t m = 0; m < n / (rows * cols); m++)
-	{
-		const int32_t *src = *buf + m * rows * cols;
-		int32_t    *dst = t + m * rows * cols;
-
-		for (int64_t r = 0; r < rows; r++)
-			for (int64_t c = 0; c < cols; c++)
-				dst[c * rows + r] = src[r * cols + c];
-	}
-	free(*buf);
-	*buf = t;
-	return 0;
 }
 
 /* An integer product as MatMulInteger and QLinearMatMul share it. */
 typedef struct qmm
 {
 	ie_mm_shape sh;
-	int32_t    *a,				/* A - a_zero_point */
-			   *b;				/* B - b_zero_point, each matrix transposed
-								 * ([N, K]: a column's K values in a row) */
+	int32_t    *a,				/* A - a_zero_point, [..., M, K] */
+			   *b;				/* B - b_zero_point, [..., K, N] */
+	int32_t		amax,
+				bmax;			/* largest |a|, |b| (at most 255) */
+	int64_t		an,
+				bn;				/* values of A, B */
 	int64_t    *offs;			/* ie_matmul_batch_offsets */
 } qmm;
 
@@ -802,8 +839,8 @@ qzp_nd_fits(const ie_tensor *z, const ie_tensor *t, bool rows)
  * point one value or per row of A (M) / per column of B (N), or with nd
  * (MatMulInteger) also of A's shape with a last dim of 1 / of B's shape
  * with a last-but-one dim of 1 (qzp_nd_fits); A and B centred into int32
- * buffers, B's matrices transposed so that qmm_dot reads both operands in
- * order.  An empty product leaves q's buffers NULL.  Free with qmm_free.
+ * buffers in their own layouts.  An empty product leaves q's buffers
+ * NULL.  Free with qmm_free.
  */
 static int
 qmm_read(ie_node_ctx *ctx, int ib, int iza, int izb, bool nd, qmm *q)
@@ -842,10 +879,10 @@ qmm_read(ie_node_ctx *ctx, int ib, int iza, int izb, bool nd, qmm *q)
 		return -1;
 	if (ie_tensor_numel(A) == 0 || ie_tensor_numel(B) == 0)
 		return 0;
-	q->a = qint_centered(A, q->sh.M, q->sh.K, zpa, pa, false, nda);
-	q->b = qint_centered(B, q->sh.K, q->sh.N, zpb, false, pb, ndb);
-	if (q->b != NULL && qint_transpose(&q->b, ie_tensor_numel(B), q->sh.K, q->sh.N) != 0)
-		return ie_op_error(ctx, "out of memory for the centred inputs");
+	q->an = ie_tensor_numel(A);
+	q->bn = ie_tensor_numel(B);
+	q->a = qint_centered(A, q->sh.M, q->sh.K, zpa, pa, false, nda, &q->amax);
+	q->b = qint_centered(B, q->sh.K, q->sh.N, zpb, false, pb, ndb, &q->bmax);
 	q->offs = ie_scratch_new(IE_INT64, 2, (int64_t[]) {2, q->sh.nbatch});
 	if (q->a == NULL || q->b == NULL || q->offs == NULL)
 		return ie_op_error(ctx, "out of memory for the centred inputs");
@@ -862,19 +899,186 @@ qmm_free(qmm *q)
 }
 
 /*
- * Element (bi, i, j) of q's product: the exact sum over k of a * b, its
- * low 32 bits (int32 accumulation).
+ * Element (bi, i, j) of q's product by a plain loop: the exact sum over k
+ * of a * b in int64, its low 32 bits (int32 accumulation).  Used only
+ * where OpenBLAS cannot take the product (K or N past INT_MAX).
  */
 static int32_t
 qmm_dot(const qmm *q, int64_t bi, int64_t i, int64_t j)
 {
 	const int32_t *a = q->a + (q->offs[bi] * q->sh.M + i) * q->sh.K,
-			   *b = q->b + (q->offs[q->sh.nbatch + bi] * q->sh.N + j) * q->sh.K;
+			   *b = q->b + q->offs[q->sh.nbatch + bi] * q->sh.K * q->sh.N + j;
 	int64_t		acc = 0;
 
 	for (int64_t k = 0; k < q->sh.K; k++)
-		acc += (int64_t) a[k] * b[k];
+		acc += (int64_t) a[k] * b[k * q->sh.N];
 	return (int32_t) (uint32_t) acc;
+}
+
+/*
+ * n int32 values as a new scratch buffer of float (dbl false) or double;
+ * exact, each being at most 255 in magnitude.  NULL when out of memory.
+ */
+static void *
+qmm_operand(const int32_t *src, int64_t n, bool dbl)
+{
+	void	   *out = ie_scratch_new(dbl ? IE_DOUBLE : IE_FLOAT, 1, &n);
+
+	if (out == NULL)
+		return NULL;
+	if (dbl)
+		for (int64_t e = 0; e < n; e++)
+			((double *) out)[e] = src[e];
+	else
+		for (int64_t e = 0; e < n; e++)
+			((float *) out)[e] = (float) src[e];
+	return out;
+}
+
+/* A batch of integer products on OpenBLAS, as tasks of QMM_ROWS rows. */
+typedef struct qmm_job
+{
+	const void *a,
+			   *b;				/* centred operands, float or double */
+	bool		dbl;			/* double (dgemm), else float (sgemm) */
+	int32_t    *y;				/* [nbatch, M, N] */
+	const int64_t *aoff,
+			   *boff;			/* per product: matrix index into a and b */
+	int64_t		M,
+				K,
+				N,
+				row_blocks;
+	atomic_bool failed;			/* a task found no scratch memory */
+} qmm_job;
+
+/*
+ * Task t: rows [r0, r0 + QMM_ROWS) of product t / row_blocks, computed
+ * into the thread's scratch (float or double [rows, N]) and stored as
+ * int32.  Every value is an exact integer (qmm_product), so converting it
+ * through int64 and keeping the low 32 bits is the plain loop's int32
+ * accumulation.
+ */
+static void
+qmm_task(void *arg, int64_t t, int worker)
+{
+	qmm_job    *j = arg;
+	int64_t		bi = t / j->row_blocks,
+				r0 = t % j->row_blocks * QMM_ROWS,
+				rows = j->M - r0 < QMM_ROWS ? j->M - r0 : QMM_ROWS,
+				n = rows * j->N;
+	int32_t    *y = j->y + (bi * j->M + r0) * j->N;
+	size_t		esz = j->dbl ? sizeof(double) : sizeof(float);
+	void	   *c = ie_thread_scratch((size_t) n * esz);
+
+	(void) worker;
+	if (c == NULL)
+	{
+		atomic_store(&j->failed, true);
+		return;
+	}
+	if (j->dbl)
+	{
+		const double *a = j->a;
+		const double *b = j->b;
+		double	   *cd = c;
+
+		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+					(int) rows, (int) j->N, (int) j->K, 1.0,
+					a + (j->aoff[bi] * j->M + r0) * j->K, (int) j->K,
+					b + j->boff[bi] * j->K * j->N, (int) j->N, 0.0, cd, (int) j->N);
+		for (int64_t e = 0; e < n; e++)
+			y[e] = (int32_t) (uint32_t) (int64_t) cd[e];
+	}
+	else
+	{
+		const float *a = j->a;
+		const float *b = j->b;
+		float	   *cf = c;
+
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+					(int) rows, (int) j->N, (int) j->K, 1.0f,
+					a + (j->aoff[bi] * j->M + r0) * j->K, (int) j->K,
+					b + j->boff[bi] * j->K * j->N, (int) j->N, 0.0f, cf, (int) j->N);
+		for (int64_t e = 0; e < n; e++)
+			y[e] = (int32_t) cf[e];
+	}
+}
+
+/*
+ * q's product into y (int32 [nbatch, M, N], row-major): for each batch
+ * entry the sum over k of a[i, k] * b[k, j], its low 32 bits.
+ *
+ * Exactness: a and b are integers of magnitude at most amax, bmax <= 255,
+ * so each product is an integer of at most 65025 and each partial sum, in
+ * whatever order OpenBLAS adds them, an integer of at most K * amax *
+ * bmax.  Float holds every integer below 2^24 and double every integer
+ * below 2^53, so when K * amax * bmax < 2^24 sgemm, and otherwise (K <
+ * 2^53 / 65025, far past any tensor the limit admits) dgemm, rounds
+ * nothing: the result is the exact sum, as the plain loop's int64 sum.
+ * K or N past INT_MAX (OpenBLAS takes int) falls back to that loop.
+ *
+ * A batch whose B is one matrix and whose A holds every entry is folded
+ * into one product of nbatch * M rows, as MatMul does.  The tasks run on
+ * up to n_threads threads, fewer for a small product.  Errors: out of
+ * memory for the operands or the tasks' scratch (checked at its largest
+ * before the parallel region).
+ */
+static int
+qmm_product(ie_node_ctx *ctx, const qmm *q, int32_t *y)
+{
+	const ie_mm_shape *sh = &q->sh;
+	qmm_job		j = {.y = y, .aoff = q->offs, .boff = q->offs + sh->nbatch,
+	.M = sh->M, .K = sh->K, .N = sh->N};
+	int64_t		nbatch = sh->nbatch,
+				zero[2] = {0, 0},
+				work,
+				rows;
+	int			nt = ctx->n_threads;
+	void	   *a,
+			   *b;
+
+	if (sh->K > INT_MAX || sh->N > INT_MAX ||
+		(double) sh->K * 255.0 * 255.0 >= 9007199254740992.0)
+	{
+		int64_t		e = 0;
+
+		for (int64_t bi = 0; bi < nbatch; bi++)
+			for (int64_t i = 0; i < sh->M; i++)
+				for (int64_t jj = 0; jj < sh->N; jj++)
+					y[e++] = qmm_dot(q, bi, i, jj);
+		return 0;
+	}
+	j.dbl = (double) sh->K * q->amax * q->bmax >= 16777216.0;
+	if (sh->bbatch == 1 &&
+		nbatch * sh->M * sh->K == q->an)
+	{
+		j.M = nbatch * sh->M;
+		j.aoff = j.boff = zero;
+		nbatch = 1;
+	}
+	rows = j.M < QMM_ROWS ? j.M : QMM_ROWS;
+	if (!ie_scratch_fits(j.dbl ? IE_DOUBLE : IE_FLOAT, 2, (int64_t[]) {rows, j.N}))
+		return ie_op_error(ctx, "out of memory for the product");
+	a = qmm_operand(q->a, q->an, j.dbl);
+	b = a == NULL ? NULL : qmm_operand(q->b, q->bn, j.dbl);
+	if (a == NULL || b == NULL)
+	{
+		free(a);
+		return ie_op_error(ctx, "out of memory for the centred inputs");
+	}
+	j.a = a;
+	j.b = b;
+	j.row_blocks = (j.M + QMM_ROWS - 1) / QMM_ROWS;
+	atomic_init(&j.failed, false);
+	work = nbatch * j.M * j.N * j.K;
+	if (work < (int64_t) QMM_THREAD_WORK * nt)
+		nt = (int) (work / QMM_THREAD_WORK > 1 ? work / QMM_THREAD_WORK : 1);
+	ie_parallel_for(nt, nbatch * j.row_blocks, qmm_task, &j);
+	free(a);
+	free(b);
+	if (atomic_load(&j.failed))
+		return ie_op_error(ctx, "out of memory for the product");
+	return 0;
 }
 
 /*
@@ -889,8 +1093,6 @@ op_matmul_integer(ie_node_ctx *ctx)
 {
 	qmm			q;
 	ie_tensor  *Y;
-	int32_t    *yd;
-	int64_t		e = 0;
 
 	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
 		return ie_op_error(ctx, "needs inputs A and B");
@@ -907,12 +1109,11 @@ op_matmul_integer(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "out of memory for the output");
 	}
 	ctx->outputs[0] = Y;
-	yd = Y->data;
-	if (q.a != NULL && ie_tensor_numel(Y) > 0)
-		for (int64_t bi = 0; bi < q.sh.nbatch; bi++)
-			for (int64_t i = 0; i < q.sh.M; i++)
-				for (int64_t j = 0; j < q.sh.N; j++)
-					yd[e++] = qmm_dot(&q, bi, i, j);
+	if (q.a != NULL && ie_tensor_numel(Y) > 0 && qmm_product(ctx, &q, Y->data) != 0)
+	{
+		qmm_free(&q);
+		return -1;
+	}
 	qmm_free(&q);
 	return 0;
 }
@@ -983,6 +1184,7 @@ op_qlinear_matmul(ie_node_ctx *ctx)
 				lo,
 				hi,
 				e = 0;
+	int32_t    *acc = NULL;
 	bool		psa,
 				psb,
 				psy;
@@ -1017,19 +1219,38 @@ op_qlinear_matmul(ie_node_ctx *ctx)
 	sb = ctx->inputs[4];
 	sy = ctx->inputs[6];
 	half = sa->dtype == IE_FLOAT16 && sb->dtype == IE_FLOAT16 && sy->dtype == IE_FLOAT16;
+	if (q.a != NULL && ie_tensor_numel(Y) > 0)
+	{
+		/* the int32 accumulators [nbatch, M, N] */
+		int64_t		n = ie_tensor_numel(Y);
+
+		acc = ie_scratch_new(IE_INT32, 1, &n);
+		if (acc == NULL)
+		{
+			qmm_free(&q);
+			return ie_op_error(ctx, "out of memory for the accumulators");
+		}
+		if (qmm_product(ctx, &q, acc) != 0)
+		{
+			free(acc);
+			qmm_free(&q);
+			return -1;
+		}
+	}
 	if (ie_tensor_numel(Y) > 0)
 		for (int64_t bi = 0; bi < q.sh.nbatch; bi++)
 			for (int64_t i = 0; i < q.sh.M; i++)
-				for (int64_t j = 0; j < q.sh.N; j++)
+				for (int64_t j = 0; j < q.sh.N; j++, e++)
 				{
 					float		mult = qmult(qf_get(sa->data, sa->dtype, psa ? i : 0),
 											 qf_get(sb->data, sb->dtype, psb ? j : 0),
 											 qf_get(sy->data, sy->dtype, 0), half);
-					int32_t		acc = q.a != NULL ? qmm_dot(&q, bi, i, j) : 0;
+					int32_t		a = acc != NULL ? acc[e] : 0;
 
-					quant_put(Y->data, yt, e++,
-							  quant_round_sat((double) acc * mult, yzp, lo, hi));
+					quant_put(Y->data, yt, e,
+							  quant_round_sat((double) a * mult, yzp, lo, hi));
 				}
+	free(acc);
 	qmm_free(&q);
 	return 0;
 }
@@ -1066,6 +1287,7 @@ qconv_read(ie_node_ctx *ctx, int ix, int izx, int iw, int izw, qconv *q)
 	bool		px,
 				pw;
 	int64_t		kk = 1;
+	int32_t		amax;			/* unused: the convolutions loop */
 
 	memset(q, 0, sizeof(*q));
 	if (qint8_check(ctx, X, "x") != 0 || qint8_check(ctx, W, "w") != 0)
@@ -1098,8 +1320,8 @@ qconv_read(ie_node_ctx *ctx, int ix, int izx, int iw, int izw, qconv *q)
 		return 0;
 	for (int d = 2; d < W->ndim; d++)
 		kk *= W->dims[d];
-	q->x = qint_centered(X, 1, 1, zpx, false, false, NULL);
-	q->w = qint_centered(W, q->m, (q->c / q->group) * kk, zpw, pw, false, NULL);
+	q->x = qint_centered(X, 1, 1, zpx, false, false, NULL, &amax);
+	q->w = qint_centered(W, q->m, (q->c / q->group) * kk, zpw, pw, false, NULL, &amax);
 	if (q->x == NULL || q->w == NULL)
 		return ie_op_error(ctx, "out of memory for the centred inputs");
 	return 0;
