@@ -21,11 +21,11 @@
  * accumulation, as the specification states); the QLinear operators then
  * scale the accumulator by a_scale * b_scale / y_scale (float), add
  * y_zero_point, round and saturate.  MatMulInteger and QLinearMatMul
- * compute their sums on OpenBLAS (qmm_product): the centred operands are
- * integers of magnitude at most 255, so every product and partial sum is
- * an integer that float (sgemm, when K * max|a| * max|b| < 2^24) or double
- * (dgemm, K < 2^53 / 65025) holds exactly, in any order of summation; the
- * convolutions still use plain loops.
+ * compute their sums on OpenBLAS sgemm (qmm_product): the centred operands
+ * are integers of magnitude at most 255, so over a slice of kc terms with
+ * kc * max|a| * max|b| < 2^24 every product and partial sum is an integer
+ * float holds exactly, in any order of summation, and the slices add up in
+ * uint32 (the low 32 bits); the convolutions still use plain loops.
  *
  * Threading: no state outside the call; the matrix products run on the
  * engine's pool (pool.h) with OpenBLAS serial, the rest on the calling
@@ -701,13 +701,14 @@ qint8_check(ie_node_ctx *ctx, const ie_tensor *t, const char *what)
 /*
  * qint_centered without N-D zero points: t's values (int8 or uint8, numel
  * n = groups * rows * cols) less zp (per_row: zp[r], per_col: zp[c], else
- * zp[0]; NULL: zero) into out, matrix by matrix and row by row (no
+ * zp[0]; NULL: zero) into out (int32), or outf (float, exact: at most 255
+ * in magnitude) when out is NULL, matrix by matrix and row by row (no
  * division per element); *amax gets the largest magnitude.
  */
 static void
 qint_centered_plain(const ie_tensor *t, int64_t rows, int64_t cols,
 					const void *zp, bool per_row, bool per_col, int32_t *out,
-					int32_t *amax)
+					float *outf, int32_t *amax)
 {
 	int64_t		n = ie_tensor_numel(t),
 				e = 0;
@@ -727,7 +728,10 @@ qint_centered_plain(const ie_tensor *t, int64_t rows, int64_t cols,
 								 ((const uint8_t *) t->data)[e] :
 								 ((const int8_t *) t->data)[e]) - z;
 
-				out[e] = v;
+				if (out != NULL)
+					out[e] = v;
+				else
+					outf[e] = (float) v;
 				if (abs(v) > m)
 					m = abs(v);
 			}
@@ -757,7 +761,7 @@ qint_centered(const ie_tensor *t, int64_t rows, int64_t cols, const void *zp,
 		return NULL;
 	if (znd == NULL)
 	{
-		qint_centered_plain(t, rows, cols, zp, per_row, per_col, out, amax);
+		qint_centered_plain(t, rows, cols, zp, per_row, per_col, out, NULL, amax);
 		return out;
 	}
 	{
@@ -796,16 +800,43 @@ qint_centered(const ie_tensor *t, int64_t rows, int64_t cols, const void *zp,
 	return out;
 }
 
+/*
+ * qint_centered's values as float (each an integer of at most 255 in
+ * magnitude, so exact) in a new scratch buffer: written directly without
+ * N-D zero points, else converted from qint_centered's int32.  *amax gets
+ * the largest magnitude.  NULL when out of memory.
+ */
+static float *
+qmm_centered(const ie_tensor *t, int64_t rows, int64_t cols, const void *zp,
+			 bool per_row, bool per_col, const ie_tensor *znd, int32_t *amax)
+{
+	int64_t		n = ie_tensor_numel(t);
+	float	   *out;
+	int32_t    *c = NULL;
+
+	*amax = 0;
+	if (znd != NULL &&
+		(c = qint_centered(t, rows, cols, zp, per_row, per_col, znd, amax)) == NULL)
+		return NULL;
+	out = ie_scratch_new(IE_FLOAT, 1, &n);
+	if (out != NULL && c == NULL)
+		qint_centered_plain(t, rows, cols, zp, per_row, per_col, NULL, out, amax);
+	else if (out != NULL)
+		for (int64_t e = 0; e < n; e++)
+			out[e] = (float) c[e];
+	free(c);
+	return out;
+}
+
 /* An integer product as MatMulInteger and QLinearMatMul share it. */
 typedef struct qmm
 {
 	ie_mm_shape sh;
-	int32_t    *a,				/* A - a_zero_point, [..., M, K] */
+	float	   *a,				/* A - a_zero_point, [..., M, K] */
 			   *b;				/* B - b_zero_point, [..., K, N] */
 	int32_t		amax,
 				bmax;			/* largest |a|, |b| (at most 255) */
-	int64_t		an,
-				bn;				/* values of A, B */
+	int64_t		an;				/* values of A */
 	int64_t    *offs;			/* ie_matmul_batch_offsets */
 } qmm;
 
@@ -838,8 +869,8 @@ qzp_nd_fits(const ie_tensor *z, const ie_tensor *t, bool rows)
  * or -1) into q: both int8 or uint8, shapes by ie_matmul_shape, a zero
  * point one value or per row of A (M) / per column of B (N), or with nd
  * (MatMulInteger) also of A's shape with a last dim of 1 / of B's shape
- * with a last-but-one dim of 1 (qzp_nd_fits); A and B centred into int32
- * buffers in their own layouts.  An empty product leaves q's buffers
+ * with a last-but-one dim of 1 (qzp_nd_fits); A and B centred into float
+ * buffers (qmm_centered) in their own layouts.  An empty product leaves q's buffers
  * NULL.  Free with qmm_free.
  */
 static int
@@ -880,9 +911,8 @@ qmm_read(ie_node_ctx *ctx, int ib, int iza, int izb, bool nd, qmm *q)
 	if (ie_tensor_numel(A) == 0 || ie_tensor_numel(B) == 0)
 		return 0;
 	q->an = ie_tensor_numel(A);
-	q->bn = ie_tensor_numel(B);
-	q->a = qint_centered(A, q->sh.M, q->sh.K, zpa, pa, false, nda, &q->amax);
-	q->b = qint_centered(B, q->sh.K, q->sh.N, zpb, false, pb, ndb, &q->bmax);
+	q->a = qmm_centered(A, q->sh.M, q->sh.K, zpa, pa, false, nda, &q->amax);
+	q->b = qmm_centered(B, q->sh.K, q->sh.N, zpb, false, pb, ndb, &q->bmax);
 	q->offs = ie_scratch_new(IE_INT64, 2, (int64_t[]) {2, q->sh.nbatch});
 	if (q->a == NULL || q->b == NULL || q->offs == NULL)
 		return ie_op_error(ctx, "out of memory for the centred inputs");
@@ -900,63 +930,44 @@ qmm_free(qmm *q)
 
 /*
  * Element (bi, i, j) of q's product by a plain loop: the exact sum over k
- * of a * b in int64, its low 32 bits (int32 accumulation).  Used only
- * where OpenBLAS cannot take the product (K or N past INT_MAX).
+ * of a * b (integers held exactly in float) in int64, its low 32 bits
+ * (int32 accumulation).  Used only where OpenBLAS cannot take the product
+ * (K or N past INT_MAX).
  */
 static int32_t
 qmm_dot(const qmm *q, int64_t bi, int64_t i, int64_t j)
 {
-	const int32_t *a = q->a + (q->offs[bi] * q->sh.M + i) * q->sh.K,
+	const float *a = q->a + (q->offs[bi] * q->sh.M + i) * q->sh.K,
 			   *b = q->b + q->offs[q->sh.nbatch + bi] * q->sh.K * q->sh.N + j;
 	int64_t		acc = 0;
 
 	for (int64_t k = 0; k < q->sh.K; k++)
-		acc += (int64_t) a[k] * b[k * q->sh.N];
+		acc += (int64_t) a[k] * (int64_t) b[k * q->sh.N];
 	return (int32_t) (uint32_t) acc;
 }
 
-/*
- * n int32 values as a new scratch buffer of float (dbl false) or double;
- * exact, each being at most 255 in magnitude.  NULL when out of memory.
- */
-static void *
-qmm_operand(const int32_t *src, int64_t n, bool dbl)
-{
-	void	   *out = ie_scratch_new(dbl ? IE_DOUBLE : IE_FLOAT, 1, &n);
-
-	if (out == NULL)
-		return NULL;
-	if (dbl)
-		for (int64_t e = 0; e < n; e++)
-			((double *) out)[e] = src[e];
-	else
-		for (int64_t e = 0; e < n; e++)
-			((float *) out)[e] = (float) src[e];
-	return out;
-}
-
-/* A batch of integer products on OpenBLAS, as tasks of QMM_ROWS rows. */
+/* A batch of integer products on OpenBLAS sgemm, as tasks of QMM_ROWS rows. */
 typedef struct qmm_job
 {
-	const void *a,
-			   *b;				/* centred operands, float or double */
-	bool		dbl;			/* double (dgemm), else float (sgemm) */
+	const float *a,
+			   *b;				/* centred operands (qmm) */
 	int32_t    *y;				/* [nbatch, M, N] */
 	const int64_t *aoff,
 			   *boff;			/* per product: matrix index into a and b */
 	int64_t		M,
 				K,
 				N,
+				kc,				/* terms per exact sgemm (qmm_product) */
 				row_blocks;
 	atomic_bool failed;			/* a task found no scratch memory */
 } qmm_job;
 
 /*
- * Task t: rows [r0, r0 + QMM_ROWS) of product t / row_blocks, computed
- * into the thread's scratch (float or double [rows, N]) and stored as
- * int32.  Every value is an exact integer (qmm_product), so converting it
- * through int64 and keeping the low 32 bits is the plain loop's int32
- * accumulation.
+ * Task t: rows [r0, r0 + QMM_ROWS) of product t / row_blocks.  The sum
+ * over K is taken in slices of kc terms, each one sgemm into the thread's
+ * scratch (float [rows, N]) whose every value is an exact integer below
+ * 2^24 (qmm_product); the slices add up in uint32, which keeps the low 32
+ * bits of the exact sum, the plain loop's int32 accumulation.
  */
 static void
 qmm_task(void *arg, int64_t t, int worker)
@@ -967,8 +978,9 @@ qmm_task(void *arg, int64_t t, int worker)
 				rows = j->M - r0 < QMM_ROWS ? j->M - r0 : QMM_ROWS,
 				n = rows * j->N;
 	int32_t    *y = j->y + (bi * j->M + r0) * j->N;
-	size_t		esz = j->dbl ? sizeof(double) : sizeof(float);
-	void	   *c = ie_thread_scratch((size_t) n * esz);
+	float	   *c = ie_thread_scratch((size_t) n * sizeof(float));
+	const float *a = j->a + (j->aoff[bi] * j->M + r0) * j->K,
+			   *b = j->b + j->boff[bi] * j->K * j->N;
 
 	(void) worker;
 	if (c == NULL)
@@ -976,31 +988,19 @@ qmm_task(void *arg, int64_t t, int worker)
 		atomic_store(&j->failed, true);
 		return;
 	}
-	if (j->dbl)
+	for (int64_t k0 = 0; k0 < j->K; k0 += j->kc)
 	{
-		const double *a = j->a;
-		const double *b = j->b;
-		double	   *cd = c;
-
-		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-					(int) rows, (int) j->N, (int) j->K, 1.0,
-					a + (j->aoff[bi] * j->M + r0) * j->K, (int) j->K,
-					b + j->boff[bi] * j->K * j->N, (int) j->N, 0.0, cd, (int) j->N);
-		for (int64_t e = 0; e < n; e++)
-			y[e] = (int32_t) (uint32_t) (int64_t) cd[e];
-	}
-	else
-	{
-		const float *a = j->a;
-		const float *b = j->b;
-		float	   *cf = c;
+		int64_t		kk = j->K - k0 < j->kc ? j->K - k0 : j->kc;
 
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-					(int) rows, (int) j->N, (int) j->K, 1.0f,
-					a + (j->aoff[bi] * j->M + r0) * j->K, (int) j->K,
-					b + j->boff[bi] * j->K * j->N, (int) j->N, 0.0f, cf, (int) j->N);
-		for (int64_t e = 0; e < n; e++)
-			y[e] = (int32_t) cf[e];
+					(int) rows, (int) j->N, (int) kk, 1.0f,
+					a + k0, (int) j->K, b + k0 * j->N, (int) j->N, 0.0f, c, (int) j->N);
+		if (k0 == 0)
+			for (int64_t e = 0; e < n; e++)
+				y[e] = (int32_t) c[e];
+		else
+			for (int64_t e = 0; e < n; e++)
+				y[e] = (int32_t) ((uint32_t) y[e] + (uint32_t) (int32_t) c[e]);
 	}
 }
 
@@ -1009,36 +1009,35 @@ qmm_task(void *arg, int64_t t, int worker)
  * entry the sum over k of a[i, k] * b[k, j], its low 32 bits.
  *
  * Exactness: a and b are integers of magnitude at most amax, bmax <= 255,
- * so each product is an integer of at most 65025 and each partial sum, in
- * whatever order OpenBLAS adds them, an integer of at most K * amax *
- * bmax.  Float holds every integer below 2^24 and double every integer
- * below 2^53, so when K * amax * bmax < 2^24 sgemm, and otherwise (K <
- * 2^53 / 65025, far past any tensor the limit admits) dgemm, rounds
- * nothing: the result is the exact sum, as the plain loop's int64 sum.
- * K or N past INT_MAX (OpenBLAS takes int) falls back to that loop.
+ * so each product is an integer of at most 65025.  The sum is cut into
+ * slices of kc terms with kc * amax * bmax < 2^24 (kc >= 258 whatever the
+ * values): every partial sum of a slice, in whatever order OpenBLAS adds
+ * them, is then an integer below 2^24, which float holds exactly, so each
+ * slice's sgemm result is its exact integer sum.  Adding the slices in
+ * uint32 gives the exact total modulo 2^32: the low 32 bits the plain
+ * loop kept.  (A double dgemm would be exact over the whole K too, but
+ * runs at half sgemm's rate.)  K or N past INT_MAX (OpenBLAS takes int)
+ * falls back to that loop.
  *
  * A batch whose B is one matrix and whose A holds every entry is folded
  * into one product of nbatch * M rows, as MatMul does.  The tasks run on
  * up to n_threads threads, fewer for a small product.  Errors: out of
- * memory for the operands or the tasks' scratch (checked at its largest
- * before the parallel region).
+ * memory for the tasks' scratch (checked at its largest before the
+ * parallel region).
  */
 static int
 qmm_product(ie_node_ctx *ctx, const qmm *q, int32_t *y)
 {
 	const ie_mm_shape *sh = &q->sh;
-	qmm_job		j = {.y = y, .aoff = q->offs, .boff = q->offs + sh->nbatch,
-	.M = sh->M, .K = sh->K, .N = sh->N};
+	qmm_job		j = {.a = q->a, .b = q->b, .y = y, .aoff = q->offs,
+	.boff = q->offs + sh->nbatch, .M = sh->M, .K = sh->K, .N = sh->N};
 	int64_t		nbatch = sh->nbatch,
 				zero[2] = {0, 0},
 				work,
-				rows;
+				prod = (int64_t) q->amax * q->bmax;
 	int			nt = ctx->n_threads;
-	void	   *a,
-			   *b;
 
-	if (sh->K > INT_MAX || sh->N > INT_MAX ||
-		(double) sh->K * 255.0 * 255.0 >= 9007199254740992.0)
+	if (sh->K > INT_MAX || sh->N > INT_MAX)
 	{
 		int64_t		e = 0;
 
@@ -1048,34 +1047,24 @@ qmm_product(ie_node_ctx *ctx, const qmm *q, int32_t *y)
 					y[e++] = qmm_dot(q, bi, i, jj);
 		return 0;
 	}
-	j.dbl = (double) sh->K * q->amax * q->bmax >= 16777216.0;
-	if (sh->bbatch == 1 &&
-		nbatch * sh->M * sh->K == q->an)
+	/* the most terms whose sum stays below 2^24 (all of K if it does) */
+	j.kc = prod == 0 ? sh->K : (16777216 - 1) / prod;
+	if (j.kc > sh->K)
+		j.kc = sh->K;
+	if (sh->bbatch == 1 && nbatch * sh->M * sh->K == q->an)
 	{
 		j.M = nbatch * sh->M;
 		j.aoff = j.boff = zero;
 		nbatch = 1;
 	}
-	rows = j.M < QMM_ROWS ? j.M : QMM_ROWS;
-	if (!ie_scratch_fits(j.dbl ? IE_DOUBLE : IE_FLOAT, 2, (int64_t[]) {rows, j.N}))
+	if (!ie_scratch_fits(IE_FLOAT, 2, (int64_t[]) {j.M < QMM_ROWS ? j.M : QMM_ROWS, j.N}))
 		return ie_op_error(ctx, "out of memory for the product");
-	a = qmm_operand(q->a, q->an, j.dbl);
-	b = a == NULL ? NULL : qmm_operand(q->b, q->bn, j.dbl);
-	if (a == NULL || b == NULL)
-	{
-		free(a);
-		return ie_op_error(ctx, "out of memory for the centred inputs");
-	}
-	j.a = a;
-	j.b = b;
 	j.row_blocks = (j.M + QMM_ROWS - 1) / QMM_ROWS;
 	atomic_init(&j.failed, false);
 	work = nbatch * j.M * j.N * j.K;
 	if (work < (int64_t) QMM_THREAD_WORK * nt)
 		nt = (int) (work / QMM_THREAD_WORK > 1 ? work / QMM_THREAD_WORK : 1);
 	ie_parallel_for(nt, nbatch * j.row_blocks, qmm_task, &j);
-	free(a);
-	free(b);
 	if (atomic_load(&j.failed))
 		return ie_op_error(ctx, "out of memory for the product");
 	return 0;
