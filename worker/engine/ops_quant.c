@@ -126,6 +126,25 @@ quant_put(void *data, ie_dtype t, int64_t i, int64_t v)
 }
 
 /*
+ * quant_round_sat(q, zp, 0, 255) for a float q and zp in [0, 255], without
+ * double or a libm call (DynamicQuantizeLinear's loop): q is first clamped
+ * to [-512, 512], which changes no saturated result, then rounded half to
+ * even by adding and subtracting 1.5 * 2^23 (float's spacing is 1 there;
+ * exact for |q| < 2^22 under the default rounding mode).  A NaN gives zp.
+ */
+static inline uint8_t
+dql_round_sat(float q, float zp)
+{
+	float		r;
+
+	if (q != q)
+		return (uint8_t) zp;
+	q = q < -512.0f ? -512.0f : q > 512.0f ? 512.0f : q;
+	r = (q + 12582912.0f) - 12582912.0f + zp;
+	return (uint8_t) (r < 0.0f ? 0.0f : r > 255.0f ? 255.0f : r);
+}
+
+/*
  * q (the scaled value, before rounding) rounded half to even, plus zp,
  * saturated to [lo, hi].  A NaN gives zp (saturated): the specification
  * leaves it undefined.
@@ -595,6 +614,7 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 	ie_tensor  *y,
 			   *ys,
 			   *yz;
+	int			bad = 0;
 
 	if (ctx->n_inputs < 1 || ctx->inputs[0] == NULL)
 		return ie_op_error(ctx, "needs input x");
@@ -604,7 +624,16 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 						   ie_type_name(x->dtype));
 	n = ie_tensor_numel(x);
 	xd = x->data;
+	/* the range, branch-free; the slow loop below only to name a bad value */
 	for (int64_t i = 0; i < n; i++)
+	{
+		float		v = xd[i];
+
+		bad |= (v != v) | (v == -INFINITY);
+		mx = v > mx ? v : mx;
+		mn = v < mn ? v : mn;
+	}
+	for (int64_t i = 0; bad && i < n; i++)
 	{
 		if (isnan(xd[i]))
 			return ie_op_error(ctx, "x holds a NaN at element %lld: its range is undefined",
@@ -617,10 +646,6 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 		if (isinf(xd[i]) && xd[i] < 0.0f)
 			return ie_op_error(ctx, "x holds -inf at element %lld: its zero point is undefined",
 							   (long long) i);
-		if (xd[i] > mx)
-			mx = xd[i];
-		if (xd[i] < mn)
-			mn = xd[i];
 	}
 	scale = (mx == mn ? 1.0f : mx - mn) / 255.0f;
 	zpf = 0.0f - mn / scale;
@@ -647,8 +672,7 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 		*(uint8_t *) yz->data = (uint8_t) zp;
 	}
 	for (int64_t i = 0; i < n; i++)
-		((uint8_t *) y->data)[i] =
-			(uint8_t) quant_round_sat((double) (xd[i] / scale), zp, 0, 255);
+		((uint8_t *) y->data)[i] = dql_round_sat(xd[i] / scale, (float) zp);
 	return 0;
 }
 
@@ -699,6 +723,41 @@ qint8_check(ie_node_ctx *ctx, const ie_tensor *t, const char *what)
 }
 
 /*
+ * Values [e, e + cols) of int8 or uint8 tensor t less z into dst (float,
+ * exact); returns the larger of m and their largest magnitude.
+ */
+static int32_t
+qint_row_float(const ie_tensor *t, int64_t e, int64_t cols, int32_t z,
+			   float *dst, int32_t m)
+{
+	if (t->dtype == IE_UINT8)
+	{
+		const uint8_t *src = (const uint8_t *) t->data + e;
+
+		for (int64_t c = 0; c < cols; c++)
+		{
+			int32_t		v = (int32_t) src[c] - z;
+
+			dst[c] = (float) v;
+			m = abs(v) > m ? abs(v) : m;
+		}
+	}
+	else
+	{
+		const int8_t *src = (const int8_t *) t->data + e;
+
+		for (int64_t c = 0; c < cols; c++)
+		{
+			int32_t		v = (int32_t) src[c] - z;
+
+			dst[c] = (float) v;
+			m = abs(v) > m ? abs(v) : m;
+		}
+	}
+	return m;
+}
+
+/*
  * qint_centered without N-D zero points: t's values (int8 or uint8, numel
  * n = groups * rows * cols) less zp (per_row: zp[r], per_col: zp[c], else
  * zp[0]; NULL: zero) into out (int32), or outf (float, exact: at most 255
@@ -720,6 +779,13 @@ qint_centered_plain(const ie_tensor *t, int64_t rows, int64_t cols,
 			int32_t		z0 = zp == NULL ? 0 :
 				(int32_t) quant_get(zp, t->dtype, per_row ? r : 0);
 
+			if (out == NULL && !per_col)
+			{
+				/* the common case, in a loop the compiler vectorizes */
+				m = qint_row_float(t, e, cols, z0, outf + e, m);
+				e += cols;
+				continue;
+			}
 			for (int64_t c = 0; c < cols; c++, e++)
 			{
 				int32_t		z = zp != NULL && per_col ?
@@ -1090,8 +1156,9 @@ op_matmul_integer(ie_node_ctx *ctx)
 		qmm_free(&q);
 		return -1;
 	}
-	/* an empty sum (K == 0) gives zeros */
-	Y = ie_tensor_new(IE_INT32, q.sh.ond, q.sh.odims);
+	/* an empty sum (K == 0) gives zeros; else qmm_product writes all */
+	Y = q.a != NULL ? ie_tensor_new_uninit(IE_INT32, q.sh.ond, q.sh.odims) :
+		ie_tensor_new(IE_INT32, q.sh.ond, q.sh.odims);
 	if (Y == NULL)
 	{
 		qmm_free(&q);
