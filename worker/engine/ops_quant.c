@@ -677,6 +677,30 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 }
 
 /*
+ * The shape of a scale or zero point t of an integer product or QLinear
+ * operator: one value (a scalar or [1]), or, where allow_per, a 1-D tensor
+ * of n values (one per row of A, column of B or output channel; what
+ * names the input, dim what n counts).  Sets *per to whether it has n.
+ */
+static int
+qper_shape(ie_node_ctx *ctx, const ie_tensor *t, int64_t n, const char *what,
+		   const char *dim, bool allow_per, bool *per)
+{
+	char		b1[128];
+
+	*per = false;
+	if (ie_tensor_numel(t) == 1 && t->ndim <= 1)
+		return 0;
+	if (!allow_per || t->ndim != 1 || t->dims[0] != n)
+		return ie_op_error(ctx, "%s of shape %s must be a scalar%s%s (%lld)", what,
+						   ie_shape_str(b1, sizeof(b1), t->ndim, t->dims),
+						   allow_per ? " or a 1-D tensor of one value per " : "",
+						   allow_per ? dim : "", (long long) n);
+	*per = true;
+	return 0;
+}
+
+/*
  * A zero point of an integer product: absent (zero), one value, or a 1-D
  * tensor of n values (per row of A, per column of B, per output channel
  * of W; what names the input, dim what n counts).  Its type must be the
@@ -688,8 +712,6 @@ qzp_read(ie_node_ctx *ctx, const ie_tensor *z, ie_dtype t, int64_t n,
 		 const char *what, const char *dim, bool allow_per, const void **zp,
 		 bool *per)
 {
-	char		b1[128];
-
 	*zp = NULL;
 	*per = false;
 	if (z == NULL)
@@ -697,18 +719,9 @@ qzp_read(ie_node_ctx *ctx, const ie_tensor *z, ie_dtype t, int64_t n,
 	if (z->dtype != t)
 		return ie_op_error(ctx, "%s of type %s differs from its input's type %s", what,
 						   ie_type_name(z->dtype), ie_type_name(t));
-	if (ie_tensor_numel(z) == 1 && z->ndim <= 1)
-	{
-		*zp = z->data;
-		return 0;
-	}
-	if (!allow_per || z->ndim != 1 || z->dims[0] != n)
-		return ie_op_error(ctx, "%s of shape %s must be a scalar%s%s (%lld)", what,
-						   ie_shape_str(b1, sizeof(b1), z->ndim, z->dims),
-						   allow_per ? " or a 1-D tensor of one value per " : "",
-						   allow_per ? dim : "", (long long) n);
+	if (qper_shape(ctx, z, n, what, dim, allow_per, per) != 0)
+		return -1;
 	*zp = z->data;
-	*per = true;
 	return 0;
 }
 
@@ -1182,20 +1195,10 @@ static int
 qscale_read(ie_node_ctx *ctx, const ie_tensor *s, int64_t n, const char *what,
 			const char *dim, bool allow_per, bool *per)
 {
-	char		b1[128];
-
 	*per = false;
 	if (quant_check_scale(ctx, s, what) != 0)
 		return -1;
-	if (ie_tensor_numel(s) == 1 && s->ndim <= 1)
-		return 0;
-	if (!allow_per || s->ndim != 1 || s->dims[0] != n)
-		return ie_op_error(ctx, "%s of shape %s must be a scalar%s%s (%lld)", what,
-						   ie_shape_str(b1, sizeof(b1), s->ndim, s->dims),
-						   allow_per ? " or a 1-D tensor of one value per " : "",
-						   allow_per ? dim : "", (long long) n);
-	*per = true;
-	return 0;
+	return qper_shape(ctx, s, n, what, dim, allow_per, per);
 }
 
 /*
