@@ -201,12 +201,8 @@ ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool byco
 				break;
 			}
 		case EP_SIGMOID:
-			/* as the Sigmoid operator: exp through vmath.h */
-			for (int i = 0; i < len; i++)
-				d[i] = -ra[i];
-			ie_vexpf(d, d, len);
-			for (int i = 0; i < len; i++)
-				d[i] = 1.0f / (1.0f + d[i]);
+			/* as the Sigmoid operator */
+			ie_vsigmoidf(ra, d, len);
 			break;
 		case EP_ERF:
 			ie_verff(ra, d, len);

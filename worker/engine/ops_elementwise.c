@@ -182,12 +182,8 @@ vmath_f32(enum vmath f, const float *x, float *y, int64_t n)
 	}
 	if (f == VM_SIGMOID)
 	{
-		/* 1 / (1 + exp(-x)), as the fused epilogue step computes it */
-		for (i = 0; i < n; i++)
-			y[i] = -x[i];
-		ie_vexpf(y, y, n);
-		for (i = 0; i < n; i++)
-			y[i] = 1.0f / (1.0f + y[i]);
+		/* shared with the fused epilogue step and the recurrent gates */
+		ie_vsigmoidf(x, y, n);
 		return;
 	}
 	for (; i + 4 <= n; i += 4)
