@@ -1517,6 +1517,198 @@ test_input_types(void)
 	ie_tensor_destroy(&in);
 }
 
+/*
+ * Builds into g (zeroed) the graph of one recurrent node op (gates 1 for
+ * RNN, 3 for GRU, 4 for LSTM) named "rec0" at opset, hidden size 1, with
+ * outputs outs (comma-separated, "" for one left out): X [1, 2, 3] in, the
+ * named ones of Y [1, 1, 2, 1], Y_h and Y_c [1, 2, 1] out.
+ */
+static void
+recurrent_graph(graph_spec *g, const char *op, int gates, int opset, const char *outs)
+{
+	static const float w[12] = {0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f,
+	0.7f, 0.8f, -0.9f, 1.0f, 0.2f, 0.3f};
+	static const float r[4] = {0.5f, -0.5f, 0.25f, 0.75f};
+	char	  **names;
+	size_t		n = split(outs, &names);
+
+	g->opset = opset;
+	g->nodes[g->n_nodes++] = node(op, "rec0", "X,W,R", outs);
+	attr_int(g->nodes[0], "hidden_size", 1);
+	g->inits[g->n_inits++] = tensor_f("W", 3, (int64_t[]) {1, gates, 3}, w, gates * 3, true);
+	g->inits[g->n_inits++] = tensor_f("R", 3, (int64_t[]) {1, gates, 1}, r, gates, true);
+	g->inputs[g->n_inputs++] = value_info("X", IE_FLOAT, 3, (int64_t[]) {1, 2, 3});
+	for (size_t i = 0; i < n; i++)
+		if (names[i][0] != '\0')
+			g->outputs[g->n_outputs++] =
+				i == 0 ? value_info(names[i], IE_FLOAT, 4, (int64_t[]) {1, 1, 2, 1}) :
+				value_info(names[i], IE_FLOAT, 3, (int64_t[]) {1, 2, 1});
+}
+
+/*
+ * A node's outputs against its operator version's formal outputs
+ * (ie_op_check_outputs): RNN and GRU have no Y_c, Relu one output, TopK
+ * two it requires (and neither may be ""), GRU-1 a required Y_h after an
+ * optional Y; LSTM's Y_c, Dropout's mask (given or "") and Split's
+ * variadic outputs load and run.
+ */
+static void
+test_output_counts(void)
+{
+	float		x[6] = {1, 2, 3, 4, 5, 6};
+	int64_t		xd[2] = {2, 3};
+	ie_tensor  *in = tu_float_tensor(2, xd, x);
+	ie_tensor  *xin = tu_float_tensor(3, (int64_t[]) {1, 2, 3}, x);
+	ie_tensor  *out[4] = {NULL};
+	char		err[1024];
+	ie_model   *m;
+	static const struct
+	{
+		const char *op;
+		int			gates;
+		int			opset;
+		const char *outs;
+		const char *want;		/* the refusal, NULL when it loads and runs */
+	}			rec[] = {
+		{"RNN", 1, 14, "Y,Y_h,Y_c",
+		"RNN node 'rec0': it has 3 outputs, and RNN-14 (opset 14) has at most 2 (Y, Y_h)"},
+		{"GRU", 3, 14, "Y,Y_h,Y_c",
+		"GRU node 'rec0': it has 3 outputs, and GRU-14 (opset 14) has at most 2 (Y, Y_h)"},
+		{"GRU", 3, 2, "Y",
+		"GRU node 'rec0': it has 1 output, and GRU-1 (opset 2) has at least 2 (Y, Y_h)"},
+		{"RNN", 1, 14, "Y,Y_h", NULL},
+		{"GRU", 3, 14, ",Y_h", NULL},
+		{"LSTM", 4, 14, "Y,Y_h,Y_c", NULL},
+		{"LSTM", 4, 14, ",,Y_c", NULL},
+	};
+
+	for (size_t k = 0; k < sizeof(rec) / sizeof(rec[0]); k++)
+	{
+		graph_spec	g = {0};
+
+		recurrent_graph(&g, rec[k].op, rec[k].gates, rec[k].opset, rec[k].outs);
+		if (rec[k].want != NULL)
+		{
+			CHECK(load_fails(&g, IE_ERR_INVALID, rec[k].want, err, sizeof(err)),
+				  "%s-%d node with outputs \"%s\" is refused at load: %s",
+				  rec[k].op, rec[k].opset, rec[k].outs, err);
+			arena_reset();
+			continue;
+		}
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &xin, out, err,
+										sizeof(err)) == 0 &&
+			  out[g.n_outputs - 1] != NULL && out[g.n_outputs - 1]->ndim == 3 &&
+			  out[g.n_outputs - 1]->dims[1] == 2,
+			  "%s node with outputs \"%s\" loads and runs: %s", rec[k].op, rec[k].outs, err);
+		for (int i = 0; i < g.n_outputs; i++)
+			ie_tensor_destroy(&out[i]);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+
+	/* Relu has one output */
+	{
+		graph_spec	g = {0};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Relu", "relu0", "X", "Y,Z");
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+		CHECK(load_fails(&g, IE_ERR_INVALID, "model '<memory>': Relu node 'relu0': it has 2 "
+						 "outputs, and Relu-13 (opset 13) has at most 1 (Y)", err, sizeof(err)),
+			  "a Relu with two outputs fails the load: %s", err);
+		arena_reset();
+	}
+
+	/* TopK: Values and Indices, both required */
+	{
+		static const char *const outs[] = {"V,I", "V", ",I"};
+		static const char *const want[] = {
+			NULL,
+			"TopK node 'topk0': it has 1 output, and TopK-11 (opset 13) has at least 2 "
+			"(Values, Indices)",
+			"TopK node 'topk0': output 0 (Values) of TopK-11 is required, but the node "
+			"leaves it out (\"\")",
+		};
+
+		for (int k = 0; k < 3; k++)
+		{
+			graph_spec	g = {0};
+
+			g.opset = 13;
+			g.nodes[g.n_nodes++] = node("TopK", "topk0", "X,K", outs[k]);
+			g.inits[g.n_inits++] = tensor_i64("K", (int64_t[]) {2}, 1);
+			g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+			g.outputs[g.n_outputs++] = value_info("I", IE_INT64, 2, (int64_t[]) {2, 2});
+			if (want[k] != NULL)
+			{
+				CHECK(load_fails(&g, IE_ERR_INVALID, want[k], err, sizeof(err)),
+					  "a TopK with outputs \"%s\" fails the load: %s", outs[k], err);
+				arena_reset();
+				continue;
+			}
+			m = load(&g, err, sizeof(err));
+			CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &in, out, err,
+											sizeof(err)) == 0 &&
+				  out[0]->dtype == IE_INT64 && ((int64_t *) out[0]->data)[0] == 2 &&
+				  ((int64_t *) out[0]->data)[1] == 1,
+				  "a TopK with outputs \"%s\" runs: %s", outs[k], err);
+			ie_tensor_destroy(&out[0]);
+			ie_model_destroy(&m);
+			arena_reset();
+		}
+	}
+
+	/* Dropout's optional mask, given or left out (""): an identity at inference */
+	for (int k = 0; k < 2; k++)
+	{
+		graph_spec	g = {0};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Dropout", "drop0", "X", k == 0 ? "Y,M" : "Y,");
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+		if (k == 0)
+			g.outputs[g.n_outputs++] = value_info("M", IE_BOOL, 2, xd);
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &in, out, err,
+										sizeof(err)) == 0 &&
+			  memcmp(out[0]->data, x, sizeof(x)) == 0 &&
+			  (k == 1 || (out[1] != NULL && out[1]->dtype == IE_BOOL)),
+			  "a Dropout with outputs \"%s\" loads and runs: %s", k == 0 ? "Y,M" : "Y,", err);
+		for (int i = 0; i < g.n_outputs; i++)
+			ie_tensor_destroy(&out[i]);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+
+	/* Split's variadic outputs: three columns */
+	{
+		graph_spec	g = {0};
+		int64_t		cd[2] = {2, 1};
+
+		g.opset = 13;
+		g.nodes[g.n_nodes++] = node("Split", "split0", "X", "A,B,C");
+		attr_int(g.nodes[0], "axis", 1);
+		g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+		g.outputs[g.n_outputs++] = value_info("A", IE_FLOAT, 2, cd);
+		g.outputs[g.n_outputs++] = value_info("B", IE_FLOAT, 2, cd);
+		g.outputs[g.n_outputs++] = value_info("C", IE_FLOAT, 2, cd);
+		m = load(&g, err, sizeof(err));
+		CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &in, out, err,
+										sizeof(err)) == 0 &&
+			  ((float *) out[2]->data)[0] == 3 && ((float *) out[2]->data)[1] == 6,
+			  "a Split with three outputs loads and runs: %s", err);
+		for (int i = 0; i < 3; i++)
+			ie_tensor_destroy(&out[i]);
+		ie_model_destroy(&m);
+		arena_reset();
+	}
+	ie_tensor_destroy(&in);
+	ie_tensor_destroy(&xin);
+}
+
 /* Per-channel broadcasting, Clip in both forms, run-time operator errors. */
 static void
 test_broadcast_clip(void)
@@ -3004,6 +3196,7 @@ main(void)
 	test_constant_reshape();
 	test_run_error_kinds();
 	test_input_types();
+	test_output_counts();
 	test_opset_changes();
 	test_broadcast_clip();
 	test_shape_ops();

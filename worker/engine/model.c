@@ -646,8 +646,10 @@ read_opset(loader *ld, const Onnx__ModelProto *mp)
 /*
  * Binds node np (graph position idx) into pn: operator look-up, attributes
  * (checked against the operator's ONNX schema, ie_op_check_attrs, and its
- * values against what the operator implements, ie_op_check_lookup),
- * output values.  Input values are resolved later, once all outputs exist.
+ * values against what the operator implements, ie_op_check_lookup), the
+ * number of outputs (against the schema, ie_op_check_outputs, before the
+ * operator's own check reads it), output values.  Input values are
+ * resolved later, once all outputs exist.
  */
 static int
 bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
@@ -679,10 +681,14 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 	if (ie_op_check_attrs(op, ld->m->opset, pn->n_attrs, pn->attrs, &kind, aerr,
 						  sizeof(aerr)) != 0)
 		return load_error_kind(ld, kind, "%s node '%s': %s", op, pn->name, aerr);
-	/* every ONNX operator has at least one output (it may be named ""):
-	 * operators write output 0 without asking */
+	/* the engine needs at least one output, though ONNX lets RNN, GRU and
+	 * LSTM have none (output 0 of those may be ""): operators write output
+	 * 0 without asking */
 	if (np->n_output == 0)
 		return load_error(ld, "%s node '%s' has no outputs", op, pn->name);
+	if (ie_op_check_outputs(op, ld->m->opset, (int) np->n_output,
+							(const char *const *) np->output, aerr, sizeof(aerr)) != 0)
+		return load_error_kind(ld, IE_ERR_INVALID, "%s node '%s': %s", op, pn->name, aerr);
 	pn->n_inputs = (int) np->n_input;
 	pn->n_outputs = (int) np->n_output;
 	if ((check = ie_op_check_lookup(op)) != NULL)

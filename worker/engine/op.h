@@ -26,7 +26,8 @@
 
 /*
  * The default-domain opsets whose operator versions the engine knows
- * (op_schemas.h holds their attributes and inputs up to IE_OPSET_MAX).
+ * (op_schemas.h holds their attributes, inputs and outputs up to
+ * IE_OPSET_MAX).
  */
 #define IE_OPSET_MIN 1
 #define IE_OPSET_MAX 28
@@ -202,6 +203,21 @@ typedef struct ie_input_check
 int			ie_op_input_checks(const char *op_type, int opset, int n_inputs,
 							   const int *inputs, ie_input_check *checks,
 							   int *since, char *err, size_t errlen);
+
+/*
+ * Checks the outputs of a node of op_type at opset (the version
+ * ie_op_check_attrs checks the attributes of) that has n_outputs outputs,
+ * outputs[i] its output i's name ("" or NULL when left out), against the
+ * version's formal outputs (op_schemas.h): a node with more outputs than
+ * the version has (a third output of RNN or GRU, which only LSTM has), or
+ * fewer than its schema's min_output (TopK's Values and Indices), or that
+ * leaves out ("") an output that is not optional, is invalid (ONNX IR
+ * spec, "Nodes"; ONNX's checker and ONNX Runtime refuse all three through
+ * OpSchema::Verify).  0, or -1 with a message in err (IE_ERR_INVALID).
+ */
+int			ie_op_check_outputs(const char *op_type, int opset, int n_outputs,
+								const char *const *outputs, char *err,
+								size_t errlen);
 
 /*
  * Writes the names of the element types in mask (bit t for

@@ -379,6 +379,113 @@ ie_op_input_checks(const char *op_type, int opset, int n_inputs,
 	return 0;
 }
 
+/*
+ * The formal output a node's output i takes among outputs (op_schemas.h's
+ * "name[?*] ..." words): the i-th, or the last when that is variadic ('*');
+ * its name's length into *len and its flag ('?', '*' or '\0' for a single
+ * output) into *flag.  NULL past the last.
+ */
+static const char *
+formal_output(const char *outputs, int i, int *len, char *flag)
+{
+	const char *last = NULL;
+	bool		found = false;
+
+	for (const char *w = outputs; *w != '\0' && !found; i--)
+	{
+		last = w;
+		*len = (int) strcspn(w, " ");
+		found = i == 0;
+		w += *len;
+		w += strspn(w, " ");
+	}
+	if (last == NULL || (!found && last[*len - 1] != '*'))
+		return NULL;
+	*flag = last[*len - 1] == '?' || last[*len - 1] == '*' ? last[*len - 1] : '\0';
+	if (*flag != '\0')
+		(*len)--;
+	return last;
+}
+
+/*
+ * The names of the first n formal outputs among outputs, comma-separated,
+ * into buf (len bytes, truncated); returns buf.
+ */
+static const char *
+output_names(const char *outputs, int n, char *buf, size_t len)
+{
+	size_t		used = 0;
+
+	if (len > 0)
+		buf[0] = '\0';
+	for (int i = 0; i < n && used < len; i++)
+	{
+		int			nlen;
+		char		flag;
+		const char *w = formal_output(outputs, i, &nlen, &flag);
+
+		if (w == NULL)
+			break;
+		used += snprintf(buf + used, len - used, "%s%.*s", i > 0 ? ", " : "", nlen, w);
+	}
+	return buf;
+}
+
+/*
+ * Checks the outputs of a node (op.h) against its version's formal outputs,
+ * as OpSchema::Verify does: their number within the schema's min_output
+ * and max_output, and none that is not optional left out ("").
+ */
+int
+ie_op_check_outputs(const char *op_type, int opset, int n_outputs,
+					const char *const *outputs, char *err, size_t errlen)
+{
+	int			v = schema_version(op_type, opset);
+	char		names[256];
+
+	if (v < 0)
+	{
+		snprintf(err, errlen, "operator %s has no schema in op_schemas.h (regenerate it with tools/gen_op_schemas.py)",
+				 op_type);
+		return -1;
+	}
+	if (op_schemas[v].max_outputs >= 0 && n_outputs > op_schemas[v].max_outputs)
+	{
+		snprintf(err, errlen, "it has %d outputs, and %s-%d (opset %d) has at most %d (%s)",
+				 n_outputs, op_type, op_schemas[v].since, opset,
+				 op_schemas[v].max_outputs,
+				 output_names(op_schemas[v].outputs, op_schemas[v].max_outputs,
+							  names, sizeof(names)));
+		return -1;
+	}
+	if (n_outputs < op_schemas[v].min_outputs)
+	{
+		snprintf(err, errlen, "it has %d output%s, and %s-%d (opset %d) has at least %d (%s)",
+				 n_outputs, n_outputs == 1 ? "" : "s", op_type, op_schemas[v].since,
+				 opset, op_schemas[v].min_outputs,
+				 output_names(op_schemas[v].outputs, op_schemas[v].min_outputs,
+							  names, sizeof(names)));
+		return -1;
+	}
+	for (int i = 0; i < n_outputs; i++)
+	{
+		int			len;
+		char		flag;
+		const char *w;
+
+		if (outputs[i] != NULL && outputs[i][0] != '\0')
+			continue;
+		w = formal_output(op_schemas[v].outputs, i, &len, &flag);
+		if (w != NULL && flag == '\0')
+		{
+			snprintf(err, errlen, "output %d (%.*s) of %s-%d is required, but the node leaves it out (\"\")",
+					 i, len, w, op_type, op_schemas[v].since);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* onnx.TensorProto.DataType's names, by value (onnx.proto, "DataType"). */
 static const char *const type_names[] = {
 	"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64",
