@@ -10,8 +10,10 @@ attributes that version defines, their types and which are required, and its
 formal inputs: for each, the element types its type constraint allows (a
 bitmask of TensorProto data types), whether it is optional or variadic, and
 which earlier input shares its constraint; and its formal outputs: their
-names, which are optional or variadic, and the least and most outputs a
-node of that version may have (the schema's min_output and max_output).
+names, which are optional or variadic, the least and most outputs a node of
+that version may have (the schema's min_output and max_output), and the
+counts between those it allows when it allows only some (BatchNormalization's
+1 or 5 outputs, 1 or 3 from version 14: OpSchema::NumOutputs of a set).
 
 The loader (op_registry.c, ie_op_check_attrs) refuses a node whose attribute
 its version does not define, has another type, or that lacks a required one,
@@ -33,7 +35,9 @@ import re
 import sys
 
 import onnx
+import onnx.checker
 import onnx.defs
+import onnx.helper
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 HEADER = os.path.join(ROOT, "worker", "engine", "op_schemas.h")
@@ -152,6 +156,61 @@ def output_bounds(schema):
     return schema.min_output, most
 
 
+# onnx.defs.OpSchema.AttrType name -> a value of that type, for probe nodes
+PROBE_VALUES = {
+    "FLOAT": 1.0, "INT": 1, "STRING": "x", "FLOATS": [1.0], "INTS": [1],
+    "STRINGS": ["x"], "TENSOR": onnx.helper.make_tensor("t", onnx.TensorProto.FLOAT, [], [0.0]),
+}
+
+
+def output_counts(schema, least, most):
+    """The output counts from least to most that schema allows, as a bitmask
+    (bit n for n outputs), when it allows only some of them; 0 when it allows
+    all.  OpSchema::Verify refuses a count outside the set a schema gives
+    NumOutputs (BatchNormalization: 1 or 5 outputs, 1 or 3 from version 14),
+    which onnx's Python OpSchema does not show, so this asks onnx's checker
+    about a node of each count, its inputs and required attributes given.
+    Variadic outputs and deprecated versions (the checker refuses a node of
+    those whole) allow every count."""
+    if most < 0 or schema.deprecated:
+        return 0
+    if most >= 32:
+        sys.exit("gen_op_schemas: %s-%d has %d outputs, more than a 32-bit mask holds"
+                 % (schema.name, schema.since_version, most))
+    ctx = onnx.checker.C.CheckerContext()
+    ctx.ir_version = onnx.IR_VERSION
+    ctx.opset_imports = {"": schema.since_version}
+    mask = 0
+    for n in range(least, most + 1):
+        node = onnx.helper.make_node(schema.name,
+                                     ["in%d" % i for i in range(schema.min_input)],
+                                     ["out%d" % i for i in range(n)])
+        for a in schema.attributes.values():
+            if a.required:
+                if a.type.name not in PROBE_VALUES:
+                    sys.exit("gen_op_schemas: cannot probe %s-%d: required attribute %s is %s"
+                             % (schema.name, schema.since_version, a.name, a.type.name))
+                node.attribute.append(onnx.helper.make_attribute(a.name,
+                                                                 PROBE_VALUES[a.type.name]))
+        try:
+            onnx.checker.check_node(node, ctx, onnx.checker.C.LexicalScopeContext())
+            mask |= 1 << n
+        except onnx.checker.ValidationError as e:
+            if "output size" not in str(e):
+                sys.exit("gen_op_schemas: cannot probe %s-%d with %d outputs: %s"
+                         % (schema.name, schema.since_version, n, str(e).splitlines()[0]))
+    if mask & (1 << least) == 0 or mask & (1 << most) == 0:
+        sys.exit("gen_op_schemas: %s-%d refuses %d or %d outputs, its own bounds"
+                 % (schema.name, schema.since_version, least, most))
+    return 0 if mask == (1 << (most + 1)) - (1 << least) else mask
+
+
+def counts_hex(schema, least, most):
+    """output_counts as the header writes it: "0", or the mask in hex."""
+    mask = output_counts(schema, least, most)
+    return "0x%x" % mask if mask else "0"
+
+
 def generate():
     top = opset_max()
     lines = [
@@ -179,7 +238,10 @@ def generate():
         " * op_schema_inputs[] and how many there are; then its formal outputs",
         " * (each name, \"?\" after an optional one, \"*\" after a variadic one)",
         " * and the least and most outputs a node may have (the schema's",
-        " * min_output and max_output; -1 for no limit).",
+        " * min_output and max_output; -1 for no limit); then, for a version",
+        " * that allows only some counts between those (OpSchema::NumOutputs of",
+        " * a set: BatchNormalization), those counts (bit n for n outputs), and",
+        " * 0 for one that allows all.",
         " */",
         "static const ie_formal_input op_schema_inputs[] = {",
     ]
@@ -194,9 +256,10 @@ def generate():
             if ins:
                 lines.append("\t/* %d: %s-%d */" % (n_inputs, op, s.since_version))
                 lines.extend(ins)
-            entries.append('\t{"%s", %d, "%s", %d, %d, "%s", %d, %d},'
+            bounds = output_bounds(s)
+            entries.append('\t{"%s", %d, "%s", %d, %d, "%s", %d, %d, %s},'
                            % ((op, s.since_version, attrs_string(s), n_inputs, len(ins),
-                               outputs_string(s)) + output_bounds(s)))
+                               outputs_string(s)) + bounds + (counts_hex(s, *bounds),)))
             n_inputs += len(ins)
     lines += [
         "};",
@@ -211,10 +274,11 @@ def generate():
         "\tconst char *outputs;",
         "\tint\t\t\tmin_outputs;",
         "\tint\t\t\tmax_outputs;",
+        "\tunsigned\toutput_counts;",
         "}\t\t\top_schemas[] = {",
     ]
     lines += entries
-    lines.append("\t{NULL, 0, NULL, 0, 0, NULL, 0, 0}")
+    lines.append("\t{NULL, 0, NULL, 0, 0, NULL, 0, 0, 0}")
     lines.append("};")
     return "\n".join(lines) + "\n"
 

@@ -1683,6 +1683,78 @@ test_output_counts(void)
 		arena_reset();
 	}
 
+	/*
+	 * BatchNormalization allows 1 or 5 outputs, 1 or 3 from version 14
+	 * (OpSchema::NumOutputs of a set), not every count from 1 to its last:
+	 * a running_mean without running_var is refused, as are mean and var
+	 * without saved_mean and saved_var, and 2 with the second "" (the
+	 * count, not the names); 3 in training mode run
+	 */
+	{
+		static const struct
+		{
+			int			opset;		/* the model's */
+			int			training;
+			const char *outs;
+			const char *want;	/* the refusal, NULL when it loads and runs */
+		}			bn[] = {
+			{15, 1, "Y,RM",
+			"BatchNormalization node 'bn0': it has 2 outputs, and BatchNormalization-15 "
+			"(opset 15) has 1 or 3 (Y, running_mean, running_var)"},
+			{14, 0, "Y,",
+			"BatchNormalization node 'bn0': it has 2 outputs, and BatchNormalization-14 "
+			"(opset 14) has 1 or 3 (Y, running_mean, running_var)"},
+			{9, 0, "Y,M,V",
+			"BatchNormalization node 'bn0': it has 3 outputs, and BatchNormalization-9 "
+			"(opset 9) has 1 or 5 (Y, mean, var, saved_mean, saved_var)"},
+			{8, 0, "Y,M",
+			"BatchNormalization node 'bn0': it has 2 outputs, and BatchNormalization-7 "
+			"(opset 8) has 1 or 5 (Y, mean, var, saved_mean, saved_var)"},
+			{15, 1, "Y,RM,RV", NULL},
+			{15, 0, "Y", NULL},
+		};
+		static const float one[3] = {1, 1, 1},
+					zero[3] = {0, 0, 0};
+		int64_t		cd[1] = {3};
+
+		for (size_t k = 0; k < sizeof(bn) / sizeof(bn[0]); k++)
+		{
+			graph_spec	g = {0};
+
+			g.opset = bn[k].opset;
+			g.nodes[g.n_nodes++] = node("BatchNormalization", "bn0", "X,SC,BI,ME,VA",
+										bn[k].outs);
+			if (bn[k].training)
+				attr_int(g.nodes[0], "training_mode", 1);
+			g.inits[g.n_inits++] = tensor_f("SC", 1, cd, one, 3, true);
+			g.inits[g.n_inits++] = tensor_f("BI", 1, cd, zero, 3, true);
+			g.inits[g.n_inits++] = tensor_f("ME", 1, cd, zero, 3, true);
+			g.inits[g.n_inits++] = tensor_f("VA", 1, cd, one, 3, true);
+			g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, 2, xd);
+			g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, xd);
+			if (bn[k].want != NULL)
+			{
+				CHECK(load_fails(&g, IE_ERR_INVALID, bn[k].want, err, sizeof(err)),
+					  "a BatchNormalization (opset %d) with outputs \"%s\" fails the load: %s",
+					  bn[k].opset, bn[k].outs, err);
+				arena_reset();
+				continue;
+			}
+			m = load(&g, err, sizeof(err));
+			/* training normalises with the batch's mean: column 0 is 1, 4 */
+			CHECK(m != NULL && ie_model_run(m, (const ie_tensor *const *) &in, out, err,
+											sizeof(err)) == 0 &&
+				  out[0] != NULL &&
+				  (bn[k].training ? ((float *) out[0]->data)[0] < 0 :
+				   ((float *) out[0]->data)[0] > 0.99f),
+				  "a BatchNormalization (opset %d) with outputs \"%s\" loads and runs: %s",
+				  bn[k].opset, bn[k].outs, err);
+			ie_tensor_destroy(&out[0]);
+			ie_model_destroy(&m);
+			arena_reset();
+		}
+	}
+
 	/* Split's variadic outputs: three columns */
 	{
 		graph_spec	g = {0};

@@ -210,10 +210,12 @@ int			ie_op_input_checks(const char *op_type, int opset, int n_inputs,
  * outputs[i] its output i's name ("" or NULL when left out), against the
  * version's formal outputs (op_schemas.h): a node with more outputs than
  * the version has (a third output of RNN or GRU, which only LSTM has), or
- * fewer than its schema's min_output (TopK's Values and Indices), or that
- * leaves out ("") an output that is not optional, is invalid (ONNX IR
- * spec, "Nodes"; ONNX's checker and ONNX Runtime refuse all three through
- * OpSchema::Verify).  0, or -1 with a message in err (IE_ERR_INVALID).
+ * fewer than its schema's min_output (TopK's Values and Indices), or a
+ * count between those the version does not allow (BatchNormalization has 1
+ * or 5 outputs, 1 or 3 from version 14), or that leaves out ("") an output
+ * that is not optional, is invalid (ONNX IR spec, "Nodes"; ONNX's checker
+ * and ONNX Runtime refuse all of these through OpSchema::Verify).  0, or
+ * -1 with a message in err (IE_ERR_INVALID).
  */
 int			ie_op_check_outputs(const char *op_type, int opset, int n_outputs,
 								const char *const *outputs, char *err,

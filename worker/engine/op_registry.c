@@ -432,9 +432,32 @@ output_names(const char *outputs, int n, char *buf, size_t len)
 }
 
 /*
+ * The output counts of mask (bit n for n outputs) as words, "1 or 5", into
+ * buf (len bytes, truncated); returns buf.
+ */
+static const char *
+count_words(unsigned mask, char *buf, size_t len)
+{
+	size_t		used = 0;
+	int			last = 31;
+
+	if (len > 0)
+		buf[0] = '\0';
+	while (last > 0 && (mask & (1u << last)) == 0)
+		last--;
+	for (int n = 0; n < 32 && used < len; n++)
+		if ((mask & (1u << n)) != 0)
+			used += snprintf(buf + used, len - used, "%s%d",
+							 used == 0 ? "" : n == last ? " or " : ", ", n);
+	return buf;
+}
+
+/*
  * Checks the outputs of a node (op.h) against its version's formal outputs,
  * as OpSchema::Verify does: their number within the schema's min_output
- * and max_output, and none that is not optional left out ("").
+ * and max_output, and one of the counts it allows when it allows only some
+ * (BatchNormalization: 1 or 5, 1 or 3 from version 14), and none that is
+ * not optional left out ("").
  */
 int
 ie_op_check_outputs(const char *op_type, int opset, int n_outputs,
@@ -442,6 +465,7 @@ ie_op_check_outputs(const char *op_type, int opset, int n_outputs,
 {
 	int			v = schema_version(op_type, opset);
 	char		names[256];
+	unsigned	counts;
 
 	if (v < 0)
 	{
@@ -464,6 +488,18 @@ ie_op_check_outputs(const char *op_type, int opset, int n_outputs,
 				 n_outputs, n_outputs == 1 ? "" : "s", op_type, op_schemas[v].since,
 				 opset, op_schemas[v].min_outputs,
 				 output_names(op_schemas[v].outputs, op_schemas[v].min_outputs,
+							  names, sizeof(names)));
+		return -1;
+	}
+	counts = op_schemas[v].output_counts;
+	if (counts != 0 && (n_outputs >= 32 || (counts & (1u << n_outputs)) == 0))
+	{
+		char		words[64];
+
+		snprintf(err, errlen, "it has %d output%s, and %s-%d (opset %d) has %s (%s)",
+				 n_outputs, n_outputs == 1 ? "" : "s", op_type, op_schemas[v].since,
+				 opset, count_words(counts, words, sizeof(words)),
+				 output_names(op_schemas[v].outputs, op_schemas[v].max_outputs,
 							  names, sizeof(names)));
 		return -1;
 	}
