@@ -1688,7 +1688,8 @@ test_output_counts(void)
 	 * (OpSchema::NumOutputs of a set), not every count from 1 to its last:
 	 * a running_mean without running_var is refused, as are mean and var
 	 * without saved_mean and saved_var, and 2 with the second "" (the
-	 * count, not the names); 3 in training mode run
+	 * count, not the names).  From version 14 training_mode fixes the count
+	 * (ONNX's shape inference): 1 at 0, 3 at 1
 	 */
 	{
 		static const struct
@@ -1710,8 +1711,18 @@ test_output_counts(void)
 			{8, 0, "Y,M",
 			"BatchNormalization node 'bn0': it has 2 outputs, and BatchNormalization-7 "
 			"(opset 8) has 1 or 5 (Y, mean, var, saved_mean, saved_var)"},
+			{15, 0, "Y,RM,RV",
+			"BatchNormalization node 'bn0': it has 3 outputs, and with training_mode 0 it "
+			"must have 1 (Y)"},
+			{14, 0, "Y,,",
+			"BatchNormalization node 'bn0': it has 3 outputs, and with training_mode 0 it "
+			"must have 1 (Y)"},
+			{15, 1, "Y",
+			"BatchNormalization node 'bn0': it has 1 output, and with training_mode 1 it "
+			"must have 3 (Y, running_mean, running_var)"},
 			{15, 1, "Y,RM,RV", NULL},
 			{15, 0, "Y", NULL},
+			{9, 0, "Y", NULL},
 		};
 		static const float one[3] = {1, 1, 1},
 					zero[3] = {0, 0, 0};

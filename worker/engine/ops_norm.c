@@ -46,8 +46,11 @@
 /*
  * The BatchNormalization the engine implements: spatial 1 (opsets < 9),
  * training_mode 0 or 1, and no saved_mean/saved_var outputs (opsets < 9
- * training).  Run by the loader on every such node (ie_op_check_lookup) and
- * by the operator.
+ * training).  From version 14 training_mode also fixes the outputs, as
+ * ONNX's shape inference has it (the checker and ONNX Runtime refuse the
+ * model otherwise): Y alone at 0, Y, running_mean and running_var at 1.
+ * Run by the loader on every such node (ie_op_check_lookup) and by the
+ * operator.
  */
 static int
 batchnorm_check_attrs(ie_node_ctx *ctx)
@@ -60,6 +63,11 @@ batchnorm_check_attrs(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "unsupported training_mode %lld", (long long) training);
 	if (ctx->n_outputs > 3)
 		return ie_op_error(ctx, "unsupported outputs saved_mean/saved_var (opset < 9 training)");
+	if (ctx->opset >= 14 && ctx->n_outputs != (training ? 3 : 1))
+		return ie_op_error(ctx, "it has %d output%s, and with training_mode %lld it must have %s",
+						   ctx->n_outputs, ctx->n_outputs == 1 ? "" : "s",
+						   (long long) training,
+						   training ? "3 (Y, running_mean, running_var)" : "1 (Y)");
 	return 0;
 }
 
