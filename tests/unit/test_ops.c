@@ -5773,6 +5773,374 @@ test_conv_integer(void)
 	ie_tensor_destroy(&B3);
 }
 
+/*
+ * An integer convolution's geometry for qconv_naive, spatial axes padded
+ * to 3 (leading extents 1) as the engine's spatial.h does.
+ */
+typedef struct qconv_geom
+{
+	int64_t		in[3],
+				k[3],
+				stride[3],
+				dil[3],
+				pb[3],
+				pe[3],
+				out[3];
+} qconv_geom;
+
+/*
+ * Fills g's pads and output extents for the nsp trailing axes from
+ * auto_pad (NULL: the explicit pads, begins then ends), by the formulas of
+ * Operators.md's Conv written out again here: out = floor((in + pads -
+ * dil * (k - 1) - 1) / stride) + 1; SAME_*: out = ceil(in / stride), the
+ * total padding max(0, (out - 1) * stride + dil * (k - 1) + 1 - in), its
+ * odd cell at the end (SAME_UPPER) or the beginning (SAME_LOWER); VALID:
+ * no padding.
+ */
+static void
+qconv_geom_fill(qconv_geom *g, int nsp, const char *auto_pad, const int64_t *pads)
+{
+	for (int i = 0; i < 3; i++)
+	{
+		int64_t		ek = g->dil[i] * (g->k[i] - 1) + 1;
+		int			a = i - (3 - nsp);	/* the node's axis, or < 0 */
+
+		g->pb[i] = g->pe[i] = 0;
+		if (a >= 0 && auto_pad != NULL && strncmp(auto_pad, "SAME", 4) == 0)
+		{
+			int64_t		out = (g->in[i] + g->stride[i] - 1) / g->stride[i],
+						total = (out - 1) * g->stride[i] + ek - g->in[i];
+
+			total = total > 0 ? total : 0;
+			g->pb[i] = strcmp(auto_pad, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+			g->pe[i] = total - g->pb[i];
+		}
+		else if (a >= 0 && auto_pad == NULL)
+		{
+			g->pb[i] = pads[a];
+			g->pe[i] = pads[nsp + a];
+		}
+		g->out[i] = (g->in[i] + g->pb[i] + g->pe[i] - ek) / g->stride[i] + 1;
+	}
+}
+
+/*
+ * The exact sum of ConvInteger's output (b, oc, o[0], o[1], o[2]): over
+ * the channel group's inputs and the kernel taps inside the input, (x -
+ * zx) * (w - zw), x [n, c, in...] and w [m, c / group, k...] int8 or uint8
+ * in the 3-D view of g.
+ */
+static int64_t
+qconv_naive_sum(const ie_tensor *X, const ie_tensor *W, int64_t zx, int64_t zw,
+				int64_t group, const qconv_geom *g, int64_t b, int64_t oc,
+				const int64_t *o)
+{
+	int64_t		c = X->dims[1],
+				cg = c / group,
+				mg = W->dims[0] / group,
+				ipix = g->in[0] * g->in[1] * g->in[2],
+				taps = g->k[0] * g->k[1] * g->k[2],
+				acc = 0;
+
+	for (int64_t ci = 0; ci < cg; ci++)
+		for (int64_t t = 0; t < taps; t++)
+		{
+			int64_t		k[3] = {t / (g->k[1] * g->k[2]), t / g->k[2] % g->k[1], t % g->k[2]},
+						i[3];
+			bool		inside = true;
+
+			for (int d = 0; d < 3; d++)
+			{
+				i[d] = o[d] * g->stride[d] - g->pb[d] + k[d] * g->dil[d];
+				inside = inside && i[d] >= 0 && i[d] < g->in[d];
+			}
+			if (inside)
+				acc += (qval(X, (b * c + oc / mg * cg + ci) * ipix +
+							 (i[0] * g->in[1] + i[1]) * g->in[2] + i[2]) - zx) *
+					(qval(W, (oc * cg + ci) * taps + t) - zw);
+		}
+	return acc;
+}
+
+/*
+ * ConvInteger by the plain loop the operator ran before it moved to
+ * sgemm: every output the exact int64 sum (qconv_naive_sum, w less
+ * zw[oc]) kept to its low 32 bits.  Into want (int32 [n, m, out...],
+ * allocated); returns the count.
+ */
+static int64_t
+qconv_naive(const ie_tensor *X, const ie_tensor *W, int64_t zx, const int64_t *zw,
+			int64_t group, const qconv_geom *g, int32_t **want)
+{
+	int64_t		n = X->dims[0],
+				m = W->dims[0],
+				opix = g->out[0] * g->out[1] * g->out[2],
+				e = 0;
+
+	*want = malloc((size_t) (n * m * opix > 0 ? n * m * opix : 1) * sizeof(int32_t));
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t oc = 0; oc < m; oc++)
+			for (int64_t p = 0; p < opix; p++)
+			{
+				int64_t		o[3] = {p / (g->out[1] * g->out[2]), p / g->out[2] % g->out[1],
+				p % g->out[2]};
+
+				(*want)[e++] = (int32_t) (uint32_t) qconv_naive_sum(X, W, zx, zw[oc], group,
+																	 g, b, oc, o);
+			}
+	return n * m * opix;
+}
+
+/* A random int32 bias of n values in [-2^20, 2^20), or all near INT32_MAX. */
+static ie_tensor *
+qconv_bias(int64_t n, bool huge, uint64_t *state)
+{
+	ie_tensor  *t = ie_tensor_new(IE_INT32, 1, &n);
+
+	for (int64_t i = 0; i < n; i++)
+		((int32_t *) t->data)[i] = huge ? INT32_MAX - (int32_t) (qrand_next(state) % 1000) :
+			(int32_t) (qrand_next(state) % 2097152) - 1048576;
+	return t;
+}
+
+/*
+ * ConvInteger and QLinearConv (im2col and OpenBLAS sgemm over exact
+ * slices of the sum) against qconv_naive, the plain loop they replaced,
+ * bit for bit, on shapes covering the lowering's paths: 1-D, 2-D and 3-D;
+ * strides, dilations, asymmetric pads, auto_pad SAME_UPPER, SAME_LOWER
+ * and VALID; groups; depthwise by Conv's direct loop (1-D, 2-D, 3-D, a
+ * column stride) and, with 17x17 taps of extreme values (past 2^24), by
+ * im2col; pointwise 1x1 kernels in several
+ * column blocks; several im2col bands; sums of 3x3x512 and 3x3x1024 terms
+ * of extreme values (past float's 2^24, so one sgemm over all of K would
+ * round); 3x3x4096 terms of all 255 (uint8, zero point 0) or -128 (int8,
+ * zero point 127) whose sums wrap int32 both ways; zero points at the ends
+ * of their range, per output channel for w; mixed int8/uint8; an empty
+ * channel dim and batch; 1 and 3 threads.  QLinearConv requantizes the
+ * same sums plus a bias (near INT32_MAX in the wrapping cases) with per
+ * channel scales: float multiplier, rint, saturation.
+ */
+static void
+test_conv_integer_blas(void)
+{
+	struct
+	{
+		ie_dtype	xt,
+					wt;
+		int			nsp;
+		int64_t		n,
+					c,
+					m,
+					group,
+					in[3],
+					k[3],
+					stride[3],
+					dil[3],
+					pads[6];
+		const char *auto_pad;	/* NULL: NOTSET, pads */
+		int			fill;		/* 0 random, 1 range ends, 2 all 255 / -128 */
+		int			zx;			/* x's zero point; INT32_MIN: none */
+		int			zw;			/* 0 none, 1 one random, 2 per channel, 3 per
+								 * channel at the ends */
+		int			threads;
+	}			cases[] = {
+		{IE_UINT8, IE_INT8, 2, 2, 3, 4, 1, {7, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+		NULL, 0, 128, 2, 1},
+		{IE_UINT8, IE_UINT8, 2, 1, 4, 6, 2, {11, 8}, {3, 2}, {2, 3}, {2, 1}, {0, 2, 1, 0},
+		NULL, 0, 7, 1, 1},
+		{IE_INT8, IE_UINT8, 2, 2, 8, 16, 8, {9, 10}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1},
+		NULL, 1, -128, 3, 1},
+		{IE_UINT8, IE_INT8, 2, 1, 5, 3, 1, {10, 7}, {4, 3}, {2, 2}, {1, 1}, {0},
+		"SAME_UPPER", 0, 0, 0, 1},
+		{IE_INT8, IE_INT8, 1, 3, 4, 4, 2, {17}, {4}, {3}, {2}, {0},
+		"SAME_LOWER", 1, 127, 3, 1},
+		{IE_UINT8, IE_UINT8, 3, 1, 3, 5, 1, {5, 6, 7}, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {0},
+		"VALID", 0, 255, 2, 1},
+		{IE_UINT8, IE_INT8, 3, 1, 4, 4, 4, {4, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1},
+		{1, 1, 1, 1, 1, 1}, NULL, 0, INT32_MIN, 2, 1},
+		{IE_UINT8, IE_INT8, 2, 1, 40, 300, 1, {30, 40}, {1, 1}, {1, 1}, {1, 1}, {0},
+		NULL, 0, 100, 2, 3},
+		{IE_UINT8, IE_INT8, 2, 2, 6, 8, 2, {13, 17}, {1, 1}, {2, 1}, {1, 1}, {0},
+		NULL, 1, 0, 3, 1},
+		{IE_UINT8, IE_INT8, 2, 1, 64, 16, 1, {64, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+		NULL, 0, 3, 2, 3},
+		{IE_UINT8, IE_INT8, 2, 1, 512, 4, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+		NULL, 1, 0, 3, 1},
+		{IE_INT8, IE_UINT8, 2, 1, 1024, 4, 2, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+		NULL, 1, 127, 3, 3},
+		{IE_UINT8, IE_UINT8, 2, 1, 4096, 2, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+		NULL, 2, 0, 0, 1},
+		{IE_INT8, IE_UINT8, 2, 1, 4096, 2, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+		NULL, 2, 127, 0, 1},
+		{IE_UINT8, IE_INT8, 2, 2, 6, 6, 6, {12, 15}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2},
+		NULL, 1, 0, 3, 3},
+		{IE_UINT8, IE_UINT8, 3, 1, 3, 6, 3, {4, 5, 6}, {2, 3, 3}, {1, 1, 2}, {1, 1, 1},
+		{1, 1, 1, 0, 1, 1}, NULL, 0, 9, 2, 1},
+		{IE_INT8, IE_INT8, 1, 2, 5, 5, 5, {23}, {3}, {3}, {2}, {2, 1}, NULL, 1, 127, 3, 1},
+		{IE_UINT8, IE_INT8, 2, 1, 2, 2, 2, {20, 20}, {17, 17}, {1, 1}, {1, 1}, {8, 8, 8, 8},
+		NULL, 1, 0, 3, 1},
+		{IE_UINT8, IE_INT8, 2, 2, 0, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {0},
+		NULL, 0, 5, 2, 1},
+		{IE_UINT8, IE_INT8, 2, 0, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {0},
+		NULL, 0, 5, 2, 1},
+	};
+	uint64_t	state = 4242;
+	char		err[256];
+
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
+	{
+		int			nsp = cases[ci].nsp,
+					nd = nsp + 2,
+					na = 0;
+		int64_t		m = cases[ci].m,
+					one = 1,
+					xd[5],
+					wd[5],
+					odims[5],
+					zw[4096],
+					n;
+		qconv_geom	g;
+		ie_attr		attrs[6];
+		ie_tensor  *X,
+				   *W,
+				   *ZX,
+				   *ZW,
+				   *out[1] = {NULL};
+		int32_t    *want = NULL;
+		int			zx = cases[ci].zx == INT32_MIN ? 0 : cases[ci].zx;
+		bool		same;
+
+		for (int i = 0; i < 3; i++)
+		{
+			int			a = i - (3 - nsp);
+
+			g.in[i] = a < 0 ? 1 : cases[ci].in[a];
+			g.k[i] = a < 0 ? 1 : cases[ci].k[a];
+			g.stride[i] = a < 0 ? 1 : cases[ci].stride[a];
+			g.dil[i] = a < 0 ? 1 : cases[ci].dil[a];
+		}
+		qconv_geom_fill(&g, nsp, cases[ci].auto_pad, cases[ci].pads);
+		xd[0] = cases[ci].n;
+		xd[1] = cases[ci].c;
+		wd[0] = m;
+		wd[1] = cases[ci].c / cases[ci].group;
+		odims[0] = cases[ci].n;
+		odims[1] = m;
+		for (int a = 0; a < nsp; a++)
+		{
+			xd[2 + a] = cases[ci].in[a];
+			wd[2 + a] = cases[ci].k[a];
+			odims[2 + a] = g.out[3 - nsp + a];
+		}
+		X = qrand_tensor(cases[ci].xt, nd, xd, cases[ci].fill == 1, &state);
+		W = qrand_tensor(cases[ci].wt, nd, wd, cases[ci].fill == 1, &state);
+		if (cases[ci].fill == 2)
+		{
+			/* all 255 (uint8) or -128 (int8): every product of one sign */
+			memset(X->data, cases[ci].xt == IE_UINT8 ? 255 : 128, X->nbytes);
+			memset(W->data, cases[ci].wt == IE_UINT8 ? 255 : 128, W->nbytes);
+		}
+		ZX = typed_tensor(cases[ci].xt, 0, NULL,
+						  cases[ci].xt == IE_UINT8 ? (const void *) &(uint8_t) {(uint8_t) zx} :
+						  (const void *) &(int8_t) {(int8_t) zx});
+		ZW = qrand_tensor(cases[ci].wt, 1, cases[ci].zw >= 2 ? &m : &one, false, &state);
+		for (int64_t oc = 0; oc < ie_tensor_numel(ZW); oc++)
+			if (cases[ci].zw == 3)
+			{
+				/* alternately the bottom and the top of the range */
+				if (cases[ci].wt == IE_UINT8)
+					((uint8_t *) ZW->data)[oc] = oc % 2 ? 255 : 0;
+				else
+					((int8_t *) ZW->data)[oc] = oc % 2 ? 127 : -128;
+			}
+		for (int64_t oc = 0; oc < m; oc++)
+			zw[oc] = cases[ci].zw == 0 ? 0 : qval(ZW, cases[ci].zw >= 2 ? oc : 0);
+		n = qconv_naive(X, W, zx, zw, cases[ci].group, &g, &want);
+		if (cases[ci].fill == 2)
+		{
+			/* the centre's 3x3x4096 products of +-65025 wrap int32 */
+			int64_t		exact = (int64_t) cases[ci].c * 9 * (zx == 0 ? 65025 : -65025);
+
+			CHECK(n > 4 && want[4] == (int32_t) (uint32_t) exact && want[4] != exact,
+				  "convinteger blas case %zu wraps int32", ci);
+		}
+
+		attrs[na++] = attr_int("group", cases[ci].group);
+		attrs[na++] = attr_ints("strides", nsp, cases[ci].stride);
+		attrs[na++] = attr_ints("dilations", nsp, cases[ci].dil);
+		if (cases[ci].auto_pad != NULL)
+			attrs[na++] = attr_str("auto_pad", cases[ci].auto_pad);
+		else
+			attrs[na++] = attr_ints("pads", 2 * nsp, cases[ci].pads);
+		{
+			const ie_tensor *in[4] = {X, W, cases[ci].zx == INT32_MIN ? NULL : ZX,
+			cases[ci].zw == 0 ? NULL : ZW};
+
+			same = run_op_threads("ConvInteger", 10, 4, in, na, attrs, 1, out, err,
+								  sizeof(err), cases[ci].threads) == 0 &&
+				shape_is(out[0], nd, odims) && out[0]->dtype == IE_INT32 &&
+				(n == 0 || memcmp(out[0]->data, want, (size_t) n * sizeof(int32_t)) == 0);
+			CHECK(same, "convinteger blas case %zu matches the plain loop: %s", ci, err);
+			free_outs(out, 1);
+		}
+
+		/* QLinearConv on the same operands, a bias and per-channel scales */
+		{
+			float		sx = 0.02f,
+						sy = 0.37f,
+						sw[300];
+			ie_dtype	yt = ci % 2 ? IE_INT8 : IE_UINT8;
+			int64_t		yz = yt == IE_UINT8 ? 3 : -5,
+						lo = yt == IE_UINT8 ? 0 : -128,
+						hi = yt == IE_UINT8 ? 255 : 127,
+						opix = n / (m > 0 && cases[ci].n > 0 ? m * cases[ci].n : 1);
+			ie_tensor  *SX = tu_float_tensor(0, NULL, &sx),
+					   *SY = tu_float_tensor(0, NULL, &sy),
+					   *SW,
+					   *YZ = typed_tensor(yt, 0, NULL,
+										  yt == IE_UINT8 ? (const void *) &(uint8_t) {3} :
+										  (const void *) &(int8_t) {-5}),
+					   *B = qconv_bias(m, cases[ci].fill == 2, &state);
+			const ie_tensor *qin[9] = {X, SX, cases[ci].zx == INT32_MIN ? NULL : ZX, W, NULL,
+			cases[ci].zw == 0 ? NULL : ZW, SY, YZ, B};
+			bool		ok;
+
+			for (int64_t oc = 0; oc < m; oc++)
+				sw[oc] = 1e-3f * (float) (1 + qrand_next(&state) % 100);
+			SW = tu_float_tensor(1, &m, sw);
+			qin[4] = SW;
+			ok = run_op_threads("QLinearConv", 10, 9, qin, na, attrs, 1, out, err,
+								sizeof(err), cases[ci].threads) == 0 &&
+				shape_is(out[0], nd, odims) && out[0]->dtype == yt;
+			for (int64_t e = 0; ok && e < n; e++)
+			{
+				int64_t		oc = e / opix % m,
+							q;
+				float		mult = sx * sw[oc] / sy;
+				int32_t		acc = (int32_t) ((uint32_t) want[e] +
+											 (uint32_t) ((const int32_t *) B->data)[oc]);
+				double		r = rint((double) acc * mult) + (double) yz;
+
+				q = r < lo ? lo : r > hi ? hi : (int64_t) r;
+				ok = (yt == IE_UINT8 ? ((const uint8_t *) out[0]->data)[e] :
+					  ((const int8_t *) out[0]->data)[e]) == q;
+			}
+			CHECK(ok, "qlinearconv blas case %zu matches the plain loop: %s", ci, err);
+			free_outs(out, 1);
+			ie_tensor_destroy(&SX);
+			ie_tensor_destroy(&SY);
+			ie_tensor_destroy(&SW);
+			ie_tensor_destroy(&YZ);
+			ie_tensor_destroy(&B);
+		}
+		free(want);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&W);
+		ie_tensor_destroy(&ZX);
+		ie_tensor_destroy(&ZW);
+	}
+}
+
 /* Operators this test owns: node tests of these run here. */
 static int
 owned_op(const char *op)
@@ -6643,6 +7011,7 @@ main(int argc, char **argv)
 	test_matmul_integer();
 	test_matmul_integer_blas();
 	test_conv_integer();
+	test_conv_integer_blas();
 	test_node_tests(verbose);
 	return tu_report("test_ops");
 }

@@ -5,15 +5,17 @@
  *
  * Conv lowers each group to OpenBLAS sgemm: a 1x1, stride-1, unpadded
  * convolution multiplies the weights by the input directly, in blocks of
- * output columns; any other kernel goes through an im2col buffer built for
- * a band of output rows at a time (at most CONV_COL_BUDGET floats).  Each
+ * output columns; any other kernel goes through an im2col buffer
+ * (ie_spatial_im2col, spatial.c) built for a band of output rows at a time
+ * (at most CONV_COL_BUDGET floats).  Each
  * image of a batch gets its own sgemm calls, and the blocks and bands
  * depend only on the layer's geometry, so a row's result does not depend
  * on the rows batched with it or on the thread count (packing several
  * images' columns into one product makes OpenBLAS choose other kernels,
  * and results then drift by ~1e-6 relative with the batch's composition).
  * Depthwise convolutions (one input channel per group) use a direct loop
- * instead.  A 1x1 convolution of one-pixel images (squeeze-excite) takes
+ * instead (ie_conv_depthwise_plane, which ConvInteger and QLinearConv also
+ * call, ops_quant.c).  A 1x1 convolution of one-pixel images (squeeze-excite) takes
  * the batch's images as the columns of one product, with the same
  * arithmetic per element.  Element-wise nodes fused into the Conv at load (fusion.h) run
  * on each block as soon as it is computed, while it is in cache.
@@ -126,63 +128,6 @@ conv_output(ie_node_ctx *ctx, const conv_geom *g, int zero)
 	}
 	ctx->outputs[0] = Y;
 	return Y;
-}
-
-/*
- * im2col for output rows [r0, r1) of one image's channel group: col is
- * [cg*K, (r1-r0)*ow] with row stride ld (>= (r1-r0)*ow, so several images
- * can sit side by side), row (c, kz, ky, kx), column (oz, oy, ox)
- * flattened with oz, oy merged into the row index r.  Padding reads as zero.
- */
-static void
-conv_im2col(const ie_spatial *g, const float *x, int64_t cg, int64_t r0,
-			int64_t r1, float *col, int64_t ld)
-{
-	int64_t		ow = g->out[2];
-	int64_t		ncols = ld;
-	int64_t		plane = g->in[0] * g->in[1] * g->in[2];
-
-	for (int64_t c = 0; c < cg; c++)
-		for (int64_t kz = 0; kz < g->k[0]; kz++)
-			for (int64_t ky = 0; ky < g->k[1]; ky++)
-				for (int64_t kx = 0; kx < g->k[2]; kx++)
-				{
-					float	   *dst = col + (((c * g->k[0] + kz) * g->k[1] + ky) * g->k[2] + kx) * ncols;
-					int64_t		xoff = kx * g->dil[2] - g->pad_begin[2];
-					/* ox range whose input column is inside [0, in_w) */
-					int64_t		lo = xoff >= 0 ? 0 : (-xoff + g->stride[2] - 1) / g->stride[2];
-					int64_t		hi = g->in[2] - xoff <= 0 ? 0 :
-						(g->in[2] - xoff + g->stride[2] - 1) / g->stride[2];
-
-					if (hi > ow)
-						hi = ow;
-					if (lo > hi)
-						lo = hi;
-					for (int64_t r = r0; r < r1; r++, dst += ow)
-					{
-						int64_t		oz = r / g->out[1];
-						int64_t		oy = r % g->out[1];
-						int64_t		iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dil[0];
-						int64_t		iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dil[1];
-						const float *src;
-
-						if (iz < 0 || iz >= g->in[0] || iy < 0 || iy >= g->in[1])
-						{
-							memset(dst, 0, ow * sizeof(float));
-							continue;
-						}
-						src = x + c * plane + (iz * g->in[1] + iy) * g->in[2] + xoff;
-						if (lo > 0)
-							memset(dst, 0, lo * sizeof(float));
-						if (g->stride[2] == 1)
-							memcpy(dst + lo, src + lo, (hi - lo) * sizeof(float));
-						else
-							for (int64_t ox = lo; ox < hi; ox++)
-								dst[ox] = src[ox * g->stride[2]];
-						if (hi < ow)
-							memset(dst + hi, 0, (ow - hi) * sizeof(float));
-					}
-				}
 }
 
 /*
@@ -417,15 +362,15 @@ dw_padded_applies(const ie_spatial *g)
 }
 
 /*
- * The shape of the scratch (this thread's, floats) conv_depthwise_plane
+ * The shape of the scratch (this thread's, floats) ie_conv_depthwise_plane
  * takes for a plane of geometry g, into dims: [rows read, columns read] of
  * dw_plane_padded's zero-bordered plane, or [phases, rows, columns] of the
  * column phases of a column stride over 1.  Returns its rank; 0 when it
  * takes none.  op_conv checks it against the tensor limit before the
  * planes' tasks start.
  */
-static int
-dw_scratch_shape(const ie_spatial *g, int64_t dims[3])
+int
+ie_conv_depthwise_scratch(const ie_spatial *g, int64_t dims[3])
 {
 	int64_t		sx = g->stride[2];
 
@@ -471,7 +416,7 @@ dw_plane_padded(const ie_spatial *g, const float *x, const float *w,
 	int64_t		xoff[64];
 	float	   *pad;
 
-	(void) dw_scratch_shape(g, pd);
+	(void) ie_conv_depthwise_scratch(g, pd);
 	ph = pd[0];					/* rows read */
 	pw = pd[1];					/* columns read */
 	pad = ie_thread_scratch((size_t) (ph * pw) * sizeof(float));
@@ -554,9 +499,9 @@ dw_plane_padded(const ie_spatial *g, const float *x, const float *w,
  * (phase p holds columns p, p + s, ...) so the interior runs at stride 1.
  * Returns -1 when memory runs out.
  */
-static int
-conv_depthwise_plane(const ie_spatial *g, const float *x, const float *w,
-					 const float *b, int64_t mult, float *y)
+int
+ie_conv_depthwise_plane(const ie_spatial *g, const float *x, const float *w,
+						const float *b, int64_t mult, float *y)
 {
 	int64_t		K = g->k[0] * g->k[1] * g->k[2];
 	int64_t		ow = g->out[2];
@@ -577,7 +522,7 @@ conv_depthwise_plane(const ie_spatial *g, const float *x, const float *w,
 	if (dw_padded_applies(g))
 		return dw_plane_padded(g, x, w, b, mult, y, avx2);
 	/* the phases' shape when sx > 1 (unused otherwise) */
-	(void) dw_scratch_shape(g, pd);
+	(void) ie_conv_depthwise_scratch(g, pd);
 	nrows = pd[1];
 	pw = pd[2];
 	/* per-tap tables: K is the weight's taps (a tensor the limit bounds), not the input's size */
@@ -694,7 +639,7 @@ dw_task(void *arg, int64_t p, int worker)
 	float	   *y = j->y + (n * g->m + gi * j->mult) * j->opix;
 
 	(void) worker;
-	if (conv_depthwise_plane(&g->sp, j->x + (n * g->c + gi) * j->ipix,
+	if (ie_conv_depthwise_plane(&g->sp, j->x + (n * g->c + gi) * j->ipix,
 							 j->w + gi * j->mult * j->K,
 							 j->b ? j->b + gi * j->mult : NULL, j->mult, y) != 0)
 	{
@@ -778,7 +723,7 @@ gemm_task(void *arg, int64_t t, int worker)
 			atomic_store(&j->failed, 1);
 			return;
 		}
-		conv_im2col(&g->sp, x, j->cg, r0, r1, col, nc);
+		ie_spatial_im2col(&g->sp, x, j->cg, r0, r1, col, nc);
 		bmat = col;
 		ldb = nc;
 	}
@@ -955,7 +900,7 @@ op_conv(ie_node_ctx *ctx)
 		int64_t		planes = g.n * g.group;
 		int			nt = ctx->n_threads;
 		int64_t		sd[3];
-		int			snd = dw_scratch_shape(&g.sp, sd);
+		int			snd = ie_conv_depthwise_scratch(&g.sp, sd);
 
 		/* each task's scratch plane, checked here: see ie_scratch_fits */
 		if (snd > 0 && !ie_scratch_fits(IE_FLOAT, snd, sd))

@@ -25,11 +25,14 @@
  * are integers of magnitude at most 255, so over a slice of kc terms with
  * kc * max|a| * max|b| < 2^24 every product and partial sum is an integer
  * float holds exactly, in any order of summation, and the slices add up in
- * uint32 (the low 32 bits); the convolutions still use plain loops.
+ * uint32 (the low 32 bits).  ConvInteger and QLinearConv take the same
+ * slices (qconv_run): the centred input lowered by Conv's im2col
+ * (spatial.c) times the centred weights, or, for a depthwise convolution
+ * whose taps stay exact, Conv's direct depthwise loop (ops_conv.c).
  *
- * Threading: no state outside the call; the matrix products run on the
- * engine's pool (pool.h) with OpenBLAS serial, the rest on the calling
- * thread.
+ * Threading: no state outside the call; the matrix products and the
+ * convolutions run on the engine's pool (pool.h) with OpenBLAS serial,
+ * the rest on the calling thread.
  */
 #include <cblas.h>
 #include <limits.h>
@@ -47,6 +50,8 @@
 #define QMM_ROWS 256
 /* Fewest multiply-adds worth a thread of their own, as MatMul's. */
 #define QMM_THREAD_WORK 262144
+/* Upper bound on the floats of a ConvInteger im2col band, as Conv's. */
+#define QCONV_COL_BUDGET (512 * 1024)
 
 /*
  * The range [*lo, *hi] of quantized type t (int8, uint8, int16, uint16,
@@ -1320,10 +1325,15 @@ typedef struct qconv
 	int64_t		n,
 				c,
 				m,
-				group;
+				group,
+				cg,				/* input channels per group */
+				mg,				/* output channels per group */
+				K;				/* cg * kernel taps: terms of each sum */
 	ie_spatial	sp;
-	int32_t    *x,				/* x - x_zero_point, [n, c, in...] */
-			   *w;				/* w - w_zero_point, [m, c / group, k...] */
+	float	   *x,				/* x - x_zero_point, [n, c, in...] */
+			   *w;				/* w - w_zero_point, [m, K] */
+	int32_t		xmax,
+				wmax;			/* largest |x|, |w| (at most 255) */
 } qconv;
 
 /*
@@ -1331,8 +1341,9 @@ typedef struct qconv
  * uint8, rank 3 to 5, w [m, c / group, k...]), their zero points (izx,
  * izw, or -1: x's one value, w's one value or one per output channel), the
  * attributes (spatial.c: kernel_shape, strides, dilations, pads, auto_pad;
- * group) and the output extents into q, then centres x and w into int32.
- * Free with qconv_free.
+ * group) and the output extents into q, then centres x and w into float
+ * (qmm_centered: integers of at most 255 in magnitude, exact).  An empty x
+ * or w leaves q's buffers NULL.  Free with qconv_free.
  */
 static int
 qconv_read(ie_node_ctx *ctx, int ix, int izx, int iw, int izw, qconv *q)
@@ -1345,8 +1356,6 @@ qconv_read(ie_node_ctx *ctx, int ix, int izx, int iw, int izw, qconv *q)
 			   *zpw;
 	bool		px,
 				pw;
-	int64_t		kk = 1;
-	int32_t		amax;			/* unused: the convolutions loop */
 
 	memset(q, 0, sizeof(*q));
 	if (qint8_check(ctx, X, "x") != 0 || qint8_check(ctx, W, "w") != 0)
@@ -1375,12 +1384,13 @@ qconv_read(ie_node_ctx *ctx, int ix, int izx, int iw, int izw, qconv *q)
 		ie_spatial_output(ctx, &q->sp, X->dims + 2,
 						  ie_attr_string(ctx, "auto_pad", "NOTSET"), 0) != 0)
 		return -1;
+	q->cg = q->c / q->group;
+	q->mg = q->m / q->group;
+	q->K = q->cg * q->sp.k[0] * q->sp.k[1] * q->sp.k[2];
 	if (ie_tensor_numel(X) == 0 || ie_tensor_numel(W) == 0)
 		return 0;
-	for (int d = 2; d < W->ndim; d++)
-		kk *= W->dims[d];
-	q->x = qint_centered(X, 1, 1, zpx, false, false, NULL, &amax);
-	q->w = qint_centered(W, q->m, (q->c / q->group) * kk, zpw, pw, false, NULL, &amax);
+	q->x = qmm_centered(X, 1, ie_tensor_numel(X), zpx, false, false, NULL, &q->xmax);
+	q->w = qmm_centered(W, q->m, q->K, zpw, pw, false, NULL, &q->wmax);
 	if (q->x == NULL || q->w == NULL)
 		return ie_op_error(ctx, "out of memory for the centred inputs");
 	return 0;
@@ -1394,25 +1404,26 @@ qconv_free(qconv *q)
 }
 
 /*
- * The int32 accumulator of output (b, oc, oz, oy, ox) of q's convolution:
- * the sum over the channel group's inputs and the kernel taps inside the
- * input (padding reads as zero, i.e. as the zero point), plus bias.
+ * The sum of output (b, oc, oz, oy, ox) of q's convolution by a plain
+ * loop over the channel group's inputs and the kernel taps inside the
+ * input (padding reads as zero, i.e. as the zero point): exact in int64,
+ * its low 32 bits.  Used only where OpenBLAS cannot take the product (a
+ * sum, output-channel group or output row past INT_MAX; qconv_run).
  */
 static int32_t
 qconv_acc(const qconv *q, int64_t b, int64_t oc, int64_t oz, int64_t oy,
-		  int64_t ox, int32_t bias)
+		  int64_t ox)
 {
 	const ie_spatial *s = &q->sp;
-	int64_t		cg = q->c / q->group,
-				g = oc / (q->m / q->group),
+	int64_t		g = oc / q->mg,
 				ipix = s->in[0] * s->in[1] * s->in[2],
-				K = s->k[0] * s->k[1] * s->k[2],
-				acc = bias;
+				taps = s->k[0] * s->k[1] * s->k[2],
+				acc = 0;
 
-	for (int64_t ci = 0; ci < cg; ci++)
+	for (int64_t ci = 0; ci < q->cg; ci++)
 	{
-		const int32_t *xp = q->x + (b * q->c + g * cg + ci) * ipix;
-		const int32_t *wp = q->w + (oc * cg + ci) * K;
+		const float *xp = q->x + (b * q->c + g * q->cg + ci) * ipix;
+		const float *wp = q->w + (oc * q->cg + ci) * taps;
 
 		for (int64_t kz = 0; kz < s->k[0]; kz++)
 		{
@@ -1433,7 +1444,7 @@ qconv_acc(const qconv *q, int64_t b, int64_t oc, int64_t oz, int64_t oy,
 					if (ix < 0 || ix >= s->in[2])
 						continue;
 					acc += (int64_t) xp[(iz * s->in[1] + iy) * s->in[2] + ix] *
-						wp[(kz * s->k[1] + ky) * s->k[2] + kx];
+						(int64_t) wp[(kz * s->k[1] + ky) * s->k[2] + kx];
 				}
 			}
 		}
@@ -1442,19 +1453,344 @@ qconv_acc(const qconv *q, int64_t b, int64_t oc, int64_t oz, int64_t oy,
 }
 
 /*
+ * One integer convolution, as tasks (image, group, chunk) on the engine's
+ * pool: a chunk is a block of output columns (pointwise: a 1x1, stride-1,
+ * unpadded kernel multiplies the weights by x directly) or a band of
+ * output rows (through an im2col band), as Conv's (ops_conv.c).  The sums
+ * go to ConvInteger's int32 output, or (y set) QLinearConv's requantized.
+ */
+typedef struct qconv_job
+{
+	const qconv *q;
+	int32_t    *acc;			/* ConvInteger: int32 [n, m, opix], or NULL */
+	void	   *y;				/* QLinearConv: yt [n, m, opix], or NULL */
+	ie_dtype	yt;
+	const int32_t *bias;		/* QLinearConv's B [m], or NULL */
+	const float *mult;			/* QLinearConv's multiplier per output channel */
+	float	   *dw;				/* depthwise: the float sums [n, m, opix] */
+	int64_t		yzp,
+				lo,
+				hi,
+				ipix,
+				opix,
+				kc,				/* terms per exact sgemm (qconv_run) */
+				chunk,			/* columns or rows per chunk */
+				n_chunks;
+	bool		pointwise;
+	atomic_bool failed;			/* a task found no scratch memory */
+} qconv_job;
+
+/*
+ * Stores the sums acc [rows, nc] (row stride nc; or, acc NULL, the float
+ * sums fsum, exact integers below 2^24) of image b, output channels [oc0,
+ * oc0 + rows) and output columns [c0, c0 + nc): ConvInteger's as they are;
+ * QLinearConv's plus B (in uint32: the low 32 bits of the exact total, as
+ * the plain loop kept), times the channel's multiplier (as double),
+ * rounded half to even, plus y_zero_point and saturated (quant_round_sat),
+ * as the loop did.
+ */
+static void
+qconv_store(const qconv_job *j, const int32_t *acc, const float *fsum, int64_t b,
+			int64_t oc0, int64_t rows, int64_t c0, int64_t nc)
+{
+	for (int64_t r = 0; r < rows; r++)
+	{
+		int64_t		oc = oc0 + r,
+					e = (b * j->q->m + oc) * j->opix + c0;
+		const int32_t *a = acc != NULL ? acc + r * nc : NULL;
+		const float *f = fsum != NULL ? fsum + r * nc : NULL;
+		uint32_t	bias;
+		double		mult;
+
+		if (j->y == NULL)
+		{
+			if (a != NULL)
+				memcpy(j->acc + e, a, (size_t) nc * sizeof(int32_t));
+			else
+				for (int64_t i = 0; i < nc; i++)
+					j->acc[e + i] = (int32_t) f[i];
+			continue;
+		}
+		bias = j->bias != NULL ? (uint32_t) j->bias[oc] : 0;
+		mult = j->mult[oc];
+		for (int64_t i = 0; i < nc; i++)
+		{
+			int32_t		s = a != NULL ? a[i] : (int32_t) f[i],
+						v = (int32_t) (bias + (uint32_t) s);
+
+			quant_put(j->y, j->yt, e + i,
+					  quant_round_sat((double) v * mult, j->yzp, j->lo, j->hi));
+		}
+	}
+}
+
+/*
+ * Task t of a qconv_job.  The weights [mg, K] times the chunk's columns of
+ * x (pointwise) or of its im2col band [K, nc], built in this thread's
+ * scratch, are summed over K in slices of kc terms, each one sgemm into
+ * the scratch (float [mg, nc]) whose values are exact integers below 2^24
+ * (qconv_run); the slices add up in uint32 (the low 32 bits of the exact
+ * sum, int32 accumulation), then qconv_store writes them.
+ */
+static void
+qconv_task(void *arg, int64_t t, int worker)
+{
+	qconv_job  *j = arg;
+	const qconv *q = j->q;
+	int64_t		chunk = t % j->n_chunks,
+				gi = t / j->n_chunks % q->group,
+				b = t / j->n_chunks / q->group,
+				ow = q->sp.out[2],
+				r0 = chunk * j->chunk,
+				c0,
+				nc,
+				ncol,
+				ldb;
+	const float *x = q->x + (b * q->c + gi * q->cg) * j->ipix,
+			   *w = q->w + gi * q->mg * q->K,
+			   *bmat;
+	float	   *col,
+			   *c;
+	int32_t    *acc;
+
+	(void) worker;
+	if (j->pointwise)
+	{
+		c0 = r0;
+		nc = j->opix - c0 < j->chunk ? j->opix - c0 : j->chunk;
+		ncol = 0;
+	}
+	else
+	{
+		int64_t		rows = q->sp.out[0] * q->sp.out[1],
+					r1 = r0 + j->chunk < rows ? r0 + j->chunk : rows;
+
+		c0 = r0 * ow;
+		nc = (r1 - r0) * ow;
+		ncol = q->K * nc;
+	}
+	/* im2col band, then the slice's float sums, then the int32 sums */
+	col = ie_thread_scratch((size_t) (ncol + 2 * q->mg * nc) * sizeof(float));
+	if (col == NULL)
+	{
+		atomic_store(&j->failed, true);
+		return;
+	}
+	c = col + ncol;
+	acc = (int32_t *) (c + q->mg * nc);
+	if (j->pointwise)
+	{
+		bmat = x + c0;
+		ldb = j->ipix;
+	}
+	else
+	{
+		ie_spatial_im2col(&q->sp, x, q->cg, r0, r0 + nc / ow, col, nc);
+		bmat = col;
+		ldb = nc;
+	}
+	for (int64_t k0 = 0; k0 < q->K; k0 += j->kc)
+	{
+		int64_t		kk = q->K - k0 < j->kc ? q->K - k0 : j->kc,
+					n = q->mg * nc;
+
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+					(int) q->mg, (int) nc, (int) kk, 1.0f, w + k0, (int) q->K,
+					bmat + k0 * ldb, (int) ldb, 0.0f, c, (int) nc);
+		if (k0 == 0)
+			for (int64_t e = 0; e < n; e++)
+				acc[e] = (int32_t) c[e];
+		else
+			for (int64_t e = 0; e < n; e++)
+				acc[e] = (int32_t) ((uint32_t) acc[e] + (uint32_t) (int32_t) c[e]);
+	}
+	qconv_store(j, acc, NULL, b, gi * q->mg, q->mg, c0, nc);
+}
+
+/*
+ * Task p of a depthwise qconv_job (one input channel per group, every sum
+ * exact in float: qconv_run): plane p of n * group by Conv's direct loop
+ * (ie_conv_depthwise_plane) into j->dw, then qconv_store.
+ */
+static void
+qconv_dw_task(void *arg, int64_t p, int worker)
+{
+	qconv_job  *j = arg;
+	const qconv *q = j->q;
+	int64_t		b = p / q->group,
+				gi = p % q->group;
+	float	   *f = j->dw + (b * q->m + gi * q->mg) * j->opix;
+
+	(void) worker;
+	if (ie_conv_depthwise_plane(&q->sp, q->x + (b * q->c + gi) * j->ipix,
+								q->w + gi * q->mg * q->K, NULL, q->mg, f) != 0)
+	{
+		atomic_store(&j->failed, true);
+		return;
+	}
+	qconv_store(j, NULL, f, b, gi * q->mg, q->mg, 0, j->opix);
+}
+
+/*
+ * A depthwise convolution (qconv_run) by Conv's direct loop, one task per
+ * (image, group) plane, its float sums in a buffer of the output's size.
+ * Errors: out of memory for the sums or a task's scratch.
+ */
+static int
+qconv_depthwise(ie_node_ctx *ctx, qconv_job *j)
+{
+	const qconv *q = j->q;
+	int64_t		sd[3],
+				total = q->n * q->m * j->opix,
+				planes = q->n * q->group;
+	int			snd = ie_conv_depthwise_scratch(&q->sp, sd),
+				nt = ctx->n_threads;
+
+	if (snd > 0 && !ie_scratch_fits(IE_FLOAT, snd, sd))
+		return ie_op_error(ctx, "out of memory for the depthwise input plane");
+	j->dw = ie_scratch_new(IE_FLOAT, 1, &total);
+	if (j->dw == NULL)
+		return ie_op_error(ctx, "out of memory for the depthwise sums");
+	/* below ~32K outputs per thread, as Conv, the hand-off is not worth it */
+	if ((int64_t) nt * 32768 > total)
+		nt = (int) (total / 32768 > 1 ? total / 32768 : 1);
+	atomic_init(&j->failed, false);
+	ie_parallel_for(nt, planes, qconv_dw_task, j);
+	free(j->dw);
+	j->dw = NULL;
+	if (atomic_load(&j->failed))
+		return ie_op_error(ctx, "out of memory for the depthwise taps");
+	return 0;
+}
+
+/*
+ * Every output of j's convolution by the plain loop (qconv_acc; sums of
+ * zero when x or w is empty), stored a pixel at a time by qconv_store.
+ */
+static void
+qconv_loop(const qconv_job *j)
+{
+	const qconv *q = j->q;
+	const ie_spatial *s = &q->sp;
+
+	for (int64_t b = 0; b < q->n; b++)
+		for (int64_t oc = 0; oc < q->m; oc++)
+		{
+			int64_t		p = 0;
+
+			for (int64_t oz = 0; oz < s->out[0]; oz++)
+				for (int64_t oy = 0; oy < s->out[1]; oy++)
+					for (int64_t ox = 0; ox < s->out[2]; ox++, p++)
+					{
+						int32_t		acc = q->x != NULL ?
+							qconv_acc(q, b, oc, oz, oy, ox) : 0;
+
+						qconv_store(j, &acc, NULL, b, oc, 1, p, 1);
+					}
+		}
+}
+
+/*
+ * j's convolution (j->q read; the output and, for QLinearConv, y's fields
+ * set) into its output [n, m, out...]: on OpenBLAS sgemm in qconv_task's
+ * chunks, output-row bands whose im2col fits QCONV_COL_BUDGET floats (or
+ * the tensor limit when smaller) or, pointwise, blocks of output columns
+ * sized as Conv's; on up to n_threads threads, fewer for a small layer.
+ *
+ * Exactness, as qmm_product's: the centred x and w are integers of
+ * magnitude at most xmax, wmax <= 255, so over a slice of kc terms with
+ * kc * xmax * wmax < 2^24 (kc >= 258) every partial sum, in whatever order
+ * OpenBLAS adds, is an integer float holds exactly; the slices add up in
+ * uint32 to the exact sum modulo 2^32, which the plain loop kept.
+ *
+ * A depthwise convolution (one input channel per group) whose sums of K
+ * taps stay exact in float (K <= kc: always for K <= 258) takes Conv's
+ * direct loop instead (qconv_depthwise): any order of adding exact
+ * integers below 2^24 gives the exact sum.  An empty x or w gives sums of
+ * zero; a sum (K), a group's output channels or an output row past
+ * INT_MAX (OpenBLAS takes int) falls back to the plain loop (qconv_loop).
+ * Errors: out of memory for a task's scratch (checked at its largest
+ * before the parallel region).
+ */
+static int
+qconv_run(ie_node_ctx *ctx, qconv_job *j)
+{
+	const qconv *q = j->q;
+	const ie_spatial *s = &q->sp;
+	int64_t		ow = s->out[2],
+				rows = s->out[0] * s->out[1],
+				prod = (int64_t) q->xmax * q->wmax,
+				units,
+				sd[2];
+	double		work;
+	int			nt = ctx->n_threads;
+
+	j->ipix = s->in[0] * s->in[1] * s->in[2];
+	j->opix = rows * ow;
+	if (q->x == NULL || q->K > INT_MAX || q->mg > INT_MAX || ow > INT_MAX)
+	{
+		qconv_loop(j);
+		return 0;
+	}
+	/* the most terms whose sum stays below 2^24 (all of K if it does) */
+	j->kc = prod == 0 ? q->K : (16777216 - 1) / prod;
+	if (j->kc > q->K)
+		j->kc = q->K;
+	/* one input channel per group and the whole sum exact in float */
+	if (q->cg == 1 && q->group > 1 && q->K <= j->kc)
+		return qconv_depthwise(ctx, j);
+	j->pointwise = s->k[0] * s->k[1] * s->k[2] == 1 &&
+		s->stride[0] == 1 && s->stride[1] == 1 && s->stride[2] == 1 &&
+		s->pad_begin[0] + s->pad_begin[1] + s->pad_begin[2] +
+		s->pad_end[0] + s->pad_end[1] + s->pad_end[2] == 0 && j->ipix <= INT_MAX;
+	if (j->pointwise)
+	{
+		/* Conv's column blocks: ~256 KiB of output, at least 512 columns */
+		j->chunk = (65536 / q->mg + 63) / 64 * 64;
+		if (j->chunk < 512)
+			j->chunk = 512;
+		units = j->opix;
+	}
+	else
+	{
+		j->chunk = (int64_t) (ie_scratch_budget(QCONV_COL_BUDGET * sizeof(float)) /
+							  sizeof(float)) / ((q->K + 2 * q->mg) * ow);
+		if (j->chunk < 1)
+			j->chunk = 1;
+		units = rows;
+	}
+	if (j->chunk > units)
+		j->chunk = units;
+	j->n_chunks = (units + j->chunk - 1) / j->chunk;
+	/* a task's scratch: the im2col band, the float and the int32 sums */
+	sd[0] = (j->pointwise ? 0 : q->K) + 2 * q->mg;
+	sd[1] = j->pointwise ? j->chunk : j->chunk * ow;
+	if (!ie_scratch_fits(IE_FLOAT, 2, sd))
+		return ie_op_error(ctx, "out of memory for the im2col buffer");
+	/* below ~64K multiply-adds a thread, as Conv, the hand-off costs more */
+	work = (double) q->n * (double) q->m * (double) j->opix * (double) q->K;
+	if (work < 65536.0 * nt)
+		nt = work / 65536.0 > 1.0 ? (int) (work / 65536.0) : 1;
+	atomic_init(&j->failed, false);
+	ie_parallel_for(nt, q->n * q->group * j->n_chunks, qconv_task, j);
+	if (atomic_load(&j->failed))
+		return ie_op_error(ctx, "out of memory for the im2col buffer");
+	return 0;
+}
+
+/*
  * ConvInteger (10): x [n, c, in...] and w [m, c / group, k...] int8 or
  * uint8 less x_zero_point (one value) and w_zero_point (one value or one
  * per output channel) convolved as Conv does (spatial.c's geometry) into
- * int32 [n, m, out...].
+ * int32 [n, m, out...]: the exact sums' low 32 bits (qconv_run).
  */
 static int
 op_conv_integer(ie_node_ctx *ctx)
 {
 	qconv		q;
-	int64_t		odims[IE_MAX_DIMS],
-				e = 0;
+	int64_t		odims[IE_MAX_DIMS];
 	ie_tensor  *Y;
-	int32_t    *yd;
+	int			rc = 0;
 
 	if (ctx->n_inputs < 2 || ctx->inputs[0] == NULL || ctx->inputs[1] == NULL)
 		return ie_op_error(ctx, "needs inputs x and w");
@@ -1464,51 +1800,49 @@ op_conv_integer(ie_node_ctx *ctx)
 		return -1;
 	}
 	ie_spatial_out_dims(&q.sp, q.n, q.m, odims);
-	Y = ie_tensor_new(IE_INT32, q.sp.nsp + 2, odims);
+	/* qconv_run writes every element */
+	Y = ie_tensor_new_uninit(IE_INT32, q.sp.nsp + 2, odims);
 	if (Y == NULL)
 	{
 		qconv_free(&q);
 		return ie_op_error(ctx, "out of memory for the output");
 	}
 	ctx->outputs[0] = Y;
-	yd = Y->data;
-	if (ie_tensor_numel(Y) > 0 && q.x != NULL)
-		for (int64_t b = 0; b < q.n; b++)
-			for (int64_t oc = 0; oc < q.m; oc++)
-				for (int64_t oz = 0; oz < q.sp.out[0]; oz++)
-					for (int64_t oy = 0; oy < q.sp.out[1]; oy++)
-						for (int64_t ox = 0; ox < q.sp.out[2]; ox++)
-							yd[e++] = qconv_acc(&q, b, oc, oz, oy, ox, 0);
+	if (ie_tensor_numel(Y) > 0)
+	{
+		qconv_job	j = {.q = &q, .acc = Y->data};
+
+		rc = qconv_run(ctx, &j);
+	}
 	qconv_free(&q);
-	return 0;
+	return rc;
 }
 
 /*
  * QLinearConv (10): inputs x, x_scale, x_zero_point, w, w_scale,
  * w_zero_point, y_scale, y_zero_point, B (optional int32 bias [m]).  The
  * int32 convolution of ConvInteger plus B, times x_scale * w_scale /
- * y_scale (float; w_scale one value or one per output channel), plus
- * y_zero_point, rounded half to even and saturated to y_zero_point's type.
+ * y_scale (qmult: float, or float16 for float16 scales; w_scale one value
+ * or one per output channel), plus y_zero_point, rounded half to even and
+ * saturated to y_zero_point's type (int8 or uint8).
  */
 static int
 op_qlinear_conv(ie_node_ctx *ctx)
 {
 	qconv		q;
-	int64_t		odims[IE_MAX_DIMS],
-				e = 0,
-				yzp,
-				lo,
-				hi;
+	int64_t		odims[IE_MAX_DIMS];
 	ie_tensor  *Y;
-	ie_dtype	yt;
 	bool		psx,
 				psw,
-				psy;
-	const ie_tensor *B;
-	const ie_tensor *sx,
+				psy,
+				half;
+	const ie_tensor *B,
+			   *sx,
 			   *sw,
 			   *sy;
-	bool		half;
+	qconv_job	j = {.q = &q};
+	float	   *mult;
+	int			rc;
 
 	if (ctx->n_inputs < 8)
 		return ie_op_error(ctx, "needs 8 or 9 inputs (x, x_scale, x_zero_point, w, w_scale, "
@@ -1521,7 +1855,7 @@ op_qlinear_conv(ie_node_ctx *ctx)
 		qscale_read(ctx, ctx->inputs[1], 1, "x_scale", "", false, &psx) != 0 ||
 		qscale_read(ctx, ctx->inputs[4], q.m, "w_scale", "output channel", true, &psw) != 0 ||
 		qscale_read(ctx, ctx->inputs[6], 1, "y_scale", "", false, &psy) != 0 ||
-		qout_read(ctx, ctx->inputs[7], &yt, &yzp, &lo, &hi) != 0)
+		qout_read(ctx, ctx->inputs[7], &j.yt, &j.yzp, &j.lo, &j.hi) != 0)
 	{
 		qconv_free(&q);
 		return -1;
@@ -1532,39 +1866,41 @@ op_qlinear_conv(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "bias B must be int32 of shape [%lld]", (long long) q.m);
 	}
 	ie_spatial_out_dims(&q.sp, q.n, q.m, odims);
-	Y = ie_tensor_new(yt, q.sp.nsp + 2, odims);
+	/* qconv_run writes every element */
+	Y = ie_tensor_new_uninit(j.yt, q.sp.nsp + 2, odims);
 	if (Y == NULL)
 	{
 		qconv_free(&q);
 		return ie_op_error(ctx, "out of memory for the output");
 	}
 	ctx->outputs[0] = Y;
+	if (ie_tensor_numel(Y) == 0)
+	{
+		qconv_free(&q);
+		return 0;
+	}
+	/* one multiplier per output channel (m: w's first dim, as w_scale's) */
+	mult = ie_scratch_new(IE_FLOAT, 1, &q.m);
+	if (mult == NULL)
+	{
+		qconv_free(&q);
+		return ie_op_error(ctx, "out of memory for the multipliers");
+	}
 	sx = ctx->inputs[1];
 	sw = ctx->inputs[4];
 	sy = ctx->inputs[6];
 	half = sx->dtype == IE_FLOAT16 && sw->dtype == IE_FLOAT16 && sy->dtype == IE_FLOAT16;
-	if (ie_tensor_numel(Y) > 0)
-		for (int64_t b = 0; b < q.n; b++)
-			for (int64_t oc = 0; oc < q.m; oc++)
-			{
-				float		mult = qmult(qf_get(sx->data, sx->dtype, 0),
-										 qf_get(sw->data, sw->dtype, psw ? oc : 0),
-										 qf_get(sy->data, sy->dtype, 0), half);
-				int32_t		bias = B ? ((const int32_t *) B->data)[oc] : 0;
-
-				for (int64_t oz = 0; oz < q.sp.out[0]; oz++)
-					for (int64_t oy = 0; oy < q.sp.out[1]; oy++)
-						for (int64_t ox = 0; ox < q.sp.out[2]; ox++)
-						{
-							int32_t		acc = q.x != NULL ?
-								qconv_acc(&q, b, oc, oz, oy, ox, bias) : bias;
-
-							quant_put(Y->data, yt, e++,
-									  quant_round_sat((double) acc * mult, yzp, lo, hi));
-						}
-			}
+	for (int64_t oc = 0; oc < q.m; oc++)
+		mult[oc] = qmult(qf_get(sx->data, sx->dtype, 0),
+						 qf_get(sw->data, sw->dtype, psw ? oc : 0),
+						 qf_get(sy->data, sy->dtype, 0), half);
+	j.y = Y->data;
+	j.bias = B != NULL ? B->data : NULL;
+	j.mult = mult;
+	rc = qconv_run(ctx, &j);
+	free(mult);
 	qconv_free(&q);
-	return 0;
+	return rc;
 }
 
 /* ConvInteger's and QLinearConv's auto_pad: run by the loader on every node. */

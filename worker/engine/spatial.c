@@ -2,7 +2,8 @@
  * spatial.c
  *	  Window geometry shared by Conv, ConvTranspose, AveragePool and MaxPool:
  *	  reading kernel_shape, strides, dilations, pads and auto_pad, and the
- *	  output extents.
+ *	  output extents; and the im2col lowering of Conv, ConvInteger and
+ *	  QLinearConv (ops_conv.c, ops_quant.c).
  *
  * The output-size formulas are the ONNX operator specification's
  * (onnx/docs/Operators.md), with ek = dilation * (kernel - 1) + 1:
@@ -216,4 +217,64 @@ ie_spatial_out_dims(const ie_spatial *s, int64_t n, int64_t c,
 	odims[1] = c;
 	for (int i = 0; i < s->nsp; i++)
 		odims[2 + i] = s->out[3 - s->nsp + i];
+}
+
+/*
+ * im2col for output rows [r0, r1) of one image's channel group into col
+ * [cg * taps, (r1 - r0) * ow], row stride ld; padding reads as zero (see
+ * spatial.h).
+ */
+void
+ie_spatial_im2col(const ie_spatial *g, const float *x, int64_t cg, int64_t r0,
+				  int64_t r1, float *col, int64_t ld)
+{
+	int64_t		ow = g->out[2];
+	int64_t		ncols = ld;
+	int64_t		plane = g->in[0] * g->in[1] * g->in[2];
+
+	for (int64_t c = 0; c < cg; c++)
+		for (int64_t kz = 0; kz < g->k[0]; kz++)
+			for (int64_t ky = 0; ky < g->k[1]; ky++)
+				for (int64_t kx = 0; kx < g->k[2]; kx++)
+				{
+					float	   *dst = col + (((c * g->k[0] + kz) * g->k[1] + ky) * g->k[2] + kx) * ncols;
+					int64_t		xoff = kx * g->dil[2] - g->pad_begin[2];
+					/*
+					 * ox range whose input column is inside [0, in_w): ceil(a
+					 * / stride) for a > 0 as 1 + (a - 1) / stride, which a
+					 * stride near INT64_MAX cannot overflow
+					 */
+					int64_t		lo = xoff >= 0 ? 0 : 1 + (-xoff - 1) / g->stride[2];
+					int64_t		hi = g->in[2] - xoff <= 0 ? 0 :
+						1 + (g->in[2] - xoff - 1) / g->stride[2];
+
+					if (hi > ow)
+						hi = ow;
+					if (lo > hi)
+						lo = hi;
+					for (int64_t r = r0; r < r1; r++, dst += ow)
+					{
+						int64_t		oz = r / g->out[1];
+						int64_t		oy = r % g->out[1];
+						int64_t		iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dil[0];
+						int64_t		iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dil[1];
+						const float *src;
+
+						if (iz < 0 || iz >= g->in[0] || iy < 0 || iy >= g->in[1])
+						{
+							memset(dst, 0, ow * sizeof(float));
+							continue;
+						}
+						src = x + c * plane + (iz * g->in[1] + iy) * g->in[2] + xoff;
+						if (lo > 0)
+							memset(dst, 0, lo * sizeof(float));
+						if (g->stride[2] == 1)
+							memcpy(dst + lo, src + lo, (hi - lo) * sizeof(float));
+						else
+							for (int64_t ox = lo; ox < hi; ox++)
+								dst[ox] = src[ox * g->stride[2]];
+						if (hi < ow)
+							memset(dst + hi, 0, (ow - hi) * sizeof(float));
+					}
+				}
 }

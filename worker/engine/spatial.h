@@ -1,7 +1,7 @@
 /*
  * spatial.h
  *	  Window geometry shared by the convolution and pooling operators
- *	  (ops_conv.c, ops_pool.c); internal to the engine.
+ *	  (ops_conv.c, ops_pool.c, ops_quant.c); internal to the engine.
  *
  * A windowed operator over 1 to 3 spatial axes is handled as 3-D: the
  * node's nsp axes fill the last nsp of the 3 slots and the leading ones
@@ -11,7 +11,8 @@
  * of the ONNX operator specification (Conv, ConvTranspose, AveragePool,
  * MaxPool sections of onnx/docs/Operators.md).
  *
- * Threading: pure functions of their arguments.
+ * Threading: pure functions of their arguments, but for
+ * ie_conv_depthwise_plane's use of the calling thread's scratch.
  */
 #ifndef IE_SPATIAL_H
 #define IE_SPATIAL_H
@@ -71,5 +72,33 @@ int			ie_spatial_output(ie_node_ctx *ctx, ie_spatial *s,
 /* odims = [n, c, out...] for the node's nsp spatial axes. */
 void		ie_spatial_out_dims(const ie_spatial *s, int64_t n, int64_t c,
 								int64_t odims[IE_MAX_DIMS]);
+
+/*
+ * im2col for output rows [r0, r1) of one image's channel group (float):
+ * x is the group's first channel, [cg, in...]; col gets [cg * taps,
+ * (r1 - r0) * out_w] with row stride ld (>= (r1 - r0) * out_w), row (c,
+ * kz, ky, kx), column (oz, oy, ox) with oz, oy merged into the output row
+ * index r = oz * out_h + oy.  Taps in the padding read as zero.  Conv
+ * (ops_conv.c) and ConvInteger/QLinearConv (ops_quant.c, on operands
+ * centred by their zero points, so zero is the zero point) multiply the
+ * weights [mg, cg * taps] by it.
+ */
+void		ie_spatial_im2col(const ie_spatial *g, const float *x, int64_t cg,
+							  int64_t r0, int64_t r1, float *col, int64_t ld);
+
+/*
+ * Depthwise convolution (ops_conv.c, Conv's direct loop, also taken by
+ * ConvInteger and QLinearConv on centred operands): one input plane x
+ * [in...] of geometry g into the output planes y [mult, out...] of its
+ * mult output channels, weights w [mult, taps], bias b [mult] or NULL,
+ * float; taps in the padding read as zero.  Takes this thread's scratch
+ * (ie_thread_scratch) of the shape ie_conv_depthwise_scratch gives (its
+ * rank, 0 for none), which the caller checks against the tensor limit
+ * before its parallel region.  Returns -1 when memory runs out.
+ */
+int			ie_conv_depthwise_scratch(const ie_spatial *g, int64_t dims[3]);
+int			ie_conv_depthwise_plane(const ie_spatial *g, const float *x,
+									const float *w, const float *b, int64_t mult,
+									float *y);
 
 #endif							/* IE_SPATIAL_H */
