@@ -5774,6 +5774,78 @@ test_conv_integer(void)
 }
 
 /*
+ * A 3-D depthwise Conv over an input of depth 1 with a kernel of depth 1,
+ * padded in depth (pads [1, 1, 1, 0, 1, 1] and [0, 1, 1, 2, 1, 1]): the
+ * output's depth slices over the padding are the bias, the one over the
+ * input is the 2-D convolution of its plane (ref_conv2d).  The
+ * zero-bordered 2-D path (dw_plane_padded, ops_conv.c) took these too and
+ * wrote the 2-D result as though the output had one slice.
+ */
+static void
+test_conv_depthwise_depth_pad(void)
+{
+	int64_t		pads[2][6] = {{1, 1, 1, 0, 1, 1}, {0, 1, 1, 2, 1, 1}},
+				xd[5] = {1, 3, 1, 6, 7},
+				wd[5] = {6, 1, 1, 3, 3},
+				x4[4] = {1, 3, 6, 7},
+				w4[4] = {6, 1, 3, 3},
+				y4[4] = {1, 6, 6, 7},
+				bd[1] = {6},
+				strides[3] = {1, 1, 1},
+				s2[2] = {1, 1},
+				p2[4] = {1, 1, 1, 1},
+				d2[2] = {1, 1};
+	ie_tensor  *X = rand_tensor(5, xd),
+			   *W = rand_tensor(5, wd),
+			   *B = rand_tensor(1, bd),
+			   *X4 = ie_tensor_new(IE_FLOAT, 4, x4),
+			   *W4 = ie_tensor_new(IE_FLOAT, 4, w4),
+			   *R = ie_tensor_new(IE_FLOAT, 4, y4);
+	const ie_tensor *in[3] = {X, W, B};
+	const float *b = B->data,
+			   *r = R->data;
+
+	memcpy(X4->data, X->data, X->nbytes);
+	memcpy(W4->data, W->data, W->nbytes);
+	ref_conv2d(X4, W4, b, 3, s2, p2, d2, R);
+	for (int pi = 0; pi < 2; pi++)
+	{
+		ie_attr		attrs[3] = {
+			attr_ints("strides", 3, strides), attr_ints("pads", 6, pads[pi]),
+			attr_int("group", 3)
+		};
+		int64_t		depth = 1 + pads[pi][0] + pads[pi][3],
+					od[5] = {1, 6, depth, 6, 7};
+		ie_tensor  *out[1] = {NULL};
+		char		err[256];
+		double		worst = 0;
+		bool		ok = run_op("Conv", 11, 3, in, 3, attrs, 1, out, err, sizeof(err)) == 0 &&
+			shape_is(out[0], 5, od);
+
+		for (int64_t oc = 0; ok && oc < 6; oc++)
+			for (int64_t oz = 0; oz < depth; oz++)
+				for (int64_t p = 0; p < 42; p++)
+				{
+					float		got = ((const float *) out[0]->data)[(oc * depth + oz) * 42 + p],
+								want = oz == pads[pi][0] ? r[oc * 42 + p] : b[oc];
+
+					worst = fmax(worst, fabs((double) got - want));
+				}
+		CHECK(ok && worst < 1e-4,
+			  "conv 3-D depthwise of depth 1, pads %lld in depth before, %lld after: "
+			  "max abs diff %g %s", (long long) pads[pi][0], (long long) pads[pi][3],
+			  worst, err);
+		free_outs(out, 1);
+	}
+	ie_tensor_destroy(&X);
+	ie_tensor_destroy(&W);
+	ie_tensor_destroy(&B);
+	ie_tensor_destroy(&X4);
+	ie_tensor_destroy(&W4);
+	ie_tensor_destroy(&R);
+}
+
+/*
  * An integer convolution's geometry for qconv_naive, spatial axes padded
  * to 3 (leading extents 1) as the engine's spatial.h does.
  */
@@ -5916,7 +5988,13 @@ qconv_bias(int64_t n, bool huge, uint64_t *state)
  * round); 3x3x4096 terms of all 255 (uint8, zero point 0) or -128 (int8,
  * zero point 127) whose sums wrap int32 both ways; zero points at the ends
  * of their range, per output channel for w; mixed int8/uint8; an empty
- * channel dim and batch; 1 and 3 threads.  QLinearConv requantizes the
+ * channel dim and batch; 1 and 3 threads; depthwise 3-D over an input of
+ * depth 1 padded in depth (Conv's zero-bordered 2-D plane took it, its
+ * output misplaced); depthwise with a column stride of INT64_MAX or 2^40
+ * (the loop's column phases, one per stride: their count overflowed or
+ * did not fit memory) and with a row stride of 2^39 past 2^40 rows of
+ * padding (a zero-bordered plane of 2^40 rows), which go to im2col
+ * instead.  QLinearConv requantizes the
  * same sums plus a bias (near INT32_MAX in the wrapping cases) with per
  * channel scales: float multiplier, rint, saturation.
  */
@@ -5983,6 +6061,16 @@ test_conv_integer_blas(void)
 		NULL, 0, 5, 2, 1},
 		{IE_UINT8, IE_INT8, 2, 0, 2, 3, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {0},
 		NULL, 0, 5, 2, 1},
+		{IE_UINT8, IE_INT8, 3, 1, 3, 6, 3, {1, 6, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1},
+		{1, 1, 1, 0, 1, 1}, NULL, 0, 5, 2, 1},
+		{IE_INT8, IE_UINT8, 3, 2, 2, 4, 2, {1, 5, 6}, {1, 2, 3}, {1, 2, 1}, {1, 1, 1},
+		{0, 0, 1, 2, 1, 0}, NULL, 1, -3, 3, 3},
+		{IE_UINT8, IE_UINT8, 2, 1, 2, 4, 2, {3, 5}, {2, 2}, {1, INT64_MAX}, {1, 1},
+		{1, 2, 0, 1}, NULL, 0, 7, 2, 1},
+		{IE_UINT8, IE_INT8, 2, 1, 3, 3, 3, {4, 6}, {3, 2}, {2, INT64_C(1) << 40}, {1, 2},
+		{1, 0, 1, 3}, NULL, 1, 0, 3, 1},
+		{IE_UINT8, IE_INT8, 2, 1, 2, 2, 2, {3, 6}, {2, 3}, {INT64_C(1) << 39, 1}, {1, 1},
+		{INT64_C(1) << 40, 1, 0, 1}, NULL, 0, 9, 2, 1},
 	};
 	uint64_t	state = 4242;
 	char		err[256];
@@ -6952,6 +7040,7 @@ main(int argc, char **argv)
 	int			verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
 
 	test_conv();
+	test_conv_depthwise_depth_pad();
 	test_matmul();
 	test_softmax();
 	test_resize_det();

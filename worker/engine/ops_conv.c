@@ -351,14 +351,17 @@ dw_have_avx512(void)
 #endif
 
 /*
- * Whether a depthwise plane of geometry g takes dw_plane_padded: 2-D, column
- * stride 1 (any row stride), at most 64 taps.
+ * Whether a depthwise plane of geometry g takes dw_plane_padded: 2-D (one
+ * input, kernel and output slice on the leading axis, unpadded there: a
+ * 3-D layer of depth 1 padded in depth has other output slices, which
+ * dw_plane_padded does not lay out), column stride 1 (any row stride), at
+ * most 64 taps.
  */
 static bool
 dw_padded_applies(const ie_spatial *g)
 {
-	return g->k[0] == 1 && g->in[0] == 1 && g->stride[2] == 1 &&
-		g->k[1] * g->k[2] <= 64;
+	return g->k[0] == 1 && g->in[0] == 1 && g->out[0] == 1 &&
+		g->pad_begin[0] == 0 && g->stride[2] == 1 && g->k[1] * g->k[2] <= 64;
 }
 
 /*
@@ -384,7 +387,8 @@ ie_conv_depthwise_scratch(const ie_spatial *g, int64_t dims[3])
 		return 0;
 	dims[0] = sx;
 	dims[1] = g->in[0] * g->in[1];
-	dims[2] = (g->in[2] + sx - 1) / sx;
+	/* ceil(in_w / sx) as in ie_spatial_im2col: sx may be near INT64_MAX */
+	dims[2] = g->in[2] == 0 ? 0 : 1 + (g->in[2] - 1) / sx;
 	return 3;
 }
 

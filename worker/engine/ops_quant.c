@@ -1632,22 +1632,45 @@ qconv_dw_task(void *arg, int64_t p, int worker)
 }
 
 /*
- * A depthwise convolution (qconv_run) by Conv's direct loop, one task per
- * (image, group) plane, its float sums in a buffer of the output's size.
- * Errors: out of memory for the sums or a task's scratch.
+ * Whether depthwise convolution q (one input channel per group) may take
+ * Conv's direct loop (qconv_run): the scratch each plane's task takes
+ * (ie_conv_depthwise_scratch: a zero-bordered plane, or one column phase
+ * per column stride, however far past the input's width the stride goes)
+ * fits the tensor limit and is no larger than the input plane and its
+ * im2col together.  A stride or padding far past the input fails that
+ * (im2col takes only the columns the taps read, a band at a time); the
+ * refusal ie_scratch_fits may note is cleared by im2col's own check.
+ */
+static bool
+qconv_dw_fits(const qconv *q, int64_t ipix, int64_t opix)
+{
+	int64_t		sd[3];
+	int			snd = ie_conv_depthwise_scratch(&q->sp, sd);
+	double		size = 1;
+
+	if (snd == 0)
+		return true;
+	if (!ie_scratch_fits(IE_FLOAT, snd, sd))
+		return false;
+	for (int i = 0; i < snd; i++)
+		size *= (double) sd[i];
+	return size <= (double) ipix + (double) q->K * (double) opix;
+}
+
+/*
+ * A depthwise convolution (qconv_run, its scratch checked by
+ * qconv_dw_fits) by Conv's direct loop, one task per (image, group) plane,
+ * its float sums in a buffer of the output's size.  Errors: out of memory
+ * for the sums or a task's scratch.
  */
 static int
 qconv_depthwise(ie_node_ctx *ctx, qconv_job *j)
 {
 	const qconv *q = j->q;
-	int64_t		sd[3],
-				total = q->n * q->m * j->opix,
+	int64_t		total = q->n * q->m * j->opix,
 				planes = q->n * q->group;
-	int			snd = ie_conv_depthwise_scratch(&q->sp, sd),
-				nt = ctx->n_threads;
+	int			nt = ctx->n_threads;
 
-	if (snd > 0 && !ie_scratch_fits(IE_FLOAT, snd, sd))
-		return ie_op_error(ctx, "out of memory for the depthwise input plane");
 	j->dw = ie_scratch_new(IE_FLOAT, 1, &total);
 	if (j->dw == NULL)
 		return ie_op_error(ctx, "out of memory for the depthwise sums");
@@ -1705,10 +1728,13 @@ qconv_loop(const qconv_job *j)
  *
  * A depthwise convolution (one input channel per group) whose sums of K
  * taps stay exact in float (K <= kc: always for K <= 258) takes Conv's
- * direct loop instead (qconv_depthwise): any order of adding exact
- * integers below 2^24 gives the exact sum.  An empty x or w gives sums of
- * zero; a sum (K), a group's output channels or an output row past
- * INT_MAX (OpenBLAS takes int) falls back to the plain loop (qconv_loop).
+ * direct loop instead (qconv_depthwise) when that loop's scratch is
+ * bounded by the plane's (qconv_dw_fits; not for a stride or padding far
+ * past the input): any order of adding exact integers below 2^24 gives
+ * the exact sum, so either path gives the same result.  An empty x or w
+ * gives sums of zero; a sum (K), a group's output channels or an output
+ * row past INT_MAX (OpenBLAS takes int) falls back to the plain loop
+ * (qconv_loop).
  * Errors: out of memory for a task's scratch (checked at its largest
  * before the parallel region).
  */
@@ -1736,8 +1762,12 @@ qconv_run(ie_node_ctx *ctx, qconv_job *j)
 	j->kc = prod == 0 ? q->K : (16777216 - 1) / prod;
 	if (j->kc > q->K)
 		j->kc = q->K;
-	/* one input channel per group and the whole sum exact in float */
-	if (q->cg == 1 && q->group > 1 && q->K <= j->kc)
+	/*
+	 * one input channel per group, the whole sum exact in float and the
+	 * direct loop's scratch bounded by the plane's (qconv_dw_fits)
+	 */
+	if (q->cg == 1 && q->group > 1 && q->K <= j->kc &&
+		qconv_dw_fits(q, j->ipix, j->opix))
 		return qconv_depthwise(ctx, j);
 	j->pointwise = s->k[0] * s->k[1] * s->k[2] == 1 &&
 		s->stride[0] == 1 && s->stride[1] == 1 && s->stride[2] == 1 &&
