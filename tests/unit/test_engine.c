@@ -587,6 +587,27 @@ test_load_errors(void)
 							  "(node 'loop_0')") == 0, "unknown op: %s", err);
 	ie_model_destroy(&m);
 
+	/* another domain's operator, with advice for ONNX Runtime's own */
+	g.nodes[1] = node("QLinearAdd", "qadd_0", "A", "Y");
+	g.nodes[1]->domain = str("com.microsoft");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strcmp(err, "model '<memory>': unsupported operator 'QLinearAdd' in "
+							  "domain 'com.microsoft' (node 'qadd_0'): ONNX Runtime's QOperator "
+							  "quantization format; quantize in the QDQ format "
+							  "(quant_format=QuantFormat.QDQ), which is standard ONNX") == 0,
+		  "QOperator op: %s", err);
+	g.nodes[1] = node("FusedMatMul", "fmm_0", "A", "Y");
+	g.nodes[1]->domain = str("com.microsoft");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strstr(err, "unsupported operator 'FusedMatMul' in domain "
+							  "'com.microsoft' (node 'fmm_0'): an ONNX Runtime contrib "
+							  "operator") != NULL, "contrib op: %s", err);
+	g.nodes[1] = node("Foo", "foo_0", "A", "Y");
+	g.nodes[1]->domain = str("org.example");
+	m = load(&g, err, sizeof(err));
+	CHECK(m == NULL && strcmp(err, "model '<memory>': unsupported operator 'Foo' in domain "
+							  "'org.example' (node 'foo_0')") == 0, "other domain: %s", err);
+
 	g.nodes[1] = node("Relu", "relu_1", "A", "Y");
 	g.opset = 99;
 	m = load(&g, err, sizeof(err));

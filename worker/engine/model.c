@@ -644,6 +644,30 @@ read_opset(loader *ld, const Onnx__ModelProto *mp)
 }
 
 /*
+ * Advice appended to the refusal of an operator of another domain: ONNX
+ * Runtime's own domain (com.microsoft) is what its tools write, and each
+ * has a standard-ONNX form the engine runs.  QLinear* and the other Q ops
+ * come from onnxruntime.quantization's QOperator format (quant_format=
+ * QuantFormat.QOperator), whose QDQ format (QuantizeLinear and
+ * DequantizeLinear around float operators, the default of quantize_static)
+ * is standard ONNX; the fused ones (FusedMatMul, SkipLayerNormalization,
+ * BiasGelu, ...) from a model saved after ONNX Runtime's graph optimizer
+ * (SessionOptions.optimized_model_filepath, or onnxruntime.transformers'
+ * optimizer), whose input model is standard ONNX.  "" for other domains.
+ */
+static const char *
+contrib_advice(const char *domain, const char *op)
+{
+	if (strcmp(domain, "com.microsoft") != 0)
+		return "";
+	if (op[0] == 'Q')
+		return ": ONNX Runtime's QOperator quantization format; quantize in the QDQ "
+			"format (quant_format=QuantFormat.QDQ), which is standard ONNX";
+	return ": an ONNX Runtime contrib operator, as its graph optimizer writes; "
+		"use the model as exported, before ONNX Runtime's optimizations";
+}
+
+/*
  * Binds node np (graph position idx) into pn: operator look-up, attributes
  * (checked against the operator's ONNX schema, ie_op_check_attrs, and its
  * values against what the operator implements, ie_op_check_lookup), the
@@ -671,8 +695,8 @@ bind_node(loader *ld, const Onnx__NodeProto *np, int idx, ie_plan_node *pn)
 	if (pn->name == NULL || pn->op_type == NULL)
 		return load_error(ld, "out of memory");
 	if (np->domain != NULL && np->domain[0] != '\0' && strcmp(np->domain, "ai.onnx") != 0)
-		return load_error(ld, "unsupported operator '%s' in domain '%s' (node '%s')",
-						  op, np->domain, pn->name);
+		return load_error(ld, "unsupported operator '%s' in domain '%s' (node '%s')%s",
+						  op, np->domain, pn->name, contrib_advice(np->domain, op));
 	pn->fn = ie_op_lookup(op);
 	if (pn->fn == NULL)
 		return load_error(ld, "unsupported operator '%s' (node '%s')", op, pn->name);
