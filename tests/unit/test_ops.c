@@ -30,6 +30,7 @@
  */
 #include <dirent.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -404,6 +405,33 @@ test_conv(void)
 }
 
 /* MatMul with batch broadcasting against a naive product. */
+/*
+ * ie_op_gemm_fits: a product's extents past INT_MAX (what OpenBLAS takes)
+ * are refused with the product's shape; up to INT_MAX pass.  (A product
+ * that large needs an 8 GiB operand, so the operators' calls are not run
+ * here.)
+ */
+static void
+test_gemm_fits(void)
+{
+	char		err[256] = "";
+	ie_node_ctx ctx = {.op_type = "MatMul", .node_name = "t", .opset = 13,
+	.err = err, .errlen = sizeof(err)};
+	int64_t		big = (int64_t) INT_MAX + 1;
+
+	CHECK(ie_op_gemm_fits(&ctx, INT_MAX, INT_MAX, INT_MAX) == 0 && err[0] == '\0',
+		  "gemm fits: INT_MAX extents pass (%s)", err);
+	CHECK(ie_op_gemm_fits(&ctx, 1, big, 1) == -1 &&
+		  strcmp(err, "MatMul node 't': a matrix product of 1 x 2147483648 x 1 is over the "
+				 "engine's limit (2147483647 rows or columns)") == 0 &&
+		  ctx.err_kind == IE_ERR_NOT_SUPPORTED,
+		  "gemm fits: K past INT_MAX refused: %s", err);
+	CHECK(ie_op_gemm_fits(&ctx, big, 1, 1) == -1 && strncmp(err, "MatMul node 't': a matrix product of 2147483648 x 1 x 1 ", 54) == 0,
+		  "gemm fits: M past INT_MAX refused: %s", err);
+	CHECK(ie_op_gemm_fits(&ctx, 1, 1, big) == -1 && strstr(err, " x 2147483648 is over") != NULL,
+		  "gemm fits: N past INT_MAX refused: %s", err);
+}
+
 static void
 test_matmul(void)
 {
@@ -7041,6 +7069,7 @@ main(int argc, char **argv)
 
 	test_conv();
 	test_conv_depthwise_depth_pad();
+	test_gemm_fits();
 	test_matmul();
 	test_softmax();
 	test_resize_det();

@@ -342,6 +342,18 @@ int			ie_matmul_shape(ie_node_ctx *ctx, const ie_tensor *A,
 							const ie_tensor *B, ie_mm_shape *s);
 
 /*
+ * Whether a matrix product of M x K by K x N (row counts, column counts and
+ * leading dimensions all within the three) fits the int extents that
+ * OpenBLAS's cblas_sgemm and cblas_dgemm take: 0, or -1 from ie_op_error
+ * with "a matrix product of M x K x N is over the engine's limit" (kind
+ * IE_ERR_NOT_SUPPORTED) when one passes INT_MAX.  Such a product needs an
+ * operand of 8 GiB or more; without the check the cast to int wrapped and
+ * OpenBLAS refused the call (its xerbla message, the output left as it was)
+ * or wrote outside the output.
+ */
+int			ie_op_gemm_fits(ie_node_ctx *ctx, int64_t M, int64_t K, int64_t N);
+
+/*
  * Each product's offset, in matrices, into A (offs[bi]) and B
  * (offs[nbatch + bi]), a batch dim of 1 broadcasting: offs holds
  * 2 * s->nbatch values.

@@ -685,7 +685,9 @@ op_attention(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "past_key and past_value differ in sequence length (%lld, %lld)",
 						   (long long) j.past, (long long) pvlen);
 	j.T += j.past;
-	if (att_bias_setup(ctx, &j) != 0)
+	/* the products per head: [rows, D] x [D, T] and [rows, T] x [T, Dv] */
+	if (ie_op_gemm_fits(ctx, j.Sq, j.D > j.Dv ? j.D : j.Dv, j.T) != 0 ||
+		att_bias_setup(ctx, &j) != 0)
 		return -1;
 	j.mode = (int) ie_attr_int(ctx, "qk_matmul_output_mode", 0);
 	j.sm_type = (int) ie_attr_int(ctx, "softmax_precision", j.dt);

@@ -922,6 +922,9 @@ op_conv(ie_node_ctx *ctx)
 		g.sp.stride[2] == 1 &&
 		g.sp.pad_begin[0] + g.sp.pad_begin[1] + g.sp.pad_begin[2] +
 		g.sp.pad_end[0] + g.sp.pad_end[1] + g.sp.pad_end[2] == 0;
+	/* the product per group: [mg, cg * K] x [cg * K, opix columns] */
+	if (ie_op_gemm_fits(ctx, mg, cg * K, opix) != 0)
+		return -1;
 	{
 		gemm_job	job = {
 			.g = &g, .x = xd, .w = wd, .b = bd, .y = yd, .ep = ctx->epilogue,
@@ -1279,6 +1282,10 @@ op_conv_transpose(ie_node_ctx *ctx)
 			return ie_op_error(ctx, "output extent %lld is not positive", (long long) g.sp.out[i]);
 	}
 
+	/* the disjoint path's product per tap: [mg, cg] x [cg, input rows by ih * iw] */
+	if (convt_disjoint(&g) && ie_tensor_numel(X) > 0 &&
+		ie_op_gemm_fits(ctx, g.m / g.group, g.c / g.group, g.sp.in[1] * g.sp.in[2]) != 0)
+		return -1;
 	if (convt_disjoint(&g) && ie_tensor_numel(X) > 0)
 	{
 		ct_job		job = {

@@ -30,7 +30,6 @@
  * tasks on the engine's pool (pool.h), OpenBLAS serial in each.
  */
 #include <cblas.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -804,9 +803,8 @@ es_pair_gemm(ie_node_ctx *ctx, ie_dtype dt, const es_view *a, const es_view *b,
 			if (!es_mul(&N, sizes[b->lab[i]]))
 				return ie_op_error(ctx, "a matrix product of more than 2^63 elements is over the engine's limit");
 		}
-	if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
-		return ie_op_error(ctx, "a matrix product of %lld x %lld x %lld is over the engine's limit",
-						   (long long) M, (long long) K, (long long) N);
+	if (ie_op_gemm_fits(ctx, M, K, N) != 0)
+		return -1;
 	n = es_cat(la, bat, nbat, af, naf, con, ncon);
 	es_cat(la_t, bat, nbat, con, ncon, af, naf);
 	es_cat(lb, bat, nbat, con, ncon, bf, nbf);

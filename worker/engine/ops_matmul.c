@@ -20,6 +20,7 @@
  * ie_set_threads); the tasks run on the engine's pool (pool.h).
  */
 #include <cblas.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,6 +297,16 @@ ie_matmul_batch_offsets(const ie_mm_shape *s, int64_t *offs)
 	}
 }
 
+int
+ie_op_gemm_fits(ie_node_ctx *ctx, int64_t M, int64_t K, int64_t N)
+{
+	if (M > INT_MAX || K > INT_MAX || N > INT_MAX)
+		return ie_op_error(ctx, "a matrix product of %lld x %lld x %lld is over the engine's "
+						   "limit (%d rows or columns)", (long long) M, (long long) K,
+						   (long long) N, INT_MAX);
+	return 0;
+}
+
 /*
  * MatMul (opsets 1, 9, 13): A[..., M, K] x B[..., K, N] -> [..., M, N] with
  * numpy rules: a 1-D A is [1, K] and a 1-D B is [K, 1], the added axis being
@@ -332,6 +343,9 @@ op_matmul(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "fused element-wise nodes on a double product are not "
 						   "supported (IE_FUSION=0 turns fusion off)");
 	if (ie_matmul_shape(ctx, A, B, &sh) != 0)
+		return -1;
+	/* an empty product calls no BLAS */
+	if (sh.nbatch != 0 && sh.M != 0 && sh.N != 0 && sh.K != 0 && ie_op_gemm_fits(ctx, sh.M, sh.K, sh.N) != 0)
 		return -1;
 	M = sh.M;
 	K = sh.K;
@@ -437,6 +451,8 @@ op_gemm(ie_node_ctx *ctx)
 	if (K != kb)
 		return ie_op_error(ctx, "inner dimensions differ (%lld vs %lld)",
 						   (long long) K, (long long) kb);
+	if (M != 0 && N != 0 && K != 0 && ie_op_gemm_fits(ctx, M, K, N) != 0)
+		return -1;
 	if (C != NULL)
 	{
 		if (C->ndim > 2)
