@@ -22,6 +22,7 @@
 
 #include "worker/engine/fusion.h"
 #include "worker/engine/model_int.h"
+#include "worker/engine/vectorise.h"
 #include "worker/engine/vmath.h"
 
 /* Most nodes fused into one Conv, and nodes looked at past the Conv. */
@@ -111,23 +112,11 @@ arg_const(const ep_arg *a, int64_t c)
 
 /*
  * The step kernels, one plain loop each so the compiler vectorises them
- * (SSE2 here; AVX2 in the clone below).  Min and max are written as
+ * (SSE2, and AVX2 in the clone: vectorise.h).  Min and max are written as
  * comparisons, which vectorise and give fminf/fmaxf's results, NaN
  * included, for these operand orders; Relu's keeps a NaN (x < 0 ? 0 : x),
  * as op_relu does.
- */
-#if defined(__GNUC__) && !defined(__clang__)
-#define EP_VECTORISE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
-#else
-#define EP_VECTORISE
-#endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define EP_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define EP_CLONES
-#endif
-
-/*
+ *
  * Runs one step of ep over len values: of channel c, or with bycol (a
  * MatMul's epilogue) of columns c, c + 1, ... of one row, where a
  * per-channel constant is a vector along the row.
@@ -316,7 +305,7 @@ ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool byco
  * fusion.h.  Register 0 and the result register are y itself; the others
  * live on the stack, EP_BLOCK values at a time.
  */
-EP_CLONES EP_VECTORISE void
+IE_CLONES IE_VECTORISE void
 ie_epilogue_apply(const ie_epilogue *ep, float *y, int64_t c, int64_t n, float bias)
 {
 	float		tmp[EP_MAX_STEPS + 1][EP_BLOCK] __attribute__((aligned(64)));
@@ -343,7 +332,7 @@ ie_epilogue_apply(const ie_epilogue *ep, float *y, int64_t c, int64_t n, float b
  * Applies a MatMul's ep in place to n values of one output row, columns
  * [c0, c0 + n); see fusion.h.
  */
-EP_CLONES EP_VECTORISE void
+IE_CLONES IE_VECTORISE void
 ie_epilogue_apply_row(const ie_epilogue *ep, float *y, int64_t c0, int64_t n)
 {
 	float		tmp[EP_MAX_STEPS + 1][EP_BLOCK] __attribute__((aligned(64)));

@@ -44,16 +44,10 @@
 #include "worker/engine/gemm_direct.h"
 #include "worker/engine/op.h"
 #include "worker/engine/pool.h"
+#include "worker/engine/vectorise.h"
 
 /* Query rows of one task. */
 #define ATT_ROWS 128
-
-/* The row loops with GCC's full vectoriser, as in ops_norm.c. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define ATT_VECTORISE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
-#else
-#define ATT_VECTORISE
-#endif
 
 /* A Q, K, V or Y tensor read as [batch, heads, sequence, size]: strides in
  * elements (the size axis is contiguous in both layouts). */
@@ -308,7 +302,7 @@ bad:
  * keys that causal masking, the window, the padding and the mask's length
  * allow form one interval [lo, hi); the mask's values apply inside it.
  */
-ATT_VECTORISE static bool
+IE_VECTORISE static bool
 att_bias_row(const att_job *j, int64_t b, int64_t h, int64_t i, double *bias)
 {
 	int64_t		pos = i + (j->nonpad != NULL ? j->nonpad[b] - j->Sq : j->past);
@@ -483,7 +477,7 @@ att_pv_f64(const att_job *j, int64_t r, const double *p, const double *v, double
  * qk_matmul_output copy of the mode's stage; then Y = P V.
  */
 #define ATT_TASK(NAME, ELT, QK, PV) \
-ATT_VECTORISE static void \
+IE_VECTORISE static void \
 NAME(void *arg, int64_t task, int worker) \
 { \
 	att_job    *j = arg; \

@@ -31,18 +31,8 @@
 
 #include "worker/engine/op.h"
 #include "worker/engine/pool.h"
+#include "worker/engine/vectorise.h"
 #include "worker/engine/vmath.h"
-
-/*
- * The elementwise loops are built with GCC's full vectoriser (-O2 alone
- * uses its "very cheap" cost model, which leaves these loops scalar); the
- * vector instructions compute the same IEEE results element by element.
- */
-#if defined(__GNUC__) && !defined(__clang__)
-#define EW_VECTORISE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
-#else
-#define EW_VECTORISE
-#endif
 
 /*
  * exp, log, tanh and erf of float run four lanes at a time through glibc's
@@ -428,7 +418,7 @@ run_rows(const bcast_plan *p, const char *a, size_t ea, const char *b, size_t eb
  * each one vectorises.  ROW_KERNEL: output in the input type.
  */
 #define ROW_KERNEL2(NAME, T, TO, EXPR) \
-EW_VECTORISE static void \
+IE_VECTORISE static void \
 NAME(const void *va, int64_t sa, const void *vb, int64_t sb, void *vo, int64_t n) \
 { \
 	const T    *a = va; \
@@ -1402,7 +1392,7 @@ static int op_atanh(ie_node_ctx *ctx) { UNARY_FLOAT(ctx, atanhf(x), atanh(x)); }
  * which raises no inexact exception.  NaN and +-inf stay as they are.
  * Float and double.
  */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_round(ie_node_ctx *ctx)
 {
 	UNARY_FLOAT(ctx, nearbyintf(x), nearbyint(x));
@@ -1425,7 +1415,7 @@ op_mish(ie_node_ctx *ctx)
  * default.  Float and double; a NaN gives 0 (x > alpha is false), as
  * the reference's np.where(X > alpha, X, 0).
  */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_thresholded_relu(ie_node_ctx *ctx)
 {
 	float		alpha = ie_attr_float(ctx, "alpha", 1.0f);
@@ -1474,7 +1464,7 @@ sign_f64(double v, const float *p)
  * stays NaN (numpy.sign, the reference), -0 gives 0.  Float, double and
  * the eight integer types.
  */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_sign(ie_node_ctx *ctx)
 {
 	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
@@ -1500,7 +1490,7 @@ shrink_f64(double v, const float *p)
  * type where it leaves it (the reference converts with numpy's astype,
  * which wraps instead).  A NaN gives 0.
  */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_shrink(ie_node_ctx *ctx)
 {
 	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
@@ -1519,7 +1509,7 @@ op_shrink(ie_node_ctx *ctx)
  * every byte is the complement of every element whatever its width, so
  * one loop over the bytes serves all eight types.
  */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_bitwise_not(ie_node_ctx *ctx)
 {
 	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
@@ -1593,7 +1583,7 @@ op_hardsigmoid(ie_node_ctx *ctx)
  * stays NaN (the ONNX reference, np.clip(x, 0, inf), and ONNX Runtime),
  * not fmaxf's 0: written x < 0 ? 0 : x.
  */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_relu(ie_node_ctx *ctx)
 {
 	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
@@ -1671,7 +1661,7 @@ clip_bound(ie_node_ctx *ctx, int idx, double *v)
  * opset 11+: optional scalar inputs 1 and 2.  Default bounds are the type's
  * limits.  float, double and the integer types.
  */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_clip(ie_node_ctx *ctx)
 {
 	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
@@ -1789,21 +1779,21 @@ op_gelu(ie_node_ctx *ctx)
 }
 
 /* Reciprocal: y = 1 / x (inf at 0, as IEEE). */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_reciprocal(ie_node_ctx *ctx)
 {
 	UNARY_FLOAT(ctx, 1.0f / x, 1.0 / x);
 }
 
 /* Floor: largest integer not above x. */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_floor(ie_node_ctx *ctx)
 {
 	UNARY_FLOAT(ctx, floorf(x), floor(x));
 }
 
 /* Ceil: smallest integer not below x. */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_ceil(ie_node_ctx *ctx)
 {
 	UNARY_FLOAT(ctx, ceilf(x), ceil(x));
@@ -1814,7 +1804,7 @@ op_ceil(ie_node_ctx *ctx)
  * the identity).  Integer negation wraps (-INT_MIN == INT_MIN), as two's
  * complement hardware and onnxruntime do.
  */
-EW_VECTORISE static int
+IE_VECTORISE static int
 sign_op(ie_node_ctx *ctx, bool abs_op)
 {
 	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
@@ -1894,7 +1884,7 @@ static int op_neg(ie_node_ctx *ctx) { return sign_op(ctx, false); }
 static int op_abs(ie_node_ctx *ctx) { return sign_op(ctx, true); }
 
 /* Not: logical negation of a bool tensor. */
-EW_VECTORISE static int
+IE_VECTORISE static int
 op_not(ie_node_ctx *ctx)
 {
 	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
@@ -1921,7 +1911,7 @@ op_not(ie_node_ctx *ctx)
  * IsNaN (opsets 9, 13) and IsInf (opset 10; attributes detect_negative and
  * detect_positive, default 1): bool of the same shape; float and double.
  */
-EW_VECTORISE static int
+IE_VECTORISE static int
 classify_op(ie_node_ctx *ctx, bool inf)
 {
 	const ie_tensor *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
@@ -1965,7 +1955,7 @@ static int op_isinf(ie_node_ctx *ctx) { return classify_op(ctx, true); }
  * type T, strides in {0, 1}.
  */
 #define WHERE_ROW(NAME, T) \
-EW_VECTORISE static void \
+IE_VECTORISE static void \
 NAME(const uint8_t *c, int64_t sc, const void *vx, int64_t sx, const void *vy, \
 	 int64_t sy, void *vo, int64_t n) \
 { \

@@ -22,23 +22,14 @@
 
 #include "worker/engine/op.h"
 #include "worker/engine/pool.h"
+#include "worker/engine/vectorise.h"
 #include "worker/engine/vmath.h"
 
 /*
- * The row loops are built with GCC's full vectoriser, as in
- * ops_elementwise.c; sums over a row use NORM_LANES partial sums, combined
+ * The row loops are built with GCC's full vectoriser (IE_VECTORISE,
+ * vectorise.h); sums over a row use NORM_LANES partial sums, combined
  * in a fixed order, which the vectoriser maps onto vector registers.
  */
-#if defined(__GNUC__) && !defined(__clang__)
-#define NORM_VECTORISE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
-#else
-#define NORM_VECTORISE
-#endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define NORM_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define NORM_CLONES
-#endif
 #define NORM_LANES 8
 /* Partial sums of a Softmax row (one AVX-512 vector of floats). */
 #define SM_LANES 16
@@ -203,7 +194,7 @@ op_batchnorm(ie_node_ctx *ctx)
  * combined in lane order: appending values whose exponential is exactly 0
  * (masked scores, padding) leaves every bit of the other results as it was.
  */
-NORM_VECTORISE static void
+IE_VECTORISE static void
 softmax_row(const float *xs, float *ys, int64_t len, int log_out)
 {
 	float		mx = -INFINITY,
@@ -398,7 +389,7 @@ sm_task(void *arg, int64_t t, int worker)
  * each (outer, inner) fibre of len values is normalised; log selects
  * LogSoftmax.  Max-subtracted, sums in double.
  */
-NORM_VECTORISE static void
+IE_VECTORISE static void
 softmax_blocks(const float *x, float *y, int64_t outer, int64_t len,
 			   int64_t inner, int log_out)
 {
@@ -657,7 +648,7 @@ norm_split(ie_node_ctx *ctx, const ie_tensor *X, int64_t *axis, int64_t *outer, 
  * and inv_o (float, may be NULL) receive the statistics.
  */
 #define LN_ROWS(NAME, T) \
-NORM_CLONES NORM_VECTORISE static void \
+IE_CLONES IE_VECTORISE static void \
 NAME(const T *x, T *y, int64_t outer, int64_t D, double eps, const double *sc, \
 	 const double *bi, float *mean_o, float *inv_o) \
 { \
@@ -828,7 +819,7 @@ fail:
  * fixed order, so the loop vectorises), and multiplied by sc[].
  */
 #define RMS_ROWS(NAME, T) \
-NORM_CLONES NORM_VECTORISE static void \
+IE_CLONES IE_VECTORISE static void \
 NAME(const T *x, T *y, int64_t outer, int64_t D, double eps, const double *sc) \
 { \
 	for (int64_t r = 0; r < outer; r++) \
