@@ -5334,6 +5334,83 @@ qrand_next(uint64_t *state)
 }
 
 /*
+ * DynamicQuantizeLinear over many tasks (its range and its quantization
+ * run in chunks of 65536 on the pool, vectorised): 300001 values, random
+ * with every half-integer tie of the scale 1 (x = k + 0.5 over a range of
+ * 255) and the range's ends placed in late chunks, at 1 and 3 threads,
+ * against the specification's formula in double (rint, ties to even) and
+ * the same bytes at both; a NaN or -inf in the last chunk is named by its
+ * element; +inf gives scale inf and y all zero point (0 / inf = 0, inf /
+ * inf is a NaN, which gives the zero point, as ONNX Runtime).
+ */
+static void
+test_dynamic_quantize_large(void)
+{
+	const int64_t n = 300001;
+	int64_t		d[1] = {n};
+	ie_tensor  *X = ie_tensor_new(IE_FLOAT, 1, d),
+			   *out1[3],
+			   *out3[3];
+	const ie_tensor *in[1] = {X};
+	float	   *x = X->data;
+	uint64_t	st = 7;
+	char		err[256];
+	int			bad = 0;
+	int64_t		zp;
+	float		scale;
+
+	for (int64_t i = 0; i < n; i++)
+		x[i] = (int) (qrand_next(&st) % 255) - 100 + ((i & 1) ? 0.5f :
+													   (float) (qrand_next(&st) % 1000) / 1000.0f);
+	x[250000] = -100.0f;		/* min, in chunk 3 */
+	x[299999] = 155.0f;			/* max, in the last chunk: range 255, scale 1 */
+	CHECK(run_op_threads("DynamicQuantizeLinear", 11, 1, in, 0, NULL, 3, out1, err,
+						 sizeof(err), 1) == 0 &&
+		  run_op_threads("DynamicQuantizeLinear", 11, 1, in, 0, NULL, 3, out3, err,
+						 sizeof(err), 3) == 0, "dynamic quantize large runs: %s", err);
+	scale = *(const float *) out1[1]->data;
+	zp = *(const uint8_t *) out1[2]->data;
+	CHECK(scale == 1.0f && zp == 100 && *(const float *) out3[1]->data == 1.0f &&
+		  *(const uint8_t *) out3[2]->data == 100,
+		  "dynamic quantize large: scale %g zero point %lld", scale, (long long) zp);
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		q = rint((double) x[i] / scale) + (double) zp;
+		int			want = q < 0 ? 0 : q > 255 ? 255 : (int) q;
+
+		if (((const uint8_t *) out1[0]->data)[i] != want ||
+			((const uint8_t *) out3[0]->data)[i] != want)
+		{
+			if (bad++ < 3)
+				fprintf(stderr, "  element %lld: x %.9g, got %d / %d, want %d\n", (long long) i,
+						x[i], ((const uint8_t *) out1[0]->data)[i],
+						((const uint8_t *) out3[0]->data)[i], want);
+		}
+	}
+	CHECK(bad == 0, "dynamic quantize large: %d elements off the formula", bad);
+	free_outs(out1, 3);
+	free_outs(out3, 3);
+
+	x[299990] = NAN;
+	check_quant_refused("DynamicQuantizeLinear", 11, 1, in, 0, NULL, 3,
+						"holds a NaN at element 299990");
+	x[299990] = -INFINITY;
+	check_quant_refused("DynamicQuantizeLinear", 11, 1, in, 0, NULL, 3,
+						"x holds -inf at element 299990");
+	x[299990] = INFINITY;
+	CHECK(run_op_threads("DynamicQuantizeLinear", 11, 1, in, 0, NULL, 3, out3, err,
+						 sizeof(err), 3) == 0 &&
+		  isinf(*(const float *) out3[1]->data) && *(const uint8_t *) out3[2]->data == 0,
+		  "dynamic quantize +inf: scale inf, zero point 0: %s", err);
+	bad = 0;
+	for (int64_t i = 0; i < n && bad == 0; i++)
+		bad = ((const uint8_t *) out3[0]->data)[i] != 0;
+	CHECK(bad == 0, "dynamic quantize +inf: y all 0");
+	free_outs(out3, 3);
+	ie_tensor_destroy(&X);
+}
+
+/*
  * A random int8 or uint8 tensor of shape dims[nd]: with extreme, values
  * only at the ends of the range (-128 and 127, 0 and 255), so that a long
  * sum is past float's 2^24.
@@ -7126,6 +7203,7 @@ main(int argc, char **argv)
 	test_quantize_linear();
 	test_dequantize_linear();
 	test_dynamic_quantize();
+	test_dynamic_quantize_large();
 	test_matmul_integer();
 	test_matmul_integer_blas();
 	test_conv_integer();

@@ -45,6 +45,7 @@
 #include "worker/engine/op.h"
 #include "worker/engine/pool.h"
 #include "worker/engine/spatial.h"
+#include "worker/engine/vectorise.h"
 
 /* Rows of one integer matrix-product task (OpenBLAS packs B once per task). */
 #define QMM_ROWS 256
@@ -136,17 +137,20 @@ quant_put(void *data, ie_dtype t, int64_t i, int64_t v)
  * to [-512, 512], which changes no saturated result, then rounded half to
  * even by adding and subtracting 1.5 * 2^23 (float's spacing is 1 there;
  * exact for |q| < 2^22 under the default rounding mode).  A NaN gives zp.
+ * Written as selects, no branch, so that a loop of it vectorises.
  */
-static inline uint8_t
+static inline IE_VECTORISE_SELECTS int32_t
 dql_round_sat(float q, float zp)
 {
 	float		r;
 
-	if (q != q)
-		return (uint8_t) zp;
-	q = q < -512.0f ? -512.0f : q > 512.0f ? 512.0f : q;
+	q = q != q ? 0.0f : q;
+	q = q < -512.0f ? -512.0f : q;
+	q = q > 512.0f ? 512.0f : q;
 	r = (q + 12582912.0f) - 12582912.0f + zp;
-	return (uint8_t) (r < 0.0f ? 0.0f : r > 255.0f ? 255.0f : r);
+	r = r < 0.0f ? 0.0f : r;
+	r = r > 255.0f ? 255.0f : r;
+	return (int32_t) r;
 }
 
 /*
@@ -595,6 +599,104 @@ op_dequantize_linear(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* Elements of one DynamicQuantizeLinear task (both passes), and of the
+ * blocks its quantization runs in. */
+#define DQL_CHUNK 65536
+#define DQL_BLOCK 256
+/* Partial maxima and minima of its range loop (one AVX2 vector of floats). */
+#define DQL_LANES 8
+
+/* DynamicQuantizeLinear over the pool: x's n elements in DQL_CHUNK tasks. */
+typedef struct dql_job
+{
+	const float *x;
+	uint8_t    *y;
+	int64_t		n;
+	float		scale,
+				zp;
+	float	   *mx,				/* per task: max(0, max of its chunk) */
+			   *mn;				/* min(0, min of its chunk) */
+	int		   *bad;			/* whether its chunk holds a NaN or -inf */
+} dql_job;
+
+/*
+ * Task t's range: max and min of its chunk, with 0 (the range always
+ * holds 0), and whether a NaN or -inf is there, branch-free: max and min
+ * as comparisons in DQL_LANES partial results, which vectorise (a NaN
+ * never wins them, and bad catches it; a -0 never replaces the lanes'
+ * starting +0, so the result is the serial loop's).
+ */
+static IE_VECTORISE_SELECTS IE_CLONES void
+dql_range_task(void *arg, int64_t t, int worker)
+{
+	dql_job    *j = arg;
+	int64_t		i0 = t * DQL_CHUNK,
+				i1 = i0 + DQL_CHUNK < j->n ? i0 + DQL_CHUNK : j->n;
+	const float *x = j->x;
+	float		mx[DQL_LANES] = {0},
+				mn[DQL_LANES] = {0};
+	int			bad[DQL_LANES] = {0};
+	int64_t		i = i0;
+
+	(void) worker;
+	for (; i + DQL_LANES <= i1; i += DQL_LANES)
+		for (int l = 0; l < DQL_LANES; l++)
+		{
+			float		v = x[i + l];
+
+			bad[l] |= (v != v) | (v == -INFINITY);
+			mx[l] = v > mx[l] ? v : mx[l];
+			mn[l] = v < mn[l] ? v : mn[l];
+		}
+	for (; i < i1; i++)
+	{
+		float		v = x[i];
+
+		bad[0] |= (v != v) | (v == -INFINITY);
+		mx[0] = v > mx[0] ? v : mx[0];
+		mn[0] = v < mn[0] ? v : mn[0];
+	}
+	for (int l = 1; l < DQL_LANES; l++)
+	{
+		mx[0] = mx[l] > mx[0] ? mx[l] : mx[0];
+		mn[0] = mn[l] < mn[0] ? mn[l] : mn[0];
+		bad[0] |= bad[l];
+	}
+	j->mx[t] = mx[0];
+	j->mn[t] = mn[0];
+	j->bad[t] = bad[0];
+}
+
+/*
+ * Task t's quantization: dql_round_sat(x / scale, zp) of its chunk (a NaN
+ * quotient, from +inf / +inf, gives zp).
+ */
+static IE_VECTORISE_SELECTS IE_CLONES void
+dql_quant_task(void *arg, int64_t t, int worker)
+{
+	dql_job    *j = arg;
+	int64_t		i0 = t * DQL_CHUNK,
+				i1 = i0 + DQL_CHUNK < j->n ? i0 + DQL_CHUNK : j->n;
+	const float *x = j->x;
+	uint8_t    *y = j->y;
+	float		scale = j->scale,
+				zp = j->zp;
+
+	(void) worker;
+	/* in blocks through an int32 buffer: GCC vectorises float to int32
+	 * and int32 to uint8, not float to uint8 in one loop */
+	for (int64_t b0 = i0; b0 < i1; b0 += DQL_BLOCK)
+	{
+		int32_t		q[DQL_BLOCK];
+		int			nb = (int) (i1 - b0 < DQL_BLOCK ? i1 - b0 : DQL_BLOCK);
+
+		for (int i = 0; i < nb; i++)
+			q[i] = dql_round_sat(x[b0 + i] / scale, zp);
+		for (int i = 0; i < nb; i++)
+			y[b0 + i] = (uint8_t) q[i];
+	}
+}
+
 /*
  * DynamicQuantizeLinear (11): x float to y uint8 with y_scale = (max(0,
  * max x) - min(0, min x)) / 255 (1 / 255 when that range is 0, as the
@@ -615,11 +717,15 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 				scale,
 				zpf;
 	int64_t		n,
+				ntasks,
 				zp;
 	ie_tensor  *y,
 			   *ys,
 			   *yz;
 	int			bad = 0;
+	int			nt = ctx->n_threads;
+	dql_job		job;
+	float	   *part;
 
 	if (ctx->n_inputs < 1 || ctx->inputs[0] == NULL)
 		return ie_op_error(ctx, "needs input x");
@@ -629,15 +735,25 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 						   ie_type_name(x->dtype));
 	n = ie_tensor_numel(x);
 	xd = x->data;
-	/* the range, branch-free; the slow loop below only to name a bad value */
-	for (int64_t i = 0; i < n; i++)
+	/* the range per task, then over the tasks; the slow loop below only to
+	 * name a bad value */
+	ntasks = (n + DQL_CHUNK - 1) / DQL_CHUNK;
+	if (nt > ntasks)
+		nt = ntasks > 0 ? (int) ntasks : 1;
+	part = malloc(sizeof(float) * 2 * (ntasks > 0 ? ntasks : 1) +
+				  sizeof(int) * (ntasks > 0 ? ntasks : 1));
+	if (part == NULL)
+		return ie_op_error(ctx, "out of memory for the range");
+	job = (dql_job) {.x = xd, .n = n, .mx = part, .mn = part + ntasks,
+	.bad = (int *) (part + 2 * ntasks)};
+	ie_parallel_for(nt, ntasks, dql_range_task, &job);
+	for (int64_t t = 0; t < ntasks; t++)
 	{
-		float		v = xd[i];
-
-		bad |= (v != v) | (v == -INFINITY);
-		mx = v > mx ? v : mx;
-		mn = v < mn ? v : mn;
+		mx = job.mx[t] > mx ? job.mx[t] : mx;
+		mn = job.mn[t] < mn ? job.mn[t] : mn;
+		bad |= job.bad[t];
 	}
+	free(part);
 	for (int64_t i = 0; bad && i < n; i++)
 	{
 		if (isnan(xd[i]))
@@ -676,8 +792,10 @@ op_dynamic_quantize_linear(ie_node_ctx *ctx)
 		ctx->outputs[2] = yz;
 		*(uint8_t *) yz->data = (uint8_t) zp;
 	}
-	for (int64_t i = 0; i < n; i++)
-		((uint8_t *) y->data)[i] = dql_round_sat(xd[i] / scale, (float) zp);
+	job.y = y->data;
+	job.scale = scale;
+	job.zp = (float) zp;
+	ie_parallel_for(nt, ntasks, dql_quant_task, &job);
 	return 0;
 }
 
