@@ -3636,7 +3636,7 @@ test_reduce_bool(void)
 			  "ReduceMin-20 bool over axis 1: 1, 0, 0: %s", err);
 		ie_tensor_destroy(&out[0]);
 		CHECK(run_op("ReduceSum", 20, 2, in2, 1, &a[1], 1, out, err, sizeof(err)) == -1 &&
-			  strstr(err, "unsupported input type bool (only float, double)") != NULL,
+			  strstr(err, "unsupported input type bool (only float, double, int32, int64, uint32, uint64)") != NULL,
 			  "ReduceSum bool refused: %s", err);
 		ie_tensor_destroy(&Ax);
 	}
@@ -3651,6 +3651,337 @@ test_reduce_bool(void)
 	ie_tensor_destroy(&out[0]);
 	ie_tensor_destroy(&B);
 	ie_tensor_destroy(&E);
+}
+
+/*
+ * Integer reductions: the inputs of test_reduce_int, as int64 values
+ * converted (wrapped) to each case's type.
+ */
+typedef enum reduce_int_input
+{
+	RI_X,						/* [2, 3, 2], negative values */
+	RI_W32,						/* [3, 2], int32's extremes: wraparound */
+	RI_W64,						/* [3, 2], int64's extremes */
+	RI_E,						/* [2, 0], empty */
+	RI_V,						/* [3], squares past INT32_MAX */
+	RI_V64						/* [3], 2^62 three times */
+} reduce_int_input;
+
+static const struct
+{
+	int			ndim;
+	int64_t		dims[3];
+	int64_t		vals[12];
+}			reduce_int_inputs[] = {
+	[RI_X] = {3, {2, 3, 2}, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	[RI_W32] = {2, {3, 2}, {INT32_MAX, 1, 65536, 65536, INT32_MIN, -1}},
+	[RI_W64] = {2, {3, 2}, {INT64_MAX, 2, INT64_C(1) << 32, (INT64_C(1) << 32) + 1, INT64_MIN, -1}},
+	[RI_E] = {2, {2, 0}, {0}},
+	[RI_V] = {1, {3}, {50000, 50000, 0}},
+	[RI_V64] = {1, {3}, {INT64_C(1) << 62, INT64_C(1) << 62, INT64_C(1) << 62}},
+};
+
+/*
+ * The cases: op, opset, type, input, the number of axes (-1: none given,
+ * so all; 0 with noop_with_empty_axes: none reduced) and the axes (an
+ * input from opset 18, ReduceSum 13, else the attribute), keepdims, noop,
+ * the output's rank, dims, element count and values (as int64, uint64
+ * ones by their bits).  The values are ONNX's reference implementation's
+ * (onnx.reference 1.23.2, numpy), its int64 ReduceSumSquare of int32
+ * squares wrapped to int32 (the schema's output type).
+ */
+static const struct
+{
+	const char *op;
+	int			opset;
+	ie_dtype	dt;
+	reduce_int_input in;
+	int			naxes;
+	int64_t		axes[3];
+	int			keepdims;
+	int			noop;
+	int			ond;
+	int64_t		odims[3];
+	int64_t		n;
+	int64_t		want[12];
+}			reduce_int_cases[] = {
+	{"ReduceSum", 18, IE_INT32, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {16}},
+	{"ReduceSum", 18, IE_INT32, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {-9, 14, 16, -5}},
+	{"ReduceSum", 18, IE_INT32, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {-6, 13, 9}},
+	{"ReduceSum", 11, IE_INT32, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {-5, 7, 3, -1, 6, 6}},
+	{"ReduceSum", 18, IE_INT32, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceSum", 18, IE_INT32, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {0, 0}},
+	{"ReduceMax", 18, IE_INT32, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {9}},
+	{"ReduceMax", 18, IE_INT32, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {3, 8, 9, 0}},
+	{"ReduceMax", 18, IE_INT32, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {2, 6, 9}},
+	{"ReduceMax", 13, IE_INT32, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {2, 4, 8, 1, 6, 9}},
+	{"ReduceMax", 18, IE_INT32, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceMax", 18, IE_INT32, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {-2147483648, -2147483648}},
+	{"ReduceMin", 18, IE_INT32, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {-7}},
+	{"ReduceMin", 18, IE_INT32, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {-7, 2, 1, -3}},
+	{"ReduceMin", 18, IE_INT32, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {-7, 0, -5}},
+	{"ReduceMin", 13, IE_INT32, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {-7, 3, -5, -2, 0, -3}},
+	{"ReduceMin", 18, IE_INT32, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceMin", 18, IE_INT32, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {2147483647, 2147483647}},
+	{"ReduceProd", 18, IE_INT32, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {0}},
+	{"ReduceProd", 18, IE_INT32, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {105, 64, 54, 0}},
+	{"ReduceProd", 18, IE_INT32, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {28, 0, 1080}},
+	{"ReduceProd", 13, IE_INT32, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {-14, 12, -40, -2, 0, -27}},
+	{"ReduceProd", 18, IE_INT32, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceProd", 18, IE_INT32, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {1, 1}},
+	{"ReduceMean", 18, IE_INT32, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {1}},
+	{"ReduceMean", 18, IE_INT32, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {-3, 4, 5, -1}},
+	{"ReduceMean", 18, IE_INT32, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {-1, 3, 2}},
+	{"ReduceMean", 13, IE_INT32, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {-2, 3, 1, 0, 3, 3}},
+	{"ReduceMean", 18, IE_INT32, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceMean", 18, IE_INT32, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {-2147483648, -2147483648}},
+	{"ReduceL1", 18, IE_INT32, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {50}},
+	{"ReduceL1", 18, IE_INT32, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {15, 14, 16, 5}},
+	{"ReduceL1", 18, IE_INT32, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {12, 13, 25}},
+	{"ReduceL1", 13, IE_INT32, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {9, 7, 13, 3, 6, 12}},
+	{"ReduceL1", 18, IE_INT32, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {7, 2, 3, 4, 5, 8, 1, 2, 6, 0, 9, 3}},
+	{"ReduceL1", 18, IE_INT32, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {0, 0}},
+	{"ReduceL2", 18, IE_INT32, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {17}},
+	{"ReduceL2", 18, IE_INT32, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {9, 9, 10, 3}},
+	{"ReduceL2", 18, IE_INT32, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {7, 7, 13}},
+	{"ReduceL2", 13, IE_INT32, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {7, 5, 9, 2, 6, 9}},
+	{"ReduceL2", 18, IE_INT32, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {7, 2, 3, 4, 5, 8, 1, 2, 6, 0, 9, 3}},
+	{"ReduceL2", 18, IE_INT32, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {0, 0}},
+	{"ReduceSumSquare", 18, IE_INT32, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {298}},
+	{"ReduceSumSquare", 18, IE_INT32, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {83, 84, 118, 13}},
+	{"ReduceSumSquare", 18, IE_INT32, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {58, 61, 179}},
+	{"ReduceSumSquare", 13, IE_INT32, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {53, 25, 89, 5, 36, 90}},
+	{"ReduceSumSquare", 18, IE_INT32, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {49, 4, 9, 16, 25, 64, 1, 4, 36, 0, 81, 9}},
+	{"ReduceSumSquare", 18, IE_INT32, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {0, 0}},
+	{"ReduceSum", 18, IE_INT32, RI_W32, 1, {0}, 0, 0, 1, {2}, 2, {65535, 65536}},
+	{"ReduceMax", 18, IE_INT32, RI_W32, 1, {0}, 0, 0, 1, {2}, 2, {2147483647, 65536}},
+	{"ReduceMin", 18, IE_INT32, RI_W32, 1, {0}, 0, 0, 1, {2}, 2, {-2147483648, -1}},
+	{"ReduceProd", 18, IE_INT32, RI_W32, 1, {0}, 0, 0, 1, {2}, 2, {0, -65536}},
+	{"ReduceMean", 18, IE_INT32, RI_W32, 1, {0}, 0, 0, 1, {2}, 2, {21845, 21845}},
+	{"ReduceL1", 18, IE_INT32, RI_W32, 1, {0}, 0, 0, 1, {2}, 2, {65535, 65538}},
+	{"ReduceL2", 18, IE_INT32, RI_W32, 1, {0}, 0, 0, 1, {2}, 2, {1, 1}},
+	{"ReduceSumSquare", 18, IE_INT32, RI_W32, 1, {0}, 0, 0, 1, {2}, 2, {1, 2}},
+	{"ReduceSum", 18, IE_INT64, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {16}},
+	{"ReduceSum", 18, IE_INT64, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {-9, 14, 16, -5}},
+	{"ReduceSum", 18, IE_INT64, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {-6, 13, 9}},
+	{"ReduceSum", 11, IE_INT64, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {-5, 7, 3, -1, 6, 6}},
+	{"ReduceSum", 18, IE_INT64, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceSum", 18, IE_INT64, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {0, 0}},
+	{"ReduceMax", 18, IE_INT64, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {9}},
+	{"ReduceMax", 18, IE_INT64, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {3, 8, 9, 0}},
+	{"ReduceMax", 18, IE_INT64, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {2, 6, 9}},
+	{"ReduceMax", 13, IE_INT64, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {2, 4, 8, 1, 6, 9}},
+	{"ReduceMax", 18, IE_INT64, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceMax", 18, IE_INT64, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {INT64_MIN, INT64_MIN}},
+	{"ReduceMin", 18, IE_INT64, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {-7}},
+	{"ReduceMin", 18, IE_INT64, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {-7, 2, 1, -3}},
+	{"ReduceMin", 18, IE_INT64, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {-7, 0, -5}},
+	{"ReduceMin", 13, IE_INT64, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {-7, 3, -5, -2, 0, -3}},
+	{"ReduceMin", 18, IE_INT64, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceMin", 18, IE_INT64, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {9223372036854775807, 9223372036854775807}},
+	{"ReduceProd", 18, IE_INT64, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {0}},
+	{"ReduceProd", 18, IE_INT64, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {105, 64, 54, 0}},
+	{"ReduceProd", 18, IE_INT64, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {28, 0, 1080}},
+	{"ReduceProd", 13, IE_INT64, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {-14, 12, -40, -2, 0, -27}},
+	{"ReduceProd", 18, IE_INT64, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceProd", 18, IE_INT64, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {1, 1}},
+	{"ReduceMean", 18, IE_INT64, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {1}},
+	{"ReduceMean", 18, IE_INT64, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {-3, 4, 5, -1}},
+	{"ReduceMean", 18, IE_INT64, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {-1, 3, 2}},
+	{"ReduceMean", 13, IE_INT64, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {-2, 3, 1, 0, 3, 3}},
+	{"ReduceMean", 18, IE_INT64, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {-7, 2, 3, 4, -5, 8, 1, -2, 6, 0, 9, -3}},
+	{"ReduceMean", 18, IE_INT64, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {INT64_MIN, INT64_MIN}},
+	{"ReduceL1", 18, IE_INT64, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {50}},
+	{"ReduceL1", 18, IE_INT64, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {15, 14, 16, 5}},
+	{"ReduceL1", 18, IE_INT64, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {12, 13, 25}},
+	{"ReduceL1", 13, IE_INT64, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {9, 7, 13, 3, 6, 12}},
+	{"ReduceL1", 18, IE_INT64, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {7, 2, 3, 4, 5, 8, 1, 2, 6, 0, 9, 3}},
+	{"ReduceL1", 18, IE_INT64, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {0, 0}},
+	{"ReduceL2", 18, IE_INT64, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {17}},
+	{"ReduceL2", 18, IE_INT64, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {9, 9, 10, 3}},
+	{"ReduceL2", 18, IE_INT64, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {7, 7, 13}},
+	{"ReduceL2", 13, IE_INT64, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {7, 5, 9, 2, 6, 9}},
+	{"ReduceL2", 18, IE_INT64, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {7, 2, 3, 4, 5, 8, 1, 2, 6, 0, 9, 3}},
+	{"ReduceL2", 18, IE_INT64, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {0, 0}},
+	{"ReduceSumSquare", 18, IE_INT64, RI_X, -1, {0}, 0, 0, 0, {0}, 1, {298}},
+	{"ReduceSumSquare", 18, IE_INT64, RI_X, 1, {1}, 1, 0, 3, {2, 1, 2}, 4, {83, 84, 118, 13}},
+	{"ReduceSumSquare", 18, IE_INT64, RI_X, 2, {0, 2}, 0, 0, 1, {3}, 3, {58, 61, 179}},
+	{"ReduceSumSquare", 13, IE_INT64, RI_X, 1, {-1}, 1, 0, 3, {2, 3, 1}, 6, {53, 25, 89, 5, 36, 90}},
+	{"ReduceSumSquare", 18, IE_INT64, RI_X, 0, {0}, 1, 1, 3, {2, 3, 2}, 12, {49, 4, 9, 16, 25, 64, 1, 4, 36, 0, 81, 9}},
+	{"ReduceSumSquare", 18, IE_INT64, RI_E, 1, {1}, 1, 0, 2, {2, 1}, 2, {0, 0}},
+	{"ReduceSum", 18, IE_INT64, RI_W64, 1, {0}, 0, 0, 1, {2}, 2, {4294967295, 4294967298}},
+	{"ReduceMax", 18, IE_INT64, RI_W64, 1, {0}, 0, 0, 1, {2}, 2, {9223372036854775807, 4294967297}},
+	{"ReduceMin", 18, IE_INT64, RI_W64, 1, {0}, 0, 0, 1, {2}, 2, {INT64_MIN, -1}},
+	{"ReduceProd", 18, IE_INT64, RI_W64, 1, {0}, 0, 0, 1, {2}, 2, {0, -8589934594}},
+	{"ReduceMean", 18, IE_INT64, RI_W64, 1, {0}, 0, 0, 1, {2}, 2, {1431655765, 1431655766}},
+	{"ReduceL1", 18, IE_INT64, RI_W64, 1, {0}, 0, 0, 1, {2}, 2, {4294967295, 4294967300}},
+	{"ReduceL2", 18, IE_INT64, RI_W64, 1, {0}, 0, 0, 1, {2}, 2, {1, 92681}},
+	{"ReduceSumSquare", 18, IE_INT64, RI_W64, 1, {0}, 0, 0, 1, {2}, 2, {1, 8589934598}},
+	{"ReduceL2", 18, IE_INT32, RI_V, -1, {0}, 0, 0, 0, {0}, 1, {-2147483648}},
+	{"ReduceMean", 18, IE_INT32, RI_V, -1, {0}, 0, 0, 0, {0}, 1, {33333}},
+	{"ReduceSumSquare", 18, IE_INT32, RI_V, -1, {0}, 0, 0, 0, {0}, 1, {705032704}},
+	{"ReduceMean", 18, IE_INT64, RI_V64, -1, {0}, 0, 0, 0, {0}, 1, {-1537228672809129216}},
+	{"ReduceSum", 18, IE_INT64, RI_V64, -1, {0}, 0, 0, 0, {0}, 1, {-4611686018427387904}},
+	{"ReduceSum", 18, IE_UINT32, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {4294967287, 14, 16, 4294967291}},
+	{"ReduceMax", 18, IE_UINT32, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {4294967291, 8, 9, 4294967294}},
+	{"ReduceMin", 18, IE_UINT32, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {3, 2, 1, 0}},
+	{"ReduceProd", 18, IE_UINT32, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {105, 64, 54, 0}},
+	{"ReduceMean", 18, IE_UINT32, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {1431655762, 4, 5, 1431655763}},
+	{"ReduceL1", 18, IE_UINT32, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {4294967287, 14, 16, 4294967291}},
+	{"ReduceL2", 18, IE_UINT32, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {9, 9, 10, 3}},
+	{"ReduceSumSquare", 18, IE_UINT32, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {83, 84, 118, 13}},
+	{"ReduceMax", 18, IE_UINT32, RI_E, 1, {1}, 0, 0, 1, {2}, 2, {0, 0}},
+	{"ReduceMin", 18, IE_UINT32, RI_E, 1, {1}, 0, 0, 1, {2}, 2, {4294967295, 4294967295}},
+	{"ReduceSum", 18, IE_UINT32, RI_E, 1, {1}, 0, 0, 1, {2}, 2, {0, 0}},
+	{"ReduceProd", 18, IE_UINT32, RI_E, 1, {1}, 0, 0, 1, {2}, 2, {1, 1}},
+	{"ReduceSum", 18, IE_UINT64, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {-9, 14, 16, -5}},
+	{"ReduceMax", 18, IE_UINT64, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {-5, 8, 9, -2}},
+	{"ReduceMin", 18, IE_UINT64, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {3, 2, 1, 0}},
+	{"ReduceProd", 18, IE_UINT64, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {105, 64, 54, 0}},
+	{"ReduceMean", 18, IE_UINT64, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {6148914691236516864, 4, 5, 6148914691236516864}},
+	{"ReduceL1", 18, IE_UINT64, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {-9, 14, 16, -5}},
+	{"ReduceL2", 18, IE_UINT64, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {9, 9, 10, 3}},
+	{"ReduceSumSquare", 18, IE_UINT64, RI_X, 1, {1}, 0, 0, 2, {2, 2}, 4, {83, 84, 118, 13}},
+	{"ReduceMax", 18, IE_UINT64, RI_E, 1, {1}, 0, 0, 1, {2}, 2, {0, 0}},
+	{"ReduceMin", 18, IE_UINT64, RI_E, 1, {1}, 0, 0, 1, {2}, 2, {-1, -1}},
+	{"ReduceSum", 18, IE_UINT64, RI_E, 1, {1}, 0, 0, 1, {2}, 2, {0, 0}},
+	{"ReduceProd", 18, IE_UINT64, RI_E, 1, {1}, 0, 0, 1, {2}, 2, {1, 1}},
+	{"ReduceMax", 12, IE_INT8, RI_X, 2, {0, 1}, 0, 0, 1, {2}, 2, {9, 8}},
+	{"ReduceMax", 18, IE_INT8, RI_E, -1, {0}, 1, 0, 2, {1, 1}, 1, {-128}},
+	{"ReduceMin", 12, IE_INT8, RI_X, 2, {0, 1}, 0, 0, 1, {2}, 2, {-7, -3}},
+	{"ReduceMin", 18, IE_INT8, RI_E, -1, {0}, 1, 0, 2, {1, 1}, 1, {127}},
+	{"ReduceMax", 12, IE_UINT8, RI_X, 2, {0, 1}, 0, 0, 1, {2}, 2, {251, 254}},
+	{"ReduceMax", 18, IE_UINT8, RI_E, -1, {0}, 1, 0, 2, {1, 1}, 1, {0}},
+	{"ReduceMin", 12, IE_UINT8, RI_X, 2, {0, 1}, 0, 0, 1, {2}, 2, {1, 0}},
+	{"ReduceMin", 18, IE_UINT8, RI_E, -1, {0}, 1, 0, 2, {1, 1}, 1, {255}},
+};
+
+/* An integer tensor of type dt holding input in, each value wrapped to dt. */
+static ie_tensor *
+reduce_int_tensor(ie_dtype dt, reduce_int_input in)
+{
+	ie_tensor  *t = ie_tensor_new(dt, reduce_int_inputs[in].ndim, reduce_int_inputs[in].dims);
+	int64_t		n = ie_tensor_numel(t);
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		uint64_t	u = (uint64_t) reduce_int_inputs[in].vals[i];
+
+		if (dt == IE_INT8 || dt == IE_UINT8)
+			((uint8_t *) t->data)[i] = (uint8_t) u;
+		else if (dt == IE_INT32 || dt == IE_UINT32)
+			((uint32_t *) t->data)[i] = (uint32_t) u;
+		else
+			((uint64_t *) t->data)[i] = u;
+	}
+	return t;
+}
+
+/* Element i of integer tensor t as int64 (a uint64 by its bits). */
+static int64_t
+reduce_int_get(const ie_tensor *t, int64_t i)
+{
+	switch (t->dtype)
+	{
+		case IE_INT8:
+			return ((const int8_t *) t->data)[i];
+		case IE_UINT8:
+			return ((const uint8_t *) t->data)[i];
+		case IE_INT32:
+			return ((const int32_t *) t->data)[i];
+		case IE_UINT32:
+			return ((const uint32_t *) t->data)[i];
+		default:
+			return ((const int64_t *) t->data)[i];
+	}
+}
+
+/*
+ * ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceMean, ReduceL1,
+ * ReduceL2 and ReduceSumSquare on int32, int64, uint32 and uint64 (Max
+ * and Min on int8 and uint8 too) against reduce_int_cases; then a few by
+ * hand: int32 wraparound, ReduceMean's truncation toward zero, and the
+ * refusals (ReduceLogSum on int64, ReduceSum on int8, ReduceMax on int8
+ * at opset 11).
+ */
+static void
+test_reduce_int(void)
+{
+	char		err[512];
+	ie_tensor  *out[1];
+
+	for (size_t c = 0; c < sizeof(reduce_int_cases) / sizeof(reduce_int_cases[0]); c++)
+	{
+		ie_tensor  *X = reduce_int_tensor(reduce_int_cases[c].dt, reduce_int_cases[c].in);
+		ie_tensor  *A = NULL;
+		const char *op = reduce_int_cases[c].op;
+		int			opset = reduce_int_cases[c].opset;
+		int			naxes = reduce_int_cases[c].naxes;
+		bool		axes_input = opset >= (strcmp(op, "ReduceSum") == 0 ? 13 : 18);
+		ie_attr		attrs[3];
+		int			n_attr = 0;
+		const ie_tensor *in[2] = {X, NULL};
+		bool		ok;
+
+		attrs[n_attr++] = attr_int("keepdims", reduce_int_cases[c].keepdims);
+		if (reduce_int_cases[c].noop)
+			attrs[n_attr++] = attr_int("noop_with_empty_axes", 1);
+		if (naxes >= 0 && axes_input)
+			in[1] = A = ie_tensor_new(IE_INT64, 1, (int64_t[]) {naxes});
+		if (A != NULL && naxes > 0)
+			memcpy(A->data, reduce_int_cases[c].axes, naxes * sizeof(int64_t));
+		if (naxes > 0 && !axes_input)
+			attrs[n_attr++] = attr_ints("axes", naxes, reduce_int_cases[c].axes);
+		ok = run_op(op, opset, A != NULL ? 2 : 1, in, n_attr, attrs, 1, out, err, sizeof(err)) == 0 &&
+			out[0]->dtype == reduce_int_cases[c].dt &&
+			shape_is(out[0], reduce_int_cases[c].ond, reduce_int_cases[c].odims) &&
+			ie_tensor_numel(out[0]) == reduce_int_cases[c].n;
+		for (int64_t i = 0; ok && i < reduce_int_cases[c].n; i++)
+			ok = reduce_int_get(out[0], i) == reduce_int_cases[c].want[i];
+		CHECK(ok, "%s-%d %s case %zu (input %d, %d axes, keepdims %d, noop %d): as onnx.reference%s%s",
+			  op, opset, ie_dtype_name(reduce_int_cases[c].dt), c, (int) reduce_int_cases[c].in,
+			  naxes, reduce_int_cases[c].keepdims, reduce_int_cases[c].noop,
+			  err[0] != '\0' ? ": " : "", err);
+		ie_tensor_destroy(&out[0]);
+		ie_tensor_destroy(&A);
+		ie_tensor_destroy(&X);
+	}
+
+	{
+		int32_t		x[4] = {INT32_MAX, 1, -7, 2};
+		ie_tensor  *X = typed_tensor(IE_INT32, 2, (int64_t[]) {2, 2}, x);
+		ie_tensor  *X8 = typed_tensor(IE_INT8, 1, (int64_t[]) {4}, (int8_t[]) {1, 2, 3, 4});
+		ie_tensor  *X64 = reduce_int_tensor(IE_INT64, RI_X);
+		const ie_tensor *in[1] = {X},
+				   *in8[1] = {X8},
+				   *in64[1] = {X64};
+		ie_attr		a[2] = {attr_ints("axes", 1, (int64_t[]) {1}), attr_int("keepdims", 0)};
+		const int32_t *o;
+
+		CHECK(run_op("ReduceSum", 11, 1, in, 2, a, 1, out, err, sizeof(err)) == 0 &&
+			  (o = out[0]->data) != NULL && o[0] == INT32_MIN && o[1] == -5,
+			  "ReduceSum int32 INT32_MAX + 1 wraps to INT32_MIN; -7 + 2 = -5: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("ReduceMean", 13, 1, in, 2, a, 1, out, err, sizeof(err)) == 0 &&
+			  (o = out[0]->data) != NULL && o[0] == -1073741824 && o[1] == -2,
+			  "ReduceMean int32: the wrapped sum halved, -5 / 2 truncated to -2: %s", err);
+		ie_tensor_destroy(&out[0]);
+		CHECK(run_op("ReduceLogSum", 18, 1, in64, 1, &a[1], 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "unsupported input type int64: the log of an integer sum is not defined") != NULL,
+			  "ReduceLogSum int64 refused: %s", err);
+		CHECK(run_op("ReduceLogSumExp", 13, 1, in, 2, a, 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "unsupported input type int32: the log") != NULL,
+			  "ReduceLogSumExp int32 refused: %s", err);
+		CHECK(run_op("ReduceSum", 13, 1, in8, 1, &a[1], 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "unsupported input type int8 (only float, double, int32, int64, uint32, uint64)") != NULL,
+			  "ReduceSum int8 refused: %s", err);
+		CHECK(run_op("ReduceMax", 11, 1, in8, 1, &a[1], 1, out, err, sizeof(err)) == -1 &&
+			  strstr(err, "input type int8 needs opset 12 or later (the model imports 11)") != NULL,
+			  "ReduceMax int8 at opset 11 refused: %s", err);
+		ie_tensor_destroy(&X);
+		ie_tensor_destroy(&X8);
+		ie_tensor_destroy(&X64);
+	}
 }
 
 /*
@@ -7183,6 +7514,7 @@ main(int argc, char **argv)
 	test_split_num_outputs();
 	test_scatter_nd_max_min();
 	test_reduce_bool();
+	test_reduce_int();
 	test_mod_float_floor();
 	test_double_matmul_softmax();
 	test_einsum();

@@ -1,14 +1,16 @@
 /*
  * ops_reduce.c
- *	  ONNX reductions (float32 and float64; bool too for ReduceMax and
- *	  ReduceMin from opset 20): ReduceMean, ReduceSum, ReduceMax, ReduceMin,
- *	  ReduceProd, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum and
- *	  ReduceLogSumExp; ArgMax and ArgMin.
+ *	  ONNX reductions (float32 and float64; int32, int64, uint32 and uint64
+ *	  but for ReduceLogSum and ReduceLogSumExp; int8 and uint8 for ReduceMax
+ *	  and ReduceMin from opset 12, bool from opset 20): ReduceMean,
+ *	  ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceSumSquare, ReduceL1,
+ *	  ReduceL2, ReduceLogSum and ReduceLogSumExp; ArgMax and ArgMin.
  *
  * The axes come from the "axes" attribute or, where the opset moved them
  * there (ReduceSum from opset 13, the others from 18), from the optional
- * second input; keepdims and noop_with_empty_axes as the spec says.  All
- * accumulation is in double.
+ * second input; keepdims and noop_with_empty_axes as the spec says.  Float
+ * accumulation is in double; integers follow ONNX's reference
+ * implementation (onnx.reference, numpy) bit for bit, see reduce_int.
  *
  * Threading: no state outside the call.
  */
@@ -111,23 +113,47 @@ reduce_load(const ie_tensor *X, int64_t i)
 
 /*
  * Whether reduce_common takes X's element type for kind: float and double;
- * bool for ReduceMax (any) and ReduceMin (all) from opset 20 (Operators.md,
- * ReduceMax-20).  0, or -1 after an error.
+ * int32, int64, uint32 and uint64 but for ReduceLogSum and ReduceLogSumExp;
+ * int8 and uint8 for ReduceMax and ReduceMin from opset 12; bool for
+ * ReduceMax (any) and ReduceMin (all) from opset 20 (Operators.md,
+ * ReduceMax-12, ReduceMax-20).  0, or -1 after an error.
  */
 static int
 reduce_check_type(ie_node_ctx *ctx, reduce_kind kind, ie_dtype dt)
 {
+	bool		extreme = kind == RED_MAX || kind == RED_MIN;
+
 	if (dt == IE_FLOAT || dt == IE_DOUBLE)
 		return 0;
-	if (dt == IE_BOOL && (kind == RED_MAX || kind == RED_MIN))
+	if (dt == IE_BOOL && extreme)
 	{
 		if (ctx->opset < 20)
 			return ie_op_error(ctx, "input type bool needs opset 20 or later (the model imports %d)",
 							   ctx->opset);
 		return 0;
 	}
-	return ie_op_error(ctx, "unsupported input type %s (only float, double)",
-					   ie_dtype_name(dt));
+	if ((dt == IE_INT8 || dt == IE_UINT8) && extreme)
+	{
+		if (ctx->opset < 12)
+			return ie_op_error(ctx, "input type %s needs opset 12 or later (the model imports %d)",
+							   ie_dtype_name(dt), ctx->opset);
+		return 0;
+	}
+
+	/*
+	 * Opsets 1 to 18 list integers for ReduceLogSum and ReduceLogSumExp, but
+	 * Log and Exp are defined on floats alone: the reference refuses them and
+	 * opset 28 dropped them from the schemas.  (ONNX Runtime computes them in
+	 * the integer type and gives log(0) as INT_MIN.)
+	 */
+	if ((dt == IE_INT32 || dt == IE_INT64 || dt == IE_UINT32 || dt == IE_UINT64) &&
+		(kind == RED_LOG_SUM || kind == RED_LOG_SUM_EXP))
+		return ie_op_error(ctx, "unsupported input type %s: the log of an integer sum is not defined (ONNX's reference refuses it, and opset 28 dropped integers); cast the input to float",
+						   ie_dtype_name(dt));
+	if (dt == IE_INT32 || dt == IE_INT64 || dt == IE_UINT32 || dt == IE_UINT64)
+		return 0;
+	return ie_op_error(ctx, "unsupported input type %s (only float, double, int32, int64, uint32, uint64%s)",
+					   ie_dtype_name(dt), extreme ? ", int8, uint8, bool" : "");
 }
 
 /*
@@ -151,11 +177,250 @@ reduce_advance(const ie_tensor *X, int last, int64_t *idx,
 }
 
 /*
+ * Integers.  Each value is held as a uint64_t: a signed one sign-extended,
+ * so that sums and products wrap in two's complement without undefined
+ * behaviour, and their low bits are those of the element type's wrapped
+ * result.  The semantics are onnx.reference's (numpy's): ReduceSum,
+ * ReduceProd, ReduceL1 and ReduceSumSquare wrap in the element type;
+ * ReduceL2 squares in the element type, sums in 64 bits, takes the square
+ * root in double and truncates; ReduceMean sums in the element type and
+ * truncates the double quotient; an empty ReduceMax gives the type's
+ * minimum, ReduceMin its maximum.  ONNX Runtime (1.31) differs on
+ * overflow (it saturates ReduceSum and ReduceProd, and takes ReduceMean
+ * and ReduceL2 without wrapping) and gives 0 for an empty int ReduceMean;
+ * we follow the reference.
+ */
+
+/* Width in bits of integer type dt. */
+static int
+int_bits(ie_dtype dt)
+{
+	switch (dt)
+	{
+		case IE_INT8:
+		case IE_UINT8:
+			return 8;
+		case IE_INT32:
+		case IE_UINT32:
+			return 32;
+		default:
+			return 64;
+	}
+}
+
+/* Whether integer type dt is signed. */
+static inline bool
+int_signed(ie_dtype dt)
+{
+	return dt == IE_INT8 || dt == IE_INT32 || dt == IE_INT64;
+}
+
+/* u wrapped to dt: its low bits, sign-extended when dt is signed. */
+static inline uint64_t
+int_wrap(ie_dtype dt, uint64_t u)
+{
+	int			bits = int_bits(dt);
+	uint64_t	mask;
+
+	if (bits == 64)
+		return u;
+	mask = (UINT64_C(1) << bits) - 1;
+	u &= mask;
+	if (int_signed(dt) && (u >> (bits - 1)) != 0)
+		u |= ~mask;
+	return u;
+}
+
+/* Whether u, a signed value sign-extended, is negative. */
+static inline bool
+int_negative(ie_dtype dt, uint64_t u)
+{
+	return int_signed(dt) && (u >> 63) != 0;
+}
+
+/* u as a double: a signed value's (two's complement) or an unsigned one's. */
+static double
+int_to_double(ie_dtype dt, uint64_t u)
+{
+	if (int_negative(dt, u))
+		return -(double) (~u) - 1.0;
+	return (double) u;
+}
+
+/*
+ * d truncated toward zero into dt.  A NaN or a value out of dt's range
+ * (an empty ReduceMean's 0 / 0, the root of a sum of squares that wrapped
+ * negative) gives a signed type's minimum, as numpy's cast gives on x86
+ * and so the reference, and 0 for an unsigned type.
+ */
+static uint64_t
+int_from_double(ie_dtype dt, double d)
+{
+	int			bits = int_bits(dt);
+
+	if (int_signed(dt))
+	{
+		double		lim = ldexp(1.0, bits - 1);
+
+		if (!(d >= -lim && d < lim))
+			return ~UINT64_C(0) << (bits - 1);
+		return (uint64_t) (int64_t) d;
+	}
+	if (!(d >= 0.0 && d < ldexp(1.0, bits)))
+		return 0;
+	return (uint64_t) d;
+}
+
+/* Element i of integer tensor X, sign-extended when signed. */
+static inline uint64_t
+int_load(const ie_tensor *X, int64_t i)
+{
+	switch (X->dtype)
+	{
+		case IE_INT8:
+			return (uint64_t) (int64_t) ((const int8_t *) X->data)[i];
+		case IE_UINT8:
+			return ((const uint8_t *) X->data)[i];
+		case IE_INT32:
+			return (uint64_t) (int64_t) ((const int32_t *) X->data)[i];
+		case IE_UINT32:
+			return ((const uint32_t *) X->data)[i];
+		default:
+			/* int64 and uint64 alike */
+			return ((const uint64_t *) X->data)[i];
+	}
+}
+
+/* Stores u's low bits as element i of integer tensor Y. */
+static inline void
+int_store(ie_tensor *Y, int64_t i, uint64_t u)
+{
+	switch (int_bits(Y->dtype))
+	{
+		case 8:
+			((uint8_t *) Y->data)[i] = (uint8_t) u;
+			break;
+		case 32:
+			((uint32_t *) Y->data)[i] = (uint32_t) u;
+			break;
+		default:
+			((uint64_t *) Y->data)[i] = u;
+			break;
+	}
+}
+
+/* Whether a is greater than b in dt's order. */
+static inline bool
+int_greater(ie_dtype dt, uint64_t a, uint64_t b)
+{
+	uint64_t	flip = int_signed(dt) ? UINT64_C(1) << 63 : 0;
+
+	return (a ^ flip) > (b ^ flip);
+}
+
+/* Starting value of an integer accumulator for kind over dt. */
+static uint64_t
+int_init(reduce_kind kind, ie_dtype dt)
+{
+	int			bits = int_bits(dt);
+	uint64_t	umax = bits == 64 ? ~UINT64_C(0) : (UINT64_C(1) << bits) - 1;
+
+	switch (kind)
+	{
+		case RED_MAX:
+			return int_signed(dt) ? ~UINT64_C(0) << (bits - 1) : 0;
+		case RED_MIN:
+			return int_signed(dt) ? umax >> 1 : umax;
+		case RED_PROD:
+			return 1;
+		default:
+			return 0;
+	}
+}
+
+/*
+ * Folds x into an integer accumulator.  ReduceL2's squares wrap in dt and
+ * add in 64 bits (numpy's np.sum of an int32 array is int64).
+ */
+static inline uint64_t
+int_step(reduce_kind kind, ie_dtype dt, uint64_t acc, uint64_t x)
+{
+	switch (kind)
+	{
+		case RED_MAX:
+			return int_greater(dt, x, acc) ? x : acc;
+		case RED_MIN:
+			return int_greater(dt, acc, x) ? x : acc;
+		case RED_PROD:
+			return acc * x;
+		case RED_SUM_SQUARE:
+			return acc + x * x;
+		case RED_L2:
+			return acc + int_wrap(dt, x * x);
+		case RED_L1:
+			return acc + (int_negative(dt, x) ? -x : x);
+		default:
+			return acc + x;
+	}
+}
+
+/* Final integer value from the accumulator over count elements. */
+static uint64_t
+int_final(reduce_kind kind, ie_dtype dt, uint64_t acc, int64_t count)
+{
+	switch (kind)
+	{
+		case RED_MEAN:
+			return int_from_double(dt, int_to_double(dt, int_wrap(dt, acc)) /
+								   (double) count);
+		case RED_L2:
+			/* the 64-bit sum, signed for a signed dt */
+			return int_from_double(dt, sqrt(int_to_double(int_signed(dt) ? IE_INT64 : IE_UINT64,
+														  acc)));
+		default:
+			return acc;
+	}
+}
+
+/*
+ * The integer reduction of X into Y (already shaped), walking X as
+ * reduce_common does: ostride is each input axis's output stride (0 where
+ * reduced), count the number of elements each output reduces.  0, or -1
+ * after an error.
+ */
+static int
+reduce_int(ie_node_ctx *ctx, reduce_kind kind, const ie_tensor *X, ie_tensor *Y,
+		   const int64_t *ostride, int64_t count)
+{
+	int64_t		onumel = ie_tensor_numel(Y),
+				inumel = ie_tensor_numel(X),
+				idx[IE_MAX_DIMS] = {0},
+				ooff = 0;
+	uint64_t   *acc;
+
+	acc = ie_scratch_new(IE_UINT64, 1, &onumel);
+	if (acc == NULL)
+		return ie_op_error(ctx, "out of memory for the accumulators");
+	for (int64_t i = 0; i < onumel; i++)
+		acc[i] = int_init(kind, X->dtype);
+	for (int64_t i = 0; i < inumel; i++)
+	{
+		acc[ooff] = int_step(kind, X->dtype, acc[ooff], int_load(X, i));
+		ooff = reduce_advance(X, X->ndim - 1, idx, ostride, ooff);
+	}
+	for (int64_t i = 0; i < onumel; i++)
+		int_store(Y, i, int_final(kind, X->dtype, acc[i], count));
+	free(acc);
+	return 0;
+}
+
+/*
  * The shared reduction: X reduced over the chosen axes into Y.  Walks X
  * in order with an odometer, tracking the output offset, so any set of
  * axes costs one pass.  A bool X (max, min) is reduced as 0 and 1, and an
  * empty max gives false, an empty min true (from the -inf and inf
- * starting values), as the ONNX reference does.
+ * starting values), as the ONNX reference does.  Integers go to
+ * reduce_int.
  */
 static int
 reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
@@ -244,12 +509,6 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 	ctx->outputs[0] = Y;
 	onumel = ie_tensor_numel(Y);
 	inumel = ie_tensor_numel(X);
-	/* one double per output element: twice a float output's bytes */
-	acc = ie_scratch_new(IE_DOUBLE, 1, &onumel);
-	if (acc == NULL)
-		return ie_op_error(ctx, "out of memory for the accumulators");
-	for (int64_t i = 0; i < onumel; i++)
-		acc[i] = reduce_init(kind);
 
 	/* output stride of each input axis (0 where reduced) */
 	{
@@ -263,6 +522,15 @@ reduce_common(ie_node_ctx *ctx, reduce_kind kind, int axes_input_opset)
 			idx[i] = 0;
 		}
 	}
+	if (X->dtype != IE_FLOAT && X->dtype != IE_DOUBLE && X->dtype != IE_BOOL)
+		return reduce_int(ctx, kind, X, Y, ostride, count);
+
+	/* one double per output element: twice a float output's bytes */
+	acc = ie_scratch_new(IE_DOUBLE, 1, &onumel);
+	if (acc == NULL)
+		return ie_op_error(ctx, "out of memory for the accumulators");
+	for (int64_t i = 0; i < onumel; i++)
+		acc[i] = reduce_init(kind);
 	if (X->ndim > 0 && reduced[X->ndim - 1])
 	{
 		/* innermost axis reduced: run along rows */
