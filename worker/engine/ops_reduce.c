@@ -187,8 +187,9 @@ reduce_advance(const ie_tensor *X, int last, int64_t *idx,
  * truncates the double quotient; an empty ReduceMax gives the type's
  * minimum, ReduceMin its maximum.  ONNX Runtime (1.31) differs on
  * overflow (it saturates ReduceSum and ReduceProd, and takes ReduceMean
- * and ReduceL2 without wrapping) and gives 0 for an empty int ReduceMean;
- * we follow the reference.
+ * and ReduceL2 without wrapping); there we follow the reference.  An empty
+ * ReduceMean gives 0, as ONNX Runtime does: the reference's 0 / 0 cast to
+ * an integer is numpy's undefined conversion of a NaN.
  */
 
 /* Width in bits of integer type dt. */
@@ -249,8 +250,7 @@ int_to_double(ie_dtype dt, uint64_t u)
 
 /*
  * d truncated toward zero into dt.  A NaN or a value out of dt's range
- * (an empty ReduceMean's 0 / 0, the root of a sum of squares that wrapped
- * negative) gives a signed type's minimum, as numpy's cast gives on x86
+ * (the root of a sum of squares that wrapped negative) gives a signed type's minimum, as numpy's cast gives on x86
  * and so the reference, and 0 for an unsigned type.
  */
 static uint64_t
@@ -371,6 +371,12 @@ int_final(reduce_kind kind, ie_dtype dt, uint64_t acc, int64_t count)
 	switch (kind)
 	{
 		case RED_MEAN:
+			/*
+			 * an empty mean is 0, as ONNX Runtime gives it: the reference's
+			 * 0 / 0 cast to an integer is numpy's undefined NaN conversion
+			 */
+			if (count == 0)
+				return 0;
 			return int_from_double(dt, int_to_double(dt, int_wrap(dt, acc)) /
 								   (double) count);
 		case RED_L2:
