@@ -103,57 +103,58 @@ def tmp_dir():
     return ATTN_DIR
 
 
-def quant_minilm_case(mini, feeds):
-    """MiniLM quantized by onnxruntime.quantization.quantize_dynamic (its
-    MatMuls with int8 weights: DynamicQuantizeLinear's uint8 activations
-    times int8 weights through MatMulInteger), written to the temporary
-    folder; same inputs as minilm32x128."""
-    name = "minilm_qdyn32x128"
+def quantized_case(name, src, feeds, op_types, prepare=None):
+    """src quantized by onnxruntime.quantization.quantize_dynamic (int8
+    weights, QInt8) for op_types, written to the temporary folder as
+    NAME.onnx, after prepare(src) -> the path to quantize, if given; a
+    skipped case (src itself, with the reason) when that fails."""
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic
         path = os.path.join(tmp_dir(), name + ".onnx")
-        quantize_dynamic(mini, path, weight_type=QuantType.QInt8,
-                         op_types_to_quantize=["MatMul"])
+        quantize_dynamic(prepare(src) if prepare else src, path,
+                         weight_type=QuantType.QInt8, op_types_to_quantize=op_types)
     except Exception as e:  # noqa: BLE001 - reported as a skipped case
-        return (name, mini, "skipped: quantize_dynamic failed: %s" % e)
+        return (name, src, "skipped: quantize_dynamic failed: %s" % e)
     CHECK.add(name)
     return (name, path, feeds)
+
+
+def quant_minilm_case(mini, feeds):
+    """MiniLM with its MatMuls quantized (quantized_case): DynamicQuantizeLinear's
+    uint8 activations times int8 weights through MatMulInteger; same inputs
+    as minilm32x128."""
+    return quantized_case("minilm_qdyn32x128", mini, feeds, ["MatMul"])
+
+
+def constants_as_initializers(det):
+    """A copy of model det, in the temporary folder, whose Constant nodes'
+    values are initializers of their outputs' names: quantize_dynamic refuses
+    weights held in Constant nodes ("Expected conv2d_394.w_0 to be an
+    initializer"), as the OCR detector's export holds them."""
+    import onnx
+    m = onnx.load(det)
+    keep = []
+    for n in m.graph.node:
+        if n.op_type == "Constant" and [a.name for a in n.attribute] == ["value"]:
+            t = onnx.TensorProto()
+            t.CopyFrom(n.attribute[0].t)
+            t.name = n.output[0]
+            m.graph.initializer.append(t)
+        else:
+            keep.append(n)
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    src = os.path.join(tmp_dir(), "det_qdyn640_float.onnx")
+    onnx.save(m, src)
+    return src
 
 
 def quant_det_case(det, feeds):
-    """The detection model quantized by onnxruntime.quantization.quantize_dynamic
-    with op_types_to_quantize=["Conv"] (its 62 Convs with int8 weights:
-    DynamicQuantizeLinear's uint8 activations convolved through ConvInteger,
-    depthwise and grouped ones included), written to the temporary folder;
-    a 640x640 input (our old plain ConvInteger loop took seconds at 960).
-    The export holds its weights in Constant nodes, which quantize_dynamic
-    refuses ("Expected conv2d_394.w_0 to be an initializer"), so each
-    Constant's value becomes an initializer of its output's name first."""
-    name = "det_qdyn640"
-    try:
-        import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        m = onnx.load(det)
-        keep = []
-        for n in m.graph.node:
-            if n.op_type == "Constant" and [a.name for a in n.attribute] == ["value"]:
-                t = onnx.TensorProto()
-                t.CopyFrom(n.attribute[0].t)
-                t.name = n.output[0]
-                m.graph.initializer.append(t)
-            else:
-                keep.append(n)
-        del m.graph.node[:]
-        m.graph.node.extend(keep)
-        src = os.path.join(tmp_dir(), name + "_float.onnx")
-        path = os.path.join(tmp_dir(), name + ".onnx")
-        onnx.save(m, src)
-        quantize_dynamic(src, path, weight_type=QuantType.QInt8,
-                         op_types_to_quantize=["Conv"])
-    except Exception as e:  # noqa: BLE001 - reported as a skipped case
-        return (name, det, "skipped: quantize_dynamic failed: %s" % e)
-    CHECK.add(name)
-    return (name, path, feeds)
+    """The detection model with its 62 Convs quantized (quantized_case):
+    DynamicQuantizeLinear's uint8 activations convolved with int8 weights
+    through ConvInteger, depthwise and grouped ones included; a 640x640
+    input (our old plain ConvInteger loop took seconds at 960)."""
+    return quantized_case("det_qdyn640", det, feeds, ["Conv"], constants_as_initializers)
 
 
 def attention_cases(rng):
