@@ -397,11 +397,10 @@ plan_layout(const frag_plan *p)
 static void
 keep_verdict(const frag_plan *p, bool rows_first, const char *why)
 {
-	if (p->mc != NULL &&
-		model_cache_set_layout(p->mc, p->spec->file,
-							   rows_first ? MODEL_LAYOUT_ROWS_FIRST : MODEL_LAYOUT_NOT_ROWS) == 0)
-		log_info("model \"%s\": %s; %s", p->spec->file, why,
-				 rows_first ? "rows run in batches" : "rows run one at a time");
+	if (p->mc != NULL)
+		model_cache_keep_layout(p->mc, p->spec->file,
+								rows_first ? MODEL_LAYOUT_ROWS_FIRST : MODEL_LAYOUT_NOT_ROWS,
+								"model", why);
 }
 
 /* Resolves the model and preprocessing of FRAG_PREDICT / FRAG_CLASSIFY. */
@@ -996,14 +995,8 @@ rows_first(const frag_plan *p, out_layout layout, const pending_batch *b,
 		err[0] = '\0';
 		return 0;
 	}
-	same = (size_t) ie_tensor_numel(one) == per;
-	for (size_t i = 0; same && i < per; i++)
-	{
-		float		x = slice[i],
-					y = ((const float *) one->data)[i];
-
-		same = x == y || (isnan(x) && isnan(y)) || fabsf(x - y) <= 1e-5f + 1e-3f * fabsf(y);
-	}
+	same = (size_t) ie_tensor_numel(one) == per &&
+		model_calls_rows_match(slice, (const float *) one->data, per, false);
 	ie_tensor_destroy(&one);
 	keep_verdict(p, same, same ? "the last row of a batch, run alone, gives its slice of the batch's first output: the rows come first there"
 				 : "the last row of a batch, run alone, does not give its slice of the batch's first output: the rows do not come first there (or the model mixes the rows of a batch)");

@@ -1441,6 +1441,17 @@ model_cache_set_layout(model_cache *mc, const char *file, int layout)
 	return 0;
 }
 
+/* Keeps a layout verdict and logs it once; see model_cache.h. */
+void
+model_cache_keep_layout(model_cache *mc, const char *file, int layout,
+						const char *what, const char *why)
+{
+	if (model_cache_set_layout(mc, file, layout) == 0)
+		log_info("%s \"%s\": %s; %s", what, file, why,
+				 layout == MODEL_LAYOUT_NOT_ROWS ? "rows run one at a time"
+				 : "rows run in batches");
+}
+
 /* The model directory. */
 const char *
 model_cache_dir(const model_cache *mc)

@@ -171,14 +171,26 @@ int			model_cache_unload(model_cache *mc, const char *file);
  * loaded.  Apart from the aux data, which text models hold.  An image
  * model's (fragment.c) says whether its first output keeps a batch's rows
  * first (MODEL_LAYOUT_ROWS_FIRST) or not (MODEL_LAYOUT_NOT_ROWS: rows run
- * one at a time); a text model's (text.c) is MODEL_LAYOUT_NOT_ROWS when a
- * batch failed where its rows alone ran.
+ * one at a time); a text model's (text.c) says whether its rows may share
+ * a batch (MODEL_LAYOUT_ROWS_FIRST: a probe of its first batch found each
+ * row's answer the one it gives alone) or run one at a time
+ * (MODEL_LAYOUT_NOT_ROWS: the probe found otherwise, or a batch failed
+ * where its rows alone ran).
  */
 #define MODEL_LAYOUT_ROWS_FIRST 1
 #define MODEL_LAYOUT_NOT_ROWS 2
 
 int			model_cache_get_layout(model_cache *mc, const char *file);
 int			model_cache_set_layout(model_cache *mc, const char *file, int layout);
+
+/*
+ * model_cache_set_layout, and when the verdict is kept, one LOG line
+ * "<what> \"<file>\": <why>; rows run in batches" (or "... one at a
+ * time" for MODEL_LAYOUT_NOT_ROWS): the verdict is found once a load, so
+ * the line comes once a load.
+ */
+void		model_cache_keep_layout(model_cache *mc, const char *file, int layout,
+									const char *what, const char *why);
 
 /*
  * The data attached to the loaded model of file (any spelling of the

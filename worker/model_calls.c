@@ -8,6 +8,7 @@
 #include "worker/model_calls.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,4 +169,23 @@ model_calls_run(const ie_model *model, const ie_tensor *const *inputs,
 	}
 	note_failure(rc);
 	return rc;
+}
+
+/* Whether a row's batched values are its values alone; see model_calls.h. */
+bool
+model_calls_rows_match(const float *batched, const float *alone, size_t n,
+					   bool exact)
+{
+	if (exact)
+		return n == 0 || memcmp(batched, alone, n * sizeof(float)) == 0;
+	for (size_t i = 0; i < n; i++)
+	{
+		float		x = batched[i],
+					y = alone[i];
+
+		if (!(x == y || (isnan(x) && isnan(y)) ||
+			  fabsf(x - y) <= 1e-5f + 1e-3f * fabsf(y)))
+			return false;
+	}
+	return true;
 }

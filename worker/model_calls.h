@@ -23,6 +23,7 @@
 #ifndef INFER_MODEL_CALLS_H
 #define INFER_MODEL_CALLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "worker/engine/engine.h"
@@ -103,5 +104,16 @@ int			model_calls_tensor_failed(char *err, size_t errlen, const char *fmt,...)
 
 /* Milliseconds since an arbitrary point, CLOCK_MONOTONIC. */
 double		model_calls_now_ms(void);
+
+/*
+ * Whether a row's n values from a batched run (batched) are what the row
+ * run alone gave (alone), the check that decides whether a model's rows
+ * may share a batch (fragment.c's rows_first, text.c's probe_rows).
+ * exact: bit for bit (memcmp); otherwise within the tolerance of ONNX's
+ * backend tests, numpy.allclose rtol 1e-3, atol 1e-5, NaN matching NaN,
+ * an infinity itself.
+ */
+bool		model_calls_rows_match(const float *batched, const float *alone,
+								   size_t n, bool exact);
 
 #endif							/* INFER_MODEL_CALLS_H */

@@ -5,7 +5,8 @@
  * text_run() resolves the model and what lives beside it (text_model,
  * kept in the model_cache), tokenizes every row (a row that fails gets its
  * error and stays out of every batch), sorts the rows by token count and
- * runs them in padded batches; each row's vector is pooled from its own
+ * runs them in padded batches (a model without attention_mask: in batches
+ * of rows of equal length, unpadded); each row's vector is pooled from its own
  * tokens only (a classifier's scores come from its own row of the
  * output), so padding changes nothing but the arithmetic of the model's
  * operators on the batch.
@@ -24,6 +25,7 @@
 
 #include "common/protocol.h"
 #include "worker/argmax.h"
+#include "worker/engine/gemm_direct.h"
 #include "worker/log.h"
 #include "worker/model_calls.h"
 #include "worker/model_store.h"
@@ -820,15 +822,17 @@ store_labels(const ie_tensor *out, const Pginfer__ModelSpec *spec,
 /*
  * Runs rows[0..n) (sorted, so rows[n-1] is the longest) as one batch and
  * stores each row's vector (a classifier, labels not NULL: its label) in
- * r, with the model call's time as one sample of n rows.  1 when the model
- * run itself failed: sqlstate from its kind (model_calls_sqlstate), err the
- * engine's message past its opening (ie_message_body); -1 with
- * sqlstate/err on any other error.
+ * r, replacing what a run before stored there, with the model call's time
+ * as one sample of n rows.  answer not NULL: the output the answers come
+ * from (the token embeddings, or the classifier's scores) is handed to the
+ * caller there, who owns it.  1 when the model run itself failed: sqlstate
+ * from its kind (model_calls_sqlstate), err the engine's message past its
+ * opening (ie_message_body); -1 with sqlstate/err on any other error.
  */
 static int
 run_batch(const ie_model *model, const text_model *tm,
 		  const Pginfer__ModelSpec *spec, const text_labels *labels,
-		  const text_row *rows, int n, fragment_result *r,
+		  const text_row *rows, int n, fragment_result *r, ie_tensor **answer,
 		  const char **sqlstate, char *err, size_t errlen)
 {
 	int			len = rows[n - 1].n;
@@ -893,6 +897,11 @@ run_batch(const ie_model *model, const text_model *tm,
 		rc = store_labels(outputs[tm->out_logits], spec, labels,
 						  ie_model_output_name(model, tm->out_logits), rows, n, r,
 						  sqlstate, err, errlen);
+		if (rc == 0 && answer != NULL)
+		{
+			*answer = outputs[tm->out_logits];
+			outputs[tm->out_logits] = NULL;
+		}
 		goto done;
 	}
 	out = outputs[tm->out];
@@ -927,10 +936,16 @@ run_batch(const ie_model *model, const text_model *tm,
 				   (size_t) dim * sizeof(float));
 		if (tm->cfg.normalize)
 			text_normalize(v, dim);
+		free(r->values[rows[k].index]);
 		r->values[rows[k].index] = v;
 		r->n_values[rows[k].index] = (size_t) dim;
 		row->n_values = (uint32_t) dim;
 		row->ok = 1;
+	}
+	if (answer != NULL)
+	{
+		*answer = outputs[tm->out];
+		outputs[tm->out] = NULL;
 	}
 	rc = 0;
 
@@ -959,6 +974,102 @@ row_may_be_at_fault(const char *sqlstate)
 }
 
 /*
+ * The values of row k of a run's answer output t (run_batch) that the row's
+ * answer comes from: of a [batch, sequence, hidden] output, its own tokens'
+ * (ntok of the len in the batch), not the padding's; of a [batch, hidden]
+ * or [batch, classes] output, its row.  NULL when t has no such row.
+ */
+static const float *
+row_answer(const ie_tensor *t, int k, int len, int ntok, size_t *count)
+{
+	if (t == NULL || t->dtype != IE_FLOAT || t->ndim < 2 || t->dims[0] <= k)
+		return NULL;
+	if (t->ndim == 3 && t->dims[1] == len)
+	{
+		*count = (size_t) ntok * (size_t) t->dims[2];
+		return (const float *) t->data + (size_t) k * (size_t) len * (size_t) t->dims[2];
+	}
+	if (t->ndim != 2)
+		return NULL;
+	*count = (size_t) t->dims[1];
+	return (const float *) t->data + (size_t) k * *count;
+}
+
+/*
+ * Whether the model's rows may share a batch, from the first batch of two
+ * or more rows of other ids, rows[0..n), that ran (batched, its answer
+ * output; run_batch): its first row (the shortest, the most padded) and
+ * the last one of other ids than it run again alone (their answers stored
+ * in r, replacing the batch's), and each must give the values it got in
+ * the batch (model_calls_rows_match): bit for bit where the engine's own
+ * matrix kernel runs (ie_gd_enabled: AVX-512), with which the fp32 text
+ * path is bit-identical across batches; elsewhere OpenBLAS's kernels
+ * differ by a few 1e-6 with the batch's shape, so within ONNX's backend
+ * tolerance, still far below what a model that mixes a batch's rows
+ * shows: DynamicQuantizeLinear (quantize_dynamic) takes one scale over the
+ * whole batch tensor (MiniLM's rows moved to cosine 0.96-0.99 against
+ * alone), and a model without attention_mask that gets padding reads it
+ * (text_run batches such a model's rows only at equal lengths).
+ * The verdict is kept with the loaded model and logged once
+ * (model_cache_keep_layout).  1 the rows may share a batch, 0 not, 2 no
+ * verdict (every row alike, or a row failed alone), -1 with sqlstate/err on
+ * a request error.
+ */
+static int
+probe_rows(model_cache *mc, const ie_model *model, const text_model *tm,
+		   const Pginfer__ModelSpec *spec, const text_labels *labels,
+		   const text_row *rows, int n, const ie_tensor *batched,
+		   fragment_result *r, const char **sqlstate, char *err, size_t errlen)
+{
+	int			probe[2] = {0, -1};
+	int			len = rows[n - 1].n;
+	int			verdict = 1;
+
+	for (int k = n - 1; k > 0 && probe[1] < 0; k--)
+		if (rows[k].n != rows[0].n ||
+			memcmp(rows[k].ids, rows[0].ids, (size_t) rows[0].n * sizeof(int64_t)) != 0)
+			probe[1] = k;
+	if (probe[1] < 0)
+		return 2;
+	for (int j = 0; j < 2 && verdict == 1; j++)
+	{
+		const text_row *row = &rows[probe[j]];
+		ie_tensor  *alone = NULL;
+		const float *a,
+				   *b;
+		size_t		na = 0,
+					nb = 0;
+		int			c;
+
+		c = run_batch(model, tm, spec, labels, row, 1, r, &alone, sqlstate, err, errlen);
+		if (c != 0)
+		{
+			ie_tensor_destroy(&alone);
+			if (c < 0)
+				return -1;
+			/* the rows run alone next (run_rows), where the row gets its error */
+			err[0] = '\0';
+			return 2;
+		}
+		b = row_answer(batched, probe[j], len, row->n, &nb);
+		a = row_answer(alone, 0, row->n, row->n, &na);
+		if (a == NULL || b == NULL)
+			verdict = 2;
+		else if (na != nb || !model_calls_rows_match(b, a, na, ie_gd_enabled()))
+			verdict = 0;
+		ie_tensor_destroy(&alone);
+	}
+	if (verdict == 2)
+		return 2;
+	model_cache_keep_layout(mc, spec->file,
+							verdict ? MODEL_LAYOUT_ROWS_FIRST : MODEL_LAYOUT_NOT_ROWS,
+							"text model",
+							verdict ? "rows of a batch, run alone, give the answers they got in the batch"
+							: "a row of a batch, run alone, does not give the answer it got in the batch (the model mixes the rows of a batch: a dynamically quantized model's DynamicQuantizeLinear takes one scale over the batch)");
+	return verdict;
+}
+
+/*
  * Runs rows[0..n) through run_batch, and when the batch's run fails in a
  * way a row may be at fault for (row_may_be_at_fault), each row alone: a
  * row that fails alone gets the error (22023, or 54000 for a tensor over
@@ -966,8 +1077,10 @@ row_may_be_at_fault(const char *sqlstate)
  * When a batch failed for a shape (XX000) where every row alone runs (an
  * export that fixed a batch of 1 inside), the verdict is kept with the
  * loaded model (model_cache_set_layout, MODEL_LAYOUT_NOT_ROWS), and its
- * rows run alone from then on, without the batched run first.  0, or -1
- * with sqlstate/err on a request error.
+ * rows run alone from then on, without the batched run first.  The first
+ * batch that runs, with no verdict kept yet, is probed (probe_rows): when
+ * its rows' answers depend on the batch they run alone, now and from then
+ * on.  0, or -1 with sqlstate/err on a request error.
  */
 static int
 run_rows(model_cache *mc, const ie_model *model, const text_model *tm,
@@ -978,11 +1091,24 @@ run_rows(model_cache *mc, const ie_model *model, const text_model *tm,
 	char		msg[768];
 	bool		batch_failed = false;	/* for a shape, with n > 1 rows */
 	int			ran = 0;		/* rows that ran alone */
+	int			layout = n > 1 ? model_cache_get_layout(mc, spec->file) : 0;
 	int			c;
 
-	if (n == 1 || model_cache_get_layout(mc, spec->file) != MODEL_LAYOUT_NOT_ROWS)
+	if (layout != MODEL_LAYOUT_NOT_ROWS)
 	{
-		c = run_batch(model, tm, spec, labels, rows, n, r, sqlstate, err, errlen);
+		ie_tensor  *batched = NULL;
+		int			verdict = 1;
+
+		c = run_batch(model, tm, spec, labels, rows, n, r,
+					  n > 1 && layout == 0 ? &batched : NULL, sqlstate, err, errlen);
+		if (c == 0 && batched != NULL)
+			verdict = probe_rows(mc, model, tm, spec, labels, rows, n, batched, r,
+								 sqlstate, err, errlen);
+		ie_tensor_destroy(&batched);
+		if (verdict < 0)
+			return -1;
+		if (verdict == 0)
+			goto alone;			/* the batch's answers were not the rows' own */
 		if (c != 1)
 			return c;
 		if (!row_may_be_at_fault(*sqlstate))
@@ -992,11 +1118,13 @@ run_rows(model_cache *mc, const ie_model *model, const text_model *tm,
 			log_debug("text model \"%s\": a %d-row batch failed (%s); running rows alone",
 					  spec->file, n, err);
 	}
+alone:
 	for (int k = 0; k < n; k++)
 	{
 		if (n > 1)
 		{
-			c = run_batch(model, tm, spec, labels, rows + k, 1, r, sqlstate, err, errlen);
+			c = run_batch(model, tm, spec, labels, rows + k, 1, r, NULL, sqlstate, err,
+						  errlen);
 			if (c == 0)
 			{
 				ran++;
@@ -1102,11 +1230,13 @@ text_run(model_cache *mc, const Pginfer__RunFragment *run,
 		 * sorted: the batch's longest row is its last.  A row much longer
 		 * than the batch's first starts a new batch, so that padding stays
 		 * near TEXT_PAD_RATIO of the tokens (padding cancelled batching's
-		 * gain: bench/text).
+		 * gain: bench/text).  A model without attention_mask cannot tell
+		 * padding from tokens: its batches hold rows of one length, unpadded.
 		 */
 		while (start + n < n_ok && n < max_batch &&
 			   (size_t) (n + 1) * (size_t) tr[start + n].n <= TEXT_MAX_BATCH_TOKENS &&
-			   tr[start + n].n <= tr[start].n * TEXT_PAD_RATIO + TEXT_PAD_SLACK)
+			   tr[start + n].n <= tr[start].n * TEXT_PAD_RATIO + TEXT_PAD_SLACK &&
+			   (tm->in_mask >= 0 || tr[start + n].n == tr[start].n))
 			n++;
 		if (run_rows(mc, model, tm, spec, classify ? &labels : NULL, tr + start, n,
 					 r, sqlstate, err, errlen) != 0)
