@@ -5,11 +5,16 @@
  *	  classifier without attention_mask, the latter two written by
  *	  tests/text/make_batch_models.py.  For each model, fresh model cache:
  *	  the texts of nomask_reference.tsv in one request (batches of up to
- *	  16 rows), then each text alone; every row's vector must be bit for bit
- *	  the one it gets alone, and the model's verdict (model_cache_get_layout)
- *	  the probe's: fp32 MiniLM and the LSTM (whose batches hold rows of one
- *	  length) in batches, the quantized MiniLM one at a time.  The LSTM's
- *	  values must be within 1e-5 of ONNX Runtime's on the unpadded text.
+ *	  16 rows), then each text alone; every row's vector must be the one it
+ *	  gets alone, and the model's verdict (model_cache_get_layout) the
+ *	  probe's: fp32 MiniLM and the LSTM (whose batches hold rows of one
+ *	  length) in batches, the quantized MiniLM one at a time.  "The one it
+ *	  gets alone" is what the probe (text.c, probe_rows) promises: bit for
+ *	  bit where the engine's own kernel runs (ie_gd_enabled) or the rows
+ *	  run one at a time, else within rtol 1e-3, atol 1e-5
+ *	  (model_calls_rows_match: OpenBLAS's kernels, e.g. its Haswell ones,
+ *	  differ by about 1e-7 with the batch's shape).  The LSTM's values must
+ *	  be within 1e-5 of ONNX Runtime's on the unpadded text.
  *	  Prints the smallest cosine of a row batched against alone and
  *	  "text_batch: N passed, M failed"; exits non-zero on a failure.
  *
@@ -25,8 +30,10 @@
 #include <string.h>
 
 #include "common/protocol.h"
+#include "worker/engine/gemm_direct.h"
 #include "worker/fragment.h"
 #include "worker/model_cache.h"
+#include "worker/model_calls.h"
 
 #define MAX_TEXTS 16
 
@@ -154,8 +161,9 @@ cosine(const float *a, const float *b, size_t n)
 }
 
 /*
- * The texts batched and alone through dir's file (a fresh cache): bit for
- * bit the same, the verdict layout, and with check_ref the reference.
+ * The texts batched and alone through dir's file (a fresh cache): the same
+ * (bit for bit where the probe promises it), the verdict layout, and with
+ * check_ref the reference.
  */
 static void
 test_model(const char *dir, const char *file, int layout, int check_ref)
@@ -166,6 +174,8 @@ test_model(const char *dir, const char *file, int layout, int check_ref)
 	double		min_cos = 1;
 	int			same = 0;
 	double		maxref = 0;
+	int			close = 0;		/* not bit for bit, within the tolerance */
+	bool		exact = ie_gd_enabled() || layout == MODEL_LAYOUT_NOT_ROWS;
 
 	CHECK(mc != NULL, "model cache on %s: %s", dir, err);
 	if (mc == NULL)
@@ -191,6 +201,8 @@ test_model(const char *dir, const char *file, int layout, int check_ref)
 		min_cos = fmin(min_cos, cosine(all->values[i], one->values[0], n));
 		if (memcmp(all->values[i], one->values[0], n * sizeof(float)) == 0)
 			same++;
+		else if (!exact && model_calls_rows_match(all->values[i], one->values[0], n, false))
+			close++;
 		else
 			printf("%s: row %d (%u tokens) batched differs from alone, cosine %.6f\n",
 				   file, i, all->rows[i].n_tokens,
@@ -206,12 +218,15 @@ test_model(const char *dir, const char *file, int layout, int check_ref)
 		}
 		fragment_result_destroy(&one);
 	}
-	CHECK(same == n_texts, "%s: %d of %d rows bit for bit the same batched and alone",
-		  file, same, n_texts);
+	CHECK(same + close == n_texts, "%s: %d of %d rows the same batched and alone (%s)",
+		  file, same + close, n_texts,
+		  exact ? "bit for bit" : "within rtol 1e-3, atol 1e-5");
 	if (check_ref)
 		CHECK(maxref <= 1e-5, "%s: max |diff| to ONNX Runtime unpadded %g", file, maxref);
-	printf("text_batch: %s: %d of %d rows bit-identical batched and alone (min cosine %.6f, %d model calls for the batch)",
-		   file, same, n_texts, min_cos, all->model_runs);
+	printf("text_batch: %s: %d of %d rows bit-identical batched and alone, %d within the tolerance (%s; min cosine %.6f, %d model calls for the batch)",
+		   file, same, n_texts, close,
+		   exact ? "bit for bit required" : "the engine's own kernel is off",
+		   min_cos, all->model_runs);
 	if (check_ref)
 		printf(", max |diff| to ONNX Runtime %.3g", maxref);
 	printf("\n");
