@@ -1905,6 +1905,8 @@ InferClientModelRequest(const InferWorker *worker, Pginfer__Header *hdr,
 				 errmsg("inference worker \"%s\" at %s %s: %s", worker->name,
 						worker->endpoint, failed,
 						e && e->message ? e->message : "no message"),
+				 e && e->detail && e->detail[0] ?
+				 errdetail_internal("%s", e->detail) : 0,
 				 e && e->hint && e->hint[0] ? errhint("%s", e->hint) : 0));
 	}
 	if (reply->header->kind != PGINFER__MSG_KIND__MSG_PONG)

@@ -882,3 +882,119 @@ image_decode(const void *bytes, size_t len, int64_t max_pixels,
 		return png_decode(p, len, max_pixels, out, err, errlen);
 	return describe_unknown(p, len, err, errlen);
 }
+
+/* ---------------------------------------------------------- PNG encoding */
+
+typedef struct png_sink
+{
+	uint8_t    *data;			/* owned until handed to the caller */
+	size_t		len;
+	size_t		cap;
+	png_bytep  *rows;			/* row pointers into the image, owned */
+	png_structp png;
+	png_infop	info;
+	char		msg[200];		/* libpng's error message */
+} png_sink;
+
+/* libpng's write callback: appends to the sink, longjmp on no memory. */
+static void
+png_sink_write(png_structp png, png_bytep data, size_t n)
+{
+	png_sink   *k = png_get_io_ptr(png);
+
+	if (k->len + n > k->cap)
+	{
+		size_t		cap = k->cap ? k->cap : 1024;
+		uint8_t    *grown;
+
+		while (cap < k->len + n)
+			cap *= 2;
+		grown = realloc(k->data, cap);
+		if (grown == NULL)
+			png_error(png, "out of memory encoding a PNG");
+		k->data = grown;
+		k->cap = cap;
+	}
+	memcpy(k->data + k->len, data, n);
+	k->len += n;
+}
+
+/* libpng's flush callback: nothing to flush in memory. */
+static void
+png_sink_flush(png_structp png)
+{
+	(void) png;
+}
+
+/* libpng's error callback: keeps the message and unwinds to the setjmp. */
+static void
+png_sink_error(png_structp png, png_const_charp msg)
+{
+	png_sink   *k = png_get_error_ptr(png);
+
+	snprintf(k->msg, sizeof(k->msg), "%s", msg);
+	png_longjmp(png, 1);
+}
+
+/* The setjmp part of image_encode_png: its state lives in *k. */
+static int
+png_sink_encode(png_sink *k, const image_rgb *img)
+{
+	if (setjmp(png_jmpbuf(k->png)))
+		return -1;
+	png_set_write_fn(k->png, k, png_sink_write, png_sink_flush);
+	png_set_IHDR(k->png, k->info, (png_uint_32) img->width, (png_uint_32) img->height,
+				 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+				 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+	png_set_rows(k->png, k->info, k->rows);
+	png_write_png(k->png, k->info, PNG_TRANSFORM_IDENTITY, NULL);
+	return 0;
+}
+
+/* Encodes img as an RGB PNG; see image.h. */
+int
+image_encode_png(const image_rgb *img, uint8_t **out, size_t *len,
+				 char *err, size_t errlen)
+{
+	png_sink   *k = calloc(1, sizeof(*k));
+	int			rc = -1;
+
+	*out = NULL;
+	*len = 0;
+	if (k == NULL || img == NULL || img->width < 1 || img->height < 1)
+	{
+		(void) set_error(err, errlen, IMAGE_ERR_NOMEM, "%s", k == NULL ? "out of memory encoding a PNG" :
+						 "no image to encode as a PNG");
+		goto done;
+	}
+	k->rows = calloc((size_t) img->height, sizeof(*k->rows));
+	k->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, k, png_sink_error, NULL);
+	k->info = k->png != NULL ? png_create_info_struct(k->png) : NULL;
+	if (k->rows == NULL || k->png == NULL || k->info == NULL)
+	{
+		(void) set_error(err, errlen, IMAGE_ERR_NOMEM, "out of memory encoding a PNG");
+		goto done;
+	}
+	for (int y = 0; y < img->height; y++)
+		k->rows[y] = img->pixels + (size_t) y * (size_t) img->width * 3;
+	if (png_sink_encode(k, img) != 0)
+	{
+		(void) set_error(err, errlen, IMAGE_ERR_CORRUPT, "could not encode a PNG: %s", k->msg);
+		goto done;
+	}
+	*out = k->data;
+	*len = k->len;
+	k->data = NULL;
+	rc = 0;
+
+done:
+	if (k != NULL)
+	{
+		if (k->png != NULL)
+			png_destroy_write_struct(&k->png, k->info != NULL ? &k->info : NULL);
+		free(k->rows);
+		free(k->data);
+		free(k);
+	}
+	return rc;
+}

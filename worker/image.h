@@ -56,6 +56,14 @@ image_rgb  *image_new(int width, int height);
 /* Frees *img and sets *img to NULL; NULL is fine. */
 void		image_destroy(image_rgb **img);
 
+/*
+ * Encodes img as an 8-bit RGB PNG into a new malloc'd buffer: returns 0
+ * with *out (the caller's, free() it) and *len, or -1 with a message in
+ * err (out of memory, or libpng's error); *out is then NULL.
+ */
+int			image_encode_png(const image_rgb *img, uint8_t **out, size_t *len,
+							 char *err, size_t errlen);
+
 /* Short name of a status ("not an image", "truncated", ...). */
 const char *image_status_name(image_status st);
 

@@ -64,6 +64,7 @@
 #include "worker/metrics.h"
 #include "worker/model_cache.h"
 #include "worker/model_store.h"
+#include "worker/preflight.h"
 #include "worker/request.h"
 #include "worker/simulate.h"
 #include "worker/state.h"
@@ -120,6 +121,8 @@ typedef struct job
 	int			rc;
 	const char *sqlstate;
 	char		err[1024];
+	preflight_error probe;		/* JOB_LOAD: a failed test row's detail
+								 * and hint (sqlstate points here then) */
 	double		load_ms;		/* model loads inside the job */
 	double		est_ms;			/* expected compute, for the backlog */
 	int64_t		started_us;
@@ -1707,16 +1710,25 @@ run_reply(server *s, const Pginfer__Header *req, const void *const *frames,
 }
 
 /*
- * MSG_LOAD_MODEL's work: makes the model resident (timed) and loads its
- * dictionary.  Returns 0, or -1 with *sqlstate and err.
+ * MSG_LOAD_MODEL's work: makes the model resident (timed), loads its
+ * dictionary, and then (not on a simulated device) runs it once on a
+ * test row of its task (worker/preflight.h), so that the load fails as
+ * the first real row would.  Returns 0, or -1 with *sqlstate and err;
+ * when the test row failed, *probe holds its detail and hint too and
+ * *sqlstate points into it.  The test row counts no request, batch or
+ * timing.
  */
 static int
 load_model(server *s, const Pginfer__ModelSpec *spec, double *ms,
-		   const char **sqlstate, char *err, size_t errlen)
+		   const char **sqlstate, char *err, size_t errlen,
+		   preflight_error *probe)
 {
+	memset(probe, 0, sizeof(*probe));
 	if (model_cache_acquire(s->cache, spec, ms, sqlstate, err, errlen) != 0)
 		return -1;
-	if (spec->labels_file[0] != '\0' && s->sim == NULL)
+	if (s->sim != NULL)
+		return 0;
+	if (spec->labels_file[0] != '\0')
 	{
 		const char *const *dict;
 		int			dict_len;
@@ -1725,7 +1737,39 @@ load_model(server *s, const Pginfer__ModelSpec *spec, double *ms,
 								 sqlstate, err, errlen) != 0)
 			return -1;
 	}
+	if (preflight_run(s->cache, spec, s->max_pixels, s->stop, probe) != 0)
+	{
+		*sqlstate = probe->sqlstate;
+		snprintf(err, errlen, "%s", probe->message);
+		log_info("model \"%s\" (task %s) failed its test row at load: %s: %s",
+				 spec->file, spec->task, probe->sqlstate, probe->message);
+		return -1;
+	}
 	return 0;
+}
+
+/*
+ * MSG_ERROR for a failed load: the test row's detail and hint when it
+ * failed (probe), else the hint of the SQLSTATE.
+ */
+static server_reply *
+load_error_reply(server *s, const Pginfer__Header *req, const char *sqlstate,
+				 const char *err, const preflight_error *probe)
+{
+	char		hint[1024];
+	size_t		len = 0;
+	uint8_t    *buf;
+
+	if (probe->sqlstate[0] == '\0')
+		return error_reply(req->request_id, req->client, sqlstate, err,
+						   hint_for(s, sqlstate, hint, sizeof(hint)));
+	log_warn("request %llu: error %s: %s" FROM_FMT, (unsigned long long) req->request_id,
+			 sqlstate, err, FROM_ARGS(req->client));
+	buf = server_pack_error(req->request_id, sqlstate, err,
+							probe->detail[0] != '\0' ? probe->detail : NULL,
+							probe->hint[0] != '\0' ? probe->hint :
+							hint_for(s, sqlstate, hint, sizeof(hint)), &len);
+	return reply_with_header(buf, len);
 }
 
 /*
@@ -1740,6 +1784,7 @@ model_reply(server *s, const Pginfer__Header *req)
 	const char *sqlstate = PGINFER_SQLSTATE_INTERNAL;
 	char		err[1024],
 				hint[1024];
+	preflight_error probe;
 	double		ms = 0;
 	int			rc;
 	stop_watch	watch = {0};
@@ -1763,12 +1808,11 @@ model_reply(server *s, const Pginfer__Header *req)
 	}
 	model_cache_pin(s->cache, spec->file, +1);
 	watch_begin(s, &watch);
-	rc = load_model(s, spec, &ms, &sqlstate, err, sizeof(err));
+	rc = load_model(s, spec, &ms, &sqlstate, err, sizeof(err), &probe);
 	(void) watch_across_stop(s, &watch);
 	model_cache_pin(s->cache, spec->file, -1);
 	if (rc != 0)
-		return error_reply(req->request_id, req->client, sqlstate, err,
-						   hint_for(s, sqlstate, hint, sizeof(hint)));
+		return load_error_reply(s, req, sqlstate, err, &probe);
 	return pong_reply(s, req->request_id);
 }
 
@@ -2690,7 +2734,7 @@ job_run(server *s, job *j)
 	{
 		j->sqlstate = PGINFER_SQLSTATE_INTERNAL;
 		j->rc = load_model(s, j->req->model->model, &j->load_ms, &j->sqlstate,
-						   j->err, sizeof(j->err));
+						   j->err, sizeof(j->err), &j->probe);
 	}
 }
 
@@ -2751,6 +2795,7 @@ job_complete(server *s, job *j, int shutdown)
 			j->sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
 			snprintf(j->err, sizeof(j->err), "the worker is shutting down; the model was not %s",
 					 j->kind == JOB_PUT ? "stored" : "loaded");
+			j->probe.sqlstate[0] = '\0';
 		}
 		if (j->kind == JOB_LOAD)
 		{
@@ -2758,6 +2803,8 @@ job_complete(server *s, job *j, int shutdown)
 			(void) watch_across_stop(s, &j->watch);
 		}
 		r = j->rc == 0 ? pong_reply(s, j->req->request_id) :
+			j->kind == JOB_LOAD ?
+			load_error_reply(s, j->req, j->sqlstate, j->err, &j->probe) :
 			error_reply(j->req->request_id, j->req->client, j->sqlstate, j->err,
 						j->kind == JOB_PUT ? put_hint(j->sqlstate) :
 						hint_for(s, j->sqlstate, hint, sizeof(hint)));

@@ -13,8 +13,11 @@
  *	  MSG_RUN_FRAGMENT		  -> MSG_RESULT (+ one frame per row) or MSG_ERROR,
  *								 or MSG_NEED_INPUT when rows it was to take
  *								 from its input cache are not there
- *	  MSG_LOAD_MODEL		  -> MSG_PONG once resident, or MSG_ERROR naming
- *								 the file (53200 when it cannot be made to fit)
+ *	  MSG_LOAD_MODEL		  -> MSG_PONG once resident and a test row of its
+ *								 task ran (worker/preflight.h; not under
+ *								 --simulate), or MSG_ERROR naming the file
+ *								 (53200 when it cannot be made to fit) or the
+ *								 test row's error
  *	  MSG_UNLOAD_MODEL		  -> MSG_PONG (unloading what is not loaded is
  *								 fine), MSG_ERROR 55006 when queued or running
  *								 requests need the model

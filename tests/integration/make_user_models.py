@@ -68,6 +68,9 @@ that a batch tensor whose byte count is not its shape's shows:
                        Add is what the engine lacks at run time (0A000);
                        the Add is named "image too small"
   f16_dyn.onnx         the same with x [N, 3, H, W] (the image's own size)
+  two_inputs.onnx      Add(x, x2) -> GlobalAveragePool -> Flatten, x and
+                       x2 float [N, 3, 8, 8]: a valid model with two
+                       inputs, no image model (22023 at the first row)
   reshape_dyn.onnx     Reshape to [0, 100] with x [N, 3, H, W] (the image's
                        own size): no image's values fit, each row fails
                        alone (22023, naming its size)
@@ -330,6 +333,20 @@ def main():
     save(outdir, "f16_add", f16, y(["N", 3]))
     save(outdir, "f16_dyn", f16, y(["N", 3]),
          x=helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]))
+
+    graph = helper.make_graph([
+        helper.make_node("Add", ["x", "x2"], ["a"]),
+        helper.make_node("GlobalAveragePool", ["a"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ], "two_inputs", [image_input(),
+                      helper.make_tensor_value_info("x2", TensorProto.FLOAT, ["N", 3, 8, 8])],
+        [y(["N", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="pg_infer tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(outdir, "two_inputs.onnx"))
+    print(os.path.join(outdir, "two_inputs.onnx"))
 
     shape = numpy_helper.from_array(np.array([0, 100], dtype=np.int64), "shape")
     save(outdir, "reshape_dyn", [

@@ -74,6 +74,14 @@
 #       later ones row by row at once (the verdict kept); a
 #       tensor larger than the host's memory (expand_huge, in (m)) is
 #       54000 too, with the default limit.
+#   (k) infer.load_model runs a test row of the model's task: valid raw
+#       and classify models load; two inputs (22023), a classifier without
+#       labels or with 5 for 4 scores, float16 arithmetic (0A000) and a
+#       uint8 Add (XX000) fail the load with the first row's SQLSTATE and
+#       message and "(a test row at load)"; a file that does not load fails
+#       as before; no request is logged for the test rows; on a second
+#       worker the bundled minilm, prompt_task and the three OCR models
+#       load, a recognizer without its dictionary does not (22023).
 # Prints "user_models: N passed, M failed"; exits 1 on any failure.  Every
 # process it starts is stopped by pid on every exit path.
 set -u
@@ -610,6 +618,77 @@ out=$(q -c "SELECT string_agg(f || ':' || coalesce(cardinality(v)::text, 'null')
   FROM (SELECT f, infer.predict('dyn_convt', data) AS v FROM img JOIN pick USING (n)) s" 2>&1)
 check "(p) ... dyn_convt's too" "$out" \
 	'^p01_web_docs\.png:1 p08_doc_on_desk\.jpg:1 p21_curl_desc_small\.png:1$'
+
+# --- (k) infer.load_model runs a test row -----------------------------------
+# A load that succeeds is a pre-flight check: the model is run once on a
+# synthetic row of its task (a grey image, the text "pg_infer"), so that
+# what the first real row would meet fails the load, with that row's
+# SQLSTATE and message and " (a test row at load)".  A second worker over
+# the bundled models ($MODEL_DIR) loads them: the text models and the
+# three OCR tasks.
+worker_up
+runs_before=$(grep -c 'request [0-9]*: [a-z_]* over [0-9]* rows' "$tmp/w.log")
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SELECT 'ok raw ' || infer.load_model('mlp', 'w')::text;
+SELECT 'ok classify ' || infer.load_model('mlp_cls4', 'w')::text;
+SELECT 'ok labels_file ' || infer.load_model('mlp_clsf', 'w')::text;
+SELECT infer.create_model('two_in', 'two_inputs.onnx', 'raw');
+SELECT infer.load_model('two_in', 'w');
+SELECT infer.create_model('mlp_nolabels', 'mlp.onnx', 'classify');
+SELECT infer.load_model('mlp_nolabels', 'w');
+SELECT infer.load_model('mlp_cls5', 'w');
+SELECT infer.load_model('f16_add', 'w');
+SELECT infer.load_model('u8_add', 'w');
+SELECT infer.load_model('bad_attr', 'w');
+EOF
+)
+runs_after=$(grep -c 'request [0-9]*: [a-z_]* over [0-9]* rows' "$tmp/w.log")
+first=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SELECT infer.predict('two_in', data) FROM img WHERE n = 1;
+SELECT infer.classify('mlp_nolabels', data) FROM img WHERE n = 1;
+EOF
+)
+check "(k) load_model of valid raw and classify models (labels, labels_file) succeeds" "$out" \
+	'^ok raw $' '^ok classify $' '^ok labels_file $'
+check "(k) two inputs: 22023 at load, the first row's message with the test row's context" "$out" \
+	'ERROR:  22023: inference worker "w" at tcp://127\.0\.0\.1:[0-9]+ could not load model "two_in": model "two_inputs\.onnx" has 2 inputs; an image model needs exactly 1 \(a test row at load\)'
+check "(k) ... the message the first row gets" "$first" \
+	'ERROR:  22023: model "two_inputs\.onnx" has 2 inputs; an image model needs exactly 1$'
+check "(k) a classify model without labels fails at load with the first row's SQLSTATE and message" \
+	"$(grep 'could not load model "mlp_nolabels": ' <<<"$out" | sed 's/^ERROR:  \([0-9A-Z]*\): .*could not load model "mlp_nolabels": /\1: /; s/ (a test row at load)$//')|$(grep 'ERROR:' <<<"$first" | sed -n 2p | sed 's/^ERROR:  //')" \
+	'^([0-9A-Z]{5}: .+)\|\1$'
+check "(k) 5 labels for 4 scores: 22023 at load" "$out" \
+	'ERROR:  22023: .*could not load model "mlp_cls5": classify model "mlp\.onnx" gives 4 scores but has 5 labels; register it with one label per score \(a test row at load\)'
+check "(k) float16 arithmetic: 0A000 at load naming the node" "$out" \
+	"ERROR:  0A000: .*could not load model \"f16_add\": model \"f16_add\\.onnx\" failed: Add node 'image too small': element type float16 is not supported \\(a test row at load\\)"
+check "(k) a uint8 Add at opset 13: XX000 at load, as at its first run" "$out" \
+	"ERROR:  XX000: .*could not load model \"u8_add\": model \"u8_add\\.onnx\" failed: Add node 'add_u8' \\(Add-13, opset 13\\): input 0 'u' \\(A\\) is uint8, which T does not allow .* \\(a test row at load\\)"
+check "(k) a file that does not load: the load's error as before, no test row" "$out" \
+	'ERROR:  XX001: .*could not load model "bad_attr": could not load model file "bad_attr\.onnx": '
+check_not "(k) ... which names no test row" "$(grep 'bad_attr' <<<"$out")" 'a test row at load'
+check "(k) the test rows are no requests: the worker logged no run for them" \
+	"runs=$((runs_after - runs_before)) tests=$(grep -c 'failed its test row at load' "$tmp/w.log")" '^runs=0 tests=[1-9]'
+check "(k) models that failed their test row stay resident (the load itself succeeded)" \
+	"$(q -c "SELECT array_to_string(ARRAY(SELECT m FROM unnest(resident_models) AS m WHERE m IN ('two_inputs.onnx', 'f16_add.onnx') ORDER BY m), ',') FROM infer.workers WHERE name = 'w'")" \
+	'^f16_add\.onnx,two_inputs\.onnx$'
+bport=$(testenv_free_port)
+start_named_worker wb "$bport" --model-dir "$MODEL_DIR" || exit 1
+q -c "SELECT infer.add_worker('wb', 'tcp://127.0.0.1:$bport')" >/dev/null
+out=$(q -v VERBOSITY=verbose <<'EOF' 2>&1
+\set ON_ERROR_STOP 0
+SELECT m || ' ok ' || infer.load_model(m, 'wb')::text
+  FROM unnest(ARRAY['minilm', 'prompt_task', 'ppocr_det', 'ppocr_cls', 'ppocr_rec']) AS m;
+SELECT infer.create_model('rec_nodict', 'ch_PP-OCRv4_rec_infer.onnx', 'recognize_text');
+SELECT infer.load_model('rec_nodict', 'wb');
+EOF
+)
+check "(k) the bundled text models and the three OCR tasks pass load_model" "$out" \
+	'^minilm ok $' '^prompt_task ok $' '^ppocr_det ok $' '^ppocr_cls ok $' '^ppocr_rec ok $'
+check "(k) a recognizer registered without its dictionary: 22023 at load, as infer.ocr's" "$out" \
+	'ERROR:  22023: .*could not load model "rec_nodict": recognizer model "ch_PP-OCRv4_rec_infer\.onnx" has no labels_file \(its dictionary\) \(a test row at load\)'
+q -c "SELECT infer.drop_worker('wb')" >/dev/null
 
 echo "user_models: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

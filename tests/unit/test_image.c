@@ -871,10 +871,62 @@ test_threads(void)
 	}
 }
 
+/*
+ * image_encode_png (the test row of MSG_LOAD_MODEL): a 5x3 image of
+ * distinct pixels decodes back to the same pixels; a grey 224x224 one too;
+ * an empty image is refused with a message.
+ */
+static void
+test_encode_png(void)
+{
+	int			sizes[2][2] = {{5, 3}, {224, 224}};
+
+	for (int k = 0; k < 2; k++)
+	{
+		int			w = sizes[k][0],
+					h = sizes[k][1];
+		image_rgb  *img = image_new(w, h);
+		image_rgb  *back = NULL;
+		uint8_t    *png = NULL;
+		size_t		len = 0;
+		char		err[256] = "";
+
+		CHECK(img != NULL, "encode: image_new %dx%d", w, h);
+		if (img == NULL)
+			continue;
+		for (size_t i = 0; i < (size_t) w * h * 3; i++)
+			img->pixels[i] = k == 0 ? (uint8_t) (i * 7 + 3) : 128;
+		CHECK(image_encode_png(img, &png, &len, err, sizeof(err)) == 0 && png != NULL && len > 8,
+			  "encode %dx%d: %s", w, h, err);
+		if (png != NULL)
+		{
+			CHECK(image_decode(png, len, MAX_PIXELS, &back, err, sizeof(err)) == IMAGE_OK,
+				  "encode %dx%d: decode back: %s", w, h, err);
+			CHECK(back != NULL && back->width == w && back->height == h &&
+				  memcmp(back->pixels, img->pixels, (size_t) w * h * 3) == 0,
+				  "encode %dx%d: the decoded pixels are the encoded ones", w, h);
+		}
+		image_destroy(&back);
+		image_destroy(&img);
+		free(png);
+	}
+	{
+		image_rgb	empty = {0, 0, NULL};
+		uint8_t    *png = (uint8_t *) "x";
+		size_t		len = 1;
+		char		err[256] = "";
+
+		CHECK(image_encode_png(&empty, &png, &len, err, sizeof(err)) == -1 &&
+			  png == NULL && len == 0 && err[0] != '\0',
+			  "encode: an empty image is refused with a message (%s)", err);
+	}
+}
+
 /* Runs every test; prints the tally; exit status 1 when any check failed. */
 int
 main(void)
 {
+	test_encode_png();
 	test_reference_images();
 	test_bad_inputs();
 	test_pixel_limit();
