@@ -40,6 +40,7 @@
 #include "onnx/onnx.pb-c.h"
 #include "tests/unit/testutil.h"
 #include "worker/engine/op.h"
+#include "worker/engine/qgemm_vnni.h"
 
 /* Node tests whose operator must refuse them with an error. */
 static const char *const expect_error[] = {
@@ -5953,6 +5954,165 @@ test_matmul_integer_blas(void)
 }
 
 /*
+ * A random int8 or uint8 tensor for test_matmul_integer_vnni: values by
+ * mode 0 uniform, 1 only the type's ends (0/255, -128/127), 2 uniform with
+ * one in four an end.
+ */
+static ie_tensor *
+qvnni_tensor(ie_dtype dt, int nd, const int64_t *dims, int mode, uint64_t *state)
+{
+	ie_tensor  *t = ie_tensor_new(dt, nd, dims);
+	int64_t		n = ie_tensor_numel(t);
+
+	for (int64_t e = 0; e < n; e++)
+	{
+		uint32_t	r = qrand_next(state);
+		int			v = (int) (r % 256);
+
+		if (mode == 1 || (mode == 2 && (r >> 8) % 4 == 0))
+			v = (r >> 10) & 1 ? 255 : 0;
+		if (dt == IE_INT8)
+			((int8_t *) t->data)[e] = (int8_t) (v - 128);
+		else
+			((uint8_t *) t->data)[e] = (uint8_t) v;
+	}
+	return t;
+}
+
+/*
+ * MatMulInteger on both its paths, the AVX-512 VNNI kernel (qgemm_vnni.h,
+ * where the CPU has it) and the float sgemm slices (ie_qv_force(0)),
+ * against qmm_naive's plain loop, bit for bit: 300 random shapes with M,
+ * K and N from 1 to 70 (K not a multiple of 4 among them), all four
+ * signedness combinations, no, scalar or per-row/per-column zero points
+ * (the ends among their values), values uniform, at the ends only, or
+ * mixed; then larger ones: K 40000 of ends (sums wrap int32), 300 x 1000
+ * x 200 (several tasks and panels), a 3-D A over a shared B (folded
+ * batch, per-row zero points repeating per matrix) and a batched B (the
+ * float path under both settings).
+ */
+static void
+test_matmul_integer_vnni(void)
+{
+	uint64_t	state = 7;
+	char		err[256];
+	int			failed = 0,
+				n_cases = 0;
+
+	for (int c = 0; c < 307; c++)
+	{
+		int			nd = 2;
+		int64_t		M = 1 + qrand_next(&state) % 70,
+					K = 1 + qrand_next(&state) % 70,
+					N = 1 + qrand_next(&state) % 70,
+					ad[3],
+					bd[3],
+					odims[3],
+					one = 1;
+		ie_dtype	at = qrand_next(&state) % 2 ? IE_INT8 : IE_UINT8,
+					bt = qrand_next(&state) % 2 ? IE_INT8 : IE_UINT8;
+		int			zmode = (int) (qrand_next(&state) % 3),
+					vmode = (int) (qrand_next(&state) % 3);
+		ie_tensor  *A,
+				   *B,
+				   *ZA = NULL,
+				   *ZB = NULL,
+				   *out[1] = {NULL};
+		int32_t    *want = NULL;
+		int64_t		n;
+		const ie_tensor *in[4];
+
+		if (c == 300)
+		{
+			M = 3;
+			K = 40000;
+			N = 70;
+			vmode = 1;
+		}
+		else if (c == 301)
+		{
+			M = 300;
+			K = 1000;
+			N = 200;
+		}
+		else if (c == 302)
+		{
+			M = 97;
+			K = 383;
+			N = 129;
+			at = IE_INT8;
+			bt = IE_UINT8;
+			zmode = 2;
+		}
+		if (c >= 303)
+		{
+			/* [2, M, K] x [1 or 2, K, N] */
+			nd = 3;
+			ad[0] = 2;
+			bd[0] = c % 2 ? 1 : 2;
+			ad[1] = M;
+			ad[2] = K;
+			bd[1] = K;
+			bd[2] = N;
+		}
+		else
+		{
+			ad[0] = M;
+			ad[1] = K;
+			bd[0] = K;
+			bd[1] = N;
+		}
+		A = qvnni_tensor(at, nd, ad, vmode, &state);
+		B = qvnni_tensor(bt, nd, bd, vmode, &state);
+		if (zmode == 1)
+		{
+			ZA = qvnni_tensor(at, 1, &one, 2, &state);
+			ZB = qvnni_tensor(bt, 0, NULL, 2, &state);
+		}
+		else if (zmode == 2)
+		{
+			ZA = qvnni_tensor(at, 1, &M, 2, &state);
+			ZB = qvnni_tensor(bt, 1, &N, 2, &state);
+		}
+		n = qmm_naive(A, B, ZA, ZB, odims, &want);
+		in[0] = A;
+		in[1] = B;
+		in[2] = ZA;
+		in[3] = ZB;
+		for (int force = 1; force >= 0; force--)
+		{
+			bool		same;
+
+			ie_qv_force(force);
+			same = run_op("MatMulInteger", 10, 4, in, 0, NULL, 1, out, err, sizeof(err)) == 0 &&
+				shape_is(out[0], nd, odims) && out[0]->dtype == IE_INT32 &&
+				memcmp(out[0]->data, want, (size_t) n * sizeof(int32_t)) == 0;
+			if (!same)
+			{
+				failed++;
+				printf("  matmulinteger vnni case %d (%s, M %lld K %lld N %lld, %s x %s, "
+					   "zero points %d, values %d) differs from the plain loop: %s\n",
+					   c, force ? "kernel" : "float", (long long) M, (long long) K,
+					   (long long) N, ie_type_name(at), ie_type_name(bt), zmode, vmode, err);
+			}
+			free_outs(out, 1);
+			n_cases++;
+		}
+		ie_qv_force(-1);
+		free(want);
+		ie_tensor_destroy(&A);
+		ie_tensor_destroy(&B);
+		if (ZA != NULL)
+			ie_tensor_destroy(&ZA);
+		if (ZB != NULL)
+			ie_tensor_destroy(&ZB);
+	}
+	CHECK(failed == 0, "matmulinteger: %d of %d products on the VNNI kernel%s and the "
+		  "float path match the plain loop", n_cases - failed, n_cases,
+		  ie_qv_available() ? "" : " (not on this CPU: float twice)");
+}
+
+/*
  * MatMulInteger: A uint8 [2, 2, 2] less 1 = [[[0, 1], [2, 3]], [[4, 5],
  * [6, 7]]] times B [[1, 5], [2, 3]] (broadcast over the batch) less
  * per-column zero points [0, 2] = [[1, 3], [2, 1]] -> [[[2, 1], [8, 9]],
@@ -7538,6 +7698,7 @@ main(int argc, char **argv)
 	test_dynamic_quantize_large();
 	test_matmul_integer();
 	test_matmul_integer_blas();
+	test_matmul_integer_vnni();
 	test_conv_integer();
 	test_conv_integer_blas();
 	test_node_tests(verbose);

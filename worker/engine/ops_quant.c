@@ -44,6 +44,7 @@
 
 #include "worker/engine/op.h"
 #include "worker/engine/pool.h"
+#include "worker/engine/qgemm_vnni.h"
 #include "worker/engine/spatial.h"
 #include "worker/engine/vectorise.h"
 
@@ -1038,8 +1039,15 @@ typedef struct qmm
 			   *b;				/* B - b_zero_point, [..., K, N] */
 	int32_t		amax,
 				bmax;			/* largest |a|, |b| (at most 255) */
-	int64_t		an;				/* values of A */
+	int64_t		an;				/* values of A (0: an empty product) */
 	int64_t    *offs;			/* ie_matmul_batch_offsets */
+	bool		vnni;			/* on qmm_vnni: a and b not built */
+	const ie_tensor *A,
+			   *B;				/* the operands, for qmm_vnni */
+	const void *zpa,
+			   *zpb;			/* their zero points (qzp_read) or NULL */
+	bool		pa,
+				pb;				/* per row of A, per column of B */
 } qmm;
 
 /*
@@ -1072,8 +1080,10 @@ qzp_nd_fits(const ie_tensor *z, const ie_tensor *t, bool rows)
  * point one value or per row of A (M) / per column of B (N), or with nd
  * (MatMulInteger) also of A's shape with a last dim of 1 / of B's shape
  * with a last-but-one dim of 1 (qzp_nd_fits); A and B centred into float
- * buffers (qmm_centered) in their own layouts.  An empty product leaves q's buffers
- * NULL.  Free with qmm_free.
+ * buffers (qmm_centered) in their own layouts, or, where qmm_vnni takes
+ * the product (q->vnni: ie_qv_enabled, no N-D zero points, K and N at most
+ * INT_MAX, B one matrix or as many as A), kept as they are.  An empty
+ * product leaves q->an 0 and q's buffers NULL.  Free with qmm_free.
  */
 static int
 qmm_read(ie_node_ctx *ctx, int ib, int iza, int izb, bool nd, qmm *q)
@@ -1113,6 +1123,21 @@ qmm_read(ie_node_ctx *ctx, int ib, int iza, int izb, bool nd, qmm *q)
 	if (ie_tensor_numel(A) == 0 || ie_tensor_numel(B) == 0)
 		return 0;
 	q->an = ie_tensor_numel(A);
+	/* qmm_vnni's case: the zero points qzp_read's, B one matrix or A's */
+	q->vnni = nda == NULL && ndb == NULL && ie_qv_enabled() &&
+		q->sh.K <= INT_MAX && q->sh.N <= INT_MAX &&
+		(q->sh.nbatch == 1 ||
+		 (q->sh.bbatch == 1 && q->sh.nbatch * q->sh.M * q->sh.K == q->an));
+	if (q->vnni)
+	{
+		q->A = A;
+		q->B = B;
+		q->zpa = zpa;
+		q->zpb = zpb;
+		q->pa = pa;
+		q->pb = pb;
+		return 0;
+	}
 	q->a = qmm_centered(A, q->sh.M, q->sh.K, zpa, pa, false, nda, &q->amax);
 	q->b = qmm_centered(B, q->sh.K, q->sh.N, zpb, false, pb, ndb, &q->bmax);
 	q->offs = ie_scratch_new(IE_INT64, 2, (int64_t[]) {2, q->sh.nbatch});
@@ -1206,6 +1231,94 @@ qmm_task(void *arg, int64_t t, int worker)
 	}
 }
 
+/* Rows of one task of qmm_vnni. */
+#define QMM_VNNI_ROWS 96
+
+/* A product on the VNNI kernel (qgemm_vnni.h), as tasks of rows. */
+typedef struct qmm_vjob
+{
+	const uint8_t *a;			/* A [rows, K], in place */
+	bool		a_signed;		/* int8 A */
+	const uint8_t *bp;			/* B packed (ie_qv_pack_b) */
+	const int32_t *colsum,		/* its column sums */
+			   *za,				/* za' per row */
+			   *zb;				/* zb' per column */
+	int32_t    *y;				/* [rows, N] */
+	int64_t		rows,
+				K,
+				N;
+} qmm_vjob;
+
+/* Task t: rows [t * QMM_VNNI_ROWS, + QMM_VNNI_ROWS) of the product. */
+static void
+qmm_vtask(void *arg, int64_t t, int worker)
+{
+	const qmm_vjob *j = arg;
+	int64_t		r0 = t * QMM_VNNI_ROWS,
+				rows = j->rows - r0 < QMM_VNNI_ROWS ? j->rows - r0 : QMM_VNNI_ROWS;
+
+	(void) worker;
+	ie_qv_gemm(j->a + r0 * j->K, j->a_signed, j->K, rows, j->K, j->bp, j->colsum,
+			   j->N, j->za + r0, j->zb, j->y + r0 * j->N, j->N);
+}
+
+/*
+ * q's product (q->vnni: see qmm_read) into y (int32 [nbatch, M, N]) on
+ * the VNNI kernel: the same low 32 bits of the exact sums as qmm_product's
+ * float path.  B (one matrix) is packed once for the call; a batch of A
+ * over that one B is folded into nbatch * M rows, row r's zero point
+ * a_zero_point[r % M] where per row.  The zero points go into the
+ * kernel's form (ie_qv_gemm: za' = za + 128 for int8 A, zb' = zb - 128
+ * for uint8 B).  Tasks of QMM_VNNI_ROWS rows on up to n_threads threads.
+ * Errors: out of memory for the packed B or the zero points.
+ */
+static int
+qmm_vnni(ie_node_ctx *ctx, const qmm *q, int32_t *y)
+{
+	const ie_mm_shape *sh = &q->sh;
+	bool		as = q->A->dtype == IE_INT8,
+				bu = q->B->dtype == IE_UINT8;
+	int64_t		rows = sh->nbatch * sh->M,
+				K = sh->K,
+				N = sh->N,
+				nbp = ie_qv_packed_b_size(K, N),
+				ncs = ie_qv_colsum_size(N),
+				work = rows * N * K;
+	uint8_t    *bp = ie_scratch_new(IE_UINT8, 1, &nbp);
+	int32_t    *colsum = ie_scratch_new(IE_INT32, 1, &ncs),
+			   *za = ie_scratch_new(IE_INT32, 1, &rows),
+			   *zb = ie_scratch_new(IE_INT32, 1, &N);
+	int			nt = ctx->n_threads;
+	qmm_vjob	j = {.a = q->A->data, .a_signed = as, .bp = bp, .colsum = colsum,
+	.za = za, .zb = zb, .y = y, .rows = rows, .K = K, .N = N};
+
+	if (bp == NULL || colsum == NULL || za == NULL || zb == NULL)
+	{
+		free(bp);
+		free(colsum);
+		free(za);
+		free(zb);
+		return ie_op_error(ctx, "out of memory for the product");
+	}
+	for (int64_t r = 0; r < rows; r++)
+		za[r] = (q->zpa == NULL ? 0 :
+				 (int32_t) quant_get(q->zpa, q->A->dtype, q->pa ? r % sh->M : 0)) +
+			(as ? 128 : 0);
+	for (int64_t c = 0; c < N; c++)
+		zb[c] = (q->zpb == NULL ? 0 :
+				 (int32_t) quant_get(q->zpb, q->B->dtype, q->pb ? c : 0)) -
+			(bu ? 128 : 0);
+	ie_qv_pack_b(q->B->data, bu, K, N, bp, colsum);
+	if (work < (int64_t) QMM_THREAD_WORK * nt)
+		nt = (int) (work / QMM_THREAD_WORK > 1 ? work / QMM_THREAD_WORK : 1);
+	ie_parallel_for(nt, (rows + QMM_VNNI_ROWS - 1) / QMM_VNNI_ROWS, qmm_vtask, &j);
+	free(bp);
+	free(colsum);
+	free(za);
+	free(zb);
+	return 0;
+}
+
 /*
  * q's product into y (int32 [nbatch, M, N], row-major): for each batch
  * entry the sum over k of a[i, k] * b[k, j], its low 32 bits.
@@ -1219,7 +1332,8 @@ qmm_task(void *arg, int64_t t, int worker)
  * uint32 gives the exact total modulo 2^32: the low 32 bits the plain
  * loop kept.  (A double dgemm would be exact over the whole K too, but
  * runs at half sgemm's rate.)  K or N past INT_MAX (OpenBLAS takes int)
- * falls back to that loop.
+ * falls back to that loop.  Where qmm_read chose the VNNI kernel
+ * (q->vnni), qmm_vnni takes the product instead, to the same bits.
  *
  * A batch whose B is one matrix and whose A holds every entry is folded
  * into one product of nbatch * M rows, as MatMul does.  The tasks run on
@@ -1239,6 +1353,8 @@ qmm_product(ie_node_ctx *ctx, const qmm *q, int32_t *y)
 				prod = (int64_t) q->amax * q->bmax;
 	int			nt = ctx->n_threads;
 
+	if (q->vnni)
+		return qmm_vnni(ctx, q, y);
 	if (sh->K > INT_MAX || sh->N > INT_MAX)
 	{
 		int64_t		e = 0;
@@ -1293,7 +1409,7 @@ op_matmul_integer(ie_node_ctx *ctx)
 		return -1;
 	}
 	/* an empty sum (K == 0) gives zeros; else qmm_product writes all */
-	Y = q.a != NULL ? ie_tensor_new_uninit(IE_INT32, q.sh.ond, q.sh.odims) :
+	Y = q.an > 0 ? ie_tensor_new_uninit(IE_INT32, q.sh.ond, q.sh.odims) :
 		ie_tensor_new(IE_INT32, q.sh.ond, q.sh.odims);
 	if (Y == NULL)
 	{
@@ -1301,7 +1417,7 @@ op_matmul_integer(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "out of memory for the output");
 	}
 	ctx->outputs[0] = Y;
-	if (q.a != NULL && ie_tensor_numel(Y) > 0 && qmm_product(ctx, &q, Y->data) != 0)
+	if (q.an > 0 && ie_tensor_numel(Y) > 0 && qmm_product(ctx, &q, Y->data) != 0)
 	{
 		qmm_free(&q);
 		return -1;
@@ -1401,7 +1517,7 @@ op_qlinear_matmul(ie_node_ctx *ctx)
 	sb = ctx->inputs[4];
 	sy = ctx->inputs[6];
 	half = sa->dtype == IE_FLOAT16 && sb->dtype == IE_FLOAT16 && sy->dtype == IE_FLOAT16;
-	if (q.a != NULL && ie_tensor_numel(Y) > 0)
+	if (q.an > 0 && ie_tensor_numel(Y) > 0)
 	{
 		/* the int32 accumulators [nbatch, M, N] */
 		int64_t		n = ie_tensor_numel(Y);
