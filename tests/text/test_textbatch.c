@@ -34,24 +34,9 @@
 #include "worker/fragment.h"
 #include "worker/model_cache.h"
 #include "worker/model_calls.h"
+#include "tests/text/textutil.h"
 
 #define MAX_TEXTS 16
-
-static int	passed,
-			failed;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			passed++; \
-		else \
-		{ \
-			failed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
 
 static char *texts[MAX_TEXTS];
 static float ref[MAX_TEXTS][8];
@@ -141,23 +126,6 @@ embed(model_cache *mc, const char *file, int first, int n, char *err,
 		return NULL;
 	}
 	return r;
-}
-
-/* Cosine of two vectors of n floats. */
-static double
-cosine(const float *a, const float *b, size_t n)
-{
-	double		d = 0,
-				aa = 0,
-				bb = 0;
-
-	for (size_t i = 0; i < n; i++)
-	{
-		d += (double) a[i] * b[i];
-		aa += (double) a[i] * a[i];
-		bb += (double) b[i] * b[i];
-	}
-	return d / sqrt(aa * bb);
 }
 
 /*

@@ -2,8 +2,9 @@
  * textutil.h
  *	  What the test programs of tests/text/ share: the passed/failed counters,
  *	  the CHECK counter (which prints only the first 20 failures: a broken
- *	  reference would otherwise print one line per text), and the hex digit
- *	  decoder for the references' "<UTF-8 hex>" columns.
+ *	  reference would otherwise print one line per text), the hex digit
+ *	  decoder for the references' "<UTF-8 hex>" columns, and the cosine of
+ *	  two vectors.
  *
  * Header-only (static) because tests/text/text.mk builds each test_*.c into
  * its own program.  Include it once, from the test's .c file.  (Unlike
@@ -15,6 +16,8 @@
 #ifndef TEXTUTIL_H
 #define TEXTUTIL_H
 
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 
 static int	passed;
@@ -49,6 +52,23 @@ hexval(char c)
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
 	return -1;
+}
+
+/* Cosine of two vectors of n floats, summed in double. */
+static inline double
+cosine(const float *a, const float *b, size_t n)
+{
+	double		d = 0,
+				aa = 0,
+				bb = 0;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		d += (double) a[i] * b[i];
+		aa += (double) a[i] * a[i];
+		bb += (double) b[i] * b[i];
+	}
+	return d / sqrt(aa * bb);
 }
 
 #endif							/* TEXTUTIL_H */
