@@ -621,6 +621,42 @@ row_decode_error(fragment_result *r, int i, image_status st, const char *derr,
 }
 
 /*
+ * Starts row i of n_rows of an image run: -1 when the run is stopped
+ * (*stop; FRAGMENT_SQLSTATE_SHUTDOWN, naming the rows left), else the
+ * row's id goes into r and its image is decoded (limit: the pixels
+ * allowed; row_decode_error) into *img: 0 when it decoded, 1 when it did
+ * not (the row holds its error and *img is NULL: go on with the next row).
+ */
+static int
+start_image_row(const Pginfer__RunFragment *run, const void *const *rows,
+				const size_t *rows_len, int i, int n_rows, int64_t limit,
+				int64_t worker_limit, volatile sig_atomic_t *stop,
+				fragment_result *r, image_rgb **img,
+				const char **sqlstate, char *err, size_t errlen)
+{
+	image_status st;
+	char		derr[512] = "";
+
+	*img = NULL;
+	if (stop != NULL && *stop)
+	{
+		*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
+		snprintf(err, errlen, "the run was stopped between rows; %d of %d rows were not run",
+				 n_rows - i, n_rows);
+		return -1;
+	}
+	r->rows[i].row_id = run->row_ids[i];
+	st = image_decode(rows[i], rows_len[i], limit, img, derr, sizeof(derr));
+	if (st == IMAGE_OK)
+		return 0;
+	log_debug("row %llu: %s: %s", (unsigned long long) run->row_ids[i],
+			  image_status_name(st), derr);
+	row_decode_error(r, i, st, derr, limit, run, worker_limit);
+	image_destroy(img);
+	return 1;
+}
+
+/*
  * Rows of FRAG_PREDICT / FRAG_CLASSIFY waiting for their model run: the
  * preprocessed inputs of rows that share one input shape, packed into one
  * N x 3 x h x w tensor (capacity grows by doubling up to the batch cap).
@@ -1230,29 +1266,16 @@ run_image_rows(const frag_plan *p, const Pginfer__RunFragment *run,
 				   *resized = NULL;
 		const image_rgb *src;
 		pending_batch *b = NULL;
-		image_status st;
-		char		derr[512] = "";
 		int			h,
 					w,
 					c;
 
-		if (stop != NULL && *stop)
-		{
-			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
-			snprintf(err, errlen, "the run was stopped between rows; %d of %d rows were not run",
-					 n_rows - i, n_rows);
+		c = start_image_row(run, rows, rows_len, i, n_rows, limit, worker_limit,
+							stop, r, &img, sqlstate, err, errlen);
+		if (c < 0)
 			goto done;
-		}
-		r->rows[i].row_id = run->row_ids[i];
-		st = image_decode(rows[i], rows_len[i], limit, &img, derr, sizeof(derr));
-		if (st != IMAGE_OK)
-		{
-			log_debug("row %llu: %s: %s", (unsigned long long) run->row_ids[i],
-					  image_status_name(st), derr);
-			row_decode_error(r, i, st, derr, limit, run, worker_limit);
-			image_destroy(&img);
+		if (c > 0)
 			continue;
-		}
 		h = p->in_h > 0 ? p->in_h : img->height;
 		w = p->in_w > 0 ? p->in_w : img->width;
 		if (h > FRAGMENT_MAX_INPUT_SIDE || w > FRAGMENT_MAX_INPUT_SIDE)
@@ -1500,27 +1523,14 @@ run_stage(model_cache *mc, const Pginfer__RunFragment *run,
 	for (int i = 0; i < n_rows; i++)
 	{
 		image_rgb  *img = NULL;
-		image_status st;
-		char		derr[512] = "";
 		int			rc;
 
-		if (stop != NULL && *stop)
-		{
-			*sqlstate = FRAGMENT_SQLSTATE_SHUTDOWN;
-			snprintf(err, errlen, "the run was stopped between rows; %d of %d rows were not run",
-					 n_rows - i, n_rows);
+		rc = start_image_row(run, rows, rows_len, i, n_rows, limit, worker_limit,
+							 stop, r, &img, sqlstate, err, errlen);
+		if (rc < 0)
 			goto fail;
-		}
-		r->rows[i].row_id = run->row_ids[i];
-		st = image_decode(rows[i], rows_len[i], limit, &img, derr, sizeof(derr));
-		if (st != IMAGE_OK)
-		{
-			log_debug("row %llu: %s: %s", (unsigned long long) run->row_ids[i],
-					  image_status_name(st), derr);
-			row_decode_error(r, i, st, derr, limit, run, worker_limit);
-			image_destroy(&img);
+		if (rc > 0)
 			continue;
-		}
 		if ((rc = run_ocr_row(&plan, img, r, i, sqlstate, err, errlen)) < 0)
 		{
 			image_destroy(&img);
