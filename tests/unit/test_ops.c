@@ -3271,6 +3271,61 @@ test_cast_bool(void)
 }
 
 /*
+ * Cast over more elements than one task takes (65536), on 1 and 3
+ * threads, with a short last task: int32 to float (a quantized model's
+ * rescale) and float to int8 (saturating, NaN to 0), every element against
+ * the plain conversion.
+ */
+static void
+test_cast_parallel(void)
+{
+	char		err[256];
+	int64_t		n = 3 * 65536 + 7;
+	int64_t		d[1] = {n};
+	ie_tensor  *I = ie_tensor_new(IE_INT32, 1, d),
+			   *F = ie_tensor_new(IE_FLOAT, 1, d);
+	ie_attr		tf[1] = {attr_int("to", IE_FLOAT)};
+	ie_attr		t8[1] = {attr_int("to", IE_INT8)};
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		((int32_t *) I->data)[i] = (int32_t) ((i * 2654435761u) ^ 0x5bd1e995u);
+		((float *) F->data)[i] = i % 1001 == 0 ? NAN : (float) ((i % 613) - 306) * 0.75f;
+	}
+	for (int threads = 1; threads <= 3; threads += 2)
+	{
+		const ie_tensor *ii[1] = {I},
+				   *fi[1] = {F};
+		ie_tensor  *o[1];
+		int64_t		bad = 0;
+
+		CHECK(run_op_threads("Cast", 13, 1, ii, 1, tf, 1, o, err, sizeof(err), threads) == 0 &&
+			  o[0]->dtype == IE_FLOAT && ie_tensor_numel(o[0]) == n,
+			  "cast int32 to float, %d threads: %s", threads, err);
+		for (int64_t i = 0; o[0] != NULL && i < n; i++)
+			bad += ((float *) o[0]->data)[i] != (float) ((int32_t *) I->data)[i];
+		CHECK(bad == 0, "cast int32 to float, %d threads: %lld values differ",
+			  threads, (long long) bad);
+		ie_tensor_destroy(&o[0]);
+		bad = 0;
+		CHECK(run_op_threads("Cast", 13, 1, fi, 1, t8, 1, o, err, sizeof(err), threads) == 0 &&
+			  o[0]->dtype == IE_INT8, "cast float to int8, %d threads: %s", threads, err);
+		for (int64_t i = 0; o[0] != NULL && i < n; i++)
+		{
+			float		v = ((float *) F->data)[i];
+			int8_t		want = isnan(v) ? 0 : v <= -128 ? -128 : v >= 127 ? 127 : (int8_t) v;
+
+			bad += ((int8_t *) o[0]->data)[i] != want;
+		}
+		CHECK(bad == 0, "cast float to int8, %d threads: %lld values differ",
+			  threads, (long long) bad);
+		ie_tensor_destroy(&o[0]);
+	}
+	ie_tensor_destroy(&I);
+	ie_tensor_destroy(&F);
+}
+
+/*
  * Mod's and Div's edges the node tests leave out: INT64_MIN mod -1 gives 0
  * (no trap), fmod 0 takes the divisor's sign and fmod 1 the dividend's, a
  * float Mod without fmod 1 is refused as the spec requires, and an integer
@@ -7669,6 +7724,7 @@ main(int argc, char **argv)
 	test_lppool();
 	test_softmax_masked();
 	test_cast_bool();
+	test_cast_parallel();
 	test_mod_edges();
 	test_pad_axes_wrap();
 	test_split_num_outputs();

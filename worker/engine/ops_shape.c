@@ -905,6 +905,44 @@ cast_check_attrs(ie_node_ctx *ctx)
 	return 0;
 }
 
+/* Elements of one task of a parallel convert (64 K: 256 kB of floats). */
+#define CAST_CHUNK ((int64_t) 1 << 16)
+
+/* A convert split into tasks of CAST_CHUNK elements (convert_task). */
+typedef struct
+{
+	const char *src;
+	ie_dtype	from;
+	char	   *dst;
+	ie_dtype	to;
+	int64_t		n;
+} convert_job;
+
+static void
+convert_task(void *arg, int64_t task, int worker)
+{
+	const convert_job *j = arg;
+	int64_t		off = task * CAST_CHUNK;
+	int64_t		len = j->n - off < CAST_CHUNK ? j->n - off : CAST_CHUNK;
+
+	(void) worker;
+	convert(j->src + (size_t) off * ie_dtype_size(j->from), j->from,
+			j->dst + (size_t) off * ie_dtype_size(j->to), j->to, len);
+}
+
+/*
+ * convert over the node's threads, in tasks of CAST_CHUNK elements (each
+ * element is converted alone, so the result does not depend on the split).
+ */
+static void
+convert_parallel(ie_node_ctx *ctx, const void *src, ie_dtype from, void *dst,
+				 ie_dtype to, int64_t n)
+{
+	convert_job j = {.src = src, .from = from, .dst = dst, .to = to, .n = n};
+
+	ie_parallel_for(ctx->n_threads, (n + CAST_CHUNK - 1) / CAST_CHUNK, convert_task, &j);
+}
+
 /*
  * Writes x converted to element type `to` (cast_type_ok or float16) into a
  * new output 0 of x's shape: to bool is x != 0, float to integer truncates
@@ -920,7 +958,8 @@ cast_to(ie_node_ctx *ctx, const ie_tensor *x, ie_dtype to)
 
 	if (!cast_type_ok(x->dtype) && x->dtype != IE_FLOAT16)
 		return ie_op_error(ctx, "cast from %s is not supported", ie_dtype_name(x->dtype));
-	if ((o = new_output(ctx, to, x->ndim, x->dims)) == NULL)
+	/* every path below writes every element */
+	if ((o = new_output_as(ctx, to, x->ndim, x->dims, true)) == NULL)
 		return -1;
 	n = ie_tensor_numel(x);
 	if (x->dtype == to)
@@ -947,7 +986,7 @@ cast_to(ie_node_ctx *ctx, const ie_tensor *x, ie_dtype to)
 		ie_tensor_destroy(&tmp);
 		return 0;
 	}
-	convert(x->data, x->dtype, o->data, to, n);
+	convert_parallel(ctx, x->data, x->dtype, o->data, to, n);
 	return 0;
 }
 
