@@ -105,6 +105,8 @@
 
 #include <signal.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "access/xact.h"
@@ -1433,8 +1435,38 @@ client_connect_again(InferSocket *s, const InferWorker *worker)
 }
 
 /*
+ * For an ipc:// endpoint, what its socket file says about a connection
+ * that was not made, appended to detail: it is missing (the worker does
+ * not listen there, or listens in its own /tmp: systemd's PrivateTmp=yes),
+ * it is not a socket, or this server's operating-system user may not open
+ * it (connect(2) needs write permission on the file, and ZeroMQ creates it
+ * with the worker's umask).  detail itself otherwise.
+ */
+static const char *
+client_ipc_detail(const char *endpoint, const char *detail)
+{
+	const char *path;
+	struct stat st;
+
+	if (strncmp(endpoint, "ipc://", 6) != 0)
+		return detail;
+	path = endpoint + 6;
+	if (stat(path, &st) != 0)
+		return psprintf("%s The socket file %s cannot be found by this server (%s): the worker is not listening there, or it runs with a /tmp of its own (systemd's PrivateTmp=yes).",
+						detail, path, strerror(errno));
+	if (!S_ISSOCK(st.st_mode))
+		return psprintf("%s %s is not a socket.", detail, path);
+	if (access(path, R_OK | W_OK) != 0)
+		return psprintf("%s The socket file %s exists, but this server's operating-system user (user id %u) may not open it (%s): ZeroMQ creates it with the worker's umask; give that user write access to it (a group shared with the worker and a umask of 0007 for the worker), or use a tcp:// endpoint on 127.0.0.1.",
+						detail, path, (unsigned) geteuid(), strerror(errno));
+	return detail;
+}
+
+/*
  * Raises 08006 for worker (its socket s): no connection could be made,
- * detail says why, and what s's ZeroMQ handshakes showed if they failed.
+ * detail says why, and what s's ZeroMQ handshakes showed if they failed
+ * (or, for an ipc:// endpoint, what its socket file showed:
+ * client_ipc_detail).
  */
 static void client_raise_no_connection(InferSocket *s, const InferWorker *worker,
 									   const char *detail) pg_attribute_noreturn();
@@ -1458,6 +1490,8 @@ client_raise_no_connection(InferSocket *s, const InferWorker *worker, const char
 	else if (failed > 0)
 		detail = psprintf("%s Connections were made, but what listens there did not complete the worker's ZeroMQ handshake (failed handshakes: %llu): check that this is the worker's --listen address, not its --state-listen or --metrics-listen port nor another server's, and that the worker is not hung.",
 						  detail, (unsigned long long) failed);
+	else
+		detail = client_ipc_detail(worker->endpoint, detail);
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("could not connect to inference worker \"%s\" at %s",

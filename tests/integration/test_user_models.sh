@@ -520,6 +520,29 @@ q -c "SELECT infer.drop_worker('notaworker')" >/dev/null
 check "(o) a worker registered at PostgreSQL's own port: 08006, the detail says no worker protocol answers there" "$out" \
 	'ERROR:  08006: could not connect to inference worker "notaworker"' \
 	"DETAIL:  .* Connections were made, but what listens there did not complete the worker's ZeroMQ handshake \\(failed handshakes: [1-9][0-9]*\\): check that this is the worker's --listen address"
+# a worker at an ipc:// socket this server's operating-system user may not
+# open (mode 000: refused to any user but root, and the server never runs
+# as root), then one registered at a socket file that does not exist:
+# 08006 whose detail says which
+"$WORKER" --listen "ipc://$tmp/wipc.sock" --model-dir "$MODELS" 2>"$tmp/wipc.log" &
+ipc_pid=$!
+pids+=("$ipc_pid")
+for _ in $(seq 100); do [ -S "$tmp/wipc.sock" ] && break; sleep 0.05; done
+chmod 000 "$tmp/wipc.sock"
+out=$(q -v VERBOSITY=verbose -c "SELECT infer.add_worker('wipc', 'ipc://$tmp/wipc.sock')" \
+	-c "SET infer.timeout = 2000" -c "SELECT infer.load_model('mlp', 'wipc')" 2>&1)
+q -c "SELECT infer.drop_worker('wipc')" >/dev/null
+kill "$ipc_pid" 2>/dev/null
+wait "$ipc_pid" 2>/dev/null
+check "(o) a worker at an ipc:// socket the server's user may not open: 08006, the detail says so" "$out" \
+	'ERROR:  08006: could not connect to inference worker "wipc"' \
+	"DETAIL:  .* The socket file .*/wipc\\.sock exists, but this server's operating-system user \\(user id [0-9]+\\) may not open it \\(Permission denied\\)"
+out=$(q -v VERBOSITY=verbose -c "SELECT infer.add_worker('wipc2', 'ipc://$tmp/nothing.sock')" \
+	-c "SET infer.timeout = 2000" -c "SELECT infer.load_model('mlp', 'wipc2')" 2>&1)
+q -c "SELECT infer.drop_worker('wipc2')" >/dev/null
+check "(o) a worker at an ipc:// socket file that does not exist: 08006, the detail says so" "$out" \
+	'ERROR:  08006: could not connect to inference worker "wipc2"' \
+	"DETAIL:  .* The socket file .*/nothing\\.sock cannot be found by this server \\(No such file or directory\\)"
 mkdir -p "$tmp/closed_models"
 chmod 000 "$tmp/closed_models"
 out=$(timeout 20 ${testenv_as_pg[@]+"${testenv_as_pg[@]}"} "$WORKER" \
