@@ -1436,14 +1436,16 @@ client_connect_again(InferSocket *s, const InferWorker *worker)
 
 /*
  * For an ipc:// endpoint, what its socket file says about a connection
- * that was not made, appended to detail: it is missing (the worker does
- * not listen there, or listens in its own /tmp: systemd's PrivateTmp=yes),
- * it is not a socket, or this server's operating-system user may not open
- * it (connect(2) needs write permission on the file, and ZeroMQ creates it
- * with the worker's umask).  detail itself otherwise.
+ * that was not made, appended to detail (a new string in the current
+ * memory context): it is missing (the worker does not listen there, or
+ * listens in its own /tmp: systemd's PrivateTmp=yes), it is not a socket,
+ * or this server's operating-system user may not open it (connect(2) needs
+ * write permission on the file, and ZeroMQ creates it with the worker's
+ * umask).  detail itself otherwise, and for other endpoints.  Used by
+ * backends' 08006 errors and the pool monitor's "is down" log line.
  */
-static const char *
-client_ipc_detail(const char *endpoint, const char *detail)
+const char *
+InferClientIpcDetail(const char *endpoint, const char *detail)
 {
 	const char *path;
 	struct stat st;
@@ -1466,7 +1468,7 @@ client_ipc_detail(const char *endpoint, const char *detail)
  * Raises 08006 for worker (its socket s): no connection could be made,
  * detail says why, and what s's ZeroMQ handshakes showed if they failed
  * (or, for an ipc:// endpoint, what its socket file showed:
- * client_ipc_detail).
+ * InferClientIpcDetail).
  */
 static void client_raise_no_connection(InferSocket *s, const InferWorker *worker,
 									   const char *detail) pg_attribute_noreturn();
@@ -1491,7 +1493,7 @@ client_raise_no_connection(InferSocket *s, const InferWorker *worker, const char
 		detail = psprintf("%s Connections were made, but what listens there did not complete the worker's ZeroMQ handshake (failed handshakes: %llu): check that this is the worker's --listen address, not its --state-listen or --metrics-listen port nor another server's, and that the worker is not hung.",
 						  detail, (unsigned long long) failed);
 	else
-		detail = client_ipc_detail(worker->endpoint, detail);
+		detail = InferClientIpcDetail(worker->endpoint, detail);
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("could not connect to inference worker \"%s\" at %s",

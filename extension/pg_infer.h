@@ -138,6 +138,7 @@ extern InferReply *InferClientModelRequest(const InferWorker *worker,
 extern void InferClientForget(InferRequest *req);
 extern void InferClientForgetLost(InferRequest *req);
 extern bool InferClientUnsent(const InferRequest *req);
+extern const char *InferClientIpcDetail(const char *endpoint, const char *detail);
 extern bool InferClientLostNow(InferRequest *req);
 extern InferReply *InferClientWaitOrLost(InferRequest *req, ErrorData **lost);
 extern void InferClientRaiseLost(ErrorData *lost, int nrows, int sends);

@@ -1500,8 +1500,9 @@ monitor_log_status(int i, MonSlot *s, TimestampTz now)
 		if (folds == 0 && registered == 0)
 			why = pstrdup("A backend lost its connection to it before it had answered the pool.");
 		else if (folds == 0)
-			why = psprintf("It has not answered since the pool took it in, %ld ms ago.",
-						   (long) TimestampDifferenceMilliseconds(registered, now));
+			why = (char *) InferClientIpcDetail(endpoint,
+												psprintf("It has not answered since the pool took it in, %ld ms ago.",
+														 (long) TimestampDifferenceMilliseconds(registered, now)));
 		else if (heartbeat == 0)
 			why = pstrdup("A backend lost its connection to it, or it answered that it is shutting down.");
 		else

@@ -531,12 +531,19 @@ for _ in $(seq 100); do [ -S "$tmp/wipc.sock" ] && break; sleep 0.05; done
 chmod 000 "$tmp/wipc.sock"
 out=$(q -v VERBOSITY=verbose -c "SELECT infer.add_worker('wipc', 'ipc://$tmp/wipc.sock')" \
 	-c "SET infer.timeout = 2000" -c "SELECT infer.load_model('mlp', 'wipc')" 2>&1)
+for _ in $(seq 100); do
+	grep -q 'inference worker "wipc" at ipc://.* is down' "$tmp/pg/postgres.log" && break
+	sleep 0.05
+done
+down=$(grep -A2 'inference worker "wipc" at ipc://.* is down' "$tmp/pg/postgres.log")
 q -c "SELECT infer.drop_worker('wipc')" >/dev/null
 kill "$ipc_pid" 2>/dev/null
 wait "$ipc_pid" 2>/dev/null
 check "(o) a worker at an ipc:// socket the server's user may not open: 08006, the detail says so" "$out" \
 	'ERROR:  08006: could not connect to inference worker "wipc"' \
 	"DETAIL:  .* The socket file .*/wipc\\.sock exists, but this server's operating-system user \\(user id [0-9]+\\) may not open it \\(Permission denied\\)"
+check "(o) ... and the pool monitor's line for it going down says so too" "$down" \
+	"DETAIL:  It has not answered since the pool took it in, [0-9]+ ms ago\\. The socket file .*/wipc\\.sock exists, but this server's operating-system user"
 out=$(q -v VERBOSITY=verbose -c "SELECT infer.add_worker('wipc2', 'ipc://$tmp/nothing.sock')" \
 	-c "SET infer.timeout = 2000" -c "SELECT infer.load_model('mlp', 'wipc2')" 2>&1)
 q -c "SELECT infer.drop_worker('wipc2')" >/dev/null
