@@ -512,10 +512,15 @@ check "(o) ... w4 registered again as tcp://localhost: the server's log says the
 	"$(grep -A3 'inference workers "w4c" at tcp://localhost:[0-9]* and "w4" at tcp://127\.0\.0\.1:[0-9]* are one process' "$tmp/pg/postgres.log")" \
 	'are one process, [^ ]+:'"$PID_w4"'$' 'HINT:  Keep one of them: infer\.drop_worker'
 q -c "SELECT infer.drop_worker('w4')" -c "SELECT infer.drop_worker('w4c')" >/dev/null
+# load_at NAME ENDPOINT TIMEOUT_MS: registers NAME at ENDPOINT and loads
+# mlp there under infer.timeout TIMEOUT_MS; prints what psql said (verbose)
+load_at() {
+	q -v VERBOSITY=verbose -c "SELECT infer.add_worker('$1', '$2')" \
+		-c "SET infer.timeout = $3" -c "SELECT infer.load_model('mlp', '$1')" 2>&1
+}
 # a worker registered at an address where something else listens (this
 # PostgreSQL): 08006 saying the handshake failed and what to give
-out=$(q -v VERBOSITY=verbose -c "SELECT infer.add_worker('notaworker', 'tcp://127.0.0.1:$PGPORT')" \
-	-c "SET infer.timeout = 3000" -c "SELECT infer.load_model('mlp', 'notaworker')" 2>&1)
+out=$(load_at notaworker "tcp://127.0.0.1:$PGPORT" 3000)
 q -c "SELECT infer.drop_worker('notaworker')" >/dev/null
 check "(o) a worker registered at PostgreSQL's own port: 08006, the detail says no worker protocol answers there" "$out" \
 	'ERROR:  08006: could not connect to inference worker "notaworker"' \
@@ -529,8 +534,7 @@ ipc_pid=$!
 pids+=("$ipc_pid")
 for _ in $(seq 100); do [ -S "$tmp/wipc.sock" ] && break; sleep 0.05; done
 chmod 000 "$tmp/wipc.sock"
-out=$(q -v VERBOSITY=verbose -c "SELECT infer.add_worker('wipc', 'ipc://$tmp/wipc.sock')" \
-	-c "SET infer.timeout = 2000" -c "SELECT infer.load_model('mlp', 'wipc')" 2>&1)
+out=$(load_at wipc "ipc://$tmp/wipc.sock" 2000)
 for _ in $(seq 100); do
 	grep -q 'inference worker "wipc" at ipc://.* is down' "$tmp/pg/postgres.log" && break
 	sleep 0.05
@@ -544,8 +548,7 @@ check "(o) a worker at an ipc:// socket the server's user may not open: 08006, t
 	"DETAIL:  .* The socket file .*/wipc\\.sock exists, but this server's operating-system user \\(user id [0-9]+\\) may not open it \\(Permission denied\\)"
 check "(o) ... and the pool monitor's line for it going down says so too" "$down" \
 	"DETAIL:  It has not answered since the pool took it in, [0-9]+ ms ago\\. The socket file .*/wipc\\.sock exists, but this server's operating-system user"
-out=$(q -v VERBOSITY=verbose -c "SELECT infer.add_worker('wipc2', 'ipc://$tmp/nothing.sock')" \
-	-c "SET infer.timeout = 2000" -c "SELECT infer.load_model('mlp', 'wipc2')" 2>&1)
+out=$(load_at wipc2 "ipc://$tmp/nothing.sock" 2000)
 q -c "SELECT infer.drop_worker('wipc2')" >/dev/null
 check "(o) a worker at an ipc:// socket file that does not exist: 08006, the detail says so" "$out" \
 	'ERROR:  08006: could not connect to inference worker "wipc2"' \
