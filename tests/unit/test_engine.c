@@ -23,6 +23,7 @@
 #include "worker/engine/gemm_direct.h"
 #include "worker/engine/model_int.h"
 #include "worker/engine/pool.h"
+#include "worker/engine/qgemm_vnni.h"
 
 /* ---- a tiny arena for the protobuf structs a test model is built from ---- */
 
@@ -3073,6 +3074,268 @@ out:
 	}
 }
 
+/* ---- MatMulInteger's Cast, scale and bias fused (fusion.h) ---- */
+
+/* How a test_qmatmul_fusion case scales the product. */
+typedef enum qf_scale
+{
+	QF_SCALAR,					/* B's scale one value: A's times it, one */
+	QF_COLUMN,					/* one per column of B: [N] */
+	QF_ROW,						/* [M, 1]: one per row, fits no epilogue */
+	QF_WIDE						/* [1, 1, 1] on a 2-D product: widens it */
+} qf_scale;
+
+/* One case of test_qmatmul_fusion. */
+typedef struct qf_case
+{
+	const char *what;
+	int			a_rank;			/* 2: A [M, K]; 3: A [2, M, K] */
+	int64_t		M,
+				K,
+				N;
+	qf_scale	scale;
+	bool		bias;			/* Add(bias [N], scaled) after the Mul */
+	bool		gelu;			/* then BERT's GELU: Div, Erf, Add, Mul, Mul */
+	bool		late_scale;		/* the scales' Mul after the MatMulInteger */
+	bool		big;			/* X in [0.5, 1), W in [100, 127]: sums past 2^24 */
+	int			extra_out;		/* 1: the Cast's output, 2: the MatMulInteger's,
+								 * a graph output too */
+	int			want_nodes;		/* nodes of the fused plan */
+	int			want_steps;		/* nodes fused into the MatMulInteger */
+} qf_case;
+
+/*
+ * Loads case c's graph, opset 13, as ONNX Runtime's quantize_dynamic
+ * writes a MatMul: (Xq, Xs, Xz) = DynamicQuantizeLinear(X); S = Xs * SB;
+ * P = MatMulInteger(Xq, W, Xz, WZ) (W int8 [K, N], WZ int8, one value or
+ * per column); C = Cast(P, float); Q = C * S; then R = BI + Q and the GELU
+ * chain as c asks, its last value Y the output.  fuse selects IE_FUSION.
+ * The constants are pseudo-random, seeded by K.  NULL with err set on
+ * failure.
+ */
+static ie_model *
+load_qf_case(const qf_case *c, bool fuse, char *err, size_t errlen)
+{
+	graph_spec	g = {0};
+	int64_t		xd[3],
+				yd[3],
+				wd[2] = {c->K, c->N},
+				nd[1] = {c->N},
+				rowd[2] = {c->M, 1},
+				wide[3] = {1, 1, 1},
+				one[1] = {1};
+	int			xr = c->a_rank,
+				yr = c->scale == QF_WIDE ? 3 : c->a_rank;
+	int64_t		nsb = c->scale == QF_COLUMN ? c->N : c->scale == QF_ROW ? c->M : 1;
+	int8_t	   *w = malloc(c->K * c->N),
+				wz[c->N];
+	float		sb[nsb],
+				bias[c->N],
+				k_sqrt2 = 1.41421354f,
+				k_one = 1.0f,
+				k_half = 0.5f;
+	unsigned	seed = 99 + (unsigned) c->K;
+	ie_model   *m;
+
+	if (w == NULL)
+		return NULL;
+	for (int64_t i = 0; i < c->K * c->N; i++)
+		w[i] = c->big ? (int8_t) (100 + (int) ((frand(&seed) + 1.0f) * 13.5f)) :
+			(int8_t) (int) (frand(&seed) * 127.5f);
+	for (int64_t i = 0; i < c->N; i++)
+		wz[i] = c->big ? 0 : (int8_t) (int) (frand(&seed) * 4.0f);
+	for (int64_t i = 0; i < nsb; i++)
+		sb[i] = 0.004f + 0.003f * frand(&seed);
+	for (int64_t i = 0; i < c->N; i++)
+		bias[i] = frand(&seed);
+	if (xr == 3)
+	{
+		xd[0] = yd[0] = 2;
+		xd[1] = yd[1] = c->M;
+		xd[2] = c->K;
+		yd[2] = c->N;
+	}
+	else
+	{
+		xd[0] = c->M;
+		xd[1] = c->K;
+		yd[yr - 2] = c->M;
+		yd[yr - 1] = c->N;
+		if (yr == 3)
+			yd[0] = 1;
+	}
+
+	g.opset = 13;
+	g.nodes[g.n_nodes++] = node("DynamicQuantizeLinear", "dql", "X", "Xq,Xs,Xz");
+	if (!c->late_scale)
+		g.nodes[g.n_nodes++] = node("Mul", "scales", "Xs,SB", "S");
+	g.nodes[g.n_nodes++] = node("MatMulInteger", "mmi", "Xq,W,Xz,WZ", "P");
+	attr_int(g.nodes[g.n_nodes++] = node("Cast", "cast", "P", "C"), "to", IE_FLOAT);
+	if (c->late_scale)
+		g.nodes[g.n_nodes++] = node("Mul", "scales", "Xs,SB", "S");
+	g.nodes[g.n_nodes++] = node("Mul", "scale", "C,S", "Q");
+	if (c->bias)
+		g.nodes[g.n_nodes++] = node("Add", "bias", "BI,Q", "R");
+	if (c->gelu)
+	{
+		g.nodes[g.n_nodes++] = node("Div", "g1", "R,KR", "G1");
+		g.nodes[g.n_nodes++] = node("Erf", "g2", "G1", "G2");
+		g.nodes[g.n_nodes++] = node("Add", "g3", "G2,K1", "G3");
+		g.nodes[g.n_nodes++] = node("Mul", "g4", "R,G3", "G4");
+		g.nodes[g.n_nodes++] = node("Mul", "g5", "G4,KH", "G5");
+	}
+	/* the last node's output (Q, R or G5) is the graph's: name it Y */
+	g.nodes[g.n_nodes - 1]->output[0] = str("Y");
+	g.inits[g.n_inits++] = tensor_raw("W", IE_INT8, 2, wd, w, (int) (c->K * c->N));
+	g.inits[g.n_inits++] = c->scale == QF_COLUMN ?
+		tensor_raw("WZ", IE_INT8, 1, nd, wz, (int) c->N) :
+		tensor_raw("WZ", IE_INT8, 0, NULL, wz, 1);
+	g.inits[g.n_inits++] =
+		c->scale == QF_COLUMN ? init_f("SB", 1, nd, sb, (int) nsb) :
+		c->scale == QF_ROW ? init_f("SB", 2, rowd, sb, (int) nsb) :
+		c->scale == QF_WIDE ? init_f("SB", 3, wide, sb, 1) : init_f("SB", 0, one, sb, 1);
+	g.inits[g.n_inits++] = init_f("BI", 1, nd, bias, (int) c->N);
+	g.inits[g.n_inits++] = init_f("KR", 0, one, &k_sqrt2, 1);
+	g.inits[g.n_inits++] = init_f("K1", 0, one, &k_one, 1);
+	g.inits[g.n_inits++] = init_f("KH", 0, one, &k_half, 1);
+	g.inputs[g.n_inputs++] = value_info("X", IE_FLOAT, xr, xd);
+	g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, yr, yd);
+	if (c->extra_out == 1)
+		g.outputs[g.n_outputs++] = value_info("C", IE_FLOAT, xr, yd);
+	else if (c->extra_out == 2)
+		g.outputs[g.n_outputs++] = value_info("P", IE_INT32, xr, yd);
+	setenv("IE_FUSION", fuse ? "1" : "0", 1);
+	m = load(&g, err, errlen);
+	unsetenv("IE_FUSION");
+	arena_reset();
+	free(w);
+	return m;
+}
+
+/* X of case c (seeded by its K), values in [-2, 2), or [0.5, 1) for big. */
+static ie_tensor *
+qf_input(const qf_case *c)
+{
+	int64_t		xd[3] = {2, c->M, c->K};
+	ie_tensor  *x = c->a_rank == 3 ? ie_tensor_new(IE_FLOAT, 3, xd) :
+		ie_tensor_new(IE_FLOAT, 2, xd + 1);
+	unsigned	seed = 5 + (unsigned) c->K;
+
+	for (int64_t i = 0; x != NULL && i < ie_tensor_numel(x); i++)
+		((float *) x->data)[i] = c->big ? 0.75f + 0.25f * frand(&seed) : 2.0f * frand(&seed);
+	return x;
+}
+
+/* Whether outputs a[0..n) and b[0..n) have the same shapes, types and bytes. */
+static bool
+same_outputs(ie_tensor *const *a, ie_tensor *const *b, int n)
+{
+	for (int j = 0; j < n; j++)
+		if (a[j] == NULL || b[j] == NULL || a[j]->dtype != b[j]->dtype ||
+			a[j]->ndim != b[j]->ndim || a[j]->nbytes != b[j]->nbytes ||
+			memcmp(a[j]->dims, b[j]->dims, a[j]->ndim * sizeof(int64_t)) != 0 ||
+			memcmp(a[j]->data, b[j]->data, a[j]->nbytes) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * MatMulInteger -> Cast -> Mul (-> Add -> GELU) as ONNX Runtime's
+ * quantize_dynamic writes it fuses into the MatMulInteger, whose outputs
+ * are then bit for bit the unfused graph's: A 2-D and 3-D, B's scale one
+ * value or one per column, with and without the bias and GELU, K not a
+ * multiple of 4 and N not of 64, sums past 2^24 (where float's rounding of
+ * the int32 sum shows), the scales' Mul after the MatMulInteger (the node
+ * moves to it), on the VNNI kernel and the sgemm path, at 1 and 3
+ * threads.  A scale of [M, 1] or [1, 1, 1] fuses at load and takes the
+ * operator's path at the run; a Cast output or an int32 output that is
+ * also a graph output stops the chain before the Mul or fuses nothing.
+ */
+static void
+test_qmatmul_fusion(void)
+{
+	/* what, A's rank, M, K, N, scale, bias, gelu, late_scale, big,
+	 * extra_out, want_nodes, want_steps */
+	static const qf_case cases[] = {
+		{"2-D A, scalar scale, bias",
+		2, 300, 203, 130, QF_SCALAR, true, false, false, false, 0, 3, 3},
+		{"3-D A, per-column scale",
+		3, 150, 203, 130, QF_COLUMN, false, false, false, false, 0, 3, 2},
+		{"3-D A, K 5, N 3, bias, GELU",
+		3, 7, 5, 3, QF_SCALAR, true, true, false, false, 0, 3, 8},
+		{"2-D A, per-column scale, bias, GELU, scales' Mul late",
+		2, 97, 67, 200, QF_COLUMN, true, true, true, false, 0, 3, 8},
+		{"2-D A, K 2001, sums past 2^24, bias",
+		2, 20, 2001, 70, QF_SCALAR, true, false, false, true, 0, 3, 3},
+		{"3-D A, scale [M, 1] (operator's path), bias, GELU",
+		3, 40, 33, 70, QF_ROW, true, true, false, false, 0, 3, 8},
+		{"2-D A, scale [1, 1, 1] widens (operator's path), bias",
+		2, 50, 21, 70, QF_WIDE, true, false, false, false, 0, 3, 3},
+		{"Cast output a graph output: only the Cast fuses",
+		2, 300, 203, 130, QF_SCALAR, true, false, false, false, 1, 5, 1},
+		{"MatMulInteger output a graph output: nothing fuses",
+		2, 300, 203, 130, QF_SCALAR, true, false, false, false, 2, 6, 0},
+	};
+	char		err[512];
+
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
+	{
+		const qf_case *c = &cases[ci];
+		int			n_out = c->extra_out ? 2 : 1;
+		ie_model   *fused = load_qf_case(c, true, err, sizeof(err)),
+				   *plain = NULL;
+		ie_tensor  *x = qf_input(c),
+				   *want[2] = {NULL, NULL};
+		int			steps = 0;
+
+		CHECK(fused != NULL, "%s: load fused: %s", c->what, err);
+		if (fused != NULL)
+			plain = load_qf_case(c, false, err, sizeof(err));
+		CHECK(plain != NULL, "%s: load unfused: %s", c->what, err);
+		if (fused == NULL || plain == NULL || x == NULL)
+			goto next;
+		for (int k = 0; k < fused->n_nodes; k++)
+			if (strcmp(fused->nodes[k].op_type, "MatMulInteger") == 0)
+				steps = ie_epilogue_n_steps(fused->nodes[k].epilogue);
+		CHECK(fused->n_nodes == c->want_nodes && steps == c->want_steps,
+			  "%s: fused plan has %d nodes, %d fused into the MatMulInteger (want %d, %d)",
+			  c->what, fused->n_nodes, steps, c->want_nodes, c->want_steps);
+		ie_set_threads(1);
+		CHECK(ie_model_run(plain, (const ie_tensor *const *) &x, want, err, sizeof(err)) == 0,
+			  "%s: run unfused: %s", c->what, err);
+		for (int vnni = 1; vnni >= 0; vnni--)
+			for (int t = 1; t <= 3; t += 2)
+			{
+				ie_tensor  *got[2] = {NULL, NULL},
+						   *ref[2] = {NULL, NULL};
+
+				ie_qv_force(vnni);
+				ie_set_threads(t);
+				CHECK(ie_model_run(fused, (const ie_tensor *const *) &x, got, err,
+								   sizeof(err)) == 0 &&
+					  ie_model_run(plain, (const ie_tensor *const *) &x, ref, err,
+								   sizeof(err)) == 0,
+					  "%s: run: %s", c->what, err);
+				CHECK(same_outputs(got, want, n_out) && same_outputs(ref, want, n_out),
+					  "%s: %s, %d threads: fused outputs differ from the unfused graph's",
+					  c->what, vnni && ie_qv_available() ? "VNNI" : "sgemm", t);
+				for (int j = 0; j < 2; j++)
+				{
+					ie_tensor_destroy(&got[j]);
+					ie_tensor_destroy(&ref[j]);
+				}
+			}
+		ie_qv_force(-1);
+		ie_set_threads(1);
+next:
+		for (int j = 0; j < 2; j++)
+			ie_tensor_destroy(&want[j]);
+		ie_tensor_destroy(&x);
+		ie_model_destroy(&fused);
+		ie_model_destroy(&plain);
+	}
+}
+
 /* ---- batch invariance of a text model ---- */
 
 #define MINI_PATH "build/models/minilm/model.onnx"
@@ -3321,6 +3584,7 @@ main(void)
 	test_scratch_resize_antialias();
 	test_matmul_fusion();
 	test_matmul_double_relu();
+	test_qmatmul_fusion();
 	test_text_batch_invariance();
 	test_cuda_empty_download();
 	return tu_report("test_engine");

@@ -1,7 +1,8 @@
 /*
  * fusion.c
- *	  Load-time fusion of element-wise chains into Conv and MatMul
- *	  epilogues; see fusion.h for what is fused and how results compare.
+ *	  Load-time fusion of element-wise chains into Conv, MatMul and
+ *	  MatMulInteger epilogues; see fusion.h for what is fused and how
+ *	  results compare.
  *
  * The epilogue is a straight-line program over registers: register 0 holds
  * the node's output, each fused node writes a new register, and the last
@@ -11,6 +12,15 @@
  * of EP_BLOCK values so the registers stay in L1.  After building, runs of
  * steps that a single loop can do with the same arithmetic are merged
  * (merge_steps, merge_chain), so most epilogues are one pass.
+ *
+ * A MatMulInteger's epilogue (ep->from_i32) starts from its int32 sums:
+ * register 0 holds int32, read only by the first step, the Cast to float,
+ * which merges with the Mul by the scale that follows into one step
+ * (EP_I2F_MUL).  That scale is a constant or, as ONNX Runtime's
+ * quantize_dynamic writes it (A's scale, computed by DynamicQuantizeLinear,
+ * times B's), a value computed at run time: the fused node gets it as an
+ * extra input (ie_epilogue_runtime_input) and passes its values to each
+ * apply.
  *
  * Threading: ie_fuse_plan runs once, at load; the epilogues it makes are
  * read-only afterwards.
@@ -30,6 +40,13 @@
 #define EP_WINDOW 64
 /* Values processed per pass over the program. */
 #define EP_BLOCK 128
+/* The input a fused MatMulInteger reads its run-time scale from: after
+ * A, B, a_zero_point and b_zero_point (MatMulInteger-10's four). */
+#define EP_RT_INPUT 4
+
+/* An int32 that may alias a float (register 0 of a MatMulInteger's
+ * epilogue holds the int32 sums in the buffer the floats replace). */
+typedef int32_t ep_i32 __attribute__((may_alias));
 
 typedef enum ep_op
 {
@@ -44,8 +61,10 @@ typedef enum ep_op
 	EP_ERF,						/* erf through vmath.h, as the Erf operator */
 	EP_GELU,					/* Gelu's erf form through vmath.h, as the operator */
 	EP_AFFINE,					/* y = a * ca[c] + cb[c] (BatchNormalization) */
+	EP_I2F,						/* y = (float) a, a int32 (Cast to float) */
 	/* merged runs of the above (merge_steps), same arithmetic in one pass */
 	EP_MULADD,					/* y = a * b + e (b, e constants) */
+	EP_I2F_MUL,					/* y = (float) a * b, a int32: Cast, then Mul */
 	EP_HARDSWISH,				/* y = a * clip(a + k, p0, p1) / q */
 	EP_CHAIN					/* pre-affine, activation, post-affine in one
 								 * pass (merge_chain) */
@@ -60,13 +79,24 @@ typedef enum ep_act
 	ACT_CLIP
 } ep_act;
 
-/* One operand: a register, or a constant (per channel or scalar). */
+/*
+ * One operand: a register, a constant (per channel or scalar), or the
+ * fused node's run-time operand (rt: its values come with each apply).
+ */
 typedef struct ep_arg
 {
 	int			reg;			/* >= 0: a register; -1: the constant */
 	const float *c;				/* constant values (owned by the epilogue) */
 	int			per_channel;	/* c has one value per channel, else one */
+	bool		rt;				/* the run-time operand (ep_rt), not c */
 } ep_arg;
+
+/* The run-time operand's values for one apply: one, or one per column. */
+typedef struct ep_rt
+{
+	const float *v;
+	bool		per_col;
+} ep_rt;
 
 typedef struct ep_step
 {
@@ -101,6 +131,9 @@ struct ie_epilogue
 	int64_t		channels;
 	int			n_consts;
 	float	   *consts[2 * EP_MAX_STEPS];	/* owned */
+	bool		from_i32;		/* register 0 holds int32 (MatMulInteger) */
+	int			rt_value;		/* at load: the run-time operand's value, or -1 */
+	int			rt_input;		/* the fused node's input holding it, or -1 */
 };
 
 /* The operand's value for channel c (a constant). */
@@ -122,17 +155,38 @@ arg_const(const ep_arg *a, int64_t c)
  * per-channel constant is a vector along the row.
  */
 static inline __attribute__((always_inline)) void
-ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool bycol)
+ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool bycol,
+			const ep_rt *rt)
 {
 	/* d may be an operand's storage (the last step writes y in place):
 	 * element i is read before it is written, so that is safe */
 	float	   *d = regs[st->dst];
-	const float *ra = st->a.reg >= 0 ? regs[st->a.reg] : NULL;
-	const float *rb = st->b.reg >= 0 ? regs[st->b.reg] : NULL;
-	const float *va = !ra && bycol && st->a.per_channel ? st->a.c + c : NULL;
-	const float *vb = !rb && bycol && st->b.c && st->b.per_channel ? st->b.c + c : NULL;
-	float		ka = ra || va ? 0.0f : arg_const(&st->a, c);
-	float		kb = rb || vb || !st->b.c ? 0.0f : arg_const(&st->b, c);
+	ep_arg		a = st->a,
+				b = st->b;
+	const float *ra,
+			   *rb,
+			   *va,
+			   *vb;
+	float		ka,
+				kb;
+
+	/* the run-time operand reads as a constant of this apply */
+	if (a.rt)
+	{
+		a.c = rt->v;
+		a.per_channel = rt->per_col;
+	}
+	if (b.rt)
+	{
+		b.c = rt->v;
+		b.per_channel = rt->per_col;
+	}
+	ra = a.reg >= 0 ? regs[a.reg] : NULL;
+	rb = b.reg >= 0 ? regs[b.reg] : NULL;
+	va = !ra && bycol && a.per_channel ? a.c + c : NULL;
+	vb = !rb && bycol && b.c && b.per_channel ? b.c + c : NULL;
+	ka = ra || va ? 0.0f : arg_const(&a, c);
+	kb = rb || vb || !b.c ? 0.0f : arg_const(&b, c);
 
 	switch (st->op)
 	{
@@ -208,8 +262,31 @@ ep_step_run(const ep_step *st, float *const *regs, int64_t c, int len, bool byco
 					d[i] = ra[i] * a + b;
 				break;
 			}
+		case EP_I2F:
+			{
+				const ep_i32 *ai = (const ep_i32 *) ra;
+
+				/* Cast's conversion (ops_shape.c): round to nearest */
+				for (int i = 0; i < len; i++)
+					d[i] = (float) ai[i];
+				break;
+			}
+		case EP_I2F_MUL:
+			{
+				const ep_i32 *ai = (const ep_i32 *) ra;
+
+				/* the conversion, then the product: Cast's rounding, then
+				 * Mul's, as the two nodes (no contraction: ISO C mode) */
+				if (vb)
+					for (int i = 0; i < len; i++)
+						d[i] = (float) ai[i] * vb[i];
+				else
+					for (int i = 0; i < len; i++)
+						d[i] = (float) ai[i] * kb;
+				break;
+			}
 		case EP_MULADD:
-			if (bycol && (st->b.per_channel || st->e.per_channel))
+			if (bycol && (b.per_channel || st->e.per_channel))
 			{
 				/* the product, then the sum: the same two roundings */
 				for (int i = 0; i < len; i++)
@@ -324,16 +401,18 @@ ie_epilogue_apply(const ie_epilogue *ep, float *y, int64_t c, int64_t n, float b
 		regs[0] = yb;
 		regs[ep->out_reg] = yb;
 		for (int s = 0; s < ep->n_steps; s++)
-			ep_step_run(&ep->steps[s], regs, c, len, false);
+			ep_step_run(&ep->steps[s], regs, c, len, false, NULL);
 	}
 }
 
 /*
- * Applies a MatMul's ep in place to n values of one output row, columns
- * [c0, c0 + n); see fusion.h.
+ * Runs steps [first, n_steps) of a MatMul's or MatMulInteger's ep in place
+ * over n values of one output row, columns [c0, c0 + n), EP_BLOCK at a
+ * time; rt is the run-time operand's values (NULL where ep has none).
  */
-IE_CLONES IE_VECTORISE void
-ie_epilogue_apply_row(const ie_epilogue *ep, float *y, int64_t c0, int64_t n)
+static inline __attribute__((always_inline)) void
+ep_apply_row(const ie_epilogue *ep, float *y, int64_t c0, int64_t n, const ep_rt *rt,
+			 int first)
 {
 	float		tmp[EP_MAX_STEPS + 1][EP_BLOCK] __attribute__((aligned(64)));
 	float	   *regs[EP_MAX_STEPS + 1];
@@ -346,9 +425,53 @@ ie_epilogue_apply_row(const ie_epilogue *ep, float *y, int64_t c0, int64_t n)
 
 		regs[0] = y + off;
 		regs[ep->out_reg] = y + off;
-		for (int s = 0; s < ep->n_steps; s++)
-			ep_step_run(&ep->steps[s], regs, c0 + off, len, true);
+		/* from the second step on: the first's output is y, and no later
+		 * step reads what came before it (i32_step_ok) */
+		if (first > 0)
+			regs[ep->steps[0].dst] = y + off;
+		for (int s = first; s < ep->n_steps; s++)
+			ep_step_run(&ep->steps[s], regs, c0 + off, len, true, rt);
 	}
+}
+
+/*
+ * Applies a MatMul's ep in place to n values of one output row, columns
+ * [c0, c0 + n); see fusion.h.
+ */
+IE_CLONES IE_VECTORISE void
+ie_epilogue_apply_row(const ie_epilogue *ep, float *y, int64_t c0, int64_t n)
+{
+	ep_apply_row(ep, y, c0, n, NULL, 0);
+}
+
+/*
+ * Applies a MatMulInteger's ep in place to n int32 sums of one output row,
+ * columns [c0, c0 + n), leaving floats; see fusion.h.
+ */
+IE_CLONES IE_VECTORISE void
+ie_epilogue_apply_row_i32(const ie_epilogue *ep, void *y, int64_t c0, int64_t n,
+						  const float *scale, bool scale_per_col)
+{
+	ep_rt		rt = {scale, scale_per_col};
+
+	ep_apply_row(ep, y, c0, n, &rt, 0);
+}
+
+/*
+ * Applies the steps of a MatMulInteger's ep that follow its scaling in
+ * place to n floats of one row of the scaled product; see fusion.h.
+ */
+IE_CLONES IE_VECTORISE void
+ie_epilogue_apply_row_scaled(const ie_epilogue *ep, float *y, int64_t c0, int64_t n)
+{
+	ep_apply_row(ep, y, c0, n, NULL, 1);
+}
+
+/* The fused node's input holding ep's run-time operand, or -1. */
+int
+ie_epilogue_runtime_input(const ie_epilogue *ep)
+{
+	return ep ? ep->rt_input : -1;
 }
 
 /* Number of graph nodes fused into ep. */
@@ -470,9 +593,36 @@ chain_reg(const int *vals, int n_vals, int v)
 }
 
 /*
+ * What a MatMulInteger's chain allows node pn as the step that writes
+ * register n_vals (ep->from_i32): the first step must be a Cast to float
+ * of register 0 (the int32 sums, which nothing else reads); a run-time
+ * operand only in the second, a Mul of the Cast's output (make_step); and
+ * once the chain has one, no later step reads register 0 or 1, so the
+ * steps after the scaling run alone on a scaled product
+ * (ie_epilogue_apply_row_scaled).  true for any node of another chain.
+ */
+static bool
+i32_step_ok(const ie_plan_node *pn, const int *vals, int n_vals, const ie_epilogue *ep)
+{
+	if (!ep->from_i32)
+		return true;
+	if (n_vals == 1)
+		return strcmp(pn->op_type, "Cast") == 0 && pn->n_inputs == 1 &&
+			pn->inputs[0] == vals[0] && node_attr_int(pn, "to", 0) == IE_FLOAT;
+	for (int i = 0; i < pn->n_inputs; i++)
+		if (pn->inputs[i] == vals[0] ||
+			(ep->rt_value >= 0 && n_vals > 2 && pn->inputs[i] == vals[1]))
+			return false;
+	return true;
+}
+
+/*
  * Tries to express node pn as one epilogue step over the chain's values
  * (vals[0..n_vals), register r holds vals[r]); fills *st and returns true
- * when it can.  Constant operands are copied into ep.
+ * when it can.  Constant operands are copied into ep.  In a MatMulInteger's
+ * chain (i32_step_ok), the Mul after the Cast may take a value computed at
+ * run time (float at run time: the Mul's type rule, Cast's output being
+ * float); ep->rt_value records it.
  */
 static bool
 make_step(const ie_model *m, const ie_plan_node *pn, const int *vals, int n_vals,
@@ -483,17 +633,24 @@ make_step(const ie_model *m, const ie_plan_node *pn, const int *vals, int n_vals
 
 	memset(st, 0, sizeof(*st));
 	st->a.reg = st->b.reg = -1;
-	if (pn->n_outputs != 1 || pn->outputs[0] < 0)
+	if (pn->n_outputs != 1 || pn->outputs[0] < 0 || !i32_step_ok(pn, vals, n_vals, ep))
 		return false;
 	for (int i = 0; i < pn->n_inputs; i++)
 		if (pn->inputs[i] >= 0)
 			n_real++;
 
+	if (ep->from_i32 && n_vals == 1)
+	{
+		st->op = EP_I2F;		/* the Cast i32_step_ok let through */
+		st->a.reg = 0;
+		return true;
+	}
 	if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 ||
 		strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0)
 	{
 		ep_arg	   *args[2] = {&st->a, &st->b};
-		int			n_regs = 0;
+		int			n_regs = 0,
+					rt_value = -1;
 
 		if (pn->n_inputs != 2 || n_real != 2)
 			return false;
@@ -514,11 +671,23 @@ make_step(const ie_model *m, const ie_plan_node *pn, const int *vals, int n_vals
 				if (args[i]->c == NULL)
 					return false;
 			}
+			else if (ep->from_i32 && n_vals == 2 && strcmp(op, "Mul") == 0 &&
+					 m->consts[v] == NULL && ep->rt_value < 0)
+			{
+				/* A's scale times B's, computed at run time */
+				args[i]->rt = true;
+				rt_value = v;
+			}
 			else
 				return false;
 		}
 		if (n_regs == 0)
 			return false;
+		/* the run-time operand multiplies the Cast's output, nothing else */
+		if (rt_value >= 0 && (st->a.reg >= 0 ? st->a.reg : st->b.reg) != 1)
+			return false;
+		if (rt_value >= 0)
+			ep->rt_value = rt_value;
 		st->op = op[0] == 'A' ? EP_ADD : op[0] == 'S' ? EP_SUB : op[0] == 'M' ? EP_MUL : EP_DIV;
 		return true;
 	}
@@ -632,9 +801,11 @@ scalar_const(const ep_arg *a)
 /*
  * Merges runs of steps into one pass where the arithmetic stays the same,
  * element by element: Mul by a constant then Add of a constant (MULADD),
- * and x * Clip(x + k, lo, hi) / q as PaddleOCR exports hard-swish
- * (HARDSWISH).  The registers the run used in between must not be read
- * later.  Rewrites ep->steps in place and returns the new count.
+ * x * Clip(x + k, lo, hi) / q as PaddleOCR exports hard-swish
+ * (HARDSWISH), and MatMulInteger's Cast then its Mul by the scale
+ * (I2F_MUL, the run-time operand's step when there is one).  The
+ * registers the run used in between must not be read later.  Rewrites
+ * ep->steps in place and returns the new count.
  */
 static int
 merge_steps(ie_epilogue *ep, int n)
@@ -678,8 +849,22 @@ merge_steps(ie_epilogue *ep, int n)
 			s += 3;
 			continue;
 		}
+		if (s + 1 < n && st[s].op == EP_I2F && st[s + 1].op == EP_MUL &&
+			st[s + 1].a.reg == st[s].dst && st[s + 1].b.reg < 0 &&
+			!reg_read_after(st, n, s + 2, st[s].dst))
+		{
+			/* MatMulInteger's Cast and its scaling (fusion.h) */
+			ep_step		m = st[s + 1];
+
+			m.op = EP_I2F_MUL;
+			m.a = st[s].a;
+			st[out++] = m;
+			s += 1;
+			continue;
+		}
 		if (s + 1 < n && st[s].op == EP_MUL && st[s].a.reg >= 0 && st[s].b.reg < 0 &&
-			st[s + 1].op == EP_ADD && st[s + 1].a.reg == st[s].dst && st[s + 1].b.reg < 0 &&
+			!st[s].b.rt && st[s + 1].op == EP_ADD && st[s + 1].a.reg == st[s].dst &&
+			st[s + 1].b.reg < 0 && !st[s + 1].b.rt &&
 			!reg_read_after(st, n, s + 2, st[s].dst))
 		{
 			ep_step		m = st[s];
@@ -794,14 +979,36 @@ merge_chain(ie_epilogue *ep, int n)
 }
 
 /*
- * Builds the epilogue of Conv node k (plan index) and records which nodes
- * it absorbs in fused[]; returns NULL when nothing fuses (or out of memory,
- * which only means no fusion).  n_read[v] counts the node inputs reading
- * value v over the whole plan.
+ * The plan index at which value v is computed as the plan stands (a node
+ * fused so far no longer computes anything; a fused node computes its
+ * chain's last value, at run_at[k]), or -1 for a graph input or constant.
+ */
+static int
+computed_at(const ie_model *m, int v, const bool *fused, const int *run_at)
+{
+	for (int k = 0; k < m->n_nodes; k++)
+		for (int j = 0; j < m->nodes[k].n_outputs && !fused[k]; j++)
+			if (m->nodes[k].outputs[j] == v)
+				return run_at[k];
+	return -1;
+}
+
+/*
+ * Builds the epilogue of Conv, MatMul or MatMulInteger node k (plan index)
+ * and records which nodes it absorbs in fused[]; returns NULL when nothing
+ * fuses (or out of memory, which only means no fusion).  n_read[v] counts
+ * the node inputs reading value v over the whole plan; run_at[j] is
+ * where node j runs (computed_at).  *place gets the plan index the fused
+ * node is to run at: k, or, where its run-time operand is computed after
+ * k (ONNX Runtime writes the scales' Mul after the MatMulInteger), the
+ * index of the Mul that reads it, after which everything the fused node
+ * reads exists and before which nothing reads what it writes (the chain's
+ * last value, made at or after that Mul).  *rt_node gets the index of
+ * that Mul where there is a run-time operand.
  */
 static ie_epilogue *
 build_epilogue(const ie_model *m, int k, const int *n_read, bool *fused,
-			   int *out_value)
+			   const int *run_at, int *out_value, int *place, int *rt_node)
 {
 	const ie_plan_node *conv = &m->nodes[k];
 	const ie_tensor *W;
@@ -814,11 +1021,20 @@ build_epilogue(const ie_model *m, int k, const int *n_read, bool *fused,
 				best = 0;
 	ie_epilogue *ep;
 
+	*place = k;
 	if (conv->n_inputs < 2 || conv->n_outputs != 1 || conv->outputs[0] < 0 ||
 		conv->inputs[1] < 0)
 		return NULL;
 	W = m->consts[conv->inputs[1]];
-	if (strcmp(conv->op_type, "MatMul") == 0)
+	if (strcmp(conv->op_type, "MatMulInteger") == 0)
+	{
+		/* as MatMul's below, for an int8 or uint8 B */
+		if (W != NULL && ((W->dtype != IE_INT8 && W->dtype != IE_UINT8) || W->ndim != 2))
+			return NULL;
+		rank = 0;
+		channels = W != NULL ? W->dims[1] : -1;
+	}
+	else if (strcmp(conv->op_type, "MatMul") == 0)
 	{
 		/* B [K, N]: the output's last axis has N columns; rank 0 tells
 		 * make_step that constants run along the row.  A B computed at
@@ -844,6 +1060,9 @@ build_epilogue(const ie_model *m, int k, const int *n_read, bool *fused,
 	if (ep == NULL)
 		return NULL;
 	ep->channels = channels;
+	ep->from_i32 = strcmp(conv->op_type, "MatMulInteger") == 0;
+	ep->rt_value = -1;
+	ep->rt_input = -1;
 	vals[0] = conv->outputs[0];
 
 	for (int j = k + 1; j < m->n_nodes && j <= k + EP_WINDOW && n_steps < EP_MAX_STEPS; j++)
@@ -894,15 +1113,74 @@ build_epilogue(const ie_model *m, int k, const int *n_read, bool *fused,
 		ie_epilogue_destroy(&ep);
 		return NULL;
 	}
+	if (best < 2)
+		ep->rt_value = -1;		/* its Mul is not in the closed chain */
 	ep->n_fused = best;
 	ep->out_reg = best;
 	ep->n_steps = merge_steps(ep, best);
 	if (rank > 0)
 		ep->n_steps = merge_chain(ep, ep->n_steps);
+	if (ep->rt_value >= 0)
+	{
+		int			p = computed_at(m, ep->rt_value, fused, run_at);
+
+		/* i32_step_ok made the run-time Mul merge into the first step */
+		if (ep->steps[0].op != EP_I2F_MUL || !ep->steps[0].b.rt)
+		{
+			ie_epilogue_destroy(&ep);
+			return NULL;
+		}
+		if (p > k)
+			*place = nodes[1];
+		*rt_node = nodes[1];
+		ep->rt_input = EP_RT_INPUT;
+	}
 	for (int s = 0; s < best; s++)
 		fused[nodes[s]] = true;
 	*out_value = vals[best];
 	return ep;
+}
+
+/*
+ * Gives fused MatMulInteger pn its epilogue's run-time operand v as input
+ * EP_RT_INPUT (inputs it leaves out before that omitted, -1), with the
+ * type check of the Mul (mul) that read it narrowed to float, the type of
+ * the Mul's other operand, the Cast's output.  0, or -1 when out of
+ * memory.
+ */
+static int
+add_runtime_input(ie_plan_node *pn, const ie_plan_node *mul, int v)
+{
+	int			n = EP_RT_INPUT + 1;
+	int		   *inputs = realloc(pn->inputs, n * sizeof(int));
+	ie_input_check chk = {.types = ~0u, .same_as = -1, .formal = NULL};
+
+	if (inputs == NULL)
+		return -1;
+	pn->inputs = inputs;
+	for (int i = pn->n_inputs; i < n; i++)
+		inputs[i] = -1;
+	inputs[EP_RT_INPUT] = v;
+	for (int i = 0; i < mul->n_inputs && mul->checks != NULL; i++)
+		if (mul->inputs[i] == v)
+		{
+			chk = mul->checks[i];
+			chk.types = (uint32_t) 1 << IE_FLOAT;
+			chk.same_as = -1;
+			break;
+		}
+	if (pn->checks != NULL)
+	{
+		ie_input_check *checks = realloc(pn->checks, n * sizeof(ie_input_check));
+
+		if (checks == NULL)
+			return -1;
+		pn->checks = checks;
+		memset(checks + pn->n_inputs, 0, (n - pn->n_inputs) * sizeof(ie_input_check));
+		checks[EP_RT_INPUT] = chk;
+	}
+	pn->n_inputs = n;
+	return 0;
 }
 
 /*
@@ -925,55 +1203,88 @@ value_is_double(const ie_model *m, int v)
 	return false;
 }
 
-/* Rewrites m's plan, fusing chains into Convs; see fusion.h. */
+/*
+ * Rewrites m's plan, fusing chains into Convs, MatMuls and MatMulIntegers;
+ * see fusion.h.  A fused node whose run-time operand is computed after it
+ * moves to the place of the Mul that read it (build_epilogue).
+ */
 int
 ie_fuse_plan(ie_model *m, char *err, size_t errlen)
 {
+	int			n = m->n_nodes ? m->n_nodes : 1;
 	int		   *n_read = calloc(m->n_values ? m->n_values : 1, sizeof(int));
-	bool	   *fused = calloc(m->n_nodes ? m->n_nodes : 1, sizeof(bool));
+	bool	   *fused = calloc(n, sizeof(bool));
+	int		   *run_at = malloc(n * sizeof(int));	/* node k runs at run_at[k] */
+	int		   *moved_in = malloc(n * sizeof(int));	/* node run at k's place, or -1 */
+	ie_plan_node *nodes = malloc(n * sizeof(ie_plan_node));
 	int			n_keep = 0;
 
-	if (n_read == NULL || fused == NULL)
-	{
-		free(n_read);
-		free(fused);
-		snprintf(err, errlen, "model '%s': out of memory", m->name);
-		return -1;
-	}
+	if (n_read == NULL || fused == NULL || run_at == NULL || moved_in == NULL ||
+		nodes == NULL)
+		goto oom;
 	for (int k = 0; k < m->n_nodes; k++)
+	{
+		run_at[k] = k;
+		moved_in[k] = -1;
 		for (int i = 0; i < m->nodes[k].n_inputs; i++)
 			if (m->nodes[k].inputs[i] >= 0)
 				n_read[m->nodes[k].inputs[i]]++;
+	}
 	for (int k = 0; k < m->n_nodes; k++)
 	{
 		ie_plan_node *pn = &m->nodes[k];
-		int			out;
+		int			out,
+					rt_node = -1;
 
 		if (fused[k] || (strcmp(pn->op_type, "Conv") != 0 &&
 						 strcmp(pn->op_type, "ConvTranspose") != 0 &&
-						 strcmp(pn->op_type, "MatMul") != 0))
+						 strcmp(pn->op_type, "MatMul") != 0 &&
+						 strcmp(pn->op_type, "MatMulInteger") != 0))
 			continue;
 		if (strcmp(pn->op_type, "MatMul") == 0 && pn->n_inputs >= 2 &&
 			(value_is_double(m, pn->inputs[0]) || value_is_double(m, pn->inputs[1])))
 			continue;
-		pn->epilogue = build_epilogue(m, k, n_read, fused, &out);
-		if (pn->epilogue != NULL)
-			pn->outputs[0] = out;
+		pn->epilogue = build_epilogue(m, k, n_read, fused, run_at, &out, &run_at[k],
+									  &rt_node);
+		if (pn->epilogue == NULL)
+			continue;
+		pn->outputs[0] = out;
+		if (rt_node >= 0 &&
+			add_runtime_input(pn, &m->nodes[rt_node], pn->epilogue->rt_value) != 0)
+			goto oom;
+		if (run_at[k] != k)
+			moved_in[run_at[k]] = k;
 	}
-	/* drop the fused nodes, keeping the order */
+	/* drop the fused nodes, keeping the order, a moved node in the place
+	 * of the fused node it runs at */
 	for (int k = 0; k < m->n_nodes; k++)
 	{
+		if (run_at[k] != k)
+			continue;
 		if (fused[k])
 		{
 			ie_plan_node_free(&m->nodes[k]);
+			if (moved_in[k] >= 0)
+				nodes[n_keep++] = m->nodes[moved_in[k]];
 			continue;
 		}
-		if (n_keep != k)
-			m->nodes[n_keep] = m->nodes[k];
-		n_keep++;
+		nodes[n_keep++] = m->nodes[k];
 	}
+	free(m->nodes);
+	m->nodes = nodes;
 	m->n_nodes = n_keep;
 	free(n_read);
 	free(fused);
+	free(run_at);
+	free(moved_in);
 	return 0;
+
+oom:
+	free(n_read);
+	free(fused);
+	free(run_at);
+	free(moved_in);
+	free(nodes);
+	snprintf(err, errlen, "model '%s': out of memory", m->name);
+	return -1;
 }

@@ -8,9 +8,9 @@
  * operator (an unknown operator fails the load, naming the node), orders
  * the nodes topologically, folds Constant nodes and nodes whose inputs are
  * all constant into constant values, records the declared inputs and
- * outputs, and fuses element-wise chains into the Conv or MatMul before
- * them (fusion.h).  Nothing here keeps global state; a loaded model is
- * read-only.
+ * outputs, and fuses element-wise chains into the Conv, MatMul or
+ * MatMulInteger before them (fusion.h).  Nothing here keeps global state;
+ * a loaded model is read-only.
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -87,7 +87,8 @@ typedef struct ie_node_ctx
 	char	   *err;
 	size_t		errlen;
 	ie_error_kind err_kind;		/* ie_op_error's: ie_error_kind_of its format */
-	/* element-wise nodes fused into this Conv (fusion.h), or NULL */
+	/* element-wise nodes fused into this Conv, MatMul or MatMulInteger
+	 * (fusion.h), or NULL */
 	const struct ie_epilogue *epilogue;
 	/* inputs[0] itself when the executor drops it after this node (no
 	 * later node reads it, not a graph output, not another input here):

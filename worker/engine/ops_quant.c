@@ -30,6 +30,12 @@
  * (spatial.c) times the centred weights, or, for a depthwise convolution
  * whose taps stay exact, Conv's direct depthwise loop (ops_conv.c).
  *
+ * A MatMulInteger may carry a fused epilogue (fusion.h: the Cast of its
+ * sums to float, the Mul by the scale, the bias Add and what follows,
+ * ONNX Runtime's MatMulIntegerToFloat): it then writes float, each block
+ * of int32 sums converted in place as soon as the product finishes it
+ * (qmm_fused).
+ *
  * Threading: no state outside the call; the matrix products and the
  * convolutions run on the engine's pool (pool.h) with OpenBLAS serial,
  * the rest on the calling thread.
@@ -43,6 +49,7 @@
 #include <string.h>
 
 #include "worker/engine/op.h"
+#include "worker/engine/fusion.h"
 #include "worker/engine/pool.h"
 #include "worker/engine/qgemm_vnni.h"
 #include "worker/engine/spatial.h"
@@ -1173,6 +1180,30 @@ qmm_dot(const qmm *q, int64_t bi, int64_t i, int64_t j)
 	return (int32_t) (uint32_t) acc;
 }
 
+/*
+ * A MatMulInteger's fused epilogue (fusion.h) as the product applies it:
+ * the epilogue and its run-time scale's values (one, or one per column
+ * with per_col; NULL without a run-time scale).
+ */
+typedef struct qmm_ep
+{
+	const ie_epilogue *ep;
+	const float *scale;
+	bool		per_col;
+} qmm_ep;
+
+/*
+ * Runs e's epilogue over rows [r0, r0 + nr) of y (row stride ldy),
+ * columns [c0, c0 + nc): their int32 sums become the epilogue's floats.
+ */
+static void
+qmm_ep_rows(const qmm_ep *e, int32_t *y, int64_t ldy, int64_t r0, int64_t nr,
+			int64_t c0, int64_t nc)
+{
+	for (int64_t r = r0; r < r0 + nr; r++)
+		ie_epilogue_apply_row_i32(e->ep, y + r * ldy + c0, c0, nc, e->scale, e->per_col);
+}
+
 /* A batch of integer products on OpenBLAS sgemm, as tasks of QMM_ROWS rows. */
 typedef struct qmm_job
 {
@@ -1181,6 +1212,7 @@ typedef struct qmm_job
 	int32_t    *y;				/* [nbatch, M, N] */
 	const int64_t *aoff,
 			   *boff;			/* per product: matrix index into a and b */
+	const qmm_ep *ep;			/* fused epilogue, or NULL */
 	int64_t		M,
 				K,
 				N,
@@ -1194,7 +1226,8 @@ typedef struct qmm_job
  * over K is taken in slices of kc terms, each one sgemm into the thread's
  * scratch (float [rows, N]) whose every value is an exact integer below
  * 2^24 (qmm_product); the slices add up in uint32, which keeps the low 32
- * bits of the exact sum, the plain loop's int32 accumulation.
+ * bits of the exact sum, the plain loop's int32 accumulation.  A fused
+ * epilogue runs on each row as its last slice is added.
  */
 static void
 qmm_task(void *arg, int64_t t, int worker)
@@ -1222,12 +1255,30 @@ qmm_task(void *arg, int64_t t, int worker)
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
 					(int) rows, (int) j->N, (int) kk, 1.0f,
 					a + k0, (int) j->K, b + k0 * j->N, (int) j->N, 0.0f, c, (int) j->N);
-		if (k0 == 0)
-			for (int64_t e = 0; e < n; e++)
-				y[e] = (int32_t) c[e];
-		else
-			for (int64_t e = 0; e < n; e++)
-				y[e] = (int32_t) ((uint32_t) y[e] + (uint32_t) (int32_t) c[e]);
+		if (k0 + kk < j->K || j->ep == NULL)
+		{
+			if (k0 == 0)
+				for (int64_t e = 0; e < n; e++)
+					y[e] = (int32_t) c[e];
+			else
+				for (int64_t e = 0; e < n; e++)
+					y[e] = (int32_t) ((uint32_t) y[e] + (uint32_t) (int32_t) c[e]);
+			continue;
+		}
+		/* the last slice, row by row, each row's epilogue while it is hot */
+		for (int64_t r = 0; r < rows; r++)
+		{
+			int32_t    *yr = y + r * j->N;
+			const float *cr = c + r * j->N;
+
+			if (k0 == 0)
+				for (int64_t e = 0; e < j->N; e++)
+					yr[e] = (int32_t) cr[e];
+			else
+				for (int64_t e = 0; e < j->N; e++)
+					yr[e] = (int32_t) ((uint32_t) yr[e] + (uint32_t) (int32_t) cr[e]);
+			qmm_ep_rows(j->ep, yr, j->N, 0, 1, 0, j->N);
+		}
 	}
 }
 
@@ -1244,10 +1295,28 @@ typedef struct qmm_vjob
 			   *za,				/* za' per row */
 			   *zb;				/* zb' per column */
 	int32_t    *y;				/* [rows, N] */
+	const qmm_ep *ep;			/* fused epilogue, or NULL */
 	int64_t		rows,
 				K,
 				N;
 } qmm_vjob;
+
+/* The rows of one qmm_vtask, for its blocks' epilogue (qmm_vblock). */
+typedef struct qmm_vrows
+{
+	const qmm_ep *ep;
+	int32_t    *y;				/* the task's first row */
+	int64_t		N;
+} qmm_vrows;
+
+/* ie_qv_block_fn: the fused epilogue on a block the kernel finished. */
+static void
+qmm_vblock(void *arg, int64_t r0, int64_t nr, int64_t c0, int64_t nc)
+{
+	const qmm_vrows *v = arg;
+
+	qmm_ep_rows(v->ep, v->y, v->N, r0, nr, c0, nc);
+}
 
 /* Task t: rows [t * QMM_VNNI_ROWS, + QMM_VNNI_ROWS) of the product. */
 static void
@@ -1256,10 +1325,12 @@ qmm_vtask(void *arg, int64_t t, int worker)
 	const qmm_vjob *j = arg;
 	int64_t		r0 = t * QMM_VNNI_ROWS,
 				rows = j->rows - r0 < QMM_VNNI_ROWS ? j->rows - r0 : QMM_VNNI_ROWS;
+	qmm_vrows	v = {j->ep, j->y + r0 * j->N, j->N};
 
 	(void) worker;
 	ie_qv_gemm(j->a + r0 * j->K, j->a_signed, j->K, rows, j->K, j->bp, j->colsum,
-			   j->N, j->za + r0, j->zb, j->y + r0 * j->N, j->N);
+			   j->N, j->za + r0, j->zb, j->y + r0 * j->N, j->N,
+			   j->ep != NULL ? qmm_vblock : NULL, &v);
 }
 
 /*
@@ -1269,11 +1340,12 @@ qmm_vtask(void *arg, int64_t t, int worker)
  * over that one B is folded into nbatch * M rows, row r's zero point
  * a_zero_point[r % M] where per row.  The zero points go into the
  * kernel's form (ie_qv_gemm: za' = za + 128 for int8 A, zb' = zb - 128
- * for uint8 B).  Tasks of QMM_VNNI_ROWS rows on up to n_threads threads.
+ * for uint8 B).  Tasks of QMM_VNNI_ROWS rows on up to n_threads threads;
+ * a fused epilogue (ep, or NULL) runs on each block the kernel finishes.
  * Errors: out of memory for the packed B or the zero points.
  */
 static int
-qmm_vnni(ie_node_ctx *ctx, const qmm *q, int32_t *y)
+qmm_vnni(ie_node_ctx *ctx, const qmm *q, int32_t *y, const qmm_ep *ep)
 {
 	const ie_mm_shape *sh = &q->sh;
 	bool		as = q->A->dtype == IE_INT8,
@@ -1290,7 +1362,7 @@ qmm_vnni(ie_node_ctx *ctx, const qmm *q, int32_t *y)
 			   *zb = ie_scratch_new(IE_INT32, 1, &N);
 	int			nt = ctx->n_threads;
 	qmm_vjob	j = {.a = q->A->data, .a_signed = as, .bp = bp, .colsum = colsum,
-	.za = za, .zb = zb, .y = y, .rows = rows, .K = K, .N = N};
+	.za = za, .zb = zb, .y = y, .ep = ep, .rows = rows, .K = K, .N = N};
 
 	if (bp == NULL || colsum == NULL || za == NULL || zb == NULL)
 	{
@@ -1337,16 +1409,18 @@ qmm_vnni(ie_node_ctx *ctx, const qmm *q, int32_t *y)
  *
  * A batch whose B is one matrix and whose A holds every entry is folded
  * into one product of nbatch * M rows, as MatMul does.  The tasks run on
- * up to n_threads threads, fewer for a small product.  Errors: out of
- * memory for the tasks' scratch (checked at its largest before the
- * parallel region).
+ * up to n_threads threads, fewer for a small product.  With ep (a fused
+ * epilogue, or NULL) every row of y ends as the epilogue's floats, each
+ * block converted as soon as its sums are final.  Errors: out of memory
+ * for the tasks' scratch (checked at its largest before the parallel
+ * region).
  */
 static int
-qmm_product(ie_node_ctx *ctx, const qmm *q, int32_t *y)
+qmm_product(ie_node_ctx *ctx, const qmm *q, int32_t *y, const qmm_ep *ep)
 {
 	const ie_mm_shape *sh = &q->sh;
 	qmm_job		j = {.a = q->a, .b = q->b, .y = y, .aoff = q->offs,
-	.boff = q->offs + sh->nbatch, .M = sh->M, .K = sh->K, .N = sh->N};
+	.boff = q->offs + sh->nbatch, .ep = ep, .M = sh->M, .K = sh->K, .N = sh->N};
 	int64_t		nbatch = sh->nbatch,
 				zero[2] = {0, 0},
 				work,
@@ -1354,15 +1428,19 @@ qmm_product(ie_node_ctx *ctx, const qmm *q, int32_t *y)
 	int			nt = ctx->n_threads;
 
 	if (q->vnni)
-		return qmm_vnni(ctx, q, y);
+		return qmm_vnni(ctx, q, y, ep);
 	if (sh->K > INT_MAX || sh->N > INT_MAX)
 	{
 		int64_t		e = 0;
 
 		for (int64_t bi = 0; bi < nbatch; bi++)
 			for (int64_t i = 0; i < sh->M; i++)
+			{
 				for (int64_t jj = 0; jj < sh->N; jj++)
 					y[e++] = qmm_dot(q, bi, i, jj);
+				if (ep != NULL)
+					qmm_ep_rows(ep, y + e - sh->N, sh->N, 0, 1, 0, sh->N);
+			}
 		return 0;
 	}
 	/* the most terms whose sum stays below 2^24 (all of K if it does) */
@@ -1389,11 +1467,140 @@ qmm_product(ie_node_ctx *ctx, const qmm *q, int32_t *y)
 }
 
 /*
+ * Whether a fused MatMulInteger's run-time scale s multiplies its product
+ * (q's shape; b_matrix: B has rank 2 or more, so the output's last axis
+ * has the N columns) element by element as the epilogue does, widening
+ * nothing: rank at most the product's and one value, or one per column
+ * along the last axis with every other dim 1 (sets *per_col).
+ */
+static bool
+qmm_scale_fits(const qmm *q, bool b_matrix, const ie_tensor *s, bool *per_col)
+{
+	*per_col = false;
+	if (s->ndim > q->sh.ond)
+		return false;
+	if (ie_tensor_numel(s) == 1)
+		return true;
+	if (!b_matrix || s->ndim < 1 || s->dims[s->ndim - 1] != q->sh.N)
+		return false;
+	for (int d = 0; d < s->ndim - 1; d++)
+		if (s->dims[d] != 1)
+			return false;
+	*per_col = true;
+	return true;
+}
+
+/*
+ * A fused MatMulInteger whose run-time scale s does not fit
+ * (qmm_scale_fits): the nodes' own way, the whole int32 product, its
+ * conversion to float (Cast's), the Mul operator on it and s (its
+ * broadcasting, its errors), then the epilogue's steps after the Mul on
+ * each row of the result.  Errors: out of memory, and the Mul's.
+ */
+static int
+qmm_fused_apart(ie_node_ctx *ctx, const qmm *q, const ie_tensor *s)
+{
+	ie_tensor  *P = q->an > 0 ? ie_tensor_new_uninit(IE_INT32, q->sh.ond, q->sh.odims) :
+		ie_tensor_new(IE_INT32, q->sh.ond, q->sh.odims);
+	ie_tensor  *C = NULL,
+			   *Y;
+	const ie_tensor *ins[2];
+	ie_tensor  *outs[1] = {NULL};
+	ie_node_ctx mc;
+	int64_t		n,
+				len;
+	int			rc;
+
+	if (P == NULL)
+		return ie_op_error(ctx, "out of memory for the product");
+	n = ie_tensor_numel(P);
+	if (q->an > 0 && n > 0 && qmm_product(ctx, q, P->data, NULL) != 0)
+	{
+		ie_tensor_destroy(&P);
+		return -1;
+	}
+	C = ie_tensor_new_uninit(IE_FLOAT, P->ndim, P->dims);
+	if (C == NULL)
+	{
+		ie_tensor_destroy(&P);
+		return ie_op_error(ctx, "out of memory for the product");
+	}
+	for (int64_t e = 0; e < n; e++)
+		((float *) C->data)[e] = (float) ((const int32_t *) P->data)[e];
+	ie_tensor_destroy(&P);
+	/* the Mul node that was fused, run as the operator */
+	mc = *ctx;
+	mc.op_type = "Mul";
+	mc.n_inputs = 2;
+	ins[0] = C;
+	ins[1] = s;
+	mc.inputs = ins;
+	mc.n_outputs = 1;
+	mc.outputs = outs;
+	mc.n_attrs = 0;
+	mc.attrs = NULL;
+	mc.epilogue = NULL;
+	mc.donor = NULL;
+	rc = ie_op_lookup("Mul") (&mc);
+	ctx->err_kind = mc.err_kind;
+	ie_tensor_destroy(&C);
+	if (rc != 0)
+	{
+		ie_tensor_destroy(&outs[0]);
+		return -1;
+	}
+	Y = outs[0];
+	ctx->outputs[0] = Y;
+	/* its rows are N columns, or with N 1 only scalar constants follow */
+	len = Y->ndim > 0 ? Y->dims[Y->ndim - 1] : 1;
+	for (int64_t r = 0; len > 0 && r < ie_tensor_numel(Y) / len; r++)
+		ie_epilogue_apply_row_scaled(ctx->epilogue, (float *) Y->data + r * len, 0, len);
+	return 0;
+}
+
+/*
+ * A MatMulInteger with a fused epilogue (fusion.h): output 0 is float, the
+ * Cast of the sums, the Mul by the scale and what follows, each block
+ * converted in place by the product as soon as its sums are final.  The
+ * scale computed at run time (input ie_epilogue_runtime_input, float by
+ * the node's type check) must fit (qmm_scale_fits), else qmm_fused_apart.
+ */
+static int
+qmm_fused(ie_node_ctx *ctx, const qmm *q)
+{
+	int			ri = ie_epilogue_runtime_input(ctx->epilogue);
+	const ie_tensor *s = ri >= 0 && ri < ctx->n_inputs ? ctx->inputs[ri] : NULL;
+	qmm_ep		e = {.ep = ctx->epilogue};
+	ie_tensor  *Y;
+	int64_t		n;
+
+	if (ri >= 0 && (s == NULL || s->dtype != IE_FLOAT))
+		return ie_op_error(ctx, "the fused scale is not a float tensor");
+	if (s != NULL && !qmm_scale_fits(q, ctx->inputs[1]->ndim >= 2, s, &e.per_col))
+		return qmm_fused_apart(ctx, q, s);
+	e.scale = s != NULL ? s->data : NULL;
+	/* an empty sum (K == 0) is zeros, whose bits are float 0 too */
+	Y = q->an > 0 ? ie_tensor_new_uninit(IE_FLOAT, q->sh.ond, q->sh.odims) :
+		ie_tensor_new(IE_FLOAT, q->sh.ond, q->sh.odims);
+	if (Y == NULL)
+		return ie_op_error(ctx, "out of memory for the output");
+	ctx->outputs[0] = Y;
+	n = ie_tensor_numel(Y);
+	if (n == 0)
+		return 0;
+	if (q->an > 0)
+		return qmm_product(ctx, q, Y->data, &e);
+	qmm_ep_rows(&e, Y->data, q->sh.N, 0, n / q->sh.N, 0, q->sh.N);
+	return 0;
+}
+
+/*
  * MatMulInteger (10): A[..., M, K] x B[..., K, N] -> int32 [..., M, N] with
  * MatMul's shape rules, A and B int8 or uint8, less a_zero_point (one
  * value, one per row of A, or N-D: A's shape with a last dim of 1) and
  * b_zero_point (one value, one per column of B, or N-D: B's shape with a
- * last-but-one dim of 1), qzp_nd_fits.
+ * last-but-one dim of 1), qzp_nd_fits.  With a fused epilogue, float
+ * (qmm_fused).
  */
 static int
 op_matmul_integer(ie_node_ctx *ctx)
@@ -1408,6 +1615,13 @@ op_matmul_integer(ie_node_ctx *ctx)
 		qmm_free(&q);
 		return -1;
 	}
+	if (ctx->epilogue != NULL)
+	{
+		int			rc = qmm_fused(ctx, &q);
+
+		qmm_free(&q);
+		return rc;
+	}
 	/* an empty sum (K == 0) gives zeros; else qmm_product writes all */
 	Y = q.an > 0 ? ie_tensor_new_uninit(IE_INT32, q.sh.ond, q.sh.odims) :
 		ie_tensor_new(IE_INT32, q.sh.ond, q.sh.odims);
@@ -1417,7 +1631,7 @@ op_matmul_integer(ie_node_ctx *ctx)
 		return ie_op_error(ctx, "out of memory for the output");
 	}
 	ctx->outputs[0] = Y;
-	if (q.an > 0 && ie_tensor_numel(Y) > 0 && qmm_product(ctx, &q, Y->data) != 0)
+	if (q.an > 0 && ie_tensor_numel(Y) > 0 && qmm_product(ctx, &q, Y->data, NULL) != 0)
 	{
 		qmm_free(&q);
 		return -1;
@@ -1528,7 +1742,7 @@ op_qlinear_matmul(ie_node_ctx *ctx)
 			qmm_free(&q);
 			return ie_op_error(ctx, "out of memory for the accumulators");
 		}
-		if (qmm_product(ctx, &q, acc) != 0)
+		if (qmm_product(ctx, &q, acc, NULL) != 0)
 		{
 			free(acc);
 			qmm_free(&q);

@@ -6,7 +6,9 @@
  * For each chunk of QV_MC rows of A (their row sums first), each panel of
  * 64 columns of packed B and each block of 6 rows, 24 vectors hold the
  * int32 sums; each 4 k loads 4 vectors of the panel and broadcasts one
- * dword (4 bytes of k) of each of the 6 rows.  Only these functions are
+ * dword (4 bytes of k) of each of the 6 rows.  After each panel of a
+ * chunk, the caller's block function (a fused epilogue) may take the
+ * chunk's rows of it while they are in L1.  Only these functions are
  * built for AVX-512 (target attributes); the rest of the engine stays
  * generic.
  *
@@ -232,7 +234,7 @@ qv_block(int mr, const uint8_t *a, int64_t lda, uint32_t ax, int64_t K,
 static QV_TARGET void
 qv_gemm(const uint8_t *a, bool a_signed, int64_t lda, int64_t rows, int64_t K,
 		const uint8_t *bp, const int32_t *colsum, int64_t N, const int32_t *za,
-		const int32_t *zb, int32_t *y, int64_t ldy)
+		const int32_t *zb, int32_t *y, int64_t ldy, ie_qv_block_fn done, void *done_arg)
 {
 	uint32_t	ax = a_signed ? 0x80808080u : 0;
 	uint8_t		ab = a_signed ? 0x80 : 0;
@@ -266,6 +268,9 @@ qv_gemm(const uint8_t *a, bool a_signed, int64_t lda, int64_t rows, int64_t K,
 				qv_block((int) (mc - i0 < QV_MR ? mc - i0 : QV_MR), ai, lda, ax, K, p,
 						 colsum, N, j0, zai, s + i0, zb, yi, ldy);
 			}
+			/* the chunk's rows of this panel are final: mc x 64 sums, in L1 */
+			if (done != NULL)
+				done(done_arg, c0, mc, j0, N - j0 < IE_QV_NR ? N - j0 : IE_QV_NR);
 		}
 	}
 }
@@ -275,10 +280,10 @@ qv_gemm(const uint8_t *a, bool a_signed, int64_t lda, int64_t rows, int64_t K,
 void
 ie_qv_gemm(const uint8_t *a, bool a_signed, int64_t lda, int64_t rows, int64_t K,
 		   const uint8_t *bp, const int32_t *colsum, int64_t N, const int32_t *za,
-		   const int32_t *zb, int32_t *y, int64_t ldy)
+		   const int32_t *zb, int32_t *y, int64_t ldy, ie_qv_block_fn done, void *done_arg)
 {
 #ifdef IE_QV_X86
-	qv_gemm(a, a_signed, lda, rows, K, bp, colsum, N, za, zb, y, ldy);
+	qv_gemm(a, a_signed, lda, rows, K, bp, colsum, N, za, zb, y, ldy, done, done_arg);
 #else
 	(void) a;
 	(void) a_signed;
@@ -292,6 +297,8 @@ ie_qv_gemm(const uint8_t *a, bool a_signed, int64_t lda, int64_t rows, int64_t K
 	(void) zb;
 	(void) y;
 	(void) ldy;
+	(void) done;
+	(void) done_arg;
 	abort();
 #endif
 }

@@ -56,6 +56,16 @@ void		ie_qv_pack_b(const uint8_t *b, bool b_unsigned, int64_t K, int64_t N,
 						 uint8_t *bp, int32_t *colsum);
 
 /*
+ * Called by ie_qv_gemm on each block of Y as soon as its sums are final,
+ * on the calling thread: rows [r0, r0 + nr) of the call's rows and
+ * columns [c0, c0 + nc), at most 96 rows by IE_QV_NR columns, whose first
+ * value is y[r0 * ldy + c0] (for a fused epilogue to convert while the
+ * block is in cache).
+ */
+typedef void (*ie_qv_block_fn) (void *arg, int64_t r0, int64_t nr, int64_t c0,
+								int64_t nc);
+
+/*
  * Y = (A - za) x (B - zb), low 32 bits, for A [rows, K] (row stride lda;
  * int8 when a_signed, else uint8) and B packed by ie_qv_pack_b (with its
  * colsum).  za holds one value per row and zb one per column (N), both
@@ -68,10 +78,12 @@ void		ie_qv_pack_b(const uint8_t *b, bool b_unsigned, int64_t K, int64_t N,
  * a xor 0x80), B signed (b_s), and (a_u - za')(b_s - zb') summed over k is
  * sum a_u b_s - za' colsum(b_s) - zb' (rowsum(a_u) - K za'), all mod 2^32,
  * which is the exact sum's low 32 bits.  A 6 x 64 register tile (24
- * accumulators) per block of rows and panel of columns.
+ * accumulators) per block of rows and panel of columns.  done, when not
+ * NULL, is called with done_arg on each finished block (ie_qv_block_fn).
  */
 void		ie_qv_gemm(const uint8_t *a, bool a_signed, int64_t lda, int64_t rows,
 					   int64_t K, const uint8_t *bp, const int32_t *colsum, int64_t N,
-					   const int32_t *za, const int32_t *zb, int32_t *y, int64_t ldy);
+					   const int32_t *za, const int32_t *zb, int32_t *y, int64_t ldy,
+					   ie_qv_block_fn done, void *done_arg);
 
 #endif							/* IE_QGEMM_VNNI_H */
