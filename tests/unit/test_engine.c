@@ -3336,6 +3336,83 @@ next:
 	}
 }
 
+/*
+ * Two MatMulIntegers whose Casts are multiplied, Y = Cast(A x W1) *
+ * Cast(A x W2): the first chain takes the Mul, the second's Cast output as
+ * its run-time operand; the second chain must then stop at its Cast (the
+ * Mul is no longer a node it can take), not fuse the Mul a second time,
+ * which left the first's Cast output unproduced ("input 'C1' was not
+ * produced").  Both orders of the Mul's operands; outputs as unfused.
+ */
+static void
+test_qmatmul_two_casts(void)
+{
+	int64_t		ad[2] = {3, 8},
+				wd[2] = {8, 5},
+				yd[2] = {3, 5};
+	uint8_t		a[24];
+	int8_t		w1[40],
+				w2[40];
+	unsigned	seed = 17;
+	char		err[512];
+
+	for (int i = 0; i < 24; i++)
+		a[i] = (uint8_t) (int) ((frand(&seed) + 1.0f) * 127.5f);
+	for (int i = 0; i < 40; i++)
+	{
+		w1[i] = (int8_t) (int) (frand(&seed) * 127.5f);
+		w2[i] = (int8_t) (int) (frand(&seed) * 127.5f);
+	}
+	for (int order = 0; order < 2; order++)
+	{
+		ie_model   *m[2] = {NULL, NULL};
+		ie_tensor  *x = ie_tensor_new(IE_UINT8, 2, ad),
+				   *y[2] = {NULL, NULL};
+		int			n_mmi = 0;
+
+		if (x != NULL)
+			memcpy(x->data, a, sizeof(a));
+		for (int fuse = 0; fuse < 2; fuse++)
+		{
+			graph_spec	g = {0};
+
+			g.opset = 13;
+			g.nodes[g.n_nodes++] = node("MatMulInteger", "mmi1", "A,W1", "P1");
+			g.nodes[g.n_nodes++] = node("MatMulInteger", "mmi2", "A,W2", "P2");
+			attr_int(g.nodes[g.n_nodes++] = node("Cast", "cast1", "P1", "C1"), "to", IE_FLOAT);
+			attr_int(g.nodes[g.n_nodes++] = node("Cast", "cast2", "P2", "C2"), "to", IE_FLOAT);
+			g.nodes[g.n_nodes++] = node("Mul", "mul", order ? "C2,C1" : "C1,C2", "Y");
+			g.inits[g.n_inits++] = tensor_raw("W1", IE_INT8, 2, wd, w1, 40);
+			g.inits[g.n_inits++] = tensor_raw("W2", IE_INT8, 2, wd, w2, 40);
+			g.inputs[g.n_inputs++] = value_info("A", IE_UINT8, 2, ad);
+			g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 2, yd);
+			setenv("IE_FUSION", fuse ? "1" : "0", 1);
+			m[fuse] = load(&g, err, sizeof(err));
+			unsetenv("IE_FUSION");
+			arena_reset();
+			CHECK(m[fuse] != NULL, "two casts (order %d, fusion %d): load: %s", order, fuse, err);
+			if (m[fuse] == NULL || x == NULL)
+				continue;
+			CHECK(ie_model_run(m[fuse], (const ie_tensor *const *) &x, &y[fuse], err,
+							   sizeof(err)) == 0,
+				  "two casts (order %d, fusion %d): run: %s", order, fuse, err);
+		}
+		for (int k = 0; m[1] != NULL && k < m[1]->n_nodes; k++)
+			n_mmi += strcmp(m[1]->nodes[k].op_type, "MatMulInteger") == 0;
+		CHECK(m[1] == NULL || (m[1]->n_nodes == 2 && n_mmi == 2),
+			  "two casts (order %d): fused plan has %d nodes, want the 2 MatMulIntegers",
+			  order, m[1] != NULL ? m[1]->n_nodes : -1);
+		CHECK(y[0] != NULL && y[1] != NULL && same_outputs(&y[1], &y[0], 1),
+			  "two casts (order %d): fused output differs from the unfused graph's", order);
+		for (int f = 0; f < 2; f++)
+		{
+			ie_tensor_destroy(&y[f]);
+			ie_model_destroy(&m[f]);
+		}
+		ie_tensor_destroy(&x);
+	}
+}
+
 /* ---- batch invariance of a text model ---- */
 
 #define MINI_PATH "build/models/minilm/model.onnx"
@@ -3585,6 +3662,7 @@ main(void)
 	test_matmul_fusion();
 	test_matmul_double_relu();
 	test_qmatmul_fusion();
+	test_qmatmul_two_casts();
 	test_text_batch_invariance();
 	test_cuda_empty_download();
 	return tu_report("test_engine");

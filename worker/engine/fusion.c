@@ -1076,6 +1076,11 @@ build_epilogue(const ie_model *m, int k, const int *n_read, bool *fused,
 				reads = true;
 		if (!reads)
 			continue;
+		/* an earlier chain took this node (a value of this chain was its
+		 * run-time operand: Mul(Cast(MMI1), Cast(MMI2))): the value is
+		 * read there, outside this chain */
+		if (fused[j])
+			break;
 		if (!make_step(m, pn, vals, n_vals, rank, channels, ep, &st))
 			break;				/* a value of the chain escapes here */
 		st.dst = n_vals;
