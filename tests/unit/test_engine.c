@@ -3413,6 +3413,69 @@ test_qmatmul_two_casts(void)
 	}
 }
 
+/*
+ * A MatMul or MatMulInteger of two 1-D inputs is 0-D; a Mul by a 1-D
+ * constant of one value after it makes [1], fused or not (the fused
+ * product used to stay 0-D).  Plain product, then Cast for the integer one.
+ */
+static void
+test_fused_0d_product(void)
+{
+	int64_t		kd[1] = {4},
+				one[1] = {1};
+	float		af[4] = {1, 2, 3, 4},
+				bf[4] = {0.5f, -1, 2, 0.25f},
+				k2 = 2.0f;
+	uint8_t		aq[4] = {1, 2, 3, 4};
+	int8_t		bq[4] = {5, -1, 2, 7};
+
+	for (int integer = 0; integer < 2; integer++)
+		for (int fuse = 0; fuse < 2; fuse++)
+		{
+			graph_spec	g = {0};
+			char		err[512];
+			ie_model   *m;
+			ie_tensor  *in[2] = {ie_tensor_new(integer ? IE_UINT8 : IE_FLOAT, 1, kd),
+				ie_tensor_new(integer ? IE_INT8 : IE_FLOAT, 1, kd)},
+					   *y = NULL;
+
+			if (in[0] != NULL && in[1] != NULL)
+			{
+				memcpy(in[0]->data, integer ? (void *) aq : (void *) af, in[0]->nbytes);
+				memcpy(in[1]->data, integer ? (void *) bq : (void *) bf, in[1]->nbytes);
+			}
+			g.opset = 13;
+			if (integer)
+			{
+				g.nodes[g.n_nodes++] = node("MatMulInteger", "mmi", "A,B", "P");
+				attr_int(g.nodes[g.n_nodes++] = node("Cast", "cast", "P", "C"), "to", IE_FLOAT);
+			}
+			else
+				g.nodes[g.n_nodes++] = node("MatMul", "mm", "A,B", "C");
+			g.nodes[g.n_nodes++] = node("Mul", "mul", "C,K2", "Y");
+			g.inits[g.n_inits++] = init_f("K2", 1, one, &k2, 1);
+			g.inputs[g.n_inputs++] = value_info("A", integer ? IE_UINT8 : IE_FLOAT, 1, kd);
+			g.inputs[g.n_inputs++] = value_info("B", integer ? IE_INT8 : IE_FLOAT, 1, kd);
+			g.outputs[g.n_outputs++] = value_info("Y", IE_FLOAT, 1, one);
+			setenv("IE_FUSION", fuse ? "1" : "0", 1);
+			m = load(&g, err, sizeof(err));
+			unsetenv("IE_FUSION");
+			arena_reset();
+			CHECK(m != NULL && in[0] != NULL && in[1] != NULL &&
+				  ie_model_run(m, (const ie_tensor *const *) in, &y, err, sizeof(err)) == 0,
+				  "0-D %s (fusion %d): %s", integer ? "MatMulInteger" : "MatMul", fuse, err);
+			CHECK(y != NULL && y->ndim == 1 && y->dims[0] == 1 &&
+				  ((float *) y->data)[0] == (integer ? 74.0f : 11.0f),
+				  "0-D %s (fusion %d): want [1] of %g, got rank %d, %g",
+				  integer ? "MatMulInteger" : "MatMul", fuse, integer ? 74.0 : 11.0,
+				  y != NULL ? y->ndim : -1, y != NULL ? ((float *) y->data)[0] : 0.0);
+			ie_tensor_destroy(&y);
+			ie_tensor_destroy(&in[0]);
+			ie_tensor_destroy(&in[1]);
+			ie_model_destroy(&m);
+		}
+}
+
 /* ---- batch invariance of a text model ---- */
 
 #define MINI_PATH "build/models/minilm/model.onnx"
@@ -3663,6 +3726,7 @@ main(void)
 	test_matmul_double_relu();
 	test_qmatmul_fusion();
 	test_qmatmul_two_casts();
+	test_fused_0d_product();
 	test_text_batch_invariance();
 	test_cuda_empty_download();
 	return tu_report("test_engine");

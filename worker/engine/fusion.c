@@ -88,6 +88,7 @@ typedef struct ep_arg
 	int			reg;			/* >= 0: a register; -1: the constant */
 	const float *c;				/* constant values (owned by the epilogue) */
 	int			per_channel;	/* c has one value per channel, else one */
+	bool		vec;			/* c came from a 1-D constant (a MatMul's) */
 	bool		rt;				/* the run-time operand (ep_rt), not c */
 } ep_arg;
 
@@ -134,6 +135,7 @@ struct ie_epilogue
 	bool		from_i32;		/* register 0 holds int32 (MatMulInteger) */
 	int			rt_value;		/* at load: the run-time operand's value, or -1 */
 	int			rt_input;		/* the fused node's input holding it, or -1 */
+	int			min_rank;		/* 1 where a 1-D constant widens a 0-D product */
 };
 
 /* The operand's value for channel c (a constant). */
@@ -474,6 +476,13 @@ ie_epilogue_runtime_input(const ie_epilogue *ep)
 	return ep ? ep->rt_input : -1;
 }
 
+/* The least rank of the fused chain's result; see fusion.h. */
+int
+ie_epilogue_min_rank(const ie_epilogue *ep)
+{
+	return ep ? ep->min_rank : 0;
+}
+
 /* Number of graph nodes fused into ep. */
 int
 ie_epilogue_n_steps(const ie_epilogue *ep)
@@ -668,6 +677,7 @@ make_step(const ie_model *m, const ie_plan_node *pn, const int *vals, int n_vals
 					 const_operand_ok(m->consts[v], rank, channels, &args[i]->per_channel))
 			{
 				args[i]->c = ep_keep(ep, m->consts[v]->data, ie_tensor_numel(m->consts[v]));
+				args[i]->vec = rank == 0 && m->consts[v]->ndim == 1;
 				if (args[i]->c == NULL)
 					return false;
 			}
@@ -1120,6 +1130,11 @@ build_epilogue(const ie_model *m, int k, const int *n_read, bool *fused,
 	}
 	if (best < 2)
 		ep->rt_value = -1;		/* its Mul is not in the closed chain */
+	/* a MatMul of two 1-D inputs is 0-D, and a 1-D constant of one value
+	 * makes the graph's result [1] (ie_epilogue_min_rank) */
+	for (int s = 0; s < best; s++)
+		if (ep->steps[s].a.vec || ep->steps[s].b.vec)
+			ep->min_rank = 1;
 	ep->n_fused = best;
 	ep->out_reg = best;
 	ep->n_steps = merge_steps(ep, best);

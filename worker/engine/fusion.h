@@ -114,6 +114,14 @@ void		ie_epilogue_apply_row_scaled(const ie_epilogue *ep, float *y, int64_t c0,
  */
 int			ie_epilogue_runtime_input(const ie_epilogue *ep);
 
+/*
+ * The least rank of the result of ep's chain: 1 where a step takes a 1-D
+ * constant (of one value: a MatMul's per-column constants are 1-D), which
+ * broadcasting makes a 0-D product (A and B 1-D) into [1]; else 0.  A
+ * MatMul or MatMulInteger with a 0-D product and ep then writes [1].
+ */
+int			ie_epilogue_min_rank(const ie_epilogue *ep);
+
 /* Number of graph nodes fused into ep (for tests and logs). */
 int			ie_epilogue_n_steps(const ie_epilogue *ep);
 

@@ -1584,6 +1584,12 @@ qmm_fused(ie_node_ctx *ctx, const qmm *q)
 		ie_tensor_new(IE_FLOAT, q->sh.ond, q->sh.odims);
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
+	/* a 0-D product whose fused chain broadcasts it with a 1-D constant */
+	if (Y->ndim < ie_epilogue_min_rank(ctx->epilogue))
+	{
+		Y->ndim = 1;
+		Y->dims[0] = 1;
+	}
 	ctx->outputs[0] = Y;
 	n = ie_tensor_numel(Y);
 	if (n == 0)
