@@ -483,6 +483,17 @@ ie_epilogue_min_rank(const ie_epilogue *ep)
 	return ep ? ep->min_rank : 0;
 }
 
+/* A 0-D product made [1] for ep's chain; see fusion.h. */
+void
+ie_epilogue_widen_output(const ie_epilogue *ep, ie_tensor *Y)
+{
+	if (Y->ndim < ie_epilogue_min_rank(ep))
+	{
+		Y->ndim = 1;
+		Y->dims[0] = 1;
+	}
+}
+
 /* Number of graph nodes fused into ep. */
 int
 ie_epilogue_n_steps(const ie_epilogue *ep)

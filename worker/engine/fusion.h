@@ -122,6 +122,13 @@ int			ie_epilogue_runtime_input(const ie_epilogue *ep);
  */
 int			ie_epilogue_min_rank(const ie_epilogue *ep);
 
+/*
+ * Widens Y, a new output of a MatMul or MatMulInteger that carries ep, from
+ * 0-D to [1] (one element either way) where ep's chain needs that rank
+ * (ie_epilogue_min_rank).
+ */
+void		ie_epilogue_widen_output(const ie_epilogue *ep, ie_tensor *Y);
+
 /* Number of graph nodes fused into ep (for tests and logs). */
 int			ie_epilogue_n_steps(const ie_epilogue *ep);
 

@@ -357,11 +357,7 @@ op_matmul(ie_node_ctx *ctx)
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	/* a 0-D product whose fused chain broadcasts it with a 1-D constant */
-	if (Y->ndim < ie_epilogue_min_rank(ctx->epilogue))
-	{
-		Y->ndim = 1;
-		Y->dims[0] = 1;
-	}
+	ie_epilogue_widen_output(ctx->epilogue, Y);
 	ctx->outputs[0] = Y;
 	if (ie_tensor_numel(Y) == 0)
 		return 0;

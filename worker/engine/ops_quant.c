@@ -1585,11 +1585,7 @@ qmm_fused(ie_node_ctx *ctx, const qmm *q)
 	if (Y == NULL)
 		return ie_op_error(ctx, "out of memory for the output");
 	/* a 0-D product whose fused chain broadcasts it with a 1-D constant */
-	if (Y->ndim < ie_epilogue_min_rank(ctx->epilogue))
-	{
-		Y->ndim = 1;
-		Y->dims[0] = 1;
-	}
+	ie_epilogue_widen_output(ctx->epilogue, Y);
 	ctx->outputs[0] = Y;
 	n = ie_tensor_numel(Y);
 	if (n == 0)
